@@ -1,0 +1,79 @@
+// Multi-head attention with the semantics and state-dict layout of
+// torch.nn.MultiheadAttention(batch_first=True) (docs: attention-math §3, §4).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "webattention/mask.h"
+
+namespace webattention {
+
+struct MhaConfig {
+  int embed_dim = 0;
+  int num_heads = 1;
+  int kdim = 0;            // key input width; 0 = embed_dim
+  int vdim = 0;            // value input width; 0 = embed_dim
+  int head_dim = 0;        // per-head query/key width d_k; 0 = embed_dim / num_heads
+  int value_head_dim = 0;  // per-head value width d_v; 0 = head_dim default (embed_dim / num_heads)
+  bool bias = true;
+};
+
+// One state-dict entry the module expects: its PyTorch key and shape.
+struct ParameterSpec {
+  std::string name;
+  std::vector<int> shape;
+  std::size_t size() const;
+};
+
+// The inputs of one forward call, batch-first: query [B, L, E], key [B, S, kdim],
+// value [B, S, vdim]; output [B, L, E]. weights (optional) [B, h, L, S] or, averaged, [B, L, S].
+struct MhaForwardArgs {
+  int batch = 1, L = 0, S = 0;
+  const float* query = nullptr;
+  const float* key = nullptr;
+  const float* value = nullptr;
+  MaskArg key_padding_mask;  // [B, S]
+  MaskArg attn_mask;         // [L, S] or [B*h, L, S]
+  bool causal = false;
+  float* output = nullptr;
+  float* weights = nullptr;
+  bool average_weights = true;
+};
+
+class MultiHeadAttention {
+ public:
+  explicit MultiHeadAttention(const MhaConfig& config);  // throws ConfigError
+
+  const MhaConfig& config() const { return config_; }
+
+  // The entries load_parameter() accepts, in PyTorch's state_dict() order. When key, value and
+  // query widths and head dims are all equal PyTorch packs W_Q, W_K, W_V into in_proj_weight
+  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight.
+  const std::vector<ParameterSpec>& parameter_specs() const { return specs_; }
+
+  // Copies one entry in (`count` floats, row-major as PyTorch stores it). Throws
+  // StateDictError for an unknown name or a wrong count.
+  void load_parameter(const std::string& name, const float* data, std::size_t count);
+
+  // Names of the entries not loaded yet; forward() refuses to run until this is empty.
+  std::vector<std::string> missing_parameters() const;
+
+  void forward(const MhaForwardArgs& args) const;  // throws ShapeError
+
+  // Scratch size forward() needs for these lengths, in floats (projected Q, K, V and heads).
+  std::size_t scratch_floats(int batch, int L, int S) const;
+
+ private:
+  MhaConfig config_;
+  int qk_width_ = 0;  // h·d_k
+  int v_width_ = 0;   // h·d_v
+  std::vector<ParameterSpec> specs_;
+  std::vector<bool> loaded_;
+  // Weights kept transposed ([in, out]) so the projection kernel streams them row by row.
+  std::vector<float> wq_t_, wk_t_, wv_t_, wo_t_;
+  std::vector<float> bq_, bk_, bv_, bo_;
+  mutable std::vector<float> scratch_;
+};
+
+}  // namespace webattention

@@ -1,0 +1,52 @@
+// Shape checks for masks, and their strided views.
+#include <string>
+
+#include "webattention/errors.h"
+#include "webattention/mask.h"
+
+namespace webattention {
+namespace {
+
+[[noreturn]] void bad_mask_shape(const char* argument, const std::string& expected,
+                                 const std::vector<int>& actual) {
+  throw ShapeError(argument, std::string(argument) + ": expected shape " + expected + ", got " +
+                                 format_shape(actual));
+}
+
+}  // namespace
+
+MaskView key_padding_view(const MaskArg& mask, int batch, int S, const char* argument) {
+  MaskView view;
+  if (mask.kind == MaskKind::kNone) return view;
+  const auto& s = mask.shape;
+  const bool batched = s.size() == 2 && s[0] == batch && s[1] == S;
+  const bool unbatched = s.size() == 1 && batch == 1 && s[0] == S;
+  if (!batched && !unbatched) bad_mask_shape(argument, format_shape({batch, S}), s);
+  view.kind = mask.kind;
+  view.data = mask.data;
+  view.batch_stride = S;
+  return view;
+}
+
+MaskView attn_mask_view(const MaskArg& mask, int batch, int heads, int L, int S,
+                        const char* argument) {
+  MaskView view;
+  if (mask.kind == MaskKind::kNone) return view;
+  const auto& s = mask.shape;
+  view.kind = mask.kind;
+  view.data = mask.data;
+  if (s.size() == 2 && s[0] == L && s[1] == S) {
+    view.row_stride = S;
+    return view;
+  }
+  if (s.size() == 3 && s[0] == batch * heads && s[1] == L && s[2] == S) {
+    view.row_stride = S;
+    view.head_stride = static_cast<std::ptrdiff_t>(L) * S;
+    view.batch_stride = view.head_stride * heads;
+    return view;
+  }
+  bad_mask_shape(argument,
+                 format_shape({L, S}) + " or " + format_shape({batch * heads, L, S}), s);
+}
+
+}  // namespace webattention

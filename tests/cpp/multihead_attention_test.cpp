@@ -1,0 +1,172 @@
+// Multi-head attention against the double-precision reference, and its state-dict checks.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+#include "webattention/reference.h"
+
+namespace webattention {
+namespace {
+
+using testing::all_close;
+using testing::random_bool_mask;
+using testing::random_floats;
+
+struct MhaCase {
+  const char* name;
+  MhaConfig config;
+  int B, L, S;
+  MaskKind key_padding, attn_mask;
+  bool per_head_mask, causal, weights, average;
+};
+
+// Loads random parameters of the right shapes into the module and returns them for the oracle.
+reference::MhaParameters load_random(MultiHeadAttention& mha, std::mt19937& rng) {
+  reference::MhaParameters params;
+  for (const auto& spec : mha.parameter_specs()) {
+    auto values = random_floats(spec.size(), rng, 0.3f);
+    mha.load_parameter(spec.name, values.data(), values.size());
+    params.entries.emplace_back(spec.name, std::move(values));
+  }
+  return params;
+}
+
+class MhaVsReference : public ::testing::TestWithParam<MhaCase> {};
+
+TEST_P(MhaVsReference, MatchesReference) {
+  const MhaCase c = GetParam();
+  std::mt19937 rng(42);
+  MultiHeadAttention mha(c.config);
+  const MhaConfig& cfg = mha.config();
+  const auto params = load_random(mha, rng);
+  const int H = cfg.num_heads;
+
+  auto query = random_floats(static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim, rng);
+  auto key = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.kdim, rng);
+  auto value = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.vdim, rng);
+  auto kp_bool = random_bool_mask(c.B, c.S, rng);
+  auto kp_add = random_floats(static_cast<std::size_t>(c.B) * c.S, rng);
+  const std::size_t mask_rows = static_cast<std::size_t>(c.per_head_mask ? c.B * H : 1) * c.L;
+  auto am_bool = random_bool_mask(mask_rows, c.S, rng);
+  auto am_add = random_floats(mask_rows * c.S, rng);
+
+  MhaForwardArgs a;
+  a.batch = c.B, a.L = c.L, a.S = c.S;
+  a.query = query.data(), a.key = key.data(), a.value = value.data();
+  a.key_padding_mask = {c.key_padding,
+                        c.key_padding == MaskKind::kBoolean
+                            ? static_cast<const void*>(kp_bool.data())
+                            : kp_add.data(),
+                        {c.B, c.S}};
+  a.attn_mask = {c.attn_mask,
+                 c.attn_mask == MaskKind::kBoolean ? static_cast<const void*>(am_bool.data())
+                                                    : am_add.data(),
+                 c.per_head_mask ? std::vector<int>{c.B * H, c.L, c.S}
+                                 : std::vector<int>{c.L, c.S}};
+  a.causal = c.causal;
+  a.average_weights = c.average;
+  std::vector<float> out(static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim), ref_out(out.size());
+  const std::size_t wsize = static_cast<std::size_t>(c.B) * (c.average ? 1 : H) * c.L * c.S;
+  std::vector<float> w(c.weights ? wsize : 0), ref_w(w.size());
+
+  a.output = out.data();
+  a.weights = c.weights ? w.data() : nullptr;
+  mha.forward(a);
+  a.output = ref_out.data();
+  a.weights = c.weights ? ref_w.data() : nullptr;
+  reference::mha_forward(c.config, params, a);
+
+  EXPECT_TRUE(all_close(out, ref_out, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
+}
+
+MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int dk = 0,
+                 int dv = 0) {
+  MhaConfig c;
+  c.embed_dim = E, c.num_heads = h, c.kdim = kdim, c.vdim = vdim, c.bias = bias;
+  c.head_dim = dk, c.value_head_dim = dv;
+  return c;
+}
+
+constexpr auto kNo = MaskKind::kNone;
+constexpr auto kBool = MaskKind::kBoolean;
+constexpr auto kAdd = MaskKind::kAdditive;
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, MhaVsReference,
+    ::testing::Values(
+        MhaCase{"self", config(16, 4), 2, 5, 5, kNo, kNo, false, false, true, true},
+        MhaCase{"cross", config(16, 4, 12, 7), 2, 5, 9, kNo, kNo, false, false, true, false},
+        MhaCase{"no_bias", config(12, 3, 0, 0, false), 1, 4, 6, kNo, kNo, false, false, false,
+                true},
+        MhaCase{"free_dims", config(16, 4, 0, 0, true, 5, 3), 2, 6, 8, kBool, kNo, false, false,
+                true, false},
+        MhaCase{"key_padding_bool", config(8, 2), 3, 4, 7, kBool, kNo, false, false, true, true},
+        MhaCase{"key_padding_float", config(8, 2), 3, 4, 7, kAdd, kNo, false, false, true, true},
+        MhaCase{"attn_mask_2d_bool", config(8, 2), 2, 4, 7, kNo, kBool, false, false, true, true},
+        MhaCase{"attn_mask_3d_float", config(8, 2), 2, 4, 7, kBool, kAdd, true, false, true,
+                false},
+        MhaCase{"causal", config(8, 4), 2, 9, 9, kBool, kNo, false, true, true, false},
+        MhaCase{"head_dim_1", config(4, 4), 1, 3, 3, kNo, kNo, false, false, true, false},
+        MhaCase{"one_token", config(8, 2), 1, 1, 1, kNo, kNo, false, false, true, true},
+        MhaCase{"long", config(16, 2), 1, 64, 1030, kNo, kNo, false, false, false, true}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(MhaStateDict, PackedLayoutWhenAllWidthsMatch) {
+  MultiHeadAttention mha(config(8, 2));
+  std::vector<std::string> names;
+  for (const auto& s : mha.parameter_specs()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "in_proj_bias", "out_proj.weight",
+                                             "out_proj.bias"}));
+  EXPECT_EQ(mha.parameter_specs()[0].shape, (std::vector<int>{24, 8}));
+}
+
+TEST(MhaStateDict, SeparateLayoutForCrossAttention) {
+  MultiHeadAttention mha(config(8, 2, 6, 5, false));
+  std::vector<std::string> names;
+  for (const auto& s : mha.parameter_specs()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"q_proj_weight", "k_proj_weight", "v_proj_weight",
+                                             "out_proj.weight"}));
+  EXPECT_EQ(mha.parameter_specs()[1].shape, (std::vector<int>{8, 6}));
+  EXPECT_EQ(mha.parameter_specs()[2].shape, (std::vector<int>{8, 5}));
+}
+
+TEST(MhaStateDict, ErrorsNameTheKeyAndLeaveTheModuleUsable) {
+  MultiHeadAttention mha(config(4, 2));
+  std::vector<float> values(100, 0.1f);
+  EXPECT_THROW(mha.load_parameter("bias_k", values.data(), 4), StateDictError);
+  try {
+    mha.load_parameter("in_proj_weight", values.data(), 47);
+    FAIL();
+  } catch (const StateDictError& e) {
+    EXPECT_EQ(e.argument(), "in_proj_weight");
+    EXPECT_NE(std::string(e.what()).find("[12, 4]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("47"), std::string::npos) << e.what();
+  }
+  std::vector<float> x(4, 1.0f), out(4);
+  MhaForwardArgs a;
+  a.L = a.S = 1;
+  a.query = a.key = a.value = x.data();
+  a.output = out.data();
+  EXPECT_THROW(mha.forward(a), StateDictError);  // nothing loaded yet
+  for (const auto& s : mha.parameter_specs()) mha.load_parameter(s.name, values.data(), s.size());
+  EXPECT_NO_THROW(mha.forward(a));
+  a.key_padding_mask = {kBool, values.data(), {1, 2}};
+  EXPECT_THROW(mha.forward(a), ShapeError);
+  a.key_padding_mask = {};
+  EXPECT_NO_THROW(mha.forward(a));
+}
+
+TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {
+  try {
+    MultiHeadAttention mha(config(10, 4));
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.argument(), "embed_dim");
+  }
+  EXPECT_NO_THROW(MultiHeadAttention(config(10, 4, 0, 0, true, 3, 2)));  // free dims: allowed
+}
+
+}  // namespace
+}  // namespace webattention

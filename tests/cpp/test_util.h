@@ -1,0 +1,49 @@
+// Helpers shared by the C++ tests: seeded random data and a closeness check.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace webattention::testing {
+
+inline std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Boolean mask with roughly `fraction` of entries set; key 0 stays allowed in every row so that
+// no row is fully masked unless a test wants that.
+inline std::vector<std::uint8_t> random_bool_mask(std::size_t rows, std::size_t S,
+                                                  std::mt19937& rng, double fraction = 0.3) {
+  std::bernoulli_distribution coin(fraction);
+  std::vector<std::uint8_t> m(rows * S);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t j = 0; j < S; ++j) m[r * S + j] = (j != 0 && coin(rng)) ? 1 : 0;
+  return m;
+}
+
+// |a - b| <= atol + rtol * |b| for every element.
+inline ::testing::AssertionResult all_close(const std::vector<float>& actual,
+                                            const std::vector<float>& expected,
+                                            double atol = 1e-5, double rtol = 1e-4) {
+  if (actual.size() != expected.size()) {
+    return ::testing::AssertionFailure() << "size " << actual.size() << " vs " << expected.size();
+  }
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    const double a = actual[i], b = expected[i];
+    if (!(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << a << " vs expected " << b;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+}  // namespace webattention::testing
