@@ -1,0 +1,124 @@
+// The public API, independent of how the WASM core is loaded (node.js and browser.js each pass
+// their loader to bindApi()).
+import { DisposedError } from './errors.js';
+import { resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
+import { WasmMha, wasmSdpa } from './wasm_backend.js';
+
+export * from './errors.js';
+
+const tensor = (data, shape) => ({ data, shape });
+
+export function bindApi(loadCore) {
+  let corePromise = null;
+  /** Loads (once) and returns the WASM core. */
+  const getCore = () => {
+    corePromise ??= loadCore().catch((e) => {
+      corePromise = null;  // a failed load may be retried
+      throw e;
+    });
+    return corePromise;
+  };
+
+  // Safety net for modules the app forgot to dispose(): frees their WASM memory on collection.
+  const registry = new FinalizationRegistry((backend) => backend.dispose());
+
+  class MultiHeadAttention {
+    #backend;
+    #config;
+
+    /** Use MultiHeadAttention.create(options). */
+    constructor(backend, config) {
+      this.#backend = backend;
+      this.#config = config;
+      registry.register(this, backend, this);
+    }
+
+    /**
+     * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim? }.
+     * Weights are zero until loadStateDict().
+     */
+    static async create(options) {
+      const config = resolveMhaConfig(options);
+      const core = await getCore();
+      return new MultiHeadAttention(new WasmMha(core, config), config);
+    }
+
+    /** Resolved configuration (defaults filled in). */
+    get config() {
+      return { ...this.#config };
+    }
+
+    /** The state-dict entries this module expects: [{ name, shape }], PyTorch's order. */
+    get stateDictShapes() {
+      return this.#live('stateDictShapes').parameterSpecs();
+    }
+
+    /** Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays). */
+    loadStateDict(stateDict) {
+      const backend = this.#live('loadStateDict');
+      backend.loadStateDict(resolveStateDict(backend.parameterSpecs(), stateDict));
+    }
+
+    /**
+     * query [B, L, E] (or [L, E]), key [B, S, kdim], value [B, S, vdim].
+     * Resolves to { output [B, L, E], attnWeights: [B, L, S] | [B, h, L, S] | null }.
+     */
+    async forward(query, key, value, options) {
+      const backend = this.#live('forward');
+      const plan = resolveMhaForward(this.#config, query, key, value, options);
+      const { output, weights } = backend.forward(plan, this.#config);
+      return {
+        output: tensor(output, plan.outputShape),
+        attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
+      };
+    }
+
+    /** Frees the module's WASM memory. Later calls throw DisposedError. */
+    dispose() {
+      if (!this.#backend) return;
+      registry.unregister(this);
+      this.#backend.dispose();
+      this.#backend = null;
+    }
+
+    #live(method) {
+      if (!this.#backend) {
+        throw new DisposedError(`MultiHeadAttention.${method}: the module was disposed`, {
+          argument: 'this', expected: 'a live module', actual: 'disposed',
+        });
+      }
+      return this.#backend;
+    }
+  }
+
+  /**
+   * softmax(q kᵀ · scale + attnMask) v over [..., L, dk], [..., S, dk], [..., S, dv].
+   * options: { attnMask?, isCausal?, scale? = 1/√dk, needWeights? }.
+   * Resolves to { output [..., L, dv], attnWeights [..., L, S] | null }.
+   */
+  async function scaledDotProductAttention(q, k, v, options) {
+    const plan = resolveSdpa(q, k, v, options);
+    const { output, weights } = wasmSdpa(await getCore(), plan);
+    return {
+      output: tensor(output, plan.outputShape),
+      attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
+    };
+  }
+
+  /**
+   * Plain self-attention softmax(X Xᵀ / √C) X, no weights (Q = K = V = X).
+   * Resolves to { output, attnWeights (only with returnWeights) }.
+   */
+  async function selfAttention(x, options) {
+    const { x: t, needWeights } = resolveSelfAttention(x, options);
+    return scaledDotProductAttention(t, t, t, { needWeights });
+  }
+
+  /** Bytes in use on the WASM heap: flat across calls when nothing leaks. */
+  async function wasmMemoryInUse() {
+    return (await getCore()).memoryInUse();
+  }
+
+  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready: getCore };
+}
+

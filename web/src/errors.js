@@ -1,0 +1,51 @@
+// Typed errors. Every message names the argument, what was expected and what was given; the
+// same fields are on the error object for programs that branch on them.
+
+export class WebAttentionError extends Error {
+  constructor(message, { argument, expected, actual } = {}) {
+    super(message);
+    this.name = new.target.name;
+    this.argument = argument;
+    this.expected = expected;
+    this.actual = actual;
+  }
+}
+
+/** A tensor whose shape (or data length) does not fit the call. */
+export class ShapeError extends WebAttentionError {}
+/** A value of the wrong kind: a Float64Array where a Float32Array belongs, a string for a tensor. */
+export class DTypeError extends WebAttentionError {}
+/** A state-dict entry that is missing, unknown or misshaped. */
+export class StateDictError extends WebAttentionError {}
+/** An unknown option, or an option value out of range. */
+export class OptionError extends WebAttentionError {}
+/** A call on a module after dispose(). */
+export class DisposedError extends WebAttentionError {}
+/** The WASM heap could not grow. */
+export class MemoryError extends WebAttentionError {}
+
+/** "[2, 5, 16]": shapes print the same way in JS and C++ messages. */
+export function formatShape(shape) {
+  return `[${Array.from(shape).join(', ')}]`;
+}
+
+/** Human-readable kind of any value, for "got ..." in messages. */
+export function describe(value) {
+  if (value === null) return 'null';
+  if (value === undefined) return 'undefined';
+  if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${value.length})`;
+  if (Array.isArray(value)) return `Array(${value.length})`;
+  if (typeof value === 'object') return value.constructor?.name ?? 'object';
+  return `${typeof value} ${JSON.stringify(value)}`;
+}
+
+const byCoreName = { ShapeError, StateDictError, ConfigError: OptionError, MemoryError };
+
+/** Rethrows an error string from the WASM core ("Class|message") as a typed JS error. */
+export function throwCoreError(coreMessage) {
+  const bar = coreMessage.indexOf('|');
+  const kind = coreMessage.slice(0, bar);
+  const message = coreMessage.slice(bar + 1);
+  const Class = byCoreName[kind] ?? WebAttentionError;
+  throw new Class(message);
+}

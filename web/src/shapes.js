@@ -1,0 +1,274 @@
+// Argument checks and shape logic shared by every backend: each public call is turned into a
+// plain "plan" (sizes, resolved options, checked typed arrays) before any backend sees it.
+import { DTypeError, OptionError, ShapeError, StateDictError, describe, formatShape } from './errors.js';
+
+/** Mask kinds as the core numbers them. */
+export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
+
+const product = (shape) => shape.reduce((a, b) => a * b, 1);
+const isSize = (n) => Number.isInteger(n) && n >= 1;
+
+function checkOptions(argument, options, allowed) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
+      argument, expected: 'object', actual: describe(options),
+    });
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new OptionError(
+        `${argument}: unknown option '${key}'; expected one of ${allowed.join(', ')}`,
+        { argument: key, expected: allowed, actual: key });
+    }
+  }
+  return options;
+}
+
+function checkBoolean(argument, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new OptionError(`${argument}: expected a boolean, got ${describe(value)}`, {
+      argument, expected: 'boolean', actual: describe(value),
+    });
+  }
+  return value;
+}
+
+function checkSize(argument, value, fallback) {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (!isSize(value)) {
+    throw new OptionError(`${argument}: expected an integer >= 1, got ${describe(value)}`, {
+      argument, expected: 'integer >= 1', actual: describe(value),
+    });
+  }
+  return value;
+}
+
+/**
+ * Checks `{ data, shape }`: data of one of `dtypes` (constructor names), shape an array of
+ * positive integers whose product is data.length, rank one of `ranks`.
+ */
+export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks } = {}) {
+  if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !('shape' in tensor)) {
+    throw new DTypeError(
+      `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] }, got ${describe(tensor)}`,
+      { argument, expected: 'tensor', actual: describe(tensor) });
+  }
+  const { data, shape } = tensor;
+  if (!ArrayBuffer.isView(data) || !dtypes.includes(data.constructor.name)) {
+    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(data)}`, {
+      argument, expected: dtypes, actual: describe(data),
+    });
+  }
+  if (!Array.isArray(shape) || !shape.every(isSize)) {
+    throw new ShapeError(`${argument}.shape: expected an array of integers >= 1, got ${describe(shape)}${Array.isArray(shape) ? ' ' + formatShape(shape) : ''}`, {
+      argument, expected: 'integer[]', actual: shape,
+    });
+  }
+  if (ranks && !ranks.includes(shape.length)) {
+    throw new ShapeError(
+      `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
+      { argument, expected: ranks.map((r) => `${r}-D`), actual: shape });
+  }
+  if (product(shape) !== data.length) {
+    throw new ShapeError(
+      `${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has ${data.length}`,
+      { argument, expected: product(shape), actual: data.length });
+  }
+  return { data, shape };
+}
+
+function shapeError(argument, expected, actual) {
+  throw new ShapeError(`${argument}: expected shape ${expected}, got ${formatShape(actual)}`, {
+    argument, expected, actual,
+  });
+}
+
+/** A boolean (Uint8Array) or additive (Float32Array) mask, or none. */
+function checkMask(argument, mask) {
+  if (mask === undefined || mask === null) return { kind: MaskKind.none, data: null, shape: [] };
+  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'] });
+  const kind = t.data instanceof Uint8Array ? MaskKind.boolean : MaskKind.additive;
+  return { kind, ...t };
+}
+
+const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim'];
+
+/** MultiHeadAttention.create() options, with defaults resolved as PyTorch does. */
+export function resolveMhaConfig(options) {
+  if (options === undefined) {
+    throw new OptionError('MultiHeadAttention.create: expected options { embedDim, numHeads, ... }, got undefined', {
+      argument: 'options', expected: 'object', actual: 'undefined',
+    });
+  }
+  const o = checkOptions('MultiHeadAttention.create', options, MHA_CREATE_OPTIONS);
+  const embedDim = checkSize('embedDim', o.embedDim);
+  const numHeads = checkSize('numHeads', o.numHeads);
+  const freeDims = o.headDim !== undefined && o.valueHeadDim !== undefined;
+  if (!freeDims && embedDim % numHeads !== 0) {
+    throw new OptionError(
+      `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
+      { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
+  }
+  return {
+    embedDim,
+    numHeads,
+    kdim: checkSize('kdim', o.kdim, embedDim),
+    vdim: checkSize('vdim', o.vdim, embedDim),
+    headDim: checkSize('headDim', o.headDim, embedDim / numHeads),
+    valueHeadDim: checkSize('valueHeadDim', o.valueHeadDim, embedDim / numHeads),
+    bias: checkBoolean('bias', o.bias, true),
+  };
+}
+
+/**
+ * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
+ * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
+ */
+export function resolveStateDict(specs, stateDict) {
+  if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
+    throw new StateDictError(`stateDict: expected an object or Map of tensors, got ${describe(stateDict)}`, {
+      argument: 'stateDict', expected: 'object', actual: describe(stateDict),
+    });
+  }
+  const entries = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+  const expectedNames = specs.map((s) => s.name);
+  for (const name of entries.keys()) {
+    if (!expectedNames.includes(name)) {
+      throw new StateDictError(
+        `stateDict: unexpected key '${name}'; expected keys: ${expectedNames.join(', ')}`,
+        { argument: name, expected: expectedNames, actual: name });
+    }
+  }
+  return specs.map(({ name, shape }) => {
+    if (!entries.has(name)) {
+      throw new StateDictError(`stateDict: missing key '${name}' (expected shape ${formatShape(shape)})`, {
+        argument: name, expected: shape, actual: 'missing',
+      });
+    }
+    const value = entries.get(name);
+    if (value instanceof Float32Array) {
+      if (value.length !== product(shape)) {
+        throw new StateDictError(
+          `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${value.length})`,
+          { argument: name, expected: shape, actual: value.length });
+      }
+      return { name, data: value };
+    }
+    let t;
+    try {
+      t = checkTensor(`stateDict['${name}']`, value);
+    } catch (e) {
+      throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
+    }
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new StateDictError(
+        `stateDict['${name}']: expected shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+        { argument: name, expected: shape, actual: t.shape });
+    }
+    return { name, data: t.data };
+  });
+}
+
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights'];
+
+/** Checks one forward() call against the module's config and returns its plan. */
+export function resolveMhaForward(config, query, key, value, options) {
+  const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
+  const q = checkTensor('query', query, { ranks: [2, 3] });
+  const batched = q.shape.length === 3;
+  const rank = q.shape.length;
+  const k = checkTensor('key', key, { ranks: [rank] });
+  const v = checkTensor('value', value, { ranks: [rank] });
+  const [B, L, E] = batched ? q.shape : [1, ...q.shape];
+  const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
+  const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
+  const H = config.numHeads;
+  const lead = (n) => (batched ? [n] : []);
+  if (E !== config.embedDim) shapeError('query', formatShape([...lead(B), L, config.embedDim]), q.shape);
+  if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
+  if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
+
+  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask);
+  if (keyPaddingMask.kind !== MaskKind.none) {
+    const want = [...lead(B), S];
+    if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
+    keyPaddingMask.shape = [B, S];
+  }
+  const attnMask = checkMask('attnMask', o.attnMask);
+  if (attnMask.kind !== MaskKind.none) {
+    const s = formatShape(attnMask.shape);
+    const perHead = [B * H, L, S];
+    if (s !== formatShape([L, S]) && s !== formatShape(perHead)) {
+      shapeError('attnMask', `${formatShape([L, S])} or ${formatShape(perHead)}`, attnMask.shape);
+    }
+  }
+  const needWeights = checkBoolean('needWeights', o.needWeights, false);
+  const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
+  return {
+    B, L, S, batched,
+    query: q.data, key: k.data, value: v.data,
+    keyPaddingMask, attnMask,
+    isCausal: checkBoolean('isCausal', o.isCausal, false),
+    needWeights,
+    averageAttnWeights,
+    outputShape: [...lead(B), L, config.embedDim],
+    weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, S] : null,
+  };
+}
+
+/** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
+export function resolveSdpa(q, k, v, options) {
+  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);
+  const qt = checkTensor('q', q);
+  const rank = qt.shape.length;
+  if (rank < 2) shapeError('q', '[..., L, dk]', qt.shape);
+  const kt = checkTensor('k', k, { ranks: [rank] });
+  const vt = checkTensor('v', v, { ranks: [rank] });
+  const leading = qt.shape.slice(0, -2);
+  const [L, dk] = qt.shape.slice(-2);
+  const [S, dkk] = kt.shape.slice(-2);
+  const [Sv, dv] = vt.shape.slice(-2);
+  const lead = formatShape(leading).slice(1, -1);
+  const prefix = lead ? `${lead}, ` : '';
+  if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
+  if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
+  const N = product(leading);
+  const attnMask = checkMask('attnMask', o.attnMask);
+  if (attnMask.kind !== MaskKind.none) {
+    const s = formatShape(attnMask.shape);
+    if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {
+      shapeError('attnMask', `${formatShape([L, S])} or ${formatShape([...leading, L, S])}`, attnMask.shape);
+    }
+    attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [N, L, S];
+  }
+  let scale = 0;
+  if (o.scale !== undefined) {
+    if (typeof o.scale !== 'number' || !Number.isFinite(o.scale) || o.scale <= 0) {
+      throw new OptionError(`scale: expected a finite number > 0, got ${describe(o.scale)}`, {
+        argument: 'scale', expected: 'number > 0', actual: o.scale,
+      });
+    }
+    scale = o.scale;
+  }
+  const needWeights = checkBoolean('needWeights', o.needWeights, false);
+  return {
+    N, L, S, dk, dv,
+    q: qt.data, k: kt.data, v: vt.data,
+    attnMask,
+    isCausal: checkBoolean('isCausal', o.isCausal, false),
+    scale,
+    needWeights,
+    outputShape: [...leading, L, dv],
+    weightsShape: needWeights ? [...leading, L, S] : null,
+  };
+}
+
+/** selfAttention(x, { returnWeights }): x is [L, C] or [..., L, C]. */
+export function resolveSelfAttention(x, options) {
+  const o = checkOptions('selfAttention', options, ['returnWeights']);
+  const t = checkTensor('x', x);
+  if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
+  return { x: t, needWeights: checkBoolean('returnWeights', o.returnWeights, false) };
+}

@@ -1,0 +1,118 @@
+// The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
+// results out and frees the block, on every path (so a failing call leaks nothing).
+import { throwCoreError, MemoryError } from './errors.js';
+
+const F32 = 4;
+
+/**
+ * Reserves one aligned block for `parts` ({ data } to copy in, or { floats } to reserve), calls
+ * `body(addresses)` and always frees the block. Views are taken after malloc, since heap growth
+ * detaches earlier ones.
+ */
+function withHeap(core, parts, body) {
+  const sizes = parts.map((p) => {
+    const bytes = p.data ? p.data.byteLength : (p.floats ?? 0) * F32;
+    return Math.ceil(bytes / 16) * 16;
+  });
+  const total = sizes.reduce((a, b) => a + b, 0);
+  const base = core._malloc(Math.max(total, 16));
+  if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
+  try {
+    const addresses = [];
+    let offset = base;
+    parts.forEach((p, i) => {
+      addresses.push(p.data || p.floats ? offset : 0);
+      if (p.data) core.HEAPU8.set(new Uint8Array(p.data.buffer, p.data.byteOffset, p.data.byteLength), offset);
+      offset += sizes[i];
+    });
+    return body(addresses);
+  } finally {
+    core._free(base);
+  }
+}
+
+const readFloats = (core, address, count) =>
+  new Float32Array(core.HEAPF32.buffer, address, count).slice();
+
+function maskDims(mask) {
+  const d = [...mask.shape, 0, 0, 0];
+  return [mask.shape.length, d[0], d[1], d[2]];
+}
+
+export class WasmMha {
+  constructor(core, config) {
+    this.core = core;
+    this.handle = new core.Mha();
+    const error = this.handle.configure(config.embedDim, config.numHeads, config.kdim,
+      config.vdim, config.headDim, config.valueHeadDim, config.bias);
+    if (error) {
+      this.handle.delete();
+      throwCoreError(error);
+    }
+  }
+
+  parameterSpecs() {
+    return this.handle.parameterSpecs();
+  }
+
+  /** entries: [{ name, data }] already checked against parameterSpecs(). */
+  loadStateDict(entries) {
+    for (const { name, data } of entries) {
+      const error = withHeap(this.core, [{ data }], ([address]) =>
+        this.handle.loadParameter(name, address, data.length));
+      if (error) throwCoreError(error);
+    }
+  }
+
+  /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
+  forward(plan, config) {
+    const { B, L, S } = plan;
+    const outFloats = B * L * config.embedDim;
+    const weightFloats = plan.needWeights
+      ? B * (plan.averageAttnWeights ? 1 : config.numHeads) * L * S : 0;
+    const kpm = plan.keyPaddingMask;
+    const am = plan.attnMask;
+    return withHeap(this.core, [
+      { data: plan.query }, { data: plan.key }, { data: plan.value },
+      { data: kpm.data }, { data: am.data },
+      { floats: outFloats }, { floats: weightFloats },
+    ], ([q, k, v, kpmAt, amAt, out, weights]) => {
+      const [kpmNdim, kpm0, kpm1] = maskDims(kpm);
+      const [amNdim, am0, am1, am2] = maskDims(am);
+      const error = this.handle.forward(B, L, S, q, k, v,
+        kpm.kind, kpmAt, kpmNdim, kpm0, kpm1,
+        am.kind, amAt, amNdim, am0, am1, am2,
+        plan.isCausal, out, weights, plan.averageAttnWeights);
+      if (error) throwCoreError(error);
+      return {
+        output: readFloats(this.core, out, outFloats),
+        weights: weightFloats ? readFloats(this.core, weights, weightFloats) : null,
+      };
+    });
+  }
+
+  dispose() {
+    this.handle.delete();
+    this.handle = null;
+  }
+}
+
+/** plan: from resolveSdpa(). Returns { output, weights }. */
+export function wasmSdpa(core, plan) {
+  const { N, L, S, dk, dv, attnMask } = plan;
+  const outFloats = N * L * dv;
+  const weightFloats = plan.needWeights ? N * L * S : 0;
+  return withHeap(core, [
+    { data: plan.q }, { data: plan.k }, { data: plan.v }, { data: attnMask.data },
+    { floats: outFloats }, { floats: weightFloats },
+  ], ([q, k, v, mask, out, weights]) => {
+    const [ndim, d0, d1, d2] = maskDims(attnMask);
+    const error = core.sdpa(N, L, S, dk, dv, q, k, v, attnMask.kind, mask, ndim, d0, d1, d2,
+      plan.isCausal, plan.scale, out, weights);
+    if (error) throwCoreError(error);
+    return {
+      output: readFloats(core, out, outFloats),
+      weights: weightFloats ? readFloats(core, weights, weightFloats) : null,
+    };
+  });
+}
