@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every test, in one command (installs what it needs first):
+#   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
+#   2. the same GoogleTest suite compiled to WASM SIMD, run by node (CTest)
+#   3. the JS API: PyTorch parity fixtures, bad inputs, leaks (node --test)
+#   4. the demo page in headless Chromium
+#   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+source scripts/env.sh
+
+step() { printf '\n=== %s ===\n' "$*"; }
+
+step "C++ native: core vs reference"
+cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/native -j "$JOBS"
+ctest --test-dir build/native --output-on-failure
+
+step "C++ as WASM SIMD under node: core vs reference; package module"
+bash scripts/build.sh
+cmake --build build/wasm -j "$JOBS"
+ctest --test-dir build/wasm --output-on-failure
+
+step "JS API and demo page (node --test)"
+node --test tests/js/ tests/browser/
+
+step "Package as a user installs it"
+node tests/package/run.mjs

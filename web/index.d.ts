@@ -1,0 +1,109 @@
+// Types for the `webattention` package (hand-written: Emscripten 3.1.6 cannot emit them).
+
+/** Row-major tensor. Masks use Uint8Array (nonzero = not allowed) or Float32Array (additive). */
+export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
+  data: T;
+  shape: number[];
+}
+
+export type Mask = Tensor<Uint8Array> | Tensor<Float32Array>;
+
+export interface MultiHeadAttentionOptions {
+  embedDim: number;
+  numHeads: number;
+  /** Key input width (default embedDim). */
+  kdim?: number;
+  /** Value input width (default embedDim). */
+  vdim?: number;
+  /** Biases on the input and output projections (default true). */
+  bias?: boolean;
+  /** Per-head query/key width d_k (default embedDim / numHeads). Give with valueHeadDim. */
+  headDim?: number;
+  /** Per-head value width d_v (default embedDim / numHeads). Give with headDim. */
+  valueHeadDim?: number;
+}
+
+export interface ResolvedMultiHeadAttentionConfig extends Required<MultiHeadAttentionOptions> {}
+
+export interface ForwardOptions {
+  /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
+  keyPaddingMask?: Mask;
+  /** [L, S] or [B*numHeads, L, S]. Uint8Array: nonzero = not allowed. Float32Array: additive. */
+  attnMask?: Mask;
+  /** Query i sees keys j <= i only. */
+  isCausal?: boolean;
+  /** Return the attention probabilities (default false: no L×S buffer is made). */
+  needWeights?: boolean;
+  /** Average the weights over heads: [B, L, S] (default true), else [B, numHeads, L, S]. */
+  averageAttnWeights?: boolean;
+}
+
+export interface AttentionResult {
+  output: Tensor;
+  /** Present when weights were asked for, else null. */
+  attnWeights: Tensor | null;
+}
+
+export interface StateDictEntryShape {
+  name: string;
+  shape: number[];
+}
+
+/** Keys exactly as torch.nn.MultiheadAttention.state_dict(). */
+export type StateDict =
+  | Record<string, Tensor | Float32Array>
+  | Map<string, Tensor | Float32Array>;
+
+export class MultiHeadAttention {
+  private constructor();
+  /** Loads the WASM core on first use. Weights are undefined until loadStateDict(). */
+  static create(options: MultiHeadAttentionOptions): Promise<MultiHeadAttention>;
+  readonly config: ResolvedMultiHeadAttentionConfig;
+  /** The entries loadStateDict() expects, in PyTorch's order. */
+  readonly stateDictShapes: StateDictEntryShape[];
+  /** Strict: every expected key, no others; nothing changes when an entry is wrong. */
+  loadStateDict(stateDict: StateDict): void;
+  /**
+   * query [B, L, embedDim] (or [L, embedDim]), key [B, S, kdim], value [B, S, vdim].
+   * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
+   */
+  forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions): Promise<AttentionResult>;
+  /** Frees the WASM memory of this module; later calls throw DisposedError. */
+  dispose(): void;
+}
+
+export interface ScaledDotProductAttentionOptions {
+  /** [L, S] or [..., L, S]. */
+  attnMask?: Mask;
+  isCausal?: boolean;
+  /** Default 1 / sqrt(dk). */
+  scale?: number;
+  needWeights?: boolean;
+}
+
+/** softmax(q kᵀ · scale + attnMask) v for q [..., L, dk], k [..., S, dk], v [..., S, dv]. */
+export function scaledDotProductAttention(
+  q: Tensor, k: Tensor, v: Tensor, options?: ScaledDotProductAttentionOptions,
+): Promise<AttentionResult>;
+
+/** softmax(x xᵀ / sqrt(C)) x for x [L, C] or [..., L, C] (no weights, Q = K = V = x). */
+export function selfAttention(x: Tensor, options?: { returnWeights?: boolean }): Promise<AttentionResult>;
+
+/** Bytes allocated on the WASM heap (flat across calls when nothing leaks). */
+export function wasmMemoryInUse(): Promise<number>;
+
+/** Resolves once the WASM core is loaded (optional: every call loads it on demand). */
+export function ready(): Promise<unknown>;
+
+export class WebAttentionError extends Error {
+  /** The offending argument ("query", "attnMask", "in_proj_weight", ...). */
+  readonly argument?: string;
+  readonly expected?: unknown;
+  readonly actual?: unknown;
+}
+export class ShapeError extends WebAttentionError {}
+export class DTypeError extends WebAttentionError {}
+export class StateDictError extends WebAttentionError {}
+export class OptionError extends WebAttentionError {}
+export class DisposedError extends WebAttentionError {}
+export class MemoryError extends WebAttentionError {}
