@@ -2,7 +2,7 @@
 # Every test, in one command (installs what it needs first):
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
 #   2. the same GoogleTest suite compiled to WASM SIMD, run by node (CTest)
-#   3. the JS API: PyTorch parity fixtures, bad inputs, leaks (node --test)
+#   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #   4. the demo page in headless Chromium
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
 set -euo pipefail
@@ -21,6 +21,9 @@ step "C++ as WASM SIMD under node: core vs reference; package module"
 bash scripts/build.sh
 cmake --build build/wasm -j "$JOBS"
 ctest --test-dir build/wasm --output-on-failure
+
+step "Types: web/index.d.ts against a user's TypeScript"
+npx tsc -p tests/types/tsconfig.json
 
 step "JS API and demo page (node --test)"
 node --test tests/js/ tests/browser/

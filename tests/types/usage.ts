@@ -1,0 +1,36 @@
+// Compiled with `tsc --noEmit` against the package's own exports: proves web/index.d.ts is valid
+// and that the documented API type-checks as a user writes it.
+import {
+  MultiHeadAttention, scaledDotProductAttention, selfAttention, ShapeError, WebAttentionError,
+  type Tensor, type StateDict,
+} from 'webattention';
+
+async function example(stateDict: StateDict, query: Tensor, key: Tensor, value: Tensor) {
+  const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, kdim: 8, bias: false });
+  mha.loadStateDict(stateDict);
+  const shapes: { name: string; shape: number[] }[] = mha.stateDictShapes;
+  const { output, attnWeights } = await mha.forward(query, key, value, {
+    keyPaddingMask: { data: new Uint8Array(6), shape: [2, 3] },
+    attnMask: { data: new Float32Array(9), shape: [3, 3] },
+    isCausal: true,
+    needWeights: true,
+    averageAttnWeights: false,
+  });
+  const first: number = output.data[0];
+  const weightsShape: number[] | undefined = attnWeights?.shape;
+  mha.dispose();
+
+  const sdpa = await scaledDotProductAttention(query, key, value, { scale: 0.5, isCausal: true });
+  const self = await selfAttention(query, { returnWeights: true });
+  try {
+    await mha.forward(query, key, value);
+  } catch (e) {
+    if (e instanceof ShapeError) console.log(e.argument, e.expected, e.actual);
+    if (e instanceof WebAttentionError) console.log(e.message);
+  }
+  return [shapes, first, weightsShape, sdpa.output, self.attnWeights];
+}
+example;
+
+// @ts-expect-error: embedDim is required
+MultiHeadAttention.create({ numHeads: 2 });
