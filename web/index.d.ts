@@ -54,6 +54,15 @@ export type StateDict =
   | Record<string, Tensor | Float32Array>
   | Map<string, Tensor | Float32Array>;
 
+export interface HeadBilinearForm {
+  matrix: Tensor;
+  rank: number;
+  /** (embedDim + kdim) · headDim */
+  factoredParameters: number;
+  /** embedDim · kdim */
+  fullParameters: number;
+}
+
 export class MultiHeadAttention {
   private constructor();
   /** Loads the WASM core on first use. Weights are undefined until loadStateDict(). */
@@ -68,6 +77,11 @@ export class MultiHeadAttention {
    * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
    */
   forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions): Promise<AttentionResult>;
+  /**
+   * attention-math §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
+   * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.
+   */
+  headBilinearForm(head: number): HeadBilinearForm;
   /** Frees the WASM memory of this module; later calls throw DisposedError. */
   dispose(): void;
 }

@@ -99,6 +99,28 @@ class MhaBinding {
     return o;
   }
 
+  // attention-math §5: { matrix: Float32Array, shape, rank, factoredParameters, fullParameters },
+  // or { error } in the same "Class|message" form as the other entry points.
+  val head_bilinear_form(int head) const {
+    val o = val::object();
+    BilinearForm f;
+    const std::string error = guarded([&] { f = mha_->head_bilinear_form(head); });
+    if (!error.empty()) {
+      o.set("error", error);
+      return o;
+    }
+    o.set("matrix", val(emscripten::typed_memory_view(f.matrix.size(), f.matrix.data()))
+                        .call<val>("slice"));
+    val shape = val::array();
+    shape.call<void>("push", f.rows);
+    shape.call<void>("push", f.cols);
+    o.set("shape", shape);
+    o.set("rank", f.rank);
+    o.set("factoredParameters", static_cast<double>(f.factored_parameters));
+    o.set("fullParameters", static_cast<double>(f.full_parameters));
+    return o;
+  }
+
   std::string load_parameter(const std::string& name, std::uintptr_t data, std::size_t count) {
     return guarded([&] { mha_->load_parameter(name, at<const float>(data), count); });
   }
@@ -167,6 +189,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("parameterSpecs", &MhaBinding::parameter_specs)
       .function("config", &MhaBinding::config)
       .function("loadParameter", &MhaBinding::load_parameter)
+      .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward);
   emscripten::function("sdpa", &webattention::sdpa);
   emscripten::function("memoryInUse", &webattention::memory_in_use);

@@ -170,3 +170,56 @@ TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {
 
 }  // namespace
 }  // namespace webattention
+
+namespace webattention {
+namespace {
+
+// attention-math §5: scores through W_i equal the factored ones, head by head.
+TEST(BilinearForm, ScoresThroughWiEqualFactoredScores) {
+  std::mt19937 rng(5);
+  MultiHeadAttention mha(config(12, 3, 7, 5, false));  // d_k = 4 < E/2: the factored form wins
+  load_random(mha, rng);
+  const int L = 4, S = 6, E = 12, kdim = 7, H = 3, dk = 4;
+  auto x = random_floats(L * E, rng), y = random_floats(S * kdim, rng), v = random_floats(S * 5, rng);
+  std::vector<float> out(L * E), weights(H * L * S);
+  MhaForwardArgs a;
+  a.L = L, a.S = S, a.query = x.data(), a.key = y.data(), a.value = v.data();
+  a.output = out.data(), a.weights = weights.data(), a.average_weights = false;
+  mha.forward(a);
+  for (int h = 0; h < H; ++h) {
+    const BilinearForm f = mha.head_bilinear_form(h);
+    EXPECT_EQ(f.rows, E);
+    EXPECT_EQ(f.cols, kdim);
+    EXPECT_EQ(f.rank, dk);
+    EXPECT_EQ(f.factored_parameters, static_cast<std::size_t>((E + kdim) * dk));
+    EXPECT_EQ(f.full_parameters, static_cast<std::size_t>(E * kdim));
+    std::vector<float> expected(L * S);
+    for (int i = 0; i < L; ++i) {
+      std::vector<double> s(S);
+      double max = -1e300, sum = 0.0;
+      for (int j = 0; j < S; ++j) {
+        double dot = 0.0;
+        for (int r = 0; r < E; ++r)
+          for (int c = 0; c < kdim; ++c) dot += x[i * E + r] * f.matrix[r * kdim + c] * y[j * kdim + c];
+        s[j] = dot / std::sqrt(static_cast<double>(dk));
+        max = std::max(max, s[j]);
+      }
+      for (int j = 0; j < S; ++j) sum += (s[j] = std::exp(s[j] - max));
+      for (int j = 0; j < S; ++j) expected[i * S + j] = static_cast<float>(s[j] / sum);
+    }
+    std::vector<float> actual(weights.begin() + h * L * S, weights.begin() + (h + 1) * L * S);
+    EXPECT_TRUE(all_close(actual, expected, 1e-6, 1e-4)) << "head " << h;
+  }
+  EXPECT_THROW(mha.head_bilinear_form(3), ConfigError);
+}
+
+TEST(BilinearForm, RankIsCappedByEmbedDimAndNeedsWeights) {
+  std::mt19937 rng(6);
+  MultiHeadAttention wide(config(4, 1, 0, 0, false, 6, 4));  // d_k = 6 > E = 4
+  EXPECT_THROW(wide.head_bilinear_form(0), StateDictError);
+  load_random(wide, rng);
+  EXPECT_EQ(wide.head_bilinear_form(0).rank, 4);
+}
+
+}  // namespace
+}  // namespace webattention

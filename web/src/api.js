@@ -1,7 +1,7 @@
 // The public API, independent of how the WASM core is loaded (node.js and browser.js each pass
 // their loader to bindApi()).
 import { DisposedError } from './errors.js';
-import { resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
+import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 
 export * from './errors.js';
@@ -71,6 +71,18 @@ export function bindApi(loadCore) {
         output: tensor(output, plan.outputShape),
         attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
       };
+    }
+
+    /**
+     * attention-math §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim], so that
+     * the head's scores are x W_i yᵀ / √d_k without biases), its rank (<= headDim) and the
+     * parameter counts of the factored and the full form.
+     */
+    headBilinearForm(head) {
+      const backend = this.#live('headBilinearForm');
+      const h = checkIndex('head', head, this.#config.numHeads);
+      const { matrix, shape, rank, factoredParameters, fullParameters } = backend.headBilinearForm(h);
+      return { matrix: tensor(matrix, shape), rank, factoredParameters, fullParameters };
     }
 
     /** Frees the module's WASM memory. Later calls throw DisposedError. */

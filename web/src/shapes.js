@@ -45,6 +45,16 @@ function checkSize(argument, value, fallback) {
   return value;
 }
 
+/** An integer in [0, count). */
+export function checkIndex(argument, value, count) {
+  if (!Number.isInteger(value) || value < 0 || value >= count) {
+    throw new OptionError(`${argument}: expected an integer in [0, ${count}), got ${describe(value)}`, {
+      argument, expected: `[0, ${count})`, actual: value,
+    });
+  }
+  return value;
+}
+
 /**
  * Checks `{ data, shape }`: data of one of `dtypes` (constructor names), shape an array of
  * positive integers whose product is data.length, rank one of `ranks`.

@@ -64,6 +64,13 @@ export class WasmMha {
     }
   }
 
+  /** attention-math §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
+  headBilinearForm(head) {
+    const form = this.handle.headBilinearForm(head);
+    if (form.error) throwCoreError(form.error);
+    return form;
+  }
+
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan, config) {
     const { B, L, S } = plan;

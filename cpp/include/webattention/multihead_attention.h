@@ -26,6 +26,18 @@ struct ParameterSpec {
   std::size_t size() const;
 };
 
+// attention-math §5: per head, (x W_i^Q)(y W_i^K)ᵀ = x W_i yᵀ with W_i = W_i^Q W_i^Kᵀ, an
+// embed_dim × kdim matrix of rank <= d_k. The factored form stores (embed_dim + kdim)·d_k numbers
+// against embed_dim·kdim for W_i, and is what the kernels apply. (With biases the scores also
+// gain terms linear in x and y; W_i is the bilinear part.)
+struct BilinearForm {
+  int rows = 0, cols = 0;     // embed_dim, kdim
+  std::vector<float> matrix;  // W_i, row-major [rows, cols]
+  int rank = 0;               // numerical rank of W_i
+  std::size_t factored_parameters = 0;
+  std::size_t full_parameters = 0;
+};
+
 // The inputs of one forward call, batch-first: query [B, L, E], key [B, S, kdim],
 // value [B, S, vdim]; output [B, L, E]. weights (optional) [B, h, L, S] or, averaged, [B, L, S].
 struct MhaForwardArgs {
@@ -60,6 +72,9 @@ class MultiHeadAttention {
   std::vector<std::string> missing_parameters() const;
 
   void forward(const MhaForwardArgs& args) const;  // throws ShapeError
+
+  // W_i of one head from the loaded weights. Throws ConfigError for a head out of range.
+  BilinearForm head_bilinear_form(int head) const;
 
   // Scratch size forward() needs for these lengths, in floats (projected Q, K, V and heads).
   std::size_t scratch_floats(int batch, int L, int S) const;
