@@ -2,9 +2,12 @@
 // same fields are on the error object for programs that branch on them.
 
 export class WebAttentionError extends Error {
+  // Spelled out: bundlers rename classes when they minify, so new.target.name could read 'Ce'.
+  static errorName = 'WebAttentionError';
+
   constructor(message, { argument, expected, actual } = {}) {
     super(message);
-    this.name = new.target.name;
+    this.name = new.target.errorName;
     this.argument = argument;
     this.expected = expected;
     this.actual = actual;
@@ -12,17 +15,29 @@ export class WebAttentionError extends Error {
 }
 
 /** A tensor whose shape (or data length) does not fit the call. */
-export class ShapeError extends WebAttentionError {}
+export class ShapeError extends WebAttentionError {
+  static errorName = 'ShapeError';
+}
 /** A value of the wrong kind: a Float64Array where a Float32Array belongs, a string for a tensor. */
-export class DTypeError extends WebAttentionError {}
+export class DTypeError extends WebAttentionError {
+  static errorName = 'DTypeError';
+}
 /** A state-dict entry that is missing, unknown or misshaped. */
-export class StateDictError extends WebAttentionError {}
+export class StateDictError extends WebAttentionError {
+  static errorName = 'StateDictError';
+}
 /** An unknown option, or an option value out of range. */
-export class OptionError extends WebAttentionError {}
+export class OptionError extends WebAttentionError {
+  static errorName = 'OptionError';
+}
 /** A call on a module after dispose(). */
-export class DisposedError extends WebAttentionError {}
+export class DisposedError extends WebAttentionError {
+  static errorName = 'DisposedError';
+}
 /** The WASM heap could not grow. */
-export class MemoryError extends WebAttentionError {}
+export class MemoryError extends WebAttentionError {
+  static errorName = 'MemoryError';
+}
 
 /** "[2, 5, 16]": shapes print the same way in JS and C++ messages. */
 export function formatShape(shape) {
