@@ -107,7 +107,7 @@ export function selfAttention(x: Tensor, options?: { returnWeights?: boolean }):
 export function wasmMemoryInUse(): Promise<number>;
 
 /** Resolves once the WASM core is loaded (optional: every call loads it on demand). */
-export function ready(): Promise<unknown>;
+export function ready(): Promise<void>;
 
 export class WebAttentionError extends Error {
   /** The offending argument ("query", "attnMask", "in_proj_weight", ...). */

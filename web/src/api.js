@@ -131,6 +131,8 @@ export function bindApi(loadCore) {
     return (await getCore()).memoryInUse();
   }
 
-  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready: getCore };
+  // ready(): resolves once the core is loaded, without handing out its internals.
+  const ready = () => getCore().then(() => undefined);
+  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready };
 }
 

@@ -1,0 +1,33 @@
+// MHA forward timing of this package in Node: warm median over a few runs per shape.
+// FLOPs counted as 8·L·E² + 4·L²·E (projections + scores + weighted sum), as in the issues.
+// Usage: node bench/node_mha.mjs [--causal]
+import { MultiHeadAttention } from 'webattention';
+
+const shapes = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12]];
+const causal = process.argv.includes('--causal');
+
+function filled(n, seed) {
+  const a = new Float32Array(n);
+  let s = seed;
+  for (let i = 0; i < n; i++) a[i] = ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32 - 0.5) * 0.2;
+  return a;
+}
+
+console.log(`shape (L, E, h)      ms (median)   GFLOP/s ${causal ? '(causal)' : ''}`);
+for (const [L, E, h] of shapes) {
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
+  mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
+    [name, filled(shape.reduce((a, b) => a * b, 1), i + 1)])));
+  const x = { data: filled(L * E, 99), shape: [1, L, E] };
+  const times = [];
+  for (let r = 0; r < 7; r++) {
+    const t0 = performance.now();
+    await mha.forward(x, x, x, { isCausal: causal });
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const ms = times[3];
+  const gflops = (8 * L * E * E + 4 * L * L * E) / (ms * 1e6);
+  console.log(`(${L}, ${E}, ${h})`.padEnd(20), ms.toFixed(2).padStart(10), gflops.toFixed(1).padStart(12));
+  mha.dispose();
+}

@@ -1,0 +1,158 @@
+// Browser test of the demo page: serves the repo with scripts/serve.mjs on a free port, opens
+// /web/demo/ in headless Chromium (playwright-core, Debian's /usr/bin/chromium) and checks what
+// the page reports. Needs `bash scripts/build.sh` first.  Run: node --test tests/browser/
+//   CHROMIUM=/path/to/chromium    another browser binary
+//   DEMO_SCREENSHOT=/path/x.png   where to write the screenshot (default: a temp file)
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const OVERALL_MS = 60_000;
+const ARGS = ['--no-sandbox', '--disable-gpu-sandbox', '--no-first-run', '--disable-background-networking',
+  '--disable-component-update', '--disable-sync', '--disable-quic'];
+
+let server;       // the serve.mjs child process
+let context;    // persistent context on a fresh user-data dir
+let userDataDir;
+let baseUrl;
+let watchdog;
+
+function startServer() {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [join(ROOT, 'scripts/serve.mjs'), '0'], {
+      cwd: ROOT, env: { ...process.env, QUIET: '1', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    const onData = (chunk) => {
+      out += chunk;
+      const m = out.match(/http:\/\/127\.0\.0\.1:(\d+)\//);
+      if (m) resolve({ child, url: `http://127.0.0.1:${m[1]}` });
+    };
+    child.stdout.on('data', onData);
+    child.stderr.on('data', (chunk) => { out += chunk; });
+    child.on('error', reject);
+    child.on('exit', (code) => reject(new Error(`serve.mjs exited (${code}) before listening:\n${out}`)));
+    setTimeout(() => reject(new Error(`serve.mjs did not report its URL within 10 s:\n${out}`)), 10_000).unref();
+  });
+}
+
+function cleanup() {
+  clearTimeout(watchdog);
+  if (server && server.exitCode === null) server.kill('SIGTERM');
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+}
+process.on('exit', () => {
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+});
+
+/** Opens the demo with optional query, waits for the page's verdict; collects console errors,
+ *  page errors and failed requests. */
+async function openDemo(query = '') {
+  const page = await context.newPage({ viewport: { width: 1040, height: 900 } });
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console.error: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  await page.goto(`${baseUrl}/web/demo/${query}`, { waitUntil: 'load', timeout: 20_000 });
+  await page.waitForFunction(() => ['ok', 'error'].includes(document.body.dataset.status), null, { timeout: 30_000 });
+  return { page, problems };
+}
+
+describe('demo page', { timeout: OVERALL_MS }, () => {
+  before(async () => {
+    assert.ok(existsSync(join(ROOT, 'web/dist/webattention_core.wasm')),
+      'web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
+    assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
+    // A hang anywhere (browser start, page) must fail the run, not stall it.
+    watchdog = setTimeout(() => {
+      console.error(`demo test: still running after ${OVERALL_MS / 1000} s, giving up`);
+      cleanup();
+      process.exit(1);
+    }, OVERALL_MS).unref();
+    ({ child: server, url: baseUrl } = await startServer());
+    userDataDir = mkdtempSync(join(tmpdir(), 'webattention-chromium-'));
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 30_000,
+    });
+  });
+
+  after(async () => {
+    try {
+      await context?.close();
+    } finally {
+      cleanup();
+    }
+  });
+
+  test('default example runs: status ok, rows sum to 1, finite output, no console errors', async (t) => {
+    const { page, problems } = await openDemo();
+    const info = await page.evaluate(() => ({
+      status: document.body.dataset.status,
+      statusText: document.getElementById('status').textContent,
+      rowSumError: document.body.dataset.rowSumError,
+      msFirst: document.body.dataset.msFirst,
+      msMedian: document.body.dataset.msMedian,
+      shape: document.getElementById('out-shape').textContent,
+      values: document.getElementById('out-values').textContent,
+      selfStats: document.getElementById('self-stats').textContent,
+      headStats: document.getElementById('head-stats').textContent,
+    }));
+    const shot = process.env.DEMO_SCREENSHOT ?? join(tmpdir(), `webattention-demo-${process.pid}.png`);
+    await page.screenshot({ path: shot, fullPage: true });
+    t.diagnostic(`screenshot: ${shot}`);
+    t.diagnostic(`first forward ${info.msFirst} ms, warm median ${info.msMedian} ms, row-sum error ${info.rowSumError}`);
+
+    assert.equal(info.status, 'ok', `page status: ${info.statusText}`);
+    assert.equal(info.statusText, 'ok');
+    const err = Number(info.rowSumError);
+    assert.ok(Number.isFinite(err) && err < 1e-5, `max |row sum - 1| = ${info.rowSumError}`);
+    assert.match(info.shape, /^\[1, 32, 64\]/);
+    const values = info.values.trim().split(/\s+/).map(Number);
+    assert.equal(values.length, 8, `shown values: '${info.values}'`);
+    assert.ok(values.every(Number.isFinite), `shown values not all finite: '${info.values}'`);
+    assert.ok(values.some((v) => v !== 0), 'shown values are all zero (weights not loaded?)');
+    assert.ok(Number(info.msFirst) >= 0 && Number(info.msMedian) >= 0);
+    // attention-math §2: plain self-attention on equal-norm tokens peaks on the diagonal.
+    assert.match(info.selfStats, /row max on the diagonal: 32\/32 rows/);
+    assert.match(info.selfStats, /\): 0$/);
+    assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
+    await page.close();
+  });
+
+  test('re-run from the form (non-causal, other sizes) stays ok', async () => {
+    const { page, problems } = await openDemo('?L=17&E=48&h=6&causal=0');
+    assert.equal(await page.evaluate(() => document.body.dataset.status), 'ok');
+    await page.fill('input[name=L]', '40');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.body.dataset.status === 'ok'
+      && document.getElementById('out-shape').textContent.startsWith('[1, 40, 48]'), null, { timeout: 20_000 });
+    assert.ok(Number(await page.evaluate(() => document.body.dataset.rowSumError)) < 1e-5);
+    await page.selectOption('#head-select', '5');
+    assert.match(await page.textContent('#head-stats'), /\/40 rows/);
+    assert.deepEqual(problems, []);
+    await page.close();
+  });
+
+  test('a bad configuration is reported on the page, not a crash', async () => {
+    const { page } = await openDemo('?E=10&h=4');
+    const info = await page.evaluate(() => ({
+      status: document.body.dataset.status,
+      text: document.getElementById('status').textContent,
+    }));
+    assert.equal(info.status, 'error');
+    assert.match(info.text, /^OptionError: embedDim: expected a multiple of numHeads/);
+    // The page keeps working after the error.
+    await page.fill('input[name=E]', '12');
+    await page.click('button[type=submit]');
+    await page.waitForFunction(() => document.body.dataset.status === 'ok', null, { timeout: 20_000 });
+    await page.close();
+  });
+});
