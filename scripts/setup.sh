@@ -17,6 +17,8 @@ if ((${#missing[@]})); then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# `npm install` (which keeps to package-lock.json), not `npm ci`: the registry reachable here
+# lacks some of rollup's optional per-platform packages, and `npm ci` refuses a lock without them.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+  npm install --no-audit --no-fund
 fi
