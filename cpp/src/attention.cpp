@@ -15,9 +15,9 @@ void run_attention(const AttentionProblem& p) {
   if (p.weights && p.average_weights) {
     std::fill(p.weights, p.weights + static_cast<std::size_t>(p.batch) * p.L * p.S, 0.0f);
   }
-  std::vector<float> scores(static_cast<std::size_t>(std::max(p.S, 1)));
+  std::vector<float> workspace(kernels::attention_workspace_floats(p));
   for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads; ++h) kernels::attention_head(p, b, h, scores.data());
+    for (int h = 0; h < p.heads; ++h) kernels::attention_head(p, b, h, workspace.data());
 }
 
 namespace {

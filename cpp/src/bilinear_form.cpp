@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "kernels/kernels.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -41,7 +42,7 @@ BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
     throw ConfigError("head", "head: expected an integer in [0, " + std::to_string(c.num_heads) +
                                   "), got " + std::to_string(head));
   }
-  if (wq_t_.empty() || wk_t_.empty()) {
+  if (wq_->empty() || wk_->empty()) {
     throw StateDictError("state_dict", "head_bilinear_form: the query and key projections are "
                                        "not loaded yet (call load_state_dict first)");
   }
@@ -49,14 +50,13 @@ BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   f.rows = c.embed_dim;
   f.cols = c.kdim;
   f.matrix.assign(static_cast<std::size_t>(f.rows) * f.cols, 0.0f);
-  // wq_t_ is [E, h·d_k] and wk_t_ is [kdim, h·d_k]: head `head` owns columns head·d_k .. +d_k.
+  // W^Q is [h·d_k, E] and W^K is [h·d_k, kdim]: head `head` owns rows head·d_k .. +d_k.
   const int offset = head * c.head_dim;
   for (int a = 0; a < f.rows; ++a) {
     for (int b = 0; b < f.cols; ++b) {
       double sum = 0.0;
       for (int d = 0; d < c.head_dim; ++d) {
-        sum += static_cast<double>(wq_t_[static_cast<std::size_t>(a) * qk_width_ + offset + d]) *
-               wk_t_[static_cast<std::size_t>(b) * qk_width_ + offset + d];
+        sum += static_cast<double>(wq_->weight(offset + d, a)) * wk_->weight(offset + d, b);
       }
       f.matrix[static_cast<std::size_t>(a) * f.cols + b] = static_cast<float>(sum);
     }

@@ -16,11 +16,11 @@ void require(bool ok, const char* argument, const std::string& message) {
   if (!ok) throw ConfigError(argument, std::string(argument) + ": " + message);
 }
 
-// PyTorch weight [out, in] -> [in, out] for the projection kernel.
-void transpose_into(const float* w, int out, int in, std::vector<float>& w_t) {
-  w_t.resize(static_cast<std::size_t>(out) * in);
-  for (int o = 0; o < out; ++o)
-    for (int i = 0; i < in; ++i) w_t[static_cast<std::size_t>(i) * out + o] = w[o * in + i];
+// Packs new weights into `w`, keeping a bias loaded earlier.
+void set_weights(kernels::PackedLinear& w, const float* data, int out, int in) {
+  std::vector<float> bias = std::move(w.bias);
+  w = kernels::pack_linear(data, out, in);
+  w.bias = std::move(bias);
 }
 
 }  // namespace
@@ -69,7 +69,15 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   specs_.push_back({"out_proj.weight", {E, v_width_}});
   if (c.bias) specs_.push_back({"out_proj.bias", {E}});
   loaded_.assign(specs_.size(), false);
+  wq_ = std::make_unique<kernels::PackedLinear>();
+  wk_ = std::make_unique<kernels::PackedLinear>();
+  wv_ = std::make_unique<kernels::PackedLinear>();
+  wo_ = std::make_unique<kernels::PackedLinear>();
 }
+
+MultiHeadAttention::~MultiHeadAttention() = default;
+MultiHeadAttention::MultiHeadAttention(MultiHeadAttention&&) noexcept = default;
+MultiHeadAttention& MultiHeadAttention::operator=(MultiHeadAttention&&) noexcept = default;
 
 void MultiHeadAttention::load_parameter(const std::string& name, const float* data,
                                         std::size_t count) {
@@ -90,23 +98,23 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
   const int E = c.embed_dim;
   const std::size_t qk_block = static_cast<std::size_t>(qk_width_) * E;
   if (name == "in_proj_weight") {
-    transpose_into(data, qk_width_, E, wq_t_);
-    transpose_into(data + qk_block, qk_width_, E, wk_t_);
-    transpose_into(data + 2 * qk_block, v_width_, E, wv_t_);
+    set_weights(*wq_, data, qk_width_, E);
+    set_weights(*wk_, data + qk_block, qk_width_, E);
+    set_weights(*wv_, data + 2 * qk_block, v_width_, E);
   } else if (name == "q_proj_weight") {
-    transpose_into(data, qk_width_, E, wq_t_);
+    set_weights(*wq_, data, qk_width_, E);
   } else if (name == "k_proj_weight") {
-    transpose_into(data, qk_width_, c.kdim, wk_t_);
+    set_weights(*wk_, data, qk_width_, c.kdim);
   } else if (name == "v_proj_weight") {
-    transpose_into(data, v_width_, c.vdim, wv_t_);
+    set_weights(*wv_, data, v_width_, c.vdim);
   } else if (name == "in_proj_bias") {
-    bq_.assign(data, data + qk_width_);
-    bk_.assign(data + qk_width_, data + 2 * qk_width_);
-    bv_.assign(data + 2 * qk_width_, data + 2 * qk_width_ + v_width_);
+    wq_->bias.assign(data, data + qk_width_);
+    wk_->bias.assign(data + qk_width_, data + 2 * qk_width_);
+    wv_->bias.assign(data + 2 * qk_width_, data + 2 * qk_width_ + v_width_);
   } else if (name == "out_proj.weight") {
-    transpose_into(data, E, v_width_, wo_t_);
+    set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {
-    bo_.assign(data, data + E);
+    wo_->bias.assign(data, data + E);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
 }
@@ -149,13 +157,26 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
   float* k = q + static_cast<std::size_t>(B) * L * qk_width_;
   float* v = k + static_cast<std::size_t>(B) * S * qk_width_;
   float* heads = v + static_cast<std::size_t>(B) * S * v_width_;
-  const float* no_bias = nullptr;
-  kernels::linear(a.query, B * L, c.embed_dim, c.embed_dim, wq_t_.data(),
-                  c.bias ? bq_.data() : no_bias, qk_width_, q);
-  kernels::linear(a.key, B * S, c.kdim, c.kdim, wk_t_.data(), c.bias ? bk_.data() : no_bias,
-                  qk_width_, k);
-  kernels::linear(a.value, B * S, c.vdim, c.vdim, wv_t_.data(), c.bias ? bv_.data() : no_bias,
-                  v_width_, v);
+  // Projections. Inputs that are the same tensor are read once for all their projections.
+  using kernels::LinearTarget;
+  const LinearTarget tq{wq_.get(), q, qk_width_}, tk{wk_.get(), k, qk_width_},
+      tv{wv_.get(), v, v_width_};
+  const bool self = a.query == a.key && a.key == a.value && c.kdim == c.embed_dim &&
+                    c.vdim == c.embed_dim;
+  const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
+  if (self) {
+    const LinearTarget all[] = {tq, tk, tv};
+    kernels::linear(a.query, B * L, c.embed_dim, all, 3);
+  } else {
+    kernels::linear(a.query, B * L, c.embed_dim, &tq, 1);
+    if (shared_kv) {
+      const LinearTarget kv[] = {tk, tv};
+      kernels::linear(a.key, B * S, c.kdim, kv, 2);
+    } else {
+      kernels::linear(a.key, B * S, c.kdim, &tk, 1);
+      kernels::linear(a.value, B * S, c.vdim, &tv, 1);
+    }
+  }
 
   p.batch = B;
   p.heads = H;
@@ -176,8 +197,8 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
   p.average_weights = a.average_weights;
   run_attention(p);
 
-  kernels::linear(heads, B * L, v_width_, v_width_, wo_t_.data(),
-                  c.bias ? bo_.data() : no_bias, c.embed_dim, a.output);
+  const LinearTarget to{wo_.get(), a.output, c.embed_dim};
+  kernels::linear(heads, B * L, v_width_, &to, 1);
 }
 
 }  // namespace webattention

@@ -2,10 +2,15 @@
 // torch.nn.MultiheadAttention(batch_first=True) (docs: attention-math §3, §4).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "webattention/mask.h"
+
+namespace webattention::kernels {
+struct PackedLinear;
+}
 
 namespace webattention {
 
@@ -56,6 +61,9 @@ struct MhaForwardArgs {
 class MultiHeadAttention {
  public:
   explicit MultiHeadAttention(const MhaConfig& config);  // throws ConfigError
+  ~MultiHeadAttention();
+  MultiHeadAttention(MultiHeadAttention&&) noexcept;
+  MultiHeadAttention& operator=(MultiHeadAttention&&) noexcept;
 
   const MhaConfig& config() const { return config_; }
 
@@ -85,9 +93,8 @@ class MultiHeadAttention {
   int v_width_ = 0;   // h·d_v
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
-  // Weights kept transposed ([in, out]) so the projection kernel streams them row by row.
-  std::vector<float> wq_t_, wk_t_, wv_t_, wo_t_;
-  std::vector<float> bq_, bk_, bv_, bo_;
+  // Projection weights packed for the kernels at load time (biases inside).
+  std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
 };
 

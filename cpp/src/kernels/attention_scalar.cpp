@@ -26,6 +26,10 @@ void apply_mask(const MaskView& m, int b, int h, int i, int S, float* scores) {
 
 }  // namespace
 
+std::size_t attention_workspace_floats(const AttentionProblem& p) {
+  return static_cast<std::size_t>(p.S);  // one score row
+}
+
 void attention_head(const AttentionProblem& p, int b, int h, float* scores) noexcept {
   const float* q = p.q.data + b * p.q.batch_stride + h * p.q.head_stride;
   const float* k = p.k.data + b * p.k.batch_stride + h * p.k.head_stride;

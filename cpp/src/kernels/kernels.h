@@ -1,20 +1,60 @@
-// The kernel interface. Each kernel family lives in its own file whose name says its ISA
-// (`*_scalar.cpp` is portable C++; SIMD variants drop in beside it with the same signatures).
+// The kernel interface. Each kernel family lives in its own file whose name says its ISA:
+// `*_scalar.cpp` is portable C++ (native builds and the no-SIMD WASM build), `*_simd128.cpp` is
+// WebAssembly SIMD128. Both read the same packed layouts and are checked against the reference.
 // Kernels assume validated shapes and never throw.
 #pragma once
+
+#include <cstddef>
+#include <vector>
 
 #include "webattention/attention.h"
 
 namespace webattention::kernels {
 
-// y[r, :] = x[r, :] · W_t + bias for r < rows. x is [rows, in] with row stride x_stride,
-// W_t is the transposed PyTorch weight [in, out], y is [rows, out] contiguous. bias may be null.
-void linear(const float* x, int rows, int in, std::ptrdiff_t x_stride, const float* w_t,
-            const float* bias, int out, float* y) noexcept;
+// Columns per weight panel: one 4×8 register block of the projection kernel is 2 f32x4 wide.
+constexpr int kPanelWidth = 8;
 
-// Attention for one (batch b, head h) pair of the problem: every query row, streaming over the
-// keys with one S-long score row of scratch (never an L×S matrix unless weights are asked for).
-// `scores` has room for p.S floats.
-void attention_head(const AttentionProblem& p, int b, int h, float* scores) noexcept;
+// The weights of one linear layer y = x Wᵀ + b, packed once at load time for the projection
+// kernel: panels of kPanelWidth output columns, each [in][kPanelWidth] contiguous, the last one
+// zero-padded. Streaming a panel touches consecutive memory only.
+struct PackedLinear {
+  int in = 0;
+  int out = 0;
+  std::vector<float> panels;  // [ceil(out / 8)][in][8]
+  std::vector<float> bias;    // [out], or empty for no bias
+
+  bool empty() const { return panels.empty(); }
+  int panel_count() const { return (out + kPanelWidth - 1) / kPanelWidth; }
+  const float* panel(int p) const {
+    return panels.data() + static_cast<std::size_t>(p) * in * kPanelWidth;
+  }
+  // Weight W[n][k] in PyTorch's [out, in] indexing.
+  float weight(int n, int k) const {
+    return panel(n / kPanelWidth)[static_cast<std::size_t>(k) * kPanelWidth + n % kPanelWidth];
+  }
+};
+
+// Packs a PyTorch weight [out, in] (row-major).
+PackedLinear pack_linear(const float* weight, int out, int in);
+
+// One output of a projection: y[r, :out] = x[r, :] Wᵀ + b, row stride y_stride.
+struct LinearTarget {
+  const PackedLinear* weights;
+  float* y;
+  std::ptrdiff_t y_stride;
+};
+
+// Runs every target over the same input rows in one pass over x (Q, K and V projections of a
+// shared input read each block of x once). x is [rows, in] with row stride x_stride.
+void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+            int target_count) noexcept;
+
+// Scratch (in floats) that attention_head() needs for this problem.
+std::size_t attention_workspace_floats(const AttentionProblem& p);
+
+// Attention for one (batch b, head h) pair of the problem, written to p.out (and p.weights when
+// set). Never builds an L×S matrix unless weights are asked for. `workspace` holds
+// attention_workspace_floats(p) floats, 16-byte aligned.
+void attention_head(const AttentionProblem& p, int b, int h, float* workspace) noexcept;
 
 }  // namespace webattention::kernels
