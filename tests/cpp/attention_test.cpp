@@ -82,7 +82,12 @@ INSTANTIATE_TEST_SUITE_P(
                       SdpaCase{2, 6, 11, 4, 5, MaskKind::kAdditive, false, false, 1.0f},
                       SdpaCase{2, 6, 11, 4, 5, MaskKind::kAdditive, true, true, 1.0f},
                       SdpaCase{1, 13, 17, 33, 7, MaskKind::kNone, false, false, 30.0f},
-                      SdpaCase{1, 40, 1100, 8, 8, MaskKind::kNone, false, true, 1.0f}));
+                      SdpaCase{1, 40, 1100, 8, 8, MaskKind::kNone, false, true, 1.0f},
+                      // Several key tiles, ragged tails in L, S, d_k and d_v, masks across tiles.
+                      SdpaCase{2, 7, 300, 5, 3, MaskKind::kBoolean, true, false, 1.0f},
+                      SdpaCase{1, 9, 513, 16, 9, MaskKind::kAdditive, false, true, 1.0f},
+                      SdpaCase{3, 66, 257, 1, 1, MaskKind::kAdditive, true, false, 3.0f},
+                      SdpaCase{1, 300, 40, 12, 20, MaskKind::kBoolean, false, true, 1.0f}));
 
 TEST(Sdpa, ExplicitScaleIsUsed) {
   std::mt19937 rng(7);
@@ -116,6 +121,32 @@ TEST(Sdpa, FullyMaskedRowGivesZerosNotNaN) {
   EXPECT_EQ(w[0] + w[1] + w[2], 0.0f);
   EXPECT_FLOAT_EQ(w[3] + w[5], 1.0f);
   EXPECT_FLOAT_EQ(out[2], 1.0f);
+}
+
+TEST(Sdpa, FullyMaskedRowInALongSequenceGivesZeros) {
+  // Every key of row 2 masked while the allowed keys of other rows sit in different key tiles.
+  const int L = 5, S = 600, d = 4;
+  std::mt19937 rng(11);
+  auto q = random_floats(L * d, rng), k = random_floats(S * d, rng), v = random_floats(S * d, rng);
+  std::vector<std::uint8_t> mask(L * S, 1);
+  mask[0 * S + 0] = 0;
+  mask[1 * S + 599] = 0;
+  mask[3 * S + 300] = mask[3 * S + 301] = 0;
+  mask[4 * S + 257] = 0;
+  std::vector<float> out(L * d, -1.0f), w(L * S, -1.0f);
+  SdpaArgs a;
+  a.L = L, a.S = S, a.dk = d, a.dv = d;
+  a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data(), a.weights = w.data();
+  a.attn_mask = {MaskKind::kBoolean, mask.data(), {L, S}};
+  scaled_dot_product_attention(a);
+  for (int c = 0; c < d; ++c) {
+    EXPECT_EQ(out[2 * d + c], 0.0f);
+    EXPECT_FLOAT_EQ(out[0 * d + c], v[0 * d + c]);
+    EXPECT_FLOAT_EQ(out[1 * d + c], v[599 * d + c]);
+    EXPECT_FLOAT_EQ(out[4 * d + c], v[257 * d + c]);
+  }
+  for (int j = 0; j < S; ++j) EXPECT_EQ(w[2 * S + j], 0.0f);
+  EXPECT_FLOAT_EQ(w[3 * S + 300] + w[3 * S + 301], 1.0f);
 }
 
 TEST(Sdpa, RejectsMisshapedMaskNamingIt) {
