@@ -106,6 +106,9 @@ export function selfAttention(x: Tensor, options?: { returnWeights?: boolean }):
 /** Bytes allocated on the WASM heap (flat across calls when nothing leaks). */
 export function wasmMemoryInUse(): Promise<number>;
 
+/** Size of the WASM heap in bytes; it never shrinks, so it is the high-water mark. */
+export function wasmHeapBytes(): Promise<number>;
+
 /** Resolves once the WASM core is loaded (optional: every call loads it on demand). */
 export function ready(): Promise<void>;
 

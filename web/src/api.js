@@ -131,8 +131,13 @@ export function bindApi(loadCore) {
     return (await getCore()).memoryInUse();
   }
 
+  /** Size of the WASM heap in bytes: it only grows, so it is the high-water mark of all calls. */
+  async function wasmHeapBytes() {
+    return (await getCore()).HEAPU8.length;
+  }
+
   // ready(): resolves once the core is loaded, without handing out its internals.
   const ready = () => getCore().then(() => undefined);
-  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready };
+  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, ready };
 }
 

@@ -6,5 +6,5 @@ const api = bindApi(() => createWebAttentionCore({
   locateFile: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
 }));
 
-export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready } = api;
+export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, ready } = api;
 export * from './errors.js';

@@ -9,5 +9,5 @@ const api = bindApi(async () => {
   return createWebAttentionCore({ wasmBinary });
 });
 
-export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, ready } = api;
+export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, ready } = api;
 export * from './errors.js';

@@ -10,7 +10,11 @@ const F32 = 4;
  * detaches earlier ones.
  */
 function withHeap(core, parts, body) {
-  const sizes = parts.map((p) => {
+  // The same typed array passed twice (self-attention: query === key === value) is copied once,
+  // and the core sees equal addresses, which lets it fuse the Q, K and V projections.
+  const first = parts.map((p, i) => (p.data ? parts.findIndex((o) => o.data === p.data) : i));
+  const sizes = parts.map((p, i) => {
+    if (first[i] !== i) return 0;
     const bytes = p.data ? p.data.byteLength : (p.floats ?? 0) * F32;
     return Math.ceil(bytes / 16) * 16;
   });
@@ -21,6 +25,10 @@ function withHeap(core, parts, body) {
     const addresses = [];
     let offset = base;
     parts.forEach((p, i) => {
+      if (first[i] !== i) {
+        addresses.push(addresses[first[i]]);
+        return;
+      }
       addresses.push(p.data || p.floats ? offset : 0);
       if (p.data) core.HEAPU8.set(new Uint8Array(p.data.buffer, p.data.byteOffset, p.data.byteLength), offset);
       offset += sizes[i];
