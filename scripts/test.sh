@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, in one command (installs what it needs first):
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
-#   2. the same GoogleTest suite compiled to WASM SIMD, run by node (CTest)
+#   2. the same GoogleTest suite compiled to WASM, SIMD128 and scalar builds, run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #   4. the demo page in headless Chromium
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
@@ -17,16 +17,21 @@ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/native -j "$JOBS"
 ctest --test-dir build/native --output-on-failure
 
-step "C++ as WASM SIMD under node: core vs reference; package module"
+step "C++ as WASM under node, SIMD128 and scalar builds: core vs reference; package modules"
 bash scripts/build.sh
-cmake --build build/wasm -j "$JOBS"
-ctest --test-dir build/wasm --output-on-failure
+for dir in build/wasm build/wasm-scalar; do
+  cmake --build "$dir" -j "$JOBS"
+  ctest --test-dir "$dir" --output-on-failure
+done
 
 step "Types: web/index.d.ts against a user's TypeScript"
 npx tsc -p tests/types/tsconfig.json
 
-step "JS API and demo page (node --test)"
+step "JS API and demo page (node --test), SIMD128 module"
 node --test tests/js/ tests/browser/
+
+step "JS API again on the scalar module (engines without WASM SIMD)"
+WEBATTENTION_WASM=scalar node --test tests/js/
 
 step "Package as a user installs it"
 node tests/package/run.mjs

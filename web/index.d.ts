@@ -109,6 +109,17 @@ export function wasmMemoryInUse(): Promise<number>;
 /** Size of the WASM heap in bytes; it never shrinks, so it is the high-water mark. */
 export function wasmHeapBytes(): Promise<number>;
 
+export interface Capabilities {
+  backend: 'wasm';
+  /** Whether the SIMD128 module runs (else the scalar one: engines without WASM SIMD). */
+  simd: boolean;
+  wasmModule: 'simd' | 'scalar';
+  threads: number;
+}
+
+/** Which module and features this engine uses (loads the core if needed). */
+export function capabilities(): Promise<Capabilities>;
+
 /** Resolves once the WASM core is loaded (optional: every call loads it on demand). */
 export function ready(): Promise<void>;
 

@@ -381,9 +381,11 @@ async function browserPart(root, tarball, cases) {
   const built = listFiles(dist);
   info(`dist: ${built.join(' ')}`);
   const wasmAssets = built.filter((f) => f.endsWith('.wasm'));
-  const pkgWasm = readFileSync(join(installed, 'web/dist/webattention_core.wasm'));
-  check('vite emitted the package .wasm as an asset', wasmAssets.length >= 1
-    && wasmAssets.every((f) => readFileSync(join(dist, f)).equals(pkgWasm)), wasmAssets.join(', ') || 'no .wasm in dist');
+  // Both modules (SIMD and scalar fallback) ship; the page fetches only the one it can run.
+  const pkgWasms = ['webattention_core.wasm', 'webattention_core_scalar.wasm']
+    .map((f) => readFileSync(join(installed, 'web/dist', f)));
+  check('vite emitted both package .wasm modules as assets, unchanged', wasmAssets.length === 2
+    && pkgWasms.every((w) => wasmAssets.some((f) => readFileSync(join(dist, f)).equals(w))), wasmAssets.join(', ') || 'no .wasm in dist');
   const js = built.filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
   check('bundle uses the browser entry (no node:fs / readFile in it)', !/node:fs|readFile\(/.test(js));
 

@@ -8,16 +8,18 @@ export * from './errors.js';
 
 const tensor = (data, shape) => ({ data, shape });
 
+/** loadCore() resolves to { core, variant: 'simd' | 'scalar' }. */
 export function bindApi(loadCore) {
-  let corePromise = null;
-  /** Loads (once) and returns the WASM core. */
-  const getCore = () => {
-    corePromise ??= loadCore().catch((e) => {
-      corePromise = null;  // a failed load may be retried
+  let loaded = null;
+  const load = () => {
+    loaded ??= loadCore().catch((e) => {
+      loaded = null;  // a failed load may be retried
       throw e;
     });
-    return corePromise;
+    return loaded;
   };
+  /** Loads (once) and returns the WASM core. */
+  const getCore = async () => (await load()).core;
 
   // Safety net for modules the app forgot to dispose(): frees their WASM memory on collection.
   const registry = new FinalizationRegistry((backend) => backend.dispose());
@@ -136,8 +138,14 @@ export function bindApi(loadCore) {
     return (await getCore()).HEAPU8.length;
   }
 
+  /** What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'scalar', threads }. */
+  async function capabilities() {
+    const { variant } = await load();
+    return { backend: 'wasm', simd: variant === 'simd', wasmModule: variant, threads: 1 };
+  }
+
   // ready(): resolves once the core is loaded, without handing out its internals.
   const ready = () => getCore().then(() => undefined);
-  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, ready };
+  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready };
 }
 

@@ -1,10 +1,25 @@
-// Browser entry: the literal new URL(..., import.meta.url) lets bundlers find and copy the .wasm.
-import createWebAttentionCore from '../dist/webattention_core.mjs';
+// Browser entry: the literal new URL(..., import.meta.url) and import(...) forms let bundlers
+// find and copy both modules; only the one the engine can run is fetched.
 import { bindApi } from './api.js';
+import { pickVariant } from './variant.js';
 
-const api = bindApi(() => createWebAttentionCore({
-  locateFile: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
-}));
+const modules = {
+  simd: {
+    glue: () => import('../dist/webattention_core.mjs'),
+    wasm: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
+  },
+  scalar: {
+    glue: () => import('../dist/webattention_core_scalar.mjs'),
+    wasm: () => new URL('../dist/webattention_core_scalar.wasm', import.meta.url).href,
+  },
+};
 
-export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, ready } = api;
+const api = bindApi(async () => {
+  const variant = pickVariant(globalThis.WEBATTENTION_WASM);
+  const { glue, wasm } = modules[variant];
+  const { default: create } = await glue();
+  return { core: await create({ locateFile: () => wasm() }), variant };
+});
+
+export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
