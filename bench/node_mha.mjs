@@ -1,7 +1,9 @@
 // MHA forward timing of this package in Node: warm median over a few runs per shape.
 // FLOPs counted as 8·L·E² + 4·L²·E (projections + scores + weighted sum), as in the issues.
-// Usage: node bench/node_mha.mjs [--causal]
-import { MultiHeadAttention } from 'webattention';
+// Usage: node bench/node_mha.mjs [--causal]      (node bench/run.mjs compares with ORT and tfjs)
+// bench/ has its own package.json (the peers' dependencies), so the package self-reference
+// 'webattention' does not resolve here; ../web/src/node.js is what it resolves to under Node.
+import { MultiHeadAttention } from '../web/src/node.js';
 
 const shapes = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12]];
 const causal = process.argv.includes('--causal');

@@ -1,0 +1,334 @@
+#!/usr/bin/env node
+// Benchmark: webattention vs onnxruntime-web (wasm EP) vs @tensorflow/tfjs-backend-wasm, same
+// shapes, same weights, same input; prints a table (and checks the outputs agree).
+//
+//   npm --prefix bench install --no-audit --no-fund      (once: the peers live in bench/)
+//   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
+//   node bench/run.mjs [--quick] [--browser] [--node] [--threads N]
+//                      [--budget MS] [--ort-graph contrib|plain] [--tfjs-graph per-head|batched]
+//                      [--markdown] [--json FILE] [--timeout S]
+//
+//   (no flag)        run in Node (this process)
+//   --browser        run in headless Chromium instead (/usr/bin/chromium via playwright-core,
+//                    page served from 127.0.0.1 with COOP/COEP so ORT/tfjs threads can work)
+//   --node --browser run in both, one after the other
+//   --quick          shapes (64,256,4), (128,512,8), (512,512,8) only (drops the two largest)
+//   --threads N      threads for onnxruntime-web (ort.env.wasm.numThreads) and tfjs-wasm
+//                    (setThreadsCount); default 1. webattention is single-threaded. tfjs-wasm
+//                    has no threads under Node (its own rule), so N only reaches ORT there.
+//   --budget MS      time per cell for the timed runs (default 2000); runs = budget / warm time,
+//                    at least 3, at most 200
+//   --ort-graph G    ONNX graph for ORT: 'contrib' (default: com.microsoft.MultiHeadAttention
+//                    between MatMul+Add projections) or 'plain' (MatMul/Softmax/... only)
+//   --tfjs-graph G   tf ops for tfjs-wasm: 'per-head' (default: 2-D matMuls per head, the only
+//                    form tfjs-wasm sends to XNNPACK) or 'batched' ([h, L, d] tensors and
+//                    matMul(q, k, false, true): the textbook form, ~12x slower in tfjs-wasm 4.22)
+//   --markdown       also print each table as Markdown (what docs/benchmarks.md holds)
+//   --json FILE      also write { node?, browser? } → { header, rows } as JSON to FILE
+//   --timeout S      give up on the browser run after S seconds (default 600)
+//   CHROMIUM=/path   another Chromium binary
+//
+// Shapes (L, E, h), B = 1, self-attention (query = key = value), each without mask and causal
+// (isCausal: true for webattention, an additive -inf band for the peers). GFLOP/s counts
+// 8·L·E² + 4·L²·E for both masks, so a causal speedup shows as a higher rate. "ours/peer" is
+// peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
+// difference from webattention's output; '!' flags > 1e-3.
+import { execFileSync } from 'node:child_process';
+import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { QUICK_SHAPES, SHAPES, formatMarkdown, formatTable, runSuite, setupLibraries } from './suite.mjs';
+
+const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
+
+function parseArgs(argv) {
+  const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', tfjsGraph: 'per-head',
+    markdown: false, json: null, timeoutS: 600 };
+  const value = (i, name) => {
+    if (i + 1 >= argv.length) usage(`${name} needs a value`);
+    return argv[i + 1];
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') opts.quick = true;
+    else if (a === '--browser') opts.browser = true;
+    else if (a === '--node') opts.node = true;
+    else if (a === '--markdown') opts.markdown = true;
+    else if (a === '--threads') opts.threads = Number(value(i++, a));
+    else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
+    else if (a === '--ort-graph') opts.ortGraph = value(i++, a);
+    else if (a === '--tfjs-graph') opts.tfjsGraph = value(i++, a);
+    else if (a === '--json') opts.json = value(i++, a);
+    else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
+    else if (a === '--help' || a === '-h') usage();
+    else usage(`unknown argument '${a}'`);
+  }
+  if (!Number.isInteger(opts.threads) || opts.threads < 1) usage('--threads must be a positive integer');
+  if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
+  if (!['contrib', 'plain'].includes(opts.ortGraph)) usage("--ort-graph must be 'contrib' or 'plain'");
+  if (!['per-head', 'batched'].includes(opts.tfjsGraph)) usage("--tfjs-graph must be 'per-head' or 'batched'");
+  if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
+  if (!opts.browser) opts.node = true;
+  return opts;
+}
+
+function usage(error) {
+  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
+  const end = lines.findIndex((l) => !l.startsWith('//'));
+  const text = lines.slice(0, end).map((l) => l.slice(3)).join('\n');
+  (error ? console.error : console.log)((error ? `run.mjs: ${error}\n\n` : '') + text);
+  process.exit(error ? 2 : 0);
+}
+
+function cpuModel() {
+  try {
+    const m = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m);
+    const cores = readFileSync('/proc/cpuinfo', 'utf8').match(/^processor\s*:/gm)?.length;
+    return `${m ? m[1] : '?'} (${cores ?? '?'} logical CPUs)`;
+  } catch {
+    return '? (no /proc/cpuinfo)';
+  }
+}
+
+function loadAverage() {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  } catch {
+    return '?';
+  }
+}
+
+function gitState() {
+  try {
+    const rev = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'cpp', 'web/src'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    return `${rev}${dirty ? ' + uncommitted changes in cpp/ or web/src/' : ''}`;
+  } catch {
+    return '?';
+  }
+}
+
+function wasmBuilt() {
+  const f = join(ROOT, 'web/dist/webattention_core.wasm');
+  if (!existsSync(f)) {
+    console.error('run.mjs: web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
+    process.exit(1);
+  }
+  return statSync(f).mtime.toISOString();
+}
+
+function checkPeersInstalled() {
+  for (const p of ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']) {
+    if (!existsSync(join(ROOT, 'bench/node_modules', p, 'package.json'))) {
+      console.error(`run.mjs: bench/node_modules/${p} is missing: run \`npm --prefix bench install --no-audit --no-fund\``);
+      process.exit(1);
+    }
+  }
+}
+
+/** Imports a module, retrying a few times (web/dist may be rebuilt under us). */
+async function importRetry(spec) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await import(spec);
+    } catch (e) {
+      if (attempt >= 5) throw e;
+      console.error(`(import ${spec} failed: ${e.message.split('\n')[0]}; retrying)`);
+      await new Promise((r) => setTimeout(r, 5000));
+    }
+  }
+}
+
+function librariesText(info, opts) {
+  return `webattention ${info.ours}; onnxruntime-web ${info.ort} (wasm EP, numThreads ${opts.threads}, `
+    + `graph '${opts.ortGraph}'); tfjs ${info.tfjs} backend ${info.tfjsBackend} (SIMD ${info.tfjsSimd}, `
+    + `threaded build usable ${info.tfjsThreadsSupported}, ${info.tfjsThreads} thread(s), graph '${opts.tfjsGraph}')`;
+}
+
+function printResults(title, header, rows, opts) {
+  console.log(`\n== ${title} ==`);
+  header = { ...header, 'load average (1/5/15 min) at the end': loadAverage() };
+  for (const [k, v] of Object.entries(header)) console.log(`${k}: ${v}`);
+  console.log('');
+  console.log(formatTable(rows));
+  if (opts.markdown) {
+    console.log('\nMarkdown:\n');
+    console.log(Object.entries(header).map(([k, v]) => `- ${k}: ${v}`).join('\n'));
+    console.log('');
+    console.log(formatMarkdown(rows));
+  }
+  const bad = rows.filter((r) => r.error || !(r.maxDiff <= 1e-3));
+  if (bad.length) console.log(`\n${bad.length} cell(s) with an error or max|Δ| > 1e-3 (marked '!' or ERROR above)`);
+  return header;
+}
+
+// ---- Node -----------------------------------------------------------------------------------
+
+async function runNode(opts, common) {
+  // bench/package.json makes bench/ its own package scope, so the self-reference 'webattention'
+  // does not resolve from here: import what it resolves to under Node (the "node" export).
+  const { MultiHeadAttention, capabilities } = await importRetry('../web/src/node.js');
+  const ort = await import('onnxruntime-web');
+  const tf = await import('@tensorflow/tfjs');
+  const tfwasm = await import('@tensorflow/tfjs-backend-wasm');
+  const libs = { MultiHeadAttention, capabilities, ort, tf, tfwasm };
+  const info = await setupLibraries(libs, { threads: opts.threads });
+  const header = {
+    ...common,
+    runtime: `Node ${process.version} (V8 ${process.versions.v8})`,
+    libraries: librariesText(info, opts),
+  };
+  console.log(`\n-- Node ${process.version}: running ${opts.shapes.length} shapes × 2 masks × 3 libraries`);
+  const rows = await runSuite(libs, { shapes: opts.shapes, budgetMs: opts.budgetMs, ortGraph: opts.ortGraph,
+    tfjsGraph: opts.tfjsGraph, log: (line) => console.log(`   ${line}`) });
+  return { header: printResults(`Node ${process.version}`, header, rows, opts), rows };
+}
+
+// ---- Chromium -------------------------------------------------------------------------------
+
+const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
+  '.mjs': 'text/javascript; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json',
+  '.map': 'application/json' };
+
+/** Read-only static server for ROOT on 127.0.0.1 with cross-origin isolation headers. */
+function startServer() {
+  const server = createServer((req, res) => {
+    const send = (status, body) => {
+      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' });
+      res.end(body);
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'GET only');
+    let path;
+    try {
+      path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    } catch {
+      return send(400, 'bad URL');
+    }
+    const file = resolve(ROOT, `.${path}`);
+    if (!(file.startsWith(ROOT + sep)) || path.split('/').some((s) => s.startsWith('.'))) return send(403, 'no');
+    let st;
+    try {
+      st = statSync(file);
+    } catch {
+      return send(404, 'not found');
+    }
+    if (!st.isFile()) return send(404, 'not a file');
+    res.writeHead(200, {
+      'Content-Type': MIME[extname(file)] ?? 'application/octet-stream',
+      'Content-Length': st.size,
+      'Cache-Control': 'no-store',
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cross-Origin-Embedder-Policy': 'require-corp',
+      'Cross-Origin-Resource-Policy': 'same-origin',
+    });
+    if (req.method === 'HEAD') return res.end();
+    createReadStream(file).pipe(res);
+  });
+  return new Promise((resolveListen, reject) => {
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => resolveListen(server));
+  });
+}
+
+async function runBrowser(opts, common) {
+  if (!existsSync(CHROMIUM)) {
+    console.error(`run.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
+    process.exit(1);
+  }
+  const { chromium } = await import('playwright-core');
+  const server = await startServer();
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const userDataDir = mkdtempSync(join(tmpdir(), 'webattention-bench-chromium-'));
+  let context = null;
+  let timer = null;
+  const cleanup = async () => {
+    clearTimeout(timer);
+    await context?.close().catch(() => {});
+    server.close();
+    server.closeAllConnections?.();
+    rmSync(userDataDir, { recursive: true, force: true });
+  };
+  try {
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
+    });
+    const work = (async () => {
+      context = await chromium.launchPersistentContext(userDataDir, {
+        executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 60_000,
+      });
+      const version = context.browser()?.version() ?? '?';
+      const page = await context.newPage();
+      const problems = [];
+      page.on('console', (m) => {
+        const text = m.text();
+        if (text.startsWith('[bench] ')) console.log(`   ${text.slice(8)}`);
+        else if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${text}`);
+      });
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      const wasmFiles = new Set();
+      page.on('response', (r) => {
+        if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
+        else if (r.url().endsWith('.wasm')) wasmFiles.add(new URL(r.url()).pathname.split('/').pop());
+      });
+      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
+        budget: String(opts.budgetMs), ortGraph: opts.ortGraph, tfjsGraph: opts.tfjsGraph });
+      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × 3 libraries`);
+      await page.goto(`${base}/bench/browser/index.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
+      await page.waitForFunction(() => window.__bench?.done, null, { timeout: 0, polling: 500 });
+      const result = await page.evaluate(() => window.__bench);
+      if (result.error) throw new Error(`in the page: ${result.error}\n${problems.join('\n')}`);
+      const env = result.env;
+      const header = {
+        ...common,
+        runtime: `Chromium ${version} headless (${env.userAgent}); crossOriginIsolated ${env.crossOriginIsolated}, `
+          + `hardwareConcurrency ${env.hardwareConcurrency}`,
+        libraries: librariesText(env.info, opts),
+        'wasm files fetched': [...wasmFiles].join(', '),
+      };
+      const shown = printResults(`Chromium ${version}`, header, result.rows, opts);
+      const noise = problems.filter((p) => !/Download the React DevTools|favicon/.test(p));
+      if (noise.length) console.log(`\nbrowser console:\n${noise.slice(0, 20).join('\n')}`);
+      return { header: shown, rows: result.rows };
+    })();
+    return await Promise.race([work, timeout]);
+  } finally {
+    await cleanup();
+  }
+}
+
+// ---- main -----------------------------------------------------------------------------------
+
+const opts = parseArgs(process.argv.slice(2));
+opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;
+checkPeersInstalled();
+const common = {
+  command: `${process.env.WEBATTENTION_WASM ? `WEBATTENTION_WASM=${process.env.WEBATTENTION_WASM} ` : ''}`
+    + `node bench/run.mjs ${process.argv.slice(2).join(' ')}`.trim(),
+  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+  'load average (1/5/15 min) at the start': loadAverage(),
+  cpu: cpuModel(),
+  node: process.version,
+  webattention: `${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version} at git ${gitState()}, `
+    + `web/dist/webattention_core.wasm built ${wasmBuilt()}`,
+};
+console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
+const t0 = Date.now();
+try {
+  const results = {};
+  if (opts.node) results.node = await runNode(opts, common);
+  if (opts.browser) results.browser = await runBrowser(opts, common);
+  if (opts.json) {
+    writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
+    console.log(`\nwrote ${opts.json}`);
+  }
+} catch (e) {
+  console.error(`\nrun.mjs: ${e.stack ?? e}`);
+  process.exit(1);
+}
+console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+process.exit(0);  // ORT / tfjs may keep worker threads alive

@@ -1,0 +1,318 @@
+// The benchmark itself, shared by Node (bench/run.mjs) and Chromium (bench/browser/main.mjs):
+// the libraries come in as arguments, so this file has no imports of its own but the ONNX
+// builder. See bench/README.md.
+//
+// One cell = (library, shape, mask). Same weights and input for all three libraries:
+//   webattention     MultiHeadAttention.forward(x, x, x, { isCausal }), B = 1
+//   onnxruntime-web  wasm EP, graph from onnx_model.mjs (contrib MHA op or plain ops)
+//   tfjs-wasm        @tensorflow/tfjs-backend-wasm, MHA from tf ops (matMul, add, split or
+//                    reshape, transpose, softmax, additive -inf causal band), see tfCell
+// Every library first runs 0.5 s untimed on the first shape (engine tier-up), then each cell
+// checks one output, warms up and takes the median of its timed runs (see measure()).
+// Each timed call is a whole forward from a JS Float32Array to a JS Float32Array (input copy-in
+// and output copy-out included, as a user sees it).
+import { buildMhaModel, causalMask } from './onnx_model.mjs';
+
+export const SHAPES = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
+export const QUICK_SHAPES = SHAPES.slice(0, 3);
+export const DIFF_LIMIT = 1e-3;
+
+/** FLOPs of one MHA forward, the same count with or without the causal mask. */
+export const flops = (L, E) => 8 * L * E * E + 4 * L * L * E;
+
+/** Deterministic uniform values in [-scale, scale) (LCG). */
+export function filled(n, seed, scale) {
+  const a = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
+  }
+  return a;
+}
+
+/** PyTorch-layout state dict for embedDim E; weights ~ U(±1/√E) so that scores are O(1). */
+export function makeWeights(E, seed = 1) {
+  const w = 1 / Math.sqrt(E);
+  return {
+    in_proj_weight: filled(3 * E * E, seed, w),
+    in_proj_bias: filled(3 * E, seed + 1, 0.1),
+    'out_proj.weight': filled(E * E, seed + 2, w),
+    'out_proj.bias': filled(E, seed + 3, 0.1),
+  };
+}
+
+export function maxAbsDiff(a, b) {
+  if (!a || !b || a.length !== b.length) return NaN;
+  let m = 0;
+  for (let i = 0; i < a.length; i++) {
+    const d = Math.abs(a[i] - b[i]);
+    if (!(d <= m)) m = d;  // NaN propagates
+  }
+  return m;
+}
+
+const now = () => performance.now();
+
+/**
+ * Runs fn once (its output is returned for the check), warms up, then times `runs` calls where
+ * runs = clamp(budgetMs / warm time, minRuns, maxRuns). Returns { output, ms (median), runs }.
+ */
+async function measure(fn, { budgetMs, minRuns = 3, maxRuns = 200 }) {
+  const output = await fn();
+  let warmSpent = 0, warmCount = 0, tWarm = Infinity;
+  while (warmCount < 2 || (warmSpent < Math.min(200, budgetMs / 10) && warmCount < 20)) {
+    const t0 = now();
+    await fn();
+    const t = now() - t0;
+    tWarm = Math.min(tWarm, t);
+    warmSpent += t;
+    warmCount++;
+    if (t > budgetMs / 4) break;    // slow cell: one warm-up run is enough
+  }
+  const runs = Math.max(minRuns, Math.min(maxRuns, Math.floor(budgetMs / Math.max(tWarm, 1e-3))));
+  const times = [];
+  for (let r = 0; r < runs; r++) {
+    const t0 = now();
+    await fn();
+    times.push(now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const mid = times.length >> 1;
+  const ms = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
+  return { output, ms, runs };
+}
+
+// ---- the three libraries --------------------------------------------------------------------
+
+async function oursCell({ MultiHeadAttention }, { L, E, h, weights, x, causal }) {
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
+  mha.loadStateDict(weights);
+  const t = { data: x, shape: [1, L, E] };
+  const opts = { isCausal: causal };
+  return {
+    fn: async () => (await mha.forward(t, t, t, opts)).output.data,
+    dispose: async () => mha.dispose(),
+  };
+}
+
+async function ortCell({ ort }, { L, E, h, weights, x, causal, ortGraph }) {
+  const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph: ortGraph });
+  const session = await ort.InferenceSession.create(model, {
+    executionProviders: ['wasm'], graphOptimizationLevel: 'all',
+  });
+  return {
+    fn: async () => {
+      const out = await session.run({ x: new ort.Tensor('float32', x, [1, L, E]) });
+      return out.y.data;
+    },
+    dispose: () => session.release(),
+  };
+}
+
+// tfjs-backend-wasm 4.22 sends matMul to XNNPACK only for a 2-D (or batch-1) product without
+// transposeA/B; everything else (transposeB, batch > 1) goes to a slow loop, about 12x slower
+// here. So the default 'per-head' graph keeps every product on the fast path: weights are
+// transposed once at setup, Q/K/V are split per head with tf.split, Kᵢᵀ is an explicit transpose.
+// 'batched' is the textbook form ([h, L, d] tensors, matMul(q, k, false, true)) for comparison.
+async function tfCell({ tf }, { L, E, h, weights, x, causal, tfjsGraph }) {
+  const d = E / h;
+  const W = weights.in_proj_weight, b = weights.in_proj_bias;
+  const t2 = (a, rows, cols) => tf.tensor2d(a, [rows, cols]);
+  const held = {
+    Wq: t2(W.subarray(0, E * E), E, E),              // PyTorch layout [out, in]
+    Wk: t2(W.subarray(E * E, 2 * E * E), E, E),
+    Wv: t2(W.subarray(2 * E * E), E, E),
+    Wo: t2(weights['out_proj.weight'], E, E),
+    bq: tf.tensor1d(b.subarray(0, E)),
+    bk: tf.tensor1d(b.subarray(E, 2 * E)),
+    bv: tf.tensor1d(b.subarray(2 * E)),
+    bo: tf.tensor1d(weights['out_proj.bias']),
+    scale: tf.scalar(1 / Math.sqrt(d)),
+    mask: causal ? t2(causalMask(L), L, L) : null,   // additive: 0 / -inf band
+  };
+  for (const n of ['Wq', 'Wk', 'Wv', 'Wo']) {       // [in, out] copies for the fast path
+    held[`${n}T`] = tf.transpose(held[n]);
+  }
+  let forward;
+  if (tfjsGraph === 'per-head') {
+    forward = (xt) => {
+      const q = tf.add(tf.matMul(xt, held.WqT), held.bq);                       // [L, E]
+      const k = tf.add(tf.matMul(xt, held.WkT), held.bk);
+      const v = tf.add(tf.matMul(xt, held.WvT), held.bv);
+      const qs = tf.split(q, h, 1), ks = tf.split(k, h, 1), vs = tf.split(v, h, 1);  // h × [L, d]
+      const outs = qs.map((qi, i) => {
+        let s = tf.mul(tf.matMul(qi, tf.transpose(ks[i])), held.scale);         // [L, L]
+        if (held.mask) s = tf.add(s, held.mask);
+        return tf.matMul(tf.softmax(s), vs[i]);                                 // [L, d]
+      });
+      return tf.add(tf.matMul(tf.concat(outs, 1), held.WoT), held.bo);          // [L, E]
+    };
+  } else if (tfjsGraph === 'batched') {
+    const heads = (t) => tf.transpose(tf.reshape(t, [L, h, d]), [1, 0, 2]);     // [h, L, d]
+    forward = (xt) => {
+      const q = heads(tf.add(tf.matMul(xt, held.Wq, false, true), held.bq));
+      const k = heads(tf.add(tf.matMul(xt, held.Wk, false, true), held.bk));
+      const v = heads(tf.add(tf.matMul(xt, held.Wv, false, true), held.bv));
+      let s = tf.mul(tf.matMul(q, k, false, true), held.scale);                 // [h, L, L]
+      if (held.mask) s = tf.add(s, held.mask);
+      const o = tf.matMul(tf.softmax(s), v);                                    // [h, L, d]
+      const merged = tf.reshape(tf.transpose(o, [1, 0, 2]), [L, E]);
+      return tf.add(tf.matMul(merged, held.Wo, false, true), held.bo);
+    };
+  } else {
+    throw new Error(`tfjs graph must be 'per-head' or 'batched', got '${tfjsGraph}'`);
+  }
+  return {
+    fn: async () => {
+      const y = tf.tidy(() => forward(tf.tensor2d(x, [L, E])));
+      const data = await y.data();
+      y.dispose();
+      return data;
+    },
+    dispose: () => Object.values(held).forEach((t) => t?.dispose()),
+  };
+}
+
+export const LIBRARIES = [
+  { name: 'webattention', make: oursCell },
+  { name: 'onnxruntime-web', make: ortCell },
+  { name: 'tfjs-wasm', make: tfCell },
+];
+
+/**
+ * Sets the peers' thread counts and backends. libs: { MultiHeadAttention, ort, tf, tfwasm }.
+ * Returns what each library reports (versions, actual threads).
+ */
+export async function setupLibraries(libs, { threads }) {
+  const { ort, tf, tfwasm, capabilities } = libs;
+  ort.env.wasm.numThreads = threads;
+  ort.env.logLevel = 'error';
+  tfwasm.setThreadsCount(threads);
+  if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed');
+  await tf.ready();
+  let ours = 'single-threaded';
+  if (typeof capabilities === 'function') {   // newer builds say which module they loaded
+    const c = await capabilities();
+    ours = `module '${c.wasmModule ?? '?'}', ${c.threads ?? '?'} thread(s)`;
+  }
+  return {
+    ours,
+    ort: ort.env.versions?.web ?? ort.env.versions?.common ?? '?',
+    ortThreadsRequested: threads,
+    tfjs: tf.version_core,
+    tfjsBackend: tf.getBackend(),
+    tfjsThreads: tfwasm.getThreadsCount(),
+    tfjsSimd: await tf.env().getAsync('WASM_HAS_SIMD_SUPPORT'),
+    tfjsThreadsSupported: await tf.env().getAsync('WASM_HAS_MULTITHREAD_SUPPORT'),
+  };
+}
+
+/**
+ * Runs every (shape, mask, library) cell. Returns the result rows:
+ *   { library, L, E, h, mask, ms, gflops, runs, maxDiff, speedup (peer_ms / ours_ms), error }.
+ */
+export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGraph = 'contrib', tfjsGraph = 'per-head',
+  log = () => {} } = {}) {
+  // Untimed warm-up of every library (first shape, 0.5 s each): engines compile WASM with a
+  // baseline tier first and optimize hot functions later, which would otherwise slow the first
+  // cells down.
+  {
+    const [L, E, h] = shapes[0];
+    const weights = makeWeights(E, 1), x = filled(L * E, 2, 1);
+    for (const { name, make } of LIBRARIES) {
+      let cell = null;
+      try {
+        cell = await make(libs, { L, E, h, weights, x, causal: false, ortGraph, tfjsGraph });
+        for (const t0 = now(); now() - t0 < 500;) await cell.fn();
+      } catch (e) {
+        log(`warm-up of ${name} failed: ${String(e?.message ?? e).split('\n')[0]}`);
+      } finally {
+        try { await cell?.dispose(); } catch { /* ignore */ }
+      }
+    }
+  }
+  const rows = [];
+  for (const [L, E, h] of shapes) {
+    const weights = makeWeights(E, 1000 + E);
+    const x = filled(L * E, 7 + L, 1);
+    for (const causal of [false, true]) {
+      const mask = causal ? 'causal' : 'none';
+      let ours = null;
+      for (const { name, make } of LIBRARIES) {
+        const row = { library: name, L, E, h, mask, ms: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };
+        let cell = null;
+        try {
+          cell = await make(libs, { L, E, h, weights, x, causal, ortGraph, tfjsGraph });
+          const { output, ms, runs } = await measure(cell.fn, { budgetMs });
+          Object.assign(row, { ms, runs, gflops: flops(L, E) / (ms * 1e6) });
+          if (name === 'webattention') {
+            ours = { output: Float32Array.from(output), ms };
+            row.maxDiff = 0;
+          } else if (ours) {
+            row.maxDiff = maxAbsDiff(output, ours.output);
+            row.speedup = ms / ours.ms;
+          }
+        } catch (e) {
+          row.error = String(e?.message ?? e).split('\n')[0].slice(0, 200);
+        } finally {
+          try { await cell?.dispose(); } catch { /* ignore */ }
+        }
+        rows.push(row);
+        log(formatRow(row));
+      }
+    }
+  }
+  return rows;
+}
+
+// ---- output ---------------------------------------------------------------------------------
+
+const shapeText = (r) => `(${r.L}, ${r.E}, ${r.h})`;
+const fixed = (v, n) => (Number.isFinite(v) ? v.toFixed(n) : '-');
+const diffText = (r) => (r.library === 'webattention' ? 'ref' : Number.isNaN(r.maxDiff) ? 'NaN' : r.maxDiff.toExponential(1))
+  + (r.maxDiff > DIFF_LIMIT || (r.library !== 'webattention' && Number.isNaN(r.maxDiff) && !r.error) ? ' !' : '');
+const speedText = (r) => (r.library === 'webattention' ? '1' : Number.isFinite(r.speedup) ? r.speedup.toFixed(2) : '-');
+
+const COLUMNS = [
+  ['library', (r) => r.library, 'l'],
+  ['shape (L, E, h)', shapeText, 'l'],
+  ['mask', (r) => r.mask, 'l'],
+  ['ms', (r) => fixed(r.ms, r.ms < 10 ? 3 : 1), 'r'],
+  ['GFLOP/s', (r) => fixed(r.gflops, 1), 'r'],
+  ['ours/peer', speedText, 'r'],
+  ['max|Δ| vs ours', diffText, 'r'],
+  ['runs', (r) => String(r.runs), 'r'],
+];
+
+export function formatRow(r) {
+  const cells = COLUMNS.map(([, f]) => f(r));
+  return cells.join('  ') + (r.error ? `  ERROR: ${r.error}` : '');
+}
+
+/** Plain-text table (fixed-width columns). */
+export function formatTable(rows) {
+  const body = rows.map((r) => COLUMNS.map(([, f]) => f(r)));
+  const widths = COLUMNS.map(([head], i) => Math.max(head.length, ...body.map((b) => b[i].length)));
+  const line = (cells) => cells.map((c, i) => (COLUMNS[i][2] === 'r' ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
+  const out = [line(COLUMNS.map(([head]) => head)), widths.map((w) => '-'.repeat(w)).join('  ')];
+  rows.forEach((r, i) => {
+    out.push(line(body[i]) + (r.error ? `  ERROR: ${r.error}` : ''));
+    const next = rows[i + 1];
+    if (next && (next.L !== r.L || next.mask !== r.mask)) out.push('');
+  });
+  return out.join('\n');
+}
+
+/** Markdown table (for docs/benchmarks.md). */
+export function formatMarkdown(rows) {
+  const out = [`| ${COLUMNS.map(([head]) => head.replace(/\|/g, '\\|')).join(' | ')} |`,
+    `|${COLUMNS.map(([, , a]) => (a === 'r' ? '---:' : '---')).join('|')}|`];
+  for (const r of rows) {
+    const cells = COLUMNS.map(([, f]) => f(r).replace(/\|/g, '\\|'));
+    if (r.library === 'webattention') cells[0] = '**webattention**';
+    if (r.error) cells[cells.length - 1] += ` (error: ${r.error.replace(/\|/g, '\\|')})`;
+    out.push(`| ${cells.join(' | ')} |`);
+  }
+  return out.join('\n');
+}
