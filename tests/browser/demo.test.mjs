@@ -104,11 +104,15 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
       values: document.getElementById('out-values').textContent,
       selfStats: document.getElementById('self-stats').textContent,
       headStats: document.getElementById('head-stats').textContent,
+      settledMs: performance.now(),
+      data: { ...document.body.dataset },
     }));
     const shot = process.env.DEMO_SCREENSHOT ?? join(tmpdir(), `webattention-demo-${process.pid}.png`);
     await page.screenshot({ path: shot, fullPage: true });
     t.diagnostic(`screenshot: ${shot}`);
     t.diagnostic(`first forward ${info.msFirst} ms, warm median ${info.msMedian} ms, row-sum error ${info.rowSumError}`);
+    t.diagnostic(`page settled ${info.settledMs.toFixed(0)} ms after navigation start; §5 max diff ${info.data.bilinearMaxDiff}, `
+      + `§6 boolean-mask diff ${info.data.convMaxDiff}, bias sweep ${info.data.convSweep}`);
 
     assert.equal(info.status, 'ok', `page status: ${info.statusText}`);
     assert.equal(info.statusText, 'ok');
@@ -123,6 +127,33 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     // attention-math §2: plain self-attention on equal-norm tokens peaks on the diagonal.
     assert.match(info.selfStats, /row max on the diagonal: 32\/32 rows/);
     assert.match(info.selfStats, /\): 0$/);
+
+    // attention-math §5: W_i from headBilinearForm has rank d_k, and the scores through it give
+    // the module's per-head weights.
+    const d = info.data;
+    const bilinearDiff = Number(d.bilinearMaxDiff);
+    assert.ok(Number.isFinite(bilinearDiff) && bilinearDiff < 1e-5, `§5 max |JS - module| = ${d.bilinearMaxDiff}`);
+    const dk = Number(d.bilinearHeadDim);
+    assert.ok(dk >= 1, `data-bilinear-head-dim = ${d.bilinearHeadDim}`);
+    for (const key of ['bilinearRanks', 'bilinearJsRanks']) {
+      const ranks = d[key].split(',').map(Number);
+      assert.ok(ranks.length >= 2 && ranks.every((r) => r === dk), `${key} = ${d[key]}, d_k = ${dk}`);
+    }
+    const [factored, full] = d.bilinearParams.split('/').map(Number);
+    assert.ok(factored > 0 && factored < full, `parameters factored/full = ${d.bilinearParams}`);
+    assert.match(await page.textContent('#bil-rank'), new RegExp(`^${dk} `));
+
+    // attention-math §6: the boolean-mask version is the convolution; the bias version converges.
+    const convDiff = Number(d.convMaxDiff);
+    assert.ok(Number.isFinite(convDiff) && convDiff < 1e-5, `§6 boolean-mask max diff = ${d.convMaxDiff}`);
+    const sweep = JSON.parse(d.convSweep);
+    assert.ok(sweep.length >= 5 && sweep.every(([s, e]) => s > 0 && Number.isFinite(e)), `sweep ${d.convSweep}`);
+    assert.ok(sweep[0][1] > 1e-2, `a soft bias should blur: ${d.convSweep}`);
+    assert.ok(sweep.at(-1)[1] < 1e-5, `a sharp bias should be exact: ${d.convSweep}`);
+    const descent = sweep.filter(([, e]) => e > 1e-5);
+    for (let i = 1; i < descent.length; i++) assert.ok(descent[i][1] < descent[i - 1][1], `not decreasing: ${d.convSweep}`);
+    assert.equal(Number(d.convBiasMaxDiff), sweep.find(([s]) => s === Number(d.convSharpness))?.[1]);
+    assert.ok(info.settledMs < 2000, `page took ${info.settledMs.toFixed(0)} ms to settle`);
     assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
     await page.close();
   });
@@ -141,6 +172,46 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     await page.close();
   });
 
+  test('§5 and §6 controls: head select, sharpness, mask mode, kernel, drawn pixels', async () => {
+    const { page, problems } = await openDemo();
+    const data = () => page.evaluate(() => ({ ...document.body.dataset }));
+    // §5: another head redraws from the stored forms; its rank line stays d_k.
+    const dk = (await data()).bilinearHeadDim;
+    const row0 = await page.textContent('#bil-row');
+    await page.selectOption('#bil-head', '2');
+    assert.notEqual(await page.textContent('#bil-row'), row0);
+    assert.match(await page.textContent('#bil-rank'), new RegExp(`^${dk} `));
+    assert.match(await page.textContent('#bil-diff'), /^\d\.\d\de-\d+ \(this head/);
+
+    // §6: the slider at its sharpest makes the bias version exact on the interior.
+    await page.locator('#conv-sharpness').fill('6');
+    await page.waitForFunction(() => document.body.dataset.convSharpness === '64', null, { timeout: 10_000 });
+    let d = await data();
+    assert.ok(Number(d.convBiasMaxDiff) < 1e-5, `s = 64: ${d.convBiasMaxDiff}`);
+    await page.locator('#conv-sharpness').fill('-2');
+    await page.waitForFunction(() => document.body.dataset.convSharpness === '0.25', null, { timeout: 10_000 });
+    assert.ok(Number((await data()).convBiasMaxDiff) > 1e-2);
+    assert.match(await page.textContent('#conv-mode-label'), /s = 0\.25/);
+    await page.selectOption('#conv-mode', 'bool');
+    await page.waitForFunction(() => document.getElementById('conv-mode-label').textContent === 'boolean mask', null, { timeout: 10_000 });
+    assert.ok(await page.isDisabled('#conv-sharpness'));
+
+    // Another kernel and a drawn pixel: new numbers, still exact with the boolean mask.
+    const before = (await data()).convSweep;
+    await page.selectOption('#conv-kernel', 'random');
+    await page.waitForFunction((old) => document.body.dataset.convSweep !== old, before, { timeout: 10_000 });
+    assert.match(await page.textContent('#conv-taps'), /^random/);
+    d = await data();
+    await page.click('#conv-input', { position: { x: 5, y: 5 } });  // pixel (0, 0): 0 -> 1
+    await page.waitForFunction((runs) => document.body.dataset.convRuns !== runs, d.convRuns, { timeout: 10_000 });
+    assert.equal(Number((await data()).convInputSum), Number(d.convInputSum) + 1);
+    d = await data();
+    assert.ok(Number(d.convMaxDiff) < 1e-5, `boolean mask after edits: ${d.convMaxDiff}`);
+    assert.equal(d.status, 'ok');
+    assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
+    await page.close();
+  });
+
   test('a bad configuration is reported on the page, not a crash', async () => {
     const { page } = await openDemo('?E=10&h=4');
     const info = await page.evaluate(() => ({
@@ -149,6 +220,8 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     }));
     assert.equal(info.status, 'error');
     assert.match(info.text, /^OptionError: embedDim: expected a multiple of numHeads/);
+    // The attention-math panels do not depend on the form and still ran.
+    assert.ok(Number(await page.evaluate(() => document.body.dataset.convMaxDiff)) < 1e-5);
     // The page keeps working after the error.
     await page.fill('input[name=E]', '12');
     await page.click('button[type=submit]');
