@@ -23,7 +23,39 @@ void set_weights(kernels::PackedLinear& w, const float* data, int out, int in) {
   w.bias = std::move(bias);
 }
 
+// Output columns [begin, end) of a packed layer (rows [begin, end) of PyTorch's [out, in]
+// weight), packed on their own: the projection kernel then runs over those columns only.
+kernels::PackedLinear slice_columns(const kernels::PackedLinear& w, int begin, int end) {
+  const int cols = end - begin;
+  std::vector<float> rows(static_cast<std::size_t>(cols) * w.in);
+  for (int n = 0; n < cols; ++n)
+    for (int k = 0; k < w.in; ++k) rows[static_cast<std::size_t>(n) * w.in + k] = w.weight(begin + n, k);
+  kernels::PackedLinear s = kernels::pack_linear(rows.data(), cols, w.in);
+  if (!w.bias.empty()) s.bias.assign(w.bias.begin() + begin, w.bias.begin() + end);
+  return s;
+}
+
+void require_loaded(const std::vector<std::string>& missing) {
+  if (!missing.empty()) {
+    throw StateDictError(missing.front(), "state dict: '" + missing.front() +
+                                              "' was not loaded (call load_state_dict first)");
+  }
+}
+
+// A mask view moved to head `head`: per-head masks then index heads from 0.
+MaskView from_head(MaskView m, int head) {
+  if (m.empty() || m.head_stride == 0) return m;
+  const std::size_t element = m.kind == MaskKind::kBoolean ? 1 : sizeof(float);
+  m.data = static_cast<const char*>(m.data) + static_cast<std::size_t>(head) * m.head_stride * element;
+  return m;
+}
+
 }  // namespace
+
+struct MultiHeadAttention::HeadSlice {
+  int begin = 0, end = 0;
+  kernels::PackedLinear q, k, v;
+};
 
 std::size_t ParameterSpec::size() const {
   return std::accumulate(shape.begin(), shape.end(), std::size_t{1},
@@ -117,6 +149,7 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
     wo_->bias.assign(data, data + E);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
+  slices_.clear();
 }
 
 std::vector<std::string> MultiHeadAttention::missing_parameters() const {
@@ -133,34 +166,58 @@ std::size_t MultiHeadAttention::scratch_floats(int batch, int L, int S) const {
               static_cast<std::size_t>(S) * v_width_ + static_cast<std::size_t>(L) * v_width_);
 }
 
-void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
-  const auto missing = missing_parameters();
-  if (!missing.empty()) {
-    throw StateDictError(missing.front(), "state dict: '" + missing.front() +
-                                              "' was not loaded (call load_state_dict first)");
-  }
+void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
+  require_loaded(missing_parameters());
   for (auto [name, value] : {std::pair{"batch", a.batch}, {"L", a.L}, {"S", a.S}}) {
     if (value < 1) {
       throw ShapeError(name, std::string(name) + ": expected a size >= 1, got " +
                                  std::to_string(value));
     }
   }
+}
+
+const MultiHeadAttention::HeadSlice& MultiHeadAttention::head_slice(int head_begin,
+                                                                    int head_end) const {
+  for (const auto& s : slices_)
+    if (s->begin == head_begin && s->end == head_end) return *s;
+  // A worker keeps to one or two head ranges; bound the cache all the same.
+  constexpr std::size_t kMaxSlices = 8;
+  if (slices_.size() == kMaxSlices) slices_.erase(slices_.begin());
+  const MhaConfig& c = config_;
+  auto s = std::make_unique<HeadSlice>();
+  s->begin = head_begin;
+  s->end = head_end;
+  s->q = slice_columns(*wq_, head_begin * c.head_dim, head_end * c.head_dim);
+  s->k = slice_columns(*wk_, head_begin * c.head_dim, head_end * c.head_dim);
+  s->v = slice_columns(*wv_, head_begin * c.value_head_dim, head_end * c.value_head_dim);
+  slices_.push_back(std::move(s));
+  return *slices_.back();
+}
+
+// Projections and attention of heads [head_begin, head_end) with weights wq, wk, wv packed for
+// exactly those heads' columns. Uses the front of scratch_ for the projected Q, K and V.
+void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int head_end,
+                                const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
+                                const kernels::PackedLinear& wv, float* heads_out) const {
   const MhaConfig& c = config_;
   const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
+  const int heads = head_end - head_begin;
+  const int qk_width = heads * c.head_dim, v_width = heads * c.value_head_dim;
 
   AttentionProblem p;
   p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
-  p.masks[1] = attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask");
+  p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
 
-  scratch_.resize(scratch_floats(B, L, S));
+  const std::size_t q_floats = static_cast<std::size_t>(B) * L * qk_width;
+  const std::size_t k_floats = static_cast<std::size_t>(B) * S * qk_width;
+  const std::size_t v_floats = static_cast<std::size_t>(B) * S * v_width;
+  if (scratch_.size() < q_floats + k_floats + v_floats) scratch_.resize(q_floats + k_floats + v_floats);
   float* q = scratch_.data();
-  float* k = q + static_cast<std::size_t>(B) * L * qk_width_;
-  float* v = k + static_cast<std::size_t>(B) * S * qk_width_;
-  float* heads = v + static_cast<std::size_t>(B) * S * v_width_;
+  float* k = q + q_floats;
+  float* v = k + k_floats;
   // Projections. Inputs that are the same tensor are read once for all their projections.
   using kernels::LinearTarget;
-  const LinearTarget tq{wq_.get(), q, qk_width_}, tk{wk_.get(), k, qk_width_},
-      tv{wv_.get(), v, v_width_};
+  const LinearTarget tq{&wq, q, qk_width}, tk{&wk, k, qk_width}, tv{&wv, v, v_width};
   const bool self = a.query == a.key && a.key == a.value && c.kdim == c.embed_dim &&
                     c.vdim == c.embed_dim;
   const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
@@ -179,26 +236,71 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
   }
 
   p.batch = B;
-  p.heads = H;
+  p.heads = heads;
   p.L = L;
   p.S = S;
   p.dk = c.head_dim;
   p.dv = c.value_head_dim;
-  p.q = {q, static_cast<std::ptrdiff_t>(L) * qk_width_, c.head_dim, qk_width_};
-  p.k = {k, static_cast<std::ptrdiff_t>(S) * qk_width_, c.head_dim, qk_width_};
-  p.v = {v, static_cast<std::ptrdiff_t>(S) * v_width_, c.value_head_dim, v_width_};
-  p.out = heads;
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * v_width_;
+  p.q = {q, static_cast<std::ptrdiff_t>(L) * qk_width, c.head_dim, qk_width};
+  p.k = {k, static_cast<std::ptrdiff_t>(S) * qk_width, c.head_dim, qk_width};
+  p.v = {v, static_cast<std::ptrdiff_t>(S) * v_width, c.value_head_dim, v_width};
+  p.out = heads_out;
+  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * v_width;
   p.out_head_stride = c.value_head_dim;
-  p.out_row_stride = v_width_;
+  p.out_row_stride = v_width;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   p.causal = a.causal;
   p.weights = a.weights;
   p.average_weights = a.average_weights;
   run_attention(p);
+  if (a.weights && a.average_weights && heads != H) {
+    // run_attention averaged over this range's heads; make it the range's share of all heads.
+    const float share = static_cast<float>(heads) / static_cast<float>(H);
+    const std::size_t n = static_cast<std::size_t>(B) * L * S;
+    for (std::size_t i = 0; i < n; ++i) a.weights[i] *= share;
+  }
+}
 
-  const LinearTarget to{wo_.get(), a.output, c.embed_dim};
-  kernels::linear(heads, B * L, v_width_, &to, 1);
+void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
+  check_forward(a);
+  // Scratch: the projections at the front (attend), the heads after them.
+  const std::size_t heads_floats = static_cast<std::size_t>(a.batch) * a.L * v_width_;
+  const std::size_t total = scratch_floats(a.batch, a.L, a.S);
+  scratch_.resize(total);
+  float* heads = scratch_.data() + (total - heads_floats);  // attend() will not resize scratch_
+  attend(a, 0, config_.num_heads, *wq_, *wk_, *wv_, heads);
+  project_output(heads, a.batch * a.L, a.output);
+}
+
+void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, int head_end,
+                                       float* heads_out) const {
+  const int H = config_.num_heads;
+  if (head_begin < 0 || head_begin >= H) {
+    throw ConfigError("head_begin", "head_begin: expected an integer in [0, " +
+                                        std::to_string(H) + "), got " +
+                                        std::to_string(head_begin));
+  }
+  if (head_end <= head_begin || head_end > H) {
+    throw ConfigError("head_end", "head_end: expected an integer in [" +
+                                      std::to_string(head_begin + 1) + ", " + std::to_string(H) +
+                                      "], got " + std::to_string(head_end));
+  }
+  check_forward(a);
+  if (head_begin == 0 && head_end == H) {
+    attend(a, 0, H, *wq_, *wk_, *wv_, heads_out);
+    return;
+  }
+  const HeadSlice& s = head_slice(head_begin, head_end);
+  attend(a, head_begin, head_end, s.q, s.k, s.v, heads_out);
+}
+
+void MultiHeadAttention::project_output(const float* heads, int rows, float* out) const {
+  require_loaded(missing_parameters());
+  if (rows < 1) {
+    throw ShapeError("rows", "rows: expected a size >= 1, got " + std::to_string(rows));
+  }
+  const kernels::LinearTarget to{wo_.get(), out, config_.embed_dim};
+  kernels::linear(heads, rows, v_width_, &to, 1);
 }
 
 }  // namespace webattention

@@ -1,6 +1,9 @@
 // Multi-head attention against the double-precision reference, and its state-dict checks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
 #include "test_util.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -34,51 +37,119 @@ reference::MhaParameters load_random(MultiHeadAttention& mha, std::mt19937& rng)
 
 class MhaVsReference : public ::testing::TestWithParam<MhaCase> {};
 
+// One case's module (random weights), inputs and masks, and the forward arguments over them.
+struct MhaFixture {
+  MultiHeadAttention mha;
+  reference::MhaParameters params;
+  std::vector<float> query, key, value, kp_add, am_add;
+  std::vector<std::uint8_t> kp_bool, am_bool;
+  MhaForwardArgs args;
+  std::size_t out_size = 0, weights_size = 0;
+
+  explicit MhaFixture(const MhaCase& c) : mha(c.config) {
+    std::mt19937 rng(42);
+    const MhaConfig& cfg = mha.config();
+    params = load_random(mha, rng);
+    const int H = cfg.num_heads;
+    query = random_floats(static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim, rng);
+    key = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.kdim, rng);
+    value = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.vdim, rng);
+    kp_bool = random_bool_mask(c.B, c.S, rng);
+    kp_add = random_floats(static_cast<std::size_t>(c.B) * c.S, rng);
+    const std::size_t mask_rows = static_cast<std::size_t>(c.per_head_mask ? c.B * H : 1) * c.L;
+    am_bool = random_bool_mask(mask_rows, c.S, rng);
+    am_add = random_floats(mask_rows * c.S, rng);
+
+    MhaForwardArgs& a = args;
+    a.batch = c.B, a.L = c.L, a.S = c.S;
+    a.query = query.data(), a.key = key.data(), a.value = value.data();
+    a.key_padding_mask = {c.key_padding,
+                          c.key_padding == MaskKind::kBoolean
+                              ? static_cast<const void*>(kp_bool.data())
+                              : kp_add.data(),
+                          {c.B, c.S}};
+    a.attn_mask = {c.attn_mask,
+                   c.attn_mask == MaskKind::kBoolean ? static_cast<const void*>(am_bool.data())
+                                                      : am_add.data(),
+                   c.per_head_mask ? std::vector<int>{c.B * H, c.L, c.S}
+                                   : std::vector<int>{c.L, c.S}};
+    a.causal = c.causal;
+    a.average_weights = c.average;
+    out_size = static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim;
+    weights_size =
+        c.weights ? static_cast<std::size_t>(c.B) * (c.average ? 1 : H) * c.L * c.S : 0;
+  }
+};
+
 TEST_P(MhaVsReference, MatchesReference) {
   const MhaCase c = GetParam();
-  std::mt19937 rng(42);
-  MultiHeadAttention mha(c.config);
-  const MhaConfig& cfg = mha.config();
-  const auto params = load_random(mha, rng);
-  const int H = cfg.num_heads;
-
-  auto query = random_floats(static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim, rng);
-  auto key = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.kdim, rng);
-  auto value = random_floats(static_cast<std::size_t>(c.B) * c.S * cfg.vdim, rng);
-  auto kp_bool = random_bool_mask(c.B, c.S, rng);
-  auto kp_add = random_floats(static_cast<std::size_t>(c.B) * c.S, rng);
-  const std::size_t mask_rows = static_cast<std::size_t>(c.per_head_mask ? c.B * H : 1) * c.L;
-  auto am_bool = random_bool_mask(mask_rows, c.S, rng);
-  auto am_add = random_floats(mask_rows * c.S, rng);
-
-  MhaForwardArgs a;
-  a.batch = c.B, a.L = c.L, a.S = c.S;
-  a.query = query.data(), a.key = key.data(), a.value = value.data();
-  a.key_padding_mask = {c.key_padding,
-                        c.key_padding == MaskKind::kBoolean
-                            ? static_cast<const void*>(kp_bool.data())
-                            : kp_add.data(),
-                        {c.B, c.S}};
-  a.attn_mask = {c.attn_mask,
-                 c.attn_mask == MaskKind::kBoolean ? static_cast<const void*>(am_bool.data())
-                                                    : am_add.data(),
-                 c.per_head_mask ? std::vector<int>{c.B * H, c.L, c.S}
-                                 : std::vector<int>{c.L, c.S}};
-  a.causal = c.causal;
-  a.average_weights = c.average;
-  std::vector<float> out(static_cast<std::size_t>(c.B) * c.L * cfg.embed_dim), ref_out(out.size());
-  const std::size_t wsize = static_cast<std::size_t>(c.B) * (c.average ? 1 : H) * c.L * c.S;
-  std::vector<float> w(c.weights ? wsize : 0), ref_w(w.size());
+  MhaFixture f(c);
+  MhaForwardArgs a = f.args;
+  std::vector<float> out(f.out_size), ref_out(out.size());
+  std::vector<float> w(f.weights_size), ref_w(w.size());
 
   a.output = out.data();
   a.weights = c.weights ? w.data() : nullptr;
-  mha.forward(a);
+  f.mha.forward(a);
   a.output = ref_out.data();
   a.weights = c.weights ? ref_w.data() : nullptr;
-  reference::mha_forward(c.config, params, a);
+  reference::mha_forward(c.config, f.params, a);
 
   EXPECT_TRUE(all_close(out, ref_out, 1e-5, 1e-4));
   EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
+}
+
+// What a worker pool does: split the heads into ranges, run forward_heads() per range, gather
+// the head outputs (and add up or place the weights), then project_output(). Must equal the
+// reference and forward().
+TEST_P(MhaVsReference, HeadRangesAssembleToForward) {
+  const MhaCase c = GetParam();
+  MhaFixture f(c);
+  const MhaConfig& cfg = f.mha.config();
+  const int H = cfg.num_heads, dv = cfg.value_head_dim, rows = c.B * c.L;
+  const std::size_t LS = static_cast<std::size_t>(c.L) * c.S;
+  MhaForwardArgs a = f.args;
+  std::vector<float> ref_out(f.out_size), ref_w(f.weights_size), forward_out(f.out_size);
+  a.output = ref_out.data();
+  a.weights = c.weights ? ref_w.data() : nullptr;
+  reference::mha_forward(c.config, f.params, a);
+  a.output = forward_out.data();
+  a.weights = nullptr;
+  f.mha.forward(a);
+
+  // Head ranges: all heads, two halves, one head each, all but the last and the last.
+  std::vector<std::vector<int>> partitions = {{0, H}, {0, (H + 1) / 2, H}, {}, {0, H - 1, H}};
+  for (int h = 0; h <= H; ++h) partitions[2].push_back(h);
+  for (auto bounds : partitions) {
+    bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());  // H = 1
+    if (bounds.front() == bounds.back()) bounds = {0, H};
+    SCOPED_TRACE(::testing::Message() << bounds.size() - 1 << " head ranges");
+    std::vector<float> heads(static_cast<std::size_t>(rows) * H * dv), w(f.weights_size);
+    for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
+      const int hb = bounds[r], he = bounds[r + 1], n = he - hb, width = n * dv;
+      std::vector<float> part(static_cast<std::size_t>(rows) * width);
+      // Filled with garbage: forward_heads() must overwrite, not accumulate into, its weights.
+      std::vector<float> wpart(c.weights ? c.B * (c.average ? 1 : n) * LS : 0, -7.0f);
+      a.weights = c.weights ? wpart.data() : nullptr;
+      f.mha.forward_heads(a, hb, he, part.data());
+      for (int i = 0; i < rows; ++i)
+        std::copy_n(part.begin() + static_cast<std::ptrdiff_t>(i) * width, width,
+                    heads.begin() + static_cast<std::ptrdiff_t>(i) * H * dv + hb * dv);
+      for (int b = 0; b < c.B && c.weights; ++b) {
+        if (c.average) {
+          for (std::size_t j = 0; j < LS; ++j) w[b * LS + j] += wpart[b * LS + j];
+        } else {
+          std::copy_n(wpart.begin() + static_cast<std::ptrdiff_t>(b * n * LS), n * LS,
+                      w.begin() + static_cast<std::ptrdiff_t>((b * H + hb) * LS));
+        }
+      }
+    }
+    std::vector<float> out(f.out_size);
+    f.mha.project_output(heads.data(), rows, out.data());
+    EXPECT_TRUE(all_close(out, ref_out, 1e-5, 1e-4));
+    EXPECT_TRUE(all_close(out, forward_out, 1e-6, 1e-5));
+    EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
+  }
 }
 
 MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int dk = 0,
@@ -156,6 +227,56 @@ TEST(MhaStateDict, ErrorsNameTheKeyAndLeaveTheModuleUsable) {
   EXPECT_THROW(mha.forward(a), ShapeError);
   a.key_padding_mask = {};
   EXPECT_NO_THROW(mha.forward(a));
+}
+
+TEST(MhaHeadRanges, BadRangesAndRowsThrowNamingTheArgument) {
+  std::mt19937 rng(3);
+  MultiHeadAttention mha(config(8, 4));
+  std::vector<float> x(8, 0.5f), heads(8), out(8);
+  MhaForwardArgs a;
+  a.L = a.S = 1;
+  a.query = a.key = a.value = x.data();
+  EXPECT_THROW(mha.forward_heads(a, 0, 2, heads.data()), StateDictError);  // nothing loaded
+  EXPECT_THROW(mha.project_output(heads.data(), 1, out.data()), StateDictError);
+  load_random(mha, rng);
+  for (auto [begin, end, argument] : {std::tuple{-1, 2, "head_begin"}, {4, 5, "head_begin"},
+                                      {2, 2, "head_end"}, {1, 5, "head_end"}}) {
+    try {
+      mha.forward_heads(a, begin, end, heads.data());
+      ADD_FAILURE() << begin << ", " << end;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.argument(), argument) << e.what();
+    }
+  }
+  try {
+    mha.project_output(heads.data(), 0, out.data());
+    ADD_FAILURE();
+  } catch (const ShapeError& e) {
+    EXPECT_EQ(e.argument(), "rows");
+  }
+  a.attn_mask = {MaskKind::kBoolean, x.data(), {3, 1, 1}};  // per-head masks are [B·h, L, S]
+  EXPECT_THROW(mha.forward_heads(a, 1, 3, heads.data()), ShapeError);
+  a.attn_mask = {};
+  EXPECT_NO_THROW(mha.forward_heads(a, 1, 3, heads.data()));
+}
+
+// Weights reloaded after a head range was used: the range must see the new weights.
+TEST(MhaHeadRanges, ReloadingWeightsReachesCachedRanges) {
+  std::mt19937 rng(4);
+  MultiHeadAttention mha(config(16, 4));
+  load_random(mha, rng);
+  auto x = random_floats(3 * 16, rng);
+  MhaForwardArgs a;
+  a.L = a.S = 3;
+  a.query = a.key = a.value = x.data();
+  std::vector<float> before(3 * 8), after(3 * 8), full(3 * 16);
+  mha.forward_heads(a, 2, 4, before.data());
+  const auto params = load_random(mha, rng);
+  mha.forward_heads(a, 2, 4, after.data());
+  EXPECT_NE(before, after);
+  mha.forward_heads(a, 0, 4, full.data());
+  for (int i = 0; i < 3; ++i)
+    for (int c = 0; c < 8; ++c) EXPECT_FLOAT_EQ(after[i * 8 + c], full[i * 16 + 8 + c]);
 }
 
 TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {

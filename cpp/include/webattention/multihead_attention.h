@@ -79,7 +79,27 @@ class MultiHeadAttention {
   // Names of the entries not loaded yet; forward() refuses to run until this is empty.
   std::vector<std::string> missing_parameters() const;
 
-  void forward(const MhaForwardArgs& args) const;  // throws ShapeError
+  // The whole module: output = project_output(forward_heads(args, 0, num_heads)).
+  void forward(const MhaForwardArgs& args) const;  // throws ShapeError, StateDictError
+
+  // The part of forward() that belongs to heads [head_begin, head_end): the Q/K/V projections
+  // restricted to those heads' columns and attention for those heads only, so that workers can
+  // each compute a slice of the heads. args.output is not used. Writes the concatenated head
+  // outputs heads_out [B, L, (head_end - head_begin)·d_v] (head h's d_v columns start at
+  // (h - head_begin)·d_v). Masks are the ones forward() takes: a per-head attn_mask is the
+  // full [B·num_heads, L, S] and head h reads its own slice. When args.weights is set:
+  //  - average_weights: [B, L, S] receives Σ_{h in range} P_h / num_heads, the range's share
+  //    of forward()'s average, so the shares of a partition of the heads add up to it;
+  //  - otherwise [B, head_end - head_begin, L, S], head h at index h - head_begin.
+  // Throws ConfigError ("head_begin", "head_end") unless 0 <= head_begin < head_end <= num_heads,
+  // and whatever forward() throws for the same arguments.
+  void forward_heads(const MhaForwardArgs& args, int head_begin, int head_end,
+                     float* heads_out) const;
+
+  // The output projection: out [rows, embed_dim] = heads [rows, h·d_v] · W_Oᵀ + b_O, for rows
+  // of concatenated head outputs (rows = B·L for a whole batch, or any subset of rows).
+  // Throws ShapeError for rows < 1, StateDictError before the weights are loaded.
+  void project_output(const float* heads, int rows, float* out) const;
 
   // W_i of one head from the loaded weights. Throws ConfigError for a head out of range.
   BilinearForm head_bilinear_form(int head) const;
@@ -88,6 +108,13 @@ class MultiHeadAttention {
   std::size_t scratch_floats(int batch, int L, int S) const;
 
  private:
+  struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
+  void check_forward(const MhaForwardArgs& args) const;
+  void attend(const MhaForwardArgs& args, int head_begin, int head_end,
+              const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
+              const kernels::PackedLinear& wv, float* heads_out) const;
+  const HeadSlice& head_slice(int head_begin, int head_end) const;
+
   MhaConfig config_;
   int qk_width_ = 0;  // h·d_k
   int v_width_ = 0;   // h·d_v
@@ -96,6 +123,7 @@ class MultiHeadAttention {
   // Projection weights packed for the kernels at load time (biases inside).
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
+  mutable std::vector<std::unique_ptr<HeadSlice>> slices_;  // cleared when weights change
 };
 
 }  // namespace webattention
