@@ -131,24 +131,57 @@ class MhaBinding {
                       int am_d0, int am_d1, int am_d2, bool causal, std::uintptr_t output,
                       std::uintptr_t weights, bool average_weights) {
     return guarded([&] {
-      MhaForwardArgs a;
-      a.batch = batch;
-      a.L = L;
-      a.S = S;
-      a.query = at<const float>(query);
-      a.key = at<const float>(key);
-      a.value = at<const float>(value);
-      a.key_padding_mask = mask_arg(kpm_kind, kpm, kpm_ndim, kpm_d0, kpm_d1, 0);
-      a.attn_mask = mask_arg(am_kind, am, am_ndim, am_d0, am_d1, am_d2);
-      a.causal = causal;
-      a.output = at<float>(output);
-      a.weights = at<float>(weights);
-      a.average_weights = average_weights;
-      mha_->forward(a);
+      mha_->forward(forward_args(batch, L, S, query, key, value, kpm_kind, kpm, kpm_ndim, kpm_d0,
+                                 kpm_d1, am_kind, am, am_ndim, am_d0, am_d1, am_d2, causal,
+                                 output, weights, average_weights));
     });
   }
 
+  // Heads [head_begin, head_end) only (a worker's share): the same arguments as forward() but
+  // heads_out [B, L, (head_end - head_begin)·d_v] instead of the output; weights as
+  // MultiHeadAttention::forward_heads() lays them out.
+  std::string forward_heads(int batch, int L, int S, std::uintptr_t query, std::uintptr_t key,
+                            std::uintptr_t value, int kpm_kind, std::uintptr_t kpm, int kpm_ndim,
+                            int kpm_d0, int kpm_d1, int am_kind, std::uintptr_t am, int am_ndim,
+                            int am_d0, int am_d1, int am_d2, bool causal,
+                            std::uintptr_t weights, bool average_weights, int head_begin,
+                            int head_end, std::uintptr_t heads_out) {
+    return guarded([&] {
+      mha_->forward_heads(forward_args(batch, L, S, query, key, value, kpm_kind, kpm, kpm_ndim,
+                                       kpm_d0, kpm_d1, am_kind, am, am_ndim, am_d0, am_d1, am_d2,
+                                       causal, 0, weights, average_weights),
+                          head_begin, head_end, at<float>(heads_out));
+    });
+  }
+
+  // out [rows, E] = heads [rows, h·d_v] · W_Oᵀ + b_O.
+  std::string project_output(std::uintptr_t heads, int rows, std::uintptr_t out) {
+    return guarded([&] { mha_->project_output(at<const float>(heads), rows, at<float>(out)); });
+  }
+
  private:
+  static MhaForwardArgs forward_args(int batch, int L, int S, std::uintptr_t query,
+                                     std::uintptr_t key, std::uintptr_t value, int kpm_kind,
+                                     std::uintptr_t kpm, int kpm_ndim, int kpm_d0, int kpm_d1,
+                                     int am_kind, std::uintptr_t am, int am_ndim, int am_d0,
+                                     int am_d1, int am_d2, bool causal, std::uintptr_t output,
+                                     std::uintptr_t weights, bool average_weights) {
+    MhaForwardArgs a;
+    a.batch = batch;
+    a.L = L;
+    a.S = S;
+    a.query = at<const float>(query);
+    a.key = at<const float>(key);
+    a.value = at<const float>(value);
+    a.key_padding_mask = mask_arg(kpm_kind, kpm, kpm_ndim, kpm_d0, kpm_d1, 0);
+    a.attn_mask = mask_arg(am_kind, am, am_ndim, am_d0, am_d1, am_d2);
+    a.causal = causal;
+    a.output = at<float>(output);
+    a.weights = at<float>(weights);
+    a.average_weights = average_weights;
+    return a;
+  }
+
   std::unique_ptr<MultiHeadAttention> mha_;
 };
 
@@ -190,7 +223,9 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("config", &MhaBinding::config)
       .function("loadParameter", &MhaBinding::load_parameter)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
-      .function("forward", &MhaBinding::forward);
+      .function("forward", &MhaBinding::forward)
+      .function("forwardHeads", &MhaBinding::forward_heads)
+      .function("projectOutput", &MhaBinding::project_output);
   emscripten::function("sdpa", &webattention::sdpa);
   emscripten::function("memoryInUse", &webattention::memory_in_use);
 }
