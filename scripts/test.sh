@@ -3,6 +3,7 @@
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
 #   2. the same GoogleTest suite compiled to WASM, SIMD128 and scalar builds, run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
+#      (SIMD128 module, scalar module, and on the worker pool with WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
 set -euo pipefail
@@ -32,6 +33,9 @@ node --test tests/js/ tests/browser/
 
 step "JS API again on the scalar module (engines without WASM SIMD)"
 WEBATTENTION_WASM=scalar node --test tests/js/
+
+step "JS API again on the worker pool: every module made with threads: 2"
+WEBATTENTION_THREADS=2 node --test tests/js/
 
 step "Package as a user installs it"
 node tests/package/run.mjs

@@ -21,9 +21,17 @@ export interface MultiHeadAttentionOptions {
   headDim?: number;
   /** Per-head value width d_v (default embedDim / numHeads). Give with headDim. */
   valueHeadDim?: number;
+  /**
+   * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
+   * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
+   * 'auto' (default) = min(cores, 4), used for calls big enough to gain from it. No
+   * SharedArrayBuffer or cross-origin isolation needed. In Node, WEBATTENTION_THREADS sets the
+   * default.
+   */
+  threads?: 'auto' | number;
 }
 
-export interface ResolvedMultiHeadAttentionConfig extends Required<MultiHeadAttentionOptions> {}
+export interface ResolvedMultiHeadAttentionConfig extends Required<Omit<MultiHeadAttentionOptions, 'threads'>> {}
 
 export interface ForwardOptions {
   /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
@@ -68,6 +76,8 @@ export class MultiHeadAttention {
   /** Loads the WASM core on first use. Weights are undefined until loadStateDict(). */
   static create(options: MultiHeadAttentionOptions): Promise<MultiHeadAttention>;
   readonly config: ResolvedMultiHeadAttentionConfig;
+  /** Threads forward() computes on; 1 after a worker failed (the module then runs on one thread). */
+  readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */
   readonly stateDictShapes: StateDictEntryShape[];
   /** Strict: every expected key, no others; nothing changes when an entry is wrong. */
@@ -114,6 +124,7 @@ export interface Capabilities {
   /** Whether the SIMD128 module runs (else the scalar one: engines without WASM SIMD). */
   simd: boolean;
   wasmModule: 'simd' | 'scalar';
+  /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
 }
 
@@ -135,3 +146,5 @@ export class StateDictError extends WebAttentionError {}
 export class OptionError extends WebAttentionError {}
 export class DisposedError extends WebAttentionError {}
 export class MemoryError extends WebAttentionError {}
+/** A worker of a module's thread pool crashed, exited or could not start. */
+export class WorkerError extends WebAttentionError {}

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse,
+  MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, capabilities,
   WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError,
 } from 'webattention';
 
@@ -129,5 +129,8 @@ test('no WASM memory leaks over many good and bad calls', async () => {
   const before2 = await wasmMemoryInUse();
   for (let i = 0; i < 20; i++) (await makeModule()).mha.dispose();
   assert.equal(await wasmMemoryInUse(), before2);
+  // With threads > 1 (WEBATTENTION_THREADS, or 'auto' on several cores) the modules share a
+  // worker pool: none of the above may have broken it.
+  assert.equal(warm.mha.threads, (await capabilities()).threads);
   warm.mha.dispose();
 });

@@ -1,14 +1,21 @@
 // Every PyTorch fixture case through the public API: output and attention weights within
 // 1e-4 (abs) + 1e-4 (rel) of torch.nn.MultiheadAttention / the torch reference formulas.
+// With WEBATTENTION_THREADS=<n> (scripts/test.sh runs it with 2) every module is made with
+// threads: n, so the MHA cases run on the worker pool.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, scaledDotProductAttention, selfAttention } from 'webattention';
+import { testHooks } from '../../web/src/pool.js';
 import { compare, loadFixtures } from './fixtures.js';
 
 const cases = loadFixtures();
 const worst = { output: { abs: 0, name: '' }, attnWeights: { abs: 0, name: '' } };
+const pooledCases = new Set();
+let current = null;
+testHooks.beforeRun = () => pooledCases.add(current);
 
 async function run(c) {
+  current = c.name;
   if (c.kind === 'mha') {
     const mha = await MultiHeadAttention.create(c.create);
     try {
@@ -53,7 +60,16 @@ for (const c of cases) {
   });
 }
 
+const threads = Number(process.env.WEBATTENTION_THREADS);
+test('with WEBATTENTION_THREADS > 1 the MHA cases ran on the worker pool', { skip: !(threads > 1) && 'one thread' }, () => {
+  // Only a case with a single (batch, head) pair has nothing to split.
+  const splittable = cases.filter((c) => c.kind === 'mha' && (c.inputs.query.shape.length === 3 ? c.inputs.query.shape[0] : 1) * c.create.numHeads > 1);
+  assert.deepEqual(splittable.filter((c) => !pooledCases.has(c.name)).map((c) => c.name), []);
+  assert.ok(splittable.length >= 20, `${splittable.length} cases`);
+});
+
 after(() => {
   console.log(`worst abs error vs PyTorch: output ${worst.output.abs.toExponential(2)} (${worst.output.name}), ` +
-    `attnWeights ${worst.attnWeights.abs.toExponential(2)} (${worst.attnWeights.name})`);
+    `attnWeights ${worst.attnWeights.abs.toExponential(2)} (${worst.attnWeights.name}); ` +
+    `${pooledCases.size} cases on the worker pool`);
 });

@@ -65,15 +65,16 @@ async function forwardAndCompare(mha, name, { inputs, options, expected }) {
 
 /**
  * Runs one "mha" fixture case through api.MultiHeadAttention; perturb (a number) is added to the
- * first expected output value, to prove that a mismatch is caught.
- * Resolves to { name, ok, output, attnWeights, detail }.
+ * first expected output value, to prove that a mismatch is caught. threads (optional) is passed
+ * to create() (2: the worker pool, whose workers a bundler must have found and copied).
+ * Resolves to { name, ok, output, attnWeights, detail, threads: mha.threads after the call }.
  */
-export async function runMhaCase(api, fixtureCase, { perturb = 0 } = {}) {
+export async function runMhaCase(api, fixtureCase, { perturb = 0, threads } = {}) {
   const c = prepare(fixtureCase, perturb);
-  const mha = await api.MultiHeadAttention.create(fixtureCase.create);
+  const mha = await api.MultiHeadAttention.create(threads === undefined ? fixtureCase.create : { ...fixtureCase.create, threads });
   try {
     mha.loadStateDict(c.stateDict);
-    return await forwardAndCompare(mha, fixtureCase.name, c);
+    return { ...(await forwardAndCompare(mha, fixtureCase.name, c)), threads: mha.threads };
   } finally {
     mha.dispose();
   }

@@ -196,6 +196,11 @@ function checkReport(where, report, cases) {
     bad?.rejected ? `${bad.name}${bad.isInstance ? ' (instanceof ShapeError)' : ''}: ${bad.message}` : 'it resolved');
   check(`${where}: a valid forward() on the same module still works after it`,
     bad?.recovered?.ok === true, bad?.recovered?.detail ?? 'no result');
+  const pooled = report.pooled;
+  check(`${where}: ${CASE_NAMES[0]} with threads: 2 (worker pool) within 1e-4 + 1e-4*|b|`,
+    pooled?.ok === true, pooled?.detail ?? 'no result');
+  check(`${where}: the pool's worker started and ran (mha.threads is still 2)`, pooled?.threads === 2,
+    `mha.threads = ${pooled?.threads}`);
 }
 
 const MIME = {

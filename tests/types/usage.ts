@@ -1,8 +1,8 @@
 // Compiled with `tsc --noEmit` against the package's own exports: proves web/index.d.ts is valid
 // and that the documented API type-checks as a user writes it.
 import {
-  MultiHeadAttention, scaledDotProductAttention, selfAttention, ShapeError, WebAttentionError,
-  type Tensor, type StateDict,
+  MultiHeadAttention, scaledDotProductAttention, selfAttention, capabilities, ShapeError,
+  WebAttentionError, WorkerError, type Tensor, type StateDict,
 } from 'webattention';
 
 async function example(stateDict: StateDict, query: Tensor, key: Tensor, value: Tensor) {
@@ -20,6 +20,12 @@ async function example(stateDict: StateDict, query: Tensor, key: Tensor, value: 
   const weightsShape: number[] | undefined = attnWeights?.shape;
   mha.dispose();
 
+  const pooled = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, threads: 2 });
+  const auto = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, threads: 'auto' });
+  const threads: number = pooled.threads + auto.threads + (await capabilities()).threads;
+  // @ts-expect-error: threads is not part of the resolved (math) config
+  pooled.config.threads;
+
   const sdpa = await scaledDotProductAttention(query, key, value, { scale: 0.5, isCausal: true });
   const self = await selfAttention(query, { returnWeights: true });
   try {
@@ -27,10 +33,13 @@ async function example(stateDict: StateDict, query: Tensor, key: Tensor, value: 
   } catch (e) {
     if (e instanceof ShapeError) console.log(e.argument, e.expected, e.actual);
     if (e instanceof WebAttentionError) console.log(e.message);
+    if (e instanceof WorkerError) console.log('a worker failed; the module carries on on one thread');
   }
-  return [shapes, first, weightsShape, sdpa.output, self.attnWeights];
+  return [shapes, first, weightsShape, sdpa.output, self.attnWeights, threads];
 }
 example;
 
 // @ts-expect-error: embedDim is required
 MultiHeadAttention.create({ numHeads: 2 });
+// @ts-expect-error: threads is 'auto' or a number
+MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 'max' });

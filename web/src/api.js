@@ -1,15 +1,20 @@
-// The public API, independent of how the WASM core is loaded (node.js and browser.js each pass
-// their loader to bindApi()).
+// The public API, independent of how the WASM core is loaded and how workers are made (node.js
+// and browser.js each pass their loader and platform to bindApi()).
 import { DisposedError } from './errors.js';
-import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
+import { PooledMha, WorkerPool } from './pool.js';
+import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict, resolveThreads } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 
 export * from './errors.js';
 
 const tensor = (data, shape) => ({ data, shape });
 
-/** loadCore() resolves to { core, variant: 'simd' | 'scalar' }. */
-export function bindApi(loadCore) {
+/**
+ * loadCore() resolves to { core, variant: 'simd' | 'scalar', module: WebAssembly.Module }.
+ * platform: { autoThreads: number ('auto'; 1 where workers cannot run), defaultThreads() (the
+ * `threads` option's default: 'auto' unless overridden), spawnWorker(variant) (pool.js) }.
+ */
+export function bindApi(loadCore, platform) {
   let loaded = null;
   const load = () => {
     loaded ??= loadCore().catch((e) => {
@@ -20,6 +25,13 @@ export function bindApi(loadCore) {
   };
   /** Loads (once) and returns the WASM core. */
   const getCore = async () => (await load()).core;
+
+  // The worker pool every module with threads > 1 shares; a new one once it has stopped.
+  let pool = null;
+  const getPool = ({ module, variant }) => {
+    if (!pool || pool.closed) pool = new WorkerPool({ spawnWorker: platform.spawnWorker, module, variant });
+    return pool;
+  };
 
   // Safety net for modules the app forgot to dispose(): frees their WASM memory on collection.
   const registry = new FinalizationRegistry((backend) => backend.dispose());
@@ -36,18 +48,28 @@ export function bindApi(loadCore) {
     }
 
     /**
-     * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim? }.
-     * Weights are zero until loadStateDict().
+     * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
+     * threads? = 'auto' }. Weights are zero until loadStateDict().
      */
     static async create(options) {
       const config = resolveMhaConfig(options);
-      const core = await getCore();
-      return new MultiHeadAttention(new WasmMha(core, config), config);
+      const { threads, auto } = options.threads === undefined
+        ? defaultThreads()
+        : resolveThreads('threads', options.threads, platform.autoThreads);
+      const loadedCore = await load();
+      const main = new WasmMha(loadedCore.core, config);
+      const backend = threads > 1 ? new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) }) : main;
+      return new MultiHeadAttention(backend, config);
     }
 
     /** Resolved configuration (defaults filled in). */
     get config() {
       return { ...this.#config };
+    }
+
+    /** Threads forward() computes on (1: the calling thread only, as after a worker failure). */
+    get threads() {
+      return this.#live('threads').threads ?? 1;
     }
 
     /** The state-dict entries this module expects: [{ name, shape }], PyTorch's order. */
@@ -68,7 +90,7 @@ export function bindApi(loadCore) {
     async forward(query, key, value, options) {
       const backend = this.#live('forward');
       const plan = resolveMhaForward(this.#config, query, key, value, options);
-      const { output, weights } = backend.forward(plan, this.#config);
+      const { output, weights } = await backend.forward(plan, this.#config);
       return {
         output: tensor(output, plan.outputShape),
         attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
@@ -138,10 +160,19 @@ export function bindApi(loadCore) {
     return (await getCore()).HEAPU8.length;
   }
 
-  /** What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'scalar', threads }. */
+  /** The `threads` a module gets without the option: { threads, auto }. */
+  function defaultThreads() {
+    const value = platform.defaultThreads();
+    return resolveThreads(value === 'auto' ? 'threads' : 'WEBATTENTION_THREADS', value, platform.autoThreads);
+  }
+
+  /**
+   * What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'scalar', threads }
+   * (threads: what a module created without the `threads` option uses at most).
+   */
   async function capabilities() {
     const { variant } = await load();
-    return { backend: 'wasm', simd: variant === 'simd', wasmModule: variant, threads: 1 };
+    return { backend: 'wasm', simd: variant === 'simd', wasmModule: variant, threads: defaultThreads().threads };
   }
 
   // ready(): resolves once the core is loaded, without handing out its internals.

@@ -1,24 +1,62 @@
-// Browser entry: the literal new URL(..., import.meta.url) and import(...) forms let bundlers
-// find and copy both modules; only the one the engine can run is fetched.
+// Browser entry: the literal new URL(..., import.meta.url), new Worker(new URL(...)) and
+// import(...) forms let bundlers find and copy both modules and their workers; only the one the
+// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'scalar') and
+// WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment variables do in Node.
 import { bindApi } from './api.js';
 import { pickVariant } from './variant.js';
+import { instantiateCore } from './wasm_backend.js';
 
 const modules = {
   simd: {
     glue: () => import('../dist/webattention_core.mjs'),
     wasm: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
+    worker: () => new Worker(new URL('./worker_simd.js', import.meta.url), { type: 'module' }),
   },
   scalar: {
     glue: () => import('../dist/webattention_core_scalar.mjs'),
     wasm: () => new URL('../dist/webattention_core_scalar.wasm', import.meta.url).href,
+    worker: () => new Worker(new URL('./worker_scalar.js', import.meta.url), { type: 'module' }),
   },
 };
+
+async function compile(url) {
+  if (typeof WebAssembly.compileStreaming === 'function') {
+    try {
+      return await WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
+    } catch {
+      // Served without Content-Type: application/wasm: compile from the bytes instead.
+    }
+  }
+  const response = await fetch(url, { credentials: 'same-origin' });
+  if (!response.ok) throw new Error(`webattention: failed to fetch ${url} (HTTP ${response.status})`);
+  return WebAssembly.compile(await response.arrayBuffer());
+}
+
+function spawnWorker(variant) {
+  const worker = modules[variant].worker();
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    onMessage: (fn) => { worker.onmessage = (event) => fn(event.data); },
+    onFailure: (fn) => {
+      worker.onerror = (event) => {
+        event.preventDefault?.();
+        fn(`failed: ${event.message || 'its script could not be loaded or threw'}`);
+      };
+      worker.onmessageerror = () => fn('sent a message that could not be read');
+    },
+    terminate: () => worker.terminate(),
+  };
+}
 
 const api = bindApi(async () => {
   const variant = pickVariant(globalThis.WEBATTENTION_WASM);
   const { glue, wasm } = modules[variant];
-  const { default: create } = await glue();
-  return { core: await create({ locateFile: () => wasm() }), variant };
+  const [{ default: create }, module] = await Promise.all([glue(), compile(wasm())]);
+  return { core: await instantiateCore(create, module), variant, module };
+}, {
+  autoThreads: typeof Worker === 'function' ? Math.min(globalThis.navigator?.hardwareConcurrency || 1, 4) : 1,
+  defaultThreads: () => globalThis.WEBATTENTION_THREADS ?? 'auto',
+  spawnWorker,
 });
 
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;

@@ -39,6 +39,24 @@ export class MemoryError extends WebAttentionError {
   static errorName = 'MemoryError';
 }
 
+/** A worker of the thread pool failed (crashed, exited or could not start). */
+export class WorkerError extends WebAttentionError {
+  static errorName = 'WorkerError';
+}
+
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError };
+
+/** A typed error as plain data, to post from a worker (structured clone drops the class). */
+export function errorToData(e) {
+  return { name: e.name, message: e.message, argument: e.argument, expected: e.expected, actual: e.actual };
+}
+
+/** The typed error again, on the other side. */
+export function errorFromData({ name, message, argument, expected, actual }) {
+  const Class = Object.hasOwn(classes, name) ? classes[name] : WebAttentionError;
+  return new Class(message, { argument, expected, actual });
+}
+
 /** "[2, 5, 16]": shapes print the same way in JS and C++ messages. */
 export function formatShape(shape) {
   return `[${Array.from(shape).join(', ')}]`;

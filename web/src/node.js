@@ -1,19 +1,55 @@
-// Node entry: reads the chosen .wasm beside its glue and hands it over (3.1.6's own file loading
-// fails under Node >= 18). WEBATTENTION_WASM=scalar|simd forces a module.
+// Node entry: reads the chosen .wasm beside its glue, compiles it once (the pool's workers get the
+// compiled module) and hands it to the glue (3.1.6's own file loading fails under Node >= 18).
+// WEBATTENTION_WASM=scalar|simd forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
+// of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import { readFile } from 'node:fs/promises';
+import os from 'node:os';
+import { Worker } from 'node:worker_threads';
 import { bindApi } from './api.js';
 import { pickVariant } from './variant.js';
+import { instantiateCore } from './wasm_backend.js';
 
 const modules = {
   simd: { glue: () => import('../dist/webattention_core.mjs'), wasm: '../dist/webattention_core.wasm' },
   scalar: { glue: () => import('../dist/webattention_core_scalar.mjs'), wasm: '../dist/webattention_core_scalar.wasm' },
 };
 
+// Workers inherit node's flags, but --input-type (node --input-type=module -e ...) stops a worker
+// from loading a file.
+const workerExecArgv = () => process.execArgv.filter((arg, i, all) =>
+  !arg.startsWith('--input-type') && all[i - 1] !== '--input-type');
+
+function spawnWorker(variant) {
+  const worker = new Worker(new URL('./node_worker.js', import.meta.url), {
+    name: `webattention ${variant}`, execArgv: workerExecArgv(),
+  });
+  return {
+    post: (message, transfer) => worker.postMessage(message, transfer),
+    onMessage: (fn) => worker.on('message', fn),
+    onFailure: (fn) => {
+      worker.on('error', (e) => fn(`threw ${e?.name ?? 'an error'}: ${e?.message ?? e}`));
+      worker.on('messageerror', () => fn('sent a message that could not be read'));
+      worker.on('exit', (code) => fn(`exited (code ${code})`));
+    },
+    terminate: () => { worker.terminate(); },
+    ref: () => worker.ref(),
+    unref: () => worker.unref(),
+  };
+}
+
 const api = bindApi(async () => {
   const variant = pickVariant(process.env.WEBATTENTION_WASM);
   const { glue, wasm } = modules[variant];
-  const [{ default: create }, wasmBinary] = await Promise.all([glue(), readFile(new URL(wasm, import.meta.url))]);
-  return { core: await create({ wasmBinary }), variant };
+  const [{ default: create }, module] = await Promise.all([
+    glue(), readFile(new URL(wasm, import.meta.url)).then((bytes) => WebAssembly.compile(bytes))]);
+  return { core: await instantiateCore(create, module), variant, module };
+}, {
+  autoThreads: Math.min(os.availableParallelism?.() ?? os.cpus().length, 4),
+  defaultThreads: () => {
+    const env = process.env.WEBATTENTION_THREADS;
+    return env === undefined || env === '' ? 'auto' : /^[0-9]+$/.test(env) ? Number(env) : env;
+  },
+  spawnWorker,
 });
 
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;

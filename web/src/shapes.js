@@ -103,9 +103,26 @@ function checkMask(argument, mask) {
   return { kind, ...t };
 }
 
-const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim'];
+const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads'];
 
-/** MultiHeadAttention.create() options, with defaults resolved as PyTorch does. */
+/** Most threads (workers + the calling thread) one module may use. */
+export const MAX_THREADS = 64;
+
+/**
+ * The `threads` option: 'auto' (autoCount, chosen per call) or an integer in [1, MAX_THREADS]
+ * (always that many). Returns { threads, auto }.
+ */
+export function resolveThreads(argument, value, autoCount) {
+  if (value === 'auto') return { threads: autoCount, auto: true };
+  if (!Number.isInteger(value) || value < 1 || value > MAX_THREADS) {
+    throw new OptionError(`${argument}: expected 'auto' or an integer in [1, ${MAX_THREADS}], got ${describe(value)}`, {
+      argument, expected: `'auto' or [1, ${MAX_THREADS}]`, actual: describe(value),
+    });
+  }
+  return { threads: value, auto: false };
+}
+
+/** MultiHeadAttention.create() options, with defaults resolved as PyTorch does (threads aside). */
 export function resolveMhaConfig(options) {
   if (options === undefined) {
     throw new OptionError('MultiHeadAttention.create: expected options { embedDim, numHeads, ... }, got undefined', {

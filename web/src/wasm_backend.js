@@ -5,6 +5,22 @@ import { throwCoreError, MemoryError } from './errors.js';
 const F32 = 4;
 
 /**
+ * Instantiates the Emscripten glue `create` on an already compiled WebAssembly.Module (the
+ * calling thread compiles it once; workers receive it), resolving to the core or rejecting.
+ */
+export function instantiateCore(create, module) {
+  let fail;
+  const failed = new Promise((_, reject) => { fail = reject; });
+  const core = create({
+    instantiateWasm(imports, receiveInstance) {
+      WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), fail);
+      return {};
+    },
+  });
+  return Promise.race([core, failed]);
+}
+
+/**
  * Reserves one aligned block for `parts` ({ data } to copy in, or { floats } to reserve), calls
  * `body(addresses)` and always frees the block. Views are taken after malloc, since heap growth
  * detaches earlier ones.
@@ -81,10 +97,40 @@ export class WasmMha {
 
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan, config) {
+    return this.#run(plan, plan.B * plan.L * config.embedDim, config.numHeads,
+      (args, out, weights) => this.handle.forward(...args, out, weights, plan.averageAttnWeights));
+  }
+
+  /**
+   * Heads [headBegin, headEnd) of the plan only (a worker's share). Returns { heads: Float32Array
+   * [B·L, (headEnd − headBegin)·valueHeadDim], weights: null | [B, L, S] (this range's share of
+   * the average: the shares add up) | [B, headEnd − headBegin, L, S] }.
+   */
+  forwardHeads(plan, config, headBegin, headEnd) {
+    const n = headEnd - headBegin;
+    const { output, weights } = this.#run(plan, plan.B * plan.L * n * config.valueHeadDim, n,
+      (args, out, weights) => this.handle.forwardHeads(...args, weights, plan.averageAttnWeights,
+        headBegin, headEnd, out));
+    return { heads: output, weights };
+  }
+
+  /** heads [rows, numHeads·valueHeadDim] → output [rows, embedDim] (W_O and its bias). */
+  projectOutput(heads, rows, config) {
+    const outFloats = rows * config.embedDim;
+    return withHeap(this.core, [{ data: heads }, { floats: outFloats }], ([at, out]) => {
+      const error = this.handle.projectOutput(at, rows, out);
+      if (error) throwCoreError(error);
+      return readFloats(this.core, out, outFloats);
+    });
+  }
+
+  // Copies the plan's inputs in, calls `call(args, outAddress, weightsAddress)` with the
+  // arguments forward() and forwardHeads() share, and reads `outFloats` and the weights (of
+  // `weightHeads` heads unless averaged) back.
+  #run(plan, outFloats, weightHeads, call) {
     const { B, L, S } = plan;
-    const outFloats = B * L * config.embedDim;
     const weightFloats = plan.needWeights
-      ? B * (plan.averageAttnWeights ? 1 : config.numHeads) * L * S : 0;
+      ? B * (plan.averageAttnWeights ? 1 : weightHeads) * L * S : 0;
     const kpm = plan.keyPaddingMask;
     const am = plan.attnMask;
     return withHeap(this.core, [
@@ -94,10 +140,10 @@ export class WasmMha {
     ], ([q, k, v, kpmAt, amAt, out, weights]) => {
       const [kpmNdim, kpm0, kpm1] = maskDims(kpm);
       const [amNdim, am0, am1, am2] = maskDims(am);
-      const error = this.handle.forward(B, L, S, q, k, v,
+      const error = call([B, L, S, q, k, v,
         kpm.kind, kpmAt, kpmNdim, kpm0, kpm1,
         am.kind, amAt, amNdim, am0, am1, am2,
-        plan.isCausal, out, weights, plan.averageAttnWeights);
+        plan.isCausal], out, weights);
       if (error) throwCoreError(error);
       return {
         output: readFloats(this.core, out, outFloats),

@@ -14,6 +14,7 @@ async function main() {
   };
   for (const c of cases) report.cases.push(await runMhaCase(api, c, { perturb }));
   report.badCall = await runBadCallCase(api, cases[0], { perturb });
+  report.pooled = await runMhaCase(api, cases[0], { perturb, threads: 2 });
   return report;
 }
 

@@ -14,4 +14,5 @@ const report = {
 };
 for (const c of cases) report.cases.push(await runMhaCase(api, c, { perturb }));
 report.badCall = await runBadCallCase(api, cases[0], { perturb });
+report.pooled = await runMhaCase(api, cases[0], { perturb, threads: 2 });
 console.log(`REPORT ${JSON.stringify(report)}`);

@@ -1,0 +1,464 @@
+// The worker pool: a module with threads > 1 runs its forward() on several single-threaded WASM
+// instances at once, with no SharedArrayBuffer (so no cross-origin isolation is needed).
+//
+// One pool per loaded WASM module (SIMD or scalar) serves every module made with threads > 1.
+// Each worker instantiates the compiled WebAssembly.Module the calling thread posted to it once,
+// builds each module's MultiHeadAttention and receives every state dict loadStateDict() loads. A
+// forward() is split by batch × head into at most `threads` tasks; the calling thread computes
+// the first itself, workers 0 … threads − 2 one each, from their own copies of the inputs
+// (transferred, not shared). Tasks holding every head of their batches return output rows; tasks
+// holding a head range return those heads' outputs, which the calling thread gathers and
+// projects (W_O), split by rows over the same threads when that is big enough.
+//
+// A worker that crashes, exits or fails to start rejects the calls it was part of with a
+// WorkerError; the pool is then shut down and its modules carry on on the calling thread.
+import { DisposedError, WorkerError, errorFromData } from './errors.js';
+
+/**
+ * With threads: 'auto', a forward() under this many FLOPs stays on the calling thread: a worker
+ * round trip costs about 120 µs (Node 20, 2 cores), so below ~10 MFLOP (~0.4 ms on one thread)
+ * the pool is slower; at 25 MFLOP it is 1.3× faster.
+ */
+export const AUTO_MIN_FLOPS = 16e6;
+
+/**
+ * Output projections (after head-range tasks) of at least this many FLOPs are split by rows
+ * over the workers too: one more round trip, paid for above ~10 MFLOP.
+ */
+export const SPLIT_PROJECTION_FLOPS = 16e6;
+
+/** Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task posted. */
+export const testHooks = { onPool: null, beforeRun: null };
+
+/** Multiply-adds ×2 of one forward(): projections, scores and weighted sums (no causal discount). */
+export function forwardFlops(plan, c) {
+  const { B, L, S } = plan;
+  const qk = c.numHeads * c.headDim, vw = c.numHeads * c.valueHeadDim;
+  return 2 * B * (L * c.embedDim * qk + S * c.kdim * qk + S * c.vdim * vw + L * vw * c.embedDim
+    + c.numHeads * L * S * (c.headDim + c.valueHeadDim));
+}
+
+/**
+ * Splits B × H (batch, head) pairs into at most `count` tasks { b0, b1, h0, h1 }: a grid of batch
+ * ranges × head ranges whose largest task is smallest; on a tie, more batch ranges (a task with
+ * every head needs no gathering). Either every task has all heads or every task has a head range.
+ */
+export function splitWork(B, H, count) {
+  let best = null;
+  for (let nb = 1; nb <= Math.min(B, count); nb++) {
+    const nh = Math.min(H, Math.floor(count / nb));
+    const size = Math.ceil(B / nb) * Math.ceil(H / nh);
+    if (!best || size < best.size || (size === best.size && nb > best.nb)) best = { nb, nh, size };
+  }
+  const tasks = [];
+  for (let i = 0; i < best.nb; i++) {
+    for (let j = 0; j < best.nh; j++) {
+      tasks.push({
+        b0: Math.floor((i * B) / best.nb), b1: Math.floor(((i + 1) * B) / best.nb),
+        h0: Math.floor((j * H) / best.nh), h1: Math.floor(((j + 1) * H) / best.nh),
+      });
+    }
+  }
+  return tasks;
+}
+
+/** The plan of batches [b0, b1): views on the same data, masks sliced alike. */
+export function sliceBatch(plan, config, b0, b1) {
+  if (b0 === 0 && b1 === plan.B) return plan;
+  const views = new Map();  // one view per array, so that query === key === value stays true
+  const rows = (data) => {
+    if (!views.has(data)) {
+      const per = data.length / plan.B;
+      views.set(data, data.subarray(b0 * per, b1 * per));
+    }
+    return views.get(data);
+  };
+  const n = b1 - b0;
+  const kpm = plan.keyPaddingMask, am = plan.attnMask;
+  return {
+    ...plan,
+    B: n,
+    query: rows(plan.query), key: rows(plan.key), value: rows(plan.value),
+    keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data), shape: [n, plan.S] } : kpm,
+    // [L, S] is shared by every batch; [B·h, L, S] is sliced by batch.
+    attnMask: am.data && am.shape.length === 3
+      ? { ...am, data: rows(am.data), shape: [n * config.numHeads, plan.L, plan.S] } : am,
+  };
+}
+
+/** The fields of a plan a worker needs, as fresh copies it can own: { plan, transfer }. */
+function postable(plan) {
+  const copies = new Map();  // the same array twice is copied once (structured clone keeps the aliasing)
+  const copy = (data) => {
+    if (!data) return data;
+    if (!copies.has(data)) copies.set(data, data.slice());
+    return copies.get(data);
+  };
+  const mask = (m) => ({ kind: m.kind, data: copy(m.data), shape: m.shape });
+  return {
+    plan: {
+      B: plan.B, L: plan.L, S: plan.S,
+      query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
+      keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask),
+      isCausal: plan.isCausal, needWeights: plan.needWeights, averageAttnWeights: plan.averageAttnWeights,
+    },
+    transfer: [...copies.values()].map((c) => c.buffer),
+  };
+}
+
+/**
+ * The workers of one loaded WASM module, shared by every module (MultiHeadAttention) made with
+ * threads > 1: a module with n threads uses workers 0 … n − 2, and each worker holds one WASM
+ * instance with one MultiHeadAttention per module using it. spawnWorker(variant) gives an
+ * endpoint: post(message, transfer), onMessage(fn), onFailure(fn(reason)), terminate(), and
+ * optionally ref()/unref() (an idle worker never keeps Node alive). The workers stop when the
+ * last module detaches, or all at once when one fails (`failure` then says why, and every module
+ * using the pool carries on on its calling thread).
+ */
+export class WorkerPool {
+  #spawnWorker;
+  #module;
+  #variant;
+  #workers = [];
+  #modules = new Map();  // module id → workers it uses
+  #nextId = 1;
+  #failure = null;
+  #closed = false;
+
+  constructor({ spawnWorker, module, variant }) {
+    this.#spawnWorker = spawnWorker;
+    this.#module = module;
+    this.#variant = variant;
+    testHooks.onPool?.(this);
+  }
+
+  /** Why the pool stopped (a WorkerError), or null while it works. */
+  get failure() {
+    return this.#failure;
+  }
+
+  /** True once the pool has stopped (failed, or its last module detached): make a new one. */
+  get closed() {
+    return this.#closed;
+  }
+
+  /**
+   * Makes module `id` (its resolved config) on workers 0 … count − 1, spawning those missing.
+   * Resolves once they all have it; rejects if a worker fails. keepAlive: someone will wait.
+   */
+  attach(id, config, count, keepAlive) {
+    while (this.#workers.length < count) this.#workers.push(this.#spawn(this.#workers.length));
+    this.#modules.set(id, count);
+    const ready = Promise.all(this.#workers.slice(0, count).map((w) => this.#request(w, id, { type: 'create', config }, [], keepAlive)));
+    ready.catch(() => {});  // failures also reach every caller through `failure`
+    return ready;
+  }
+
+  /** Drops module `id` from its workers (its waiting calls reject); the last one stops them. */
+  detach(id) {
+    const count = this.#modules.get(id);
+    if (count === undefined) return;
+    this.#modules.delete(id);
+    const error = new DisposedError('MultiHeadAttention.forward: the module was disposed during the call', {
+      argument: 'this', expected: 'a live module', actual: 'disposed',
+    });
+    if (this.#modules.size === 0) {
+      this.#closed = true;
+      for (const w of this.#workers) this.#stop(w, error);
+      return;
+    }
+    for (const w of this.#workers.slice(0, count)) {
+      for (const [jobId, job] of w.pending) if (job.mhaId === id) this.#settle(w, jobId).reject(error);
+      this.#request(w, id, { type: 'dispose' }).catch(() => {});
+    }
+  }
+
+  /** Sends module `id`'s workers their own copy of the checked state-dict entries ([{ name, data }]). */
+  load(id, entries) {
+    for (const w of this.#workers.slice(0, this.#modules.get(id) ?? 0)) {
+      const copies = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      this.#request(w, id, { type: 'load', entries: copies }, copies.map((e) => e.data.buffer)).catch((e) => {
+        // Not when the module was disposed meanwhile: that is no fault of the worker.
+        if (this.#modules.has(id)) this.#fail(`could not load the state dict (${e.message})`, w.index);
+      });
+    }
+  }
+
+  /** Runs one task of module `id` on worker `index`; resolves to { output | heads, weights }. */
+  run(index, id, task, plan) {
+    const w = this.#workers[index];
+    const { plan: copy, transfer } = postable(plan);
+    const message = { type: 'run', task, plan: copy };
+    testHooks.beforeRun?.(this, w.endpoint, message);
+    return this.#request(w, id, message, transfer, true);
+  }
+
+  /** Module `id`'s output projection of `rows` gathered head rows on worker `index`: { output }. */
+  project(index, id, heads, rows) {
+    const copy = heads.slice();
+    return this.#request(this.#workers[index], id, { type: 'project', heads: copy, rows }, [copy.buffer], true);
+  }
+
+  /** Bytes in use on each worker's WASM heap (leak checks). */
+  memoryInUse() {
+    return Promise.all(this.#workers.map((w) => this.#request(w, 0, { type: 'memory' }, [], true).then((r) => r.bytes)));
+  }
+
+  // A worker starts after the current task (macrotask), so that create(), loadStateDict() and a
+  // first forward() in one go are not slowed down by its start; messages wait for it meanwhile.
+  #spawn(index) {
+    const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0 };
+    setTimeout(() => {
+      if (this.#closed) return;
+      try {
+        w.endpoint = this.#spawnWorker(this.#variant);
+      } catch (e) {
+        // No Worker support, or a blocked script: nothing to run on, the modules fall back.
+        this.#fail(`could not be started (${e?.message ?? e})`, index);
+        return;
+      }
+      w.endpoint.onMessage((m) => this.#receive(w, m));
+      w.endpoint.onFailure((reason) => this.#fail(reason, index));
+      if (w.keepAlive === 0) w.endpoint.unref?.();  // after onMessage: Node's 'message' listener refs
+      for (const [message, transfer] of w.queue) this.#post(w, message, transfer);
+      w.queue = null;
+    }, 0);
+    this.#request(w, 0, { type: 'init', module: this.#module, variant: this.#variant }).catch(() => {});
+    return w;
+  }
+
+  #post(w, message, transfer) {
+    if (!w.endpoint) {
+      w.queue.push([message, transfer]);
+      return;
+    }
+    try {
+      w.endpoint.post(message, transfer);
+    } catch (e) {
+      this.#receive(w, { id: message.id, fatal: `could not be sent a message (${e?.message ?? e})` });
+    }
+  }
+
+  // Posts a message and resolves to the answer. While a request someone waits for (keepAlive)
+  // is out, the worker keeps Node alive; otherwise it never does.
+  #request(w, mhaId, message, transfer = [], keepAlive = false) {
+    if (this.#closed) {
+      return Promise.reject(this.#failure ?? new DisposedError('the worker pool was stopped: its last module was disposed', {
+        argument: 'this', expected: 'a live module', actual: 'disposed',
+      }));
+    }
+    const id = this.#nextId++;
+    return new Promise((resolve, reject) => {
+      if (keepAlive && w.keepAlive++ === 0) w.endpoint?.ref?.();
+      w.pending.set(id, { resolve, reject, mhaId, keepAlive });
+      this.#post(w, { ...message, id, mhaId }, transfer);
+    });
+  }
+
+  // Removes and returns a waiting job.
+  #settle(w, id) {
+    const job = w.pending.get(id);
+    w.pending.delete(id);
+    if (job.keepAlive && --w.keepAlive === 0) w.endpoint?.unref?.();
+    return job;
+  }
+
+  #receive(w, message) {
+    if (!w.pending.has(message.id)) return;
+    const job = this.#settle(w, message.id);
+    if (message.fatal) {
+      job.reject(this.#fail(message.fatal, w.index));
+    } else if (message.error) {
+      job.reject(errorFromData(message.error));
+    } else {
+      job.resolve(message);
+    }
+  }
+
+  // The pool is unusable from here on: every waiting call rejects, every worker stops.
+  #fail(reason, index) {
+    if (this.#closed) return this.#failure;
+    this.#closed = true;
+    this.#failure = new WorkerError(
+      `worker ${index + 1} of ${Math.max(this.#workers.length, index + 1)} ${reason}; `
+        + 'the module carries on on the calling thread alone (threads = 1)',
+      { argument: 'threads', expected: 'working workers', actual: String(reason) });
+    for (const w of this.#workers) this.#stop(w, this.#failure);
+    return this.#failure;
+  }
+
+  #stop(w, error) {
+    for (const job of w.pending.values()) job.reject(error);
+    w.pending.clear();
+    try {
+      w.endpoint?.terminate();
+    } catch { /* already gone */ }
+  }
+}
+
+let nextModuleId = 1;
+
+/**
+ * A WasmMha (the calling thread's instance) plus the same module on threads − 1 workers of a
+ * WorkerPool. Same interface as WasmMha, except that forward() returns a promise.
+ */
+export class PooledMha {
+  #main;
+  #pool;
+  #id = nextModuleId++;
+  #threads;
+  #auto;
+  #ready;
+  #isReady = false;
+  #loaded = false;
+  #disposed = false;
+
+  constructor(main, config, { threads, auto, pool }) {
+    this.#main = main;
+    this.#threads = threads;
+    this.#auto = auto;
+    this.#pool = pool;
+    // 'auto' never waits for the workers, so they need not keep Node alive while they start.
+    this.#ready = pool.attach(this.#id, config, threads - 1, !auto).then(() => { this.#isReady = true; }, () => {});
+  }
+
+  /** Threads this module computes on: 1 once the pool has failed. */
+  get threads() {
+    return this.#workingPool() ? this.#threads : 1;
+  }
+
+  parameterSpecs() {
+    return this.#main.parameterSpecs();
+  }
+
+  headBilinearForm(head) {
+    return this.#main.headBilinearForm(head);
+  }
+
+  loadStateDict(entries) {
+    this.#main.loadStateDict(entries);  // throws before any worker sees a bad entry
+    this.#loaded = true;
+    this.#workingPool()?.load(this.#id, entries);
+  }
+
+  async forward(plan, config) {
+    let pool = this.#workingPool();
+    // Before loadStateDict the calling thread reports the missing entries, as with threads = 1.
+    if (!pool || !this.#loaded) return this.#main.forward(plan, config);
+    if (this.#auto) {
+      // 'auto' never waits: small calls and calls before the workers are up stay here.
+      if (!this.#isReady || forwardFlops(plan, config) < AUTO_MIN_FLOPS) return this.#main.forward(plan, config);
+    } else if (!this.#isReady) {
+      await this.#ready;
+      this.#live();
+      pool = this.#workingPool();
+      if (!pool) return this.#main.forward(plan, config);
+    }
+    const id = this.#id;
+    const tasks = splitWork(plan.B, config.numHeads, this.#threads);
+    if (tasks.length === 1) return this.#main.forward(plan, config);
+    const results = await this.#fanOut(tasks,
+      (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1)),
+      (task) => this.#runTask(task, sliceBatch(plan, config, task.b0, task.b1), config));
+    if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, config, tasks, results);
+
+    // Head ranges: gather the heads, then the output projection, split by rows when it is big
+    // enough to pay for one more round trip.
+    const { heads, weights } = this.#gatherHeads(plan, config, tasks, results);
+    const rows = plan.B * plan.L, width = config.numHeads * config.valueHeadDim;
+    const parts = 2 * rows * width * config.embedDim >= SPLIT_PROJECTION_FLOPS ? Math.min(this.#threads, rows) : 1;
+    const ranges = Array.from({ length: parts }, (_, i) => [Math.floor((i * rows) / parts), Math.floor(((i + 1) * rows) / parts)]);
+    const slice = ([r0, r1]) => heads.subarray(r0 * width, r1 * width);
+    const outputs = await this.#fanOut(ranges,
+      (range, i) => pool.project(i, id, slice(range), range[1] - range[0]).then((r) => r.output),
+      (range) => this.#main.projectOutput(slice(range), range[1] - range[0], config));
+    if (parts === 1) return { output: outputs[0], weights };
+    const output = new Float32Array(rows * config.embedDim);
+    ranges.forEach(([r0], i) => output.set(outputs[i], r0 * config.embedDim));
+    return { output, weights };
+  }
+
+  dispose() {
+    this.#disposed = true;
+    this.#pool.detach(this.#id);
+    this.#main.dispose();
+  }
+
+  #workingPool() {
+    return this.#pool.failure || this.#disposed ? null : this.#pool;
+  }
+
+  #live() {
+    if (this.#disposed) {
+      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call', {
+        argument: 'this', expected: 'a live module', actual: 'disposed',
+      });
+    }
+  }
+
+  // Runs items[1..] on the workers (remote(item, workerIndex) → promise) and items[0] here
+  // meanwhile; resolves to every result in order once all are in, or throws the first error.
+  async #fanOut(items, remote, local) {
+    const jobs = items.slice(1).map((item, i) => remote(item, i));
+    let mine;
+    let mineError = null;
+    try {
+      mine = local(items[0]);
+    } catch (e) {
+      mineError = e;
+    }
+    const settled = await Promise.allSettled(jobs);
+    if (mineError) throw mineError;
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    this.#live();
+    return [mine, ...settled.map((r) => r.value)];
+  }
+
+  #runTask(task, plan, config) {
+    if (task.h0 === 0 && task.h1 === config.numHeads) return this.#main.forward(plan, config);
+    return this.#main.forwardHeads(plan, config, task.h0, task.h1);
+  }
+
+  #newWeights(plan, config) {
+    const perBatch = (plan.averageAttnWeights ? 1 : config.numHeads) * plan.L * plan.S;
+    return plan.needWeights ? new Float32Array(plan.B * perBatch) : null;
+  }
+
+  // Tasks with every head of batches [b0, b1): their output rows and weights go in place.
+  #joinBatches(plan, config, tasks, results) {
+    const { L, S } = plan;
+    const output = new Float32Array(plan.B * L * config.embedDim);
+    const weights = this.#newWeights(plan, config);
+    const perBatch = (plan.averageAttnWeights ? 1 : config.numHeads) * L * S;
+    tasks.forEach((t, i) => {
+      output.set(results[i].output, t.b0 * L * config.embedDim);
+      if (weights) weights.set(results[i].weights, t.b0 * perBatch);
+    });
+    return { output, weights };
+  }
+
+  // Tasks with a head range: heads into [B·L, h·d_v]; per-head weights in place, averaged ones
+  // are shares that add up.
+  #gatherHeads(plan, config, tasks, results) {
+    const { L, S } = plan;
+    const H = config.numHeads, dv = config.valueHeadDim, LS = L * S, width = H * dv;
+    const heads = new Float32Array(plan.B * L * width);
+    const weights = this.#newWeights(plan, config);
+    tasks.forEach((t, i) => {
+      const n = t.h1 - t.h0, w = n * dv;
+      const part = results[i].heads;
+      for (let r = 0, rows = (t.b1 - t.b0) * L; r < rows; r++) {
+        heads.set(part.subarray(r * w, (r + 1) * w), (t.b0 * L + r) * width + t.h0 * dv);
+      }
+      const pw = results[i].weights;
+      if (!weights) return;
+      if (plan.averageAttnWeights) {
+        for (let j = 0, at = t.b0 * LS; j < pw.length; j++) weights[at + j] += pw[j];
+      } else {
+        for (let b = 0; b < t.b1 - t.b0; b++) weights.set(pw.subarray(b * n * LS, (b + 1) * n * LS), ((t.b0 + b) * H + t.h0) * LS);
+      }
+    });
+    return { heads, weights };
+  }
+}

@@ -1,0 +1,70 @@
+// What runs inside a pool worker (see pool.js), for Node's worker_threads and browser workers
+// alike: one single-threaded WASM instance holding one MultiHeadAttention per module that uses
+// this worker (message field mhaId), answering the calling thread's messages in order. Typed
+// errors go back as data; anything else (a WASM trap, a missing glue, an unknown message) is
+// fatal: the calling thread then shuts the pool down.
+import { WebAttentionError, errorToData } from './errors.js';
+import { WasmMha, instantiateCore } from './wasm_backend.js';
+
+/**
+ * endpoint: { post(message, transfer), onMessage(fn) }; loadGlue(variant) resolves to the
+ * Emscripten factory of that variant (and throws for a variant this worker cannot load).
+ */
+export function serve(endpoint, loadGlue) {
+  let core = null;
+  const modules = new Map();  // mhaId → { mha: WasmMha, config }
+  const get = (mhaId) => {
+    const m = modules.get(mhaId);
+    if (!m) throw new Error(`no module ${mhaId} on this worker`);
+    return m;
+  };
+  const handlers = {
+    async init({ module, variant }) {
+      core = await instantiateCore(await loadGlue(variant), module);
+      return {};
+    },
+    create({ mhaId, config }) {
+      modules.set(mhaId, { mha: new WasmMha(core, config), config });
+      return {};
+    },
+    load({ mhaId, entries }) {
+      get(mhaId).mha.loadStateDict(entries);
+      return {};
+    },
+    run({ mhaId, task, plan }) {
+      const { mha, config } = get(mhaId);
+      if (task.h0 === 0 && task.h1 === config.numHeads) return mha.forward(plan, config);
+      return mha.forwardHeads(plan, config, task.h0, task.h1);
+    },
+    project({ mhaId, heads, rows }) {
+      const { mha, config } = get(mhaId);
+      return { output: mha.projectOutput(heads, rows, config) };
+    },
+    dispose({ mhaId }) {
+      get(mhaId).mha.dispose();
+      modules.delete(mhaId);
+      return {};
+    },
+    memory() {
+      return { bytes: core.memoryInUse() };
+    },
+  };
+  // One message after the other, each after the previous one is done (init is asynchronous).
+  let queue = Promise.resolve();
+  endpoint.onMessage((message) => {
+    queue = queue.then(async () => {
+      let reply;
+      try {
+        const handler = handlers[message.type];
+        if (!handler) throw new Error(`unknown message type '${message.type}'`);
+        reply = { ...(await handler(message)), id: message.id };
+      } catch (e) {
+        reply = e instanceof WebAttentionError
+          ? { id: message.id, error: errorToData(e) }
+          : { id: message.id, fatal: `failed: ${e?.message ?? e}` };
+      }
+      const transfer = [reply.output, reply.heads, reply.weights].filter(Boolean).map((a) => a.buffer);
+      endpoint.post(reply, transfer);
+    });
+  });
+}
