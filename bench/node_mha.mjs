@@ -1,12 +1,16 @@
 // MHA forward timing of this package in Node: warm median over a few runs per shape.
 // FLOPs counted as 8·L·E² + 4·L²·E (projections + scores + weighted sum), as in the issues.
-// Usage: node bench/node_mha.mjs [--causal]      (node bench/run.mjs compares with ORT and tfjs)
+// Usage: node bench/node_mha.mjs [--causal] [--threads N|auto]   (default 1: the calling thread only)
+// (node bench/run.mjs compares with ORT and tfjs)
 // bench/ has its own package.json (the peers' dependencies), so the package self-reference
 // 'webattention' does not resolve here; ../web/src/node.js is what it resolves to under Node.
 import { MultiHeadAttention } from '../web/src/node.js';
 
 const shapes = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12]];
 const causal = process.argv.includes('--causal');
+const threadsAt = process.argv.indexOf('--threads');
+const threadsArg = threadsAt >= 0 ? process.argv[threadsAt + 1] : '1';
+const threads = threadsArg === 'auto' ? 'auto' : Number(threadsArg);
 
 function filled(n, seed) {
   const a = new Float32Array(n);
@@ -15,12 +19,14 @@ function filled(n, seed) {
   return a;
 }
 
-console.log(`shape (L, E, h)      ms (median)   GFLOP/s ${causal ? '(causal)' : ''}`);
+console.log(`shape (L, E, h)      ms (median)   GFLOP/s   threads ${threadsArg}${causal ? ', causal' : ''}`);
 for (const [L, E, h] of shapes) {
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads });
   mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
     [name, filled(shape.reduce((a, b) => a * b, 1), i + 1)])));
   const x = { data: filled(L * E, 99), shape: [1, L, E] };
+  // Two calls first: with threads > 1 the first one waits for the workers to start.
+  for (let r = 0; r < 2; r++) await mha.forward(x, x, x, { isCausal: causal });
   const times = [];
   for (let r = 0; r < 7; r++) {
     const t0 = performance.now();
