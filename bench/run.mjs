@@ -13,8 +13,9 @@
 //                    page served from 127.0.0.1 with COOP/COEP so ORT/tfjs threads can work)
 //   --node --browser run in both, one after the other
 //   --quick          shapes (64,256,4), (128,512,8), (512,512,8) only (drops the two largest)
-//   --threads N      threads for onnxruntime-web (ort.env.wasm.numThreads) and tfjs-wasm
-//                    (setThreadsCount); default 1. webattention is single-threaded. tfjs-wasm
+//   --threads N      threads for webattention (its worker pool), onnxruntime-web
+//                    (ort.env.wasm.numThreads) and tfjs-wasm
+//                    (setThreadsCount); default 1. tfjs-wasm
 //                    has no threads under Node (its own rule), so N only reaches ORT there.
 //   --budget MS      time per cell for the timed runs (default 2000); runs = budget / warm time,
 //                    at least 3, at most 200

@@ -85,8 +85,11 @@ async function measure(fn, { budgetMs, minRuns = 3, maxRuns = 200 }) {
 
 // ---- the three libraries --------------------------------------------------------------------
 
+// --threads N reaches every library: webattention's worker pool included (threads: N).
+let oursThreads = 1;
+
 async function oursCell({ MultiHeadAttention }, { L, E, h, weights, x, causal }) {
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: oursThreads });
   mha.loadStateDict(weights);
   const t = { data: x, shape: [1, L, E] };
   const opts = { isCausal: causal };
@@ -186,6 +189,7 @@ export const LIBRARIES = [
  */
 export async function setupLibraries(libs, { threads }) {
   const { ort, tf, tfwasm, capabilities } = libs;
+  oursThreads = threads;
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = 'error';
   tfwasm.setThreadsCount(threads);
@@ -194,7 +198,7 @@ export async function setupLibraries(libs, { threads }) {
   let ours = 'single-threaded';
   if (typeof capabilities === 'function') {   // newer builds say which module they loaded
     const c = await capabilities();
-    ours = `module '${c.wasmModule ?? '?'}', ${c.threads ?? '?'} thread(s)`;
+    ours = `module '${c.wasmModule ?? '?'}', threads: ${threads} (of ${c.threads ?? '?'} available)`;
   }
   return {
     ours,
