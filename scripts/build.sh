@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Builds the package's two WASM modules into web/dist/ with Emscripten:
+# Builds the package's three WASM modules into web/dist/ with Emscripten:
 #   webattention_core.{mjs,wasm}         SIMD128 kernels (default)
 #   webattention_core_scalar.{mjs,wasm}  portable kernels, for engines without WASM SIMD
+#   webattention_core_mt.{mjs,wasm,worker.js}  SIMD128 + pthreads, for cross-origin-isolated pages
 # Each build folder also holds the GoogleTest suite for that variant (run by scripts/test.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-for variant in simd scalar; do
-  dir=build/wasm; simd=ON
+for variant in simd scalar mt; do
+  dir=build/wasm; simd=ON; threads=OFF
   [ "$variant" = scalar ] && dir=build/wasm-scalar && simd=OFF
+  [ "$variant" = mt ] && dir=build/wasm-mt && threads=ON
   emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DWEBATTENTION_SIMD=$simd \
+    -DWEBATTENTION_THREADS=$threads \
     -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" >/dev/null
   cmake --build "$dir" --target webattention_wasm -j "$JOBS"
 done

@@ -18,9 +18,9 @@ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/native -j "$JOBS"
 ctest --test-dir build/native --output-on-failure
 
-step "C++ as WASM under node, SIMD128 and scalar builds: core vs reference; package modules"
+step "C++ as WASM under node, SIMD128, scalar and pthreads builds: core vs reference; package modules"
 bash scripts/build.sh
-for dir in build/wasm build/wasm-scalar; do
+for dir in build/wasm build/wasm-scalar build/wasm-mt; do
   cmake --build "$dir" -j "$JOBS"
   ctest --test-dir "$dir" --output-on-failure
 done

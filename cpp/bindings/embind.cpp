@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 
+#include "parallel.h"
 #include "webattention/attention.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -228,4 +229,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("projectOutput", &MhaBinding::project_output);
   emscripten::function("sdpa", &webattention::sdpa);
   emscripten::function("memoryInUse", &webattention::memory_in_use);
+  // Threads of the core's own pool: more than 1 only in the pthreads module.
+  emscripten::function("threadCount", &webattention::thread_count);
+  emscripten::function("setThreadLimit", &webattention::set_thread_limit);
 }

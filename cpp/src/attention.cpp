@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "parallel.h"
 #include "webattention/errors.h"
 
 namespace webattention {
@@ -15,9 +16,16 @@ void run_attention(const AttentionProblem& p) {
   if (p.weights && p.average_weights) {
     std::fill(p.weights, p.weights + static_cast<std::size_t>(p.batch) * p.L * p.S, 0.0f);
   }
-  std::vector<float> workspace(kernels::attention_workspace_floats(p));
-  for (int b = 0; b < p.batch; ++b)
-    for (int h = 0; h < p.heads; ++h) kernels::attention_head(p, b, h, workspace.data());
+  const std::size_t workspace_floats = kernels::attention_workspace_floats(p);
+  // Averaged weights are summed over a batch's heads: keep each batch's heads on one thread.
+  const int grain = (p.weights && p.average_weights) ? p.heads : 1;
+  parallel_for(p.batch * p.heads, grain, [&](int begin, int end) {
+    // One workspace per thread, kept between calls (no allocation per call once warm).
+    thread_local std::vector<float> workspace;
+    if (workspace.size() < workspace_floats) workspace.resize(workspace_floats);
+    for (int pair = begin; pair < end; ++pair)
+      kernels::attention_head(p, pair / p.heads, pair % p.heads, workspace.data());
+  });
 }
 
 namespace {

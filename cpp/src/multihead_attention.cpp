@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "kernels/kernels.h"
+#include "projection.h"
 #include "webattention/attention.h"
 #include "webattention/errors.h"
 
@@ -223,15 +224,15 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
   if (self) {
     const LinearTarget all[] = {tq, tk, tv};
-    kernels::linear(a.query, B * L, c.embed_dim, all, 3);
+    project(a.query, B * L, c.embed_dim, all, 3);
   } else {
-    kernels::linear(a.query, B * L, c.embed_dim, &tq, 1);
+    project(a.query, B * L, c.embed_dim, &tq, 1);
     if (shared_kv) {
       const LinearTarget kv[] = {tk, tv};
-      kernels::linear(a.key, B * S, c.kdim, kv, 2);
+      project(a.key, B * S, c.kdim, kv, 2);
     } else {
-      kernels::linear(a.key, B * S, c.kdim, &tk, 1);
-      kernels::linear(a.value, B * S, c.vdim, &tv, 1);
+      project(a.key, B * S, c.kdim, &tk, 1);
+      project(a.value, B * S, c.vdim, &tv, 1);
     }
   }
 
@@ -300,7 +301,7 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
     throw ShapeError("rows", "rows: expected a size >= 1, got " + std::to_string(rows));
   }
   const kernels::LinearTarget to{wo_.get(), out, config_.embed_dim};
-  kernels::linear(heads, rows, v_width_, &to, 1);
+  project(heads, rows, v_width_, &to, 1);
 }
 
 }  // namespace webattention

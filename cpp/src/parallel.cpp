@@ -1,0 +1,149 @@
+// A small persistent thread pool: workers sleep on a condition variable and take chunks of the
+// current job through an atomic counter; the calling thread takes chunks too, then waits.
+#include "parallel.h"
+
+#include <algorithm>
+
+#ifdef WEBATTENTION_USE_THREADS
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+#endif
+
+namespace webattention {
+
+#ifndef WEBATTENTION_USE_THREADS
+
+int thread_count() { return 1; }
+
+void set_thread_limit(int) {}
+
+void parallel_for(int n, int, const std::function<void(int, int)>& fn) {
+  if (n > 0) fn(0, n);
+}
+
+#else
+
+namespace {
+
+thread_local bool inside_job = false;
+std::atomic<int> thread_limit{1 << 30};
+
+// One parallel_for call. Workers hold it through a shared_ptr, so one that wakes late sees its
+// own (finished) job, never the next one's counter.
+struct Job {
+  const std::function<void(int, int)>* fn;
+  int n, grain;
+  std::atomic<int> next{0};
+  std::atomic<int> pending{0};  // chunks not finished yet
+};
+
+class Pool {
+ public:
+  Pool() {
+    const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    const int workers = static_cast<int>(std::min(hw, 16u)) - 1;
+    for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
+  }
+  ~Pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+
+  int size() const { return static_cast<int>(threads_.size()) + 1; }
+
+  void run(int n, int grain, const std::function<void(int, int)>& fn) {
+    auto job = std::make_shared<Job>();
+    job->fn = &fn;
+    job->n = n;
+    job->grain = grain;
+    job->pending.store((n + grain - 1) / grain);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = job;
+      ++generation_;
+    }
+    wake_.notify_all();
+    take_chunks(*job);
+    // Spin for the last chunks instead of sleeping: they are about one chunk long, and a browser
+    // main thread may not block in a futex wait (Emscripten warns and busy-waits there anyway).
+    while (job->pending.load(std::memory_order_acquire) > 0) {
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    job_.reset();
+  }
+
+ private:
+  // Runs chunks of `job` until none is left.
+  void take_chunks(Job& job) {
+    inside_job = true;
+    int finished = 0;
+    for (;;) {
+      const int begin = job.next.fetch_add(job.grain);
+      if (begin >= job.n) break;
+      (*job.fn)(begin, std::min(job.n, begin + job.grain));
+      ++finished;
+    }
+    inside_job = false;
+    if (finished) job.pending.fetch_sub(finished, std::memory_order_release);
+  }
+
+  void work() {
+    unsigned seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      wake_.wait(lock, [&] { return stop_ || (generation_ != seen && job_); });
+      if (stop_) return;
+      seen = generation_;
+      std::shared_ptr<Job> job = job_;
+      lock.unlock();
+      take_chunks(*job);
+      lock.lock();
+    }
+  }
+
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::shared_ptr<Job> job_;
+  unsigned generation_ = 0;
+  bool stop_ = false;
+};
+
+Pool& pool() {
+  static Pool instance;
+  return instance;
+}
+
+std::mutex& caller_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+}  // namespace
+
+int thread_count() { return pool().size(); }
+
+void set_thread_limit(int threads) { thread_limit.store(std::max(1, threads)); }
+
+void parallel_for(int n, int grain, const std::function<void(int, int)>& fn) {
+  if (n <= 0) return;
+  grain = std::max(1, grain);
+  if (inside_job || n <= grain || thread_limit.load() == 1 || pool().size() == 1) {
+    fn(0, n);
+    return;
+  }
+  std::lock_guard<std::mutex> one_job_at_a_time(caller_mutex());
+  pool().run(n, grain, fn);
+}
+
+#endif
+
+}  // namespace webattention
