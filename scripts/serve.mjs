@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Tiny read-only static file server for the demo (no dependencies).
 //   node scripts/serve.mjs [port]        (or PORT=8080; port 0 picks a free one)
-// Serves the repository root on loopback only; "/" redirects to /web/demo/.
+// Serves the repository root on loopback only; "/" redirects to /web/demo/. Pages are
+// cross-origin isolated (COOP/COEP) unless ISOLATED=0.
 // Refuses paths outside the repository and dot-files/-directories (.git, .ci, ...).
 import { createServer } from 'node:http';
 import { createReadStream } from 'node:fs';
@@ -14,6 +15,7 @@ const LOOPBACK = new Set(['127.0.0.1', 'localhost', '::1']);
 const HOST = process.env.HOST || '127.0.0.1';
 const PORT_ARG = process.argv[2] ?? process.env.PORT ?? '8080';
 const PORT = Number(PORT_ARG);
+const ISOLATED = process.env.ISOLATED !== '0';
 
 if (!LOOPBACK.has(HOST)) {
   console.error(`serve: HOST must be a loopback address (127.0.0.1, ::1, localhost), got '${HOST}'`);
@@ -109,6 +111,9 @@ const server = createServer(async (req, res) => {
     'Content-Length': r.size,
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
+    // Cross-origin isolation: the page may use SharedArrayBuffer, so the package picks its
+    // pthreads module (ISOLATED=0 serves without, to see the single-threaded path).
+    ...(ISOLATED ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
   });
   if (req.method === 'HEAD') return res.end();
   createReadStream(r.file)

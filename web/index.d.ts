@@ -123,7 +123,8 @@ export interface Capabilities {
   backend: 'wasm';
   /** Whether the SIMD128 module runs (else the scalar one: engines without WASM SIMD). */
   simd: boolean;
-  wasmModule: 'simd' | 'scalar';
+  /** 'mt': SIMD128 + pthreads, picked on cross-origin-isolated pages when the package is served as is. */
+  wasmModule: 'simd' | 'scalar' | 'mt';
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
 }

@@ -58,7 +58,13 @@ export function bindApi(loadCore, platform) {
         : resolveThreads('threads', options.threads, platform.autoThreads);
       const loadedCore = await load();
       const main = new WasmMha(loadedCore.core, config);
-      const backend = threads > 1 ? new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) }) : main;
+      let backend = main;
+      if (loadedCore.variant === 'mt') {
+        // The pthreads module splits work over its own threads in shared memory: no worker pool.
+        main.threads = threads === 1 ? 1 : loadedCore.core.threadCount();
+      } else if (threads > 1) {
+        backend = new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) });
+      }
       return new MultiHeadAttention(backend, config);
     }
 
@@ -171,8 +177,9 @@ export function bindApi(loadCore, platform) {
    * (threads: what a module created without the `threads` option uses at most).
    */
   async function capabilities() {
-    const { variant } = await load();
-    return { backend: 'wasm', simd: variant === 'simd', wasmModule: variant, threads: defaultThreads().threads };
+    const { variant, core } = await load();
+    const threads = variant === 'mt' ? core.threadCount() : defaultThreads().threads;
+    return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
   }
 
   // ready(): resolves once the core is loaded, without handing out its internals.

@@ -1,16 +1,26 @@
 // Browser entry: the literal new URL(..., import.meta.url), new Worker(new URL(...)) and
 // import(...) forms let bundlers find and copy both modules and their workers; only the one the
-// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'scalar') and
+// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'scalar' | 'mt') and
 // WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment variables do in Node.
 import { bindApi } from './api.js';
 import { pickVariant } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
+
+const DIST = '../dist/';
+const MT_GLUE = 'webattention_core_mt.mjs';
 
 const modules = {
   simd: {
     glue: () => import('../dist/webattention_core.mjs'),
     wasm: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
     worker: () => new Worker(new URL('./worker_simd.js', import.meta.url), { type: 'module' }),
+  },
+  // SIMD128 + pthreads: the core splits work over its own threads in shared memory. Its glue
+  // starts its pthread workers itself (webattention_core_mt.worker.js beside it), which bundlers
+  // cannot follow (Vite fails on it), so it is loaded by a URL they do not see: it runs where the
+  // package is served as is; in a bundled app the import fails at once and 'simd' is used.
+  mt: {
+    glue: () => import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(DIST + MT_GLUE, import.meta.url).href),
   },
   scalar: {
     glue: () => import('../dist/webattention_core_scalar.mjs'),
@@ -48,8 +58,34 @@ function spawnWorker(variant) {
   };
 }
 
+// The pthreads module waits for its workers before it resolves; where they cannot start (a
+// bundler that did not copy the worker, a CSP), give up after this long and use 'simd'.
+const THREADS_MODULE_TIMEOUT_MS = 15000;
+
+async function loadThreadsModule() {
+  const { default: create } = await modules.mt.glue();
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
+  });
+  try {
+    // No locateFile: the glue finds its .wasm and worker with new URL(..., import.meta.url).
+    return await Promise.race([create({}), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 const api = bindApi(async () => {
-  const variant = pickVariant(globalThis.WEBATTENTION_WASM);
+  let variant = pickVariant(globalThis.WEBATTENTION_WASM, { threadsModule: true });
+  if (variant === 'mt') {
+    try {
+      return { core: await loadThreadsModule(), variant };
+    } catch (e) {
+      console.warn(`webattention: the pthreads module did not start (${e.message ?? e}); using the single-threaded SIMD module`);
+      variant = 'simd';
+    }
+  }
   const { glue, wasm } = modules[variant];
   const [{ default: create }, module] = await Promise.all([glue(), compile(wasm())]);
   return { core: await instantiateCore(create, module), variant, module };

@@ -1,5 +1,6 @@
-// Which WASM module to load: the SIMD128 build where the engine validates SIMD code, else the
-// scalar build. `forced` ('simd' | 'scalar') overrides detection (tests, debugging).
+// Which WASM module to load: the pthreads build ('mt', SIMD128 + threads) on cross-origin-
+// isolated pages, else the SIMD128 build where the engine validates SIMD code, else the scalar
+// build. `forced` ('simd' | 'scalar' | 'mt') overrides detection (tests, debugging).
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -12,12 +13,20 @@ export function simdSupported() {
   return WebAssembly.validate(SIMD_PROBE);
 }
 
-export function pickVariant(forced) {
+/** Shared memory and Atomics: a cross-origin-isolated page (COOP + COEP headers). */
+export function sharedMemorySupported() {
+  return globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
+}
+
+/** threadsModule: whether this platform can run the pthreads module at all (browsers only). */
+export function pickVariant(forced, { threadsModule = false } = {}) {
+  const known = threadsModule ? ['simd', 'scalar', 'mt'] : ['simd', 'scalar'];
   if (forced !== undefined && forced !== '') {
-    if (forced !== 'simd' && forced !== 'scalar') {
-      throw new Error(`WEBATTENTION_WASM: expected 'simd' or 'scalar', got '${forced}'`);
+    if (!known.includes(forced)) {
+      throw new Error(`WEBATTENTION_WASM: expected ${known.map((k) => `'${k}'`).join(' or ')}, got '${forced}'`);
     }
     return forced;
   }
-  return simdSupported() ? 'simd' : 'scalar';
+  if (!simdSupported()) return 'scalar';
+  return threadsModule && sharedMemorySupported() ? 'mt' : 'simd';
 }

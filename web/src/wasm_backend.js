@@ -128,6 +128,8 @@ export class WasmMha {
   // arguments forward() and forwardHeads() share, and reads `outFloats` and the weights (of
   // `weightHeads` heads unless averaged) back.
   #run(plan, outFloats, weightHeads, call) {
+    // The pthreads module's pool serves every module: each call sets this module's thread count.
+    this.core.setThreadLimit(this.threads ?? 1);
     const { B, L, S } = plan;
     const weightFloats = plan.needWeights
       ? B * (plan.averageAttnWeights ? 1 : weightHeads) * L * S : 0;
