@@ -5,48 +5,22 @@
 //   DEMO_SCREENSHOT=/path/x.png   where to write the screenshot (default: a temp file)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { CHROMIUM, ROOT, launchChromium, startServer } from './harness.mjs';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const OVERALL_MS = 60_000;
-const ARGS = ['--no-sandbox', '--disable-gpu-sandbox', '--no-first-run', '--disable-background-networking',
-  '--disable-component-update', '--disable-sync', '--disable-quic'];
 
 let server;       // the serve.mjs child process
-let context;    // persistent context on a fresh user-data dir
-let userDataDir;
+let browser;      // { context, close } from harness.mjs
+let context;
 let baseUrl;
 let watchdog;
-
-function startServer() {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(ROOT, 'scripts/serve.mjs'), '0'], {
-      cwd: ROOT, env: { ...process.env, QUIET: '1', HOST: '127.0.0.1' }, stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const onData = (chunk) => {
-      out += chunk;
-      const m = out.match(/http:\/\/127\.0\.0\.1:(\d+)\//);
-      if (m) resolve({ child, url: `http://127.0.0.1:${m[1]}` });
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', (chunk) => { out += chunk; });
-    child.on('error', reject);
-    child.on('exit', (code) => reject(new Error(`serve.mjs exited (${code}) before listening:\n${out}`)));
-    setTimeout(() => reject(new Error(`serve.mjs did not report its URL within 10 s:\n${out}`)), 10_000).unref();
-  });
-}
 
 function cleanup() {
   clearTimeout(watchdog);
   if (server && server.exitCode === null) server.kill('SIGTERM');
-  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 }
 process.on('exit', () => {
   if (server && server.exitCode === null) server.kill('SIGKILL');
@@ -78,15 +52,13 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
       process.exit(1);
     }, OVERALL_MS).unref();
     ({ child: server, url: baseUrl } = await startServer());
-    userDataDir = mkdtempSync(join(tmpdir(), 'webattention-chromium-'));
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 30_000,
-    });
+    browser = await launchChromium();
+    ({ context } = browser);
   });
 
   after(async () => {
     try {
-      await context?.close();
+      await browser?.close();
     } finally {
       cleanup();
     }
