@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "kernels/block_simd128.h"
 #include "kernels/exp_simd128.h"
 #include "kernels/kernels.h"
 
@@ -73,33 +74,13 @@ void tile_scores(const float* q, int dk, const float* kp, int j0, int width, flo
   const float* q2 = q + 2 * dk;
   const float* q3 = q + 3 * dk;
   for (int jb = 0; jb < width; jb += 8) {
-    v128_t a00 = wasm_f32x4_splat(0.0f), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
-           a30 = a00, a31 = a00;
+    Block4x8 acc = Block4x8::filled(wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f));
     const float* panel = kp + static_cast<std::size_t>((j0 + jb) / 8) * dk * 8;
     for (int c = 0; c < dk; ++c) {
-      const v128_t k0 = wasm_v128_load(panel + c * 8);
-      const v128_t k1 = wasm_v128_load(panel + c * 8 + 4);
-      v128_t s = wasm_f32x4_splat(q0[c]);
-      a00 = wasm_f32x4_add(a00, wasm_f32x4_mul(s, k0));
-      a01 = wasm_f32x4_add(a01, wasm_f32x4_mul(s, k1));
-      s = wasm_f32x4_splat(q1[c]);
-      a10 = wasm_f32x4_add(a10, wasm_f32x4_mul(s, k0));
-      a11 = wasm_f32x4_add(a11, wasm_f32x4_mul(s, k1));
-      s = wasm_f32x4_splat(q2[c]);
-      a20 = wasm_f32x4_add(a20, wasm_f32x4_mul(s, k0));
-      a21 = wasm_f32x4_add(a21, wasm_f32x4_mul(s, k1));
-      s = wasm_f32x4_splat(q3[c]);
-      a30 = wasm_f32x4_add(a30, wasm_f32x4_mul(s, k0));
-      a31 = wasm_f32x4_add(a31, wasm_f32x4_mul(s, k1));
+      acc.madd(q0[c], q1[c], q2[c], q3[c], wasm_v128_load(panel + c * 8),
+               wasm_v128_load(panel + c * 8 + 4));
     }
-    wasm_v128_store(scores + jb, a00);
-    wasm_v128_store(scores + jb + 4, a01);
-    wasm_v128_store(scores + kKeyTile + jb, a10);
-    wasm_v128_store(scores + kKeyTile + jb + 4, a11);
-    wasm_v128_store(scores + 2 * kKeyTile + jb, a20);
-    wasm_v128_store(scores + 2 * kKeyTile + jb + 4, a21);
-    wasm_v128_store(scores + 3 * kKeyTile + jb, a30);
-    wasm_v128_store(scores + 3 * kKeyTile + jb + 4, a31);
+    for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
   }
 }
 
@@ -162,35 +143,17 @@ float exp_row(float* s, int width, float max, float factor) {
 void accumulate_pv(const float* p, int width, const float* vp, int S_pad, int dv_pad, int j0,
                    float* acc) {
   for (int cb = 0; cb < dv_pad; cb += 8) {
-    v128_t a00 = wasm_v128_load(acc + cb), a01 = wasm_v128_load(acc + cb + 4);
-    v128_t a10 = wasm_v128_load(acc + dv_pad + cb), a11 = wasm_v128_load(acc + dv_pad + cb + 4);
-    v128_t a20 = wasm_v128_load(acc + 2 * dv_pad + cb), a21 = wasm_v128_load(acc + 2 * dv_pad + cb + 4);
-    v128_t a30 = wasm_v128_load(acc + 3 * dv_pad + cb), a31 = wasm_v128_load(acc + 3 * dv_pad + cb + 4);
+    Block4x8 block;
+    for (int r = 0; r < kRows; ++r) {
+      block.lo[r] = wasm_v128_load(acc + r * dv_pad + cb);
+      block.hi[r] = wasm_v128_load(acc + r * dv_pad + cb + 4);
+    }
     const float* vrow = vp + static_cast<std::size_t>(cb) * S_pad + j0 * 8;
     for (int j = 0; j < width; ++j, vrow += 8) {
-      const v128_t v0 = wasm_v128_load(vrow);
-      const v128_t v1 = wasm_v128_load(vrow + 4);
-      v128_t s = wasm_f32x4_splat(p[j]);
-      a00 = wasm_f32x4_add(a00, wasm_f32x4_mul(s, v0));
-      a01 = wasm_f32x4_add(a01, wasm_f32x4_mul(s, v1));
-      s = wasm_f32x4_splat(p[kKeyTile + j]);
-      a10 = wasm_f32x4_add(a10, wasm_f32x4_mul(s, v0));
-      a11 = wasm_f32x4_add(a11, wasm_f32x4_mul(s, v1));
-      s = wasm_f32x4_splat(p[2 * kKeyTile + j]);
-      a20 = wasm_f32x4_add(a20, wasm_f32x4_mul(s, v0));
-      a21 = wasm_f32x4_add(a21, wasm_f32x4_mul(s, v1));
-      s = wasm_f32x4_splat(p[3 * kKeyTile + j]);
-      a30 = wasm_f32x4_add(a30, wasm_f32x4_mul(s, v0));
-      a31 = wasm_f32x4_add(a31, wasm_f32x4_mul(s, v1));
+      block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j],
+                 wasm_v128_load(vrow), wasm_v128_load(vrow + 4));
     }
-    wasm_v128_store(acc + cb, a00);
-    wasm_v128_store(acc + cb + 4, a01);
-    wasm_v128_store(acc + dv_pad + cb, a10);
-    wasm_v128_store(acc + dv_pad + cb + 4, a11);
-    wasm_v128_store(acc + 2 * dv_pad + cb, a20);
-    wasm_v128_store(acc + 2 * dv_pad + cb + 4, a21);
-    wasm_v128_store(acc + 3 * dv_pad + cb, a30);
-    wasm_v128_store(acc + 3 * dv_pad + cb + 4, a31);
+    for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
   }
 }
 

@@ -1,9 +1,10 @@
-// Projection kernel, WebAssembly SIMD128: 4 rows × 8 columns of accumulators (8 f32x4) per
-// register block, streaming one packed panel. Bigger blocks spill in V8 (16 XMM registers).
+// Projection kernel, WebAssembly SIMD128: one Block4x8 of accumulators per 4 input rows ×
+// 8 output columns, streaming one packed panel.
 #include <wasm_simd128.h>
 
 #include <algorithm>
 
+#include "kernels/block_simd128.h"
 #include "kernels/kernels.h"
 
 namespace webattention::kernels {
@@ -21,38 +22,23 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, int in, const 
     b0 = wasm_v128_load(padded);
     b1 = wasm_v128_load(padded + 4);
   }
-  v128_t a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+  Block4x8 acc = Block4x8::filled(b0, b1);
   const float* x0 = x_rows[0];
   const float* x1 = x_rows[1];
   const float* x2 = x_rows[2];
   const float* x3 = x_rows[3];
   for (int k = 0; k < in; ++k) {
-    const v128_t w0 = wasm_v128_load(panel + k * kPanelWidth);
-    const v128_t w1 = wasm_v128_load(panel + k * kPanelWidth + 4);
-    v128_t s = wasm_f32x4_splat(x0[k]);
-    a00 = wasm_f32x4_add(a00, wasm_f32x4_mul(s, w0));
-    a01 = wasm_f32x4_add(a01, wasm_f32x4_mul(s, w1));
-    s = wasm_f32x4_splat(x1[k]);
-    a10 = wasm_f32x4_add(a10, wasm_f32x4_mul(s, w0));
-    a11 = wasm_f32x4_add(a11, wasm_f32x4_mul(s, w1));
-    s = wasm_f32x4_splat(x2[k]);
-    a20 = wasm_f32x4_add(a20, wasm_f32x4_mul(s, w0));
-    a21 = wasm_f32x4_add(a21, wasm_f32x4_mul(s, w1));
-    s = wasm_f32x4_splat(x3[k]);
-    a30 = wasm_f32x4_add(a30, wasm_f32x4_mul(s, w0));
-    a31 = wasm_f32x4_add(a31, wasm_f32x4_mul(s, w1));
+    acc.madd(x0[k], x1[k], x2[k], x3[k], wasm_v128_load(panel + k * kPanelWidth),
+             wasm_v128_load(panel + k * kPanelWidth + 4));
   }
-  const v128_t acc[kRows][2] = {{a00, a01}, {a10, a11}, {a20, a21}, {a30, a31}};
   const int cols = std::min(kPanelWidth, out - n0);
   for (int r = 0; r < rows; ++r) {
     float* yr = y + r * y_stride + n0;
     if (cols == kPanelWidth) {
-      wasm_v128_store(yr, acc[r][0]);
-      wasm_v128_store(yr + 4, acc[r][1]);
+      acc.store_row(r, yr);
     } else {
       alignas(16) float tmp[kPanelWidth];
-      wasm_v128_store(tmp, acc[r][0]);
-      wasm_v128_store(tmp + 4, acc[r][1]);
+      acc.store_row(r, tmp);
       std::copy(tmp, tmp + cols, yr);
     }
   }
