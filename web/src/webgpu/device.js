@@ -1,0 +1,145 @@
+// Finding a WebGPU device. The package never imports a WebGPU implementation: it uses what the
+// app provides, in this order: the `gpu` option of create() (a GPU, i.e. navigator.gpu or the
+// object of the npm `webgpu` package's create(), or a GPUDevice the app already has), then
+// navigator.gpu, then globalThis.gpu. So Node gets WebGPU only when the app brings it.
+import { BackendError, OptionError, describe } from '../errors.js';
+
+const backendError = (message, fields) => new BackendError(message, fields);
+
+// Buffer usage and map mode flags as numbers: Node has no GPUBufferUsage global unless the app
+// copied the `webgpu` package's globals onto globalThis.
+export const Usage = Object.freeze({
+  MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80,
+});
+export const MAP_READ = 0x1;
+
+const isDevice = (x) => x && typeof x.createBuffer === 'function' && x.queue !== undefined;
+const isGpu = (x) => x && typeof x.requestAdapter === 'function';
+
+/** The GPU object to use: the option, navigator.gpu, globalThis.gpu, or null. */
+export function findGpu(option) {
+  if (option !== undefined && option !== null) {
+    if (isGpu(option) || isDevice(option)) return option;
+    throw new OptionError(`gpu: expected a GPU (navigator.gpu, or the npm 'webgpu' package's create()) or a GPUDevice, got ${describe(option)}`, {
+      argument: 'gpu', expected: 'GPU | GPUDevice', actual: describe(option),
+    });
+  }
+  const candidates = [globalThis.navigator?.gpu, globalThis.gpu];
+  return candidates.find(isGpu) ?? null;
+}
+
+/** Whether an adapter is a software one (SwiftShader, WARP, llvmpipe): WebGPU on the CPU. */
+export function isSoftwareAdapter(adapter) {
+  const info = adapter.info ?? {};
+  if (info.isFallbackAdapter || adapter.isFallbackAdapter) return true;
+  const text = [info.vendor, info.architecture, info.device, info.description].join(' ');
+  return /swiftshader|llvmpipe|lavapipe|softpipe|\bwarp\b|microsoft basic render/i.test(text);
+}
+
+/** adapter.info as plain data (GPUAdapterInfo's fields are getters). */
+export function describeAdapter(info) {
+  if (!info) return { vendor: '', architecture: '', device: '', description: '' };
+  return { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' };
+}
+
+/**
+ * Asks `gpu` for an adapter. Resolves to { adapter, software } or throws BackendError when
+ * there is none.
+ */
+export async function requestAdapter(gpu) {
+  let adapter = null;
+  try {
+    adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  } catch (e) {
+    throw backendError(`backend 'webgpu': requestAdapter() failed: ${e?.message ?? e}`, {
+      argument: 'backend', expected: 'a WebGPU adapter', actual: 'requestAdapter() threw',
+    });
+  }
+  if (!adapter) {
+    throw backendError("backend 'webgpu': no WebGPU adapter (requestAdapter() resolved to null)", {
+      argument: 'backend', expected: 'a WebGPU adapter', actual: 'none',
+    });
+  }
+  return { adapter, software: isSoftwareAdapter(adapter) };
+}
+
+/**
+ * A device on `adapter` with the largest storage-buffer limits the adapter offers (the defaults,
+ * 128 MiB per binding, would cap L·S for the weights). Throws BackendError on failure.
+ */
+export async function requestDevice(adapter) {
+  const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
+  const requiredLimits = {};
+  for (const name of want) if (adapter.limits?.[name] !== undefined) requiredLimits[name] = adapter.limits[name];
+  try {
+    return await adapter.requestDevice({ requiredLimits, label: 'webattention' });
+  } catch (e) {
+    throw backendError(`backend 'webgpu': requestDevice() failed: ${e?.message ?? e}`, {
+      argument: 'backend', expected: 'a WebGPU device', actual: 'requestDevice() failed',
+    });
+  }
+}
+
+// One device per GPU object, shared by every module made on it (browsers limit how many devices a
+// page may hold), and forgotten once lost so that the next module gets a new adapter and device.
+// The adapter is probed first: 'auto' may decline a software adapter without making a device.
+// A probe that found no adapter is remembered for 'auto' (browsers log a warning for every
+// requestAdapter() that finds none); backend 'webgpu' asks again.
+const shared = new WeakMap();  // GPU → { probe: Promise<{ adapter, software }>, failed, device: Promise | null }
+
+function forget(gpu, entry) {
+  if (shared.get(gpu) === entry) shared.delete(gpu);
+}
+
+async function sharedDevice(gpu, backend, useSoftware) {
+  let entry = shared.get(gpu);
+  if (entry?.failed && backend === 'webgpu') {
+    forget(gpu, entry);
+    entry = null;
+  }
+  if (!entry) {
+    entry = { probe: requestAdapter(gpu), failed: false, device: null };
+    entry.probe.catch(() => { entry.failed = true; });
+    shared.set(gpu, entry);
+  }
+  const probe = await entry.probe;
+  // 'auto' leaves a software adapter alone unless a webgpuMinFlops was given: it is slower than
+  // WASM at every size measured (docs/webgpu.md), so a device would only cost memory.
+  if (backend === 'auto' && probe.software && !useSoftware) return null;
+  if (!entry.device) {
+    entry.device = requestDevice(probe.adapter).then((device) => {
+      device.lost.then(() => forget(gpu, entry));
+      return { device, adapterInfo: describeAdapter(probe.adapter.info), software: probe.software };
+    });
+    entry.device.catch(() => forget(gpu, entry));
+  }
+  return entry.device;
+}
+
+/**
+ * What create() gets for backend 'webgpu' | 'auto': { device, adapterInfo, software }, or null
+ * where 'auto' finds nothing it should use ('webgpu' throws BackendError instead). A device the
+ * package made is shared and never destroyed by it; a GPUDevice passed as `gpu` is used as is.
+ */
+export async function acquireGpu({ gpu: option, backend, useSoftware }) {
+  const gpu = findGpu(option);
+  if (!gpu) {
+    if (backend === 'auto') return null;
+    throw backendError("backend 'webgpu': WebGPU is not available (no navigator.gpu or globalThis.gpu, and no `gpu` option; "
+      + "in Node, pass the npm 'webgpu' package's create([]) as `gpu`)", {
+      argument: 'backend', expected: 'navigator.gpu, globalThis.gpu or the gpu option', actual: 'none',
+    });
+  }
+  if (isDevice(gpu)) {
+    const info = gpu.adapterInfo;
+    const software = isSoftwareAdapter({ info: info ?? {} });
+    if (backend === 'auto' && software && !useSoftware) return null;
+    return { device: gpu, adapterInfo: describeAdapter(info), software };
+  }
+  try {
+    return await sharedDevice(gpu, backend, useSoftware);
+  } catch (e) {
+    if (backend === 'auto') return null;
+    throw e;
+  }
+}

@@ -1,0 +1,59 @@
+// WGSL shared by the two attention kernels (flash_attention and attention_weights): the uniform
+// block, the two mask bindings and the masked score of one (query, key) pair, so both kernels
+// apply exactly the same rule and the weights match the output's softmax.
+//
+// Masks arrive as f32 (the JS side converts): additive values are added to the score; boolean
+// "not allowed" entries and additive -inf entries are stored as MASK_SENTINEL (a large finite
+// negative), so no infinity ever enters shader arithmetic (WGSL lets implementations assume
+// there are none). Anything at or below MASKED_AT counts as masked, which also keeps a row whose
+// keys are all masked recognisable: it gets zero output and zero weights (the library's
+// documented difference from PyTorch's NaN). Causal masking is top-left aligned (key j > query
+// i is masked), as in the WASM core.
+
+/** What a masked entry is stored as, on the JS side. */
+export const MASK_SENTINEL = -3.0e38;
+
+/** Uniform block of both attention kernels: 15 u32 then one f32 (64 bytes). */
+export const ATTENTION_PARAMS = ['B', 'L', 'S', 'H', 'causal', 'hasKpm', 'amKind',
+  'qOff', 'qStride', 'kOff', 'kStride', 'vOff', 'vStride', 'oStride', 'average'];
+
+export const attentionCommon = /* wgsl */ `
+struct Params {
+  B: u32, L: u32, S: u32, H: u32,
+  causal: u32,                 // 1: key j > query i is masked
+  hasKpm: u32,                 // 1: kpm[b·S + j] applies
+  amKind: u32,                 // 0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]
+  qOff: u32, qStride: u32,     // head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK
+  kOff: u32, kStride: u32,     // head h of key row (b, j) at kOff + (b·S + j)·kStride + h·DK
+  vOff: u32, vStride: u32,     // head h of value row (b, j) at vOff + (b·S + j)·vStride + h·DV
+  oStride: u32,                // output row (b, i), head h at (b·L + i)·oStride + h·DV
+  average: u32,                // weights: 1 = mean over heads [B, L, S], 0 = [B, H, L, S]
+  scale: f32,                  // score = q·k · scale (+ masks)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> kpm: array<f32>;
+@group(0) @binding(2) var<storage, read> am: array<f32>;
+
+const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
+const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
+
+// The score of query (b, h, i) against key j given their dot product, or NEG when masked.
+fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
+  if (p.causal != 0u && j > i) { return NEG; }
+  var s = dot * p.scale;
+  if (p.hasKpm != 0u) {
+    let mv = kpm[b * p.S + j];
+    if (mv <= MASKED_AT) { return NEG; }
+    s += mv;
+  }
+  if (p.amKind != 0u) {
+    var at = i * p.S + j;
+    if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.S; }
+    let mv = am[at];
+    if (mv <= MASKED_AT) { return NEG; }
+    s += mv;
+  }
+  return s;
+}
+`;

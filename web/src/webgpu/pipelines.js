@@ -1,0 +1,38 @@
+// Compute pipelines, made once per device and shape class and cached: the linear kernel has one
+// pipeline per device; flash attention one per head-width pair (DK, DV); the weights kernel one
+// per DK. Everything else (sizes, strides, masks, causal) is a uniform, so a module that sees
+// many sequence lengths still compiles at most three shaders.
+import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
+import { flashAttentionShader } from './kernels/flash_attention.wgsl.js';
+import { linearShader } from './kernels/linear.wgsl.js';
+
+const caches = new WeakMap();  // GPUDevice → Map(key → Promise<GPUComputePipeline>)
+
+const kinds = {
+  linear: () => linearShader(),
+  flash: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
+  weights: ({ dk }) => attentionWeightsShader({ dk }),
+};
+
+/** Resolves to the pipeline of kernel `kind` for `shape` ({ dk, dv }), compiling it on first use. */
+export function getPipeline(device, kind, shape = {}) {
+  let cache = caches.get(device);
+  if (!cache) caches.set(device, (cache = new Map()));
+  const key = kind === 'linear' ? kind : kind === 'flash' ? `${kind}:${shape.dk}:${shape.dv}` : `${kind}:${shape.dk}`;
+  let pipeline = cache.get(key);
+  if (!pipeline) {
+    const code = kinds[kind](shape);
+    const module = device.createShaderModule({ code, label: `webattention ${key}` });
+    pipeline = device.createComputePipelineAsync({
+      layout: 'auto', compute: { module, entryPoint: 'main' }, label: `webattention ${key}`,
+    });
+    pipeline.catch(() => cache.delete(key));  // a failed compile is not cached
+    cache.set(key, pipeline);
+  }
+  return pipeline;
+}
+
+/** Number of pipelines compiled on `device` so far (tests: they are cached). */
+export function pipelineCount(device) {
+  return caches.get(device)?.size ?? 0;
+}
