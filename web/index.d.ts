@@ -29,9 +29,33 @@ export interface MultiHeadAttentionOptions {
    * default.
    */
   threads?: 'auto' | number;
+  /**
+   * Where forward() computes. 'auto' (default): WebGPU for calls of at least webgpuMinFlops when
+   * a hardware adapter is there, WASM otherwise (software adapters such as SwiftShader are left
+   * alone unless webgpuMinFlops is given); the adapter is only asked for at the first such call. 'wasm': WASM only. 'webgpu': every call on the GPU;
+   * create() rejects with BackendError when there is no WebGPU adapter or device. See
+   * docs/webgpu.md.
+   */
+  backend?: 'auto' | 'wasm' | 'webgpu';
+  /**
+   * The WebGPU to use: navigator.gpu (the default in browsers), the npm `webgpu` package's
+   * create([]) in Node (the package never imports one itself), or a GPUDevice the app has.
+   */
+  gpu?: GpuLike;
+  /**
+   * FLOPs from which a call runs on the GPU (default 2^26 for 'auto', an estimate; 0 for
+   * 'webgpu'). Giving it also lets 'auto' use a software adapter.
+   */
+  webgpuMinFlops?: number;
 }
 
-export interface ResolvedMultiHeadAttentionConfig extends Required<Omit<MultiHeadAttentionOptions, 'threads'>> {}
+/** navigator.gpu, the npm `webgpu` package's create([]), or a GPUDevice (typed structurally). */
+export type GpuLike =
+  | { requestAdapter(options?: any): Promise<unknown> }
+  | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
+
+export interface ResolvedMultiHeadAttentionConfig
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>> {}
 
 export interface ForwardOptions {
   /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
@@ -76,6 +100,12 @@ export class MultiHeadAttention {
   /** Loads the WASM core on first use. Weights are undefined until loadStateDict(). */
   static create(options: MultiHeadAttentionOptions): Promise<MultiHeadAttention>;
   readonly config: ResolvedMultiHeadAttentionConfig;
+  /**
+   * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
+   * (also with 'auto' before its first call of at least webgpuMinFlops, and after the WebGPU
+   * device was lost: the module then carries on on WASM).
+   */
+  readonly backend: 'wasm' | 'webgpu';
   /** Threads forward() computes on; 1 after a worker failed (the module then runs on one thread). */
   readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */
@@ -149,3 +179,5 @@ export class DisposedError extends WebAttentionError {}
 export class MemoryError extends WebAttentionError {}
 /** A worker of a module's thread pool crashed, exited or could not start. */
 export class WorkerError extends WebAttentionError {}
+/** backend 'webgpu' where there is no WebGPU, no adapter or no device. */
+export class BackendError extends WebAttentionError {}

@@ -4,6 +4,7 @@ import { DisposedError } from './errors.js';
 import { PooledMha, WorkerPool } from './pool.js';
 import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict, resolveThreads } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
+import * as webgpu from './webgpu/options.js';
 
 export * from './errors.js';
 
@@ -49,13 +50,16 @@ export function bindApi(loadCore, platform) {
 
     /**
      * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
-     * threads? = 'auto' }. Weights are zero until loadStateDict().
+     * threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops? (docs/webgpu.md) }. Weights are
+     * zero until loadStateDict().
      */
     static async create(options) {
       const config = resolveMhaConfig(options);
       const { threads, auto } = options.threads === undefined
         ? defaultThreads()
         : resolveThreads('threads', options.threads, platform.autoThreads);
+      const backendOptions = webgpu.resolveBackendOptions(options);
+      const gpu = await webgpu.acquire(backendOptions);  // null: WASM only
       const loadedCore = await load();
       const main = new WasmMha(loadedCore.core, config);
       let backend = main;
@@ -65,12 +69,21 @@ export function bindApi(loadCore, platform) {
       } else if (threads > 1) {
         backend = new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) });
       }
-      return new MultiHeadAttention(backend, config);
+      return new MultiHeadAttention(webgpu.wrap(backend, config, gpu, backendOptions), config);
     }
 
     /** Resolved configuration (defaults filled in). */
     get config() {
       return { ...this.#config };
+    }
+
+    /**
+     * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
+     * (backend 'wasm'; 'auto' before its first large call or without a usable GPU; after the
+     * WebGPU device was lost).
+     */
+    get backend() {
+      return this.#live('backend').backend ?? 'wasm';
     }
 
     /** Threads forward() computes on (1: the calling thread only, as after a worker failure). */

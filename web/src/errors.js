@@ -44,7 +44,12 @@ export class WorkerError extends WebAttentionError {
   static errorName = 'WorkerError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError };
+/** A backend that cannot run here: backend 'webgpu' without WebGPU, an adapter or a device. */
+export class BackendError extends WebAttentionError {
+  static errorName = 'BackendError';
+}
+
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError, BackendError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

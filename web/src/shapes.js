@@ -103,7 +103,8 @@ function checkMask(argument, mask) {
   return { kind, ...t };
 }
 
-const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads'];
+const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads',
+  'backend', 'gpu', 'webgpuMinFlops'];
 
 /** Most threads (workers + the calling thread) one module may use. */
 export const MAX_THREADS = 64;
