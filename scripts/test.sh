@@ -4,7 +4,8 @@
 #   2. the same GoogleTest suite compiled to WASM, SIMD128 and scalar builds, run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #      (SIMD128 module, scalar module, and on the worker pool with WEBATTENTION_THREADS=2)
-#   4. the demo page in headless Chromium
+#   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
+#      `webgpu` on SwiftShader's Vulkan driver, and headless Chromium's SwiftShader adapter)
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,9 @@ WEBATTENTION_WASM=scalar node --test tests/js/
 
 step "JS API again on the worker pool: every module made with threads: 2"
 WEBATTENTION_THREADS=2 node --test tests/js/
+
+step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
+node --test tests/webgpu/  # node.test.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 
 step "Package as a user installs it"
 node tests/package/run.mjs

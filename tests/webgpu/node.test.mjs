@@ -1,0 +1,472 @@
+// The WebGPU backend in Node, without a GPU: the npm `webgpu` package (Dawn) on SwiftShader's
+// Vulkan driver (Debian's chromium ships it; VK_ICD_FILENAMES points Vulkan at it). Checks:
+//   - every PyTorch MHA fixture through MultiHeadAttention.create({ backend: 'webgpu', gpu })
+//     (all of them are small enough for software WebGPU; a case over MAX_SOFTWARE_FLOPS would be
+//     listed by name in the test that says which were left out);
+//   - GPU vs WASM on shapes the fixtures do not reach (several query and key tiles, causal
+//     across tiles, wide free head dims, rows with every key masked, fused Q/K/V uploads);
+//   - a device lost mid-sequence (device.destroy() while a call is in flight, and between
+//     calls): every call still returns the right result, through the WASM fallback;
+//   - backend selection: 'webgpu' without an adapter throws BackendError, 'auto' declines
+//     SwiftShader by default and honours webgpuMinFlops, option checks.
+//   node --test tests/webgpu/       (needs web/dist: bash scripts/build.sh)
+process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BackendError, MultiHeadAttention, OptionError, StateDictError } from 'webattention';
+import { forwardFlops, testHooks } from '../../web/src/webgpu/backend.js';
+import { DEFAULT_WEBGPU_MIN_FLOPS } from '../../web/src/webgpu/options.js';
+import { pipelineCount } from '../../web/src/webgpu/pipelines.js';
+import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { compare, loadFixtures } from '../js/fixtures.js';
+
+const { create: createGpu } = await import('webgpu');
+
+/** Fixtures bigger than this (FLOPs of one forward) are not run on software WebGPU. */
+const MAX_SOFTWARE_FLOPS = 2e8;
+
+const fixtures = loadFixtures().filter((c) => c.kind === 'mha');
+const flopsOf = (c) => {
+  const config = resolveMhaConfig(c.create);
+  const { query, key, value } = c.inputs;
+  return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
+};
+const small = fixtures.filter((c) => flopsOf(c) <= MAX_SOFTWARE_FLOPS);
+const large = fixtures.filter((c) => flopsOf(c) > MAX_SOFTWARE_FLOPS);
+
+let gpu;       // the npm webgpu package's GPU object
+let device;    // a device of ours, passed as `gpu` where a test needs to reach it
+const runs = [];
+testHooks.onRun = (where) => runs.push(where);
+
+before(async () => {
+  gpu = createGpu([]);
+  const adapter = await gpu.requestAdapter();
+  assert.ok(adapter, 'no WebGPU adapter from the npm webgpu package: is VK_ICD_FILENAMES '
+    + `(${process.env.VK_ICD_FILENAMES}) a SwiftShader ICD? (apt-get install chromium libvulkan1)`);
+  device = await adapter.requestDevice();
+});
+
+after(() => {
+  testHooks.onRun = null;
+  device?.destroy();
+  gpu = null;
+});
+
+/** Records console.warn calls during fn(). */
+async function captureWarnings(fn) {
+  const warnings = [];
+  const original = console.warn;
+  console.warn = (...args) => warnings.push(args.join(' '));
+  try {
+    return { result: await fn(), warnings };
+  } finally {
+    console.warn = original;
+  }
+}
+
+function assertClose(actual, expected, what, tolerance = 1) {
+  const { ratio, abs } = compare(actual, expected);
+  assert.ok(ratio <= tolerance, `${what}: max abs error ${abs} is outside 1e-4 + 1e-4·|expected|`);
+}
+
+function checkAgainstFixture(c, result) {
+  assertClose(result.output, c.expected.output, `${c.name} output`);
+  if (c.expected.attnWeights) assertClose(result.attnWeights, c.expected.attnWeights, `${c.name} attnWeights`);
+  else assert.equal(result.attnWeights, null);
+}
+
+async function runFixture(c, options) {
+  const mha = await MultiHeadAttention.create({ ...c.create, ...options });
+  try {
+    mha.loadStateDict(c.stateDict);
+    const { query, key, value } = c.inputs;
+    return { backend: mha.backend, result: await mha.forward(query, key, value, c.options) };
+  } finally {
+    mha.dispose();
+  }
+}
+
+describe('PyTorch parity on WebGPU (Dawn + SwiftShader)', () => {
+  test('the adapter is SwiftShader, and the fixtures fit software WebGPU', async () => {
+    const info = (await gpu.requestAdapter()).info;
+    assert.equal(info.architecture, 'swiftshader');
+    assert.ok(small.length >= 30, `${small.length} MHA fixtures`);
+  });
+
+  test(`fixtures over ${MAX_SOFTWARE_FLOPS / 1e6} MFLOP left out of software WebGPU: ${large.map((c) => c.name).join(', ') || 'none'}`, () => {
+    assert.equal(small.length + large.length, fixtures.length);
+  });
+
+  for (const c of small) {
+    test(`webgpu parity with PyTorch: mha ${c.name}`, async () => {
+      runs.length = 0;
+      const { backend, result } = await runFixture(c, { backend: 'webgpu', gpu });
+      assert.equal(backend, 'webgpu');
+      assert.deepEqual(runs, ['webgpu'], 'the call ran on the GPU');
+      checkAgainstFixture(c, result);
+    });
+  }
+});
+
+// ---- GPU vs WASM where the fixtures do not reach -----------------------------------------------
+
+/** Deterministic values in [-scale, scale). */
+function filled(n, seed, scale = 1) {
+  const a = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
+  }
+  return a;
+}
+
+function randomStateDict(shapes, seed) {
+  return Object.fromEntries(shapes.map(({ name, shape }, i) => {
+    const n = shape.reduce((a, b) => a * b, 1);
+    return [name, { data: filled(n, seed + i, 1 / Math.sqrt(shape.at(-1))), shape }];
+  }));
+}
+
+/** Runs the same call on 'wasm' and on 'webgpu' and compares (1e-4 abs + 1e-4 rel). */
+async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7 }) {
+  const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
+  const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
+  try {
+    const c = wasm.config;
+    const stateDict = randomStateDict(wasm.stateDictShapes, seed);
+    wasm.loadStateDict(stateDict);
+    gpuMha.loadStateDict(stateDict);
+    const query = { data: filled(B * L * c.embedDim, seed + 10), shape: [B, L, c.embedDim] };
+    const key = self ? query : { data: filled(B * S * c.kdim, seed + 11), shape: [B, S, c.kdim] };
+    const value = self || kvSame ? key : { data: filled(B * S * c.vdim, seed + 12), shape: [B, S, c.vdim] };
+    const expected = await wasm.forward(query, key, value, options);
+    runs.length = 0;
+    const actual = await gpuMha.forward(query, key, value, options);
+    assert.deepEqual(runs, ['webgpu']);
+    assertClose(actual.output, expected.output, 'output');
+    if (expected.attnWeights) assertClose(actual.attnWeights, expected.attnWeights, 'attnWeights');
+    else assert.equal(actual.attnWeights, null);
+    return { actual, expected };
+  } finally {
+    wasm.dispose();
+    gpuMha.dispose();
+  }
+}
+
+const boolMask = (n, every, offset = 0) => {
+  const m = new Uint8Array(n);
+  for (let i = offset; i < n; i += every) m[i] = 1;
+  return m;
+};
+
+describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
+  test('several query and key tiles (L 70, S 130, d_k 32), weights per head', () => gpuMatchesWasm({
+    create: { embedDim: 64, numHeads: 2 }, B: 2, L: 70, S: 130,
+    options: { needWeights: true, averageAttnWeights: false },
+  }));
+
+  test('causal self-attention across tiles (L = S = 150), fused Q/K/V projection, averaged weights', () => gpuMatchesWasm({
+    create: { embedDim: 32, numHeads: 4 }, B: 1, L: 150, S: 150, self: true,
+    options: { isCausal: true, needWeights: true },
+  }));
+
+  test('wide free head dims (d_k 48, d_v 80: 32-key tiles), key === value (fused K/V projection)', () => gpuMatchesWasm({
+    create: { embedDim: 24, numHeads: 3, kdim: 20, vdim: 20, headDim: 48, valueHeadDim: 80 }, B: 2, L: 9, S: 77, kvSame: true,
+    options: { keyPaddingMask: { data: boolMask(2 * 77, 5), shape: [2, 77] } },
+  }));
+
+  test('rows whose keys are all masked give zeros (output = out_proj.bias, weights 0), like WASM', async () => {
+    const B = 2, L = 5, S = 6, H = 2;
+    const kpm = new Uint8Array(B * S);
+    kpm.fill(1, S, 2 * S);                             // batch 1: every key padded
+    const am = boolMask(B * H * L * S, 1000);
+    am.fill(1, (0 * L + 2) * S, (0 * L + 3) * S);      // batch 0, head 0, row 2: every key masked
+    const { actual } = await gpuMatchesWasm({
+      create: { embedDim: 8, numHeads: H }, B, L, S,
+      options: { keyPaddingMask: { data: kpm, shape: [B, S] }, attnMask: { data: am, shape: [B * H, L, S] }, needWeights: true, averageAttnWeights: false },
+    });
+    assert.ok(actual.attnWeights.data.slice(B * H * L * S / 2).every((w) => w === 0), 'batch 1 weights are zero');
+    assert.ok(actual.output.data.every(Number.isFinite));
+  });
+
+  test('additive -inf and large finite masks, causal with L > S', () => {
+    const L = 12, S = 7;
+    const am = filled(L * S, 3, 2);
+    for (let i = 0; i < am.length; i += 4) am[i] = -Infinity;
+    const kpm = new Float32Array(S);
+    kpm[1] = -1e9;
+    return gpuMatchesWasm({
+      create: { embedDim: 16, numHeads: 4 }, B: 1, L, S,
+      options: { attnMask: { data: am, shape: [L, S] }, keyPaddingMask: { data: kpm, shape: [1, S] }, isCausal: true, needWeights: true },
+    });
+  });
+
+  test('pipelines are made once per shape class and reused', async () => {
+    const create = { embedDim: 16, numHeads: 2, backend: 'webgpu', gpu: device };
+    const mha = await MultiHeadAttention.create(create);
+    try {
+      mha.loadStateDict(randomStateDict(mha.stateDictShapes, 3));
+      const x = (L) => ({ data: filled(L * 16, L), shape: [1, L, 16] });
+      await mha.forward(x(3), x(5), x(5));
+      const count = pipelineCount(device);
+      assert.equal(count, 2, 'linear and flash(8, 8)');
+      for (const L of [1, 17, 64, 65, 100]) await mha.forward(x(L), x(L + 2), x(L + 2), { isCausal: L > 50 });
+      assert.equal(pipelineCount(device), count, 'no new pipeline for other lengths and masks');
+      await mha.forward(x(4), x(4), x(4), { needWeights: true });
+      assert.equal(pipelineCount(device), count + 1, 'the weights kernel, once');
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test('forward() before loadStateDict() rejects with StateDictError, as on WASM', async () => {
+    const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'webgpu', gpu });
+    try {
+      const x = { data: filled(3 * 8, 1), shape: [1, 3, 8] };
+      await assert.rejects(mha.forward(x, x, x), StateDictError);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test('loadStateDict() again replaces the weights on the GPU', async () => {
+    const [a, b] = fixtures.filter((c) => c.name === 'weights_avg' || c.name === 'kpm_bool_attn_float');
+    const mha = await MultiHeadAttention.create({ ...a.create, backend: 'webgpu', gpu });
+    try {
+      for (const c of [a, b, a]) {
+        mha.loadStateDict(c.stateDict);
+        checkAgainstFixture(c, await mha.forward(c.inputs.query, c.inputs.key, c.inputs.value, c.options));
+      }
+    } finally {
+      mha.dispose();
+    }
+  });
+});
+
+// ---- device loss -------------------------------------------------------------------------------
+
+describe('a lost device: the module carries on on WASM', () => {
+  const c = () => fixtures.find((f) => f.name === 'kpm_bool_attn_float');
+
+  async function freshDevice() {
+    return (await gpu.requestAdapter()).requestDevice();
+  }
+
+  test('device.destroy() during the 2nd of 4 calls: all 4 correct, backend switches to wasm with a warning', async () => {
+    const f = c();
+    const own = await freshDevice();
+    const mha = await MultiHeadAttention.create({ ...f.create, backend: 'webgpu', gpu: own });
+    mha.loadStateDict(f.stateDict);
+    const { query, key, value } = f.inputs;
+    const { result: results, warnings } = await captureWarnings(async () => {
+      runs.length = 0;
+      const out = [await mha.forward(query, key, value, f.options)];
+      assert.equal(mha.backend, 'webgpu');
+      const inFlight = mha.forward(query, key, value, f.options);
+      own.destroy();
+      out.push(await inFlight);
+      out.push(await mha.forward(query, key, value, f.options));
+      out.push(await mha.forward(query, key, value, f.options));
+      return out;
+    });
+    try {
+      results.forEach((r, i) => checkAgainstFixture({ ...f, name: `call ${i + 1}` }, r));
+      assert.deepEqual(runs, ['webgpu', 'wasm', 'wasm', 'wasm']);
+      assert.equal(mha.backend, 'wasm');
+      assert.equal(warnings.length, 1, warnings.join('\n'));
+      assert.match(warnings[0], /device was lost \(destroyed.*computes on WASM/);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test('device lost between calls: the next call goes straight to WASM, correct', async () => {
+    const f = c();
+    const own = await freshDevice();
+    const mha = await MultiHeadAttention.create({ ...f.create, backend: 'webgpu', gpu: own });
+    try {
+      mha.loadStateDict(f.stateDict);
+      const { query, key, value } = f.inputs;
+      runs.length = 0;
+      checkAgainstFixture(f, await mha.forward(query, key, value, f.options));
+      own.destroy();
+      await own.lost;
+      assert.equal(mha.backend, 'wasm');
+      mha.loadStateDict(f.stateDict);  // still loads (into WASM)
+      checkAgainstFixture(f, await mha.forward(query, key, value, f.options));
+      assert.deepEqual(runs, ['webgpu', 'wasm']);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test('a module made after the shared device was lost gets a new device', async () => {
+    const gpu2 = createGpu([]);
+    const f = c();
+    const first = await MultiHeadAttention.create({ ...f.create, backend: 'webgpu', gpu: gpu2 });
+    first.dispose();
+    // Reach the shared device through a module's forward: lose it by destroying every device
+    // the package made on gpu2 (it made one); the next create() must not reuse it.
+    const { acquireGpu } = await import('../../web/src/webgpu/device.js');
+    const shared = await acquireGpu({ gpu: gpu2, backend: 'webgpu' });
+    shared.device.destroy();
+    await shared.device.lost;
+    const second = await MultiHeadAttention.create({ ...f.create, backend: 'webgpu', gpu: gpu2 });
+    try {
+      second.loadStateDict(f.stateDict);
+      runs.length = 0;
+      checkAgainstFixture(f, await second.forward(f.inputs.query, f.inputs.key, f.inputs.value, f.options));
+      assert.deepEqual(runs, ['webgpu']);
+      assert.equal(second.backend, 'webgpu');
+    } finally {
+      second.dispose();
+    }
+  });
+});
+
+// ---- choosing the backend ----------------------------------------------------------------------
+
+describe('backend selection', () => {
+  const base = { embedDim: 8, numHeads: 2 };
+
+  test("'webgpu' with no WebGPU at all (Node without a gpu option) throws BackendError", async () => {
+    assert.equal(globalThis.navigator?.gpu, undefined);
+    await assert.rejects(MultiHeadAttention.create({ ...base, backend: 'webgpu' }), (e) => {
+      assert.ok(e instanceof BackendError, e.stack);
+      assert.equal(e.name, 'BackendError');
+      assert.match(e.message, /WebGPU is not available/);
+      return true;
+    });
+  });
+
+  test("'webgpu' where requestAdapter() finds no adapter throws BackendError", async () => {
+    const noAdapter = { requestAdapter: async () => null };
+    await assert.rejects(MultiHeadAttention.create({ ...base, backend: 'webgpu', gpu: noAdapter }), BackendError);
+    const throwing = { requestAdapter: async () => { throw new Error('driver gone'); } };
+    await assert.rejects(MultiHeadAttention.create({ ...base, backend: 'webgpu', gpu: throwing }), /driver gone/);
+  });
+
+  test("'auto' without an adapter (or without WebGPU), and 'wasm', run on WASM", async () => {
+    const noAdapter = { requestAdapter: async () => null };
+    const throwing = { requestAdapter: async () => { throw new Error('driver gone'); } };
+    for (const options of [{ gpu: noAdapter }, { gpu: throwing }, {}, { backend: 'wasm', gpu }]) {
+      // webgpuMinFlops 0: the first call makes 'auto' look for a GPU.
+      const mha = await MultiHeadAttention.create({ ...base, ...options, webgpuMinFlops: 0 });
+      try {
+        mha.loadStateDict(randomStateDict(mha.stateDictShapes, 4));
+        const x = { data: filled(3 * 8, 1), shape: [1, 3, 8] };
+        runs.length = 0;
+        await mha.forward(x, x, x);
+        assert.ok(!runs.includes('webgpu'), JSON.stringify(options));  // (a module with no GPU at all reports no runs)
+        assert.equal(mha.backend, 'wasm');
+      } finally {
+        mha.dispose();
+      }
+    }
+  });
+
+  // A call of forwardFlops >= 2^26 (the default threshold): (L = S = 128, E = 256, h = 4).
+  const bigCall = async (mha) => {
+    const x = { data: filled(128 * 256, 5), shape: [1, 128, 256] };
+    const plan = resolveMhaForward(mha.config, x, x, x);
+    assert.ok(forwardFlops(plan, mha.config) >= DEFAULT_WEBGPU_MIN_FLOPS);
+    return mha.forward(x, x, x);
+  };
+  /** The package's GPU object, counting requestAdapter() calls. */
+  const counting = () => {
+    const probe = { calls: 0 };
+    probe.gpu = { requestAdapter: (options) => { probe.calls++; return gpu.requestAdapter(options); } };
+    return probe;
+  };
+
+  test("'auto' asks for no adapter until a call reaches the threshold", async () => {
+    const probe = counting();
+    const f = fixtures.find((x) => x.name === 'weights_avg');
+    const mha = await MultiHeadAttention.create({ ...f.create, backend: 'auto', gpu: probe.gpu });
+    try {
+      mha.loadStateDict(f.stateDict);
+      runs.length = 0;
+      checkAgainstFixture(f, await mha.forward(f.inputs.query, f.inputs.key, f.inputs.value, f.options));
+      assert.equal(probe.calls, 0);
+      assert.equal(mha.backend, 'wasm');
+      assert.deepEqual(runs, ['wasm']);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test("'auto' leaves SwiftShader alone by default (slower than WASM at every size): large calls stay on WASM", async () => {
+    const probe = counting();
+    const make = () => MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto', gpu: probe.gpu });
+    const [a, b] = [await make(), await make()];
+    try {
+      for (const mha of [a, b]) mha.loadStateDict(randomStateDict(mha.stateDictShapes, 9));
+      runs.length = 0;
+      const [ra, rb] = await Promise.all([bigCall(a), bigCall(b)]);
+      await bigCall(a);
+      assert.deepEqual(runs, ['wasm', 'wasm', 'wasm']);
+      assert.deepEqual(ra.output.data, rb.output.data);
+      assert.equal(a.backend, 'wasm');
+      assert.equal(probe.calls, 1, 'one adapter probe for both modules and all calls');
+    } finally {
+      a.dispose();
+      b.dispose();
+    }
+  });
+
+  test(`'auto' with webgpuMinFlops: small calls on WASM, large on the GPU (default threshold ${DEFAULT_WEBGPU_MIN_FLOPS} on hardware adapters)`, async () => {
+    const f = fixtures.find((x) => x.name === 'weights_avg');
+    const threshold = 20_000;
+    const mha = await MultiHeadAttention.create({ ...f.create, backend: 'auto', gpu, webgpuMinFlops: threshold });
+    try {
+      mha.loadStateDict(f.stateDict);
+      const E = f.create.embedDim;
+      const x = (B, L) => ({ data: filled(B * L * E, L), shape: [B, L, E] });
+      const smallCall = resolveMhaForward(mha.config, x(1, 2), x(1, 2), x(1, 2));
+      const largeCall = resolveMhaForward(mha.config, x(2, 40), x(2, 40), x(2, 40));
+      const fixtureCall = resolveMhaForward(mha.config, f.inputs.query, f.inputs.key, f.inputs.value, f.options);
+      assert.ok(forwardFlops(smallCall, mha.config) < threshold && forwardFlops(largeCall, mha.config) > threshold
+        && forwardFlops(fixtureCall, mha.config) > threshold);
+      runs.length = 0;
+      await mha.forward(x(1, 2), x(1, 2), x(1, 2));
+      assert.equal(mha.backend, 'wasm', 'no choice made before the first large call');
+      await mha.forward(x(2, 40), x(2, 40), x(2, 40));
+      assert.equal(mha.backend, 'webgpu');
+      checkAgainstFixture(f, await mha.forward(f.inputs.query, f.inputs.key, f.inputs.value, f.options));
+      assert.deepEqual(runs, ['wasm', 'webgpu', 'webgpu']);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test("'auto' uploads a state dict loaded before its device existed, and a later one", async () => {
+    const [a, b] = fixtures.filter((c) => c.name === 'weights_avg' || c.name === 'kpm_bool_attn_float');
+    const mha = await MultiHeadAttention.create({ ...a.create, backend: 'auto', gpu, webgpuMinFlops: 0 });
+    try {
+      const sd = Object.fromEntries(Object.entries(a.stateDict).map(([k, t]) => [k, { data: t.data.slice(), shape: t.shape }]));
+      mha.loadStateDict(sd);
+      for (const t of Object.values(sd)) t.data.fill(7);  // the module copied what it needs
+      runs.length = 0;
+      checkAgainstFixture(a, await mha.forward(a.inputs.query, a.inputs.key, a.inputs.value, a.options));
+      mha.loadStateDict(b.stateDict);
+      checkAgainstFixture(b, await mha.forward(b.inputs.query, b.inputs.key, b.inputs.value, b.options));
+      assert.deepEqual(runs, ['webgpu', 'webgpu']);
+    } finally {
+      mha.dispose();
+    }
+  });
+
+  test('bad backend options throw OptionError naming the option', async () => {
+    for (const [options, argument] of [[{ backend: 'cuda' }, 'backend'], [{ gpu: 42 }, 'gpu'],
+      [{ backend: 'webgpu', gpu: {} }, 'gpu'], [{ webgpuMinFlops: -1 }, 'webgpuMinFlops'], [{ webgpuMinFlops: '1e6' }, 'webgpuMinFlops']]) {
+      await assert.rejects(MultiHeadAttention.create({ ...base, ...options }), (e) => {
+        assert.ok(e instanceof OptionError, `${JSON.stringify(options)}: ${e.stack}`);
+        assert.equal(e.argument, argument);
+        return true;
+      });
+    }
+  });
+});
