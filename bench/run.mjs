@@ -4,7 +4,7 @@
 //
 //   npm --prefix bench install --no-audit --no-fund      (once: the peers live in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
-//   node bench/run.mjs [--quick] [--browser] [--node] [--threads N]
+//   node bench/run.mjs [--quick] [--browser] [--node] [--threads N] [--webgpu [--webgpu-max-gflop G]]
 //                      [--budget MS] [--ort-graph contrib|plain] [--tfjs-graph per-head|batched]
 //                      [--markdown] [--json FILE] [--timeout S]
 //
@@ -17,6 +17,15 @@
 //                    (ort.env.wasm.numThreads) and tfjs-wasm
 //                    (setThreadsCount); default 1. tfjs-wasm
 //                    has no threads under Node (its own rule), so N only reaches ORT there.
+//   --webgpu         add a 'webattention-webgpu' row: the package's WebGPU backend (Node: the npm
+//                    'webgpu' package from the repository's devDependencies, on SwiftShader unless
+//                    the machine has a GPU with a Vulkan driver; Chromium: --enable-unsafe-webgpu).
+//                    'ours/peer' in that row is WebGPU ms / WASM ms. On a software adapter
+//                    (SwiftShader: WebGPU emulated on the CPU) the timings are NOT speed claims
+//                    about WebGPU; they only show that the path works end to end.
+//   --webgpu-max-gflop G  WebGPU cells only for shapes up to G GFLOP (default: 0.5 on a
+//                    software adapter, where (128, 512, 8) already takes ~2 s a call; no limit
+//                    on a hardware adapter)
 //   --budget MS      time per cell for the timed runs (default 2000); runs = budget / warm time,
 //                    at least 3, at most 200
 //   --ort-graph G    ONNX graph for ORT: 'contrib' (default: com.microsoft.MultiHeadAttention
@@ -40,7 +49,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { QUICK_SHAPES, SHAPES, formatMarkdown, formatTable, runSuite, setupLibraries } from './suite.mjs';
+import { QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries } from './suite.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -49,7 +58,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '-
 
 function parseArgs(argv) {
   const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', tfjsGraph: 'per-head',
-    markdown: false, json: null, timeoutS: 600 };
+    markdown: false, json: null, timeoutS: 600, webgpu: false, webgpuMaxGflop: null };
   const value = (i, name) => {
     if (i + 1 >= argv.length) usage(`${name} needs a value`);
     return argv[i + 1];
@@ -60,6 +69,8 @@ function parseArgs(argv) {
     else if (a === '--browser') opts.browser = true;
     else if (a === '--node') opts.node = true;
     else if (a === '--markdown') opts.markdown = true;
+    else if (a === '--webgpu') opts.webgpu = true;
+    else if (a === '--webgpu-max-gflop') opts.webgpuMaxGflop = Number(value(i++, a));
     else if (a === '--threads') opts.threads = Number(value(i++, a));
     else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
     else if (a === '--ort-graph') opts.ortGraph = value(i++, a);
@@ -74,6 +85,7 @@ function parseArgs(argv) {
   if (!['contrib', 'plain'].includes(opts.ortGraph)) usage("--ort-graph must be 'contrib' or 'plain'");
   if (!['per-head', 'batched'].includes(opts.tfjsGraph)) usage("--tfjs-graph must be 'per-head' or 'batched'");
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
+  if (opts.webgpuMaxGflop !== null && !(opts.webgpuMaxGflop >= 0)) usage('--webgpu-max-gflop must be a number >= 0');
   if (!opts.browser) opts.node = true;
   return opts;
 }
@@ -145,6 +157,21 @@ async function importRetry(spec) {
   }
 }
 
+/** WebGPU cells go up to this many GFLOP: the flag, else 0.5 on a software adapter. */
+const webgpuMaxGflop = (info, opts) => opts.webgpuMaxGflop ?? (info.webgpu?.software ? 0.5 : Infinity);
+
+/** Header lines for the WebGPU row (none without --webgpu). */
+function webgpuHeader(info, opts, shapes) {
+  if (!info.webgpu) return {};
+  const max = webgpuMaxGflop(info, opts);
+  const left = shapes.filter(([L, E]) => flops(L, E) > max * 1e9).map(([L, E, h]) => `(${L}, ${E}, ${h})`);
+  return {
+    'webgpu adapter': `${info.webgpu.adapter}${info.webgpu.software ? ' (software: WebGPU emulated on the CPU; '
+      + 'these WebGPU timings are not speed claims, they only show the path works)' : ''}`,
+    'webgpu cells': left.length ? `shapes up to ${max} GFLOP; left out: ${left.join(', ')}` : 'every shape',
+  };
+}
+
 function librariesText(info, opts) {
   return `webattention ${info.ours}; onnxruntime-web ${info.ort} (wasm EP, numThreads ${opts.threads}, `
     + `graph '${opts.ortGraph}'); tfjs ${info.tfjs} backend ${info.tfjsBackend} (SIMD ${info.tfjsSimd}, `
@@ -178,15 +205,23 @@ async function runNode(opts, common) {
   const tf = await import('@tensorflow/tfjs');
   const tfwasm = await import('@tensorflow/tfjs-backend-wasm');
   const libs = { MultiHeadAttention, capabilities, ort, tf, tfwasm };
+  if (opts.webgpu) {
+    // Dawn reads the Vulkan driver list when it starts: SwiftShader's (from Debian's chromium)
+    // unless the caller chose one. Without a GPU, Mesa's lavapipe does not work with Dawn.
+    process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+    const { create } = await import('webgpu');
+    libs.gpu = create([]);
+  }
   const info = await setupLibraries(libs, { threads: opts.threads });
   const header = {
     ...common,
     runtime: `Node ${process.version} (V8 ${process.versions.v8})`,
     libraries: librariesText(info, opts),
+    ...webgpuHeader(info, opts, opts.shapes),
   };
-  console.log(`\n-- Node ${process.version}: running ${opts.shapes.length} shapes × 2 masks × 3 libraries`);
+  console.log(`\n-- Node ${process.version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 4 : 3} libraries`);
   const rows = await runSuite(libs, { shapes: opts.shapes, budgetMs: opts.budgetMs, ortGraph: opts.ortGraph,
-    tfjsGraph: opts.tfjsGraph, log: (line) => console.log(`   ${line}`) });
+    tfjsGraph: opts.tfjsGraph, webgpuMaxGflop: webgpuMaxGflop(info, opts), log: (line) => console.log(`   ${line}`) });
   return { header: printResults(`Node ${process.version}`, header, rows, opts), rows };
 }
 
@@ -260,7 +295,8 @@ async function runBrowser(opts, common) {
     });
     const work = (async () => {
       context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 60_000,
+        executablePath: CHROMIUM, headless: true, timeout: 60_000,
+        args: opts.webgpu ? [...CHROMIUM_ARGS, '--enable-unsafe-webgpu'] : CHROMIUM_ARGS,
       });
       const version = context.browser()?.version() ?? '?';
       const page = await context.newPage();
@@ -278,7 +314,9 @@ async function runBrowser(opts, common) {
       });
       const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
         budget: String(opts.budgetMs), ortGraph: opts.ortGraph, tfjsGraph: opts.tfjsGraph });
-      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × 3 libraries`);
+      if (opts.webgpu) q.set('webgpu', '1');
+      if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
+      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 4 : 3} libraries`);
       await page.goto(`${base}/bench/browser/index.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
       await page.waitForFunction(() => window.__bench?.done, null, { timeout: 0, polling: 500 });
       const result = await page.evaluate(() => window.__bench);
@@ -289,6 +327,7 @@ async function runBrowser(opts, common) {
         runtime: `Chromium ${version} headless (${env.userAgent}); crossOriginIsolated ${env.crossOriginIsolated}, `
           + `hardwareConcurrency ${env.hardwareConcurrency}`,
         libraries: librariesText(env.info, opts),
+        ...webgpuHeader(env.info, opts, opts.shapes),
         'wasm files fetched': [...wasmFiles].join(', '),
       };
       const shown = printResults(`Chromium ${version}`, header, result.rows, opts);

@@ -99,6 +99,23 @@ async function oursCell({ MultiHeadAttention }, { L, E, h, weights, x, causal })
   };
 }
 
+// The WebGPU backend of the same package (bench/run.mjs --webgpu): libs.gpu is the npm `webgpu`
+// package's GPU in Node, navigator.gpu in the page.
+async function oursGpuCell({ MultiHeadAttention, gpu }, { L, E, h, weights, x, causal }) {
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: oursThreads, backend: 'webgpu', gpu });
+  mha.loadStateDict(weights);
+  const t = { data: x, shape: [1, L, E] };
+  const opts = { isCausal: causal };
+  return {
+    fn: async () => {
+      const { output } = await mha.forward(t, t, t, opts);
+      if (mha.backend !== 'webgpu') throw new Error(`the WebGPU backend fell back to ${mha.backend}`);
+      return output.data;
+    },
+    dispose: async () => mha.dispose(),
+  };
+}
+
 async function ortCell({ ort }, { L, E, h, weights, x, causal, ortGraph }) {
   const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph: ortGraph });
   const session = await ort.InferenceSession.create(model, {
@@ -179,6 +196,7 @@ async function tfCell({ tf }, { L, E, h, weights, x, causal, tfjsGraph }) {
 
 export const LIBRARIES = [
   { name: 'webattention', make: oursCell },
+  { name: 'webattention-webgpu', make: oursGpuCell, webgpu: true },
   { name: 'onnxruntime-web', make: ortCell },
   { name: 'tfjs-wasm', make: tfCell },
 ];
@@ -200,8 +218,17 @@ export async function setupLibraries(libs, { threads }) {
     const c = await capabilities();
     ours = `module '${c.wasmModule ?? '?'}', threads: ${threads} (of ${c.threads ?? '?'} available)`;
   }
+  let webgpu = null;
+  if (libs.gpu) {
+    const adapter = await libs.gpu.requestAdapter();
+    if (!adapter) throw new Error('--webgpu: requestAdapter() found no WebGPU adapter');
+    const i = adapter.info ?? {};
+    const software = Boolean(i.isFallbackAdapter || adapter.isFallbackAdapter || /swiftshader|llvmpipe|warp/i.test(`${i.architecture} ${i.description}`));
+    webgpu = { adapter: [i.vendor, i.architecture, i.device, i.description].filter(Boolean).join(' / '), software };
+  }
   return {
     ours,
+    webgpu,
     ort: ort.env.versions?.web ?? ort.env.versions?.common ?? '?',
     ortThreadsRequested: threads,
     tfjs: tf.version_core,
@@ -217,14 +244,16 @@ export async function setupLibraries(libs, { threads }) {
  *   { library, L, E, h, mask, ms, gflops, runs, maxDiff, speedup (peer_ms / ours_ms), error }.
  */
 export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGraph = 'contrib', tfjsGraph = 'per-head',
-  log = () => {} } = {}) {
+  webgpuMaxGflop = Infinity, log = () => {} } = {}) {
+  // webattention-webgpu only with libs.gpu, and only on shapes up to webgpuMaxGflop.
+  const librariesFor = (L, E) => LIBRARIES.filter((lib) => !lib.webgpu || (libs.gpu && flops(L, E) <= webgpuMaxGflop * 1e9));
   // Untimed warm-up of every library (first shape, 0.5 s each): engines compile WASM with a
   // baseline tier first and optimize hot functions later, which would otherwise slow the first
   // cells down.
   {
     const [L, E, h] = shapes[0];
     const weights = makeWeights(E, 1), x = filled(L * E, 2, 1);
-    for (const { name, make } of LIBRARIES) {
+    for (const { name, make } of librariesFor(L, E)) {
       let cell = null;
       try {
         cell = await make(libs, { L, E, h, weights, x, causal: false, ortGraph, tfjsGraph });
@@ -243,7 +272,7 @@ export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGrap
     for (const causal of [false, true]) {
       const mask = causal ? 'causal' : 'none';
       let ours = null;
-      for (const { name, make } of LIBRARIES) {
+      for (const { name, make } of librariesFor(L, E)) {
         const row = { library: name, L, E, h, mask, ms: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };
         let cell = null;
         try {

@@ -1,5 +1,6 @@
 // Runs bench/suite.mjs in the page; bench/run.mjs --browser reads window.__bench when done.
 // Query: ?quick=0|1&threads=N&budget=MS&ortGraph=contrib|plain&tfjsGraph=per-head|batched
+//        &webgpu=1 (add the WebGPU row, navigator.gpu)&webgpuMaxGflop=G
 import * as webattention from 'webattention';
 import * as ort from 'onnxruntime-web';
 import * as tf from '@tensorflow/tfjs-core';
@@ -18,12 +19,19 @@ window.__bench = { done: false };
 try {
   tfwasm.setWasmPaths(new URL('../node_modules/@tensorflow/tfjs-backend-wasm/dist/', import.meta.url).href);
   const libs = { MultiHeadAttention: webattention.MultiHeadAttention, capabilities: webattention.capabilities, ort, tf, tfwasm };
+  if (q.get('webgpu') === '1') {
+    if (!navigator.gpu) throw new Error('--webgpu: no navigator.gpu in this browser (flag --enable-unsafe-webgpu?)');
+    libs.gpu = navigator.gpu;
+  }
   const info = await setupLibraries(libs, { threads });
+  // Same default as run.mjs: a software adapter gets the shapes up to 0.5 GFLOP only.
+  const webgpuMaxGflop = q.has('webgpuMaxGflop') ? Number(q.get('webgpuMaxGflop')) : info.webgpu?.software ? 0.5 : Infinity;
   const rows = await runSuite(libs, {
     shapes: q.get('quick') === '1' ? QUICK_SHAPES : SHAPES,
     budgetMs: Number(q.get('budget') ?? 2000),
     ortGraph: q.get('ortGraph') ?? 'contrib',
     tfjsGraph: q.get('tfjsGraph') ?? 'per-head',
+    webgpuMaxGflop,
     log,
   });
   pre.textContent = formatTable(rows);
