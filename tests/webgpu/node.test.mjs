@@ -15,7 +15,7 @@ process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError, StateDictError } from 'webattention';
-import { forwardFlops, testHooks } from '../../web/src/webgpu/backend.js';
+import { DECODE_MAX_L, forwardFlops, testHooks } from '../../web/src/webgpu/backend.js';
 import { DEFAULT_WEBGPU_MIN_FLOPS } from '../../web/src/webgpu/options.js';
 import { pipelineCount } from '../../web/src/webgpu/pipelines.js';
 import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
@@ -38,7 +38,11 @@ const large = fixtures.filter((c) => flopsOf(c) > MAX_SOFTWARE_FLOPS);
 let gpu;       // the npm webgpu package's GPU object
 let device;    // a device of ours, passed as `gpu` where a test needs to reach it
 const runs = [];
-testHooks.onRun = (where) => runs.push(where);
+const paths = [];  // the attention path of each GPU run: 'flash' | 'decode'
+testHooks.onRun = (where, plan, path) => {
+  runs.push(where);
+  if (where === 'webgpu') paths.push(path);
+};
 
 before(async () => {
   gpu = createGpu([]);
@@ -131,7 +135,7 @@ function randomStateDict(shapes, seed) {
 }
 
 /** Runs the same call on 'wasm' and on 'webgpu' and compares (1e-4 abs + 1e-4 rel). */
-async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7 }) {
+async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path }) {
   const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
   const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
   try {
@@ -139,13 +143,15 @@ async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, o
     const stateDict = randomStateDict(wasm.stateDictShapes, seed);
     wasm.loadStateDict(stateDict);
     gpuMha.loadStateDict(stateDict);
-    const query = { data: filled(B * L * c.embedDim, seed + 10), shape: [B, L, c.embedDim] };
-    const key = self ? query : { data: filled(B * S * c.kdim, seed + 11), shape: [B, S, c.kdim] };
-    const value = self || kvSame ? key : { data: filled(B * S * c.vdim, seed + 12), shape: [B, S, c.vdim] };
+    const query = { data: filled(B * L * c.embedDim, seed + 10, scale), shape: [B, L, c.embedDim] };
+    const key = self ? query : { data: filled(B * S * c.kdim, seed + 11, scale), shape: [B, S, c.kdim] };
+    const value = self || kvSame ? key : { data: filled(B * S * c.vdim, seed + 12, scale), shape: [B, S, c.vdim] };
     const expected = await wasm.forward(query, key, value, options);
     runs.length = 0;
+    paths.length = 0;
     const actual = await gpuMha.forward(query, key, value, options);
     assert.deepEqual(runs, ['webgpu']);
+    if (path) assert.deepEqual(paths, [path], `the ${path} path was taken`);
     assertClose(actual.output, expected.output, 'output');
     if (expected.attnWeights) assertClose(actual.attnWeights, expected.attnWeights, 'attnWeights');
     else assert.equal(actual.attnWeights, null);
@@ -210,13 +216,17 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
     try {
       mha.loadStateDict(randomStateDict(mha.stateDictShapes, 3));
       const x = (L) => ({ data: filled(L * 16, L), shape: [1, L, 16] });
-      await mha.forward(x(3), x(5), x(5));
+      await mha.forward(x(DECODE_MAX_L + 1), x(7), x(7));
       const count = pipelineCount(device);
       assert.equal(count, 2, 'linear and flash(8, 8)');
-      for (const L of [1, 17, 64, 65, 100]) await mha.forward(x(L), x(L + 2), x(L + 2), { isCausal: L > 50 });
+      for (const L of [DECODE_MAX_L + 2, 17, 64, 65, 100]) await mha.forward(x(L), x(L + 2), x(L + 2), { isCausal: L > 50 });
       assert.equal(pipelineCount(device), count, 'no new pipeline for other lengths and masks');
-      await mha.forward(x(4), x(4), x(4), { needWeights: true });
+      await mha.forward(x(8), x(8), x(8), { needWeights: true });
       assert.equal(pipelineCount(device), count + 1, 'the weights kernel, once');
+      await mha.forward(x(1), x(300), x(300));
+      assert.equal(pipelineCount(device), count + 3, 'the decode partial and reduce kernels');
+      for (const L of [1, 2, DECODE_MAX_L]) await mha.forward(x(L), x(L + 600), x(L + 600), { isCausal: L > 1, needWeights: true });
+      assert.equal(pipelineCount(device), count + 3, 'decode: no new pipeline for other lengths');
     } finally {
       mha.dispose();
     }
@@ -244,6 +254,105 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
       mha.dispose();
     }
   });
+});
+
+// ---- the decode path (L <= DECODE_MAX_L: split-K over keys, then a reduce) ---------------------
+
+describe(`decode path (L <= ${DECODE_MAX_L}): split-K partials + reduce vs WASM`, () => {
+  const create = { embedDim: 16, numHeads: 2 };
+  const H = 2;
+
+  for (const S of [1, 7, 300, 1500, 4096]) {
+    test(`L 1, S ${S}, batch 2, weights per head`, () => gpuMatchesWasm({
+      create, B: 2, L: 1, S, path: 'decode', seed: S,
+      options: { needWeights: true, averageAttnWeights: false },
+    }));
+  }
+
+  test('key padding mask, boolean [B, S] (S 1500, batch 2: 6 chunks), averaged weights', () => gpuMatchesWasm({
+    create, B: 2, L: 1, S: 1500, path: 'decode',
+    options: { keyPaddingMask: { data: boolMask(2 * 1500, 3), shape: [2, 1500] }, needWeights: true },
+  }));
+
+  test('key padding mask, additive with -inf and -1e9 (S 300)', () => {
+    const kpm = filled(2 * 300, 5, 3);
+    for (let i = 0; i < kpm.length; i += 7) kpm[i] = -Infinity;
+    kpm[4] = -1e9;
+    return gpuMatchesWasm({ create, B: 2, L: 1, S: 300, path: 'decode', options: { keyPaddingMask: { data: kpm, shape: [2, 300] } } });
+  });
+
+  test('2-D boolean attn mask [L, S] (S 4096)', () => gpuMatchesWasm({
+    create, B: 1, L: 1, S: 4096, path: 'decode',
+    options: { attnMask: { data: boolMask(4096, 2, 1), shape: [1, 4096] }, needWeights: true },
+  }));
+
+  test('2-D additive attn mask with -inf (L 3, S 1500)', () => {
+    const am = filled(3 * 1500, 9, 4);
+    for (let i = 0; i < am.length; i += 5) am[i] = -Infinity;
+    return gpuMatchesWasm({ create, B: 2, L: 3, S: 1500, path: 'decode', options: { attnMask: { data: am, shape: [3, 1500] } } });
+  });
+
+  test('per-head 3-D boolean attn mask [B·h, L, S] (batch 2, S 700)', () => gpuMatchesWasm({
+    create, B: 2, L: 1, S: 700, path: 'decode',
+    options: { attnMask: { data: boolMask(2 * H * 700, 4, 2), shape: [2 * H, 1, 700] }, needWeights: true, averageAttnWeights: false },
+  }));
+
+  test('per-head 3-D additive attn mask (batch 2, L 2, S 1500)', () => gpuMatchesWasm({
+    create, B: 2, L: 2, S: 1500, path: 'decode',
+    options: { attnMask: { data: filled(2 * H * 2 * 1500, 13, 5), shape: [2 * H, 2, 1500] } },
+  }));
+
+  test('causal, L 1, S 300: the row sees key 0 only (top-left rule), weights', async () => {
+    const { actual } = await gpuMatchesWasm({
+      create, B: 2, L: 1, S: 300, path: 'decode', options: { isCausal: true, needWeights: true },
+    });
+    const w = actual.attnWeights.data;
+    for (let b = 0; b < 2; b++) {
+      assert.ok(Math.abs(w[b * 300] - 1) < 1e-6, 'all weight on key 0');
+      assert.ok(w.slice(b * 300 + 1, (b + 1) * 300).every((x) => x === 0), 'later keys masked');
+    }
+  });
+
+  test(`causal, L ${DECODE_MAX_L}, S 1500, with a key padding mask`, () => gpuMatchesWasm({
+    create, B: 2, L: DECODE_MAX_L, S: 1500, path: 'decode',
+    options: { isCausal: true, keyPaddingMask: { data: boolMask(2 * 1500, 2, 1), shape: [2, 1500] }, needWeights: true },
+  }));
+
+  test('fully masked rows give zeros (output = out_proj.bias, weights 0), like WASM', async () => {
+    const B = 2, L = 2, S = 600;
+    const kpm = new Uint8Array(B * S);
+    kpm.fill(1, S, 2 * S);                             // batch 1: every key padded (3 chunks)
+    const am = new Uint8Array(B * H * L * S);
+    am.fill(1, (1 * L + 0) * S, (1 * L + 1) * S);      // batch 0, head 1, row 0: every key masked
+    am.fill(1, 0, 256);                                // batch 0, head 0, row 0: first chunk all masked
+    const { actual } = await gpuMatchesWasm({
+      create, B, L, S, path: 'decode',
+      options: { keyPaddingMask: { data: kpm, shape: [B, S] }, attnMask: { data: am, shape: [B * H, L, S] }, needWeights: true, averageAttnWeights: false },
+    });
+    const w = actual.attnWeights.data;
+    assert.ok(w.slice(B * H * L * S / 2).every((x) => x === 0), 'batch 1 weights are zero');
+    assert.ok(w.slice(L * S, (L + 1) * S).every((x) => x === 0), 'batch 0, head 1, row 0 weights are zero');
+    assert.ok(actual.output.data.every(Number.isFinite));
+  });
+
+  test('large logits (inputs ×30), S 1500, additive mask', () => gpuMatchesWasm({
+    create, B: 2, L: 1, S: 1500, path: 'decode', scale: 30,
+    options: { attnMask: { data: filled(1500, 21, 2), shape: [1, 1500] }, needWeights: true },
+  }));
+
+  test('batch 3, L 4, cross-attention with kdim/vdim and free head dims (d_k 24, d_v 40)', () => gpuMatchesWasm({
+    create: { embedDim: 16, numHeads: 2, kdim: 12, vdim: 20, headDim: 24, valueHeadDim: 40 }, B: 3, L: 4, S: 1000, path: 'decode',
+    options: { keyPaddingMask: { data: boolMask(3 * 1000, 11), shape: [3, 1000] } },
+  }));
+
+  test('self-attention with L = S = 1 (fused Q/K/V) takes decode; key === value with L 2', async () => {
+    await gpuMatchesWasm({ create, B: 2, L: 1, S: 1, self: true, path: 'decode', options: { isCausal: true } });
+    await gpuMatchesWasm({ create, B: 2, L: 2, S: 900, kvSame: true, path: 'decode' });
+  });
+
+  test(`L ${DECODE_MAX_L + 1} takes the flash kernel`, () => gpuMatchesWasm({
+    create, B: 1, L: DECODE_MAX_L + 1, S: 300, path: 'flash', options: { isCausal: true },
+  }));
 });
 
 // ---- device loss -------------------------------------------------------------------------------

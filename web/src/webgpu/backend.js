@@ -6,6 +6,9 @@
 //                                   when query, key and value are one array, or key and value)
 //   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
 //                                   softmax, no L×S buffer; writes each row's max and sum
+//     or, for L <= 4    decode      split-K: decode_partial (one workgroup per 256-key chunk of
+//                                   each row: chunk max, sum, Σ p·v) then decode_reduce
+//                                   (rescales and combines the chunks; same outputs and stats)
 //   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
 //   output projection   linear      heads·W_oᵀ + b_o
 //
@@ -28,6 +31,7 @@ import { getPipeline } from './pipelines.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
+import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 
 const F32 = 4;
@@ -37,8 +41,37 @@ const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
 
-/** Test hooks: onRun(where, plan) after each forward, where = 'webgpu' | 'wasm'. */
+/**
+ * Test hooks: onRun(where, plan, path) after each forward, where = 'webgpu' | 'wasm', path (GPU
+ * only) = 'flash' | 'decode', the attention path attentionPath() chose.
+ */
 export const testHooks = { onRun: null };
+
+/**
+ * Query lengths up to this take the decode path (split-K over keys) instead of the flash
+ * kernel. The flash kernel puts one query row on each of a workgroup's 64 invocations and walks
+ * the keys serially, so at L <= 4 at least 60 of 64 invocations idle and each (batch, head) has
+ * one workgroup doing all S keys; the decode path spreads a row's keys over S / 256 workgroups of
+ * 64 invocations. Its cost is per row (each row re-reads K and V), which is why it stops at a
+ * few rows. For short S (one chunk) it is still one workgroup per row, no worse than flash.
+ */
+export const DECODE_MAX_L = 4;
+
+/**
+ * The attention kernels a call uses, decided here only: 'decode' (decode_partial +
+ * decode_reduce) for L <= DECODE_MAX_L when its scratch buffer and grid fit the device's limits,
+ * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
+ */
+export function attentionPath(plan, config, limits) {
+  const { B, L, S } = plan;
+  if (L > DECODE_MAX_L) return 'flash';
+  const chunks = cdiv(S, DECODE_CHUNK);
+  const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
+  const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const maxGroups = limits.maxComputeWorkgroupsPerDimension;
+  const fits = scratch * F32 <= maxBytes && chunks <= maxGroups && B * config.numHeads <= maxGroups;
+  return fits ? 'decode' : 'flash';
+}
 
 /** Multiply-adds ×2 of one forward (projections, scores, weighted sum; weights recompute q·k). */
 export function forwardFlops(plan, config) {
@@ -147,8 +180,9 @@ export class WebGpuMha {
     if (this.#state === 'pending') await this.#choose();
     if (this.#state !== 'ready' || this.#lost || this.#disposed || !this.#fits(plan, config)) return this.#runFallback(plan, config);
     try {
-      const result = await this.#forwardGpu(plan, config);
-      testHooks.onRun?.('webgpu', plan);
+      const path = attentionPath(plan, config, this.#device.limits);
+      const result = await this.#forwardGpu(plan, config, path);
+      testHooks.onRun?.('webgpu', plan, path);
       return result;
     } catch (e) {
       if (this.#disposed) throw e;
@@ -273,16 +307,19 @@ export class WebGpuMha {
       && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups;
   }
 
-  async #forwardGpu(plan, config) {
+  async #forwardGpu(plan, config, path) {
     const device = this.#device;
     const params = this.#params;
     const { B, L, S } = plan;
     const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
     const untilLost = (promise) => Promise.race([promise, this.#lostSignal]);
 
-    const [linear, flash, weightsPipeline] = await untilLost(Promise.all([
+    const decode = path === 'decode';
+    const [linear, flash, decodePartial, decodeReduce, weightsPipeline] = await untilLost(Promise.all([
       getPipeline(device, 'linear'),
-      getPipeline(device, 'flash', { dk, dv }),
+      decode ? null : getPipeline(device, 'flash', { dk, dv }),
+      decode ? getPipeline(device, 'decodePartial', { dk, dv }) : null,
+      decode ? getPipeline(device, 'decodeReduce', { dv }) : null,
       plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
     ]));
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
@@ -369,8 +406,17 @@ export class WebGpuMha {
 
       const heads = buffer(B * L * Hdv, Usage.STORAGE, 'heads');
       const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
-      dispatch(flash, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],
-        [cdiv(L, FLASH_BR), B * H, 1]);
+      if (decode) {
+        // Split-K: per (batch, head, row) one workgroup per DECODE_CHUNK keys, then one combining.
+        const chunks = cdiv(S, DECODE_CHUNK);
+        const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
+        const slot = attention(false);
+        dispatch(decodePartial, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
+        dispatch(decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
+      } else {
+        dispatch(flash, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],
+          [cdiv(L, FLASH_BR), B * H, 1]);
+      }
 
       const weightFloats = plan.needWeights ? B * (plan.averageAttnWeights ? 1 : H) * L * S : 0;
       const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;

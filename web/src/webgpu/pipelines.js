@@ -1,8 +1,11 @@
 // Compute pipelines, made once per device and shape class and cached: the linear kernel has one
-// pipeline per device; flash attention one per head-width pair (DK, DV); the weights kernel one
-// per DK. Everything else (sizes, strides, masks, causal) is a uniform, so a module that sees
-// many sequence lengths still compiles at most three shaders.
+// pipeline per device; flash attention and the decode path's partial kernel one per head-width
+// pair (DK, DV); the weights kernel one per DK; the decode reduce kernel one per DV. Everything
+// else (sizes, strides, masks, causal) is a uniform, so a module that sees many sequence lengths
+// still compiles at most five shaders.
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
+import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
+import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { flashAttentionShader } from './kernels/flash_attention.wgsl.js';
 import { linearShader } from './kernels/linear.wgsl.js';
 
@@ -12,13 +15,15 @@ const kinds = {
   linear: () => linearShader(),
   flash: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
   weights: ({ dk }) => attentionWeightsShader({ dk }),
+  decodePartial: ({ dk, dv }) => decodePartialShader({ dk, dv }),
+  decodeReduce: ({ dv }) => decodeReduceShader({ dv }),
 };
 
 /** Resolves to the pipeline of kernel `kind` for `shape` ({ dk, dv }), compiling it on first use. */
 export function getPipeline(device, kind, shape = {}) {
   let cache = caches.get(device);
   if (!cache) caches.set(device, (cache = new Map()));
-  const key = kind === 'linear' ? kind : kind === 'flash' ? `${kind}:${shape.dk}:${shape.dv}` : `${kind}:${shape.dk}`;
+  const key = `${kind}:${shape.dk ?? ''}:${shape.dv ?? ''}`;
   let pipeline = cache.get(key);
   if (!pipeline) {
     const code = kinds[kind](shape);

@@ -1,5 +1,5 @@
-// WGSL shared by the two attention kernels (flash_attention and attention_weights): the uniform
-// block, the two mask bindings and the masked score of one (query, key) pair, so both kernels
+// WGSL shared by the attention kernels (flash_attention, attention_weights, decode_*): the uniform
+// block, the two mask bindings and the masked score of one (query, key) pair, so all kernels
 // apply exactly the same rule and the weights match the output's softmax.
 //
 // Masks arrive as f32 (the JS side converts): additive values are added to the score; boolean
@@ -17,7 +17,8 @@ export const MASK_SENTINEL = -3.0e38;
 export const ATTENTION_PARAMS = ['B', 'L', 'S', 'H', 'causal', 'hasKpm', 'amKind',
   'qOff', 'qStride', 'kOff', 'kStride', 'vOff', 'vStride', 'oStride', 'average'];
 
-export const attentionCommon = /* wgsl */ `
+/** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
+export const attentionParams = /* wgsl */ `
 struct Params {
   B: u32, L: u32, S: u32, H: u32,
   causal: u32,                 // 1: key j > query i is masked
@@ -32,11 +33,14 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> kpm: array<f32>;
-@group(0) @binding(2) var<storage, read> am: array<f32>;
 
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
+`;
+
+export const attentionCommon = /* wgsl */ `${attentionParams}
+@group(0) @binding(1) var<storage, read> kpm: array<f32>;
+@group(0) @binding(2) var<storage, read> am: array<f32>;
 
 // The score of query (b, h, i) against key j given their dot product, or NEG when masked.
 fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {

@@ -1,0 +1,107 @@
+// WGSL kernel: first half of the decode path (short queries, L <= DECODE_MAX_L): the partial
+// softmax statistics of one chunk of keys for one query row (split-K over the keys).
+//
+// Why: the flash kernel gives each query row one invocation and walks every key serially, so
+// with L = 1 (token-by-token decoding) one invocation per (batch, head) does all S keys while
+// 63 of its workgroup's 64 sit idle, and there are only B·h workgroups. Here the keys of each
+// (batch, head, row) are cut into chunks of DECODE_CHUNK; one workgroup per chunk, its 64
+// invocations over the chunk's keys: each computes the masked scores of its keys (q staged in
+// workgroup memory), the chunk max m_c is a tree reduction in workgroup memory, then
+// p = exp(s − m_c) (0 for masked keys) and l_c = Σ p another; finally the invocations split the
+// DV columns and each sums p·v over the chunk's keys for its columns. The result
+// (m_c, l_c, acc_c[DV]) goes to a scratch buffer that decode_reduce combines. A chunk whose keys
+// are all masked writes m_c = NEG, l_c = 0, acc_c = 0. Masks and causal (top-left: key j > row
+// i is masked) are attention_common's maskedScore, the rule of the other attention kernels.
+//
+// DK sizes the q array in workgroup memory and DV the scratch stride: one pipeline per (DK, DV).
+import { attentionCommon } from './attention_common.wgsl.js';
+
+/** Keys per chunk (one workgroup each). */
+export const DECODE_CHUNK = 256;
+/** Invocations per workgroup, in both decode kernels. */
+export const DECODE_WORKGROUP = 64;
+
+export function decodePartialShader({ dk, dv }) {
+  return /* wgsl */ `${attentionCommon}
+const DK = ${dk}u;
+const DV = ${dv}u;
+const CHUNK = ${DECODE_CHUNK}u;
+const WG = ${DECODE_WORKGROUP}u;
+
+@group(0) @binding(3) var<storage, read> q: array<f32>;
+@group(0) @binding(4) var<storage, read> k: array<f32>;
+@group(0) @binding(5) var<storage, read> v: array<f32>;
+// [B·H, L, chunks, DV + 2]: (m_c, l_c, acc_c[DV]) per chunk
+@group(0) @binding(6) var<storage, read_write> part: array<f32>;
+
+var<workgroup> qs: array<f32, DK>;
+var<workgroup> ps: array<f32, CHUNK>;  // scores, then exp(s − m_c)
+var<workgroup> red: array<f32, WG>;
+
+// Grid: (chunks, L, B·H).
+@compute @workgroup_size(${DECODE_WORKGROUP})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let c = wg.x;
+  let i = wg.y;
+  let bh = wg.z;
+  let b = bh / p.H;
+  let h = bh % p.H;
+  let chunks = (p.S + CHUNK - 1u) / CHUNK;
+  let j0 = c * CHUNK;
+  let n = min(CHUNK, p.S - j0);
+
+  let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
+  for (var d = t; d < DK; d += WG) { qs[d] = q[qAt + d]; }
+  workgroupBarrier();
+
+  var localMax = NEG;
+  for (var cc = t; cc < n; cc += WG) {
+    let j = j0 + cc;
+    let kAt = p.kOff + (b * p.S + j) * p.kStride + h * DK;
+    var dot = 0.0;
+    for (var d = 0u; d < DK; d++) { dot += qs[d] * k[kAt + d]; }
+    let s = maskedScore(dot, b, h, i, j);
+    ps[cc] = s;
+    localMax = max(localMax, s);
+  }
+  red[t] = localMax;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (t < half) { red[t] = max(red[t], red[t + half]); }
+    workgroupBarrier();
+  }
+  let m = red[0];
+  workgroupBarrier();
+
+  var localSum = 0.0;
+  for (var cc = t; cc < n; cc += WG) {
+    let s = ps[cc];
+    var e = 0.0;
+    if (s > MASKED_AT) { e = exp(s - m); }
+    ps[cc] = e;
+    localSum += e;
+  }
+  red[t] = localSum;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (t < half) { red[t] += red[t + half]; }
+    workgroupBarrier();
+  }
+  let l = red[0];
+
+  let base = ((bh * p.L + i) * chunks + c) * (DV + 2u);
+  let vAt = p.vOff + (b * p.S + j0) * p.vStride + h * DV;
+  for (var d = t; d < DV; d += WG) {
+    var a = 0.0;
+    if (l > 0.0) {
+      for (var cc = 0u; cc < n; cc++) { a += ps[cc] * v[vAt + cc * p.vStride + d]; }
+    }
+    part[base + 2u + d] = a;
+  }
+  if (t == 0u) {
+    part[base] = m;
+    part[base + 1u] = l;
+  }
+}
+`;
+}
