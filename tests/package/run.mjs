@@ -79,7 +79,7 @@ async function cleanup() {
 }
 
 function finish() {
-  console.log(`\n[${secs()} s] ${passed} passed, ${failed} failed`);
+  console.log(`\n[${secs()} s]\n${passed} passed, ${failed} failed`);  // the last line is the plain "N passed, N failed"
   process.exit(failed || !passed ? 1 : 0);
 }
 
