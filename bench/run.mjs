@@ -5,7 +5,8 @@
 //   npm --prefix bench install --no-audit --no-fund      (once: the peers live in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
 //   node bench/run.mjs [--quick] [--browser] [--node] [--threads N] [--webgpu [--webgpu-max-gflop G]]
-//                      [--budget MS] [--ort-graph contrib|plain] [--tfjs-graph per-head|batched]
+//                      [--budget MS] [--ort-graph contrib|plain] [--ort-webgpu-graph plain|contrib]
+//                      [--tfjs-graph per-head|batched]
 //                      [--markdown] [--json FILE] [--timeout S]
 //
 //   (no flag)        run in Node (this process)
@@ -23,6 +24,10 @@
 //                    'ours/peer' in that row is WebGPU ms / WASM ms. On a software adapter
 //                    (SwiftShader: WebGPU emulated on the CPU) the timings are NOT speed claims
 //                    about WebGPU; they only show that the path works end to end.
+//                    With --browser it also adds 'onnxruntime-web-webgpu': ORT's webgpu EP
+//                    (dist/ort.webgpu.min.mjs, executionProviders ['webgpu']) under the same cap
+//   --ort-webgpu-graph G  ONNX graph for onnxruntime-web-webgpu: 'plain' (default) or 'contrib'
+//                    (ORT 1.30's webgpu MultiHeadAttention disagrees by 0.06-0.2 on SwiftShader)
 //   --webgpu-max-gflop G  WebGPU cells only for shapes up to G GFLOP (default: 0.5 on a
 //                    software adapter, where (128, 512, 8) already takes ~2 s a call; no limit
 //                    on a hardware adapter)
@@ -57,7 +62,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '-
   '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
 
 function parseArgs(argv) {
-  const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', tfjsGraph: 'per-head',
+  const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
     markdown: false, json: null, timeoutS: 600, webgpu: false, webgpuMaxGflop: null };
   const value = (i, name) => {
     if (i + 1 >= argv.length) usage(`${name} needs a value`);
@@ -74,6 +79,7 @@ function parseArgs(argv) {
     else if (a === '--threads') opts.threads = Number(value(i++, a));
     else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
     else if (a === '--ort-graph') opts.ortGraph = value(i++, a);
+    else if (a === '--ort-webgpu-graph') opts.ortWebgpuGraph = value(i++, a);
     else if (a === '--tfjs-graph') opts.tfjsGraph = value(i++, a);
     else if (a === '--json') opts.json = value(i++, a);
     else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
@@ -83,6 +89,7 @@ function parseArgs(argv) {
   if (!Number.isInteger(opts.threads) || opts.threads < 1) usage('--threads must be a positive integer');
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!['contrib', 'plain'].includes(opts.ortGraph)) usage("--ort-graph must be 'contrib' or 'plain'");
+  if (!['contrib', 'plain'].includes(opts.ortWebgpuGraph)) usage("--ort-webgpu-graph must be 'contrib' or 'plain'");
   if (!['per-head', 'batched'].includes(opts.tfjsGraph)) usage("--tfjs-graph must be 'per-head' or 'batched'");
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
   if (opts.webgpuMaxGflop !== null && !(opts.webgpuMaxGflop >= 0)) usage('--webgpu-max-gflop must be a number >= 0');
@@ -174,7 +181,10 @@ function webgpuHeader(info, opts, shapes) {
 
 function librariesText(info, opts) {
   return `webattention ${info.ours}; onnxruntime-web ${info.ort} (wasm EP, numThreads ${opts.threads}, `
-    + `graph '${opts.ortGraph}'); tfjs ${info.tfjs} backend ${info.tfjsBackend} (SIMD ${info.tfjsSimd}, `
+    + `graph '${opts.ortGraph}'); `
+    + (info.ortWebgpu ? `onnxruntime-web-webgpu ${info.ortWebgpu} (webgpu EP, graph '${opts.ortWebgpuGraph}'; `
+      + `WebGPU row: same adapter and GFLOP cap as webattention-webgpu); ` : '')
+    + `tfjs ${info.tfjs} backend ${info.tfjsBackend} (SIMD ${info.tfjsSimd}, `
     + `threaded build usable ${info.tfjsThreadsSupported}, ${info.tfjsThreads} thread(s), graph '${opts.tfjsGraph}')`;
 }
 
@@ -313,10 +323,10 @@ async function runBrowser(opts, common) {
         else if (r.url().endsWith('.wasm')) wasmFiles.add(new URL(r.url()).pathname.split('/').pop());
       });
       const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
-        budget: String(opts.budgetMs), ortGraph: opts.ortGraph, tfjsGraph: opts.tfjsGraph });
+        budget: String(opts.budgetMs), ortGraph: opts.ortGraph, ortWebgpuGraph: opts.ortWebgpuGraph, tfjsGraph: opts.tfjsGraph });
       if (opts.webgpu) q.set('webgpu', '1');
       if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
-      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 4 : 3} libraries`);
+      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 5 : 3} libraries`);
       await page.goto(`${base}/bench/browser/index.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
       await page.waitForFunction(() => window.__bench?.done, null, { timeout: 0, polling: 500 });
       const result = await page.evaluate(() => window.__bench);

@@ -5,6 +5,7 @@
 // One cell = (library, shape, mask). Same weights and input for all three libraries:
 //   webattention     MultiHeadAttention.forward(x, x, x, { isCausal }), B = 1
 //   onnxruntime-web  wasm EP, graph from onnx_model.mjs (contrib MHA op or plain ops)
+//   onnxruntime-web-webgpu  (browser --webgpu only) the same graphs on ORT's webgpu EP
 //   tfjs-wasm        @tensorflow/tfjs-backend-wasm, MHA from tf ops (matMul, add, split or
 //                    reshape, transpose, softmax, additive -inf causal band), see tfCell
 // Every library first runs 0.5 s untimed on the first shape (engine tier-up), then each cell
@@ -130,6 +131,25 @@ async function ortCell({ ort }, { L, E, h, weights, x, causal, ortGraph }) {
   };
 }
 
+// onnxruntime-web's WebGPU execution provider (bench/run.mjs --browser --webgpu): libs.ortGpu is
+// ORT's webgpu bundle (dist/ort.webgpu.min.mjs), a second ORT instance beside the wasm one.
+// Graph: ortWebgpuGraph (default 'plain'). The 'contrib' graph (com.microsoft.MultiHeadAttention)
+// does run on ORT 1.30's webgpu EP, but on SwiftShader its outputs differ from ours and from ORT's
+// wasm EP by 0.06-0.2 (max |Δ|); the plain-op graph agrees to ~2e-7.
+async function ortGpuCell({ ortGpu }, { L, E, h, weights, x, causal, ortWebgpuGraph }) {
+  const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph: ortWebgpuGraph });
+  const session = await ortGpu.InferenceSession.create(model, {
+    executionProviders: ['webgpu'], graphOptimizationLevel: 'all',
+  });
+  return {
+    fn: async () => {
+      const out = await session.run({ x: new ortGpu.Tensor('float32', x, [1, L, E]) });
+      return out.y.data;   // outputs come back to the CPU (copy-out included, like the other rows)
+    },
+    dispose: () => session.release(),
+  };
+}
+
 // tfjs-backend-wasm 4.22 sends matMul to XNNPACK only for a 2-D (or batch-1) product without
 // transposeA/B; everything else (transposeB, batch > 1) goes to a slow loop, about 12x slower
 // here. So the default 'per-head' graph keeps every product on the fast path: weights are
@@ -198,6 +218,7 @@ export const LIBRARIES = [
   { name: 'webattention', make: oursCell },
   { name: 'webattention-webgpu', make: oursGpuCell, webgpu: true },
   { name: 'onnxruntime-web', make: ortCell },
+  { name: 'onnxruntime-web-webgpu', make: ortGpuCell, webgpu: true, needs: 'ortGpu' },
   { name: 'tfjs-wasm', make: tfCell },
 ];
 
@@ -210,6 +231,10 @@ export async function setupLibraries(libs, { threads }) {
   oursThreads = threads;
   ort.env.wasm.numThreads = threads;
   ort.env.logLevel = 'error';
+  if (libs.ortGpu) {
+    libs.ortGpu.env.wasm.numThreads = threads;
+    libs.ortGpu.env.logLevel = 'error';
+  }
   tfwasm.setThreadsCount(threads);
   if (!(await tf.setBackend('wasm'))) throw new Error('tf.setBackend("wasm") failed');
   await tf.ready();
@@ -230,6 +255,7 @@ export async function setupLibraries(libs, { threads }) {
     ours,
     webgpu,
     ort: ort.env.versions?.web ?? ort.env.versions?.common ?? '?',
+    ortWebgpu: libs.ortGpu ? (libs.ortGpu.env.versions?.web ?? libs.ortGpu.env.versions?.common ?? '?') : null,
     ortThreadsRequested: threads,
     tfjs: tf.version_core,
     tfjsBackend: tf.getBackend(),
@@ -243,10 +269,12 @@ export async function setupLibraries(libs, { threads }) {
  * Runs every (shape, mask, library) cell. Returns the result rows:
  *   { library, L, E, h, mask, ms, gflops, runs, maxDiff, speedup (peer_ms / ours_ms), error }.
  */
-export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGraph = 'contrib', tfjsGraph = 'per-head',
+export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGraph = 'contrib', ortWebgpuGraph = 'plain', tfjsGraph = 'per-head',
   webgpuMaxGflop = Infinity, log = () => {} } = {}) {
   // webattention-webgpu only with libs.gpu, and only on shapes up to webgpuMaxGflop.
-  const librariesFor = (L, E) => LIBRARIES.filter((lib) => !lib.webgpu || (libs.gpu && flops(L, E) <= webgpuMaxGflop * 1e9));
+  // onnxruntime-web-webgpu also needs libs.ortGpu (the page's ORT webgpu bundle; not in Node).
+  const librariesFor = (L, E) => LIBRARIES.filter((lib) => (!lib.needs || libs[lib.needs])
+    && (!lib.webgpu || (libs.gpu && flops(L, E) <= webgpuMaxGflop * 1e9)));
   // Untimed warm-up of every library (first shape, 0.5 s each): engines compile WASM with a
   // baseline tier first and optimize hot functions later, which would otherwise slow the first
   // cells down.
@@ -256,7 +284,7 @@ export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGrap
     for (const { name, make } of librariesFor(L, E)) {
       let cell = null;
       try {
-        cell = await make(libs, { L, E, h, weights, x, causal: false, ortGraph, tfjsGraph });
+        cell = await make(libs, { L, E, h, weights, x, causal: false, ortGraph, ortWebgpuGraph, tfjsGraph });
         for (const t0 = now(); now() - t0 < 500;) await cell.fn();
       } catch (e) {
         log(`warm-up of ${name} failed: ${String(e?.message ?? e).split('\n')[0]}`);
@@ -276,7 +304,7 @@ export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGrap
         const row = { library: name, L, E, h, mask, ms: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };
         let cell = null;
         try {
-          cell = await make(libs, { L, E, h, weights, x, causal, ortGraph, tfjsGraph });
+          cell = await make(libs, { L, E, h, weights, x, causal, ortGraph, ortWebgpuGraph, tfjsGraph });
           const { output, ms, runs } = await measure(cell.fn, { budgetMs });
           Object.assign(row, { ms, runs, gflops: flops(L, E) / (ms * 1e6) });
           if (name === 'webattention') {

@@ -1,6 +1,6 @@
 // Runs bench/suite.mjs in the page; bench/run.mjs --browser reads window.__bench when done.
 // Query: ?quick=0|1&threads=N&budget=MS&ortGraph=contrib|plain&tfjsGraph=per-head|batched
-//        &webgpu=1 (add the WebGPU row, navigator.gpu)&webgpuMaxGflop=G
+//        &webgpu=1 (add the WebGPU rows, navigator.gpu)&webgpuMaxGflop=G&ortWebgpuGraph=plain|contrib
 import * as webattention from 'webattention';
 import * as ort from 'onnxruntime-web';
 import * as tf from '@tensorflow/tfjs-core';
@@ -22,6 +22,12 @@ try {
   if (q.get('webgpu') === '1') {
     if (!navigator.gpu) throw new Error('--webgpu: no navigator.gpu in this browser (flag --enable-unsafe-webgpu?)');
     libs.gpu = navigator.gpu;
+    // onnxruntime-web's webgpu bundle, for the onnxruntime-web-webgpu row (loaded only here).
+    try {
+      libs.ortGpu = await import('onnxruntime-web/webgpu');
+    } catch (e) {
+      log(`onnxruntime-web/webgpu failed to load: ${String(e?.message ?? e).split('\n')[0]}`);
+    }
   }
   const info = await setupLibraries(libs, { threads });
   // Same default as run.mjs: a software adapter gets the shapes up to 0.5 GFLOP only.
@@ -30,6 +36,7 @@ try {
     shapes: q.get('quick') === '1' ? QUICK_SHAPES : SHAPES,
     budgetMs: Number(q.get('budget') ?? 2000),
     ortGraph: q.get('ortGraph') ?? 'contrib',
+    ortWebgpuGraph: q.get('ortWebgpuGraph') ?? 'plain',
     tfjsGraph: q.get('tfjsGraph') ?? 'per-head',
     webgpuMaxGflop,
     log,
