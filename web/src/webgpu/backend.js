@@ -26,6 +26,15 @@
 //     correct result.
 // Weights are uploaded by loadStateDict() and stay on the GPU; per call only the inputs (and
 // masks) go up and the output (and weights) come back.
+//
+// Per-call buffers (inputs, masks, Q/K/V, heads, row stats, decode partials, weights, output,
+// readback, uniforms) come from a per-module cache keyed by role: a role's buffer is reused while
+// it is big enough and replaced by one of the next power of two (at least 256 bytes, capped at
+// the device's limits) when a call needs more. Storage bindings name the bytes the call uses, so
+// a larger buffer is harmless. GPU calls of one module are serialised (a promise chain) so that
+// two overlapping forward() calls never share those buffers; calls of different modules still
+// overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
+// call (whose buffers may be left mapped or half-written).
 import { MAP_READ, Usage } from './device.js';
 import { getPipeline } from './pipelines.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
@@ -116,6 +125,8 @@ export class WebGpuMha {
   #warnedError = false;
   #disposed = false;
   #loaded = false;         // loadStateDict() has succeeded (the WASM core refuses calls before)
+  #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
+  #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
 
   /**
    * fallback: a WASM backend for the same config. gpu: { device, adapterInfo, software } from
@@ -181,7 +192,7 @@ export class WebGpuMha {
     if (this.#state !== 'ready' || this.#lost || this.#disposed || !this.#fits(plan, config)) return this.#runFallback(plan, config);
     try {
       const path = attentionPath(plan, config, this.#device.limits);
-      const result = await this.#forwardGpu(plan, config, path);
+      const result = await this.#serialised(() => this.#forwardGpu(plan, config, path));
       testHooks.onRun?.('webgpu', plan, path);
       return result;
     } catch (e) {
@@ -194,6 +205,7 @@ export class WebGpuMha {
         console.warn(`webattention: the WebGPU device was lost (${reason}${message ? `: ${message}` : ''}); `
           + 'this module computes on WASM from now on (mha.backend is \'wasm\')');
         this.#releaseParams();
+        this.#releasePool();
       } else if (!this.#warnedError) {
         this.#warnedError = true;
         console.warn(`webattention: a WebGPU forward() failed (${e?.message ?? e}); that call ran on WASM`);
@@ -206,6 +218,7 @@ export class WebGpuMha {
     if (this.#disposed) return;
     this.#disposed = true;
     this.#releaseParams();
+    this.#releasePool();
     this.#device = null;
     this.#pendingEntries = null;
     this.#fallback.dispose();
@@ -239,6 +252,7 @@ export class WebGpuMha {
     this.software = gpu.software;
     this.#lostSignal = gpu.device.lost.then((info) => {
       if (!this.#disposed) this.#lost = { reason: info?.reason ?? 'unknown', message: info?.message ?? '' };
+      this.#releasePool();
       throw new DeviceLost(`the WebGPU device was lost (${info?.reason ?? 'unknown'}${info?.message ? `: ${info.message}` : ''})`);
     });
     this.#lostSignal.catch(() => {});
@@ -283,6 +297,39 @@ export class WebGpuMha {
     };
   }
 
+  // Runs fn after this module's earlier GPU calls have settled (resolved or not).
+  #serialised(fn) {
+    const run = this.#queue.then(fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * The cached buffer of `role`, at least `floats` floats, created (or replaced by a bigger one:
+   * next power of two, at least 256 bytes, within the device's limits) when needed.
+   */
+  #pooled(role, floats, usage) {
+    const bytes = Math.max(floats, 1) * F32;
+    let entry = this.#pool.get(role);
+    if (!entry || entry.bytes < bytes || entry.usage !== usage) {
+      entry?.buffer.destroy();
+      const limits = this.#device.limits;
+      let cap = (usage & Usage.STORAGE)
+        ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
+      cap -= cap % F32;
+      const size = Math.max(bytes, Math.min(Math.max(256, 2 ** Math.ceil(Math.log2(bytes))), cap));
+      const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
+      entry = { buffer, bytes: size, usage };
+      this.#pool.set(role, entry);
+    }
+    return entry.buffer;
+  }
+
+  #releasePool() {
+    for (const { buffer } of this.#pool.values()) buffer.destroy();
+    this.#pool.clear();
+  }
+
   #releaseParams() {
     if (!this.#params) return;
     for (const buffer of Object.values(this.#params)) buffer.destroy();
@@ -324,14 +371,15 @@ export class WebGpuMha {
     ]));
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
 
-    const created = [];
+    const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
     let scopes = null;
+    let failed = true;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
     try {
-      const buffer = (floats, usage, label) => {
-        const b = device.createBuffer({ size: Math.max(floats, 1) * F32, usage, label: `webattention ${label}` });
-        created.push(b);
+      const buffer = (floats, usage, role) => {
+        const b = this.#pooled(role, floats, usage);
+        sizes.set(b, Math.max(floats, 1) * F32);
         return b;
       };
       const uploads = new Map();  // the same typed array goes up once
@@ -443,7 +491,9 @@ export class WebGpuMha {
           layout: pipeline.getBindGroupLayout(0),
           entries: [
             { binding: 0, resource: { buffer: uniforms, offset: slot, size: 64 } },
-            ...bindings.map((b, i) => ({ binding: i + 1, resource: { buffer: b } })),
+            ...bindings.map((b, i) => ({
+              binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
+            })),
           ],
         }));
         pass.dispatchWorkgroups(...groups);
@@ -456,23 +506,26 @@ export class WebGpuMha {
 
       scopes = [device.popErrorScope(), device.popErrorScope()];
       scopes.forEach((s) => s.catch(() => {}));
-      await untilLost(readback.mapAsync(MAP_READ));
+      const readBytes = (outFloats + weightFloats) * F32;
+      await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
       const gpuError = (await untilLost(Promise.all(scopes))).find(Boolean);
       if (gpuError) throw new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
-      const range = readback.getMappedRange();
-      if (range.byteLength !== (outFloats + weightFloats) * F32) throw new DeviceLost('the readback buffer was unmapped');
+      const range = readback.getMappedRange(0, readBytes);
+      if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');
       const all = new Float32Array(range);
       const result = {
         output: all.slice(0, outFloats),
         weights: weightFloats ? all.slice(outFloats) : null,
       };
       readback.unmap();
+      failed = false;
       return result;
     } finally {
-      // Scopes are popped right after the submit, with no await between push and pop (calls may
-      // overlap); here only when something threw before that.
+      // Scopes are popped right after the submit, with no await between push and pop (calls of
+      // other modules may overlap); here only when something threw before that.
       if (!scopes) [device.popErrorScope(), device.popErrorScope()].forEach((s) => s.catch(() => {}));
-      for (const b of created) b.destroy();
+      // A failed call may leave the readback mapped or a buffer half-written: start afresh.
+      if (failed || this.#lost || this.#disposed) this.#releasePool();
     }
   }
 }
