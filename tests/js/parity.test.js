@@ -5,7 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, scaledDotProductAttention, selfAttention } from 'webattention';
-import { AUTO_MIN_FLOPS, forwardFlops, testHooks } from '../../web/src/pool.js';
+import { AUTO_MIN_FLOPS, testHooks } from '../../web/src/pool.js';
+import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 import { compare, loadFixtures } from './fixtures.js';
 
 const cases = loadFixtures();
@@ -67,12 +68,9 @@ test('the MHA cases ran where WEBATTENTION_THREADS says: the worker pool when > 
     // workers are up, so whether it does is timing; that it is big enough is not).
     const small = [...pooledCases].filter((name) => {
       const c = cases.find((k) => k.name === name);
-      const [B, L] = c.inputs.query.shape.length === 3 ? c.inputs.query.shape : [1, ...c.inputs.query.shape];
-      const S = c.inputs.key.shape.at(-2);
-      const cfg = { numHeads: c.create.numHeads, embedDim: c.create.embedDim, kdim: c.create.kdim ?? c.create.embedDim,
-        vdim: c.create.vdim ?? c.create.embedDim, headDim: c.create.headDim ?? c.create.embedDim / c.create.numHeads,
-        valueHeadDim: c.create.valueHeadDim ?? c.create.embedDim / c.create.numHeads };
-      return forwardFlops({ B, L, S }, cfg) < AUTO_MIN_FLOPS;
+      const config = resolveMhaConfig(c.create);
+      const { query, key, value } = c.inputs;
+      return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config) < AUTO_MIN_FLOPS;
     });
     assert.deepEqual(small, [], 'calls under AUTO_MIN_FLOPS went to the pool');
     return;

@@ -13,6 +13,7 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
+import { forwardFlops } from './shapes.js';
 
 /**
  * With threads: 'auto', a forward() under this many FLOPs stays on the calling thread: a worker
@@ -29,14 +30,6 @@ export const SPLIT_PROJECTION_FLOPS = 16e6;
 
 /** Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task posted. */
 export const testHooks = { onPool: null, beforeRun: null };
-
-/** Multiply-adds ×2 of one forward(): projections, scores and weighted sums (no causal discount). */
-export function forwardFlops(plan, c) {
-  const { B, L, S } = plan;
-  const qk = c.numHeads * c.headDim, vw = c.numHeads * c.valueHeadDim;
-  return 2 * B * (L * c.embedDim * qk + S * c.kdim * qk + S * c.vdim * vw + L * vw * c.embedDim
-    + c.numHeads * L * S * (c.headDim + c.valueHeadDim));
-}
 
 /**
  * Splits B × H (batch, head) pairs into at most `count` tasks { b0, b1, h0, h1 }: a grid of batch

@@ -35,6 +35,7 @@
 // two overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
+import { forwardFlops } from '../shapes.js';
 import { MAP_READ, Usage } from './device.js';
 import { getPipeline } from './pipelines.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
@@ -82,14 +83,6 @@ export function attentionPath(plan, config, limits) {
   return fits ? 'decode' : 'flash';
 }
 
-/** Multiply-adds ×2 of one forward (projections, scores, weighted sum; weights recompute q·k). */
-export function forwardFlops(plan, config) {
-  const { B, L, S } = plan;
-  const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
-  const projections = L * E * H * dk + S * kdim * H * dk + S * vdim * H * dv + L * H * dv * E;
-  const attention = H * L * S * (dk + dv) + (plan.needWeights ? H * L * S * dk : 0);
-  return 2 * B * (projections + attention);
-}
 
 const cdiv = (a, b) => Math.ceil(a / b);
 

@@ -7,7 +7,7 @@ import { WebGpuMha } from './backend.js';
 const BACKENDS = ['auto', 'wasm', 'webgpu'];
 
 /**
- * backend 'auto': the FLOPs (forwardFlops in backend.js) from which a call goes to a hardware
+ * backend 'auto': the FLOPs (forwardFlops in shapes.js) from which a call goes to a hardware
  * GPU. 2^26 ≈ 67 MFLOP is about 2 ms of single-threaded WASM at the 27–32 GFLOP/s measured in
  * docs/benchmarks.md (≈ 1.3 ms on the worker pool); below that, an assumed 0.5–1 ms fixed cost
  * of a GPU round trip (upload, dispatches, mapAsync readback) leaves a GPU little to win. This
