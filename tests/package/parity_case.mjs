@@ -111,3 +111,19 @@ export async function runBadCallCase(api, fixtureCase, { perturb = 0 } = {}) {
     mha.dispose();
   }
 }
+
+/**
+ * Everything a user app checks, in one report: the named import is the namespace's, the export
+ * list, each fixture case, a bad call followed by a good one, and a case on the worker pool.
+ */
+export async function buildReport(api, MultiHeadAttention, cases, { perturb = 0 } = {}) {
+  const report = {
+    namedImport: typeof MultiHeadAttention === 'function' && MultiHeadAttention === api.MultiHeadAttention,
+    exports: Object.keys(api).sort(),
+    cases: [],
+  };
+  for (const c of cases) report.cases.push(await runMhaCase(api, c, { perturb }));
+  report.badCall = await runBadCallCase(api, cases[0], { perturb });
+  report.pooled = await runMhaCase(api, cases[0], { perturb, threads: 2 });
+  return report;
+}

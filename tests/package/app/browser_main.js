@@ -2,20 +2,12 @@
 // the result goes to window.__waReport for tests/package/run.mjs to read.
 import * as api from 'webattention';
 import { MultiHeadAttention } from 'webattention';
-import { runBadCallCase, runMhaCase } from './parity_case.mjs';
+import { buildReport } from './parity_case.mjs';
 import cases from './cases.json';
 
 async function main() {
   const perturb = Number(new URLSearchParams(location.search).get('perturb') || 0);
-  const report = {
-    namedImport: typeof MultiHeadAttention === 'function' && MultiHeadAttention === api.MultiHeadAttention,
-    exports: Object.keys(api).sort(),
-    cases: [],
-  };
-  for (const c of cases) report.cases.push(await runMhaCase(api, c, { perturb }));
-  report.badCall = await runBadCallCase(api, cases[0], { perturb });
-  report.pooled = await runMhaCase(api, cases[0], { perturb, threads: 2 });
-  return report;
+  return buildReport(api, MultiHeadAttention, cases, { perturb });
 }
 
 main().then(
