@@ -5,6 +5,7 @@
 // bench/ has its own package.json (the peers' dependencies), so the package self-reference
 // 'webattention' does not resolve here; ../web/src/node.js is what it resolves to under Node.
 import { MultiHeadAttention } from '../web/src/node.js';
+import { filled, flops, makeWeights } from './suite.mjs';
 
 const shapes = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12]];
 const causal = process.argv.includes('--causal');
@@ -12,19 +13,11 @@ const threadsAt = process.argv.indexOf('--threads');
 const threadsArg = threadsAt >= 0 ? process.argv[threadsAt + 1] : '1';
 const threads = threadsArg === 'auto' ? 'auto' : Number(threadsArg);
 
-function filled(n, seed) {
-  const a = new Float32Array(n);
-  let s = seed;
-  for (let i = 0; i < n; i++) a[i] = ((s = (s * 1664525 + 1013904223) >>> 0) / 2 ** 32 - 0.5) * 0.2;
-  return a;
-}
-
 console.log(`shape (L, E, h)      ms (median)   GFLOP/s   threads ${threadsArg}${causal ? ', causal' : ''}`);
 for (const [L, E, h] of shapes) {
   const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads });
-  mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-    [name, filled(shape.reduce((a, b) => a * b, 1), i + 1)])));
-  const x = { data: filled(L * E, 99), shape: [1, L, E] };
+  mha.loadStateDict(makeWeights(E));  // the same weights and input as bench/run.mjs
+  const x = { data: filled(L * E, 2, 1), shape: [1, L, E] };
   // Two calls first: with threads > 1 the first one waits for the workers to start.
   for (let r = 0; r < 2; r++) await mha.forward(x, x, x, { isCausal: causal });
   const times = [];
@@ -35,7 +28,7 @@ for (const [L, E, h] of shapes) {
   }
   times.sort((a, b) => a - b);
   const ms = times[3];
-  const gflops = (8 * L * E * E + 4 * L * L * E) / (ms * 1e6);
+  const gflops = flops(L, E) / (ms * 1e6);
   console.log(`(${L}, ${E}, ${h})`.padEnd(20), ms.toFixed(2).padStart(10), gflops.toFixed(1).padStart(12));
   mha.dispose();
 }
