@@ -64,7 +64,8 @@ void run_attention(const AttentionProblem& p) {
       for (int i = 0; i < p.L; ++i) {
         for (int j = 0; j < p.S; ++j) {
           if (p.average_weights) {
-            p.weights[b * LS + i * p.S + j] += static_cast<float>(scores(i, j) / p.heads);
+            p.weights[b * LS + i * p.S + j] +=
+                static_cast<float>(scores(i, j) / (p.averaged_heads ? p.averaged_heads : p.heads));
           } else {
             p.weights[(b * p.heads + h) * LS + i * p.S + j] = static_cast<float>(scores(i, j));
           }

@@ -253,13 +253,8 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   p.causal = a.causal;
   p.weights = a.weights;
   p.average_weights = a.average_weights;
+  p.averaged_heads = H;  // a head range writes its share of the module's average
   run_attention(p);
-  if (a.weights && a.average_weights && heads != H) {
-    // run_attention averaged over this range's heads; make it the range's share of all heads.
-    const float share = static_cast<float>(heads) / static_cast<float>(H);
-    const std::size_t n = static_cast<std::size_t>(B) * L * S;
-    for (std::size_t i = 0; i < n; ++i) a.weights[i] *= share;
-  }
 }
 
 void MultiHeadAttention::forward(const MhaForwardArgs& a) const {

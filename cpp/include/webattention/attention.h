@@ -37,6 +37,10 @@ struct AttentionProblem {
   // heads when average_weights is set. Null unless asked for: no L×S buffer otherwise.
   float* weights = nullptr;
   bool average_weights = false;
+  // Averaged weights are each head's share 1 / averaged_heads (0: heads). A head range of a
+  // larger module passes the module's head count, so the ranges' shares add up to its average.
+  int averaged_heads = 0;
+  float average_share() const { return 1.0f / static_cast<float>(averaged_heads ? averaged_heads : heads); }
 };
 
 // Runs the problem. The caller guarantees the shapes (see the checked entry points below).

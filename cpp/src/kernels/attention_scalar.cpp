@@ -76,7 +76,7 @@ void attention_head(const AttentionProblem& p, int b, int h, float* scores) noex
       if (p.average_weights) {
         // The caller zeroed the buffer; each head adds its share.
         float* wrow = p.weights + b * LS + static_cast<std::ptrdiff_t>(i) * p.S;
-        const float share = 1.0f / static_cast<float>(p.heads);
+        const float share = p.average_share();
         for (int j = 0; j < p.S; ++j) wrow[j] += scores[j] * share;
       } else {
         float* wrow = p.weights + (static_cast<std::ptrdiff_t>(b) * p.heads + h) * LS +

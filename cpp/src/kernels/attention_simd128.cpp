@@ -184,7 +184,7 @@ void write_weights(const AttentionProblem& p, int b, int h, int i0, int rows, in
       const int n = std::min(width, p.S - j0);
       if (p.average_weights) {
         float* w = p.weights + b * LS + static_cast<std::ptrdiff_t>(i) * p.S + j0;
-        const float share = 1.0f / static_cast<float>(p.heads);
+        const float share = p.average_share();
         for (int j = 0; j < n; ++j) w[j] += s[j] * share;
       } else {
         float* w = p.weights + (static_cast<std::ptrdiff_t>(b) * p.heads + h) * LS +
