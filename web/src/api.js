@@ -69,7 +69,7 @@ export function bindApi(loadCore, platform) {
       } else if (threads > 1) {
         backend = new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) });
       }
-      return new MultiHeadAttention(webgpu.wrap(backend, config, gpu, backendOptions), config);
+      return new MultiHeadAttention(await webgpu.wrap(backend, config, gpu, backendOptions), config);
     }
 
     /** Resolved configuration (defaults filled in). */

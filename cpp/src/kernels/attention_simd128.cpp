@@ -117,10 +117,10 @@ void mask_tile(const AttentionProblem& p, int b, int h, int i0, int rows, int j0
 float row_max(const float* s, int width) {
   v128_t m0 = wasm_f32x4_splat(kNegInf), m1 = m0;
   for (int j = 0; j < width; j += 8) {
-    m0 = wasm_f32x4_max(m0, wasm_v128_load(s + j));
-    m1 = wasm_f32x4_max(m1, wasm_v128_load(s + j + 4));
+    m0 = wasm_f32x4_pmax(m0, wasm_v128_load(s + j));
+    m1 = wasm_f32x4_pmax(m1, wasm_v128_load(s + j + 4));
   }
-  return horizontal_max(wasm_f32x4_max(m0, m1));
+  return horizontal_max(wasm_f32x4_pmax(m0, m1));
 }
 
 // s[j] = exp(s[j] - max) * factor; returns the sum of exp(s[j] - max).

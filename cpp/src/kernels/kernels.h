@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <vector>
 
 #include "webattention/attention.h"
@@ -20,13 +21,15 @@ constexpr int kPanelWidth = 8;
 struct PackedLinear {
   int in = 0;
   int out = 0;
-  std::vector<float> panels;  // [ceil(out / 8)][in][8]
-  std::vector<float> bias;    // [out], or empty for no bias
+  // [ceil(out / 8)][in][8]. Not a std::vector: packing writes every float, and zero-filling
+  // megabytes first would touch each fresh page of WASM memory twice at load time.
+  std::unique_ptr<float[]> panels;
+  std::vector<float> bias;  // [out], or empty for no bias
 
-  bool empty() const { return panels.empty(); }
+  bool empty() const { return !panels; }
   int panel_count() const { return (out + kPanelWidth - 1) / kPanelWidth; }
   const float* panel(int p) const {
-    return panels.data() + static_cast<std::size_t>(p) * in * kPanelWidth;
+    return panels.get() + static_cast<std::size_t>(p) * in * kPanelWidth;
   }
   // Weight W[n][k] in PyTorch's [out, in] indexing.
   float weight(int n, int k) const {

@@ -44,6 +44,25 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, int in, const 
   }
 }
 
+// Rows [r_begin, r_end) of x times one weight panel: output columns [8p, 8p + 8) of one target.
+// Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
+// first forward() reaches TurboFan code after a few panels only if each panel is its own call
+// (CMakeLists.txt keeps Binaryen from inlining it too).
+__attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end,
+                                          std::ptrdiff_t x_stride, const LinearTarget& target,
+                                          int p) {
+  const PackedLinear& w = *target.weights;
+  const float* bias = w.bias.empty() ? nullptr : w.bias.data();
+  for (int r0 = r_begin; r0 < r_end; r0 += kRows) {
+    const int block_rows = std::min(kRows, r_end - r0);
+    const float* x_rows[kRows];
+    // A short last block repeats its last row; only block_rows rows are stored.
+    for (int r = 0; r < kRows; ++r) x_rows[r] = x + (r0 + std::min(r, block_rows - 1)) * x_stride;
+    block_4x8(x_rows, block_rows, w.in, w.panel(p), bias, p * kPanelWidth, w.out,
+              target.y + r0 * target.y_stride, target.y_stride);
+  }
+}
+
 }  // namespace
 
 void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
@@ -55,18 +74,8 @@ void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarge
   for (int rb = 0; rb < rows; rb += row_block) {
     const int rb_rows = std::min(row_block, rows - rb);
     for (int t = 0; t < target_count; ++t) {
-      const PackedLinear& w = *targets[t].weights;
-      const float* bias = w.bias.empty() ? nullptr : w.bias.data();
-      for (int p = 0; p < w.panel_count(); ++p) {
-        for (int r0 = rb; r0 < rb + rb_rows; r0 += kRows) {
-          const int block_rows = std::min(kRows, rb + rb_rows - r0);
-          const float* x_rows[kRows];
-          // A short last block repeats its last row; only block_rows rows are stored.
-          for (int r = 0; r < kRows; ++r) x_rows[r] = x + (r0 + std::min(r, block_rows - 1)) * x_stride;
-          block_4x8(x_rows, block_rows, w.in, w.panel(p), bias, p * kPanelWidth, w.out,
-                    targets[t].y + r0 * targets[t].y_stride, targets[t].y_stride);
-        }
-      }
+      for (int p = 0; p < targets[t].weights->panel_count(); ++p)
+        panel_rows(x, rb, rb + rb_rows, x_stride, targets[t], p);
     }
   }
 }

@@ -2,7 +2,6 @@
 // what they turn into. api.js calls acquire() before it makes the WASM backend and wrap() after.
 import { OptionError, describe } from '../errors.js';
 import { acquireGpu, findGpu } from './device.js';
-import { WebGpuMha } from './backend.js';
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];
 
@@ -50,9 +49,14 @@ export async function acquire({ backend, gpu, minFlops }) {
   return () => acquireGpu({ gpu, backend, useSoftware });
 }
 
-/** The module's backend: the WASM one as is, or the WebGPU one wrapping it. */
-export function wrap(wasmBackend, config, gpu, { backend, minFlops }) {
+/**
+ * The module's backend: the WASM one as is, or the WebGPU one wrapping it. The WebGPU backend
+ * (with its WGSL) is imported only here, when there is a GPU: importing it costs ~9 ms of a
+ * Node cold start that most processes, having no GPU, would pay for nothing.
+ */
+export async function wrap(wasmBackend, config, gpu, { backend, minFlops }) {
   if (!gpu) return wasmBackend;
   const threshold = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
+  const { WebGpuMha } = await import('./backend.js');
   return new WebGpuMha(wasmBackend, config, gpu, { minFlops: threshold });
 }
