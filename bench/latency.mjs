@@ -2,23 +2,31 @@
 // (L = 16, E = 64, h = 4: per-call overhead). Usage: node bench/latency.mjs
 import { spawnSync } from 'node:child_process';
 
+// Each phase is timed too (import, create, loadStateDict, first forward), to show where it goes.
 const coldScript = `
 const t0 = performance.now();
 const { MultiHeadAttention } = await import(${JSON.stringify(new URL('../web/src/node.js', import.meta.url).href)});
+const t1 = performance.now();
 const mha = await MultiHeadAttention.create({ embedDim: 512, numHeads: 8 });
+const t2 = performance.now();
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
+const t3 = performance.now();
 const x = { data: new Float32Array(128 * 512).fill(0.5), shape: [1, 128, 512] };
 await mha.forward(x, x, x);
-console.log(performance.now() - t0);`;
+const t4 = performance.now();
+console.log(JSON.stringify({ total: t4 - t0, import: t1 - t0, create: t2 - t1, loadStateDict: t3 - t2, forward: t4 - t3 }));`;
 
+const runs = 9;
 const cold = [];
-for (let i = 0; i < 7; i++) {
+for (let i = 0; i < runs; i++) {
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', coldScript], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(r.stderr);
-  cold.push(Number(r.stdout.trim()));
+  cold.push(JSON.parse(r.stdout.trim()));
 }
-cold.sort((a, b) => a - b);
-console.log(`cold start, import → first result (128, 512, 8): median ${cold[3].toFixed(1)} ms (min ${cold[0].toFixed(1)}, max ${cold[6].toFixed(1)})`);
+const median = (key) => cold.map((c) => c[key]).sort((a, b) => a - b)[runs >> 1];
+const totals = cold.map((c) => c.total).sort((a, b) => a - b);
+console.log(`cold start, import → first result (128, 512, 8): median ${median('total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
+  `phase medians: ${['import', 'create', 'loadStateDict', 'forward'].map((k) => `${k} ${median(k).toFixed(1)}`).join(', ')} ms`);
 
 const { MultiHeadAttention } = await import('../web/src/node.js');
 const mha = await MultiHeadAttention.create({ embedDim: 64, numHeads: 4 });

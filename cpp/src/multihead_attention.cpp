@@ -32,7 +32,7 @@ kernels::PackedLinear slice_columns(const kernels::PackedLinear& w, int begin, i
   for (int n = 0; n < cols; ++n)
     for (int k = 0; k < w.in; ++k) rows[static_cast<std::size_t>(n) * w.in + k] = w.weight(begin + n, k);
   kernels::PackedLinear s = kernels::pack_linear(rows.data(), cols, w.in);
-  if (!w.bias.empty()) s.bias.assign(w.bias.begin() + begin, w.bias.begin() + end);
+  if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, cols);
   return s;
 }
 
@@ -141,13 +141,13 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
   } else if (name == "v_proj_weight") {
     set_weights(*wv_, data, v_width_, c.vdim);
   } else if (name == "in_proj_bias") {
-    wq_->bias.assign(data, data + qk_width_);
-    wk_->bias.assign(data + qk_width_, data + 2 * qk_width_);
-    wv_->bias.assign(data + 2 * qk_width_, data + 2 * qk_width_ + v_width_);
+    wq_->set_bias(data, qk_width_);
+    wk_->set_bias(data + qk_width_, qk_width_);
+    wv_->set_bias(data + 2 * qk_width_, v_width_);
   } else if (name == "out_proj.weight") {
     set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {
-    wo_->bias.assign(data, data + E);
+    wo_->set_bias(data, E);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
   slices_.clear();

@@ -55,8 +55,8 @@ function withHeap(core, parts, body) {
   }
 }
 
-const readFloats = (core, address, count) =>
-  new Float32Array(core.HEAPF32.buffer, address, count).slice();
+// slice() straight off HEAPF32: no intermediate view to allocate on every call.
+const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
 
 function maskDims(mask) {
   const d = [...mask.shape, 0, 0, 0];

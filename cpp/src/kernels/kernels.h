@@ -4,6 +4,7 @@
 // Kernels assume validated shapes and never throw.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -24,7 +25,14 @@ struct PackedLinear {
   // [ceil(out / 8)][in][8]. Not a std::vector: packing writes every float, and zero-filling
   // megabytes first would touch each fresh page of WASM memory twice at load time.
   std::unique_ptr<float[]> panels;
-  std::vector<float> bias;  // [out], or empty for no bias
+  std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
+
+  // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias
+  // values at once, with no per-block bounds check.
+  void set_bias(const float* values, int n) {
+    bias.assign(static_cast<std::size_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth, 0.0f);
+    std::copy(values, values + n, bias.begin());
+  }
 
   bool empty() const { return !panels; }
   int panel_count() const { return (out + kPanelWidth - 1) / kPanelWidth; }

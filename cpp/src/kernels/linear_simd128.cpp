@@ -16,11 +16,9 @@ constexpr int kRows = 4;
 inline void block_4x8(const float* const x_rows[kRows], int rows, int in, const float* panel,
                       const float* bias, int n0, int out, float* y, std::ptrdiff_t y_stride) {
   v128_t b0 = wasm_f32x4_splat(0.0f), b1 = b0;
-  if (bias) {
-    alignas(16) float padded[kPanelWidth] = {};
-    for (int c = 0; c < kPanelWidth && n0 + c < out; ++c) padded[c] = bias[n0 + c];
-    b0 = wasm_v128_load(padded);
-    b1 = wasm_v128_load(padded + 4);
+  if (bias) {  // padded to whole panels (PackedLinear::set_bias)
+    b0 = wasm_v128_load(bias + n0);
+    b1 = wasm_v128_load(bias + n0 + 4);
   }
   Block4x8 acc = Block4x8::filled(b0, b1);
   const float* x0 = x_rows[0];
