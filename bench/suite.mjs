@@ -8,8 +8,9 @@
 //   onnxruntime-web-webgpu  (browser --webgpu only) the same graphs on ORT's webgpu EP
 //   tfjs-wasm        @tensorflow/tfjs-backend-wasm, MHA from tf ops (matMul, add, split or
 //                    reshape, transpose, softmax, additive -inf causal band), see tfCell
-// Every library first runs 0.5 s untimed on the first shape (engine tier-up), then each cell
-// checks one output, warms up and takes the median of its timed runs (see measure()).
+// Every library first runs 0.5 s untimed on the first shape (engine tier-up). Then, per (shape,
+// mask), each library's cell checks one output and warms up, and the cells are timed in rounds
+// of one call each (see timeInterleaved()): the median and the best of its timed runs.
 // Each timed call is a whole forward from a JS Float32Array to a JS Float32Array (input copy-in
 // and output copy-out included, as a user sees it).
 import { buildMhaModel, causalMask } from './onnx_model.mjs';
@@ -56,10 +57,10 @@ export function maxAbsDiff(a, b) {
 const now = () => performance.now();
 
 /**
- * Runs fn once (its output is returned for the check), warms up, then times `runs` calls where
- * runs = clamp(budgetMs / warm time, minRuns, maxRuns). Returns { output, ms (median), runs }.
+ * Runs fn once (its output is returned for the check), warms it up and says how many timed runs
+ * fit in budgetMs: runs = clamp(budgetMs / warm time, minRuns, maxRuns).
  */
-async function measure(fn, { budgetMs, minRuns = 3, maxRuns = 200 }) {
+async function warmUp(fn, { budgetMs, minRuns = 3, maxRuns = 200 }) {
   const output = await fn();
   let warmSpent = 0, warmCount = 0, tWarm = Infinity;
   while (warmCount < 2 || (warmSpent < Math.min(200, budgetMs / 10) && warmCount < 20)) {
@@ -71,17 +72,33 @@ async function measure(fn, { budgetMs, minRuns = 3, maxRuns = 200 }) {
     warmCount++;
     if (t > budgetMs / 4) break;    // slow cell: one warm-up run is enough
   }
-  const runs = Math.max(minRuns, Math.min(maxRuns, Math.floor(budgetMs / Math.max(tWarm, 1e-3))));
-  const times = [];
-  for (let r = 0; r < runs; r++) {
-    const t0 = now();
-    await fn();
-    times.push(now() - t0);
+  return { output, runs: Math.max(minRuns, Math.min(maxRuns, Math.floor(budgetMs / Math.max(tWarm, 1e-3)))) };
+}
+
+/**
+ * Times cells ({ fn, runs, times: [] }) in rounds, one call of each per round, until each has
+ * its runs (a cell that throws gets `error` and drops out). This machine's speed drifts, by up
+ * to 2× for seconds at a time: interleaved, a slow spell hits every library alike, where timing
+ * one library after the other would pin it on whichever happened to be running.
+ */
+async function timeInterleaved(cells) {
+  const pending = () => cells.filter((c) => !c.error && c.times.length < c.runs);
+  for (let left = pending(); left.length; left = pending()) {
+    for (const cell of left) {
+      try {
+        const t0 = now();
+        await cell.fn();
+        cell.times.push(now() - t0);
+      } catch (e) {
+        cell.error = String(e?.message ?? e).split('\n')[0].slice(0, 200);
+      }
+    }
   }
-  times.sort((a, b) => a - b);
-  const mid = times.length >> 1;
-  const ms = times.length % 2 ? times[mid] : (times[mid - 1] + times[mid]) / 2;
-  return { output, ms, runs };
+}
+
+function median(sorted) {
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
 
 // ---- the three libraries --------------------------------------------------------------------
@@ -267,7 +284,8 @@ export async function setupLibraries(libs, { threads }) {
 
 /**
  * Runs every (shape, mask, library) cell. Returns the result rows:
- *   { library, L, E, h, mask, ms, gflops, runs, maxDiff, speedup (peer_ms / ours_ms), error }.
+ *   { library, L, E, h, mask, ms (median), best (fastest run), gflops (from ms), runs, maxDiff,
+ *   speedup (peer ms / ours ms), error }.
  */
 export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGraph = 'contrib', ortWebgpuGraph = 'plain', tfjsGraph = 'per-head',
   webgpuMaxGflop = Infinity, log = () => {} } = {}) {
@@ -299,26 +317,36 @@ export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGrap
     const x = filled(L * E, 7 + L, 1);
     for (const causal of [false, true]) {
       const mask = causal ? 'causal' : 'none';
-      let ours = null;
+      const cells = [];  // one per library: { name, fn, dispose, output, runs, times, error }
       for (const { name, make } of librariesFor(L, E)) {
-        const row = { library: name, L, E, h, mask, ms: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };
-        let cell = null;
+        const cell = { name, times: [], runs: 0 };
+        cells.push(cell);
         try {
-          cell = await make(libs, { L, E, h, weights, x, causal, ortGraph, ortWebgpuGraph, tfjsGraph });
-          const { output, ms, runs } = await measure(cell.fn, { budgetMs });
-          Object.assign(row, { ms, runs, gflops: flops(L, E) / (ms * 1e6) });
-          if (name === 'webattention') {
-            ours = { output: Float32Array.from(output), ms };
+          Object.assign(cell, await make(libs, { L, E, h, weights, x, causal, ortGraph, ortWebgpuGraph, tfjsGraph }));
+          Object.assign(cell, await warmUp(cell.fn, { budgetMs }));
+        } catch (e) {
+          cell.error = String(e?.message ?? e).split('\n')[0].slice(0, 200);
+        }
+      }
+      await timeInterleaved(cells);
+      let ours = null;
+      for (const cell of cells) {
+        const row = { library: cell.name, L, E, h, mask, ms: NaN, best: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };
+        if (cell.error) {
+          row.error = cell.error;
+        } else {
+          const times = [...cell.times].sort((a, b) => a - b);
+          Object.assign(row, { ms: median(times), best: times[0], runs: times.length });
+          row.gflops = flops(L, E) / (row.ms * 1e6);
+          if (cell.name === 'webattention') {
+            ours = { output: Float32Array.from(cell.output), ms: row.ms };
             row.maxDiff = 0;
           } else if (ours) {
-            row.maxDiff = maxAbsDiff(output, ours.output);
-            row.speedup = ms / ours.ms;
+            row.maxDiff = maxAbsDiff(cell.output, ours.output);
+            row.speedup = row.ms / ours.ms;
           }
-        } catch (e) {
-          row.error = String(e?.message ?? e).split('\n')[0].slice(0, 200);
-        } finally {
-          try { await cell?.dispose(); } catch { /* ignore */ }
         }
+        try { await cell.dispose?.(); } catch { /* ignore */ }
         rows.push(row);
         log(formatRow(row));
       }
@@ -340,6 +368,7 @@ const COLUMNS = [
   ['shape (L, E, h)', shapeText, 'l'],
   ['mask', (r) => r.mask, 'l'],
   ['ms', (r) => fixed(r.ms, r.ms < 10 ? 3 : 1), 'r'],
+  ['best ms', (r) => fixed(r.best, r.best < 10 ? 3 : 1), 'r'],
   ['GFLOP/s', (r) => fixed(r.gflops, 1), 'r'],
   ['ours/peer', speedText, 'r'],
   ['max|Δ| vs ours', diffText, 'r'],
