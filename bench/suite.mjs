@@ -10,7 +10,8 @@
 //                    reshape, transpose, softmax, additive -inf causal band), see tfCell
 // Every library first runs 0.5 s untimed on the first shape (engine tier-up). Then, per (shape,
 // mask), each library's cell checks one output and warms up, and the cells are timed in rounds
-// of one call each (see timeInterleaved()): the median and the best of its timed runs.
+// of one call each (see timeInterleaved(); with --threads > 1 one library after the other):
+// the median and the best of its timed runs.
 // Each timed call is a whole forward from a JS Float32Array to a JS Float32Array (input copy-in
 // and output copy-out included, as a user sees it).
 import { buildMhaModel, causalMask } from './onnx_model.mjs';
@@ -328,7 +329,10 @@ export async function runSuite(libs, { shapes = SHAPES, budgetMs = 2000, ortGrap
           cell.error = String(e?.message ?? e).split('\n')[0].slice(0, 200);
         }
       }
-      await timeInterleaved(cells);
+      // Interleaved on one thread only: with --threads > 1, a thread pool that spins after its
+      // call (ORT's do) would take the second core from the next library's call.
+      if (oursThreads === 1) await timeInterleaved(cells);
+      else for (const cell of cells) await timeInterleaved([cell]);
       let ours = null;
       for (const cell of cells) {
         const row = { library: cell.name, L, E, h, mask, ms: NaN, best: NaN, gflops: NaN, runs: 0, maxDiff: NaN, speedup: NaN };

@@ -17,3 +17,7 @@ echo "native f32x4 mul+add: $("$out/native_mul_add" 200000000 1 0)"
 echo "native f32x4 FMA:     $("$out/native_fma" 200000000 1 0)"
 # --no-experimental-fetch: Emscripten 3.1.6's glue would fetch() the .wasm path under Node 18+.
 echo "WASM SIMD128 mul+add: $(node --no-experimental-fetch "$out/wasm_mul_add.cjs" 200000000 1 0)"
+if grep -qw avx512vl /proc/cpuinfo; then
+  gcc -O2 -mavx512f -mavx512vl bench/simd_peak/simd_peak_avx512vl.c -o "$out/native_mul_add_24_registers"
+  echo "native f32x4 mul+add, 24 registers (hand-written): $("$out/native_mul_add_24_registers" 200000000)"
+fi
