@@ -3,8 +3,8 @@
 // WEBATTENTION_WASM=scalar|simd forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
 // of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import os from 'node:os';
-import { Worker } from 'node:worker_threads';
 import { bindApi } from './api.js';
 import { pickVariant } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
@@ -19,7 +19,12 @@ const modules = {
 const workerExecArgv = () => process.execArgv.filter((arg, i, all) =>
   !arg.startsWith('--input-type') && all[i - 1] !== '--input-type');
 
+// node:worker_threads is loaded on the first spawn: its import is ~2 ms of a cold start that a
+// process with threads: 1 (or only small calls) never needs.
+const require = createRequire(import.meta.url);
+
 function spawnWorker(variant) {
+  const { Worker } = require('node:worker_threads');
   const worker = new Worker(new URL('./node_worker.js', import.meta.url), {
     name: `webattention ${variant}`, execArgv: workerExecArgv(),
   });
