@@ -7,7 +7,7 @@
 //   node bench/run.mjs [--quick] [--browser] [--node] [--threads N] [--webgpu [--webgpu-max-gflop G]]
 //                      [--budget MS] [--ort-graph contrib|plain] [--ort-webgpu-graph plain|contrib]
 //                      [--tfjs-graph per-head|batched]
-//                      [--markdown] [--json FILE] [--timeout S]
+//                      [--markdown] [--json FILE] [--timeout S] [--wasm simd|relaxed|scalar|mt]
 //
 //   (no flag)        run in Node (this process)
 //   --browser        run in headless Chromium instead (/usr/bin/chromium via playwright-core,
@@ -38,6 +38,10 @@
 //   --tfjs-graph G   tf ops for tfjs-wasm: 'per-head' (default: 2-D matMuls per head, the only
 //                    form tfjs-wasm sends to XNNPACK) or 'batched' ([h, L, d] tensors and
 //                    matMul(q, k, false, true): the textbook form, ~12x slower in tfjs-wasm 4.22)
+//   --wasm M         force webattention's WASM module (WEBATTENTION_WASM in Node, the page's
+//                    globalThis.WEBATTENTION_WASM in Chromium): the page is cross-origin isolated,
+//                    so Chromium picks 'mt' unless told. Node 20 runs 'relaxed' only when started
+//                    with --experimental-wasm-relaxed-simd.
 //   --markdown       also print each table as Markdown (what docs/benchmarks.md holds)
 //   --json FILE      also write { node?, browser? } → { header, rows } as JSON to FILE
 //   --timeout S      give up on the browser run after S seconds (default 600)
@@ -63,7 +67,7 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '-
 
 function parseArgs(argv) {
   const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
-    markdown: false, json: null, timeoutS: 600, webgpu: false, webgpuMaxGflop: null };
+    markdown: false, json: null, timeoutS: 600, webgpu: false, webgpuMaxGflop: null, wasm: null };
   const value = (i, name) => {
     if (i + 1 >= argv.length) usage(`${name} needs a value`);
     return argv[i + 1];
@@ -83,6 +87,7 @@ function parseArgs(argv) {
     else if (a === '--tfjs-graph') opts.tfjsGraph = value(i++, a);
     else if (a === '--json') opts.json = value(i++, a);
     else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
+    else if (a === '--wasm') opts.wasm = value(i++, a);
     else if (a === '--help' || a === '-h') usage();
     else usage(`unknown argument '${a}'`);
   }
@@ -325,6 +330,7 @@ async function runBrowser(opts, common) {
       const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
         budget: String(opts.budgetMs), ortGraph: opts.ortGraph, ortWebgpuGraph: opts.ortWebgpuGraph, tfjsGraph: opts.tfjsGraph });
       if (opts.webgpu) q.set('webgpu', '1');
+      if (opts.wasm) q.set('wasm', opts.wasm);
       if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
       console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 5 : 3} libraries`);
       await page.goto(`${base}/bench/browser/index.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
@@ -354,6 +360,8 @@ async function runBrowser(opts, common) {
 // ---- main -----------------------------------------------------------------------------------
 
 const opts = parseArgs(process.argv.slice(2));
+// Node reads WEBATTENTION_WASM at its first create(); the page gets ?wasm= (below).
+if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;
 checkPeersInstalled();
 const common = {

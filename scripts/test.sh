@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Every test, in one command (installs what it needs first):
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
-#   2. the same GoogleTest suite compiled to WASM, SIMD128 and scalar builds, run by node (CTest)
+#   2. the same GoogleTest suite compiled to WASM (SIMD128, relaxed SIMD, scalar, pthreads
+#      builds), run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
-#      (SIMD128 module, scalar module, and on the worker pool with WEBATTENTION_THREADS=2)
+#      (SIMD128, relaxed-SIMD and scalar modules, and on the worker pool with
+#      WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
 #      `webgpu` on SwiftShader's Vulkan driver, and headless Chromium's SwiftShader adapter)
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
@@ -19,9 +21,9 @@ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/native -j "$JOBS"
 ctest --test-dir build/native --output-on-failure
 
-step "C++ as WASM under node, SIMD128, scalar and pthreads builds: core vs reference; package modules"
+step "C++ as WASM under node, SIMD128, relaxed-SIMD, scalar and pthreads builds: core vs reference; package modules"
 bash scripts/build.sh
-for dir in build/wasm build/wasm-scalar build/wasm-mt; do
+for dir in build/wasm build/wasm-relaxed build/wasm-scalar build/wasm-mt; do
   cmake --build "$dir" -j "$JOBS"
   ctest --test-dir "$dir" --output-on-failure
 done
@@ -31,6 +33,9 @@ npx tsc -p tests/types/tsconfig.json
 
 step "JS API and demo page (node --test), SIMD128 module"
 node --test tests/js/ tests/browser/
+
+step "JS API again on the relaxed-SIMD module (Node 20 runs relaxed SIMD behind a flag)"
+WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd --test tests/js/
 
 step "JS API again on the scalar module (engines without WASM SIMD)"
 WEBATTENTION_WASM=scalar node --test tests/js/

@@ -153,8 +153,11 @@ export interface Capabilities {
   backend: 'wasm';
   /** Whether the SIMD128 module runs (else the scalar one: engines without WASM SIMD). */
   simd: boolean;
-  /** 'mt': SIMD128 + pthreads, picked on cross-origin-isolated pages when the package is served as is. */
-  wasmModule: 'simd' | 'scalar' | 'mt';
+  /**
+   * 'mt': SIMD128 + pthreads, picked on cross-origin-isolated pages when the package is served as
+   * is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add, where the engine validates it.
+   */
+  wasmModule: 'simd' | 'relaxed' | 'scalar' | 'mt';
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
 }

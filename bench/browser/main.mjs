@@ -1,6 +1,7 @@
 // Runs bench/suite.mjs in the page; bench/run.mjs --browser reads window.__bench when done.
 // Query: ?quick=0|1&threads=N&budget=MS&ortGraph=contrib|plain&tfjsGraph=per-head|batched
 //        &webgpu=1 (add the WebGPU rows, navigator.gpu)&webgpuMaxGflop=G&ortWebgpuGraph=plain|contrib
+//        &wasm=simd|relaxed|scalar|mt (webattention's module; it is loaded at the first create())
 import * as webattention from 'webattention';
 import * as ort from 'onnxruntime-web';
 import * as tf from '@tensorflow/tfjs-core';
@@ -9,6 +10,7 @@ import { QUICK_SHAPES, SHAPES, formatTable, runSuite, setupLibraries } from '../
 
 const q = new URLSearchParams(location.search);
 const threads = Number(q.get('threads') ?? 1);
+if (q.get('wasm')) globalThis.WEBATTENTION_WASM = q.get('wasm');
 const pre = document.getElementById('log');
 const log = (line) => {
   console.log(`[bench] ${line}`);

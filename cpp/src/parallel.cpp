@@ -41,6 +41,24 @@ struct Job {
   std::atomic<int> pending{0};  // chunks not finished yet
 };
 
+// The calling thread's hold on the pool mutex, taken by spinning on try_lock: a worker holds it
+// only while it picks up or finishes a job, and a blocking lock on a browser's main thread is a
+// futex wait, which Emscripten warns about on the console ("Blocking on the main thread is very
+// dangerous") whenever a worker happens to hold the mutex at that moment.
+class SpinLock {
+ public:
+  explicit SpinLock(std::mutex& m) : m_(m) {
+    while (!m_.try_lock()) {
+    }
+  }
+  ~SpinLock() { m_.unlock(); }
+  SpinLock(const SpinLock&) = delete;
+  SpinLock& operator=(const SpinLock&) = delete;
+
+ private:
+  std::mutex& m_;
+};
+
 class Pool {
  public:
   Pool() {
@@ -66,7 +84,7 @@ class Pool {
     job->grain = grain;
     job->pending.store((n + grain - 1) / grain);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      SpinLock lock(mutex_);
       job_ = job;
       ++generation_;
     }
@@ -76,7 +94,7 @@ class Pool {
     // main thread may not block in a futex wait (Emscripten warns and busy-waits there anyway).
     while (job->pending.load(std::memory_order_acquire) > 0) {
     }
-    std::lock_guard<std::mutex> lock(mutex_);
+    SpinLock lock(mutex_);
     job_.reset();
   }
 

@@ -278,7 +278,9 @@ test('node exits on its own: after dispose(), without it, and with workers still
       ${forward ? 'const { output } = await mha.forward(x, x, x); console.log(mha.threads, output.data.length);' : ''}
       ${dispose ? 'mha.dispose();' : ''}`;
     const t0 = Date.now();
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    // The child runs the same module as this process: pass on its V8 wasm flags (relaxed SIMD).
+    const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
+    const r = spawnSync(process.execPath, [...wasmFlags, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.signal, null, `${what}: killed after ${Date.now() - t0} ms (node did not exit)`);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), forward ? '3 160' : '', what);

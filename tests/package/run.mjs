@@ -386,10 +386,11 @@ async function browserPart(root, tarball, cases) {
   const built = listFiles(dist);
   info(`dist: ${built.join(' ')}`);
   const wasmAssets = built.filter((f) => f.endsWith('.wasm'));
-  // Both modules (SIMD and scalar fallback) ship; the page fetches only the one it can run.
-  const pkgWasms = ['webattention_core.wasm', 'webattention_core_scalar.wasm']
+  // The single-threaded modules (SIMD, relaxed SIMD, scalar fallback) ship; the page fetches
+  // only the one it can run.
+  const pkgWasms = ['webattention_core.wasm', 'webattention_core_relaxed.wasm', 'webattention_core_scalar.wasm']
     .map((f) => readFileSync(join(installed, 'web/dist', f)));
-  check('vite emitted both package .wasm modules as assets, unchanged', wasmAssets.length === 2
+  check('vite emitted the three package .wasm modules as assets, unchanged', wasmAssets.length === 3
     && pkgWasms.every((w) => wasmAssets.some((f) => readFileSync(join(dist, f)).equals(w))), wasmAssets.join(', ') || 'no .wasm in dist');
   const js = built.filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
   check('bundle uses the browser entry (no node:fs / readFile in it)', !/node:fs|readFile\(/.test(js));

@@ -11,7 +11,7 @@ export * from './errors.js';
 const tensor = (data, shape) => ({ data, shape });
 
 /**
- * loadCore() resolves to { core, variant: 'simd' | 'scalar', module: WebAssembly.Module }.
+ * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt', module }.
  * platform: { autoThreads: number ('auto'; 1 where workers cannot run), defaultThreads() (the
  * `threads` option's default: 'auto' unless overridden), spawnWorker(variant) (pool.js) }.
  */

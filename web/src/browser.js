@@ -1,6 +1,6 @@
 // Browser entry: the literal new URL(..., import.meta.url), new Worker(new URL(...)) and
-// import(...) forms let bundlers find and copy both modules and their workers; only the one the
-// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'scalar' | 'mt') and
+// import(...) forms let bundlers find and copy the modules and their workers; only the one the
+// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'relaxed' | 'scalar' | 'mt') and
 // WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment variables do in Node.
 import { bindApi } from './api.js';
 import { pickVariant } from './variant.js';
@@ -21,6 +21,11 @@ const modules = {
   // package is served as is; in a bundled app the import fails at once and 'simd' is used.
   mt: {
     glue: () => import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(DIST + MT_GLUE, import.meta.url).href),
+  },
+  relaxed: {
+    glue: () => import('../dist/webattention_core_relaxed.mjs'),
+    wasm: () => new URL('../dist/webattention_core_relaxed.wasm', import.meta.url).href,
+    worker: () => new Worker(new URL('./worker_relaxed.js', import.meta.url), { type: 'module' }),
   },
   scalar: {
     glue: () => import('../dist/webattention_core_scalar.mjs'),

@@ -1,6 +1,6 @@
 // Node entry: reads the chosen .wasm beside its glue, compiles it once (the pool's workers get the
 // compiled module) and hands it to the glue (3.1.6's own file loading fails under Node >= 18).
-// WEBATTENTION_WASM=scalar|simd forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
+// WEBATTENTION_WASM=scalar|simd|relaxed forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
 // of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
@@ -11,13 +11,16 @@ import { instantiateCore } from './wasm_backend.js';
 
 const modules = {
   simd: { glue: () => import('../dist/webattention_core.mjs'), wasm: '../dist/webattention_core.wasm' },
+  relaxed: { glue: () => import('../dist/webattention_core_relaxed.mjs'), wasm: '../dist/webattention_core_relaxed.wasm' },
   scalar: { glue: () => import('../dist/webattention_core_scalar.mjs'), wasm: '../dist/webattention_core_scalar.wasm' },
 };
 
 // Workers inherit node's flags, but --input-type (node --input-type=module -e ...) stops a worker
-// from loading a file.
+// from loading a file, and Worker refuses V8's --experimental-wasm-* flags (which hold for the
+// whole process anyway, workers included: e.g. --experimental-wasm-relaxed-simd on Node 20).
 const workerExecArgv = () => process.execArgv.filter((arg, i, all) =>
-  !arg.startsWith('--input-type') && all[i - 1] !== '--input-type');
+  !arg.startsWith('--input-type') && all[i - 1] !== '--input-type'
+  && !arg.startsWith('--experimental-wasm-'));
 
 // node:worker_threads is loaded on the first spawn: its import is ~2 ms of a cold start that a
 // process with threads: 1 (or only small calls) never needs.

@@ -4,6 +4,7 @@ import { serve } from './worker_core.js';
 
 const glues = {
   simd: () => import('../dist/webattention_core.mjs'),
+  relaxed: () => import('../dist/webattention_core_relaxed.mjs'),
   scalar: () => import('../dist/webattention_core_scalar.mjs'),
 };
 

@@ -1,6 +1,8 @@
 // Which WASM module to load: the pthreads build ('mt', SIMD128 + threads) on cross-origin-
-// isolated pages, else the SIMD128 build where the engine validates SIMD code, else the scalar
-// build. `forced` ('simd' | 'scalar' | 'mt') overrides detection (tests, debugging).
+// isolated pages, else the relaxed-SIMD build ('relaxed': SIMD128 with f32x4.relaxed_madd) where
+// the engine validates relaxed SIMD, else the SIMD128 build where it validates SIMD code, else
+// the scalar build. `forced` ('simd' | 'relaxed' | 'scalar' | 'mt') overrides detection (tests,
+// debugging).
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -13,6 +15,18 @@ export function simdSupported() {
   return WebAssembly.validate(SIMD_PROBE);
 }
 
+// A minimal module whose one function computes f32x4.relaxed_madd (0xfd 0x85 0x02) of three
+// i32x4.splat(0): valid only on engines with relaxed SIMD (Chromium 114+, Node 22+; Node 20 only
+// with --experimental-wasm-relaxed-simd).
+const RELAXED_SIMD_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 19, 1, 17, 0,
+  65, 0, 253, 17, 65, 0, 253, 17, 65, 0, 253, 17, 253, 133, 2, 11,
+]);
+
+export function relaxedSimdSupported() {
+  return WebAssembly.validate(RELAXED_SIMD_PROBE);
+}
+
 /** Shared memory and Atomics: a cross-origin-isolated page (COOP + COEP headers). */
 export function sharedMemorySupported() {
   return globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
@@ -20,7 +34,7 @@ export function sharedMemorySupported() {
 
 /** threadsModule: whether this platform can run the pthreads module at all (browsers only). */
 export function pickVariant(forced, { threadsModule = false } = {}) {
-  const known = threadsModule ? ['simd', 'scalar', 'mt'] : ['simd', 'scalar'];
+  const known = threadsModule ? ['simd', 'relaxed', 'scalar', 'mt'] : ['simd', 'relaxed', 'scalar'];
   if (forced !== undefined && forced !== '') {
     if (!known.includes(forced)) {
       throw new Error(`WEBATTENTION_WASM: expected ${known.map((k) => `'${k}'`).join(' or ')}, got '${forced}'`);
@@ -28,5 +42,6 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
     return forced;
   }
   if (!simdSupported()) return 'scalar';
-  return threadsModule && sharedMemorySupported() ? 'mt' : 'simd';
+  if (threadsModule && sharedMemorySupported()) return 'mt';
+  return relaxedSimdSupported() ? 'relaxed' : 'simd';
 }

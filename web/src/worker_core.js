@@ -68,3 +68,17 @@ export function serve(endpoint, loadGlue) {
     });
   });
 }
+
+/**
+ * A browser pool worker for one module: `variant` is the module its file imports (statically,
+ * as `create`), and the only one it will run.
+ */
+export function serveBrowserWorker(variant, create) {
+  serve({
+    post: (message, transfer) => self.postMessage(message, transfer),
+    onMessage: (fn) => { self.onmessage = (event) => fn(event.data); },
+  }, (asked) => {
+    if (asked !== variant) throw new Error(`this worker runs the ${variant} module, not '${asked}'`);
+    return create;
+  });
+}
