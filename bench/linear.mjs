@@ -2,13 +2,17 @@
 // projection, called through the core the way the worker pool does), for E = 256 … 1024, one
 // thread. Shows how close the 4×8 f32x4 micro-kernel runs to the SIMD limit (bench/simd_peak).
 // Usage: node bench/linear.mjs
+//        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/linear.mjs
 import { readFile } from 'node:fs/promises';
 import { WasmMha, instantiateCore } from '../web/src/wasm_backend.js';
 import { filled } from './suite.mjs';
 
 const dist = new URL('../web/dist/', import.meta.url);
-const { default: create } = await import(new URL('webattention_core.mjs', dist).href);
-const core = await instantiateCore(create, await WebAssembly.compile(await readFile(new URL('webattention_core.wasm', dist))));
+const name = { simd: 'webattention_core', relaxed: 'webattention_core_relaxed' }[process.env.WEBATTENTION_WASM || 'simd'];
+if (!name) throw new Error('WEBATTENTION_WASM: simd or relaxed');
+const { default: create } = await import(new URL(`${name}.mjs`, dist).href);
+const core = await instantiateCore(create, await WebAssembly.compile(await readFile(new URL(`${name}.wasm`, dist))));
+console.log(`module ${name}`);
 
 const rows = 1024;
 for (const E of [256, 512, 768, 1024]) {
