@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Every test, in one command (installs what it needs first):
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
-#   2. the same GoogleTest suite compiled to WASM (SIMD128, relaxed SIMD, scalar, pthreads
-#      builds), run by node (CTest)
+#   2. the same GoogleTest suite compiled to WASM (SIMD128, relaxed SIMD, scalar, pthreads,
+#      pthreads + relaxed SIMD builds), run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #      (SIMD128, relaxed-SIMD and scalar modules, and on the worker pool with
 #      WEBATTENTION_THREADS=2)
@@ -21,9 +21,9 @@ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/native -j "$JOBS"
 ctest --test-dir build/native --output-on-failure
 
-step "C++ as WASM under node, SIMD128, relaxed-SIMD, scalar and pthreads builds: core vs reference; package modules"
+step "C++ as WASM under node, SIMD128, relaxed-SIMD, scalar, pthreads and pthreads + relaxed-SIMD builds: core vs reference; package modules"
 bash scripts/build.sh
-for dir in build/wasm build/wasm-relaxed build/wasm-scalar build/wasm-mt; do
+for dir in build/wasm build/wasm-relaxed build/wasm-scalar build/wasm-mt build/wasm-mt-relaxed; do
   cmake --build "$dir" -j "$JOBS"
   ctest --test-dir "$dir" --output-on-failure
 done

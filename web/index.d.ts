@@ -155,9 +155,10 @@ export interface Capabilities {
   simd: boolean;
   /**
    * 'mt': SIMD128 + pthreads, picked on cross-origin-isolated pages when the package is served as
-   * is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add, where the engine validates it.
+   * is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add, where the engine validates it;
+   * 'mt-relaxed' both.
    */
-  wasmModule: 'simd' | 'relaxed' | 'scalar' | 'mt';
+  wasmModule: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed';
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
 }

@@ -1,6 +1,7 @@
 // Every PyTorch fixture (MHA, SDPA, self-attention) in headless Chromium, once per WASM module
-// the browser can pick: the pthreads module on a cross-origin-isolated page, the relaxed-SIMD
-// module on a plain page (Chromium has relaxed SIMD), and the SIMD and scalar modules forced. Same tolerance as the Node suite: 1e-4 abs + 1e-4 rel.
+// the browser can pick: the pthreads + relaxed-SIMD module on a cross-origin-isolated page, the
+// relaxed-SIMD module on a plain page (Chromium has relaxed SIMD), and the pthreads, SIMD and
+// scalar modules forced. Same tolerance as the Node suite: 1e-4 abs + 1e-4 rel.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { launchChromium, startServer } from './harness.mjs';
@@ -24,7 +25,8 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
   });
 
   const runs = [
-    { name: 'pthreads module (cross-origin-isolated page)', server: 'isolated', query: '', module: 'mt', minThreads: 2 },
+    { name: 'pthreads + relaxed-SIMD module (cross-origin-isolated page)', server: 'isolated', query: '', module: 'mt-relaxed', minThreads: 2 },
+    { name: 'pthreads module (forced, cross-origin-isolated page)', server: 'isolated', query: '?wasm=mt', module: 'mt', minThreads: 2 },
     { name: 'relaxed-SIMD module (plain page)', server: 'plain', query: '', module: 'relaxed', minThreads: 1 },
     { name: 'SIMD module (forced)', server: 'plain', query: '?wasm=simd', module: 'simd', minThreads: 1 },
     { name: 'scalar module (forced)', server: 'plain', query: '?wasm=scalar', module: 'scalar', minThreads: 1 },

@@ -3,6 +3,7 @@
 import { DisposedError } from './errors.js';
 import { PooledMha, WorkerPool } from './pool.js';
 import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict, resolveThreads } from './shapes.js';
+import { THREADS_VARIANTS } from './variant.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import * as webgpu from './webgpu/options.js';
 
@@ -11,7 +12,7 @@ export * from './errors.js';
 const tensor = (data, shape) => ({ data, shape });
 
 /**
- * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt', module }.
+ * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed', module }.
  * platform: { autoThreads: number ('auto'; 1 where workers cannot run), defaultThreads() (the
  * `threads` option's default: 'auto' unless overridden), spawnWorker(variant) (pool.js) }.
  */
@@ -63,7 +64,7 @@ export function bindApi(loadCore, platform) {
       const loadedCore = await load();
       const main = new WasmMha(loadedCore.core, config);
       let backend = main;
-      if (loadedCore.variant === 'mt') {
+      if (THREADS_VARIANTS.includes(loadedCore.variant)) {
         // The pthreads module splits work over its own threads in shared memory: no worker pool.
         main.threads = threads === 1 ? 1 : loadedCore.core.threadCount();
       } else if (threads > 1) {
@@ -191,7 +192,7 @@ export function bindApi(loadCore, platform) {
    */
   async function capabilities() {
     const { variant, core } = await load();
-    const threads = variant === 'mt' ? core.threadCount() : defaultThreads().threads;
+    const threads = THREADS_VARIANTS.includes(variant) ? core.threadCount() : defaultThreads().threads;
     return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
   }
 

@@ -1,13 +1,14 @@
 // Browser entry: the literal new URL(..., import.meta.url), new Worker(new URL(...)) and
 // import(...) forms let bundlers find and copy the modules and their workers; only the one the
-// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'relaxed' | 'scalar' | 'mt') and
+// engine can run is fetched. globalThis.WEBATTENTION_WASM ('simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed') and
 // WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment variables do in Node.
 import { bindApi } from './api.js';
-import { pickVariant } from './variant.js';
+import { THREADS_VARIANTS, pickVariant } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
 
 const DIST = '../dist/';
-const MT_GLUE = 'webattention_core_mt.mjs';
+// By a URL bundlers do not see (below): the pthreads modules' glue.
+const threadsGlue = (name) => () => import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(DIST + name, import.meta.url).href);
 
 const modules = {
   simd: {
@@ -15,13 +16,13 @@ const modules = {
     wasm: () => new URL('../dist/webattention_core.wasm', import.meta.url).href,
     worker: () => new Worker(new URL('./worker_simd.js', import.meta.url), { type: 'module' }),
   },
-  // SIMD128 + pthreads: the core splits work over its own threads in shared memory. Its glue
-  // starts its pthread workers itself (webattention_core_mt.worker.js beside it), which bundlers
-  // cannot follow (Vite fails on it), so it is loaded by a URL they do not see: it runs where the
-  // package is served as is; in a bundled app the import fails at once and 'simd' is used.
-  mt: {
-    glue: () => import(/* @vite-ignore */ /* webpackIgnore: true */ new URL(DIST + MT_GLUE, import.meta.url).href),
-  },
+  // SIMD128 + pthreads (with or without relaxed SIMD): the core splits work over its own threads
+  // in shared memory. Its glue starts its pthread workers itself (the .worker.js beside it),
+  // which bundlers cannot follow (Vite fails on it), so it is loaded by a URL they do not see: it
+  // runs where the package is served as is; in a bundled app the import fails at once and the
+  // single-threaded module of the same kind (`fallback`) is used.
+  mt: { glue: threadsGlue('webattention_core_mt.mjs'), fallback: 'simd' },
+  'mt-relaxed': { glue: threadsGlue('webattention_core_mt_relaxed.mjs'), fallback: 'relaxed' },
   relaxed: {
     glue: () => import('../dist/webattention_core_relaxed.mjs'),
     wasm: () => new URL('../dist/webattention_core_relaxed.wasm', import.meta.url).href,
@@ -67,8 +68,8 @@ function spawnWorker(variant) {
 // bundler that did not copy the worker, a CSP), give up after this long and use 'simd'.
 const THREADS_MODULE_TIMEOUT_MS = 15000;
 
-async function loadThreadsModule() {
-  const { default: create } = await modules.mt.glue();
+async function loadThreadsModule(variant) {
+  const { default: create } = await modules[variant].glue();
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
@@ -83,12 +84,13 @@ async function loadThreadsModule() {
 
 const api = bindApi(async () => {
   let variant = pickVariant(globalThis.WEBATTENTION_WASM, { threadsModule: true });
-  if (variant === 'mt') {
+  if (THREADS_VARIANTS.includes(variant)) {
     try {
-      return { core: await loadThreadsModule(), variant };
+      return { core: await loadThreadsModule(variant), variant };
     } catch (e) {
-      console.warn(`webattention: the pthreads module did not start (${e.message ?? e}); using the single-threaded SIMD module`);
-      variant = 'simd';
+      const fallback = modules[variant].fallback;
+      console.warn(`webattention: the pthreads module did not start (${e.message ?? e}); using the single-threaded '${fallback}' module`);
+      variant = fallback;
     }
   }
   const { glue, wasm } = modules[variant];

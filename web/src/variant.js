@@ -1,8 +1,8 @@
-// Which WASM module to load: the pthreads build ('mt', SIMD128 + threads) on cross-origin-
-// isolated pages, else the relaxed-SIMD build ('relaxed': SIMD128 with f32x4.relaxed_madd) where
-// the engine validates relaxed SIMD, else the SIMD128 build where it validates SIMD code, else
-// the scalar build. `forced` ('simd' | 'relaxed' | 'scalar' | 'mt') overrides detection (tests,
-// debugging).
+// Which WASM module to load: on cross-origin-isolated pages a pthreads build ('mt-relaxed' where
+// the engine validates relaxed SIMD, else 'mt': SIMD128 + threads), else the relaxed-SIMD build
+// ('relaxed': SIMD128 with f32x4.relaxed_madd) where the engine validates relaxed SIMD, else the
+// SIMD128 build where it validates SIMD code, else the scalar build. `forced` ('simd' |
+// 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed') overrides detection (tests, debugging).
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -32,9 +32,12 @@ export function sharedMemorySupported() {
   return globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function';
 }
 
-/** threadsModule: whether this platform can run the pthreads module at all (browsers only). */
+/** The pthreads modules: the core splits work over its own threads in shared memory. */
+export const THREADS_VARIANTS = ['mt', 'mt-relaxed'];
+
+/** threadsModule: whether this platform can run the pthreads modules at all (browsers only). */
 export function pickVariant(forced, { threadsModule = false } = {}) {
-  const known = threadsModule ? ['simd', 'relaxed', 'scalar', 'mt'] : ['simd', 'relaxed', 'scalar'];
+  const known = threadsModule ? ['simd', 'relaxed', 'scalar', ...THREADS_VARIANTS] : ['simd', 'relaxed', 'scalar'];
   if (forced !== undefined && forced !== '') {
     if (!known.includes(forced)) {
       throw new Error(`WEBATTENTION_WASM: expected ${known.map((k) => `'${k}'`).join(' or ')}, got '${forced}'`);
@@ -42,6 +45,6 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
     return forced;
   }
   if (!simdSupported()) return 'scalar';
-  if (threadsModule && sharedMemorySupported()) return 'mt';
+  if (threadsModule && sharedMemorySupported()) return relaxedSimdSupported() ? 'mt-relaxed' : 'mt';
   return relaxedSimdSupported() ? 'relaxed' : 'simd';
 }
