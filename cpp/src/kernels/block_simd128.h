@@ -5,6 +5,8 @@
 
 #include <wasm_simd128.h>
 
+#include "kernels/madd_simd128.h"
+
 namespace webattention::kernels {
 
 struct Block4x8 {
@@ -26,18 +28,6 @@ struct Block4x8 {
       lo[r] = multiply_add(s, w0, lo[r]);
       hi[r] = multiply_add(s, w1, hi[r]);
     }
-  }
-
-  // a·b + c. The relaxed-SIMD module (WEBATTENTION_RELAXED_SIMD) uses one f32x4.relaxed_madd:
-  // fused where the CPU has FMA (16 FLOP/cycle here instead of 12 for separate multiply and
-  // add), rounded like mul + add elsewhere. clang 14 spells it __builtin_wasm_fma_f32x4 and
-  // emits a prototype opcode that scripts/relaxed_simd_opcodes.py rewrites after linking.
-  static v128_t multiply_add(v128_t a, v128_t b, v128_t c) {
-#ifdef WEBATTENTION_RELAXED_SIMD
-    return __builtin_wasm_fma_f32x4(a, b, c);
-#else
-    return wasm_f32x4_add(wasm_f32x4_mul(a, b), c);
-#endif
   }
 
   // Stores row r at dst (8 floats).
