@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.h"
 #include "kernels/kernels.h"
 #include "parallel.h"
 #include "webattention/errors.h"
@@ -27,17 +28,6 @@ void run_attention(const AttentionProblem& p) {
       kernels::attention_head(p, pair / p.heads, pair % p.heads, workspace.data());
   });
 }
-
-namespace {
-
-void require_positive(const char* argument, int value) {
-  if (value <= 0) {
-    throw ShapeError(argument, std::string(argument) + ": expected a size >= 1, got " +
-                                   std::to_string(value));
-  }
-}
-
-}  // namespace
 
 void scaled_dot_product_attention(const SdpaArgs& a) {
   require_positive("N", a.N);

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "checks.h"
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -38,10 +39,7 @@ int numerical_rank(const std::vector<float>& m, int rows, int cols) {
 
 BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   const MhaConfig& c = config_;
-  if (head < 0 || head >= c.num_heads) {
-    throw ConfigError("head", "head: expected an integer in [0, " + std::to_string(c.num_heads) +
-                                  "), got " + std::to_string(head));
-  }
+  require_index("head", head, c.num_heads);
   if (wq_->empty() || wk_->empty()) {
     throw StateDictError("state_dict", "head_bilinear_form: the query and key projections are "
                                        "not loaded yet (call load_state_dict first)");

@@ -1,6 +1,22 @@
 #include "webattention/errors.h"
 
+#include "checks.h"
+
 namespace webattention {
+
+void require_positive(const char* argument, int value) {
+  if (value < 1) {
+    throw ShapeError(argument, std::string(argument) + ": expected a size >= 1, got " +
+                                   std::to_string(value));
+  }
+}
+
+void require_index(const char* argument, int value, int count) {
+  if (value < 0 || value >= count) {
+    throw ConfigError(argument, std::string(argument) + ": expected an integer in [0, " +
+                                    std::to_string(count) + "), got " + std::to_string(value));
+  }
+}
 
 std::string format_shape(const std::vector<int>& shape) {
   std::string s = "[";

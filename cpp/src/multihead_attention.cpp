@@ -5,6 +5,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "checks.h"
 #include "kernels/kernels.h"
 #include "projection.h"
 #include "webattention/attention.h"
@@ -169,12 +170,9 @@ std::size_t MultiHeadAttention::scratch_floats(int batch, int L, int S) const {
 
 void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
   require_loaded(missing_parameters());
-  for (auto [name, value] : {std::pair{"batch", a.batch}, {"L", a.L}, {"S", a.S}}) {
-    if (value < 1) {
-      throw ShapeError(name, std::string(name) + ": expected a size >= 1, got " +
-                                 std::to_string(value));
-    }
-  }
+  require_positive("batch", a.batch);
+  require_positive("L", a.L);
+  require_positive("S", a.S);
 }
 
 const MultiHeadAttention::HeadSlice& MultiHeadAttention::head_slice(int head_begin,
@@ -271,11 +269,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
 void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, int head_end,
                                        float* heads_out) const {
   const int H = config_.num_heads;
-  if (head_begin < 0 || head_begin >= H) {
-    throw ConfigError("head_begin", "head_begin: expected an integer in [0, " +
-                                        std::to_string(H) + "), got " +
-                                        std::to_string(head_begin));
-  }
+  require_index("head_begin", head_begin, H);
   if (head_end <= head_begin || head_end > H) {
     throw ConfigError("head_end", "head_end: expected an integer in [" +
                                       std::to_string(head_begin + 1) + ", " + std::to_string(H) +
@@ -292,9 +286,7 @@ void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, 
 
 void MultiHeadAttention::project_output(const float* heads, int rows, float* out) const {
   require_loaded(missing_parameters());
-  if (rows < 1) {
-    throw ShapeError("rows", "rows: expected a size >= 1, got " + std::to_string(rows));
-  }
+  require_positive("rows", rows);
   const kernels::LinearTarget to{wo_.get(), out, config_.embed_dim};
   project(heads, rows, v_width_, &to, 1);
 }

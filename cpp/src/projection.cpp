@@ -14,7 +14,7 @@ void project(const float* x, int rows, std::ptrdiff_t x_stride,
   const int threads = thread_count();
   const int per_chunk = (rows + 2 * threads - 1) / (2 * threads);
   const int chunk = std::max(32, (per_chunk + 3) / 4 * 4);
-  parallel_for(rows, threads == 1 ? rows : chunk, [&](int begin, int end) {
+  parallel_for(rows, chunk, [&](int begin, int end) {  // one call fn(0, rows) on one thread
     kernels::LinearTarget shifted[kMaxTargets];
     for (int t = 0; t < target_count; ++t) {
       shifted[t] = targets[t];

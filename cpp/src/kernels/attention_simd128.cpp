@@ -175,7 +175,10 @@ void write_weights(const AttentionProblem& p, int b, int h, int i0, int rows, in
     }
     for (int r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
-      if (j0 >= key_end || max[r] == kNegInf) {
+      const bool zero = j0 >= key_end || max[r] == kNegInf;
+      // Averaged weights start at zero (run_attention): nothing to add for an all-zero row.
+      if (zero && p.average_weights) continue;
+      if (zero) {
         std::fill(s, s + width, 0.0f);
       } else {
         exp_row(s, width, max[r], 1.0f / sum[r]);
