@@ -7,8 +7,6 @@ import { THREADS_VARIANTS } from './variant.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import * as webgpu from './webgpu/options.js';
 
-export * from './errors.js';
-
 const tensor = (data, shape) => ({ data, shape });
 
 /**
@@ -139,9 +137,7 @@ export function bindApi(loadCore, platform) {
 
     #live(method) {
       if (!this.#backend) {
-        throw new DisposedError(`MultiHeadAttention.${method}: the module was disposed`, {
-          argument: 'this', expected: 'a live module', actual: 'disposed',
-        });
+        throw new DisposedError(`MultiHeadAttention.${method}: the module was disposed`);
       }
       return this.#backend;
     }

@@ -30,9 +30,13 @@ export class StateDictError extends WebAttentionError {
 export class OptionError extends WebAttentionError {
   static errorName = 'OptionError';
 }
-/** A call on a module after dispose(). */
+/** A call on a module after dispose(). Its fields are always the same, so only the message varies. */
 export class DisposedError extends WebAttentionError {
   static errorName = 'DisposedError';
+
+  constructor(message) {
+    super(message, { argument: 'this', expected: 'a live module', actual: 'disposed' });
+  }
 }
 /** The WASM heap could not grow. */
 export class MemoryError extends WebAttentionError {

@@ -1,19 +1,11 @@
-// Node entry: reads the chosen .wasm beside its glue, compiles it once (the pool's workers get the
-// compiled module) and hands it to the glue (3.1.6's own file loading fails under Node >= 18).
-// WEBATTENTION_WASM=scalar|simd|relaxed forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
+// Node entry: loads the chosen module once (node_core.js; the pool's workers get the compiled
+// module). WEBATTENTION_WASM=scalar|simd|relaxed forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
 // of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { bindApi } from './api.js';
+import { loadNodeCore } from './node_core.js';
 import { pickVariant } from './variant.js';
-import { instantiateCore } from './wasm_backend.js';
-
-const modules = {
-  simd: { glue: () => import('../dist/webattention_core.mjs'), wasm: '../dist/webattention_core.wasm' },
-  relaxed: { glue: () => import('../dist/webattention_core_relaxed.mjs'), wasm: '../dist/webattention_core_relaxed.wasm' },
-  scalar: { glue: () => import('../dist/webattention_core_scalar.mjs'), wasm: '../dist/webattention_core_scalar.wasm' },
-};
 
 // Workers inherit node's flags, but --input-type (node --input-type=module -e ...) stops a worker
 // from loading a file, and Worker refuses V8's --experimental-wasm-* flags (which hold for the
@@ -45,13 +37,7 @@ function spawnWorker(variant) {
   };
 }
 
-const api = bindApi(async () => {
-  const variant = pickVariant(process.env.WEBATTENTION_WASM);
-  const { glue, wasm } = modules[variant];
-  const [{ default: create }, module] = await Promise.all([
-    glue(), readFile(new URL(wasm, import.meta.url)).then((bytes) => WebAssembly.compile(bytes))]);
-  return { core: await instantiateCore(create, module), variant, module };
-}, {
+const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM)), {
   autoThreads: Math.min(os.availableParallelism?.() ?? os.cpus().length, 4),
   defaultThreads: () => {
     const env = process.env.WEBATTENTION_THREADS;

@@ -13,7 +13,7 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
-import { forwardFlops } from './shapes.js';
+import { forwardFlops, weightsPerBatch } from './shapes.js';
 
 /**
  * With threads: 'auto', a forward() under this many FLOPs stays on the calling thread: a worker
@@ -152,9 +152,7 @@ export class WorkerPool {
     const count = this.#modules.get(id);
     if (count === undefined) return;
     this.#modules.delete(id);
-    const error = new DisposedError('MultiHeadAttention.forward: the module was disposed during the call', {
-      argument: 'this', expected: 'a live module', actual: 'disposed',
-    });
+    const error = new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
     if (this.#modules.size === 0) {
       this.#closed = true;
       for (const w of this.#workers) this.#stop(w, error);
@@ -236,9 +234,7 @@ export class WorkerPool {
   // is out, the worker keeps Node alive; otherwise it never does.
   #request(w, mhaId, message, transfer = [], keepAlive = false) {
     if (this.#closed) {
-      return Promise.reject(this.#failure ?? new DisposedError('the worker pool was stopped: its last module was disposed', {
-        argument: 'this', expected: 'a live module', actual: 'disposed',
-      }));
+      return Promise.reject(this.#failure ?? new DisposedError('the worker pool was stopped: its last module was disposed'));
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
@@ -352,7 +348,7 @@ export class PooledMha {
     if (tasks.length === 1) return this.#main.forward(plan, config);
     const results = await this.#fanOut(tasks,
       (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1)),
-      (task) => this.#runTask(task, sliceBatch(plan, config, task.b0, task.b1), config));
+      (task) => this.#main.runTask(sliceBatch(plan, config, task.b0, task.b1), config, task));
     if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, config, tasks, results);
 
     // Head ranges: gather the heads, then the output projection, split by rows when it is big
@@ -383,9 +379,7 @@ export class PooledMha {
 
   #live() {
     if (this.#disposed) {
-      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call', {
-        argument: 'this', expected: 'a live module', actual: 'disposed',
-      });
+      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
     }
   }
 
@@ -408,22 +402,16 @@ export class PooledMha {
     return [mine, ...settled.map((r) => r.value)];
   }
 
-  #runTask(task, plan, config) {
-    if (task.h0 === 0 && task.h1 === config.numHeads) return this.#main.forward(plan, config);
-    return this.#main.forwardHeads(plan, config, task.h0, task.h1);
-  }
-
   #newWeights(plan, config) {
-    const perBatch = (plan.averageAttnWeights ? 1 : config.numHeads) * plan.L * plan.S;
-    return plan.needWeights ? new Float32Array(plan.B * perBatch) : null;
+    return plan.needWeights ? new Float32Array(plan.B * weightsPerBatch(plan, config.numHeads)) : null;
   }
 
   // Tasks with every head of batches [b0, b1): their output rows and weights go in place.
   #joinBatches(plan, config, tasks, results) {
-    const { L, S } = plan;
+    const { L } = plan;
     const output = new Float32Array(plan.B * L * config.embedDim);
     const weights = this.#newWeights(plan, config);
-    const perBatch = (plan.averageAttnWeights ? 1 : config.numHeads) * L * S;
+    const perBatch = weightsPerBatch(plan, config.numHeads);
     tasks.forEach((t, i) => {
       output.set(results[i].output, t.b0 * L * config.embedDim);
       if (weights) weights.set(results[i].weights, t.b0 * perBatch);

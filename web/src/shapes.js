@@ -246,6 +246,15 @@ export function resolveMhaForward(config, query, key, value, options) {
   };
 }
 
+/**
+ * Floats of the attention weights a forward() of `heads` heads returns for one batch entry:
+ * 0 without needWeights, L·S averaged, heads·L·S per head. Every backend sizes its buffers by it.
+ */
+export function weightsPerBatch(plan, heads) {
+  if (!plan.needWeights) return 0;
+  return (plan.averageAttnWeights ? 1 : heads) * plan.L * plan.S;
+}
+
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
 export function resolveSdpa(q, k, v, options) {
   const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);

@@ -1,6 +1,7 @@
 // The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
 // results out and frees the block, on every path (so a failing call leaks nothing).
 import { throwCoreError, MemoryError } from './errors.js';
+import { weightsPerBatch } from './shapes.js';
 
 const F32 = 4;
 
@@ -114,6 +115,15 @@ export class WasmMha {
     return { heads: output, weights };
   }
 
+  /**
+   * One task of the worker pool ({ h0, h1 } heads of the plan): a task with every head is a
+   * whole forward (output rows), else forwardHeads (that head range, projected later).
+   */
+  runTask(plan, config, task) {
+    if (task.h0 === 0 && task.h1 === config.numHeads) return this.forward(plan, config);
+    return this.forwardHeads(plan, config, task.h0, task.h1);
+  }
+
   /** heads [rows, numHeads·valueHeadDim] → output [rows, embedDim] (W_O and its bias). */
   projectOutput(heads, rows, config) {
     const outFloats = rows * config.embedDim;
@@ -131,8 +141,7 @@ export class WasmMha {
     // The pthreads module's pool serves every module: each call sets this module's thread count.
     this.core.setThreadLimit(this.threads ?? 1);
     const { B, L, S } = plan;
-    const weightFloats = plan.needWeights
-      ? B * (plan.averageAttnWeights ? 1 : weightHeads) * L * S : 0;
+    const weightFloats = B * weightsPerBatch(plan, weightHeads);
     const kpm = plan.keyPaddingMask;
     const am = plan.attnMask;
     return withHeap(this.core, [

@@ -33,8 +33,7 @@ export function serve(endpoint, loadGlue) {
     },
     run({ mhaId, task, plan }) {
       const { mha, config } = get(mhaId);
-      if (task.h0 === 0 && task.h1 === config.numHeads) return mha.forward(plan, config);
-      return mha.forwardHeads(plan, config, task.h0, task.h1);
+      return mha.runTask(plan, config, task);
     },
     project({ mhaId, heads, rows }) {
       const { mha, config } = get(mhaId);

@@ -35,9 +35,9 @@
 // two overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { forwardFlops } from '../shapes.js';
+import { forwardFlops, weightsPerBatch } from '../shapes.js';
 import { MAP_READ, Usage } from './device.js';
-import { getPipeline } from './pipelines.js';
+import { bindGroupLayout, getPipeline } from './pipelines.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
@@ -122,7 +122,7 @@ export class WebGpuMha {
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
 
   /**
-   * fallback: a WASM backend for the same config. gpu: { device, adapterInfo, software } from
+   * fallback: a WASM backend for the same config. gpu: { device } from
    * acquireGpu() (the device is shared: dispose() leaves it alone), or a function resolving to
    * one or to null, called at the first forward() of at least minFlops (backend 'auto': a module
    * that only sees small calls never touches WebGPU). minFlops: calls with fewer FLOPs
@@ -146,11 +146,6 @@ export class WebGpuMha {
    */
   get backend() {
     return this.#state === 'ready' && !this.#lost ? 'webgpu' : 'wasm';
-  }
-
-  /** FLOPs from which forward() uses the GPU. */
-  get minFlops() {
-    return this.#minFlops;
   }
 
   get threads() {
@@ -241,8 +236,6 @@ export class WebGpuMha {
   #attach(gpu) {
     this.#state = 'ready';
     this.#device = gpu.device;
-    this.adapterInfo = gpu.adapterInfo;
-    this.software = gpu.software;
     this.#lostSignal = gpu.device.lost.then((info) => {
       if (!this.#disposed) this.#lost = { reason: info?.reason ?? 'unknown', message: info?.message ?? '' };
       this.#releasePool();
@@ -336,7 +329,7 @@ export class WebGpuMha {
     if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
     const limits = this.#device.limits;
     const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-    const weightFloats = plan.needWeights ? B * (plan.averageAttnWeights ? 1 : H) * L * S : 0;
+    const weightFloats = B * weightsPerBatch(plan, H);
     const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
       B * L * (2 * H * dk + H * dv), B * S * H * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
       plan.attnMask.data?.length ?? 0);
@@ -459,7 +452,7 @@ export class WebGpuMha {
           [cdiv(L, FLASH_BR), B * H, 1]);
       }
 
-      const weightFloats = plan.needWeights ? B * (plan.averageAttnWeights ? 1 : H) * L * S : 0;
+      const weightFloats = B * weightsPerBatch(plan, H);
       const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;
       if (weights) {
         dispatch(weightsPipeline, attention(plan.averageAttnWeights), [...maskBindings, q.buf, k.buf, stats, weights],
@@ -481,7 +474,7 @@ export class WebGpuMha {
       for (const { pipeline, slot, bindings, groups } of dispatches) {
         pass.setPipeline(pipeline);
         pass.setBindGroup(0, device.createBindGroup({
-          layout: pipeline.getBindGroupLayout(0),
+          layout: bindGroupLayout(pipeline),
           entries: [
             { binding: 0, resource: { buffer: uniforms, offset: slot, size: 64 } },
             ...bindings.map((b, i) => ({

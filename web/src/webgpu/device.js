@@ -36,12 +36,6 @@ export function isSoftwareAdapter(adapter) {
   return /swiftshader|llvmpipe|lavapipe|softpipe|\bwarp\b|microsoft basic render/i.test(text);
 }
 
-/** adapter.info as plain data (GPUAdapterInfo's fields are getters). */
-export function describeAdapter(info) {
-  if (!info) return { vendor: '', architecture: '', device: '', description: '' };
-  return { vendor: info.vendor ?? '', architecture: info.architecture ?? '', device: info.device ?? '', description: info.description ?? '' };
-}
-
 /**
  * Asks `gpu` for an adapter. Resolves to { adapter, software } or throws BackendError when
  * there is none.
@@ -109,7 +103,7 @@ async function sharedDevice(gpu, backend, useSoftware) {
   if (!entry.device) {
     entry.device = requestDevice(probe.adapter).then((device) => {
       device.lost.then(() => forget(gpu, entry));
-      return { device, adapterInfo: describeAdapter(probe.adapter.info), software: probe.software };
+      return { device };
     });
     entry.device.catch(() => forget(gpu, entry));
   }
@@ -117,7 +111,7 @@ async function sharedDevice(gpu, backend, useSoftware) {
 }
 
 /**
- * What create() gets for backend 'webgpu' | 'auto': { device, adapterInfo, software }, or null
+ * What create() gets for backend 'webgpu' | 'auto': { device }, or null
  * where 'auto' finds nothing it should use ('webgpu' throws BackendError instead). A device the
  * package made is shared and never destroyed by it; a GPUDevice passed as `gpu` is used as is.
  */
@@ -131,10 +125,9 @@ export async function acquireGpu({ gpu: option, backend, useSoftware }) {
     });
   }
   if (isDevice(gpu)) {
-    const info = gpu.adapterInfo;
-    const software = isSoftwareAdapter({ info: info ?? {} });
+    const software = isSoftwareAdapter({ info: gpu.adapterInfo ?? {} });
     if (backend === 'auto' && software && !useSoftware) return null;
-    return { device: gpu, adapterInfo: describeAdapter(info), software };
+    return { device: gpu };
   }
   try {
     return await sharedDevice(gpu, backend, useSoftware);

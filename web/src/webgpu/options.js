@@ -36,7 +36,7 @@ export function resolveBackendOptions(options) {
 
 /**
  * What the module will compute on: null (WASM only: backend 'wasm', or 'auto' where there is no
- * WebGPU object at all), the GPU ({ device, adapterInfo, software }; backend 'webgpu', which
+ * WebGPU object at all), the GPU ({ device }; backend 'webgpu', which
  * throws BackendError when there is no adapter or device), or for 'auto' a function that finds
  * it later, at the first large call (null then means WASM). A `gpu` option of the wrong kind
  * throws OptionError here, whatever the backend.

@@ -37,6 +37,15 @@ export function getPipeline(device, kind, shape = {}) {
   return pipeline;
 }
 
+const layouts = new WeakMap();  // GPUComputePipeline → its bind group layout 0
+
+/** Bind group layout 0 of `pipeline`, asked of the pipeline once (every dispatch needs it). */
+export function bindGroupLayout(pipeline) {
+  let layout = layouts.get(pipeline);
+  if (!layout) layouts.set(pipeline, (layout = pipeline.getBindGroupLayout(0)));
+  return layout;
+}
+
 /** Number of pipelines compiled on `device` so far (tests: they are cached). */
 export function pipelineCount(device) {
   return caches.get(device)?.size ?? 0;

@@ -13,10 +13,6 @@
 /** What a masked entry is stored as, on the JS side. */
 export const MASK_SENTINEL = -3.0e38;
 
-/** Uniform block of both attention kernels: 15 u32 then one f32 (64 bytes). */
-export const ATTENTION_PARAMS = ['B', 'L', 'S', 'H', 'causal', 'hasKpm', 'amKind',
-  'qOff', 'qStride', 'kOff', 'kStride', 'vOff', 'vStride', 'oStride', 'average'];
-
 /** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
 export const attentionParams = /* wgsl */ `
 struct Params {

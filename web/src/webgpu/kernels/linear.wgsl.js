@@ -16,10 +16,6 @@
 
 /** Output tile edge (rows and columns) and K-slice width; must match the WGSL below. */
 export const LINEAR_TILE = 64;
-export const LINEAR_WORKGROUP = [16, 16];
-
-/** Uniform block: 9 u32 (padded to 48 bytes). Order is the WGSL struct's. */
-export const LINEAR_PARAMS = ['M', 'N', 'K', 'xOff', 'xStride', 'wOff', 'bOff', 'yOff', 'yStride'];
 
 export function linearShader() {
   return /* wgsl */ `
