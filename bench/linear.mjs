@@ -3,20 +3,18 @@
 // thread. Shows how close the 4×8 f32x4 micro-kernel runs to the SIMD limit (bench/simd_peak).
 // Usage: node bench/linear.mjs
 //        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/linear.mjs
-import { readFile } from 'node:fs/promises';
-import { WasmMha, instantiateCore } from '../web/src/wasm_backend.js';
+import { loadNodeCore } from '../web/src/node_core.js';
+import { resolveMhaConfig } from '../web/src/shapes.js';
+import { WasmMha } from '../web/src/wasm_backend.js';
 import { filled } from './suite.mjs';
 
-const dist = new URL('../web/dist/', import.meta.url);
-const name = { simd: 'webattention_core', relaxed: 'webattention_core_relaxed' }[process.env.WEBATTENTION_WASM || 'simd'];
-if (!name) throw new Error('WEBATTENTION_WASM: simd or relaxed');
-const { default: create } = await import(new URL(`${name}.mjs`, dist).href);
-const core = await instantiateCore(create, await WebAssembly.compile(await readFile(new URL(`${name}.wasm`, dist))));
-console.log(`module ${name}`);
+const variant = process.env.WEBATTENTION_WASM || 'simd';  // not auto-detected: simd unless asked
+const { core } = await loadNodeCore(variant);
+console.log(`module ${variant}`);
 
 const rows = 1024;
 for (const E of [256, 512, 768, 1024]) {
-  const config = { embedDim: E, numHeads: E / 64, kdim: E, vdim: E, headDim: 64, valueHeadDim: 64, bias: true };
+  const config = resolveMhaConfig({ embedDim: E, numHeads: E / 64 });
   const mha = new WasmMha(core, config);
   mha.loadStateDict(mha.parameterSpecs().map(({ name, shape }, i) =>
     ({ name, data: filled(shape.reduce((a, b) => a * b, 1), i + 1, 1 / Math.sqrt(E)) })));

@@ -3,19 +3,13 @@
 // machine hits both alike. Prints GFLOP/s (best and median) and the median ratio.
 // Usage: node --experimental-wasm-relaxed-simd bench/modules.mjs [--causal]   (Node 20 needs
 // the flag for relaxed SIMD; Node 22 does not)
-import { readFile } from 'node:fs/promises';
-import { WasmMha, instantiateCore } from '../web/src/wasm_backend.js';
+import { loadNodeCore } from '../web/src/node_core.js';
 import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
+import { WasmMha } from '../web/src/wasm_backend.js';
 import { filled, flops, makeWeights } from './suite.mjs';
 
-const dist = new URL('../web/dist/', import.meta.url);
-async function loadCore(name) {
-  const { default: create } = await import(new URL(`${name}.mjs`, dist).href);
-  return instantiateCore(create, await WebAssembly.compile(await readFile(new URL(`${name}.wasm`, dist))));
-}
-
-const modules = ['webattention_core', 'webattention_core_relaxed'];
-const cores = await Promise.all(modules.map(loadCore));
+const modules = ['simd', 'relaxed'];
+const cores = await Promise.all(modules.map(async (variant) => (await loadNodeCore(variant)).core));
 const causal = process.argv.includes('--causal');
 const gflops = (L, E, ms) => flops(L, E) / ms / 1e6;
 console.log(`shape (L, E, h)${causal ? ', causal' : ''}: GFLOP/s best / median, ${modules.join(' vs ')}`);

@@ -107,66 +107,44 @@ function median(sorted) {
 // --threads N reaches every library: webattention's worker pool included (threads: N).
 let oursThreads = 1;
 
-async function oursCell({ MultiHeadAttention }, { L, E, h, weights, x, causal }) {
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: oursThreads });
-  mha.loadStateDict(weights);
-  const t = { data: x, shape: [1, L, E] };
-  const opts = { isCausal: causal };
-  return {
-    fn: async () => (await mha.forward(t, t, t, opts)).output.data,
-    dispose: async () => mha.dispose(),
-  };
-}
-
-// The WebGPU backend of the same package (bench/run.mjs --webgpu): libs.gpu is the npm `webgpu`
-// package's GPU in Node, navigator.gpu in the page.
-async function oursGpuCell({ MultiHeadAttention, gpu }, { L, E, h, weights, x, causal }) {
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: oursThreads, backend: 'webgpu', gpu });
+// webattention on `backend` ('wasm', or 'webgpu' for bench/run.mjs --webgpu: libs.gpu is the npm
+// `webgpu` package's GPU in Node, navigator.gpu in the page). Named, not 'auto', so that the WASM
+// row stays WASM on a machine with a GPU; a WebGPU cell that fell back to WASM fails rather than
+// time the wrong backend.
+const oursCell = (backend) => async ({ MultiHeadAttention, gpu }, { L, E, h, weights, x, causal }) => {
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: oursThreads, backend, gpu });
   mha.loadStateDict(weights);
   const t = { data: x, shape: [1, L, E] };
   const opts = { isCausal: causal };
   return {
     fn: async () => {
       const { output } = await mha.forward(t, t, t, opts);
-      if (mha.backend !== 'webgpu') throw new Error(`the WebGPU backend fell back to ${mha.backend}`);
+      if (mha.backend !== backend) throw new Error(`the ${backend} backend fell back to ${mha.backend}`);
       return output.data;
     },
     dispose: async () => mha.dispose(),
   };
-}
+};
 
-async function ortCell({ ort }, { L, E, h, weights, x, causal, ortGraph }) {
-  const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph: ortGraph });
-  const session = await ort.InferenceSession.create(model, {
-    executionProviders: ['wasm'], graphOptimizationLevel: 'all',
+// onnxruntime-web on one execution provider: 'wasm' (libs.ort, graph ortGraph) or 'webgpu'
+// (bench/run.mjs --browser --webgpu: libs.ortGpu is ORT's webgpu bundle,
+// dist/ort.webgpu.min.mjs, a second ORT instance beside the wasm one; graph ortWebgpuGraph,
+// default 'plain'. The 'contrib' graph (com.microsoft.MultiHeadAttention) does run on ORT 1.30's
+// webgpu EP, but on SwiftShader its outputs differ from ours and from ORT's wasm EP by 0.06-0.2
+// (max |Δ|); the plain-op graph agrees to ~2e-7). Outputs come back to the CPU (copy-out
+// included, like the other rows).
+const ortCell = (ep) => async ({ ort, ortGpu }, { L, E, h, weights, x, causal, ortGraph, ortWebgpuGraph }) => {
+  const lib = ep === 'webgpu' ? ortGpu : ort;
+  const graph = ep === 'webgpu' ? ortWebgpuGraph : ortGraph;
+  const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph });
+  const session = await lib.InferenceSession.create(model, {
+    executionProviders: [ep], graphOptimizationLevel: 'all',
   });
   return {
-    fn: async () => {
-      const out = await session.run({ x: new ort.Tensor('float32', x, [1, L, E]) });
-      return out.y.data;
-    },
+    fn: async () => (await session.run({ x: new lib.Tensor('float32', x, [1, L, E]) })).y.data,
     dispose: () => session.release(),
   };
-}
-
-// onnxruntime-web's WebGPU execution provider (bench/run.mjs --browser --webgpu): libs.ortGpu is
-// ORT's webgpu bundle (dist/ort.webgpu.min.mjs), a second ORT instance beside the wasm one.
-// Graph: ortWebgpuGraph (default 'plain'). The 'contrib' graph (com.microsoft.MultiHeadAttention)
-// does run on ORT 1.30's webgpu EP, but on SwiftShader its outputs differ from ours and from ORT's
-// wasm EP by 0.06-0.2 (max |Δ|); the plain-op graph agrees to ~2e-7.
-async function ortGpuCell({ ortGpu }, { L, E, h, weights, x, causal, ortWebgpuGraph }) {
-  const model = buildMhaModel({ L, E, numHeads: h, weights, causal, graph: ortWebgpuGraph });
-  const session = await ortGpu.InferenceSession.create(model, {
-    executionProviders: ['webgpu'], graphOptimizationLevel: 'all',
-  });
-  return {
-    fn: async () => {
-      const out = await session.run({ x: new ortGpu.Tensor('float32', x, [1, L, E]) });
-      return out.y.data;   // outputs come back to the CPU (copy-out included, like the other rows)
-    },
-    dispose: () => session.release(),
-  };
-}
+};
 
 // tfjs-backend-wasm 4.22 sends matMul to XNNPACK only for a 2-D (or batch-1) product without
 // transposeA/B; everything else (transposeB, batch > 1) goes to a slow loop, about 12x slower
@@ -233,10 +211,10 @@ async function tfCell({ tf }, { L, E, h, weights, x, causal, tfjsGraph }) {
 }
 
 export const LIBRARIES = [
-  { name: 'webattention', make: oursCell },
-  { name: 'webattention-webgpu', make: oursGpuCell, webgpu: true },
-  { name: 'onnxruntime-web', make: ortCell },
-  { name: 'onnxruntime-web-webgpu', make: ortGpuCell, webgpu: true, needs: 'ortGpu' },
+  { name: 'webattention', make: oursCell('wasm') },
+  { name: 'webattention-webgpu', make: oursCell('webgpu'), webgpu: true },
+  { name: 'onnxruntime-web', make: ortCell('wasm') },
+  { name: 'onnxruntime-web-webgpu', make: ortCell('webgpu'), webgpu: true, needs: 'ortGpu' },
   { name: 'tfjs-wasm', make: tfCell },
 ];
 
