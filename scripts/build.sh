@@ -9,12 +9,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-for variant in simd relaxed scalar mt mt-relaxed; do
-  dir=build/wasm; simd=ON; threads=OFF; relaxed=OFF
-  [ "$variant" = relaxed ] && dir=build/wasm-relaxed && relaxed=ON
-  [ "$variant" = scalar ] && dir=build/wasm-scalar && simd=OFF
-  [ "$variant" = mt ] && dir=build/wasm-mt && threads=ON
-  [ "$variant" = mt-relaxed ] && dir=build/wasm-mt-relaxed && threads=ON && relaxed=ON
+for variant in $WASM_VARIANTS; do
+  dir="$(wasm_build_dir "$variant")"; simd=ON; threads=OFF; relaxed=OFF
+  case "$variant" in
+    relaxed) relaxed=ON ;;
+    scalar) simd=OFF ;;
+    mt) threads=ON ;;
+    mt-relaxed) threads=ON; relaxed=ON ;;
+  esac
   emcmake cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release -DWEBATTENTION_SIMD=$simd \
     -DWEBATTENTION_THREADS=$threads -DWEBATTENTION_RELAXED_SIMD=$relaxed \
     -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" >/dev/null

@@ -23,7 +23,8 @@ ctest --test-dir build/native --output-on-failure
 
 step "C++ as WASM under node, SIMD128, relaxed-SIMD, scalar, pthreads and pthreads + relaxed-SIMD builds: core vs reference; package modules"
 bash scripts/build.sh
-for dir in build/wasm build/wasm-relaxed build/wasm-scalar build/wasm-mt build/wasm-mt-relaxed; do
+for variant in $WASM_VARIANTS; do
+  dir="$(wasm_build_dir "$variant")"
   cmake --build "$dir" -j "$JOBS"
   ctest --test-dir "$dir" --output-on-failure
 done
