@@ -1,5 +1,5 @@
 // Reads tests/fixtures/mha_parity.json (written by tests/fixtures/make_fixtures.py with PyTorch)
-// and compares results against it.
+// and compares results against it; also the seeded random tensors the tests make for themselves.
 import { readFileSync } from 'node:fs';
 
 const dtypes = { float32: Float32Array, uint8: Uint8Array };
@@ -43,3 +43,18 @@ export function compare(actual, expected) {
   }
   return { ratio, abs };
 }
+
+/** Seeded LCG giving values in [-0.5, 0.5): every run of a test sees the same numbers. */
+export function rng(seed) {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32 - 0.5;
+  };
+}
+
+/** A { data: Float32Array, shape } of next() * scale, one next() per element in order. */
+export const randomTensor = (shape, next, scale = 1) => ({
+  data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => next() * scale),
+  shape,
+});

@@ -2,17 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, selfAttention, OptionError } from 'webattention';
-
-// Small seeded PRNG so every run sees the same numbers.
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
-const randomTensor = (shape, next, scale = 1) =>
-  ({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => next() * scale), shape });
+import { randomTensor, rng } from './fixtures.js';
 
 async function moduleWithRandomWeights(options, next) {
   const mha = await MultiHeadAttention.create(options);

@@ -8,16 +8,8 @@ import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
 } from 'webattention';
 import { testHooks } from '../../web/src/pool.js';
+import { randomTensor, rng } from './fixtures.js';
 
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32 - 0.5;
-  };
-}
-const size = (shape) => shape.reduce((a, b) => a * b, 1);
-const randomTensor = (shape, next) => ({ data: Float32Array.from({ length: size(shape) }, () => next()), shape });
 const randomStateDict = (mha, next) =>
   Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
 
