@@ -23,8 +23,8 @@ export const DIFF_LIMIT = 1e-3;
 /** FLOPs of one MHA forward, the same count with or without the causal mask. */
 export const flops = (L, E) => 8 * L * E * E + 4 * L * L * E;
 
-/** Deterministic uniform values in [-scale, scale) (LCG). */
-export function filled(n, seed, scale) {
+/** Deterministic uniform values in [-scale, scale) (LCG); tests/webgpu/node.test.mjs uses it. */
+export function filled(n, seed, scale = 1) {
   const a = new Float32Array(n);
   let s = seed >>> 0;
   for (let i = 0; i < n; i++) {

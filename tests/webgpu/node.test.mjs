@@ -20,6 +20,8 @@ import { DEFAULT_WEBGPU_MIN_FLOPS } from '../../web/src/webgpu/options.js';
 import { pipelineCount } from '../../web/src/webgpu/pipelines.js';
 import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 import { compare, loadFixtures } from '../js/fixtures.js';
+// The bench's deterministic values (no npm imports there: suite.mjs only needs onnx_model.mjs).
+import { filled } from '../../bench/suite.mjs';
 
 const { create: createGpu } = await import('webgpu');
 
@@ -115,17 +117,6 @@ describe('PyTorch parity on WebGPU (Dawn + SwiftShader)', () => {
 });
 
 // ---- GPU vs WASM where the fixtures do not reach -----------------------------------------------
-
-/** Deterministic values in [-scale, scale). */
-function filled(n, seed, scale = 1) {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
-  }
-  return a;
-}
 
 function randomStateDict(shapes, seed) {
   return Object.fromEntries(shapes.map(({ name, shape }, i) => {
