@@ -57,27 +57,32 @@ async function record(name, fn) {
   log(`${state.cases[name].ok ? 'ok  ' : 'FAIL'} ${name} ${state.cases[name].detail}`);
 }
 
+// The 'auto' checks' weights and input (embedDim 256, 4 heads): a call of 2^26+ FLOPs, the
+// default threshold, so that 'auto' considers WebGPU at all.
+const autoWeights = (mha) => Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
+  const n = shape.reduce((a, b) => a * b, 1);
+  return [name, { data: Float32Array.from({ length: n }, (_, i) => Math.sin(i) / 16), shape }];
+}));
+const autoInput = {
+  data: Float32Array.from({ length: 128 * 256 }, (_, i) => Math.cos(i)), shape: [1, 128, 256],
+};
+
 // ?mode=noadapter (a browser without WebGPU enabled, where navigator.gpu finds no adapter):
 // 'auto' modules making large calls run them on WASM and probe for an adapter only once.
 async function noAdapter() {
-  const weights = (mha) => Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    return [name, { data: Float32Array.from({ length: n }, (_, i) => Math.sin(i) / 16), shape }];
-  }));
-  const x = { data: Float32Array.from({ length: 128 * 256 }, (_, i) => Math.cos(i)), shape: [1, 128, 256] };
   await record('auto without an adapter: WASM, one probe', async () => {
     const reference = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'wasm' });
-    reference.loadStateDict(weights(reference));
-    const expected = (await reference.forward(x, x, x)).output;
+    reference.loadStateDict(autoWeights(reference));
+    const expected = (await reference.forward(autoInput, autoInput, autoInput)).output;
     reference.dispose();
     runs.length = 0;
     const problems = [];
     const backends = [];
     for (let m = 0; m < 2; m++) {
       const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4 });
-      mha.loadStateDict(weights(mha));
+      mha.loadStateDict(autoWeights(mha));
       for (let call = 0; call < 2; call++) {
-        const out = (await mha.forward(x, x, x)).output;
+        const out = (await mha.forward(autoInput, autoInput, autoInput)).output;
         if (out.data.some((v, i) => v !== expected.data[i])) problems.push(`module ${m} call ${call}: differs from backend 'wasm'`);
       }
       backends.push(mha.backend);
@@ -145,12 +150,8 @@ async function main() {
   await record('auto on a software adapter stays on WASM', async () => {
     const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto' });
     try {
-      mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
-        const n = shape.reduce((a, b) => a * b, 1);
-        return [name, { data: Float32Array.from({ length: n }, (_, i) => Math.sin(i) / 16), shape }];
-      })));
-      const x = { data: Float32Array.from({ length: 128 * 256 }, (_, i) => Math.cos(i)), shape: [1, 128, 256] };
-      await mha.forward(x, x, x);
+      mha.loadStateDict(autoWeights(mha));
+      await mha.forward(autoInput, autoInput, autoInput);
       const problems = runs.join() === 'wasm' ? [] : [`ran on ${runs.join()}`];
       return { problems, backend: mha.backend };
     } finally {
