@@ -11,7 +11,8 @@
 //
 //   (no flag)        run in Node (this process)
 //   --browser        run in headless Chromium instead (/usr/bin/chromium via playwright-core,
-//                    page served from 127.0.0.1 with COOP/COEP so ORT/tfjs threads can work)
+//                    page served from 127.0.0.1 by scripts/serve.mjs with COOP/COEP so
+//                    ORT/tfjs threads can work)
 //   --node --browser run in both, one after the other
 //   --quick          shapes (64,256,4), (128,512,8), (512,512,8) only (drops the two largest)
 //   --threads N      threads for webattention (its worker pool), onnxruntime-web
@@ -53,17 +54,14 @@
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
 import { execFileSync } from 'node:child_process';
-import { createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { extname, join, resolve, sep } from 'node:path';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries } from './suite.mjs';
+import {
+  DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
+} from './suite.mjs';
 
 const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic'];
 
 function parseArgs(argv) {
   const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
@@ -205,8 +203,12 @@ function printResults(title, header, rows, opts) {
     console.log('');
     console.log(formatMarkdown(rows));
   }
-  const bad = rows.filter((r) => r.error || !(r.maxDiff <= 1e-3));
-  if (bad.length) console.log(`\n${bad.length} cell(s) with an error or max|Δ| > 1e-3 (marked '!' or ERROR above)`);
+  const bad = rows.filter((r) => r.error || !(r.maxDiff <= DIFF_LIMIT));
+  if (bad.length) {
+    const limit = DIFF_LIMIT.toExponential();  // '1e-3', as the header comment writes it
+    console.log(`\n${bad.length} cell(s) with an error or max|Δ| > ${limit} `
+      + "(marked '!' or ERROR above)");
+  }
   return header;
 }
 
@@ -242,77 +244,32 @@ async function runNode(opts, common) {
 
 // ---- Chromium -------------------------------------------------------------------------------
 
-const MIME = { '.html': 'text/html; charset=utf-8', '.js': 'text/javascript; charset=utf-8',
-  '.mjs': 'text/javascript; charset=utf-8', '.wasm': 'application/wasm', '.json': 'application/json',
-  '.map': 'application/json' };
-
-/** Read-only static server for ROOT on 127.0.0.1 with cross-origin isolation headers. */
-function startServer() {
-  const server = createServer((req, res) => {
-    const send = (status, body) => {
-      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8' });
-      res.end(body);
-    };
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, 'GET only');
-    let path;
-    try {
-      path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    } catch {
-      return send(400, 'bad URL');
-    }
-    const file = resolve(ROOT, `.${path}`);
-    if (!(file.startsWith(ROOT + sep)) || path.split('/').some((s) => s.startsWith('.'))) return send(403, 'no');
-    let st;
-    try {
-      st = statSync(file);
-    } catch {
-      return send(404, 'not found');
-    }
-    if (!st.isFile()) return send(404, 'not a file');
-    res.writeHead(200, {
-      'Content-Type': MIME[extname(file)] ?? 'application/octet-stream',
-      'Content-Length': st.size,
-      'Cache-Control': 'no-store',
-      'Cross-Origin-Opener-Policy': 'same-origin',
-      'Cross-Origin-Embedder-Policy': 'require-corp',
-      'Cross-Origin-Resource-Policy': 'same-origin',
-    });
-    if (req.method === 'HEAD') return res.end();
-    createReadStream(file).pipe(res);
-  });
-  return new Promise((resolveListen, reject) => {
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => resolveListen(server));
-  });
-}
-
 async function runBrowser(opts, common) {
+  // The browser tests' harness: scripts/serve.mjs on a free port (the repository root, so the
+  // page reaches bench/node_modules and web/dist, with COOP/COEP so that ORT, tfjs and
+  // webattention can use threads) and headless Chromium on a fresh profile. Imported here rather
+  // than at the top so that a Node-only run does not load playwright-core.
+  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
   if (!existsSync(CHROMIUM)) {
     console.error(`run.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
     process.exit(1);
   }
-  const { chromium } = await import('playwright-core');
   const server = await startServer();
-  const base = `http://127.0.0.1:${server.address().port}`;
-  const userDataDir = mkdtempSync(join(tmpdir(), 'webattention-bench-chromium-'));
-  let context = null;
+  let browser = null;
   let timer = null;
   const cleanup = async () => {
     clearTimeout(timer);
-    await context?.close().catch(() => {});
-    server.close();
-    server.closeAllConnections?.();
-    rmSync(userDataDir, { recursive: true, force: true });
+    await browser?.close();  // also removes the profile
+    server.child.kill('SIGTERM');
   };
   try {
     const timeout = new Promise((_, reject) => {
       timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
     });
     const work = (async () => {
-      context = await chromium.launchPersistentContext(userDataDir, {
-        executablePath: CHROMIUM, headless: true, timeout: 60_000,
-        args: opts.webgpu ? [...CHROMIUM_ARGS, '--enable-unsafe-webgpu'] : CHROMIUM_ARGS,
-      });
+      const extraArgs = opts.webgpu ? ['--enable-unsafe-webgpu'] : [];
+      browser = await launchChromium(extraArgs, { timeout: 60_000 });
+      const { context } = browser;
       const version = context.browser()?.version() ?? '?';
       const page = await context.newPage();
       const problems = [];
@@ -333,7 +290,8 @@ async function runBrowser(opts, common) {
       if (opts.wasm) q.set('wasm', opts.wasm);
       if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
       console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 5 : 3} libraries`);
-      await page.goto(`${base}/bench/browser/index.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
+      await page.goto(`${server.url}/bench/browser/index.html?${q}`,
+        { waitUntil: 'load', timeout: 60_000 });
       await page.waitForFunction(() => window.__bench?.done, null, { timeout: 0, polling: 500 });
       const result = await page.evaluate(() => window.__bench);
       if (result.error) throw new Error(`in the page: ${result.error}\n${problems.join('\n')}`);

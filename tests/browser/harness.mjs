@@ -1,5 +1,6 @@
 // What the browser tests share: the repo's static server (scripts/serve.mjs, cross-origin
-// isolated unless isolated: false) and headless Chromium on a fresh profile.
+// isolated unless isolated: false) and headless Chromium on a fresh profile. bench/run.mjs
+// --browser uses both; tests/package/run.mjs takes the Chromium binary and flags.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -33,11 +34,14 @@ export function startServer({ isolated = true } = {}) {
   });
 }
 
-/** Headless Chromium on a fresh user-data dir; close() also removes the profile. */
-export async function launchChromium(extraArgs = []) {
+/**
+ * Headless Chromium on a fresh user-data dir; close() also removes the profile. `timeout` (ms)
+ * bounds the launch (bench/run.mjs keeps the 60 s it has always allowed).
+ */
+export async function launchChromium(extraArgs = [], { timeout = 30_000 } = {}) {
   const userDataDir = mkdtempSync(join(tmpdir(), 'webattention-chromium-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs], timeout: 30_000,
+    executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs], timeout,
   });
   return {
     context,

@@ -10,6 +10,7 @@
 //   node tests/package/run.mjs        (needs web/dist built: bash scripts/build.sh)
 //
 // Exits non-zero on any failure; the last line is "N passed, M failed".
+// CHROMIUM=/path/to/chromium: another browser binary (as for tests/browser/).
 // WA_PKG_TEST_PERTURB=<number> adds that to the first expected output value in both apps, to see
 // the comparison fail (a self-test of this harness).
 import { spawn } from 'node:child_process';
@@ -23,14 +24,9 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, '../..');
 const FIXTURES = join(REPO, 'tests/fixtures/mha_parity.json');
 const VITE = join(REPO, 'node_modules/vite/bin/vite.js');
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
 // The first case is also used for the bad-call (ShapeError) check; both return attention weights.
 const CASE_NAMES = ['cross_kdim_vdim', 'kpm_bool_attn_float'];
 const PERTURB = Number(process.env.WA_PKG_TEST_PERTURB || 0);
-const CHROMIUM_ARGS = [
-  '--headless', '--no-sandbox', '--disable-gpu-sandbox', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync', '--disable-quic',
-];
 const TOTAL_TIMEOUT_MS = 180_000;
 const BROWSER_TIMEOUT_MS = 60_000;
 const REQUIRED_FILES = [
@@ -326,6 +322,10 @@ async function nodePart(root, tarball, cases) {
 let browser = null;  // one headless Chromium for the built app and the dev server
 async function getBrowser() {
   if (!browser) {
+    // The browser tests' binary (env CHROMIUM) and flags, imported here so that steps 1 and 2
+    // run without playwright-core. chromium.launch, not the harness's launchChromium (one
+    // persistent profile): browser.newPage() gives each page a fresh context.
+    const { CHROMIUM, CHROMIUM_ARGS } = await import('../browser/harness.mjs');
     const { chromium } = await import('playwright-core');
     const launching = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
     cleanups.push(async () => (await launching.catch(() => null))?.close());
