@@ -5,8 +5,9 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, scaledDotProductAttention, selfAttention } from 'webattention';
-import { AUTO_MIN_FLOPS, testHooks } from '../../web/src/pool.js';
-import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { AUTO_MIN_FLOPS, forwardFlops } from '../../web/src/dispatch.js';
+import { testHooks } from '../../web/src/pool.js';
+import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 import { compare, loadFixtures } from './fixtures.js';
 
 const cases = loadFixtures();

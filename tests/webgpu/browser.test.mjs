@@ -12,7 +12,8 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHROMIUM, ROOT, launchChromium, startServer } from '../browser/harness.mjs';
-import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { forwardFlops } from '../../web/src/dispatch.js';
+import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 import { loadFixtures } from '../js/fixtures.js';
 
 const OVERALL_MS = 90_000;

@@ -15,10 +15,9 @@ process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError, StateDictError } from 'webattention';
-import { DECODE_MAX_L, testHooks } from '../../web/src/webgpu/backend.js';
-import { DEFAULT_WEBGPU_MIN_FLOPS } from '../../web/src/webgpu/options.js';
+import { DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, forwardFlops, testHooks } from '../../web/src/dispatch.js';
 import { pipelineCount } from '../../web/src/webgpu/pipelines.js';
-import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 import { compare, loadFixtures } from '../js/fixtures.js';
 // The bench's deterministic values (no npm imports there: suite.mjs only needs onnx_model.mjs).
 import { filled } from '../../bench/suite.mjs';

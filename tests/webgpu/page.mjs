@@ -2,8 +2,8 @@
 // browser entry, and its outcome goes to window.__webgpu = { adapter, cases: { name: result },
 // done, error } for the Node side to assert on. A case result is { ok, detail, backend, ran }.
 import { BackendError, MultiHeadAttention } from '../../web/src/browser.js';
-import { testHooks } from '../../web/src/webgpu/backend.js';
-import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { forwardFlops, testHooks } from '../../web/src/dispatch.js';
+import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
 
 const params = new URLSearchParams(location.search);
 const MAX_FLOPS = Number(params.get('maxFlops') ?? 2e8);

@@ -1,156 +1,98 @@
-// The public API, independent of how the WASM core is loaded and how workers are made (node.js
-// and browser.js each pass their loader and platform to bindApi()).
+// The public API, independent of how the WASM core is loaded and how workers are made: node.js
+// and browser.js each call bindApi() with their loader and platform (it makes the package's
+// Runtime, runtime.js) and export what it returns. Every call is checked into a plan (shapes.js) before any backend sees it;
+// MultiHeadAttention.forward() then goes through its Dispatcher (dispatch.js), which picks the
+// executor (calling thread, worker pool or GPU).
+import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
-import { PooledMha, WorkerPool } from './pool.js';
-import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict, resolveThreads } from './shapes.js';
-import { THREADS_VARIANTS } from './variant.js';
+import { PoolExecutor } from './pool_executor.js';
+import { Runtime } from './runtime.js';
+import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
-import * as webgpu from './webgpu/options.js';
+import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
+
+/** @type {Runtime | null} */
+let runtime = null;
+
 
 const tensor = (data, shape) => ({ data, shape });
 
-/**
- * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed', module }.
- * platform: { autoThreads: number ('auto'; 1 where workers cannot run), defaultThreads() (the
- * `threads` option's default: 'auto' unless overridden), spawnWorker(variant) (pool.js) }.
- */
-export function bindApi(loadCore, platform) {
-  let loaded = null;
-  const load = () => {
-    loaded ??= loadCore().catch((e) => {
-      loaded = null;  // a failed load may be retried
-      throw e;
-    });
-    return loaded;
-  };
-  /** Loads (once) and returns the WASM core. */
-  const getCore = async () => (await load()).core;
+// Safety net for modules the app forgot to dispose(): frees their WASM memory on collection.
+const registry = new FinalizationRegistry((dispatcher) => dispatcher.dispose());
 
-  // The worker pool every module with threads > 1 shares; a new one once it has stopped.
-  let pool = null;
-  const getPool = ({ module, variant }) => {
-    if (!pool || pool.closed) pool = new WorkerPool({ spawnWorker: platform.spawnWorker, module, variant });
-    return pool;
-  };
+export class MultiHeadAttention {
+  #dispatcher;
+  #config;
 
-  // Safety net for modules the app forgot to dispose(): frees their WASM memory on collection.
-  const registry = new FinalizationRegistry((backend) => backend.dispose());
-
-  class MultiHeadAttention {
-    #backend;
-    #config;
-
-    /** Use MultiHeadAttention.create(options). */
-    constructor(backend, config) {
-      this.#backend = backend;
-      this.#config = config;
-      registry.register(this, backend, this);
-    }
-
-    /**
-     * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
-     * threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops? (docs/webgpu.md) }. Weights are
-     * zero until loadStateDict().
-     */
-    static async create(options) {
-      const config = resolveMhaConfig(options);
-      const { threads, auto } = options.threads === undefined
-        ? defaultThreads()
-        : resolveThreads('threads', options.threads, platform.autoThreads);
-      const backendOptions = webgpu.resolveBackendOptions(options);
-      const gpu = await webgpu.acquire(backendOptions);  // null: WASM only
-      const loadedCore = await load();
-      const main = new WasmMha(loadedCore.core, config);
-      let backend = main;
-      if (THREADS_VARIANTS.includes(loadedCore.variant)) {
-        // The pthreads module splits work over its own threads in shared memory: no worker pool.
-        main.threads = threads === 1 ? 1 : loadedCore.core.threadCount();
-      } else if (threads > 1) {
-        backend = new PooledMha(main, config, { threads, auto, pool: getPool(loadedCore) });
-      }
-      return new MultiHeadAttention(await webgpu.wrap(backend, config, gpu, backendOptions), config);
-    }
-
-    /** Resolved configuration (defaults filled in). */
-    get config() {
-      return { ...this.#config };
-    }
-
-    /**
-     * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
-     * (backend 'wasm'; 'auto' before its first large call or without a usable GPU; after the
-     * WebGPU device was lost).
-     */
-    get backend() {
-      return this.#live('backend').backend ?? 'wasm';
-    }
-
-    /** Threads forward() computes on (1: the calling thread only, as after a worker failure). */
-    get threads() {
-      return this.#live('threads').threads ?? 1;
-    }
-
-    /** The state-dict entries this module expects: [{ name, shape }], PyTorch's order. */
-    get stateDictShapes() {
-      return this.#live('stateDictShapes').parameterSpecs();
-    }
-
-    /** Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays). */
-    loadStateDict(stateDict) {
-      const backend = this.#live('loadStateDict');
-      backend.loadStateDict(resolveStateDict(backend.parameterSpecs(), stateDict));
-    }
-
-    /**
-     * query [B, L, E] (or [L, E]), key [B, S, kdim], value [B, S, vdim].
-     * Resolves to { output [B, L, E], attnWeights: [B, L, S] | [B, h, L, S] | null }.
-     */
-    async forward(query, key, value, options) {
-      const backend = this.#live('forward');
-      const plan = resolveMhaForward(this.#config, query, key, value, options);
-      const { output, weights } = await backend.forward(plan, this.#config);
-      return {
-        output: tensor(output, plan.outputShape),
-        attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
-      };
-    }
-
-    /**
-     * attention-math §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim], so that
-     * the head's scores are x W_i yᵀ / √d_k without biases), its rank (<= headDim) and the
-     * parameter counts of the factored and the full form.
-     */
-    headBilinearForm(head) {
-      const backend = this.#live('headBilinearForm');
-      const h = checkIndex('head', head, this.#config.numHeads);
-      const { matrix, shape, rank, factoredParameters, fullParameters } = backend.headBilinearForm(h);
-      return { matrix: tensor(matrix, shape), rank, factoredParameters, fullParameters };
-    }
-
-    /** Frees the module's WASM memory. Later calls throw DisposedError. */
-    dispose() {
-      if (!this.#backend) return;
-      registry.unregister(this);
-      this.#backend.dispose();
-      this.#backend = null;
-    }
-
-    #live(method) {
-      if (!this.#backend) {
-        throw new DisposedError(`MultiHeadAttention.${method}: the module was disposed`);
-      }
-      return this.#backend;
-    }
+  /** Use MultiHeadAttention.create(options). */
+  constructor(dispatcher, config) {
+    this.#dispatcher = dispatcher;
+    this.#config = config;
+    registry.register(this, dispatcher, this);
   }
 
   /**
-   * softmax(q kᵀ · scale + attnMask) v over [..., L, dk], [..., S, dk], [..., S, dv].
-   * options: { attnMask?, isCausal?, scale? = 1/√dk, needWeights? }.
-   * Resolves to { output [..., L, dv], attnWeights [..., L, S] | null }.
+   * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
+   * threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops? (docs/webgpu.md) }. Weights are
+   * zero until loadStateDict().
    */
-  async function scaledDotProductAttention(q, k, v, options) {
-    const plan = resolveSdpa(q, k, v, options);
-    const { output, weights } = wasmSdpa(await getCore(), plan);
+  static async create(options) {
+    const config = resolveMhaConfig(options);
+    const { threads, auto } = runtime.threads(options.threads);
+    // The GPU is looked for before any WASM memory is taken: a BackendError leaves nothing behind.
+    const { gpu, gpuMinFlops } = await gpuSide(config, resolveBackendOptions(options));
+    const loaded = await runtime.load();
+    const wasm = new WasmMha(loaded.core, config);
+    let pool = null;
+    if (Runtime.isThreadsVariant(loaded.variant)) {
+      // The pthreads module splits work over its own threads in shared memory: no worker pool.
+      wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
+    } else if (threads > 1) {
+      // 'auto' never waits for the workers, so they need not keep Node alive while they start.
+      pool = new PoolExecutor(wasm, config, { threads, pool: runtime.pool(loaded), keepAlive: !auto });
+    }
+    const dispatcher = new Dispatcher(config, { wasm, pool, autoThreads: auto, gpu, gpuMinFlops });
+    return new MultiHeadAttention(dispatcher, config);
+  }
+
+  /** Resolved configuration (defaults filled in). */
+  get config() {
+    return { ...this.#config };
+  }
+
+  /**
+   * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
+   * (backend 'wasm'; 'auto' before its first large call or without a usable GPU; after the
+   * WebGPU device was lost).
+   */
+  get backend() {
+    return this.#live('backend').backend;
+  }
+
+  /** Threads forward() computes on (1: the calling thread only, as after a worker failure). */
+  get threads() {
+    return this.#live('threads').threads;
+  }
+
+  /** The state-dict entries this module expects: [{ name, shape }], PyTorch's order. */
+  get stateDictShapes() {
+    return this.#live('stateDictShapes').parameterSpecs();
+  }
+
+  /** Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays). */
+  loadStateDict(stateDict) {
+    const dispatcher = this.#live('loadStateDict');
+    dispatcher.loadStateDict(resolveStateDict(dispatcher.parameterSpecs(), stateDict));
+  }
+
+  /**
+   * query [B, L, E] (or [L, E]), key [B, S, kdim], value [B, S, vdim].
+   * Resolves to { output [B, L, E], attnWeights: [B, L, S] | [B, h, L, S] | null }.
+   */
+  async forward(query, key, value, options) {
+    const dispatcher = this.#live('forward');
+    const plan = resolveMhaForward(this.#config, query, key, value, options);
+    const { output, weights } = await dispatcher.forward(plan, this.#config);
     return {
       output: tensor(output, plan.outputShape),
       attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
@@ -158,42 +100,87 @@ export function bindApi(loadCore, platform) {
   }
 
   /**
-   * Plain self-attention softmax(X Xᵀ / √C) X, no weights (Q = K = V = X).
-   * Resolves to { output, attnWeights (only with returnWeights) }.
+   * docs/attention-math.md §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim],
+   * so that the head's scores are x W_i yᵀ / √d_k without biases), its rank (<= headDim) and the
+   * parameter counts of the factored and the full form.
    */
-  async function selfAttention(x, options) {
-    const { x: t, needWeights } = resolveSelfAttention(x, options);
-    return scaledDotProductAttention(t, t, t, { needWeights });
+  headBilinearForm(head) {
+    const dispatcher = this.#live('headBilinearForm');
+    const h = checkIndex('head', head, this.#config.numHeads);
+    const { matrix, shape, rank, factoredParameters, fullParameters } = dispatcher.headBilinearForm(h);
+    return { matrix: tensor(matrix, shape), rank, factoredParameters, fullParameters };
   }
 
-  /** Bytes in use on the WASM heap: flat across calls when nothing leaks. */
-  async function wasmMemoryInUse() {
-    return (await getCore()).memoryInUse();
+  /** Frees the module's WASM memory. Later calls throw DisposedError. */
+  dispose() {
+    if (!this.#dispatcher) return;
+    registry.unregister(this);
+    this.#dispatcher.dispose();
+    this.#dispatcher = null;
   }
 
-  /** Size of the WASM heap in bytes: it only grows, so it is the high-water mark of all calls. */
-  async function wasmHeapBytes() {
-    return (await getCore()).HEAPU8.length;
+  #live(method) {
+    if (!this.#dispatcher) {
+      throw new DisposedError(`MultiHeadAttention.${method}: the module was disposed`);
+    }
+    return this.#dispatcher;
   }
-
-  /** The `threads` a module gets without the option: { threads, auto }. */
-  function defaultThreads() {
-    const value = platform.defaultThreads();
-    return resolveThreads(value === 'auto' ? 'threads' : 'WEBATTENTION_THREADS', value, platform.autoThreads);
-  }
-
-  /**
-   * What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'scalar', threads }
-   * (threads: what a module created without the `threads` option uses at most).
-   */
-  async function capabilities() {
-    const { variant, core } = await load();
-    const threads = THREADS_VARIANTS.includes(variant) ? core.threadCount() : defaultThreads().threads;
-    return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
-  }
-
-  // ready(): resolves once the core is loaded, without handing out its internals.
-  const ready = () => getCore().then(() => undefined);
-  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready };
 }
 
+/**
+ * softmax(q kᵀ · scale + attnMask) v over [..., L, dk], [..., S, dk], [..., S, dv].
+ * options: { attnMask?, isCausal?, scale? = 1/√dk, needWeights? }.
+ * Resolves to { output [..., L, dv], attnWeights [..., L, S] | null }.
+ */
+export async function scaledDotProductAttention(q, k, v, options) {
+  const plan = resolveSdpa(q, k, v, options);
+  const { output, weights } = wasmSdpa(await runtime.core(), plan);
+  return {
+    output: tensor(output, plan.outputShape),
+    attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
+  };
+}
+
+/**
+ * Plain self-attention softmax(X Xᵀ / √C) X, no weights (Q = K = V = X).
+ * Resolves to { output, attnWeights (only with returnWeights) }.
+ */
+export async function selfAttention(x, options) {
+  const { x: t, needWeights } = resolveSelfAttention(x, options);
+  return scaledDotProductAttention(t, t, t, { needWeights });
+}
+
+/** Bytes in use on the WASM heap: flat across calls when nothing leaks. */
+export async function wasmMemoryInUse() {
+  return (await runtime.core()).memoryInUse();
+}
+
+/** Size of the WASM heap in bytes: it only grows, so it is the high-water mark of all calls. */
+export async function wasmHeapBytes() {
+  return (await runtime.core()).HEAPU8.length;
+}
+
+/**
+ * What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'relaxed' | 'scalar' |
+ * 'mt' | 'mt-relaxed', threads } (threads: what a module created without the `threads` option
+ * uses at most).
+ */
+export async function capabilities() {
+  const { variant, core } = await runtime.load();
+  const threads = Runtime.isThreadsVariant(variant) ? core.threadCount() : runtime.threads(undefined).threads;
+  return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
+}
+
+/** Resolves once the core is loaded, without handing out its internals. */
+export async function ready() {
+  await runtime.core();
+}
+
+/**
+ * Called once by the entry file: loadCore and platform as Runtime takes them. Returns the public
+ * API (the same functions and class this file exports).
+ */
+export function bindApi(loadCore, platform) {
+  runtime = new Runtime(loadCore, platform);
+  return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready };
+}

@@ -309,16 +309,3 @@ export function resolveSelfAttention(x, options) {
   if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
   return { x: t, needWeights: checkBoolean('returnWeights', o.returnWeights, false) };
 }
-
-/**
- * Work of one MHA forward in FLOPs (multiply-adds ×2): the four projections, the scores and the
- * weighted sum, plus the scores again when weights are asked for (both backends recompute them
- * in a second pass). The worker pool and the WebGPU backend route calls by it.
- */
-export function forwardFlops(plan, config) {
-  const { B, L, S } = plan;
-  const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
-  const projections = L * E * H * dk + S * kdim * H * dk + S * vdim * H * dv + L * H * dv * E;
-  const attention = H * L * S * (dk + dv) + (plan.needWeights ? H * L * S * dk : 0);
-  return 2 * B * (projections + attention);
-}

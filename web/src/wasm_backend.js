@@ -65,6 +65,9 @@ function maskDims(mask) {
 }
 
 export class WasmMha {
+  /** Threads of the pthreads module's own pool this module uses (set by create(); 1 elsewhere). */
+  threads = 1;
+
   constructor(core, config) {
     this.core = core;
     this.handle = new core.Mha();
@@ -89,7 +92,7 @@ export class WasmMha {
     }
   }
 
-  /** attention-math §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
+  /** docs/attention-math.md §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
   headBilinearForm(head) {
     const form = this.handle.headBilinearForm(head);
     if (form.error) throwCoreError(form.error);
@@ -139,7 +142,7 @@ export class WasmMha {
   // `weightHeads` heads unless averaged) back.
   #run(plan, outFloats, weightHeads, call) {
     // The pthreads module's pool serves every module: each call sets this module's thread count.
-    this.core.setThreadLimit(this.threads ?? 1);
+    this.core.setThreadLimit(this.threads);
     const { B, L, S } = plan;
     const weightFloats = B * weightsPerBatch(plan, weightHeads);
     const kpm = plan.keyPaddingMask;

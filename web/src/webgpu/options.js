@@ -1,21 +1,10 @@
 // create()'s backend options: { backend: 'auto' | 'wasm' | 'webgpu', gpu?, webgpuMinFlops? }, and
-// what they turn into. api.js calls acquire() before it makes the WASM backend and wrap() after.
+// the GPU side of a module they give (gpuSide(), for dispatch.js).
+import { DEFAULT_WEBGPU_MIN_FLOPS } from '../dispatch.js';
 import { OptionError, describe } from '../errors.js';
 import { acquireGpu, findGpu } from './device.js';
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];
-
-/**
- * backend 'auto': the FLOPs (forwardFlops in shapes.js) from which a call goes to a hardware
- * GPU. 2^26 ≈ 67 MFLOP is about 2 ms of single-threaded WASM at the 27–32 GFLOP/s measured in
- * docs/benchmarks.md (≈ 1.3 ms on the worker pool); below that, an assumed 0.5–1 ms fixed cost
- * of a GPU round trip (upload, dispatches, mapAsync readback) leaves a GPU little to win. This
- * is an estimate, not a measurement on GPU hardware (none was available; docs/webgpu.md says how
- * it was chosen and how to measure it): apps that know their GPU should time
- * `bench/run.mjs --webgpu` and set webgpuMinFlops. A software adapter (SwiftShader) is never
- * used by 'auto' unless webgpuMinFlops is given.
- */
-export const DEFAULT_WEBGPU_MIN_FLOPS = 2 ** 26;
 
 /** Checks the backend options; returns { backend, gpu, minFlops (undefined: not given) }. */
 export function resolveBackendOptions(options) {
@@ -35,28 +24,34 @@ export function resolveBackendOptions(options) {
 }
 
 /**
- * What the module will compute on: null (WASM only: backend 'wasm', or 'auto' where there is no
- * WebGPU object at all), the GPU ({ device }; backend 'webgpu', which
- * throws BackendError when there is no adapter or device), or for 'auto' a function that finds
- * it later, at the first large call (null then means WASM). A `gpu` option of the wrong kind
- * throws OptionError here, whatever the backend.
+ * The GPU side of a module, for dispatch.js: null (WASM only: backend 'wasm', or 'auto' where
+ * there is no WebGPU object at all), { executor } (backend 'webgpu', which throws BackendError
+ * when there is no adapter or device), or for 'auto' { acquire } (a function that finds the GPU
+ * at the first large call and resolves to an executor, or to null for WASM); and gpuMinFlops,
+ * the calls under which stay on WASM. A `gpu` option of the wrong kind throws OptionError here,
+ * whatever the backend.
  */
-export async function acquire({ backend, gpu, minFlops }) {
-  if (backend === 'wasm') return null;
+export async function gpuSide(config, { backend, gpu, minFlops }) {
+  const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
+  if (backend === 'wasm') return { gpu: null, gpuMinFlops };
   const useSoftware = minFlops !== undefined;
-  if (backend === 'webgpu') return acquireGpu({ gpu, backend, useSoftware });
-  if (!findGpu(gpu)) return null;
-  return () => acquireGpu({ gpu, backend, useSoftware });
+  if (backend === 'webgpu') {
+    const found = await acquireGpu({ gpu, backend, useSoftware });
+    return { gpu: { executor: await makeExecutor(config, found) }, gpuMinFlops };
+  }
+  if (!findGpu(gpu)) return { gpu: null, gpuMinFlops };
+  const acquire = async () => {
+    const found = await acquireGpu({ gpu, backend, useSoftware });
+    return found ? makeExecutor(config, found) : null;
+  };
+  return { gpu: { acquire }, gpuMinFlops };
 }
 
 /**
- * The module's backend: the WASM one as is, or the WebGPU one wrapping it. The WebGPU backend
- * (with its WGSL) is imported only here, when there is a GPU: importing it costs ~9 ms of a
- * Node cold start that most processes, having no GPU, would pay for nothing.
+ * The WebGPU executor (with its WGSL) is imported only here, when there is a GPU: importing it
+ * costs ~9 ms of a Node cold start that most processes, having no GPU, would pay for nothing.
  */
-export async function wrap(wasmBackend, config, gpu, { backend, minFlops }) {
-  if (!gpu) return wasmBackend;
-  const threshold = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
-  const { WebGpuMha } = await import('./backend.js');
-  return new WebGpuMha(wasmBackend, config, gpu, { minFlops: threshold });
+async function makeExecutor(config, found) {
+  const { WebGpuExecutor } = await import('./executor.js');
+  return new WebGpuExecutor(config, found);
 }

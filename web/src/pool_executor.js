@@ -1,0 +1,148 @@
+// The pool executor (dispatch.js's Executor): one module's forward() split by batch × head over
+// the calling thread's WASM executor and threads − 1 workers of the shared WorkerPool (pool.js).
+// Whether a call comes here is dispatch.js's decision; this file only splits, runs and joins.
+import { DisposedError } from './errors.js';
+import { SPLIT_PROJECTION_FLOPS } from './dispatch.js';
+import { sliceBatch, splitWork } from './pool.js';
+import { weightsPerBatch } from './shapes.js';
+
+let nextModuleId = 1;
+
+export class PoolExecutor {
+  #wasm;
+  #pool;
+  #id = nextModuleId++;
+  #threads;
+  #ready;
+  #isReady = false;
+  #disposed = false;
+
+  /**
+   * wasm: the calling thread's WasmMha (it computes the first share of every call). pool: the
+   * shared WorkerPool; threads: workers used + 1. keepAlive: someone will wait for the workers
+   * to start (explicit threads), so they keep Node alive meanwhile.
+   */
+  constructor(wasm, config, { threads, pool, keepAlive }) {
+    this.#wasm = wasm;
+    this.#threads = threads;
+    this.#pool = pool;
+    this.#ready = pool.attach(this.#id, config, threads - 1, keepAlive).then(() => { this.#isReady = true; }, () => {});
+  }
+
+  /** False once the pool has failed (or this module was disposed): calls go elsewhere. */
+  get working() {
+    return !this.#pool.failure && !this.#disposed;
+  }
+
+  /** True once every worker has this module. */
+  get isReady() {
+    return this.#isReady;
+  }
+
+  /** Settles when the workers have this module, or have failed (then `working` is false). */
+  get ready() {
+    return this.#ready;
+  }
+
+  get threads() {
+    return this.#threads;
+  }
+
+  /** Sends the checked entries to the workers (the calling thread's executor has them already). */
+  loadStateDict(entries) {
+    this.#pool.load(this.#id, entries);
+  }
+
+  async forward(plan, config) {
+    const pool = this.#pool;
+    const id = this.#id;
+    const tasks = splitWork(plan.B, config.numHeads, this.#threads);
+    const results = await this.#fanOut(tasks,
+      (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1)),
+      (task) => this.#wasm.runTask(sliceBatch(plan, config, task.b0, task.b1), config, task));
+    if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, config, tasks, results);
+
+    // Head ranges: gather the heads, then the output projection, split by rows when it is big
+    // enough to pay for one more round trip.
+    const { heads, weights } = this.#gatherHeads(plan, config, tasks, results);
+    const rows = plan.B * plan.L, width = config.numHeads * config.valueHeadDim;
+    const parts = 2 * rows * width * config.embedDim >= SPLIT_PROJECTION_FLOPS ? Math.min(this.#threads, rows) : 1;
+    const ranges = Array.from({ length: parts }, (_, i) => [Math.floor((i * rows) / parts), Math.floor(((i + 1) * rows) / parts)]);
+    const slice = ([r0, r1]) => heads.subarray(r0 * width, r1 * width);
+    const outputs = await this.#fanOut(ranges,
+      (range, i) => pool.project(i, id, slice(range), range[1] - range[0]).then((r) => r.output),
+      (range) => this.#wasm.projectOutput(slice(range), range[1] - range[0], config));
+    if (parts === 1) return { output: outputs[0], weights };
+    const output = new Float32Array(rows * config.embedDim);
+    ranges.forEach(([r0], i) => output.set(outputs[i], r0 * config.embedDim));
+    return { output, weights };
+  }
+
+  /** Detaches from the pool (the calling thread's executor is the dispatcher's to dispose). */
+  dispose() {
+    this.#disposed = true;
+    this.#pool.detach(this.#id);
+  }
+
+  // Runs items[1..] on the workers (remote(item, workerIndex) → promise) and items[0] here
+  // meanwhile; resolves to every result in order once all are in, or throws the first error.
+  async #fanOut(items, remote, local) {
+    const jobs = items.slice(1).map((item, i) => remote(item, i));
+    let mine;
+    let mineError = null;
+    try {
+      mine = local(items[0]);
+    } catch (e) {
+      mineError = e;
+    }
+    const settled = await Promise.allSettled(jobs);
+    if (mineError) throw mineError;
+    const failed = settled.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+    if (this.#disposed) {
+      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
+    }
+    return [mine, ...settled.map((r) => r.value)];
+  }
+
+  #newWeights(plan, config) {
+    return plan.needWeights ? new Float32Array(plan.B * weightsPerBatch(plan, config.numHeads)) : null;
+  }
+
+  // Tasks with every head of batches [b0, b1): their output rows and weights go in place.
+  #joinBatches(plan, config, tasks, results) {
+    const { L } = plan;
+    const output = new Float32Array(plan.B * L * config.embedDim);
+    const weights = this.#newWeights(plan, config);
+    const perBatch = weightsPerBatch(plan, config.numHeads);
+    tasks.forEach((t, i) => {
+      output.set(results[i].output, t.b0 * L * config.embedDim);
+      if (weights) weights.set(results[i].weights, t.b0 * perBatch);
+    });
+    return { output, weights };
+  }
+
+  // Tasks with a head range: heads into [B·L, h·d_v]; per-head weights in place, averaged ones
+  // are shares that add up.
+  #gatherHeads(plan, config, tasks, results) {
+    const { L, S } = plan;
+    const H = config.numHeads, dv = config.valueHeadDim, LS = L * S, width = H * dv;
+    const heads = new Float32Array(plan.B * L * width);
+    const weights = this.#newWeights(plan, config);
+    tasks.forEach((t, i) => {
+      const n = t.h1 - t.h0, w = n * dv;
+      const part = results[i].heads;
+      for (let r = 0, rows = (t.b1 - t.b0) * L; r < rows; r++) {
+        heads.set(part.subarray(r * w, (r + 1) * w), (t.b0 * L + r) * width + t.h0 * dv);
+      }
+      const pw = results[i].weights;
+      if (!weights) return;
+      if (plan.averageAttnWeights) {
+        for (let j = 0, at = t.b0 * LS; j < pw.length; j++) weights[at + j] += pw[j];
+      } else {
+        for (let b = 0; b < t.b1 - t.b0; b++) weights.set(pw.subarray(b * n * LS, (b + 1) * n * LS), ((t.b0 + b) * H + t.h0) * LS);
+      }
+    });
+    return { heads, weights };
+  }
+}

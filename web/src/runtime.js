@@ -1,0 +1,58 @@
+// What the public API needs from its platform, in one object: the WASM core (loaded once), the
+// worker pool every module with threads > 1 shares, and the `threads` defaults. The entry file
+// (node.js or browser.js) makes the one Runtime of the package with its loader and platform and
+// hands it to api.js (setRuntime) before anything is exported.
+import { WorkerPool } from './pool.js';
+import { resolveThreads } from './shapes.js';
+import { THREADS_VARIANTS } from './variant.js';
+
+export class Runtime {
+  #loadCore;
+  #platform;
+  #loaded = null;
+  #pool = null;
+
+  /**
+   * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed',
+   * module }. platform: { autoThreads: number ('auto'; 1 where workers cannot run),
+   * defaultThreads() (the `threads` option's default: 'auto' unless overridden),
+   * spawnWorker(variant) (pool.js) }.
+   */
+  constructor(loadCore, platform) {
+    this.#loadCore = loadCore;
+    this.#platform = platform;
+  }
+
+  /** Loads (once) the WASM module: { core, variant, module }. A failed load may be retried. */
+  load() {
+    this.#loaded ??= this.#loadCore().catch((e) => {
+      this.#loaded = null;
+      throw e;
+    });
+    return this.#loaded;
+  }
+
+  async core() {
+    return (await this.load()).core;
+  }
+
+  /** Whether `variant` is a pthreads module (the core splits work over its own threads). */
+  static isThreadsVariant(variant) {
+    return THREADS_VARIANTS.includes(variant);
+  }
+
+  /** The shared worker pool of the loaded module; a new one once the last has stopped. */
+  pool({ module, variant }) {
+    if (!this.#pool || this.#pool.closed) {
+      this.#pool = new WorkerPool({ spawnWorker: this.#platform.spawnWorker, module, variant });
+    }
+    return this.#pool;
+  }
+
+  /** The create() `threads` option resolved: { threads, auto }. */
+  threads(option) {
+    if (option !== undefined) return resolveThreads('threads', option, this.#platform.autoThreads);
+    const value = this.#platform.defaultThreads();
+    return resolveThreads(value === 'auto' ? 'threads' : 'WEBATTENTION_THREADS', value, this.#platform.autoThreads);
+  }
+}

@@ -1,0 +1,189 @@
+// The WebGPU executor (dispatch.js's Executor): one module's state on a GPUDevice — its weights,
+// uploaded by loadStateDict() and kept on the GPU, and a cache of per-call buffers — and
+// forward() on it (forward_pass.js encodes the kernels). It never falls back by itself: a call
+// it cannot take is refused by fits(), a call that fails throws, and dispatch.js decides what
+// happens then (its failure policy), reading `lost` to tell a lost device from other errors.
+//
+// Per-call buffers (inputs, masks, Q/K/V, heads, row stats, decode partials, weights, output,
+// readback, uniforms) come from a cache keyed by role: a role's buffer is reused while it is big
+// enough and replaced by one of the next power of two (at least 256 bytes, capped at the device's
+// limits) when a call needs more. Storage bindings name the bytes the call uses, so a larger
+// buffer is harmless. GPU calls of one module are serialised (a promise chain) so that two
+// overlapping forward() calls never share those buffers; calls of different modules still
+// overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
+// call (whose buffers may be left mapped or half-written).
+import { DECODE_MAX_L } from '../dispatch.js';
+import { weightsPerBatch } from '../shapes.js';
+import { Usage } from './device.js';
+import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
+import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
+import { LINEAR_TILE } from './kernels/linear.wgsl.js';
+import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+
+/** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
+const MAX_HEAD_WIDTHS = 1024;
+
+/**
+ * The attention kernels a call uses, decided here only: 'decode' (decode_partial +
+ * decode_reduce) for L <= DECODE_MAX_L when its scratch buffer and grid fit the device's limits,
+ * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
+ */
+export function attentionPath(plan, config, limits) {
+  const { B, L, S } = plan;
+  if (L > DECODE_MAX_L) return 'flash';
+  const chunks = cdiv(S, DECODE_CHUNK);
+  const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
+  const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const maxGroups = limits.maxComputeWorkgroupsPerDimension;
+  const fits = scratch * F32 <= maxBytes && chunks <= maxGroups && B * config.numHeads <= maxGroups;
+  return fits ? 'decode' : 'flash';
+}
+
+export class WebGpuExecutor {
+  #config;
+  #device;
+  #lost = null;            // GPUDeviceLostInfo-like { reason, message } once lost
+  #lostSignal;             // rejects with DeviceLost when the device is lost
+  #params;                 // { win, bin, wout, bout } GPU buffers, null once released
+  #disposed = false;
+  #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
+  #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
+
+  /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
+  constructor(config, gpu) {
+    this.#config = config;
+    this.#device = gpu.device;
+    this.#lostSignal = gpu.device.lost.then((info) => {
+      if (!this.#disposed) this.#lost = { reason: info?.reason ?? 'unknown', message: info?.message ?? '' };
+      this.#releasePool();
+      throw new DeviceLost(`the WebGPU device was lost (${info?.reason ?? 'unknown'}${info?.message ? `: ${info.message}` : ''})`);
+    });
+    this.#lostSignal.catch(() => {});
+    this.#params = this.#createParams();
+  }
+
+  /** { reason, message } once the device was lost, else null. */
+  get lost() {
+    return this.#lost;
+  }
+
+  /** Resolves once a loss that is on its way has been seen (device.lost may settle a moment late). */
+  settleLoss() {
+    return Promise.race([this.#lostSignal, new Promise((r) => setTimeout(r, 0))]).catch(() => {});
+  }
+
+  /** entries: [{ name, data }] checked against the module's parameterSpecs(). */
+  loadStateDict(entries) {
+    if (!this.#params) return;
+    const { embedDim: E, kdim, numHeads: H, headDim: dk } = this.#config;
+    const offsets = {
+      in_proj_weight: [this.#params.win, 0],
+      q_proj_weight: [this.#params.win, 0],
+      k_proj_weight: [this.#params.win, H * dk * E],
+      v_proj_weight: [this.#params.win, H * dk * E + H * dk * kdim],
+      in_proj_bias: [this.#params.bin, 0],
+      'out_proj.weight': [this.#params.wout, 0],
+      'out_proj.bias': [this.#params.bout, 0],
+    };
+    for (const { name, data } of entries) {
+      const [buffer, at] = offsets[name];
+      this.#device.queue.writeBuffer(buffer, at * F32, data);
+    }
+  }
+
+  /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
+  fits(plan, config) {
+    const { B, L, S } = plan;
+    const { embedDim: E, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+    if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
+    const limits = this.#device.limits;
+    const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+    const weightFloats = B * weightsPerBatch(plan, H);
+    const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
+      B * L * (2 * H * dk + H * dv), B * S * H * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
+      plan.attnMask.data?.length ?? 0);
+    if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
+    const maxGroups = limits.maxComputeWorkgroupsPerDimension;
+    const rows = Math.max(B * L, B * S);
+    return cdiv(rows, LINEAR_TILE) <= maxGroups && B * H <= maxGroups && L <= maxGroups && B <= maxGroups
+      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups;
+  }
+
+  /** plan: a call fits() accepted. Resolves to { output, weights, path } or throws. */
+  async forward(plan, config) {
+    if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
+    const path = attentionPath(plan, config, this.#device.limits);
+    const gpu = {
+      device: this.#device,
+      params: this.#params,
+      pooled: (role, floats, usage) => this.#pooled(role, floats, usage),
+      releasePool: () => this.#releasePool(),
+      untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
+      gone: () => this.#lost !== null || this.#disposed,
+    };
+    const result = await this.#serialised(() => runForwardPass(gpu, plan, config, path));
+    return { ...result, path };
+  }
+
+  /** Frees the module's GPU buffers (the device is shared and stays). */
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#releaseParams();
+    this.#releasePool();
+  }
+
+  #createParams() {
+    const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = this.#config;
+    // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
+    const make = (floats, label) => this.#device.createBuffer({
+      size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${label}`,
+    });
+    return {
+      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h·d_k, kdim], [h·d_v, vdim].
+      win: make(H * dk * E + H * dk * kdim + H * dv * vdim, 'in-projection weights'),
+      bin: make(2 * H * dk + H * dv, 'in-projection bias'),
+      wout: make(E * H * dv, 'out_proj.weight'),
+      bout: make(E, 'out_proj.bias'),
+    };
+  }
+
+  // Runs fn after this module's earlier GPU calls have settled (resolved or not).
+  #serialised(fn) {
+    const run = this.#queue.then(fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * The cached buffer of `role`, at least `floats` floats, created (or replaced by a bigger one:
+   * next power of two, at least 256 bytes, within the device's limits) when needed.
+   */
+  #pooled(role, floats, usage) {
+    const bytes = Math.max(floats, 1) * F32;
+    let entry = this.#pool.get(role);
+    if (!entry || entry.bytes < bytes || entry.usage !== usage) {
+      entry?.buffer.destroy();
+      const limits = this.#device.limits;
+      let cap = (usage & Usage.STORAGE)
+        ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
+      cap -= cap % F32;
+      const size = Math.max(bytes, Math.min(Math.max(256, 2 ** Math.ceil(Math.log2(bytes))), cap));
+      const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
+      entry = { buffer, bytes: size, usage };
+      this.#pool.set(role, entry);
+    }
+    return entry.buffer;
+  }
+
+  #releasePool() {
+    for (const { buffer } of this.#pool.values()) buffer.destroy();
+    this.#pool.clear();
+  }
+
+  #releaseParams() {
+    if (!this.#params) return;
+    for (const buffer of Object.values(this.#params)) buffer.destroy();
+    this.#params = null;
+  }
+}
