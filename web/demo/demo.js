@@ -7,122 +7,12 @@
 // page instead of a silently dead module.
 let MultiHeadAttention, selfAttention, ready, wasmMemoryInUse;
 
-const SEED = 20240611;
-const IN_PROJ_GAIN = 3;   // sharper heads than plain Xavier, so the heatmaps show structure
-const INPUT_STD = 0.5;    // input ~ N(0, 0.5²)
-const WARM_RUNS = 20;       // timing samples, unless they would take longer than:
-const WARM_BUDGET_MS = 2000;
-const MIN_SAMPLE_MS = 2;    // browsers round performance.now() to 0.1 ms: time batches of small calls
+import { SEED, INPUT_STD, prng, gaussian, gaussianTensor, makeStateDict, equalNorm } from './seeded_data.js';
+import { rowSumError, diagonalStats, timeWarm } from './stats.js';
+
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
 const $ = (id) => document.getElementById(id);
-
-// ---------------------------------------------------------------- deterministic data
-
-/** mulberry32: a small seeded PRNG, uniform in [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function gaussian(rand) {
-  let u = 0;
-  while (u === 0) u = rand();
-  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * rand());
-}
-
-/** Xavier-uniform matrices and small uniform biases for every entry the module expects. */
-function makeStateDict(specs, rand) {
-  const dict = {};
-  for (const { name, shape } of specs) {
-    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
-    if (shape.length === 1) {
-      for (let i = 0; i < data.length; i++) data[i] = (rand() * 2 - 1) * 0.1;
-    } else {
-      const gain = name.startsWith('out_proj') ? 1 : IN_PROJ_GAIN;
-      const bound = gain * Math.sqrt(6 / (shape[0] + shape[1]));
-      for (let i = 0; i < data.length; i++) data[i] = (rand() * 2 - 1) * bound;
-    }
-    dict[name] = { data, shape };
-  }
-  return dict;
-}
-
-/** Copies x [L, C] with every row rescaled to norm r. */
-function equalNorm(x, L, C, r) {
-  const y = new Float32Array(x.length);
-  for (let i = 0; i < L; i++) {
-    let ss = 0;
-    for (let j = 0; j < C; j++) ss += x[i * C + j] ** 2;
-    const f = ss > 0 ? r / Math.sqrt(ss) : 0;
-    for (let j = 0; j < C; j++) y[i * C + j] = x[i * C + j] * f;
-  }
-  return y;
-}
-
-// ---------------------------------------------------------------- statistics
-
-/** max |Σ_j w_ij − 1| over all rows of a [..., L, S] weight tensor. */
-function rowSumError(w, S) {
-  let worst = 0;
-  for (let r = 0; r < w.length / S; r++) {
-    let s = 0;
-    for (let j = 0; j < S; j++) s += w[r * S + j];
-    worst = Math.max(worst, Math.abs(s - 1));
-  }
-  return worst;
-}
-
-/** For one [L, L] matrix at `offset`: argmax of each row, rows peaking on the diagonal, and
- *  pairs breaking §2's bound α_ij ≤ max(α_ii, α_jj). */
-function diagonalStats(w, L, offset = 0) {
-  const at = (i, j) => w[offset + i * L + j];
-  const argmax = new Int32Array(L);
-  let onDiagonal = 0;
-  let violations = 0;
-  for (let i = 0; i < L; i++) {
-    for (let j = 1; j < L; j++) if (at(i, j) > at(i, argmax[i])) argmax[i] = j;
-    if (at(i, argmax[i]) <= at(i, i)) onDiagonal++;  // ties count for the diagonal
-    for (let j = 0; j < L; j++) {
-      if (j !== i && at(i, j) > Math.max(at(i, i), at(j, j)) + 1e-6) violations++;
-    }
-  }
-  return { argmax, onDiagonal, violations };
-}
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-
-/** Median time of one call: up to WARM_RUNS samples (fewer past WARM_BUDGET_MS, at least 3),
- *  each a batch of calls long enough for the coarse browser timer. */
-async function timeWarm(call) {
-  await call();  // one untimed warm-up call
-  let batch = 1;
-  let elapsed;
-  for (;;) {
-    const t0 = performance.now();
-    for (let i = 0; i < batch; i++) await call();
-    elapsed = performance.now() - t0;
-    if (elapsed >= MIN_SAMPLE_MS || batch >= 4096) break;
-    batch *= 2;
-  }
-  const times = batch === 1 ? [elapsed] : [];  // a slow call's calibration run is a sample too
-  const start = performance.now();
-  while (times.length < WARM_RUNS && (times.length < 3 || performance.now() - start < WARM_BUDGET_MS)) {
-    const t0 = performance.now();
-    for (let i = 0; i < batch; i++) await call();
-    times.push((performance.now() - t0) / batch);
-  }
-  return { ms: median(times), samples: times.length, batch };
-}
 
 // ---------------------------------------------------------------- drawing
 
@@ -448,10 +338,6 @@ function bilinearWeights(x, W, y, L, S, E, kdim, scale) {
   return out;
 }
 
-const gaussianTensor = (shape, rand) => ({
-  data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => INPUT_STD * gaussian(rand)),
-  shape,
-});
 
 /** §5 on a small seeded cross-attention module without biases. Sets data-bilinear-max-diff (max
  *  |JS − module| over every head and weight), data-bilinear-ranks (library, per head),
