@@ -9,108 +9,14 @@ let MultiHeadAttention, selfAttention, ready, wasmMemoryInUse;
 
 import { SEED, INPUT_STD, prng, gaussian, gaussianTensor, makeStateDict, equalNorm } from './seeded_data.js';
 import { rowSumError, diagonalStats, timeWarm } from './stats.js';
+import { diverging, signedColor, logColor } from './colors.js';
+import { clearCanvas } from './canvas.js';
+import { heatmap, outlineCell, colorbar } from './heatmap.js';
+import { MUTED, chartAxes, log10 } from './chart.js';
 
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
 const $ = (id) => document.getElementById(id);
-
-// ---------------------------------------------------------------- drawing
-
-// Viridis, polynomial fit (Matt Zucker, CC0).
-const VIRIDIS = [
-  [0.2777273272234177, 0.005407344544966578, 0.3340998053353061],
-  [0.1050930431085774, 1.404613529898575, 1.384590162594685],
-  [-0.3308618287255563, 0.214847559468213, 0.09509516302823659],
-  [-4.634230498983486, -5.799100973351585, -19.33244095627987],
-  [6.228269936347081, 14.17993336680509, 56.69055260068105],
-  [4.776384997670288, -13.74514537774601, -65.35303263337234],
-  [-5.435455855934631, 4.645852612178535, 26.3124352495832],
-];
-function viridis(t) {
-  t = Math.min(1, Math.max(0, t));
-  return [0, 1, 2].map((c) => {
-    let v = 0;
-    for (let k = VIRIDIS.length - 1; k >= 0; k--) v = v * t + VIRIDIS[k][c];
-    return Math.round(255 * Math.min(1, Math.max(0, v)));
-  });
-}
-const LUT = Array.from({ length: 256 }, (_, i) => viridis(i / 255));
-const color = (w) => LUT[Math.round(255 * Math.sqrt(Math.min(1, Math.max(0, w))))];
-
-/** Sizes a canvas's backing store to its CSS size × devicePixelRatio; returns a 2-D context in
- *  CSS pixels. */
-function context(canvas) {
-  const dpr = window.devicePixelRatio || 1;
-  const { width, height } = canvas.getBoundingClientRect();
-  canvas.width = Math.round(width * dpr);
-  canvas.height = Math.round(height * dpr);
-  const ctx = canvas.getContext('2d');
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  return { ctx, width, height };
-}
-
-/** Heatmap of the [rows, cols] matrix at `offset` (√ colour scale over [0, 1], or `colorOf`);
- *  optional per-row argmax outlines. */
-function heatmap(canvas, w, rows, cols, { offset = 0, argmax = null, colorOf = color } = {}) {
-  const img = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i++) {
-    const [r, g, b] = colorOf(w[offset + i]);
-    img.data.set([r, g, b, 255], i * 4);
-  }
-  const cells = new OffscreenCanvas(cols, rows);
-  cells.getContext('2d').putImageData(img, 0, 0);
-  const { ctx, width, height } = context(canvas);
-  ctx.imageSmoothingEnabled = false;
-  ctx.clearRect(0, 0, width, height);
-  ctx.drawImage(cells, 0, 0, width, height);
-  const cw = width / cols;
-  const ch = height / rows;
-  if (argmax && cw >= 3 && ch >= 3) {
-    ctx.strokeStyle = '#ff3b6b';
-    ctx.lineWidth = Math.min(2, cw / 4);
-    for (let i = 0; i < rows; i++) {
-      const lw = ctx.lineWidth;
-      ctx.strokeRect(argmax[i] * cw + lw / 2, i * ch + lw / 2, cw - lw, ch - lw);
-    }
-  }
-}
-
-function clearCanvas(canvas) {
-  const { ctx, width, height } = context(canvas);
-  ctx.clearRect(0, 0, width, height);
-}
-
-// Diverging blue–white–red for signed values, t in [−1, 1] (ColorBrewer RdBu stops).
-const RDBU = [[33, 102, 172], [146, 197, 222], [247, 247, 247], [244, 165, 130], [178, 24, 43]];
-function diverging(t) {
-  const u = (Math.min(1, Math.max(-1, t)) + 1) * 2;  // 0..4
-  const k = Math.min(3, Math.floor(u));
-  const f = u - k;
-  return [0, 1, 2].map((c) => Math.round(RDBU[k][c] + f * (RDBU[k + 1][c] - RDBU[k][c])));
-}
-const signedColor = (scale) => (v) => diverging(scale > 0 ? v / scale : 0);
-/** |v| on a log scale, 1e-8 (dark) … 1 (bright). */
-const logColor = (v) => LUT[Math.round(255 * Math.min(1, Math.max(0, (Math.log10(Math.abs(v) || 1e-30) + 8) / 8)))];
-
-/** Outlines cell (row, col) of a rows×cols heatmap. */
-function outlineCell(canvas, rows, cols, row, col, style = '#ff3b6b') {
-  const ctx = canvas.getContext('2d');
-  const { width, height } = canvas.getBoundingClientRect();
-  const cw = width / cols;
-  const ch = height / rows;
-  ctx.strokeStyle = style;
-  ctx.lineWidth = 2;
-  ctx.strokeRect(col * cw + 1, row * ch + 1, cw - 2, ch - 2);
-}
-
-function colorbar(canvas, colorAt = (t) => color(t ** 2) /* linear in the √ scale */) {
-  const { ctx, width, height } = context(canvas);
-  for (let x = 0; x < width; x++) {
-    const [r, g, b] = colorAt(x / (width - 1));
-    ctx.fillStyle = `rgb(${r},${g},${b})`;
-    ctx.fillRect(x, 0, 1, height);
-  }
-}
 
 // ---------------------------------------------------------------- the runs
 
@@ -233,43 +139,6 @@ function showStats(el, { onDiagonal, violations }, L) {
     `row max on the diagonal: ${onDiagonal}/${L} rows`, document.createElement('br'),
     'pairs with ', sub('α', 'ij'), ' > max(', sub('α', 'ii'), ', ', sub('α', 'jj'), `): ${violations}`);
 }
-
-// ---------------------------------------------------------------- charts
-
-const CHART_FONT = '11px system-ui, "DejaVu Sans", sans-serif';
-const MUTED = '#5b6475';
-const GRID = '#e6e9ef';
-
-/** Axes for a chart with a log10 y range [y0, y1]; returns the plot box and coordinate maps. */
-function chartAxes(canvas, { x0, x1, y0, y1, yTicks, xTicks, xLabel }) {
-  const { ctx, width, height } = context(canvas);
-  ctx.clearRect(0, 0, width, height);
-  const box = { left: 40, right: width - 10, top: 10, bottom: height - (xLabel ? 32 : 20) };
-  const X = (x) => box.left + ((x - x0) / (x1 - x0)) * (box.right - box.left);
-  const Y = (y) => box.bottom - ((Math.min(y1, Math.max(y0, y)) - y0) / (y1 - y0)) * (box.bottom - box.top);
-  ctx.font = CHART_FONT;
-  ctx.fillStyle = MUTED;
-  ctx.strokeStyle = GRID;
-  ctx.lineWidth = 1;
-  ctx.textAlign = 'right';
-  ctx.textBaseline = 'middle';
-  for (const y of yTicks) {
-    ctx.beginPath();
-    ctx.moveTo(box.left, Math.round(Y(y)) + 0.5);
-    ctx.lineTo(box.right, Math.round(Y(y)) + 0.5);
-    ctx.stroke();
-    ctx.fillText(y === 0 ? '1' : `1e${y}`, box.left - 4, Y(y));
-  }
-  ctx.textAlign = 'center';
-  ctx.textBaseline = 'top';
-  for (const [x, label] of xTicks) ctx.fillText(label, X(x), box.bottom + 4);
-  if (xLabel) ctx.fillText(xLabel, (box.left + box.right) / 2, box.bottom + 18);
-  ctx.strokeStyle = '#c3c9d4';
-  ctx.strokeRect(box.left + 0.5, box.top + 0.5, box.right - box.left, box.bottom - box.top);
-  return { ctx, box, X, Y };
-}
-
-const log10 = (v, floor = -12) => (v > 0 ? Math.log10(v) : floor);
 
 // ---------------------------------------------------------------- attention-math §5
 
