@@ -3,24 +3,19 @@
 // over every weight matrix shown) and data-ms-first / data-ms-median, for tests to read; the
 // attention-math panels add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
 // and runConvolution().
-// The package is imported dynamically so that a missing build (web/dist) shows as an error on the
-// page instead of a silently dead module.
-let MultiHeadAttention, selfAttention, ready, wasmMemoryInUse;
 
+import { MultiHeadAttention, selfAttention, ready, wasmMemoryInUse, loadPackage } from './loaded_package.js';
+import { $, setStatus, fmtMs, clearPanel } from './page.js';
 import { SEED, INPUT_STD, prng, gaussian, gaussianTensor, makeStateDict, equalNorm } from './seeded_data.js';
 import { rowSumError, diagonalStats, timeWarm } from './stats.js';
 import { diverging, signedColor, logColor } from './colors.js';
-import { clearCanvas } from './canvas.js';
 import { heatmap, outlineCell, colorbar } from './heatmap.js';
 import { MUTED, chartAxes, log10 } from './chart.js';
 
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
-const $ = (id) => document.getElementById(id);
-
 // ---------------------------------------------------------------- the runs
 
-const fmtMs = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms`);
 const fmtShape = (s) => `[${s.join(', ')}]`;
 /** Four values a line, sign-aligned. */
 const fmtValues = (xs) => Array.from(xs, (v, i) => (i && i % 4 === 0 ? '\n' : i ? '  ' : '')
@@ -37,12 +32,6 @@ function readParams() {
     return v;
   };
   return { L: num('L'), E: num('E'), h: num('h'), causal: form.elements.causal.checked };
-}
-
-function setStatus(kind, text) {
-  const el = $('status');
-  el.textContent = text;
-  el.className = `status ${kind}`;
 }
 
 let coreLoadMs = null;
@@ -581,24 +570,9 @@ function initConvolutionControls() {
   colorbar($('conv-colorbar'), (t) => diverging(2 * t - 1));
 }
 
-async function loadPackage() {
-  if (MultiHeadAttention) return;
-  try {
-    ({ MultiHeadAttention, selfAttention, ready, wasmMemoryInUse } = await import('../src/browser.js'));
-  } catch (e) {
-    throw new Error(`could not load the package (${e.message}); was it built? run: bash scripts/build.sh`);
-  }
-}
-
 const MAIN_IDS = ['config', 'heap', 'out-shape', 'w-shape', 'out-values', 't-first', 't-median', 'row-sum', 'self-stats', 'head-stats'];
 const BIL_IDS = ['bil-config', 'bil-shape', 'bil-rank', 'bil-js-rank', 'bil-params', 'bil-row', 'bil-diff'];
 const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms'];
-
-function clearPanel(canvases, ids, dataKeys) {
-  for (const id of canvases) clearCanvas($(id));
-  for (const id of ids) $(id).textContent = '–';
-  for (const key of dataKeys) delete document.body.dataset[key];
-}
 
 async function run() {
   const body = document.body;

@@ -1,0 +1,21 @@
+// What every part of the page shares: element look-up, the status line, time formatting and
+// resetting a panel whose run failed.
+import { clearCanvas } from './canvas.js';
+
+export const $ = (id) => document.getElementById(id);
+
+/** The status line under the form: kind is its CSS class (running | ok | error). */
+export function setStatus(kind, text) {
+  const el = $('status');
+  el.textContent = text;
+  el.className = `status ${kind}`;
+}
+
+export const fmtMs = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms`);
+
+/** Blanks a panel: clears its canvases, shows '–' in its fields, removes its data-* results. */
+export function clearPanel(canvases, ids, dataKeys) {
+  for (const id of canvases) clearCanvas($(id));
+  for (const id of ids) $(id).textContent = '–';
+  for (const key of dataKeys) delete document.body.dataset[key];
+}
