@@ -6,6 +6,7 @@
 
 import { MultiHeadAttention, selfAttention, ready, wasmMemoryInUse, loadPackage } from './loaded_package.js';
 import { $, setStatus, fmtMs, clearPanel } from './page.js';
+import { runMha, clearMhaPanel, initMhaControls } from './mha_panel.js';
 import { SEED, INPUT_STD, prng, gaussian, gaussianTensor, makeStateDict, equalNorm } from './seeded_data.js';
 import { rowSumError, diagonalStats, timeWarm } from './stats.js';
 import { diverging, signedColor, logColor } from './colors.js';
@@ -15,11 +16,6 @@ import { MUTED, chartAxes, log10 } from './chart.js';
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
 // ---------------------------------------------------------------- the runs
-
-const fmtShape = (s) => `[${s.join(', ')}]`;
-/** Four values a line, sign-aligned. */
-const fmtValues = (xs) => Array.from(xs, (v, i) => (i && i % 4 === 0 ? '\n' : i ? '  ' : '')
-  + (v >= 0 ? ' ' : '') + v.toFixed(4)).join('');
 
 function readParams() {
   const form = $('controls');
@@ -32,101 +28,6 @@ function readParams() {
     return v;
   };
   return { L: num('L'), E: num('E'), h: num('h'), causal: form.elements.causal.checked };
-}
-
-let coreLoadMs = null;
-let headState = null;  // { weights, L } of the last §2 run, for the head <select>
-
-async function runMha({ L, E, h, causal }) {
-  if (coreLoadMs === null) {
-    const t0 = performance.now();
-    await ready();
-    coreLoadMs = performance.now() - t0;
-  }
-  $('t-load').textContent = fmtMs(coreLoadMs);
-
-  const rand = prng(SEED);
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
-  try {
-    mha.loadStateDict(makeStateDict(mha.stateDictShapes, rand));
-    const x = new Float32Array(L * E);
-    for (let i = 0; i < x.length; i++) x[i] = INPUT_STD * gaussian(rand);
-    const t = { data: x, shape: [1, L, E] };
-    const options = { isCausal: causal, needWeights: true };
-    $('config').textContent = `E=${E}, h=${h}, d_k=${E / h}, B=1, L=S=${L}, causal=${causal}`;
-
-    const t0 = performance.now();
-    const { output, attnWeights } = await mha.forward(t, t, t, options);
-    const first = performance.now() - t0;
-    const warm = await timeWarm(() => mha.forward(t, t, t, options));
-
-    const values = output.data.subarray(0, Math.min(8, output.data.length));
-    if (!output.data.every(Number.isFinite)) throw new Error('forward: the output has non-finite values');
-    const err = rowSumError(attnWeights.data, L);
-    if (!Number.isFinite(err)) throw new Error('forward: the attention weights have non-finite values');
-    $('out-shape').textContent = fmtShape(output.shape);
-    $('w-shape').textContent = fmtShape(attnWeights.shape);
-    $('out-values').textContent = fmtValues(values);
-    $('out-values').dataset.values = JSON.stringify(Array.from(values));
-    $('t-first').textContent = fmtMs(first);
-    $('t-median').textContent = `${fmtMs(warm.ms)}  (median of ${warm.samples}${warm.batch > 1 ? ` × ${warm.batch} calls` : ''})`;
-    $('row-sum').textContent = err.toExponential(2);
-    heatmap($('heat-mha'), attnWeights.data, L, L);
-
-    const self = await runSelfVsHead(mha, x, L, E, h);
-    return { first, warm: warm.ms, err: Math.max(err, self.err) };
-  } finally {
-    mha.dispose();
-  }
-}
-
-/** attention-math §2: plain self-attention on equal-norm tokens next to one weighted head. */
-async function runSelfVsHead(mha, x, L, E, h) {
-  // Norm r puts the diagonal logits at r²/√E = 4: peaked, but not a pure identity.
-  const r = 2 * Math.pow(E, 0.25);
-  const xs = equalNorm(x, L, E, r);
-  const plain = await selfAttention({ data: xs, shape: [L, E] }, { returnWeights: true });
-  const t = { data: xs, shape: [1, L, E] };
-  const heads = await mha.forward(t, t, t, { needWeights: true, averageAttnWeights: false });
-
-  const s = diagonalStats(plain.attnWeights.data, L);
-  heatmap($('heat-self'), plain.attnWeights.data, L, L, { argmax: s.argmax });
-  showStats($('self-stats'), s, L);
-
-  headState = { weights: heads.attnWeights.data, L };
-  const select = $('head-select');
-  const keep = Math.min(Number(select.value) || 0, h - 1);
-  select.replaceChildren(...Array.from({ length: h }, (_, i) => new Option(String(i), String(i))));
-  select.value = String(keep);
-  drawHead();
-
-  return {
-    err: Math.max(rowSumError(plain.attnWeights.data, L), rowSumError(heads.attnWeights.data, L)),
-  };
-}
-
-function drawHead() {
-  if (!headState) return;
-  const { weights, L } = headState;
-  const head = Number($('head-select').value) || 0;
-  const offset = head * L * L;
-  const s = diagonalStats(weights, L, offset);
-  heatmap($('heat-head'), weights, L, L, { offset, argmax: s.argmax });
-  showStats($('head-stats'), s, L);
-}
-
-/** "row max on the diagonal: 32/32 rows" and the count of pairs breaking α_ij ≤ max(α_ii, α_jj). */
-function showStats(el, { onDiagonal, violations }, L) {
-  const sub = (base, index) => {
-    const span = document.createElement('span');
-    const s = document.createElement('sub');
-    s.textContent = index;
-    span.append(base, s);
-    return span;
-  };
-  el.replaceChildren(
-    `row max on the diagonal: ${onDiagonal}/${L} rows`, document.createElement('br'),
-    'pairs with ', sub('α', 'ij'), ' > max(', sub('α', 'ii'), ', ', sub('α', 'jj'), `): ${violations}`);
 }
 
 // ---------------------------------------------------------------- attention-math §5
@@ -570,7 +471,6 @@ function initConvolutionControls() {
   colorbar($('conv-colorbar'), (t) => diverging(2 * t - 1));
 }
 
-const MAIN_IDS = ['config', 'heap', 'out-shape', 'w-shape', 'out-values', 't-first', 't-median', 'row-sum', 'self-stats', 'head-stats'];
 const BIL_IDS = ['bil-config', 'bil-shape', 'bil-rank', 'bil-js-rank', 'bil-params', 'bil-row', 'bil-diff'];
 const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms'];
 
@@ -598,8 +498,7 @@ async function run() {
     body.dataset.msMedian = warm.toFixed(3);
   } catch (e) {
     errors.push(e);
-    clearPanel(['heat-mha', 'heat-self', 'heat-head'], MAIN_IDS, ['rowSumError']);
-    headState = null;
+    clearMhaPanel();
   }
   // The §5 and §6 panels do not depend on the form: they run (and fail) on their own.
   if (MultiHeadAttention) {
@@ -649,13 +548,7 @@ function init() {
     e.preventDefault();
     run();
   });
-  $('head-select').addEventListener('change', () => {
-    try {
-      drawHead();
-    } catch (e) {
-      setStatus('error', `${e.name}: ${e.message}`);
-    }
-  });
+  initMhaControls();
   $('bil-head').addEventListener('change', () => {
     try {
       drawBilinearHead();
@@ -664,7 +557,6 @@ function init() {
     }
   });
   initConvolutionControls();
-  colorbar($('colorbar'));
   run();
 }
 

@@ -1,4 +1,4 @@
-// What every part of the page shares: element look-up, the status line, time formatting and
+// What the panels share: element look-up, the status line, time formatting, head <select>s and
 // resetting a panel whose run failed.
 import { clearCanvas } from './canvas.js';
 
@@ -18,4 +18,23 @@ export function clearPanel(canvases, ids, dataKeys) {
   for (const id of canvases) clearCanvas($(id));
   for (const id of ids) $(id).textContent = '–';
   for (const key of dataKeys) delete document.body.dataset[key];
+}
+
+/** Offers heads 0..h−1 in a panel's head <select>, keeping the chosen one where it still exists. */
+export function refillHeadSelect(select, h) {
+  const keep = Math.min(Number(select.value) || 0, h - 1);
+  select.replaceChildren(...Array.from({ length: h }, (_, i) => new Option(String(i), String(i))));
+  select.value = String(keep);
+}
+
+/** Calls draw() when the <select> `id` changes; it redraws from stored results, so a failure is
+ *  reported on the status line without a new run. */
+export function redrawOnChange(id, draw) {
+  $(id).addEventListener('change', () => {
+    try {
+      draw();
+    } catch (e) {
+      setStatus('error', `${e.name}: ${e.message}`);
+    }
+  });
 }
