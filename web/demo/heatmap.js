@@ -1,6 +1,6 @@
 // Matrices as heatmaps, their colour legends and cell outlines.
 import { context } from './canvas.js';
-import { color } from './colors.js';
+import { color, diverging } from './colors.js';
 
 /** Heatmap of the [rows, cols] matrix at `offset` (√ colour scale over [0, 1], or `colorOf`);
  *  optional per-row argmax outlines. */
@@ -48,3 +48,6 @@ export function colorbar(canvas, colorAt = (t) => color(t ** 2) /* linear in the
     ctx.fillRect(x, 0, 1, height);
   }
 }
+
+/** The legend of signedColor(): −scale on the left, +scale on the right. */
+export const signedColorbar = (canvas) => colorbar(canvas, (t) => diverging(2 * t - 1));

@@ -1,6 +1,6 @@
 // The first two panels: MultiHeadAttention.forward on the form's configuration (output, timings,
-// averaged weights) and, from the same module and input, attention-math §2 (plain self-attention
-// on equal-norm tokens next to one weighted head).
+// averaged weights, #mha-panel) and, from the same module and input, plain self-attention on
+// equal-norm tokens next to one weighted head (#self-panel).
 import { MultiHeadAttention, selfAttention, ready } from './loaded_package.js';
 import { $, fmtMs, clearPanel, refillHeadSelect, redrawOnChange } from './page.js';
 import { SEED, INPUT_STD, prng, gaussian, makeStateDict, equalNorm } from './seeded_data.js';
