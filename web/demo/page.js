@@ -11,6 +11,9 @@ export function setStatus(kind, text) {
   el.className = `status ${kind}`;
 }
 
+/** How an error reads on the status line (anything may be thrown, not only an Error). */
+export const errorText = (e) => `${e?.name ?? 'Error'}: ${e?.message ?? String(e)}`;
+
 export const fmtMs = (ms) => (ms < 1 ? `${(ms * 1000).toFixed(0)} µs` : ms < 10 ? `${ms.toFixed(2)} ms` : `${ms.toFixed(1)} ms`);
 
 /** Blanks a panel: clears its canvases, shows '–' in its fields, removes its data-* results. */
