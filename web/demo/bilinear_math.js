@@ -1,4 +1,4 @@
-// The linear algebra the §5 panel checks the module with, in double precision: singular values
+// The linear algebra the low-rank panel checks the module with, in double precision: singular values
 // (for the rank of W_i) and softmax through a bilinear form.
 
 /** Singular values of the row-major m×n matrix a (one-sided Jacobi in double), largest first. */

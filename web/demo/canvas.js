@@ -12,6 +12,7 @@ export function context(canvas) {
   return { ctx, width, height };
 }
 
+/** Blanks a canvas (a panel whose run failed shows nothing stale). */
 export function clearCanvas(canvas) {
   const { ctx, width, height } = context(canvas);
   ctx.clearRect(0, 0, width, height);

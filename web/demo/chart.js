@@ -1,4 +1,4 @@
-// Line and bar charts with a log10 y axis (the §5 singular values, the §6 sharpness sweep).
+// Line and bar charts with a log10 y axis (the singular values of W_i, the convolution sharpness sweep).
 import { context } from './canvas.js';
 
 const CHART_FONT = '11px system-ui, "DejaVu Sans", sans-serif';

@@ -7,8 +7,6 @@ import { signedColor, logColor } from './colors.js';
 import { heatmap, outlineCell } from './heatmap.js';
 import { chartAxes, log10 } from './chart.js';
 
-// ---------------------------------------------------------------- attention-math §6
-
 const SWEEP = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
 const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms'];
 
