@@ -1,0 +1,20 @@
+// Every package internal the tests use (thresholds, FLOP counts, test hooks), re-exported from
+// where it lives today: when web/src moves things, this file is the one test file that changes.
+// Tests import the public API from 'webattention' (or web/src/browser.js in pages), and
+// everything else from here. Environment-free, like the modules it re-exports: pages load it too.
+import { forwardFlops, resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
+
+export { forwardFlops, resolveMhaConfig, resolveMhaForward };
+export { AUTO_MIN_FLOPS, testHooks as poolTestHooks } from '../web/src/pool.js';
+export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
+export { DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/webgpu/options.js';
+export { DECODE_MAX_L, testHooks as webgpuTestHooks } from '../web/src/webgpu/backend.js';
+export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
+export { pipelineCount } from '../web/src/webgpu/pipelines.js';
+
+/** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */
+export function caseFlops(c) {
+  const config = resolveMhaConfig(c.create);
+  const { query, key, value } = c.inputs;
+  return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
+}
