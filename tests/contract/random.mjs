@@ -18,6 +18,8 @@ export const randomTensor = (shape, next, scale = 1) => ({
 
 /** n values uniform in [-scale, scale) from rng(seed) (the bench's weights and inputs). */
 export function filled(n, seed, scale = 1) {
+  const a = new Float32Array(n);
   const next = rng(seed);
-  return Float32Array.from({ length: n }, () => next() * 2 * scale);
+  for (let i = 0; i < n; i++) a[i] = next() * 2 * scale;
+  return a;
 }
