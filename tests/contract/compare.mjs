@@ -36,15 +36,15 @@ export function compare(actual, expected) {
 
 /**
  * A forward()'s result against a decoded case's expected values: output always; attnWeights
- * compared where the case expects them, else it must be null (not asked for). Returns { ok,
+ * compared where the case expects them, else it must be null (the API's 'not asked for'). Returns { ok,
  * output, attnWeights (compare() results), ratio (the worse of the two), detail }.
  */
 export function checkResult(c, result) {
   const output = compare(result?.output, c.expected.output);
-  const got = result?.attnWeights ?? null;
+  const got = result?.attnWeights;
   const attnWeights = c.expected.attnWeights
     ? compare(got, c.expected.attnWeights)
-    : { ok: got === null, ratio: got === null ? 0 : Infinity, abs: 0, detail: got === null ? 'null as expected' : 'returned but not requested' };
+    : { ok: got === null, ratio: got === null ? 0 : Infinity, abs: 0, detail: got === null ? 'null as expected' : `expected null (not requested), got ${got === undefined ? 'undefined' : 'a tensor'}` };
   return {
     ok: output.ok && attnWeights.ok,
     output,
