@@ -1,8 +1,8 @@
 // The WebGPU backend in Node: the npm `webgpu` package (Dawn) on SwiftShader's Vulkan driver
 // by default, so no GPU is needed (Debian's chromium ships it; VK_ICD_FILENAMES points Vulkan at
-// it). A VK_ICD_FILENAMES (or VK_DRIVER_FILES) already set wins: pointed at a GPU's driver
-// (e.g. VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/nvidia_icd.json) the same command tests that
-// GPU; the suite detects its adapter (adapter.mjs) and asserts what holds there. Checks:
+// it). A VK_ICD_FILENAMES (or VK_DRIVER_FILES) already set wins: pointed at a GPU's Vulkan
+// driver (its ICD .json) the same command tests that GPU; the suite detects its adapter
+// (adapter.mjs) and asserts what holds there. Checks:
 //   - every PyTorch MHA fixture through the test contract's runCase() with { backend: 'webgpu',
 //     gpu } (all of them are small enough for software WebGPU; a case over MAX_FIXTURE_FLOPS
 //     would be listed by name in the test that says which were left out);
