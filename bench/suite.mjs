@@ -1,6 +1,6 @@
 // The benchmark itself, shared by Node (bench/run.mjs) and Chromium (bench/browser/main.mjs):
 // the libraries come in as arguments, so this file has no imports of its own but the ONNX
-// builder. See bench/README.md.
+// builder and the tests' seeded values. See bench/README.md.
 //
 // One cell = (library, shape, mask). Same weights and input for all three libraries:
 //   webattention     MultiHeadAttention.forward(x, x, x, { isCausal }), B = 1
@@ -15,6 +15,10 @@
 // Each timed call is a whole forward from a JS Float32Array to a JS Float32Array (input copy-in
 // and output copy-out included, as a user sees it).
 import { buildMhaModel, causalMask } from './onnx_model.mjs';
+// The tests' seeded values (the bench may import the tests' helpers, never the reverse).
+import { filled } from '../tests/contract/random.mjs';
+
+export { filled };
 
 export const SHAPES = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 export const QUICK_SHAPES = SHAPES.slice(0, 3);
@@ -22,17 +26,6 @@ export const DIFF_LIMIT = 1e-3;
 
 /** FLOPs of one MHA forward, the same count with or without the causal mask. */
 export const flops = (L, E) => 8 * L * E * E + 4 * L * L * E;
-
-/** Deterministic uniform values in [-scale, scale) (LCG); tests/webgpu/node.test.mjs uses it. */
-export function filled(n, seed, scale = 1) {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
-  }
-  return a;
-}
 
 /** PyTorch-layout state dict for embedDim E; weights ~ U(±1/√E) so that scores are O(1). */
 export function makeWeights(E, seed = 1) {

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, selfAttention, OptionError } from 'webattention';
-import { randomTensor, rng } from './fixtures.js';
+import { randomTensor, rng } from '../contract/contract.mjs';
 
 async function moduleWithRandomWeights(options, next) {
   const mha = await MultiHeadAttention.create(options);

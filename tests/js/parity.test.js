@@ -1,40 +1,20 @@
-// Every PyTorch fixture case through the public API: output and attention weights within
-// 1e-4 (abs) + 1e-4 (rel) of torch.nn.MultiheadAttention / the torch reference formulas.
-// With WEBATTENTION_THREADS=<n> (scripts/test.sh runs it with 2) every module is made with
-// threads: n, so the MHA cases run on the worker pool.
+// Every PyTorch fixture case through the public API (the test contract's runCase(), tests/contract/):
+// output and attention weights within 1e-4 (abs) + 1e-4 (rel) of torch.nn.MultiheadAttention /
+// the torch reference formulas. The Node driver of the contract: scripts/test.sh runs it once per
+// WASM module (WEBATTENTION_WASM) and, with WEBATTENTION_THREADS=<n> (2), with every module made
+// with threads: n, so the MHA cases run on the worker pool.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, scaledDotProductAttention, selfAttention } from 'webattention';
-import { AUTO_MIN_FLOPS, forwardFlops } from '../../web/src/dispatch.js';
-import { testHooks } from '../../web/src/pool.js';
-import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
-import { compare, loadFixtures } from './fixtures.js';
+import * as api from 'webattention';
+import { runCase } from '../contract/contract.mjs';
+import { AUTO_MIN_FLOPS, caseFlops, poolTestHooks } from '../internals.mjs';
+import { loadFixtures } from './fixtures.js';
 
 const cases = loadFixtures();
 const worst = { output: { abs: 0, name: '' }, attnWeights: { abs: 0, name: '' } };
 const pooledCases = new Set();
 let current = null;
-testHooks.beforeRun = () => pooledCases.add(current);
-
-async function run(c) {
-  current = c.name;
-  if (c.kind === 'mha') {
-    const mha = await MultiHeadAttention.create(c.create);
-    try {
-      mha.loadStateDict(c.stateDict);
-      const { query, key, value } = c.inputs;
-      return await mha.forward(query, key, value, c.options);
-    } finally {
-      mha.dispose();
-    }
-  }
-  if (c.kind === 'sdpa') {
-    const { query, key, value } = c.inputs;
-    return scaledDotProductAttention(query, key, value, c.options);
-  }
-  if (c.kind === 'self') return selfAttention(c.inputs.x, c.options);
-  throw new Error(`unknown fixture kind ${c.kind}`);
-}
+poolTestHooks.beforeRun = () => pooledCases.add(current);
 
 test('the fixture set covers the configurations the product promises', () => {
   const names = cases.map((c) => c.name);
@@ -47,17 +27,11 @@ test('the fixture set covers the configurations the product promises', () => {
 
 for (const c of cases) {
   test(`parity with PyTorch: ${c.kind} ${c.name}`, async () => {
-    const result = await run(c);
+    current = c.name;
+    const r = await runCase(api, c);
     for (const key of ['output', 'attnWeights']) {
-      const expected = c.expected[key];
-      if (!expected) {
-        assert.equal(result[key] ?? null, null, `${key} returned but not requested`);
-        continue;
-      }
-      assert.ok(result[key], `${key} missing`);
-      const { ratio, abs } = compare(result[key], expected);
-      if (abs > worst[key].abs) worst[key] = { abs, name: c.name };
-      assert.ok(ratio <= 1, `${key}: max abs error ${abs} is outside 1e-4 + 1e-4·|expected|`);
+      if (c.expected[key] && r[key].abs > worst[key].abs) worst[key] = { abs: r[key].abs, name: c.name };
+      assert.ok(r[key].ok, `${key}: ${r[key].detail}`);
     }
   });
 }
@@ -67,12 +41,7 @@ test('the MHA cases ran where WEBATTENTION_THREADS says: the worker pool when > 
   if (!(threads > 1)) {
     // Default 'auto': only a call of at least AUTO_MIN_FLOPS may go to the pool (and only once the
     // workers are up, so whether it does is timing; that it is big enough is not).
-    const small = [...pooledCases].filter((name) => {
-      const c = cases.find((k) => k.name === name);
-      const config = resolveMhaConfig(c.create);
-      const { query, key, value } = c.inputs;
-      return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config) < AUTO_MIN_FLOPS;
-    });
+    const small = [...pooledCases].filter((name) => caseFlops(cases.find((k) => k.name === name)) < AUTO_MIN_FLOPS);
     assert.deepEqual(small, [], 'calls under AUTO_MIN_FLOPS went to the pool');
     return;
   }

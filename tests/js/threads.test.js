@@ -7,8 +7,8 @@ import { availableParallelism } from 'node:os';
 import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
 } from 'webattention';
-import { testHooks } from '../../web/src/pool.js';
-import { randomTensor, rng } from './fixtures.js';
+import { poolTestHooks as testHooks } from '../internals.mjs';
+import { randomTensor, rng } from '../contract/contract.mjs';
 
 const randomStateDict = (mha, next) =>
   Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));

@@ -150,11 +150,14 @@ function loadCases() {
   });
 }
 
-/** A fresh app folder with package.json, the shared parity code and the cases. */
+/** A fresh app folder with package.json, the test contract, the report built on it and the cases. */
 function makeApp(dir, name, cases) {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name, version: '0.0.0', private: true, type: 'module' }, null, 2)}\n`);
-  copyFileSync(join(HERE, 'parity_case.mjs'), join(dir, 'parity_case.mjs'));
+  const contract = join(REPO, 'tests/contract');
+  mkdirSync(join(dir, 'contract'));
+  for (const f of readdirSync(contract)) copyFileSync(join(contract, f), join(dir, 'contract', f));
+  copyFileSync(join(HERE, 'app/report.mjs'), join(dir, 'report.mjs'));
   writeFileSync(join(dir, 'cases.json'), JSON.stringify(cases));
 }
 

@@ -1,9 +1,10 @@
-// The WebGPU backend in headless Chromium on its SwiftShader adapter (no GPU needed): serves the
-// repository (tests/browser/harness.mjs: scripts/serve.mjs, plain page), opens
+// The WebGPU backend in headless Chromium on its SwiftShader adapter (no GPU needed; on a machine
+// where Chromium offers a hardware adapter, that one, with the hardware expectations: adapter.mjs):
+// serves the repository (tests/browser/harness.mjs: scripts/serve.mjs, plain page), opens
 // tests/webgpu/page.html, which runs every check (page.mjs), and asserts on what it reports: the
-// PyTorch MHA fixtures on backend 'webgpu' (those over MAX_FLOPS would be named in a test
-// title; none are), a device destroyed mid-sequence, 'auto' on a software adapter, BackendError
-// without an adapter. Then, in a Chromium without WebGPU enabled, 'auto' modules making large
+// PyTorch MHA fixtures on backend 'webgpu' (those over MAX_FIXTURE_FLOPS would be named in a test
+// title; none are), a device destroyed mid-sequence, 'auto' at its default threshold (WASM on a
+// software adapter, the GPU on a hardware one), BackendError without an adapter. Then, in a Chromium without WebGPU enabled, 'auto' modules making large
 // calls: WASM results and a single adapter probe.
 //   node --test tests/webgpu/       (needs web/dist: bash scripts/build.sh)
 //   CHROMIUM=/path/to/chromium       another browser binary
@@ -12,23 +13,18 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHROMIUM, ROOT, launchChromium, startServer } from '../browser/harness.mjs';
-import { forwardFlops } from '../../web/src/dispatch.js';
-import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+import { caseFlops } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
+import { MAX_FIXTURE_FLOPS, autoBackendForLargeCalls } from './adapter.mjs';
 
 const OVERALL_MS = 90_000;
-const MAX_FLOPS = 2e8;
 // --enable-unsafe-webgpu is the one flag headless Chromium needs for WebGPU on SwiftShader. Never
 // add --enable-features=Vulkan with --use-angle=swiftshader: requestAdapter() then hangs.
 const WEBGPU_ARGS = ['--enable-unsafe-webgpu'];
 
 const fixtures = loadFixtures().filter((c) => c.kind === 'mha');
-const flopsOf = (c) => {
-  const config = resolveMhaConfig(c.create);
-  return forwardFlops(resolveMhaForward(config, c.inputs.query, c.inputs.key, c.inputs.value, c.options), config);
-};
-const names = fixtures.filter((c) => flopsOf(c) <= MAX_FLOPS).map((c) => c.name);
-const leftOut = fixtures.filter((c) => flopsOf(c) > MAX_FLOPS).map((c) => c.name);
+const names = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS).map((c) => c.name);
+const leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 
 let server;
 let browser;
@@ -36,7 +32,7 @@ let watchdog;
 let report;        // the page's window.__webgpu
 let pageLog = '';
 
-describe('WebGPU backend in headless Chromium (SwiftShader)', { timeout: OVERALL_MS }, () => {
+describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adapter it offers)', { timeout: OVERALL_MS }, () => {
   before(async () => {
     assert.ok(existsSync(join(ROOT, 'web/dist/webattention_core.wasm')), 'run `bash scripts/build.sh` first');
     assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
@@ -52,7 +48,7 @@ describe('WebGPU backend in headless Chromium (SwiftShader)', { timeout: OVERALL
     const page = await browser.context.newPage();
     page.on('console', (m) => { pageLog += `console.${m.type()}: ${m.text()}\n`; });
     page.on('pageerror', (e) => { pageLog += `page error: ${e.message}\n`; });
-    await page.goto(`${server.url}/tests/webgpu/page.html?maxFlops=${MAX_FLOPS}`, { waitUntil: 'load', timeout: 20_000 });
+    await page.goto(`${server.url}/tests/webgpu/page.html`, { waitUntil: 'load', timeout: 20_000 });
     await page.waitForFunction(() => window.__webgpu?.done, null, { timeout: OVERALL_MS - 30_000, polling: 200 });
     report = await page.evaluate(() => window.__webgpu);
   });
@@ -63,12 +59,19 @@ describe('WebGPU backend in headless Chromium (SwiftShader)', { timeout: OVERALL
     server?.child.kill('SIGTERM');
   });
 
-  test('the page ran to the end on a SwiftShader adapter', () => {
+  test('the page ran to the end; the adapter is what the page detected, and the package agrees', () => {
     assert.equal(report.error, null, `${report.error}\n${pageLog}`);
-    assert.equal(report.adapter?.architecture, 'swiftshader', JSON.stringify(report.adapter));
+    const adapter = JSON.stringify(report.adapter);
+    if (report.adapter?.kind === 'software') {
+      assert.equal(report.adapter.architecture, 'swiftshader', adapter);
+      assert.equal(report.adapter.packageSoftware, true, `the package sees a software adapter: ${adapter}`);
+    } else {
+      assert.equal(report.adapter?.kind, 'hardware', adapter);
+      assert.equal(report.adapter.packageSoftware, false, `the package sees a hardware adapter: ${adapter}`);
+    }
   });
 
-  test(`fixtures over ${MAX_FLOPS / 1e6} MFLOP left out of software WebGPU: ${leftOut.join(', ') || 'none'}`, () => {
+  test(`fixtures over ${MAX_FIXTURE_FLOPS / 1e6} MFLOP left out of software WebGPU: ${leftOut.join(', ') || 'none'}`, () => {
     assert.deepEqual(report.leftOut, leftOut);
     assert.ok(names.length >= 30, `${names.length} fixtures run`);
   });
@@ -92,8 +95,9 @@ describe('WebGPU backend in headless Chromium (SwiftShader)', { timeout: OVERALL
     assert.equal(result('device loss mid-sequence').backend, 'wasm');
   });
 
-  test("'auto' on the software adapter keeps WASM", () => {
-    assert.equal(result('auto on a software adapter stays on WASM').backend, 'wasm');
+  test("'auto' at its default threshold: WASM on a software adapter, the GPU on a hardware one; backend 'wasm''s result", () => {
+    const r = result("auto at the default threshold: this adapter's backend");
+    assert.equal(r.backend, autoBackendForLargeCalls(report.adapter.kind), JSON.stringify(report.adapter));
   });
 
   test("'webgpu' without an adapter throws BackendError", () => {

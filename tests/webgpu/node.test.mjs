@@ -1,42 +1,47 @@
-// The WebGPU backend in Node, without a GPU: the npm `webgpu` package (Dawn) on SwiftShader's
-// Vulkan driver (Debian's chromium ships it; VK_ICD_FILENAMES points Vulkan at it). Checks:
-//   - every PyTorch MHA fixture through MultiHeadAttention.create({ backend: 'webgpu', gpu })
-//     (all of them are small enough for software WebGPU; a case over MAX_SOFTWARE_FLOPS would be
-//     listed by name in the test that says which were left out);
+// The WebGPU backend in Node: the npm `webgpu` package (Dawn) on SwiftShader's Vulkan driver
+// by default, so no GPU is needed (Debian's chromium ships it; VK_ICD_FILENAMES points Vulkan at
+// it). A VK_ICD_FILENAMES (or VK_DRIVER_FILES) already set wins: pointed at a GPU's Vulkan
+// driver (its ICD .json) the same command tests that GPU; the suite detects its adapter
+// (adapter.mjs) and asserts what holds there. Checks:
+//   - every PyTorch MHA fixture through the test contract's runCase() with { backend: 'webgpu',
+//     gpu } (all of them are small enough for software WebGPU; a case over MAX_FIXTURE_FLOPS
+//     would be listed by name in the test that says which were left out);
 //   - GPU vs WASM on shapes the fixtures do not reach (several query and key tiles, causal
 //     across tiles, wide free head dims, rows with every key masked, fused Q/K/V uploads);
 //   - a device lost mid-sequence (device.destroy() while a call is in flight, and between
 //     calls): every call still returns the right result, through the WASM fallback;
 //   - backend selection: 'webgpu' without an adapter throws BackendError, 'auto' declines
-//     SwiftShader by default and honours webgpuMinFlops, option checks.
+//     SwiftShader by default and takes a hardware GPU above its threshold, honours
+//     webgpuMinFlops, option checks.
 //   node --test tests/webgpu/       (needs web/dist: bash scripts/build.sh)
-process.env.VK_ICD_FILENAMES ??= '/usr/lib/chromium/vk_swiftshader_icd.json';
+if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
+  process.env.VK_ICD_FILENAMES = '/usr/lib/chromium/vk_swiftshader_icd.json';  // before Dawn loads
+}
 
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BackendError, MultiHeadAttention, OptionError, StateDictError } from 'webattention';
-import { DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, forwardFlops, testHooks } from '../../web/src/dispatch.js';
-import { pipelineCount } from '../../web/src/webgpu/pipelines.js';
-import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
-import { compare, loadFixtures } from '../js/fixtures.js';
-// The bench's deterministic values (no npm imports there: suite.mjs only needs onnx_model.mjs).
-import { filled } from '../../bench/suite.mjs';
+import * as api from 'webattention';
+import { checkResult, compare, filled, runCase } from '../contract/contract.mjs';
+import {
+  DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, acquireGpu, caseFlops, forwardFlops, isSoftwareAdapter, pipelineCount,
+  resolveMhaForward, webgpuTestHooks as testHooks,
+} from '../internals.mjs';
+import { loadFixtures } from '../js/fixtures.js';
+import { MAX_FIXTURE_FLOPS, adapterInfo, adapterKind, autoBackendForLargeCalls, requestTestAdapter } from './adapter.mjs';
 
+const { BackendError, MultiHeadAttention, OptionError, StateDictError } = api;
 const { create: createGpu } = await import('webgpu');
 
-/** Fixtures bigger than this (FLOPs of one forward) are not run on software WebGPU. */
-const MAX_SOFTWARE_FLOPS = 2e8;
-
 const fixtures = loadFixtures().filter((c) => c.kind === 'mha');
-const flopsOf = (c) => {
-  const config = resolveMhaConfig(c.create);
-  const { query, key, value } = c.inputs;
-  return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
-};
-const small = fixtures.filter((c) => flopsOf(c) <= MAX_SOFTWARE_FLOPS);
-const large = fixtures.filter((c) => flopsOf(c) > MAX_SOFTWARE_FLOPS);
+const small = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS);
+const large = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS);
 
-let gpu;       // the npm webgpu package's GPU object
+let gpu = createGpu([]);  // the npm webgpu package's GPU object
+// The adapter decides what some tests expect (SwiftShader or a hardware GPU): found before the
+// tests are made, so that their titles can say which.
+const adapter = await requestTestAdapter(gpu);
+const kind = adapter ? adapterKind(adapter) : null;
+const adapterName = adapter ? `${kind}: ${JSON.stringify(adapterInfo(adapter))}` : 'no adapter';
 let device;    // a device of ours, passed as `gpu` where a test needs to reach it
 const runs = [];
 const paths = [];  // the attention path of each GPU run: 'flash' | 'decode'
@@ -46,10 +51,8 @@ testHooks.onRun = (where, plan, path) => {
 };
 
 before(async () => {
-  gpu = createGpu([]);
-  const adapter = await gpu.requestAdapter();
   assert.ok(adapter, 'no WebGPU adapter from the npm webgpu package: is VK_ICD_FILENAMES '
-    + `(${process.env.VK_ICD_FILENAMES}) a SwiftShader ICD? (apt-get install chromium libvulkan1)`);
+    + `(${process.env.VK_ICD_FILENAMES}) a SwiftShader ICD, or a GPU's? (apt-get install chromium libvulkan1)`);
   device = await adapter.requestDevice();
 });
 
@@ -71,46 +74,40 @@ async function captureWarnings(fn) {
   }
 }
 
-function assertClose(actual, expected, what, tolerance = 1) {
-  const { ratio, abs } = compare(actual, expected);
-  assert.ok(ratio <= tolerance, `${what}: max abs error ${abs} is outside 1e-4 + 1e-4·|expected|`);
+/** The test contract's comparison (1e-4 abs + 1e-4 rel) as an assertion. */
+function assertClose(actual, expected, what) {
+  const { ok, detail } = compare(actual, expected);
+  assert.ok(ok, `${what}: ${detail}`);
 }
 
+/** A result against a fixture case's expected values (output, and weights or null). */
 function checkAgainstFixture(c, result) {
-  assertClose(result.output, c.expected.output, `${c.name} output`);
-  if (c.expected.attnWeights) assertClose(result.attnWeights, c.expected.attnWeights, `${c.name} attnWeights`);
-  else assert.equal(result.attnWeights, null);
+  const { ok, detail } = checkResult(c, result);
+  assert.ok(ok, detail);
 }
 
-async function runFixture(c, options) {
-  const mha = await MultiHeadAttention.create({ ...c.create, ...options });
-  try {
-    mha.loadStateDict(c.stateDict);
-    const { query, key, value } = c.inputs;
-    return { backend: mha.backend, result: await mha.forward(query, key, value, c.options) };
-  } finally {
-    mha.dispose();
-  }
-}
-
-describe('PyTorch parity on WebGPU (Dawn + SwiftShader)', () => {
-  test('the adapter is SwiftShader, and the fixtures fit software WebGPU', async () => {
-    const info = (await gpu.requestAdapter()).info;
-    assert.equal(info.architecture, 'swiftshader');
+describe(`PyTorch parity on WebGPU (Dawn, ${adapterName})`, () => {
+  test(`the adapter is what the suite detected (${kind}), the package agrees, and the fixtures fit software WebGPU`, () => {
+    if (kind === 'software') {
+      assert.equal(adapter.info.architecture, 'swiftshader', 'the software adapter is SwiftShader');
+      assert.equal(isSoftwareAdapter(adapter), true, "the package sees a software adapter (which 'auto' leaves alone)");
+    } else {
+      assert.equal(isSoftwareAdapter(adapter), false, "the package sees a hardware adapter (which 'auto' uses above its threshold)");
+    }
     assert.ok(small.length >= 30, `${small.length} MHA fixtures`);
   });
 
-  test(`fixtures over ${MAX_SOFTWARE_FLOPS / 1e6} MFLOP left out of software WebGPU: ${large.map((c) => c.name).join(', ') || 'none'}`, () => {
+  test(`fixtures over ${MAX_FIXTURE_FLOPS / 1e6} MFLOP left out of software WebGPU: ${large.map((c) => c.name).join(', ') || 'none'}`, () => {
     assert.equal(small.length + large.length, fixtures.length);
   });
 
   for (const c of small) {
     test(`webgpu parity with PyTorch: mha ${c.name}`, async () => {
       runs.length = 0;
-      const { backend, result } = await runFixture(c, { backend: 'webgpu', gpu });
-      assert.equal(backend, 'webgpu');
+      const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
+      assert.equal(r.backend, 'webgpu');
       assert.deepEqual(runs, ['webgpu'], 'the call ran on the GPU');
-      checkAgainstFixture(c, result);
+      assert.ok(r.ok, r.detail);
     });
   }
 });
@@ -541,7 +538,6 @@ describe('a lost device: the module carries on on WASM', () => {
     first.dispose();
     // Reach the shared device through a module's forward: lose it by destroying every device
     // the package made on gpu2 (it made one); the next create() must not reuse it.
-    const { acquireGpu } = await import('../../web/src/webgpu/device.js');
     const shared = await acquireGpu({ gpu: gpu2, backend: 'webgpu' });
     shared.device.destroy();
     await shared.device.lost;
@@ -629,22 +625,34 @@ describe('backend selection', () => {
     }
   });
 
-  test("'auto' leaves SwiftShader alone by default (slower than WASM at every size): large calls stay on WASM", async () => {
+  // Both kinds of adapter: calls below the threshold stay on WASM without an adapter probe; at
+  // the threshold a hardware GPU takes them, SwiftShader is left alone (slower than WASM at every
+  // size). Either way: one probe for both modules and all calls, WASM's results.
+  test(`'auto' at the default threshold on this ${kind} adapter: large calls on ${autoBackendForLargeCalls(kind)}, small ones on WASM`, async () => {
+    const where = autoBackendForLargeCalls(kind);
     const probe = counting();
-    const make = () => MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto', gpu: probe.gpu });
-    const [a, b] = [await make(), await make()];
+    const make = (backend) => MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend, gpu: probe.gpu });
+    const [a, b, reference] = [await make('auto'), await make('auto'), await make('wasm')];
     try {
-      for (const mha of [a, b]) mha.loadStateDict(randomStateDict(mha.stateDictShapes, 9));
+      for (const mha of [a, b, reference]) mha.loadStateDict(randomStateDict(mha.stateDictShapes, 9));
+      const x = { data: filled(8 * 256, 5), shape: [1, 8, 256] };
+      assert.ok(forwardFlops(resolveMhaForward(a.config, x, x, x), a.config) < DEFAULT_WEBGPU_MIN_FLOPS);
+      runs.length = 0;
+      await a.forward(x, x, x);
+      assert.deepEqual(runs, ['wasm'], 'a call below the threshold');
+      assert.equal(probe.calls, 0, 'no adapter probe below the threshold');
       runs.length = 0;
       const [ra, rb] = await Promise.all([bigCall(a), bigCall(b)]);
       await bigCall(a);
-      assert.deepEqual(runs, ['wasm', 'wasm', 'wasm']);
+      assert.deepEqual(runs, [where, where, where]);
       assert.deepEqual(ra.output.data, rb.output.data);
-      assert.equal(a.backend, 'wasm');
+      assert.equal(a.backend, where);
       assert.equal(probe.calls, 1, 'one adapter probe for both modules and all calls');
+      assertClose(ra.output, (await bigCall(reference)).output, `'auto' (${where}) vs 'wasm'`);
     } finally {
       a.dispose();
       b.dispose();
+      reference.dispose();
     }
   });
 

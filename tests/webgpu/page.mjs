@@ -1,12 +1,15 @@
-// In-page half of tests/webgpu/browser.test.mjs: every check runs here, against the package's
-// browser entry, and its outcome goes to window.__webgpu = { adapter, cases: { name: result },
-// done, error } for the Node side to assert on. A case result is { ok, detail, backend, ran }.
-import { BackendError, MultiHeadAttention } from '../../web/src/browser.js';
-import { forwardFlops, testHooks } from '../../web/src/dispatch.js';
-import { resolveMhaConfig, resolveMhaForward } from '../../web/src/shapes.js';
+// In-page half of tests/webgpu/browser.test.mjs, the Chromium WebGPU driver of the test contract
+// (tests/contract/): every check runs here, against the package's browser entry, and its outcome
+// goes to window.__webgpu = { adapter, cases: { name: result }, leftOut, done, error } for the
+// Node side to assert on. A case result is { ok, detail, backend, ran }. adapter is { kind
+// ('software' | 'hardware', adapter.mjs), packageSoftware (the package's own verdict), ...info }.
+import * as api from '../../web/src/browser.js';
+import { checkResult, compare, decodeFixtures, runCase } from '../contract/contract.mjs';
+import { caseFlops, isSoftwareAdapter, webgpuTestHooks as testHooks } from '../internals.mjs';
+import { MAX_FIXTURE_FLOPS, adapterInfo, adapterKind, autoBackendForLargeCalls, requestTestAdapter } from './adapter.mjs';
 
+const { BackendError, MultiHeadAttention } = api;
 const params = new URLSearchParams(location.search);
-const MAX_FLOPS = Number(params.get('maxFlops') ?? 2e8);
 const state = { adapter: null, cases: {}, done: false, error: null };
 window.__webgpu = state;
 const log = (line) => { document.getElementById('log').textContent += `${line}\n`; };
@@ -14,37 +17,11 @@ const log = (line) => { document.getElementById('log').textContent += `${line}\n
 const runs = [];
 testHooks.onRun = (where) => runs.push(where);
 
-const dtypes = { float32: Float32Array, uint8: Uint8Array };
-function decode({ dtype, shape, b64 }) {
-  const bytes = Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0));
-  const Type = dtypes[dtype];
-  return { data: new Type(bytes.buffer, 0, bytes.length / Type.BYTES_PER_ELEMENT), shape };
-}
-const decodeAll = (obj) => Object.fromEntries(Object.entries(obj ?? {}).map(([k, v]) =>
-  [k, v && typeof v === 'object' && 'b64' in v ? decode(v) : v]));
-
-// Same rule as tests/js/fixtures.js: |a − b| <= 1e-4 + 1e-4·|b| everywhere.
-function mismatch(actual, expected) {
-  if (!actual) return 'missing';
-  if (JSON.stringify(actual.shape) !== JSON.stringify(expected.shape)) return `shape ${actual.shape} vs ${expected.shape}`;
-  let worst = 0;
-  for (let i = 0; i < expected.data.length; i++) {
-    const err = Math.abs(actual.data[i] - expected.data[i]);
-    if (!(err <= 1e-4 + 1e-4 * Math.abs(expected.data[i]))) return `index ${i}: ${actual.data[i]} vs ${expected.data[i]}`;
-    worst = Math.max(worst, err);
-  }
-  return null;
-}
-function check(c, result) {
-  const problems = [];
-  const out = mismatch(result.output, c.expected.output);
-  if (out) problems.push(`output ${out}`);
-  if (c.expected.attnWeights) {
-    const w = mismatch(result.attnWeights, c.expected.attnWeights);
-    if (w) problems.push(`attnWeights ${w}`);
-  } else if (result.attnWeights) problems.push('attnWeights returned but not requested');
-  return problems;
-}
+/** The contract's check of a result against a case, as a list of problems. */
+const check = (c, result) => {
+  const r = checkResult(c, result);
+  return r.ok ? [] : [r.detail];
+};
 
 async function record(name, fn) {
   runs.length = 0;
@@ -66,15 +43,22 @@ const autoWeights = (mha) => Object.fromEntries(mha.stateDictShapes.map(({ name,
 const autoInput = {
   data: Float32Array.from({ length: 128 * 256 }, (_, i) => Math.cos(i)), shape: [1, 128, 256],
 };
+/** backend 'wasm''s output for the 'auto' checks' call. */
+async function autoReference() {
+  const reference = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'wasm' });
+  try {
+    reference.loadStateDict(autoWeights(reference));
+    return (await reference.forward(autoInput, autoInput, autoInput)).output;
+  } finally {
+    reference.dispose();
+  }
+}
 
 // ?mode=noadapter (a browser without WebGPU enabled, where navigator.gpu finds no adapter):
 // 'auto' modules making large calls run them on WASM and probe for an adapter only once.
 async function noAdapter() {
   await record('auto without an adapter: WASM, one probe', async () => {
-    const reference = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'wasm' });
-    reference.loadStateDict(autoWeights(reference));
-    const expected = (await reference.forward(autoInput, autoInput, autoInput)).output;
-    reference.dispose();
+    const expected = await autoReference();
     runs.length = 0;
     const problems = [];
     const backends = [];
@@ -95,28 +79,16 @@ async function noAdapter() {
 
 async function main() {
   if (params.get('mode') === 'noadapter') return noAdapter();
-  const adapter = await navigator.gpu?.requestAdapter();
-  state.adapter = adapter ? { ...Object.fromEntries(['vendor', 'architecture', 'device', 'description'].map((k) => [k, adapter.info[k]])) } : null;
-  const json = await (await fetch('../fixtures/mha_parity.json')).json();
-  const fixtures = json.cases.filter((c) => c.kind === 'mha').map((c) => ({
-    ...c, stateDict: decodeAll(c.stateDict), inputs: decodeAll(c.inputs), options: decodeAll(c.options), expected: decodeAll(c.expected),
-  }));
-  const flops = (c) => {
-    const config = resolveMhaConfig(c.create);
-    return forwardFlops(resolveMhaForward(config, c.inputs.query, c.inputs.key, c.inputs.value, c.options), config);
-  };
-  state.leftOut = fixtures.filter((c) => flops(c) > MAX_FLOPS).map((c) => c.name);
+  const adapter = navigator.gpu ? await requestTestAdapter(navigator.gpu) : null;
+  const kind = adapter ? adapterKind(adapter) : null;
+  state.adapter = adapter ? { kind, packageSoftware: isSoftwareAdapter(adapter), ...adapterInfo(adapter) } : null;
+  const fixtures = decodeFixtures(await (await fetch('../fixtures/mha_parity.json')).json()).filter((c) => c.kind === 'mha');
+  state.leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 
-  for (const c of fixtures.filter((f) => flops(f) <= MAX_FLOPS)) {
+  for (const c of fixtures.filter((f) => caseFlops(f) <= MAX_FIXTURE_FLOPS)) {
     await record(`parity ${c.name}`, async () => {
-      const mha = await MultiHeadAttention.create({ ...c.create, backend: 'webgpu' });
-      try {
-        mha.loadStateDict(c.stateDict);
-        const result = await mha.forward(c.inputs.query, c.inputs.key, c.inputs.value, c.options);
-        return { problems: check(c, result), backend: mha.backend };
-      } finally {
-        mha.dispose();
-      }
+      const r = await runCase(api, c, { create: { backend: 'webgpu' } });
+      return { problems: r.ok ? [] : [r.detail], backend: r.backend };
     });
   }
 
@@ -145,14 +117,19 @@ async function main() {
     }
   });
 
-  // A call of 2^26+ FLOPs, the default threshold: 'auto' looks at the adapter, finds SwiftShader
-  // and stays on WASM.
-  await record('auto on a software adapter stays on WASM', async () => {
+  // A call of 2^26+ FLOPs, the default threshold: 'auto' looks at the adapter; SwiftShader it
+  // leaves alone (WASM), a hardware GPU it uses. Either way backend 'wasm''s result.
+  await record("auto at the default threshold: this adapter's backend", async () => {
+    const expected = await autoReference();
     const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto' });
     try {
       mha.loadStateDict(autoWeights(mha));
-      await mha.forward(autoInput, autoInput, autoInput);
-      const problems = runs.join() === 'wasm' ? [] : [`ran on ${runs.join()}`];
+      runs.length = 0;
+      const { output } = await mha.forward(autoInput, autoInput, autoInput);
+      const where = autoBackendForLargeCalls(kind);
+      const problems = runs.join() === where ? [] : [`ran on ${runs.join()}, expected ${where} on a ${kind} adapter`];
+      const diff = compare(output, expected);
+      if (!diff.ok) problems.push(`vs backend 'wasm': ${diff.detail}`);
       return { problems, backend: mha.backend };
     } finally {
       mha.dispose();

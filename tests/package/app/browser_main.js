@@ -2,7 +2,7 @@
 // the result goes to window.__waReport for tests/package/run.mjs to read.
 import * as api from 'webattention';
 import { MultiHeadAttention } from 'webattention';
-import { buildReport } from './parity_case.mjs';
+import { buildReport } from './report.mjs';
 import cases from './cases.json';
 
 async function main() {

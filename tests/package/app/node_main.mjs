@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import * as api from 'webattention';
 import { MultiHeadAttention } from 'webattention';
-import { buildReport } from './parity_case.mjs';
+import { buildReport } from './report.mjs';
 
 const cases = JSON.parse(readFileSync(new URL('./cases.json', import.meta.url), 'utf8'));
 const perturb = Number(process.env.WA_PKG_TEST_PERTURB || 0);

@@ -1,0 +1,20 @@
+// Every package internal the tests use (thresholds, FLOP counts, test hooks), re-exported from
+// where it lives today: when web/src moves things, this file is the one test file that changes.
+// Tests import the public API from 'webattention' (or web/src/browser.js in pages), and
+// everything else from here. Environment-free, like the modules it re-exports: pages load it too.
+import { forwardFlops } from '../web/src/dispatch.js';
+import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
+
+export { forwardFlops, resolveMhaConfig, resolveMhaForward };
+export { AUTO_MIN_FLOPS, DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
+export { testHooks as poolTestHooks } from '../web/src/pool.js';
+export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
+export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
+export { pipelineCount } from '../web/src/webgpu/pipelines.js';
+
+/** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */
+export function caseFlops(c) {
+  const config = resolveMhaConfig(c.create);
+  const { query, key, value } = c.inputs;
+  return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
+}
