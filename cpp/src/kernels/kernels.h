@@ -9,7 +9,7 @@
 #include <memory>
 #include <vector>
 
-#include "webattention/attention.h"
+#include "attention_problem.h"
 
 namespace webattention::kernels {
 
