@@ -1,11 +1,15 @@
 // The Embind surface of the npm package. Every entry point catches C++ errors and returns them as
 // "<ErrorClass>|<message>" ("" on success), so no C++ exception ever reaches JS as a bare number.
-// Tensors cross the boundary as WASM heap addresses the JS side has filled (no per-element copy).
+// Tensors cross the boundary as WASM heap addresses the JS side has filled (no per-element copy);
+// each call's arguments come as one JS object (an Embind value_object below), named field by
+// field, so the JS and C++ sides cannot silently disagree on an argument's position.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -45,31 +49,87 @@ std::string guarded(F&& body) {
   }
 }
 
-MaskArg mask_arg(int kind, std::uintptr_t data, int ndim, int d0, int d1, int d2) {
-  MaskArg m;
-  m.kind = static_cast<MaskKind>(kind);
-  m.data = at<const void>(data);
-  const int dims[3] = {d0, d1, d2};
-  m.shape.assign(dims, dims + ndim);
-  return m;
-}
+// A mask as the JS side describes it: { kind (MaskKind's number), address, rank, shape } with
+// the first `rank` of shape's three dims used (address 0 and rank 0 for no mask). A fixed-size
+// shape, not a JS array of any length: Embind converts it with three element setters, where an
+// array read through emscripten::val cost 1 µs more per call (measured).
+struct MaskWire {
+  int kind = 0;
+  std::uintptr_t address = 0;
+  int rank = 0;
+  std::array<int, 3> shape{};
+
+  MaskArg arg() const {
+    MaskArg m;
+    m.kind = static_cast<MaskKind>(kind);
+    m.data = at<const void>(address);
+    m.shape.assign(shape.begin(), shape.begin() + std::clamp(rank, 0, 3));
+    return m;
+  }
+};
+
+// forward() and forwardHeads(): the inputs, masks and outputs of MhaForwardArgs as heap
+// addresses. `output` is the module output [B, L, E] for forward(), the heads
+// [B, L, (head_end - head_begin)·d_v] for forwardHeads(); `weights` is 0 unless asked for.
+struct ForwardWire {
+  int batch = 1, L = 0, S = 0;
+  std::uintptr_t query = 0, key = 0, value = 0;
+  MaskWire key_padding_mask, attn_mask;
+  bool causal = false;
+  std::uintptr_t output = 0, weights = 0;
+  bool average_weights = true;
+
+  MhaForwardArgs args() const {
+    MhaForwardArgs a;
+    a.batch = batch;
+    a.L = L;
+    a.S = S;
+    a.query = at<const float>(query);
+    a.key = at<const float>(key);
+    a.value = at<const float>(value);
+    a.key_padding_mask = key_padding_mask.arg();
+    a.attn_mask = attn_mask.arg();
+    a.causal = causal;
+    a.output = at<float>(output);
+    a.weights = at<float>(weights);
+    a.average_weights = average_weights;
+    return a;
+  }
+};
+
+// sdpa(): SdpaArgs with heap addresses.
+struct SdpaWire {
+  int N = 1, L = 0, S = 0, dk = 0, dv = 0;
+  std::uintptr_t q = 0, k = 0, v = 0;
+  MaskWire attn_mask;
+  bool causal = false;
+  float scale = 0.0f;
+  std::uintptr_t out = 0, weights = 0;
+
+  SdpaArgs args() const {
+    SdpaArgs a;
+    a.N = N;
+    a.L = L;
+    a.S = S;
+    a.dk = dk;
+    a.dv = dv;
+    a.q = at<const float>(q);
+    a.k = at<const float>(k);
+    a.v = at<const float>(v);
+    a.attn_mask = attn_mask.arg();
+    a.causal = causal;
+    a.scale = scale;
+    a.out = at<float>(out);
+    a.weights = at<float>(weights);
+    return a;
+  }
+};
 
 // One MultiHeadAttention module. configure() runs once before anything else.
 class MhaBinding {
  public:
-  std::string configure(int embed_dim, int num_heads, int kdim, int vdim, int head_dim,
-                        int value_head_dim, bool bias) {
-    return guarded([&] {
-      MhaConfig c;
-      c.embed_dim = embed_dim;
-      c.num_heads = num_heads;
-      c.kdim = kdim;
-      c.vdim = vdim;
-      c.head_dim = head_dim;
-      c.value_head_dim = value_head_dim;
-      c.bias = bias;
-      mha_ = std::make_unique<MultiHeadAttention>(c);
-    });
+  std::string configure(const MhaConfig& config) {
+    return guarded([&] { mha_ = std::make_unique<MultiHeadAttention>(config); });
   }
 
   // [{name, shape}] in PyTorch's state_dict() order.
@@ -126,33 +186,15 @@ class MhaBinding {
     return guarded([&] { mha_->load_parameter(name, at<const float>(data), count); });
   }
 
-  std::string forward(int batch, int L, int S, std::uintptr_t query, std::uintptr_t key,
-                      std::uintptr_t value, int kpm_kind, std::uintptr_t kpm, int kpm_ndim,
-                      int kpm_d0, int kpm_d1, int am_kind, std::uintptr_t am, int am_ndim,
-                      int am_d0, int am_d1, int am_d2, bool causal, std::uintptr_t output,
-                      std::uintptr_t weights, bool average_weights) {
-    return guarded([&] {
-      mha_->forward(forward_args(batch, L, S, query, key, value, kpm_kind, kpm, kpm_ndim, kpm_d0,
-                                 kpm_d1, am_kind, am, am_ndim, am_d0, am_d1, am_d2, causal,
-                                 output, weights, average_weights));
-    });
+  std::string forward(const ForwardWire& w) {
+    return guarded([&] { mha_->forward(w.args()); });
   }
 
-  // Heads [head_begin, head_end) only (a worker's share): the same arguments as forward() but
-  // heads_out [B, L, (head_end - head_begin)·d_v] instead of the output; weights as
-  // MultiHeadAttention::forward_heads() lays them out.
-  std::string forward_heads(int batch, int L, int S, std::uintptr_t query, std::uintptr_t key,
-                            std::uintptr_t value, int kpm_kind, std::uintptr_t kpm, int kpm_ndim,
-                            int kpm_d0, int kpm_d1, int am_kind, std::uintptr_t am, int am_ndim,
-                            int am_d0, int am_d1, int am_d2, bool causal,
-                            std::uintptr_t weights, bool average_weights, int head_begin,
-                            int head_end, std::uintptr_t heads_out) {
-    return guarded([&] {
-      mha_->forward_heads(forward_args(batch, L, S, query, key, value, kpm_kind, kpm, kpm_ndim,
-                                       kpm_d0, kpm_d1, am_kind, am, am_ndim, am_d0, am_d1, am_d2,
-                                       causal, 0, weights, average_weights),
-                          head_begin, head_end, at<float>(heads_out));
-    });
+  // Heads [head_begin, head_end) only (a worker's share): w.output receives the heads
+  // [B, L, (head_end - head_begin)·d_v]; weights as MultiHeadAttention::forward_heads() lays
+  // them out.
+  std::string forward_heads(const ForwardWire& w, int head_begin, int head_end) {
+    return guarded([&] { mha_->forward_heads(w.args(), head_begin, head_end, at<float>(w.output)); });
   }
 
   // out [rows, E] = heads [rows, h·d_v] · W_Oᵀ + b_O.
@@ -161,52 +203,11 @@ class MhaBinding {
   }
 
  private:
-  static MhaForwardArgs forward_args(int batch, int L, int S, std::uintptr_t query,
-                                     std::uintptr_t key, std::uintptr_t value, int kpm_kind,
-                                     std::uintptr_t kpm, int kpm_ndim, int kpm_d0, int kpm_d1,
-                                     int am_kind, std::uintptr_t am, int am_ndim, int am_d0,
-                                     int am_d1, int am_d2, bool causal, std::uintptr_t output,
-                                     std::uintptr_t weights, bool average_weights) {
-    MhaForwardArgs a;
-    a.batch = batch;
-    a.L = L;
-    a.S = S;
-    a.query = at<const float>(query);
-    a.key = at<const float>(key);
-    a.value = at<const float>(value);
-    a.key_padding_mask = mask_arg(kpm_kind, kpm, kpm_ndim, kpm_d0, kpm_d1, 0);
-    a.attn_mask = mask_arg(am_kind, am, am_ndim, am_d0, am_d1, am_d2);
-    a.causal = causal;
-    a.output = at<float>(output);
-    a.weights = at<float>(weights);
-    a.average_weights = average_weights;
-    return a;
-  }
-
   std::unique_ptr<MultiHeadAttention> mha_;
 };
 
-std::string sdpa(int N, int L, int S, int dk, int dv, std::uintptr_t q, std::uintptr_t k,
-                 std::uintptr_t v, int mask_kind, std::uintptr_t mask, int mask_ndim, int m0,
-                 int m1, int m2, bool causal, float scale, std::uintptr_t out,
-                 std::uintptr_t weights) {
-  return guarded([&] {
-    SdpaArgs a;
-    a.N = N;
-    a.L = L;
-    a.S = S;
-    a.dk = dk;
-    a.dv = dv;
-    a.q = at<const float>(q);
-    a.k = at<const float>(k);
-    a.v = at<const float>(v);
-    a.attn_mask = mask_arg(mask_kind, mask, mask_ndim, m0, m1, m2);
-    a.causal = causal;
-    a.scale = scale;
-    a.out = at<float>(out);
-    a.weights = at<float>(weights);
-    scaled_dot_product_attention(a);
-  });
+std::string sdpa(const SdpaWire& w) {
+  return guarded([&] { scaled_dot_product_attention(w.args()); });
 }
 
 // Bytes allocated on the WASM heap, for leak checks.
@@ -216,7 +217,52 @@ std::size_t memory_in_use() { return mallinfo().uordblks; }
 }  // namespace webattention
 
 EMSCRIPTEN_BINDINGS(webattention) {
-  using webattention::MhaBinding;
+  using namespace webattention;
+  // The argument objects, field names as the JS side writes them (wasm_backend.js).
+  emscripten::value_object<MhaConfig>("MhaConfig")
+      .field("embedDim", &MhaConfig::embed_dim)
+      .field("numHeads", &MhaConfig::num_heads)
+      .field("kdim", &MhaConfig::kdim)
+      .field("vdim", &MhaConfig::vdim)
+      .field("headDim", &MhaConfig::head_dim)
+      .field("valueHeadDim", &MhaConfig::value_head_dim)
+      .field("bias", &MhaConfig::bias);
+  emscripten::value_object<MaskWire>("MaskArgs")
+      .field("kind", &MaskWire::kind)
+      .field("address", &MaskWire::address)
+      .field("rank", &MaskWire::rank)
+      .field("shape", &MaskWire::shape);
+  emscripten::value_array<std::array<int, 3>>("Shape3")
+      .element(emscripten::index<0>())
+      .element(emscripten::index<1>())
+      .element(emscripten::index<2>());
+  emscripten::value_object<ForwardWire>("ForwardArgs")
+      .field("batch", &ForwardWire::batch)
+      .field("L", &ForwardWire::L)
+      .field("S", &ForwardWire::S)
+      .field("query", &ForwardWire::query)
+      .field("key", &ForwardWire::key)
+      .field("value", &ForwardWire::value)
+      .field("keyPaddingMask", &ForwardWire::key_padding_mask)
+      .field("attnMask", &ForwardWire::attn_mask)
+      .field("isCausal", &ForwardWire::causal)
+      .field("output", &ForwardWire::output)
+      .field("weights", &ForwardWire::weights)
+      .field("averageWeights", &ForwardWire::average_weights);
+  emscripten::value_object<SdpaWire>("SdpaArgs")
+      .field("N", &SdpaWire::N)
+      .field("L", &SdpaWire::L)
+      .field("S", &SdpaWire::S)
+      .field("dk", &SdpaWire::dk)
+      .field("dv", &SdpaWire::dv)
+      .field("q", &SdpaWire::q)
+      .field("k", &SdpaWire::k)
+      .field("v", &SdpaWire::v)
+      .field("attnMask", &SdpaWire::attn_mask)
+      .field("isCausal", &SdpaWire::causal)
+      .field("scale", &SdpaWire::scale)
+      .field("output", &SdpaWire::out)
+      .field("weights", &SdpaWire::weights);
   emscripten::class_<MhaBinding>("Mha")
       .constructor<>()
       .function("configure", &MhaBinding::configure)
@@ -227,9 +273,9 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("forward", &MhaBinding::forward)
       .function("forwardHeads", &MhaBinding::forward_heads)
       .function("projectOutput", &MhaBinding::project_output);
-  emscripten::function("sdpa", &webattention::sdpa);
-  emscripten::function("memoryInUse", &webattention::memory_in_use);
+  emscripten::function("sdpa", &sdpa);
+  emscripten::function("memoryInUse", &memory_in_use);
   // Threads of the core's own pool: more than 1 only in the pthreads module.
-  emscripten::function("threadCount", &webattention::thread_count);
-  emscripten::function("setThreadLimit", &webattention::set_thread_limit);
+  emscripten::function("threadCount", &thread_count);
+  emscripten::function("setThreadLimit", &set_thread_limit);
 }

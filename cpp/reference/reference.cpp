@@ -1,8 +1,10 @@
 // The test oracle: full score matrices in double precision with Eigen, written for clarity only.
-#include "webattention/reference.h"
+#include "reference/reference.h"
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <cstdint>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -12,7 +14,7 @@ namespace {
 using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// rows × cols block of strided float rows, as double.
+// rows × cols block of float rows `row_stride` apart, as double.
 Matrix gather(const float* base, std::ptrdiff_t row_stride, int rows, int cols) {
   Matrix m(rows, cols);
   for (int r = 0; r < rows; ++r)
@@ -20,58 +22,64 @@ Matrix gather(const float* base, std::ptrdiff_t row_stride, int rows, int cols) 
   return m;
 }
 
-double mask_value(const MaskView& m, int b, int h, int i, int j) {
-  const std::ptrdiff_t at = b * m.batch_stride + h * m.head_stride + i * m.row_stride + j;
-  switch (m.kind) {
-    case MaskKind::kBoolean: return m.boolean()[at] ? kNegInf : 0.0;
-    case MaskKind::kAdditive: return m.additive()[at];
+void scatter(const Matrix& m, float* base) {
+  for (Eigen::Index i = 0; i < m.size(); ++i) base[i] = static_cast<float>(m.data()[i]);
+}
+
+// What a mask adds to a score, read at its flat element `index`: -inf where a boolean mask is
+// set, the value of an additive mask, 0 for no mask.
+double mask_term(const MaskArg& mask, std::size_t index) {
+  switch (mask.kind) {
+    case MaskKind::kBoolean:
+      return static_cast<const std::uint8_t*>(mask.data)[index] ? kNegInf : 0.0;
+    case MaskKind::kAdditive: return static_cast<const float*>(mask.data)[index];
     default: return 0.0;
   }
 }
 
+// Everything added to score (i, j) of one (batch, head): the masks and, if causal, -inf above
+// the diagonal.
+using ScoreBias = std::function<double(int i, int j)>;
+
+// softmax(q kᵀ · scale + bias) for one (batch, head): the L × S attention probabilities. A row
+// whose every key is masked is all zeros, by design (PyTorch gives NaN).
+Matrix probabilities(const Matrix& q, const Matrix& k, double scale, bool causal,
+                     const ScoreBias& bias) {
+  Matrix p = (q * k.transpose()) * scale;
+  for (Eigen::Index i = 0; i < p.rows(); ++i) {
+    for (Eigen::Index j = 0; j < p.cols(); ++j) {
+      if (causal && j > i) p(i, j) = kNegInf;
+      p(i, j) += bias(static_cast<int>(i), static_cast<int>(j));
+    }
+    const double max = p.row(i).maxCoeff();
+    if (max == kNegInf) {
+      p.row(i).setZero();
+      continue;
+    }
+    p.row(i) = (p.row(i).array() - max).exp().matrix();
+    p.row(i) /= p.row(i).sum();
+  }
+  return p;
+}
+
 }  // namespace
 
-void run_attention(const AttentionProblem& p) {
-  const std::ptrdiff_t LS = static_cast<std::ptrdiff_t>(p.L) * p.S;
-  if (p.weights && p.average_weights) std::fill(p.weights, p.weights + p.batch * LS, 0.0f);
-  for (int b = 0; b < p.batch; ++b) {
-    for (int h = 0; h < p.heads; ++h) {
-      const auto at = [&](const StridedRows& t) {
-        return t.data + b * t.batch_stride + h * t.head_stride;
-      };
-      Matrix q = gather(at(p.q), p.q.row_stride, p.L, p.dk);
-      Matrix k = gather(at(p.k), p.k.row_stride, p.S, p.dk);
-      Matrix v = gather(at(p.v), p.v.row_stride, p.S, p.dv);
-      Matrix scores = (q * k.transpose()) * static_cast<double>(p.scale);
-      for (int i = 0; i < p.L; ++i) {
-        for (int j = 0; j < p.S; ++j) {
-          if (p.causal && j > i) scores(i, j) = kNegInf;
-          for (const MaskView& m : p.masks) scores(i, j) += mask_value(m, b, h, i, j);
-        }
-        const double max = scores.row(i).maxCoeff();
-        if (max == kNegInf) {
-          scores.row(i).setZero();  // all keys masked: zero, by design
-          continue;
-        }
-        scores.row(i) = (scores.row(i).array() - max).exp().matrix();
-        scores.row(i) /= scores.row(i).sum();
-      }
-      Matrix out = scores * v;
-      float* o = p.out + b * p.out_batch_stride + h * p.out_head_stride;
-      for (int i = 0; i < p.L; ++i)
-        for (int c = 0; c < p.dv; ++c) o[i * p.out_row_stride + c] = static_cast<float>(out(i, c));
-      if (!p.weights) continue;
-      for (int i = 0; i < p.L; ++i) {
-        for (int j = 0; j < p.S; ++j) {
-          if (p.average_weights) {
-            p.weights[b * LS + i * p.S + j] +=
-                static_cast<float>(scores(i, j) / (p.averaged_heads ? p.averaged_heads : p.heads));
-          } else {
-            p.weights[(b * p.heads + h) * LS + i * p.S + j] = static_cast<float>(scores(i, j));
-          }
-        }
-      }
-    }
+void scaled_dot_product_attention(const SdpaArgs& a) {
+  const int L = a.L, S = a.S;
+  const double scale = a.scale > 0.0f ? a.scale : 1.0 / std::sqrt(static_cast<double>(a.dk));
+  const std::size_t LS = static_cast<std::size_t>(L) * S;
+  for (int n = 0; n < a.N; ++n) {
+    // attn_mask [L, S] is shared by every n; [N, L, S] has one [L, S] block per n.
+    const std::size_t mask_block = a.attn_mask.shape.size() == 3 ? n * LS : 0;
+    const ScoreBias bias = [&](int i, int j) {
+      return mask_term(a.attn_mask, mask_block + static_cast<std::size_t>(i) * S + j);
+    };
+    const Matrix q = gather(a.q + n * static_cast<std::ptrdiff_t>(L) * a.dk, a.dk, L, a.dk);
+    const Matrix k = gather(a.k + n * static_cast<std::ptrdiff_t>(S) * a.dk, a.dk, S, a.dk);
+    const Matrix v = gather(a.v + n * static_cast<std::ptrdiff_t>(S) * a.dv, a.dv, S, a.dv);
+    const Matrix p = probabilities(q, k, scale, a.causal, bias);
+    scatter(p * v, a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
+    if (a.weights) scatter(p, a.weights + n * LS);
   }
 }
 
@@ -83,9 +91,11 @@ const std::vector<float>* MhaParameters::find(const std::string& name) const {
 
 void mha_forward(const MhaConfig& config, const MhaParameters& params,
                  const MhaForwardArgs& a) {
-  // Reuse the module only for its resolved config (default widths); the math below is separate.
-  const MhaConfig c = MultiHeadAttention(config).config();
-  const int E = c.embed_dim, H = c.num_heads, dk = c.head_dim, dv = c.value_head_dim;
+  // PyTorch's defaults for the widths left at 0 (MhaConfig says which).
+  const int E = config.embed_dim, H = config.num_heads;
+  const int kdim = config.kdim ? config.kdim : E, vdim = config.vdim ? config.vdim : E;
+  const int dk = config.head_dim ? config.head_dim : E / H;
+  const int dv = config.value_head_dim ? config.value_head_dim : E / H;
   const int qk = H * dk, vw = H * dv;
   const auto need = [&](const std::string& name) -> const std::vector<float>& {
     const auto* p = params.find(name);
@@ -100,13 +110,13 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
     wv = w.bottomRows(vw);
   } else {
     wq = gather(need("q_proj_weight").data(), E, qk, E);
-    wk = gather(need("k_proj_weight").data(), c.kdim, qk, c.kdim);
-    wv = gather(need("v_proj_weight").data(), c.vdim, vw, c.vdim);
+    wk = gather(need("k_proj_weight").data(), kdim, qk, kdim);
+    wv = gather(need("v_proj_weight").data(), vdim, vw, vdim);
   }
   Matrix wo = gather(need("out_proj.weight").data(), vw, E, vw);
   Eigen::RowVectorXd bq = Eigen::RowVectorXd::Zero(qk), bk = bq, bv = Eigen::RowVectorXd::Zero(vw),
                      bo = Eigen::RowVectorXd::Zero(E);
-  if (c.bias) {
+  if (config.bias) {
     const auto& b = need("in_proj_bias");
     for (int i = 0; i < qk; ++i) bq(i) = b[i], bk(i) = b[qk + i];
     for (int i = 0; i < vw; ++i) bv(i) = b[2 * qk + i];
@@ -114,36 +124,38 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
     for (int i = 0; i < E; ++i) bo(i) = ob[i];
   }
   const int B = a.batch, L = a.L, S = a.S;
-  Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
-  Matrix k = (gather(a.key, c.kdim, B * S, c.kdim) * wk.transpose()).rowwise() + bk;
-  Matrix v = (gather(a.value, c.vdim, B * S, c.vdim) * wv.transpose()).rowwise() + bv;
-  // The attention step takes float rows, like the module's; rounding here is far below 1e-5.
-  std::vector<float> qf(q.data(), q.data() + q.size()), kf(k.data(), k.data() + k.size()),
-      vf(v.data(), v.data() + v.size()), heads(static_cast<std::size_t>(B) * L * vw);
-  AttentionProblem p;
-  p.batch = B;
-  p.heads = H;
-  p.L = L;
-  p.S = S;
-  p.dk = dk;
-  p.dv = dv;
-  p.q = {qf.data(), static_cast<std::ptrdiff_t>(L) * qk, dk, qk};
-  p.k = {kf.data(), static_cast<std::ptrdiff_t>(S) * qk, dk, qk};
-  p.v = {vf.data(), static_cast<std::ptrdiff_t>(S) * vw, dv, vw};
-  p.out = heads.data();
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * vw;
-  p.out_head_stride = dv;
-  p.out_row_stride = vw;
-  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(dk)));
-  p.causal = a.causal;
-  p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
-  p.masks[1] = attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask");
-  p.weights = a.weights;
-  p.average_weights = a.average_weights;
-  reference::run_attention(p);
-  Matrix out = (gather(heads.data(), vw, B * L, vw) * wo.transpose()).rowwise() + bo;
-  for (int r = 0; r < B * L; ++r)
-    for (int e = 0; e < E; ++e) a.output[r * E + e] = static_cast<float>(out(r, e));
+  const Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
+  const Matrix k = (gather(a.key, kdim, B * S, kdim) * wk.transpose()).rowwise() + bk;
+  const Matrix v = (gather(a.value, vdim, B * S, vdim) * wv.transpose()).rowwise() + bv;
+
+  const std::size_t LS = static_cast<std::size_t>(L) * S;
+  const MaskArg& kpm = a.key_padding_mask;
+  const MaskArg& am = a.attn_mask;
+  Matrix heads(B * L, vw);  // row b·L + i: the heads' outputs side by side
+  for (int b = 0; b < B; ++b) {
+    Matrix average = Matrix::Zero(L, S);
+    for (int h = 0; h < H; ++h) {
+      // key_padding_mask [B, S] (or [S], unbatched); attn_mask [L, S] for every batch and head,
+      // or [B·H, L, S] with (b, h)'s block at b·H + h.
+      const std::size_t kpm_row = kpm.shape.size() == 2 ? static_cast<std::size_t>(b) * S : 0;
+      const std::size_t am_block = am.shape.size() == 3 ? (static_cast<std::size_t>(b) * H + h) * LS : 0;
+      const ScoreBias bias = [&](int i, int j) {
+        return mask_term(kpm, kpm_row + j) +
+               mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
+      };
+      const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
+                                     1.0 / std::sqrt(static_cast<double>(dk)), a.causal, bias);
+      heads.block(b * L, h * dv, L, dv) = p * v.block(b * S, h * dv, S, dv);
+      if (!a.weights) continue;
+      if (a.average_weights) {
+        average += p / H;
+      } else {
+        scatter(p, a.weights + (static_cast<std::size_t>(b) * H + h) * LS);
+      }
+    }
+    if (a.weights && a.average_weights) scatter(average, a.weights + b * LS);
+  }
+  scatter((heads * wo.transpose()).rowwise() + bo, a.output);
 }
 
 }  // namespace webattention::reference

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_problem.h"
 #include "checks.h"
 #include "kernels/kernels.h"
 #include "parallel.h"

@@ -5,10 +5,10 @@
 #include <cmath>
 #include <numeric>
 
+#include "attention_problem.h"
 #include "checks.h"
 #include "kernels/kernels.h"
 #include "projection.h"
-#include "webattention/attention.h"
 #include "webattention/errors.h"
 
 namespace webattention {

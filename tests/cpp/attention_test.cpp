@@ -3,10 +3,10 @@
 
 #include <limits>
 
+#include "reference/reference.h"
 #include "test_util.h"
 #include "webattention/attention.h"
 #include "webattention/errors.h"
-#include "webattention/reference.h"
 
 namespace webattention {
 namespace {
@@ -52,21 +52,11 @@ TEST_P(SdpaVsReference, MatchesReference) {
   a.weights = weights.data();
   scaled_dot_product_attention(a);
 
-  // The reference sees the same problem through the same strided description.
-  AttentionProblem p;
-  p.batch = c.N, p.L = c.L, p.S = c.S, p.dk = c.dk, p.dv = c.dv;
-  p.q = {q.data(), static_cast<std::ptrdiff_t>(c.L) * c.dk, 0, c.dk};
-  p.k = {k.data(), static_cast<std::ptrdiff_t>(c.S) * c.dk, 0, c.dk};
-  p.v = {v.data(), static_cast<std::ptrdiff_t>(c.S) * c.dv, 0, c.dv};
+  // The reference reads the same arguments, masks included, with its own indexing.
   std::vector<float> ref_out(out.size()), ref_weights(weights.size());
-  p.out = ref_out.data();
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(c.L) * c.dv;
-  p.out_row_stride = c.dv;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(c.dk));
-  p.causal = c.causal;
-  p.masks[0] = attn_mask_view(a.attn_mask, c.N, 1, c.L, c.S, "attn_mask");
-  p.weights = ref_weights.data();
-  reference::run_attention(p);
+  a.out = ref_out.data();
+  a.weights = ref_weights.data();
+  reference::scaled_dot_product_attention(a);
 
   EXPECT_TRUE(all_close(out, ref_out));
   EXPECT_TRUE(all_close(weights, ref_weights));
@@ -198,14 +188,11 @@ TEST(SelfAttention, EqualsSdpaWithXForQKV) {
   auto x = random_floats(static_cast<std::size_t>(N) * L * C, rng);
   std::vector<float> out(x.size()), ref(x.size());
   self_attention(N, L, C, x.data(), out.data(), nullptr);
-  AttentionProblem p;
-  p.batch = N, p.L = L, p.S = L, p.dk = C, p.dv = C;
-  p.q = p.k = p.v = {x.data(), static_cast<std::ptrdiff_t>(L) * C, 0, C};
-  p.out = ref.data();
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * C;
-  p.out_row_stride = C;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(C));
-  reference::run_attention(p);
+  SdpaArgs a;
+  a.N = N, a.L = L, a.S = L, a.dk = C, a.dv = C;
+  a.q = a.k = a.v = x.data();
+  a.out = ref.data();
+  reference::scaled_dot_product_attention(a);
   EXPECT_TRUE(all_close(out, ref));
 }
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <tuple>
 
+#include "reference/reference.h"
 #include "test_util.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
-#include "webattention/reference.h"
 
 namespace webattention {
 namespace {

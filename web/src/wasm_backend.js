@@ -59,9 +59,11 @@ function withHeap(core, parts, body) {
 // slice() straight off HEAPF32: no intermediate view to allocate on every call.
 const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
 
-function maskDims(mask) {
-  const d = [...mask.shape, 0, 0, 0];
-  return [mask.shape.length, d[0], d[1], d[2]];
+// A plan's mask as the core's MaskArgs (embind.cpp): its kind, where its data was copied, its
+// rank and its shape padded to the three dims MaskArgs holds.
+function maskArgs(mask, address) {
+  const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
+  return { kind: mask.kind, address, rank: mask.shape.length, shape: [d0, d1, d2] };
 }
 
 export class WasmMha {
@@ -71,8 +73,8 @@ export class WasmMha {
   constructor(core, config) {
     this.core = core;
     this.handle = new core.Mha();
-    const error = this.handle.configure(config.embedDim, config.numHeads, config.kdim,
-      config.vdim, config.headDim, config.valueHeadDim, config.bias);
+    // { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias }: the core's MhaConfig.
+    const error = this.handle.configure(config);
     if (error) {
       this.handle.delete();
       throwCoreError(error);
@@ -102,7 +104,7 @@ export class WasmMha {
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan, config) {
     return this.#run(plan, plan.B * plan.L * config.embedDim, config.numHeads,
-      (args, out, weights) => this.handle.forward(...args, out, weights, plan.averageAttnWeights));
+      (args) => this.handle.forward(args));
   }
 
   /**
@@ -113,8 +115,7 @@ export class WasmMha {
   forwardHeads(plan, config, headBegin, headEnd) {
     const n = headEnd - headBegin;
     const { output, weights } = this.#run(plan, plan.B * plan.L * n * config.valueHeadDim, n,
-      (args, out, weights) => this.handle.forwardHeads(...args, weights, plan.averageAttnWeights,
-        headBegin, headEnd, out));
+      (args) => this.handle.forwardHeads(args, headBegin, headEnd));
     return { heads: output, weights };
   }
 
@@ -137,9 +138,9 @@ export class WasmMha {
     });
   }
 
-  // Copies the plan's inputs in, calls `call(args, outAddress, weightsAddress)` with the
-  // arguments forward() and forwardHeads() share, and reads `outFloats` and the weights (of
-  // `weightHeads` heads unless averaged) back.
+  // Copies the plan's inputs in, calls `call(args)` with the core's ForwardArgs (`output`: where
+  // `outFloats` floats go) and reads the output and the weights (of `weightHeads` heads unless
+  // averaged) back.
   #run(plan, outFloats, weightHeads, call) {
     // The pthreads module's pool serves every module: each call sets this module's thread count.
     this.core.setThreadLimit(this.threads);
@@ -151,16 +152,15 @@ export class WasmMha {
       { data: plan.query }, { data: plan.key }, { data: plan.value },
       { data: kpm.data }, { data: am.data },
       { floats: outFloats }, { floats: weightFloats },
-    ], ([q, k, v, kpmAt, amAt, out, weights]) => {
-      const [kpmNdim, kpm0, kpm1] = maskDims(kpm);
-      const [amNdim, am0, am1, am2] = maskDims(am);
-      const error = call([B, L, S, q, k, v,
-        kpm.kind, kpmAt, kpmNdim, kpm0, kpm1,
-        am.kind, amAt, amNdim, am0, am1, am2,
-        plan.isCausal], out, weights);
+    ], ([query, key, value, kpmAt, amAt, output, weights]) => {
+      const error = call({
+        batch: B, L, S, query, key, value,
+        keyPaddingMask: maskArgs(kpm, kpmAt), attnMask: maskArgs(am, amAt),
+        isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights,
+      });
       if (error) throwCoreError(error);
       return {
-        output: readFloats(this.core, out, outFloats),
+        output: readFloats(this.core, output, outFloats),
         weights: weightFloats ? readFloats(this.core, weights, weightFloats) : null,
       };
     });
@@ -180,13 +180,14 @@ export function wasmSdpa(core, plan) {
   return withHeap(core, [
     { data: plan.q }, { data: plan.k }, { data: plan.v }, { data: attnMask.data },
     { floats: outFloats }, { floats: weightFloats },
-  ], ([q, k, v, mask, out, weights]) => {
-    const [ndim, d0, d1, d2] = maskDims(attnMask);
-    const error = core.sdpa(N, L, S, dk, dv, q, k, v, attnMask.kind, mask, ndim, d0, d1, d2,
-      plan.isCausal, plan.scale, out, weights);
+  ], ([q, k, v, mask, output, weights]) => {
+    const error = core.sdpa({
+      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(attnMask, mask),
+      isCausal: plan.isCausal, scale: plan.scale, output, weights,
+    });
     if (error) throwCoreError(error);
     return {
-      output: readFloats(core, out, outFloats),
+      output: readFloats(core, output, outFloats),
       weights: weightFloats ? readFloats(core, weights, weightFloats) : null,
     };
   });

@@ -1,9 +1,8 @@
-// Attention masks as the kernels see them: a view with broadcast strides, so a key-padding mask
-// [B, S], a 2-D mask [L, S] and a per-head mask [B*H, L, S] all reach the kernels the same way.
+// Attention masks as a caller hands them to the library: a kind, the data and a shape. Which
+// shapes each argument accepts is documented where it is taken (attention.h,
+// multihead_attention.h).
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <vector>
 
 namespace webattention {
@@ -14,34 +13,11 @@ enum class MaskKind {
   kAdditive,  // float32, added to the scaled scores (may hold -inf)
 };
 
-// A mask element for (batch b, head h, query row i, key j) lives at
-//   data[b * batch_stride + h * head_stride + i * row_stride + j].
-// A zero stride broadcasts that dimension.
-struct MaskView {
-  MaskKind kind = MaskKind::kNone;
-  const void* data = nullptr;
-  std::ptrdiff_t batch_stride = 0;
-  std::ptrdiff_t head_stride = 0;
-  std::ptrdiff_t row_stride = 0;
-
-  bool empty() const { return kind == MaskKind::kNone; }
-  const std::uint8_t* boolean() const { return static_cast<const std::uint8_t*>(data); }
-  const float* additive() const { return static_cast<const float*>(data); }
-};
-
-// A mask as a caller hands it over: its kind, data and shape. The functions below check the
-// shape against the problem and return the strided view, or throw ShapeError naming `argument`.
+// The library checks the shape against the problem and throws ShapeError naming the argument.
 struct MaskArg {
   MaskKind kind = MaskKind::kNone;
   const void* data = nullptr;
   std::vector<int> shape;
 };
-
-// Key-padding mask: [batch, S] (or [S] when batch == 1 and the input was unbatched).
-MaskView key_padding_view(const MaskArg& mask, int batch, int S, const char* argument);
-
-// Attention mask: [L, S] shared by every batch and head, or [batch * heads, L, S] per head.
-MaskView attn_mask_view(const MaskArg& mask, int batch, int heads, int L, int S,
-                        const char* argument);
 
 }  // namespace webattention

@@ -1,254 +1,65 @@
-// Fused flash attention, WebAssembly SIMD128. Per (batch, head): the head's Q (pre-scaled), Kᵀ
-// and V are packed once into the workspace; then each group of 4 query rows streams over key
-// tiles with an online softmax (running max and sum, rescaled accumulator), so memory stays
-// O((L + S)·d) whatever the mask. Causal groups stop at the diagonal: tiles above it are never
-// computed. Attention weights, when asked for, take a second pass with the final max and sum.
+// Attention kernel, WebAssembly SIMD128: the inner loops of the fused flash attention
+// (flash_attention.h has the algorithm) on f32x4 vectors and a 4×8 register block.
 #include <wasm_simd128.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdint>
-#include <limits>
 
 #include "kernels/block_simd128.h"
 #include "kernels/exp_simd128.h"
+#include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
 
 namespace webattention::kernels {
 namespace {
 
-constexpr int kRows = 4;        // query rows per register block
-constexpr int kKeyTile = 256;   // keys per tile: Kᵀ and V tiles of 256·d floats stay in L1/L2
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+struct Simd128 {
+  using Block = Block4x8;
 
-constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
+  static void add_row(float* s, const float* row, int n) {
+    int j = 0;
+    for (; j + 4 <= n; j += 4)
+      wasm_v128_store(s + j, wasm_f32x4_add(wasm_v128_load(s + j), wasm_v128_load(row + j)));
+    for (; j < n; ++j) s[j] += row[j];
+  }
 
-struct Layout {
-  int L_pad, S_pad, dv_pad;
-  std::size_t q, kt, v, scores, acc, total;  // offsets in floats
+  // Two accumulators per reduction (width is a multiple of 8): one chain would wait on the
+  // latency of each max/add, which profiled at 12 % of the kernel.
+  static float row_max(const float* s, int width) {
+    v128_t m0 = wasm_f32x4_splat(flash::kNegInf), m1 = m0;
+    for (int j = 0; j < width; j += 8) {
+      m0 = wasm_f32x4_pmax(m0, wasm_v128_load(s + j));
+      m1 = wasm_f32x4_pmax(m1, wasm_v128_load(s + j + 4));
+    }
+    return horizontal_max(wasm_f32x4_pmax(m0, m1));
+  }
 
-  explicit Layout(const AttentionProblem& p)
-      : L_pad(round_up(p.L, kRows)), S_pad(round_up(p.S, kPanelWidth)),
-        dv_pad(round_up(p.dv, kPanelWidth)) {
-    q = 0;
-    kt = q + static_cast<std::size_t>(L_pad) * p.dk;
-    v = kt + static_cast<std::size_t>(p.dk) * S_pad;
-    scores = v + static_cast<std::size_t>(S_pad) * dv_pad;
-    acc = scores + kRows * kKeyTile;
-    total = acc + static_cast<std::size_t>(kRows) * dv_pad;
+  static float exp_row(float* s, int width, float max, float factor) {
+    const v128_t mv = wasm_f32x4_splat(max);
+    const v128_t fv = wasm_f32x4_splat(factor);
+    v128_t sum0 = wasm_f32x4_splat(0.0f), sum1 = sum0;
+    for (int j = 0; j < width; j += 8) {
+      const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j), mv));
+      const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j + 4), mv));
+      sum0 = wasm_f32x4_add(sum0, e0);
+      sum1 = wasm_f32x4_add(sum1, e1);
+      wasm_v128_store(s + j, wasm_f32x4_mul(e0, fv));
+      wasm_v128_store(s + j + 4, wasm_f32x4_mul(e1, fv));
+    }
+    return horizontal_sum(wasm_f32x4_add(sum0, sum1));
+  }
+
+  static void scale_row(float* a, int n, float factor) {
+    const v128_t f = wasm_f32x4_splat(factor);
+    for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
   }
 };
 
-// Copies the head's Q·scale [L_pad, dk], K and V into the workspace, zero-padded. K and V go into
-// panels of 8 keys / 8 value columns ([S_pad/8][dk][8] and [dv_pad/8][S_pad][8]) so both
-// micro-kernels below stream contiguous memory.
-void pack_head(const AttentionProblem& p, int b, int h, const Layout& lay, float* ws) {
-  const float* q = p.q.data + b * p.q.batch_stride + h * p.q.head_stride;
-  const float* k = p.k.data + b * p.k.batch_stride + h * p.k.head_stride;
-  const float* v = p.v.data + b * p.v.batch_stride + h * p.v.head_stride;
-  float* qp = ws + lay.q;
-  for (int i = 0; i < lay.L_pad; ++i) {
-    const float* qi = q + std::min(i, p.L - 1) * p.q.row_stride;
-    for (int c = 0; c < p.dk; ++c) qp[i * p.dk + c] = qi[c] * p.scale;
-  }
-  float* kp = ws + lay.kt;
-  for (int j = 0; j < lay.S_pad; ++j) {
-    const float* kj = k + j * p.k.row_stride;
-    float* panel = kp + static_cast<std::size_t>(j / 8) * p.dk * 8 + j % 8;
-    for (int c = 0; c < p.dk; ++c) panel[c * 8] = j < p.S ? kj[c] : 0.0f;
-  }
-  float* vp = ws + lay.v;
-  for (int j = 0; j < lay.S_pad; ++j) {
-    const float* vj = v + j * p.v.row_stride;
-    for (int c = 0; c < lay.dv_pad; ++c) {
-      vp[static_cast<std::size_t>(c / 8) * lay.S_pad * 8 + j * 8 + c % 8] =
-          (j < p.S && c < p.dv) ? vj[c] : 0.0f;
-    }
-  }
-}
-
-// scores[r][0..width) = q rows (i0..i0+4) · K[j0..j0+width)ᵀ, width a multiple of 8.
-void tile_scores(const float* q, int dk, const float* kp, int j0, int width, float* scores) {
-  const float* q0 = q;
-  const float* q1 = q + dk;
-  const float* q2 = q + 2 * dk;
-  const float* q3 = q + 3 * dk;
-  for (int jb = 0; jb < width; jb += 8) {
-    Block4x8 acc = Block4x8::filled(wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f));
-    const float* panel = kp + static_cast<std::size_t>((j0 + jb) / 8) * dk * 8;
-    for (int c = 0; c < dk; ++c) {
-      acc.madd(q0[c], q1[c], q2[c], q3[c], wasm_v128_load(panel + c * 8),
-               wasm_v128_load(panel + c * 8 + 4));
-    }
-    for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
-  }
-}
-
-// Masks one tile: padded keys, causal, then each mask. Rows >= `rows` are padding, left alone.
-void mask_tile(const AttentionProblem& p, int b, int h, int i0, int rows, int j0, int width,
-               float* scores) {
-  for (int r = 0; r < rows; ++r) {
-    const int i = i0 + r;
-    float* s = scores + r * kKeyTile;
-    // Keys past S (padding) and, when causal, past the row's own position are never allowed.
-    const int allowed_end = std::min(p.S, p.causal ? i + 1 : p.S) - j0;
-    for (int j = std::max(allowed_end, 0); j < width; ++j) s[j] = kNegInf;
-    const int n = std::min(width, std::max(allowed_end, 0));
-    for (const MaskView& m : p.masks) {
-      if (m.empty()) continue;
-      const std::ptrdiff_t at = b * m.batch_stride + h * m.head_stride + i * m.row_stride + j0;
-      if (m.kind == MaskKind::kBoolean) {
-        const std::uint8_t* row = m.boolean() + at;
-        for (int j = 0; j < n; ++j)
-          if (row[j]) s[j] = kNegInf;
-      } else {
-        const float* row = m.additive() + at;
-        int j = 0;
-        for (; j + 4 <= n; j += 4)
-          wasm_v128_store(s + j, wasm_f32x4_add(wasm_v128_load(s + j), wasm_v128_load(row + j)));
-        for (; j < n; ++j) s[j] += row[j];
-      }
-    }
-  }
-}
-
-// Two accumulators per reduction (width is a multiple of 8): one chain would wait on the
-// latency of each max/add, which profiled at 12 % of the kernel.
-float row_max(const float* s, int width) {
-  v128_t m0 = wasm_f32x4_splat(kNegInf), m1 = m0;
-  for (int j = 0; j < width; j += 8) {
-    m0 = wasm_f32x4_pmax(m0, wasm_v128_load(s + j));
-    m1 = wasm_f32x4_pmax(m1, wasm_v128_load(s + j + 4));
-  }
-  return horizontal_max(wasm_f32x4_pmax(m0, m1));
-}
-
-// s[j] = exp(s[j] - max) * factor; returns the sum of exp(s[j] - max).
-float exp_row(float* s, int width, float max, float factor) {
-  const v128_t mv = wasm_f32x4_splat(max);
-  const v128_t fv = wasm_f32x4_splat(factor);
-  v128_t sum0 = wasm_f32x4_splat(0.0f), sum1 = sum0;
-  for (int j = 0; j < width; j += 8) {
-    const v128_t e0 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j), mv));
-    const v128_t e1 = exp_f32x4(wasm_f32x4_sub(wasm_v128_load(s + j + 4), mv));
-    sum0 = wasm_f32x4_add(sum0, e0);
-    sum1 = wasm_f32x4_add(sum1, e1);
-    wasm_v128_store(s + j, wasm_f32x4_mul(e0, fv));
-    wasm_v128_store(s + j + 4, wasm_f32x4_mul(e1, fv));
-  }
-  return horizontal_sum(wasm_f32x4_add(sum0, sum1));
-}
-
-// acc[r][0..dv_pad) += Σ_j p[r][j] · V[j0 + j][:], 4 rows × 8 columns per register block.
-void accumulate_pv(const float* p, int width, const float* vp, int S_pad, int dv_pad, int j0,
-                   float* acc) {
-  for (int cb = 0; cb < dv_pad; cb += 8) {
-    Block4x8 block;
-    for (int r = 0; r < kRows; ++r) {
-      block.lo[r] = wasm_v128_load(acc + r * dv_pad + cb);
-      block.hi[r] = wasm_v128_load(acc + r * dv_pad + cb + 4);
-    }
-    const float* vrow = vp + static_cast<std::size_t>(cb) * S_pad + j0 * 8;
-    for (int j = 0; j < width; ++j, vrow += 8) {
-      block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j],
-                 wasm_v128_load(vrow), wasm_v128_load(vrow + 4));
-    }
-    for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
-  }
-}
-
-void scale_row(float* a, int n, float factor) {
-  const v128_t f = wasm_f32x4_splat(factor);
-  for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
-}
-
-// Second pass, only when weights are asked for: p = exp(s - max) / sum with the final stats.
-void write_weights(const AttentionProblem& p, int b, int h, int i0, int rows, int key_end,
-                   const float* q, const float* kt, const Layout& lay, float* scores,
-                   const float* max, const float* sum) {
-  const std::ptrdiff_t LS = static_cast<std::ptrdiff_t>(p.L) * p.S;
-  for (int j0 = 0; j0 < p.S; j0 += kKeyTile) {
-    const int width = std::min(kKeyTile, lay.S_pad - j0);
-    if (j0 < key_end) {
-      tile_scores(q, p.dk, kt, j0, width, scores);
-      mask_tile(p, b, h, i0, rows, j0, width, scores);
-    }
-    for (int r = 0; r < rows; ++r) {
-      float* s = scores + r * kKeyTile;
-      const bool zero = j0 >= key_end || max[r] == kNegInf;
-      // Averaged weights start at zero (run_attention): nothing to add for an all-zero row.
-      if (zero && p.average_weights) continue;
-      if (zero) {
-        std::fill(s, s + width, 0.0f);
-      } else {
-        exp_row(s, width, max[r], 1.0f / sum[r]);
-      }
-      const int i = i0 + r;
-      const int n = std::min(width, p.S - j0);
-      if (p.average_weights) {
-        float* w = p.weights + b * LS + static_cast<std::ptrdiff_t>(i) * p.S + j0;
-        const float share = p.average_share();
-        for (int j = 0; j < n; ++j) w[j] += s[j] * share;
-      } else {
-        float* w = p.weights + (static_cast<std::ptrdiff_t>(b) * p.heads + h) * LS +
-                   static_cast<std::ptrdiff_t>(i) * p.S + j0;
-        std::copy(s, s + n, w);
-      }
-    }
-  }
-}
-
 }  // namespace
 
-std::size_t attention_workspace_floats(const AttentionProblem& p) { return Layout(p).total; }
+std::size_t attention_workspace_floats(const AttentionProblem& p) {
+  return flash::workspace_floats(p);
+}
 
 void attention_head(const AttentionProblem& p, int b, int h, float* ws) noexcept {
-  const Layout lay(p);
-  pack_head(p, b, h, lay, ws);
-  const float* kt = ws + lay.kt;
-  const float* v = ws + lay.v;
-  float* scores = ws + lay.scores;
-  float* acc = ws + lay.acc;
-  float* out = p.out + b * p.out_batch_stride + h * p.out_head_stride;
-
-  for (int i0 = 0; i0 < p.L; i0 += kRows) {
-    const int rows = std::min(kRows, p.L - i0);
-    const float* q = ws + lay.q + static_cast<std::size_t>(i0) * p.dk;
-    // Causal: the group's last row sees keys up to its own index; later tiles are skipped.
-    const int key_end = p.causal ? std::min(p.S, i0 + rows) : p.S;
-    float max[kRows], sum[kRows];
-    std::fill(max, max + kRows, kNegInf);
-    std::fill(sum, sum + kRows, 0.0f);
-    std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
-
-    for (int j0 = 0; j0 < key_end; j0 += kKeyTile) {
-      const int width = std::min(kKeyTile, round_up(key_end, kPanelWidth) - j0);
-      tile_scores(q, p.dk, kt, j0, width, scores);
-      mask_tile(p, b, h, i0, rows, j0, width, scores);
-      for (int r = 0; r < kRows; ++r) {
-        float* s = scores + r * kKeyTile;
-        const float new_max = r < rows ? std::max(max[r], row_max(s, width)) : kNegInf;
-        if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
-          std::fill(s, s + width, 0.0f);
-          continue;
-        }
-        const float correction = std::exp(max[r] - new_max);  // 0 on the first allowed tile
-        const float tile_sum = exp_row(s, width, new_max, 1.0f);
-        sum[r] = sum[r] * correction + tile_sum;
-        if (correction != 1.0f) scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
-        max[r] = new_max;
-      }
-      accumulate_pv(scores, width, v, lay.S_pad, lay.dv_pad, j0, acc);
-    }
-
-    for (int r = 0; r < rows; ++r) {
-      // A row with no allowed key: zero output, not NaN (documented difference from PyTorch).
-      const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
-      float* o = out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_row_stride;
-      for (int c = 0; c < p.dv; ++c) o[c] = acc[r * lay.dv_pad + c] * inv;
-    }
-    if (p.weights) write_weights(p, b, h, i0, rows, key_end, q, kt, lay, scores, max, sum);
-  }
+  flash::attention_head<Simd128>(p, b, h, ws);
 }
 
 }  // namespace webattention::kernels

@@ -19,6 +19,14 @@ struct Block4x8 {
     return b;
   }
 
+  static Block4x8 zero() { return filled(wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)); }
+
+  // Row r from 8 floats at src (accumulators kept in memory between calls).
+  void load_row(int r, const float* src) {
+    lo[r] = wasm_v128_load(src);
+    hi[r] = wasm_v128_load(src + 4);
+  }
+
   // row r += x_r · (w0, w1): one step of the inner product.
   __attribute__((always_inline)) void madd(float x0, float x1, float x2, float x3, v128_t w0,
                                            v128_t w1) {
@@ -28,6 +36,12 @@ struct Block4x8 {
       lo[r] = multiply_add(s, w0, lo[r]);
       hi[r] = multiply_add(s, w1, hi[r]);
     }
+  }
+
+  // row r += x_r · w[0..8): the same step with the weight row in memory.
+  __attribute__((always_inline)) void madd(float x0, float x1, float x2, float x3,
+                                           const float* w) {
+    madd(x0, x1, x2, x3, wasm_v128_load(w), wasm_v128_load(w + 4));
   }
 
   // Stores row r at dst (8 floats).

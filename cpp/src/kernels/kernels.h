@@ -1,6 +1,7 @@
 // The kernel interface. Each kernel family lives in its own file whose name says its ISA:
 // `*_scalar.cpp` is portable C++ (native builds and the no-SIMD WASM build), `*_simd128.cpp` is
-// WebAssembly SIMD128. Both read the same packed layouts and are checked against the reference.
+// WebAssembly SIMD128. Both read the same packed layouts and are checked against the reference;
+// attention's algorithm is written once (flash_attention.h) and each ISA supplies its inner loops.
 // Kernels assume validated shapes and never throw.
 #pragma once
 
@@ -9,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "webattention/attention.h"
+#include "attention_problem.h"
 
 namespace webattention::kernels {
 

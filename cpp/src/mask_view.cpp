@@ -1,8 +1,9 @@
-// Shape checks for masks, and their strided views.
+// Shape checks for masks, and their strided views (mask_view.h).
+#include "mask_view.h"
+
 #include <string>
 
 #include "webattention/errors.h"
-#include "webattention/mask.h"
 
 namespace webattention {
 namespace {

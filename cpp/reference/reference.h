@@ -1,0 +1,29 @@
+// The oracle: a plain, obviously-correct implementation in double precision (Eigen), used only by
+// the tests to check every faster path. It materialises the full L×S matrix on purpose, and
+// reads masks from the public arguments with its own indexing (never the core's mask views), so
+// a mask bug cannot be shared by the oracle and the code under test. Shapes are assumed valid:
+// the checks belong to the library and have their own tests.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "webattention/attention.h"
+#include "webattention/multihead_attention.h"
+
+namespace webattention::reference {
+
+// Same contract as webattention::scaled_dot_product_attention().
+void scaled_dot_product_attention(const SdpaArgs& args);
+
+// MHA from PyTorch-layout parameters (name -> values, as load_parameter() takes them), with the
+// contract of MultiHeadAttention::forward().
+struct MhaParameters {
+  std::vector<std::pair<std::string, std::vector<float>>> entries;
+  const std::vector<float>* find(const std::string& name) const;
+};
+void mha_forward(const MhaConfig& config, const MhaParameters& params,
+                 const MhaForwardArgs& args);
+
+}  // namespace webattention::reference

@@ -1,0 +1,38 @@
+// Attention masks as the kernels see them: a view with broadcast strides, so a key-padding mask
+// [B, S], a 2-D mask [L, S] and a per-head mask [B*H, L, S] all reach the kernels the same way.
+// Private to the core: callers hand masks over as MaskArg (webattention/mask.h).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "webattention/mask.h"
+
+namespace webattention {
+
+// A mask element for (batch b, head h, query row i, key j) lives at
+//   data[b * batch_stride + h * head_stride + i * row_stride + j].
+// A zero stride broadcasts that dimension.
+struct MaskView {
+  MaskKind kind = MaskKind::kNone;
+  const void* data = nullptr;
+  std::ptrdiff_t batch_stride = 0;
+  std::ptrdiff_t head_stride = 0;
+  std::ptrdiff_t row_stride = 0;
+
+  bool empty() const { return kind == MaskKind::kNone; }
+  const std::uint8_t* boolean() const { return static_cast<const std::uint8_t*>(data); }
+  const float* additive() const { return static_cast<const float*>(data); }
+};
+
+// The functions below check a MaskArg's shape against the problem and return the strided view,
+// or throw ShapeError naming `argument`.
+
+// Key-padding mask: [batch, S] (or [S] when batch == 1 and the input was unbatched).
+MaskView key_padding_view(const MaskArg& mask, int batch, int S, const char* argument);
+
+// Attention mask: [L, S] shared by every batch and head, or [batch * heads, L, S] per head.
+MaskView attn_mask_view(const MaskArg& mask, int batch, int heads, int L, int S,
+                        const char* argument);
+
+}  // namespace webattention
