@@ -4,7 +4,7 @@
 // relaxed-SIMD build ('relaxed': SIMD128 with f32x4.relaxed_madd) where the engine validates
 // relaxed SIMD, else the SIMD128 build where it validates SIMD code, else the scalar build.
 // `forced` (a module's name) overrides detection (tests, debugging).
-import { MODULES } from '../dist/modules.js';
+import { FEATURES, MODULES } from '../dist/modules.js';
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -40,8 +40,9 @@ export const THREADS_VARIANTS = MODULES.filter((m) => m.threads).map((m) => m.na
 /** The manifest entry of module `name` (web/modules.json), or undefined. */
 export const moduleEntry = (name) => MODULES.find((m) => m.name === name);
 
-// Threads outrank relaxed SIMD, which outranks SIMD128: the order detection prefers them in.
-const rank = (m) => (m.threads ? 4 : 0) + (m.relaxed ? 2 : 0) + (m.simd ? 1 : 0);
+// FEATURES lists the most valued first (threads, then relaxed SIMD, then SIMD128): a module
+// with a more valued feature outranks any without it.
+const rank = (m) => FEATURES.reduce((sum, f, i) => sum + (m[f] ? 2 ** (FEATURES.length - 1 - i) : 0), 0);
 
 /** threadsModule: whether this platform can run the pthreads modules at all (browsers only). */
 export function pickVariant(forced, { threadsModule = false } = {}) {
@@ -57,6 +58,6 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
     relaxed: relaxedSimdSupported(),
     threads: threadsModule && sharedMemorySupported(),
   };
-  const runnable = usable.filter((m) => ['simd', 'relaxed', 'threads'].every((f) => !m[f] || has[f]));
+  const runnable = usable.filter((m) => FEATURES.every((f) => !m[f] || has[f]));
   return runnable.reduce((best, m) => (rank(m) > rank(best) ? m : best)).name;
 }
