@@ -53,6 +53,8 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
     }
     return forced;
   }
+  // One probe per feature of FEATURES (a feature without one is never detected: its modules run
+  // only when forced).
   const has = {
     simd: simdSupported(),
     relaxed: relaxedSimdSupported(),
