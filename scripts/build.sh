@@ -6,6 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+# From empty: the package ships web/dist whole, so nothing a past build left (a module since
+# taken out of web/modules.json) may stay. The modules are relinked, not recompiled.
+rm -rf web/dist
 node scripts/gen_modules.mjs
 for variant in $WASM_VARIANTS; do
   dir="$(wasm_build_dir "$variant")"
