@@ -3,6 +3,8 @@
 export NODE_PATH="${NODE_PATH:+$NODE_PATH:}/usr/share/nodejs"
 # Two cores here; never more than the machine has.
 JOBS="$(nproc)"
-# The WASM builds, one folder each: scripts/build.sh makes them, scripts/test.sh tests them.
-WASM_VARIANTS="simd relaxed scalar mt mt-relaxed"
+# The WASM builds, one per module of web/modules.json and one folder each: scripts/build.sh makes
+# them, scripts/test.sh tests them.
+WASM_VARIANTS="$(node -p "require(process.argv[1]).modules.map((m) => m.name).join(' ')" \
+  "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/modules.json")"
 wasm_build_dir() { if [ "$1" = simd ]; then echo build/wasm; else echo "build/wasm-$1"; fi; }

@@ -1,4 +1,8 @@
 // Types for the `webattention` package (hand-written: Emscripten 3.1.6 cannot emit them).
+// The module names come from web/modules.json (scripts/gen_modules.mjs writes dist/modules.d.ts).
+import type { WasmModuleName } from './dist/modules.js';
+
+export type { WasmModuleName };
 
 /** Row-major tensor. Masks use Uint8Array (nonzero = not allowed) or Float32Array (additive). */
 export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
@@ -154,11 +158,11 @@ export interface Capabilities {
   /** Whether the SIMD128 module runs (else the scalar one: engines without WASM SIMD). */
   simd: boolean;
   /**
-   * 'mt': SIMD128 + pthreads, picked on cross-origin-isolated pages when the package is served as
-   * is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add, where the engine validates it;
-   * 'mt-relaxed' both.
+   * The module loaded (web/modules.json). 'mt': SIMD128 + pthreads, picked on cross-origin-isolated
+   * pages when the package is served as is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
+   * where the engine validates it; 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
    */
-  wasmModule: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed';
+  wasmModule: WasmModuleName;
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
 }

@@ -1,19 +1,22 @@
 #!/usr/bin/env node
 // User-style packaging test for the `webattention` npm package:
-//   1. `npm pack` the repo and check what the tarball holds;
+//   1. copy the repository as a clean clone holds it (the files git tracks or would add: no
+//      web/dist, no build/, no node_modules), `npm pack` there (its prepack step, scripts/build.sh,
+//      builds the WASM modules from scratch) and check what the tarball holds;
 //   2. install the tarball into a fresh Node app (outside the repo) and run PyTorch parity
 //      fixture cases through `import { MultiHeadAttention } from 'webattention'`;
 //   3. install it into a fresh Vite app, `vite build` (default config), serve dist/ over node:http
 //      and run the same cases (plus a ShapeError check) in headless Chromium (playwright-core);
 //   4. run that app under the Vite dev server too (with optimizeDeps.exclude: ['webattention']).
 //
-//   node tests/package/run.mjs        (needs web/dist built: bash scripts/build.sh)
+//   node tests/package/run.mjs        (needs Emscripten, as scripts/build.sh does; about as long
+//                                      as a full build more than the parts below)
 //
 // Exits non-zero on any failure; the last line is "N passed, M failed".
 // CHROMIUM=/path/to/chromium: another browser binary (as for tests/browser/).
 // WA_PKG_TEST_PERTURB=<number> adds that to the first expected output value in both apps, to see
 // the comparison fail (a self-test of this harness).
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,14 +30,11 @@ const VITE = join(REPO, 'node_modules/vite/bin/vite.js');
 // The first case is also used for the bad-call (ShapeError) check; both return attention weights.
 const CASE_NAMES = ['cross_kdim_vdim', 'kpm_bool_attn_float'];
 const PERTURB = Number(process.env.WA_PKG_TEST_PERTURB || 0);
-const TOTAL_TIMEOUT_MS = 180_000;
+// The clean copy's prepack builds every WASM module (one to a few minutes on two cores).
+const BUILD_TIMEOUT_MS = 900_000;
+const TOTAL_TIMEOUT_MS = BUILD_TIMEOUT_MS + 180_000;
 const BROWSER_TIMEOUT_MS = 60_000;
-const REQUIRED_FILES = [
-  'package.json',
-  'web/dist/webattention_core.wasm',
-  'web/dist/webattention_core.mjs',
-  'web/index.d.ts',
-];
+const REQUIRED_FILES = ['package.json', 'LICENSE', 'README.md', 'web/index.d.ts', 'web/modules.json'];
 
 // ---------------------------------------------------------------------------------------------
 // bookkeeping
@@ -256,17 +256,31 @@ function listFiles(dir) {
 // ---------------------------------------------------------------------------------------------
 // the three parts
 
+/**
+ * What a clean clone of the repository holds: the files git tracks (as they are in the working
+ * tree, so uncommitted edits are tested too) and the new ones it would add, never ignored ones.
+ */
+function cleanCopy(dest) {
+  const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: REPO, encoding: 'utf8' });
+  const files = [...new Set(listed.split('\0').filter(Boolean))].filter((f) => existsSync(join(REPO, f)) && statSync(join(REPO, f)).isFile());
+  for (const f of files) {
+    mkdirSync(dirname(join(dest, f)), { recursive: true });
+    copyFileSync(join(REPO, f), join(dest, f));
+  }
+  return files.length;
+}
+
 async function packPart(root) {
-  step('1/4 npm pack');
-  const wasm = join(REPO, 'web/dist/webattention_core.wasm');
-  const built = existsSync(wasm) && existsSync(join(REPO, 'web/dist/webattention_core.mjs'));
-  require_('web/dist/webattention_core.{mjs,wasm} are built', built,
-    built ? '' : 'missing: run `bash scripts/build.sh` first (web/dist is a build output, not in git)');
+  step('1/4 clean copy of the repository, npm pack (prepack builds the WASM modules)');
+  const clone = join(root, 'clone');
+  info(`${cleanCopy(clone)} files copied (what git tracks or would add)`);
+  require_('the clean copy has no web/dist (a build output)', !existsSync(join(clone, 'web/dist')));
   const packDir = join(root, 'pack');
   mkdirSync(packDir);
-  const r = await exec('npm', ['pack', '--json', '--pack-destination', packDir, '--loglevel=error'], { cwd: REPO, timeoutMs: 60_000 });
-  require_('npm pack succeeded', r.code === 0, r.code === 0 ? '' : describeRun(r));
-  const json = JSON.parse(r.stdout.slice(r.stdout.indexOf('[')));
+  const r = await exec('npm', ['pack', '--json', '--pack-destination', packDir, '--loglevel=error'], { cwd: clone, timeoutMs: BUILD_TIMEOUT_MS });
+  require_('npm pack (with its prepack build) succeeded', r.code === 0, r.code === 0 ? '' : describeRun(r));
+  // The prepack build's log comes first on stdout; npm's JSON is the last thing, from a "[" line.
+  const json = JSON.parse(r.stdout.slice(r.stdout.search(/^\[$(?![\s\S]*^\[$)/m)));
   const meta = json[0];
   const tarball = join(packDir, meta.filename);
   require_('tarball written', existsSync(tarball), tarball);
@@ -275,16 +289,23 @@ async function packPart(root) {
     + `${(meta.unpackedSize / 1024).toFixed(1)} KiB unpacked, ${files.length} files`);
 
   for (const f of REQUIRED_FILES) check(`tarball lists ${f}`, files.includes(f));
-  const srcJs = readdirSync(join(REPO, 'web/src')).filter((f) => f.endsWith('.js')).map((f) => `web/src/${f}`);
+  const srcJs = readdirSync(join(clone, 'web/src')).filter((f) => f.endsWith('.js')).map((f) => `web/src/${f}`);
   const missingSrc = srcJs.filter((f) => !files.includes(f));
   check(`tarball lists all ${srcJs.length} web/src/*.js`, srcJs.length > 0 && missingSrc.length === 0,
     missingSrc.length ? `missing ${missingSrc.join(', ')}` : srcJs.map((f) => f.slice(8)).join(' '));
-  const packed = meta.files.find((f) => f.path === 'web/dist/webattention_core.wasm');
-  check('packed .wasm has the size of the built one', packed?.size === statSync(wasm).size,
-    `${packed?.size} vs ${statSync(wasm).size} bytes`);
+  // web/dist as the prepack build left it, whole: every module of web/modules.json and its loaders.
+  const built = listFiles(join(clone, 'web/dist')).map((f) => `web/dist/${f}`);
+  const missingDist = built.filter((f) => !files.includes(f));
+  check(`tarball holds all ${built.length} files the build wrote into web/dist`, built.length > 0 && missingDist.length === 0,
+    missingDist.length ? `missing ${missingDist.join(', ')}` : built.map((f) => f.slice(9)).join(' '));
+  const { modules } = JSON.parse(readFileSync(join(clone, 'web/modules.json'), 'utf8'));
+  const wasms = modules.map((m) => `web/dist/${m.stem}.wasm`);
+  const unbuilt = wasms.filter((f) => !(meta.files.find((p) => p.path === f)?.size > 0));
+  check(`tarball holds the .wasm of all ${modules.length} modules of web/modules.json, each as built`, unbuilt.length === 0
+    && wasms.every((f) => meta.files.find((p) => p.path === f).size === statSync(join(clone, f)).size), unbuilt.join(', '));
 
   // Every file the package.json points at must ship.
-  const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8'));
+  const pkg = JSON.parse(readFileSync(join(clone, 'package.json'), 'utf8'));
   const targets = new Set();
   const walk = (v) => {
     if (typeof v === 'string') targets.add(v.replace(/^\.\//, ''));
@@ -390,10 +411,11 @@ async function browserPart(root, tarball, cases) {
   info(`dist: ${built.join(' ')}`);
   const wasmAssets = built.filter((f) => f.endsWith('.wasm'));
   // The single-threaded modules (SIMD, relaxed SIMD, scalar fallback) ship; the page fetches
-  // only the one it can run.
-  const pkgWasms = ['webattention_core.wasm', 'webattention_core_relaxed.wasm', 'webattention_core_scalar.wasm']
-    .map((f) => readFileSync(join(installed, 'web/dist', f)));
-  check('vite emitted the three package .wasm modules as assets, unchanged', wasmAssets.length === 3
+  // only the one it can run. (The pthreads ones are loaded by a URL bundlers do not see.)
+  const singleThreaded = JSON.parse(readFileSync(join(installed, 'web/modules.json'), 'utf8')).modules.filter((m) => !m.threads);
+  const pkgWasms = singleThreaded.map((m) => readFileSync(join(installed, 'web/dist', `${m.stem}.wasm`)));
+  check(`vite emitted the ${singleThreaded.length} single-threaded package .wasm modules as assets, unchanged`,
+    wasmAssets.length === singleThreaded.length
     && pkgWasms.every((w) => wasmAssets.some((f) => readFileSync(join(dist, f)).equals(w))), wasmAssets.join(', ') || 'no .wasm in dist');
   const js = built.filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
   check('bundle uses the browser entry (no node:fs / readFile in it)', !/node:fs|readFile\(/.test(js));

@@ -1,6 +1,6 @@
 // Node entry: loads the chosen module once (node_core.js; the pool's workers get the compiled
-// module). WEBATTENTION_WASM=scalar|simd|relaxed forces a module; WEBATTENTION_THREADS=auto|<n> sets the default
-// of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
+// module). WEBATTENTION_WASM=<name> forces a module (web/modules.json: simd|relaxed|scalar);
+// WEBATTENTION_THREADS=auto|<n> sets the default of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import { bindApi } from './api.js';

@@ -1,19 +1,22 @@
-// The WASM modules under Node: each variant's glue and .wasm, and how one is loaded (node.js on
-// the calling thread, node_worker.js for the glue alone in pool workers, bench/ scripts). The
-// .wasm is read and compiled here, not by the glue: 3.1.6's own file loading fails under
-// Node >= 18.
+// The WASM modules under Node (web/modules.json; Node runs the single-threaded ones): how one is
+// loaded (node.js on the calling thread, node_worker.js for the glue alone in pool workers,
+// bench/ scripts). Node needs no literal import paths (no bundler), so they come from the
+// manifest. The .wasm is read and compiled here, not by the glue: 3.1.6's own file loading fails
+// under Node >= 18.
 import { readFile } from 'node:fs/promises';
+import { moduleEntry } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
 
-const modules = {
-  simd: { glue: () => import('../dist/webattention_core.mjs'), wasm: '../dist/webattention_core.wasm' },
-  relaxed: { glue: () => import('../dist/webattention_core_relaxed.mjs'), wasm: '../dist/webattention_core_relaxed.wasm' },
-  scalar: { glue: () => import('../dist/webattention_core_scalar.mjs'), wasm: '../dist/webattention_core_scalar.wasm' },
-};
+/** web/dist/<stem><ext> of single-threaded module `variant`. */
+function distUrl(variant, ext) {
+  const entry = moduleEntry(variant);
+  if (!entry || entry.threads) throw new Error(`webattention: no WASM module '${variant}' for Node`);
+  return new URL(`../dist/${entry.stem}${ext}`, import.meta.url);
+}
 
 /** The Emscripten factory of `variant` ('simd' | 'relaxed' | 'scalar'). */
 export async function loadGlue(variant) {
-  return (await modules[variant].glue()).default;
+  return (await import(distUrl(variant, '.mjs').href)).default;
 }
 
 /**
@@ -22,6 +25,6 @@ export async function loadGlue(variant) {
  */
 export async function loadNodeCore(variant) {
   const [create, module] = await Promise.all([loadGlue(variant),
-    readFile(new URL(modules[variant].wasm, import.meta.url)).then((bytes) => WebAssembly.compile(bytes))]);
+    readFile(distUrl(variant, '.wasm')).then((bytes) => WebAssembly.compile(bytes))]);
   return { core: await instantiateCore(create, module), variant, module };
 }

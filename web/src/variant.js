@@ -1,8 +1,10 @@
-// Which WASM module to load: on cross-origin-isolated pages a pthreads build ('mt-relaxed' where
-// the engine validates relaxed SIMD, else 'mt': SIMD128 + threads), else the relaxed-SIMD build
-// ('relaxed': SIMD128 with f32x4.relaxed_madd) where the engine validates relaxed SIMD, else the
-// SIMD128 build where it validates SIMD code, else the scalar build. `forced` ('simd' |
-// 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed') overrides detection (tests, debugging).
+// Which WASM module to load (web/modules.json lists them): the one with the most features this
+// engine has, threads first, then relaxed SIMD, then SIMD128: on cross-origin-isolated pages a
+// pthreads build ('mt-relaxed' where the engine validates relaxed SIMD, else 'mt'), else the
+// relaxed-SIMD build ('relaxed': SIMD128 with f32x4.relaxed_madd) where the engine validates
+// relaxed SIMD, else the SIMD128 build where it validates SIMD code, else the scalar build.
+// `forced` (a module's name) overrides detection (tests, debugging).
+import { FEATURES, MODULES } from '../dist/modules.js';
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -33,18 +35,31 @@ export function sharedMemorySupported() {
 }
 
 /** The pthreads modules: the core splits work over its own threads in shared memory. */
-export const THREADS_VARIANTS = ['mt', 'mt-relaxed'];
+export const THREADS_VARIANTS = MODULES.filter((m) => m.threads).map((m) => m.name);
+
+/** The manifest entry of module `name` (web/modules.json), or undefined. */
+export const moduleEntry = (name) => MODULES.find((m) => m.name === name);
+
+// FEATURES lists the most valued first (threads, then relaxed SIMD, then SIMD128): a module
+// with a more valued feature outranks any without it.
+const rank = (m) => FEATURES.reduce((sum, f, i) => sum + (m[f] ? 2 ** (FEATURES.length - 1 - i) : 0), 0);
 
 /** threadsModule: whether this platform can run the pthreads modules at all (browsers only). */
 export function pickVariant(forced, { threadsModule = false } = {}) {
-  const known = threadsModule ? ['simd', 'relaxed', 'scalar', ...THREADS_VARIANTS] : ['simd', 'relaxed', 'scalar'];
+  const usable = MODULES.filter((m) => threadsModule || !m.threads);
   if (forced !== undefined && forced !== '') {
-    if (!known.includes(forced)) {
-      throw new Error(`WEBATTENTION_WASM: expected ${known.map((k) => `'${k}'`).join(' or ')}, got '${forced}'`);
+    if (!usable.some((m) => m.name === forced)) {
+      throw new Error(`WEBATTENTION_WASM: expected ${usable.map((m) => `'${m.name}'`).join(' or ')}, got '${forced}'`);
     }
     return forced;
   }
-  if (!simdSupported()) return 'scalar';
-  if (threadsModule && sharedMemorySupported()) return relaxedSimdSupported() ? 'mt-relaxed' : 'mt';
-  return relaxedSimdSupported() ? 'relaxed' : 'simd';
+  // One probe per feature of FEATURES (a feature without one is never detected: its modules run
+  // only when forced).
+  const has = {
+    simd: simdSupported(),
+    relaxed: relaxedSimdSupported(),
+    threads: threadsModule && sharedMemorySupported(),
+  };
+  const runnable = usable.filter((m) => FEATURES.every((f) => !m[f] || has[f]));
+  return runnable.reduce((best, m) => (rank(m) > rank(best) ? m : best)).name;
 }
