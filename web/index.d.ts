@@ -122,7 +122,7 @@ export class MultiHeadAttention {
    */
   forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions): Promise<AttentionResult>;
   /**
-   * attention-math §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
+   * docs/attention-math.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
    * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.
    */
   headBilinearForm(head: number): HeadBilinearForm;

@@ -160,7 +160,7 @@ class MhaBinding {
     return o;
   }
 
-  // attention-math §5: { matrix: Float32Array, shape, rank, factoredParameters, fullParameters },
+  // docs/attention-math.md §5: { matrix: Float32Array, shape, rank, factoredParameters, fullParameters },
   // or { error } in the same "Class|message" form as the other entry points.
   val head_bilinear_form(int head) const {
     val o = val::object();

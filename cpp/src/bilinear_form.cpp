@@ -1,4 +1,4 @@
-// attention-math §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its rank and parameter counts.
+// docs/attention-math.md §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its rank and parameter counts.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -157,7 +157,7 @@ TEST(Sdpa, RejectsMisshapedMaskNamingIt) {
   }
 }
 
-// attention-math §2: x_i·x_j ≤ ½(x_i·x_i + x_j·x_j), so no score beats the larger of its two
+// docs/attention-math.md §2: x_i·x_j ≤ ½(x_i·x_i + x_j·x_j), so no score beats the larger of its two
 // diagonal scores. After the per-row softmax that bounds weights only within a row of tokens of
 // equal norm: there the token's own weight is the largest of its row. (The cross-row claim
 // α_ij ≤ max(α_ii, α_jj) does not hold in general: random inputs break it, since each row has its

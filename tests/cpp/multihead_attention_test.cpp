@@ -295,10 +295,10 @@ TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {
 namespace webattention {
 namespace {
 
-// attention-math §5: scores through W_i equal the factored ones, head by head.
+// docs/attention-math.md §5: scores through W_i equal the factored ones, head by head.
 TEST(BilinearForm, ScoresThroughWiEqualFactoredScores) {
   std::mt19937 rng(5);
-  MultiHeadAttention mha(config(12, 3, 7, 5, false));  // d_k = 4 < E/2: the factored form wins
+  MultiHeadAttention mha(config(12, 3, 7, 5, false));  // d_k = 4 < E·kdim/(E + kdim) ≈ 4.42: the factored form wins
   load_random(mha, rng);
   const int L = 4, S = 6, E = 12, kdim = 7, H = 3, dk = 4;
   auto x = random_floats(L * E, rng), y = random_floats(S * kdim, rng), v = random_floats(S * 5, rng);

@@ -1,4 +1,4 @@
-// The claims of attention-math §2, §5 and §6, checked through the public API.
+// The claims of docs/attention-math.md §2, §5 and §6, checked through the public API.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, selfAttention, OptionError } from 'webattention';

@@ -1,7 +1,7 @@
 // webattention demo: runs the package source directly (no bundler) and shows what it computes.
 // When a run ends, <body> gets data-status="ok" | "error", data-row-sum-error (max |Σ_j w_ij − 1|
 // over every weight matrix shown) and data-ms-first / data-ms-median, for tests to read; the
-// attention-math panels add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
+// maths panels (docs/attention-math.md) add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
 // (bilinear_panel.js) and runConvolution() (convolution_panel.js).
 // This file only wires the page: the form, the order of the panels' runs and the status line.
 import { MultiHeadAttention, wasmMemoryInUse, loadPackage } from './loaded_package.js';

@@ -62,7 +62,7 @@ export async function runMha({ L, E, h, causal }) {
   }
 }
 
-/** attention-math §2: plain self-attention on equal-norm tokens next to one weighted head. */
+/** docs/attention-math.md §2: plain self-attention on equal-norm tokens next to one weighted head. */
 async function runSelfVsHead(mha, x, L, E, h) {
   // Norm r puts the diagonal logits at r²/√E = 4: peaked, but not a pure identity.
   const r = 2 * Math.pow(E, 0.25);

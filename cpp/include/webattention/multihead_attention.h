@@ -1,5 +1,5 @@
 // Multi-head attention with the semantics and state-dict layout of
-// torch.nn.MultiheadAttention(batch_first=True) (docs: attention-math §3, §4).
+// torch.nn.MultiheadAttention(batch_first=True) (docs/attention-math.md §3, §4).
 #pragma once
 
 #include <memory>
@@ -31,7 +31,7 @@ struct ParameterSpec {
   std::size_t size() const;
 };
 
-// attention-math §5: per head, (x W_i^Q)(y W_i^K)ᵀ = x W_i yᵀ with W_i = W_i^Q W_i^Kᵀ, an
+// docs/attention-math.md §5: per head, (x W_i^Q)(y W_i^K)ᵀ = x W_i yᵀ with W_i = W_i^Q W_i^Kᵀ, an
 // embed_dim × kdim matrix of rank <= d_k. The factored form stores (embed_dim + kdim)·d_k numbers
 // against embed_dim·kdim for W_i, and is what the kernels apply. (With biases the scores also
 // gain terms linear in x and y; W_i is the bilinear part.)
