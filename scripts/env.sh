@@ -7,4 +7,12 @@ JOBS="$(nproc)"
 # them, scripts/test.sh tests them.
 WASM_VARIANTS="$(node -p "require(process.argv[1]).modules.map((m) => m.name).join(' ')" \
   "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/modules.json")"
+# The single-threaded modules (those Node runs: no pthreads in Node), and the node flags one needs
+# (Node 20 runs relaxed SIMD only behind a flag).
+SINGLE_THREADED_MODULES="$(node -p "require(process.argv[1]).modules.filter((m) => !m.threads).map((m) => m.name).join(' ')" \
+  "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/modules.json")"
+node_flags_for_module() {
+  node -p "require(process.argv[1]).modules.find((m) => m.name === process.argv[2]).relaxed ? '--experimental-wasm-relaxed-simd' : ''" \
+    "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/web/modules.json" "$1"
+}
 wasm_build_dir() { if [ "$1" = simd ]; then echo build/wasm; else echo "build/wasm-$1"; fi; }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Every test, in one command (installs what it needs first):
 #   1. C++ core vs the reference oracle, native (GoogleTest via CTest)
-#   2. the same GoogleTest suite compiled to WASM (SIMD128, relaxed SIMD, scalar, pthreads,
-#      pthreads + relaxed SIMD builds), run by node (CTest)
+#   2. the same GoogleTest suite compiled to WASM, one build per module of web/modules.json
+#      (SIMD128, relaxed SIMD, scalar, pthreads, pthreads + relaxed SIMD), run by node (CTest)
 #   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
-#      (SIMD128, relaxed-SIMD and scalar modules, and on the worker pool with
+#      (on every single-threaded module of web/modules.json, and on the worker pool with
 #      WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
 #      `webgpu` on SwiftShader's Vulkan driver, and headless Chromium's SwiftShader adapter)
@@ -21,7 +21,7 @@ cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/native -j "$JOBS"
 ctest --test-dir build/native --output-on-failure
 
-step "C++ as WASM under node, SIMD128, relaxed-SIMD, scalar, pthreads and pthreads + relaxed-SIMD builds: core vs reference; package modules"
+step "C++ as WASM under node, one build per module of web/modules.json ($WASM_VARIANTS): core vs reference; package modules"
 bash scripts/build.sh
 for variant in $WASM_VARIANTS; do
   dir="$(wasm_build_dir "$variant")"
@@ -32,14 +32,16 @@ done
 step "Types: web/index.d.ts against a user's TypeScript"
 npx tsc -p tests/types/tsconfig.json
 
-step "JS API and demo page (node --test), SIMD128 module"
+step "JS API and demo page (node --test), the module Node picks"
 node --test tests/js/ tests/browser/
+default_module="$(node --input-type=module -e "import('./web/src/variant.js').then((v) => console.log(v.pickVariant()))")"
 
-step "JS API again on the relaxed-SIMD module (Node 20 runs relaxed SIMD behind a flag)"
-WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd --test tests/js/
-
-step "JS API again on the scalar module (engines without WASM SIMD)"
-WEBATTENTION_WASM=scalar node --test tests/js/
+for variant in $SINGLE_THREADED_MODULES; do
+  [ "$variant" = "$default_module" ] && continue
+  step "JS API again on the $variant module"
+  # shellcheck disable=SC2046  # the flags are words or nothing
+  WEBATTENTION_WASM="$variant" node $(node_flags_for_module "$variant") --test tests/js/
+done
 
 step "JS API again on the worker pool: every module made with threads: 2"
 WEBATTENTION_THREADS=2 node --test tests/js/

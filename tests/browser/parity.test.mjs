@@ -1,11 +1,31 @@
-// Every PyTorch fixture (MHA, SDPA, self-attention) in headless Chromium, once per WASM module
-// the browser can pick: the pthreads + relaxed-SIMD module on a cross-origin-isolated page, the
-// relaxed-SIMD module on a plain page (Chromium has relaxed SIMD), and the pthreads, SIMD and
-// scalar modules forced. parity.html runs the test contract (tests/contract/): the same cases,
+// Every PyTorch fixture (MHA, SDPA, self-attention) in headless Chromium, once per WASM module of
+// web/modules.json (modulesToRun() below). parity.html runs the test contract (tests/contract/): the same cases,
 // calls and tolerance (1e-4 abs + 1e-4 rel) as the Node suite.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FEATURES, MODULES } from '../../web/dist/modules.js';
 import { launchChromium, startServer } from './harness.mjs';
+
+/**
+ * One run per module of web/modules.json: threads modules on a cross-origin-isolated page, the
+ * others on a plain one. On each kind of page the module feature detection should pick (the most
+ * valued one: Chromium has every feature) runs as picked, the others forced with ?wasm=.
+ */
+function modulesToRun() {
+  const rank = (m) => FEATURES.map((f) => (m[f] ? 1 : 0)).join('');
+  const picked = [true, false].map((threads) => MODULES.filter((m) => m.threads === threads)
+    .reduce((best, m) => (rank(m) > rank(best) ? m : best)));
+  return MODULES.map((m) => {
+    const auto = picked.includes(m);
+    return {
+      name: `${m.name} module (${auto ? 'picked by detection' : 'forced'}, ${m.threads ? 'cross-origin-isolated' : 'plain'} page)`,
+      server: m.threads ? 'isolated' : 'plain',
+      query: auto ? '' : `?wasm=${m.name}`,
+      module: m.name,
+      minThreads: m.threads ? 2 : 1,
+    };
+  });
+}
 
 const servers = {};
 let browser;
@@ -25,13 +45,7 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
     for (const s of Object.values(servers)) s.child.kill('SIGTERM');
   });
 
-  const runs = [
-    { name: 'pthreads + relaxed-SIMD module (cross-origin-isolated page)', server: 'isolated', query: '', module: 'mt-relaxed', minThreads: 2 },
-    { name: 'pthreads module (forced, cross-origin-isolated page)', server: 'isolated', query: '?wasm=mt', module: 'mt', minThreads: 2 },
-    { name: 'relaxed-SIMD module (plain page)', server: 'plain', query: '', module: 'relaxed', minThreads: 1 },
-    { name: 'SIMD module (forced)', server: 'plain', query: '?wasm=simd', module: 'simd', minThreads: 1 },
-    { name: 'scalar module (forced)', server: 'plain', query: '?wasm=scalar', module: 'scalar', minThreads: 1 },
-  ];
+  const runs = modulesToRun();
   for (const run of runs) {
     test(run.name, async () => {
       const page = await browser.context.newPage();
