@@ -42,7 +42,7 @@ BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   require_index("head", head, c.num_heads);
   if (wq_->empty() || wk_->empty()) {
     throw StateDictError("state_dict", "head_bilinear_form: the query and key projections are "
-                                       "not loaded yet (call load_state_dict first)");
+                                       "not loaded yet (call loadStateDict() first)");
   }
   BilinearForm f;
   f.rows = c.embed_dim;

@@ -40,7 +40,7 @@ kernels::PackedLinear slice_columns(const kernels::PackedLinear& w, int begin, i
 void require_loaded(const std::vector<std::string>& missing) {
   if (!missing.empty()) {
     throw StateDictError(missing.front(), "state dict: '" + missing.front() +
-                                              "' was not loaded (call load_state_dict first)");
+                                              "' was not loaded (call loadStateDict() first)");
   }
 }
 

@@ -14,6 +14,7 @@
 // stays on wasm for good ('backend' then reads 'wasm'), otherwise only that call moves; either
 // way console.warn says so once and the caller gets a correct result.
 import { DisposedError } from './errors.js';
+import { planWithCopies } from './shapes.js';
 
 /**
  * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (shapes.js): { B, L, S,
@@ -170,6 +171,9 @@ export class Dispatcher {
   /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
   async forward(plan, config) {
     let where = this.route(plan);
+    // A call that may wait before its inputs are read (for the GPU to be found, for earlier GPU
+    // calls of this module, for the workers to start) reads them now: into copies.
+    if (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady)) plan = planWithCopies(plan).plan;
     if (where === 'webgpu' && this.#gpu.state === 'pending') {
       await this.#acquireGpu();
       this.#live();

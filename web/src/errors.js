@@ -1,5 +1,6 @@
 // Typed errors. Every message names the argument, what was expected and what was given; the
 // same fields are on the error object for programs that branch on them.
+import { typedArrayLength, typedArrayType } from './typed_arrays.js';
 
 export class WebAttentionError extends Error {
   // Spelled out: bundlers rename classes when they minify, so new.target.name could read 'Ce'.
@@ -75,10 +76,15 @@ export function formatShape(shape) {
 export function describe(value) {
   if (value === null) return 'null';
   if (value === undefined) return 'undefined';
-  if (ArrayBuffer.isView(value)) return `${value.constructor.name}(${value.length})`;
+  const type = typedArrayType(value);
+  if (type) return `${type}(${typedArrayLength(value)})`;
+  if (ArrayBuffer.isView(value)) return value.constructor?.name ?? 'ArrayBufferView';
   if (Array.isArray(value)) return `Array(${value.length})`;
   if (typeof value === 'object') return value.constructor?.name ?? 'object';
-  return `${typeof value} ${JSON.stringify(value)}`;
+  // JSON.stringify would print NaN and Infinity as null and throw on a BigInt.
+  if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
+  if (typeof value === 'bigint') return `bigint ${value}n`;
+  return `${typeof value} ${String(value)}`;
 }
 
 const byCoreName = { ShapeError, StateDictError, ConfigError: OptionError, MemoryError };

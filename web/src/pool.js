@@ -13,6 +13,7 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
+import { planWithCopies } from './shapes.js';
 
 /** Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task posted. */
 export const testHooks = { onPool: null, beforeRun: null };
@@ -67,21 +68,16 @@ export function sliceBatch(plan, config, b0, b1) {
 
 /** The fields of a plan a worker needs, as fresh copies it can own: { plan, transfer }. */
 function postable(plan) {
-  const copies = new Map();  // the same array twice is copied once (structured clone keeps the aliasing)
-  const copy = (data) => {
-    if (!data) return data;
-    if (!copies.has(data)) copies.set(data, data.slice());
-    return copies.get(data);
-  };
-  const mask = (m) => ({ kind: m.kind, data: copy(m.data), shape: m.shape });
+  const { plan: copy, buffers } = planWithCopies(plan);
+  const mask = (m) => ({ kind: m.kind, data: m.data, shape: m.shape });
   return {
     plan: {
-      B: plan.B, L: plan.L, S: plan.S,
-      query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
-      keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask),
-      isCausal: plan.isCausal, needWeights: plan.needWeights, averageAttnWeights: plan.averageAttnWeights,
+      B: copy.B, L: copy.L, S: copy.S,
+      query: copy.query, key: copy.key, value: copy.value,
+      keyPaddingMask: mask(copy.keyPaddingMask), attnMask: mask(copy.attnMask),
+      isCausal: copy.isCausal, needWeights: copy.needWeights, averageAttnWeights: copy.averageAttnWeights,
     },
-    transfer: [...copies.values()].map((c) => c.buffer),
+    transfer: buffers,
   };
 }
 

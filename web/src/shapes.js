@@ -1,6 +1,7 @@
 // Argument checks and shape logic shared by every backend: each public call is turned into a
 // plain "plan" (sizes, resolved options, checked typed arrays) before any backend sees it.
 import { DTypeError, OptionError, ShapeError, StateDictError, describe, formatShape } from './errors.js';
+import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
@@ -56,19 +57,22 @@ export function checkIndex(argument, value, count) {
 }
 
 /**
- * Checks `{ data, shape }`: data of one of `dtypes` (constructor names), shape an array of
- * positive integers whose product is data.length, rank one of `ranks`.
+ * Checks `{ data, shape }`: data of one of `dtypes` (element types, read from the array itself:
+ * typed_arrays.js), shape an array of positive integers whose product is its length, rank one of
+ * `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
+ * `views` (original → view) makes the same array passed twice one view, so that aliasing
+ * (query === key === value) survives.
  */
-export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks } = {}) {
+export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map() } = {}) {
   if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !('shape' in tensor)) {
     throw new DTypeError(
       `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] }, got ${describe(tensor)}`,
       { argument, expected: 'tensor', actual: describe(tensor) });
   }
-  const { data, shape } = tensor;
-  if (!ArrayBuffer.isView(data) || !dtypes.includes(data.constructor.name)) {
-    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(data)}`, {
-      argument, expected: dtypes, actual: describe(data),
+  const { data: given, shape } = tensor;
+  if (!dtypes.includes(typedArrayType(given))) {
+    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
+      argument, expected: dtypes, actual: describe(given),
     });
   }
   if (!Array.isArray(shape) || !shape.every(isSize)) {
@@ -81,12 +85,20 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
       { argument, expected: ranks.map((r) => `${r}-D`), actual: shape });
   }
+  if (isDetached(given)) {
+    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has none `
+      + '(its ArrayBuffer is detached, e.g. transferred to a worker, or empty)', {
+      argument, expected: product(shape), actual: 'detached',
+    });
+  }
+  if (!views.has(given)) views.set(given, plainView(given));
+  const data = views.get(given);
   if (product(shape) !== data.length) {
     throw new ShapeError(
       `${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has ${data.length}`,
       { argument, expected: product(shape), actual: data.length });
   }
-  return { data, shape };
+  return { data, shape: [...shape] };
 }
 
 function shapeError(argument, expected, actual) {
@@ -96,10 +108,10 @@ function shapeError(argument, expected, actual) {
 }
 
 /** A boolean (Uint8Array) or additive (Float32Array) mask, or none. */
-function checkMask(argument, mask) {
+function checkMask(argument, mask, views) {
   if (mask === undefined || mask === null) return { kind: MaskKind.none, data: null, shape: [] };
-  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'] });
-  const kind = t.data instanceof Uint8Array ? MaskKind.boolean : MaskKind.additive;
+  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views });
+  const kind = typedArrayType(t.data) === 'Uint8Array' ? MaskKind.boolean : MaskKind.additive;
   return { kind, ...t };
 }
 
@@ -139,7 +151,7 @@ export function resolveMhaConfig(options) {
       `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
       { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
   }
-  return {
+  const config = {
     embedDim,
     numHeads,
     kdim: checkSize('kdim', o.kdim, embedDim),
@@ -148,6 +160,29 @@ export function resolveMhaConfig(options) {
     valueHeadDim: checkSize('valueHeadDim', o.valueHeadDim, embedDim / numHeads),
     bias: checkBoolean('bias', o.bias, true),
   };
+  // Sizes are exact here (JS numbers up to 2^53); the core's are 32-bit. A module whose weights
+  // cannot fit a WASM heap is refused before any size reaches it.
+  const bytes = parameterFloats(config) * 4;
+  if (bytes >= WASM_MAX_BYTES) {
+    const { kdim, vdim, headDim, valueHeadDim } = config;
+    throw new OptionError(`MultiHeadAttention.create: embedDim ${embedDim}, numHeads ${numHeads}, kdim ${kdim}, vdim ${vdim}, `
+      + `headDim ${headDim}, valueHeadDim ${valueHeadDim}: the weights need ${bytes} bytes, more than a WASM heap holds (${WASM_MAX_BYTES})`, {
+      argument: 'embedDim', expected: `weights under ${WASM_MAX_BYTES} bytes`, actual: bytes,
+    });
+  }
+  return config;
+}
+
+/**
+ * The most bytes a WASM heap holds: the modules are wasm32 with MAXIMUM_MEMORY=4GB
+ * (CMakeLists.txt). Every request is checked against it in exact JS arithmetic before it reaches
+ * the core, whose sizes would wrap at 2^32.
+ */
+export const WASM_MAX_BYTES = 2 ** 32;
+
+/** Floats of a module's weights and biases (bias or not: the core's buffers exist either way). */
+function parameterFloats({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
+  return H * dk * (E + kdim) + H * dv * (vdim + E) + 2 * H * dk + H * dv + E;
 }
 
 /**
@@ -176,13 +211,14 @@ export function resolveStateDict(specs, stateDict) {
       });
     }
     const value = entries.get(name);
-    if (value instanceof Float32Array) {
-      if (value.length !== product(shape)) {
+    if (typedArrayType(value) === 'Float32Array') {
+      const data = plainView(value);
+      if (data.length !== product(shape)) {
         throw new StateDictError(
-          `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${value.length})`,
-          { argument: name, expected: shape, actual: value.length });
+          `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
+          { argument: name, expected: shape, actual: data.length });
       }
-      return { name, data: value };
+      return { name, data };
     }
     let t;
     try {
@@ -204,11 +240,12 @@ const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeig
 /** Checks one forward() call against the module's config and returns its plan. */
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
-  const q = checkTensor('query', query, { ranks: [2, 3] });
+  const views = new Map();
+  const q = checkTensor('query', query, { ranks: [2, 3], views });
   const batched = q.shape.length === 3;
   const rank = q.shape.length;
-  const k = checkTensor('key', key, { ranks: [rank] });
-  const v = checkTensor('value', value, { ranks: [rank] });
+  const k = checkTensor('key', key, { ranks: [rank], views });
+  const v = checkTensor('value', value, { ranks: [rank], views });
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -218,13 +255,13 @@ export function resolveMhaForward(config, query, key, value, options) {
   if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
   if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
 
-  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask);
+  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
   if (keyPaddingMask.kind !== MaskKind.none) {
     const want = [...lead(B), S];
     if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
     keyPaddingMask.shape = [B, S];
   }
-  const attnMask = checkMask('attnMask', o.attnMask);
+  const attnMask = checkMask('attnMask', o.attnMask, views);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     const perHead = [B * H, L, S];
@@ -247,6 +284,28 @@ export function resolveMhaForward(config, query, key, value, options) {
 }
 
 /**
+ * The plan with its own copies of every input array (query, key, value, mask data; an array
+ * passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`, for
+ * a transfer list). A call that has to wait before it reads its inputs works on these: an input
+ * is read when forward() is called, whatever the caller does with its arrays afterwards.
+ */
+export function planWithCopies(plan) {
+  const copies = new Map();
+  const copy = (data) => {
+    if (!data) return data;
+    if (!copies.has(data)) copies.set(data, data.slice());
+    return copies.get(data);
+  };
+  const mask = (m) => ({ ...m, data: copy(m.data) });
+  const copied = {
+    ...plan,
+    query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
+    keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask),
+  };
+  return { plan: copied, buffers: [...copies.values()].map((c) => c.buffer) };
+}
+
+/**
  * Floats of the attention weights a forward() of `heads` heads returns for one batch entry:
  * 0 without needWeights, L·S averaged, heads·L·S per head. Every backend sizes its buffers by it.
  */
@@ -258,11 +317,12 @@ export function weightsPerBatch(plan, heads) {
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
 export function resolveSdpa(q, k, v, options) {
   const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);
-  const qt = checkTensor('q', q);
+  const views = new Map();
+  const qt = checkTensor('q', q, { views });
   const rank = qt.shape.length;
   if (rank < 2) shapeError('q', '[..., L, dk]', qt.shape);
-  const kt = checkTensor('k', k, { ranks: [rank] });
-  const vt = checkTensor('v', v, { ranks: [rank] });
+  const kt = checkTensor('k', k, { ranks: [rank], views });
+  const vt = checkTensor('v', v, { ranks: [rank], views });
   const leading = qt.shape.slice(0, -2);
   const [L, dk] = qt.shape.slice(-2);
   const [S, dkk] = kt.shape.slice(-2);
@@ -272,7 +332,7 @@ export function resolveSdpa(q, k, v, options) {
   if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
   if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
   const N = product(leading);
-  const attnMask = checkMask('attnMask', o.attnMask);
+  const attnMask = checkMask('attnMask', o.attnMask, views);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {

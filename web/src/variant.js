@@ -5,6 +5,7 @@
 // relaxed SIMD, else the SIMD128 build where it validates SIMD code, else the scalar build.
 // `forced` (a module's name) overrides detection (tests, debugging).
 import { FEATURES, MODULES } from '../dist/modules.js';
+import { OptionError } from './errors.js';
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -49,7 +50,10 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
   const usable = MODULES.filter((m) => threadsModule || !m.threads);
   if (forced !== undefined && forced !== '') {
     if (!usable.some((m) => m.name === forced)) {
-      throw new Error(`WEBATTENTION_WASM: expected ${usable.map((m) => `'${m.name}'`).join(' or ')}, got '${forced}'`);
+      const expected = usable.map((m) => m.name);
+      throw new OptionError(`WEBATTENTION_WASM: expected ${expected.map((n) => `'${n}'`).join(' or ')}, got '${String(forced)}'`, {
+        argument: 'WEBATTENTION_WASM', expected, actual: String(forced),
+      });
     }
     return forced;
   }

@@ -1,7 +1,7 @@
 // The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
 // results out and frees the block, on every path (so a failing call leaks nothing).
 import { throwCoreError, MemoryError } from './errors.js';
-import { weightsPerBatch } from './shapes.js';
+import { WASM_MAX_BYTES, weightsPerBatch } from './shapes.js';
 
 const F32 = 4;
 
@@ -21,6 +21,9 @@ export function instantiateCore(create, module) {
   return Promise.race([core, failed]);
 }
 
+// "64 + 4294967296": the byte sizes a call's block is made of, for the error message.
+const describeParts = (sizes) => sizes.filter((b) => b > 0).join(' + ');
+
 /**
  * Reserves one aligned block for `parts` ({ data } to copy in, or { floats } to reserve), calls
  * `body(addresses)` and always frees the block. Views are taken after malloc, since heap growth
@@ -36,6 +39,12 @@ function withHeap(core, parts, body) {
     return Math.ceil(bytes / 16) * 16;
   });
   const total = sizes.reduce((a, b) => a + b, 0);
+  // _malloc takes a 32-bit size: a request at or past 4 GiB would wrap to a small block that the
+  // copies below would then overrun.
+  if (total >= WASM_MAX_BYTES) {
+    throw new MemoryError(`out of WASM memory: a call needs ${total} bytes (${describeParts(sizes)}), `
+      + `more than a WASM heap holds (${WASM_MAX_BYTES})`, { argument: 'inputs', expected: `< ${WASM_MAX_BYTES} bytes`, actual: total });
+  }
   const base = core._malloc(Math.max(total, 16));
   if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
   try {

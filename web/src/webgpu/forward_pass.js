@@ -13,7 +13,7 @@
 //
 // The executor (executor.js) owns the device, the parameter buffers and the per-call buffer
 // cache; this file only encodes and runs one call on them.
-import { weightsPerBatch } from '../shapes.js';
+import { MaskKind, weightsPerBatch } from '../shapes.js';
 import { MAP_READ, Usage } from './device.js';
 import { bindGroupLayout, getPipeline } from './pipelines.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
@@ -36,7 +36,7 @@ export class DeviceLost extends Error {}
 /** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
 function maskToF32(mask) {
   const out = new Float32Array(mask.data.length);
-  if (mask.data instanceof Uint8Array) {
+  if (mask.kind === MaskKind.boolean) {
     for (let i = 0; i < out.length; i++) out[i] = mask.data[i] ? MASK_SENTINEL : 0;
   } else {
     for (let i = 0; i < out.length; i++) {
