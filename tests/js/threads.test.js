@@ -257,9 +257,11 @@ test('dispose() during a pooled forward() rejects it with DisposedError', async 
 
 test('node exits on its own: after dispose(), without it, and with workers still starting', () => {
   const entry = new URL('../../web/src/node.js', import.meta.url).href;
-  for (const [what, threads, forward, dispose] of [
+  for (const [what, threads, forward, dispose, flags = []] of [
     ['disposed', 3, true, true], ['never disposed', 3, true, false],
     ['no forward, never disposed', 2, false, false], ['\'auto\', no forward', "'auto'", false, false],
+    // Flags a Worker refuses (per process): the pool must still start (it once fell back silently).
+    ['node --max-old-space-size=4096 --expose-gc', 3, true, true, ['--max-old-space-size=4096', '--expose-gc']],
   ]) {
     const script = `
       const { MultiHeadAttention } = await import(${JSON.stringify(entry)});
@@ -272,7 +274,7 @@ test('node exits on its own: after dispose(), without it, and with workers still
     const t0 = Date.now();
     // The child runs the same module as this process: pass on its V8 wasm flags (relaxed SIMD).
     const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
-    const r = spawnSync(process.execPath, [...wasmFlags, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    const r = spawnSync(process.execPath, [...wasmFlags, ...flags, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
     assert.equal(r.signal, null, `${what}: killed after ${Date.now() - t0} ms (node did not exit)`);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), forward ? '3 160' : '', what);

@@ -7,13 +7,11 @@ import { bindApi } from './api.js';
 import { loadNodeCore } from './node_core.js';
 import { pickVariant } from './variant.js';
 
-// Workers inherit node's flags, but --input-type (node --input-type=module -e ...) stops a worker
-// from loading a file, and Worker refuses V8's --experimental-wasm-* flags (which hold for the
-// whole process anyway, workers included: e.g. --experimental-wasm-relaxed-simd on Node 20).
-const workerExecArgv = () => process.execArgv.filter((arg, i, all) =>
-  !arg.startsWith('--input-type') && all[i - 1] !== '--input-type'
-  && !arg.startsWith('--experimental-wasm-'));
-
+// Pool workers get no node flags (execArgv: []). By default a Worker inherits the process's, and
+// it refuses those that are per process (--max-old-space-size, --expose-gc, V8's
+// --experimental-wasm-*: a refused flag failed the pool silently), while --input-type stops it from
+// loading a file. V8 flags hold for the whole process, workers included (relaxed SIMD on Node 20
+// still validates in them), and the worker's own code needs no node option.
 // node:worker_threads is loaded on the first spawn: its import is ~2 ms of a cold start that a
 // process with threads: 1 (or only small calls) never needs.
 const require = createRequire(import.meta.url);
@@ -21,7 +19,7 @@ const require = createRequire(import.meta.url);
 function spawnWorker(variant) {
   const { Worker } = require('node:worker_threads');
   const worker = new Worker(new URL('./node_worker.js', import.meta.url), {
-    name: `webattention ${variant}`, execArgv: workerExecArgv(),
+    name: `webattention ${variant}`, execArgv: [],
   });
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
