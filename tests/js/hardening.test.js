@@ -145,3 +145,32 @@ test("forward() before loadStateDict() names the JS method, not PyTorch's", asyn
     mha.dispose();
   }
 });
+
+test('a NaN in a query gives a NaN row (output and weights), as in PyTorch; fully masked rows still give zeros', async () => {
+  const mha = await MultiHeadAttention.create({ embedDim: 2, numHeads: 1 });
+  try {
+    const identity = [1, 0, 0, 1];
+    mha.loadStateDict({
+      in_proj_weight: { data: new Float32Array([...identity, ...identity, ...identity]), shape: [6, 2] },
+      in_proj_bias: { data: new Float32Array(6), shape: [6] },
+      'out_proj.weight': { data: new Float32Array(identity), shape: [2, 2] },
+      'out_proj.bias': { data: new Float32Array([0.5, -0.5]), shape: [2] },
+    });
+    const query = { data: new Float32Array([NaN, 1, 1, 0]), shape: [1, 2, 2] };
+    const key = { data: new Float32Array([1, 0, 0, 1]), shape: [1, 2, 2] };
+    const { output, attnWeights } = await mha.forward(query, key, key, { needWeights: true });
+    assert.ok(output.data.slice(0, 2).every(Number.isNaN), `row 0: ${output.data.slice(0, 2)}`);
+    assert.ok(attnWeights.data.slice(0, 2).every(Number.isNaN), `weights row 0: ${attnWeights.data.slice(0, 2)}`);
+    assert.ok(output.data.slice(2).every(Number.isFinite), 'row 1 is untouched');
+    // A NaN key where the row also has finite scores: NaN as well.
+    const nanKey = { data: new Float32Array([1, 0, NaN, 1]), shape: [1, 2, 2] };
+    const mixed = await mha.forward(key, nanKey, nanKey);
+    assert.ok(mixed.output.data.every(Number.isNaN), `${mixed.output.data}`);
+    // Every key masked: the documented zero (output = out_proj.bias), not NaN.
+    const masked = await mha.forward(key, key, key, { keyPaddingMask: { data: new Uint8Array([1, 1]), shape: [1, 2] }, needWeights: true });
+    assert.deepEqual(Array.from(masked.output.data), [0.5, -0.5, 0.5, -0.5]);
+    assert.deepEqual(Array.from(masked.attnWeights.data), [0, 0, 0, 0]);
+  } finally {
+    mha.dispose();
+  }
+});

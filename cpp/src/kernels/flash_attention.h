@@ -33,7 +33,15 @@ constexpr int kRows = 4;        // query rows per register block
 constexpr int kKeyTile = 256;   // keys per tile: Kᵀ and V tiles of 256·d floats stay in L1/L2
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
 constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+inline bool has_nan(const float* s, int n) {
+  for (int j = 0; j < n; ++j)
+    if (std::isnan(s[j])) return true;
+  return false;
+}
 
 struct Layout {
   int L_pad, S_pad, dv_pad;
@@ -188,6 +196,7 @@ void attention_head(const AttentionProblem& p, int b, int h, float* ws) {
     // Causal: the group's last row sees keys up to its own index; later tiles are skipped.
     const int key_end = p.causal ? std::min(p.S, i0 + rows) : p.S;
     float max[kRows], sum[kRows];
+    bool nan_row[kRows] = {};  // a NaN score where the row's max could not see it (below)
     std::fill(max, max + kRows, kNegInf);
     std::fill(sum, sum + kRows, 0.0f);
     std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
@@ -200,6 +209,9 @@ void attention_head(const AttentionProblem& p, int b, int h, float* ws) {
         float* s = scores + r * kKeyTile;
         const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
         if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
+          // row_max lets no NaN win, so a tile of NaN scores (a NaN in the query, or in the keys)
+          // looks fully masked here: look for one, in this rare branch only. NaN in, NaN out.
+          if (r < rows) nan_row[r] = nan_row[r] || has_nan(s, width);
           std::fill(s, s + width, 0.0f);
           continue;
         }
@@ -214,9 +226,11 @@ void attention_head(const AttentionProblem& p, int b, int h, float* ws) {
 
     for (int r = 0; r < rows; ++r) {
       // A row with no allowed key: zero output, not NaN (documented difference from PyTorch).
+      // A row that saw a NaN score is NaN, output and weights (its max says so to the weights).
       const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
       float* o = out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_row_stride;
-      for (int c = 0; c < p.dv; ++c) o[c] = acc[r * lay.dv_pad + c] * inv;
+      for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * lay.dv_pad + c] * inv;
+      if (nan_row[r]) max[r] = kNaN;
     }
     if (p.weights) write_weights<Isa>(p, b, h, i0, rows, key_end, q, kt, lay, scores, max, sum);
   }
