@@ -15,3 +15,5 @@ export { decodeCase, decodeFixtures, decodeTensor } from './decode.mjs';
 export { ATOL, RTOL, checkResult, compare } from './compare.mjs';
 export { runCall, runCase } from './run_case.mjs';
 export { filled, randomTensor, rng } from './random.mjs';
+export { randomMhaCase } from './random_cases.mjs';
+export { mhaReference } from './reference.mjs';

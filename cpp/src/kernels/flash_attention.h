@@ -155,11 +155,15 @@ void write_weights(const AttentionProblem& p, int b, int h, int i0, int rows, in
     }
     for (int r = 0; r < rows; ++r) {
       float* s = scores + r * kKeyTile;
-      const bool zero = j0 >= key_end || max[r] == kNegInf;
+      // A NaN row (its max is NaN) is NaN everywhere, also in tiles causal never computed.
+      const bool nan_row = std::isnan(max[r]);
+      const bool zero = !nan_row && (j0 >= key_end || max[r] == kNegInf);
       // Averaged weights start at zero (run_attention): nothing to add for an all-zero row.
       if (zero && p.average_weights) continue;
       if (zero) {
         std::fill(s, s + width, 0.0f);
+      } else if (j0 >= key_end) {
+        std::fill(s, s + width, kNaN);
       } else {
         Isa::exp_row(s, width, max[r], 1.0f / sum[r]);
       }
@@ -226,7 +230,9 @@ void attention_head(const AttentionProblem& p, int b, int h, float* ws) {
 
     for (int r = 0; r < rows; ++r) {
       // A row with no allowed key: zero output, not NaN (documented difference from PyTorch).
-      // A row that saw a NaN score is NaN, output and weights (its max says so to the weights).
+      // A row that saw a NaN score is NaN, output and weights (its max says so to the weights):
+      // seen above when the NaN scores were all the row had, else through its sum.
+      nan_row[r] = nan_row[r] || std::isnan(sum[r]);
       const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
       float* o = out + static_cast<std::ptrdiff_t>(i0 + r) * p.out_row_stride;
       for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * lay.dv_pad + c] * inv;

@@ -1,0 +1,92 @@
+// Seeded random MHA cases for the differential test: each seed gives one configuration (batch,
+// lengths, widths, heads, free head dims, kdim / vdim, bias, every mask kind alone and together,
+// causal, weights averaged or per head, fully masked rows, NaN and ±Infinity in queries, keys and
+// additive masks) with its expected result from the float64 reference (reference.mjs), in the
+// shape of a decoded fixture case, so runCase() runs it like any other. Values stay finite where
+// a NaN would make the row NaN in one implementation and not the other (values: 0 · NaN).
+import { mhaReference } from './reference.mjs';
+import { rng } from './random.mjs';
+
+const product = (shape) => shape.reduce((a, b) => a * b, 1);
+
+/** One case from `seed`: { name, kind: 'mha', create, stateDict, inputs, options, expected, seed }. */
+export function randomMhaCase(seed) {
+  const next = rng(seed);
+  const u = () => next() + 0.5;                       // [0, 1)
+  const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
+  const chance = (p) => u() < p;
+  const tensor = (shape, scale = 1) => ({ data: Float32Array.from({ length: product(shape) }, () => next() * 2 * scale), shape });
+
+  const numHeads = int(1, 4);
+  const freeDims = chance(0.3);
+  const headDim = freeDims ? int(1, 9) : int(1, 6);
+  const embedDim = freeDims ? int(1, 20) : headDim * numHeads;
+  const cross = chance(0.4);
+  const create = {
+    embedDim, numHeads, bias: chance(0.8),
+    ...(freeDims ? { headDim, valueHeadDim: int(1, 9) } : {}),
+    ...(cross ? { kdim: int(1, 20), vdim: int(1, 20) } : {}),
+  };
+  const kdim = create.kdim ?? embedDim, vdim = create.vdim ?? embedDim;
+  const B = int(1, 3), L = int(1, 19), S = chance(0.3) ? L : int(1, 300 * (chance(0.1) ? 1 : 0.06));
+  const self = S === L && !cross && chance(0.5);
+  const query = tensor([B, L, embedDim]);
+  const key = self ? query : tensor([B, S, kdim]);
+  const value = self ? query : (chance(0.3) && kdim === vdim ? key : tensor([B, S, vdim]));
+  const options = {};
+  if (chance(0.35)) options.keyPaddingMask = randomMask([B, S], u, next);
+  if (chance(0.35)) options.attnMask = randomMask(chance(0.5) ? [L, S] : [B * numHeads, L, S], u, next);
+  if (chance(0.3)) options.isCausal = true;
+  if (chance(0.5)) {
+    options.needWeights = true;
+    options.averageAttnWeights = chance(0.5);
+  }
+  // Non-finite inputs: a NaN or ±Infinity in a query or (not shared with the value) key row.
+  if (chance(0.15) && query !== value) sprinkle(query.data, u);
+  if (chance(0.1) && key !== value && key !== query) sprinkle(key.data, u);
+
+  const stateDict = {};
+  const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
+  for (const { name, shape } of specs) stateDict[name] = tensor(shape, name.includes('bias') ? 0.5 : 0.6);
+  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim };
+  const { output, weights } = mhaReference(config, stateDict, query, key, value, options);
+  const weightsShape = options.averageAttnWeights === false ? [B, numHeads, L, S] : [B, L, S];
+  return {
+    name: `random seed ${seed}`, kind: 'mha', seed, create, stateDict,
+    inputs: { query, key, value }, options,
+    expected: {
+      output: { data: output, shape: [B, L, embedDim] },
+      ...(weights ? { attnWeights: { data: weights, shape: weightsShape } } : {}),
+    },
+  };
+}
+
+/** PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E). */
+function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed }) {
+  const specs = packed
+    ? [{ name: 'in_proj_weight', shape: [3 * E, E] }]
+    : [{ name: 'q_proj_weight', shape: [H * dk, E] }, { name: 'k_proj_weight', shape: [H * dk, kdim] }, { name: 'v_proj_weight', shape: [H * dv, vdim] }];
+  if (bias) specs.push({ name: 'in_proj_bias', shape: [2 * H * dk + H * dv] });
+  specs.push({ name: 'out_proj.weight', shape: [E, H * dv] });
+  if (bias) specs.push({ name: 'out_proj.bias', shape: [E] });
+  return specs;
+}
+
+/** A boolean (some rows all masked) or additive (finite, -Infinity, sometimes NaN) mask. */
+function randomMask(shape, u, next) {
+  const n = product(shape);
+  const rowLength = shape[shape.length - 1];
+  const deadRow = u() < 0.3 ? Math.floor(u() * (n / rowLength)) : -1;  // a row with every key masked
+  const masked = (k) => Math.floor(k / rowLength) === deadRow || u() < 0.3;
+  if (u() < 0.5) return { data: Uint8Array.from({ length: n }, (_, k) => (masked(k) ? 1 : 0)), shape };
+  const nanAt = u() < 0.1 ? Math.floor(u() * n) : -1;
+  return {
+    data: Float32Array.from({ length: n }, (_, k) => (k === nanAt ? NaN : masked(k) ? -Infinity : next() * 4)),
+    shape,
+  };
+}
+
+function sprinkle(data, u) {
+  const at = Math.floor(u() * data.length);
+  data[at] = [NaN, Infinity, -Infinity][Math.floor(u() * 3)];
+}

@@ -1,0 +1,105 @@
+// A float64 reference of MultiHeadAttention.forward() in plain JS, for the randomized
+// differential test: written from the formulas (docs/attention-math.md §1, §4), sharing no code
+// with the package, so a bug in the package's mask or head indexing cannot hide in it.
+// Semantics: PyTorch's nn.MultiheadAttention(batch_first=True), with the package's documented
+// choices: a row with no allowed key gets zero output and zero weights; a NaN among a row's scores
+// (after masking: maskedScore) makes the row NaN.
+
+/** Row-major [rows, cols] · [cols]ᵀ-style helper: y[r][o] = Σ_c x[r][c] · W[o][c] + b[o]. */
+function linear(x, rows, inDim, W, outDim, rowOffset, b) {
+  const y = new Float64Array(rows * outDim);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outDim; o++) {
+      let s = b ? b[rowOffset + o] : 0;
+      const w = (rowOffset + o) * inDim;
+      for (let c = 0; c < inDim; c++) s += x[r * inDim + c] * W[w + c];
+      y[r * outDim + o] = s;
+    }
+  }
+  return y;
+}
+
+/** The weights as one [W_q; W_k; W_v] stack (whatever the state dict's layout) plus the rest. */
+function weights(config, sd) {
+  const get = (name) => sd[name]?.data;
+  const packed = get('in_proj_weight');
+  const { embedDim: E, numHeads: H, headDim: dk } = config;
+  const q = packed ? packed : get('q_proj_weight');
+  const k = packed ? packed.subarray(H * dk * E, 2 * H * dk * E) : get('k_proj_weight');
+  const v = packed ? packed.subarray(2 * H * dk * E) : get('v_proj_weight');
+  return { q, k, v, bias: get('in_proj_bias'), outW: get('out_proj.weight'), outB: get('out_proj.bias') };
+}
+
+/**
+ * Score (b, h, i, j) after causal and the masks, in that order: causal (key j > query i) makes it
+ * -Infinity; then the key-padding mask [B, S], then the attention mask ([L, S] or [B·H, L, S]),
+ * each boolean entry (Uint8Array nonzero) setting -Infinity and each additive (Float32Array) one
+ * added. (So an additive NaN after a boolean -Infinity is NaN, as PyTorch's merged mask is.)
+ */
+function maskedScore(score, o, H, L, S, b, h, i, j) {
+  if (o.isCausal && j > i) return -Infinity;
+  let s = score;
+  for (const [m, at] of [[o.keyPaddingMask, b * S + j], [o.attnMask, o.attnMask?.shape.length === 2 ? i * S + j : ((b * H + h) * L + i) * S + j]]) {
+    if (!m) continue;
+    if (m.data instanceof Uint8Array) { if (m.data[at]) s = -Infinity; } else s += m.data[at];
+  }
+  return s;
+}
+
+/** Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero. */
+function softmaxRow(scores) {
+  if (scores.some(Number.isNaN)) return scores.map(() => NaN);
+  const max = Math.max(...scores);
+  if (max === -Infinity) return scores.map(() => 0);
+  const e = scores.map((s) => Math.exp(s - max));
+  const sum = e.reduce((a, b) => a + b, 0);
+  return e.map((x) => x / sum);
+}
+
+/**
+ * config: resolved create() options; sd: state dict of { data, shape }; query [B, L, E], key
+ * [B, S, kdim], value [B, S, vdim] (batched); options as forward() takes them (masks batched).
+ * Returns { output: Float64Array [B, L, E], weights: Float64Array | null } (averaged [B, L, S]
+ * or [B, H, L, S]).
+ */
+export function mhaReference(config, sd, query, key, value, options = {}) {
+  const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+  const [B, L] = query.shape;
+  const S = key.shape[1];
+  const w = weights(config, sd);
+  const out = new Float64Array(B * L * E);
+  const perHead = options.needWeights ? new Float64Array(B * H * L * S) : null;
+  const scale = 1 / Math.sqrt(dk);
+  for (let b = 0; b < B; b++) {
+    const Q = linear(query.data.subarray(b * L * E, (b + 1) * L * E), L, E, w.q, H * dk, 0, w.bias);
+    const K = linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.bias && w.bias.subarray(H * dk));
+    const V = linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.bias && w.bias.subarray(2 * H * dk));
+    const heads = new Float64Array(L * H * dv);
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < L; i++) {
+        const scores = [];
+        for (let j = 0; j < S; j++) {
+          let s = 0;
+          for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * H * dk + h * dk + c];
+          scores.push(maskedScore(s * scale, options, H, L, S, b, h, i, j));
+        }
+        const p = softmaxRow(scores);
+        if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
+        for (let c = 0; c < dv; c++) {
+          let s = 0;
+          for (let j = 0; j < S; j++) s += p[j] * V[j * H * dv + h * dv + c];
+          heads[i * H * dv + h * dv + c] = s;
+        }
+      }
+    }
+    out.set(linear(heads, L, H * dv, w.outW, E, 0, w.outB), b * L * E);
+  }
+  if (!perHead || options.averageAttnWeights === false) return { output: out, weights: perHead };
+  const avg = new Float64Array(B * L * S);
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let k = 0; k < L * S; k++) avg[b * L * S + k] += perHead[(b * H + h) * L * S + k] / H;
+    }
+  }
+  return { output: out, weights: avg };
+}
