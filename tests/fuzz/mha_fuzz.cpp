@@ -1,0 +1,167 @@
+// libFuzzer harness of the C++ API, built with ASan + UBSan (scripts/fuzz.sh). Each input is read
+// as a small MHA problem: the configuration (heads, widths, free head dims, kdim / vdim, bias),
+// the lengths (up to 300 keys: more than one key tile), both masks of every kind and shape,
+// causal, weights averaged or per head, then the weights and inputs as bytes turned into floats.
+// Checks: nothing the sanitizers see (out-of-bounds, overflow, use after free, leaks), a
+// deliberately wrong mask shape is a ShapeError and leaves the module usable, and with finite
+// inputs the output and weights match the float64 reference (cpp/reference). NaN and infinities
+// come in through a few byte values; such inputs are run for memory safety only (the NaN rules
+// are checked against their own reference by tests/js/differential.test.js).
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "reference/reference.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+
+namespace {
+
+using namespace webattention;
+
+// Reads the input front to back; past its end every read gives 0.
+class Bytes {
+ public:
+  Bytes(const std::uint8_t* data, std::size_t size) : data_(data), size_(size) {}
+  std::uint8_t u8() { return at_ < size_ ? data_[at_++] : 0; }
+  int in(int lo, int hi) { return lo + u8() % (hi - lo + 1); }  // [lo, hi]
+  bool coin() { return u8() & 1; }
+  // Mostly values in [-4, 4); bytes 0xFD, 0xFE, 0xFF are NaN, +Infinity, -Infinity.
+  float value(bool* non_finite) {
+    const std::uint8_t b = u8();
+    if (b >= 0xFD) {
+      *non_finite = true;
+      if (b == 0xFD) return std::numeric_limits<float>::quiet_NaN();
+      return b == 0xFE ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    }
+    return (static_cast<int>(b) - 126) / 32.0f;
+  }
+
+ private:
+  const std::uint8_t* data_;
+  std::size_t size_;
+  std::size_t at_ = 0;
+};
+
+[[noreturn]] void fail(const char* what, std::size_t i, double got, double expected) {
+  std::fprintf(stderr, "mha_fuzz: %s[%zu] = %g, expected %g\n", what, i, got, expected);
+  std::abort();
+}
+
+void check_close(const char* what, const std::vector<float>& got, const std::vector<float>& expected) {
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double a = got[i], b = expected[i];
+    if (!(std::fabs(a - b) <= 1e-3 + 1e-3 * std::fabs(b))) fail(what, i, a, b);
+  }
+}
+
+struct Mask {
+  std::vector<std::uint8_t> boolean;
+  std::vector<float> additive;
+  MaskArg arg;
+};
+
+// A mask of `shape`: none, boolean (about a third masked) or additive (with -inf entries).
+Mask make_mask(Bytes& in, std::vector<int> shape, bool* non_finite) {
+  Mask m;
+  const int kind = in.in(0, 2);
+  if (kind == 0) return m;
+  std::size_t n = 1;
+  for (int d : shape) n *= static_cast<std::size_t>(d);
+  if (kind == 1) {
+    m.boolean.resize(n);
+    for (auto& x : m.boolean) x = in.u8() % 3 == 0;
+    m.arg = {MaskKind::kBoolean, m.boolean.data(), shape};
+  } else {
+    m.additive.resize(n);
+    for (auto& x : m.additive) x = in.u8() % 4 == 0 ? -std::numeric_limits<float>::infinity() : in.value(non_finite);
+    m.arg = {MaskKind::kAdditive, m.additive.data(), shape};
+  }
+  return m;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Bytes in(data, size);
+  MhaConfig c;
+  c.num_heads = in.in(1, 4);
+  const bool free_dims = in.coin();
+  c.head_dim = free_dims ? in.in(1, 9) : in.in(1, 6);
+  c.value_head_dim = free_dims ? in.in(1, 9) : 0;
+  c.embed_dim = free_dims ? in.in(1, 20) : c.head_dim * c.num_heads;
+  if (!free_dims) c.head_dim = 0;
+  if (in.coin()) {
+    c.kdim = in.in(1, 20);
+    c.vdim = in.in(1, 20);
+  }
+  c.bias = in.coin();
+  const int B = in.in(1, 3), L = in.in(1, 20);
+  const int S = in.coin() ? in.in(1, 20) : in.in(1, 300);
+  const int H = c.num_heads;
+  bool non_finite = false;
+
+  MultiHeadAttention mha(c);
+  reference::MhaParameters params;
+  for (const auto& spec : mha.parameter_specs()) {
+    std::vector<float> values(spec.size());
+    for (auto& x : values) x = in.value(&non_finite) * 0.25f;
+    mha.load_parameter(spec.name, values.data(), values.size());
+    params.entries.emplace_back(spec.name, std::move(values));
+  }
+  const int E = c.embed_dim, kdim = c.kdim ? c.kdim : E, vdim = c.vdim ? c.vdim : E;
+  auto inputs = [&](std::size_t n) {
+    std::vector<float> v(n);
+    for (auto& x : v) x = in.value(&non_finite);
+    return v;
+  };
+  const std::vector<float> query = inputs(static_cast<std::size_t>(B) * L * E);
+  const std::vector<float> key = inputs(static_cast<std::size_t>(B) * S * kdim);
+  const std::vector<float> value = inputs(static_cast<std::size_t>(B) * S * vdim);
+  Mask kpm = make_mask(in, {B, S}, &non_finite);
+  Mask am = make_mask(in, in.coin() ? std::vector<int>{L, S} : std::vector<int>{B * H, L, S}, &non_finite);
+
+  MhaForwardArgs args;
+  args.batch = B;
+  args.L = L;
+  args.S = S;
+  args.query = query.data();
+  args.key = key.data();
+  args.value = value.data();
+  args.key_padding_mask = kpm.arg;
+  args.attn_mask = am.arg;
+  args.causal = in.coin();
+  args.average_weights = in.coin();
+  const bool weights = in.coin();
+  const std::size_t weight_count = static_cast<std::size_t>(B) * (args.average_weights ? 1 : H) * L * S;
+  std::vector<float> out(static_cast<std::size_t>(B) * L * E), w(weights ? weight_count : 0);
+  args.output = out.data();
+  args.weights = weights ? w.data() : nullptr;
+
+  // A mask of the wrong shape is refused, and the module still runs afterwards.
+  if (in.u8() % 8 == 0 && kpm.arg.kind != MaskKind::kNone) {
+    MhaForwardArgs bad = args;
+    bad.key_padding_mask.shape = {B, S + 1};
+    try {
+      mha.forward(bad);
+      std::fprintf(stderr, "mha_fuzz: a [B, S + 1] key padding mask was accepted\n");
+      std::abort();
+    } catch (const ShapeError&) {
+    }
+  }
+
+  mha.forward(args);
+  if (non_finite) return 0;
+  std::vector<float> expected_out(out.size()), expected_w(w.size());
+  args.output = expected_out.data();
+  args.weights = weights ? expected_w.data() : nullptr;
+  reference::mha_forward(c, params, args);
+  check_close("output", out, expected_out);
+  check_close("weights", w, expected_w);
+  return 0;
+}
