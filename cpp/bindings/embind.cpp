@@ -42,6 +42,8 @@ std::string guarded(F&& body) {
     return std::string("StateDictError|") + e.what();
   } catch (const ConfigError& e) {
     return std::string("ConfigError|") + e.what();
+  } catch (const MemoryError& e) {
+    return std::string("MemoryError|") + e.what();
   } catch (const std::bad_alloc&) {
     return "MemoryError|out of WASM memory";
   } catch (const std::exception& e) {

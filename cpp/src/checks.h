@@ -2,7 +2,18 @@
 // every other check uses ("<argument>: expected ..., got <value>").
 #pragma once
 
+#include <cstddef>
+
+#include <cstdint>
+
 namespace webattention {
+
+// The most floats one buffer may hold here: its byte count must fit a ptrdiff_t (2^31 - 1 on
+// wasm32). Sizes are computed in 64 bits and checked against it before any size_t sees them.
+constexpr std::int64_t kMaxBufferFloats = static_cast<std::int64_t>(PTRDIFF_MAX / sizeof(float));
+
+// MemoryError unless `floats` (computed in 64 bits) fits one buffer; `what` says what it is for.
+void require_addressable(const char* argument, const char* what, std::int64_t floats);
 
 // ShapeError unless value >= 1.
 void require_positive(const char* argument, int value);

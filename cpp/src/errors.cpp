@@ -18,6 +18,14 @@ void require_index(const char* argument, int value, int count) {
   }
 }
 
+void require_addressable(const char* argument, const char* what, std::int64_t floats) {
+  if (floats > kMaxBufferFloats) {
+    throw MemoryError(argument, std::string(argument) + ": " + what + " needs " +
+                                    std::to_string(floats) + " floats, more than one buffer can hold here (" +
+                                    std::to_string(kMaxBufferFloats) + ")");
+  }
+}
+
 std::string format_shape(const std::vector<int>& shape) {
   std::string s = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) {

@@ -2,6 +2,7 @@
 #include "webattention/multihead_attention.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <numeric>
 
@@ -87,8 +88,14 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   require(c.value_head_dim >= 1, "value_head_dim",
           "expected an integer >= 1, got " + std::to_string(c.value_head_dim));
 
-  qk_width_ = c.num_heads * c.head_dim;
-  v_width_ = c.num_heads * c.value_head_dim;
+  // Widths and weight counts in 64 bits first: int products of huge options would overflow.
+  const std::int64_t H = c.num_heads, E64 = c.embed_dim;
+  const std::int64_t qk = H * c.head_dim, vw = H * c.value_head_dim;
+  require_addressable("embed_dim", "a projection's weights",
+                      std::max({qk * E64, qk * c.kdim, vw * c.vdim, vw * E64, 3 * E64 * E64}));
+  require_addressable("embed_dim", "the weights", qk * (E64 + c.kdim) + vw * (c.vdim + E64) + 2 * qk + vw + E64);
+  qk_width_ = static_cast<int>(qk);
+  v_width_ = static_cast<int>(vw);
   const int E = c.embed_dim;
   // PyTorch packs the input projections only when every width equals embed_dim.
   const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E;
@@ -173,6 +180,11 @@ void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
   require_positive("batch", a.batch);
   require_positive("L", a.L);
   require_positive("S", a.S);
+  // The scratch of projected Q, K, V and heads, counted in 64 bits before scratch_floats() does.
+  const std::int64_t B = a.batch, L = a.L, S = a.S;
+  require_addressable("query", "the projections' scratch",
+                      B * ((L + S) * qk_width_ + (S + L) * std::int64_t{v_width_}));
+  require_addressable("query", "the rows", std::max(B * L * config_.embed_dim, B * S * std::int64_t{std::max(config_.kdim, config_.vdim)}));
 }
 
 const MultiHeadAttention::HeadSlice& MultiHeadAttention::head_slice(int head_begin,

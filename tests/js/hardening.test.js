@@ -174,3 +174,19 @@ test('a NaN in a query gives a NaN row (output and weights), as in PyTorch; full
     mha.dispose();
   }
 });
+
+test("a call whose internal scratch cannot be addressed is a MemoryError from the core, sizes named, and the module still works", async () => {
+  // Wide heads on tiny inputs: the projections' scratch is (L + S)·h·d_k = 2^32 floats, though
+  // (plus the values' and heads' (L + S)·h·d_v) though every input and output is small (it wrapped 32-bit size_t arithmetic in the core before).
+  const mha = await MultiHeadAttention.create({ embedDim: 1, numHeads: 64, headDim: 32768, valueHeadDim: 1 });
+  try {
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, zeros(...shape)])));
+    await assert.rejects(() => mha.forward(zeros(1, 1024, 1), zeros(1, 1024, 1), zeros(1, 1024, 1)),
+      (e) => e instanceof MemoryError && /scratch needs 4295098368 floats/.test(e.message));
+    const { output } = await mha.forward(zeros(1, 2, 1), zeros(1, 2, 1), zeros(1, 2, 1));
+    assert.deepEqual(Array.from(output.data), [0, 0]);
+  } finally {
+    mha.dispose();
+  }
+  await stillWorks();
+});

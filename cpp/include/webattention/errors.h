@@ -38,6 +38,13 @@ class StateDictError : public Error {
   using Error::Error;
 };
 
+// A request whose sizes this build cannot address (a wasm32 size_t is 32 bits): refused before
+// any size is computed in size_t, so nothing wraps.
+class MemoryError : public Error {
+ public:
+  using Error::Error;
+};
+
 // "[2, 5, 16]": shapes are printed the same way everywhere, in C++ and in JS.
 std::string format_shape(const std::vector<int>& shape);
 
