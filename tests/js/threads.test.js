@@ -185,15 +185,17 @@ test('an error inside a worker rejects with the same typed error; the pool keeps
   }
 });
 
-for (const [how, breakIt, reason] of [
+for (const [how, breakIt, reason, hooks = {}] of [
   ['fails inside', (pool, worker, message) => { message.type = 'explode'; }, /worker 1 of 1 failed: unknown message type 'explode'/],
   ['exits during the call', (pool, worker) => { worker.terminate(); }, /worker 1 of 1 exited \(code 1\)/],
+  // Its messages vanish (a hung or silently dead worker); budgets shortened to 0.3 s.
+  ['stops answering', (pool, worker) => { worker.post = () => {}; }, /worker 1 of 1 did not answer within 0\.3 s/, { answerMs: () => 300 }],
 ]) {
   test(`a worker that ${how} rejects forward() with a WorkerError; the module carries on on one thread`, async () => {
     const { pooled, single, pool, dispose } = await pair({ embedDim: 16, numHeads: 4 }, 2);
     const x = randomTensor([2, 6, 16], rng(6));
     try {
-      await withHooks({ beforeRun: breakIt }, () => assert.rejects(() => pooled.forward(x, x, x), (e) => {
+      await withHooks({ beforeRun: breakIt, ...hooks }, () => assert.rejects(() => pooled.forward(x, x, x), (e) => {
         assert.ok(e instanceof WorkerError && e instanceof WebAttentionError, `${e?.name}: ${e?.message}`);
         assert.equal(e.name, 'WorkerError');
         assert.match(e.message, reason);

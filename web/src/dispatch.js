@@ -37,6 +37,15 @@ import { planWithCopies } from './shapes.js';
 export const AUTO_MIN_FLOPS = 16e6;
 
 /**
+ * How long a pool worker may take to answer a request before it counts as hung: then the pool
+ * stops with a WorkerError and its modules carry on on the calling thread. Generous on purpose:
+ * 10 s plus the work at 0.1 GFLOP/s (a hundredth of the speed measured in docs/benchmarks.md);
+ * requests without work (start, weights, memory) get the 10 s alone. Measured from when the
+ * request reaches the head of the worker's queue (a worker answers in order).
+ */
+export const workerAnswerMs = (flops = 0) => 10_000 + flops / 1e5;
+
+/**
  * Output projections (after head-range tasks) of at least this many FLOPs are split by rows over
  * the workers too: one more round trip, paid for above ~10 MFLOP.
  */

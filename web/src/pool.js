@@ -13,10 +13,14 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
+import { workerAnswerMs } from './dispatch.js';
 import { planWithCopies } from './shapes.js';
 
-/** Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task posted. */
-export const testHooks = { onPool: null, beforeRun: null };
+/**
+ * Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task
+ * posted; answerMs(ms), when set, replaces each request's answer budget (workerAnswerMs).
+ */
+export const testHooks = { onPool: null, beforeRun: null, answerMs: null };
 
 /**
  * Splits B × H (batch, head) pairs into at most `count` tasks { b0, b1, h0, h1 }: a grid of batch
@@ -157,19 +161,22 @@ export class WorkerPool {
     }
   }
 
-  /** Runs one task of module `id` on worker `index`; resolves to { output | heads, weights }. */
-  run(index, id, task, plan) {
+  /**
+   * Runs one task of module `id` on worker `index`; resolves to { output | heads, weights }.
+   * flops: the task's work, for its answer budget (workerAnswerMs).
+   */
+  run(index, id, task, plan, flops) {
     const w = this.#workers[index];
     const { plan: copy, transfer } = postable(plan);
     const message = { type: 'run', task, plan: copy };
     testHooks.beforeRun?.(this, w.endpoint, message);
-    return this.#request(w, id, message, transfer, true);
+    return this.#request(w, id, message, transfer, true, flops);
   }
 
   /** Module `id`'s output projection of `rows` gathered head rows on worker `index`: { output }. */
-  project(index, id, heads, rows) {
+  project(index, id, heads, rows, flops) {
     const copy = heads.slice();
-    return this.#request(this.#workers[index], id, { type: 'project', heads: copy, rows }, [copy.buffer], true);
+    return this.#request(this.#workers[index], id, { type: 'project', heads: copy, rows }, [copy.buffer], true, flops);
   }
 
   /** Bytes in use on each worker's WASM heap (leak checks). */
@@ -180,7 +187,7 @@ export class WorkerPool {
   // A worker starts after the current task (macrotask), so that create(), loadStateDict() and a
   // first forward() in one go are not slowed down by its start; messages wait for it meanwhile.
   #spawn(index) {
-    const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0 };
+    const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0, watchdog: null };
     setTimeout(() => {
       if (this.#closed) return;
       try {
@@ -213,25 +220,40 @@ export class WorkerPool {
   }
 
   // Posts a message and resolves to the answer. While a request someone waits for (keepAlive)
-  // is out, the worker keeps Node alive; otherwise it never does.
-  #request(w, mhaId, message, transfer = [], keepAlive = false) {
+  // is out, the worker keeps Node alive; otherwise it never does. flops: the request's work, for
+  // its answer budget.
+  #request(w, mhaId, message, transfer = [], keepAlive = false, flops = 0) {
     if (this.#closed) {
       return Promise.reject(this.#failure ?? new DisposedError('the worker pool was stopped: its last module was disposed'));
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       if (keepAlive && w.keepAlive++ === 0) w.endpoint?.ref?.();
-      w.pending.set(id, { resolve, reject, mhaId, keepAlive });
+      const budgetMs = testHooks.answerMs?.(workerAnswerMs(flops)) ?? workerAnswerMs(flops);
+      w.pending.set(id, { resolve, reject, mhaId, keepAlive, budgetMs });
+      if (w.pending.size === 1) this.#watch(w);
       this.#post(w, { ...message, id, mhaId }, transfer);
     });
   }
 
-  // Removes and returns a waiting job.
+  // Removes and returns a waiting job; the next one's budget starts now.
   #settle(w, id) {
     const job = w.pending.get(id);
     w.pending.delete(id);
     if (job.keepAlive && --w.keepAlive === 0) w.endpoint?.unref?.();
+    this.#watch(w);
     return job;
+  }
+
+  // Arms the worker's watchdog for its oldest waiting request (it answers in order), or disarms
+  // it when none waits. A worker past the budget is taken for hung: the pool fails.
+  #watch(w) {
+    clearTimeout(w.watchdog);
+    w.watchdog = null;
+    const oldest = w.pending.values().next().value;
+    if (!oldest || this.#closed) return;
+    w.watchdog = setTimeout(() => this.#fail(`did not answer within ${(oldest.budgetMs / 1000).toFixed(1)} s`, w.index), oldest.budgetMs);
+    w.watchdog.unref?.();  // the worker itself keeps Node alive while someone waits
   }
 
   #receive(w, message) {
@@ -259,6 +281,7 @@ export class WorkerPool {
   }
 
   #stop(w, error) {
+    clearTimeout(w.watchdog);
     for (const job of w.pending.values()) job.reject(error);
     w.pending.clear();
     try {

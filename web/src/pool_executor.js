@@ -2,7 +2,7 @@
 // the calling thread's WASM executor and threads − 1 workers of the shared WorkerPool (pool.js).
 // Whether a call comes here is dispatch.js's decision; this file only splits, runs and joins.
 import { DisposedError } from './errors.js';
-import { SPLIT_PROJECTION_FLOPS } from './dispatch.js';
+import { SPLIT_PROJECTION_FLOPS, forwardFlops } from './dispatch.js';
 import { sliceBatch, splitWork } from './pool.js';
 import { weightsPerBatch } from './shapes.js';
 
@@ -57,8 +57,9 @@ export class PoolExecutor {
     const pool = this.#pool;
     const id = this.#id;
     const tasks = splitWork(plan.B, config.numHeads, this.#threads);
+    const flops = forwardFlops(plan, config);  // each task's budget counts the whole call: generous
     const results = await this.#fanOut(tasks,
-      (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1)),
+      (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1), flops),
       (task) => this.#wasm.runTask(sliceBatch(plan, config, task.b0, task.b1), config, task));
     if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, config, tasks, results);
 
@@ -70,7 +71,7 @@ export class PoolExecutor {
     const ranges = Array.from({ length: parts }, (_, i) => [Math.floor((i * rows) / parts), Math.floor(((i + 1) * rows) / parts)]);
     const slice = ([r0, r1]) => heads.subarray(r0 * width, r1 * width);
     const outputs = await this.#fanOut(ranges,
-      (range, i) => pool.project(i, id, slice(range), range[1] - range[0]).then((r) => r.output),
+      (range, i) => pool.project(i, id, slice(range), range[1] - range[0], 2 * (range[1] - range[0]) * width * config.embedDim).then((r) => r.output),
       (range) => this.#wasm.projectOutput(slice(range), range[1] - range[0], config));
     if (parts === 1) return { output: outputs[0], weights };
     const output = new Float32Array(rows * config.embedDim);
