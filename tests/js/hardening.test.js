@@ -31,6 +31,23 @@ test('a request of 4 GiB or more is a MemoryError naming its bytes, and the heap
   await assert.rejects(
     () => scaledDotProductAttention(zeros(65536, 1), zeros(16384, 1), zeros(16384, 1), { needWeights: true }),
     (e) => e instanceof MemoryError && /needs 4295622656 bytes/.test(e.message) && e.actual === 4295622656);
+  await assert.rejects(() => selfAttention(zeros(100000, 1), { returnWeights: true }), MemoryError);
+  await stillWorks();
+  for (const [options, B, L, forwardOptions] of [
+    [{ embedDim: 64, numHeads: 64 }, 1, 4096, { needWeights: true, averageAttnWeights: false }],  // 2^32 bytes exactly
+    [{ embedDim: 1, numHeads: 1 }, 64, 4096, { needWeights: true }],
+  ]) {
+    const mha = await MultiHeadAttention.create(options);
+    try {
+      mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, zeros(...shape)])));
+      const x = zeros(B, L, options.embedDim);
+      await assert.rejects(() => mha.forward(x, x, x, forwardOptions), MemoryError, JSON.stringify(options));
+      const small = zeros(1, 2, options.embedDim);
+      assert.deepEqual((await mha.forward(small, small, small)).output.shape, [1, 2, options.embedDim]);
+    } finally {
+      mha.dispose();
+    }
+  }
   await stillWorks();
 });
 
