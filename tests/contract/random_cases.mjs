@@ -9,8 +9,12 @@ import { rng } from './random.mjs';
 
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 
-/** One case from `seed`: { name, kind: 'mha', create, stateDict, inputs, options, expected, seed }. */
-export function randomMhaCase(seed) {
+/**
+ * One case from `seed`: { name, kind: 'mha', create, stateDict, inputs, options, expected, seed }.
+ * finite: no NaN or ±Infinity in inputs or additive masks (-Infinity masking stays), for
+ * backends that do not promise NaN rows (WebGPU).
+ */
+export function randomMhaCase(seed, { finite = false } = {}) {
   const next = rng(seed);
   const u = () => next() + 0.5;                       // [0, 1)
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
@@ -34,16 +38,16 @@ export function randomMhaCase(seed) {
   const key = self ? query : tensor([B, S, kdim]);
   const value = self ? query : (chance(0.3) && kdim === vdim ? key : tensor([B, S, vdim]));
   const options = {};
-  if (chance(0.35)) options.keyPaddingMask = randomMask([B, S], u, next);
-  if (chance(0.35)) options.attnMask = randomMask(chance(0.5) ? [L, S] : [B * numHeads, L, S], u, next);
+  if (chance(0.35)) options.keyPaddingMask = randomMask([B, S], u, next, finite);
+  if (chance(0.35)) options.attnMask = randomMask(chance(0.5) ? [L, S] : [B * numHeads, L, S], u, next, finite);
   if (chance(0.3)) options.isCausal = true;
   if (chance(0.5)) {
     options.needWeights = true;
     options.averageAttnWeights = chance(0.5);
   }
   // Non-finite inputs: a NaN or ±Infinity in a query or (not shared with the value) key row.
-  if (chance(0.15) && query !== value) sprinkle(query.data, u);
-  if (chance(0.1) && key !== value && key !== query) sprinkle(key.data, u);
+  if (chance(0.15) && query !== value && !finite) sprinkle(query.data, u);
+  if (chance(0.1) && key !== value && key !== query && !finite) sprinkle(key.data, u);
 
   const stateDict = {};
   const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
@@ -73,13 +77,13 @@ function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, va
 }
 
 /** A boolean (some rows all masked) or additive (finite, -Infinity, sometimes NaN) mask. */
-function randomMask(shape, u, next) {
+function randomMask(shape, u, next, finite) {
   const n = product(shape);
   const rowLength = shape[shape.length - 1];
   const deadRow = u() < 0.3 ? Math.floor(u() * (n / rowLength)) : -1;  // a row with every key masked
   const masked = (k) => Math.floor(k / rowLength) === deadRow || u() < 0.3;
   if (u() < 0.5) return { data: Uint8Array.from({ length: n }, (_, k) => (masked(k) ? 1 : 0)), shape };
-  const nanAt = u() < 0.1 ? Math.floor(u() * n) : -1;
+  const nanAt = u() < 0.1 && !finite ? Math.floor(u() * n) : -1;
   return {
     data: Float32Array.from({ length: n }, (_, k) => (k === nanAt ? NaN : masked(k) ? -Infinity : next() * 4)),
     shape,
