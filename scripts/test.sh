@@ -51,7 +51,7 @@ step "JS API again on the worker pool: every module made with threads: 2"
 WEBATTENTION_THREADS=2 node --test tests/js/
 
 step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
-node --test tests/webgpu/  # node.test.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
+node --test tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 
 step "Package as a user installs it"
 node tests/package/run.mjs

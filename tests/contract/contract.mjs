@@ -7,7 +7,7 @@
 //                                   (WEBATTENTION_THREADS=2)
 //   tests/browser/parity.html       Chromium, per WASM module
 //   tests/package/app/report.mjs    the packed package in a Node app and a Vite app
-//   tests/webgpu/node.test.mjs      WebGPU in Node (npm webgpu / Dawn)
+//   tests/webgpu/node_*.test.mjs    WebGPU in Node (npm webgpu / Dawn)
 //   tests/webgpu/page.mjs           WebGPU in Chromium
 // A new feature adds its cases to tests/fixtures/make_fixtures.py (and, for a new kind, a branch
 // in runCall()); every environment then runs them.

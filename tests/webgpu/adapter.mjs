@@ -1,7 +1,7 @@
 // Which adapter the WebGPU tests run on, and what they expect of it: the same suite runs on
 // SwiftShader (CPU, no GPU needed: what CI and this repo's scripts use) and on a hardware GPU
 // (Node: VK_ICD_FILENAMES pointing at the GPU's Vulkan driver; Chromium: whatever adapter it
-// offers). Environment-free: node.test.mjs and page.mjs import it.
+// offers). Environment-free: the Node tests and page.mjs import it.
 
 /** Fixtures bigger than this (FLOPs of one forward) are not run on WebGPU: SwiftShader is slow. */
 export const MAX_FIXTURE_FLOPS = 2e8;
