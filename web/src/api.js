@@ -7,6 +7,7 @@ import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
 import { PoolExecutor } from './pool_executor.js';
 import { Runtime } from './runtime.js';
+import { moduleEntry } from './variant.js';
 import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
@@ -44,7 +45,7 @@ export class MultiHeadAttention {
     const loaded = await runtime.load();
     const wasm = new WasmMha(loaded.core, config);
     let pool = null;
-    if (Runtime.isThreadsVariant(loaded.variant)) {
+    if (moduleEntry(loaded.variant).threads) {
       // The pthreads module splits work over its own threads in shared memory: no worker pool.
       wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
     } else if (threads > 1) {
@@ -167,7 +168,7 @@ export async function wasmHeapBytes() {
  */
 export async function capabilities() {
   const { variant, core } = await runtime.load();
-  const threads = Runtime.isThreadsVariant(variant) ? core.threadCount() : runtime.threads(undefined).threads;
+  const threads = moduleEntry(variant).threads ? core.threadCount() : runtime.threads(undefined).threads;
   return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
 }
 

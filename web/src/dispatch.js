@@ -112,14 +112,11 @@ export class Dispatcher {
     this.#wasm = wasm;
     this.#pool = pool;
     this.#autoThreads = autoThreads;
-    if (gpu) {
-      // state: 'pending' (not asked for yet) | 'ready' | 'none' ('auto' found nothing to use)
-      this.#gpu = { state: gpu.executor ? 'ready' : 'none', executor: gpu.executor ?? null,
-        acquire: gpu.acquire ?? null, acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, warned: false };
-      if (gpu.acquire) this.#gpu.state = 'pending';
-    } else {
-      this.#gpu = null;
-    }
+    // state: 'pending' (not asked for yet) | 'ready' | 'none' ('auto' found nothing to use)
+    this.#gpu = gpu && {
+      state: gpu.acquire ? 'pending' : 'ready', executor: gpu.executor ?? null, acquire: gpu.acquire ?? null,
+      acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, warned: false,
+    };
   }
 
   /** 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). */

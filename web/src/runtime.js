@@ -4,7 +4,6 @@
 // hands it to api.js (setRuntime) before anything is exported.
 import { WorkerPool } from './pool.js';
 import { resolveThreads } from './shapes.js';
-import { THREADS_VARIANTS } from './variant.js';
 
 export class Runtime {
   #loadCore;
@@ -34,11 +33,6 @@ export class Runtime {
 
   async core() {
     return (await this.load()).core;
-  }
-
-  /** Whether `variant` is a pthreads module (the core splits work over its own threads). */
-  static isThreadsVariant(variant) {
-    return THREADS_VARIANTS.includes(variant);
   }
 
   /** The shared worker pool of the loaded module; a new one once the last has stopped. */
