@@ -48,6 +48,7 @@ export class WebGpuExecutor {
   #disposed = false;
   #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
+  #pass;                   // the executor as runForwardPass() sees it
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
   constructor(config, gpu) {
@@ -60,6 +61,16 @@ export class WebGpuExecutor {
     });
     this.#lostSignal.catch(() => {});
     this.#params = this.#createParams();
+    // What forward_pass.js reads of this executor, made once (not per call).
+    const executor = this;
+    this.#pass = {
+      device: this.#device,
+      get params() { return executor.#params; },
+      pooled: (role, floats, usage) => this.#pooled(role, floats, usage),
+      releasePool: () => this.#releasePool(),
+      untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
+      gone: () => this.#lost !== null || this.#disposed,
+    };
   }
 
   /** { reason, message } once the device was lost, else null. */
@@ -113,15 +124,7 @@ export class WebGpuExecutor {
   async forward(plan, config) {
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
     const path = attentionPath(plan, config, this.#device.limits);
-    const gpu = {
-      device: this.#device,
-      params: this.#params,
-      pooled: (role, floats, usage) => this.#pooled(role, floats, usage),
-      releasePool: () => this.#releasePool(),
-      untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
-      gone: () => this.#lost !== null || this.#disposed,
-    };
-    const result = await this.#serialised(() => runForwardPass(gpu, plan, config, path));
+    const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
   }
 
