@@ -5,7 +5,7 @@
 // shape of a decoded fixture case, so runCase() runs it like any other. Values stay finite where
 // a NaN would make the row NaN in one implementation and not the other (values: 0 · NaN).
 import { mhaReference } from './reference.mjs';
-import { rng } from './random.mjs';
+import { randomTensor, rng } from './random.mjs';
 
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 
@@ -19,7 +19,8 @@ export function randomMhaCase(seed, { finite = false } = {}) {
   const u = () => next() + 0.5;                       // [0, 1)
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
   const chance = (p) => u() < p;
-  const tensor = (shape, scale = 1) => ({ data: Float32Array.from({ length: product(shape) }, () => next() * 2 * scale), shape });
+  // Uniform in [-scale, scale): randomTensor's [-0.5, 0.5) doubled (exactly the same floats).
+  const tensor = (shape, scale = 1) => randomTensor(shape, next, 2 * scale);
 
   const numHeads = int(1, 4);
   const freeDims = chance(0.3);
