@@ -19,14 +19,13 @@ void run_attention(const AttentionProblem& p) {
     std::fill(p.weights, p.weights + static_cast<std::size_t>(p.batch) * p.L * p.S, 0.0f);
   }
   const std::size_t workspace_floats = kernels::attention_workspace_floats(p);
-  // Averaged weights are summed over a batch's heads: keep each batch's heads on one thread.
-  const int grain = (p.weights && p.average_weights) ? p.heads : 1;
-  parallel_for(p.batch * p.heads, grain, [&](int begin, int end) {
+  // Averaged weights are summed over a batch's heads: keep each batch's units on one thread.
+  const int grain = (p.weights && p.average_weights) ? p.kv_heads() : 1;
+  parallel_for(p.units(), grain, [&](int begin, int end) {
     // One workspace per thread, kept between calls (no allocation per call once warm).
     thread_local std::vector<float> workspace;
     if (workspace.size() < workspace_floats) workspace.resize(workspace_floats);
-    for (int pair = begin; pair < end; ++pair)
-      kernels::attention_head(p, pair / p.heads, pair % p.heads, workspace.data());
+    for (int unit = begin; unit < end; ++unit) kernels::attention_unit(p, unit, workspace.data());
   });
 }
 

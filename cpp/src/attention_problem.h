@@ -1,10 +1,11 @@
 // The problem the attention kernels solve, as the core hands it to them: strided views of Q, K
-// and V, masks as strided views, and where the output and weights go. Private to the core; the
-// public entry points (webattention/attention.h, multihead_attention.h) build it from checked
-// arguments.
+// and V (or K and V already packed in a KV cache), masks as strided views, the position rule, and
+// where the output and weights go. Private to the core; the public entry points
+// (webattention/attention.h, multihead_attention.h) build it from checked arguments.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "mask_view.h"
 
@@ -21,15 +22,47 @@ struct StridedRows {
   std::ptrdiff_t row_stride = 0;
 };
 
+// K and V already in the kernel's panel layouts (kernels/flash_attention.h), as a KV cache keeps
+// them, so that a decode step reads them in place instead of packing them again. Block
+// (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v); within it, key
+// slot j's features are at [j/8][c][j%8] and value column c of slot j at [c/8][j][c%8], with
+// `capacity` slots (a multiple of 8) per 8-column panel.
+struct PackedKv {
+  const float* k = nullptr;
+  const float* v = nullptr;
+  std::ptrdiff_t k_block = 0, v_block = 0;
+  int capacity = 0;
+  bool empty() const { return k == nullptr; }
+};
+
+// Where queries and keys sit in the sequence, for the causal and window rules. Query row i is at
+// position query0 + i; key j at j + (j < key_split ? shift_before : shift_after). Without a cache
+// everything is 0: row i at i, key j at j (PyTorch's top-left causal alignment). A KV cache puts
+// the new rows after the cached ones (bottom-right), and a ring buffer's slots wrap (key_split).
+struct Positions {
+  std::int64_t query0 = 0;
+  int key_split = 0;
+  std::int64_t shift_before = 0, shift_after = 0;
+  std::int64_t window = 0;  // > 0: the query at p sees only keys at positions > p - window
+  bool contiguous() const { return key_split == 0; }  // key j at j + shift_after
+  std::int64_t key(int j) const { return j + (j < key_split ? shift_before : shift_after); }
+};
+
 struct AttentionProblem {
-  int batch = 1, heads = 1;  // independent (b, h) pairs
+  int batch = 1, heads = 1;  // query heads
+  // Query heads per K/V head (grouped-query attention): query head h reads K/V head
+  // h / kv_group of the k, v views (or of `cache`). The kernels run the kv_group query heads of a
+  // K/V head together, as rows of one problem: K and V are read once for all of them.
+  int kv_group = 1;
   int L = 0, S = 0;          // query rows, key rows
   int dk = 0, dv = 0;        // query/key width, value width
   StridedRows q, k, v;
+  PackedKv cache;  // when set, K and V come from here and the k, v views are unused
   float* out = nullptr;  // row i of (b, h) at out + b*out_batch_stride + h*out_head_stride + i*out_row_stride
   std::ptrdiff_t out_batch_stride = 0, out_head_stride = 0, out_row_stride = 0;
   float scale = 1.0f;
-  bool causal = false;  // key j is not allowed for query i when j > i
+  bool causal = false;  // key j is not allowed for query i when its position is after the query's
+  Positions positions;
   MaskView masks[2];    // applied together (key padding and attention mask)
   // Optional attention probabilities: [batch, heads, L, S], or [batch, L, S] averaged over the
   // heads when average_weights is set. Null unless asked for: no L×S buffer otherwise.
@@ -39,10 +72,13 @@ struct AttentionProblem {
   // larger module passes the module's head count, so the ranges' shares add up to its average.
   int averaged_heads = 0;
   float average_share() const { return 1.0f / static_cast<float>(averaged_heads ? averaged_heads : heads); }
+  int kv_heads() const { return heads / kv_group; }
+  // The kernels' unit of work: one (batch, K/V head) with its kv_group query heads.
+  int units() const { return batch * kv_heads(); }
 };
 
-// Runs the problem on the kernels, (batch, head) pairs spread over the threads. The caller
-// guarantees the shapes (the public entry points check them).
+// Runs the problem on the kernels, units spread over the threads. The caller guarantees the
+// shapes (the public entry points check them).
 void run_attention(const AttentionProblem& p);
 
 }  // namespace webattention

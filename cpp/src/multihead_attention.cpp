@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <atomic>
 #include <cmath>
 #include <numeric>
 
@@ -10,6 +11,7 @@
 #include "checks.h"
 #include "kernels/kernels.h"
 #include "projection.h"
+#include "rotary.h"
 #include "webattention/errors.h"
 
 namespace webattention {
@@ -66,6 +68,8 @@ std::size_t ParameterSpec::size() const {
 }
 
 MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config) {
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id++;
   MhaConfig& c = config_;
   require(c.embed_dim >= 1, "embed_dim", "expected an integer >= 1, got " +
                                              std::to_string(c.embed_dim));
@@ -87,26 +91,41 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
                                            std::to_string(c.head_dim));
   require(c.value_head_dim >= 1, "value_head_dim",
           "expected an integer >= 1, got " + std::to_string(c.value_head_dim));
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  require(c.num_kv_heads >= 1 && c.num_kv_heads <= c.num_heads && c.num_heads % c.num_kv_heads == 0,
+          "num_kv_heads", "expected a divisor of num_heads (" + std::to_string(c.num_heads) +
+                              "), got " + std::to_string(c.num_kv_heads));
+  require(c.rotary_dim >= 0 && c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "rotary_dim",
+          "expected an even integer in [0, head_dim = " + std::to_string(c.head_dim) + "], got " +
+              std::to_string(c.rotary_dim));
+  require(std::isfinite(c.rotary_base) && c.rotary_base > 0.0, "rotary_base",
+          "expected a finite number > 0, got " + std::to_string(c.rotary_base));
 
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
-  const std::int64_t H = c.num_heads, E64 = c.embed_dim;
+  const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
   const std::int64_t qk = H * c.head_dim, vw = H * c.value_head_dim;
+  const std::int64_t kw = Hkv * c.head_dim, kvw = Hkv * c.value_head_dim;
   require_addressable("embed_dim", "a projection's weights",
-                      std::max({qk * E64, qk * c.kdim, vw * c.vdim, vw * E64, 3 * E64 * E64}));
-  require_addressable("embed_dim", "the weights", qk * (E64 + c.kdim) + vw * (c.vdim + E64) + 2 * qk + vw + E64);
+                      std::max({qk * E64, kw * c.kdim, kvw * c.vdim, vw * E64, 3 * E64 * E64}));
+  require_addressable("embed_dim", "the weights", qk * E64 + kw * c.kdim + kvw * c.vdim + vw * E64 + qk + kw + kvw + E64);
   qk_width_ = static_cast<int>(qk);
   v_width_ = static_cast<int>(vw);
+  k_width_ = static_cast<int>(kw);
+  kv_width_ = static_cast<int>(kvw);
+  kv_group_ = c.num_heads / c.num_kv_heads;
+  for (int j = 0; j < c.rotary_dim / 2; ++j)
+    rotary_frequencies_.push_back(std::pow(c.rotary_base, -2.0 * j / c.rotary_dim));
   const int E = c.embed_dim;
   // PyTorch packs the input projections only when every width equals embed_dim.
-  const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E;
+  const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E && kv_group_ == 1;
   if (packed) {
     specs_.push_back({"in_proj_weight", {3 * E, E}});
   } else {
     specs_.push_back({"q_proj_weight", {qk_width_, E}});
-    specs_.push_back({"k_proj_weight", {qk_width_, c.kdim}});
-    specs_.push_back({"v_proj_weight", {v_width_, c.vdim}});
+    specs_.push_back({"k_proj_weight", {k_width_, c.kdim}});
+    specs_.push_back({"v_proj_weight", {kv_width_, c.vdim}});
   }
-  if (c.bias) specs_.push_back({"in_proj_bias", {2 * qk_width_ + v_width_}});
+  if (c.bias) specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
   specs_.push_back({"out_proj.weight", {E, v_width_}});
   if (c.bias) specs_.push_back({"out_proj.bias", {E}});
   loaded_.assign(specs_.size(), false);
@@ -145,13 +164,13 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
   } else if (name == "q_proj_weight") {
     set_weights(*wq_, data, qk_width_, E);
   } else if (name == "k_proj_weight") {
-    set_weights(*wk_, data, qk_width_, c.kdim);
+    set_weights(*wk_, data, k_width_, c.kdim);
   } else if (name == "v_proj_weight") {
-    set_weights(*wv_, data, v_width_, c.vdim);
+    set_weights(*wv_, data, kv_width_, c.vdim);
   } else if (name == "in_proj_bias") {
     wq_->set_bias(data, qk_width_);
-    wk_->set_bias(data + qk_width_, qk_width_);
-    wv_->set_bias(data + 2 * qk_width_, v_width_);
+    wk_->set_bias(data + qk_width_, k_width_);
+    wv_->set_bias(data + qk_width_ + k_width_, kv_width_);
   } else if (name == "out_proj.weight") {
     set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {
@@ -170,9 +189,9 @@ std::vector<std::string> MultiHeadAttention::missing_parameters() const {
 
 std::size_t MultiHeadAttention::scratch_floats(int batch, int L, int S) const {
   const std::size_t B = static_cast<std::size_t>(batch);
-  // projected Q [B, L, h·dk], K [B, S, h·dk], V [B, S, h·dv], heads [B, L, h·dv]
-  return B * (static_cast<std::size_t>(L) * qk_width_ + static_cast<std::size_t>(S) * qk_width_ +
-              static_cast<std::size_t>(S) * v_width_ + static_cast<std::size_t>(L) * v_width_);
+  // projected Q [B, L, h·dk], K [B, S, h_kv·dk], V [B, S, h_kv·dv], heads [B, L, h·dv]
+  return B * (static_cast<std::size_t>(L) * qk_width_ + static_cast<std::size_t>(S) * k_width_ +
+              static_cast<std::size_t>(S) * kv_width_ + static_cast<std::size_t>(L) * v_width_);
 }
 
 void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
@@ -183,7 +202,7 @@ void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
   // The scratch of projected Q, K, V and heads, counted in 64 bits before scratch_floats() does.
   const std::int64_t B = a.batch, L = a.L, S = a.S;
   require_addressable("query", "the projections' scratch",
-                      B * ((L + S) * qk_width_ + (S + L) * std::int64_t{v_width_}));
+                      B * (L * qk_width_ + S * (k_width_ + std::int64_t{kv_width_}) + L * v_width_));
   require_addressable("query", "the rows", std::max(B * L * config_.embed_dim, B * S * std::int64_t{std::max(config_.kdim, config_.vdim)}));
 }
 
@@ -195,42 +214,42 @@ const MultiHeadAttention::HeadSlice& MultiHeadAttention::head_slice(int head_beg
   constexpr std::size_t kMaxSlices = 8;
   if (slices_.size() == kMaxSlices) slices_.erase(slices_.begin());
   const MhaConfig& c = config_;
+  const int kv_begin = head_begin / kv_group_, kv_end = head_end / kv_group_;
   auto s = std::make_unique<HeadSlice>();
   s->begin = head_begin;
   s->end = head_end;
   s->q = slice_columns(*wq_, head_begin * c.head_dim, head_end * c.head_dim);
-  s->k = slice_columns(*wk_, head_begin * c.head_dim, head_end * c.head_dim);
-  s->v = slice_columns(*wv_, head_begin * c.value_head_dim, head_end * c.value_head_dim);
+  s->k = slice_columns(*wk_, kv_begin * c.head_dim, kv_end * c.head_dim);
+  s->v = slice_columns(*wv_, kv_begin * c.value_head_dim, kv_end * c.value_head_dim);
   slices_.push_back(std::move(s));
   return *slices_.back();
 }
 
-// Projections and attention of heads [head_begin, head_end) with weights wq, wk, wv packed for
-// exactly those heads' columns. Uses the front of scratch_ for the projected Q, K and V.
-void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int head_end,
-                                const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
-                                const kernels::PackedLinear& wv, float* heads_out) const {
+// Projects the inputs of heads [head_begin, head_end) with weights wq, wk, wv packed for exactly
+// those heads' columns (and their K/V heads'), into the front of scratch_. Not rotated yet.
+MultiHeadAttention::Projected MultiHeadAttention::project_inputs(
+    const MhaForwardArgs& a, int head_begin, int head_end, const kernels::PackedLinear& wq,
+    const kernels::PackedLinear& wk, const kernels::PackedLinear& wv) const {
   const MhaConfig& c = config_;
-  const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
-  const int heads = head_end - head_begin;
-  const int qk_width = heads * c.head_dim, v_width = heads * c.value_head_dim;
-
-  AttentionProblem p;
-  p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
-  p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
-
-  const std::size_t q_floats = static_cast<std::size_t>(B) * L * qk_width;
-  const std::size_t k_floats = static_cast<std::size_t>(B) * S * qk_width;
-  const std::size_t v_floats = static_cast<std::size_t>(B) * S * v_width;
+  const int B = a.batch, L = a.L, S = a.S;
+  Projected p;
+  p.heads = head_end - head_begin;
+  p.kv_heads = p.heads / kv_group_;
+  p.q_width = p.heads * c.head_dim;
+  p.k_width = p.kv_heads * c.head_dim;
+  p.v_width = p.kv_heads * c.value_head_dim;
+  const std::size_t q_floats = static_cast<std::size_t>(B) * L * p.q_width;
+  const std::size_t k_floats = static_cast<std::size_t>(B) * S * p.k_width;
+  const std::size_t v_floats = static_cast<std::size_t>(B) * S * p.v_width;
   if (scratch_.size() < q_floats + k_floats + v_floats) scratch_.resize(q_floats + k_floats + v_floats);
-  float* q = scratch_.data();
-  float* k = q + q_floats;
-  float* v = k + k_floats;
-  // Projections. Inputs that are the same tensor are read once for all their projections.
+  p.q = scratch_.data();
+  p.k = p.q + q_floats;
+  p.v = p.k + k_floats;
+  // Inputs that are the same tensor are read once for all their projections.
   using kernels::LinearTarget;
-  const LinearTarget tq{&wq, q, qk_width}, tk{&wk, k, qk_width}, tv{&wv, v, v_width};
+  const LinearTarget tq{&wq, p.q, p.q_width}, tk{&wk, p.k, p.k_width}, tv{&wv, p.v, p.v_width};
   const bool self = a.query == a.key && a.key == a.value && c.kdim == c.embed_dim &&
-                    c.vdim == c.embed_dim;
+                    c.vdim == c.embed_dim && L == S;
   const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
   if (self) {
     const LinearTarget all[] = {tq, tk, tv};
@@ -245,20 +264,36 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
       project(a.value, B * S, c.vdim, &tv, 1);
     }
   }
+  return p;
+}
 
+// Attention of heads [head_begin, head_end) over projected inputs: no cache, positions from 0.
+void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int head_end,
+                                const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
+                                const kernels::PackedLinear& wv, float* heads_out) const {
+  const MhaConfig& c = config_;
+  const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
+  const Projected x = project_inputs(a, head_begin, head_end, wq, wk, wv);
+  rotate(x.q, B, L, x.q_width, 0);
+  rotate(x.k, B, S, x.k_width, 0);
+
+  AttentionProblem p;
+  p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
+  p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
   p.batch = B;
-  p.heads = heads;
+  p.heads = x.heads;
+  p.kv_group = kv_group_;
   p.L = L;
   p.S = S;
   p.dk = c.head_dim;
   p.dv = c.value_head_dim;
-  p.q = {q, static_cast<std::ptrdiff_t>(L) * qk_width, c.head_dim, qk_width};
-  p.k = {k, static_cast<std::ptrdiff_t>(S) * qk_width, c.head_dim, qk_width};
-  p.v = {v, static_cast<std::ptrdiff_t>(S) * v_width, c.value_head_dim, v_width};
+  p.q = {x.q, static_cast<std::ptrdiff_t>(L) * x.q_width, c.head_dim, x.q_width};
+  p.k = {x.k, static_cast<std::ptrdiff_t>(S) * x.k_width, c.head_dim, x.k_width};
+  p.v = {x.v, static_cast<std::ptrdiff_t>(S) * x.v_width, c.value_head_dim, x.v_width};
   p.out = heads_out;
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * v_width;
+  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim;
   p.out_head_stride = c.value_head_dim;
-  p.out_row_stride = v_width;
+  p.out_row_stride = x.heads * c.value_head_dim;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   p.causal = a.causal;
   p.weights = a.weights;
@@ -287,6 +322,12 @@ void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, 
                                       std::to_string(head_begin + 1) + ", " + std::to_string(H) +
                                       "], got " + std::to_string(head_end));
   }
+  // A K/V head's query heads run together (attention_problem.h): a range holds whole groups.
+  if (head_begin % kv_group_ != 0 || head_end % kv_group_ != 0) {
+    throw ConfigError("head_begin", "head_begin, head_end: expected multiples of num_heads / "
+                                    "num_kv_heads = " + std::to_string(kv_group_) + ", got " +
+                                    std::to_string(head_begin) + ", " + std::to_string(head_end));
+  }
   check_forward(a);
   if (head_begin == 0 && head_end == H) {
     attend(a, 0, H, *wq_, *wk_, *wv_, heads_out);
@@ -301,6 +342,18 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
   require_positive("rows", rows);
   const kernels::LinearTarget to{wo_.get(), out, config_.embed_dim};
   project(heads, rows, v_width_, &to, 1);
+}
+
+}  // namespace webattention
+
+namespace webattention {
+
+void MultiHeadAttention::rotate(float* rows, int batch, int count, int width,
+                                std::int64_t first_position) const {
+  const MhaConfig& c = config_;
+  if (c.rotary_dim == 0) return;
+  apply_rotary(rows, batch, count, width, first_position,
+               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_});
 }
 
 }  // namespace webattention

@@ -45,6 +45,12 @@ class MemoryError : public Error {
   using Error::Error;
 };
 
+// A KV cache used wrongly: appended past its max_length, or used with a module it was not made by.
+class CacheError : public Error {
+ public:
+  using Error::Error;
+};
+
 // "[2, 5, 16]": shapes are printed the same way everywhere, in C++ and in JS.
 std::string format_shape(const std::vector<int>& shape);
 

@@ -2,10 +2,12 @@
 // torch.nn.MultiheadAttention(batch_first=True) (docs/attention-math.md §3, §4).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "webattention/kv_cache.h"
 #include "webattention/mask.h"
 
 namespace webattention::kernels {
@@ -22,6 +24,15 @@ struct MhaConfig {
   int head_dim = 0;        // per-head query/key width d_k; 0 = embed_dim / num_heads
   int value_head_dim = 0;  // per-head value width d_v; 0 = head_dim default (embed_dim / num_heads)
   bool bias = true;
+  // Grouped-query attention (docs/attention-math.md §7): K/V heads, 0 = num_heads. Query head i
+  // reads K/V head i / (num_heads / num_kv_heads); 1 is multi-query attention.
+  int num_kv_heads = 0;
+  // Rotary position embedding (§8) on the first rotary_dim features of every query and key head
+  // (even, <= head_dim); 0 = none. Half-split pairs (x_j, x_{j+dim/2}) unless interleaved
+  // (pairs (x_2j, x_2j+1)); θ_j = rotary_base^(-2j/rotary_dim).
+  int rotary_dim = 0;
+  double rotary_base = 10000.0;
+  bool rotary_interleaved = false;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -62,7 +73,7 @@ class MultiHeadAttention {
  public:
   explicit MultiHeadAttention(const MhaConfig& config);  // throws ConfigError
   ~MultiHeadAttention();
-  MultiHeadAttention(MultiHeadAttention&&) noexcept;
+  MultiHeadAttention(MultiHeadAttention&&) noexcept;  // keeps its caches' ownership
   MultiHeadAttention& operator=(MultiHeadAttention&&) noexcept;
 
   const MhaConfig& config() const { return config_; }
@@ -81,6 +92,18 @@ class MultiHeadAttention {
 
   // The whole module: output = project_output(forward_heads(args, 0, num_heads)).
   void forward(const MhaForwardArgs& args) const;  // throws ShapeError, StateDictError
+
+  // Storage for incremental decoding with this module (webattention/kv_cache.h), allocated once.
+  // Throws ConfigError for bad sizes, MemoryError when it cannot be addressed or allocated.
+  std::unique_ptr<KvCache> create_cache(const KvCacheConfig& config) const;
+
+  // One step of incremental decoding: appends the args.L new positions of key and value
+  // (args.S must equal args.L) to `cache` and attends over everything in it (§9): the query at
+  // position p = cache.length() + i sees the cached keys at positions <= p, and with a window
+  // only those > p - window. args.key_padding_mask is [B, length after the append];
+  // args.attn_mask must be empty and args.causal is implied. Weights, when asked for, are
+  // [B, (h,) L, length after the append]. Throws before changing the cache.
+  void forward(const MhaForwardArgs& args, KvCache& cache) const;
 
   // The part of forward() that belongs to heads [head_begin, head_end): the Q/K/V projections
   // restricted to those heads' columns and attention for those heads only, so that workers can
@@ -108,6 +131,17 @@ class MultiHeadAttention {
   std::size_t scratch_floats(int batch, int L, int S) const;
 
  private:
+  // Projected Q [B, L, heads·d_k], K [B, S, kv_heads·d_k] and V [B, S, kv_heads·d_v] of a head
+  // range, in scratch_.
+  struct Projected {
+    float *q, *k, *v;
+    int heads, kv_heads, q_width, k_width, v_width;
+  };
+  Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
+                           const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
+                           const kernels::PackedLinear& wv) const;
+  void rotate(float* rows, int batch, int count, int width, std::int64_t first_position) const;
+  void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
   void attend(const MhaForwardArgs& args, int head_begin, int head_end,
@@ -116,8 +150,13 @@ class MultiHeadAttention {
   const HeadSlice& head_slice(int head_begin, int head_end) const;
 
   MhaConfig config_;
+  std::uint64_t id_ = 0;  // tells this module's caches from another's
   int qk_width_ = 0;  // h·d_k
   int v_width_ = 0;   // h·d_v
+  int kv_group_ = 1;  // query heads per K/V head
+  int k_width_ = 0;   // h_kv·d_k
+  int kv_width_ = 0;  // h_kv·d_v
+  std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
   // Projection weights packed for the kernels at load time (biases inside).

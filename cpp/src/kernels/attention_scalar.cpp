@@ -67,8 +67,8 @@ std::size_t attention_workspace_floats(const AttentionProblem& p) {
   return flash::workspace_floats(p);
 }
 
-void attention_head(const AttentionProblem& p, int b, int h, float* ws) noexcept {
-  flash::attention_head<Scalar>(p, b, h, ws);
+void attention_unit(const AttentionProblem& p, int unit, float* ws) noexcept {
+  flash::attention_unit<Scalar>(p, unit, ws);
 }
 
 }  // namespace webattention::kernels

@@ -61,12 +61,13 @@ struct LinearTarget {
 void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
             int target_count) noexcept;
 
-// Scratch (in floats) that attention_head() needs for this problem.
+// Scratch (in floats) that attention_unit() needs for this problem.
 std::size_t attention_workspace_floats(const AttentionProblem& p);
 
-// Attention for one (batch b, head h) pair of the problem, written to p.out (and p.weights when
-// set). Never builds an L×S matrix unless weights are asked for. `workspace` holds
-// attention_workspace_floats(p) floats, 16-byte aligned.
-void attention_head(const AttentionProblem& p, int b, int h, float* workspace) noexcept;
+// Attention for one unit of the problem (unit u: batch u / kv_heads, K/V head u % kv_heads, with
+// its kv_group query heads), written to p.out (and p.weights when set). Never builds an L×S
+// matrix unless weights are asked for. `workspace` holds attention_workspace_floats(p) floats,
+// 16-byte aligned.
+void attention_unit(const AttentionProblem& p, int unit, float* workspace) noexcept;
 
 }  // namespace webattention::kernels

@@ -1,0 +1,149 @@
+// The data side of the fused flash attention (flash_attention.h has the loops): which query rows a
+// unit of work has, where its packed Q, Kᵀ and V live, and which keys each row may see. Written
+// once for every ISA; nothing here is vectorised.
+//
+// A unit is one (batch b, K/V head g) with its kv_group query heads stacked as rows: row r is
+// query head g·kv_group + r / L at sequence index r % L. With plain multi-head attention
+// (kv_group 1) a unit is one (batch, head) as before; with grouped-query attention the group's
+// heads share one packing of K and V, and a decode step (L = 1) fills the 4-row register block
+// with 4 heads instead of 1 row and 3 of padding.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "kernels/kernels.h"
+
+namespace webattention::kernels::flash {
+
+constexpr int kRows = 4;        // query rows per register block
+constexpr int kKeyTile = 256;   // keys per tile: Kᵀ and V tiles of 256·d floats stay in L1/L2
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+constexpr int round_up(int n, int m) { return (n + m - 1) / m * m; }
+
+inline bool has_nan(const float* s, int n) {
+  for (int j = 0; j < n; ++j)
+    if (std::isnan(s[j])) return true;
+  return false;
+}
+
+// Workspace offsets (in floats) of one unit: Q·scale [rows_pad, dk], then, unless K and V come
+// packed from a cache, Kᵀ [S_pad/8][dk][8] and V [dv_pad/8][S_pad][8]; then a tile of scores and
+// the output accumulators of one row block.
+struct Layout {
+  int rows, rows_pad, S_pad, dv_pad;
+  std::size_t q, kt, v, scores, acc, total;
+
+  explicit Layout(const AttentionProblem& p)
+      : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)), S_pad(round_up(p.S, kPanelWidth)),
+        dv_pad(round_up(p.dv, kPanelWidth)) {
+    const bool packed = !p.cache.empty();
+    q = 0;
+    kt = q + static_cast<std::size_t>(rows_pad) * p.dk;
+    v = kt + (packed ? 0 : static_cast<std::size_t>(p.dk) * S_pad);
+    scores = v + (packed ? 0 : static_cast<std::size_t>(S_pad) * dv_pad);
+    acc = scores + kRows * kKeyTile;
+    total = acc + static_cast<std::size_t>(kRows) * dv_pad;
+  }
+};
+
+// Query row r of unit (b, g): its absolute query head and its index in the sequence.
+struct Row {
+  int head, i;
+};
+inline Row row_of(const AttentionProblem& p, int g, int r) {
+  return {g * p.kv_group + r / p.L, r % p.L};
+}
+
+// The unit's K and V in panel layout: `v_rows` slots per 8-column V panel.
+struct KvPanels {
+  const float* kt;
+  const float* v;
+  int v_rows;
+};
+
+// Copies the unit's query rows ·scale into the workspace (padding rows repeat the last row).
+inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
+  float* qp = ws + lay.q;
+  for (int r = 0; r < lay.rows_pad; ++r) {
+    const Row row = row_of(p, g, std::min(r, lay.rows - 1));
+    const float* qi = p.q.data + b * p.q.batch_stride + row.head * p.q.head_stride +
+                      row.i * p.q.row_stride;
+    for (int c = 0; c < p.dk; ++c) qp[static_cast<std::size_t>(r) * p.dk + c] = qi[c] * p.scale;
+  }
+}
+
+// The unit's K and V: read in place from a cache, or packed into the workspace, zero-padded, in
+// panels of 8 keys / 8 value columns so both micro-kernels stream contiguous memory.
+inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
+  if (!p.cache.empty()) {
+    const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
+    return {p.cache.k + block * p.cache.k_block, p.cache.v + block * p.cache.v_block,
+            p.cache.capacity};
+  }
+  const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
+  const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
+  float* kp = ws + lay.kt;
+  for (int j = 0; j < lay.S_pad; ++j) {
+    const float* kj = k + j * p.k.row_stride;
+    float* panel = kp + static_cast<std::size_t>(j / 8) * p.dk * 8 + j % 8;
+    for (int c = 0; c < p.dk; ++c) panel[c * 8] = j < p.S ? kj[c] : 0.0f;
+  }
+  float* vp = ws + lay.v;
+  for (int j = 0; j < lay.S_pad; ++j) {
+    const float* vj = v + j * p.v.row_stride;
+    for (int c = 0; c < lay.dv_pad; ++c) {
+      vp[static_cast<std::size_t>(c / 8) * lay.S_pad * 8 + j * 8 + c % 8] =
+          (j < p.S && c < p.dv) ? vj[c] : 0.0f;
+    }
+  }
+  return {ws + lay.kt, ws + lay.v, lay.S_pad};
+}
+
+// Keys [begin, end): the ones a row (or a block of rows) may see, or must at least be computed.
+struct KeyRange {
+  int begin, end;
+  bool empty() const { return end <= begin; }
+};
+
+// The keys allowed by the position rule for the query at `query_pos` when keys are contiguous in
+// position (no ring wrap): causal stops after the query's own position, a window starts after
+// query_pos - window.
+inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) {
+  const Positions& pos = p.positions;
+  const std::int64_t S = p.S;
+  std::int64_t end = p.causal ? query_pos + 1 - pos.shift_after : S;
+  std::int64_t begin = pos.window > 0 ? query_pos - pos.window + 1 - pos.shift_after : 0;
+  end = std::clamp<std::int64_t>(end, 0, S);
+  begin = std::clamp<std::int64_t>(begin, 0, end);
+  return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+// The keys a block of rows [r0, r0 + rows) of unit g must compute: the union of their allowed
+// ranges (every key of a wrapped ring: its positions are not monotonic in the slot).
+inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
+  if (!p.positions.contiguous()) return {0, p.S};
+  KeyRange all{p.S, 0};
+  for (int r = r0; r < r0 + rows; ++r) {
+    const KeyRange k = allowed_keys(p, p.positions.query0 + row_of(p, g, r).i);
+    if (k.empty()) continue;
+    all = {std::min(all.begin, k.begin), std::max(all.end, k.end)};
+  }
+  return all.empty() ? KeyRange{0, 0} : all;
+}
+
+// Whether mask m forbids key j (index `at` in its view); adds an additive mask's value to `s`.
+inline void apply_mask(const MaskView& m, std::ptrdiff_t at, float& s) {
+  if (m.kind == MaskKind::kBoolean) {
+    if (m.boolean()[at]) s = kNegInf;
+  } else {
+    s += m.additive()[at];
+  }
+}
+
+}  // namespace webattention::kernels::flash
