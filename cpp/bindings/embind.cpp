@@ -44,6 +44,8 @@ std::string guarded(F&& body) {
     return std::string("ConfigError|") + e.what();
   } catch (const MemoryError& e) {
     return std::string("MemoryError|") + e.what();
+  } catch (const CacheError& e) {
+    return std::string("CacheError|") + e.what();
   } catch (const std::bad_alloc&) {
     return "MemoryError|out of WASM memory";
   } catch (const std::exception& e) {
@@ -127,6 +129,21 @@ struct SdpaWire {
   }
 };
 
+// A KV cache: empty until MhaBinding::create_cache() fills it, then used only with that module
+// (the core checks; JS also keeps the pairing).
+class CacheBinding {
+ public:
+  double length() const { return cache_ ? static_cast<double>(cache_->length()) : 0.0; }
+  int capacity() const { return cache_ ? cache_->capacity() : 0; }
+  void reset() {
+    if (cache_) cache_->reset();
+  }
+
+ private:
+  friend class MhaBinding;
+  std::unique_ptr<KvCache> cache_;
+};
+
 // One MultiHeadAttention module. configure() runs once before anything else.
 class MhaBinding {
  public:
@@ -159,6 +176,10 @@ class MhaBinding {
     o.set("headDim", c.head_dim);
     o.set("valueHeadDim", c.value_head_dim);
     o.set("bias", c.bias);
+    o.set("numKvHeads", c.num_kv_heads);
+    o.set("rotaryDim", c.rotary_dim);
+    o.set("rotaryBase", c.rotary_base);
+    o.set("rotaryInterleaved", c.rotary_interleaved);
     return o;
   }
 
@@ -190,6 +211,19 @@ class MhaBinding {
 
   std::string forward(const ForwardWire& w) {
     return guarded([&] { mha_->forward(w.args()); });
+  }
+
+  // Allocates `target`'s storage for this module (webattention/kv_cache.h).
+  std::string create_cache(CacheBinding& target, int batch, int max_length, int window) {
+    return guarded([&] { target.cache_ = mha_->create_cache({batch, max_length, window}); });
+  }
+
+  // One decoding step: appends w's key/value rows to `cache` and attends over it.
+  std::string forward_cached(const ForwardWire& w, CacheBinding& cache) {
+    return guarded([&] {
+      if (!cache.cache_) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
+      mha_->forward(w.args(), *cache.cache_);
+    });
   }
 
   // Heads [head_begin, head_end) only (a worker's share): w.output receives the heads
@@ -228,7 +262,11 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("vdim", &MhaConfig::vdim)
       .field("headDim", &MhaConfig::head_dim)
       .field("valueHeadDim", &MhaConfig::value_head_dim)
-      .field("bias", &MhaConfig::bias);
+      .field("bias", &MhaConfig::bias)
+      .field("numKvHeads", &MhaConfig::num_kv_heads)
+      .field("rotaryDim", &MhaConfig::rotary_dim)
+      .field("rotaryBase", &MhaConfig::rotary_base)
+      .field("rotaryInterleaved", &MhaConfig::rotary_interleaved);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)
@@ -274,7 +312,14 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)
       .function("forwardHeads", &MhaBinding::forward_heads)
-      .function("projectOutput", &MhaBinding::project_output);
+      .function("projectOutput", &MhaBinding::project_output)
+      .function("createCache", &MhaBinding::create_cache)
+      .function("forwardCached", &MhaBinding::forward_cached);
+  emscripten::class_<CacheBinding>("KvCache")
+      .constructor<>()
+      .function("length", &CacheBinding::length)
+      .function("capacity", &CacheBinding::capacity)
+      .function("reset", &CacheBinding::reset);
   emscripten::function("sdpa", &sdpa);
   emscripten::function("memoryInUse", &memory_in_use);
   // Threads of the core's own pool: more than 1 only in the pthreads module.

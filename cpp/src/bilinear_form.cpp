@@ -40,6 +40,10 @@ int numerical_rank(const std::vector<float>& m, int rows, int cols) {
 BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   const MhaConfig& c = config_;
   require_index("head", head, c.num_heads);
+  if (c.rotary_dim > 0) {
+    throw ConfigError("head", "head_bilinear_form: with rotary embeddings the scores depend on the "
+                              "positions; there is no single W_i");
+  }
   if (wq_->empty() || wk_->empty()) {
     throw StateDictError("state_dict", "head_bilinear_form: the query and key projections are "
                                        "not loaded yet (call loadStateDict() first)");
@@ -48,13 +52,15 @@ BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   f.rows = c.embed_dim;
   f.cols = c.kdim;
   f.matrix.assign(static_cast<std::size_t>(f.rows) * f.cols, 0.0f);
-  // W^Q is [h·d_k, E] and W^K is [h·d_k, kdim]: head `head` owns rows head·d_k .. +d_k.
+  // W^Q is [h·d_k, E] and W^K is [h_kv·d_k, kdim]: query head `head` owns rows head·d_k .. +d_k
+  // of W^Q, and reads K/V head head / (h / h_kv).
   const int offset = head * c.head_dim;
+  const int k_offset = head / (c.num_heads / c.num_kv_heads) * c.head_dim;
   for (int a = 0; a < f.rows; ++a) {
     for (int b = 0; b < f.cols; ++b) {
       double sum = 0.0;
       for (int d = 0; d < c.head_dim; ++d) {
-        sum += static_cast<double>(wq_->weight(offset + d, a)) * wk_->weight(offset + d, b);
+        sum += static_cast<double>(wq_->weight(offset + d, a)) * wk_->weight(k_offset + d, b);
       }
       f.matrix[static_cast<std::size_t>(a) * f.cols + b] = static_cast<float>(sum);
     }

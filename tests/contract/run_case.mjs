@@ -1,10 +1,12 @@
 // Runs one decoded fixture case through a given API object (the package's exports, whichever
 // entry and environment loaded them), the way a user calls it.
 import { checkResult } from './compare.mjs';
+import { runDecode } from './run_decode.mjs';
 
 /**
- * The three kinds of case: 'mha' (MultiHeadAttention.create(c.create), loadStateDict, forward),
- * 'sdpa' (scaledDotProductAttention) and 'self' (selfAttention). Resolves to the call's result.
+ * The kinds of case: 'mha' (MultiHeadAttention.create(c.create), loadStateDict, forward),
+ * 'decode' (the same with a KV cache, fed in chunks: run_decode.mjs), 'sdpa'
+ * (scaledDotProductAttention) and 'self' (selfAttention). Resolves to the call's result.
  * `create` is merged over c.create (mha only): { threads, backend, gpu, webgpuMinFlops, ... }.
  * `onModule(mha)`, if given, sees the module after forward() and before dispose().
  */
@@ -12,6 +14,7 @@ export async function runCall(api, c, { create = {}, onModule } = {}) {
   const { query, key, value, x } = c.inputs;
   if (c.kind === 'sdpa') return api.scaledDotProductAttention(query, key, value, c.options);
   if (c.kind === 'self') return api.selfAttention(x, c.options);
+  if (c.kind === 'decode') return runDecode(api, c, { create, onModule });
   if (c.kind !== 'mha') throw new Error(`case ${c.name}: unknown kind ${c.kind}`);
   const mha = await api.MultiHeadAttention.create({ ...c.create, ...create });
   try {

@@ -8,6 +8,7 @@ import { DisposedError } from './errors.js';
 import { PoolExecutor } from './pool_executor.js';
 import { Runtime } from './runtime.js';
 import { moduleEntry } from './variant.js';
+import { resolveCacheOptions } from './decoding.js';
 import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
@@ -87,8 +88,19 @@ export class MultiHeadAttention {
   }
 
   /**
+   * Storage for incremental decoding (options { batchSize = 1, maxLength, window }), allocated
+   * once: pass it as forward()'s `cache` option. Freed by its dispose() or the module's.
+   */
+  createCache(options) {
+    const dispatcher = this.#live('createCache');
+    return dispatcher.createCache(resolveCacheOptions(options));
+  }
+
+  /**
    * query [B, L, E] (or [L, E]), key [B, S, kdim], value [B, S, vdim].
-   * Resolves to { output [B, L, E], attnWeights: [B, L, S] | [B, h, L, S] | null }.
+   * Resolves to { output [B, L, E], attnWeights: [B, L, S] | [B, h, L, S] | null }. With
+   * { cache }: S = L new positions appended to it, attention over all T cached positions
+   * (causal, bottom-right), weights [B, (h,) L, T].
    */
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');

@@ -13,6 +13,7 @@
 // routes to wasm; a GPU call that fails runs again on wasm; if the device was lost the module
 // stays on wasm for good ('backend' then reads 'wasm'), otherwise only that call moves; either
 // way console.warn says so once and the caller gets a correct result.
+import { KvCache } from './decoding.js';
 import { DisposedError } from './errors.js';
 import { planWithCopies } from './shapes.js';
 
@@ -78,8 +79,10 @@ export const DECODE_MAX_L = 4;
 export function forwardFlops(plan, config) {
   const { B, L, S } = plan;
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
-  const projections = L * E * H * dk + S * kdim * H * dk + S * vdim * H * dv + L * H * dv * E;
-  const attention = H * L * S * (dk + dv) + (plan.needWeights ? H * L * S * dk : 0);
+  const G = config.numKvHeads ?? H;
+  const T = plan.T ?? S;  // keys attended: with a cache, every cached position
+  const projections = L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
+  const attention = H * L * T * (dk + dv) + (plan.needWeights ? H * L * T * dk : 0);
   return 2 * B * (projections + attention);
 }
 
@@ -99,6 +102,7 @@ export class Dispatcher {
   #gpu;              // null, or the GPU slot (below)
   #loaded = false;   // loadStateDict() succeeded: before, the wasm executor reports what is missing
   #disposed = false;
+  #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
 
   /**
    * wasm: the calling thread's executor. pool: a PoolExecutor or null; autoThreads: threads
@@ -138,6 +142,16 @@ export class Dispatcher {
     return this.#wasm.headBilinearForm(head);
   }
 
+  /**
+   * A KV cache (options from resolveCacheOptions()) in the calling thread's WASM instance: the
+   * calls that use it run there (route() below).
+   */
+  createCache(options) {
+    const cache = new KvCache(this.#wasm, this.#wasm.createCache(options), options);
+    this.#caches.add(new WeakRef(cache));
+    return cache;
+  }
+
   /** entries: checked against parameterSpecs(). The wasm executor throws before others see them. */
   loadStateDict(entries) {
     this.#wasm.loadStateDict(entries);
@@ -159,6 +173,11 @@ export class Dispatcher {
    */
   route(plan, { gpu: allowGpu = true } = {}) {
     if (!this.#loaded) return 'wasm';
+    // A cache lives in the calling thread's WASM memory. The pool declines cache calls: a decode
+    // step is a few MFLOP, under a worker round trip (AUTO_MIN_FLOPS), and each worker would have
+    // to keep its heads' part of the cache (docs/benchmarks.md measures it); the GPU has no cache
+    // path yet.
+    if (plan.cache) return 'wasm';
     const flops = forwardFlops(plan, this.#config);
     const gpu = this.#gpu;
     if (allowGpu && gpu && flops >= gpu.minFlops
@@ -166,8 +185,8 @@ export class Dispatcher {
       return 'webgpu';
     }
     const pool = this.#pool;
-    // A call with one (batch, head) pair has nothing to split.
-    if (pool?.working && plan.B * this.#config.numHeads > 1
+    // A call with one (batch, K/V head) unit has nothing to split.
+    if (pool?.working && plan.B * this.#config.numKvHeads > 1
       && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS))) {
       return 'pool';
     }
@@ -213,6 +232,8 @@ export class Dispatcher {
       this.#gpu.executor?.dispose();
       this.#gpu.pendingEntries = null;
     }
+    for (const ref of this.#caches) ref.deref()?.release('its module was disposed');
+    this.#caches.clear();
     this.#pool?.dispose();
     this.#wasm.dispose();
   }

@@ -35,13 +35,21 @@ export class OptionError extends WebAttentionError {
 export class DisposedError extends WebAttentionError {
   static errorName = 'DisposedError';
 
-  constructor(message) {
-    super(message, { argument: 'this', expected: 'a live module', actual: 'disposed' });
+  constructor(message, argument = 'this') {
+    super(message, { argument, expected: argument === 'this' ? 'a live module' : 'a live object', actual: 'disposed' });
   }
 }
 /** The WASM heap could not grow. */
 export class MemoryError extends WebAttentionError {
   static errorName = 'MemoryError';
+}
+
+/**
+ * A KV cache used wrongly: appending past its maxLength, or with a module other than the one
+ * whose createCache() made it.
+ */
+export class CacheError extends WebAttentionError {
+  static errorName = 'CacheError';
 }
 
 /** A worker of the thread pool failed (crashed, exited or could not start). */
@@ -54,7 +62,7 @@ export class BackendError extends WebAttentionError {
   static errorName = 'BackendError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError, BackendError };
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {
@@ -87,7 +95,7 @@ export function describe(value) {
   return `${typeof value} ${String(value)}`;
 }
 
-const byCoreName = { ShapeError, StateDictError, ConfigError: OptionError, MemoryError };
+const byCoreName = { ShapeError, StateDictError, ConfigError: OptionError, MemoryError, CacheError };
 
 /** Rethrows an error string from the WASM core ("Class|message") as a typed JS error. */
 export function throwCoreError(coreMessage) {

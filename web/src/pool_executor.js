@@ -56,7 +56,11 @@ export class PoolExecutor {
   async forward(plan, config) {
     const pool = this.#pool;
     const id = this.#id;
-    const tasks = splitWork(plan.B, config.numHeads, this.#threads);
+    // Heads are split in whole K/V groups: a group's query heads share its K and V (the core runs
+    // them together).
+    const group = config.numHeads / config.numKvHeads;
+    const tasks = splitWork(plan.B, config.numKvHeads, this.#threads)
+      .map((t) => ({ ...t, h0: t.h0 * group, h1: t.h1 * group }));
     const flops = forwardFlops(plan, config);  // each task's budget counts the whole call: generous
     const results = await this.#fanOut(tasks,
       (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1), flops),

@@ -2,59 +2,16 @@
 // plain "plan" (sizes, resolved options, checked typed arrays) before any backend sees it.
 import { DTypeError, OptionError, ShapeError, StateDictError, describe, formatShape } from './errors.js';
 import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
+import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+import { checkCacheOption, resolveDecodingConfig } from './decoding.js';
+
+export { checkIndex } from './option_checks.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 const isSize = (n) => Number.isInteger(n) && n >= 1;
-
-function checkOptions(argument, options, allowed) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
-      argument, expected: 'object', actual: describe(options),
-    });
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new OptionError(
-        `${argument}: unknown option '${key}'; expected one of ${allowed.join(', ')}`,
-        { argument: key, expected: allowed, actual: key });
-    }
-  }
-  return options;
-}
-
-function checkBoolean(argument, value, fallback) {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') {
-    throw new OptionError(`${argument}: expected a boolean, got ${describe(value)}`, {
-      argument, expected: 'boolean', actual: describe(value),
-    });
-  }
-  return value;
-}
-
-function checkSize(argument, value, fallback) {
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (!isSize(value)) {
-    throw new OptionError(`${argument}: expected an integer >= 1, got ${describe(value)}`, {
-      argument, expected: 'integer >= 1', actual: describe(value),
-    });
-  }
-  return value;
-}
-
-/** An integer in [0, count). */
-export function checkIndex(argument, value, count) {
-  if (!Number.isInteger(value) || value < 0 || value >= count) {
-    throw new OptionError(`${argument}: expected an integer in [0, ${count}), got ${describe(value)}`, {
-      argument, expected: `[0, ${count})`, actual: value,
-    });
-  }
-  return value;
-}
 
 /**
  * Checks `{ data, shape }`: data of one of `dtypes` (element types, read from the array itself:
@@ -115,7 +72,7 @@ function checkMask(argument, mask, views) {
   return { kind, ...t };
 }
 
-const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads',
+const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'numKvHeads', 'rotary', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads',
   'backend', 'gpu', 'webgpuMinFlops'];
 
 /** Most threads (workers + the calling thread) one module may use. */
@@ -160,6 +117,7 @@ export function resolveMhaConfig(options) {
     valueHeadDim: checkSize('valueHeadDim', o.valueHeadDim, embedDim / numHeads),
     bias: checkBoolean('bias', o.bias, true),
   };
+  Object.assign(config, resolveDecodingConfig(o, config));
   // Sizes are exact here (JS numbers up to 2^53); the core's are 32-bit. A module whose weights
   // cannot fit a WASM heap is refused before any size reaches it.
   const bytes = parameterFloats(config) * 4;
@@ -181,8 +139,8 @@ export function resolveMhaConfig(options) {
 export const WASM_MAX_BYTES = 2 ** 32;
 
 /** Floats of a module's weights and biases (bias or not: the core's buffers exist either way). */
-function parameterFloats({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
-  return H * dk * (E + kdim) + H * dv * (vdim + E) + 2 * H * dk + H * dv + E;
+function parameterFloats({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
+  return H * dk * E + G * dk * kdim + G * dv * vdim + H * dv * E + (H + G) * dk + G * dv + E;
 }
 
 /**
@@ -235,7 +193,7 @@ export function resolveStateDict(specs, stateDict) {
   });
 }
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache'];
 
 /** Checks one forward() call against the module's config and returns its plan. */
 export function resolveMhaForward(config, query, key, value, options) {
@@ -254,12 +212,16 @@ export function resolveMhaForward(config, query, key, value, options) {
   if (E !== config.embedDim) shapeError('query', formatShape([...lead(B), L, config.embedDim]), q.shape);
   if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
   if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
+  // With a cache the keys attended are every cached position after the append (T of them).
+  const cache = o.cache === undefined ? null
+    : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null });
+  const T = cache ? cache.lengthAfter : S;
 
   const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
   if (keyPaddingMask.kind !== MaskKind.none) {
-    const want = [...lead(B), S];
+    const want = [...lead(B), T];
     if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
-    keyPaddingMask.shape = [B, S];
+    keyPaddingMask.shape = [B, T];
   }
   const attnMask = checkMask('attnMask', o.attnMask, views);
   if (attnMask.kind !== MaskKind.none) {
@@ -272,14 +234,15 @@ export function resolveMhaForward(config, query, key, value, options) {
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
   return {
-    B, L, S, batched,
+    B, L, S, T, batched,
     query: q.data, key: k.data, value: v.data,
     keyPaddingMask, attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
     needWeights,
     averageAttnWeights,
+    cache,
     outputShape: [...lead(B), L, config.embedDim],
-    weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, S] : null,
+    weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
   };
 }
 
@@ -307,11 +270,12 @@ export function planWithCopies(plan) {
 
 /**
  * Floats of the attention weights a forward() of `heads` heads returns for one batch entry:
- * 0 without needWeights, L·S averaged, heads·L·S per head. Every backend sizes its buffers by it.
+ * 0 without needWeights, L·T averaged, heads·L·T per head (T = S, or the cache's length after
+ * the append). Every backend sizes its buffers by it.
  */
 export function weightsPerBatch(plan, heads) {
   if (!plan.needWeights) return 0;
-  return (plan.averageAttnWeights ? 1 : heads) * plan.L * plan.S;
+  return (plan.averageAttnWeights ? 1 : heads) * plan.L * (plan.T ?? plan.S);
 }
 
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */

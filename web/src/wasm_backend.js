@@ -1,5 +1,6 @@
 // The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
 // results out and frees the block, on every path (so a failing call leaks nothing).
+import { coreDecodingFields } from './decoding.js';
 import { throwCoreError, MemoryError } from './errors.js';
 import { WASM_MAX_BYTES, weightsPerBatch } from './shapes.js';
 
@@ -82,8 +83,9 @@ export class WasmMha {
   constructor(core, config) {
     this.core = core;
     this.handle = new core.Mha();
-    // { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias }: the core's MhaConfig.
-    const error = this.handle.configure(config);
+    // { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias } and the decoding fields:
+    // the core's MhaConfig.
+    const error = this.handle.configure({ ...config, ...coreDecodingFields(config) });
     if (error) {
       this.handle.delete();
       throwCoreError(error);
@@ -110,10 +112,25 @@ export class WasmMha {
     return form;
   }
 
+  /**
+   * A KV cache's storage in this module's core: { handle } for decoding.js's KvCache, or a typed
+   * error (MemoryError when it cannot be allocated; nothing is left allocated then).
+   */
+  createCache({ batchSize, maxLength, window }) {
+    const handle = new this.core.KvCache();
+    const error = this.handle.createCache(handle, batchSize, maxLength, window);
+    if (error) {
+      handle.delete();
+      throwCoreError(error);
+    }
+    return handle;
+  }
+
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan, config) {
+    const cache = plan.cache?.cache.handleFor(this);
     return this.#run(plan, plan.B * plan.L * config.embedDim, config.numHeads,
-      (args) => this.handle.forward(args));
+      cache ? (args) => this.handle.forwardCached(args, cache) : (args) => this.handle.forward(args));
   }
 
   /**

@@ -1,7 +1,7 @@
 // create()'s backend options: { backend: 'auto' | 'wasm' | 'webgpu', gpu?, webgpuMinFlops? }, and
 // the GPU side of a module they give (gpuSide(), for dispatch.js).
 import { DEFAULT_WEBGPU_MIN_FLOPS } from '../dispatch.js';
-import { OptionError, describe } from '../errors.js';
+import { BackendError, OptionError, describe } from '../errors.js';
 import { acquireGpu, findGpu } from './device.js';
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];
@@ -34,6 +34,13 @@ export function resolveBackendOptions(options) {
 export async function gpuSide(config, { backend, gpu, minFlops }) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
   if (backend === 'wasm') return { gpu: null, gpuMinFlops };
+  const missing = gpuMissing(config);
+  if (missing && backend === 'webgpu') {
+    throw new BackendError(`backend 'webgpu': ${missing} has no WebGPU kernels yet; use backend 'auto' or 'wasm'`, {
+      argument: 'backend', expected: "'auto' or 'wasm'", actual: 'webgpu',
+    });
+  }
+  if (missing) return { gpu: null, gpuMinFlops };
   const useSoftware = minFlops !== undefined;
   if (backend === 'webgpu') {
     const found = await acquireGpu({ gpu, backend, useSoftware });
@@ -45,6 +52,13 @@ export async function gpuSide(config, { backend, gpu, minFlops }) {
     return found ? makeExecutor(config, found) : null;
   };
   return { gpu: { acquire }, gpuMinFlops };
+}
+
+// What a module needs that the GPU path lacks, or null.
+function gpuMissing({ numHeads, numKvHeads, rotary }) {
+  if (numKvHeads !== numHeads) return 'grouped-query attention (numKvHeads < numHeads)';
+  if (rotary) return 'rotary position embedding';
+  return null;
 }
 
 /**
