@@ -4,6 +4,7 @@
 // everything else from here. Environment-free, like the modules it re-exports: pages load it too.
 import { forwardFlops } from '../web/src/dispatch.js';
 import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
+import { gpuMissing } from '../web/src/webgpu/options.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
 export { AUTO_MIN_FLOPS, DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
@@ -11,6 +12,10 @@ export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
+export { gpuMissing } from '../web/src/webgpu/options.js';
+
+/** The 'mha' fixture cases a WebGPU module can run (not yet GQA or rotary ones: options.js). */
+export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha' && !gpuMissing(c.create));
 
 /** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */
 export function caseFlops(c) {

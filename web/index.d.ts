@@ -26,6 +26,16 @@ export interface MultiHeadAttentionOptions {
   /** Per-head value width d_v (default embedDim / numHeads). Give with headDim. */
   valueHeadDim?: number;
   /**
+   * Key/value heads (grouped-query attention; default numHeads, 1 = multi-query): a divisor of
+   * numHeads. Query head i reads K/V head floor(i / (numHeads / numKvHeads)). With fewer K/V
+   * heads the state dict has separate q_proj_weight [numHeads·headDim, E], k_proj_weight
+   * [numKvHeads·headDim, kdim], v_proj_weight [numKvHeads·valueHeadDim, vdim], in_proj_bias of
+   * their three widths, out_proj.*. Not on the WebGPU backend yet ('auto' runs it on WASM).
+   */
+  numKvHeads?: number;
+  /** Rotary position embedding on every query and key head after its projection (and bias). */
+  rotary?: RotaryOptions;
+  /**
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
    * 'auto' (default) = min(cores, 4), used for calls big enough to gain from it. No
@@ -53,13 +63,57 @@ export interface MultiHeadAttentionOptions {
   webgpuMinFlops?: number;
 }
 
+/**
+ * RoPE at absolute positions (with a cache: cache.length + i; without: 0…L−1 for queries, 0…S−1
+ * for keys): θ_j = base^(−2j/dim) for j < dim/2; pairs (x_j, x_{j+dim/2}) (half-split,
+ * GPT-NeoX / Llama) or, interleaved, (x_2j, x_2j+1) (GPT-J) turn by p·θ_j; features >= dim stay.
+ */
+export interface RotaryOptions {
+  /** Default 10000. */
+  base?: number;
+  /** Default false (half-split). */
+  interleaved?: boolean;
+  /** Rotated features per head: even, <= headDim (default headDim). */
+  dim?: number;
+}
+
 /** navigator.gpu, the npm `webgpu` package's create([]), or a GPUDevice (typed structurally). */
 export type GpuLike =
   | { requestAdapter(options?: any): Promise<unknown> }
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>> {}
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary'>> {
+  rotary: Required<RotaryOptions> | null;
+}
+
+export interface CacheOptions {
+  /** Default 1. */
+  batchSize?: number;
+  /** Most positions the cache holds; appending past it throws CacheError. Required without window. */
+  maxLength?: number;
+  /**
+   * Sliding window: the query at position p sees only keys at positions > p − window. Storage is
+   * a ring of window + 63 positions, so without maxLength the length has no limit.
+   */
+  window?: number;
+}
+
+/** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
+export class KvCache {
+  private constructor();
+  /** Positions appended so far. */
+  readonly length: number;
+  readonly batchSize: number;
+  /** 0: no limit (a window without maxLength). */
+  readonly maxLength: number;
+  /** 0: no window. */
+  readonly window: number;
+  /** Back to length 0 without freeing. */
+  reset(): void;
+  /** Frees the storage; later use throws DisposedError (as after the module's dispose()). */
+  dispose(): void;
+}
 
 export interface ForwardOptions {
   /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
@@ -72,6 +126,14 @@ export interface ForwardOptions {
   needWeights?: boolean;
   /** Average the weights over heads: [B, L, S] (default true), else [B, numHeads, L, S]. */
   averageAttnWeights?: boolean;
+  /**
+   * A cache of this module (createCache()): key and value are the L new positions ([B, L, kdim],
+   * [B, L, vdim]), appended to it; each query attends to every cached position up to its own
+   * (causal, bottom-right: isCausal is implied) and within the cache's window. keyPaddingMask is
+   * then [B, T] and weights [B, (numHeads,) L, T], T = cache.length after the append. attnMask is
+   * refused. Calls with a cache run on the calling thread's WASM.
+   */
+  cache?: KvCache;
 }
 
 export interface AttentionResult {
@@ -116,6 +178,11 @@ export class MultiHeadAttention {
   readonly stateDictShapes: StateDictEntryShape[];
   /** Strict: every expected key, no others; nothing changes when an entry is wrong. */
   loadStateDict(stateDict: StateDict): void;
+  /**
+   * Storage for incremental decoding, allocated once (MemoryError when it does not fit); pass it
+   * as forward()'s `cache`. Freed by its dispose() or this module's.
+   */
+  createCache(options: CacheOptions): KvCache;
   /**
    * query [B, L, embedDim] (or [L, embedDim]), key [B, S, kdim], value [B, S, vdim].
    * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
@@ -185,6 +252,8 @@ export class StateDictError extends WebAttentionError {}
 export class OptionError extends WebAttentionError {}
 export class DisposedError extends WebAttentionError {}
 export class MemoryError extends WebAttentionError {}
+/** A KV cache appended past its maxLength, or used with a module other than its own. */
+export class CacheError extends WebAttentionError {}
 /** A worker of a module's thread pool crashed, exited or could not start. */
 export class WorkerError extends WebAttentionError {}
 /** backend 'webgpu' where there is no WebGPU, no adapter or no device. */

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { CHROMIUM, ROOT, launchChromium, startServer } from '../browser/harness.mjs';
-import { caseFlops } from '../internals.mjs';
+import { caseFlops, webgpuCases } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { MAX_FIXTURE_FLOPS, autoBackendForLargeCalls } from './adapter.mjs';
 
@@ -22,7 +22,7 @@ const OVERALL_MS = 90_000;
 // add --enable-features=Vulkan with --use-angle=swiftshader: requestAdapter() then hangs.
 const WEBGPU_ARGS = ['--enable-unsafe-webgpu'];
 
-const fixtures = loadFixtures().filter((c) => c.kind === 'mha');
+const fixtures = webgpuCases(loadFixtures());
 const names = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS).map((c) => c.name);
 const leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 

@@ -31,7 +31,7 @@ import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from 'webattention';
 import { checkResult, compare, filled } from '../contract/contract.mjs';
-import { webgpuTestHooks as testHooks } from '../internals.mjs';
+import { webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
 
@@ -41,7 +41,7 @@ const { MultiHeadAttention } = api;
 export const { create: createGpu } = await import('webgpu');
 
 /** The PyTorch MHA fixture cases. */
-export const fixtures = loadFixtures().filter((c) => c.kind === 'mha');
+export const fixtures = webgpuCases(loadFixtures());
 
 export let gpu = createGpu([]);  // the npm webgpu package's GPU object
 // The adapter decides what some tests expect (SwiftShader or a hardware GPU): found before the

@@ -5,7 +5,7 @@
 // ('software' | 'hardware', adapter.mjs), packageSoftware (the package's own verdict), ...info }.
 import * as api from '../../web/src/browser.js';
 import { checkResult, compare, decodeFixtures, runCase } from '../contract/contract.mjs';
-import { caseFlops, isSoftwareAdapter, webgpuTestHooks as testHooks } from '../internals.mjs';
+import { caseFlops, isSoftwareAdapter, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { MAX_FIXTURE_FLOPS, adapterInfo, adapterKind, autoBackendForLargeCalls, requestTestAdapter } from './adapter.mjs';
 
 const { BackendError, MultiHeadAttention } = api;
@@ -82,7 +82,7 @@ async function main() {
   const adapter = navigator.gpu ? await requestTestAdapter(navigator.gpu) : null;
   const kind = adapter ? adapterKind(adapter) : null;
   state.adapter = adapter ? { kind, packageSoftware: isSoftwareAdapter(adapter), ...adapterInfo(adapter) } : null;
-  const fixtures = decodeFixtures(await (await fetch('../fixtures/mha_parity.json')).json()).filter((c) => c.kind === 'mha');
+  const fixtures = webgpuCases(decodeFixtures(await (await fetch('../fixtures/mha_parity.json')).json()));
   state.leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 
   for (const c of fixtures.filter((f) => caseFlops(f) <= MAX_FIXTURE_FLOPS)) {

@@ -54,8 +54,8 @@ export async function gpuSide(config, { backend, gpu, minFlops }) {
   return { gpu: { acquire }, gpuMinFlops };
 }
 
-// What a module needs that the GPU path lacks, or null.
-function gpuMissing({ numHeads, numKvHeads, rotary }) {
+/** What a module (its create() options or resolved config) needs that the GPU path lacks, or null. */
+export function gpuMissing({ numHeads, numKvHeads = numHeads, rotary }) {
   if (numKvHeads !== numHeads) return 'grouped-query attention (numKvHeads < numHeads)';
   if (rotary) return 'rotary position embedding';
   return null;

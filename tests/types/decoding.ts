@@ -1,0 +1,30 @@
+// The incremental-decoding API (numKvHeads, rotary, createCache, forward's cache) as a user
+// writes it, checked by `tsc --noEmit` against web/index.d.ts.
+import { MultiHeadAttention, KvCache, CacheError, type Tensor } from 'webattention';
+
+async function decode(prompt: Tensor, token: Tensor) {
+  const mha = await MultiHeadAttention.create({
+    embedDim: 128, numHeads: 4, numKvHeads: 2, rotary: { base: 10000, interleaved: false, dim: 32 },
+  });
+  const cache: KvCache = mha.createCache({ batchSize: 1, maxLength: 512 });
+  const ring = mha.createCache({ window: 128 });
+  await mha.forward(prompt, prompt, prompt, { cache });
+  const { output } = await mha.forward(token, token, token, { cache: ring, needWeights: true });
+  const length: number = cache.length + ring.window + ring.maxLength + ring.batchSize;
+  const dim: number | undefined = mha.config.rotary?.dim;
+  cache.reset();
+  cache.dispose();
+  try {
+    await mha.forward(token, token, token, { cache });
+  } catch (e) {
+    if (e instanceof CacheError) console.log(e.argument);
+  }
+  // @ts-expect-error: rotary options are base, interleaved and dim
+  await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { theta: 1 } });
+  // @ts-expect-error: createCache takes an options object
+  mha.createCache(512);
+  // @ts-expect-error: KvCache is made by createCache()
+  new KvCache();
+  return [output, length, dim];
+}
+decode;
