@@ -1,0 +1,168 @@
+// Incremental decoding in the core (docs/attention-math.md §7-§9), checked by equivalences that
+// need no reference: grouped-query attention equals multi-head attention with its K/V weights
+// repeated per query head; a KV cache fed in chunks equals one causal forward over the whole
+// sequence; a sliding-window cache (past its ring's wrap) equals a forward with the window as an
+// additive mask. PyTorch-generated parity is in tests/fixtures/decode_parity.json (JS tests).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "test_util.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+
+namespace webattention {
+namespace {
+
+using testing::all_close;
+using testing::random_floats;
+
+constexpr int E = 16, H = 4;
+
+// Loads random weights for every entry; returns them by name order.
+std::vector<std::vector<float>> load_random(MultiHeadAttention& m, std::mt19937& rng) {
+  std::vector<std::vector<float>> values;
+  for (const auto& spec : m.parameter_specs()) {
+    values.push_back(random_floats(spec.size(), rng, 0.4f));
+    m.load_parameter(spec.name, values.back().data(), values.back().size());
+  }
+  return values;
+}
+
+std::vector<float> run(const MultiHeadAttention& m, const std::vector<float>& x, int B, int T,
+                       MaskArg attn_mask = {}, bool causal = true) {
+  std::vector<float> out(static_cast<std::size_t>(B) * T * E);
+  MhaForwardArgs a;
+  a.batch = B;
+  a.L = a.S = T;
+  a.query = a.key = a.value = x.data();
+  a.attn_mask = attn_mask;
+  a.causal = causal;
+  a.output = out.data();
+  m.forward(a);
+  return out;
+}
+
+// Feeds x [B, T, E] to `cache` in `chunks`, returning the outputs of every row in order.
+std::vector<float> run_cached(const MultiHeadAttention& m, KvCache& cache, const std::vector<float>& x,
+                              int B, int T, const std::vector<int>& chunks) {
+  std::vector<float> out(static_cast<std::size_t>(B) * T * E);
+  int at = 0;
+  for (int n : chunks) {
+    std::vector<float> part(static_cast<std::size_t>(B) * n * E), got(part.size());
+    for (int b = 0; b < B; ++b)
+      std::copy_n(x.begin() + (static_cast<std::size_t>(b) * T + at) * E, n * E, part.begin() + static_cast<std::size_t>(b) * n * E);
+    MhaForwardArgs a;
+    a.batch = B;
+    a.L = a.S = n;
+    a.query = a.key = a.value = part.data();
+    a.output = got.data();
+    m.forward(a, cache);
+    for (int b = 0; b < B; ++b)
+      std::copy_n(got.begin() + static_cast<std::size_t>(b) * n * E, n * E, out.begin() + (static_cast<std::size_t>(b) * T + at) * E);
+    at += n;
+  }
+  return out;
+}
+
+TEST(Decoding, GroupedQueryAttentionIsMhaWithRepeatedKeyValueHeads) {
+  std::mt19937 rng(1);
+  MhaConfig gqa_config{E, H};
+  gqa_config.num_kv_heads = 2;
+  MultiHeadAttention gqa(gqa_config);
+  const auto w = load_random(gqa, rng);  // q [16,16], k [8,16], v [8,16], bias [32], out, out bias
+  MhaConfig mha_config{E, H};
+  mha_config.head_dim = mha_config.value_head_dim = E / H;
+  MultiHeadAttention mha(mha_config);
+  ASSERT_EQ(mha.parameter_specs()[0].name, "in_proj_weight");
+  const int d = E / H;
+  // Query head i reads K/V head i / 2: repeat each K/V head's rows (and bias) twice.
+  std::vector<float> in_proj(w[0]), bias(w[3].begin(), w[3].begin() + E);
+  for (int part = 1; part <= 2; ++part) {
+    for (int head = 0; head < H; ++head) {
+      const float* rows = w[part].data() + static_cast<std::size_t>(head / 2) * d * E;
+      in_proj.insert(in_proj.end(), rows, rows + d * E);
+      const float* b = w[3].data() + E + (part - 1) * (E / 2) + (head / 2) * d;
+      bias.insert(bias.end(), b, b + d);
+    }
+  }
+  mha.load_parameter("in_proj_weight", in_proj.data(), in_proj.size());
+  mha.load_parameter("in_proj_bias", bias.data(), bias.size());
+  mha.load_parameter("out_proj.weight", w[4].data(), w[4].size());
+  mha.load_parameter("out_proj.bias", w[5].data(), w[5].size());
+  const auto x = random_floats(2 * 9 * E, rng);
+  EXPECT_TRUE(all_close(run(gqa, x, 2, 9), run(mha, x, 2, 9)));
+  EXPECT_TRUE(all_close(run(gqa, x, 2, 9, {}, false), run(mha, x, 2, 9, {}, false)));
+}
+
+TEST(Decoding, ChunkedCacheEqualsTheFullCausalForward) {
+  for (bool interleaved : {false, true}) {
+    std::mt19937 rng(2);
+    MhaConfig c{E, H};
+    c.num_kv_heads = 1;
+    c.rotary_dim = 2;
+    c.rotary_interleaved = interleaved;
+    MultiHeadAttention m(c);
+    load_random(m, rng);
+    const int B = 2, T = 12;
+    const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
+    auto cache = m.create_cache({B, T, 0});
+    EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {5, 1, 1, 4, 1}), run(m, x, B, T)));
+    EXPECT_EQ(cache->length(), T);
+    // Full: nothing changes on a refused append.
+    EXPECT_THROW(run_cached(m, *cache, x, B, 1, {1}), CacheError);
+    EXPECT_EQ(cache->length(), T);
+    cache->reset();
+    EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {1, 1, 10}), run(m, x, B, T)));
+  }
+}
+
+TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
+  std::mt19937 rng(3);
+  MhaConfig c{E, H};
+  c.num_kv_heads = 2;
+  c.rotary_dim = 4;
+  MultiHeadAttention m(c);
+  load_random(m, rng);
+  const int W = 5, T = 150;  // the ring holds W + 63 (rounded to 72) slots: it wraps twice
+  const auto x = random_floats(static_cast<std::size_t>(T) * E, rng);
+  std::vector<float> window(static_cast<std::size_t>(T) * T, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < T; ++i)
+    for (int j = std::max(0, i - W + 1); j <= i; ++j) window[static_cast<std::size_t>(i) * T + j] = 0.0f;
+  MaskArg mask;
+  mask.kind = MaskKind::kAdditive;
+  mask.data = window.data();
+  mask.shape = {T, T};
+  auto cache = m.create_cache({1, 0, W});
+  EXPECT_GT(T, cache->capacity());
+  // A 90-row chunk is more than one step of the ring (capacity - W + 1 rows).
+  EXPECT_TRUE(all_close(run_cached(m, *cache, x, 1, T, {90, 1, 1, 30, 1, 27}), run(m, x, 1, T, mask, false)));
+}
+
+TEST(Decoding, MisuseIsATypedErrorThatLeavesTheCache) {
+  std::mt19937 rng(4);
+  MultiHeadAttention a(MhaConfig{E, H}), b(MhaConfig{E, H});
+  load_random(a, rng);
+  load_random(b, rng);
+  auto cache = a.create_cache({1, 8, 0});
+  const auto x = random_floats(E, rng);
+  EXPECT_THROW(run_cached(b, *cache, x, 1, 1, {1}), CacheError);
+  EXPECT_EQ(cache->length(), 0);
+  std::vector<float> out(E);
+  MhaForwardArgs bad;
+  bad.L = 1;
+  bad.S = 2;
+  bad.query = bad.key = bad.value = x.data();
+  bad.output = out.data();
+  EXPECT_THROW(a.forward(bad, *cache), ShapeError);
+  EXPECT_THROW(a.create_cache({0, 8, 0}), ConfigError);
+  EXPECT_THROW(a.create_cache({1, 0, 0}), ConfigError);
+  EXPECT_EQ(cache->length(), 0);
+}
+
+}  // namespace
+}  // namespace webattention
