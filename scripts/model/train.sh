@@ -11,16 +11,8 @@ cd "$(dirname "$0")"
 
 # libopenblas0-pthread: without it Debian's torch runs on the reference BLAS (about 10x slower).
 packages=(python3-torch libopenblas0-pthread bible-kjv)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  echo "train.sh: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -q
-  apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+source ../apt_install_missing.sh
+apt_install_missing train.sh "${packages[@]}"
 
 # One thread everywhere (torch's OpenMP and OpenBLAS's own pool): reproducible float32 sums.
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
