@@ -78,3 +78,4 @@ const api = bindApi(async () => {
 
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
+export { loadSafetensors } from './safetensors.js';

@@ -54,7 +54,12 @@ export class BackendError extends WebAttentionError {
   static errorName = 'BackendError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError, BackendError };
+/** A safetensors file that breaks the format (loadSafetensors): its message names the problem. */
+export class SafetensorsError extends WebAttentionError {
+  static errorName = 'SafetensorsError';
+}
+
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError, BackendError, SafetensorsError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

@@ -46,3 +46,4 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
 
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
+export { loadSafetensors } from './safetensors.js';

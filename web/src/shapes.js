@@ -9,7 +9,7 @@ export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 const isSize = (n) => Number.isInteger(n) && n >= 1;
 
-function checkOptions(argument, options, allowed) {
+export function checkOptions(argument, options, allowed) {
   if (options === undefined || options === null) return {};
   if (typeof options !== 'object' || Array.isArray(options)) {
     throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
@@ -26,7 +26,7 @@ function checkOptions(argument, options, allowed) {
   return options;
 }
 
-function checkBoolean(argument, value, fallback) {
+export function checkBoolean(argument, value, fallback) {
   if (value === undefined) return fallback;
   if (typeof value !== 'boolean') {
     throw new OptionError(`${argument}: expected a boolean, got ${describe(value)}`, {
@@ -185,17 +185,22 @@ function parameterFloats({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, va
   return H * dk * (E + kdim) + H * dv * (vdim + E) + 2 * H * dk + H * dv + E;
 }
 
-/**
- * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
- * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
- */
-export function resolveStateDict(specs, stateDict) {
+/** A state dict (an object or a Map of tensors) as a Map. */
+export function stateDictEntries(stateDict) {
   if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
     throw new StateDictError(`stateDict: expected an object or Map of tensors, got ${describe(stateDict)}`, {
       argument: 'stateDict', expected: 'object', actual: describe(stateDict),
     });
   }
-  const entries = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+  return stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+}
+
+/**
+ * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
+ * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
+ */
+export function resolveStateDict(specs, stateDict) {
+  const entries = stateDictEntries(stateDict);
   const expectedNames = specs.map((s) => s.name);
   for (const name of entries.keys()) {
     if (!expectedNames.includes(name)) {
