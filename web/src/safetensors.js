@@ -27,6 +27,9 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 const isCount = (v) => Number.isSafeInteger(v) && v >= 0;
 const own = (object, key) => (Object.hasOwn(object, key) ? object[key] : undefined);
 
+/** Quoted, with anything outside printable ASCII escaped (a byte-order mark shows as \ufeff). */
+const printable = (text) => JSON.stringify(text).replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+
 /** The 8-byte length as a BigInt: only for messages, the checks use the two 32-bit halves. */
 const u64 = (low, high) => (BigInt(high) << 32n) | BigInt(low);
 
@@ -54,7 +57,7 @@ function headerText(bytes) {
     throw fail('header', 'not valid UTF-8', 'UTF-8', 'invalid UTF-8');
   }
   if (text[0] !== '{') {
-    throw fail('header', `expected a JSON object starting with '{', got ${text.length ? JSON.stringify(text.slice(0, 20)) : 'an empty header'}`,
+    throw fail('header', `expected a JSON object starting with '{', got ${text.length ? printable(text.slice(0, 20)) : 'an empty header'}`,
       'JSON object', text.slice(0, 20));
   }
   return { text, dataStart: 8 + low };
@@ -102,10 +105,11 @@ function readEntry(name, value, order, dataBytes) {
     throw fail(`${at} dtype`, `${typeof dtype === 'string' ? JSON.stringify(dtype) : describe(dtype)} is not supported; expected ${DTYPES.join(', ')}`, DTYPES, dtype);
   }
   if (!Array.isArray(shape) || !shape.every(isCount)) {
-    throw fail(`${at} shape`, `expected an array of integers >= 0, got ${JSON.stringify(shape)}`, 'integer[]', shape);
+    throw fail(`${at} shape`, `expected an array of integers in [0, 2^53 − 1], got ${JSON.stringify(shape)}`, 'integer[]', shape);
   }
   if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isCount) || offsets[0] > offsets[1]) {
-    throw fail(`${at} data_offsets`, `expected [begin, end] with 0 <= begin <= end, got ${JSON.stringify(offsets)}`, '[begin, end]', offsets);
+    throw fail(`${at} data_offsets`, `expected [begin, end], integers with 0 <= begin <= end <= 2^53 − 1, got ${JSON.stringify(offsets)}`,
+      '[begin, end]', offsets);
   }
   const elements = elementCount(`${at} shape`, shape);
   const size = DTYPE_BYTES[dtype];
@@ -127,9 +131,13 @@ function checkLayout(entries, dataBytes) {
   let covered = 0;
   for (const e of sorted) {
     if (e.begin !== covered) {
-      const what = e.begin > covered
-        ? `leaves a hole of ${e.begin - covered} bytes at [${covered}, ${e.begin}) ${previous ? `after tensor ${JSON.stringify(previous.name)}` : 'at the start of the data'}`
-        : `overlaps tensor ${JSON.stringify(previous.name)} [${previous.begin}, ${previous.end}]`;
+      const other = previous && `tensor ${JSON.stringify(previous.name)} [${previous.begin}, ${previous.end}]`;
+      let what;
+      if (e.begin > covered) {
+        what = `leaves a hole of ${e.begin - covered} bytes at [${covered}, ${e.begin}) ${previous ? `after ${other}` : 'at the start of the data'}`;
+      } else {
+        what = e.begin === previous.begin && e.end === previous.end ? `aliases ${other} (the same bytes)` : `overlaps ${other}`;
+      }
       throw fail(`tensor ${JSON.stringify(e.name)} data_offsets`, `[${e.begin}, ${e.end}] ${what}`, covered, e.begin);
     }
     covered = e.end;
