@@ -1,6 +1,6 @@
 // Mutation fuzzer of loadSafetensors(): every mutated file (safetensors_mutations.mjs) must either
 // load into tensors that agree with an independent reading of the same bytes, or throw one of the
-// package's typed errors; never another exception, never a call slower than SLOW_MS, never a hang
+// package's typed errors; never another exception, never a file slower than SLOW_MS, never a hang
 // (the files run in a worker, watched from here: no progress for HANG_MS ends the run).
 //   node tests/fuzz/safetensors_fuzz.mjs [files = 1000000] [--seconds S] [--seed N]
 //   node tests/fuzz/safetensors_fuzz.mjs --replay I [--seed N]    (iteration I again, in this thread)
@@ -63,6 +63,15 @@ function disagreement(bytes, result) {
 
 /** Runs one file: { outcome: 'loaded' | a class of error, ms, problem (a finding) }. */
 function runOne(bytes) {
+  const first = timedRun(bytes);
+  if (first.problem || first.ms <= SLOW_MS) return first;
+  // A slow call on a shared machine is usually a pause (GC, another process): the file is slow
+  // only if it is slow every time.
+  const ms = Math.min(first.ms, ...[1, 2, 3].map(() => timedRun(bytes).ms));
+  return { ...first, ms, problem: ms > SLOW_MS ? `took ${ms.toFixed(1)} ms (the fastest of 4 runs)` : null };
+}
+
+function timedRun(bytes) {
   const start = performance.now();
   let outcome;
   let problem = null;
@@ -78,9 +87,7 @@ function runOne(bytes) {
     const detail = String(e?.message).slice(String(e?.message).indexOf(': ') + 2);
     outcome = `${e?.name} ${general(e?.argument)}: ${general(detail).split(' ').slice(0, 4).join(' ')}`;
   }
-  const ms = performance.now() - start;
-  if (!problem && ms > SLOW_MS) problem = `took ${ms.toFixed(1)} ms`;
-  return { outcome, ms, problem };
+  return { outcome, ms: performance.now() - start, problem };
 }
 
 function workerLoop({ seed, count, seconds, progress }) {
@@ -153,7 +160,7 @@ async function main() {
     clearInterval(watchdog);
     const loaded = outcomes.find(([o]) => o === 'loaded')?.[1] ?? 0;
     console.log(`safetensors fuzz, seed ${seed}: ${files} mutated files in ${took.toFixed(1)} s (${Math.round(files / took)}/s), `
-      + `${loaded} loaded and checked against their bytes, ${files - loaded} refused with a typed error; slowest call ${maxMs.toFixed(2)} ms`);
+      + `${loaded} loaded and checked against their bytes, ${files - loaded} refused with a typed error; slowest file ${maxMs.toFixed(2)} ms`);
     console.log(`${outcomes.length} distinct outcomes; the most common:`);
     for (const [outcome, n] of outcomes.sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.SHOW ?? 15))) console.log(`  ${String(n).padStart(8)}  ${outcome}`);
     for (const { iteration, problem } of findings) {

@@ -34,27 +34,26 @@ function f16ToF32Bits() {
   return table;
 }
 
-/** `count` little-endian F16 values from bytes[offset...] as a new Float32Array. */
-export function f16ToF32(bytes, offset, count) {
-  const table = f16ToF32Bits();
-  const bits = new Uint32Array(count);
-  for (let i = 0, p = offset; i < count; i++, p += 2) bits[i] = table[bytes[p] | (bytes[p + 1] << 8)];
-  return new Float32Array(bits.buffer);
-}
+/** Whether this host's typed arrays are little-endian, as safetensors data is (all common ones). */
+export const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
-/** `count` little-endian BF16 values from bytes[offset...] as a new Float32Array. */
-export function bf16ToF32(bytes, offset, count) {
-  // bfloat16 is the top half of a float32: its bits shifted up 16 are that float32.
-  const bits = new Uint32Array(count);
-  for (let i = 0, p = offset; i < count; i++, p += 2) bits[i] = ((bytes[p] << 16) | (bytes[p + 1] << 24)) >>> 0;
-  return new Float32Array(bits.buffer);
-}
-
-/** `count` little-endian F32 values from bytes[offset...] as a new Float32Array (any alignment). */
-export function f32Copy(bytes, offset, count) {
-  const bits = new Uint32Array(count);
-  for (let i = 0, p = offset; i < count; i++, p += 4) {
-    bits[i] = (bytes[p] | (bytes[p + 1] << 8) | (bytes[p + 2] << 16) | (bytes[p + 3] << 24)) >>> 0;
+/**
+ * Writes `count` little-endian values of `dtype` ('F32' | 'F16' | 'BF16') from bytes[offset...]
+ * as float32 bit patterns into bits[at...] (a Uint32Array: read it through a Float32Array on the
+ * same memory). Any alignment of `offset`.
+ */
+export function toFloat32Bits(dtype, bytes, offset, count, bits, at) {
+  if (dtype === 'F16') {
+    const table = f16ToF32Bits();
+    for (let i = at, p = offset; i < at + count; i++, p += 2) bits[i] = table[bytes[p] | (bytes[p + 1] << 8)];
+  } else if (dtype === 'BF16') {
+    // bfloat16 is the top half of a float32: its bits shifted up 16 are that float32.
+    for (let i = at, p = offset; i < at + count; i++, p += 2) bits[i] = ((bytes[p] << 16) | (bytes[p + 1] << 24)) >>> 0;
+  } else if (LITTLE_ENDIAN_HOST) {
+    new Uint8Array(bits.buffer, bits.byteOffset + at * 4, count * 4).set(bytes.subarray(offset, offset + count * 4));
+  } else {
+    for (let i = at, p = offset; i < at + count; i++, p += 4) {
+      bits[i] = (bytes[p] | (bytes[p + 1] << 8) | (bytes[p + 2] << 16) | (bytes[p + 3] << 24)) >>> 0;
+    }
   }
-  return new Float32Array(bits.buffer);
 }

@@ -4,8 +4,8 @@
 // gives a SafetensorsError naming the problem and never a wrong tensor, a crash or a hang. Every
 // size is computed in exact integer arithmetic (safe integers, overflow checked before it could
 // happen). Format notes and the list of checks: docs/safetensors.md.
-import { DTypeError, SafetensorsError, describe, formatShape } from './errors.js';
-import { bf16ToF32, f16ToF32, f32Copy } from './half_floats.js';
+import { DTypeError, MemoryError, SafetensorsError, describe, formatShape } from './errors.js';
+import { LITTLE_ENDIAN_HOST, toFloat32Bits } from './half_floats.js';
 import { parseHeader } from './safetensors_header.js';
 import { byteView } from './typed_arrays.js';
 
@@ -17,7 +17,6 @@ const DTYPE_BYTES = Object.freeze({ __proto__: null, F32: 4, F16: 2, BF16: 2 });
 const DTYPES = Object.keys(DTYPE_BYTES);
 const ENTRY_KEYS = ['dtype', 'shape', 'data_offsets'];
 const METADATA_KEY = '__metadata__';
-const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 function fail(argument, message, expected, actual) {
   return new SafetensorsError(`safetensors ${argument}: ${message}`, { argument, expected, actual });
@@ -149,22 +148,39 @@ function checkLayout(entries, dataBytes) {
   }
 }
 
-/** A tensor's values as float32: aligned F32 data is viewed, anything else copied or converted. */
-function toFloat32(bytes, { dtype, elements }, offset) {
-  if (dtype === 'F16') return f16ToF32(bytes, offset, elements);
-  if (dtype === 'BF16') return bf16ToF32(bytes, offset, elements);
-  if (!LITTLE_ENDIAN_HOST) return f32Copy(bytes, offset, elements);
-  const absolute = bytes.byteOffset + offset;
-  // A Float32Array view needs a 4-byte aligned start; an unaligned tensor is copied.
-  if (absolute % 4 === 0) return new Float32Array(bytes.buffer, absolute, elements);
-  return new Float32Array(bytes.slice(offset, offset + elements * 4).buffer);
+/**
+ * Every tensor's values as float32, in `entries`' order. F32 data that is 4-byte aligned is a
+ * view on the file (no copy); everything else (F16, BF16, unaligned F32) is converted into ONE
+ * new buffer that those tensors share as subarrays: one allocation instead of one per tensor
+ * (a million tiny tensors cost seconds of allocation and GC otherwise).
+ */
+function tensorData(file, entries, dataStart) {
+  const viewed = (e) => e.dtype === 'F32' && LITTLE_ENDIAN_HOST && (file.byteOffset + dataStart + e.begin) % 4 === 0;
+  const converted = entries.reduce((n, e) => n + (viewed(e) ? 0 : e.elements), 0);
+  let bits;
+  try {
+    bits = new Uint32Array(converted);
+  } catch {
+    throw new MemoryError(`loadSafetensors: the converted tensors need ${converted * 4} bytes, more than could be allocated`, {
+      argument: 'bytes', expected: 'memory for the converted tensors', actual: converted * 4,
+    });
+  }
+  const floats = new Float32Array(bits.buffer);
+  let at = 0;
+  return entries.map((e) => {
+    if (viewed(e)) return new Float32Array(file.buffer, file.byteOffset + dataStart + e.begin, e.elements);
+    toFloat32Bits(e.dtype, file, dataStart + e.begin, e.elements, bits, at);
+    at += e.elements;
+    return floats.subarray(at - e.elements, at);
+  });
 }
 
 /**
  * bytes: ArrayBuffer, SharedArrayBuffer, typed array or DataView holding a .safetensors file.
  * Returns a Map name → { data: Float32Array, shape: number[], dtype: 'F32' | 'F16' | 'BF16' } in
  * the header's order, with `metadata` (a Map of the __metadata__ strings, empty without one) on
- * it. F32 tensors whose data is 4-byte aligned are views on `bytes`; F16 and BF16 are converted.
+ * it. F32 tensors whose data is 4-byte aligned are views on `bytes`; the others (F16 and BF16
+ * converted) share one new buffer.
  */
 export function loadSafetensors(bytes) {
   const file = byteView(bytes);
@@ -184,10 +200,8 @@ export function loadSafetensors(bytes) {
     else entries.push(readEntry(name, value, entryOrder.get(name) ?? [], dataBytes));
   }
   checkLayout(entries, dataBytes);
-  const tensors = new Map();
-  for (const e of entries) {
-    tensors.set(e.name, { data: toFloat32(file, e, dataStart + e.begin), shape: e.shape, dtype: e.dtype });
-  }
+  const data = tensorData(file, entries, dataStart);
+  const tensors = new Map(entries.map((e, i) => [e.name, { data: data[i], shape: e.shape, dtype: e.dtype }]));
   Object.defineProperty(tensors, 'metadata', { value: metadata, enumerable: true });
   return tensors;
 }
