@@ -76,6 +76,6 @@ const api = bindApi(async () => {
   spawnWorker,
 });
 
+export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
-export { loadSafetensors } from './safetensors.js';

@@ -44,6 +44,6 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
   spawnWorker,
 });
 
+export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
-export { loadSafetensors } from './safetensors.js';

@@ -2,59 +2,15 @@
 // plain "plan" (sizes, resolved options, checked typed arrays) before any backend sees it.
 import { DTypeError, OptionError, ShapeError, StateDictError, describe, formatShape } from './errors.js';
 import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
+import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+
+export { checkIndex } from './option_checks.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 const isSize = (n) => Number.isInteger(n) && n >= 1;
-
-export function checkOptions(argument, options, allowed) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
-    throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
-      argument, expected: 'object', actual: describe(options),
-    });
-  }
-  for (const key of Object.keys(options)) {
-    if (!allowed.includes(key)) {
-      throw new OptionError(
-        `${argument}: unknown option '${key}'; expected one of ${allowed.join(', ')}`,
-        { argument: key, expected: allowed, actual: key });
-    }
-  }
-  return options;
-}
-
-export function checkBoolean(argument, value, fallback) {
-  if (value === undefined) return fallback;
-  if (typeof value !== 'boolean') {
-    throw new OptionError(`${argument}: expected a boolean, got ${describe(value)}`, {
-      argument, expected: 'boolean', actual: describe(value),
-    });
-  }
-  return value;
-}
-
-function checkSize(argument, value, fallback) {
-  if (value === undefined && fallback !== undefined) return fallback;
-  if (!isSize(value)) {
-    throw new OptionError(`${argument}: expected an integer >= 1, got ${describe(value)}`, {
-      argument, expected: 'integer >= 1', actual: describe(value),
-    });
-  }
-  return value;
-}
-
-/** An integer in [0, count). */
-export function checkIndex(argument, value, count) {
-  if (!Number.isInteger(value) || value < 0 || value >= count) {
-    throw new OptionError(`${argument}: expected an integer in [0, ${count}), got ${describe(value)}`, {
-      argument, expected: `[0, ${count})`, actual: value,
-    });
-  }
-  return value;
-}
 
 /**
  * Checks `{ data, shape }`: data of one of `dtypes` (element types, read from the array itself:

@@ -4,7 +4,8 @@
 // checks every entry as it always has. The expected names carry the prefix through those checks,
 // so every message names the key as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { OptionError, StateDictError, describe, formatShape } from './errors.js';
-import { checkBoolean, checkOptions, resolveStateDict, stateDictEntries } from './shapes.js';
+import { checkBoolean, checkOptions } from './option_checks.js';
+import { resolveStateDict, stateDictEntries } from './shapes.js';
 
 const OPTIONS = ['prefix', 'strict'];
 const PACKED = 'in_proj_weight';

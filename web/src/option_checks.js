@@ -1,0 +1,52 @@
+// The small option checks every resolver uses: an options object with known keys, booleans,
+// sizes and indices. Each throws an OptionError naming the option, the expected and the actual.
+import { OptionError, describe } from './errors.js';
+
+const isSize = (n) => Number.isInteger(n) && n >= 1;
+
+export function checkOptions(argument, options, allowed) {
+  if (options === undefined || options === null) return {};
+  if (typeof options !== 'object' || Array.isArray(options)) {
+    throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
+      argument, expected: 'object', actual: describe(options),
+    });
+  }
+  for (const key of Object.keys(options)) {
+    if (!allowed.includes(key)) {
+      throw new OptionError(
+        `${argument}: unknown option '${key}'; expected one of ${allowed.join(', ')}`,
+        { argument: key, expected: allowed, actual: key });
+    }
+  }
+  return options;
+}
+
+export function checkBoolean(argument, value, fallback) {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'boolean') {
+    throw new OptionError(`${argument}: expected a boolean, got ${describe(value)}`, {
+      argument, expected: 'boolean', actual: describe(value),
+    });
+  }
+  return value;
+}
+
+export function checkSize(argument, value, fallback) {
+  if (value === undefined && fallback !== undefined) return fallback;
+  if (!isSize(value)) {
+    throw new OptionError(`${argument}: expected an integer >= 1, got ${describe(value)}`, {
+      argument, expected: 'integer >= 1', actual: describe(value),
+    });
+  }
+  return value;
+}
+
+/** An integer in [0, count). */
+export function checkIndex(argument, value, count) {
+  if (!Number.isInteger(value) || value < 0 || value >= count) {
+    throw new OptionError(`${argument}: expected an integer in [0, ${count}), got ${describe(value)}`, {
+      argument, expected: `[0, ${count})`, actual: value,
+    });
+  }
+  return value;
+}
