@@ -27,6 +27,10 @@ export class DTypeError extends WebAttentionError {
 export class StateDictError extends WebAttentionError {
   static errorName = 'StateDictError';
 }
+/** A safetensors file that breaks the format (loadSafetensors): its message names the problem. */
+export class SafetensorsError extends WebAttentionError {
+  static errorName = 'SafetensorsError';
+}
 /** An unknown option, or an option value out of range. */
 export class OptionError extends WebAttentionError {
   static errorName = 'OptionError';
@@ -52,11 +56,6 @@ export class WorkerError extends WebAttentionError {
 /** A backend that cannot run here: backend 'webgpu' without WebGPU, an adapter or a device. */
 export class BackendError extends WebAttentionError {
   static errorName = 'BackendError';
-}
-
-/** A safetensors file that breaks the format (loadSafetensors): its message names the problem. */
-export class SafetensorsError extends WebAttentionError {
-  static errorName = 'SafetensorsError';
 }
 
 const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, WorkerError, BackendError, SafetensorsError };
