@@ -3,10 +3,10 @@
 // scripts/build.sh; `node scripts/gen_modules.mjs [outDir]`):
 //   modules.js / modules.d.ts   the manifest as an ES module (web/src/variant.js and node_core.js
 //                               import it: browsers cannot import JSON everywhere the package runs)
-//   browser_modules.js          per module, the literal import('./x.mjs'), new URL('./x.wasm',
-//                               import.meta.url) and new Worker(new URL('./w.js', import.meta.url))
-//                               that bundlers (Vite, webpack) follow; they only follow literals,
-//                               so these cannot be computed at run time
+//   browser_modules.js          per module, the literal new URL('./x.mjs' | './x.wasm', import.meta.url)
+//                               and new Worker(new URL('./w.js', import.meta.url)) that bundlers
+//                               (Vite, webpack) follow; they only follow literals, so these cannot
+//                               be computed at run time
 //   pool_worker_<name>.js       one browser pool worker entry per single-threaded module, importing
 //                               its glue statically (no code splitting in workers; a worker runs
 //                               only the module the calling thread picked)
@@ -15,6 +15,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { moduleFiles } from '../web/src/module_files.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const MANIFEST = join(ROOT, 'web/modules.json');
@@ -85,24 +86,20 @@ export declare const FEATURES: readonly (${FLAGS.map(quote).join(' | ')})[];
 }
 
 function browserModulesJs(modules) {
-  const entry = (m) => (m.threads
-    // The pthreads glue starts its own workers (<stem>.worker.js beside it), which bundlers
-    // cannot follow (Vite fails on it): loaded by a URL they do not see, so it runs where the
-    // package is served as is, and in a bundled app the import fails at once and the module's
-    // fallback is used.
-    ? `  ${quote(m.name)}: {
-    glue: () => import(/* @vite-ignore */ /* webpackIgnore: true */ hidden(${quote(`${m.stem}.mjs`)})),
-  },`
-    : `  ${quote(m.name)}: {
-    glue: () => import(${quote(`./${m.stem}.mjs`)}),
-    wasm: () => new URL(${quote(`./${m.stem}.wasm`)}, import.meta.url).href,
-    worker: () => new Worker(new URL(${quote(`./${m.worker}`)}, import.meta.url), { type: 'module' }),
-  },`);
-  return `${HEADER}// Each module's loaders in the literal forms bundlers find and copy; only the module the engine
-// can run is fetched (web/src/browser.js picks it).
-// A URL bundlers do not see: not a literal.
-const hidden = (file) => new URL(file, import.meta.url).href;
-
+  const entry = (m) => {
+    // Every file by a literal URL, except the pool worker, by a literal new Worker(...). The
+    // pthreads glue's own worker (threadWorker) is a plain file the glue is told about
+    // (locateFile): in a `new Worker(new URL(...))` a bundler would try, and fail, to bundle it.
+    const lines = Object.entries(moduleFiles(m)).map(([kind, file]) => (kind === 'poolWorker'
+      ? `    poolWorker: () => new Worker(new URL(${quote(`./${file}`)}, import.meta.url), { type: 'module' }),`
+      : `    ${kind}: () => new URL(${quote(`./${file}`)}, import.meta.url).href,`));
+    return `  ${quote(m.name)}: {\n${lines.join('\n')}\n  },`;
+  };
+  return `${HEADER}// Each module's files in the literal forms bundlers find and copy: new URL(..., import.meta.url)
+// for what the package loads by URL (glue, .wasm, pthreads worker: copied as they are), and
+// new Worker(new URL(...)) for the pool workers (bundled). No import(): a bundle of the package is
+// one chunk, so an app's own worker can import it with Vite's default worker format ('iife').
+// The file names: web/src/module_files.js.
 export const LOADERS = {
 ${modules.map(entry).join('\n')}
 };
