@@ -192,9 +192,8 @@ export interface ConfigureOptions {
    * instead of where the package's code is (or where a bundler copied them): the URL of a folder
    * holding the package's web/dist/ files as they are installed (a CDN's copy of the package,
    * e.g. '<cdn>/webattention@<version>/web/dist/'), or a map from a file name
-   * ('webattention_core.wasm', 'pool_worker_simd.js', ...) to its URL. On another origin, its
-   * server must allow CORS and, for cross-origin-isolated pages, send
-   * Cross-Origin-Resource-Policy: cross-origin. Node reads the installed files and ignores it.
+   * ('webattention_core.wasm', 'webattention_core.mjs', 'pool_worker_simd.js', ...) to its URL.
+   * On another origin, its server must allow CORS. Node reads the installed files and ignores it.
    * null: the default again.
    */
   wasmPaths?: string | Record<string, string> | null;
@@ -218,7 +217,7 @@ export interface Capabilities {
   simd: boolean;
   /**
    * The module loaded (web/modules.json). 'mt': SIMD128 + pthreads, picked on cross-origin-isolated
-   * pages when the package is served as is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
+   * pages (served as is or bundled). 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
    * where the engine validates it; 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
    */
   wasmModule: WasmModuleName;

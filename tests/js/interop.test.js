@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import * as api from 'webattention';
 import { DTypeError, MultiHeadAttention, OptionError, ShapeError, configure, scaledDotProductAttention, selfAttention } from 'webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
+import * as errors from '../../web/src/errors.js';
 
 /** console.warn's messages while `body` runs. */
 async function warnings(body) {
@@ -78,7 +79,11 @@ test('selfAttention takes needWeights; returnWeights still works with one deprec
   await assert.rejects(() => selfAttention(x, { needWeights: true, returnWeights: true }), OptionError);
 });
 
-test('the package entry exports the API and the error classes, not errors.js\'s helpers', () => {
+test('the package entry exports the API and every error class (public_errors.js), not errors.js\'s helpers', () => {
   for (const name of ['configure', 'LoadError', 'WebAttentionError', 'ShapeError', 'DTypeError', 'BackendError']) assert.equal(typeof api[name], 'function', name);
+  // A class added to errors.js must be added to public_errors.js too.
+  for (const [name, value] of Object.entries(errors)) {
+    if (value === errors.WebAttentionError || value?.prototype instanceof errors.WebAttentionError) assert.equal(api[name], value, name);
+  }
   for (const name of ['formatShape', 'throwCoreError', 'describe', 'errorToData', 'errorFromData']) assert.equal(api[name], undefined, name);
 });

@@ -2,8 +2,8 @@
 // and own Web Worker (app/app_worker.js) import it. 3: `vite build` with Vite's defaults (no
 // config: the worker's format is 'iife'), dist/ served plain, cross-origin isolated, and with the
 // package's files on another origin (configure({ wasmPaths })), plain and isolated. 4: the Vite
-// dev server as the package's README says (optimizeDeps.exclude). 5: the dev server without it,
-// where the package must say what to do. Every page in headless Chromium.
+// dev server as the package's README says (optimizeDeps.exclude), plain and isolated. 5: the
+// dev server without it, where the package must say what to do. Every page in headless Chromium.
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeApp, npmInstall } from './apps.mjs';
@@ -15,10 +15,10 @@ import { HERE, VITE } from './settings.mjs';
 import { serveStatic } from './static_server.mjs';
 
 // A cross-origin-isolated page (SharedArrayBuffer: the pthreads modules), and what a server of
-// the package's files for another origin sends (CORS for fetch and module scripts; CORP for
-// classic worker scripts on an isolated page).
+// the package's files for another origin must send: CORS alone (the glue, the .wasm and the pool
+// worker are fetched in CORS mode, which an isolated page accepts without CORP).
 const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
-const OTHER_ORIGIN = { 'access-control-allow-origin': '*', 'cross-origin-resource-policy': 'cross-origin' };
+const OTHER_ORIGIN = { 'access-control-allow-origin': '*' };
 
 /**
  * Part 3's set-up: the app folder and its install. Resolves to { app, installed }; the driver
@@ -70,8 +70,11 @@ export async function viteBuildPart({ app, installed }, cases) {
   await runPage('browser (vite build, isolated, wasmPaths on another origin)', isolated, cases, { wasmPaths: otherOrigin, threadsModule: true });
 }
 
-/** A Vite dev server on `app` (Vite's createServer with `optimizeDeps`); resolves to its URL. */
-async function devServer(app, optimizeDeps, cacheDir) {
+/**
+ * A Vite dev server on `app` (Vite's createServer with `optimizeDeps`, and `headers` on every
+ * answer); resolves to its URL.
+ */
+async function devServer(app, optimizeDeps, cacheDir, headers = {}) {
   const { createServer } = await import('vite');
   const server = await withTimeout(createServer({
     root: app,
@@ -80,7 +83,7 @@ async function devServer(app, optimizeDeps, cacheDir) {
     clearScreen: false,
     cacheDir,
     optimizeDeps,
-    server: { host: '127.0.0.1', port: 0, strictPort: false, watch: null, hmr: false },
+    server: { host: '127.0.0.1', port: 0, strictPort: false, watch: null, hmr: false, headers },
   }), 30_000, 'vite createServer');
   onCleanup(() => server.close());
   await withTimeout(server.listen(), 30_000, 'vite dev server listen');
@@ -95,7 +98,11 @@ export async function devServerPart(app, cases) {
   // Vite's dependency pre-bundling moves the package's JS to node_modules/.vite/deps/, which
   // breaks new URL('../dist/webattention_core.wasm', import.meta.url) (the dev server answers
   // index.html): users must exclude the package, as with any module that loads its .wasm this way.
-  await runPage('browser (vite dev)', await devServer(app, { exclude: ['webattention'] }, join(app, '.vite-excluded')), cases);
+  const excluded = { exclude: ['webattention'] };
+  await runPage('browser (vite dev)', await devServer(app, excluded, join(app, '.vite-excluded')), cases);
+  // Cross-origin isolated: the pthreads module's worker must start under the dev server too,
+  // which rewrites every .js file it serves into a module.
+  await runPage('browser (vite dev, isolated)', await devServer(app, excluded, join(app, '.vite-excluded'), ISOLATED), cases, { threadsModule: true });
 }
 
 export async function devServerWithoutExcludePart(app) {

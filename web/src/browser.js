@@ -9,7 +9,7 @@
 // variables do in Node.
 import { LOADERS } from '../dist/browser_modules.js';
 import { bindApi } from './api.js';
-import { fileUrl, workerScriptUrl } from './browser_files.js';
+import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
 import { THREADS_VARIANTS, moduleEntry, pickVariant } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
 import { fetchWasmModule, loadError } from './wasm_fetch.js';
@@ -30,7 +30,7 @@ async function fetchModule(variant) {
 
 function spawnWorker(variant) {
   const url = fileUrl(variant, 'poolWorker');
-  const worker = url ? new Worker(workerScriptUrl(url, 'module'), { type: 'module' }) : LOADERS[variant].poolWorker();
+  const worker = url ? new Worker(moduleWorkerUrl(url), { type: 'module' }) : LOADERS[variant].poolWorker();
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => { worker.onmessage = (event) => fn(event.data); },
@@ -51,14 +51,16 @@ const THREADS_MODULE_TIMEOUT_MS = 15000;
 
 async function loadThreadsModule(variant) {
   const { create, module, glueUrl } = await fetchModule(variant);
-  const threadWorker = workerScriptUrl(fileUrl(variant, 'threadWorker'), 'classic');
+  const { threadWorkerSource } = LOADERS[variant];
+  if (!threadWorkerSource) throw new Error('its worker script was not built into web/dist/browser_modules.js');
+  const threadWorker = scriptBlobUrl(threadWorkerSource);
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
   });
   try {
-    // locateFile: the glue's own worker script (where it is, not next to the glue); that worker
-    // imports the glue from mainScriptUrlOrBlob.
+    // locateFile: the glue's own worker script (a blob: URL of its text, which works on any
+    // origin and under any bundler); that worker imports the glue from mainScriptUrlOrBlob.
     const options = { locateFile: () => threadWorker, mainScriptUrlOrBlob: glueUrl };
     return await Promise.race([instantiateCore(create, module, options), timeout]);
   } finally {

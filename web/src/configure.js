@@ -8,8 +8,11 @@ import { OptionError, describe } from './errors.js';
 import { moduleFiles } from './module_files.js';
 
 const OPTIONS = ['wasmPaths'];
-/** Every file name a wasmPaths map may name: the files of web/modules.json's modules. */
-const FILE_NAMES = MODULES.flatMap((m) => Object.values(moduleFiles(m)));
+/**
+ * Every file name a wasmPaths map may name: the files of web/modules.json's modules the browser
+ * fetches (not the pthreads worker script: its text is embedded in the package).
+ */
+const FILE_NAMES = MODULES.flatMap((m) => Object.entries(moduleFiles(m)).filter(([kind]) => kind !== 'threadWorker').map(([, file]) => file));
 
 let settings = { wasmPaths: null };
 let locked = false;  // set once a module has loaded: its files were fetched already

@@ -20,8 +20,7 @@ export function loadError(url, what, actual) {
 
 const hex = (bytes) => Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(' ');
 
-/** Resolves to the compiled WebAssembly.Module at `url`; rejects with a LoadError. */
-export async function fetchWasmModule(url) {
+async function fetchOk(url) {
   let response;
   try {
     response = await fetch(url, { credentials: 'same-origin' });
@@ -29,12 +28,20 @@ export async function fetchWasmModule(url) {
     throw loadError(url, `could not be fetched (${e?.message ?? e})`, 'a failed fetch');
   }
   if (!response.ok) throw loadError(url, `could not be fetched (HTTP ${response.status})`, `HTTP ${response.status}`);
+  return response;
+}
+
+/** Resolves to the compiled WebAssembly.Module at `url`; rejects with a LoadError. */
+export async function fetchWasmModule(url) {
+  let response = await fetchOk(url);
   const type = response.headers.get('content-type') ?? '';
   if (typeof WebAssembly.compileStreaming === 'function' && type.startsWith('application/wasm')) {
     try {
-      return await WebAssembly.compileStreaming(response.clone());
+      // The response itself, not a clone: the engine may then cache the compiled code by URL.
+      return await WebAssembly.compileStreaming(response);
     } catch {
-      // Checked below from the bytes, which say what it was.
+      // Fetched again below, for the bytes, which say what it was.
+      response = await fetchOk(url);
     }
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
