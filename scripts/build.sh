@@ -16,4 +16,6 @@ for variant in $WASM_VARIANTS; do
     -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" >/dev/null
   cmake --build "$dir" --target webattention_wasm -j "$JOBS"
 done
+# Again, now that the pthreads modules' worker scripts are built: browser_modules.js embeds them.
+node scripts/gen_modules.mjs
 ls -l web/dist/

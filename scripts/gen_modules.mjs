@@ -1,20 +1,22 @@
 #!/usr/bin/env node
 // Writes the loaders of the WASM modules listed in web/modules.json into web/dist/ (run by
-// scripts/build.sh; `node scripts/gen_modules.mjs [outDir]`):
+// scripts/build.sh before the build and again after it, when the pthreads modules' worker scripts
+// are there to embed; `node scripts/gen_modules.mjs [outDir]`):
 //   modules.js / modules.d.ts   the manifest as an ES module (web/src/variant.js and node_core.js
 //                               import it: browsers cannot import JSON everywhere the package runs)
-//   browser_modules.js          per module, the literal import('./x.mjs'), new URL('./x.wasm',
-//                               import.meta.url) and new Worker(new URL('./w.js', import.meta.url))
-//                               that bundlers (Vite, webpack) follow; they only follow literals,
-//                               so these cannot be computed at run time
+//   browser_modules.js          per module, the literal new URL('./x.mjs' | './x.wasm', import.meta.url)
+//                               and new Worker(new URL('./w.js', import.meta.url)) that bundlers
+//                               (Vite, webpack) follow (they only follow literals, so these cannot
+//                               be computed at run time), and the pthreads worker script's text
 //   pool_worker_<name>.js       one browser pool worker entry per single-threaded module, importing
 //                               its glue statically (no code splitting in workers; a worker runs
 //                               only the module the calling thread picked)
 // So adding a module is its manifest entry (plus compiler flags in CMakeLists.txt if it needs a
 // new kind of build).
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { moduleFiles } from '../web/src/module_files.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const MANIFEST = join(ROOT, 'web/modules.json');
@@ -84,25 +86,31 @@ export declare const FEATURES: readonly (${FLAGS.map(quote).join(' | ')})[];
 `;
 }
 
-function browserModulesJs(modules) {
-  const entry = (m) => (m.threads
-    // The pthreads glue starts its own workers (<stem>.worker.js beside it), which bundlers
-    // cannot follow (Vite fails on it): loaded by a URL they do not see, so it runs where the
-    // package is served as is, and in a bundled app the import fails at once and the module's
-    // fallback is used.
-    ? `  ${quote(m.name)}: {
-    glue: () => import(/* @vite-ignore */ /* webpackIgnore: true */ hidden(${quote(`${m.stem}.mjs`)})),
-  },`
-    : `  ${quote(m.name)}: {
-    glue: () => import(${quote(`./${m.stem}.mjs`)}),
-    wasm: () => new URL(${quote(`./${m.stem}.wasm`)}, import.meta.url).href,
-    worker: () => new Worker(new URL(${quote(`./${m.worker}`)}, import.meta.url), { type: 'module' }),
-  },`);
-  return `${HEADER}// Each module's loaders in the literal forms bundlers find and copy; only the module the engine
-// can run is fetched (web/src/browser.js picks it).
-// A URL bundlers do not see: not a literal.
-const hidden = (file) => new URL(file, import.meta.url).href;
+// The pthreads glue's own worker script as the build wrote it (null before the build has): the
+// browser loader starts it from a blob: URL of this text, never from its file. A file would be a
+// `new Worker(url)` bundlers try, and fail, to bundle, one Vite's dev server rewrites into a
+// module (which a classic worker cannot run), and one more file another origin must send with
+// CORS and CORP headers.
+function threadWorkerSource(m, dist) {
+  const file = join(dist, moduleFiles(m).threadWorker);
+  return existsSync(file) ? readFileSync(file, 'utf8') : null;
+}
 
+function browserModulesJs(modules, dist) {
+  const entry = (m) => {
+    // Every file by a literal URL, except the pool worker, by a literal new Worker(...).
+    const lines = Object.entries(moduleFiles(m)).map(([kind, file]) => {
+      if (kind === 'poolWorker') return `    poolWorker: () => new Worker(new URL(${quote(`./${file}`)}, import.meta.url), { type: 'module' }),`;
+      if (kind === 'threadWorker') return `    threadWorkerSource: ${JSON.stringify(threadWorkerSource(m, dist))},`;
+      return `    ${kind}: () => new URL(${quote(`./${file}`)}, import.meta.url).href,`;
+    });
+    return `  ${quote(m.name)}: {\n${lines.join('\n')}\n  },`;
+  };
+  return `${HEADER}// Each module's files in the literal forms bundlers find and copy: new URL(..., import.meta.url)
+// for what the package loads by URL (glue, .wasm: copied as they are), and new Worker(new URL(...))
+// for the pool workers (bundled); the pthreads glue's worker script as text. No import(): a
+// bundle of the package is one chunk, so an app's own worker can import it with Vite's default
+// worker format ('iife'). The file names: web/src/module_files.js.
 export const LOADERS = {
 ${modules.map(entry).join('\n')}
 };
@@ -119,12 +127,12 @@ serveBrowserWorker(${quote(m.name)}, create);
 `;
 }
 
-/** File name in web/dist/ → its text. */
-export function render(modules) {
+/** File name in web/dist/ → its text (`dist`: where the built modules are, for their worker scripts). */
+export function render(modules, dist = DIST) {
   const files = {
     'modules.js': modulesJs(modules),
     'modules.d.ts': modulesDts(modules),
-    'browser_modules.js': browserModulesJs(modules),
+    'browser_modules.js': browserModulesJs(modules, dist),
   };
   for (const m of modules) if (m.worker) files[m.worker] = poolWorkerJs(m);
   return files;
@@ -133,7 +141,7 @@ export function render(modules) {
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const out = resolve(process.argv[2] ?? DIST);
   mkdirSync(out, { recursive: true });
-  for (const [name, text] of Object.entries(render(readManifest()))) {
+  for (const [name, text] of Object.entries(render(readManifest(), out))) {
     // Whole files only (a rename), for a loader that reads one while the build runs.
     const tmp = join(out, `.${name}.tmp`);
     writeFileSync(tmp, text);

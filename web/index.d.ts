@@ -10,7 +10,21 @@ export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
   shape: number[];
 }
 
-export type Mask = Tensor<Uint8Array> | Tensor<Float32Array>;
+/**
+ * A tensor as onnxruntime-web and transformers.js make them: `dims` where Tensor says `shape`,
+ * and an optional `type` that must agree with the data ('float32'; 'bool' or 'uint8' for a
+ * Uint8Array mask; anything else is a DTypeError).
+ */
+export interface DimsTensor<T extends Float32Array | Uint8Array = Float32Array> {
+  data: T;
+  dims: readonly number[];
+  type?: T extends Float32Array ? 'float32' : 'bool' | 'uint8';
+}
+
+/** What every input accepts: a Tensor or a DimsTensor. Results are always Tensors. */
+export type TensorInput<T extends Float32Array | Uint8Array = Float32Array> = Tensor<T> | DimsTensor<T>;
+
+export type Mask = TensorInput<Uint8Array> | TensorInput<Float32Array>;
 
 export interface MultiHeadAttentionOptions {
   embedDim: number;
@@ -141,6 +155,14 @@ export interface AttentionResult {
   /** Present when weights were asked for, else null. */
   attnWeights: Tensor | null;
 }
+/** The result of a call with needWeights: true. */
+export interface AttentionResultWithWeights extends AttentionResult {
+  attnWeights: Tensor;
+}
+/** The result of a call without needWeights. */
+export interface AttentionResultWithoutWeights extends AttentionResult {
+  attnWeights: null;
+}
 
 export interface StateDictEntryShape {
   name: string;
@@ -149,8 +171,8 @@ export interface StateDictEntryShape {
 
 /** Keys exactly as torch.nn.MultiheadAttention.state_dict(). */
 export type StateDict =
-  | Record<string, Tensor | Float32Array>
-  | Map<string, Tensor | Float32Array>;
+  | Record<string, TensorInput | Float32Array>
+  | Map<string, TensorInput | Float32Array>;
 
 export interface LoadStateDictOptions {
   /**
@@ -216,7 +238,9 @@ export class MultiHeadAttention {
    * query [B, L, embedDim] (or [L, embedDim]), key [B, S, kdim], value [B, S, vdim].
    * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
    */
-  forward(query: Tensor, key: Tensor, value: Tensor, options?: ForwardOptions): Promise<AttentionResult>;
+  forward(query: TensorInput, key: TensorInput, value: TensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
+  forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
+  forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions): Promise<AttentionResult>;
   /**
    * docs/attention-math.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
    * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.
@@ -237,11 +261,45 @@ export interface ScaledDotProductAttentionOptions {
 
 /** softmax(q kᵀ · scale + attnMask) v for q [..., L, dk], k [..., S, dk], v [..., S, dv]. */
 export function scaledDotProductAttention(
-  q: Tensor, k: Tensor, v: Tensor, options?: ScaledDotProductAttentionOptions,
+  q: TensorInput, k: TensorInput, v: TensorInput, options: ScaledDotProductAttentionOptions & { needWeights: true },
+): Promise<AttentionResultWithWeights>;
+export function scaledDotProductAttention(
+  q: TensorInput, k: TensorInput, v: TensorInput, options?: ScaledDotProductAttentionOptions & { needWeights?: false },
+): Promise<AttentionResultWithoutWeights>;
+export function scaledDotProductAttention(
+  q: TensorInput, k: TensorInput, v: TensorInput, options?: ScaledDotProductAttentionOptions,
 ): Promise<AttentionResult>;
 
-/** softmax(x xᵀ / sqrt(C)) x for x [L, C] or [..., L, C] (no weights, Q = K = V = x). */
-export function selfAttention(x: Tensor, options?: { returnWeights?: boolean }): Promise<AttentionResult>;
+export interface SelfAttentionOptions {
+  /** Return the attention probabilities [..., L, L] (default false). */
+  needWeights?: boolean;
+  /** @deprecated The old name of needWeights (a console warning says so once). */
+  returnWeights?: boolean;
+}
+
+/** softmax(x xᵀ / sqrt(C)) x for x [L, C] or [..., L, C] (Q = K = V = x). */
+export function selfAttention(x: TensorInput, options: SelfAttentionOptions & ({ needWeights: true } | { returnWeights: true })): Promise<AttentionResultWithWeights>;
+export function selfAttention(x: TensorInput, options?: SelfAttentionOptions & { needWeights?: false; returnWeights?: false }): Promise<AttentionResultWithoutWeights>;
+export function selfAttention(x: TensorInput, options?: SelfAttentionOptions): Promise<AttentionResult>;
+
+export interface ConfigureOptions {
+  /**
+   * Where browsers fetch the package's files (.wasm, Emscripten glue .mjs, worker scripts) from,
+   * instead of where the package's code is (or where a bundler copied them): the URL of a folder
+   * holding the package's web/dist/ files as they are installed (a CDN's copy of the package,
+   * e.g. '<cdn>/webattention@<version>/web/dist/'), or a map from a file name
+   * ('webattention_core.wasm', 'webattention_core.mjs', 'pool_worker_simd.js', ...) to its URL.
+   * On another origin, its server must allow CORS. Node reads the installed files and ignores it.
+   * null: the default again.
+   */
+  wasmPaths?: string | Record<string, string> | null;
+}
+
+/**
+ * Package-wide settings, before the first create() or call (OptionError after, unless the
+ * settings are unchanged): like onnxruntime-web's env.wasm.wasmPaths.
+ */
+export function configure(options: ConfigureOptions): void;
 
 /** Bytes allocated on the WASM heap (flat across calls when nothing leaks). */
 export function wasmMemoryInUse(): Promise<number>;
@@ -255,7 +313,7 @@ export interface Capabilities {
   simd: boolean;
   /**
    * The module loaded (web/modules.json). 'mt': SIMD128 + pthreads, picked on cross-origin-isolated
-   * pages when the package is served as is. 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
+   * pages (served as is or bundled). 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
    * where the engine validates it; 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
    */
   wasmModule: WasmModuleName;
@@ -296,3 +354,9 @@ export class WorkerError extends WebAttentionError {}
 export class BackendError extends WebAttentionError {}
 /** A .safetensors file that breaks the format (loadSafetensors()); `argument` names the part. */
 export class SafetensorsError extends WebAttentionError {}
+/**
+ * A file of the package could not be fetched or is not what it should be (HTML served instead
+ * of the .wasm: Vite's dev server without optimizeDeps.exclude); the message names the URL and
+ * the fix (optimizeDeps.exclude, the URL, configure({ wasmPaths })).
+ */
+export class LoadError extends WebAttentionError {}

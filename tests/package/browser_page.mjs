@@ -1,11 +1,12 @@
 // One headless Chromium (playwright-core) for the packed-package test's browser apps, and the
-// check of one app page: how its .wasm was served, its console, and its report.
+// checks of one app page: how its .wasm was served, its console, and its report (the page's and
+// its app worker's).
 import { onCleanup, withTimeout } from './processes.mjs';
 import { check, info, require_ } from './reporting.mjs';
 import { checkReport } from './report_checks.mjs';
 import { BROWSER_TIMEOUT_MS, PERTURB } from './settings.mjs';
 
-let browser = null;  // one headless Chromium for the built app and the dev server
+let browser = null;  // one headless Chromium for every page
 async function getBrowser() {
   if (!browser) {
     // The browser tests' binary (env CHROMIUM) and flags, imported here so that steps 1 and 2
@@ -20,11 +21,8 @@ async function getBrowser() {
   return browser;
 }
 
-/**
- * Opens `url` in a fresh page, waits (bounded) for window.__waReport, then checks how the .wasm
- * was served, the console, and the report itself.
- */
-export async function runPage(where, url, cases) {
+/** Opens `url` in a fresh page, waits (bounded) for window.__waReport: { report, responses, consoleLines, pageErrors }. */
+async function openPage(where, url) {
   const responses = [];
   const consoleLines = [];
   const pageErrors = [];
@@ -34,23 +32,65 @@ export async function runPage(where, url, cases) {
     page.on('response', (res) => responses.push({ url: res.url(), status: res.status(), type: res.headers()['content-type'] }));
     page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => pageErrors.push(String(e)));
-    await page.goto(`${url}${PERTURB ? `?perturb=${PERTURB}` : ''}`, { timeout: 20_000 });
-    await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 30_000 });
+    await page.goto(url, { timeout: 20_000 });
+    await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 45_000 });
     return page.evaluate(() => window.__waReport);
   })(), BROWSER_TIMEOUT_MS, `${where} page`).catch((e) => ({ error: String(e?.message ?? e) }));
   await withTimeout(page?.close() ?? Promise.resolve(), 10_000, 'page.close').catch(() => {});
   for (const l of consoleLines.filter((l) => !l.startsWith('debug: [vite]'))) info(`${where} console ${l}`);
+  return { report, responses, consoleLines, pageErrors };
+}
+
+const withQuery = (url, query) => {
+  const u = new URL(url);
+  for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+  return u.href;
+};
+
+/**
+ * Opens the app page at `url` and checks how its .wasm was served, the console, and the report
+ * of the page and of its app worker. expect: { wasmPaths (a base URL: configure({ wasmPaths })
+ * on the page and in the worker, and every .wasm must come from there), threadsModule (the page
+ * is cross-origin isolated: the pthreads module must run) }.
+ */
+export async function runPage(where, url, cases, { wasmPaths, threadsModule = false } = {}) {
+  const query = { ...(PERTURB ? { perturb: PERTURB } : {}), ...(wasmPaths ? { wasmPaths } : {}) };
+  const { report, responses, consoleLines, pageErrors } = await openPage(where, withQuery(url, query));
 
   const wasmResponses = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
   check(`${where}: page fetched the .wasm: 200 with content-type application/wasm`,
     wasmResponses.length >= 1 && wasmResponses.every((r) => r.status === 200 && r.type === 'application/wasm'),
     wasmResponses.map((r) => `${new URL(r.url).pathname} ${r.status} ${r.type}`).join(', ') || 'no .wasm request');
+  if (wasmPaths) {
+    check(`${where}: every .wasm came from configure({ wasmPaths }) (${wasmPaths})`,
+      wasmResponses.length >= 1 && wasmResponses.every((r) => r.url.startsWith(wasmPaths)),
+      wasmResponses.map((r) => r.url).join(', '));
+  }
   const bad = responses.filter((r) => r.status >= 400);
-  check(`${where}: no page errors, console errors, wasm streaming fallback or HTTP errors`,
+  check(`${where}: no page errors, console errors, webattention warnings, wasm streaming fallback or HTTP errors`,
     pageErrors.length === 0 && bad.length === 0
-      && !consoleLines.some((l) => /streaming compile failed|falling back|^error:/.test(l)),
+      && !consoleLines.some((l) => /streaming compile failed|falling back|^error:|^warning: webattention/.test(l)),
     [...pageErrors, ...consoleLines.filter((l) => /^(error|warning):/.test(l)),
       ...bad.map((r) => `${r.status} ${new URL(r.url).pathname}`)].join(' | '));
   require_(`${where}: page finished and reported`, report && !report.error, report?.error ?? '');
-  checkReport(where, report, cases);
+  checkReport(where, report, cases, { threadsModule });
+  const worker = report.worker;
+  if (check(`${where}: the app's own worker imported the package and reported`, worker?.done === true && !worker.error, worker?.error ?? '')) {
+    checkReport(`${where} app worker`, worker, cases, { threadsModule });
+  }
+}
+
+/**
+ * Opens the app page in its ?mode=load-error (it only awaits ready()) where the package's files
+ * are not served (Vite's dev server pre-bundling it): ready() must reject with a LoadError whose
+ * message names the fix.
+ */
+export async function runLoadErrorPage(where, url) {
+  const { report } = await openPage(where, withQuery(url, { mode: 'load-error' }));
+  require_(`${where}: page finished and reported`, report && !report.error, report?.error ?? '');
+  const e = report.loadError;
+  check(`${where}: ready() rejects with a LoadError (instanceof LoadError) naming optimizeDeps.exclude and wasmPaths`,
+    e?.name === 'LoadError' && e.isLoadError === true && /optimizeDeps: \{ exclude: \['webattention'\] \}/.test(e.message)
+      && /not a WebAssembly module|could not be fetched/.test(e.message) && /wasmPaths/.test(e.message),
+    e ? `${e.name}: ${e.message}` : 'ready() resolved');
 }

@@ -25,7 +25,7 @@ function cleanCopy(dest) {
 }
 
 export async function packPart(root) {
-  step('1/4 clean copy of the repository, npm pack (prepack builds the WASM modules)');
+  step('1/5 clean copy of the repository, npm pack (prepack builds the WASM modules)');
   const clone = join(root, 'clone');
   info(`${cleanCopy(clone)} files copied (what git tracks or would add)`);
   require_('the clean copy has no web/dist (a build output)', !existsSync(join(clone, 'web/dist')));

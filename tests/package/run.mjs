@@ -5,9 +5,12 @@
 //      builds the WASM modules from scratch) and check what the tarball holds;
 //   2. install the tarball into a fresh Node app (outside the repo) and run PyTorch parity
 //      fixture cases through `import { MultiHeadAttention } from 'webattention'`;
-//   3. install it into a fresh Vite app, `vite build` (default config), serve dist/ over node:http
-//      and run the same cases (plus a ShapeError check) in headless Chromium (playwright-core);
-//   4. run that app under the Vite dev server too (with optimizeDeps.exclude: ['webattention']).
+//   3. install it into a fresh Vite app whose page and own Web Worker import it, `vite build`
+//      (default config), serve dist/ over node:http and run the same cases (plus a ShapeError
+//      check) in headless Chromium (playwright-core): plain, cross-origin isolated (the pthreads
+//      modules), and with the package's files on another origin (configure({ wasmPaths }));
+//   4. run that app under the Vite dev server too (with optimizeDeps.exclude: ['webattention']);
+//   5. and without optimizeDeps.exclude, where ready() must reject with a LoadError naming it.
 //
 //   node tests/package/run.mjs        (needs Emscripten, as scripts/build.sh does; about as long
 //                                      as a full build more than the parts below)
@@ -18,7 +21,7 @@
 // the comparison fail (a self-test of this harness).
 //
 // This file drives the parts; each lives in its own module: pack.mjs (1), node_app.mjs (2),
-// vite_app.mjs (3, 4); apps.mjs sets up the temp apps, report_checks.mjs checks what they report,
+// vite_app.mjs (3, 4, 5); apps.mjs sets up the temp apps, report_checks.mjs checks what they report,
 // reporting.mjs tallies, processes.mjs runs commands and cleans up, settings.mjs holds the paths,
 // cases and time limits.
 import { loadCases } from './apps.mjs';
@@ -28,7 +31,7 @@ import { packPart } from './pack.mjs';
 import { cleanup, killChildren } from './processes.mjs';
 import { Abort, check, finish } from './reporting.mjs';
 import { PERTURB, REPO, TOTAL_TIMEOUT_MS } from './settings.mjs';
-import { devServerPart, installWebApp, viteBuildPart } from './vite_app.mjs';
+import { devServerPart, devServerWithoutExcludePart, installWebApp, viteBuildPart } from './vite_app.mjs';
 
 // A hang anywhere fails the run instead of stalling CI.
 const watchdog = setTimeout(async () => {
@@ -71,6 +74,7 @@ async function main() {
   const webApp = await attempt('vite build part', () => installWebApp(root, tarball, cases));
   if (webApp) await attempt('vite build part', () => viteBuildPart(webApp, cases));
   if (webApp) await attempt('vite dev server part', () => devServerPart(webApp.app, cases));
+  if (webApp) await attempt('vite dev server without exclude part', () => devServerWithoutExcludePart(webApp.app));
 }
 
 try {

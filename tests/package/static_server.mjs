@@ -1,5 +1,6 @@
 // Serves a folder over node:http with the content types a browser needs (application/wasm for
-// the .wasm, so that streaming compilation works): the built Vite app's dist/.
+// the .wasm, so that streaming compilation works): the built Vite app's dist/, and the installed
+// package as another origin would.
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
@@ -15,8 +16,12 @@ const MIME = {
   '.wasm': 'application/wasm',
 };
 
-/** Serves `root` on 127.0.0.1 at a free port; resolves to { url, close }. */
-export function serveStatic(root) {
+/**
+ * Serves `root` on 127.0.0.1 at a free port, with `headers` on every answer (COOP / COEP for a
+ * cross-origin-isolated page, CORS for files fetched from another origin); resolves to
+ * { url, close }.
+ */
+export function serveStatic(root, headers = {}) {
   const server = createServer((req, res) => {
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
     let file = normalize(join(root, path));
@@ -26,11 +31,12 @@ export function serveStatic(root) {
     }
     if (existsSync(file) && statSync(file).isDirectory()) file = join(file, 'index.html');
     if (!existsSync(file)) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found');
+      res.writeHead(404, { ...headers, 'content-type': 'text/plain' }).end('not found');
       return;
     }
     const body = readFileSync(file);
     res.writeHead(200, {
+      ...headers,
       'content-type': MIME[extname(file)] ?? 'application/octet-stream',
       'content-length': body.length,
       'cache-control': 'no-store',

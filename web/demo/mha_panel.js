@@ -67,7 +67,7 @@ async function runSelfVsHead(mha, x, L, E, h) {
   // Norm r puts the diagonal logits at r²/√E = 4: peaked, but not a pure identity.
   const r = 2 * Math.pow(E, 0.25);
   const xs = equalNorm(x, L, E, r);
-  const plain = await selfAttention({ data: xs, shape: [L, E] }, { returnWeights: true });
+  const plain = await selfAttention({ data: xs, shape: [L, E] }, { needWeights: true });
   const t = { data: xs, shape: [1, L, E] };
   const heads = await mha.forward(t, t, t, { needWeights: true, averageAttnWeights: false });
 

@@ -12,6 +12,7 @@ import { resolveCacheOptions } from './decoding.js';
 import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention } from './shapes.js';
 import { resolveModuleStateDict } from './state_dict.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
+import { warnOnce } from './warn_once.js';
 import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
 
 /** @type {Runtime | null} */
@@ -43,7 +44,7 @@ export class MultiHeadAttention {
     const config = resolveMhaConfig(options);
     const { threads, auto } = runtime.threads(options.threads);
     // The GPU is looked for before any WASM memory is taken: a BackendError leaves nothing behind.
-    const { gpu, gpuMinFlops } = await gpuSide(config, resolveBackendOptions(options));
+    const { gpu, gpuMinFlops } = await gpuSide(config, resolveBackendOptions(options), () => runtime.loadWebGpuExecutor());
     const loaded = await runtime.load();
     const wasm = new WasmMha(loaded.core, config);
     let pool = null;
@@ -159,11 +160,14 @@ export async function scaledDotProductAttention(q, k, v, options) {
 }
 
 /**
- * Plain self-attention softmax(X Xᵀ / √C) X, no weights (Q = K = V = X).
- * Resolves to { output, attnWeights (only with returnWeights) }.
+ * Plain self-attention softmax(X Xᵀ / √C) X (Q = K = V = X).
+ * Resolves to { output, attnWeights (only with needWeights) }.
  */
 export async function selfAttention(x, options) {
-  const { x: t, needWeights } = resolveSelfAttention(x, options);
+  const { x: t, needWeights, deprecatedReturnWeights } = resolveSelfAttention(x, options);
+  if (deprecatedReturnWeights) {
+    warnOnce('returnWeights', 'webattention: selfAttention({ returnWeights }) is deprecated; say needWeights, as every other call does');
+  }
   return scaledDotProductAttention(t, t, t, { needWeights });
 }
 

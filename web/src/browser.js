@@ -1,29 +1,36 @@
-// Browser entry: web/dist/browser_modules.js (generated from web/modules.json) holds each module's
-// loaders in the literal import(...), new URL(..., import.meta.url) and new Worker(new URL(...))
-// forms that let bundlers find and copy the modules and their workers; only the one the engine
-// can run is fetched. globalThis.WEBATTENTION_WASM (a module's name: 'simd' | 'relaxed' | 'scalar'
-// | 'mt' | 'mt-relaxed') and WEBATTENTION_THREADS ('auto' | n) override the defaults, as the
-// environment variables do in Node.
+// Browser entry. Each module's files are found through web/dist/browser_modules.js (generated
+// from web/modules.json), in the literal new URL(..., import.meta.url) and new Worker(new URL(...))
+// forms that let bundlers find and copy them, or where configure({ wasmPaths }) says
+// (browser_files.js); only the module the engine can run is fetched. The glue is imported by URL
+// at run time, never by a literal import(): the package's code is one chunk for a bundler, which
+// an app's own worker can import with Vite's default worker format.
+// globalThis.WEBATTENTION_WASM (a module's name: 'simd' | 'relaxed' | 'scalar' | 'mt' |
+// 'mt-relaxed') and WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment
+// variables do in Node.
 import { LOADERS } from '../dist/browser_modules.js';
 import { bindApi } from './api.js';
+import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
 import { THREADS_VARIANTS, moduleEntry, pickVariant } from './variant.js';
 import { instantiateCore } from './wasm_backend.js';
+import { fetchWasmModule, loadError } from './wasm_fetch.js';
+import { warnOnce } from './warn_once.js';
+// Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
+import { WebGpuExecutor } from './webgpu/executor.js';
 
-async function compile(url) {
-  if (typeof WebAssembly.compileStreaming === 'function') {
-    try {
-      return await WebAssembly.compileStreaming(fetch(url, { credentials: 'same-origin' }));
-    } catch {
-      // Served without Content-Type: application/wasm: compile from the bytes instead.
-    }
-  }
-  const response = await fetch(url, { credentials: 'same-origin' });
-  if (!response.ok) throw new Error(`webattention: failed to fetch ${url} (HTTP ${response.status})`);
-  return WebAssembly.compile(await response.arrayBuffer());
+/** `variant`'s Emscripten factory and compiled .wasm; a LoadError names a file that is not there. */
+async function fetchModule(variant) {
+  const glueUrl = fileUrl(variant, 'glue');
+  const [glue, wasm] = await Promise.allSettled([
+    import(/* @vite-ignore */ /* webpackIgnore: true */ glueUrl), fetchWasmModule(fileUrl(variant, 'wasm'))]);
+  // The .wasm's error first: it says what the server sent (an HTML page) where the import cannot.
+  if (wasm.status === 'rejected') throw wasm.reason;
+  if (glue.status === 'rejected') throw loadError(glueUrl, `could not be imported (${glue.reason?.message ?? glue.reason})`, 'a failed import');
+  return { create: glue.value.default, module: wasm.value, glueUrl };
 }
 
 function spawnWorker(variant) {
-  const worker = LOADERS[variant].worker();
+  const url = fileUrl(variant, 'poolWorker');
+  const worker = url ? new Worker(moduleWorkerUrl(url), { type: 'module' }) : LOADERS[variant].poolWorker();
   return {
     post: (message, transfer) => worker.postMessage(message, transfer),
     onMessage: (fn) => { worker.onmessage = (event) => fn(event.data); },
@@ -38,19 +45,24 @@ function spawnWorker(variant) {
   };
 }
 
-// The pthreads module waits for its workers before it resolves; where they cannot start (a
-// bundler that did not copy the worker, a CSP), give up after this long and use its fallback.
+// The pthreads module waits for its workers before it resolves; where they cannot start (a CSP,
+// a server that refuses them), give up after this long and use its fallback.
 const THREADS_MODULE_TIMEOUT_MS = 15000;
 
 async function loadThreadsModule(variant) {
-  const { default: create } = await LOADERS[variant].glue();
+  const { create, module, glueUrl } = await fetchModule(variant);
+  const { threadWorkerSource } = LOADERS[variant];
+  if (!threadWorkerSource) throw new Error('its worker script was not built into web/dist/browser_modules.js');
+  const threadWorker = scriptBlobUrl(threadWorkerSource);
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
   });
   try {
-    // No locateFile: the glue finds its .wasm and worker with new URL(..., import.meta.url).
-    return await Promise.race([create({}), timeout]);
+    // locateFile: the glue's own worker script (a blob: URL of its text, which works on any
+    // origin and under any bundler); that worker imports the glue from mainScriptUrlOrBlob.
+    const options = { locateFile: () => threadWorker, mainScriptUrlOrBlob: glueUrl };
+    return await Promise.race([instantiateCore(create, module, options), timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -63,20 +75,22 @@ const api = bindApi(async () => {
       return { core: await loadThreadsModule(variant), variant };
     } catch (e) {
       const { fallback } = moduleEntry(variant);
-      console.warn(`webattention: the pthreads module did not start (${e.message ?? e}); using the single-threaded '${fallback}' module`);
+      warnOnce('threads-module', `webattention: the pthreads module '${variant}' did not start (${e.message ?? e}); `
+        + `using the single-threaded '${fallback}' module and the worker pool`);
       variant = fallback;
     }
   }
-  const { glue, wasm } = LOADERS[variant];
-  const [{ default: create }, module] = await Promise.all([glue(), compile(wasm())]);
+  const { create, module } = await fetchModule(variant);
   return { core: await instantiateCore(create, module), variant, module };
 }, {
   autoThreads: typeof Worker === 'function' ? Math.min(globalThis.navigator?.hardwareConcurrency || 1, 4) : 1,
   defaultThreads: () => globalThis.WEBATTENTION_THREADS ?? 'auto',
   spawnWorker,
+  loadWebGpuExecutor: async () => WebGpuExecutor,
 });
 
 export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
-export * from './errors.js';
+export { configure } from './configure.js';
+export * from './public_errors.js';
 export { KvCache } from './decoding.js';

@@ -66,7 +66,15 @@ export class BackendError extends WebAttentionError {
   static errorName = 'BackendError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, SafetensorsError };
+/**
+ * A file of the package (a .wasm, its glue, a worker) could not be fetched or is not what it should
+ * be, e.g. HTML served in place of the .wasm; the message names the URL and the fix.
+ */
+export class LoadError extends WebAttentionError {
+  static errorName = 'LoadError';
+}
+
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, LoadError, SafetensorsError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

@@ -15,6 +15,7 @@
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
 import { workerAnswerMs } from './dispatch.js';
 import { planWithCopies } from './shapes.js';
+import { warnOnce } from './warn_once.js';
 
 /**
  * Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task
@@ -277,6 +278,9 @@ export class WorkerPool {
         + 'the module carries on on the calling thread alone (threads = 1)',
       { argument: 'threads', expected: 'working workers', actual: String(reason) });
     for (const w of this.#workers) this.#stop(w, this.#failure);
+    // Said once: the calls go on, correct but on one thread, which a user would not see otherwise.
+    warnOnce('worker-pool', `webattention: ${this.#failure.message}. Check that the pool worker script `
+      + `(${this.#variant}) can be served to a Worker, or where it is with configure({ wasmPaths })`);
     return this.#failure;
   }
 

@@ -2,6 +2,7 @@
 // worker pool every module with threads > 1 shares, and the `threads` defaults. The entry file
 // (node.js or browser.js) makes the one Runtime of the package with its loader and platform and
 // hands it to api.js (setRuntime) before anything is exported.
+import { lockSettings } from './configure.js';
 import { WorkerPool } from './pool.js';
 import { resolveThreads } from './shapes.js';
 
@@ -15,7 +16,8 @@ export class Runtime {
    * loadCore() resolves to { core, variant: 'simd' | 'relaxed' | 'scalar' | 'mt' | 'mt-relaxed',
    * module }. platform: { autoThreads: number ('auto'; 1 where workers cannot run),
    * defaultThreads() (the `threads` option's default: 'auto' unless overridden),
-   * spawnWorker(variant) (pool.js) }.
+   * spawnWorker(variant) (pool.js), loadWebGpuExecutor() (resolves to the WebGpuExecutor class:
+   * the browser entry imports it statically, Node lazily) }.
    */
   constructor(loadCore, platform) {
     this.#loadCore = loadCore;
@@ -24,7 +26,10 @@ export class Runtime {
 
   /** Loads (once) the WASM module: { core, variant, module }. A failed load may be retried. */
   load() {
-    this.#loaded ??= this.#loadCore().catch((e) => {
+    this.#loaded ??= this.#loadCore().then((loaded) => {
+      lockSettings();  // configure() can no longer change where the files come from
+      return loaded;
+    }, (e) => {
       this.#loaded = null;
       throw e;
     });
@@ -41,6 +46,11 @@ export class Runtime {
       this.#pool = new WorkerPool({ spawnWorker: this.#platform.spawnWorker, module, variant });
     }
     return this.#pool;
+  }
+
+  /** Resolves to the WebGpuExecutor class (webgpu/executor.js). */
+  loadWebGpuExecutor() {
+    return this.#platform.loadWebGpuExecutor();
   }
 
   /** The create() `threads` option resolved: { threads, auto }. */

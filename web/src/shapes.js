@@ -13,27 +13,41 @@ export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 const product = (shape) => shape.reduce((a, b) => a * b, 1);
 const isSize = (n) => Number.isInteger(n) && n >= 1;
 
+// What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
+// tensors are { data, dims, type } ('bool' is their boolean mask).
+const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'] };
+
 /**
- * Checks `{ data, shape }`: data of one of `dtypes` (element types, read from the array itself:
+ * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
+ * tensors are): data of one of `dtypes` (element types, read from the array itself:
  * typed_arrays.js), shape an array of positive integers whose product is its length, rank one of
  * `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
  * `views` (original → view) makes the same array passed twice one view, so that aliasing
  * (query === key === value) survives.
  */
 export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map() } = {}) {
-  if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !('shape' in tensor)) {
+  const shapeKey = tensor !== null && typeof tensor === 'object' && !('shape' in tensor) && 'dims' in tensor ? 'dims' : 'shape';
+  if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !(shapeKey in tensor)) {
     throw new DTypeError(
-      `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] }, got ${describe(tensor)}`,
+      `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] } (or { data, dims }), got ${describe(tensor)}`,
       { argument, expected: 'tensor', actual: describe(tensor) });
   }
-  const { data: given, shape } = tensor;
+  const { data: given, [shapeKey]: shape } = tensor;
   if (!dtypes.includes(typedArrayType(given))) {
     throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
       argument, expected: dtypes, actual: describe(given),
     });
   }
+  const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
+  if (shapeKey === 'dims' && tensor.type !== undefined && !typeNames.includes(tensor.type)) {
+    const expected = dtypes.flatMap((d) => TYPE_NAMES[d] ?? []);
+    throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
+      + `(with ${typedArrayType(given)} data), got ${describe(tensor.type)}`, {
+      argument, expected, actual: describe(tensor.type),
+    });
+  }
   if (!Array.isArray(shape) || !shape.every(isSize)) {
-    throw new ShapeError(`${argument}.shape: expected an array of integers >= 1, got ${describe(shape)}${Array.isArray(shape) ? ' ' + formatShape(shape) : ''}`, {
+    throw new ShapeError(`${argument}.${shapeKey}: expected an array of integers >= 1, got ${describe(shape)}${Array.isArray(shape) ? ' ' + formatShape(shape) : ''}`, {
       argument, expected: 'integer[]', actual: shape,
     });
   }
@@ -331,10 +345,20 @@ export function resolveSdpa(q, k, v, options) {
   };
 }
 
-/** selfAttention(x, { returnWeights }): x is [L, C] or [..., L, C]. */
+/**
+ * selfAttention(x, { needWeights }): x is [L, C] or [..., L, C]. `returnWeights` is needWeights'
+ * old name (still taken, with a deprecation warning from api.js; not both at once).
+ */
 export function resolveSelfAttention(x, options) {
-  const o = checkOptions('selfAttention', options, ['returnWeights']);
+  const o = checkOptions('selfAttention', options, ['needWeights', 'returnWeights']);
+  if (o.needWeights !== undefined && o.returnWeights !== undefined) {
+    throw new OptionError('selfAttention: give needWeights only (returnWeights is its deprecated old name), not both', {
+      argument: 'returnWeights', expected: 'needWeights alone', actual: 'both',
+    });
+  }
   const t = checkTensor('x', x);
   if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
-  return { x: t, needWeights: checkBoolean('returnWeights', o.returnWeights, false) };
+  const needWeights = o.returnWeights !== undefined
+    ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);
+  return { x: t, needWeights, deprecatedReturnWeights: o.returnWeights !== undefined };
 }

@@ -9,11 +9,13 @@ const F32 = 4;
 /**
  * Instantiates the Emscripten glue `create` on an already compiled WebAssembly.Module (the
  * calling thread compiles it once; workers receive it), resolving to the core or rejecting.
+ * moduleOptions: more Emscripten Module settings (the pthreads modules' locateFile).
  */
-export function instantiateCore(create, module) {
+export function instantiateCore(create, module, moduleOptions = {}) {
   let fail;
   const failed = new Promise((_, reject) => { fail = reject; });
   const core = create({
+    ...moduleOptions,
     instantiateWasm(imports, receiveInstance) {
       WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), fail);
       return {};

@@ -60,6 +60,9 @@ export async function buildReport(api, MultiHeadAttention, rawCases, { perturb =
     cases: [],
   };
   for (const c of cases) report.cases.push(await runCase(api, c));
+  // Which module loaded, and whether the page could have had the pthreads ones.
+  report.capabilities = await api.capabilities();
+  report.crossOriginIsolated = globalThis.crossOriginIsolated ?? null;
   report.badCall = await runBadCallCase(api, cases[0]);
   report.pooled = await runCase(api, cases[0], { create: { threads: 2 } });
   return report;

@@ -29,9 +29,9 @@ export function resolveBackendOptions(options) {
  * when there is no adapter or device), or for 'auto' { acquire } (a function that finds the GPU
  * at the first large call and resolves to an executor, or to null for WASM); and gpuMinFlops,
  * the calls under which stay on WASM. A `gpu` option of the wrong kind throws OptionError here,
- * whatever the backend.
+ * whatever the backend. loadExecutor: see makeExecutor.
  */
-export async function gpuSide(config, { backend, gpu, minFlops }) {
+export async function gpuSide(config, { backend, gpu, minFlops }, loadExecutor) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
   if (backend === 'wasm') return { gpu: null, gpuMinFlops };
   const missing = gpuMissing(config);
@@ -44,12 +44,12 @@ export async function gpuSide(config, { backend, gpu, minFlops }) {
   const useSoftware = minFlops !== undefined;
   if (backend === 'webgpu') {
     const found = await acquireGpu({ gpu, backend, useSoftware });
-    return { gpu: { executor: await makeExecutor(config, found) }, gpuMinFlops };
+    return { gpu: { executor: await makeExecutor(config, found, loadExecutor) }, gpuMinFlops };
   }
   if (!findGpu(gpu)) return { gpu: null, gpuMinFlops };
   const acquire = async () => {
     const found = await acquireGpu({ gpu, backend, useSoftware });
-    return found ? makeExecutor(config, found) : null;
+    return found ? makeExecutor(config, found, loadExecutor) : null;
   };
   return { gpu: { acquire }, gpuMinFlops };
 }
@@ -62,10 +62,12 @@ export function gpuMissing({ numHeads, numKvHeads = numHeads, rotary }) {
 }
 
 /**
- * The WebGPU executor (with its WGSL) is imported only here, when there is a GPU: importing it
- * costs ~9 ms of a Node cold start that most processes, having no GPU, would pay for nothing.
+ * loadExecutor() resolves to the WebGpuExecutor class (with its WGSL), from the entry file: Node
+ * imports it only here, when there is a GPU (importing it costs ~9 ms of a Node cold start that
+ * most processes, having no GPU, would pay for nothing); browsers import it statically, since a
+ * lazy import would split the package into two chunks for a bundler.
  */
-async function makeExecutor(config, found) {
-  const { WebGpuExecutor } = await import('./executor.js');
+async function makeExecutor(config, found, loadExecutor) {
+  const WebGpuExecutor = await loadExecutor();
   return new WebGpuExecutor(config, found);
 }
