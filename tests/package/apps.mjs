@@ -8,10 +8,10 @@ import { info, require_ } from './reporting.mjs';
 import { CASE_NAMES, FIXTURES, HERE, REPO } from './settings.mjs';
 
 export function loadCases() {
-  const fixture = JSON.parse(readFileSync(FIXTURES, 'utf8'));
+  const all = FIXTURES.flatMap((file) => JSON.parse(readFileSync(file, 'utf8')).cases);
   return CASE_NAMES.map((name) => {
-    const c = fixture.cases.find((x) => x.name === name);
-    if (!c) throw new Error(`fixture case '${name}' not found in ${relative(REPO, FIXTURES)}`);
+    const c = all.find((x) => x.name === name);
+    if (!c) throw new Error(`fixture case '${name}' not found in ${FIXTURES.map((f) => relative(REPO, f)).join(', ')}`);
     return c;
   });
 }
