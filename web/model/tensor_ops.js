@@ -4,18 +4,29 @@
 // that the only float32 rounding left is the attention's (the golden logits are float64).
 import { erf } from './erf.js';
 
-/** y = x Wᵀ + b: x [rows, in], weight { data, shape: [out, in] }, bias [out]. */
+/**
+ * y = x Wᵀ + b: x [rows, in], weight { data, shape: [out, in] }, bias [out]. Four partial sums per
+ * dot product: independent additions that the CPU overlaps (about 2× the speed of one sum).
+ */
 export function linear(x, rows, weight, bias) {
   const [out, inWidth] = weight.shape;
   const w = weight.data;
+  const b = bias.data;
+  const tail = inWidth - (inWidth % 4);
   const y = new Float64Array(rows * out);
   for (let r = 0; r < rows; r++) {
     const xr = r * inWidth;
     for (let o = 0; o < out; o++) {
       const wo = o * inWidth;
-      let s = bias.data[o];
-      for (let i = 0; i < inWidth; i++) s += x[xr + i] * w[wo + i];
-      y[r * out + o] = s;
+      let s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (let i = 0; i < tail; i += 4) {
+        s0 += x[xr + i] * w[wo + i];
+        s1 += x[xr + i + 1] * w[wo + i + 1];
+        s2 += x[xr + i + 2] * w[wo + i + 2];
+        s3 += x[xr + i + 3] * w[wo + i + 3];
+      }
+      for (let i = tail; i < inWidth; i++) s0 += x[xr + i] * w[wo + i];
+      y[r * out + o] = b[o] + (s0 + s1 + (s2 + s3));
     }
   }
   return y;
