@@ -190,9 +190,9 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     const generateWith = async (backend, n) => {
       await page.selectOption('#gen-controls select[name=backend]', backend);
       await page.fill('#gen-controls input[name=tokens]', String(n));
+      const runs = await page.evaluate(() => document.body.dataset.genRuns);
       await page.click('#gen-run');
-      await page.waitForFunction(() => document.body.dataset.genStatus === 'running', null, { timeout: 10_000 });
-      await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.genStatus), null, { timeout: 30_000 });
+      await page.waitForFunction((before) => document.body.dataset.genRuns !== before, runs, { timeout: 30_000 });
       return page.evaluate(() => ({
         ...document.body.dataset,
         statusText: document.getElementById('gen-status').textContent,

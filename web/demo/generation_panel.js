@@ -4,12 +4,11 @@
 // where each generated character's query looked (rows: generated positions, columns: the 128
 // positions of its window, the newest on the right).
 // For tests, <body> gets data-gen-status = running | done | error, data-gen-text (the
-// continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread").
+// continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread") and data-gen-runs (runs
+// finished, done or not: a test waits for it to change).
 import { MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
 import { $, errorText } from './page.js';
 import { heatmap } from './heatmap.js';
-import { CharGpt } from '../model/char_gpt.js';
-import { generate } from '../model/generate.js';
 
 const MODEL_URL = new URL('../model/model.safetensors', import.meta.url);
 // The switch's choices as create() options. GQA and rotary modules are not on the GPU yet: 'auto'
@@ -21,6 +20,7 @@ const BACKENDS = {
 };
 const PAINT_EVERY_MS = 40;  // let the page paint the streamed text and heatmaps this often
 
+let runner = null;           // web/model's modules, imported on the first Generate (not on page load)
 let weights = null;          // the file's bytes, fetched once
 let loaded = null;           // { key, model } for the backend choice it was made with
 let running = false;
@@ -31,12 +31,14 @@ async function modelFor(key) {
   loaded?.model.dispose();
   loaded = null;
   await loadPackage();
+  runner ??= await Promise.all([import('../model/char_gpt.js'), import('../model/generate.js')])
+    .then(([{ CharGpt }, { generate }]) => ({ CharGpt, generate }));
   if (!weights) {
     const response = await fetch(MODEL_URL);
     if (!response.ok) throw new Error(`${MODEL_URL.pathname}: HTTP ${response.status}`);
     weights = new Uint8Array(await response.arrayBuffer());
   }
-  const model = await CharGpt.load({ MultiHeadAttention, loadSafetensors }, weights, BACKENDS[key]);
+  const model = await runner.CharGpt.load({ MultiHeadAttention, loadSafetensors }, weights, BACKENDS[key]);
   loaded = { key, model };
   return model;
 }
@@ -142,7 +144,7 @@ async function runGeneration() {
       $('gen-wall').textContent = `${((performance.now() - started) / 1000).toFixed(2)} s`;
       rows.draw(canvases);
     };
-    for await (const step of generate(model, prompt, { ...options, attention: true })) {
+    for await (const step of runner.generate(model, prompt, { ...options, attention: true })) {
       text += step.char;
       ms += step.ms;
       out.textContent = text;
@@ -163,6 +165,7 @@ async function runGeneration() {
   } finally {
     running = false;
     $('gen-run').textContent = 'Generate';
+    body.dataset.genRuns = String(Number(body.dataset.genRuns ?? 0) + 1);
   }
 }
 
