@@ -37,6 +37,15 @@ test('sampler: greedy is argmax (first on ties); top-k 1 is greedy; draws repeat
   assert.deepEqual(draws(3), draws(3));
   assert.notDeepEqual(draws(3), draws(4));
   assert.deepEqual(new Set(draws(3)), new Set([1, 3, 4]));
+  // The draws follow softmax(logits / temperature) over the top k: e² : e² : e^1.5 at temperature 1.
+  const sampler = makeSampler({ temperature: 1, topK: 3, seed: 11 });
+  const counts = new Map();
+  for (let i = 0; i < 4000; i++) { const id = sampler(row); counts.set(id, (counts.get(id) ?? 0) + 1); }
+  const z = 2 * Math.exp(2) + Math.exp(1.5);
+  for (const [id, logit] of [[1, 2], [3, 2], [4, 1.5]]) {
+    const share = counts.get(id) / 4000;
+    assert.ok(Math.abs(share - Math.exp(logit) / z) < 0.03, `token ${id}: drawn ${share}, expected ${Math.exp(logit) / z}`);
+  }
   // A high temperature without top-k spreads the draws over every token.
   const hot = makeSampler({ temperature: 100, seed: 1 });
   assert.equal(new Set(Array.from({ length: 400 }, () => hot(row))).size, row.length);
