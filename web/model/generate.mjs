@@ -46,9 +46,9 @@ const model = await loadNodeModel({ threads });
 try {
   let ms = 0;
   let count = 0;
-  process.stdout.write(positionals[0]);
   for await (const step of generate(model, positionals[0], options)) {
-    process.stdout.write(step.char);
+    // The prompt once it is known to be valid (generate() refuses it before the first token).
+    process.stdout.write(step.index === 0 ? positionals[0] + step.char : step.char);
     ms += step.ms;
     count++;
   }
