@@ -18,7 +18,10 @@ const BACKENDS = {
   threads: { threads: 'auto', backend: 'wasm' },
   auto: { backend: 'auto' },
 };
-const PAINT_EVERY_MS = 40;  // let the page paint the streamed text and heatmaps this often
+// Let the page paint the streamed text and heatmaps every 40 ms, or less often when redrawing the
+// heatmaps takes long (many rows), so that drawing stays under a fifth of the time.
+const PAINT_EVERY_MS = 40;
+const PAINT_SHARE = 0.2;
 
 let runner = null;           // web/model's modules, imported on the first Generate (not on page load)
 let weights = null;          // the file's bytes, fetched once
@@ -137,6 +140,7 @@ async function runGeneration() {
     let text = '';
     let ms = 0;
     let painted = performance.now();
+    let paintMs = 0;
     const started = painted;
     const report = () => {
       $('gen-count').textContent = `${text.length} / ${options.maxTokens}`;
@@ -149,8 +153,10 @@ async function runGeneration() {
       ms += step.ms;
       out.textContent = text;
       rows.add(step.attention);
-      if (performance.now() - painted > PAINT_EVERY_MS) {
+      if (performance.now() - painted > Math.max(PAINT_EVERY_MS, paintMs / PAINT_SHARE)) {
+        const t0 = performance.now();
         report();
+        paintMs = performance.now() - t0;
         await new Promise((resolve) => setTimeout(resolve, 0));  // a macrotask: the page paints
         painted = performance.now();
       }
