@@ -4,7 +4,8 @@
 #      (libFuzzer, ASan + UBSan; scripts/fuzz.sh)
 #   2. the same GoogleTest suite compiled to WASM, one build per module of web/modules.json
 #      (SIMD128, relaxed SIMD, scalar, pthreads, pthreads + relaxed SIMD), run by node (CTest)
-#   3. the hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
+#   3. the safetensors loader fuzzed for 15 s (tests/fuzz/safetensors_fuzz.mjs); the
+#      hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #      (on every single-threaded module of web/modules.json, and on the worker pool with
 #      WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
@@ -32,6 +33,9 @@ for variant in $WASM_VARIANTS; do
   cmake --build "$dir" -j "$JOBS"
   ctest --test-dir "$dir" --output-on-failure
 done
+
+step "loadSafetensors() under a mutation fuzzer, 15 s (node tests/fuzz/safetensors_fuzz.mjs 1000000 for a long run)"
+node tests/fuzz/safetensors_fuzz.mjs --seconds 15
 
 step "Types: web/index.d.ts against a user's TypeScript"
 npx tsc -p tests/types/tsconfig.json

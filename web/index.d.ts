@@ -152,6 +152,31 @@ export type StateDict =
   | Record<string, Tensor | Float32Array>
   | Map<string, Tensor | Float32Array>;
 
+export interface LoadStateDictOptions {
+  /**
+   * Key prefix of the module inside a bigger model, e.g. 'layers.0.self_attn.': only keys that
+   * start with it are the module's, and it is stripped from them (default '').
+   */
+  prefix?: string;
+  /**
+   * true (default): a key that is not one of the module's is a StateDictError. false: such keys
+   * (the rest of the model) are ignored. Missing keys are errors either way.
+   */
+  strict?: boolean;
+}
+
+/** One tensor of a .safetensors file, as float32 whatever the file stored. */
+export interface SafetensorsTensor extends Tensor {
+  /** The file's dtype: F16 and BF16 values are converted to float32 exactly. */
+  dtype: 'F32' | 'F16' | 'BF16';
+}
+
+/** loadSafetensors()'s result: name → tensor in the header's order, and the file's metadata. */
+export interface SafetensorsFile extends Map<string, SafetensorsTensor> {
+  /** The header's __metadata__ strings (empty when the file has none). */
+  readonly metadata: Map<string, string>;
+}
+
 export interface HeadBilinearForm {
   matrix: Tensor;
   rank: number;
@@ -176,8 +201,12 @@ export class MultiHeadAttention {
   readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */
   readonly stateDictShapes: StateDictEntryShape[];
-  /** Strict: every expected key, no others; nothing changes when an entry is wrong. */
-  loadStateDict(stateDict: StateDict): void;
+  /**
+   * Strict by default: every expected key, no others; nothing changes when an entry is wrong.
+   * Where the module packs in_proj_weight [3E, E], separate q_proj_weight, k_proj_weight and
+   * v_proj_weight [E, E] are accepted too (all three, and not with in_proj_weight).
+   */
+  loadStateDict(stateDict: StateDict, options?: LoadStateDictOptions): void;
   /**
    * Storage for incremental decoding, allocated once (MemoryError when it does not fit); pass it
    * as forward()'s `cache`. Freed by its dispose() or this module's.
@@ -234,6 +263,13 @@ export interface Capabilities {
   threads: number;
 }
 
+/**
+ * The tensors of a .safetensors file (F32, F16 or BF16; every other dtype is refused), checked
+ * as strictly as the reference implementation checks them: a broken file is a SafetensorsError
+ * naming the problem. Aligned F32 data is a view on `bytes`, everything else a copy.
+ */
+export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView): SafetensorsFile;
+
 /** Which module and features this engine uses (loads the core if needed). */
 export function capabilities(): Promise<Capabilities>;
 
@@ -258,3 +294,5 @@ export class CacheError extends WebAttentionError {}
 export class WorkerError extends WebAttentionError {}
 /** backend 'webgpu' where there is no WebGPU, no adapter or no device. */
 export class BackendError extends WebAttentionError {}
+/** A .safetensors file that breaks the format (loadSafetensors()); `argument` names the part. */
+export class SafetensorsError extends WebAttentionError {}

@@ -9,7 +9,8 @@ import { PoolExecutor } from './pool_executor.js';
 import { Runtime } from './runtime.js';
 import { moduleEntry } from './variant.js';
 import { resolveCacheOptions } from './decoding.js';
-import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention, resolveStateDict } from './shapes.js';
+import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention } from './shapes.js';
+import { resolveModuleStateDict } from './state_dict.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
 
@@ -81,10 +82,13 @@ export class MultiHeadAttention {
     return this.#live('stateDictShapes').parameterSpecs();
   }
 
-  /** Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays). */
-  loadStateDict(stateDict) {
+  /**
+   * Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays; a Map from
+   * loadSafetensors() too). options: { prefix? = '', strict? = true } (state_dict.js).
+   */
+  loadStateDict(stateDict, options) {
     const dispatcher = this.#live('loadStateDict');
-    dispatcher.loadStateDict(resolveStateDict(dispatcher.parameterSpecs(), stateDict));
+    dispatcher.loadStateDict(resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, options));
   }
 
   /**

@@ -76,6 +76,7 @@ const api = bindApi(async () => {
   spawnWorker,
 });
 
+export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
 export { KvCache } from './decoding.js';

@@ -27,6 +27,10 @@ export class DTypeError extends WebAttentionError {
 export class StateDictError extends WebAttentionError {
   static errorName = 'StateDictError';
 }
+/** A safetensors file that breaks the format (loadSafetensors): its message names the problem. */
+export class SafetensorsError extends WebAttentionError {
+  static errorName = 'SafetensorsError';
+}
 /** An unknown option, or an option value out of range. */
 export class OptionError extends WebAttentionError {
   static errorName = 'OptionError';
@@ -62,7 +66,7 @@ export class BackendError extends WebAttentionError {
   static errorName = 'BackendError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError };
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, SafetensorsError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

@@ -44,6 +44,7 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
   spawnWorker,
 });
 
+export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export * from './errors.js';
 export { KvCache } from './decoding.js';

@@ -143,17 +143,22 @@ function parameterFloats({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vdim, 
   return H * dk * E + G * dk * kdim + G * dv * vdim + H * dv * E + (H + G) * dk + G * dv + E;
 }
 
-/**
- * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
- * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
- */
-export function resolveStateDict(specs, stateDict) {
+/** A state dict (an object or a Map of tensors) as a Map. */
+export function stateDictEntries(stateDict) {
   if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
     throw new StateDictError(`stateDict: expected an object or Map of tensors, got ${describe(stateDict)}`, {
       argument: 'stateDict', expected: 'object', actual: describe(stateDict),
     });
   }
-  const entries = stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+  return stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+}
+
+/**
+ * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
+ * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
+ */
+export function resolveStateDict(specs, stateDict) {
+  const entries = stateDictEntries(stateDict);
   const expectedNames = specs.map((s) => s.name);
   for (const name of entries.keys()) {
     if (!expectedNames.includes(name)) {

@@ -9,6 +9,13 @@ const typeOf = intrinsic(Symbol.toStringTag);
 const bufferOf = intrinsic('buffer');
 const byteOffsetOf = intrinsic('byteOffset');
 const lengthOf = intrinsic('length');
+const byteLengthOf = intrinsic('byteLength');
+const dataViewGetter = (key) => Object.getOwnPropertyDescriptor(DataView.prototype, key).get;
+const dataViewBuffer = dataViewGetter('buffer');
+const dataViewByteOffset = dataViewGetter('byteOffset');
+const dataViewByteLength = dataViewGetter('byteLength');
+const bufferLengthGetters = [ArrayBuffer, globalThis.SharedArrayBuffer]
+  .filter(Boolean).map((Buffer) => Object.getOwnPropertyDescriptor(Buffer.prototype, 'byteLength').get);
 
 const VIEWS = { Float32Array, Uint8Array };
 
@@ -39,4 +46,40 @@ export function isDetached(value) {
   const buffer = bufferOf.call(value);
   // Node 20 has no ArrayBuffer.prototype.detached; a detached buffer reads byteLength 0 there.
   return buffer.detached ?? (buffer.byteLength === 0 && lengthOf.call(value) === 0);
+}
+
+/** The byte length of an ArrayBuffer or SharedArrayBuffer, or undefined for anything else. */
+function bufferByteLength(value) {
+  for (const get of bufferLengthGetters) {
+    try {
+      return get.call(value);
+    } catch {
+      // not this kind of buffer
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A Uint8Array on the bytes of an ArrayBuffer, a SharedArrayBuffer, a typed array or a DataView
+ * (its own window of its buffer), or null for anything else. Read from internal slots, as above;
+ * a detached buffer gives an empty array (constructing a view on it would throw).
+ */
+export function byteView(value) {
+  let buffer = value, offset = 0, length;
+  if (typeOf.call(value) !== undefined) {
+    buffer = bufferOf.call(value);
+    offset = byteOffsetOf.call(value);
+    length = byteLengthOf.call(value);
+  } else if (ArrayBuffer.isView(value)) {
+    buffer = dataViewBuffer.call(value);
+    // A DataView's offset and length getters throw once its buffer is detached.
+    if (bufferByteLength(buffer) === 0) return new Uint8Array(0);
+    offset = dataViewByteOffset.call(value);
+    length = dataViewByteLength.call(value);
+  } else {
+    length = bufferByteLength(value);
+    if (length === undefined) return null;
+  }
+  return length === 0 ? new Uint8Array(0) : new Uint8Array(buffer, offset, length);
 }

@@ -2,6 +2,7 @@
 // the fused flash attention (flash_attention.h has the algorithm) on plain floats, so native
 // tests run the same tiling and online softmax as the SIMD modules.
 #include <cmath>
+#include <cstddef>
 
 #include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
@@ -58,6 +59,23 @@ struct Scalar {
 
   static void scale_row(float* a, int n, float factor) {
     for (int c = 0; c < n; ++c) a[c] *= factor;
+  }
+
+  static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
+    for (int j = 0; j < width; ++j) {
+      const float* panel = kp + static_cast<std::size_t>((j0 + j) / 8) * dk * 8 + (j0 + j) % 8;
+      float sum = 0.0f;
+      for (int c = 0; c < dk; ++c) sum += q[c] * panel[c * 8];
+      s[j] = sum;
+    }
+  }
+
+  static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
+                     float* acc) {
+    for (int c = 0; c < dv_pad; ++c) {
+      const float* column = v + static_cast<std::size_t>(c / 8) * v_rows * 8 + c % 8;
+      for (int j = 0; j < width; ++j) acc[c] += p[j] * column[(j0 + j) * 8];
+    }
   }
 };
 

@@ -15,6 +15,10 @@
 //   Isa::row_max(s, width)      max of s[0..width); NaN never wins (pmax: m < s ? s : m)
 //   Isa::exp_row(s, width, max, factor)  s[j] = exp(s[j] - max) · factor; returns Σ exp(s[j] - max)
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
+//   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
+//   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
+// The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
+// L = 1, one head per unit), where the 4-row register block would compute 3 rows of padding.
 // widths are multiples of 8. Declare `Isa` in an anonymous namespace: the templates' instances
 // then have internal linkage, and the compiler inlines and keeps calls as it would for the
 // file's own static functions (CMakeLists.txt and kernels/*_simd128.cpp say why calls matter).
@@ -169,12 +173,18 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     std::fill(sum, sum + kRows, 0.0f);
     std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
 
+    const bool one_row = rows == 1;
+    const int active = one_row ? 1 : kRows;  // rows whose scores are computed
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
     for (int j0 = keys.begin / kPanelWidth * kPanelWidth; j0 < keys.end; j0 += kKeyTile) {
       const int width = std::min(kKeyTile, round_up(keys.end, kPanelWidth) - j0);
-      tile_scores<Isa>(q, p.dk, kv.kt, j0, width, scores);
+      if (one_row) {
+        Isa::row_scores(q, p.dk, kv.kt, j0, width, scores);
+      } else {
+        tile_scores<Isa>(q, p.dk, kv.kt, j0, width, scores);
+      }
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
-      for (int r = 0; r < kRows; ++r) {
+      for (int r = 0; r < active; ++r) {
         float* s = scores + r * kKeyTile;
         const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
         if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
@@ -190,7 +200,11 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
         if (correction != 1.0f) Isa::scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
         max[r] = new_max;
       }
-      accumulate_pv<Isa>(scores, width, kv, lay.dv_pad, j0, acc);
+      if (one_row) {
+        Isa::row_pv(scores, width, kv.v, kv.v_rows, lay.dv_pad, j0, acc);
+      } else {
+        accumulate_pv<Isa>(scores, width, kv, lay.dv_pad, j0, acc);
+      }
     }
 
     for (int r = 0; r < rows; ++r) {

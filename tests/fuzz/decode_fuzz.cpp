@@ -1,0 +1,156 @@
+// libFuzzer harness of incremental decoding (docs/attention-math.md §7-§9), built with ASan +
+// UBSan (scripts/fuzz.sh). Each input is read as a grouped-query / rotary module, a sequence, a
+// sliding window (or none), a key-padding mask, a way of cutting the sequence into chunks (up to
+// 160 positions: a window's ring of W + 63 slots wraps), and weights averaged, per head or none.
+// Checks: nothing the sanitizers see; the chunks fed to a KV cache give the rows of one plain
+// forward over the whole sequence with the causal window as an additive mask (outputs and
+// weights); appending past max_length is a CacheError that leaves the cache; reset() then a second
+// pass gives the same bits. Inputs with NaN or infinities run for memory safety only.
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <vector>
+
+#include "fuzz_bytes.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+
+namespace {
+
+using namespace webattention;
+using fuzz::Bytes;
+
+[[noreturn]] void fail(const char* what) {
+  std::fprintf(stderr, "decode_fuzz: %s\n", what);
+  std::abort();
+}
+
+void check_close(const char* what, const float* got, const float* expected, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const double a = got[i], b = expected[i];
+    if (!(std::fabs(a - b) <= 1e-4 + 1e-4 * std::fabs(b))) {
+      std::fprintf(stderr, "decode_fuzz: %s[%zu] = %g, expected %g\n", what, i, a, b);
+      std::abort();
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Bytes in(data, size);
+  MhaConfig c;
+  const int groups[] = {1, 2, 3, 4};
+  c.num_kv_heads = in.in(1, 3);
+  c.num_heads = c.num_kv_heads * groups[in.in(0, 3)];
+  c.head_dim = 2 * in.in(1, 5);
+  c.value_head_dim = in.in(1, 9);
+  c.embed_dim = in.in(1, 12);
+  c.bias = in.coin();
+  if (in.coin()) {
+    c.rotary_dim = 2 * in.in(1, c.head_dim / 2);
+    c.rotary_base = in.coin() ? 10000.0 : 1.0 + in.u8();
+    c.rotary_interleaved = in.coin();
+  }
+  const int B = in.in(1, 2), T = in.coin() ? in.in(1, 20) : in.in(1, 160);
+  const int window = in.coin() ? in.in(1, 9) : 0;
+  const int E = c.embed_dim, H = c.num_heads;
+  bool non_finite = false;
+
+  MultiHeadAttention mha(c);
+  for (const auto& spec : mha.parameter_specs()) {
+    std::vector<float> values(spec.size());
+    for (auto& x : values) x = in.value(&non_finite) * 0.25f;
+    mha.load_parameter(spec.name, values.data(), values.size());
+  }
+  std::vector<float> x(static_cast<std::size_t>(B) * T * E);
+  for (auto& v : x) v = in.value(&non_finite);
+  std::vector<std::uint8_t> padding;
+  if (in.coin()) {
+    padding.resize(static_cast<std::size_t>(B) * T);
+    for (auto& p : padding) p = in.u8() % 4 == 0;
+  }
+  // The causal window of the whole sequence as an additive mask, for the plain forward.
+  std::vector<float> window_mask(static_cast<std::size_t>(T) * T, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < T; ++i)
+    for (int j = window ? std::max(0, i - window + 1) : 0; j <= i; ++j) window_mask[static_cast<std::size_t>(i) * T + j] = 0.0f;
+  const bool weights = in.coin(), average = in.coin();
+  const int wh = average ? 1 : H;
+
+  MhaForwardArgs full;
+  full.batch = B;
+  full.L = full.S = T;
+  full.query = full.key = full.value = x.data();
+  full.attn_mask = {MaskKind::kAdditive, window_mask.data(), {T, T}};
+  if (!padding.empty()) full.key_padding_mask = {MaskKind::kBoolean, padding.data(), {B, T}};
+  std::vector<float> expected(x.size() / E * E), expected_w(weights ? static_cast<std::size_t>(B) * wh * T * T : 0);
+  full.output = expected.data();
+  full.weights = weights ? expected_w.data() : nullptr;
+  full.average_weights = average;
+  mha.forward(full);
+
+  auto cache = mha.create_cache({B, window && in.coin() ? 0 : T, window});
+  std::vector<int> chunks;
+  for (int at = 0; at < T;) chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += chunks.back();
+  std::vector<float> first;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<float> got(expected.size());
+    int at = 0;
+    for (int n : chunks) {
+      std::vector<float> part(static_cast<std::size_t>(B) * n * E), out(part.size());
+      std::vector<std::uint8_t> pad(padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + n));
+      for (int b = 0; b < B; ++b) {
+        std::copy_n(x.begin() + (static_cast<std::size_t>(b) * T + at) * E, n * E, part.begin() + static_cast<std::size_t>(b) * n * E);
+        if (!pad.empty()) std::copy_n(padding.begin() + static_cast<std::size_t>(b) * T, at + n, pad.begin() + static_cast<std::size_t>(b) * (at + n));
+      }
+      std::vector<float> w(weights ? static_cast<std::size_t>(B) * wh * n * (at + n) : 0);
+      MhaForwardArgs a;
+      a.batch = B;
+      a.L = a.S = n;
+      a.query = a.key = a.value = part.data();
+      if (!pad.empty()) a.key_padding_mask = {MaskKind::kBoolean, pad.data(), {B, at + n}};
+      a.output = out.data();
+      a.weights = weights ? w.data() : nullptr;
+      a.average_weights = average;
+      mha.forward(a, *cache);
+      for (int b = 0; b < B; ++b)
+        std::copy_n(out.begin() + static_cast<std::size_t>(b) * n * E, n * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);
+      if (weights && !non_finite) {
+        for (int g = 0; g < B * wh; ++g)
+          for (int i = 0; i < n; ++i)
+            check_close("weights", w.data() + (static_cast<std::size_t>(g) * n + i) * (at + n),
+                        expected_w.data() + (static_cast<std::size_t>(g) * T + at + i) * T, at + n);
+      }
+      at += n;
+    }
+    if (cache->length() != T) fail("cache length after the sequence");
+    if (!non_finite) check_close("output", got.data(), expected.data(), got.size());
+    if (pass == 0) {
+      first = got;
+      if (cache->config().max_length == T) {  // full: one more position is refused, nothing changes
+        MhaForwardArgs a;
+        a.batch = B;
+        a.L = a.S = 1;
+        std::vector<float> one(static_cast<std::size_t>(B) * E), out(one.size());
+        a.query = a.key = a.value = one.data();
+        a.output = out.data();
+        try {
+          mha.forward(a, *cache);
+          fail("an append past max_length was accepted");
+        } catch (const CacheError&) {
+        }
+        if (cache->length() != T) fail("a refused append changed the length");
+      }
+      cache->reset();
+    } else if (!std::equal(first.begin(), first.end(), got.begin(), [](float a, float b) {
+                 return a == b || (std::isnan(a) && std::isnan(b));
+               })) {
+      fail("a second pass after reset() differs");
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,67 @@
+// loadStateDict()'s options: a module's weights taken out of a bigger model's state dict
+// (`prefix`, `strict`), and BERT-style separate q/k/v weights where the module packs them. The
+// state dict is mapped onto the names the module expects, then resolveStateDict() (shapes.js)
+// checks every entry as it always has. The expected names carry the prefix through those checks,
+// so every message names the key as the caller gave it ('layers.0.self_attn.in_proj_weight').
+import { OptionError, StateDictError, describe, formatShape } from './errors.js';
+import { checkBoolean, checkOptions } from './option_checks.js';
+import { resolveStateDict, stateDictEntries } from './shapes.js';
+
+const OPTIONS = ['prefix', 'strict'];
+const PACKED = 'in_proj_weight';
+const SEPARATE = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'];
+
+/** { prefix? = '', strict? = true }, checked. */
+function resolveOptions(options) {
+  const o = checkOptions('loadStateDict', options, OPTIONS);
+  if (o.prefix !== undefined && typeof o.prefix !== 'string') {
+    throw new OptionError(`prefix: expected a string such as 'layers.0.self_attn.', got ${describe(o.prefix)}`, {
+      argument: 'prefix', expected: 'string', actual: describe(o.prefix),
+    });
+  }
+  return { prefix: o.prefix ?? '', strict: checkBoolean('strict', o.strict, true) };
+}
+
+/**
+ * Where the module packs W_Q, W_K, W_V into in_proj_weight [3E, E] (every width equals E), the
+ * three separate [E, E] weights are stacked into it, as PyTorch's in_proj_weight stacks them.
+ * Returns the entries with them replaced, or as they were when none is given.
+ */
+function packSeparateWeights(entries, prefix, packedShape) {
+  const names = SEPARATE.map((name) => prefix + name);
+  const given = names.filter((name) => entries.has(name));
+  if (given.length === 0) return entries;
+  if (entries.has(prefix + PACKED)) {
+    throw new StateDictError(
+      `stateDict: both '${prefix}${PACKED}' and '${given[0]}' given; expected ${PACKED} ${formatShape(packedShape)} `
+      + `or ${SEPARATE.join(', ')}, not both`,
+      { argument: given[0], expected: `${PACKED} or ${SEPARATE.join(', ')}`, actual: [prefix + PACKED, ...given] });
+  }
+  const E = packedShape[1];
+  // Each is checked as an entry of its own ([E, E], Float32Array), missing ones included.
+  const parts = resolveStateDict(names.map((name) => ({ name, shape: [E, E] })),
+    new Map(given.map((name) => [name, entries.get(name)])));
+  const packed = new Float32Array(3 * E * E);
+  parts.forEach(({ data }, i) => packed.set(data, i * E * E));
+  const rest = new Map([...entries].filter(([name]) => !names.includes(name)));
+  return rest.set(prefix + PACKED, { data: packed, shape: [...packedShape] });
+}
+
+/**
+ * loadStateDict(stateDict, options) for a module expecting `specs` ([{ name, shape }]): returns
+ * [{ name, data: Float32Array }] in specs' order, as resolveStateDict() does. `prefix` selects
+ * the keys that start with it and strips it; `strict: false` ignores keys that are not the
+ * module's. Missing keys are errors either way: the module has no weights of its own to keep.
+ */
+export function resolveModuleStateDict(specs, stateDict, options) {
+  const { prefix, strict } = resolveOptions(options);
+  let entries = stateDictEntries(stateDict);
+  const packed = specs.find((s) => s.name === PACKED);
+  if (packed) entries = packSeparateWeights(entries, prefix, packed.shape);
+  const expected = specs.map(({ name, shape }) => ({ name: prefix + name, shape }));
+  if (!strict) {
+    const names = new Set(expected.map((s) => s.name));
+    entries = new Map([...entries].filter(([name]) => names.has(name)));
+  }
+  return resolveStateDict(expected, entries).map(({ name, data }) => ({ name: name.slice(prefix.length), data }));
+}
