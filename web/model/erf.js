@@ -6,7 +6,7 @@
 //   |x| < 3:  erf(x) = 2/√π · e^(−x²) · Σₙ 2ⁿ x^(2n+1) / (1·3·5⋯(2n+1))    (all terms positive)
 //   |x| ≥ 3:  erfc(x) = e^(−x²)/√π · 1/(x + ½/(x + 1/(x + (3/2)/(x + 2/(x + ⋯)))))
 // the continued fraction evaluated bottom-up from a fixed depth (enough for x ≥ 3 to converge
-// to the last bit; tests/js/char_gpt_math.test.js checks both against Python's math.erf).
+// to the last bit; tests/js/char_gpt_parts.test.js checks both against Python's math.erf).
 
 const TWO_OVER_SQRT_PI = 1.1283791670955126;
 const ONE_OVER_SQRT_PI = 0.5641895835477563;
