@@ -5,12 +5,13 @@
 //   DEMO_SCREENSHOT=/path/x.png   where to write the screenshot (default: a temp file)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CHROMIUM, ROOT, launchChromium, startServer } from './harness.mjs';
 
-const OVERALL_MS = 60_000;
+const OVERALL_MS = 90_000;
+const golden = JSON.parse(readFileSync(join(ROOT, 'web/model/golden.json'), 'utf8'));
 
 let server;       // the serve.mjs child process
 let browser;      // { context, close } from harness.mjs
@@ -180,6 +181,45 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     d = await data();
     assert.ok(Number(d.convMaxDiff) < 1e-5, `boolean mask after edits: ${d.convMaxDiff}`);
     assert.equal(d.status, 'ok');
+    assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
+    await page.close();
+  });
+
+  test('generation panel: the greedy text is PyTorch\'s, tokens/s > 0, a heatmap per layer and head, backend switch', async (t) => {
+    const { page, problems } = await openDemo();
+    const generateWith = async (backend, n) => {
+      await page.selectOption('#gen-controls select[name=backend]', backend);
+      await page.fill('#gen-controls input[name=tokens]', String(n));
+      const runs = await page.evaluate(() => document.body.dataset.genRuns);
+      await page.click('#gen-run');
+      await page.waitForFunction((before) => document.body.dataset.genRuns !== before, runs, { timeout: 30_000 });
+      return page.evaluate(() => ({
+        ...document.body.dataset,
+        statusText: document.getElementById('gen-status').textContent,
+        shown: document.getElementById('gen-out').textContent,
+        heads: Array.from(document.querySelectorAll('#gen-heads canvas'), (c) => ({ ...c.dataset, width: c.width, height: c.height })),
+      }));
+    };
+    const n = golden.continuationLength;
+    let info = await generateWith('wasm1', n);
+    assert.equal(info.genStatus, 'done', info.statusText);
+    assert.equal(info.shown, golden.greedyContinuation.slice(0, n));
+    assert.equal(info.genText, info.shown);
+    const speed = Number(info.genTokensPerS);
+    assert.ok(Number.isFinite(speed) && speed > 0, `tokens/s = ${info.genTokensPerS}`);
+    assert.equal(info.genBackend, 'wasm, 1 thread');
+    assert.deepEqual(info.heads.map(({ layer, head }) => `${layer}.${head}`), ['0.0', '0.1', '0.2', '0.3', '1.0', '1.1', '1.2', '1.3']);
+    assert.ok(info.heads.every((c) => c.width > 0 && c.height > 0));
+    t.diagnostic(`Chromium, ${info.genBackend}: ${speed.toFixed(1)} tokens/s over ${n} characters`);
+
+    // 'auto' has no GPU path for GQA/rotary modules: it says that it ran on WASM, with the same text.
+    for (const backend of ['auto', 'threads']) {
+      info = await generateWith(backend, 40);
+      assert.equal(info.genStatus, 'done', info.statusText);
+      assert.equal(info.shown, golden.greedyContinuation.slice(0, 40), backend);
+      assert.match(info.genBackend, /^wasm, \d+ threads?$/, backend);
+      t.diagnostic(`Chromium, ${backend} → ${info.genBackend}: ${Number(info.genTokensPerS).toFixed(1)} tokens/s`);
+    }
     assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
     await page.close();
   });

@@ -2,7 +2,8 @@
 // When a run ends, <body> gets data-status="ok" | "error", data-row-sum-error (max |Σ_j w_ij − 1|
 // over every weight matrix shown) and data-ms-first / data-ms-median, for tests to read; the
 // maths panels (docs/attention-math.md) add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
-// (bilinear_panel.js) and runConvolution() (convolution_panel.js).
+// (bilinear_panel.js) and runConvolution() (convolution_panel.js). The text-generation panel
+// (generation_panel.js) runs only from its own Generate button and reports in data-gen-*.
 // This file only wires the page: the form, the order of the panels' runs and the status line.
 import { MultiHeadAttention, wasmMemoryInUse, loadPackage } from './loaded_package.js';
 import { $, setStatus, errorText } from './page.js';
@@ -10,6 +11,7 @@ import { runMha, clearMhaPanel, initMhaControls } from './mha_panel.js';
 import { runBilinear, clearBilinearPanel, initBilinearControls } from './bilinear_panel.js';
 import { clearConvolutionPanel } from './convolution_panel.js';
 import { queueConvolution, initConvolutionControls } from './convolution_controls.js';
+import { initGenerationControls } from './generation_panel.js';
 
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
@@ -100,6 +102,7 @@ function init() {
   initMhaControls();
   initBilinearControls();
   initConvolutionControls();
+  initGenerationControls();
   run();
 }
 

@@ -1,0 +1,33 @@
+// Characters ↔ token ids: the id of a character is its index in the model's vocabulary string
+// (the safetensors metadata's `vocab`, README.md). A prompt character outside it is an
+// OptionError naming it, since the model has no "unknown" token to fall back on.
+import { OptionError } from '../src/errors.js';
+
+export class Tokenizer {
+  #ids;
+
+  constructor(vocab) {
+    this.vocab = Array.from(vocab);
+    this.#ids = new Map(this.vocab.map((c, i) => [c, i]));
+  }
+
+  get size() {
+    return this.vocab.length;
+  }
+
+  encode(text) {
+    return Array.from(text, (c, at) => {
+      const id = this.#ids.get(c);
+      if (id === undefined) {
+        throw new OptionError(`prompt: character ${JSON.stringify(c)} at ${at} is not in the model's vocabulary`, {
+          argument: 'prompt', expected: `characters of ${JSON.stringify(this.vocab.join(''))}`, actual: JSON.stringify(c),
+        });
+      }
+      return id;
+    });
+  }
+
+  decode(ids) {
+    return Array.from(ids, (id) => this.vocab[id]).join('');
+  }
+}
