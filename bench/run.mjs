@@ -53,15 +53,12 @@
 // 8·L·E² + 4·L²·E for both masks, so a causal speedup shows as a higher rate. "ours/peer" is
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { checkPeersInstalled, commonHeader, loadAverage } from './run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
 } from './suite.mjs';
-
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 function parseArgs(argv) {
   const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
@@ -106,52 +103,6 @@ function usage(error) {
   const text = lines.slice(0, end).map((l) => l.slice(3)).join('\n');
   (error ? console.error : console.log)((error ? `run.mjs: ${error}\n\n` : '') + text);
   process.exit(error ? 2 : 0);
-}
-
-function cpuModel() {
-  try {
-    const m = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m);
-    const cores = readFileSync('/proc/cpuinfo', 'utf8').match(/^processor\s*:/gm)?.length;
-    return `${m ? m[1] : '?'} (${cores ?? '?'} logical CPUs)`;
-  } catch {
-    return '? (no /proc/cpuinfo)';
-  }
-}
-
-function loadAverage() {
-  try {
-    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  } catch {
-    return '?';
-  }
-}
-
-function gitState() {
-  try {
-    const rev = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'cpp', 'web/src'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    return `${rev}${dirty ? ' + uncommitted changes in cpp/ or web/src/' : ''}`;
-  } catch {
-    return '?';
-  }
-}
-
-function wasmBuilt() {
-  const f = join(ROOT, 'web/dist/webattention_core.wasm');
-  if (!existsSync(f)) {
-    console.error('run.mjs: web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
-    process.exit(1);
-  }
-  return statSync(f).mtime.toISOString();
-}
-
-function checkPeersInstalled() {
-  for (const p of ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']) {
-    if (!existsSync(join(ROOT, 'bench/node_modules', p, 'package.json'))) {
-      console.error(`run.mjs: bench/node_modules/${p} is missing: run \`npm --prefix bench install --no-audit --no-fund\``);
-      process.exit(1);
-    }
-  }
 }
 
 /** Imports a module, retrying a few times (web/dist may be rebuilt under us). */
@@ -321,17 +272,8 @@ const opts = parseArgs(process.argv.slice(2));
 // Node reads WEBATTENTION_WASM at its first create(); the page gets ?wasm= (below).
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;
-checkPeersInstalled();
-const common = {
-  command: `${process.env.WEBATTENTION_WASM ? `WEBATTENTION_WASM=${process.env.WEBATTENTION_WASM} ` : ''}`
-    + `node bench/run.mjs ${process.argv.slice(2).join(' ')}`.trim(),
-  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-  'load average (1/5/15 min) at the start': loadAverage(),
-  cpu: cpuModel(),
-  node: process.version,
-  webattention: `${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version} at git ${gitState()}, `
-    + `web/dist/webattention_core.wasm built ${wasmBuilt()}`,
-};
+checkPeersInstalled('run.mjs', ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']);
+const common = commonHeader('run.mjs', process.argv.slice(2));
 console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
 const t0 = Date.now();
 try {
