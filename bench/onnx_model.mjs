@@ -10,7 +10,8 @@
 //              Mul(1/√d), Add(mask), Softmax(-1), MatMul(·, V), Transpose/Reshape, out projection.
 // (The contrib op's unidirectional=1 attribute gives the same output as the -inf band here, and
 // was no faster in onnxruntime-web 1.30, so the mask is used, as for tfjs.)
-// Both work in any environment (Node or browser): this file has no imports.
+// Both work in any environment (Node or browser): this file has no imports. The encoder's
+// pieces (node, valueInfo, model, ...) are exported for onnx_decode_model.mjs's graphs.
 
 // ---- protobuf wire format -------------------------------------------------------------------
 

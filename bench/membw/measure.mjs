@@ -5,7 +5,7 @@
 // decode benchmark's memory bound divides by (higher bandwidth = lower bound: the strict side).
 
 /** wasmBytes: membw.wasm's bytes. Resolves to { gbps (best pass), medianGbps, megabytes, passes }. */
-export async function measureReadBandwidth(wasmBytes, { megabytes = 256, passes = 12 } = {}) {
+export async function measureReadBandwidth(wasmBytes, { megabytes = 256, passes = 40 } = {}) {
   const { instance } = await WebAssembly.instantiate(wasmBytes, {});
   const { grow, sum, memory } = instance.exports;
   const bytes = megabytes * 2 ** 20;
