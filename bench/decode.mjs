@@ -26,11 +26,10 @@
 //
 // The bandwidth kernel (bench/membw/membw.c) is built into build/membw/ on first use (emcc).
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { checkText, formatDecode } from './decode_suite.mjs';
-import { ROOT, checkPeersInstalled, commonHeader, loadAverage } from './run_env.mjs';
+import { checkText, formatDecode, runDecodeBench } from './decode_suite.mjs';
+import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
 
 const MEMBW_WASM = 'build/membw/membw.wasm';
 
@@ -59,12 +58,7 @@ function parseArgs(argv) {
   return opts;
 }
 
-function usage(error) {
-  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  const text = lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.slice(3)).join('\n');
-  (error ? console.error : console.log)((error ? `decode.mjs: ${error}\n\n` : '') + text);
-  process.exit(error ? 2 : 0);
-}
+const usage = (error) => exitWithUsage(import.meta.url, error);
 
 const gbpsText = (bw) => `${bw.gbps.toFixed(1)} GB/s (best of ${bw.passes} passes over ${bw.megabytes} MiB; median ${bw.medianGbps.toFixed(1)})`;
 
@@ -100,24 +94,11 @@ function membwWasm() {
 async function runNode(opts, common) {
   const { MultiHeadAttention, capabilities } = await import('../web/src/node.js');
   const ort = await import('onnxruntime-web');
-  const { runDecodeSuite, LENGTHS, QUICK_LENGTHS } = await import('./decode_suite.mjs');
-  const { measureReadBandwidth } = await import('./membw/measure.mjs');
-  ort.env.wasm.numThreads = 1;
-  ort.env.logLevel = 'error';
-  const wasm = membwWasm();
-  const before = await measureReadBandwidth(wasm);
-  console.log(`\n-- Node ${process.version}: read bandwidth ${gbpsText(before)}`);
-  const result = await runDecodeSuite({ MultiHeadAttention, ort }, {
-    lengths: opts.quick ? QUICK_LENGTHS : LENGTHS, budgetMs: opts.budgetMs, log: (line) => console.log(`   ${line}`),
-  });
-  const after = await measureReadBandwidth(wasm);
-  const header = {
-    ...common,
-    runtime: `Node ${process.version} (V8 ${process.versions.v8})`,
-    libraries: `webattention module '${(await capabilities()).wasmModule}', threads 1; `
-      + `onnxruntime-web ${ort.env.versions?.web ?? '?'} (wasm EP, numThreads 1)`,
-  };
-  return printResults(`Node ${process.version}`, header, { ...result, bandwidth: { before, after } }, opts);
+  console.log(`\n-- Node ${process.version}`);
+  const result = await runDecodeBench({ MultiHeadAttention, capabilities, ort }, membwWasm(),
+    { quick: opts.quick, budgetMs: opts.budgetMs, log: (line) => console.log(`   ${line}`) });
+  const header = { ...common, runtime: `Node ${process.version} (V8 ${process.versions.v8})`, libraries: result.libraries };
+  return printResults(`Node ${process.version}`, header, result, opts);
 }
 
 async function runBrowser(opts, common) {
@@ -152,7 +133,7 @@ async function runBrowser(opts, common) {
       const header = {
         ...common,
         runtime: `Chromium ${version} headless (${result.env.userAgent})`,
-        libraries: result.env.libraries,
+        libraries: result.libraries,
       };
       return printResults(`Chromium ${version}`, header, result, opts);
     })();
@@ -167,20 +148,4 @@ async function runBrowser(opts, common) {
 const opts = parseArgs(process.argv.slice(2));
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 checkPeersInstalled('decode.mjs', ['onnxruntime-web']);
-const common = commonHeader('decode.mjs', process.argv.slice(2));
-console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
-const t0 = Date.now();
-try {
-  const results = {};
-  if (opts.node) results.node = await runNode(opts, common);
-  if (opts.browser) results.browser = await runBrowser(opts, common);
-  if (opts.json) {
-    writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
-    console.log(`\nwrote ${opts.json}`);
-  }
-} catch (e) {
-  console.error(`\ndecode.mjs: ${e.stack ?? e}`);
-  process.exit(1);
-}
-console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-process.exit(0);  // ORT may keep worker threads alive
+await runAndExit('decode.mjs', opts, { runNode, runBrowser });

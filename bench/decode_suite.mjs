@@ -22,6 +22,7 @@
 // saved state), so the timed lengths stay within n/16 of n. Cells are timed interleaved, one
 // step each per round (a slow spell of the machine hits all three alike): median and best.
 // Prefill: 512 tokens into an empty cache against forward(x, x, x, { isCausal: true }).
+import { measureReadBandwidth } from './membw/measure.mjs';
 import { buildGqaStepModel, buildKvProjectionModel } from './onnx_decode_model.mjs';
 import { DIFF_LIMIT, filled, maxAbsDiff, median } from './suite.mjs';
 import { markdownTable, plainTable } from './table.mjs';
@@ -258,6 +259,25 @@ export async function runDecodeSuite(libs, { lengths = LENGTHS, budgetMs = 1500,
     }
   }
   return { check, decode, prefill };
+}
+
+/**
+ * One environment's whole run (Node or the page): ORT on one thread, the read bandwidth before
+ * and after the suite (membwBytes: build/membw/membw.wasm). libs: { MultiHeadAttention,
+ * capabilities, ort }. Resolves to runDecodeSuite's result + { bandwidth: { before, after },
+ * libraries (text) }.
+ */
+export async function runDecodeBench(libs, membwBytes, { quick = false, budgetMs, log }) {
+  const { ort } = libs;
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = 'error';
+  const before = await measureReadBandwidth(membwBytes);
+  log(`read bandwidth ${before.gbps.toFixed(1)} GB/s`);
+  const result = await runDecodeSuite(libs, { lengths: quick ? QUICK_LENGTHS : LENGTHS, budgetMs, log });
+  const after = await measureReadBandwidth(membwBytes);
+  const libraries = `webattention module '${(await libs.capabilities()).wasmModule}', threads 1; `
+    + `onnxruntime-web ${ort.env.versions?.web ?? '?'} (wasm EP, numThreads 1)`;
+  return { ...result, bandwidth: { before, after }, libraries };
 }
 
 // ---- output -------------------------------------------------------------------------------------

@@ -53,9 +53,8 @@
 // 8·L·E² + 4·L²·E for both masks, so a causal speedup shows as a higher rate. "ours/peer" is
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { checkPeersInstalled, commonHeader, loadAverage } from './run_env.mjs';
+import { existsSync } from 'node:fs';
+import { checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
 } from './suite.mjs';
@@ -97,13 +96,7 @@ function parseArgs(argv) {
   return opts;
 }
 
-function usage(error) {
-  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  const end = lines.findIndex((l) => !l.startsWith('//'));
-  const text = lines.slice(0, end).map((l) => l.slice(3)).join('\n');
-  (error ? console.error : console.log)((error ? `run.mjs: ${error}\n\n` : '') + text);
-  process.exit(error ? 2 : 0);
-}
+const usage = (error) => exitWithUsage(import.meta.url, error);
 
 /** Imports a module, retrying a few times (web/dist may be rebuilt under us). */
 async function importRetry(spec) {
@@ -273,20 +266,4 @@ const opts = parseArgs(process.argv.slice(2));
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;
 checkPeersInstalled('run.mjs', ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']);
-const common = commonHeader('run.mjs', process.argv.slice(2));
-console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
-const t0 = Date.now();
-try {
-  const results = {};
-  if (opts.node) results.node = await runNode(opts, common);
-  if (opts.browser) results.browser = await runBrowser(opts, common);
-  if (opts.json) {
-    writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
-    console.log(`\nwrote ${opts.json}`);
-  }
-} catch (e) {
-  console.error(`\nrun.mjs: ${e.stack ?? e}`);
-  process.exit(1);
-}
-console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-process.exit(0);  // ORT / tfjs may keep worker threads alive
+await runAndExit('run.mjs', opts, { runNode, runBrowser });

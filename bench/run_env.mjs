@@ -1,8 +1,9 @@
 // What a benchmark run records about where it ran (bench/run.mjs and bench/decode.mjs print it
 // above their tables): the command, date, CPU, load average, Node version and which build of the
-// package was timed; and the checks that what it needs is there.
+// package was timed; the checks that what it needs is there; and the main that runs the Node and
+// browser parts and writes --json.
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -55,6 +56,15 @@ export function checkPeersInstalled(script, packages) {
   }
 }
 
+/** Prints a script's header comment (its usage; after `error` if given) and exits (2 on error). */
+export function exitWithUsage(scriptUrl, error) {
+  const lines = readFileSync(fileURLToPath(scriptUrl), 'utf8').split('\n').slice(1);
+  const text = lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.slice(3)).join('\n');
+  const name = fileURLToPath(scriptUrl).split(/[\\/]/).pop();
+  (error ? console.error : console.log)((error ? `${name}: ${error}\n\n` : '') + text);
+  process.exit(error ? 2 : 0);
+}
+
 /** The header lines every run starts with (bench/<script> run with argv). */
 export function commonHeader(script, argv) {
   return {
@@ -67,4 +77,29 @@ export function commonHeader(script, argv) {
     webattention: `${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version} at git ${gitState()}, `
       + `web/dist/webattention_core.wasm built ${wasmBuilt(script)}`,
   };
+}
+
+/**
+ * A benchmark's main: prints the header, runs runNode(opts, header) and/or runBrowser(opts,
+ * header) as opts.node / opts.browser say, writes their results to opts.json if given, prints the
+ * total time and exits (ORT and tfjs may keep worker threads alive).
+ */
+export async function runAndExit(script, opts, { runNode, runBrowser }) {
+  const common = commonHeader(script, process.argv.slice(2));
+  console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
+  const t0 = Date.now();
+  try {
+    const results = {};
+    if (opts.node) results.node = await runNode(opts, common);
+    if (opts.browser) results.browser = await runBrowser(opts, common);
+    if (opts.json) {
+      writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
+      console.log(`\nwrote ${opts.json}`);
+    }
+  } catch (e) {
+    console.error(`\n${script}: ${e.stack ?? e}`);
+    process.exit(1);
+  }
+  console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  process.exit(0);
 }
