@@ -10,7 +10,8 @@
 //              Mul(1/√d), Add(mask), Softmax(-1), MatMul(·, V), Transpose/Reshape, out projection.
 // (The contrib op's unidirectional=1 attribute gives the same output as the -inf band here, and
 // was no faster in onnxruntime-web 1.30, so the mask is used, as for tfjs.)
-// Both work in any environment (Node or browser): this file has no imports.
+// Both work in any environment (Node or browser): this file has no imports. The encoder's
+// pieces (node, valueInfo, model, ...) are exported for onnx_decode_model.mjs's graphs.
 
 // ---- protobuf wire format -------------------------------------------------------------------
 
@@ -77,7 +78,7 @@ function encode(fields) {
 
 // ---- ONNX messages (field numbers from onnx/onnx.proto) ---------------------------------------
 
-const FLOAT = 1, INT64 = 7;                      // TensorProto.DataType
+export const FLOAT = 1, INT32 = 6, INT64 = 7;   // TensorProto.DataType
 const ATTR_FLOAT = 1, ATTR_INT = 2, ATTR_INTS = 7;  // AttributeProto.AttributeType
 
 function tensorProto(name, dims, dataType, raw) {
@@ -88,8 +89,8 @@ function tensorProto(name, dims, dataType, raw) {
     [9, 'bytes', new Uint8Array(raw.buffer, raw.byteOffset, raw.byteLength)],  // raw_data
   ]);
 }
-const floatTensor = (name, dims, f32) => tensorProto(name, dims, FLOAT, f32);
-const int64Tensor = (name, values) => tensorProto(name, [values.length], INT64, BigInt64Array.from(values.map(BigInt)));
+export const floatTensor = (name, dims, f32) => tensorProto(name, dims, FLOAT, f32);
+export const int64Tensor = (name, values) => tensorProto(name, [values.length], INT64, BigInt64Array.from(values.map(BigInt)));
 
 /** Attribute: an integer → INT, an array of integers → INTS, float(x) → FLOAT. */
 function attribute(name, value) {
@@ -105,7 +106,7 @@ function attribute(name, value) {
 /** Marks a number as a FLOAT attribute. */
 export const float = (value) => ({ float: value });
 
-function node(opType, inputs, outputs, attrs = {}, domain = '') {
+export function node(opType, inputs, outputs, attrs = {}, domain = '') {
   return encode([
     ...inputs.map((i) => [1, 'str', i]),
     ...outputs.map((o) => [2, 'str', o]),
@@ -116,13 +117,15 @@ function node(opType, inputs, outputs, attrs = {}, domain = '') {
   ]);
 }
 
-function valueInfo(name, dims) {
-  const shape = encode(dims.map((d) => [1, 'msg', encode([[1, 'int', d]])]));   // dim { dim_value }
-  const tensorType = encode([[1, 'int', FLOAT], [2, 'msg', shape]]);           // elem_type, shape
+/** A graph input or output: dims are numbers (dim_value) or names (dim_param: sized at run time). */
+export function valueInfo(name, dims, elemType = FLOAT) {
+  const dim = (d) => encode([typeof d === 'string' ? [2, 'str', d] : [1, 'int', d]]);
+  const shape = encode(dims.map((d) => [1, 'msg', dim(d)]));
+  const tensorType = encode([[1, 'int', elemType], [2, 'msg', shape]]);        // elem_type, shape
   return encode([[1, 'str', name], [2, 'msg', encode([[1, 'msg', tensorType]])]]);
 }
 
-function model(nodes, initializers, inputs, outputs, opsets) {
+export function model(nodes, initializers, inputs, outputs, opsets) {
   const graph = encode([
     ...nodes.map((n) => [1, 'msg', n]),
     [2, 'str', 'mha'],
@@ -141,7 +144,7 @@ function model(nodes, initializers, inputs, outputs, opsets) {
 // ---- the MHA graphs -------------------------------------------------------------------------
 
 /** Row-major [rows, cols] → its transpose [cols, rows]. */
-function transpose(a, rows, cols) {
+export function transpose(a, rows, cols) {
   const t = new Float32Array(a.length);
   for (let r = 0; r < rows; r++) for (let c = 0; c < cols; c++) t[c * rows + r] = a[r * cols + c];
   return t;

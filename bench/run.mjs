@@ -53,15 +53,11 @@
 // 8·L·E² + 4·L²·E for both masks, so a causal speedup shows as a higher rate. "ours/peer" is
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync } from 'node:fs';
+import { checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
 } from './suite.mjs';
-
-const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
 function parseArgs(argv) {
   const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
@@ -100,59 +96,7 @@ function parseArgs(argv) {
   return opts;
 }
 
-function usage(error) {
-  const lines = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1);
-  const end = lines.findIndex((l) => !l.startsWith('//'));
-  const text = lines.slice(0, end).map((l) => l.slice(3)).join('\n');
-  (error ? console.error : console.log)((error ? `run.mjs: ${error}\n\n` : '') + text);
-  process.exit(error ? 2 : 0);
-}
-
-function cpuModel() {
-  try {
-    const m = readFileSync('/proc/cpuinfo', 'utf8').match(/^model name\s*:\s*(.*)$/m);
-    const cores = readFileSync('/proc/cpuinfo', 'utf8').match(/^processor\s*:/gm)?.length;
-    return `${m ? m[1] : '?'} (${cores ?? '?'} logical CPUs)`;
-  } catch {
-    return '? (no /proc/cpuinfo)';
-  }
-}
-
-function loadAverage() {
-  try {
-    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-  } catch {
-    return '?';
-  }
-}
-
-function gitState() {
-  try {
-    const rev = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'cpp', 'web/src'], { cwd: ROOT, encoding: 'utf8' }).trim();
-    return `${rev}${dirty ? ' + uncommitted changes in cpp/ or web/src/' : ''}`;
-  } catch {
-    return '?';
-  }
-}
-
-function wasmBuilt() {
-  const f = join(ROOT, 'web/dist/webattention_core.wasm');
-  if (!existsSync(f)) {
-    console.error('run.mjs: web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
-    process.exit(1);
-  }
-  return statSync(f).mtime.toISOString();
-}
-
-function checkPeersInstalled() {
-  for (const p of ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']) {
-    if (!existsSync(join(ROOT, 'bench/node_modules', p, 'package.json'))) {
-      console.error(`run.mjs: bench/node_modules/${p} is missing: run \`npm --prefix bench install --no-audit --no-fund\``);
-      process.exit(1);
-    }
-  }
-}
+const usage = (error) => exitWithUsage(import.meta.url, error);
 
 /** Imports a module, retrying a few times (web/dist may be rebuilt under us). */
 async function importRetry(spec) {
@@ -321,30 +265,5 @@ const opts = parseArgs(process.argv.slice(2));
 // Node reads WEBATTENTION_WASM at its first create(); the page gets ?wasm= (below).
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;
-checkPeersInstalled();
-const common = {
-  command: `${process.env.WEBATTENTION_WASM ? `WEBATTENTION_WASM=${process.env.WEBATTENTION_WASM} ` : ''}`
-    + `node bench/run.mjs ${process.argv.slice(2).join(' ')}`.trim(),
-  date: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-  'load average (1/5/15 min) at the start': loadAverage(),
-  cpu: cpuModel(),
-  node: process.version,
-  webattention: `${JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version} at git ${gitState()}, `
-    + `web/dist/webattention_core.wasm built ${wasmBuilt()}`,
-};
-console.log(Object.entries(common).map(([k, v]) => `${k}: ${v}`).join('\n'));
-const t0 = Date.now();
-try {
-  const results = {};
-  if (opts.node) results.node = await runNode(opts, common);
-  if (opts.browser) results.browser = await runBrowser(opts, common);
-  if (opts.json) {
-    writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
-    console.log(`\nwrote ${opts.json}`);
-  }
-} catch (e) {
-  console.error(`\nrun.mjs: ${e.stack ?? e}`);
-  process.exit(1);
-}
-console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-process.exit(0);  // ORT / tfjs may keep worker threads alive
+checkPeersInstalled('run.mjs', ['onnxruntime-web', '@tensorflow/tfjs', '@tensorflow/tfjs-backend-wasm']);
+await runAndExit('run.mjs', opts, { runNode, runBrowser });

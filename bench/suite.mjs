@@ -1,6 +1,6 @@
 // The benchmark itself, shared by Node (bench/run.mjs) and Chromium (bench/browser/main.mjs):
 // the libraries come in as arguments, so this file has no imports of its own but the ONNX
-// builder and the tests' seeded values. See bench/README.md.
+// builder, the table formatter and the tests' seeded values. See bench/README.md.
 //
 // One cell = (library, shape, mask). Same weights and input for all three libraries:
 //   webattention     MultiHeadAttention.forward(x, x, x, { isCausal }), B = 1
@@ -15,6 +15,7 @@
 // Each timed call is a whole forward from a JS Float32Array to a JS Float32Array (input copy-in
 // and output copy-out included, as a user sees it).
 import { buildMhaModel, causalMask } from './onnx_model.mjs';
+import { markdownTable, plainTable } from './table.mjs';
 // The tests' seeded values (the bench may import the tests' helpers, never the reverse).
 import { filled } from '../tests/contract/random.mjs';
 
@@ -90,7 +91,7 @@ async function timeInterleaved(cells) {
   }
 }
 
-function median(sorted) {
+export function median(sorted) {
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
 }
@@ -357,27 +358,19 @@ export function formatRow(r) {
 
 /** Plain-text table (fixed-width columns). */
 export function formatTable(rows) {
-  const body = rows.map((r) => COLUMNS.map(([, f]) => f(r)));
-  const widths = COLUMNS.map(([head], i) => Math.max(head.length, ...body.map((b) => b[i].length)));
-  const line = (cells) => cells.map((c, i) => (COLUMNS[i][2] === 'r' ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join('  ');
-  const out = [line(COLUMNS.map(([head]) => head)), widths.map((w) => '-'.repeat(w)).join('  ')];
-  rows.forEach((r, i) => {
-    out.push(line(body[i]) + (r.error ? `  ERROR: ${r.error}` : ''));
-    const next = rows[i + 1];
-    if (next && (next.L !== r.L || next.mask !== r.mask)) out.push('');
+  return plainTable(COLUMNS, rows, {
+    breakAfter: (r, next) => next.L !== r.L || next.mask !== r.mask,
+    suffix: (r) => (r.error ? `  ERROR: ${r.error}` : ''),
   });
-  return out.join('\n');
 }
 
 /** Markdown table (for docs/benchmarks.md). */
 export function formatMarkdown(rows) {
-  const out = [`| ${COLUMNS.map(([head]) => head.replace(/\|/g, '\\|')).join(' | ')} |`,
-    `|${COLUMNS.map(([, , a]) => (a === 'r' ? '---:' : '---')).join('|')}|`];
-  for (const r of rows) {
-    const cells = COLUMNS.map(([, f]) => f(r).replace(/\|/g, '\\|'));
-    if (r.library === 'webattention') cells[0] = '**webattention**';
-    if (r.error) cells[cells.length - 1] += ` (error: ${r.error.replace(/\|/g, '\\|')})`;
-    out.push(`| ${cells.join(' | ')} |`);
-  }
-  return out.join('\n');
+  return markdownTable(COLUMNS, rows, {
+    edit: (r, cells) => {
+      if (r.library === 'webattention') cells[0] = '**webattention**';
+      if (r.error) cells[cells.length - 1] += ` (error: ${r.error.replace(/\|/g, '\\|')})`;
+      return cells;
+    },
+  });
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env node
+// Decode benchmark: ms per decoded token (one forward with L = 1 on a KV cache holding n
+// positions) for webattention with its cache, webattention without one (recomputing K/V),
+// onnxruntime-web's wasm EP with past/present K/V (com.microsoft.GroupQueryAttention), and the
+// memory bound (bytes a step must read / the measured WASM read bandwidth). Also the prefill of
+// 512 tokens with the cache against a plain causal forward. What is measured and how:
+// bench/decode_suite.mjs and bench/README.md ("Incremental decoding").
+//
+//   npm --prefix bench install --no-audit --no-fund      (once: onnxruntime-web, in bench/)
+//   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
+//   node bench/decode.mjs [--node] [--browser] [--quick] [--budget MS] [--markdown] [--json FILE]
+//                         [--timeout S] [--wasm M]
+//
+//   (no flag)        run in Node (this process)
+//   --browser        run in headless Chromium instead (bench/browser/decode.html, served by
+//                    scripts/serve.mjs; /usr/bin/chromium unless CHROMIUM= says otherwise)
+//   --node --browser both, one after the other (what docs/benchmarks.md records)
+//   --quick          cache lengths 128 and 512 only (the full run has 128, 512, 2048, 8192)
+//   --budget MS      time per cell for the timed steps (default 1500): runs = budget / warm
+//                    time, at least 3, at most 100
+//   --markdown       also print the tables as Markdown
+//   --json FILE      also write { node?, browser? } → { header, check, decode, prefill } to FILE
+//   --timeout S      give up on the browser run after S seconds (default 1200)
+//   --wasm M         webattention's WASM module (default: the package's choice in Node; 'simd'
+//                    in the page, which is cross-origin isolated and would otherwise load 'mt')
+//
+// The bandwidth kernel (bench/membw/membw.c) is built into build/membw/ on first use (emcc).
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkText, formatDecode, runDecodeBench } from './decode_suite.mjs';
+import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
+
+const MEMBW_WASM = 'build/membw/membw.wasm';
+
+function parseArgs(argv) {
+  const opts = { node: false, browser: false, quick: false, budgetMs: 1500, markdown: false, json: null, timeoutS: 1200, wasm: null };
+  const value = (i, name) => {
+    if (i + 1 >= argv.length) usage(`${name} needs a value`);
+    return argv[i + 1];
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--node') opts.node = true;
+    else if (a === '--browser') opts.browser = true;
+    else if (a === '--quick') opts.quick = true;
+    else if (a === '--markdown') opts.markdown = true;
+    else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
+    else if (a === '--json') opts.json = value(i++, a);
+    else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
+    else if (a === '--wasm') opts.wasm = value(i++, a);
+    else if (a === '--help' || a === '-h') usage();
+    else usage(`unknown argument '${a}'`);
+  }
+  if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
+  if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
+  if (!opts.browser) opts.node = true;
+  return opts;
+}
+
+const usage = (error) => exitWithUsage(import.meta.url, error);
+
+const gbpsText = (bw) => `${bw.gbps.toFixed(1)} GB/s (best of ${bw.passes} passes over ${bw.megabytes} MiB; median ${bw.medianGbps.toFixed(1)})`;
+
+/** Header, tables; the bound uses the higher of the two bandwidth figures (the stricter bound). */
+function printResults(title, header, result, opts) {
+  const gbps = Math.max(result.bandwidth.before.gbps, result.bandwidth.after.gbps);
+  const shown = {
+    ...header,
+    'WASM read bandwidth (1 thread)': `before ${gbpsText(result.bandwidth.before)}; after ${gbpsText(result.bandwidth.after)}; `
+      + `the bound uses ${gbps.toFixed(1)} GB/s`,
+    'self-check': checkText(result.check),
+    'load average (1/5/15 min) at the end': loadAverage(),
+  };
+  console.log(`\n== ${title} ==`);
+  for (const [k, v] of Object.entries(shown)) console.log(`${k}: ${v}`);
+  console.log(`\n${formatDecode(result, gbps)}`);
+  if (opts.markdown) {
+    console.log('\nMarkdown:\n');
+    console.log(Object.entries(shown).map(([k, v]) => `- ${k}: ${v}`).join('\n'));
+    console.log(`\n${formatDecode(result, gbps, { markdown: true })}`);
+  }
+  return { header: shown, ...result };
+}
+
+function membwWasm() {
+  if (!existsSync(join(ROOT, MEMBW_WASM))) {
+    console.log(`(building ${MEMBW_WASM})`);
+    execFileSync('bash', [join(ROOT, 'bench/membw/build.sh')], { stdio: 'inherit' });
+  }
+  return readFileSync(join(ROOT, MEMBW_WASM));
+}
+
+async function runNode(opts, common) {
+  const { MultiHeadAttention, capabilities } = await import('../web/src/node.js');
+  const ort = await import('onnxruntime-web');
+  console.log(`\n-- Node ${process.version}`);
+  const result = await runDecodeBench({ MultiHeadAttention, capabilities, ort }, membwWasm(),
+    { quick: opts.quick, budgetMs: opts.budgetMs, log: (line) => console.log(`   ${line}`) });
+  const header = { ...common, runtime: `Node ${process.version} (V8 ${process.versions.v8})`, libraries: result.libraries };
+  return printResults(`Node ${process.version}`, header, result, opts);
+}
+
+async function runBrowser(opts, common) {
+  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+  if (!existsSync(CHROMIUM)) {
+    console.error(`decode.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
+    process.exit(1);
+  }
+  membwWasm();  // the page fetches it
+  const server = await startServer();
+  let browser = null, timer = null;
+  try {
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
+    });
+    const work = (async () => {
+      browser = await launchChromium([], { timeout: 60_000 });
+      const version = browser.context.browser()?.version() ?? '?';
+      const page = await browser.context.newPage();
+      const problems = [];
+      page.on('console', (m) => {
+        if (m.text().startsWith('[decode] ')) console.log(`   ${m.text().slice(9)}`);
+        else if (m.type() === 'error') problems.push(m.text());
+      });
+      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), wasm: opts.wasm ?? 'simd' });
+      console.log(`\n-- Chromium ${version}`);
+      await page.goto(`${server.url}/bench/browser/decode.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
+      await page.waitForFunction(() => window.__decode?.done, null, { timeout: 0, polling: 500 });
+      const result = await page.evaluate(() => window.__decode);
+      if (result.error) throw new Error(`in the page: ${result.error}\n${problems.join('\n')}`);
+      const header = {
+        ...common,
+        runtime: `Chromium ${version} headless (${result.env.userAgent})`,
+        libraries: result.libraries,
+      };
+      return printResults(`Chromium ${version}`, header, result, opts);
+    })();
+    return await Promise.race([work, timeout]);
+  } finally {
+    clearTimeout(timer);
+    await browser?.close();
+    server.child.kill('SIGTERM');
+  }
+}
+
+const opts = parseArgs(process.argv.slice(2));
+if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
+checkPeersInstalled('decode.mjs', ['onnxruntime-web']);
+await runAndExit('decode.mjs', opts, { runNode, runBrowser });
