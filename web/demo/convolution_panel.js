@@ -8,7 +8,7 @@ import { heatmap, outlineCell } from './heatmap.js';
 import { chartAxes, log10 } from './chart.js';
 
 const SWEEP = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
-const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms'];
+const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms', 'conv-explain'];
 
 // What the controls change between runs; the panel reads it on every run.
 export const conv = {
@@ -96,6 +96,7 @@ export async function runConvolution({ sweep = true } = {}) {
     $('conv-hi').textContent = `+${range.toFixed(2)}`;
     $('conv-s').textContent = fmtS(s);
     drawSweep($('conv-sweep'), conv.sweep, [s, biasDiff], boolDiff);
+    $('conv-explain').textContent = explanation(mode, s, biasDiff, boolDiff);
     $('conv-ms').textContent = `${fmtMs(performance.now() - t0)} (${forwards} forwards of L = ${PIX})`;
     Object.assign(document.body.dataset, {
       convMaxDiff: String(boolDiff),
@@ -109,6 +110,29 @@ export async function runConvolution({ sweep = true } = {}) {
   } finally {
     mha.dispose();
   }
+}
+
+// Below this max |diff| the bias version counts as the convolution (float32 rounding of the
+// outputs, about 1e-7 here; the page test holds the sharpest sweep point to 1e-5 as well).
+const EXACT = 1e-5;
+
+/** What the current setting shows, in words: the panel opens where the claim holds (s = 64) and
+ *  says what moving the slider does. */
+function explanation(mode, s, biasDiff, boolDiff) {
+  if (mode === 'bool') {
+    return `Boolean mask: each head allows exactly one key, pixel p + Δk, so the output is the convolution `
+      + `(max |diff| ${boolDiff.toExponential(1)} over all pixels, zero padding included). The sharpness slider only applies to the bias version.`;
+  }
+  const exactFrom = conv.sweep.find(([, d]) => d < EXACT)?.[0];
+  const from = exactFrom === undefined ? '' : ` (from s ≈ ${fmtS(exactFrom)} on, in the chart)`;
+  if (biasDiff < EXACT) {
+    return `s = ${fmtS(s)}: every head's softmax is one-hot to float precision, so the bias version is the convolution `
+      + `on the interior (max |diff| ${biasDiff.toExponential(1)}, a dark difference map)${from}. `
+      + 'Slide s left to watch the softmax spread over neighbouring pixels and the output blur.';
+  }
+  return `s = ${fmtS(s)}: the bias is too soft, so each head's softmax still spreads over neighbouring pixels and the `
+    + `output is a blurred convolution (max |diff| ${biasDiff.toPrecision(2)}: the bright difference map). `
+    + `It becomes exact as s grows${from}: slide right.`;
 }
 
 function drawSweep(canvas, sweep, [s, d], boolDiff) {

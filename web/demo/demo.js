@@ -12,6 +12,7 @@ import { runBilinear, clearBilinearPanel, initBilinearControls } from './bilinea
 import { clearConvolutionPanel } from './convolution_panel.js';
 import { queueConvolution, initConvolutionControls } from './convolution_controls.js';
 import { initGenerationControls } from './generation_panel.js';
+import { showMachine, initMachineControls } from './machine_panel.js';
 
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
@@ -74,6 +75,8 @@ async function run() {
       errors.push(e);
     }
   }
+  // The machine facts need the loaded core; their adapter probe is not part of the page's verdict.
+  if (MultiHeadAttention) showMachine().catch((e) => console.error(e));
   if (errors.length === 0) {
     delete body.dataset.error;
     setStatus('ok', 'ok');
@@ -103,6 +106,7 @@ function init() {
   initBilinearControls();
   initConvolutionControls();
   initGenerationControls();
+  initMachineControls();
   run();
 }
 
