@@ -10,6 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, launchChromium, openDemoPage, startServer } from './harness.mjs';
+import { compareBackends as compare, withoutOrtProbe } from './demo_compare.mjs';
 
 const SHOTS = join(ROOT, 'build/screenshots');
 const ORT_SERVED = existsSync(join(ROOT, 'bench/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs'));
@@ -21,21 +22,7 @@ let baseUrl;
 
 const openDemo = (query = '', viewport = undefined) => openDemoPage(browser.context, `${baseUrl}/web/demo/${query}`, viewport);
 const data = (page) => page.evaluate(() => ({ ...document.body.dataset }));
-
-/** Presses "Compare backends" at shape "L,E,h"; resolves to the rows of data-compare. */
-async function compare(page, shape) {
-  await page.waitForFunction(() => document.body.dataset.machineGpu !== undefined, null, { timeout: 20_000 });
-  await page.selectOption('#compare-size', shape);
-  const runs = (await data(page)).compareRuns;
-  await page.click('#compare-run');
-  await page.waitForFunction((before) => document.body.dataset.compareRuns !== before, runs, { timeout: 60_000 });
-  const d = await data(page);
-  assert.equal(d.compareStatus, 'done', await page.textContent('#compare-status'));
-  return JSON.parse(d.compare);
-}
-
-/** Without bench/node_modules the onnxruntime-web probe's 404s are expected; nothing else is. */
-const unexpected = (problems) => problems.filter((p) => ORT_SERVED || !/\/bench\/|404 \(Not Found\)/.test(p));
+const unexpected = (problems) => withoutOrtProbe(problems, ORT_SERVED);
 
 describe('demo panels and layout', { timeout: 180_000 }, () => {
   before(async () => {

@@ -3,7 +3,9 @@
 // over every weight matrix shown) and data-ms-first / data-ms-median, for tests to read; the
 // maths panels (docs/attention-math.md) add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
 // (bilinear_panel.js) and runConvolution() (convolution_panel.js). The text-generation panel
-// (generation_panel.js) runs only from its own Generate button and reports in data-gen-*.
+// (generation_panel.js) runs only from its own Generate button and reports in data-gen-*; the
+// machine panel (machine_panel.js) fills data-machine-* once the core is loaded, and its Compare
+// button (compare_backends.js, imported on the click) data-compare-*.
 // This file only wires the page: the form, the order of the panels' runs and the status line.
 import { MultiHeadAttention, wasmMemoryInUse, loadPackage } from './loaded_package.js';
 import { $, setStatus, errorText } from './page.js';
