@@ -16,6 +16,9 @@ import { forwardFlops } from '../src/dispatch.js';
 const ORT_URL = new URL('../../bench/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', import.meta.url);
 const ONNX_MODEL_URL = new URL('../../bench/onnx_model.mjs', import.meta.url);
 
+// A software adapter (SwiftShader: about 0.2 GFLOP/s) would take minutes on the largest shape.
+const SOFTWARE_GPU_MAX_FLOPS = 1e9;
+
 const yieldToPaint = () => new Promise((resolve) => setTimeout(resolve, 0));
 const maxAbsDiff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
@@ -24,9 +27,8 @@ async function timePackage({ E, h }, options, dict, x) {
   const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, ...options });
   try {
     mha.loadStateDict(dict);
-    const call = () => mha.forward(x, x, x);
-    const { output } = await call();
-    const warm = await timeWarm(call);
+    let output;
+    const warm = await timeWarm(async () => { ({ output } = await mha.forward(x, x, x)); });
     return { output: output.data, ms: warm.ms, backend: mha.backend, threads: mha.threads };
   } finally {
     mha.dispose();
@@ -50,9 +52,8 @@ async function timeOrt({ ort, buildMhaModel }, { L, E, h }, dict, x, threads) {
   const model = buildMhaModel({ L, E, numHeads: h, weights, causal: false, graph: 'contrib' });
   const session = await ort.InferenceSession.create(model, { executionProviders: ['wasm'], graphOptimizationLevel: 'all' });
   try {
-    const call = async () => (await session.run({ x: new ort.Tensor('float32', x.data, [1, L, E]) })).y.data;
-    const output = await call();
-    const warm = await timeWarm(call);
+    let output;
+    const warm = await timeWarm(async () => { output = (await session.run({ x: new ort.Tensor('float32', x.data, [1, L, E]) })).y.data; });
     return { output, ms: warm.ms, version: ort.env.versions?.web ?? '?' };
   } finally {
     await session.release();
@@ -105,6 +106,9 @@ export async function compareBackends(shape, { caps, gpu }) {
   });
   await add('webgpu', async () => {
     if (gpu.kind === 'none') return { missing: `not run: no WebGPU adapter (${gpu.text.replace(/^none: /, '')})` };
+    if (gpu.kind === 'software' && flops > SOFTWARE_GPU_MAX_FLOPS) {
+      return { missing: `not run: the adapter is a software one (WebGPU on the CPU) and this shape is over ${SOFTWARE_GPU_MAX_FLOPS / 1e9} GFLOP; pick a smaller one` };
+    }
     const r = await timePackage(size, { backend: 'webgpu' }, dict, x);
     const note = r.backend === 'webgpu' ? '' : `fell back to ${r.backend}`;
     return { ...r, label: `webgpu${gpu.kind === 'software' ? ' (software adapter)' : ''}`, note };
