@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHROMIUM, ROOT, launchChromium, startServer } from './harness.mjs';
+import { CHROMIUM, ROOT, launchChromium, openDemoPage, startServer } from './harness.mjs';
 
 const OVERALL_MS = 90_000;
 const golden = JSON.parse(readFileSync(join(ROOT, 'web/model/golden.json'), 'utf8'));
@@ -29,17 +29,7 @@ process.on('exit', () => {
 
 /** Opens the demo with optional query, waits for the page's verdict; collects console errors,
  *  page errors and failed requests. */
-async function openDemo(query = '') {
-  const page = await context.newPage({ viewport: { width: 1040, height: 900 } });
-  const problems = [];
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console.error: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
-  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
-  await page.goto(`${baseUrl}/web/demo/${query}`, { waitUntil: 'load', timeout: 20_000 });
-  await page.waitForFunction(() => ['ok', 'error'].includes(document.body.dataset.status), null, { timeout: 30_000 });
-  return { page, problems };
-}
+const openDemo = (query = '') => openDemoPage(context, `${baseUrl}/web/demo/${query}`);
 
 describe('demo page', { timeout: OVERALL_MS }, () => {
   before(async () => {

@@ -51,3 +51,26 @@ export async function launchChromium(extraArgs = [], { timeout = 30_000 } = {}) 
     },
   };
 }
+
+/** Collects what should never happen on a page: console errors, page errors, failed requests
+ *  and HTTP errors (the list fills as the page runs). */
+export function watchProblems(page) {
+  const problems = [];
+  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console.error: ${m.text()}`); });
+  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()} ${r.failure()?.errorText}`));
+  page.on('response', (r) => { if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`); });
+  return problems;
+}
+
+/** Opens the demo page at `url` in `context`, waits for its verdict (data-status ok | error);
+ *  resolves to { page, problems } (watchProblems()). */
+export async function openDemoPage(context, url, viewport = { width: 1040, height: 900 }) {
+  const page = await context.newPage();
+  // A persistent context (launchChromium) takes no viewport in newPage(): set it on the page.
+  await page.setViewportSize(viewport);
+  const problems = watchProblems(page);
+  await page.goto(url, { waitUntil: 'load', timeout: 20_000 });
+  await page.waitForFunction(() => ['ok', 'error'].includes(document.body.dataset.status), null, { timeout: 30_000 });
+  return { page, problems };
+}

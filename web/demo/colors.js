@@ -32,5 +32,8 @@ export function diverging(t) {
 }
 /** diverging() for values in [−scale, scale]. */
 export const signedColor = (scale) => (v) => diverging(scale > 0 ? v / scale : 0);
+/** |v| on a log scale over `decades` decades: 10^−decades (dark) … 1 (bright). */
+export const logScaleColor = (decades) => (v) =>
+  LUT[Math.round(255 * Math.min(1, Math.max(0, (Math.log10(Math.abs(v) || 1e-30) + decades) / decades)))];
 /** |v| on a log scale, 1e-8 (dark) … 1 (bright). */
-export const logColor = (v) => LUT[Math.round(255 * Math.min(1, Math.max(0, (Math.log10(Math.abs(v) || 1e-30) + 8) / 8)))];
+export const logColor = logScaleColor(8);

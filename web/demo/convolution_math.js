@@ -78,12 +78,16 @@ export function directConvolution(image, taps) {
   return y;
 }
 
+/** Whether pixel p's 3×3 window lies inside the image (no zero padding involved). */
+export const isInterior = (p) => {
+  const y = Math.floor(p / N);
+  const x = p % N;
+  return y > 0 && y < N - 1 && x > 0 && x < N - 1;
+};
+
 /** max |a − b| over every pixel, or over the interior (pixels whose 3×3 window is inside). */
 export function maxDiff(a, b, interior) {
   let worst = 0;
-  const lo = interior ? 1 : 0;
-  for (let py = lo; py < N - lo; py++) {
-    for (let px = lo; px < N - lo; px++) worst = Math.max(worst, Math.abs(a[py * N + px] - b[py * N + px]));
-  }
+  for (let p = 0; p < PIX; p++) if (!interior || isInterior(p)) worst = Math.max(worst, Math.abs(a[p] - b[p]));
   return worst;
 }

@@ -2,13 +2,14 @@
 // reproduce a direct convolution; the sharpness sweep shows the additive bias converging.
 import { MultiHeadAttention } from './loaded_package.js';
 import { $, fmtMs, clearPanel } from './page.js';
-import { N, PIX, KERNELS, initialImage, convolutionMasks, biasMask, directConvolution, maxDiff } from './convolution_math.js';
+import { N, PIX, KERNELS, initialImage, convolutionMasks, biasMask, directConvolution, maxDiff, isInterior } from './convolution_math.js';
 import { signedColor, logColor } from './colors.js';
 import { heatmap, outlineCell } from './heatmap.js';
 import { chartAxes, log10 } from './chart.js';
 
 const SWEEP = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64];
-const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms'];
+const BORDER_GREY = [205, 210, 218];
+const CONV_IDS = ['conv-config', 'conv-taps', 'conv-bool-diff', 'conv-bias-diff', 'conv-ms', 'conv-explain'];
 
 // What the controls change between runs; the panel reads it on every run.
 export const conv = {
@@ -71,8 +72,12 @@ export async function runConvolution({ sweep = true } = {}) {
     outlineCell($('conv-input'), N, N, ...conv.probe, '#1d2433');
     heatmap($('conv-direct'), expected, N, N, { colorOf: signedColor(range) });
     heatmap($('conv-mha'), shown.output.data, N, N, { colorOf: signedColor(range) });
-    const diff = shown.output.data.map((v, i) => Math.abs(v - expected[i]));
-    heatmap($('conv-diff'), diff, N, N, { colorOf: logColor });
+    // The bias version's claim is the interior (a bias cannot express zero padding): its border
+    // is drawn grey, so that the map shows what the max |diff| beside it measures.
+    const outside = (i) => mode === 'bias' && !isInterior(i);
+    const diff = shown.output.data.map((v, i) => (outside(i) ? NaN : Math.abs(v - expected[i])));
+    heatmap($('conv-diff'), diff, N, N, { colorOf: (v) => (Number.isNaN(v) ? BORDER_GREY : logColor(v)) });
+    $('conv-diff-scope').textContent = mode === 'bias' ? '; grey: the border, outside the bias claim' : '';
     // Σ over the heads of the probe pixel's weight rows: one-hot on its 3×3 window when sharp.
     const p = conv.probe[0] * N + conv.probe[1];
     const probe = new Float32Array(PIX);
@@ -96,6 +101,7 @@ export async function runConvolution({ sweep = true } = {}) {
     $('conv-hi').textContent = `+${range.toFixed(2)}`;
     $('conv-s').textContent = fmtS(s);
     drawSweep($('conv-sweep'), conv.sweep, [s, biasDiff], boolDiff);
+    $('conv-explain').textContent = explanation(mode, s, biasDiff, boolDiff);
     $('conv-ms').textContent = `${fmtMs(performance.now() - t0)} (${forwards} forwards of L = ${PIX})`;
     Object.assign(document.body.dataset, {
       convMaxDiff: String(boolDiff),
@@ -109,6 +115,30 @@ export async function runConvolution({ sweep = true } = {}) {
   } finally {
     mha.dispose();
   }
+}
+
+// Below this max |diff| the bias version counts as the convolution (float32 rounding of the
+// outputs, about 1e-7 here; the page test holds the sharpest sweep point to 1e-5 as well).
+const EXACT = 1e-5;
+
+/** What the current setting shows, in words: the panel opens where the claim holds (s = 64) and
+ *  says what moving the slider does. */
+function explanation(mode, s, biasDiff, boolDiff) {
+  if (mode === 'bool') {
+    return `Boolean mask: each head allows exactly one key, pixel p + Δk, so the output is the convolution `
+      + `(max |diff| ${boolDiff.toExponential(1)} over all pixels, zero padding included). The sharpness slider only applies to the bias version.`;
+  }
+  const exactFrom = conv.sweep.find(([, d]) => d < EXACT)?.[0];
+  const from = exactFrom === undefined ? '' : ` (from s ≈ ${fmtS(exactFrom)} on, in the chart)`;
+  if (biasDiff < EXACT) {
+    return `s = ${fmtS(s)}: every head's softmax is one-hot to float precision, so the bias version is the convolution `
+      + `on the interior (max |diff| ${biasDiff.toExponential(1)}, a dark difference map)${from}. `
+      + 'Slide s left to watch the softmax spread over neighbouring pixels and the output blur. '
+      + 'On the border (grey) a bias cannot give zero padding; the boolean mask is exact there too.';
+  }
+  return `s = ${fmtS(s)}: the bias is too soft, so each head's softmax still spreads over neighbouring pixels and the `
+    + `output is a blurred convolution (max |diff| ${biasDiff.toPrecision(2)}: the bright difference map). `
+    + `It becomes exact as s grows${from}: slide right.`;
 }
 
 function drawSweep(canvas, sweep, [s, d], boolDiff) {

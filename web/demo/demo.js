@@ -3,7 +3,9 @@
 // over every weight matrix shown) and data-ms-first / data-ms-median, for tests to read; the
 // maths panels (docs/attention-math.md) add data-bilinear-* (§5) and data-conv-* (§6), described at runBilinear()
 // (bilinear_panel.js) and runConvolution() (convolution_panel.js). The text-generation panel
-// (generation_panel.js) runs only from its own Generate button and reports in data-gen-*.
+// (generation_panel.js) runs only from its own Generate button and reports in data-gen-*; the
+// machine panel (machine_panel.js) fills data-machine-* once the core is loaded, and its Compare
+// button (compare_backends.js, imported on the click) data-compare-*.
 // This file only wires the page: the form, the order of the panels' runs and the status line.
 import { MultiHeadAttention, wasmMemoryInUse, loadPackage } from './loaded_package.js';
 import { $, setStatus, errorText } from './page.js';
@@ -12,6 +14,7 @@ import { runBilinear, clearBilinearPanel, initBilinearControls } from './bilinea
 import { clearConvolutionPanel } from './convolution_panel.js';
 import { queueConvolution, initConvolutionControls } from './convolution_controls.js';
 import { initGenerationControls } from './generation_panel.js';
+import { showMachine, initMachineControls } from './machine_panel.js';
 
 const LIMITS = { L: [1, 1024], E: [1, 1024], h: [1, 64] };
 
@@ -74,6 +77,8 @@ async function run() {
       errors.push(e);
     }
   }
+  // The machine facts need the loaded core; their adapter probe is not part of the page's verdict.
+  if (MultiHeadAttention) showMachine().catch((e) => console.error(e));
   if (errors.length === 0) {
     delete body.dataset.error;
     setStatus('ok', 'ok');
@@ -103,6 +108,7 @@ function init() {
   initBilinearControls();
   initConvolutionControls();
   initGenerationControls();
+  initMachineControls();
   run();
 }
 

@@ -3,16 +3,21 @@ import { context } from './canvas.js';
 import { color, diverging } from './colors.js';
 
 /** Heatmap of the [rows, cols] matrix at `offset` (√ colour scale over [0, 1], or `colorOf`);
- *  optional per-row argmax outlines. */
-export function heatmap(canvas, w, rows, cols, { offset = 0, argmax = null, colorOf = color } = {}) {
-  const img = new ImageData(cols, rows);
-  for (let i = 0; i < rows * cols; i++) {
-    const [r, g, b] = colorOf(w[offset + i]);
+ *  optional per-row argmax outlines. `maxPool`: where the matrix has more cells than the canvas
+ *  has device pixels (L = 1024 on 288 px), each pixel shows the largest value of its block, so a
+ *  one-key peak stays visible instead of being skipped by nearest-neighbour sampling. */
+export function heatmap(canvas, w, rows, cols, { offset = 0, argmax = null, colorOf = color, maxPool = false } = {}) {
+  const { ctx, width, height } = context(canvas);
+  const dpr = window.devicePixelRatio || 1;
+  const m = maxPool ? pooled(w, offset, rows, cols, Math.round(height * dpr), Math.round(width * dpr))
+    : { data: w, offset, rows, cols };
+  const img = new ImageData(m.cols, m.rows);
+  for (let i = 0; i < m.rows * m.cols; i++) {
+    const [r, g, b] = colorOf(m.data[m.offset + i]);
     img.data.set([r, g, b, 255], i * 4);
   }
-  const cells = new OffscreenCanvas(cols, rows);
+  const cells = new OffscreenCanvas(m.cols, m.rows);
   cells.getContext('2d').putImageData(img, 0, 0);
-  const { ctx, width, height } = context(canvas);
   ctx.imageSmoothingEnabled = false;
   ctx.clearRect(0, 0, width, height);
   ctx.drawImage(cells, 0, 0, width, height);
@@ -26,6 +31,25 @@ export function heatmap(canvas, w, rows, cols, { offset = 0, argmax = null, colo
       ctx.strokeRect(argmax[i] * cw + lw / 2, i * ch + lw / 2, cw - lw, ch - lw);
     }
   }
+}
+
+/** The matrix shrunk by block maxima to at most maxRows × maxCols cells (itself if it fits). */
+function pooled(w, offset, rows, cols, maxRows, maxCols) {
+  const fy = Math.ceil(rows / Math.max(1, maxRows));
+  const fx = Math.ceil(cols / Math.max(1, maxCols));
+  if (fy <= 1 && fx <= 1) return { data: w, offset, rows, cols };
+  const pr = Math.ceil(rows / fy);
+  const pc = Math.ceil(cols / fx);
+  const data = new Float32Array(pr * pc).fill(-Infinity);
+  for (let i = 0; i < rows; i++) {
+    const base = offset + i * cols;
+    const out = Math.floor(i / fy) * pc;
+    for (let j = 0; j < cols; j++) {
+      const k = out + Math.floor(j / fx);
+      if (w[base + j] > data[k]) data[k] = w[base + j];
+    }
+  }
+  return { data, offset: 0, rows: pr, cols: pc };
 }
 
 /** Outlines cell (row, col) of a rows×cols heatmap. */

@@ -1,13 +1,15 @@
 // The first two panels: MultiHeadAttention.forward on the form's configuration (output, timings,
-// averaged weights, #mha-panel) and, from the same module and input, plain self-attention on
-// equal-norm tokens next to one weighted head (#self-panel).
-import { MultiHeadAttention, selfAttention, ready } from './loaded_package.js';
+// averaged weights, #mha-panel) and, from the same module, input and mask (causal or none),
+// plain self-attention on equal-norm tokens next to one weighted head (#self-panel). The three
+// weight maps share one colour scale (heat_scale.js), redrawn when its <select> changes.
+import { MultiHeadAttention, scaledDotProductAttention, ready } from './loaded_package.js';
 import { $, fmtMs, clearPanel, refillHeadSelect, redrawOnChange } from './page.js';
 import { SEED, INPUT_STD, prng, gaussian, makeStateDict, equalNorm } from './seeded_data.js';
 import { rowSumError, diagonalStats, timeWarm } from './stats.js';
 import { heatmap, colorbar } from './heatmap.js';
+import { heatScale } from './heat_scale.js';
 
-const MAIN_IDS = ['config', 'heap', 'out-shape', 'w-shape', 'out-values', 't-first', 't-median', 'row-sum', 'self-stats', 'head-stats'];
+const MAIN_IDS = ['config', 'heap', 'out-shape', 'w-shape', 'out-values', 't-first', 't-median', 'row-sum', 'self-stats', 'head-stats', 'self-mask', 'head-mask'];
 
 const fmtShape = (s) => `[${s.join(', ')}]`;
 /** Four values a line, sign-aligned. */
@@ -15,7 +17,9 @@ const fmtValues = (xs) => Array.from(xs, (v, i) => (i && i % 4 === 0 ? '\n' : i 
   + (v >= 0 ? ' ' : '') + v.toFixed(4)).join('');
 
 let coreLoadMs = null;
-let headState = null;  // { weights, L } of the last §2 run, for the head <select>
+// The weights of the last run, redrawn when the head or the colour scale changes:
+// { L, averaged, plain, plainArgmax, heads }.
+let shown = null;
 
 /** Runs the module of the form's configuration; returns the first-call and warm times and the
  *  worst row-sum error over every weight matrix shown. */
@@ -53,44 +57,64 @@ export async function runMha({ L, E, h, causal }) {
     $('t-first').textContent = fmtMs(first);
     $('t-median').textContent = `${fmtMs(warm.ms)}  (median of ${warm.samples}${warm.batch > 1 ? ` × ${warm.batch} calls` : ''})`;
     $('row-sum').textContent = err.toExponential(2);
-    heatmap($('heat-mha'), attnWeights.data, L, L);
+    shown = { L, averaged: attnWeights.data };
 
-    const self = await runSelfVsHead(mha, x, L, E, h);
+    const self = await runSelfVsHead(mha, x, L, E, h, causal);
+    drawMaps();
     return { first, warm: warm.ms, err: Math.max(err, self.err) };
   } finally {
     mha.dispose();
   }
 }
 
-/** docs/attention-math.md §2: plain self-attention on equal-norm tokens next to one weighted head. */
-async function runSelfVsHead(mha, x, L, E, h) {
+/** docs/attention-math.md §2: plain self-attention on equal-norm tokens next to one weighted head
+ *  of the module above, both under its mask: a causal mask only removes keys j > i, so the
+ *  diagonal argument (α_ij ≤ α_ii within a row) still holds. */
+async function runSelfVsHead(mha, x, L, E, h, causal) {
   // Norm r puts the diagonal logits at r²/√E = 4: peaked, but not a pure identity.
   const r = 2 * Math.pow(E, 0.25);
   const xs = equalNorm(x, L, E, r);
-  const plain = await selfAttention({ data: xs, shape: [L, E] }, { needWeights: true });
   const t = { data: xs, shape: [1, L, E] };
-  const heads = await mha.forward(t, t, t, { needWeights: true, averageAttnWeights: false });
+  // softmax(X Xᵀ/√E) X, i.e. selfAttention(), with the module's mask.
+  const plain = await scaledDotProductAttention(t, t, t, { isCausal: causal, needWeights: true });
+  const heads = await mha.forward(t, t, t, { isCausal: causal, needWeights: true, averageAttnWeights: false });
 
   const s = diagonalStats(plain.attnWeights.data, L);
-  heatmap($('heat-self'), plain.attnWeights.data, L, L, { argmax: s.argmax });
   showStats($('self-stats'), s, L);
-
-  headState = { weights: heads.attnWeights.data, L };
+  const mask = causal ? 'causal (key j ≤ query i)' : 'none';
+  $('self-mask').textContent = mask;
+  $('head-mask').textContent = mask;
+  Object.assign(shown, { plain: plain.attnWeights.data, plainArgmax: s.argmax, heads: heads.attnWeights.data });
   refillHeadSelect($('head-select'), h);
-  drawHead();
 
   return {
     err: Math.max(rowSumError(plain.attnWeights.data, L), rowSumError(heads.attnWeights.data, L)),
   };
 }
 
-function drawHead() {
-  if (!headState) return;
-  const { weights, L } = headState;
+/** The three weight maps and the legend, on the scale the <select> picks for this L. */
+function drawMaps() {
+  if (!shown) return;
+  const { L } = shown;
+  const scale = heatScale($('heat-scale').value, L);
+  const colorOf = scale.colorOf;
+  heatmap($('heat-mha'), shown.averaged, L, L, { colorOf, maxPool: true });
+  heatmap($('heat-self'), shown.plain, L, L, { colorOf, maxPool: true, argmax: shown.plainArgmax });
+  colorbar($('colorbar'), scale.colorAt);
+  $('scale-lo').textContent = scale.lo;
+  $('scale-hi').textContent = scale.hi;
+  $('scale-note').textContent = scale.note;
+  document.body.dataset.heatScale = scale.kind;
+  drawHead(colorOf);
+}
+
+function drawHead(colorOf = heatScale($('heat-scale').value, shown?.L ?? 1).colorOf) {
+  if (!shown?.heads) return;
+  const { heads, L } = shown;
   const head = Number($('head-select').value) || 0;
   const offset = head * L * L;
-  const s = diagonalStats(weights, L, offset);
-  heatmap($('heat-head'), weights, L, L, { offset, argmax: s.argmax });
+  const s = diagonalStats(heads, L, offset);
+  heatmap($('heat-head'), heads, L, L, { offset, argmax: s.argmax, colorOf, maxPool: true });
   showStats($('head-stats'), s, L);
 }
 
@@ -111,10 +135,11 @@ function showStats(el, { onDiagonal, violations }, L) {
 /** Blanks both panels after a failed run; the head <select> has nothing left to redraw. */
 export function clearMhaPanel() {
   clearPanel(['heat-mha', 'heat-self', 'heat-head'], MAIN_IDS, ['rowSumError']);
-  headState = null;
+  shown = null;
 }
 
 export function initMhaControls() {
-  redrawOnChange('head-select', drawHead);
+  redrawOnChange('head-select', () => drawHead());
+  redrawOnChange('heat-scale', drawMaps);
   colorbar($('colorbar'));
 }

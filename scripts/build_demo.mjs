@@ -1,0 +1,43 @@
+#!/usr/bin/env node
+// npm run build:demo: the demo as a static folder any static server can host (no COOP/COEP
+// needed: without them the package runs its worker pool instead of the pthreads module).
+//   node scripts/build_demo.mjs [outDir]      (default build/demo)
+// The folder keeps the repository's layout (web/demo, web/src, web/dist, web/model, docs), so
+// every path the page uses stays relative and the folder works from any sub-path; its index.html
+// forwards to web/demo/. Needs the WASM build (web/dist): `npm run build` first.
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const out = resolve(process.argv[2] ?? join(ROOT, 'build/demo'));
+
+// What the page loads: the demo, the package's browser code and WASM modules it imports, the
+// model the generation panel fetches, and the maths the panels link to.
+const COPIED = ['web/demo', 'web/src', 'web/dist', 'web/model', 'docs/attention-math.md', 'LICENSE'];
+// Node-only or build-time files that a browser never asks for.
+const SKIPPED = /(^|\/)(load_node\.js|generate\.mjs|train_log\.txt|modules\.d\.ts)$/;
+
+if (!existsSync(join(ROOT, 'web/dist/browser_modules.js'))) {
+  console.error('build:demo: web/dist/browser_modules.js is missing: build the WASM modules first (npm run build)');
+  process.exit(1);
+}
+if (out === ROOT || ROOT.startsWith(`${out}/`)) {
+  console.error(`build:demo: refusing to replace ${out}, which holds the repository`);
+  process.exit(2);
+}
+rmSync(out, { recursive: true, force: true });
+for (const path of COPIED) {
+  mkdirSync(dirname(join(out, path)), { recursive: true });
+  cpSync(join(ROOT, path), join(out, path), {
+    recursive: true,
+    filter: (source) => !SKIPPED.test(source.slice(ROOT.length).replaceAll('\\', '/')),
+  });
+}
+writeFileSync(join(out, 'index.html'), `<!doctype html>
+<meta charset="utf-8">
+<title>webattention demo</title>
+<meta http-equiv="refresh" content="0; url=web/demo/">
+<a href="web/demo/">webattention demo</a>
+`);
+console.log(`build:demo: wrote ${out} (open web/demo/ under any static server)`);
