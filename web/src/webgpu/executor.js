@@ -86,12 +86,12 @@ export class WebGpuExecutor {
   /** entries: [{ name, data }] checked against the module's parameterSpecs(). */
   loadStateDict(entries) {
     if (!this.#params) return;
-    const { embedDim: E, kdim, numHeads: H, headDim: dk } = this.#config;
+    const { embedDim: E, kdim, numHeads: H, numKvHeads: G, headDim: dk } = this.#config;
     const offsets = {
       in_proj_weight: [this.#params.win, 0],
       q_proj_weight: [this.#params.win, 0],
       k_proj_weight: [this.#params.win, H * dk * E],
-      v_proj_weight: [this.#params.win, H * dk * E + H * dk * kdim],
+      v_proj_weight: [this.#params.win, H * dk * E + G * dk * kdim],
       in_proj_bias: [this.#params.bin, 0],
       'out_proj.weight': [this.#params.wout, 0],
       'out_proj.bias': [this.#params.bout, 0],
@@ -105,19 +105,19 @@ export class WebGpuExecutor {
   /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
   fits(plan, config) {
     const { B, L, S } = plan;
-    const { embedDim: E, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+    const { embedDim: E, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
     if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
     const limits = this.#device.limits;
     const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
     const weightFloats = B * weightsPerBatch(plan, H);
     const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
-      B * L * (2 * H * dk + H * dv), B * S * H * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
-      plan.attnMask.data?.length ?? 0);
+      B * L * (H * dk + G * dk + G * dv), B * S * G * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
+      plan.attnMask.data?.length ?? 0, config.rotary ? Math.max(L, S) * dk : 0);
     if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
     const maxGroups = limits.maxComputeWorkgroupsPerDimension;
     const rows = Math.max(B * L, B * S);
     return cdiv(rows, LINEAR_TILE) <= maxGroups && B * H <= maxGroups && L <= maxGroups && B <= maxGroups
-      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups;
+      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups && (!config.rotary || S <= maxGroups);
   }
 
   /** plan: a call fits() accepted. Resolves to { output, weights, path } or throws. */
@@ -137,15 +137,15 @@ export class WebGpuExecutor {
   }
 
   #createParams() {
-    const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = this.#config;
+    const { embedDim: E, kdim, vdim, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = this.#config;
     // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
     const make = (floats, label) => this.#device.createBuffer({
       size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${label}`,
     });
     return {
-      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h·d_k, kdim], [h·d_v, vdim].
-      win: make(H * dk * E + H * dk * kdim + H * dv * vdim, 'in-projection weights'),
-      bin: make(2 * H * dk + H * dv, 'in-projection bias'),
+      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h_kv·d_k, kdim], [h_kv·d_v, vdim].
+      win: make(H * dk * E + G * dk * kdim + G * dv * vdim, 'in-projection weights'),
+      bin: make(H * dk + G * dk + G * dv, 'in-projection bias'),
       wout: make(E * H * dv, 'out_proj.weight'),
       bout: make(E, 'out_proj.bias'),
     };

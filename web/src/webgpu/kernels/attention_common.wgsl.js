@@ -21,10 +21,11 @@ struct Params {
   hasKpm: u32,                 // 1: kpm[b·S + j] applies
   amKind: u32,                 // 0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]
   qOff: u32, qStride: u32,     // head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK
-  kOff: u32, kStride: u32,     // head h of key row (b, j) at kOff + (b·S + j)·kStride + h·DK
-  vOff: u32, vStride: u32,     // head h of value row (b, j) at vOff + (b·S + j)·vStride + h·DV
+  kOff: u32, kStride: u32,     // K/V head g of key row (b, j) at kOff + (b·S + j)·kStride + g·DK
+  vOff: u32, vStride: u32,     // K/V head g of value row (b, j) at vOff + (b·S + j)·vStride + g·DV
   oStride: u32,                // output row (b, i), head h at (b·L + i)·oStride + h·DV
   average: u32,                // weights: 1 = mean over heads [B, L, S], 0 = [B, H, L, S]
+  group: u32,                  // query heads per K/V head (numHeads / numKvHeads; 1 without GQA)
   scale: f32,                  // score = q·k · scale (+ masks)
 }
 
@@ -32,6 +33,10 @@ struct Params {
 
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
+
+// The K/V head query head h reads (grouped-query attention, docs/attention-math.md §7): K and V
+// are indexed, never copied per query head.
+fn kvHead(h: u32) -> u32 { return h / p.group; }
 `;
 
 export const attentionCommon = /* wgsl */ `${attentionParams}

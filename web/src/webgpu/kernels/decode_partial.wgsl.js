@@ -46,6 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let bh = wg.z;
   let b = bh / p.H;
   let h = bh % p.H;
+  let g = kvHead(h);
   let chunks = (p.S + CHUNK - 1u) / CHUNK;
   let j0 = c * CHUNK;
   let n = min(CHUNK, p.S - j0);
@@ -57,7 +58,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var localMax = NEG;
   for (var cc = t; cc < n; cc += WG) {
     let j = j0 + cc;
-    let kAt = p.kOff + (b * p.S + j) * p.kStride + h * DK;
+    let kAt = p.kOff + (b * p.S + j) * p.kStride + g * DK;
     var dot = 0.0;
     for (var d = 0u; d < DK; d++) { dot += qs[d] * k[kAt + d]; }
     let s = maskedScore(dot, b, h, i, j);
@@ -90,7 +91,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let l = red[0];
 
   let base = ((bh * p.L + i) * chunks + c) * (DV + 2u);
-  let vAt = p.vOff + (b * p.S + j0) * p.vStride + h * DV;
+  let vAt = p.vOff + (b * p.S + j0) * p.vStride + g * DV;
   for (var d = t; d < DV; d += WG) {
     var a = 0.0;
     if (l > 0.0) {

@@ -50,6 +50,7 @@ var<workgroup> vs: array<f32, ${bc * dv}>;  // [BC][DV]
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let b = wg.y / p.H;
   let h = wg.y % p.H;
+  let g = kvHead(h);
   let i = wg.x * BR + t;
   let live = i < p.L;  // a row of this tile that exists
 
@@ -68,9 +69,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
 
   for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-    let kAt = p.kOff + (b * p.S + j0) * p.kStride + h * DK;
+    let kAt = p.kOff + (b * p.S + j0) * p.kStride + g * DK;
     for (var e = t; e < n * DK; e += BR) { ks[e] = k[kAt + (e / DK) * p.kStride + e % DK]; }
-    let vAt = p.vOff + (b * p.S + j0) * p.vStride + h * DV;
+    let vAt = p.vOff + (b * p.S + j0) * p.vStride + g * DV;
     for (var e = t; e < n * DV; e += BR) { vs[e] = v[vAt + (e / DV) * p.vStride + e % DV]; }
     workgroupBarrier();
 
