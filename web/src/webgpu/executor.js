@@ -13,8 +13,11 @@
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from '../dispatch.js';
+import { CacheError } from '../errors.js';
 import { weightsPerBatch } from '../shapes.js';
+import { cachedPasses } from './cached_passes.js';
 import { Usage } from './device.js';
+import { GpuKvCache } from './gpu_kv_cache.js';
 import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
@@ -29,9 +32,9 @@ const MAX_HEAD_WIDTHS = 1024;
  * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
  */
 export function attentionPath(plan, config, limits) {
-  const { B, L, S } = plan;
+  const { B, L, T } = plan;
   if (L > DECODE_MAX_L) return 'flash';
-  const chunks = cdiv(S, DECODE_CHUNK);
+  const chunks = cdiv(T, DECODE_CHUNK);
   const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
   const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension;
@@ -120,12 +123,43 @@ export class WebGpuExecutor {
       && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups && (!config.rotary || S <= maxGroups);
   }
 
-  /** plan: a call fits() accepted. Resolves to { output, weights, path } or throws. */
+  /**
+   * plan: a call fits() accepted, or any call with a cache this executor made (createCache()).
+   * Resolves to { output, weights, path } or throws.
+   */
   async forward(plan, config) {
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, config));
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
+  }
+
+  /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
+  createCache(options) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return new GpuKvCache(this.#device, this.#config, options);
+  }
+
+  // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
+  async #forwardCached(plan, config) {
+    const cache = plan.cache.cache.handleFor(this);
+    // The plan was checked against the length when forward() was called: a call on the same
+    // cache not awaited before it would have appended since.
+    if (cache.length() !== plan.cache.lengthBefore) {
+      throw new CacheError(`cache: its length changed from ${plan.cache.lengthBefore} to ${cache.length()} while this call waited (await each step)`, {
+        argument: 'cache', expected: plan.cache.lengthBefore, actual: cache.length(),
+      });
+    }
+    const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
+    const results = [];
+    let path;
+    for (const pass of passes) {
+      path = attentionPath(pass, config, this.#device.limits);
+      results.push(await runForwardPass(this.#pass, pass, config, path, cache));
+      cache.advance(pass.L);
+    }
+    return { ...merge(results), path };
   }
 
   /** Frees the module's GPU buffers (the device is shared and stays). */
