@@ -14,7 +14,7 @@ export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { gpuMissing } from '../web/src/webgpu/options.js';
 
-/** The 'mha' fixture cases a WebGPU module can run (not yet GQA or rotary ones: options.js). */
+/** The 'mha' fixture cases a WebGPU module can run (every one today; gpuMissing: options.js). */
 export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha' && !gpuMissing(c.create));
 
 /** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */

@@ -145,7 +145,8 @@ export interface ForwardOptions {
    * [B, L, vdim]), appended to it; each query attends to every cached position up to its own
    * (causal, bottom-right: isCausal is implied) and within the cache's window. keyPaddingMask is
    * then [B, T] and weights [B, (numHeads,) L, T], T = cache.length after the append. attnMask is
-   * refused. Calls with a cache run on the calling thread's WASM.
+   * refused. Calls with a cache run where the cache was made: on the GPU when the module used
+   * WebGPU at createCache(), else on the calling thread's WASM.
    */
   cache?: KvCache;
 }

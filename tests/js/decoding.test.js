@@ -161,9 +161,13 @@ test('a sliding-window cache has no length limit', async () => {
   mha.dispose();
 });
 
-test("backend 'webgpu' refuses GQA and rotary with a BackendError naming what is missing", async () => {
-  await assert.rejects(() => MultiHeadAttention.create({ embedDim: E, numHeads: 4, numKvHeads: 1, backend: 'webgpu' }),
-    (e) => e instanceof BackendError && /grouped-query attention/.test(e.message));
-  await assert.rejects(() => MultiHeadAttention.create({ embedDim: E, numHeads: 4, rotary: {}, backend: 'webgpu' }),
-    (e) => e instanceof BackendError && /rotary/.test(e.message));
+// GQA and rotary have WebGPU kernels (tests/webgpu/ runs them): backend 'webgpu' no longer refuses
+// them for what they are; without a GPU its BackendError is about the missing adapter, as for any
+// module.
+test("backend 'webgpu' takes GQA and rotary modules: without an adapter its BackendError names the adapter", async () => {
+  const noAdapter = { requestAdapter: async () => null };
+  for (const options of [{ numKvHeads: 1 }, { rotary: {} }, { numKvHeads: 2, rotary: { interleaved: true } }]) {
+    await assert.rejects(() => MultiHeadAttention.create({ embedDim: E, numHeads: 4, ...options, backend: 'webgpu', gpu: noAdapter }),
+      (e) => e instanceof BackendError && /no WebGPU adapter/.test(e.message) && !/has no WebGPU kernels/.test(e.message));
+  }
 });

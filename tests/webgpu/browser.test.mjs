@@ -25,6 +25,7 @@ const WEBGPU_ARGS = ['--enable-unsafe-webgpu'];
 const fixtures = webgpuCases(loadFixtures());
 const names = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS).map((c) => c.name);
 const leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
+const decodeCases = loadFixtures().filter((c) => c.kind === 'decode');
 
 let server;
 let browser;
@@ -88,6 +89,14 @@ describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adap
       const r = result(`parity ${name}`);
       assert.equal(r.backend, 'webgpu');
       assert.deepEqual(r.ran, ['webgpu'], 'the call ran on the GPU');
+    });
+  }
+
+  for (const c of decodeCases) {
+    test(`webgpu decode parity with PyTorch in Chromium (KV cache on the GPU): ${c.name}`, () => {
+      const r = result(`decode ${c.name}`);
+      assert.equal(r.backend, 'webgpu');
+      assert.deepEqual(r.ran, [...c.chunks, ...c.chunks].map(() => 'webgpu'), 'every step ran on the GPU (the sequence is fed twice)');
     });
   }
 

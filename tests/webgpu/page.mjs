@@ -82,11 +82,23 @@ async function main() {
   const adapter = navigator.gpu ? await requestTestAdapter(navigator.gpu) : null;
   const kind = adapter ? adapterKind(adapter) : null;
   state.adapter = adapter ? { kind, packageSoftware: isSoftwareAdapter(adapter), ...adapterInfo(adapter) } : null;
-  const fixtures = webgpuCases(decodeFixtures(await (await fetch('../fixtures/mha_parity.json')).json()));
+  // Both fixture files, as tests/js/fixtures.js reads them in Node (decode_parity.json has the
+  // GQA and rotary 'mha' cases).
+  const files = await Promise.all(['mha_parity.json', 'decode_parity.json']
+    .map(async (name) => decodeFixtures(await (await fetch(`../fixtures/${name}`)).json())));
+  const fixtures = webgpuCases(files.flat());
+  const decodeCases = files.flat().filter((c) => c.kind === 'decode');
   state.leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 
   for (const c of fixtures.filter((f) => caseFlops(f) <= MAX_FIXTURE_FLOPS)) {
     await record(`parity ${c.name}`, async () => {
+      const r = await runCase(api, c, { create: { backend: 'webgpu' } });
+      return { problems: r.ok ? [] : [r.detail], backend: r.backend };
+    });
+  }
+  // The KV cache on the GPU: each decode case's sequence in chunks, twice (run_decode.mjs).
+  for (const c of decodeCases) {
+    await record(`decode ${c.name}`, async () => {
       const r = await runCase(api, c, { create: { backend: 'webgpu' } });
       return { problems: r.ok ? [] : [r.detail], backend: r.backend };
     });

@@ -117,7 +117,12 @@ export class KvCache {
     this.#handle = null;
   }
 
-  /** The core's cache of `owner`, or a typed error. */
+  /** Whether `owner` (an executor) made it: where its calls run. */
+  isOf(owner) {
+    return owner === this.#owner;
+  }
+
+  /** The storage handle of `owner` (the core's, or the GPU's), or a typed error. */
   handleFor(owner) {
     const handle = this.#live('forward');
     if (owner !== this.#owner) {

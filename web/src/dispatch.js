@@ -14,7 +14,7 @@
 // stays on wasm for good ('backend' then reads 'wasm'), otherwise only that call moves; either
 // way console.warn says so once and the caller gets a correct result.
 import { KvCache } from './decoding.js';
-import { DisposedError } from './errors.js';
+import { BackendError, DisposedError, WebAttentionError } from './errors.js';
 import { planWithCopies } from './shapes.js';
 
 /**
@@ -143,11 +143,14 @@ export class Dispatcher {
   }
 
   /**
-   * A KV cache (options from resolveCacheOptions()) in the calling thread's WASM instance: the
-   * calls that use it run there (route() below).
+   * A KV cache (options from resolveCacheOptions()), bound at creation to where the module runs
+   * then: on the GPU while its WebGPU executor is in use (backend 'webgpu', or 'auto' once a
+   * large call has acquired it), else in the calling thread's WASM instance (so an 'auto' cache
+   * made before the GPU was acquired stays on WASM). Its calls run there (route() below).
    */
   createCache(options) {
-    const cache = new KvCache(this.#wasm, this.#wasm.createCache(options), options);
+    const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
+    const cache = new KvCache(owner, owner.createCache(options), options);
     this.#caches.add(new WeakRef(cache));
     return cache;
   }
@@ -175,9 +178,9 @@ export class Dispatcher {
     if (!this.#loaded) return 'wasm';
     // A cache lives in the calling thread's WASM memory. The pool declines cache calls: a decode
     // step is a few MFLOP, under a worker round trip (AUTO_MIN_FLOPS), and each worker would have
-    // to keep its heads' part of the cache (docs/benchmarks.md measures it); the GPU has no cache
-    // path yet.
-    if (plan.cache) return 'wasm';
+    // to keep its heads' part of the cache (docs/benchmarks.md measures it). A cache made on the
+    // GPU runs there (whatever its size: its storage is there).
+    if (plan.cache) return this.#gpu?.executor && plan.cache.cache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
     const flops = forwardFlops(plan, this.#config);
     const gpu = this.#gpu;
     if (allowGpu && gpu && flops >= gpu.minFlops
@@ -211,6 +214,14 @@ export class Dispatcher {
         return result;
       } catch (e) {
         if (this.#disposed) throw e;
+        // A cache on the GPU cannot move to WASM: the call fails (the module's other calls follow
+        // the failure policy).
+        if (plan.cache) {
+          if (e instanceof WebAttentionError) throw e;  // CacheError, DisposedError
+          throw new BackendError(`cache: the WebGPU call on it failed (${e?.message ?? e}); its storage is on that device`, {
+            argument: 'cache', expected: 'a working WebGPU device', actual: e?.message ?? String(e),
+          });
+        }
         await this.#gpuFailed(e);
         where = this.route(plan, { gpu: false });
       }

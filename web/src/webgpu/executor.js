@@ -13,8 +13,11 @@
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from '../dispatch.js';
+import { CacheError } from '../errors.js';
 import { weightsPerBatch } from '../shapes.js';
+import { cachedPasses } from './cached_passes.js';
 import { Usage } from './device.js';
+import { GpuKvCache } from './gpu_kv_cache.js';
 import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
@@ -29,9 +32,9 @@ const MAX_HEAD_WIDTHS = 1024;
  * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
  */
 export function attentionPath(plan, config, limits) {
-  const { B, L, S } = plan;
+  const { B, L, T } = plan;
   if (L > DECODE_MAX_L) return 'flash';
-  const chunks = cdiv(S, DECODE_CHUNK);
+  const chunks = cdiv(T, DECODE_CHUNK);
   const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
   const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension;
@@ -86,12 +89,12 @@ export class WebGpuExecutor {
   /** entries: [{ name, data }] checked against the module's parameterSpecs(). */
   loadStateDict(entries) {
     if (!this.#params) return;
-    const { embedDim: E, kdim, numHeads: H, headDim: dk } = this.#config;
+    const { embedDim: E, kdim, numHeads: H, numKvHeads: G, headDim: dk } = this.#config;
     const offsets = {
       in_proj_weight: [this.#params.win, 0],
       q_proj_weight: [this.#params.win, 0],
       k_proj_weight: [this.#params.win, H * dk * E],
-      v_proj_weight: [this.#params.win, H * dk * E + H * dk * kdim],
+      v_proj_weight: [this.#params.win, H * dk * E + G * dk * kdim],
       in_proj_bias: [this.#params.bin, 0],
       'out_proj.weight': [this.#params.wout, 0],
       'out_proj.bias': [this.#params.bout, 0],
@@ -105,27 +108,58 @@ export class WebGpuExecutor {
   /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
   fits(plan, config) {
     const { B, L, S } = plan;
-    const { embedDim: E, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+    const { embedDim: E, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
     if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
     const limits = this.#device.limits;
     const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
     const weightFloats = B * weightsPerBatch(plan, H);
     const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
-      B * L * (2 * H * dk + H * dv), B * S * H * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
-      plan.attnMask.data?.length ?? 0);
+      B * L * (H * dk + G * dk + G * dv), B * S * G * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
+      plan.attnMask.data?.length ?? 0, config.rotary ? Math.max(L, S) * dk : 0);
     if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
     const maxGroups = limits.maxComputeWorkgroupsPerDimension;
     const rows = Math.max(B * L, B * S);
     return cdiv(rows, LINEAR_TILE) <= maxGroups && B * H <= maxGroups && L <= maxGroups && B <= maxGroups
-      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups;
+      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups && (!config.rotary || S <= maxGroups);
   }
 
-  /** plan: a call fits() accepted. Resolves to { output, weights, path } or throws. */
+  /**
+   * plan: a call fits() accepted, or any call with a cache this executor made (createCache()).
+   * Resolves to { output, weights, path } or throws.
+   */
   async forward(plan, config) {
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, config));
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
+  }
+
+  /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
+  createCache(options) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return new GpuKvCache(this.#device, this.#config, options);
+  }
+
+  // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
+  async #forwardCached(plan, config) {
+    const cache = plan.cache.cache.handleFor(this);
+    // The plan was checked against the length when forward() was called: a call on the same
+    // cache not awaited before it would have appended since.
+    if (cache.length() !== plan.cache.lengthBefore) {
+      throw new CacheError(`cache: its length changed from ${plan.cache.lengthBefore} to ${cache.length()} while this call waited (await each step)`, {
+        argument: 'cache', expected: plan.cache.lengthBefore, actual: cache.length(),
+      });
+    }
+    const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
+    const results = [];
+    let path;
+    for (const pass of passes) {
+      path = attentionPath(pass, config, this.#device.limits);
+      results.push(await runForwardPass(this.#pass, pass, config, path, cache));
+      cache.advance(pass.L);
+    }
+    return { ...merge(results), path };
   }
 
   /** Frees the module's GPU buffers (the device is shared and stays). */
@@ -137,15 +171,15 @@ export class WebGpuExecutor {
   }
 
   #createParams() {
-    const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = this.#config;
+    const { embedDim: E, kdim, vdim, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = this.#config;
     // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
     const make = (floats, label) => this.#device.createBuffer({
       size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${label}`,
     });
     return {
-      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h·d_k, kdim], [h·d_v, vdim].
-      win: make(H * dk * E + H * dk * kdim + H * dv * vdim, 'in-projection weights'),
-      bin: make(2 * H * dk + H * dv, 'in-projection bias'),
+      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h_kv·d_k, kdim], [h_kv·d_v, vdim].
+      win: make(H * dk * E + G * dk * kdim + G * dv * vdim, 'in-projection weights'),
+      bin: make(H * dk + G * dk + G * dv, 'in-projection bias'),
       wout: make(E * H * dv, 'out_proj.weight'),
       bout: make(E, 'out_proj.bias'),
     };

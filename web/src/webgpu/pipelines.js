@@ -1,18 +1,22 @@
-// Compute pipelines, made once per device and shape class and cached: the linear kernel has one
-// pipeline per device; flash attention and the decode path's partial kernel one per head-width
+// Compute pipelines, made once per device and shape class and cached: the linear, rotary and
+// cache append kernels have one pipeline per device; flash attention and the decode path's partial kernel one per head-width
 // pair (DK, DV); the weights kernel one per DK; the decode reduce kernel one per DV. Everything
 // else (sizes, strides, masks, causal) is a uniform, so a module that sees many sequence lengths
-// still compiles at most five shaders.
+// still compiles at most seven shaders.
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
+import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
 import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { flashAttentionShader } from './kernels/flash_attention.wgsl.js';
 import { linearShader } from './kernels/linear.wgsl.js';
+import { rotaryShader } from './kernels/rotary.wgsl.js';
 
 const caches = new WeakMap();  // GPUDevice → Map(key → Promise<GPUComputePipeline>)
 
 const kinds = {
   linear: () => linearShader(),
+  rotary: () => rotaryShader(),
+  cacheAppend: () => cacheAppendShader(),
   flash: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
   weights: ({ dk }) => attentionWeightsShader({ dk }),
   decodePartial: ({ dk, dv }) => decodePartialShader({ dk, dv }),

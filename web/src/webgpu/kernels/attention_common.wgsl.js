@@ -8,7 +8,10 @@
 // there are none). Anything at or below MASKED_AT counts as masked, which also keeps a row whose
 // keys are all masked recognisable: it gets zero output and zero weights (the library's
 // documented difference from PyTorch's NaN). Causal masking is top-left aligned (key j > query
-// i is masked), as in the WASM core.
+// i is masked), as in the WASM core; with a KV cache (shift = its length before the call) it is
+// bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too
+// (docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
+// per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
 /** What a masked entry is stored as, on the JS side. */
 export const MASK_SENTINEL = -3.0e38;
@@ -17,14 +20,18 @@ export const MASK_SENTINEL = -3.0e38;
 export const attentionParams = /* wgsl */ `
 struct Params {
   B: u32, L: u32, S: u32, H: u32,
-  causal: u32,                 // 1: key j > query i is masked
+  causal: u32,                 // 1: key j > query i + shift is masked
   hasKpm: u32,                 // 1: kpm[b·S + j] applies
   amKind: u32,                 // 0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]
   qOff: u32, qStride: u32,     // head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK
-  kOff: u32, kStride: u32,     // head h of key row (b, j) at kOff + (b·S + j)·kStride + h·DK
-  vOff: u32, vStride: u32,     // head h of value row (b, j) at vOff + (b·S + j)·vStride + h·DV
+  kOff: u32, kStride: u32,     // K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK
+  vOff: u32, vStride: u32,     // K/V head g of value j of batch b at vOff + keyRow(b, j)·vStride + g·DV
   oStride: u32,                // output row (b, i), head h at (b·L + i)·oStride + h·DV
   average: u32,                // weights: 1 = mean over heads [B, L, S], 0 = [B, H, L, S]
+  group: u32,                  // query heads per K/V head (numHeads / numKvHeads; 1 without GQA)
+  kvRows: u32,                 // K/V rows per batch: S, or a cache's capacity (a ring)
+  shift: u32,                  // position of query row 0 minus that of key 0 (a cache's length before)
+  window: u32,                 // 0, or with causal: keys j <= i + shift − window are masked too
   scale: f32,                  // score = q·k · scale (+ masks)
 }
 
@@ -32,6 +39,13 @@ struct Params {
 
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
+
+// The K/V head query head h reads (grouped-query attention, docs/attention-math.md §7): K and V
+// are indexed, never copied per query head.
+fn kvHead(h: u32) -> u32 { return h / p.group; }
+
+// The K/V row of key j of batch b.
+fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
 `;
 
 export const attentionCommon = /* wgsl */ `${attentionParams}
@@ -40,7 +54,10 @@ export const attentionCommon = /* wgsl */ `${attentionParams}
 
 // The score of query (b, h, i) against key j given their dot product, or NEG when masked.
 fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
-  if (p.causal != 0u && j > i) { return NEG; }
+  if (p.causal != 0u) {
+    if (j > i + p.shift) { return NEG; }
+    if (p.window != 0u && j + p.window <= i + p.shift) { return NEG; }
+  }
   var s = dot * p.scale;
   if (p.hasKpm != 0u) {
     let mv = kpm[b * p.S + j];

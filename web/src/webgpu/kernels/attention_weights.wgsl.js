@@ -31,7 +31,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   var mean = 0.0;
   for (var h = 0u; h < p.H; h++) {
     let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
-    let kAt = p.kOff + (b * p.S + j) * p.kStride + h * DK;
+    let kAt = p.kOff + keyRow(b, j) * p.kStride + kvHead(h) * DK;
     var dot = 0.0;
     for (var d = 0u; d < DK; d++) { dot += q[qAt + d] * k[kAt + d]; }
     let s = maskedScore(dot, b, h, i, j);

@@ -10,8 +10,8 @@
 // p = exp(s − m_c) (0 for masked keys) and l_c = Σ p another; finally the invocations split the
 // DV columns and each sums p·v over the chunk's keys for its columns. The result
 // (m_c, l_c, acc_c[DV]) goes to a scratch buffer that decode_reduce combines. A chunk whose keys
-// are all masked writes m_c = NEG, l_c = 0, acc_c = 0. Masks and causal (top-left: key j > row
-// i is masked) are attention_common's maskedScore, the rule of the other attention kernels.
+// are all masked writes m_c = NEG, l_c = 0, acc_c = 0. Masks, causal and the window are
+// attention_common's maskedScore, the rule of the other attention kernels.
 //
 // DK sizes the q array in workgroup memory and DV the scratch stride: one pipeline per (DK, DV).
 import { attentionCommon } from './attention_common.wgsl.js';
@@ -46,6 +46,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let bh = wg.z;
   let b = bh / p.H;
   let h = bh % p.H;
+  let g = kvHead(h);
   let chunks = (p.S + CHUNK - 1u) / CHUNK;
   let j0 = c * CHUNK;
   let n = min(CHUNK, p.S - j0);
@@ -57,7 +58,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var localMax = NEG;
   for (var cc = t; cc < n; cc += WG) {
     let j = j0 + cc;
-    let kAt = p.kOff + (b * p.S + j) * p.kStride + h * DK;
+    let kAt = p.kOff + keyRow(b, j) * p.kStride + g * DK;
     var dot = 0.0;
     for (var d = 0u; d < DK; d++) { dot += qs[d] * k[kAt + d]; }
     let s = maskedScore(dot, b, h, i, j);
@@ -90,11 +91,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let l = red[0];
 
   let base = ((bh * p.L + i) * chunks + c) * (DV + 2u);
-  let vAt = p.vOff + (b * p.S + j0) * p.vStride + h * DV;
   for (var d = t; d < DV; d += WG) {
     var a = 0.0;
     if (l > 0.0) {
-      for (var cc = 0u; cc < n; cc++) { a += ps[cc] * v[vAt + cc * p.vStride + d]; }
+      for (var cc = 0u; cc < n; cc++) { a += ps[cc] * v[p.vOff + keyRow(b, j0 + cc) * p.vStride + g * DV + d]; }
     }
     part[base + 2u + d] = a;
   }

@@ -50,6 +50,7 @@ var<workgroup> vs: array<f32, ${bc * dv}>;  // [BC][DV]
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let b = wg.y / p.H;
   let h = wg.y % p.H;
+  let g = kvHead(h);
   let i = wg.x * BR + t;
   let live = i < p.L;  // a row of this tile that exists
 
@@ -64,14 +65,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
 
   // Uniform across the workgroup (workgroup id and uniforms only), as the barriers need.
   var keyEnd = p.S;
-  if (p.causal != 0u) { keyEnd = min(p.S, wg.x * BR + BR); }
+  if (p.causal != 0u) { keyEnd = min(p.S, wg.x * BR + BR + p.shift); }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-    let kAt = p.kOff + (b * p.S + j0) * p.kStride + h * DK;
-    for (var e = t; e < n * DK; e += BR) { ks[e] = k[kAt + (e / DK) * p.kStride + e % DK]; }
-    let vAt = p.vOff + (b * p.S + j0) * p.vStride + h * DV;
-    for (var e = t; e < n * DV; e += BR) { vs[e] = v[vAt + (e / DV) * p.vStride + e % DV]; }
+    for (var e = t; e < n * DK; e += BR) { ks[e] = k[p.kOff + keyRow(b, j0 + e / DK) * p.kStride + g * DK + e % DK]; }
+    for (var e = t; e < n * DV; e += BR) { vs[e] = v[p.vOff + keyRow(b, j0 + e / DV) * p.vStride + g * DV + e % DV]; }
     workgroupBarrier();
 
     if (live) {

@@ -1,0 +1,49 @@
+// Grouped-query attention and rotary embeddings on WebGPU vs WASM in Node, on what the fixtures
+// do not reach: both attention paths (flash across tiles, decode over several key chunks), the
+// fused Q/K/V and K/V projections with fewer K/V heads, per-head weights read through the shared
+// K/V head, partial and full rotary dims in both layouts. And the cos/sin table's precision at a
+// large position (formed in float64). Set-up: node_setup.mjs.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rotaryTable } from '../../web/src/webgpu/rotary_table.js';
+import { boolMask, gpuMatchesWasm } from './node_setup.mjs';
+
+describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => {
+  test('GQA (8 heads, 2 K/V heads), causal self-attention across flash tiles, fused Q/K/V, rotary half-split', () => gpuMatchesWasm({
+    create: { embedDim: 32, numHeads: 8, numKvHeads: 2, rotary: {} }, B: 2, L: 70, S: 70, self: true, path: 'flash',
+    options: { isCausal: true, needWeights: true, averageAttnWeights: false },
+  }));
+
+  test('MQA on the decode path over 2 key chunks, key === value (fused K/V), interleaved partial rotary, padding', () => gpuMatchesWasm({
+    create: { embedDim: 24, numHeads: 3, numKvHeads: 1, headDim: 8, rotary: { dim: 6, interleaved: true, base: 500 } },
+    B: 2, L: 3, S: 300, kvSame: true, path: 'decode',
+    options: { keyPaddingMask: { data: boolMask(2 * 300, 7), shape: [2, 300] }, needWeights: true, averageAttnWeights: false },
+  }));
+
+  test('GQA cross-attention with free dims on flash, rotary without GQA on decode', async () => {
+    await gpuMatchesWasm({
+      create: { embedDim: 12, numHeads: 6, numKvHeads: 3, kdim: 10, vdim: 7, headDim: 4, valueHeadDim: 6, rotary: { dim: 2 } },
+      B: 1, L: 9, S: 40, path: 'flash', options: { needWeights: true },
+    });
+    await gpuMatchesWasm({
+      create: { embedDim: 16, numHeads: 2, rotary: { interleaved: true } }, B: 1, L: 1, S: 260, path: 'decode',
+      options: { needWeights: true },
+    });
+  });
+
+  test('the rotary table holds cos and sin of a float64 angle, also at position 100000', () => {
+    const rotary = { base: 500, dim: 8 };
+    const first = 100000;
+    const table = rotaryTable(rotary, first, 3);
+    for (let i = 0; i < 3; i++) {
+      for (let j = 0; j < 4; j++) {
+        const angle = (first + i) * 500 ** (-2 * j / 8);
+        assert.equal(table[(i * 4 + j) * 2], Math.fround(Math.cos(angle)));
+        assert.equal(table[(i * 4 + j) * 2 + 1], Math.fround(Math.sin(angle)));
+      }
+    }
+    // Why on the CPU in float64: an f32 angle is off by ~5e-4 in cos there already.
+    const f32Angle = Math.fround(Math.fround(first) * Math.fround(500 ** (-2 / 8)));
+    assert.ok(Math.abs(Math.cos(f32Angle) - table[2]) > 1e-4);
+  });
+});

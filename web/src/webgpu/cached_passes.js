@@ -1,0 +1,57 @@
+// The passes of a cached call on the GPU. A pass appends its rows to the cache before attending,
+// so with a window (a ring) one pass may take at most GpuKvCache.maxRowsPerPass rows: a longer
+// step (a long prefill) is cut into passes of consecutive rows, each attending over the positions
+// up to its own last row, exactly the rows of the one call (docs/attention-math.md §9); merge()
+// puts their outputs and weights back together as the call's.
+
+/**
+ * plan: a cached call (resolveMhaForward()); config: the module's. Returns { passes, merge }:
+ * passes are plans of at most maxRows rows (the plan itself when it fits), merge(results) turns
+ * their { output, weights } into the call's ([B, L, E]; [B, (h,) L, T], 0 past a pass's keys).
+ */
+export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads: H }) {
+  const { B, L, T } = plan;
+  if (L <= maxRows) return { passes: [plan], merge: ([result]) => result };
+  const n = plan.cache.lengthBefore;
+  // Rows [i0, i1) of every batch of a [B, rowsPerBatch, width] array.
+  const rows = (data, rowsPerBatch, width, i0, i1) => {
+    const out = new data.constructor(B * (i1 - i0) * width);
+    for (let b = 0; b < B; b++) {
+      out.set(data.subarray((b * rowsPerBatch + i0) * width, (b * rowsPerBatch + i1) * width), b * (i1 - i0) * width);
+    }
+    return out;
+  };
+  const passes = [];
+  for (let i0 = 0; i0 < L; i0 += maxRows) {
+    const i1 = Math.min(L, i0 + maxRows);
+    const slices = new Map();  // one slice per input array: aliasing (fused projections) survives
+    const slice = (data, width) => {
+      if (!slices.has(data)) slices.set(data, rows(data, L, width, i0, i1));
+      return slices.get(data);
+    };
+    const keys = n + i1;
+    const kpm = plan.keyPaddingMask;
+    passes.push({
+      ...plan, L: i1 - i0, S: i1 - i0, T: keys, firstRow: i0,
+      query: slice(plan.query, E), key: slice(plan.key, kdim), value: slice(plan.value, vdim),
+      keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data, T, 1, 0, keys), shape: [B, keys] } : kpm,
+      cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys },
+    });
+  }
+  const merge = (results) => {
+    const output = new Float32Array(B * L * E);
+    const perBatch = plan.needWeights ? (plan.averageAttnWeights ? 1 : H) : 0;
+    const weights = perBatch ? new Float32Array(B * perBatch * L * T) : null;
+    results.forEach((r, p) => {
+      const { firstRow, L: Lp, T: Tp } = passes[p];
+      for (let b = 0; b < B; b++) output.set(r.output.subarray(b * Lp * E, (b + 1) * Lp * E), (b * L + firstRow) * E);
+      for (let bh = 0; bh < B * perBatch; bh++) {
+        for (let i = 0; i < Lp; i++) {
+          weights.set(r.weights.subarray((bh * Lp + i) * Tp, (bh * Lp + i + 1) * Tp), (bh * L + firstRow + i) * T);
+        }
+      }
+    });
+    return { output, weights };
+  };
+  return { passes, merge };
+}

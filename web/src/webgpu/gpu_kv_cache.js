@@ -1,0 +1,77 @@
+// A KV cache's storage on the GPU (the handle decoding.js's KvCache holds for a module that runs
+// on WebGPU): keys and values of every position appended so far, allocated once at creation and
+// written in place by the cache append kernel; never re-sent, never re-created per step.
+//
+// Layout [B, capacity, numKvHeads·d] for K and for V: the rows the attention kernels read through
+// keyRow() (position p in slot p mod capacity). Capacity: maxLength, or with a window W a ring of
+// W + 63 slots, as in the WASM core (docs/attention-math.md §9). A step appends all its rows
+// before attending, so with a window one pass takes at most capacity − W + 1 rows (the first of
+// them still needs the key at p − W + 1, which a longer pass would overwrite); the executor cuts
+// longer steps (cached_steps.js). The same interface as the core's cache handle: length(),
+// reset(), delete(), isDeleted().
+import { MemoryError } from '../errors.js';
+import { Usage } from './device.js';
+
+const F32 = 4;
+/** Ring slots beyond the window (the WASM core's choice): up to 64 rows per pass. */
+const RING_EXTRA = 63;
+
+export class GpuKvCache {
+  #device;
+  #length = 0;
+
+  /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window }. */
+  constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
+    this.#device = device;
+    this.window = window;
+    this.capacity = window ? window + RING_EXTRA : maxLength;
+    this.maxRowsPerPass = window ? this.capacity - window + 1 : Infinity;
+    const make = (width, what) => {
+      const bytes = batchSize * this.capacity * width * F32;
+      const limits = device.limits;
+      if (bytes > Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)) {
+        throw new MemoryError(`createCache: ${what} of ${bytes} bytes do not fit one buffer of this WebGPU device `
+          + `(${Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)} bytes)`, {
+          argument: 'maxLength', expected: 'a cache that fits the device', actual: bytes,
+        });
+      }
+      // Zero-initialised, as WebGPU buffers are.
+      return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST, label: `webattention cache ${what}` });
+    };
+    this.keys = make(G * dk, 'keys');
+    try {
+      this.values = make(G * dv, 'values');
+    } catch (e) {
+      this.keys.destroy();
+      throw e;
+    }
+  }
+
+  length() {
+    return this.#length;
+  }
+
+  /** After a pass that appended `rows` positions. */
+  advance(rows) {
+    this.#length += rows;
+  }
+
+  /** Back to 0; the storage is zeroed as the core's is (no Inf or NaN of an old sequence stays). */
+  reset() {
+    this.#length = 0;
+    const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
+    encoder.clearBuffer(this.keys);
+    encoder.clearBuffer(this.values);
+    this.#device.queue.submit([encoder.finish()]);
+  }
+
+  delete() {
+    this.keys?.destroy();
+    this.values?.destroy();
+    this.keys = this.values = null;
+  }
+
+  isDeleted() {
+    return this.keys === null;
+  }
+}

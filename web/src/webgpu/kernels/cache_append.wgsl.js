@@ -1,0 +1,36 @@
+// WGSL kernel: appends a call's new key or value rows to a KV cache on the GPU, in place.
+//
+// Why a kernel and not copyBufferToBuffer: the new rows are columns of the projection's output
+// (Q, K and V side by side when fused) and land in a ring (position p in slot p mod capacity), so
+// one dispatch does the strided gather and the wrap; no buffer is created per step. The cache
+// rows are [B, capacity, numKvHeads·d]: the layout the attention kernels read through keyRow().
+
+/** Invocations per workgroup, along a row's columns. */
+export const APPEND_WORKGROUP = 64;
+
+export function cacheAppendShader() {
+  return /* wgsl */ `
+struct Params {
+  count: u32,                  // new rows per batch (L)
+  width: u32,                  // floats per row (numKvHeads·d)
+  srcOff: u32, srcStride: u32, // new row (b, i) at srcOff + (b·count + i)·srcStride
+  capacity: u32,               // cache rows per batch
+  first: u32,                  // position of new row 0 (the cache's length before the call)
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<f32>;
+
+// Grid: (ceil(width / 64), count, B).
+@compute @workgroup_size(${APPEND_WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let c = gid.x;
+  if (c >= p.width) { return; }
+  let i = gid.y;
+  let b = gid.z;
+  let slot = (p.first + i) % p.capacity;
+  cache[(b * p.capacity + slot) * p.width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
+}
+`;
+}
