@@ -176,10 +176,11 @@ export class Dispatcher {
    */
   route(plan, { gpu: allowGpu = true } = {}) {
     if (!this.#loaded) return 'wasm';
-    // A cache lives in the calling thread's WASM memory. The pool declines cache calls: a decode
-    // step is a few MFLOP, under a worker round trip (AUTO_MIN_FLOPS), and each worker would have
-    // to keep its heads' part of the cache (docs/benchmarks.md measures it). A cache made on the
-    // GPU runs there (whatever its size: its storage is there).
+    // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
+    // step over workers each would have to hold its heads' part of the cache and get every new
+    // row; one step takes 0.5–7 ms on one thread (docs/benchmarks.md, "Incremental decoding"),
+    // so a split could save at most part of the attention, less a round trip per step. A cache
+    // made on the GPU runs there (whatever its size: its storage is there).
     if (plan.cache) return this.#gpu?.executor && plan.cache.cache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
     const flops = forwardFlops(plan, this.#config);
     const gpu = this.#gpu;
