@@ -2,7 +2,6 @@
 // (flash_attention.h has the algorithm) on f32x4 vectors and a 4×8 register block.
 #include <wasm_simd128.h>
 
-#include <algorithm>
 #include <cstddef>
 
 #include "kernels/block_simd128.h"
@@ -59,36 +58,47 @@ struct Simd128 {
   // chain of dk multiply-adds of one panel does not wait on each add's latency.
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const std::size_t panel_floats = static_cast<std::size_t>(dk) * 8;
-    for (int jb = 0; jb < width; jb += 32) {
-      const float* panel = kp + static_cast<std::size_t>((j0 + jb) / 8) * panel_floats;
-      const int panels = std::min(4, (width - jb) / 8);
-      v128_t acc[8];
-      for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-      for (int c = 0; c < dk; ++c) madd_panels(wasm_f32x4_splat(q[c]), panel + c * 8, panel_floats, panels, acc);
-      for (int i = 0; i < 2 * panels; ++i) wasm_v128_store(s + jb + 4 * i, acc[i]);
-    }
+    const float* panel = kp + static_cast<std::size_t>(j0 / 8) * panel_floats;
+    int jb = 0;
+    for (; jb + 32 <= width; jb += 32) score_panels<4>(q, dk, panel + (jb / 8) * panel_floats, panel_floats, s + jb);
+    for (; jb < width; jb += 8) score_panels<1>(q, dk, panel + (jb / 8) * panel_floats, panel_floats, s + jb);
   }
 
   // acc += p · V for one row, 4 column panels (32 values) at a time, for the same reason.
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {
     const std::size_t panel_floats = static_cast<std::size_t>(v_rows) * 8;
-    for (int cb = 0; cb < dv_pad; cb += 32) {
-      const float* vp = v + static_cast<std::size_t>(cb / 8) * panel_floats + j0 * 8;
-      const int panels = std::min(4, (dv_pad - cb) / 8);
-      v128_t a[8];
-      for (int i = 0; i < 2 * panels; ++i) a[i] = wasm_v128_load(acc + cb + 4 * i);
-      for (int j = 0; j < width; ++j) madd_panels(wasm_f32x4_splat(p[j]), vp + j * 8, panel_floats, panels, a);
-      for (int i = 0; i < 2 * panels; ++i) wasm_v128_store(acc + cb + 4 * i, a[i]);
-    }
+    const float* vp = v + j0 * 8;
+    int cb = 0;
+    for (; cb + 32 <= dv_pad; cb += 32) pv_panels<4>(p, width, vp + (cb / 8) * panel_floats, panel_floats, acc + cb);
+    for (; cb < dv_pad; cb += 8) pv_panels<1>(p, width, vp + (cb / 8) * panel_floats, panel_floats, acc + cb);
   }
 
-  // acc[2i], acc[2i + 1] += x · the 8 floats at w + i·stride, for the first `panels` (<= 4) i.
-  __attribute__((always_inline)) static void madd_panels(v128_t x, const float* w,
-                                                         std::size_t stride, int panels,
-                                                         v128_t acc[8]) {
-    for (int i = 0; i < 4; ++i) {
-      if (i == panels) break;
+  // s[0 .. 8·kPanels) = q · the kPanels key panels at `panel` (`stride` floats apart).
+  template <int kPanels>
+  static void score_panels(const float* q, int dk, const float* panel, std::size_t stride, float* s) {
+    v128_t acc[2 * kPanels];
+    for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
+    for (int c = 0; c < dk; ++c) madd_panels<kPanels>(wasm_f32x4_splat(q[c]), panel + c * 8, stride, acc);
+    for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(s + 4 * i, acc[i]);
+  }
+
+  // out[0 .. 8·kPanels) += Σ_j p[j] · the kPanels value panels at vp (`stride` floats apart).
+  template <int kPanels>
+  static void pv_panels(const float* p, int width, const float* vp, std::size_t stride, float* out) {
+    v128_t acc[2 * kPanels];
+    for (int i = 0; i < 2 * kPanels; ++i) acc[i] = wasm_v128_load(out + 4 * i);
+    for (int j = 0; j < width; ++j) madd_panels<kPanels>(wasm_f32x4_splat(p[j]), vp + j * 8, stride, acc);
+    for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(out + 4 * i, acc[i]);
+  }
+
+  // acc[2i], acc[2i + 1] += x · the 8 floats at w + i·stride, i < kPanels. The count is a
+  // template argument so that the loops unroll and the accumulators stay in registers: indexed
+  // by a count known only at run time they would live in memory.
+  template <int kPanels>
+  __attribute__((always_inline)) static void madd_panels(v128_t x, const float* w, std::size_t stride,
+                                                         v128_t* acc) {
+    for (int i = 0; i < kPanels; ++i) {
       acc[2 * i] = multiply_add(x, wasm_v128_load(w + i * stride), acc[2 * i]);
       acc[2 * i + 1] = multiply_add(x, wasm_v128_load(w + i * stride + 4), acc[2 * i + 1]);
     }
