@@ -115,6 +115,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   kv_group_ = c.num_heads / c.num_kv_heads;
   for (int j = 0; j < c.rotary_dim / 2; ++j)
     rotary_frequencies_.push_back(std::pow(c.rotary_base, -2.0 * j / c.rotary_dim));
+  rotary_table_.resize(c.rotary_dim);
   const int E = c.embed_dim;
   // PyTorch packs the input projections only when every width equals embed_dim.
   const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E && kv_group_ == 1;
@@ -274,27 +275,15 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   const MhaConfig& c = config_;
   const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
   const Projected x = project_inputs(a, head_begin, head_end, wq, wk, wv);
-  rotate(x.q, B, L, x.q_width, 0);
-  rotate(x.k, B, S, x.k_width, 0);
+  rotate(x, B, L, S, 0);
 
-  AttentionProblem p;
+  AttentionProblem p = head_problem(B, x.heads, L, S, x.q, static_cast<std::ptrdiff_t>(L) * x.q_width,
+                                    x.q_width, heads_out,
+                                    static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim);
   p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
   p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
-  p.batch = B;
-  p.heads = x.heads;
-  p.kv_group = kv_group_;
-  p.L = L;
-  p.S = S;
-  p.dk = c.head_dim;
-  p.dv = c.value_head_dim;
-  p.q = {x.q, static_cast<std::ptrdiff_t>(L) * x.q_width, c.head_dim, x.q_width};
   p.k = {x.k, static_cast<std::ptrdiff_t>(S) * x.k_width, c.head_dim, x.k_width};
   p.v = {x.v, static_cast<std::ptrdiff_t>(S) * x.v_width, c.value_head_dim, x.v_width};
-  p.out = heads_out;
-  p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim;
-  p.out_head_stride = c.value_head_dim;
-  p.out_row_stride = x.heads * c.value_head_dim;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   p.causal = a.causal;
   p.weights = a.weights;
   p.average_weights = a.average_weights;
@@ -348,12 +337,36 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
 
 namespace webattention {
 
-void MultiHeadAttention::rotate(float* rows, int batch, int count, int width,
+void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
                                 std::int64_t first_position) const {
   const MhaConfig& c = config_;
   if (c.rotary_dim == 0) return;
-  apply_rotary(rows, batch, count, width, first_position,
-               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_});
+  const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
+  apply_rotary(rows, 2, batch, first_position,
+               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_},
+               rotary_table_.data());
+}
+
+AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, int S,
+                                                  const float* q, std::ptrdiff_t q_batch,
+                                                  int q_width, float* out,
+                                                  std::ptrdiff_t out_batch) const {
+  const MhaConfig& c = config_;
+  AttentionProblem p;
+  p.batch = batch;
+  p.heads = heads;
+  p.kv_group = kv_group_;
+  p.L = L;
+  p.S = S;
+  p.dk = c.head_dim;
+  p.dv = c.value_head_dim;
+  p.q = {q, q_batch, c.head_dim, q_width};
+  p.out = out;
+  p.out_batch_stride = out_batch;
+  p.out_head_stride = c.value_head_dim;
+  p.out_row_stride = static_cast<std::ptrdiff_t>(heads) * c.value_head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return p;
 }
 
 }  // namespace webattention

@@ -107,16 +107,21 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   const MaskView padding = key_padding_view(a.key_padding_mask, B, static_cast<int>(total), "key_padding_mask");
   const std::size_t heads_floats = static_cast<std::size_t>(B) * L * v_width_;
   const std::size_t scratch = scratch_floats(B, L, L);
-  scratch_.resize(scratch);  // before anything changes: a failed allocation leaves the cache as it was
+  const int weight_heads = a.average_weights ? 1 : H;
+  const int step = std::min(L, cache.rows_per_step());
+  // One step whose slots are the positions (the storage has not wrapped) writes the weights where
+  // they go; otherwise they go through slot order.
+  const bool weights_in_place = step == L && total <= cache.capacity();
+  // Before anything changes: a failed allocation leaves the cache as it was.
+  scratch_.resize(scratch);
+  if (a.weights && !weights_in_place) {
+    weight_slots_.resize(std::max(weight_slots_.size(),
+                                  static_cast<std::size_t>(B) * weight_heads * step * cache.capacity()));
+  }
   float* heads = scratch_.data() + (scratch - heads_floats);
   const Projected x = project_inputs(a, 0, H, *wq_, *wk_, *wv_);
-  rotate(x.q, B, L, x.q_width, first);
-  rotate(x.k, B, L, x.k_width, first);
+  rotate(x, B, L, L, first);
 
-  const int weight_heads = a.average_weights ? 1 : H;
-  std::vector<float> mask_slots, weight_slots;
-  const int step = std::min(L, cache.rows_per_step());
-  if (a.weights) weight_slots.resize(static_cast<std::size_t>(B) * weight_heads * step * cache.capacity());
   for (int r0 = 0; r0 < L; r0 += step) {
     const int rows = std::min(step, L - r0);
     cache.append(x.k + static_cast<std::ptrdiff_t>(r0) * x.k_width, static_cast<std::ptrdiff_t>(L) * x.k_width,
@@ -124,36 +129,27 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     const std::int64_t length = cache.length();
     const int slots = static_cast<int>(std::min<std::int64_t>(length, cache.capacity()));
 
-    AttentionProblem p;
-    p.batch = B;
-    p.heads = H;
-    p.kv_group = kv_group_;
-    p.L = rows;
-    p.S = slots;
-    p.dk = c.head_dim;
-    p.dv = c.value_head_dim;
-    p.q = {x.q + static_cast<std::ptrdiff_t>(r0) * x.q_width, static_cast<std::ptrdiff_t>(L) * x.q_width,
-           c.head_dim, x.q_width};
+    AttentionProblem p = head_problem(B, H, rows, slots, x.q + static_cast<std::ptrdiff_t>(r0) * x.q_width,
+                                      static_cast<std::ptrdiff_t>(L) * x.q_width, x.q_width,
+                                      heads + static_cast<std::ptrdiff_t>(r0) * v_width_,
+                                      static_cast<std::ptrdiff_t>(L) * v_width_);
     p.cache = {cache.k_.get(), cache.v_.get(), static_cast<std::ptrdiff_t>(cache.k_block_),
                static_cast<std::ptrdiff_t>(cache.v_block_), cache.capacity()};
-    p.out = heads + static_cast<std::ptrdiff_t>(r0) * v_width_;
-    p.out_batch_stride = static_cast<std::ptrdiff_t>(L) * v_width_;
-    p.out_head_stride = c.value_head_dim;
-    p.out_row_stride = v_width_;
-    p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
     p.causal = true;
     p.positions = cache_positions(length, cache.capacity());
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;
-    gather_mask(padding, B, p.positions, slots, mask_slots, p.masks[0]);
-    p.weights = a.weights ? weight_slots.data() : nullptr;
+    // Until the storage wraps, slot j holds position j and the mask is read where it is.
+    p.masks[0] = padding;
+    if (length > cache.capacity()) gather_mask(padding, B, p.positions, slots, mask_slots_, p.masks[0]);
+    p.weights = !a.weights ? nullptr : weights_in_place ? a.weights : weight_slots_.data();
     p.average_weights = a.average_weights;
     run_attention(p);
-    if (!a.weights) continue;
+    if (!a.weights || weights_in_place) continue;
     // Slot order → positions: [B, (h,) rows, slots] into rows r0.. of [B, (h,) L, total].
     for (int bh = 0; bh < B * weight_heads; ++bh) {
       for (int i = 0; i < rows; ++i) {
-        const float* src = weight_slots.data() + (static_cast<std::size_t>(bh) * rows + i) * slots;
+        const float* src = weight_slots_.data() + (static_cast<std::size_t>(bh) * rows + i) * slots;
         float* dst = a.weights + (static_cast<std::size_t>(bh) * L + r0 + i) * total;
         // Positions no slot holds any more are 0 (outside the window), NaN in a NaN row.
         std::fill(dst, dst + total, std::isnan(src[0]) ? src[0] : 0.0f);

@@ -13,10 +13,16 @@ struct RotarySpec {
   const std::vector<double>* frequencies = nullptr;  // θ_j, j < dim / 2
 };
 
-// Rotates every head of `count` rows of width `width` per batch ([batch, count, width]
-// contiguous), row i of each batch at position first_position + i. The angles p·θ_j are formed
-// and their cosines and sines taken in double, once per position for all heads.
-void apply_rotary(float* rows, int batch, int count, int width, std::int64_t first_position,
-                  const RotarySpec& spec);
+// `count` rows of width `width` per batch ([batch, count, width] contiguous), every head rotated.
+struct RotaryRows {
+  float* rows;
+  int count, width;
+};
+
+// Rotates each tensor of `tensors`, row i of each batch at position first_position + i. The
+// angles p·θ_j and their cosines and sines are formed in double once per position, for every head
+// of every tensor (Q and K at the same positions share them). `table` holds spec.dim floats.
+void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t first_position,
+                  const RotarySpec& spec, float* table);
 
 }  // namespace webattention

@@ -16,6 +16,8 @@ struct PackedLinear;
 
 namespace webattention {
 
+struct AttentionProblem;  // the kernels' problem (private: cpp/src/attention_problem.h)
+
 struct MhaConfig {
   int embed_dim = 0;
   int num_heads = 1;
@@ -140,7 +142,14 @@ class MultiHeadAttention {
   Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
                            const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
                            const kernels::PackedLinear& wv) const;
-  void rotate(float* rows, int batch, int count, int width, std::int64_t first_position) const;
+  // RoPE on the projected Q (L rows per batch) and K (S rows), at positions first_position + i.
+  void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position) const;
+  // The attention problem of `heads` query heads whose projected Q rows are at q (batch stride
+  // q_batch, row stride q_width) and whose output rows go to out (batch stride out_batch, row
+  // stride heads·d_v): sizes, scale and the GQA group; the caller adds K/V, masks and the rest.
+  AttentionProblem head_problem(int batch, int heads, int L, int S, const float* q,
+                                std::ptrdiff_t q_batch, int q_width, float* out,
+                                std::ptrdiff_t out_batch) const;
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
@@ -157,12 +166,16 @@ class MultiHeadAttention {
   int k_width_ = 0;   // h_kv·d_k
   int kv_width_ = 0;  // h_kv·d_v
   std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
+  mutable std::vector<float> rotary_table_;  // cos and sin of one position: rotary_dim floats
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
   // Projection weights packed for the kernels at load time (biases inside).
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
   mutable std::vector<std::unique_ptr<HeadSlice>> slices_;  // cleared when weights change
+  // A cached forward's key-padding mask and weights in slot order, when the slots are not the
+  // positions (a ring); kept between calls, so a decode step allocates nothing once warm.
+  mutable std::vector<float> mask_slots_, weight_slots_;
 };
 
 }  // namespace webattention
