@@ -24,8 +24,10 @@ export class GpuKvCache {
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
     this.#device = device;
     this.window = window;
-    this.capacity = window ? window + RING_EXTRA : maxLength;
-    this.maxRowsPerPass = window ? this.capacity - window + 1 : Infinity;
+    // As the core sizes it (cpp/src/kv_cache.cpp): a ring of window + 63 slots, or fewer when
+    // maxLength is smaller (then it never wraps and any pass fits).
+    this.capacity = window ? Math.min(window + RING_EXTRA, maxLength || Infinity) : maxLength;
+    this.maxRowsPerPass = window && this.capacity < (maxLength || Infinity) ? this.capacity - window + 1 : Infinity;
     const make = (width, what) => {
       const bytes = batchSize * this.capacity * width * F32;
       const limits = device.limits;
