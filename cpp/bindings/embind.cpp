@@ -134,7 +134,6 @@ struct SdpaWire {
 class CacheBinding {
  public:
   double length() const { return cache_ ? static_cast<double>(cache_->length()) : 0.0; }
-  int capacity() const { return cache_ ? cache_->capacity() : 0; }
   void reset() {
     if (cache_) cache_->reset();
   }
@@ -318,7 +317,6 @@ EMSCRIPTEN_BINDINGS(webattention) {
   emscripten::class_<CacheBinding>("KvCache")
       .constructor<>()
       .function("length", &CacheBinding::length)
-      .function("capacity", &CacheBinding::capacity)
       .function("reset", &CacheBinding::reset);
   emscripten::function("sdpa", &sdpa);
   emscripten::function("memoryInUse", &memory_in_use);

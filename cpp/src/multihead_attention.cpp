@@ -235,10 +235,10 @@ MultiHeadAttention::Projected MultiHeadAttention::project_inputs(
   const int B = a.batch, L = a.L, S = a.S;
   Projected p;
   p.heads = head_end - head_begin;
-  p.kv_heads = p.heads / kv_group_;
+  const int kv_heads = p.heads / kv_group_;
   p.q_width = p.heads * c.head_dim;
-  p.k_width = p.kv_heads * c.head_dim;
-  p.v_width = p.kv_heads * c.value_head_dim;
+  p.k_width = kv_heads * c.head_dim;
+  p.v_width = kv_heads * c.value_head_dim;
   const std::size_t q_floats = static_cast<std::size_t>(B) * L * p.q_width;
   const std::size_t k_floats = static_cast<std::size_t>(B) * S * p.k_width;
   const std::size_t v_floats = static_cast<std::size_t>(B) * S * p.v_width;

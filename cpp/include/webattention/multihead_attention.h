@@ -137,7 +137,7 @@ class MultiHeadAttention {
   // range, in scratch_.
   struct Projected {
     float *q, *k, *v;
-    int heads, kv_heads, q_width, k_width, v_width;
+    int heads, q_width, k_width, v_width;
   };
   Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
                            const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
