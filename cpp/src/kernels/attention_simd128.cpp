@@ -8,7 +8,7 @@
 #include "kernels/exp_simd128.h"
 #include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
-#include "kernels/madd_simd128.h"
+#include "kernels/row_panels_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -54,8 +54,7 @@ struct Simd128 {
     for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
   }
 
-  // One query row against 4 key panels (32 keys) at a time: 8 independent accumulators, so the
-  // chain of dk multiply-adds of one panel does not wait on each add's latency.
+  // One query row against 4 key panels (32 keys) at a time (row_panels_simd128.h).
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const std::size_t panel_floats = static_cast<std::size_t>(dk) * 8;
     const float* panel = kp + static_cast<std::size_t>(j0 / 8) * panel_floats;
@@ -64,7 +63,7 @@ struct Simd128 {
     for (; jb < width; jb += 8) score_panels<1>(q, dk, panel + (jb / 8) * panel_floats, panel_floats, s + jb);
   }
 
-  // acc += p · V for one row, 4 column panels (32 values) at a time, for the same reason.
+  // acc += p · V for one row, 4 column panels (32 values) at a time.
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {
     const std::size_t panel_floats = static_cast<std::size_t>(v_rows) * 8;
@@ -79,7 +78,7 @@ struct Simd128 {
   static void score_panels(const float* q, int dk, const float* panel, std::size_t stride, float* s) {
     v128_t acc[2 * kPanels];
     for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-    for (int c = 0; c < dk; ++c) madd_panels<kPanels>(wasm_f32x4_splat(q[c]), panel + c * 8, stride, acc);
+    row_times_panels<kPanels>(q, dk, panel, stride, acc);
     for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(s + 4 * i, acc[i]);
   }
 
@@ -88,20 +87,8 @@ struct Simd128 {
   static void pv_panels(const float* p, int width, const float* vp, std::size_t stride, float* out) {
     v128_t acc[2 * kPanels];
     for (int i = 0; i < 2 * kPanels; ++i) acc[i] = wasm_v128_load(out + 4 * i);
-    for (int j = 0; j < width; ++j) madd_panels<kPanels>(wasm_f32x4_splat(p[j]), vp + j * 8, stride, acc);
+    row_times_panels<kPanels>(p, width, vp, stride, acc);
     for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(out + 4 * i, acc[i]);
-  }
-
-  // acc[2i], acc[2i + 1] += x · the 8 floats at w + i·stride, i < kPanels. The count is a
-  // template argument so that the loops unroll and the accumulators stay in registers: indexed
-  // by a count known only at run time they would live in memory.
-  template <int kPanels>
-  __attribute__((always_inline)) static void madd_panels(v128_t x, const float* w, std::size_t stride,
-                                                         v128_t* acc) {
-    for (int i = 0; i < kPanels; ++i) {
-      acc[2 * i] = multiply_add(x, wasm_v128_load(w + i * stride), acc[2 * i]);
-      acc[2 * i + 1] = multiply_add(x, wasm_v128_load(w + i * stride + 4), acc[2 * i + 1]);
-    }
   }
 };
 

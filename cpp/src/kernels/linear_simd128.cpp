@@ -6,7 +6,7 @@
 
 #include "kernels/block_simd128.h"
 #include "kernels/kernels.h"
-#include "kernels/madd_simd128.h"
+#include "kernels/row_panels_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -62,30 +62,18 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
   }
 }
 
-// One input row (a decode step) times panels [p0, p0 + count) of a target, count <= 4: a
-// matrix-vector product. The 4-row block would compute 3 rows of padding; four panels side by side
-// give 8 independent accumulators instead, so the chain of `in` multiply-adds of one panel does
-// not wait on each add's latency. Never inlined, as panel_rows.
-__attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget& target, int p0,
-                                              int count) {
+// One input row (a decode step) times kPanels consecutive weight panels from p0: a
+// matrix-vector product (row_panels_simd128.h), where the 4-row block would compute 3 rows of
+// padding. Never inlined, as panel_rows.
+template <int kPanels>
+__attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget& target, int p0) {
   const PackedLinear& w = *target.weights;
-  const float* bias = w.bias.empty() ? nullptr : w.bias.data();
-  const float* panel[4];
-  v128_t acc[8];
-  for (int i = 0; i < 4; ++i) {
-    const int p = p0 + std::min(i, count - 1);  // short groups repeat their last panel
-    panel[i] = w.panel(p);
-    acc[2 * i] = bias ? wasm_v128_load(bias + p * kPanelWidth) : wasm_f32x4_splat(0.0f);
-    acc[2 * i + 1] = bias ? wasm_v128_load(bias + p * kPanelWidth + 4) : wasm_f32x4_splat(0.0f);
+  v128_t acc[2 * kPanels];
+  for (int i = 0; i < 2 * kPanels; ++i) {
+    acc[i] = w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + p0 * kPanelWidth + 4 * i);
   }
-  for (int k = 0; k < w.in; ++k) {
-    const v128_t xk = wasm_f32x4_splat(x[k]);
-    for (int i = 0; i < 4; ++i) {
-      acc[2 * i] = multiply_add(xk, wasm_v128_load(panel[i] + k * kPanelWidth), acc[2 * i]);
-      acc[2 * i + 1] = multiply_add(xk, wasm_v128_load(panel[i] + k * kPanelWidth + 4), acc[2 * i + 1]);
-    }
-  }
-  for (int i = 0; i < count; ++i) {
+  row_times_panels<kPanels>(x, w.in, w.panel(p0), static_cast<std::size_t>(w.in) * kPanelWidth, acc);
+  for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i) * kPanelWidth;
     alignas(16) float tmp[kPanelWidth];
     wasm_v128_store(tmp, acc[2 * i]);
@@ -101,9 +89,12 @@ void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarge
   // Cache blocking: a block of input rows (<= ~192 KiB) stays in L2 while every weight panel
   // streams past it once; each panel (in × 8 floats) stays in L1 across the block's rows.
   if (rows == 1) {
-    for (int t = 0; t < target_count; ++t)
-      for (int p = 0; p < targets[t].weights->panel_count(); p += 4)
-        one_row_panels(x, targets[t], p, std::min(4, targets[t].weights->panel_count() - p));
+    for (int t = 0; t < target_count; ++t) {
+      const int panels = targets[t].weights->panel_count();
+      int p = 0;
+      for (; p + 4 <= panels; p += 4) one_row_panels<4>(x, targets[t], p);
+      for (; p < panels; ++p) one_row_panels<1>(x, targets[t], p);
+    }
     return;
   }
   const int in = target_count ? targets[0].weights->in : 0;

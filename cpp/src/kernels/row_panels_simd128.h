@@ -1,0 +1,34 @@
+// One row times panels of 8 columns side by side, WebAssembly SIMD128: the matrix-vector loop of
+// every one-row path (a decode step): the projection of one input row (linear_simd128.cpp), and
+// one query row's scores against key panels and its weighted sum of value panels
+// (attention_simd128.cpp). kPanels panels give 2·kPanels independent accumulators, so the chain of
+// multiply-adds of one panel does not wait on each add's latency; the count is a template
+// argument so that the loop unrolls and the accumulators stay in registers (indexed by a count
+// known only at run time they would live in memory).
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <cstddef>
+
+#include "kernels/madd_simd128.h"
+
+namespace webattention::kernels {
+
+// acc[2i], acc[2i + 1] += Σ_k x[k] · panel_i[8k .. 8k + 8) for k < n and i < kPanels, where
+// panel_i = panels + i·stride (each panel [n][8], row-major).
+template <int kPanels>
+__attribute__((always_inline)) inline void row_times_panels(const float* x, int n,
+                                                            const float* panels,
+                                                            std::size_t stride, v128_t* acc) {
+  for (int k = 0; k < n; ++k) {
+    const v128_t xk = wasm_f32x4_splat(x[k]);
+    for (int i = 0; i < kPanels; ++i) {
+      const float* w = panels + i * stride + k * 8;
+      acc[2 * i] = multiply_add(xk, wasm_v128_load(w), acc[2 * i]);
+      acc[2 * i + 1] = multiply_add(xk, wasm_v128_load(w + 4), acc[2 * i + 1]);
+    }
+  }
+}
+
+}  // namespace webattention::kernels
