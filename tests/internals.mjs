@@ -7,7 +7,8 @@ import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
 import { gpuMissing } from '../web/src/webgpu/options.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
-export { AUTO_MIN_FLOPS, DECODE_MAX_L, DEFAULT_WEBGPU_MIN_FLOPS, testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
+export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS, testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
+export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';

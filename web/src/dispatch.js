@@ -63,15 +63,6 @@ export const SPLIT_PROJECTION_FLOPS = 16e6;
 export const DEFAULT_WEBGPU_MIN_FLOPS = 2 ** 26;
 
 /**
- * On the GPU, query lengths up to this take the decode kernels (split-K over keys) instead of the
- * flash kernel: flash puts one query row on each of a workgroup's 64 invocations and walks the
- * keys serially, so at L <= 4 at least 60 of 64 invocations idle; the decode path spreads a row's
- * keys over S / 256 workgroups. Its cost is per row (each row re-reads K and V), so it stops at a
- * few rows.
- */
-export const DECODE_MAX_L = 4;
-
-/**
  * Work of one MHA forward in FLOPs (multiply-adds ×2): the four projections, the scores and the
  * weighted sum, plus the scores again when weights are asked for (every backend recomputes them
  * in a second pass).

@@ -12,7 +12,7 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { DECODE_MAX_L } from '../dispatch.js';
+import { DECODE_MAX_L } from './kernel_config.js';
 import { CacheError } from '../errors.js';
 import { weightsPerBatch } from '../shapes.js';
 import { cachedPasses } from './cached_passes.js';
