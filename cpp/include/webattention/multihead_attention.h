@@ -153,6 +153,7 @@ class MultiHeadAttention {
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
+  void require_loaded() const;  // StateDictError naming the first entry not loaded yet
   void attend(const MhaForwardArgs& args, int head_begin, int head_end,
               const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
               const kernels::PackedLinear& wv, float* heads_out) const;

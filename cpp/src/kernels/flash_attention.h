@@ -6,7 +6,7 @@
 // sliding window) are never computed. Attention weights, when asked for, take a second pass with
 // the final max and sum.
 //
-// Each ISA's kernel file (attention_simd128.cpp, attention_scalar.cpp) supplies only the inner
+// Each ISA's kernel file (f32_attention_simd128.cpp, f32_attention_scalar.cpp) supplies only the inner
 // loops, as static members of a struct `Isa`, and forwards attention_unit() to the template
 // below: the native tests (scalar) then check the very algorithm the SIMD modules ship.
 //   Isa::Block                  4 rows × 8 columns of accumulators: zero(), load_row(r, src),

@@ -1,8 +1,10 @@
-// The kernel interface. Each kernel family lives in its own file whose name says its ISA:
-// `*_scalar.cpp` is portable C++ (native builds and the no-SIMD WASM build), `*_simd128.cpp` is
-// WebAssembly SIMD128. Both read the same packed layouts and are checked against the reference;
-// attention's algorithm is written once (flash_attention.h) and each ISA supplies its inner loops.
-// Kernels assume validated shapes and never throw.
+// The kernel interface. Each kernel family lives in its own file named, as XNNPACK names them,
+// <storage type>_<op>_<ISA>: `f32_linear_scalar.cpp` is the f32 projection in portable C++ (native
+// builds and the no-SIMD WASM build), `f32_attention_simd128.cpp` f32 attention in WebAssembly
+// SIMD128, `f32_packing.cpp` the f32 weight packing every ISA reads; a kernel of another storage
+// type goes in beside them. Every ISA reads the same packed layouts and is checked against the
+// reference; attention's algorithm is written once (flash_attention.h) and each ISA supplies its
+// inner loops. Kernels assume validated shapes and never throw.
 #pragma once
 
 #include <algorithm>

@@ -4,11 +4,11 @@
 
 #include <cstddef>
 
-#include "kernels/block_simd128.h"
+#include "kernels/f32_block_simd128.h"
 #include "kernels/exp_simd128.h"
 #include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
-#include "kernels/row_panels_simd128.h"
+#include "kernels/f32_row_panels_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -54,7 +54,7 @@ struct Simd128 {
     for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
   }
 
-  // One query row against 4 key panels (32 keys) at a time (row_panels_simd128.h).
+  // One query row against 4 key panels (32 keys) at a time (f32_row_panels_simd128.h).
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const std::size_t panel_floats = static_cast<std::size_t>(dk) * 8;
     const float* panel = kp + static_cast<std::size_t>(j0 / 8) * panel_floats;
