@@ -22,11 +22,10 @@ struct StridedRows {
   std::ptrdiff_t row_stride = 0;
 };
 
-// K and V already in the kernel's panel layouts (kernels/flash_attention.h), as a KV cache keeps
-// them, so that a decode step reads them in place instead of packing them again. Block
-// (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v); within it, key
-// slot j's features are at [j/8][c][j%8] and value column c of slot j at [c/8][j][c%8], with
-// `capacity` slots (a multiple of 8) per 8-column panel.
+// K and V already in the kernels' panel layout (kernels/kv_layout.h: key_panels, value_panels),
+// as a KV cache keeps them, so that a decode step reads them in place instead of packing them
+// again. Block (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v),
+// with `capacity` slots (a multiple of kPanelWidth).
 struct PackedKv {
   const float* k = nullptr;
   const float* v = nullptr;

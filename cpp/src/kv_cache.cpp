@@ -1,5 +1,5 @@
-// KV cache storage: the kernels' packed K and V layouts (attention_problem.h, PackedKv), one block
-// per (batch, K/V head), allocated and zeroed once; positions land in slot position % capacity.
+// KV cache storage: the kernels' packed K and V layouts (kernels/kv_layout.h), one block per
+// (batch, K/V head), allocated and zeroed once; positions land in slot position % capacity.
 #include "webattention/kv_cache.h"
 
 #include <algorithm>
@@ -10,27 +10,22 @@
 #include "kernels/kernels.h"
 
 namespace webattention {
-namespace {
-
-constexpr int round_up(std::int64_t n, int m) { return static_cast<int>((n + m - 1) / m * m); }
-
-}  // namespace
 
 KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv)
     : owner_(owner), config_(config), kv_heads_(kv_heads), dk_(dk), dv_(dv),
-      dv_pad_(round_up(dv, kernels::kPanelWidth)) {
+      dv_pad_(kernels::whole_panels(dv)) {
   std::int64_t slots = config.max_length;
   if (config.window > 0) {
     slots = std::int64_t{config.window} + kRingSlack;
     if (config.max_length > 0) slots = std::min<std::int64_t>(slots, config.max_length);
   }
   require_addressable("max_length", "the cache's slots", slots + kernels::kPanelWidth);
-  capacity_ = round_up(slots, kernels::kPanelWidth);
+  capacity_ = static_cast<int>(kernels::whole_panels(slots));
   const std::int64_t blocks = std::int64_t{config.batch} * kv_heads;
   require_addressable("max_length", "the cache's keys", blocks * capacity_ * dk);
   require_addressable("max_length", "the cache's values", blocks * capacity_ * dv_pad_);
-  k_block_ = static_cast<std::size_t>(capacity_) * dk;
-  v_block_ = static_cast<std::size_t>(capacity_) * dv_pad_;
+  k_block_ = kernels::key_block_elements(capacity_, dk);
+  v_block_ = kernels::value_block_elements(capacity_, dv);
   // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0.
   k_.reset(new float[blocks * k_block_]());
   v_.reset(new float[blocks * v_block_]());
@@ -64,11 +59,8 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
       const float* vrow = v + b * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
         const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-        float* kp = k_.get() + block * k_block_ + static_cast<std::size_t>(slot / 8) * dk_ * 8 + slot % 8;
-        for (int c = 0; c < dk_; ++c) kp[c * 8] = krow[g * dk_ + c];
-        float* vp = v_.get() + block * v_block_ + static_cast<std::size_t>(slot) * 8;
-        for (int c = 0; c < dv_; ++c)
-          vp[static_cast<std::size_t>(c / 8) * capacity_ * 8 + c % 8] = vrow[g * dv_ + c];
+        kernels::key_panels(k_.get() + block * k_block_, dk_).set_column(slot, krow + g * dk_, dk_);
+        kernels::value_panels(v_.get() + block * v_block_, capacity_).set_row(slot, vrow + g * dv_, dv_);
       }
     }
   }

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 
+#include "kernels/kv_layout.h"
 #include "kernels/madd_simd128.h"
 
 namespace webattention::kernels {
@@ -24,7 +25,7 @@ __attribute__((always_inline)) inline void row_times_panels(const float* x, int 
   for (int k = 0; k < n; ++k) {
     const v128_t xk = wasm_f32x4_splat(x[k]);
     for (int i = 0; i < kPanels; ++i) {
-      const float* w = panels + i * stride + k * 8;
+      const float* w = panels + i * stride + k * kPanelWidth;
       acc[2 * i] = multiply_add(xk, wasm_v128_load(w), acc[2 * i]);
       acc[2 * i + 1] = multiply_add(xk, wasm_v128_load(w + 4), acc[2 * i + 1]);
     }

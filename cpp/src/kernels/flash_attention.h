@@ -41,10 +41,10 @@ void tile_scores(const float* q, int dk, const float* kp, int j0, int width, flo
   const float* q1 = q + dk;
   const float* q2 = q + 2 * dk;
   const float* q3 = q + 3 * dk;
-  for (int jb = 0; jb < width; jb += 8) {
+  for (int jb = 0; jb < width; jb += kPanelWidth) {
     auto acc = Isa::Block::zero();
-    const float* panel = kp + static_cast<std::size_t>((j0 + jb) / 8) * dk * 8;
-    for (int c = 0; c < dk; ++c) acc.madd(q0[c], q1[c], q2[c], q3[c], panel + c * 8);
+    const float* panel = key_panels(kp, dk).panel((j0 + jb) / kPanelWidth);
+    for (int c = 0; c < dk; ++c) acc.madd(q0[c], q1[c], q2[c], q3[c], panel + c * kPanelWidth);
     for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
   }
 }
@@ -100,11 +100,11 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
 // acc[r][0..dv_pad) += Σ_j p[r][j] · V[j0 + j][:], 4 rows × 8 columns per register block.
 template <class Isa>
 void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, int j0, float* acc) {
-  for (int cb = 0; cb < dv_pad; cb += 8) {
+  for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
     typename Isa::Block block;
     for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
-    const float* vrow = kv.v + static_cast<std::size_t>(cb) * kv.v_rows + j0 * 8;
-    for (int j = 0; j < width; ++j, vrow += 8)
+    const float* vrow = &value_panels(kv.v, kv.v_rows).at(cb, j0);
+    for (int j = 0; j < width; ++j, vrow += kPanelWidth)
       block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j], vrow);
     for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
   }
@@ -177,7 +177,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     const int active = one_row ? 1 : kRows;  // rows whose scores are computed
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
     for (int j0 = keys.begin / kPanelWidth * kPanelWidth; j0 < keys.end; j0 += kKeyTile) {
-      const int width = std::min(kKeyTile, round_up(keys.end, kPanelWidth) - j0);
+      const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
       if (one_row) {
         Isa::row_scores(q, p.dk, kv.kt, j0, width, scores);
       } else {

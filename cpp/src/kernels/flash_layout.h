@@ -40,13 +40,13 @@ struct Layout {
   std::size_t q, kt, v, scores, acc, total;
 
   explicit Layout(const AttentionProblem& p)
-      : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)), S_pad(round_up(p.S, kPanelWidth)),
-        dv_pad(round_up(p.dv, kPanelWidth)) {
+      : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)),
+        S_pad(whole_panels(p.S)), dv_pad(whole_panels(p.dv)) {
     const bool packed = !p.cache.empty();
     q = 0;
     kt = q + static_cast<std::size_t>(rows_pad) * p.dk;
-    v = kt + (packed ? 0 : static_cast<std::size_t>(p.dk) * S_pad);
-    scores = v + (packed ? 0 : static_cast<std::size_t>(S_pad) * dv_pad);
+    v = kt + (packed ? 0 : key_block_elements(S_pad, p.dk));
+    scores = v + (packed ? 0 : value_block_elements(S_pad, p.dv));
     acc = scores + kRows * kKeyTile;
     total = acc + static_cast<std::size_t>(kRows) * dv_pad;
   }
@@ -60,7 +60,7 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
   return {g * p.kv_group + r / p.L, r % p.L};
 }
 
-// The unit's K and V in panel layout: `v_rows` slots per 8-column V panel.
+// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel.
 struct KvPanels {
   const float* kt;
   const float* v;
@@ -79,7 +79,7 @@ inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& 
 }
 
 // The unit's K and V: read in place from a cache, or packed into the workspace, zero-padded, in
-// panels of 8 keys / 8 value columns so both micro-kernels stream contiguous memory.
+// panels of keys / value columns (kv_layout.h) so both micro-kernels stream contiguous memory.
 inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
   if (!p.cache.empty()) {
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
@@ -88,19 +88,15 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
-  float* kp = ws + lay.kt;
+  const PanelMatrix<float> kp = key_panels(ws + lay.kt, p.dk);
+  const PanelMatrix<float> vp = value_panels(ws + lay.v, lay.S_pad);
   for (int j = 0; j < lay.S_pad; ++j) {
     const float* kj = k + j * p.k.row_stride;
-    float* panel = kp + static_cast<std::size_t>(j / 8) * p.dk * 8 + j % 8;
-    for (int c = 0; c < p.dk; ++c) panel[c * 8] = j < p.S ? kj[c] : 0.0f;
+    for (int c = 0; c < p.dk; ++c) kp.at(j, c) = j < p.S ? kj[c] : 0.0f;
   }
-  float* vp = ws + lay.v;
   for (int j = 0; j < lay.S_pad; ++j) {
     const float* vj = v + j * p.v.row_stride;
-    for (int c = 0; c < lay.dv_pad; ++c) {
-      vp[static_cast<std::size_t>(c / 8) * lay.S_pad * 8 + j * 8 + c % 8] =
-          (j < p.S && c < p.dv) ? vj[c] : 0.0f;
-    }
+    for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
   return {ws + lay.kt, ws + lay.v, lay.S_pad};
 }

@@ -13,15 +13,13 @@
 #include <vector>
 
 #include "attention_problem.h"
+#include "kernels/kv_layout.h"
 
 namespace webattention::kernels {
 
-// Columns per weight panel: one 4×8 register block of the projection kernel is 2 f32x4 wide.
-constexpr int kPanelWidth = 8;
-
 // The weights of one linear layer y = x Wᵀ + b, packed once at load time for the projection
-// kernel: panels of kPanelWidth output columns, each [in][kPanelWidth] contiguous, the last one
-// zero-padded. Streaming a panel touches consecutive memory only.
+// kernel in the panel layout (kv_layout.h): panels of kPanelWidth output columns, each
+// [in][kPanelWidth] contiguous, the last one zero-padded.
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -33,19 +31,16 @@ struct PackedLinear {
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias
   // values at once, with no per-block bounds check.
   void set_bias(const float* values, int n) {
-    bias.assign(static_cast<std::size_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth, 0.0f);
+    bias.assign(static_cast<std::size_t>(whole_panels(n)), 0.0f);
     std::copy(values, values + n, bias.begin());
   }
 
   bool empty() const { return !panels; }
-  int panel_count() const { return (out + kPanelWidth - 1) / kPanelWidth; }
-  const float* panel(int p) const {
-    return panels.get() + static_cast<std::size_t>(p) * in * kPanelWidth;
-  }
+  int panel_count() const { return whole_panels(out) / kPanelWidth; }
+  PanelMatrix<float> matrix() const { return {panels.get(), static_cast<std::size_t>(in)}; }
+  const float* panel(int p) const { return matrix().panel(p); }
   // Weight W[n][k] in PyTorch's [out, in] indexing.
-  float weight(int n, int k) const {
-    return panel(n / kPanelWidth)[static_cast<std::size_t>(k) * kPanelWidth + n % kPanelWidth];
-  }
+  float weight(int n, int k) const { return matrix().at(n, k); }
 };
 
 // Packs a PyTorch weight [out, in] (row-major).
