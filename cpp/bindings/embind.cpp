@@ -245,6 +245,21 @@ std::string sdpa(const SdpaWire& w) {
   return guarded([&] { scaled_dot_product_attention(w.args()); });
 }
 
+// The KV cache's storage rule (webattention/kv_cache.h, the same as web/src/kv_ring.js):
+// { capacity, rowsPerPass }, or { error } in the "Class|message" form.
+val kv_ring_geometry(int max_length, int window) {
+  val o = val::object();
+  RingGeometry g;
+  const std::string error = guarded([&] { g = ring_geometry(max_length, window); });
+  if (!error.empty()) {
+    o.set("error", error);
+    return o;
+  }
+  o.set("capacity", static_cast<double>(g.capacity));
+  o.set("rowsPerPass", static_cast<double>(g.rows_per_pass));
+  return o;
+}
+
 // Bytes allocated on the WASM heap, for leak checks.
 std::size_t memory_in_use() { return mallinfo().uordblks; }
 
@@ -319,6 +334,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("length", &CacheBinding::length)
       .function("reset", &CacheBinding::reset);
   emscripten::function("sdpa", &sdpa);
+  emscripten::function("kvRingGeometry", &kv_ring_geometry);
   emscripten::function("memoryInUse", &memory_in_use);
   // Threads of the core's own pool: more than 1 only in the pthreads module.
   emscripten::function("threadCount", &thread_count);

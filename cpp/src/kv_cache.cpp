@@ -3,24 +3,43 @@
 #include "webattention/kv_cache.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
+#include <string>
 
 #include "checks.h"
 #include "kernels/kernels.h"
+#include "webattention/errors.h"
 
 namespace webattention {
+
+RingGeometry ring_geometry(int max_length, int window) {
+  if (window < 0) {
+    throw ConfigError("window", "window: expected an integer >= 1, got " + std::to_string(window));
+  }
+  if (max_length < (window > 0 ? 0 : 1)) {
+    throw ConfigError("max_length", "max_length: expected an integer >= 1" +
+                                        std::string(window > 0 ? " (or 0 with a window)" : "") +
+                                        ", got " + std::to_string(max_length));
+  }
+  std::int64_t slots = max_length;
+  if (window > 0) {
+    slots = std::int64_t{window} + kRingSlack;
+    if (max_length > 0) slots = std::min<std::int64_t>(slots, max_length);
+  }
+  RingGeometry g;
+  g.capacity = kernels::whole_panels(slots);
+  const bool wraps = window > 0 && (max_length == 0 || g.capacity < max_length);
+  g.rows_per_pass = wraps ? g.capacity - window + 1 : g.capacity;
+  return g;
+}
 
 KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv)
     : owner_(owner), config_(config), kv_heads_(kv_heads), dk_(dk), dv_(dv),
       dv_pad_(kernels::whole_panels(dv)) {
-  std::int64_t slots = config.max_length;
-  if (config.window > 0) {
-    slots = std::int64_t{config.window} + kRingSlack;
-    if (config.max_length > 0) slots = std::min<std::int64_t>(slots, config.max_length);
-  }
-  require_addressable("max_length", "the cache's slots", slots + kernels::kPanelWidth);
-  capacity_ = static_cast<int>(kernels::whole_panels(slots));
+  const RingGeometry ring = ring_geometry(config.max_length, config.window);
+  require_addressable("max_length", "the cache's slots", ring.capacity);
+  capacity_ = static_cast<int>(ring.capacity);
+  rows_per_pass_ = static_cast<int>(ring.rows_per_pass);
   const std::int64_t blocks = std::int64_t{config.batch} * kv_heads;
   require_addressable("max_length", "the cache's keys", blocks * capacity_ * dk);
   require_addressable("max_length", "the cache's values", blocks * capacity_ * dv_pad_);
@@ -39,14 +58,6 @@ void KvCache::reset() {
   std::fill(k_.get(), k_.get() + blocks * k_block_, 0.0f);
   std::fill(v_.get(), v_.get() + blocks * v_block_, 0.0f);
   length_ = 0;
-}
-
-int KvCache::rows_per_step() const {
-  // Storage that holds every position ever allowed never overwrites a slot.
-  if (config_.max_length > 0 && capacity_ >= config_.max_length) return INT_MAX;
-  // A ring: the first row of a step needs keys from its position - window + 1 on, and a step of
-  // m rows overwrites the slots of positions up to length + m - 1 - capacity.
-  return capacity_ - config_.window + 1;
 }
 
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,

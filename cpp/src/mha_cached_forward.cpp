@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "attention_problem.h"
+#include "cache_passes.h"
 #include "checks.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -49,14 +50,6 @@ std::unique_ptr<KvCache> MultiHeadAttention::create_cache(const KvCacheConfig& c
   if (config.batch < 1) {
     throw ConfigError("batch_size", "batch_size: expected an integer >= 1, got " +
                                         std::to_string(config.batch));
-  }
-  if (config.window < 0) {
-    throw ConfigError("window", "window: expected an integer >= 1, got " + std::to_string(config.window));
-  }
-  if (config.max_length < (config.window > 0 ? 0 : 1)) {
-    throw ConfigError("max_length", "max_length: expected an integer >= 1" +
-                                        std::string(config.window > 0 ? " (or 0 with a window)" : "") +
-                                        ", got " + std::to_string(config.max_length));
   }
   const MhaConfig& c = config_;
   return std::unique_ptr<KvCache>(
@@ -108,7 +101,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   const std::size_t heads_floats = static_cast<std::size_t>(B) * L * v_width_;
   const std::size_t scratch = scratch_floats(B, L, L);
   const int weight_heads = a.average_weights ? 1 : H;
-  const int step = std::min(L, cache.rows_per_step());
+  const int step = std::min(L, cache.rows_per_pass());
   // One step whose slots are the positions (the storage has not wrapped) writes the weights where
   // they go; otherwise they go through slot order.
   const bool weights_in_place = step == L && total <= cache.capacity();
@@ -122,8 +115,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   const Projected x = project_inputs(a, 0, H, *wq_, *wk_, *wv_);
   rotate(x, B, L, L, first);
 
-  for (int r0 = 0; r0 < L; r0 += step) {
-    const int rows = std::min(step, L - r0);
+  for_each_pass(L, cache.rows_per_pass(), [&](int r0, int rows) {
     cache.append(x.k + static_cast<std::ptrdiff_t>(r0) * x.k_width, static_cast<std::ptrdiff_t>(L) * x.k_width,
                  x.v + static_cast<std::ptrdiff_t>(r0) * x.v_width, static_cast<std::ptrdiff_t>(L) * x.v_width, rows);
     const std::int64_t length = cache.length();
@@ -145,7 +137,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     p.weights = !a.weights ? nullptr : weights_in_place ? a.weights : weight_slots_.data();
     p.average_weights = a.average_weights;
     run_attention(p);
-    if (!a.weights || weights_in_place) continue;
+    if (!a.weights || weights_in_place) return;
     // Slot order → positions: [B, (h,) rows, slots] into rows r0.. of [B, (h,) L, total].
     for (int bh = 0; bh < B * weight_heads; ++bh) {
       for (int i = 0; i < rows; ++i) {
@@ -156,7 +148,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
         for (int j = 0; j < slots; ++j) dst[p.positions.key(j)] = src[j];
       }
     }
-  }
+  });
   project_output(heads, B * L, a.output);
 }
 

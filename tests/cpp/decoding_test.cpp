@@ -143,6 +143,24 @@ TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
   EXPECT_TRUE(all_close(run_cached(m, *cache, x, 1, T, {90, 1, 1, 30, 1, 27}), run(m, x, 1, T, mask, false)));
 }
 
+// The storage rule of kv_cache.h, value by value (web/src/kv_ring.js answers the same).
+TEST(Decoding, RingGeometryIsTheDocumentedRule) {
+  struct Case { int max_length, window; std::int64_t capacity, rows_per_pass; };
+  for (const Case& k : {Case{100, 0, 104, 104},      // no window: max_length, whole panels
+                        Case{0, 10, 80, 71},         // a ring of W + 63 = 73 -> 80 slots
+                        Case{0, 1, 64, 64},
+                        Case{1000, 512, 576, 65},    // 575 -> 576 < max_length: it wraps
+                        Case{66, 2, 72, 72},         // 65 -> 72 >= max_length: never wraps
+                        Case{40, 10, 40, 40}}) {     // max_length smaller than the ring
+    const RingGeometry g = ring_geometry(k.max_length, k.window);
+    EXPECT_EQ(g.capacity, k.capacity) << k.max_length << ", " << k.window;
+    EXPECT_EQ(g.rows_per_pass, k.rows_per_pass) << k.max_length << ", " << k.window;
+  }
+  EXPECT_THROW(ring_geometry(0, 0), ConfigError);
+  EXPECT_THROW(ring_geometry(10, -1), ConfigError);
+  EXPECT_THROW(ring_geometry(-1, 4), ConfigError);
+}
+
 TEST(Decoding, MisuseIsATypedErrorThatLeavesTheCache) {
   std::mt19937 rng(4);
   MultiHeadAttention a(MhaConfig{E, H}), b(MhaConfig{E, H});
