@@ -164,24 +164,6 @@ class MhaBinding {
     return list;
   }
 
-  // {embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias} with defaults resolved.
-  val config() const {
-    const MhaConfig& c = mha_->config();
-    val o = val::object();
-    o.set("embedDim", c.embed_dim);
-    o.set("numHeads", c.num_heads);
-    o.set("kdim", c.kdim);
-    o.set("vdim", c.vdim);
-    o.set("headDim", c.head_dim);
-    o.set("valueHeadDim", c.value_head_dim);
-    o.set("bias", c.bias);
-    o.set("numKvHeads", c.num_kv_heads);
-    o.set("rotaryDim", c.rotary_dim);
-    o.set("rotaryBase", c.rotary_base);
-    o.set("rotaryInterleaved", c.rotary_interleaved);
-    return o;
-  }
-
   // docs/attention-math.md §5: { matrix: Float32Array, shape, rank, factoredParameters, fullParameters },
   // or { error } in the same "Class|message" form as the other entry points.
   val head_bilinear_form(int head) const {
@@ -268,7 +250,8 @@ std::size_t memory_in_use() { return mallinfo().uordblks; }
 
 EMSCRIPTEN_BINDINGS(webattention) {
   using namespace webattention;
-  // The argument objects, field names as the JS side writes them (wasm_backend.js).
+  // The argument objects, field names as the JS side writes them (wasm_backend.js). MhaConfig's
+  // field list is written here only: nothing reads a config back from the core.
   emscripten::value_object<MhaConfig>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
@@ -321,7 +304,6 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .constructor<>()
       .function("configure", &MhaBinding::configure)
       .function("parameterSpecs", &MhaBinding::parameter_specs)
-      .function("config", &MhaBinding::config)
       .function("loadParameter", &MhaBinding::load_parameter)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)
