@@ -11,8 +11,12 @@
 namespace webattention {
 
 void run_attention(const AttentionProblem& p) {
-  if (p.weights && p.average_weights) {
-    std::fill(p.weights, p.weights + static_cast<std::size_t>(p.batch) * p.L * p.S, 0.0f);
+  if (p.weights && p.average_weights) {  // this problem's rows of each batch's [rows, cols]
+    const std::size_t cols = static_cast<std::size_t>(p.weight_cols());
+    for (int b = 0; b < p.batch; ++b) {
+      float* w = p.weights + static_cast<std::size_t>(b) * p.weight_rows() * cols;
+      std::fill(w, w + p.L * cols, 0.0f);
+    }
   }
   const std::size_t workspace_floats = kernels::attention_workspace_floats(p);
   // Averaged weights are summed over a batch's heads: keep each batch's units on one thread.

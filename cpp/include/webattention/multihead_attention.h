@@ -174,9 +174,6 @@ class MultiHeadAttention {
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
   mutable std::vector<std::unique_ptr<HeadSlice>> slices_;  // cleared when weights change
-  // A cached forward's key-padding mask and weights in slot order, when the slots are not the
-  // positions (a ring); kept between calls, so a decode step allocates nothing once warm.
-  mutable std::vector<float> mask_slots_, weight_slots_;
 };
 
 }  // namespace webattention

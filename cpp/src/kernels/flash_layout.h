@@ -107,23 +107,21 @@ struct KeyRange {
   bool empty() const { return end <= begin; }
 };
 
-// The keys allowed by the position rule for the query at `query_pos` when keys are contiguous in
-// position (no ring wrap): causal stops after the query's own position, a window starts after
-// query_pos - window.
+// The one position rule: the keys the query at `query_pos` may see, a contiguous range of
+// positions. Causal stops after the query's own position, a window starts after
+// query_pos - window (docs/attention-math.md §9).
 inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) {
-  const Positions& pos = p.positions;
   const std::int64_t S = p.S;
-  std::int64_t end = p.causal ? query_pos + 1 - pos.shift_after : S;
-  std::int64_t begin = pos.window > 0 ? query_pos - pos.window + 1 - pos.shift_after : 0;
+  std::int64_t end = p.causal ? query_pos + 1 : S;
+  std::int64_t begin = p.positions.window > 0 ? query_pos - p.positions.window + 1 : 0;
   end = std::clamp<std::int64_t>(end, 0, S);
   begin = std::clamp<std::int64_t>(begin, 0, end);
   return {static_cast<int>(begin), static_cast<int>(end)};
 }
 
 // The keys a block of rows [r0, r0 + rows) of unit g must compute: the union of their allowed
-// ranges (every key of a wrapped ring: its positions are not monotonic in the slot).
+// ranges (with a window, W + 3 positions at most, whatever the cache's length).
 inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
-  if (!p.positions.contiguous()) return {0, p.S};
   KeyRange all{p.S, 0};
   for (int r = r0; r < r0 + rows; ++r) {
     const KeyRange k = allowed_keys(p, p.positions.query0 + row_of(p, g, r).i);
@@ -131,6 +129,21 @@ inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
     all = {std::min(all.begin, k.begin), std::max(all.end, k.end)};
   }
   return all.empty() ? KeyRange{0, 0} : all;
+}
+
+// Where keys [j0, j0 + width) live: calls run(offset, slot, n) for each stretch of n keys held in
+// consecutive slots from `slot` on, key j0 + offset first. Without a cache the slot is the key;
+// a cache's ring holds key j in slot j mod capacity, so a stretch ends where the ring wraps.
+// j0, width and the capacity are multiples of kPanelWidth: every stretch is whole panels.
+template <class Run>
+void slot_runs(const AttentionProblem& p, int j0, int width, Run&& run) {
+  const int capacity = p.cache.empty() ? 0 : p.cache.capacity;
+  for (int offset = 0; offset < width;) {
+    const int slot = capacity ? (j0 + offset) % capacity : j0 + offset;
+    const int n = capacity ? std::min(width - offset, capacity - slot) : width - offset;
+    run(offset, slot, n);
+    offset += n;
+  }
 }
 
 // Whether mask m forbids key j (index `at` in its view); adds an additive mask's value to `s`.
