@@ -58,9 +58,12 @@ struct Simd128 {
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const PanelMatrix<const float> keys = key_panels(kp, dk);
     const std::size_t stride = keys.panel_elements();
+    const int first = j0 / kPanelWidth;  // the panel of key j0
     int jb = 0;
-    for (; jb + 4 * kPanelWidth <= width; jb += 4 * kPanelWidth) score_panels<4>(q, dk, keys.panel((j0 + jb) / kPanelWidth), stride, s + jb);
-    for (; jb < width; jb += kPanelWidth) score_panels<1>(q, dk, keys.panel((j0 + jb) / kPanelWidth), stride, s + jb);
+    for (; jb + 4 * kPanelWidth <= width; jb += 4 * kPanelWidth)
+      score_panels<4>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
+    for (; jb < width; jb += kPanelWidth)
+      score_panels<1>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
   }
 
   // acc += p · V for one row, 4 column panels (32 values) at a time.
@@ -69,7 +72,8 @@ struct Simd128 {
     const PanelMatrix<const float> values = value_panels(v, v_rows);
     const std::size_t stride = values.panel_elements();
     int cb = 0;
-    for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth) pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);
+    for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth)
+      pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);
     for (; cb < dv_pad; cb += kPanelWidth) pv_panels<1>(p, width, &values.at(cb, j0), stride, acc + cb);
   }
 

@@ -22,7 +22,8 @@ __attribute__((noinline)) void pack_panel(const float* weight, int out, int in, 
     for (int c = 0; c < kPanelWidth; ++c) dst[c] = rows[c][k];
   }
   if (cols < kPanelWidth) {
-    for (int k = 0; k < in; ++k) std::fill(&packed.at(out, k), &packed.at(n0, k) + kPanelWidth, 0.0f);
+    for (int k = 0; k < in; ++k)
+      std::fill(&packed.at(out, k), &packed.at(n0, k) + kPanelWidth, 0.0f);
   }
 }
 

@@ -4,11 +4,11 @@
 // online softmax (running max and sum, rescaled accumulator), so memory stays O((L + S)·d)
 // whatever the mask. Tiles no row of the block may see (after the causal diagonal, before a
 // sliding window) are never computed. Keys are positions; a KV cache's ring holds key j in slot
-// j mod capacity, so a tile is read as at most a few runs of consecutive slots (slot_runs). Attention weights, when asked for, take a second pass with
-// the final max and sum.
+// j mod capacity, so a tile is read as a few runs of consecutive slots (slot_runs). Attention
+// weights, when asked for, take a second pass with the final max and sum.
 //
-// Each ISA's kernel file (f32_attention_simd128.cpp, f32_attention_scalar.cpp) supplies only the inner
-// loops, as static members of a struct `Isa`, and forwards attention_unit() to the template
+// Each ISA's kernel file (f32_attention_simd128.cpp, f32_attention_scalar.cpp) supplies only the
+// inner loops, as static members of a struct `Isa`, and forwards attention_unit() to the template
 // below: the native tests (scalar) then check the very algorithm the SIMD modules ship.
 //   Isa::Block                  4 rows × 8 columns of accumulators: zero(), load_row(r, src),
 //                               madd(x0, x1, x2, x3, w): row r += x_r · w[0..8), store_row(r, dst)
