@@ -164,24 +164,6 @@ class MhaBinding {
     return list;
   }
 
-  // {embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias} with defaults resolved.
-  val config() const {
-    const MhaConfig& c = mha_->config();
-    val o = val::object();
-    o.set("embedDim", c.embed_dim);
-    o.set("numHeads", c.num_heads);
-    o.set("kdim", c.kdim);
-    o.set("vdim", c.vdim);
-    o.set("headDim", c.head_dim);
-    o.set("valueHeadDim", c.value_head_dim);
-    o.set("bias", c.bias);
-    o.set("numKvHeads", c.num_kv_heads);
-    o.set("rotaryDim", c.rotary_dim);
-    o.set("rotaryBase", c.rotary_base);
-    o.set("rotaryInterleaved", c.rotary_interleaved);
-    return o;
-  }
-
   // docs/attention-math.md §5: { matrix: Float32Array, shape, rank, factoredParameters, fullParameters },
   // or { error } in the same "Class|message" form as the other entry points.
   val head_bilinear_form(int head) const {
@@ -245,6 +227,21 @@ std::string sdpa(const SdpaWire& w) {
   return guarded([&] { scaled_dot_product_attention(w.args()); });
 }
 
+// The KV cache's storage rule (webattention/kv_cache.h, the same as web/src/kv_ring.js):
+// { capacity, rowsPerPass }, or { error } in the "Class|message" form.
+val kv_ring_geometry(int max_length, int window) {
+  val o = val::object();
+  RingGeometry g;
+  const std::string error = guarded([&] { g = ring_geometry(max_length, window); });
+  if (!error.empty()) {
+    o.set("error", error);
+    return o;
+  }
+  o.set("capacity", static_cast<double>(g.capacity));
+  o.set("rowsPerPass", static_cast<double>(g.rows_per_pass));
+  return o;
+}
+
 // Bytes allocated on the WASM heap, for leak checks.
 std::size_t memory_in_use() { return mallinfo().uordblks; }
 
@@ -253,7 +250,8 @@ std::size_t memory_in_use() { return mallinfo().uordblks; }
 
 EMSCRIPTEN_BINDINGS(webattention) {
   using namespace webattention;
-  // The argument objects, field names as the JS side writes them (wasm_backend.js).
+  // The argument objects, field names as the JS side writes them (wasm_backend.js). MhaConfig's
+  // field list is written here only: nothing reads a config back from the core.
   emscripten::value_object<MhaConfig>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
@@ -306,7 +304,6 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .constructor<>()
       .function("configure", &MhaBinding::configure)
       .function("parameterSpecs", &MhaBinding::parameter_specs)
-      .function("config", &MhaBinding::config)
       .function("loadParameter", &MhaBinding::load_parameter)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)
@@ -319,6 +316,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("length", &CacheBinding::length)
       .function("reset", &CacheBinding::reset);
   emscripten::function("sdpa", &sdpa);
+  emscripten::function("kvRingGeometry", &kv_ring_geometry);
   emscripten::function("memoryInUse", &memory_in_use);
   // Threads of the core's own pool: more than 1 only in the pthreads module.
   emscripten::function("threadCount", &thread_count);

@@ -1,33 +1,14 @@
-// Entry points for attention: argument checks, then the kernels.
+// Entry points for attention (webattention/attention.h): argument checks, then the problem for
+// run_attention() (attention_driver.cpp).
 #include "webattention/attention.h"
 
-#include <algorithm>
 #include <cmath>
-#include <string>
-#include <vector>
 
 #include "attention_problem.h"
 #include "checks.h"
-#include "kernels/kernels.h"
-#include "parallel.h"
 #include "webattention/errors.h"
 
 namespace webattention {
-
-void run_attention(const AttentionProblem& p) {
-  if (p.weights && p.average_weights) {
-    std::fill(p.weights, p.weights + static_cast<std::size_t>(p.batch) * p.L * p.S, 0.0f);
-  }
-  const std::size_t workspace_floats = kernels::attention_workspace_floats(p);
-  // Averaged weights are summed over a batch's heads: keep each batch's units on one thread.
-  const int grain = (p.weights && p.average_weights) ? p.kv_heads() : 1;
-  parallel_for(p.units(), grain, [&](int begin, int end) {
-    // One workspace per thread, kept between calls (no allocation per call once warm).
-    thread_local std::vector<float> workspace;
-    if (workspace.size() < workspace_floats) workspace.resize(workspace_floats);
-    for (int unit = begin; unit < end; ++unit) kernels::attention_unit(p, unit, workspace.data());
-  });
-}
 
 void scaled_dot_product_attention(const SdpaArgs& a) {
   require_positive("N", a.N);

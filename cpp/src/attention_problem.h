@@ -22,11 +22,10 @@ struct StridedRows {
   std::ptrdiff_t row_stride = 0;
 };
 
-// K and V already in the kernel's panel layouts (kernels/flash_attention.h), as a KV cache keeps
-// them, so that a decode step reads them in place instead of packing them again. Block
-// (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v); within it, key
-// slot j's features are at [j/8][c][j%8] and value column c of slot j at [c/8][j][c%8], with
-// `capacity` slots (a multiple of 8) per 8-column panel.
+// K and V already in the kernels' panel layout (kernels/kv_layout.h: key_panels, value_panels),
+// as a KV cache keeps them, so that a decode step reads them in place instead of packing them
+// again. Block (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v),
+// with `capacity` slots (a multiple of kPanelWidth).
 struct PackedKv {
   const float* k = nullptr;
   const float* v = nullptr;
@@ -35,17 +34,14 @@ struct PackedKv {
   bool empty() const { return k == nullptr; }
 };
 
-// Where queries and keys sit in the sequence, for the causal and window rules. Query row i is at
-// position query0 + i; key j at j + (j < key_split ? shift_before : shift_after). Without a cache
-// everything is 0: row i at i, key j at j (PyTorch's top-left causal alignment). A KV cache puts
-// the new rows after the cached ones (bottom-right), and a ring buffer's slots wrap (key_split).
+// Where queries sit in the sequence, for the causal and window rules (flash_layout.h's
+// allowed_keys, the one rule). Key j is at position j, whatever holds it: a KV cache keeps
+// position j in slot j mod capacity (PackedKv), as the WebGPU kernels do (keyRow()). Query row i
+// is at position query0 + i: 0 without a cache (PyTorch's top-left causal alignment); a KV cache
+// puts the new rows after the cached ones (bottom-right).
 struct Positions {
   std::int64_t query0 = 0;
-  int key_split = 0;
-  std::int64_t shift_before = 0, shift_after = 0;
   std::int64_t window = 0;  // > 0: the query at p sees only keys at positions > p - window
-  bool contiguous() const { return key_split == 0; }  // key j at j + shift_after
-  std::int64_t key(int j) const { return j + (j < key_split ? shift_before : shift_after); }
 };
 
 struct AttentionProblem {
@@ -54,24 +50,33 @@ struct AttentionProblem {
   // h / kv_group of the k, v views (or of `cache`). The kernels run the kv_group query heads of a
   // K/V head together, as rows of one problem: K and V are read once for all of them.
   int kv_group = 1;
-  int L = 0, S = 0;          // query rows, key rows
+  int L = 0, S = 0;          // query rows, keys (positions 0 .. S - 1)
   int dk = 0, dv = 0;        // query/key width, value width
   StridedRows q, k, v;
-  PackedKv cache;  // when set, K and V come from here and the k, v views are unused
+  // When set, K and V come from here (key j in slot j mod capacity) and the k, v views are
+  // unused; every key a row may see must still be held (the cache's passes see to it).
+  PackedKv cache;
   float* out = nullptr;  // row i of (b, h) at out + b*out_batch_stride + h*out_head_stride + i*out_row_stride
   std::ptrdiff_t out_batch_stride = 0, out_head_stride = 0, out_row_stride = 0;
   float scale = 1.0f;
   bool causal = false;  // key j is not allowed for query i when its position is after the query's
   Positions positions;
   MaskView masks[2];    // applied together (key padding and attention mask)
-  // Optional attention probabilities: [batch, heads, L, S], or [batch, L, S] averaged over the
-  // heads when average_weights is set. Null unless asked for: no L×S buffer otherwise.
+  // Optional attention probabilities: [batch, heads, weights_rows, weights_cols], or
+  // [batch, weights_rows, weights_cols] averaged over the heads when average_weights is set;
+  // query row i of this problem is row i of its (batch, head). Null unless asked for: no L×S
+  // buffer otherwise. Rows and columns are L and S unless set: a cached forward's pass writes
+  // its rows into the call's weights [B, (h,) L, length after the call], whose columns past S
+  // are positions after every key of the pass (weight 0, NaN in a NaN row).
   float* weights = nullptr;
+  int weights_rows = 0, weights_cols = 0;
   bool average_weights = false;
   // Averaged weights are each head's share 1 / averaged_heads (0: heads). A head range of a
   // larger module passes the module's head count, so the ranges' shares add up to its average.
   int averaged_heads = 0;
   float average_share() const { return 1.0f / static_cast<float>(averaged_heads ? averaged_heads : heads); }
+  int weight_rows() const { return weights_rows ? weights_rows : L; }
+  int weight_cols() const { return weights_cols ? weights_cols : S; }
   int kv_heads() const { return heads / kv_group; }
   // The kernels' unit of work: one (batch, K/V head) with its kv_group query heads.
   int units() const { return batch * kv_heads(); }

@@ -1,36 +1,50 @@
-// KV cache storage: the kernels' packed K and V layouts (attention_problem.h, PackedKv), one block
-// per (batch, K/V head), allocated and zeroed once; positions land in slot position % capacity.
+// KV cache storage: the kernels' packed K and V layouts (kernels/kv_layout.h), one block per
+// (batch, K/V head), allocated and zeroed once; positions land in slot position % capacity.
 #include "webattention/kv_cache.h"
 
 #include <algorithm>
-#include <climits>
 #include <cstring>
+#include <string>
 
 #include "checks.h"
 #include "kernels/kernels.h"
+#include "webattention/errors.h"
 
 namespace webattention {
-namespace {
 
-constexpr int round_up(std::int64_t n, int m) { return static_cast<int>((n + m - 1) / m * m); }
-
-}  // namespace
+RingGeometry ring_geometry(int max_length, int window) {
+  if (window < 0) {
+    throw ConfigError("window", "window: expected an integer >= 1, got " + std::to_string(window));
+  }
+  if (max_length < (window > 0 ? 0 : 1)) {
+    throw ConfigError("max_length", "max_length: expected an integer >= 1" +
+                                        std::string(window > 0 ? " (or 0 with a window)" : "") +
+                                        ", got " + std::to_string(max_length));
+  }
+  std::int64_t slots = max_length;
+  if (window > 0) {
+    slots = std::int64_t{window} + kRingSlack;
+    if (max_length > 0) slots = std::min<std::int64_t>(slots, max_length);
+  }
+  RingGeometry g;
+  g.capacity = kernels::whole_panels(slots);
+  const bool wraps = window > 0 && (max_length == 0 || g.capacity < max_length);
+  g.rows_per_pass = wraps ? g.capacity - window + 1 : g.capacity;
+  return g;
+}
 
 KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv)
     : owner_(owner), config_(config), kv_heads_(kv_heads), dk_(dk), dv_(dv),
-      dv_pad_(round_up(dv, kernels::kPanelWidth)) {
-  std::int64_t slots = config.max_length;
-  if (config.window > 0) {
-    slots = std::int64_t{config.window} + kRingSlack;
-    if (config.max_length > 0) slots = std::min<std::int64_t>(slots, config.max_length);
-  }
-  require_addressable("max_length", "the cache's slots", slots + kernels::kPanelWidth);
-  capacity_ = round_up(slots, kernels::kPanelWidth);
+      dv_pad_(kernels::whole_panels(dv)) {
+  const RingGeometry ring = ring_geometry(config.max_length, config.window);
+  require_addressable("max_length", "the cache's slots", ring.capacity);
+  capacity_ = static_cast<int>(ring.capacity);
+  rows_per_pass_ = static_cast<int>(ring.rows_per_pass);
   const std::int64_t blocks = std::int64_t{config.batch} * kv_heads;
   require_addressable("max_length", "the cache's keys", blocks * capacity_ * dk);
   require_addressable("max_length", "the cache's values", blocks * capacity_ * dv_pad_);
-  k_block_ = static_cast<std::size_t>(capacity_) * dk;
-  v_block_ = static_cast<std::size_t>(capacity_) * dv_pad_;
+  k_block_ = kernels::key_block_elements(capacity_, dk);
+  v_block_ = kernels::value_block_elements(capacity_, dv);
   // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0.
   k_.reset(new float[blocks * k_block_]());
   v_.reset(new float[blocks * v_block_]());
@@ -46,14 +60,6 @@ void KvCache::reset() {
   length_ = 0;
 }
 
-int KvCache::rows_per_step() const {
-  // Storage that holds every position ever allowed never overwrites a slot.
-  if (config_.max_length > 0 && capacity_ >= config_.max_length) return INT_MAX;
-  // A ring: the first row of a step needs keys from its position - window + 1 on, and a step of
-  // m rows overwrites the slots of positions up to length + m - 1 - capacity.
-  return capacity_ - config_.window + 1;
-}
-
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
                      std::ptrdiff_t v_batch, int rows) {
   const int k_width = kv_heads_ * dk_, v_width = kv_heads_ * dv_;
@@ -64,11 +70,8 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
       const float* vrow = v + b * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
         const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-        float* kp = k_.get() + block * k_block_ + static_cast<std::size_t>(slot / 8) * dk_ * 8 + slot % 8;
-        for (int c = 0; c < dk_; ++c) kp[c * 8] = krow[g * dk_ + c];
-        float* vp = v_.get() + block * v_block_ + static_cast<std::size_t>(slot) * 8;
-        for (int c = 0; c < dv_; ++c)
-          vp[static_cast<std::size_t>(c / 8) * capacity_ * 8 + c % 8] = vrow[g * dv_ + c];
+        kernels::key_panels(k_.get() + block * k_block_, dk_).set_column(slot, krow + g * dk_, dk_);
+        kernels::value_panels(v_.get() + block * v_block_, capacity_).set_row(slot, vrow + g * dv_, dv_);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -141,6 +142,74 @@ TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
   EXPECT_GT(T, cache->capacity());
   // A 90-row chunk is more than one step of the ring (capacity - W + 1 rows).
   EXPECT_TRUE(all_close(run_cached(m, *cache, x, 1, T, {90, 1, 1, 30, 1, 27}), run(m, x, 1, T, mask, false)));
+}
+
+// Past the ring's wrap, the key-padding mask [B, length] and the weights [B, h, L, length] are
+// indexed by position, as without a ring: a cached forward in chunks (one longer than a pass)
+// gives the rows of the plain forward with the window as a mask, weights included.
+TEST(Decoding, RingReadsPaddingAndWritesWeightsByPosition) {
+  std::mt19937 rng(5);
+  MhaConfig c{E, H};
+  c.num_kv_heads = 2;
+  MultiHeadAttention m(c);
+  load_random(m, rng);
+  const int W = 6, T = 160;
+  const auto x = random_floats(static_cast<std::size_t>(T) * E, rng);
+  std::vector<std::uint8_t> padding(T);
+  for (int j = 0; j < T; ++j) padding[j] = j % 7 == 3;
+  std::vector<float> window(static_cast<std::size_t>(T) * T, -std::numeric_limits<float>::infinity());
+  for (int i = 0; i < T; ++i)
+    for (int j = std::max(0, i - W + 1); j <= i; ++j) window[static_cast<std::size_t>(i) * T + j] = 0.0f;
+  std::vector<float> out(static_cast<std::size_t>(T) * E), weights(static_cast<std::size_t>(H) * T * T);
+  MhaForwardArgs full;
+  full.L = full.S = T;
+  full.query = full.key = full.value = x.data();
+  full.attn_mask = {MaskKind::kAdditive, window.data(), {T, T}};
+  full.key_padding_mask = {MaskKind::kBoolean, padding.data(), {1, T}};
+  full.output = out.data();
+  full.weights = weights.data();
+  full.average_weights = false;
+  m.forward(full);
+
+  auto cache = m.create_cache({1, 0, W});
+  int at = 0;
+  for (int n : {100, 1, 1, 58}) {  // 100 rows: two passes of the 72-slot ring (67 rows at most)
+    std::vector<float> got(static_cast<std::size_t>(n) * E), w(static_cast<std::size_t>(H) * n * (at + n), -1.0f);
+    MhaForwardArgs a;
+    a.L = a.S = n;
+    a.query = a.key = a.value = x.data() + static_cast<std::size_t>(at) * E;
+    a.key_padding_mask = {MaskKind::kBoolean, padding.data(), {1, at + n}};
+    a.output = got.data();
+    a.weights = w.data();
+    a.average_weights = false;
+    m.forward(a, *cache);
+    std::vector<float> expected_w;
+    for (int h = 0; h < H; ++h)
+      for (int i = at; i < at + n; ++i)
+        for (int j = 0; j < at + n; ++j) expected_w.push_back(weights[(static_cast<std::size_t>(h) * T + i) * T + j]);
+    EXPECT_TRUE(all_close(got, std::vector<float>(out.begin() + static_cast<std::ptrdiff_t>(at) * E,
+                                                  out.begin() + static_cast<std::ptrdiff_t>(at + n) * E)));
+    EXPECT_TRUE(all_close(w, expected_w)) << "chunk at " << at;
+    at += n;
+  }
+}
+
+// The storage rule of kv_cache.h, value by value (web/src/kv_ring.js answers the same).
+TEST(Decoding, RingGeometryIsTheDocumentedRule) {
+  struct Case { int max_length, window; std::int64_t capacity, rows_per_pass; };
+  for (const Case& k : {Case{100, 0, 104, 104},      // no window: max_length, whole panels
+                        Case{0, 10, 80, 71},         // a ring of W + 63 = 73 -> 80 slots
+                        Case{0, 1, 64, 64},
+                        Case{1000, 512, 576, 65},    // 575 -> 576 < max_length: it wraps
+                        Case{66, 2, 72, 72},         // 65 -> 72 >= max_length: never wraps
+                        Case{40, 10, 40, 40}}) {     // max_length smaller than the ring
+    const RingGeometry g = ring_geometry(k.max_length, k.window);
+    EXPECT_EQ(g.capacity, k.capacity) << k.max_length << ", " << k.window;
+    EXPECT_EQ(g.rows_per_pass, k.rows_per_pass) << k.max_length << ", " << k.window;
+  }
+  EXPECT_THROW(ring_geometry(0, 0), ConfigError);
+  EXPECT_THROW(ring_geometry(10, -1), ConfigError);
+  EXPECT_THROW(ring_geometry(-1, 4), ConfigError);
 }
 
 TEST(Decoding, MisuseIsATypedErrorThatLeavesTheCache) {

@@ -14,31 +14,44 @@ struct KvCacheConfig {
   // window; with one it is optional (0: no limit) and bounds the storage when smaller.
   int max_length = 0;
   // > 0: sliding-window attention; the query at p sees only keys at positions > p - window, and
-  // the storage is a ring of window + kRingSlack slots, so the length has no limit.
+  // the storage is a ring (ring_geometry below), so the length has no limit.
   int window = 0;
 };
 
+// The storage of a cache, as both backends size it (web/src/kv_ring.js is the same rule):
+//  - capacity: the slots, position p in slot p mod capacity. Without a window max_length; with a
+//    window W a ring of W + kRingSlack slots, or max_length when that is smaller (it then never
+//    wraps); rounded up to whole key panels (a multiple of 8) for the kernels' layout.
+//  - rows_per_pass: the most rows one pass of a forward may append and attend. A ring that can
+//    wrap takes capacity - W + 1: the first row of a pass needs keys from its position - W + 1
+//    on, which a longer pass would already have overwritten. Storage that never wraps takes
+//    capacity (a call never appends more).
+struct RingGeometry {
+  std::int64_t capacity = 0;
+  std::int64_t rows_per_pass = 0;
+};
+// Ring slots beyond the window: a ring's pass takes kRingSlack + 1 rows at least.
+constexpr int kRingSlack = 63;
+// Throws ConfigError for a window < 0, or a max_length < 1 without a window (< 0 with one).
+RingGeometry ring_geometry(int max_length, int window);
+
 class KvCache {
  public:
-  // Ring slots beyond the window: a call appends and attends at most kRingSlack + 1 rows at a
-  // time, so that the oldest key its first row needs is not yet overwritten.
-  static constexpr int kRingSlack = 63;
-
   ~KvCache();
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
   std::int64_t length() const { return length_; }  // positions appended so far
   const KvCacheConfig& config() const { return config_; }
-  int capacity() const { return capacity_; }  // slots of storage, a multiple of 8
+  int capacity() const { return capacity_; }  // slots of storage, a multiple of 8 (RingGeometry)
   void reset();  // back to length 0; keeps the storage
 
  private:
   friend class MultiHeadAttention;
   KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv);
 
-  // Rows that one append-and-attend step may take (all of them without a ring).
-  int rows_per_step() const;
+  // Rows that one append-and-attend pass may take (RingGeometry::rows_per_pass).
+  int rows_per_pass() const { return rows_per_pass_; }
   // Writes `rows` positions of K [batch, rows, kv_heads·dk] and V [batch, rows, kv_heads·dv]
   // (row strides k_stride, v_stride per position, batch strides per batch) into their slots.
   void append(const float* k, std::ptrdiff_t k_batch, const float* v, std::ptrdiff_t v_batch,
@@ -46,7 +59,7 @@ class KvCache {
 
   std::uint64_t owner_;
   KvCacheConfig config_;
-  int kv_heads_, dk_, dv_, dv_pad_, capacity_;
+  int kv_heads_, dk_, dv_, dv_pad_, capacity_, rows_per_pass_;
   std::int64_t length_ = 0;
   std::unique_ptr<float[]> k_, v_;  // panel layouts of attention_problem.h's PackedKv
   std::size_t k_block_ = 0, v_block_ = 0;

@@ -153,6 +153,7 @@ class MultiHeadAttention {
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
+  void require_loaded() const;  // StateDictError naming the first entry not loaded yet
   void attend(const MhaForwardArgs& args, int head_begin, int head_end,
               const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
               const kernels::PackedLinear& wv, float* heads_out) const;
@@ -173,9 +174,6 @@ class MultiHeadAttention {
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
   mutable std::vector<std::unique_ptr<HeadSlice>> slices_;  // cleared when weights change
-  // A cached forward's key-padding mask and weights in slot order, when the slots are not the
-  // positions (a ring); kept between calls, so a decode step allocates nothing once warm.
-  mutable std::vector<float> mask_slots_, weight_slots_;
 };
 
 }  // namespace webattention

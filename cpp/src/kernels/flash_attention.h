@@ -3,11 +3,12 @@
 // cache already holds them packed; then each block of 4 query rows streams over key tiles with an
 // online softmax (running max and sum, rescaled accumulator), so memory stays O((L + S)·d)
 // whatever the mask. Tiles no row of the block may see (after the causal diagonal, before a
-// sliding window) are never computed. Attention weights, when asked for, take a second pass with
-// the final max and sum.
+// sliding window) are never computed. Keys are positions; a KV cache's ring holds key j in slot
+// j mod capacity, so a tile is read as a few runs of consecutive slots (slot_runs). Attention
+// weights, when asked for, take a second pass with the final max and sum.
 //
-// Each ISA's kernel file (attention_simd128.cpp, attention_scalar.cpp) supplies only the inner
-// loops, as static members of a struct `Isa`, and forwards attention_unit() to the template
+// Each ISA's kernel file (f32_attention_simd128.cpp, f32_attention_scalar.cpp) supplies only the
+// inner loops, as static members of a struct `Isa`, and forwards attention_unit() to the template
 // below: the native tests (scalar) then check the very algorithm the SIMD modules ship.
 //   Isa::Block                  4 rows × 8 columns of accumulators: zero(), load_row(r, src),
 //                               madd(x0, x1, x2, x3, w): row r += x_r · w[0..8), store_row(r, dst)
@@ -41,10 +42,10 @@ void tile_scores(const float* q, int dk, const float* kp, int j0, int width, flo
   const float* q1 = q + dk;
   const float* q2 = q + 2 * dk;
   const float* q3 = q + 3 * dk;
-  for (int jb = 0; jb < width; jb += 8) {
+  for (int jb = 0; jb < width; jb += kPanelWidth) {
     auto acc = Isa::Block::zero();
-    const float* panel = kp + static_cast<std::size_t>((j0 + jb) / 8) * dk * 8;
-    for (int c = 0; c < dk; ++c) acc.madd(q0[c], q1[c], q2[c], q3[c], panel + c * 8);
+    const float* panel = key_panels(kp, dk).panel((j0 + jb) / kPanelWidth);
+    for (int c = 0; c < dk; ++c) acc.madd(q0[c], q1[c], q2[c], q3[c], panel + c * kPanelWidth);
     for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
   }
 }
@@ -54,29 +55,14 @@ void tile_scores(const float* q, int dk, const float* kp, int j0, int width, flo
 template <class Isa>
 void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0, int width,
                float* scores) {
-  const Positions& pos = p.positions;
   for (int r = 0; r < rows; ++r) {
     const Row row = row_of(p, g, r0 + r);
-    const std::int64_t query_pos = pos.query0 + row.i;
+    const std::int64_t query_pos = p.positions.query0 + row.i;
     float* s = scores + r * kKeyTile;
     std::ptrdiff_t at[2];
     for (int m = 0; m < 2; ++m) {
       const MaskView& v = p.masks[m];
       at[m] = b * v.batch_stride + row.head * v.head_stride + row.i * v.row_stride + j0;
-    }
-    if (!pos.contiguous()) {  // a wrapped ring: the rule key by key
-      for (int j = 0; j < width; ++j) {
-        const std::int64_t key = pos.key(j0 + j);
-        const bool allowed = j0 + j < p.S && (!p.causal || key <= query_pos) &&
-                             (pos.window <= 0 || key > query_pos - pos.window);
-        if (!allowed) {
-          s[j] = kNegInf;
-          continue;
-        }
-        for (int m = 0; m < 2; ++m)
-          if (!p.masks[m].empty()) apply_mask(p.masks[m], at[m] + j, s[j]);
-      }
-      continue;
     }
     const KeyRange keys = allowed_keys(p, query_pos);
     const int lo = keys.empty() ? width : std::clamp(keys.begin - j0, 0, width);
@@ -100,28 +86,56 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
 // acc[r][0..dv_pad) += Σ_j p[r][j] · V[j0 + j][:], 4 rows × 8 columns per register block.
 template <class Isa>
 void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, int j0, float* acc) {
-  for (int cb = 0; cb < dv_pad; cb += 8) {
+  for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
     typename Isa::Block block;
     for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
-    const float* vrow = kv.v + static_cast<std::size_t>(cb) * kv.v_rows + j0 * 8;
-    for (int j = 0; j < width; ++j, vrow += 8)
+    const float* vrow = &value_panels(kv.v, kv.v_rows).at(cb, j0);
+    for (int j = 0; j < width; ++j, vrow += kPanelWidth)
       block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j], vrow);
     for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
   }
+}
+
+// Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
+// them (slot_runs).
+template <class Isa>
+void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
+                int j0, int width, float* scores) {
+  slot_runs(p, j0, width, [&](int offset, int slot, int n) {
+    if (one_row) {
+      Isa::row_scores(q, p.dk, kv.kt, slot, n, scores + offset);
+    } else {
+      tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
+    }
+  });
+}
+
+// acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
+template <class Isa>
+void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
+                     const KvPanels& kv, int dv_pad, int j0, int width, float* acc) {
+  slot_runs(p, j0, width, [&](int offset, int slot, int n) {
+    if (one_row) {
+      Isa::row_pv(scores + offset, n, kv.v, kv.v_rows, dv_pad, slot, acc);
+    } else {
+      accumulate_pv<Isa>(scores + offset, n, kv, dv_pad, slot, acc);
+    }
+  });
 }
 
 // Second pass, only when weights are asked for: p = exp(s - max) / sum with the final stats.
 // Keys outside `keys` (never computed) get 0, or NaN in a NaN row.
 template <class Isa>
 void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, KeyRange keys,
-                   const float* q, const KvPanels& kv, const Layout& lay, float* scores,
+                   const float* q, const KvPanels& kv, float* scores,
                    const float* max, const float* sum) {
-  const std::ptrdiff_t LS = static_cast<std::ptrdiff_t>(p.L) * p.S;
-  for (int j0 = 0; j0 < p.S; j0 += kKeyTile) {
-    const int width = std::min(kKeyTile, lay.S_pad - j0);
+  const int cols = p.weight_cols();
+  const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(p.weight_rows()) * cols;
+  for (int j0 = 0; j0 < cols; j0 += kKeyTile) {
+    const int width = std::min(kKeyTile, whole_panels(cols) - j0);
     const bool computed = j0 < keys.end && j0 + width > keys.begin;
     if (computed) {
-      tile_scores<Isa>(q, p.dk, kv.kt, j0, width, scores);
+      key_scores<Isa>(p, false, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
     }
     for (int r = 0; r < rows; ++r) {
@@ -139,14 +153,14 @@ void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, Ke
         Isa::exp_row(s, width, max[r], 1.0f / sum[r]);
       }
       const Row row = row_of(p, g, r0 + r);
-      const int n = std::min(width, p.S - j0);
-      const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(row.i) * p.S + j0;
+      const int n = std::min(width, cols - j0);
+      const std::ptrdiff_t offset = static_cast<std::ptrdiff_t>(row.i) * cols + j0;
       if (p.average_weights) {
-        float* w = p.weights + b * LS + offset;
+        float* w = p.weights + b * block + offset;
         const float share = p.average_share();
         for (int j = 0; j < n; ++j) w[j] += s[j] * share;
       } else {
-        std::copy(s, s + n, p.weights + (static_cast<std::ptrdiff_t>(b) * p.heads + row.head) * LS + offset);
+        std::copy(s, s + n, p.weights + (static_cast<std::ptrdiff_t>(b) * p.heads + row.head) * block + offset);
       }
     }
   }
@@ -177,12 +191,8 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     const int active = one_row ? 1 : kRows;  // rows whose scores are computed
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
     for (int j0 = keys.begin / kPanelWidth * kPanelWidth; j0 < keys.end; j0 += kKeyTile) {
-      const int width = std::min(kKeyTile, round_up(keys.end, kPanelWidth) - j0);
-      if (one_row) {
-        Isa::row_scores(q, p.dk, kv.kt, j0, width, scores);
-      } else {
-        tile_scores<Isa>(q, p.dk, kv.kt, j0, width, scores);
-      }
+      const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
+      key_scores<Isa>(p, one_row, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
       for (int r = 0; r < active; ++r) {
         float* s = scores + r * kKeyTile;
@@ -200,11 +210,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
         if (correction != 1.0f) Isa::scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
         max[r] = new_max;
       }
-      if (one_row) {
-        Isa::row_pv(scores, width, kv.v, kv.v_rows, lay.dv_pad, j0, acc);
-      } else {
-        accumulate_pv<Isa>(scores, width, kv, lay.dv_pad, j0, acc);
-      }
+      weighted_values<Isa>(p, one_row, scores, kv, lay.dv_pad, j0, width, acc);
     }
 
     for (int r = 0; r < rows; ++r) {
@@ -219,7 +225,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
       for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * lay.dv_pad + c] * inv;
       if (nan_row[r]) max[r] = kNaN;
     }
-    if (p.weights) write_weights<Isa>(p, b, g, r0, rows, keys, q, kv, lay, scores, max, sum);
+    if (p.weights) write_weights<Isa>(p, b, g, r0, rows, keys, q, kv, scores, max, sum);
   }
 }
 

@@ -40,13 +40,13 @@ struct Layout {
   std::size_t q, kt, v, scores, acc, total;
 
   explicit Layout(const AttentionProblem& p)
-      : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)), S_pad(round_up(p.S, kPanelWidth)),
-        dv_pad(round_up(p.dv, kPanelWidth)) {
+      : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)),
+        S_pad(whole_panels(p.S)), dv_pad(whole_panels(p.dv)) {
     const bool packed = !p.cache.empty();
     q = 0;
     kt = q + static_cast<std::size_t>(rows_pad) * p.dk;
-    v = kt + (packed ? 0 : static_cast<std::size_t>(p.dk) * S_pad);
-    scores = v + (packed ? 0 : static_cast<std::size_t>(S_pad) * dv_pad);
+    v = kt + (packed ? 0 : key_block_elements(S_pad, p.dk));
+    scores = v + (packed ? 0 : value_block_elements(S_pad, p.dv));
     acc = scores + kRows * kKeyTile;
     total = acc + static_cast<std::size_t>(kRows) * dv_pad;
   }
@@ -60,7 +60,7 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
   return {g * p.kv_group + r / p.L, r % p.L};
 }
 
-// The unit's K and V in panel layout: `v_rows` slots per 8-column V panel.
+// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel.
 struct KvPanels {
   const float* kt;
   const float* v;
@@ -79,7 +79,7 @@ inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& 
 }
 
 // The unit's K and V: read in place from a cache, or packed into the workspace, zero-padded, in
-// panels of 8 keys / 8 value columns so both micro-kernels stream contiguous memory.
+// panels of keys / value columns (kv_layout.h) so both micro-kernels stream contiguous memory.
 inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
   if (!p.cache.empty()) {
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
@@ -88,19 +88,15 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
-  float* kp = ws + lay.kt;
+  const PanelMatrix<float> kp = key_panels(ws + lay.kt, p.dk);
+  const PanelMatrix<float> vp = value_panels(ws + lay.v, lay.S_pad);
   for (int j = 0; j < lay.S_pad; ++j) {
     const float* kj = k + j * p.k.row_stride;
-    float* panel = kp + static_cast<std::size_t>(j / 8) * p.dk * 8 + j % 8;
-    for (int c = 0; c < p.dk; ++c) panel[c * 8] = j < p.S ? kj[c] : 0.0f;
+    for (int c = 0; c < p.dk; ++c) kp.at(j, c) = j < p.S ? kj[c] : 0.0f;
   }
-  float* vp = ws + lay.v;
   for (int j = 0; j < lay.S_pad; ++j) {
     const float* vj = v + j * p.v.row_stride;
-    for (int c = 0; c < lay.dv_pad; ++c) {
-      vp[static_cast<std::size_t>(c / 8) * lay.S_pad * 8 + j * 8 + c % 8] =
-          (j < p.S && c < p.dv) ? vj[c] : 0.0f;
-    }
+    for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
   return {ws + lay.kt, ws + lay.v, lay.S_pad};
 }
@@ -111,23 +107,21 @@ struct KeyRange {
   bool empty() const { return end <= begin; }
 };
 
-// The keys allowed by the position rule for the query at `query_pos` when keys are contiguous in
-// position (no ring wrap): causal stops after the query's own position, a window starts after
-// query_pos - window.
+// The one position rule: the keys the query at `query_pos` may see, a contiguous range of
+// positions. Causal stops after the query's own position, a window starts after
+// query_pos - window (docs/attention-math.md §9).
 inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) {
-  const Positions& pos = p.positions;
   const std::int64_t S = p.S;
-  std::int64_t end = p.causal ? query_pos + 1 - pos.shift_after : S;
-  std::int64_t begin = pos.window > 0 ? query_pos - pos.window + 1 - pos.shift_after : 0;
+  std::int64_t end = p.causal ? query_pos + 1 : S;
+  std::int64_t begin = p.positions.window > 0 ? query_pos - p.positions.window + 1 : 0;
   end = std::clamp<std::int64_t>(end, 0, S);
   begin = std::clamp<std::int64_t>(begin, 0, end);
   return {static_cast<int>(begin), static_cast<int>(end)};
 }
 
 // The keys a block of rows [r0, r0 + rows) of unit g must compute: the union of their allowed
-// ranges (every key of a wrapped ring: its positions are not monotonic in the slot).
+// ranges (with a window, W + 3 positions at most, whatever the cache's length).
 inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
-  if (!p.positions.contiguous()) return {0, p.S};
   KeyRange all{p.S, 0};
   for (int r = r0; r < r0 + rows; ++r) {
     const KeyRange k = allowed_keys(p, p.positions.query0 + row_of(p, g, r).i);
@@ -135,6 +129,21 @@ inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
     all = {std::min(all.begin, k.begin), std::max(all.end, k.end)};
   }
   return all.empty() ? KeyRange{0, 0} : all;
+}
+
+// Where keys [j0, j0 + width) live: calls run(offset, slot, n) for each stretch of n keys held in
+// consecutive slots from `slot` on, key j0 + offset first. Without a cache the slot is the key;
+// a cache's ring holds key j in slot j mod capacity, so a stretch ends where the ring wraps.
+// j0, width and the capacity are multiples of kPanelWidth: every stretch is whole panels.
+template <class Run>
+void slot_runs(const AttentionProblem& p, int j0, int width, Run&& run) {
+  const int capacity = p.cache.empty() ? 0 : p.cache.capacity;
+  for (int offset = 0; offset < width;) {
+    const int slot = capacity ? (j0 + offset) % capacity : j0 + offset;
+    const int n = capacity ? std::min(width - offset, capacity - slot) : width - offset;
+    run(offset, slot, n);
+    offset += n;
+  }
 }
 
 // Whether mask m forbids key j (index `at` in its view); adds an additive mask's value to `s`.

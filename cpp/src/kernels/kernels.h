@@ -1,8 +1,10 @@
-// The kernel interface. Each kernel family lives in its own file whose name says its ISA:
-// `*_scalar.cpp` is portable C++ (native builds and the no-SIMD WASM build), `*_simd128.cpp` is
-// WebAssembly SIMD128. Both read the same packed layouts and are checked against the reference;
-// attention's algorithm is written once (flash_attention.h) and each ISA supplies its inner loops.
-// Kernels assume validated shapes and never throw.
+// The kernel interface. Each kernel family lives in its own file named, as XNNPACK names them,
+// <storage type>_<op>_<ISA>: `f32_linear_scalar.cpp` is the f32 projection in portable C++ (native
+// builds and the no-SIMD WASM build), `f32_attention_simd128.cpp` f32 attention in WebAssembly
+// SIMD128, `f32_packing.cpp` the f32 weight packing every ISA reads; a kernel of another storage
+// type goes in beside them. Every ISA reads the same packed layouts and is checked against the
+// reference; attention's algorithm is written once (flash_attention.h) and each ISA supplies its
+// inner loops. Kernels assume validated shapes and never throw.
 #pragma once
 
 #include <algorithm>
@@ -11,15 +13,13 @@
 #include <vector>
 
 #include "attention_problem.h"
+#include "kernels/kv_layout.h"
 
 namespace webattention::kernels {
 
-// Columns per weight panel: one 4×8 register block of the projection kernel is 2 f32x4 wide.
-constexpr int kPanelWidth = 8;
-
 // The weights of one linear layer y = x Wᵀ + b, packed once at load time for the projection
-// kernel: panels of kPanelWidth output columns, each [in][kPanelWidth] contiguous, the last one
-// zero-padded. Streaming a panel touches consecutive memory only.
+// kernel in the panel layout (kv_layout.h): panels of kPanelWidth output columns, each
+// [in][kPanelWidth] contiguous, the last one zero-padded.
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -31,19 +31,16 @@ struct PackedLinear {
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias
   // values at once, with no per-block bounds check.
   void set_bias(const float* values, int n) {
-    bias.assign(static_cast<std::size_t>((n + kPanelWidth - 1) / kPanelWidth) * kPanelWidth, 0.0f);
+    bias.assign(static_cast<std::size_t>(whole_panels(n)), 0.0f);
     std::copy(values, values + n, bias.begin());
   }
 
   bool empty() const { return !panels; }
-  int panel_count() const { return (out + kPanelWidth - 1) / kPanelWidth; }
-  const float* panel(int p) const {
-    return panels.get() + static_cast<std::size_t>(p) * in * kPanelWidth;
-  }
+  int panel_count() const { return whole_panels(out) / kPanelWidth; }
+  PanelMatrix<float> matrix() const { return {panels.get(), static_cast<std::size_t>(in)}; }
+  const float* panel(int p) const { return matrix().panel(p); }
   // Weight W[n][k] in PyTorch's [out, in] indexing.
-  float weight(int n, int k) const {
-    return panel(n / kPanelWidth)[static_cast<std::size_t>(k) * kPanelWidth + n % kPanelWidth];
-  }
+  float weight(int n, int k) const { return matrix().at(n, k); }
 };
 
 // Packs a PyTorch weight [out, in] (row-major).

@@ -1,4 +1,4 @@
-// a·b + c on f32x4, the operation of the matrix kernels' inner loops (block_simd128.h). The
+// a·b + c on f32x4, the operation of the matrix kernels' inner loops (f32_block_simd128.h). The
 // relaxed-SIMD modules (WEBATTENTION_RELAXED_SIMD) use one f32x4.relaxed_madd: fused where the
 // CPU has FMA (16 FLOP/cycle on this project's CPU instead of 12 for separate multiply and add),
 // rounded like mul + add elsewhere. clang 14 spells it __builtin_wasm_fma_f32x4 and emits a

@@ -1,4 +1,5 @@
-// Weight packing shared by every projection kernel.
+// f32 weight packing, shared by every f32 projection kernel: PyTorch's W [out, in] into the
+// panel layout (kv_layout.h).
 #include <algorithm>
 
 #include "kernels/kernels.h"
@@ -10,20 +11,19 @@ namespace {
 // One call per panel, never inlined: V8 swaps in optimised code between calls, never during one,
 // so packing a large layer at load time leaves its slow first-tier code after a few panels.
 __attribute__((noinline)) void pack_panel(const float* weight, int out, int in, int p,
-                                          float* panel) {
+                                          const PanelMatrix<float>& packed) {
   const int n0 = p * kPanelWidth;
   const int cols = std::min(kPanelWidth, out - n0);
   const float* rows[kPanelWidth];
   for (int c = 0; c < kPanelWidth; ++c)
     rows[c] = weight + static_cast<std::size_t>(n0 + std::min(c, cols - 1)) * in;
   for (int k = 0; k < in; ++k) {
-    float* dst = panel + static_cast<std::size_t>(k) * kPanelWidth;
+    float* dst = &packed.at(n0, k);
     for (int c = 0; c < kPanelWidth; ++c) dst[c] = rows[c][k];
   }
   if (cols < kPanelWidth) {
     for (int k = 0; k < in; ++k)
-      std::fill(panel + static_cast<std::size_t>(k) * kPanelWidth + cols,
-                panel + static_cast<std::size_t>(k + 1) * kPanelWidth, 0.0f);
+      std::fill(&packed.at(out, k), &packed.at(n0, k) + kPanelWidth, 0.0f);
   }
 }
 
@@ -33,9 +33,8 @@ PackedLinear pack_linear(const float* weight, int out, int in) {
   PackedLinear w;
   w.in = in;
   w.out = out;
-  w.panels.reset(new float[static_cast<std::size_t>(w.panel_count()) * in * kPanelWidth]);
-  for (int p = 0; p < w.panel_count(); ++p)
-    pack_panel(weight, out, in, p, w.panels.get() + static_cast<std::size_t>(p) * in * kPanelWidth);
+  w.panels.reset(new float[static_cast<std::size_t>(whole_panels(out)) * in]);
+  for (int p = 0; p < w.panel_count(); ++p) pack_panel(weight, out, in, p, w.matrix());
   return w;
 }
 

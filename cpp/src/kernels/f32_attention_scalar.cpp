@@ -62,20 +62,19 @@ struct Scalar {
   }
 
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
+    const PanelMatrix<const float> keys = key_panels(kp, dk);
     for (int j = 0; j < width; ++j) {
-      const float* panel = kp + static_cast<std::size_t>((j0 + j) / 8) * dk * 8 + (j0 + j) % 8;
       float sum = 0.0f;
-      for (int c = 0; c < dk; ++c) sum += q[c] * panel[c * 8];
+      for (int c = 0; c < dk; ++c) sum += q[c] * keys.at(j0 + j, c);
       s[j] = sum;
     }
   }
 
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {
-    for (int c = 0; c < dv_pad; ++c) {
-      const float* column = v + static_cast<std::size_t>(c / 8) * v_rows * 8 + c % 8;
-      for (int j = 0; j < width; ++j) acc[c] += p[j] * column[(j0 + j) * 8];
-    }
+    const PanelMatrix<const float> values = value_panels(v, v_rows);
+    for (int c = 0; c < dv_pad; ++c)
+      for (int j = 0; j < width; ++j) acc[c] += p[j] * values.at(c, j0 + j);
   }
 };
 

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "kernels/block_simd128.h"
+#include "kernels/f32_block_simd128.h"
 #include "kernels/kernels.h"
-#include "kernels/row_panels_simd128.h"
+#include "kernels/f32_row_panels_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -63,7 +63,7 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
 }
 
 // One input row (a decode step) times kPanels consecutive weight panels from p0: a
-// matrix-vector product (row_panels_simd128.h), where the 4-row block would compute 3 rows of
+// matrix-vector product (f32_row_panels_simd128.h), where the 4-row block would compute 3 rows of
 // padding. Never inlined, as panel_rows.
 template <int kPanels>
 __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget& target, int p0) {

@@ -4,11 +4,11 @@
 
 #include <cstddef>
 
-#include "kernels/block_simd128.h"
+#include "kernels/f32_block_simd128.h"
 #include "kernels/exp_simd128.h"
 #include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
-#include "kernels/row_panels_simd128.h"
+#include "kernels/f32_row_panels_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -54,23 +54,27 @@ struct Simd128 {
     for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
   }
 
-  // One query row against 4 key panels (32 keys) at a time (row_panels_simd128.h).
+  // One query row against 4 key panels (32 keys) at a time (f32_row_panels_simd128.h).
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
-    const std::size_t panel_floats = static_cast<std::size_t>(dk) * 8;
-    const float* panel = kp + static_cast<std::size_t>(j0 / 8) * panel_floats;
+    const PanelMatrix<const float> keys = key_panels(kp, dk);
+    const std::size_t stride = keys.panel_elements();
+    const int first = j0 / kPanelWidth;  // the panel of key j0
     int jb = 0;
-    for (; jb + 32 <= width; jb += 32) score_panels<4>(q, dk, panel + (jb / 8) * panel_floats, panel_floats, s + jb);
-    for (; jb < width; jb += 8) score_panels<1>(q, dk, panel + (jb / 8) * panel_floats, panel_floats, s + jb);
+    for (; jb + 4 * kPanelWidth <= width; jb += 4 * kPanelWidth)
+      score_panels<4>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
+    for (; jb < width; jb += kPanelWidth)
+      score_panels<1>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
   }
 
   // acc += p · V for one row, 4 column panels (32 values) at a time.
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {
-    const std::size_t panel_floats = static_cast<std::size_t>(v_rows) * 8;
-    const float* vp = v + j0 * 8;
+    const PanelMatrix<const float> values = value_panels(v, v_rows);
+    const std::size_t stride = values.panel_elements();
     int cb = 0;
-    for (; cb + 32 <= dv_pad; cb += 32) pv_panels<4>(p, width, vp + (cb / 8) * panel_floats, panel_floats, acc + cb);
-    for (; cb < dv_pad; cb += 8) pv_panels<1>(p, width, vp + (cb / 8) * panel_floats, panel_floats, acc + cb);
+    for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth)
+      pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);
+    for (; cb < dv_pad; cb += kPanelWidth) pv_panels<1>(p, width, &values.at(cb, j0), stride, acc + cb);
   }
 
   // s[0 .. 8·kPanels) = q · the kPanels key panels at `panel` (`stride` floats apart).

@@ -1,16 +1,17 @@
-// One row times panels of 8 columns side by side, WebAssembly SIMD128: the matrix-vector loop of
-// every one-row path (a decode step): the projection of one input row (linear_simd128.cpp), and
-// one query row's scores against key panels and its weighted sum of value panels
-// (attention_simd128.cpp). kPanels panels give 2·kPanels independent accumulators, so the chain of
-// multiply-adds of one panel does not wait on each add's latency; the count is a template
-// argument so that the loop unrolls and the accumulators stay in registers (indexed by a count
-// known only at run time they would live in memory).
+// One f32 row times f32 panels of 8 columns side by side (kv_layout.h), WebAssembly SIMD128: the
+// matrix-vector loop of every one-row path (a decode step): the projection of one input row
+// (f32_linear_simd128.cpp), and one query row's scores against key panels and its weighted sum of
+// value panels (f32_attention_simd128.cpp). kPanels panels give 2·kPanels independent
+// accumulators, so the chain of multiply-adds of one panel does not wait on each add's latency;
+// the count is a template argument so that the loop unrolls and the accumulators stay in
+// registers (indexed by a count known only at run time they would live in memory).
 #pragma once
 
 #include <wasm_simd128.h>
 
 #include <cstddef>
 
+#include "kernels/kv_layout.h"
 #include "kernels/madd_simd128.h"
 
 namespace webattention::kernels {
@@ -24,7 +25,7 @@ __attribute__((always_inline)) inline void row_times_panels(const float* x, int 
   for (int k = 0; k < n; ++k) {
     const v128_t xk = wasm_f32x4_splat(x[k]);
     for (int i = 0; i < kPanels; ++i) {
-      const float* w = panels + i * stride + k * 8;
+      const float* w = panels + i * stride + k * kPanelWidth;
       acc[2 * i] = multiply_add(xk, wasm_v128_load(w), acc[2 * i]);
       acc[2 * i + 1] = multiply_add(xk, wasm_v128_load(w + 4), acc[2 * i + 1]);
     }

@@ -1,0 +1,121 @@
+// MultiHeadAttention's configuration: the options checked and their defaults resolved, the
+// projection widths and the state-dict entries they imply, and the checks of a forward's sizes.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+
+#include "checks.h"
+#include "head_slice.h"  // the destructor frees the slices
+#include "kernels/kernels.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+
+namespace webattention {
+namespace {
+
+void require(bool ok, const char* argument, const std::string& message) {
+  if (!ok) throw ConfigError(argument, std::string(argument) + ": " + message);
+}
+
+}  // namespace
+
+std::size_t ParameterSpec::size() const {
+  return std::accumulate(shape.begin(), shape.end(), std::size_t{1},
+                         [](std::size_t a, int b) { return a * static_cast<std::size_t>(b); });
+}
+
+MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config) {
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id++;
+  MhaConfig& c = config_;
+  require(c.embed_dim >= 1, "embed_dim", "expected an integer >= 1, got " +
+                                             std::to_string(c.embed_dim));
+  require(c.num_heads >= 1, "num_heads", "expected an integer >= 1, got " +
+                                             std::to_string(c.num_heads));
+  if (c.kdim == 0) c.kdim = c.embed_dim;
+  if (c.vdim == 0) c.vdim = c.embed_dim;
+  require(c.kdim >= 1, "kdim", "expected an integer >= 1, got " + std::to_string(c.kdim));
+  require(c.vdim >= 1, "vdim", "expected an integer >= 1, got " + std::to_string(c.vdim));
+  const bool default_dims = c.head_dim == 0 || c.value_head_dim == 0;
+  if (default_dims) {
+    require(c.embed_dim % c.num_heads == 0, "embed_dim",
+            "expected a multiple of num_heads (" + std::to_string(c.num_heads) + "), got " +
+                std::to_string(c.embed_dim));
+  }
+  if (c.head_dim == 0) c.head_dim = c.embed_dim / c.num_heads;
+  if (c.value_head_dim == 0) c.value_head_dim = c.embed_dim / c.num_heads;
+  require(c.head_dim >= 1, "head_dim", "expected an integer >= 1, got " +
+                                           std::to_string(c.head_dim));
+  require(c.value_head_dim >= 1, "value_head_dim",
+          "expected an integer >= 1, got " + std::to_string(c.value_head_dim));
+  if (c.num_kv_heads == 0) c.num_kv_heads = c.num_heads;
+  require(c.num_kv_heads >= 1 && c.num_kv_heads <= c.num_heads && c.num_heads % c.num_kv_heads == 0,
+          "num_kv_heads", "expected a divisor of num_heads (" + std::to_string(c.num_heads) +
+                              "), got " + std::to_string(c.num_kv_heads));
+  require(c.rotary_dim >= 0 && c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "rotary_dim",
+          "expected an even integer in [0, head_dim = " + std::to_string(c.head_dim) + "], got " +
+              std::to_string(c.rotary_dim));
+  require(std::isfinite(c.rotary_base) && c.rotary_base > 0.0, "rotary_base",
+          "expected a finite number > 0, got " + std::to_string(c.rotary_base));
+
+  // Widths and weight counts in 64 bits first: int products of huge options would overflow.
+  const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
+  const std::int64_t qk = H * c.head_dim, vw = H * c.value_head_dim;
+  const std::int64_t kw = Hkv * c.head_dim, kvw = Hkv * c.value_head_dim;
+  require_addressable("embed_dim", "a projection's weights",
+                      std::max({qk * E64, kw * c.kdim, kvw * c.vdim, vw * E64, 3 * E64 * E64}));
+  require_addressable("embed_dim", "the weights", qk * E64 + kw * c.kdim + kvw * c.vdim + vw * E64 + qk + kw + kvw + E64);
+  qk_width_ = static_cast<int>(qk);
+  v_width_ = static_cast<int>(vw);
+  k_width_ = static_cast<int>(kw);
+  kv_width_ = static_cast<int>(kvw);
+  kv_group_ = c.num_heads / c.num_kv_heads;
+  for (int j = 0; j < c.rotary_dim / 2; ++j)
+    rotary_frequencies_.push_back(std::pow(c.rotary_base, -2.0 * j / c.rotary_dim));
+  rotary_table_.resize(c.rotary_dim);
+  const int E = c.embed_dim;
+  // PyTorch packs the input projections only when every width equals embed_dim.
+  const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E && kv_group_ == 1;
+  if (packed) {
+    specs_.push_back({"in_proj_weight", {3 * E, E}});
+  } else {
+    specs_.push_back({"q_proj_weight", {qk_width_, E}});
+    specs_.push_back({"k_proj_weight", {k_width_, c.kdim}});
+    specs_.push_back({"v_proj_weight", {kv_width_, c.vdim}});
+  }
+  if (c.bias) specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
+  specs_.push_back({"out_proj.weight", {E, v_width_}});
+  if (c.bias) specs_.push_back({"out_proj.bias", {E}});
+  loaded_.assign(specs_.size(), false);
+  wq_ = std::make_unique<kernels::PackedLinear>();
+  wk_ = std::make_unique<kernels::PackedLinear>();
+  wv_ = std::make_unique<kernels::PackedLinear>();
+  wo_ = std::make_unique<kernels::PackedLinear>();
+}
+
+MultiHeadAttention::~MultiHeadAttention() = default;
+MultiHeadAttention::MultiHeadAttention(MultiHeadAttention&&) noexcept = default;
+MultiHeadAttention& MultiHeadAttention::operator=(MultiHeadAttention&&) noexcept = default;
+
+std::size_t MultiHeadAttention::scratch_floats(int batch, int L, int S) const {
+  const std::size_t B = static_cast<std::size_t>(batch);
+  // projected Q [B, L, h·dk], K [B, S, h_kv·dk], V [B, S, h_kv·dv], heads [B, L, h·dv]
+  return B * (static_cast<std::size_t>(L) * qk_width_ + static_cast<std::size_t>(S) * k_width_ +
+              static_cast<std::size_t>(S) * kv_width_ + static_cast<std::size_t>(L) * v_width_);
+}
+
+void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
+  require_loaded();
+  require_positive("batch", a.batch);
+  require_positive("L", a.L);
+  require_positive("S", a.S);
+  // The scratch of projected Q, K, V and heads, counted in 64 bits before scratch_floats() does.
+  const std::int64_t B = a.batch, L = a.L, S = a.S;
+  require_addressable("query", "the projections' scratch",
+                      B * (L * qk_width_ + S * (k_width_ + std::int64_t{kv_width_}) + L * v_width_));
+  require_addressable("query", "the rows", std::max(B * L * config_.embed_dim, B * S * std::int64_t{std::max(config_.kdim, config_.vdim)}));
+}
+
+}  // namespace webattention

@@ -1,0 +1,167 @@
+// MultiHeadAttention's forward without a cache: project, attend per head on strided views of the
+// projections, project out (mha_cached_forward.cpp has the forward over a KV cache).
+#include <cmath>
+#include <cstdint>
+
+#include "attention_problem.h"
+#include "checks.h"
+#include "head_slice.h"
+#include "kernels/kernels.h"
+#include "projection.h"
+#include "rotary.h"
+#include "webattention/errors.h"
+#include "webattention/multihead_attention.h"
+
+namespace webattention {
+namespace {
+
+// A mask view moved to head `head`: per-head masks then index heads from 0.
+MaskView from_head(MaskView m, int head) {
+  if (m.empty() || m.head_stride == 0) return m;
+  const std::size_t element = m.kind == MaskKind::kBoolean ? 1 : sizeof(float);
+  m.data = static_cast<const char*>(m.data) + static_cast<std::size_t>(head) * m.head_stride * element;
+  return m;
+}
+
+}  // namespace
+
+// Projects the inputs of heads [head_begin, head_end) with weights wq, wk, wv packed for exactly
+// those heads' columns (and their K/V heads'), into the front of scratch_. Not rotated yet.
+MultiHeadAttention::Projected MultiHeadAttention::project_inputs(
+    const MhaForwardArgs& a, int head_begin, int head_end, const kernels::PackedLinear& wq,
+    const kernels::PackedLinear& wk, const kernels::PackedLinear& wv) const {
+  const MhaConfig& c = config_;
+  const int B = a.batch, L = a.L, S = a.S;
+  Projected p;
+  p.heads = head_end - head_begin;
+  const int kv_heads = p.heads / kv_group_;
+  p.q_width = p.heads * c.head_dim;
+  p.k_width = kv_heads * c.head_dim;
+  p.v_width = kv_heads * c.value_head_dim;
+  const std::size_t q_floats = static_cast<std::size_t>(B) * L * p.q_width;
+  const std::size_t k_floats = static_cast<std::size_t>(B) * S * p.k_width;
+  const std::size_t v_floats = static_cast<std::size_t>(B) * S * p.v_width;
+  if (scratch_.size() < q_floats + k_floats + v_floats) scratch_.resize(q_floats + k_floats + v_floats);
+  p.q = scratch_.data();
+  p.k = p.q + q_floats;
+  p.v = p.k + k_floats;
+  // Inputs that are the same tensor are read once for all their projections.
+  using kernels::LinearTarget;
+  const LinearTarget tq{&wq, p.q, p.q_width}, tk{&wk, p.k, p.k_width}, tv{&wv, p.v, p.v_width};
+  const bool self = a.query == a.key && a.key == a.value && c.kdim == c.embed_dim &&
+                    c.vdim == c.embed_dim && L == S;
+  const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
+  if (self) {
+    const LinearTarget all[] = {tq, tk, tv};
+    project(a.query, B * L, c.embed_dim, all, 3);
+  } else {
+    project(a.query, B * L, c.embed_dim, &tq, 1);
+    if (shared_kv) {
+      const LinearTarget kv[] = {tk, tv};
+      project(a.key, B * S, c.kdim, kv, 2);
+    } else {
+      project(a.key, B * S, c.kdim, &tk, 1);
+      project(a.value, B * S, c.vdim, &tv, 1);
+    }
+  }
+  return p;
+}
+
+// Attention of heads [head_begin, head_end) over projected inputs: no cache, positions from 0.
+void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int head_end,
+                                const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
+                                const kernels::PackedLinear& wv, float* heads_out) const {
+  const MhaConfig& c = config_;
+  const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
+  const Projected x = project_inputs(a, head_begin, head_end, wq, wk, wv);
+  rotate(x, B, L, S, 0);
+
+  AttentionProblem p = head_problem(B, x.heads, L, S, x.q, static_cast<std::ptrdiff_t>(L) * x.q_width,
+                                    x.q_width, heads_out,
+                                    static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim);
+  p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
+  p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
+  p.k = {x.k, static_cast<std::ptrdiff_t>(S) * x.k_width, c.head_dim, x.k_width};
+  p.v = {x.v, static_cast<std::ptrdiff_t>(S) * x.v_width, c.value_head_dim, x.v_width};
+  p.causal = a.causal;
+  p.weights = a.weights;
+  p.average_weights = a.average_weights;
+  p.averaged_heads = H;  // a head range writes its share of the module's average
+  run_attention(p);
+}
+
+void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
+  check_forward(a);
+  // Scratch: the projections at the front (attend), the heads after them.
+  const std::size_t heads_floats = static_cast<std::size_t>(a.batch) * a.L * v_width_;
+  const std::size_t total = scratch_floats(a.batch, a.L, a.S);
+  scratch_.resize(total);
+  float* heads = scratch_.data() + (total - heads_floats);  // attend() will not resize scratch_
+  attend(a, 0, config_.num_heads, *wq_, *wk_, *wv_, heads);
+  project_output(heads, a.batch * a.L, a.output);
+}
+
+void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, int head_end,
+                                       float* heads_out) const {
+  const int H = config_.num_heads;
+  require_index("head_begin", head_begin, H);
+  if (head_end <= head_begin || head_end > H) {
+    throw ConfigError("head_end", "head_end: expected an integer in [" +
+                                      std::to_string(head_begin + 1) + ", " + std::to_string(H) +
+                                      "], got " + std::to_string(head_end));
+  }
+  // A K/V head's query heads run together (attention_problem.h): a range holds whole groups.
+  if (head_begin % kv_group_ != 0 || head_end % kv_group_ != 0) {
+    throw ConfigError("head_begin", "head_begin, head_end: expected multiples of num_heads / "
+                                    "num_kv_heads = " + std::to_string(kv_group_) + ", got " +
+                                    std::to_string(head_begin) + ", " + std::to_string(head_end));
+  }
+  check_forward(a);
+  if (head_begin == 0 && head_end == H) {
+    attend(a, 0, H, *wq_, *wk_, *wv_, heads_out);
+    return;
+  }
+  const HeadSlice& s = head_slice(head_begin, head_end);
+  attend(a, head_begin, head_end, s.q, s.k, s.v, heads_out);
+}
+
+void MultiHeadAttention::project_output(const float* heads, int rows, float* out) const {
+  require_loaded();
+  require_positive("rows", rows);
+  const kernels::LinearTarget to{wo_.get(), out, config_.embed_dim};
+  project(heads, rows, v_width_, &to, 1);
+}
+
+void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
+                                std::int64_t first_position) const {
+  const MhaConfig& c = config_;
+  if (c.rotary_dim == 0) return;
+  const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
+  apply_rotary(rows, 2, batch, first_position,
+               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_},
+               rotary_table_.data());
+}
+
+AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, int S,
+                                                  const float* q, std::ptrdiff_t q_batch,
+                                                  int q_width, float* out,
+                                                  std::ptrdiff_t out_batch) const {
+  const MhaConfig& c = config_;
+  AttentionProblem p;
+  p.batch = batch;
+  p.heads = heads;
+  p.kv_group = kv_group_;
+  p.L = L;
+  p.S = S;
+  p.dk = c.head_dim;
+  p.dv = c.value_head_dim;
+  p.q = {q, q_batch, c.head_dim, q_width};
+  p.out = out;
+  p.out_batch_stride = out_batch;
+  p.out_head_stride = c.value_head_dim;
+  p.out_row_stride = static_cast<std::ptrdiff_t>(heads) * c.value_head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  return p;
+}
+
+}  // namespace webattention
