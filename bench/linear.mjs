@@ -4,7 +4,7 @@
 // Usage: node bench/linear.mjs
 //        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/linear.mjs
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig } from '../web/src/shapes.js';
+import { resolveMhaConfig } from '../web/src/module_config.js';
 import { WasmMha } from '../web/src/wasm_backend.js';
 import { filled } from './suite.mjs';
 

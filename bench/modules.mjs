@@ -4,7 +4,8 @@
 // Usage: node --experimental-wasm-relaxed-simd bench/modules.mjs [--causal]   (Node 20 needs
 // the flag for relaxed SIMD; Node 22 does not)
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
+import { resolveMhaConfig } from '../web/src/module_config.js';
+import { resolveMhaForward } from '../web/src/plans.js';
 import { WasmMha } from '../web/src/wasm_backend.js';
 import { filled, flops, makeWeights } from './suite.mjs';
 

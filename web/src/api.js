@@ -1,6 +1,6 @@
 // The public API, independent of how the WASM core is loaded and how workers are made: node.js
 // and browser.js each call bindApi() with their loader and platform (it makes the package's
-// Runtime, runtime.js) and export what it returns. Every call is checked into a plan (shapes.js) before any backend sees it;
+// Runtime, runtime.js) and export what it returns. Every call is checked into a plan (plans.js) before any backend sees it;
 // MultiHeadAttention.forward() then goes through its Dispatcher (dispatch.js), which picks the
 // executor (calling thread, worker pool or GPU).
 import { Dispatcher } from './dispatch.js';
@@ -8,12 +8,14 @@ import { DisposedError } from './errors.js';
 import { PoolExecutor } from './pool_executor.js';
 import { Runtime } from './runtime.js';
 import { moduleEntry } from './variant.js';
-import { resolveCacheOptions } from './decoding.js';
-import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention } from './shapes.js';
+import { resolveCacheOptions } from './kv_cache.js';
+import { resolveBackendOptions, resolveMhaConfig } from './module_config.js';
+import { checkIndex } from './option_checks.js';
+import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
 import { resolveModuleStateDict } from './state_dict.js';
 import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import { warnOnce } from './warn_once.js';
-import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
+import { gpuSide } from './webgpu/gpu_acquisition.js';
 
 /** @type {Runtime | null} */
 let runtime = null;

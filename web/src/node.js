@@ -49,4 +49,4 @@ export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './configure.js';
 export * from './public_errors.js';
-export { KvCache } from './decoding.js';
+export { KvCache } from './kv_cache.js';

@@ -13,8 +13,8 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
-import { workerAnswerMs } from './dispatch.js';
-import { planWithCopies } from './shapes.js';
+import { workerAnswerMs } from './cost_model.js';
+import { planWithCopies } from './plans.js';
 import { warnOnce } from './warn_once.js';
 
 /**

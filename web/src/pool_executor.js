@@ -2,9 +2,9 @@
 // the calling thread's WASM executor and threads − 1 workers of the shared WorkerPool (pool.js).
 // Whether a call comes here is dispatch.js's decision; this file only splits, runs and joins.
 import { DisposedError } from './errors.js';
-import { SPLIT_PROJECTION_FLOPS, forwardFlops } from './dispatch.js';
+import { SPLIT_PROJECTION_FLOPS, forwardFlops } from './cost_model.js';
+import { weightsPerBatch } from './plans.js';
 import { sliceBatch, splitWork } from './pool.js';
-import { weightsPerBatch } from './shapes.js';
 
 let nextModuleId = 1;
 

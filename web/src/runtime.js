@@ -4,7 +4,7 @@
 // hands it to api.js (setRuntime) before anything is exported.
 import { lockSettings } from './configure.js';
 import { WorkerPool } from './pool.js';
-import { resolveThreads } from './shapes.js';
+import { resolveThreads } from './module_config.js';
 
 export class Runtime {
   #loadCore;

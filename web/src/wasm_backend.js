@@ -1,8 +1,8 @@
 // The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
 // results out and frees the block, on every path (so a failing call leaks nothing).
-import { coreDecodingFields } from './decoding.js';
 import { throwCoreError, MemoryError } from './errors.js';
-import { WASM_MAX_BYTES, weightsPerBatch } from './shapes.js';
+import { WASM_MAX_BYTES, coreDecodingFields } from './module_config.js';
+import { weightsPerBatch } from './plans.js';
 
 const F32 = 4;
 
@@ -115,7 +115,7 @@ export class WasmMha {
   }
 
   /**
-   * A KV cache's storage in this module's core: { handle } for decoding.js's KvCache, or a typed
+   * A KV cache's storage in this module's core: { handle } for kv_cache.js's KvCache, or a typed
    * error (MemoryError when it cannot be allocated; nothing is left allocated then).
    */
   createCache({ batchSize, maxLength, window }) {

@@ -18,7 +18,8 @@
 //
 // The executor (executor.js) owns the device, the parameter buffers and the per-call buffer
 // cache; this file only encodes and runs one call on them.
-import { MaskKind, weightsPerBatch } from '../shapes.js';
+import { weightsPerBatch } from '../plans.js';
+import { MaskKind } from '../tensor_checks.js';
 import { MAP_READ, Usage } from './device.js';
 import { bindGroupLayout, getPipeline } from './pipelines.js';
 import { rotaryTable } from './rotary_table.js';

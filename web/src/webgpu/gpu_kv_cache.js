@@ -1,4 +1,4 @@
-// A KV cache's storage on the GPU (the handle decoding.js's KvCache holds for a module that runs
+// A KV cache's storage on the GPU (the handle kv_cache.js's KvCache holds for a module that runs
 // on WebGPU): keys and values of every position appended so far, allocated once at creation and
 // written in place by the cache append kernel; never re-sent, never re-created per step.
 //

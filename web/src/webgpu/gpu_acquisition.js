@@ -1,27 +1,8 @@
-// create()'s backend options: { backend: 'auto' | 'wasm' | 'webgpu', gpu?, webgpuMinFlops? }, and
-// the GPU side of a module they give (gpuSide(), for dispatch.js).
-import { DEFAULT_WEBGPU_MIN_FLOPS } from '../dispatch.js';
-import { BackendError, OptionError, describe } from '../errors.js';
+// Acquiring a module's GPU executor as create()'s backend options (module_config.js) ask: at
+// create() for backend 'webgpu', at the first large call for 'auto' (gpuSide(), for dispatch.js).
+import { DEFAULT_WEBGPU_MIN_FLOPS } from '../cost_model.js';
+import { BackendError } from '../errors.js';
 import { acquireGpu, findGpu } from './device.js';
-
-const BACKENDS = ['auto', 'wasm', 'webgpu'];
-
-/** Checks the backend options; returns { backend, gpu, minFlops (undefined: not given) }. */
-export function resolveBackendOptions(options) {
-  const backend = options.backend ?? 'auto';
-  if (!BACKENDS.includes(backend)) {
-    throw new OptionError(`backend: expected one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`, {
-      argument: 'backend', expected: BACKENDS, actual: describe(backend),
-    });
-  }
-  const minFlops = options.webgpuMinFlops;
-  if (minFlops !== undefined && !(typeof minFlops === 'number' && minFlops >= 0)) {
-    throw new OptionError(`webgpuMinFlops: expected a number >= 0, got ${describe(minFlops)}`, {
-      argument: 'webgpuMinFlops', expected: 'number >= 0', actual: describe(minFlops),
-    });
-  }
-  return { backend, gpu: options.gpu, minFlops };
-}
 
 /**
  * The GPU side of a module, for dispatch.js: null (WASM only: backend 'wasm', or 'auto' where
