@@ -5,7 +5,6 @@
 import { forwardFlops } from '../web/src/cost_model.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';
 import { resolveMhaForward } from '../web/src/plans.js';
-import { gpuMissing } from '../web/src/webgpu/gpu_acquisition.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
 export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.js';
@@ -15,10 +14,9 @@ export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
-export { gpuMissing } from '../web/src/webgpu/gpu_acquisition.js';
 
-/** The 'mha' fixture cases a WebGPU module can run (every one today; gpuMissing: gpu_acquisition.js). */
-export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha' && !gpuMissing(c.create));
+/** The fixture cases a WebGPU module runs: every 'mha' case. */
+export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');
 
 /** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */
 export function caseFlops(c) {

@@ -5,17 +5,16 @@
 // executor (calling thread, worker pool or GPU).
 import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
-import { PoolExecutor } from './pool_executor.js';
+import { createExecutors } from './executors/create_executors.js';
+import { wasmSdpa } from './executors/wasm_executor.js';
 import { Runtime } from './runtime.js';
 import { moduleEntry } from './variant.js';
 import { resolveCacheOptions } from './kv_cache.js';
-import { resolveBackendOptions, resolveMhaConfig } from './module_config.js';
+import { resolveMhaConfig } from './module_config.js';
 import { checkIndex } from './option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
 import { resolveModuleStateDict } from './state_dict.js';
-import { WasmMha, wasmSdpa } from './wasm_backend.js';
 import { warnOnce } from './warn_once.js';
-import { gpuSide } from './webgpu/gpu_acquisition.js';
 
 /** @type {Runtime | null} */
 let runtime = null;
@@ -44,20 +43,7 @@ export class MultiHeadAttention {
    */
   static async create(options) {
     const config = resolveMhaConfig(options);
-    const { threads, auto } = runtime.threads(options.threads);
-    // The GPU is looked for before any WASM memory is taken: a BackendError leaves nothing behind.
-    const { gpu, gpuMinFlops } = await gpuSide(config, resolveBackendOptions(options), () => runtime.loadWebGpuExecutor());
-    const loaded = await runtime.load();
-    const wasm = new WasmMha(loaded.core, config);
-    let pool = null;
-    if (moduleEntry(loaded.variant).threads) {
-      // The pthreads module splits work over its own threads in shared memory: no worker pool.
-      wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
-    } else if (threads > 1) {
-      // 'auto' never waits for the workers, so they need not keep Node alive while they start.
-      pool = new PoolExecutor(wasm, config, { threads, pool: runtime.pool(loaded), keepAlive: !auto });
-    }
-    const dispatcher = new Dispatcher(config, { wasm, pool, autoThreads: auto, gpu, gpuMinFlops });
+    const dispatcher = new Dispatcher(config, await createExecutors(config, options, runtime));
     return new MultiHeadAttention(dispatcher, config);
   }
 
@@ -112,7 +98,7 @@ export class MultiHeadAttention {
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');
     const plan = resolveMhaForward(this.#config, query, key, value, options);
-    const { output, weights } = await dispatcher.forward(plan, this.#config);
+    const { output, weights } = await dispatcher.forward(plan);
     return {
       output: tensor(output, plan.outputShape),
       attnWeights: weights ? tensor(weights, plan.weightsShape) : null,

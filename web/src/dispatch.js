@@ -1,12 +1,13 @@
 // Where each MultiHeadAttention.forward() runs, decided here and nowhere else.
 //
-// A module has up to three executors, each implementing the Executor interface below:
-//   wasm    the calling thread's WASM instance (wasm_backend.js). Always there: it also answers
+// A module has up to three executors (executors/, all made by create_executors.js), each
+// implementing the Executor interface below:
+//   wasm    the calling thread's WASM instance (WasmExecutor). Always there: it also answers
 //           parameterSpecs() and headBilinearForm(), and reports a missing state dict.
-//   pool    the same module on workers of the shared worker pool (pool_executor.js), for
-//           threads > 1 on a single-threaded WASM module (the pthreads modules split work inside
-//           the wasm executor instead).
-//   webgpu  the GPU (webgpu/executor.js), for backend 'webgpu', or 'auto' where WebGPU exists.
+//   pool    the same module on workers of the shared worker pool (PoolExecutor), for threads > 1
+//           on a single-threaded WASM module (the pthreads modules split work inside the wasm
+//           executor instead).
+//   webgpu  the GPU (WebGpuExecutor), for backend 'webgpu', or 'auto' where WebGPU exists.
 // route(plan) picks one per call from the thresholds of cost_model.js, all in FLOPs of
 // forwardFlops().
 //
@@ -28,7 +29,7 @@ import { planWithCopies } from './plans.js';
  * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
  * @typedef {object} Executor
  * @property {(entries: StateDictEntry[]) => void} loadStateDict  copies what it keeps
- * @property {(plan: ForwardPlan, config: object) => ForwardResult | Promise<ForwardResult>} forward
+ * @property {(plan: ForwardPlan) => ForwardResult | Promise<ForwardResult>} forward
  * @property {() => void} dispose  frees what the executor holds (never shared resources)
  */
 
@@ -51,7 +52,7 @@ export class Dispatcher {
   #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
 
   /**
-   * wasm: the calling thread's executor. pool: a PoolExecutor or null; autoThreads: threads
+   * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
    * 'auto' (the pool only takes calls of AUTO_MIN_FLOPS once its workers are up, never waiting).
    * gpu: null (WASM only), { executor } (a device is there), or { acquire } (backend 'auto': a
    * function resolving to an executor or null, called at the first call that would use it);
@@ -127,11 +128,11 @@ export class Dispatcher {
     // row; one step takes 0.5–7 ms on one thread (docs/benchmarks.md, "Incremental decoding"),
     // so a split could save at most part of the attention, less a round trip per step. A cache
     // made on the GPU runs there (whatever its size: its storage is there).
-    if (plan.cache) return this.#gpu?.executor && plan.cache.cache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
+    if (plan.cache) return this.#gpu?.executor && plan.cache.kvCache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
     const flops = forwardFlops(plan, this.#config);
     const gpu = this.#gpu;
     if (allowGpu && gpu && flops >= gpu.minFlops
-      && (gpu.state === 'pending' || (this.#gpuUsable() && gpu.executor.fits(plan, this.#config)))) {
+      && (gpu.state === 'pending' || (this.#gpuUsable() && gpu.executor.fits(plan)))) {
       return 'webgpu';
     }
     const pool = this.#pool;
@@ -144,7 +145,7 @@ export class Dispatcher {
   }
 
   /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
-  async forward(plan, config) {
+  async forward(plan) {
     let where = this.route(plan);
     // A call that may wait before its inputs are read (for the GPU to be found, for earlier GPU
     // calls of this module, for the workers to start) reads them now: into copies.
@@ -156,7 +157,7 @@ export class Dispatcher {
     }
     if (where === 'webgpu') {
       try {
-        const result = await this.#gpu.executor.forward(plan, config);
+        const result = await this.#gpu.executor.forward(plan);
         testHooks.onRun?.('webgpu', plan, result.path);
         return result;
       } catch (e) {
@@ -178,7 +179,7 @@ export class Dispatcher {
       this.#live();
       where = this.route(plan, { gpu: false });
     }
-    const result = await (where === 'pool' ? this.#pool : this.#wasm).forward(plan, config);
+    const result = await (where === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
   }

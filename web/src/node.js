@@ -42,7 +42,7 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
     return env === undefined || env === '' ? 'auto' : /^[0-9]+$/.test(env) ? Number(env) : env;
   },
   spawnWorker,
-  loadWebGpuExecutor: async () => (await import('./webgpu/executor.js')).WebGpuExecutor,
+  loadWebGpuExecutor: async () => (await import('./executors/webgpu_executor.js')).WebGpuExecutor,
 });
 
 export { loadSafetensors } from './safetensors.js';

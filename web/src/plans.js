@@ -159,8 +159,8 @@ export function resolveSelfAttention(x, options) {
 
 /**
  * forward()'s `cache` option against the call: L new positions for query, key and value, the
- * cache's batch size, no attnMask (causal is implied), room left. Returns { cache, lengthBefore,
- * lengthAfter }.
+ * cache's batch size, no attnMask (causal is implied), room left. Returns the plan's `cache`:
+ * { kvCache (the KvCache), lengthBefore, lengthAfter }.
  */
 function checkCacheOption(cache, { B, L, S, hasAttnMask }) {
   if (!(cache instanceof KvCache)) {
@@ -189,5 +189,5 @@ function checkCacheOption(cache, { B, L, S, hasAttnMask }) {
       argument: 'cache', expected: `<= ${cache.maxLength - lengthBefore} positions`, actual: L,
     });
   }
-  return { cache, lengthBefore, lengthAfter: lengthBefore + L };
+  return { kvCache: cache, lengthBefore, lengthAfter: lengthBefore + L };
 }

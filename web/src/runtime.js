@@ -48,7 +48,7 @@ export class Runtime {
     return this.#pool;
   }
 
-  /** Resolves to the WebGpuExecutor class (webgpu/executor.js). */
+  /** Resolves to the WebGpuExecutor class (executors/webgpu_executor.js). */
   loadWebGpuExecutor() {
     return this.#platform.loadWebGpuExecutor();
   }

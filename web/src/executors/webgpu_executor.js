@@ -12,17 +12,17 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { DECODE_MAX_L } from './kernel_config.js';
+import { DECODE_MAX_L } from '../webgpu/kernel_config.js';
 import { CacheError } from '../errors.js';
 import { parameterLayout } from '../parameter_layout.js';
 import { weightsPerBatch } from '../plans.js';
-import { cachedPasses } from './cached_passes.js';
-import { Usage } from './device.js';
-import { GpuKvCache } from './gpu_kv_cache.js';
-import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
-import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
-import { LINEAR_TILE } from './kernels/linear.wgsl.js';
-import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+import { cachedPasses } from '../webgpu/cached_passes.js';
+import { Usage } from '../webgpu/device.js';
+import { GpuKvCache } from '../webgpu/gpu_kv_cache.js';
+import { DECODE_CHUNK } from '../webgpu/kernels/decode_partial.wgsl.js';
+import { FLASH_BR, flashKeyTile } from '../webgpu/kernels/flash_attention.wgsl.js';
+import { LINEAR_TILE } from '../webgpu/kernels/linear.wgsl.js';
+import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from '../webgpu/forward_pass.js';
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
 const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias' };
@@ -101,7 +101,8 @@ export class WebGpuExecutor {
   }
 
   /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
-  fits(plan, config) {
+  fits(plan) {
+    const config = this.#config;
     const { B, L, S } = plan;
     const { embedDim: E, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
     if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
@@ -122,9 +123,10 @@ export class WebGpuExecutor {
    * plan: a call fits() accepted, or any call with a cache this executor made (createCache()).
    * Resolves to { output, weights, path } or throws.
    */
-  async forward(plan, config) {
+  async forward(plan) {
+    const config = this.#config;
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
-    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, config));
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan));
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
@@ -137,8 +139,9 @@ export class WebGpuExecutor {
   }
 
   // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
-  async #forwardCached(plan, config) {
-    const cache = plan.cache.cache.handleFor(this);
+  async #forwardCached(plan) {
+    const config = this.#config;
+    const cache = plan.cache.kvCache.handleFor(this);
     // The plan was checked against the length when forward() was called: a call on the same
     // cache not awaited before it would have appended since.
     if (cache.length() !== plan.cache.lengthBefore) {
