@@ -8,13 +8,16 @@
 //           on a single-threaded WASM module (the pthreads modules split work inside the wasm
 //           executor instead).
 //   webgpu  the GPU (WebGpuExecutor), for backend 'webgpu', or 'auto' where WebGPU exists.
-// route(plan) picks one per call from the thresholds of cost_model.js, all in FLOPs of
-// forwardFlops().
+// route(plan) picks one per call, once, from the thresholds of cost_model.js (all in FLOPs of
+// forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
+// large call find the GPU; a pool whose workers are still starting is waited for by the pool
+// executor, after the decision.
 //
 // Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
-// routes to wasm; a GPU call that fails runs again on wasm; if the device was lost the module
-// stays on wasm for good ('backend' then reads 'wasm'), otherwise only that call moves; either
-// way console.warn says so once and the caller gets a correct result.
+// routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
+// fallback (pool or wasm); if the device was lost the module stays off the GPU for good
+// ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
+// once and the caller gets a correct result.
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
 import { KvCache } from './kv_cache.js';
@@ -117,44 +120,45 @@ export class Dispatcher {
   }
 
   /**
-   * Where a call runs now: 'webgpu' | 'pool' | 'wasm'. With { gpu: false } the GPU is not
-   * considered (a call whose GPU attempt failed). 'webgpu' while the GPU is still pending means
-   * "ask for it first"; 'pool' before the workers are up means "wait for them" (explicit threads).
+   * Where a call runs, decided once per call from the state after forward()'s waiting: { where:
+   * 'webgpu' | 'pool' | 'wasm', fallback: where a call whose GPU attempt failed runs, 'pool' |
+   * 'wasm' }. 'pool' before the workers are up (explicit threads) runs once they are (the pool
+   * executor waits for them).
    */
-  route(plan, { gpu: allowGpu = true } = {}) {
-    if (!this.#loaded) return 'wasm';
+  route(plan) {
+    if (!this.#loaded) return { where: 'wasm', fallback: 'wasm' };
     // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
     // step over workers each would have to hold its heads' part of the cache and get every new
     // row; one step takes 0.5–7 ms on one thread (docs/benchmarks.md, "Incremental decoding"),
     // so a split could save at most part of the attention, less a round trip per step. A cache
-    // made on the GPU runs there (whatever its size: its storage is there).
-    if (plan.cache) return this.#gpu?.executor && plan.cache.kvCache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
-    const flops = forwardFlops(plan, this.#config);
-    const gpu = this.#gpu;
-    if (allowGpu && gpu && flops >= gpu.minFlops
-      && (gpu.state === 'pending' || (this.#gpuUsable() && gpu.executor.fits(plan)))) {
-      return 'webgpu';
+    // made on the GPU runs there (whatever its size: its storage is there) and cannot fall back.
+    if (plan.cache) {
+      const onGpu = this.#gpu?.executor && plan.cache.kvCache.isOf(this.#gpu.executor);
+      return { where: onGpu ? 'webgpu' : 'wasm', fallback: null };
     }
+    const flops = forwardFlops(plan, this.#config);
     const pool = this.#pool;
     // A call with one (batch, K/V head) unit has nothing to split.
-    if (pool?.working && plan.B * this.#config.numKvHeads > 1
-      && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS))) {
-      return 'pool';
-    }
-    return 'wasm';
+    const cpu = pool?.working && plan.B * this.#config.numKvHeads > 1
+      && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS)) ? 'pool' : 'wasm';
+    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
+    return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
 
   /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
   async forward(plan) {
-    let where = this.route(plan);
-    // A call that may wait before its inputs are read (for the GPU to be found, for earlier GPU
-    // calls of this module, for the workers to start) reads them now: into copies.
-    if (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady)) plan = planWithCopies(plan).plan;
-    if (where === 'webgpu' && this.#gpu.state === 'pending') {
+    // The waiting first: a large call of an 'auto' module whose GPU has not been looked for yet
+    // looks for it now. A call that waits before its inputs are read (for the GPU to be found,
+    // for earlier GPU calls of this module, for the workers to start) reads them now: into copies.
+    let copied = false;
+    if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
+      plan = planWithCopies(plan).plan;
+      copied = true;
       await this.#acquireGpu();
       this.#live();
-      where = this.route(plan);
     }
+    const { where, fallback } = this.route(plan);
+    if (!copied && (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady))) plan = planWithCopies(plan).plan;
     if (where === 'webgpu') {
       try {
         const result = await this.#gpu.executor.forward(plan);
@@ -171,15 +175,9 @@ export class Dispatcher {
           });
         }
         await this.#gpuFailed(e);
-        where = this.route(plan, { gpu: false });
       }
     }
-    if (where === 'pool' && !this.#pool.isReady) {
-      await this.#pool.ready;
-      this.#live();
-      where = this.route(plan, { gpu: false });
-    }
-    const result = await (where === 'pool' ? this.#pool : this.#wasm).forward(plan);
+    const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
   }
@@ -195,6 +193,12 @@ export class Dispatcher {
     this.#caches.clear();
     this.#pool?.dispose();
     this.#wasm.dispose();
+  }
+
+  // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
+  // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
+  #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
+    return this.#loaded && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
   }
 
   #gpuUsable() {

@@ -1,6 +1,7 @@
 // The pool executor (dispatch.js's Executor): one module's forward() split by batch × head over
 // the calling thread's WASM executor and threads − 1 workers of the shared WorkerPool (pool.js).
-// Whether a call comes here is dispatch.js's decision; this file only splits, runs and joins.
+// Whether a call comes here is dispatch.js's decision; this file waits for the workers to start,
+// splits, runs and joins.
 import { SPLIT_PROJECTION_FLOPS, forwardFlops } from '../cost_model.js';
 import { DisposedError } from '../errors.js';
 import { weightsPerBatch } from '../plans.js';
@@ -55,7 +56,16 @@ export class PoolExecutor {
     this.#pool.load(this.#id, entries);
   }
 
+  /**
+   * A call routed here before the workers are up (explicit threads) waits for them, its plan
+   * holding copies of its inputs; if they failed to start, the calling thread computes it.
+   */
   async forward(plan) {
+    if (!this.#isReady) {
+      await this.#ready;
+      this.#live();
+      if (!this.working) return this.#wasm.forward(plan);
+    }
     const config = this.#config;
     const pool = this.#pool;
     const id = this.#id;
@@ -107,10 +117,12 @@ export class PoolExecutor {
     if (mineError) throw mineError;
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    if (this.#disposed) {
-      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
-    }
+    this.#live();
     return [mine, ...settled.map((r) => r.value)];
+  }
+
+  #live() {
+    if (this.#disposed) throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
   }
 
   #newWeights(plan) {
