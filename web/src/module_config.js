@@ -5,8 +5,35 @@ import { OptionError, describe } from './errors.js';
 import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
 import { parameterFloats } from './parameter_layout.js';
 
-const MHA_CREATE_OPTIONS = ['embedDim', 'numHeads', 'numKvHeads', 'rotary', 'kdim', 'vdim', 'bias', 'headDim', 'valueHeadDim', 'threads',
-  'backend', 'gpu', 'webgpuMinFlops'];
+/**
+ * The fields of a module's config, the one list of them: each is a create() option resolved by
+ * `resolve(options, fieldsBefore)` in this order (a default may read the fields before it) and
+ * given to the core's MhaConfig (cpp/bindings/embind.cpp, value_object<MhaConfig>) as `core(value)`
+ * says, or under its own name. index.d.ts's MultiHeadAttentionOptions and
+ * ResolvedMultiHeadAttentionConfig name the same fields (tests/js/module_config.test.js).
+ */
+const CONFIG_FIELDS = [
+  { name: 'embedDim', resolve: (o) => checkSize('embedDim', o.embedDim) },
+  { name: 'numHeads', resolve: resolveNumHeads },
+  { name: 'kdim', resolve: (o, c) => checkSize('kdim', o.kdim, c.embedDim) },
+  { name: 'vdim', resolve: (o, c) => checkSize('vdim', o.vdim, c.embedDim) },
+  { name: 'headDim', resolve: (o, c) => checkSize('headDim', o.headDim, c.embedDim / c.numHeads) },
+  { name: 'valueHeadDim', resolve: (o, c) => checkSize('valueHeadDim', o.valueHeadDim, c.embedDim / c.numHeads) },
+  { name: 'bias', resolve: (o) => checkBoolean('bias', o.bias, true) },
+  { name: 'numKvHeads', resolve: resolveNumKvHeads },
+  {
+    name: 'rotary',
+    resolve: resolveRotary,
+    // 0 rotaryDim: no rotary.
+    core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
+  },
+];
+
+/** create()'s options that choose where the module runs rather than what it computes. */
+const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
+
+/** Every option MultiHeadAttention.create() takes. */
+export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
 
 /** Most threads (workers + the calling thread) one module may use. */
 export const MAX_THREADS = 64;
@@ -32,25 +59,10 @@ export function resolveMhaConfig(options) {
       argument: 'options', expected: 'object', actual: 'undefined',
     });
   }
-  const o = checkOptions('MultiHeadAttention.create', options, MHA_CREATE_OPTIONS);
-  const embedDim = checkSize('embedDim', o.embedDim);
-  const numHeads = checkSize('numHeads', o.numHeads);
-  const freeDims = o.headDim !== undefined && o.valueHeadDim !== undefined;
-  if (!freeDims && embedDim % numHeads !== 0) {
-    throw new OptionError(
-      `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
-      { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
-  }
-  const config = {
-    embedDim,
-    numHeads,
-    kdim: checkSize('kdim', o.kdim, embedDim),
-    vdim: checkSize('vdim', o.vdim, embedDim),
-    headDim: checkSize('headDim', o.headDim, embedDim / numHeads),
-    valueHeadDim: checkSize('valueHeadDim', o.valueHeadDim, embedDim / numHeads),
-    bias: checkBoolean('bias', o.bias, true),
-  };
-  Object.assign(config, resolveDecodingConfig(o, config));
+  const o = checkOptions('MultiHeadAttention.create', options, CREATE_OPTIONS);
+  const config = {};
+  for (const { name, resolve } of CONFIG_FIELDS) config[name] = resolve(o, config);
+  const { embedDim, numHeads } = config;
   // Sizes are exact here (JS numbers up to 2^53); the core's are 32-bit. A module whose weights
   // cannot fit a WASM heap is refused before any size reaches it.
   const bytes = parameterFloats(config) * 4;
@@ -71,18 +83,38 @@ export function resolveMhaConfig(options) {
  */
 export const WASM_MAX_BYTES = 2 ** 32;
 
-/**
- * numKvHeads (a divisor of numHeads, default numHeads) and rotary (undefined, or { base = 10000,
- * interleaved = false, dim = headDim }, dim even and <= headDim) of create()'s options.
- */
-function resolveDecodingConfig(options, { numHeads, headDim }) {
+/** The config as the core's MhaConfig takes it (WasmExecutor configures the core with it). */
+export function coreConfig(config) {
+  return Object.assign({}, ...CONFIG_FIELDS.map(({ name, core }) => (core ? core(config[name]) : { [name]: config[name] })));
+}
+
+// numHeads; embedDim must be a multiple of it unless both head widths are given.
+function resolveNumHeads(options, { embedDim }) {
+  const numHeads = checkSize('numHeads', options.numHeads);
+  const freeDims = options.headDim !== undefined && options.valueHeadDim !== undefined;
+  if (!freeDims && embedDim % numHeads !== 0) {
+    throw new OptionError(
+      `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
+      { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
+  }
+  return numHeads;
+}
+
+// numKvHeads: a divisor of numHeads, default numHeads (grouped-query attention).
+function resolveNumKvHeads(options, { numHeads }) {
   const numKvHeads = checkSize('numKvHeads', options.numKvHeads, numHeads);
   if (numHeads % numKvHeads !== 0) {
     throw new OptionError(`numKvHeads: expected a divisor of numHeads (${numHeads}), got ${numKvHeads}`, {
       argument: 'numKvHeads', expected: `divisor of ${numHeads}`, actual: numKvHeads,
     });
   }
-  if (options.rotary === undefined) return { numKvHeads, rotary: null };
+  return numKvHeads;
+}
+
+// rotary: null (not given), or { base = 10000, interleaved = false, dim = headDim }, dim even and
+// <= headDim.
+function resolveRotary(options, { headDim }) {
+  if (options.rotary === undefined) return null;
   const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim']);
   if (options.rotary === null) {
     throw new OptionError('rotary: expected an options object { base?, interleaved?, dim? }, got null', {
@@ -101,17 +133,7 @@ function resolveDecodingConfig(options, { numHeads, headDim }) {
       argument: 'rotary.base', expected: 'number > 0', actual: describe(base),
     });
   }
-  return { numKvHeads, rotary: { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim } };
-}
-
-/** The core's MhaConfig fields for them (embind.cpp): 0 rotaryDim for no rotary. */
-export function coreDecodingFields({ numKvHeads, rotary }) {
-  return {
-    numKvHeads,
-    rotaryDim: rotary?.dim ?? 0,
-    rotaryBase: rotary?.base ?? 10000,
-    rotaryInterleaved: rotary?.interleaved ?? false,
-  };
+  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim };
 }
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];

@@ -3,7 +3,7 @@
 // block per call, runs the core, copies the results out and frees the block, on every path (so a
 // failing call leaks nothing).
 import { throwCoreError, MemoryError } from '../errors.js';
-import { WASM_MAX_BYTES, coreDecodingFields } from '../module_config.js';
+import { WASM_MAX_BYTES, coreConfig } from '../module_config.js';
 import { weightsPerBatch } from '../plans.js';
 
 const F32 = 4;
@@ -71,9 +71,7 @@ export class WasmExecutor {
     this.core = core;
     this.config = config;
     this.handle = new core.Mha();
-    // { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias } and the decoding fields:
-    // the core's MhaConfig.
-    const error = this.handle.configure({ ...config, ...coreDecodingFields(config) });
+    const error = this.handle.configure(coreConfig(config));
     if (error) {
       this.handle.delete();
       throwCoreError(error);
