@@ -8,6 +8,7 @@ import { resolveMhaForward } from '../web/src/plans.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
 export { CREATE_OPTIONS, coreConfig } from '../web/src/module_config.js';
+export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/kv_ring.js';
 export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.js';
 export { testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';

@@ -1,6 +1,7 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
 // incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
 import { CacheError, DisposedError, OptionError, describe } from './errors.js';
+import { MAX_CACHE_POSITIONS } from './kv_ring.js';
 import { checkOptions, checkSize } from './option_checks.js';
 
 /** createCache() options: { batchSize = 1, maxLength, window }; maxLength optional with a window. */
@@ -9,11 +10,10 @@ export function resolveCacheOptions(options) {
   const batchSize = checkSize('batchSize', o.batchSize, 1);
   const window = o.window === undefined ? 0 : checkSize('window', o.window);
   const maxLength = window && o.maxLength === undefined ? 0 : checkSize('maxLength', o.maxLength);
-  // The core counts slots in 32-bit integers.
   for (const [argument, value] of [['maxLength', maxLength], ['window', window]]) {
-    if (value > 2 ** 31 - 64) {
-      throw new OptionError(`${argument}: expected an integer <= ${2 ** 31 - 64}, got ${value}`, {
-        argument, expected: `<= ${2 ** 31 - 64}`, actual: value,
+    if (value > MAX_CACHE_POSITIONS) {
+      throw new OptionError(`${argument}: expected an integer <= ${MAX_CACHE_POSITIONS}, got ${value}`, {
+        argument, expected: `<= ${MAX_CACHE_POSITIONS}`, actual: value,
       });
     }
   }
