@@ -24,9 +24,9 @@ import { KvCache } from './kv_cache.js';
 import { planWithCopies } from './plans.js';
 
 /**
- * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S,
+ * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
  *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
- *   outputShape, weightsShape }
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter }), outputShape, weightsShape }
  * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
  *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
  * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()

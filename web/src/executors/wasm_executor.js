@@ -63,7 +63,7 @@ function maskArgs(mask, address) {
 }
 
 export class WasmExecutor {
-  /** Threads of the pthreads module's own pool this module uses (set by create(); 1 elsewhere). */
+  /** Threads of the pthreads module's own pool this module uses (set by createExecutors(); 1 elsewhere). */
   threads = 1;
 
   /** core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved. */
