@@ -1,8 +1,10 @@
 // The public API, independent of how the WASM core is loaded and how workers are made: node.js
 // and browser.js each call bindApi() with their loader and platform (it makes the package's
-// Runtime, runtime.js) and export what it returns. Every call is checked into a plan (plans.js) before any backend sees it;
-// MultiHeadAttention.forward() then goes through its Dispatcher (dispatch.js), which picks the
-// executor (calling thread, worker pool or GPU).
+// Runtime, runtime.js) and export what it returns. create() resolves the module's config
+// (module_config.js) and makes its executors (executors/create_executors.js); every call is
+// checked into a plan (plans.js) before any executor sees it; MultiHeadAttention.forward() then
+// goes through its Dispatcher (dispatch.js), which picks the executor (calling thread, worker
+// pool or GPU).
 import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
 import { createExecutors } from './executors/create_executors.js';
@@ -18,7 +20,6 @@ import { warnOnce } from './warn_once.js';
 
 /** @type {Runtime | null} */
 let runtime = null;
-
 
 const tensor = (data, shape) => ({ data, shape });
 
@@ -38,8 +39,8 @@ export class MultiHeadAttention {
 
   /**
    * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
-   * threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops? (docs/webgpu.md) }. Weights are
-   * zero until loadStateDict().
+   * numKvHeads?, rotary?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
+   * (docs/webgpu.md) }: module_config.js's CREATE_OPTIONS. Weights are zero until loadStateDict().
    */
   static async create(options) {
     const config = resolveMhaConfig(options);
