@@ -9,13 +9,13 @@ import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
 import { createExecutors } from './executors/create_executors.js';
 import { wasmSdpa } from './executors/wasm_executor.js';
-import { Runtime } from './runtime.js';
-import { moduleEntry } from './variant.js';
 import { resolveCacheOptions } from './kv_cache.js';
 import { resolveMhaConfig } from './module_config.js';
 import { checkIndex } from './option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
+import { Runtime } from './runtime.js';
 import { resolveModuleStateDict } from './state_dict.js';
+import { moduleEntry } from './variant.js';
 import { warnOnce } from './warn_once.js';
 
 /** @type {Runtime | null} */

@@ -2,9 +2,9 @@
 // WasmExecutor (always), a PoolExecutor (threads > 1 on a single-threaded WASM module) and the
 // WebGpuExecutor (now for backend 'webgpu', at the first large call for 'auto'). dispatch.js
 // then routes each call to one of them.
+import { resolveBackendOptions } from '../module_config.js';
 import { moduleEntry } from '../variant.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
-import { resolveBackendOptions } from '../module_config.js';
 import { PoolExecutor } from './pool_executor.js';
 import { WasmExecutor } from './wasm_executor.js';
 
