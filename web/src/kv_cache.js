@@ -1,6 +1,6 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
 // incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
-import { CacheError, DisposedError, OptionError, describe } from './errors.js';
+import { CacheError, DisposedError, OptionError } from './errors.js';
 import { MAX_CACHE_POSITIONS } from './kv_ring.js';
 import { checkOptions, checkSize } from './option_checks.js';
 
