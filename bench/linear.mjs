@@ -4,8 +4,8 @@
 // Usage: node bench/linear.mjs
 //        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/linear.mjs
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig } from '../web/src/shapes.js';
-import { WasmMha } from '../web/src/wasm_backend.js';
+import { resolveMhaConfig } from '../web/src/module_config.js';
+import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
 import { filled } from './suite.mjs';
 
 const variant = process.env.WEBATTENTION_WASM || 'simd';  // not auto-detected: simd unless asked
@@ -15,15 +15,15 @@ console.log(`module ${variant}`);
 const rows = 1024;
 for (const E of [256, 512, 768, 1024]) {
   const config = resolveMhaConfig({ embedDim: E, numHeads: E / 64 });
-  const mha = new WasmMha(core, config);
+  const mha = new WasmExecutor(core, config);
   mha.loadStateDict(mha.parameterSpecs().map(({ name, shape }, i) =>
     ({ name, data: filled(shape.reduce((a, b) => a * b, 1), i + 1, 1 / Math.sqrt(E)) })));
   const x = filled(rows * E, 7, 1);
-  for (let i = 0; i < 3; i++) mha.projectOutput(x, rows, config);
+  for (let i = 0; i < 3; i++) mha.projectOutput(x, rows);
   const times = [];
   for (let i = 0; i < 21; i++) {
     const t0 = performance.now();
-    mha.projectOutput(x, rows, config);
+    mha.projectOutput(x, rows);
     times.push(performance.now() - t0);
   }
   times.sort((a, b) => a - b);

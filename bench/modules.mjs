@@ -4,8 +4,9 @@
 // Usage: node --experimental-wasm-relaxed-simd bench/modules.mjs [--causal]   (Node 20 needs
 // the flag for relaxed SIMD; Node 22 does not)
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
-import { WasmMha } from '../web/src/wasm_backend.js';
+import { resolveMhaConfig } from '../web/src/module_config.js';
+import { resolveMhaForward } from '../web/src/plans.js';
+import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
 import { filled, flops, makeWeights } from './suite.mjs';
 
 const modules = ['simd', 'relaxed'];
@@ -17,7 +18,7 @@ for (const [L, E, h] of [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 7
   const config = resolveMhaConfig({ embedDim: E, numHeads: h });
   const entries = Object.entries(makeWeights(E)).map(([name, data]) => ({ name, data }));
   const mhas = cores.map((core) => {
-    const mha = new WasmMha(core, config);
+    const mha = new WasmExecutor(core, config);
     mha.threads = 1;
     mha.loadStateDict(entries);
     return mha;
@@ -29,7 +30,7 @@ for (const [L, E, h] of [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 7
   for (let r = -2; r < runs; r++) {  // two warm-up rounds
     mhas.forEach((mha, k) => {
       const t0 = performance.now();
-      mha.forward(plan, config);
+      mha.forward(plan);
       if (r >= 0) times[k].push(performance.now() - t0);
     });
   }

@@ -2,21 +2,23 @@
 // where it lives today: when web/src moves things, this file is the one test file that changes.
 // Tests import the public API from 'webattention' (or web/src/browser.js in pages), and
 // everything else from here. Environment-free, like the modules it re-exports: pages load it too.
-import { forwardFlops } from '../web/src/dispatch.js';
-import { resolveMhaConfig, resolveMhaForward } from '../web/src/shapes.js';
-import { gpuMissing } from '../web/src/webgpu/options.js';
+import { forwardFlops } from '../web/src/cost_model.js';
+import { resolveMhaConfig } from '../web/src/module_config.js';
+import { resolveMhaForward } from '../web/src/plans.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
-export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS, testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
+export { CREATE_OPTIONS, coreConfig } from '../web/src/module_config.js';
+export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/kv_ring.js';
+export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.js';
+export { testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
-export { gpuMissing } from '../web/src/webgpu/options.js';
 
-/** The 'mha' fixture cases a WebGPU module can run (every one today; gpuMissing: options.js). */
-export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha' && !gpuMissing(c.create));
+/** The fixture cases a WebGPU module runs: every 'mha' case. */
+export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');
 
 /** FLOPs of one forward() of a decoded 'mha' fixture case (the package's own count). */
 export function caseFlops(c) {

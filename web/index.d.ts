@@ -44,7 +44,7 @@ export interface MultiHeadAttentionOptions {
    * numHeads. Query head i reads K/V head floor(i / (numHeads / numKvHeads)). With fewer K/V
    * heads the state dict has separate q_proj_weight [numHeads·headDim, E], k_proj_weight
    * [numKvHeads·headDim, kdim], v_proj_weight [numKvHeads·valueHeadDim, vdim], in_proj_bias of
-   * their three widths, out_proj.*. Not on the WebGPU backend yet ('auto' runs it on WASM).
+   * their three widths, out_proj.*. Runs on every backend, WebGPU included.
    */
   numKvHeads?: number;
   /** Rotary position embedding on every query and key head after its projection (and bias). */

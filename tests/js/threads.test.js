@@ -217,6 +217,31 @@ for (const [how, breakIt, reason, hooks = {}] of [
   });
 }
 
+// The call waits for the workers (explicit threads), which then fail to start: the pool executor
+// computes it on the calling thread, as every later call.
+test('a call waiting for workers that fail to start runs on the calling thread', async () => {
+  const neverStarts = () => ({
+    post: () => {}, onMessage: () => {}, terminate: () => {},
+    onFailure: (fail) => setTimeout(() => fail('could not load its script (test)'), 50),
+  });
+  // The workers are spawned after create() returns: the hook stays set for the whole test.
+  await withHooks({ spawnWorker: neverStarts }, async () => {
+    const { pooled, single, pool, dispose } = await pair({ embedDim: 16, numHeads: 4 }, 2);
+    const x = randomTensor([2, 6, 16], rng(7));
+    try {
+      assert.equal(pool.failure, null, 'the workers are still starting when the call is made');
+      const actual = await pooled.forward(x, x, x, { needWeights: true });
+      assert.match(pool.failure?.message ?? '', /could not load its script \(test\)/);
+      assert.equal(pooled.threads, 1);
+      const expected = await single.forward(x, x, x, { needWeights: true });
+      assert.deepEqual(actual.output.data, expected.output.data);
+      assert.deepEqual(actual.attnWeights.data, expected.attnWeights.data);
+    } finally {
+      dispose();
+    }
+  });
+});
+
 test('modules share one pool; the last dispose() stops it; the next module starts a new one', async () => {
   const next = rng(10);
   const a = await pair({ embedDim: 16, numHeads: 4 }, 3, 1);

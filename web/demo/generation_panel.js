@@ -11,8 +11,9 @@ import { $, errorText } from './page.js';
 import { heatmap } from './heatmap.js';
 
 const MODEL_URL = new URL('../model/model.safetensors', import.meta.url);
-// The switch's choices as create() options. GQA and rotary modules are not on the GPU yet: 'auto'
-// runs them on WASM (and says so below), 'webgpu' would refuse them with a BackendError.
+// The switch's choices as create() options. 'auto' runs this model on WASM (and says so below),
+// although GQA and rotary attention run on WebGPU too: its KV caches are made at load, before any
+// call has found the GPU, and a cache's calls run where it was made.
 const BACKENDS = {
   wasm1: { threads: 1, backend: 'wasm' },
   threads: { threads: 'auto', backend: 'wasm' },

@@ -52,7 +52,7 @@ export class CharGpt {
 
   /**
    * The model of a char-gpt .safetensors file (bytes). options: the attention modules' create()
-   * options { threads, backend } (GQA and rotary run on WASM: 'webgpu' is a BackendError).
+   * options { threads, backend } (every backend runs its GQA and rotary attention, WebGPU too).
    */
   static async load({ MultiHeadAttention, loadSafetensors }, bytes, { threads, backend } = {}) {
     const tensors = loadSafetensors(bytes);

@@ -1,23 +1,25 @@
 // The public API, independent of how the WASM core is loaded and how workers are made: node.js
 // and browser.js each call bindApi() with their loader and platform (it makes the package's
-// Runtime, runtime.js) and export what it returns. Every call is checked into a plan (shapes.js) before any backend sees it;
-// MultiHeadAttention.forward() then goes through its Dispatcher (dispatch.js), which picks the
-// executor (calling thread, worker pool or GPU).
+// Runtime, runtime.js) and export what it returns. create() resolves the module's config
+// (module_config.js) and makes its executors (executors/create_executors.js); every call is
+// checked into a plan (plans.js) before any executor sees it; MultiHeadAttention.forward() then
+// goes through its Dispatcher (dispatch.js), which picks the executor (calling thread, worker
+// pool or GPU).
 import { Dispatcher } from './dispatch.js';
 import { DisposedError } from './errors.js';
-import { PoolExecutor } from './pool_executor.js';
+import { createExecutors } from './executors/create_executors.js';
+import { wasmSdpa } from './executors/wasm_executor.js';
+import { resolveCacheOptions } from './kv_cache.js';
+import { resolveMhaConfig } from './module_config.js';
+import { checkIndex } from './option_checks.js';
+import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
 import { Runtime } from './runtime.js';
-import { moduleEntry } from './variant.js';
-import { resolveCacheOptions } from './decoding.js';
-import { checkIndex, resolveMhaConfig, resolveMhaForward, resolveSdpa, resolveSelfAttention } from './shapes.js';
 import { resolveModuleStateDict } from './state_dict.js';
-import { WasmMha, wasmSdpa } from './wasm_backend.js';
+import { moduleEntry } from './variant.js';
 import { warnOnce } from './warn_once.js';
-import { gpuSide, resolveBackendOptions } from './webgpu/options.js';
 
 /** @type {Runtime | null} */
 let runtime = null;
-
 
 const tensor = (data, shape) => ({ data, shape });
 
@@ -37,25 +39,12 @@ export class MultiHeadAttention {
 
   /**
    * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
-   * threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops? (docs/webgpu.md) }. Weights are
-   * zero until loadStateDict().
+   * numKvHeads?, rotary?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
+   * (docs/webgpu.md) }: module_config.js's CREATE_OPTIONS. Weights are zero until loadStateDict().
    */
   static async create(options) {
     const config = resolveMhaConfig(options);
-    const { threads, auto } = runtime.threads(options.threads);
-    // The GPU is looked for before any WASM memory is taken: a BackendError leaves nothing behind.
-    const { gpu, gpuMinFlops } = await gpuSide(config, resolveBackendOptions(options), () => runtime.loadWebGpuExecutor());
-    const loaded = await runtime.load();
-    const wasm = new WasmMha(loaded.core, config);
-    let pool = null;
-    if (moduleEntry(loaded.variant).threads) {
-      // The pthreads module splits work over its own threads in shared memory: no worker pool.
-      wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
-    } else if (threads > 1) {
-      // 'auto' never waits for the workers, so they need not keep Node alive while they start.
-      pool = new PoolExecutor(wasm, config, { threads, pool: runtime.pool(loaded), keepAlive: !auto });
-    }
-    const dispatcher = new Dispatcher(config, { wasm, pool, autoThreads: auto, gpu, gpuMinFlops });
+    const dispatcher = new Dispatcher(config, await createExecutors(config, options, runtime));
     return new MultiHeadAttention(dispatcher, config);
   }
 
@@ -110,7 +99,7 @@ export class MultiHeadAttention {
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');
     const plan = resolveMhaForward(this.#config, query, key, value, options);
-    const { output, weights } = await dispatcher.forward(plan, this.#config);
+    const { output, weights } = await dispatcher.forward(plan);
     return {
       output: tensor(output, plan.outputShape),
       attnWeights: weights ? tensor(weights, plan.weightsShape) : null,

@@ -11,11 +11,11 @@ import { LOADERS } from '../dist/browser_modules.js';
 import { bindApi } from './api.js';
 import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
 import { THREADS_VARIANTS, moduleEntry, pickVariant } from './variant.js';
-import { instantiateCore } from './wasm_backend.js';
+import { instantiateCore } from './instantiate_core.js';
 import { fetchWasmModule, loadError } from './wasm_fetch.js';
 import { warnOnce } from './warn_once.js';
 // Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
-import { WebGpuExecutor } from './webgpu/executor.js';
+import { WebGpuExecutor } from './executors/webgpu_executor.js';
 
 /** `variant`'s Emscripten factory and compiled .wasm; a LoadError names a file that is not there. */
 async function fetchModule(variant) {
@@ -93,4 +93,4 @@ export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './configure.js';
 export * from './public_errors.js';
-export { KvCache } from './decoding.js';
+export { KvCache } from './kv_cache.js';

@@ -1,81 +1,40 @@
 // Where each MultiHeadAttention.forward() runs, decided here and nowhere else.
 //
-// A module has up to three executors, each implementing the Executor interface below:
-//   wasm    the calling thread's WASM instance (wasm_backend.js). Always there: it also answers
+// A module has up to three executors (executors/, all made by create_executors.js), each
+// implementing the Executor interface below:
+//   wasm    the calling thread's WASM instance (WasmExecutor). Always there: it also answers
 //           parameterSpecs() and headBilinearForm(), and reports a missing state dict.
-//   pool    the same module on workers of the shared worker pool (pool_executor.js), for
-//           threads > 1 on a single-threaded WASM module (the pthreads modules split work inside
-//           the wasm executor instead).
-//   webgpu  the GPU (webgpu/executor.js), for backend 'webgpu', or 'auto' where WebGPU exists.
-// route(plan) picks one per call from the thresholds below, all in FLOPs of forwardFlops().
+//   pool    the same module on workers of the shared worker pool (PoolExecutor), for threads > 1
+//           on a single-threaded WASM module (the pthreads modules split work inside the wasm
+//           executor instead).
+//   webgpu  the GPU (WebGpuExecutor), for backend 'webgpu', or 'auto' where WebGPU exists.
+// route(plan) picks one per call, once, from the thresholds of cost_model.js (all in FLOPs of
+// forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
+// large call find the GPU; a pool whose workers are still starting is waited for by the pool
+// executor, after the decision.
 //
 // Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
-// routes to wasm; a GPU call that fails runs again on wasm; if the device was lost the module
-// stays on wasm for good ('backend' then reads 'wasm'), otherwise only that call moves; either
-// way console.warn says so once and the caller gets a correct result.
-import { KvCache } from './decoding.js';
+// routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
+// fallback (pool or wasm); if the device was lost the module stays off the GPU for good
+// ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
+// once and the caller gets a correct result.
+import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
-import { planWithCopies } from './shapes.js';
+import { KvCache } from './kv_cache.js';
+import { planWithCopies } from './plans.js';
 
 /**
- * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (shapes.js): { B, L, S,
+ * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
  *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
- *   outputShape, weightsShape }
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter }), outputShape, weightsShape }
  * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
  *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
  * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
  * @typedef {object} Executor
  * @property {(entries: StateDictEntry[]) => void} loadStateDict  copies what it keeps
- * @property {(plan: ForwardPlan, config: object) => ForwardResult | Promise<ForwardResult>} forward
+ * @property {(plan: ForwardPlan) => ForwardResult | Promise<ForwardResult>} forward
  * @property {() => void} dispose  frees what the executor holds (never shared resources)
  */
-
-/**
- * threads 'auto': a call under this many FLOPs stays on the calling thread. A worker round trip
- * costs about 120 µs (Node 20, 2 cores), so below ~10 MFLOP (~0.4 ms on one thread) the pool is
- * slower; at 25 MFLOP it is 1.3× faster.
- */
-export const AUTO_MIN_FLOPS = 16e6;
-
-/**
- * How long a pool worker may take to answer a request before it counts as hung: then the pool
- * stops with a WorkerError and its modules carry on on the calling thread. Generous on purpose:
- * 10 s plus the work at 0.1 GFLOP/s (a hundredth of the speed measured in docs/benchmarks.md);
- * requests without work (start, weights, memory) get the 10 s alone. Measured from when the
- * request reaches the head of the worker's queue (a worker answers in order).
- */
-export const workerAnswerMs = (flops = 0) => 10_000 + flops / 1e5;
-
-/**
- * Output projections (after head-range tasks) of at least this many FLOPs are split by rows over
- * the workers too: one more round trip, paid for above ~10 MFLOP.
- */
-export const SPLIT_PROJECTION_FLOPS = 16e6;
-
-/**
- * backend 'auto': the FLOPs from which a call goes to a hardware GPU. 2^26 ≈ 67 MFLOP is about
- * 2 ms of single-threaded WASM at the 27–32 GFLOP/s in docs/benchmarks.md (≈ 1.3 ms on the pool);
- * below that, the 0.7–0.9 ms fixed cost of a GPU round trip (upload, dispatches, readback) leaves
- * a GPU little to win. docs/webgpu.md says how to measure it for a given GPU (webgpuMinFlops
- * overrides it). A software adapter (SwiftShader) is never used by 'auto' unless webgpuMinFlops
- * is given.
- */
-export const DEFAULT_WEBGPU_MIN_FLOPS = 2 ** 26;
-
-/**
- * Work of one MHA forward in FLOPs (multiply-adds ×2): the four projections, the scores and the
- * weighted sum, plus the scores again when weights are asked for (every backend recomputes them
- * in a second pass).
- */
-export function forwardFlops(plan, config) {
-  const { B, L, S } = plan;
-  const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
-  const G = config.numKvHeads ?? H;
-  const T = plan.T ?? S;  // keys attended: with a cache, every cached position
-  const projections = L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
-  const attention = H * L * T * (dk + dv) + (plan.needWeights ? H * L * T * dk : 0);
-  return 2 * B * (projections + attention);
-}
 
 /**
  * Test seam: onRun(where, plan, path) after each forward() of a module that has a GPU (none is
@@ -96,7 +55,7 @@ export class Dispatcher {
   #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
 
   /**
-   * wasm: the calling thread's executor. pool: a PoolExecutor or null; autoThreads: threads
+   * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
    * 'auto' (the pool only takes calls of AUTO_MIN_FLOPS once its workers are up, never waiting).
    * gpu: null (WASM only), { executor } (a device is there), or { acquire } (backend 'auto': a
    * function resolving to an executor or null, called at the first call that would use it);
@@ -161,47 +120,48 @@ export class Dispatcher {
   }
 
   /**
-   * Where a call runs now: 'webgpu' | 'pool' | 'wasm'. With { gpu: false } the GPU is not
-   * considered (a call whose GPU attempt failed). 'webgpu' while the GPU is still pending means
-   * "ask for it first"; 'pool' before the workers are up means "wait for them" (explicit threads).
+   * Where a call runs, decided once per call from the state after forward()'s waiting: { where:
+   * 'webgpu' | 'pool' | 'wasm', fallback: where a call whose GPU attempt failed runs, 'pool' |
+   * 'wasm' }. 'pool' before the workers are up (explicit threads) runs once they are (the pool
+   * executor waits for them).
    */
-  route(plan, { gpu: allowGpu = true } = {}) {
-    if (!this.#loaded) return 'wasm';
+  route(plan) {
+    if (!this.#loaded) return { where: 'wasm', fallback: 'wasm' };
     // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
     // step over workers each would have to hold its heads' part of the cache and get every new
     // row; one step takes 0.5–7 ms on one thread (docs/benchmarks.md, "Incremental decoding"),
     // so a split could save at most part of the attention, less a round trip per step. A cache
-    // made on the GPU runs there (whatever its size: its storage is there).
-    if (plan.cache) return this.#gpu?.executor && plan.cache.cache.isOf(this.#gpu.executor) ? 'webgpu' : 'wasm';
-    const flops = forwardFlops(plan, this.#config);
-    const gpu = this.#gpu;
-    if (allowGpu && gpu && flops >= gpu.minFlops
-      && (gpu.state === 'pending' || (this.#gpuUsable() && gpu.executor.fits(plan, this.#config)))) {
-      return 'webgpu';
+    // made on the GPU runs there (whatever its size: its storage is there) and cannot fall back.
+    if (plan.cache) {
+      const onGpu = this.#gpu?.executor && plan.cache.kvCache.isOf(this.#gpu.executor);
+      return { where: onGpu ? 'webgpu' : 'wasm', fallback: null };
     }
+    const flops = forwardFlops(plan, this.#config);
     const pool = this.#pool;
     // A call with one (batch, K/V head) unit has nothing to split.
-    if (pool?.working && plan.B * this.#config.numKvHeads > 1
-      && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS))) {
-      return 'pool';
-    }
-    return 'wasm';
+    const cpu = pool?.working && plan.B * this.#config.numKvHeads > 1
+      && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS)) ? 'pool' : 'wasm';
+    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
+    return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
 
   /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
-  async forward(plan, config) {
-    let where = this.route(plan);
-    // A call that may wait before its inputs are read (for the GPU to be found, for earlier GPU
-    // calls of this module, for the workers to start) reads them now: into copies.
-    if (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady)) plan = planWithCopies(plan).plan;
-    if (where === 'webgpu' && this.#gpu.state === 'pending') {
+  async forward(plan) {
+    // The waiting first: a large call of an 'auto' module whose GPU has not been looked for yet
+    // looks for it now. A call that waits before its inputs are read (for the GPU to be found,
+    // for earlier GPU calls of this module, for the workers to start) reads them now: into copies.
+    let copied = false;
+    if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
+      plan = planWithCopies(plan).plan;
+      copied = true;
       await this.#acquireGpu();
       this.#live();
-      where = this.route(plan);
     }
+    const { where, fallback } = this.route(plan);
+    if (!copied && (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady))) plan = planWithCopies(plan).plan;
     if (where === 'webgpu') {
       try {
-        const result = await this.#gpu.executor.forward(plan, config);
+        const result = await this.#gpu.executor.forward(plan);
         testHooks.onRun?.('webgpu', plan, result.path);
         return result;
       } catch (e) {
@@ -215,15 +175,9 @@ export class Dispatcher {
           });
         }
         await this.#gpuFailed(e);
-        where = this.route(plan, { gpu: false });
       }
     }
-    if (where === 'pool' && !this.#pool.isReady) {
-      await this.#pool.ready;
-      this.#live();
-      where = this.route(plan, { gpu: false });
-    }
-    const result = await (where === 'pool' ? this.#pool : this.#wasm).forward(plan, config);
+    const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
   }
@@ -239,6 +193,12 @@ export class Dispatcher {
     this.#caches.clear();
     this.#pool?.dispose();
     this.#wasm.dispose();
+  }
+
+  // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
+  // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
+  #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
+    return this.#loaded && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
   }
 
   #gpuUsable() {

@@ -42,11 +42,11 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
     return env === undefined || env === '' ? 'auto' : /^[0-9]+$/.test(env) ? Number(env) : env;
   },
   spawnWorker,
-  loadWebGpuExecutor: async () => (await import('./webgpu/executor.js')).WebGpuExecutor,
+  loadWebGpuExecutor: async () => (await import('./executors/webgpu_executor.js')).WebGpuExecutor,
 });
 
 export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './configure.js';
 export * from './public_errors.js';
-export { KvCache } from './decoding.js';
+export { KvCache } from './kv_cache.js';

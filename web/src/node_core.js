@@ -5,7 +5,7 @@
 // under Node >= 18.
 import { readFile } from 'node:fs/promises';
 import { moduleEntry } from './variant.js';
-import { instantiateCore } from './wasm_backend.js';
+import { instantiateCore } from './instantiate_core.js';
 
 /** web/dist/<stem><ext> of single-threaded module `variant`. */
 function distUrl(variant, ext) {

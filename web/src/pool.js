@@ -13,15 +13,16 @@
 // A worker that crashes, exits or fails to start rejects the calls it was part of with a
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from './errors.js';
-import { workerAnswerMs } from './dispatch.js';
-import { planWithCopies } from './shapes.js';
+import { workerAnswerMs } from './cost_model.js';
+import { planWithCopies } from './plans.js';
 import { warnOnce } from './warn_once.js';
 
 /**
  * Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task
- * posted; answerMs(ms), when set, replaces each request's answer budget (workerAnswerMs).
+ * posted; answerMs(ms), when set, replaces each request's answer budget (workerAnswerMs);
+ * spawnWorker(variant), when set, makes the workers instead of the platform.
  */
-export const testHooks = { onPool: null, beforeRun: null, answerMs: null };
+export const testHooks = { onPool: null, beforeRun: null, answerMs: null, spawnWorker: null };
 
 /**
  * Splits B × H (batch, head) pairs into at most `count` tasks { b0, b1, h0, h1 }: a grid of batch
@@ -192,7 +193,7 @@ export class WorkerPool {
     setTimeout(() => {
       if (this.#closed) return;
       try {
-        w.endpoint = this.#spawnWorker(this.#variant);
+        w.endpoint = (testHooks.spawnWorker ?? this.#spawnWorker)(this.#variant);
       } catch (e) {
         // No Worker support, or a blocked script: nothing to run on, the modules fall back.
         this.#fail(`could not be started (${e?.message ?? e})`, index);

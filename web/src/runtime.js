@@ -1,10 +1,10 @@
 // What the public API needs from its platform, in one object: the WASM core (loaded once), the
 // worker pool every module with threads > 1 shares, and the `threads` defaults. The entry file
-// (node.js or browser.js) makes the one Runtime of the package with its loader and platform and
-// hands it to api.js (setRuntime) before anything is exported.
+// (node.js or browser.js) calls api.js's bindApi() with its loader and platform, which makes the
+// package's one Runtime, before anything is exported.
 import { lockSettings } from './configure.js';
 import { WorkerPool } from './pool.js';
-import { resolveThreads } from './shapes.js';
+import { resolveThreads } from './module_config.js';
 
 export class Runtime {
   #loadCore;
@@ -48,7 +48,7 @@ export class Runtime {
     return this.#pool;
   }
 
-  /** Resolves to the WebGpuExecutor class (webgpu/executor.js). */
+  /** Resolves to the WebGpuExecutor class (executors/webgpu_executor.js). */
   loadWebGpuExecutor() {
     return this.#platform.loadWebGpuExecutor();
   }

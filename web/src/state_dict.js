@@ -1,11 +1,13 @@
+// A state dict checked against the entries a module expects (resolveStateDict), and
 // loadStateDict()'s options: a module's weights taken out of a bigger model's state dict
 // (`prefix`, `strict`), and BERT-style separate q/k/v weights where the module packs them. The
-// state dict is mapped onto the names the module expects, then resolveStateDict() (shapes.js)
-// checks every entry as it always has. The expected names carry the prefix through those checks,
-// so every message names the key as the caller gave it ('layers.0.self_attn.in_proj_weight').
+// state dict is mapped onto the names the module expects, then resolveStateDict() checks every
+// entry. The expected names carry the prefix through those checks, so every message names the key
+// as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { OptionError, StateDictError, describe, formatShape } from './errors.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
-import { resolveStateDict, stateDictEntries } from './shapes.js';
+import { checkTensor, product } from './tensor_checks.js';
+import { plainView, typedArrayType } from './typed_arrays.js';
 
 const OPTIONS = ['prefix', 'strict'];
 const PACKED = 'in_proj_weight';
@@ -20,6 +22,61 @@ function resolveOptions(options) {
     });
   }
   return { prefix: o.prefix ?? '', strict: checkBoolean('strict', o.strict, true) };
+}
+
+/** A state dict (an object or a Map of tensors) as a Map. */
+function stateDictEntries(stateDict) {
+  if (stateDict === null || typeof stateDict !== 'object' || ArrayBuffer.isView(stateDict)) {
+    throw new StateDictError(`stateDict: expected an object or Map of tensors, got ${describe(stateDict)}`, {
+      argument: 'stateDict', expected: 'object', actual: describe(stateDict),
+    });
+  }
+  return stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+}
+
+/**
+ * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
+ * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
+ */
+export function resolveStateDict(specs, stateDict) {
+  const entries = stateDictEntries(stateDict);
+  const expectedNames = specs.map((s) => s.name);
+  for (const name of entries.keys()) {
+    if (!expectedNames.includes(name)) {
+      throw new StateDictError(
+        `stateDict: unexpected key '${name}'; expected keys: ${expectedNames.join(', ')}`,
+        { argument: name, expected: expectedNames, actual: name });
+    }
+  }
+  return specs.map(({ name, shape }) => {
+    if (!entries.has(name)) {
+      throw new StateDictError(`stateDict: missing key '${name}' (expected shape ${formatShape(shape)})`, {
+        argument: name, expected: shape, actual: 'missing',
+      });
+    }
+    const value = entries.get(name);
+    if (typedArrayType(value) === 'Float32Array') {
+      const data = plainView(value);
+      if (data.length !== product(shape)) {
+        throw new StateDictError(
+          `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
+          { argument: name, expected: shape, actual: data.length });
+      }
+      return { name, data };
+    }
+    let t;
+    try {
+      t = checkTensor(`stateDict['${name}']`, value);
+    } catch (e) {
+      throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
+    }
+    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+      throw new StateDictError(
+        `stateDict['${name}']: expected shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+        { argument: name, expected: shape, actual: t.shape });
+    }
+    return { name, data: t.data };
+  });
 }
 
 /**

@@ -4,7 +4,8 @@
 // errors go back as data; anything else (a WASM trap, a missing glue, an unknown message) is
 // fatal: the calling thread then shuts the pool down.
 import { WebAttentionError, errorToData } from './errors.js';
-import { WasmMha, instantiateCore } from './wasm_backend.js';
+import { WasmExecutor } from './executors/wasm_executor.js';
+import { instantiateCore } from './instantiate_core.js';
 
 /**
  * endpoint: { post(message, transfer), onMessage(fn) }; loadGlue(variant) resolves to the
@@ -12,7 +13,7 @@ import { WasmMha, instantiateCore } from './wasm_backend.js';
  */
 export function serve(endpoint, loadGlue) {
   let core = null;
-  const modules = new Map();  // mhaId → { mha: WasmMha, config }
+  const modules = new Map();  // mhaId → its WasmExecutor
   const get = (mhaId) => {
     const m = modules.get(mhaId);
     if (!m) throw new Error(`no module ${mhaId} on this worker`);
@@ -24,23 +25,21 @@ export function serve(endpoint, loadGlue) {
       return {};
     },
     create({ mhaId, config }) {
-      modules.set(mhaId, { mha: new WasmMha(core, config), config });
+      modules.set(mhaId, new WasmExecutor(core, config));
       return {};
     },
     load({ mhaId, entries }) {
-      get(mhaId).mha.loadStateDict(entries);
+      get(mhaId).loadStateDict(entries);
       return {};
     },
     run({ mhaId, task, plan }) {
-      const { mha, config } = get(mhaId);
-      return mha.runTask(plan, config, task);
+      return get(mhaId).runTask(plan, task);
     },
     project({ mhaId, heads, rows }) {
-      const { mha, config } = get(mhaId);
-      return { output: mha.projectOutput(heads, rows, config) };
+      return { output: get(mhaId).projectOutput(heads, rows) };
     },
     dispose({ mhaId }) {
-      get(mhaId).mha.dispose();
+      get(mhaId).dispose();
       modules.delete(mhaId);
       return {};
     },

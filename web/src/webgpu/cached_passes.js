@@ -1,12 +1,13 @@
 // The passes of a cached call on the GPU. A pass appends its rows to the cache before attending,
-// so with a window (a ring) one pass may take at most GpuKvCache.maxRowsPerPass rows: a longer
-// step (a long prefill) is cut into passes of consecutive rows, each attending over the positions
-// up to its own last row, exactly the rows of the one call (docs/attention-math.md §9); merge()
-// puts their outputs and weights back together as the call's.
+// so with a window (a ring) one pass may take at most GpuKvCache.maxRowsPerPass rows
+// (ringGeometry()'s rowsPerPass, kv_ring.js): a longer step (a long prefill) is cut into passes
+// of consecutive rows, each attending over the positions up to its own last row, exactly the rows
+// of the one call (docs/attention-math.md §9); merge() puts their outputs and weights back
+// together as the call's.
 
 /**
- * plan: a cached call (resolveMhaForward()); config: the module's. Returns { passes, merge }:
- * passes are plans of at most maxRows rows (the plan itself when it fits), merge(results) turns
+ * plan: a cached call (resolveMhaForward()); maxRows: the cache's rows per pass; config: the
+ * module's. Returns { passes, merge }: passes are plans of at most maxRows rows (the plan itself when it fits), merge(results) turns
  * their { output, weights } into the call's ([B, L, E]; [B, (h,) L, T], 0 past a pass's keys).
  */
 export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads: H }) {

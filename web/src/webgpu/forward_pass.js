@@ -16,9 +16,10 @@
 //   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
 //   output projection   linear      heads·W_oᵀ + b_o
 //
-// The executor (executor.js) owns the device, the parameter buffers and the per-call buffer
-// cache; this file only encodes and runs one call on them.
-import { MaskKind, weightsPerBatch } from '../shapes.js';
+// The executor (executors/webgpu_executor.js) owns the device, the parameter buffers and the
+// per-call buffer cache; this file only encodes and runs one call on them.
+import { weightsPerBatch } from '../plans.js';
+import { MaskKind } from '../tensor_checks.js';
 import { MAP_READ, Usage } from './device.js';
 import { bindGroupLayout, getPipeline } from './pipelines.js';
 import { rotaryTable } from './rotary_table.js';

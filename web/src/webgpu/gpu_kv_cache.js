@@ -1,20 +1,17 @@
-// A KV cache's storage on the GPU (the handle decoding.js's KvCache holds for a module that runs
+// A KV cache's storage on the GPU (the handle kv_cache.js's KvCache holds for a module that runs
 // on WebGPU): keys and values of every position appended so far, allocated once at creation and
 // written in place by the cache append kernel; never re-sent, never re-created per step.
 //
 // Layout [B, capacity, numKvHeads·d] for K and for V: the rows the attention kernels read through
-// keyRow() (position p in slot p mod capacity). Capacity: maxLength, or with a window W a ring of
-// W + 63 slots, as in the WASM core (docs/attention-math.md §9). A step appends all its rows
-// before attending, so with a window one pass takes at most capacity − W + 1 rows (the first of
-// them still needs the key at p − W + 1, which a longer pass would overwrite); the executor cuts
-// longer steps (cached_steps.js). The same interface as the core's cache handle: length(),
+// keyRow() (position p in slot p mod capacity). Capacity and the rows one pass may append:
+// ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
+// into passes (cached_passes.js). The same interface as the core's cache handle: length(),
 // reset(), delete(), isDeleted().
 import { MemoryError } from '../errors.js';
+import { ringGeometry } from '../kv_ring.js';
 import { Usage } from './device.js';
 
 const F32 = 4;
-/** Ring slots beyond the window (the WASM core's choice): up to 64 rows per pass. */
-const RING_EXTRA = 63;
 
 export class GpuKvCache {
   #device;
@@ -24,10 +21,10 @@ export class GpuKvCache {
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
     this.#device = device;
     this.window = window;
-    // As the core sizes it (cpp/src/kv_cache.cpp): a ring of window + 63 slots, or fewer when
-    // maxLength is smaller (then it never wraps and any pass fits).
-    this.capacity = window ? Math.min(window + RING_EXTRA, maxLength || Infinity) : maxLength;
-    this.maxRowsPerPass = window && this.capacity < (maxLength || Infinity) ? this.capacity - window + 1 : Infinity;
+    const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
+    this.capacity = capacity;
+    /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
+    this.maxRowsPerPass = rowsPerPass;
     const make = (width, what) => {
       const bytes = batchSize * this.capacity * width * F32;
       const limits = device.limits;

@@ -1,28 +1,12 @@
-// The WASM backend: copies checked inputs into one heap block per call, runs the core, copies the
-// results out and frees the block, on every path (so a failing call leaks nothing).
-import { coreDecodingFields } from './decoding.js';
-import { throwCoreError, MemoryError } from './errors.js';
-import { WASM_MAX_BYTES, weightsPerBatch } from './shapes.js';
+// The WASM executor (dispatch.js's Executor) of the calling thread, which the pool's workers run
+// too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
+// block per call, runs the core, copies the results out and frees the block, on every path (so a
+// failing call leaks nothing).
+import { throwCoreError, MemoryError } from '../errors.js';
+import { WASM_MAX_BYTES, coreConfig } from '../module_config.js';
+import { weightsPerBatch } from '../plans.js';
 
 const F32 = 4;
-
-/**
- * Instantiates the Emscripten glue `create` on an already compiled WebAssembly.Module (the
- * calling thread compiles it once; workers receive it), resolving to the core or rejecting.
- * moduleOptions: more Emscripten Module settings (the pthreads modules' locateFile).
- */
-export function instantiateCore(create, module, moduleOptions = {}) {
-  let fail;
-  const failed = new Promise((_, reject) => { fail = reject; });
-  const core = create({
-    ...moduleOptions,
-    instantiateWasm(imports, receiveInstance) {
-      WebAssembly.instantiate(module, imports).then((instance) => receiveInstance(instance, module), fail);
-      return {};
-    },
-  });
-  return Promise.race([core, failed]);
-}
 
 // "64 + 4294967296": the byte sizes a call's block is made of, for the error message.
 const describeParts = (sizes) => sizes.filter((b) => b > 0).join(' + ');
@@ -78,16 +62,16 @@ function maskArgs(mask, address) {
   return { kind: mask.kind, address, rank: mask.shape.length, shape: [d0, d1, d2] };
 }
 
-export class WasmMha {
-  /** Threads of the pthreads module's own pool this module uses (set by create(); 1 elsewhere). */
+export class WasmExecutor {
+  /** Threads of the pthreads module's own pool this module uses (set by createExecutors(); 1 elsewhere). */
   threads = 1;
 
+  /** core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved. */
   constructor(core, config) {
     this.core = core;
+    this.config = config;
     this.handle = new core.Mha();
-    // { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim, bias } and the decoding fields:
-    // the core's MhaConfig.
-    const error = this.handle.configure({ ...config, ...coreDecodingFields(config) });
+    const error = this.handle.configure(coreConfig(config));
     if (error) {
       this.handle.delete();
       throwCoreError(error);
@@ -115,7 +99,7 @@ export class WasmMha {
   }
 
   /**
-   * A KV cache's storage in this module's core: { handle } for decoding.js's KvCache, or a typed
+   * A KV cache's storage in this module's core: { handle } for kv_cache.js's KvCache, or a typed
    * error (MemoryError when it cannot be allocated; nothing is left allocated then).
    */
   createCache({ batchSize, maxLength, window }) {
@@ -129,9 +113,9 @@ export class WasmMha {
   }
 
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
-  forward(plan, config) {
-    const cache = plan.cache?.cache.handleFor(this);
-    return this.#run(plan, plan.B * plan.L * config.embedDim, config.numHeads,
+  forward(plan) {
+    const cache = plan.cache?.kvCache.handleFor(this);
+    return this.#run(plan, plan.B * plan.L * this.config.embedDim, this.config.numHeads,
       cache ? (args) => this.handle.forwardCached(args, cache) : (args) => this.handle.forward(args));
   }
 
@@ -140,9 +124,9 @@ export class WasmMha {
    * [B·L, (headEnd − headBegin)·valueHeadDim], weights: null | [B, L, S] (this range's share of
    * the average: the shares add up) | [B, headEnd − headBegin, L, S] }.
    */
-  forwardHeads(plan, config, headBegin, headEnd) {
+  forwardHeads(plan, headBegin, headEnd) {
     const n = headEnd - headBegin;
-    const { output, weights } = this.#run(plan, plan.B * plan.L * n * config.valueHeadDim, n,
+    const { output, weights } = this.#run(plan, plan.B * plan.L * n * this.config.valueHeadDim, n,
       (args) => this.handle.forwardHeads(args, headBegin, headEnd));
     return { heads: output, weights };
   }
@@ -151,14 +135,14 @@ export class WasmMha {
    * One task of the worker pool ({ h0, h1 } heads of the plan): a task with every head is a
    * whole forward (output rows), else forwardHeads (that head range, projected later).
    */
-  runTask(plan, config, task) {
-    if (task.h0 === 0 && task.h1 === config.numHeads) return this.forward(plan, config);
-    return this.forwardHeads(plan, config, task.h0, task.h1);
+  runTask(plan, task) {
+    if (task.h0 === 0 && task.h1 === this.config.numHeads) return this.forward(plan);
+    return this.forwardHeads(plan, task.h0, task.h1);
   }
 
   /** heads [rows, numHeads·valueHeadDim] → output [rows, embedDim] (W_O and its bias). */
-  projectOutput(heads, rows, config) {
-    const outFloats = rows * config.embedDim;
+  projectOutput(heads, rows) {
+    const outFloats = rows * this.config.embedDim;
     return withHeap(this.core, [{ data: heads }, { floats: outFloats }], ([at, out]) => {
       const error = this.handle.projectOutput(at, rows, out);
       if (error) throwCoreError(error);

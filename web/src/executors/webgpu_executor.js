@@ -12,16 +12,20 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { DECODE_MAX_L } from './kernel_config.js';
+import { DECODE_MAX_L } from '../webgpu/kernel_config.js';
 import { CacheError } from '../errors.js';
-import { weightsPerBatch } from '../shapes.js';
-import { cachedPasses } from './cached_passes.js';
-import { Usage } from './device.js';
-import { GpuKvCache } from './gpu_kv_cache.js';
-import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
-import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
-import { LINEAR_TILE } from './kernels/linear.wgsl.js';
-import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+import { parameterLayout } from '../parameter_layout.js';
+import { weightsPerBatch } from '../plans.js';
+import { cachedPasses } from '../webgpu/cached_passes.js';
+import { Usage } from '../webgpu/device.js';
+import { GpuKvCache } from '../webgpu/gpu_kv_cache.js';
+import { DECODE_CHUNK } from '../webgpu/kernels/decode_partial.wgsl.js';
+import { FLASH_BR, flashKeyTile } from '../webgpu/kernels/flash_attention.wgsl.js';
+import { LINEAR_TILE } from '../webgpu/kernels/linear.wgsl.js';
+import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from '../webgpu/forward_pass.js';
+
+/** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
+const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias' };
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
@@ -89,24 +93,16 @@ export class WebGpuExecutor {
   /** entries: [{ name, data }] checked against the module's parameterSpecs(). */
   loadStateDict(entries) {
     if (!this.#params) return;
-    const { embedDim: E, kdim, numHeads: H, numKvHeads: G, headDim: dk } = this.#config;
-    const offsets = {
-      in_proj_weight: [this.#params.win, 0],
-      q_proj_weight: [this.#params.win, 0],
-      k_proj_weight: [this.#params.win, H * dk * E],
-      v_proj_weight: [this.#params.win, H * dk * E + G * dk * kdim],
-      in_proj_bias: [this.#params.bin, 0],
-      'out_proj.weight': [this.#params.wout, 0],
-      'out_proj.bias': [this.#params.bout, 0],
-    };
+    const offsets = parameterLayout(this.#config).entries;
     for (const { name, data } of entries) {
       const [buffer, at] = offsets[name];
-      this.#device.queue.writeBuffer(buffer, at * F32, data);
+      this.#device.queue.writeBuffer(this.#params[buffer], at * F32, data);
     }
   }
 
   /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
-  fits(plan, config) {
+  fits(plan) {
+    const config = this.#config;
     const { B, L, S } = plan;
     const { embedDim: E, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
     if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
@@ -127,9 +123,10 @@ export class WebGpuExecutor {
    * plan: a call fits() accepted, or any call with a cache this executor made (createCache()).
    * Resolves to { output, weights, path } or throws.
    */
-  async forward(plan, config) {
+  async forward(plan) {
+    const config = this.#config;
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
-    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, config));
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan));
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
@@ -142,8 +139,9 @@ export class WebGpuExecutor {
   }
 
   // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
-  async #forwardCached(plan, config) {
-    const cache = plan.cache.cache.handleFor(this);
+  async #forwardCached(plan) {
+    const config = this.#config;
+    const cache = plan.cache.kvCache.handleFor(this);
     // The plan was checked against the length when forward() was called: a call on the same
     // cache not awaited before it would have appended since.
     if (cache.length() !== plan.cache.lengthBefore) {
@@ -170,19 +168,13 @@ export class WebGpuExecutor {
     this.#releasePool();
   }
 
+  // The module's parameter buffers (parameter_layout.js): { win, bin, wout, bout }.
   #createParams() {
-    const { embedDim: E, kdim, vdim, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = this.#config;
     // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
-    const make = (floats, label) => this.#device.createBuffer({
-      size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${label}`,
-    });
-    return {
-      // [W_q; W_k; W_v] rows stacked, as in_proj_weight: [h·d_k, E], [h_kv·d_k, kdim], [h_kv·d_v, vdim].
-      win: make(H * dk * E + G * dk * kdim + G * dv * vdim, 'in-projection weights'),
-      bin: make(H * dk + G * dk + G * dv, 'in-projection bias'),
-      wout: make(E * H * dv, 'out_proj.weight'),
-      bout: make(E, 'out_proj.bias'),
-    };
+    const { buffers } = parameterLayout(this.#config);
+    return Object.fromEntries(Object.entries(buffers).map(([name, floats]) => [name, this.#device.createBuffer({
+      size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${PARAMETER_LABELS[name]}`,
+    })]));
   }
 
   // Runs fn after this module's earlier GPU calls have settled (resolved or not).

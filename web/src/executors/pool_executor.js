@@ -1,14 +1,16 @@
 // The pool executor (dispatch.js's Executor): one module's forward() split by batch × head over
 // the calling thread's WASM executor and threads − 1 workers of the shared WorkerPool (pool.js).
-// Whether a call comes here is dispatch.js's decision; this file only splits, runs and joins.
-import { DisposedError } from './errors.js';
-import { SPLIT_PROJECTION_FLOPS, forwardFlops } from './dispatch.js';
-import { sliceBatch, splitWork } from './pool.js';
-import { weightsPerBatch } from './shapes.js';
+// Whether a call comes here is dispatch.js's decision; this file waits for the workers to start,
+// splits, runs and joins.
+import { SPLIT_PROJECTION_FLOPS, forwardFlops } from '../cost_model.js';
+import { DisposedError } from '../errors.js';
+import { weightsPerBatch } from '../plans.js';
+import { sliceBatch, splitWork } from '../pool.js';
 
 let nextModuleId = 1;
 
 export class PoolExecutor {
+  #config;
   #wasm;
   #pool;
   #id = nextModuleId++;
@@ -18,11 +20,12 @@ export class PoolExecutor {
   #disposed = false;
 
   /**
-   * wasm: the calling thread's WasmMha (it computes the first share of every call). pool: the
+   * wasm: the calling thread's WasmExecutor (it computes the first share of every call). pool: the
    * shared WorkerPool; threads: workers used + 1. keepAlive: someone will wait for the workers
    * to start (explicit threads), so they keep Node alive meanwhile.
    */
   constructor(wasm, config, { threads, pool, keepAlive }) {
+    this.#config = config;
     this.#wasm = wasm;
     this.#threads = threads;
     this.#pool = pool;
@@ -53,7 +56,17 @@ export class PoolExecutor {
     this.#pool.load(this.#id, entries);
   }
 
-  async forward(plan, config) {
+  /**
+   * A call routed here before the workers are up (explicit threads) waits for them, its plan
+   * holding copies of its inputs; if they failed to start, the calling thread computes it.
+   */
+  async forward(plan) {
+    if (!this.#isReady) {
+      await this.#ready;
+      this.#live();
+      if (!this.working) return this.#wasm.forward(plan);
+    }
+    const config = this.#config;
     const pool = this.#pool;
     const id = this.#id;
     // Heads are split in whole K/V groups: a group's query heads share its K and V (the core runs
@@ -64,19 +77,19 @@ export class PoolExecutor {
     const flops = forwardFlops(plan, config);  // each task's budget counts the whole call: generous
     const results = await this.#fanOut(tasks,
       (task, i) => pool.run(i, id, task, sliceBatch(plan, config, task.b0, task.b1), flops),
-      (task) => this.#wasm.runTask(sliceBatch(plan, config, task.b0, task.b1), config, task));
-    if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, config, tasks, results);
+      (task) => this.#wasm.runTask(sliceBatch(plan, config, task.b0, task.b1), task));
+    if (tasks[0].h0 === 0 && tasks[0].h1 === config.numHeads) return this.#joinBatches(plan, tasks, results);
 
     // Head ranges: gather the heads, then the output projection, split by rows when it is big
     // enough to pay for one more round trip.
-    const { heads, weights } = this.#gatherHeads(plan, config, tasks, results);
+    const { heads, weights } = this.#gatherHeads(plan, tasks, results);
     const rows = plan.B * plan.L, width = config.numHeads * config.valueHeadDim;
     const parts = 2 * rows * width * config.embedDim >= SPLIT_PROJECTION_FLOPS ? Math.min(this.#threads, rows) : 1;
     const ranges = Array.from({ length: parts }, (_, i) => [Math.floor((i * rows) / parts), Math.floor(((i + 1) * rows) / parts)]);
     const slice = ([r0, r1]) => heads.subarray(r0 * width, r1 * width);
     const outputs = await this.#fanOut(ranges,
       (range, i) => pool.project(i, id, slice(range), range[1] - range[0], 2 * (range[1] - range[0]) * width * config.embedDim).then((r) => r.output),
-      (range) => this.#wasm.projectOutput(slice(range), range[1] - range[0], config));
+      (range) => this.#wasm.projectOutput(slice(range), range[1] - range[0]));
     if (parts === 1) return { output: outputs[0], weights };
     const output = new Float32Array(rows * config.embedDim);
     ranges.forEach(([r0], i) => output.set(outputs[i], r0 * config.embedDim));
@@ -104,21 +117,24 @@ export class PoolExecutor {
     if (mineError) throw mineError;
     const failed = settled.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
-    if (this.#disposed) {
-      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
-    }
+    this.#live();
     return [mine, ...settled.map((r) => r.value)];
   }
 
-  #newWeights(plan, config) {
-    return plan.needWeights ? new Float32Array(plan.B * weightsPerBatch(plan, config.numHeads)) : null;
+  #live() {
+    if (this.#disposed) throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
+  }
+
+  #newWeights(plan) {
+    return plan.needWeights ? new Float32Array(plan.B * weightsPerBatch(plan, this.#config.numHeads)) : null;
   }
 
   // Tasks with every head of batches [b0, b1): their output rows and weights go in place.
-  #joinBatches(plan, config, tasks, results) {
+  #joinBatches(plan, tasks, results) {
+    const config = this.#config;
     const { L } = plan;
     const output = new Float32Array(plan.B * L * config.embedDim);
-    const weights = this.#newWeights(plan, config);
+    const weights = this.#newWeights(plan);
     const perBatch = weightsPerBatch(plan, config.numHeads);
     tasks.forEach((t, i) => {
       output.set(results[i].output, t.b0 * L * config.embedDim);
@@ -129,11 +145,11 @@ export class PoolExecutor {
 
   // Tasks with a head range: heads into [B·L, h·d_v]; per-head weights in place, averaged ones
   // are shares that add up.
-  #gatherHeads(plan, config, tasks, results) {
+  #gatherHeads(plan, tasks, results) {
     const { L, S } = plan;
-    const H = config.numHeads, dv = config.valueHeadDim, LS = L * S, width = H * dv;
+    const H = this.#config.numHeads, dv = this.#config.valueHeadDim, LS = L * S, width = H * dv;
     const heads = new Float32Array(plan.B * L * width);
-    const weights = this.#newWeights(plan, config);
+    const weights = this.#newWeights(plan);
     tasks.forEach((t, i) => {
       const n = t.h1 - t.h0, w = n * dv;
       const part = results[i].heads;

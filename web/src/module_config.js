@@ -1,0 +1,157 @@
+// A module's configuration: MultiHeadAttention.create()'s options checked and resolved (sizes,
+// grouped-query and rotary options, threads, backend options), the limits they are checked
+// against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
+import { OptionError, describe } from './errors.js';
+import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+import { parameterFloats } from './parameter_layout.js';
+
+/**
+ * The fields of a module's config, the one list of them: each is a create() option resolved by
+ * `resolve(options, fieldsBefore)` in this order (a default may read the fields before it) and
+ * given to the core's MhaConfig (cpp/bindings/embind.cpp, value_object<MhaConfig>) as `core(value)`
+ * says, or under its own name. index.d.ts's MultiHeadAttentionOptions and
+ * ResolvedMultiHeadAttentionConfig name the same fields (tests/js/module_config.test.js).
+ */
+const CONFIG_FIELDS = [
+  { name: 'embedDim', resolve: (o) => checkSize('embedDim', o.embedDim) },
+  { name: 'numHeads', resolve: resolveNumHeads },
+  { name: 'kdim', resolve: (o, c) => checkSize('kdim', o.kdim, c.embedDim) },
+  { name: 'vdim', resolve: (o, c) => checkSize('vdim', o.vdim, c.embedDim) },
+  { name: 'headDim', resolve: (o, c) => checkSize('headDim', o.headDim, c.embedDim / c.numHeads) },
+  { name: 'valueHeadDim', resolve: (o, c) => checkSize('valueHeadDim', o.valueHeadDim, c.embedDim / c.numHeads) },
+  { name: 'bias', resolve: (o) => checkBoolean('bias', o.bias, true) },
+  { name: 'numKvHeads', resolve: resolveNumKvHeads },
+  {
+    name: 'rotary',
+    resolve: resolveRotary,
+    // 0 rotaryDim: no rotary.
+    core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
+  },
+];
+
+/** create()'s options that choose where the module runs rather than what it computes. */
+const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
+
+/** Every option MultiHeadAttention.create() takes. */
+export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
+
+/** Most threads (workers + the calling thread) one module may use. */
+export const MAX_THREADS = 64;
+
+/**
+ * The `threads` option: 'auto' (autoCount, chosen per call) or an integer in [1, MAX_THREADS]
+ * (always that many). Returns { threads, auto }.
+ */
+export function resolveThreads(argument, value, autoCount) {
+  if (value === 'auto') return { threads: autoCount, auto: true };
+  if (!Number.isInteger(value) || value < 1 || value > MAX_THREADS) {
+    throw new OptionError(`${argument}: expected 'auto' or an integer in [1, ${MAX_THREADS}], got ${describe(value)}`, {
+      argument, expected: `'auto' or [1, ${MAX_THREADS}]`, actual: describe(value),
+    });
+  }
+  return { threads: value, auto: false };
+}
+
+/** MultiHeadAttention.create() options, with defaults resolved as PyTorch does (threads aside). */
+export function resolveMhaConfig(options) {
+  if (options === undefined) {
+    throw new OptionError('MultiHeadAttention.create: expected options { embedDim, numHeads, ... }, got undefined', {
+      argument: 'options', expected: 'object', actual: 'undefined',
+    });
+  }
+  const o = checkOptions('MultiHeadAttention.create', options, CREATE_OPTIONS);
+  const config = {};
+  for (const { name, resolve } of CONFIG_FIELDS) config[name] = resolve(o, config);
+  const { embedDim, numHeads } = config;
+  // Sizes are exact here (JS numbers up to 2^53); the core's are 32-bit. A module whose weights
+  // cannot fit a WASM heap is refused before any size reaches it.
+  const bytes = parameterFloats(config) * 4;
+  if (bytes >= WASM_MAX_BYTES) {
+    const { kdim, vdim, headDim, valueHeadDim } = config;
+    throw new OptionError(`MultiHeadAttention.create: embedDim ${embedDim}, numHeads ${numHeads}, kdim ${kdim}, vdim ${vdim}, `
+      + `headDim ${headDim}, valueHeadDim ${valueHeadDim}: the weights need ${bytes} bytes, more than a WASM heap holds (${WASM_MAX_BYTES})`, {
+      argument: 'embedDim', expected: `weights under ${WASM_MAX_BYTES} bytes`, actual: bytes,
+    });
+  }
+  return config;
+}
+
+/**
+ * The most bytes a WASM heap holds: the modules are wasm32 with MAXIMUM_MEMORY=4GB
+ * (CMakeLists.txt). Every request is checked against it in exact JS arithmetic before it reaches
+ * the core, whose sizes would wrap at 2^32.
+ */
+export const WASM_MAX_BYTES = 2 ** 32;
+
+/** The config as the core's MhaConfig takes it (WasmExecutor configures the core with it). */
+export function coreConfig(config) {
+  return Object.assign({}, ...CONFIG_FIELDS.map(({ name, core }) => (core ? core(config[name]) : { [name]: config[name] })));
+}
+
+// numHeads; embedDim must be a multiple of it unless both head widths are given.
+function resolveNumHeads(options, { embedDim }) {
+  const numHeads = checkSize('numHeads', options.numHeads);
+  const freeDims = options.headDim !== undefined && options.valueHeadDim !== undefined;
+  if (!freeDims && embedDim % numHeads !== 0) {
+    throw new OptionError(
+      `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
+      { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
+  }
+  return numHeads;
+}
+
+// numKvHeads: a divisor of numHeads, default numHeads (grouped-query attention).
+function resolveNumKvHeads(options, { numHeads }) {
+  const numKvHeads = checkSize('numKvHeads', options.numKvHeads, numHeads);
+  if (numHeads % numKvHeads !== 0) {
+    throw new OptionError(`numKvHeads: expected a divisor of numHeads (${numHeads}), got ${numKvHeads}`, {
+      argument: 'numKvHeads', expected: `divisor of ${numHeads}`, actual: numKvHeads,
+    });
+  }
+  return numKvHeads;
+}
+
+// rotary: null (not given), or { base = 10000, interleaved = false, dim = headDim }, dim even and
+// <= headDim.
+function resolveRotary(options, { headDim }) {
+  if (options.rotary === undefined) return null;
+  const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim']);
+  if (options.rotary === null) {
+    throw new OptionError('rotary: expected an options object { base?, interleaved?, dim? }, got null', {
+      argument: 'rotary', expected: 'object', actual: 'null',
+    });
+  }
+  const dim = checkSize('rotary.dim', r.dim, headDim);
+  if (dim % 2 !== 0 || dim > headDim) {
+    throw new OptionError(`rotary.dim: expected an even integer <= headDim (${headDim}), got ${dim}`, {
+      argument: 'rotary.dim', expected: `even, <= ${headDim}`, actual: dim,
+    });
+  }
+  const base = r.base ?? 10000;
+  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 0) {
+    throw new OptionError(`rotary.base: expected a finite number > 0, got ${describe(base)}`, {
+      argument: 'rotary.base', expected: 'number > 0', actual: describe(base),
+    });
+  }
+  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim };
+}
+
+const BACKENDS = ['auto', 'wasm', 'webgpu'];
+
+/** Checks the backend options; returns { backend, gpu, minFlops (undefined: not given) }. */
+export function resolveBackendOptions(options) {
+  const backend = options.backend ?? 'auto';
+  if (!BACKENDS.includes(backend)) {
+    throw new OptionError(`backend: expected one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`, {
+      argument: 'backend', expected: BACKENDS, actual: describe(backend),
+    });
+  }
+  const minFlops = options.webgpuMinFlops;
+  if (minFlops !== undefined && !(typeof minFlops === 'number' && minFlops >= 0)) {
+    throw new OptionError(`webgpuMinFlops: expected a number >= 0, got ${describe(minFlops)}`, {
+      argument: 'webgpuMinFlops', expected: 'number >= 0', actual: describe(minFlops),
+    });
+  }
+  return { backend, gpu: options.gpu, minFlops };
+}
+

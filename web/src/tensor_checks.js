@@ -1,0 +1,86 @@
+// Tensor checks shared by every plan and the state dict: a caller's { data, shape } (or
+// { data, dims, type }) tensor checked and turned into a plain view, masks, and the ShapeError of
+// a tensor of the wrong shape.
+import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
+import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
+
+/** Mask kinds as the core numbers them. */
+export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
+
+/** Elements of a tensor of `shape`. */
+export const product = (shape) => shape.reduce((a, b) => a * b, 1);
+const isSize = (n) => Number.isInteger(n) && n >= 1;
+
+// What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
+// tensors are { data, dims, type } ('bool' is their boolean mask).
+const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'] };
+
+/**
+ * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
+ * tensors are): data of one of `dtypes` (element types, read from the array itself:
+ * typed_arrays.js), shape an array of positive integers whose product is its length, rank one of
+ * `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
+ * `views` (original → view) makes the same array passed twice one view, so that aliasing
+ * (query === key === value) survives.
+ */
+export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map() } = {}) {
+  const shapeKey = tensor !== null && typeof tensor === 'object' && !('shape' in tensor) && 'dims' in tensor ? 'dims' : 'shape';
+  if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !(shapeKey in tensor)) {
+    throw new DTypeError(
+      `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] } (or { data, dims }), got ${describe(tensor)}`,
+      { argument, expected: 'tensor', actual: describe(tensor) });
+  }
+  const { data: given, [shapeKey]: shape } = tensor;
+  if (!dtypes.includes(typedArrayType(given))) {
+    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
+      argument, expected: dtypes, actual: describe(given),
+    });
+  }
+  const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
+  if (shapeKey === 'dims' && tensor.type !== undefined && !typeNames.includes(tensor.type)) {
+    const expected = dtypes.flatMap((d) => TYPE_NAMES[d] ?? []);
+    throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
+      + `(with ${typedArrayType(given)} data), got ${describe(tensor.type)}`, {
+      argument, expected, actual: describe(tensor.type),
+    });
+  }
+  if (!Array.isArray(shape) || !shape.every(isSize)) {
+    throw new ShapeError(`${argument}.${shapeKey}: expected an array of integers >= 1, got ${describe(shape)}${Array.isArray(shape) ? ' ' + formatShape(shape) : ''}`, {
+      argument, expected: 'integer[]', actual: shape,
+    });
+  }
+  if (ranks && !ranks.includes(shape.length)) {
+    throw new ShapeError(
+      `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
+      { argument, expected: ranks.map((r) => `${r}-D`), actual: shape });
+  }
+  if (isDetached(given)) {
+    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has none `
+      + '(its ArrayBuffer is detached, e.g. transferred to a worker, or empty)', {
+      argument, expected: product(shape), actual: 'detached',
+    });
+  }
+  if (!views.has(given)) views.set(given, plainView(given));
+  const data = views.get(given);
+  if (product(shape) !== data.length) {
+    throw new ShapeError(
+      `${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has ${data.length}`,
+      { argument, expected: product(shape), actual: data.length });
+  }
+  return { data, shape: [...shape] };
+}
+
+/** Throws the ShapeError of `argument`: expected `expected` (text), got a tensor of shape `actual`. */
+export function shapeError(argument, expected, actual) {
+  throw new ShapeError(`${argument}: expected shape ${expected}, got ${formatShape(actual)}`, {
+    argument, expected, actual,
+  });
+}
+
+/** A boolean (Uint8Array) or additive (Float32Array) mask, or none. */
+export function checkMask(argument, mask, views) {
+  if (mask === undefined || mask === null) return { kind: MaskKind.none, data: null, shape: [] };
+  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views });
+  const kind = typedArrayType(t.data) === 'Uint8Array' ? MaskKind.boolean : MaskKind.additive;
+  return { kind, ...t };
+}
