@@ -3,54 +3,50 @@
 // misspelt field or an unknown op fails every runner instead of being read as a default.
 // Environment-free: Node reads the file, a page fetches it (bench/browser/ imports bench/suite.mjs).
 
-const OPTIONAL = { bias: false, causal: false, window: 0, queryOffset: 0, keyPadding: 'none', attnMask: 'none',
-  maskedRows: [], amplitude: 1, maxLength: 0, position0: 0, benches: [], quick: [] };
-
-// Per op: the fields a case must give, then those it may give (defaults above).
-const OPS = {
-  linear: { required: ['rows', 'in', 'out'], optional: ['bias'] },
-  flash: { required: ['batch', 'heads', 'kvHeads', 'L', 'S', 'dk', 'dv'],
-    optional: ['causal', 'window', 'queryOffset', 'keyPadding', 'attnMask', 'maskedRows', 'amplitude'] },
-  decode: { required: ['batch', 'heads', 'kvHeads', 'dk', 'dv'],
-    optional: ['length', 'window', 'embedDim', 'lengths', 'quickLengths'] },
-  rotary: { required: ['rows', 'heads', 'headDim', 'rotaryDim', 'interleaved', 'base'], optional: ['position0'] },
-  cacheAppend: { required: ['batch', 'heads', 'kvHeads', 'dk', 'dv', 'chunks'], optional: ['maxLength', 'window'] },
-  mha: { required: ['L', 'embedDim', 'heads'], optional: [] },
-};
-const COMMON = ['op', 'mode', 'name', 'types', 'benches', 'quick'];
+// Fields every case may have beside its op's (the op's fields, types and defaults are the list's
+// own "ops" table, which the C++ generator reads too).
+const COMMON = ['op', 'mode', 'name', 'benches', 'quick'];
 const MASKS = ['none', 'bool', 'additive'];
 const TYPE_AXES = ['weights', 'kv', 'io'];
+const IS_TYPE = {
+  int: Number.isInteger,
+  float: Number.isFinite,
+  bool: (v) => typeof v === 'boolean',
+  string: (v) => typeof v === 'string',
+  ints: (v) => Array.isArray(v) && v.every(Number.isInteger),
+};
 
 function fail(c, why) {
   throw new Error(`tests/cases/kernel_cases.json: ${c.op} case '${c.name ?? JSON.stringify(c)}': ${why}`);
 }
 
-/** Throws unless the case has its op's fields and no others, and the cross-field rules hold. */
-function checkCase(c) {
-  const spec = OPS[c.op];
-  if (!spec) fail(c, `unknown op (one of ${Object.keys(OPS).join(', ')})`);
+/** Throws unless the case has its op's fields (of their types) and no others, and the rules hold. */
+function checkCase(ops, c) {
+  const fields = ops[c.op];
+  if (!fields) fail(c, `unknown op (one of ${Object.keys(ops).join(', ')})`);
   if (c.mode !== 'test' && c.mode !== 'perf') fail(c, "mode must be 'test' or 'perf'");
   if (c.mode === 'test' && !c.name) fail(c, 'a test case needs a name');
-  for (const f of spec.required) if (c[f] === undefined) fail(c, `missing '${f}'`);
-  for (const f of Object.keys(c)) {
-    if (!COMMON.includes(f) && !spec.required.includes(f) && !spec.optional.includes(f)) fail(c, `unknown field '${f}'`);
+  for (const [f, [type, fallback]] of Object.entries(fields)) {
+    if (c[f] === undefined && fallback === null) fail(c, `missing '${f}'`);
+    if (c[f] !== undefined && !IS_TYPE[type](c[f])) fail(c, `'${f}' must be of type ${type}`);
   }
-  if (c.op === 'flash') {
-    if (![c.keyPadding, c.attnMask].every((m) => m === undefined || MASKS.includes(m))) fail(c, `masks are ${MASKS.join(' | ')}`);
-    // The public API reaches a query offset or a window only through a KV cache (causal, the new
-    // rows last, no attention mask): every backend must be able to run every case.
-    if ((c.queryOffset || c.window) && (!c.causal || c.S !== (c.queryOffset ?? 0) + c.L || (c.attnMask ?? 'none') !== 'none')) {
-      fail(c, 'a query offset or window needs causal, S = queryOffset + L and no attnMask');
-    }
-    if (c.maskedRows?.length && c.attnMask !== 'bool') fail(c, "maskedRows needs attnMask 'bool'");
-  }
-  if (c.op === 'decode' && c.mode === 'test' && c.length === undefined) fail(c, "a test case needs 'length'");
+  for (const f of Object.keys(c)) if (!COMMON.includes(f) && !(f in fields)) fail(c, `unknown field '${f}'`);
   if (c.kvHeads && c.heads % c.kvHeads !== 0) fail(c, 'kvHeads must divide heads');
+  if (c.op === 'decode' && c.mode === 'test' && !(c.length > 0)) fail(c, "a test case needs 'length'");
+  if (c.op !== 'flash') return;
+  if (![c.keyPadding, c.attnMask].every((m) => m === undefined || MASKS.includes(m))) fail(c, `masks are ${MASKS.join(' | ')}`);
+  // The public API reaches a query offset or a window only through a KV cache (causal, the new
+  // rows last, no attention mask): every backend must be able to run every case.
+  if ((c.queryOffset || c.window) && (!c.causal || c.S !== (c.queryOffset ?? 0) + c.L || (c.attnMask ?? 'none') !== 'none')) {
+    fail(c, 'a query offset or window needs causal, S = queryOffset + L and no attnMask');
+  }
+  if (c.maskedRows?.length && c.attnMask !== 'bool') fail(c, "maskedRows needs attnMask 'bool'");
 }
 
-/** The case with every optional field filled in. */
-const withDefaults = (c) => ({
-  ...Object.fromEntries([...OPS[c.op].optional, ...COMMON].filter((f) => f in OPTIONAL).map((f) => [f, OPTIONAL[f]])),
+/** The case with every field its op has filled in (defaults from the "ops" table). */
+const withDefaults = (ops, c) => ({
+  benches: [], quick: [],
+  ...Object.fromEntries(Object.entries(ops[c.op]).map(([f, [, fallback]]) => [f, fallback])),
   ...c,
 });
 
@@ -63,8 +59,8 @@ export function parseKernelCases(text) {
       throw new Error(`kernel_cases.json: a type set is { ${TYPE_AXES.join(', ')} }, got ${JSON.stringify(t)}`);
     }
   }
-  list.cases.forEach(checkCase);
-  return { typeSets: list.typeSets, cases: list.cases.map(withDefaults) };
+  for (const c of list.cases) checkCase(list.ops, c);
+  return { typeSets: list.typeSets, cases: list.cases.map((c) => withDefaults(list.ops, c)) };
 }
 
 async function readListText() {
