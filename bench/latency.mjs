@@ -1,6 +1,9 @@
 // Cold start (fresh process: import → first result, 128×512, h = 8) and small-input latency
 // (L = 16, E = 64, h = 4: per-call overhead). Usage: node bench/latency.mjs
 import { spawnSync } from 'node:child_process';
+import { parseFlags } from './run_env.mjs';
+
+parseFlags(import.meta.url, process.argv.slice(2), {});  // no flags but --help
 
 // Each phase is timed too (import, create, loadStateDict, first forward), to show where it goes.
 const coldScript = `
