@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { MultiHeadAttention } from 'webattention';
 import { testCases } from '../cases/cases.mjs';
 import { runOnPublicApi } from '../cases/public_api_runs.mjs';
-import { adapterName, assertClose, gpu, runs } from './node_setup.mjs';
+import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';
 
 const WEBGPU_TYPES = { weights: ['f32'], kv: ['f32'], io: ['f32'] };
 const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES);
@@ -18,8 +18,11 @@ describe(`kernel-level cases on WebGPU (Dawn, ${adapterName})`, () => {
   for (const c of cases) {
     test(c.title, async () => {
       runs.length = 0;
+      paths.length = 0;
       await runOnPublicApi(MultiHeadAttention, c, { backend: 'webgpu', gpu }, (actual, expected, what) => assertClose(actual, expected, what));
       assert.ok(runs.length > 0 && runs.every((where) => where === 'webgpu'), `every call ran on the GPU: ${runs.join(', ')}`);
+      // A decode case's step (one row) takes the GPU's decode kernels, not the flash ones.
+      if (c.op === 'decode') assert.equal(paths.at(-1), 'decode', `the step's attention path: ${paths.join(', ')}`);
     });
   }
 });
