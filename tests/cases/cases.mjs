@@ -1,6 +1,7 @@
 // The kernel-level case list (kernel_cases.json; schema in README.md) for the JS runners: the
-// WebGPU and WASM tests through the public API (test mode) and bench/ (perf mode). Checks the list once when loaded, so that a
-// misspelt field or an unknown op fails every runner instead of being read as a default.
+// WebGPU and WASM tests through the public API (test mode) and bench/ (perf mode). Checks the
+// list once when loaded, so that a misspelt field or an unknown op fails every runner instead of
+// being read as a default.
 // Environment-free: Node reads the file, a page fetches it (bench/browser/ imports bench/suite.mjs).
 
 // Fields every case may have beside its op's (the op's fields, types and defaults are the list's
