@@ -29,29 +29,23 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkText, formatDecode, runDecodeBench } from './decode_suite.mjs';
-import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
+import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from './run_env.mjs';
 
 const MEMBW_WASM = 'build/membw/membw.wasm';
 
-function parseArgs(argv) {
-  const opts = { node: false, browser: false, quick: false, budgetMs: 1500, markdown: false, json: null, timeoutS: 1200, wasm: null };
-  const value = (i, name) => {
-    if (i + 1 >= argv.length) usage(`${name} needs a value`);
-    return argv[i + 1];
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--node') opts.node = true;
-    else if (a === '--browser') opts.browser = true;
-    else if (a === '--quick') opts.quick = true;
-    else if (a === '--markdown') opts.markdown = true;
-    else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
-    else if (a === '--json') opts.json = value(i++, a);
-    else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
-    else if (a === '--wasm') opts.wasm = value(i++, a);
-    else if (a === '--help' || a === '-h') usage();
-    else usage(`unknown argument '${a}'`);
-  }
+function parseOptions(argv) {
+  const { values: v } = parseFlags(import.meta.url, argv, {
+    node: { type: 'boolean', default: false },
+    browser: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+    markdown: { type: 'boolean', default: false },
+    budget: { type: 'string', default: '1500' },
+    json: { type: 'string' },
+    timeout: { type: 'string', default: '1200' },
+    wasm: { type: 'string' },
+  });
+  const opts = { node: v.node, browser: v.browser, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
+    json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null };
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
   if (!opts.browser) opts.node = true;
@@ -145,7 +139,7 @@ async function runBrowser(opts, common) {
   }
 }
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseOptions(process.argv.slice(2));
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 checkPeersInstalled('decode.mjs', ['onnxruntime-web']);
 await runAndExit('decode.mjs', opts, { runNode, runBrowser });

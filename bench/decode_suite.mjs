@@ -24,13 +24,24 @@
 // Prefill: 512 tokens into an empty cache against forward(x, x, x, { isCausal: true }).
 import { measureReadBandwidth } from './membw/measure.mjs';
 import { buildGqaStepModel, buildKvProjectionModel } from './onnx_decode_model.mjs';
+import { perfCases } from '../tests/cases/cases.mjs';
 import { DIFF_LIMIT, filled, maxAbsDiff, median } from './suite.mjs';
 import { markdownTable, plainTable } from './table.mjs';
 
-export const HEAD_DIM = 64;
-export const CONFIGS = [{ E: 768, h: 12, hkv: 12 }, { E: 2048, h: 32, hkv: 8 }];
-export const LENGTHS = [128, 512, 2048, 8192];
-export const QUICK_LENGTHS = [128, 512];
+// The timed configurations and cache lengths: the decode perf cases of the one case list
+// (tests/cases/kernel_cases.json). The tables put every configuration at the same lengths and
+// one head width (dk = dv), so the list must give them alike.
+const DECODE_CASES = perfCases('decode', 'decode');
+const alike = (what, f) => {
+  const values = [...new Set(DECODE_CASES.map((c) => JSON.stringify(f(c))))];
+  if (values.length !== 1) throw new Error(`kernel_cases.json: the decode perf cases differ in ${what}: ${values.join(' vs ')}`);
+  return JSON.parse(values[0]);
+};
+if (DECODE_CASES.some((c) => c.dk !== c.dv)) throw new Error('kernel_cases.json: a decode perf case with dk != dv');
+export const HEAD_DIM = alike('head width', (c) => [c.dk, c.dv])[0];
+export const CONFIGS = DECODE_CASES.map((c) => ({ E: c.embedDim, h: c.heads, hkv: c.kvHeads }));
+export const LENGTHS = alike('lengths', (c) => c.lengths);
+export const QUICK_LENGTHS = alike('quickLengths', (c) => c.quickLengths);
 export const PREFILL_LENGTH = 512;
 // The self-check before any timing: a size where every cell is instant.
 const CHECK = { config: { E: 256, h: 4, hkv: 2 }, n: 20 };

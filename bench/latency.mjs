@@ -1,17 +1,24 @@
 // Cold start (fresh process: import → first result, 128×512, h = 8) and small-input latency
 // (L = 16, E = 64, h = 4: per-call overhead). Usage: node bench/latency.mjs
 import { spawnSync } from 'node:child_process';
+import { parseFlags } from './run_env.mjs';
+import { mhaShapes } from './suite.mjs';
+
+parseFlags(import.meta.url, process.argv.slice(2), {});  // no flags but --help
+// The two shapes, from the one case list (tests/cases/kernel_cases.json, perf mode).
+const [[coldL, coldE, coldH]] = mhaShapes('latency_cold');
+const [[L, E, h]] = mhaShapes('latency_small');
 
 // Each phase is timed too (import, create, loadStateDict, first forward), to show where it goes.
 const coldScript = `
 const t0 = performance.now();
 const { MultiHeadAttention } = await import(${JSON.stringify(new URL('../web/src/node.js', import.meta.url).href)});
 const t1 = performance.now();
-const mha = await MultiHeadAttention.create({ embedDim: 512, numHeads: 8 });
+const mha = await MultiHeadAttention.create({ embedDim: ${coldE}, numHeads: ${coldH} });
 const t2 = performance.now();
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
 const t3 = performance.now();
-const x = { data: new Float32Array(128 * 512).fill(0.5), shape: [1, 128, 512] };
+const x = { data: new Float32Array(${coldL * coldE}).fill(0.5), shape: [1, ${coldL}, ${coldE}] };
 await mha.forward(x, x, x);
 const t4 = performance.now();
 console.log(JSON.stringify({ total: t4 - t0, import: t1 - t0, create: t2 - t1, loadStateDict: t3 - t2, forward: t4 - t3 }));`;
@@ -25,13 +32,13 @@ for (let i = 0; i < runs; i++) {
 }
 const median = (key) => cold.map((c) => c[key]).sort((a, b) => a - b)[runs >> 1];
 const totals = cold.map((c) => c.total).sort((a, b) => a - b);
-console.log(`cold start, import → first result (128, 512, 8): median ${median('total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
+console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}): median ${median('total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
   `phase medians: ${['import', 'create', 'loadStateDict', 'forward'].map((k) => `${k} ${median(k).toFixed(1)}`).join(', ')} ms`);
 
 const { MultiHeadAttention } = await import('../web/src/node.js');
-const mha = await MultiHeadAttention.create({ embedDim: 64, numHeads: 4 });
+const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
-const x = { data: new Float32Array(16 * 64).fill(0.5), shape: [1, 16, 64] };
+const x = { data: new Float32Array(L * E).fill(0.5), shape: [1, L, E] };
 for (let i = 0; i < 2000; i++) await mha.forward(x, x, x);  // warm up (V8 tiers up to TurboFan)
 const batches = [];
 for (let b = 0; b < 15; b++) {
@@ -41,4 +48,4 @@ for (let b = 0; b < 15; b++) {
   batches.push(((performance.now() - t0) / n) * 1000);
 }
 batches.sort((a, b) => a - b);
-console.log(`small input (16, 64, 4): median ${batches[7].toFixed(1)} µs per forward (min ${batches[0].toFixed(1)})`);
+console.log(`small input (${L}, ${E}, ${h}): median ${batches[7].toFixed(1)} µs per forward (min ${batches[0].toFixed(1)})`);

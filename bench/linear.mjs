@@ -6,14 +6,18 @@
 import { loadNodeCore } from '../web/src/node_core.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';
 import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
+import { perfCases } from '../tests/cases/cases.mjs';
+import { parseFlags } from './run_env.mjs';
 import { filled } from './suite.mjs';
+
+parseFlags(import.meta.url, process.argv.slice(2), {});  // no flags but --help
 
 const variant = process.env.WEBATTENTION_WASM || 'simd';  // not auto-detected: simd unless asked
 const { core } = await loadNodeCore(variant);
 console.log(`module ${variant}`);
 
-const rows = 1024;
-for (const E of [256, 512, 768, 1024]) {
+// The list's square layers (in = out = E): the MHA's output projection is E × E.
+for (const { rows, in: E } of perfCases('linear', 'linear')) {
   const config = resolveMhaConfig({ embedDim: E, numHeads: E / 64 });
   const mha = new WasmExecutor(core, config);
   mha.loadStateDict(mha.parameterSpecs().map(({ name, shape }, i) =>

@@ -7,14 +7,15 @@ import { loadNodeCore } from '../web/src/node_core.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';
 import { resolveMhaForward } from '../web/src/plans.js';
 import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
-import { filled, flops, makeWeights } from './suite.mjs';
+import { parseFlags } from './run_env.mjs';
+import { filled, flops, makeWeights, mhaShapes } from './suite.mjs';
 
+const { causal } = parseFlags(import.meta.url, process.argv.slice(2), { causal: { type: 'boolean', default: false } }).values;
 const modules = ['simd', 'relaxed'];
 const cores = await Promise.all(modules.map(async (variant) => (await loadNodeCore(variant)).core));
-const causal = process.argv.includes('--causal');
 const gflops = (L, E, ms) => flops(L, E) / ms / 1e6;
 console.log(`shape (L, E, h)${causal ? ', causal' : ''}: GFLOP/s best / median, ${modules.join(' vs ')}`);
-for (const [L, E, h] of [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]]) {
+for (const [L, E, h] of mhaShapes('modules')) {
   const config = resolveMhaConfig({ embedDim: E, numHeads: h });
   const entries = Object.entries(makeWeights(E)).map(([name, data]) => ({ name, data }));
   const mhas = cores.map((core) => {

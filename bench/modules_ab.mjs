@@ -19,25 +19,25 @@ import { fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { contender } from './ab_contender.mjs';
-import { flops } from './suite.mjs';
+import { exitWithUsage, parseFlags } from './run_env.mjs';
+import { flops, mhaShapes } from './suite.mjs';
 
-const SHAPES = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 const WARMUP_ROUNDS = 2;
 
-function parseArgs(argv) {
-  const opts = { browser: false, causal: false, quick: false, rounds: 15, contenders: [] };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--browser') opts.browser = true;
-    else if (a === '--causal') opts.causal = true;
-    else if (a === '--quick') opts.quick = true;
-    else if (a === '--rounds') opts.rounds = Number(argv[++i]);
-    else if (/^[a-z][a-z0-9-]*(:\d+)?$/.test(a)) {
-      const [module, threads = '1'] = a.split(':');
-      opts.contenders.push({ module, threads: Number(threads), label: a });
-    } else throw new Error(`modules_ab: unknown argument '${a}'`);
+function parseOptions(argv) {
+  const { values: v, positionals } = parseFlags(import.meta.url, argv, {
+    browser: { type: 'boolean', default: false },
+    causal: { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+    rounds: { type: 'string', default: '15' },
+  }, { allowPositionals: true });
+  const opts = { browser: v.browser, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
+  for (const a of positionals) {
+    if (!/^[a-z][a-z0-9-]*(:\d+)?$/.test(a)) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
+    const [module, threads = '1'] = a.split(':');
+    opts.contenders.push({ module, threads: Number(threads), label: a });
   }
-  if (opts.contenders.length < 2) throw new Error('modules_ab: name at least two contenders, e.g. simd relaxed');
+  if (opts.contenders.length < 2) exitWithUsage(import.meta.url, 'name at least two contenders, e.g. simd relaxed');
   return opts;
 }
 
@@ -85,7 +85,7 @@ async function chromiumContenders() {
 const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 
 async function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = parseOptions(process.argv.slice(2));
   const chromium = opts.browser ? await chromiumContenders() : null;
   const contenders = [];
   try {
@@ -97,7 +97,7 @@ async function main() {
     const substituted = contenders.filter((c, k) => c.info.wasmModule !== opts.contenders[k].module);
     if (substituted.length) console.log('WARNING: a contender runs another module than asked (a fallback?)');
     console.log(`shape (L, E, h)   ${opts.contenders.map((c) => `${c.label}: median ms, GFLOP/s`).join(' | ')} | speed vs ${opts.contenders[0].label} (median of rounds)`);
-    for (const shape of opts.quick ? SHAPES.slice(0, 3) : SHAPES) {
+    for (const shape of mhaShapes('modules_ab', { quick: opts.quick })) {
       const [L, E] = shape;
       const reps = L >= 1024 ? 1 : 3;
       const ms = contenders.map(() => []);

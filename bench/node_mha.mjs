@@ -5,16 +5,17 @@
 // bench/ has its own package.json (the peers' dependencies), so the package self-reference
 // 'webattention' does not resolve here; ../web/src/node.js is what it resolves to under Node.
 import { MultiHeadAttention } from '../web/src/node.js';
-import { filled, flops, makeWeights } from './suite.mjs';
+import { parseFlags } from './run_env.mjs';
+import { filled, flops, makeWeights, mhaShapes } from './suite.mjs';
 
-const shapes = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12]];
-const causal = process.argv.includes('--causal');
-const threadsAt = process.argv.indexOf('--threads');
-const threadsArg = threadsAt >= 0 ? process.argv[threadsAt + 1] : '1';
+const { causal, threads: threadsArg } = parseFlags(import.meta.url, process.argv.slice(2), {
+  causal: { type: 'boolean', default: false },
+  threads: { type: 'string', default: '1' },
+}).values;
 const threads = threadsArg === 'auto' ? 'auto' : Number(threadsArg);
 
 console.log(`shape (L, E, h)      ms (median)   GFLOP/s   threads ${threadsArg}${causal ? ', causal' : ''}`);
-for (const [L, E, h] of shapes) {
+for (const [L, E, h] of mhaShapes('node_mha')) {
   const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads });
   mha.loadStateDict(makeWeights(E));  // the same weights and input as bench/run.mjs
   const x = { data: filled(L * E, 2, 1), shape: [1, L, E] };

@@ -54,37 +54,34 @@
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
 import { existsSync } from 'node:fs';
-import { checkPeersInstalled, exitWithUsage, loadAverage, runAndExit } from './run_env.mjs';
+import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from './run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
 } from './suite.mjs';
 
-function parseArgs(argv) {
-  const opts = { quick: false, browser: false, node: false, threads: 1, budgetMs: 2000, ortGraph: 'contrib', ortWebgpuGraph: 'plain', tfjsGraph: 'per-head',
-    markdown: false, json: null, timeoutS: 600, webgpu: false, webgpuMaxGflop: null, wasm: null };
-  const value = (i, name) => {
-    if (i + 1 >= argv.length) usage(`${name} needs a value`);
-    return argv[i + 1];
+function parseOptions(argv) {
+  const { values: v } = parseFlags(import.meta.url, argv, {
+    quick: { type: 'boolean', default: false },
+    browser: { type: 'boolean', default: false },
+    node: { type: 'boolean', default: false },
+    markdown: { type: 'boolean', default: false },
+    webgpu: { type: 'boolean', default: false },
+    'webgpu-max-gflop': { type: 'string' },
+    threads: { type: 'string', default: '1' },
+    budget: { type: 'string', default: '2000' },
+    'ort-graph': { type: 'string', default: 'contrib' },
+    'ort-webgpu-graph': { type: 'string', default: 'plain' },
+    'tfjs-graph': { type: 'string', default: 'per-head' },
+    json: { type: 'string' },
+    timeout: { type: 'string', default: '600' },
+    wasm: { type: 'string' },
+  });
+  const opts = {
+    quick: v.quick, browser: v.browser, node: v.node, threads: Number(v.threads), budgetMs: Number(v.budget),
+    ortGraph: v['ort-graph'], ortWebgpuGraph: v['ort-webgpu-graph'], tfjsGraph: v['tfjs-graph'], markdown: v.markdown,
+    json: v.json ?? null, timeoutS: Number(v.timeout), webgpu: v.webgpu,
+    webgpuMaxGflop: v['webgpu-max-gflop'] === undefined ? null : Number(v['webgpu-max-gflop']), wasm: v.wasm ?? null,
   };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    if (a === '--quick') opts.quick = true;
-    else if (a === '--browser') opts.browser = true;
-    else if (a === '--node') opts.node = true;
-    else if (a === '--markdown') opts.markdown = true;
-    else if (a === '--webgpu') opts.webgpu = true;
-    else if (a === '--webgpu-max-gflop') opts.webgpuMaxGflop = Number(value(i++, a));
-    else if (a === '--threads') opts.threads = Number(value(i++, a));
-    else if (a === '--budget') opts.budgetMs = Number(value(i++, a));
-    else if (a === '--ort-graph') opts.ortGraph = value(i++, a);
-    else if (a === '--ort-webgpu-graph') opts.ortWebgpuGraph = value(i++, a);
-    else if (a === '--tfjs-graph') opts.tfjsGraph = value(i++, a);
-    else if (a === '--json') opts.json = value(i++, a);
-    else if (a === '--timeout') opts.timeoutS = Number(value(i++, a));
-    else if (a === '--wasm') opts.wasm = value(i++, a);
-    else if (a === '--help' || a === '-h') usage();
-    else usage(`unknown argument '${a}'`);
-  }
   if (!Number.isInteger(opts.threads) || opts.threads < 1) usage('--threads must be a positive integer');
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!['contrib', 'plain'].includes(opts.ortGraph)) usage("--ort-graph must be 'contrib' or 'plain'");
@@ -261,7 +258,7 @@ async function runBrowser(opts, common) {
 
 // ---- main -----------------------------------------------------------------------------------
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = parseOptions(process.argv.slice(2));
 // Node reads WEBATTENTION_WASM at its first create(); the page gets ?wasm= (below).
 if (opts.wasm) process.env.WEBATTENTION_WASM = opts.wasm;
 opts.shapes = opts.quick ? QUICK_SHAPES : SHAPES;

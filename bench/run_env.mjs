@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 export const ROOT = resolve(fileURLToPath(new URL('..', import.meta.url)));
 
@@ -58,11 +59,29 @@ export function checkPeersInstalled(script, packages) {
 
 /** Prints a script's header comment (its usage; after `error` if given) and exits (2 on error). */
 export function exitWithUsage(scriptUrl, error) {
-  const lines = readFileSync(fileURLToPath(scriptUrl), 'utf8').split('\n').slice(1);
+  const lines = readFileSync(fileURLToPath(scriptUrl), 'utf8').split('\n');
+  if (lines[0].startsWith('#!')) lines.shift();
   const text = lines.slice(0, lines.findIndex((l) => !l.startsWith('//'))).map((l) => l.slice(3)).join('\n');
   const name = fileURLToPath(scriptUrl).split(/[\\/]/).pop();
   (error ? console.error : console.log)((error ? `${name}: ${error}\n\n` : '') + text);
   process.exit(error ? 2 : 0);
+}
+
+/**
+ * A bench script's flags, by node:util's parseArgs (strict): `options` as parseArgs takes them,
+ * plus --help / -h, which prints the script's usage (its header comment) and exits. A flag it
+ * does not know, or one missing its value, exits with that one-line error above the usage.
+ * Returns { values, positionals }.
+ */
+export function parseFlags(scriptUrl, argv, options, { allowPositionals = false } = {}) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+  } catch (e) {
+    exitWithUsage(scriptUrl, e.message);
+  }
+  if (parsed.values.help) exitWithUsage(scriptUrl);
+  return parsed;
 }
 
 /** The header lines every run starts with (bench/<script> run with argv). */

@@ -1,6 +1,6 @@
 // The benchmark itself, shared by Node (bench/run.mjs) and Chromium (bench/browser/main.mjs):
 // the libraries come in as arguments, so this file has no imports of its own but the ONNX
-// builder, the table formatter and the tests' seeded values. See bench/README.md.
+// builder, the table formatter, the tests' seeded values and their case list. See bench/README.md.
 //
 // One cell = (library, shape, mask). Same weights and input for all three libraries:
 //   webattention     MultiHeadAttention.forward(x, x, x, { isCausal }), B = 1
@@ -16,13 +16,21 @@
 // and output copy-out included, as a user sees it).
 import { buildMhaModel, causalMask } from './onnx_model.mjs';
 import { markdownTable, plainTable } from './table.mjs';
-// The tests' seeded values (the bench may import the tests' helpers, never the reverse).
+// The tests' seeded values and case list (the bench may import the tests' helpers, never the
+// reverse).
+import { perfCases } from '../tests/cases/cases.mjs';
 import { filled } from '../tests/contract/random.mjs';
 
 export { filled };
 
-export const SHAPES = [[64, 256, 4], [128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
-export const QUICK_SHAPES = SHAPES.slice(0, 3);
+/**
+ * The MHA forward shapes [L, E, h] that bench `bench` times, from the one case list
+ * (tests/cases/kernel_cases.json, perf mode; with `quick`, those its --quick keeps).
+ */
+export const mhaShapes = (bench, { quick = false } = {}) =>
+  perfCases('mha', bench, { quick }).map((c) => [c.L, c.embedDim, c.heads]);
+export const SHAPES = mhaShapes('run');
+export const QUICK_SHAPES = mhaShapes('run', { quick: true });
 export const DIFF_LIMIT = 1e-3;
 
 /** FLOPs of one MHA forward, the same count with or without the causal mask. */

@@ -12,6 +12,8 @@
 //     uploads), pipeline caching, loadStateDict();
 //   - node_buffer_cache: per-call GPU buffers cached per module, dropped on dispose and device loss;
 //   - node_decode: the decode path (L <= DECODE_MAX_L) vs WASM;
+//   - node_kernel_cases: the kernel-level cases of tests/cases/kernel_cases.json against their
+//     float64 reference;
 //   - node_device_loss: a device lost mid-sequence (device.destroy() while a call is in flight,
 //     and between calls): every call still returns the right result, through the WASM fallback;
 //   - node_backend_selection: 'webgpu' without an adapter throws BackendError, 'auto' declines

@@ -1,0 +1,113 @@
+// The float64 reference of the kernel-level cases for the JS runners (C++ has its own,
+// tests/cpp/kernel_reference.h): attention with grouped-query heads, the position rule (causal,
+// query offset, window), the list's masks (their rule: README.md) and rotary embedding, written
+// from the formulas (docs/attention-math.md §1, §7, §8), sharing no code with the package.
+
+/** The list's key-padding mask [batch, S] (kind 'bool' | 'additive'), or null for 'none'. */
+export function keyPaddingMask(kind, batch, S) {
+  if (kind === 'none') return null;
+  const data = kind === 'bool' ? new Uint8Array(batch * S) : new Float32Array(batch * S);
+  for (let b = 0; b < batch; b++) {
+    for (let j = 0; j < S; j++) data[b * S + j] = kind === 'bool' ? Number((j + b) % 4 === 3) : ((3 * j + b) % 5 - 2) / 4;
+  }
+  return { data, shape: [batch, S] };
+}
+
+/** The list's attention mask [batch·heads, L, S], or null for 'none'. */
+export function attnMask(kind, batch, heads, L, S, maskedRows = []) {
+  if (kind === 'none') return null;
+  const data = kind === 'bool' ? new Uint8Array(batch * heads * L * S) : new Float32Array(batch * heads * L * S);
+  for (let b = 0; b < batch; b++) {
+    for (let h = 0; h < heads; h++) {
+      for (let i = 0; i < L; i++) {
+        for (let j = 0; j < S; j++) {
+          const at = ((b * heads + h) * L + i) * S + j;
+          data[at] = kind === 'bool' ? Number(maskedRows.includes(i) || (i + 2 * j + b + h) % 5 === 0) : ((3 * i + 5 * j + h) % 7 - 3) / 2;
+        }
+      }
+    }
+  }
+  return { data, shape: [batch * heads, L, S] };
+}
+
+/** A mask entry applied to a score: -Infinity where a boolean one is set, else added. */
+const applyMask = (mask, at, s) => (!mask ? s : mask.data instanceof Uint8Array ? (mask.data[at] ? -Infinity : s) : s + mask.data[at]);
+
+/**
+ * Attention: q [B, L, H·dk], k [B, S, Hkv·dk], v [B, S, Hkv·dv] (Float32Array or Float64Array);
+ * query i at position queryOffset + i, key j at j. Returns Float64Array [B, L, H·dv]; a row with
+ * no allowed key is zero.
+ */
+export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOffset = 0, window = 0 }, q, k, v, keyPadding, mask) {
+  const group = heads / kvHeads;
+  const scale = 1 / Math.sqrt(dk);
+  const out = new Float64Array(batch * L * heads * dv);
+  const p = new Float64Array(S);
+  for (let b = 0; b < batch; b++) {
+    for (let h = 0; h < heads; h++) {
+      const g = Math.floor(h / group);
+      for (let i = 0; i < L; i++) {
+        const position = queryOffset + i;
+        const qi = ((b * L + i) * heads + h) * dk;
+        let max = -Infinity;
+        for (let j = 0; j < S; j++) {
+          const kj = ((b * S + j) * kvHeads + g) * dk;
+          let dot = 0;
+          for (let c = 0; c < dk; c++) dot += q[qi + c] * k[kj + c];
+          const allowed = (!causal || j <= position) && (window <= 0 || j > position - window);
+          let s = allowed ? dot * scale : -Infinity;
+          s = applyMask(keyPadding, b * S + j, s);
+          p[j] = applyMask(mask, ((b * heads + h) * L + i) * S + j, s);
+          max = Math.max(max, p[j]);
+        }
+        if (max === -Infinity) continue;
+        let sum = 0;
+        for (let j = 0; j < S; j++) sum += (p[j] = Math.exp(p[j] - max));
+        const o = ((b * L + i) * heads + h) * dv;
+        for (let j = 0; j < S; j++) {
+          const vj = ((b * S + j) * kvHeads + g) * dv;
+          for (let c = 0; c < dv; c++) out[o + c] += (p[j] / sum) * v[vj + c];
+        }
+      }
+    }
+  }
+  return out;
+}
+
+/** y [rows, out] = x [rows, in] · Wᵀ (+ b), W [out, in]: Float64Array. */
+export function linear(x, rows, inDim, w, outDim, bias = null) {
+  const y = new Float64Array(rows * outDim);
+  for (let r = 0; r < rows; r++) {
+    for (let o = 0; o < outDim; o++) {
+      let s = bias ? bias[o] : 0;
+      for (let c = 0; c < inDim; c++) s += x[r * inDim + c] * w[o * inDim + c];
+      y[r * outDim + o] = s;
+    }
+  }
+  return y;
+}
+
+/**
+ * Rotary embedding of rows [B, T, heads·headDim], row t at position first + t: pair j of each
+ * head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by (first + t)·base^(-2j/dim).
+ * Returns a Float64Array.
+ */
+export function rotary(x, batch, T, heads, headDim, { dim, interleaved, base }, first = 0) {
+  const y = Float64Array.from(x);
+  const half = dim / 2;
+  for (let b = 0; b < batch; b++) {
+    for (let t = 0; t < T; t++) {
+      for (let h = 0; h < heads; h++) {
+        const row = ((b * T + t) * heads + h) * headDim;
+        for (let j = 0; j < half; j++) {
+          const angle = (first + t) * base ** (-2 * j / dim);
+          const i1 = row + (interleaved ? 2 * j : j), i2 = row + (interleaved ? 2 * j + 1 : j + half);
+          const x1 = y[i1], x2 = y[i2];
+          y[i1] = x1 * Math.cos(angle) - x2 * Math.sin(angle);
+          y[i2] = x2 * Math.cos(angle) + x1 * Math.sin(angle);
+        }
+      }
+    }
+  }
+  return y;
+}

@@ -1,0 +1,95 @@
+// What the kernel-level case tests share (kernel_cases_test.cpp, kernel_cases_cache_test.cpp):
+// the kernel family under test, the type-set check, seeded inputs, the masks' rule
+// (tests/cases/README.md) and the comparison with the float64 reference.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernel_cases.h"
+#include "kernel_reference.h"
+
+namespace webattention::cases {
+
+// The kernel family this executable links (tests/cpp/kernel_cases.cmake): scalar, simd128 or
+// relaxed.
+inline const char* family() { return WEBATTENTION_KERNEL_FAMILY; }
+
+// Whether this build has kernels for a type set: f32 everywhere, today. A type set it lacks
+// fails the case (the list must not name types no kernel has).
+inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
+  if (t.weights == "f32" && t.kv == "f32" && t.io == "f32") return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no " << family() << " kernels for weights " << t.weights
+                                       << ", kv " << t.kv << ", io " << t.io;
+}
+
+// n uniform values in [-amplitude, amplitude).
+inline std::vector<float> uniform(std::size_t n, std::uint32_t seed, double amplitude = 1.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(static_cast<float>(-amplitude), static_cast<float>(amplitude));
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// The list's masks ("none" | "bool" | "additive"), by the rule of tests/cases/README.md.
+inline kernel_reference::Mask key_padding_mask(const std::string& kind, int batch, int S) {
+  kernel_reference::Mask m;
+  if (kind == "none") return m;
+  m.kind = kind == "bool" ? MaskKind::kBoolean : MaskKind::kAdditive;
+  for (int b = 0; b < batch; ++b) {
+    for (int j = 0; j < S; ++j) {
+      m.boolean.push_back((j + b) % 4 == 3);
+      m.additive.push_back(static_cast<float>((3 * j + b) % 5 - 2) / 4.0f);
+    }
+  }
+  return m;
+}
+
+inline kernel_reference::Mask attn_mask(const std::string& kind, int batch, int heads, int L, int S,
+                                        const std::vector<int>& masked_rows) {
+  kernel_reference::Mask m;
+  if (kind == "none") return m;
+  m.kind = kind == "bool" ? MaskKind::kBoolean : MaskKind::kAdditive;
+  for (int b = 0; b < batch; ++b) {
+    for (int h = 0; h < heads; ++h) {
+      for (int i = 0; i < L; ++i) {
+        const bool whole_row = std::find(masked_rows.begin(), masked_rows.end(), i) != masked_rows.end();
+        for (int j = 0; j < S; ++j) {
+          m.boolean.push_back(whole_row || (i + 2 * j + b + h) % 5 == 0);
+          m.additive.push_back(static_cast<float>((3 * i + 5 * j + h) % 7 - 3) / 2.0f);
+        }
+      }
+    }
+  }
+  return m;
+}
+
+// The test contract's tolerance: |actual - expected| <= 1e-4 + 1e-4 |expected|.
+inline ::testing::AssertionResult matches_reference(const float* actual, const std::vector<double>& expected) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    if (!(std::fabs(actual[i] - expected[i]) <= 1e-4 + 1e-4 * std::fabs(expected[i]))) {
+      return ::testing::AssertionFailure() << "element " << i << " of " << expected.size() << ": "
+                                           << actual[i] << ", reference " << expected[i];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// A GoogleTest name from a case name: letters and digits, the rest as '_'.
+template <class Case>
+std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, TypeSet>>& info) {
+  const auto& [c, types] = info.param;
+  std::string name = c.name + "_" + types.weights + "_" + types.kv + "_" + types.io;
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
+}  // namespace webattention::cases

@@ -1,0 +1,105 @@
+// The list's cacheAppend cases (tests/cases/kernel_cases.json) on one kernel family: chunks of
+// rows appended to a KV cache, each chunk's rows attending over everything cached, against the
+// float64 reference. The cache's append is private to the module, so the cases run through the
+// public cached forward of a MultiHeadAttention whose Q/K/V projections are identities (no
+// biases): its attention then sees the case's Q, K and V as given, and the reference applies the
+// (random) output projection after its attention.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "kernel_case_support.h"
+#include "webattention/multihead_attention.h"
+
+namespace webattention::cases {
+namespace {
+
+using ::testing::Combine;
+using ::testing::ValuesIn;
+
+// Identity Q/K/V weights (a stack of them for in_proj_weight), random out_proj.weight.
+void load_identity_projections(MultiHeadAttention& m, std::vector<float>& out_weight) {
+  for (const ParameterSpec& spec : m.parameter_specs()) {
+    const int rows = spec.shape[0], cols = spec.shape[1];
+    std::vector<float> w(spec.size(), 0.0f);
+    if (spec.name == "out_proj.weight") {
+      w = out_weight = uniform(spec.size(), 31, 0.5);
+    } else {
+      for (int r = 0; r < rows; ++r) w[static_cast<std::size_t>(r) * cols + r % cols] = 1.0f;
+    }
+    m.load_parameter(spec.name, w.data(), w.size());
+  }
+}
+
+// Rows [from, to) of x [B, T, width] as [B, to - from, width].
+std::vector<float> rows_of(const std::vector<float>& x, int batch, int T, int width, int from, int to) {
+  std::vector<float> part;
+  for (int b = 0; b < batch; ++b) {
+    const auto row = x.begin() + (static_cast<std::ptrdiff_t>(b) * T) * width;
+    part.insert(part.end(), row + static_cast<std::ptrdiff_t>(from) * width, row + static_cast<std::ptrdiff_t>(to) * width);
+  }
+  return part;
+}
+
+class CacheAppendCases : public ::testing::TestWithParam<std::tuple<CacheAppendCase, TypeSet>> {};
+
+TEST_P(CacheAppendCases, MatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  MhaConfig config;
+  config.embed_dim = c.heads * c.dk;
+  config.num_heads = c.heads;
+  config.num_kv_heads = c.kv_heads;
+  config.kdim = c.kv_heads * c.dk;
+  config.vdim = c.kv_heads * c.dv;
+  config.head_dim = c.dk;
+  config.value_head_dim = c.dv;
+  config.bias = false;
+  MultiHeadAttention m(config);
+  std::vector<float> out_weight;
+  load_identity_projections(m, out_weight);
+  KvCacheConfig cache_config;
+  cache_config.batch = c.batch;
+  cache_config.max_length = c.max_length;
+  cache_config.window = c.window;
+  const auto cache = m.create_cache(cache_config);
+
+  int T = 0;
+  for (int n : c.chunks) T += n;
+  const int E = config.embed_dim;
+  const auto q = uniform(static_cast<std::size_t>(c.batch) * T * E, 41);
+  const auto k = uniform(static_cast<std::size_t>(c.batch) * T * config.kdim, 42);
+  const auto v = uniform(static_cast<std::size_t>(c.batch) * T * config.vdim, 43);
+  int at = 0;
+  for (int n : c.chunks) {
+    const auto q_part = rows_of(q, c.batch, T, E, at, at + n);
+    const auto k_part = rows_of(k, c.batch, T, config.kdim, at, at + n);
+    const auto v_part = rows_of(v, c.batch, T, config.vdim, at, at + n);
+    std::vector<float> out(static_cast<std::size_t>(c.batch) * n * E, NAN);
+    MhaForwardArgs a;
+    a.batch = c.batch;
+    a.L = a.S = n;
+    a.query = q_part.data();
+    a.key = k_part.data();
+    a.value = v_part.data();
+    a.output = out.data();
+    m.forward(a, *cache);
+
+    // The chunk's rows at positions at..at+n-1 over keys 0..at+n-1, then the output projection.
+    const kernel_reference::AttentionShape s{c.batch, c.heads, c.kv_heads, n, at + n, c.dk, c.dv, true, at, c.window};
+    const auto heads = kernel_reference::attention(s, q_part, rows_of(k, c.batch, T, config.kdim, 0, at + n),
+                                                   rows_of(v, c.batch, T, config.vdim, 0, at + n), {}, {}, nullptr);
+    const auto expected = kernel_reference::linear(heads, c.batch * n, c.heads * c.dv, out_weight, E, nullptr);
+    EXPECT_TRUE(matches_reference(out.data(), expected)) << "chunk of " << n << " rows at position " << at;
+    at += n;
+  }
+  EXPECT_EQ(cache->length(), T);
+}
+
+INSTANTIATE_TEST_SUITE_P(List, CacheAppendCases, Combine(ValuesIn(kCacheAppendCases), ValuesIn(kTypeSets)),
+                         test_name<CacheAppendCase>);
+
+}  // namespace
+}  // namespace webattention::cases

@@ -1,0 +1,196 @@
+// The kernel-level cases of tests/cases/kernel_cases.json (test mode) on one kernel family
+// (kernel_case_support.h: family()), each against the float64 reference: the projection kernel
+// (kernels::linear over pack_linear's panels), the flash attention kernel (kernels::attention_unit,
+// unit by unit, as run_attention drives it) with and without attention weights, its decode rows
+// (one query row per head, or a GQA group of rows, over a cache length), and rotary embedding.
+// Cache appends go through the public KV cache: kernel_cases_cache_test.cpp.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <tuple>
+#include <vector>
+
+#include "attention_problem.h"
+#include "kernel_case_support.h"
+#include "kernels/kernels.h"
+#include "rotary.h"
+
+namespace webattention::cases {
+namespace {
+
+using ::testing::Combine;
+using ::testing::ValuesIn;
+
+// ---- linear -----------------------------------------------------------------------------------
+
+class LinearCases : public ::testing::TestWithParam<std::tuple<LinearCase, TypeSet>> {};
+
+// Two targets in one pass (as the Q/K/V projections run), the second 3 columns wider; strided
+// input and output rows, so that a kernel reading or writing past a row shows.
+TEST_P(LinearCases, MatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  const int x_stride = c.in + 3;
+  const std::vector<float> x = uniform(static_cast<std::size_t>(c.rows) * x_stride, 1);
+  std::vector<float> x_dense;
+  for (int r = 0; r < c.rows; ++r) x_dense.insert(x_dense.end(), x.begin() + r * x_stride, x.begin() + r * x_stride + c.in);
+  const int outs[2] = {c.out, c.out + 3};
+  std::vector<float> w[2], bias[2], y[2];
+  kernels::PackedLinear packed[2];
+  kernels::LinearTarget targets[2];
+  for (int t = 0; t < 2; ++t) {
+    w[t] = uniform(static_cast<std::size_t>(outs[t]) * c.in, 2 + t, 1.0 / std::sqrt(c.in));
+    bias[t] = uniform(outs[t], 4 + t);
+    packed[t] = kernels::pack_linear(w[t].data(), outs[t], c.in);
+    if (c.bias) packed[t].set_bias(bias[t].data(), outs[t]);
+    y[t].assign(static_cast<std::size_t>(c.rows) * (outs[t] + 2), NAN);
+    targets[t] = {&packed[t], y[t].data(), outs[t] + 2};
+  }
+  kernels::linear(x.data(), c.rows, x_stride, targets, 2);
+  for (int t = 0; t < 2; ++t) {
+    const std::vector<double> expected = kernel_reference::linear(x_dense, c.rows, c.in, w[t], outs[t], c.bias ? &bias[t] : nullptr);
+    for (int r = 0; r < c.rows; ++r) {
+      const std::vector<double> row(expected.begin() + r * outs[t], expected.begin() + (r + 1) * outs[t]);
+      EXPECT_TRUE(matches_reference(y[t].data() + r * (outs[t] + 2), row)) << "target " << t << ", row " << r;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(List, LinearCases, Combine(ValuesIn(kLinearCases), ValuesIn(kTypeSets)),
+                         test_name<LinearCase>);
+
+// ---- flash attention and decode rows ----------------------------------------------------------
+
+// Runs one attention problem on the kernel, unit by unit, as run_attention does (one thread).
+void run_units(const AttentionProblem& p) {
+  std::vector<float> workspace(kernels::attention_workspace_floats(p));
+  for (int unit = 0; unit < p.units(); ++unit) kernels::attention_unit(p, unit, workspace.data());
+}
+
+// A mask view of the reference's mask: key padding [B, S] or attn_mask [B·H, L, S].
+MaskView view(const kernel_reference::Mask& m, std::ptrdiff_t batch, std::ptrdiff_t head, std::ptrdiff_t row) {
+  MaskView v;
+  v.kind = m.kind;
+  if (m.kind != MaskKind::kNone) v = {m.kind, m.data(), batch, head, row};
+  return v;
+}
+
+// Q [B, L, H, dk], K [B, S, H_kv, dk] and V [B, S, H_kv, dv] as the core's projections lay them
+// out, through the kernel and the reference; with `with_weights`, the probabilities too.
+void check_attention(const FlashCase& c, bool with_weights) {
+  const kernel_reference::AttentionShape s{c.batch, c.heads, c.kv_heads, c.L, c.S, c.dk, c.dv,
+                                           c.causal, c.query_offset, c.window};
+  const auto q = uniform(static_cast<std::size_t>(c.batch) * c.L * c.heads * c.dk, 11, c.amplitude);
+  const auto k = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dk, 12, c.amplitude);
+  const auto v = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dv, 13, c.amplitude);
+  const auto padding = key_padding_mask(c.key_padding, c.batch, c.S);
+  const auto mask = attn_mask(c.attn_mask, c.batch, c.heads, c.L, c.S, c.masked_rows);
+
+  AttentionProblem p;
+  p.batch = c.batch;
+  p.heads = c.heads;
+  p.kv_group = c.heads / c.kv_heads;
+  p.L = c.L;
+  p.S = c.S;
+  p.dk = c.dk;
+  p.dv = c.dv;
+  p.q = {q.data(), static_cast<std::ptrdiff_t>(c.L) * c.heads * c.dk, c.dk, c.heads * c.dk};
+  p.k = {k.data(), static_cast<std::ptrdiff_t>(c.S) * c.kv_heads * c.dk, c.dk, c.kv_heads * c.dk};
+  p.v = {v.data(), static_cast<std::ptrdiff_t>(c.S) * c.kv_heads * c.dv, c.dv, c.kv_heads * c.dv};
+  std::vector<float> out(static_cast<std::size_t>(c.batch) * c.L * c.heads * c.dv, NAN);
+  p.out = out.data();
+  p.out_batch_stride = static_cast<std::ptrdiff_t>(c.L) * c.heads * c.dv;
+  p.out_head_stride = c.dv;
+  p.out_row_stride = c.heads * c.dv;
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(c.dk)));
+  p.causal = c.causal;
+  p.positions.query0 = c.query_offset;
+  p.positions.window = c.window;
+  p.masks[0] = view(padding, c.S, 0, 0);
+  p.masks[1] = view(mask, static_cast<std::ptrdiff_t>(c.heads) * c.L * c.S, static_cast<std::ptrdiff_t>(c.L) * c.S, c.S);
+  std::vector<float> weights(with_weights ? static_cast<std::size_t>(c.batch) * c.heads * c.L * c.S : 0, NAN);
+  p.weights = with_weights ? weights.data() : nullptr;
+  run_units(p);
+
+  std::vector<double> expected_weights;
+  EXPECT_TRUE(matches_reference(out.data(), kernel_reference::attention(s, q, k, v, padding, mask, &expected_weights)))
+      << "output";
+  if (with_weights) {
+    EXPECT_TRUE(matches_reference(weights.data(), expected_weights)) << "weights";
+  }
+}
+
+class FlashCases : public ::testing::TestWithParam<std::tuple<FlashCase, TypeSet>> {};
+
+TEST_P(FlashCases, MatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  check_attention(c, false);
+}
+
+TEST_P(FlashCases, WithWeightsMatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  check_attention(c, true);
+}
+
+INSTANTIATE_TEST_SUITE_P(List, FlashCases, Combine(ValuesIn(kFlashCases), ValuesIn(kTypeSets)),
+                         test_name<FlashCase>);
+
+class DecodeCases : public ::testing::TestWithParam<std::tuple<DecodeCase, TypeSet>> {};
+
+// One new row per query head at the last position of `length` keys: the flash kernel's one-row
+// loops (row_scores, row_pv) with one query head per K/V head, its 4-row block with a GQA group.
+TEST_P(DecodeCases, MatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  FlashCase step{};
+  step.name = c.name;
+  step.batch = c.batch;
+  step.heads = c.heads;
+  step.kv_heads = c.kv_heads;
+  step.L = 1;
+  step.S = c.length;
+  step.dk = c.dk;
+  step.dv = c.dv;
+  step.causal = true;
+  step.query_offset = c.length - 1;
+  step.window = c.window;
+  step.key_padding = step.attn_mask = "none";
+  step.amplitude = 1.0;
+  check_attention(step, false);
+}
+
+INSTANTIATE_TEST_SUITE_P(List, DecodeCases, Combine(ValuesIn(kDecodeCases), ValuesIn(kTypeSets)),
+                         test_name<DecodeCase>);
+
+// ---- rotary -----------------------------------------------------------------------------------
+
+class RotaryCases : public ::testing::TestWithParam<std::tuple<RotaryCase, TypeSet>> {};
+
+// Q (heads wide) and K (one head) rotated in one call, as the core rotates them.
+TEST_P(RotaryCases, MatchesReference) {
+  const auto& [c, types] = GetParam();
+  ASSERT_TRUE(has_kernels(types));
+  const int widths[2] = {c.heads * c.head_dim, c.head_dim};
+  std::vector<float> x[2] = {uniform(static_cast<std::size_t>(c.rows) * widths[0], 21),
+                             uniform(static_cast<std::size_t>(c.rows) * widths[1], 22)};
+  const std::vector<float> before[2] = {x[0], x[1]};
+  std::vector<double> frequencies;
+  for (int j = 0; j < c.rotary_dim / 2; ++j) frequencies.push_back(std::pow(c.base, -2.0 * j / c.rotary_dim));
+  const RotarySpec spec{c.head_dim, c.rotary_dim, c.interleaved, &frequencies};
+  const RotaryRows rows[2] = {{x[0].data(), c.rows, widths[0]}, {x[1].data(), c.rows, widths[1]}};
+  std::vector<float> table(c.rotary_dim);
+  apply_rotary(rows, 2, 1, c.position0, spec, table.data());
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_TRUE(matches_reference(x[t].data(), kernel_reference::rotary(before[t], c.rows, widths[t] / c.head_dim, c.head_dim,
+                                                                        c.rotary_dim, c.interleaved, c.base, c.position0)))
+        << (t ? "K" : "Q");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(List, RotaryCases, Combine(ValuesIn(kRotaryCases), ValuesIn(kTypeSets)),
+                         test_name<RotaryCase>);
+
+}  // namespace
+}  // namespace webattention::cases
