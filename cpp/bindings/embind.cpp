@@ -250,7 +250,8 @@ std::size_t memory_in_use() { return mallinfo().uordblks; }
 
 EMSCRIPTEN_BINDINGS(webattention) {
   using namespace webattention;
-  // The argument objects, field names as the JS side writes them (wasm_backend.js). MhaConfig's
+  // The argument objects, field names as the JS side writes them (web/src/module_config.js's
+  // CONFIG_FIELDS, passed by executors/wasm_executor.js). MhaConfig's
   // field list is written here only: nothing reads a config back from the core.
   emscripten::value_object<MhaConfig>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)

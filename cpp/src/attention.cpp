@@ -38,10 +38,8 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
 void self_attention(int N, int L, int C, const float* x, float* out, float* weights) {
   SdpaArgs a;
   a.N = N;
-  a.L = L;
-  a.S = L;
-  a.dk = C;
-  a.dv = C;
+  a.L = a.S = L;  // self-attention: the keys are the queries
+  a.dk = a.dv = C;
   a.q = a.k = a.v = x;
   a.out = out;
   a.weights = weights;

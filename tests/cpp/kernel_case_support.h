@@ -82,6 +82,15 @@ inline ::testing::AssertionResult matches_reference(const float* actual, const s
   return ::testing::AssertionSuccess();
 }
 
+// The tests of one op: its cases × the list's type sets. A type set with no kernels in this build
+// fails in SetUp (the body never runs), so nothing is skipped silently.
+template <class Case>
+class CaseTest : public ::testing::TestWithParam<std::tuple<Case, TypeSet>> {
+ protected:
+  void SetUp() override { ASSERT_TRUE(has_kernels(std::get<1>(this->GetParam()))); }
+  const Case& kase() const { return std::get<0>(this->GetParam()); }
+};
+
 // A GoogleTest name from a case name: letters and digits, the rest as '_'.
 template <class Case>
 std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, TypeSet>>& info) {

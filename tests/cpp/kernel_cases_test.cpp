@@ -23,13 +23,12 @@ using ::testing::ValuesIn;
 
 // ---- linear -----------------------------------------------------------------------------------
 
-class LinearCases : public ::testing::TestWithParam<std::tuple<LinearCase, TypeSet>> {};
+class LinearCases : public CaseTest<LinearCase> {};
 
 // Two targets in one pass (as the Q/K/V projections run), the second 3 columns wider; strided
 // input and output rows, so that a kernel reading or writing past a row shows.
 TEST_P(LinearCases, MatchesReference) {
-  const auto& [c, types] = GetParam();
-  ASSERT_TRUE(has_kernels(types));
+  const auto& c = kase();
   const int x_stride = c.in + 3;
   const std::vector<float> x = uniform(static_cast<std::size_t>(c.rows) * x_stride, 1);
   std::vector<float> x_dense;
@@ -120,30 +119,27 @@ void check_attention(const FlashCase& c, bool with_weights) {
   }
 }
 
-class FlashCases : public ::testing::TestWithParam<std::tuple<FlashCase, TypeSet>> {};
+class FlashCases : public CaseTest<FlashCase> {};
 
 TEST_P(FlashCases, MatchesReference) {
-  const auto& [c, types] = GetParam();
-  ASSERT_TRUE(has_kernels(types));
+  const auto& c = kase();
   check_attention(c, false);
 }
 
 TEST_P(FlashCases, WithWeightsMatchesReference) {
-  const auto& [c, types] = GetParam();
-  ASSERT_TRUE(has_kernels(types));
+  const auto& c = kase();
   check_attention(c, true);
 }
 
 INSTANTIATE_TEST_SUITE_P(List, FlashCases, Combine(ValuesIn(kFlashCases), ValuesIn(kTypeSets)),
                          test_name<FlashCase>);
 
-class DecodeCases : public ::testing::TestWithParam<std::tuple<DecodeCase, TypeSet>> {};
+class DecodeCases : public CaseTest<DecodeCase> {};
 
 // One new row per query head at the last position of `length` keys: the flash kernel's one-row
 // loops (row_scores, row_pv) with one query head per K/V head, its 4-row block with a GQA group.
 TEST_P(DecodeCases, MatchesReference) {
-  const auto& [c, types] = GetParam();
-  ASSERT_TRUE(has_kernels(types));
+  const auto& c = kase();
   FlashCase step{};
   step.name = c.name;
   step.batch = c.batch;
@@ -166,12 +162,11 @@ INSTANTIATE_TEST_SUITE_P(List, DecodeCases, Combine(ValuesIn(kDecodeCases), Valu
 
 // ---- rotary -----------------------------------------------------------------------------------
 
-class RotaryCases : public ::testing::TestWithParam<std::tuple<RotaryCase, TypeSet>> {};
+class RotaryCases : public CaseTest<RotaryCase> {};
 
 // Q (heads wide) and K (one head) rotated in one call, as the core rotates them.
 TEST_P(RotaryCases, MatchesReference) {
-  const auto& [c, types] = GetParam();
-  ASSERT_TRUE(has_kernels(types));
+  const auto& c = kase();
   const int widths[2] = {c.heads * c.head_dim, c.head_dim};
   std::vector<float> x[2] = {uniform(static_cast<std::size_t>(c.rows) * widths[0], 21),
                              uniform(static_cast<std::size_t>(c.rows) * widths[1], 22)};

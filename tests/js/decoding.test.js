@@ -8,6 +8,7 @@ import {
   BackendError, CacheError, DisposedError, MemoryError, OptionError, ShapeError,
 } from 'webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
+import { MAX_CACHE_POSITIONS } from '../internals.mjs';
 
 const E = 16;
 const next = rng(7);
@@ -68,7 +69,7 @@ test('createCache options are checked', async () => {
 test('a cache that does not fit the heap is a MemoryError, and the module carries on', async () => {
   const mha = await module();
   const before = await wasmMemoryInUse();
-  assert.throws(() => mha.createCache({ maxLength: 2 ** 31 - 64, batchSize: 64 }), MemoryError);
+  assert.throws(() => mha.createCache({ maxLength: MAX_CACHE_POSITIONS, batchSize: 64 }), MemoryError);
   assert.equal(await wasmMemoryInUse(), before);
   const cache = mha.createCache({ maxLength: 4 });
   await step(mha, cache, tokens(2));

@@ -5,23 +5,27 @@
 
 /** Ring slots beyond the window (the core's kRingSlack): a pass of up to 64 rows always fits. */
 const RING_SLACK = 63;
+/** The core's K/V panel width (kernels/kv_layout.h kPanelWidth): slots come in whole panels. */
+const PANEL = 8;
 
 /**
  * The most positions maxLength or window may be: the core counts slots in 32-bit integers, and a
- * ring holds window + RING_SLACK of them.
+ * ring holds window + RING_SLACK of them, rounded up to whole panels.
  */
-export const MAX_CACHE_POSITIONS = 2 ** 31 - 1 - RING_SLACK;
+export const MAX_CACHE_POSITIONS = 2 ** 31 - PANEL - RING_SLACK;
 
 /**
- * createCache()'s { maxLength, window } (0: none) → { capacity, rowsPerPass }. capacity: the slots,
- * maxLength without a window; with a window W a ring of W + 63 slots, or maxLength when that is
- * smaller (then it never wraps). rowsPerPass: the most rows one pass may append, since a pass
- * appends all its rows before attending: in a ring that can wrap, capacity − W + 1 (the first row
- * still needs the key at p − W + 1, which a longer pass would overwrite); otherwise capacity.
+ * createCache()'s { maxLength, window } (0: none) → { capacity, rowsPerPass }, exactly as the core
+ * computes them (ring_geometry() in cpp/src/kv_cache.cpp; tests/js/kv_ring.test.js compares the
+ * two). capacity: the slots, in whole panels of 8: maxLength without a window; with a window W a
+ * ring of W + 63 slots, or maxLength when that is smaller. rowsPerPass: the most rows one pass may
+ * append, since a pass appends all its rows before attending: in a ring that can wrap (capacity
+ * below maxLength, or no maxLength), capacity − W + 1 (the first row still needs the key at
+ * p − W + 1, which a longer pass would overwrite); otherwise capacity.
  */
 export function ringGeometry({ maxLength, window }) {
-  if (!window) return { capacity: maxLength, rowsPerPass: maxLength };
-  const ring = window + RING_SLACK;
-  if (maxLength && maxLength <= ring) return { capacity: maxLength, rowsPerPass: maxLength };
-  return { capacity: ring, rowsPerPass: ring - window + 1 };
+  const slots = window ? Math.min(window + RING_SLACK, maxLength || Infinity) : maxLength;
+  const capacity = Math.ceil(slots / PANEL) * PANEL;
+  const wraps = window > 0 && (!maxLength || capacity < maxLength);
+  return { capacity, rowsPerPass: wraps ? capacity - window + 1 : capacity };
 }

@@ -1,6 +1,6 @@
 // The parameter layout of a module, the one JS statement of it: which buffer each state-dict
 // entry goes to and where, and how many floats each buffer holds. The WASM core keeps the same
-// four buffers (cpp/src/multihead_attention.cpp); the WebGPU executor allocates and fills its GPU
+// four buffers (cpp/src/mha_weights.cpp); the WebGPU executor allocates and fills its GPU
 // buffers from this; the module config checks the total against the WASM heap.
 
 /**

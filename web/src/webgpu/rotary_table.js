@@ -1,6 +1,6 @@
 // The cos/sin table the rotary kernel reads (kernels/rotary.wgsl.js), formed on the CPU in
 // float64 per call: θ_j = base^(−2j/dim) and the angle p·θ_j are doubles, as in the WASM core
-// (cpp/src/multihead_attention.cpp, cpp/src/rotary.cpp), and only cos and sin are rounded to f32.
+// (cpp/src/rotary.cpp), and only cos and sin are rounded to f32.
 // An f32 angle would be off by about 10⁻² radian at p = 10⁵ (docs/attention-math.md §8).
 
 /** [count, dim/2, 2] floats: (cos pθ_j, sin pθ_j) for p = first … first + count − 1. */
