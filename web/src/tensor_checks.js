@@ -9,7 +9,12 @@ export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 
 /** Elements of a tensor of `shape`. */
 export const product = (shape) => shape.reduce((a, b) => a * b, 1);
-const isSize = (n) => Number.isInteger(n) && n >= 1;
+
+/**
+ * The most dimensions a tensor's shape may have (every tensor of this API has at most 4). Checked
+ * before any entry is read, so that a sparse array of 2^31 entries is refused in O(1).
+ */
+const MAX_RANK = 8;
 
 // What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
 // tensors are { data, dims, type } ('bool' is their boolean mask).
@@ -30,23 +35,19 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] } (or { data, dims }), got ${describe(tensor)}`,
       { argument, expected: 'tensor', actual: describe(tensor) });
   }
-  const { data: given, [shapeKey]: shape } = tensor;
+  const { data: given, [shapeKey]: givenShape } = tensor;
   if (!dtypes.includes(typedArrayType(given))) {
     throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
       argument, expected: dtypes, actual: describe(given),
     });
   }
+  const shape = snapshotShape(`${argument}.${shapeKey}`, givenShape);
   const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
   if (shapeKey === 'dims' && tensor.type !== undefined && !typeNames.includes(tensor.type)) {
     const expected = dtypes.flatMap((d) => TYPE_NAMES[d] ?? []);
     throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
       + `(with ${typedArrayType(given)} data), got ${describe(tensor.type)}`, {
       argument, expected, actual: describe(tensor.type),
-    });
-  }
-  if (!Array.isArray(shape) || !shape.every(isSize)) {
-    throw new ShapeError(`${argument}.${shapeKey}: expected an array of integers >= 1, got ${describe(shape)}${Array.isArray(shape) ? ' ' + formatShape(shape) : ''}`, {
-      argument, expected: 'integer[]', actual: shape,
     });
   }
   if (ranks && !ranks.includes(shape.length)) {
@@ -67,7 +68,33 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has ${data.length}`,
       { argument, expected: product(shape), actual: data.length });
   }
-  return { data, shape: [...shape] };
+  return { data, shape };
+}
+
+/**
+ * The caller's shape read once into a plain array of integers, which every later check and use
+ * reads instead: each entry is read exactly once, so a Proxy or a getter cannot answer one value
+ * to the checks and another to the allocation. Holes (which every() and reduce() skip),
+ * non-numbers, non-integers, values of 2^53 and above and ranks above MAX_RANK are a ShapeError
+ * naming the argument and the index.
+ */
+function snapshotShape(where, shape) {
+  const fail = (got, actual) => {
+    throw new ShapeError(`${where}: expected an array of integers >= 1, got ${got}`, {
+      argument: where.slice(0, where.lastIndexOf('.')), expected: 'integer[]', actual,
+    });
+  };
+  if (!Array.isArray(shape)) fail(describe(shape), describe(shape));
+  const rank = shape.length;
+  if (!(rank <= MAX_RANK)) fail(`${rank} dimensions (at most ${MAX_RANK})`, rank);
+  const dims = [];
+  for (let i = 0; i < rank; i++) {
+    if (!(i in shape)) fail(`an empty slot at index ${i}`, 'hole');
+    const n = shape[i];
+    if (!(Number.isSafeInteger(n) && n >= 1)) fail(`${describe(n)} at index ${i}`, describe(n));
+    dims.push(n);
+  }
+  return dims;
 }
 
 /** Throws the ShapeError of `argument`: expected `expected` (text), got a tensor of shape `actual`. */
