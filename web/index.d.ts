@@ -83,7 +83,7 @@ export interface MultiHeadAttentionOptions {
  * GPT-NeoX / Llama) or, interleaved, (x_2j, x_2j+1) (GPT-J) turn by p·θ_j; features >= dim stay.
  */
 export interface RotaryOptions {
-  /** Default 10000. */
+  /** Default 10000; a finite number > 1 (the frequencies must fall with j). */
   base?: number;
   /** Default false (half-split). */
   interleaved?: boolean;

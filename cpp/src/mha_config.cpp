@@ -57,8 +57,8 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   require(c.rotary_dim >= 0 && c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "rotary_dim",
           "expected an even integer in [0, head_dim = " + std::to_string(c.head_dim) + "], got " +
               std::to_string(c.rotary_dim));
-  require(std::isfinite(c.rotary_base) && c.rotary_base > 0.0, "rotary_base",
-          "expected a finite number > 0, got " + std::to_string(c.rotary_base));
+  require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base",
+          "expected a finite number > 1, got " + std::to_string(c.rotary_base));
 
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;

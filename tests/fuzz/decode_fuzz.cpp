@@ -53,7 +53,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   c.bias = in.coin();
   if (in.coin()) {
     c.rotary_dim = 2 * in.in(1, c.head_dim / 2);
-    c.rotary_base = in.coin() ? 10000.0 : 1.0 + in.u8();
+    c.rotary_base = in.coin() ? 10000.0 : 2.0 + in.u8();  // > 1, as the core requires
     c.rotary_interleaved = in.coin();
   }
   const int B = in.in(1, 2), T = in.coin() ? in.in(1, 20) : in.in(1, 160);

@@ -30,7 +30,10 @@ test('create: numKvHeads must divide numHeads; rotary.dim even and <= headDim; u
     [{ numKvHeads: 0 }, 'numKvHeads', /integer >= 1/],
     [{ rotary: { dim: 3 } }, 'rotary.dim', /even integer <= headDim \(4\), got 3/],
     [{ rotary: { dim: 6 } }, 'rotary.dim', /got 6/],
-    [{ rotary: { base: -1 } }, 'rotary.base', /finite number > 0/],
+    [{ rotary: { base: -1 } }, 'rotary.base', /finite number > 1/],
+    [{ rotary: { base: 1e-320 } }, 'rotary.base', /finite number > 1, got number 1e-320/],
+    [{ rotary: { base: 1 } }, 'rotary.base', /finite number > 1/],
+    [{ rotary: { base: Infinity } }, 'rotary.base', /finite number > 1/],
     [{ rotary: { interleave: true } }, 'interleave', /unknown option 'interleave'/],
     [{ rotary: null }, 'rotary', /got null/],
   ];

@@ -128,9 +128,11 @@ function resolveRotary(options, { headDim }) {
     });
   }
   const base = r.base ?? 10000;
-  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 0) {
-    throw new OptionError(`rotary.base: expected a finite number > 0, got ${describe(base)}`, {
-      argument: 'rotary.base', expected: 'number > 0', actual: describe(base),
+  // > 1: the frequencies base^(−2j/dim) must fall with j; a base in (0, 1] gives rising ones, and
+  // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math.md §8).
+  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 1) {
+    throw new OptionError(`rotary.base: expected a finite number > 1, got ${describe(base)}`, {
+      argument: 'rotary.base', expected: 'number > 1', actual: describe(base),
     });
   }
   return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim };
