@@ -1,11 +1,15 @@
 // Shapes that lie (issue "Hostile callers", findings 1–3 and the shape messages of 11): a hole
 // that every() and reduce() skip, a Proxy that answers the checks one size and the copy another,
 // a sparse array of 2^31 entries, strings and non-finite numbers. Each is refused with a ShapeError
-// naming the argument and the index, or computed from one reading of the shape; afterwards the
+// naming the argument and the index, or computed from one reading of the shape (and, with them,
+// data and caches that only pose as what they claim, findings 10 and 11); afterwards the
 // module's next valid call is right and the WASM memory in use is unchanged.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, ShapeError, scaledDotProductAttention, wasmMemoryInUse } from 'webattention';
+import {
+  DTypeError, DisposedError, KvCache, MultiHeadAttention, OptionError, ShapeError, loadSafetensors, scaledDotProductAttention,
+  wasmMemoryInUse,
+} from 'webattention';
 
 const E = 8;
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2 });
@@ -63,4 +67,26 @@ test('strings, fractions, infinities and 2^53 in a shape are named as what they 
   for (const [shape, message] of bad) {
     await refused(() => mha.forward({ ...input(4), shape }, input(4), input(4)), 'query', message);
   }
+});
+
+test('a Proxy around typed-array data is refused by what it is, not by the name it claims', async () => {
+  const x = input(4);
+  const before = await wasmMemoryInUse();
+  await assert.rejects(() => mha.forward({ data: new Proxy(x.data, {}), shape: x.shape }, input(4), input(4)),
+    (e) => e instanceof DTypeError && e.argument === 'query' && /got an object posing as Float32Array \(a Proxy/.test(e.message));
+  assert.throws(() => loadSafetensors(new Proxy(new Uint8Array(16), {})),
+    (e) => /posing as Uint8Array/.test(e.message));
+  assert.equal(await wasmMemoryInUse(), before);
+});
+
+test('a cache that is not one made by createCache() is an OptionError; a disposed one names the forward() option', async () => {
+  const fake = Object.create(KvCache.prototype);
+  await assert.rejects(() => mha.forward(input(1), input(1), input(1), { cache: fake }),
+    (e) => e instanceof OptionError && e.argument === 'cache' && /expected a KvCache from mha\.createCache\(\)/.test(e.message));
+  const other = await MultiHeadAttention.create({ embedDim: E, numHeads: 2 });
+  const cache = other.createCache({ maxLength: 4 });
+  cache.dispose();
+  await assert.rejects(() => mha.forward(input(1), input(1), input(1), { cache }),
+    (e) => e instanceof DisposedError && e.argument === 'cache' && /^forward: cache: the cache was disposed/.test(e.message));
+  other.dispose();
 });

@@ -100,7 +100,16 @@ export function describe(value) {
   if (type) return `${type}(${typedArrayLength(value)})`;
   if (ArrayBuffer.isView(value)) return value.constructor?.name ?? 'ArrayBufferView';
   if (Array.isArray(value)) return `Array(${value.length})`;
-  if (typeof value === 'object') return value.constructor?.name ?? 'object';
+  if (typeof value === 'object') {
+    const name = value.constructor?.name ?? 'object';
+    // Not a typed array (no internal slots: typedArrayType() said so above), yet named like one: a
+    // Proxy around one, or a look-alike. Its memory cannot be read, and its claimed name alone
+    // would give "expected Float32Array, got Float32Array".
+    if (/^(Big)?(Int|Uint|Float)(8|16|32|64)(Clamped)?Array$/.test(name)) {
+      return `an object posing as ${name} (a Proxy or a look-alike, not the typed array itself)`;
+    }
+    return name;
+  }
   // JSON.stringify would print NaN and Infinity as null and throw on a BigInt.
   if (typeof value === 'string') return `string ${JSON.stringify(value)}`;
   if (typeof value === 'bigint') return `bigint ${value}n`;

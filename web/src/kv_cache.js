@@ -43,9 +43,23 @@ export class KvCache {
     registry.register(this, handle, this);
   }
 
+  /**
+   * Whether `value` is a KvCache this package made: a brand check on the private field, so an
+   * Object.create(KvCache.prototype) or another realm's look-alike is not one (instanceof says it
+   * is, and its first private read would then throw an untyped TypeError).
+   */
+  static isKvCache(value) {
+    return value !== null && typeof value === 'object' && #owner in value;
+  }
+
   /** Positions appended so far. */
   get length() {
-    return this.#live('length').length();
+    return this.#live('KvCache.length').length();
+  }
+
+  /** The length, for a forward() call: a disposed cache's error names that call's option. */
+  lengthForCall() {
+    return this.#live('forward: cache').length();
   }
 
   get batchSize() { return this.#options.batchSize; }
@@ -56,7 +70,7 @@ export class KvCache {
 
   /** Back to length 0, keeping the storage. */
   reset() {
-    this.#live('reset').reset();
+    this.#live('KvCache.reset').reset();
   }
 
   /** Frees the storage; later use throws DisposedError. */
@@ -80,7 +94,7 @@ export class KvCache {
 
   /** The storage handle of `owner` (the core's, or the GPU's), or a typed error. */
   handleFor(owner) {
-    const handle = this.#live('forward');
+    const handle = this.#live('forward: cache');
     if (owner !== this.#owner) {
       throw new CacheError('cache: made by another module (use the createCache() of the module that runs it)', {
         argument: 'cache', expected: 'a cache of this module', actual: 'a cache of another module',
@@ -89,8 +103,9 @@ export class KvCache {
     return handle;
   }
 
-  #live(method) {
-    if (this.#dead) throw new DisposedError(`KvCache.${method}: ${this.#dead}`, 'cache');
+  /** The handle, or a DisposedError saying `where` it was used. */
+  #live(where) {
+    if (this.#dead) throw new DisposedError(`${where}: ${this.#dead}`, 'cache');
     return this.#handle;
   }
 }

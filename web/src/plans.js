@@ -163,12 +163,12 @@ export function resolveSelfAttention(x, options) {
  * { kvCache (the KvCache), lengthBefore, lengthAfter }.
  */
 function checkCacheOption(cache, { B, L, S, hasAttnMask }) {
-  if (!(cache instanceof KvCache)) {
+  if (!KvCache.isKvCache(cache)) {
     throw new OptionError(`cache: expected a KvCache from mha.createCache(), got ${describe(cache)}`, {
       argument: 'cache', expected: 'KvCache', actual: describe(cache),
     });
   }
-  const lengthBefore = cache.length;
+  const lengthBefore = cache.lengthForCall();
   if (B !== cache.batchSize) {
     throw new ShapeError(`query: expected batch ${cache.batchSize} (the cache's batchSize), got ${B}`, {
       argument: 'query', expected: cache.batchSize, actual: B,
