@@ -46,6 +46,24 @@ function decodeKey(raw) {
   }
 }
 
+// A surrogate escape (\ud800–\udfff), and a lone surrogate in decoded text: one not paired high
+// then low. UTF-8 cannot carry one, so only an escape can make it.
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Refuses a string (key or value) whose escapes make a lone surrogate, as serde_json (the
+ * reference implementation's parser) does: such a name is not Unicode text, and JSON.parse would
+ * take it silently.
+ */
+function checkSurrogates(raw, path) {
+  if (!SURROGATE_ESCAPE.test(raw)) return;
+  const decoded = decodeKey(raw);
+  if (decoded !== undefined && LONE_SURROGATE.test(decoded)) {
+    throw headerError(`string ${raw} ${place(path)} escapes a lone surrogate: not Unicode text (serde_json refuses it too)`, raw);
+  }
+}
+
 /** The scan described above: { order, entryOrder } for text that JSON.parse will accept. */
 function scan(text) {
   const entryOrder = new Map();
@@ -59,6 +77,7 @@ function scan(text) {
     const top = stack[stack.length - 1];
     if (c === QUOTE) {
       const end = stringEnd(text, i);
+      checkSurrogates(text.slice(i, end + 1), top?.path ?? []);
       if (expectKey) {
         const key = decodeKey(text.slice(i, end + 1));
         if (key === undefined) break;
