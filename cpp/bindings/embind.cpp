@@ -30,6 +30,12 @@ T* at(std::uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
+// "Class|argument|message": the error string the JS layer rethrows (errors.js throwCoreError(),
+// which puts the C++ argument names into the caller's JS words).
+std::string wire(const char* kind, const Error& e) {
+  return std::string(kind) + "|" + e.argument() + "|" + e.what();
+}
+
 // Runs `body` and turns any exception into the error string the JS layer rethrows.
 template <typename F>
 std::string guarded(F&& body) {
@@ -37,19 +43,19 @@ std::string guarded(F&& body) {
     body();
     return "";
   } catch (const ShapeError& e) {
-    return std::string("ShapeError|") + e.what();
+    return wire("ShapeError", e);
   } catch (const StateDictError& e) {
-    return std::string("StateDictError|") + e.what();
+    return wire("StateDictError", e);
   } catch (const ConfigError& e) {
-    return std::string("ConfigError|") + e.what();
+    return wire("ConfigError", e);
   } catch (const MemoryError& e) {
-    return std::string("MemoryError|") + e.what();
+    return wire("MemoryError", e);
   } catch (const CacheError& e) {
-    return std::string("CacheError|") + e.what();
+    return wire("CacheError", e);
   } catch (const std::bad_alloc&) {
-    return "MemoryError|out of WASM memory";
+    return "MemoryError||out of WASM memory";
   } catch (const std::exception& e) {
-    return std::string("WebAttentionError|") + e.what();
+    return std::string("WebAttentionError||") + e.what();
   }
 }
 

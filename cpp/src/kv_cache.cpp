@@ -37,12 +37,19 @@ KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads,
     : owner_(owner), config_(config), kv_heads_(kv_heads), dk_(dk), dv_(dv),
       dv_pad_(kernels::whole_panels(dv)) {
   const RingGeometry ring = ring_geometry(config.max_length, config.window);
-  require_addressable("max_length", "the cache's slots", ring.capacity);
+  // The option the caller gave that makes the storage too large: the window (a ring) or max_length
+  // that sets the capacity, or the batch size that multiplies it. The key check also bounds the
+  // capacity itself (at least one K/V head of at least one float per slot).
+  const bool ring_sized = config.window > 0 && (config.max_length == 0 || ring.capacity < config.max_length);
+  const std::int64_t per_batch = std::int64_t{kv_heads} * ring.capacity * std::max(dk, dv_pad_);
+  const char* too_large = config.batch > 1 && per_batch <= kMaxBufferFloats ? "batch_size"
+                          : ring_sized                                      ? "window"
+                                                                            : "max_length";
+  const std::int64_t blocks = std::int64_t{config.batch} * kv_heads;
+  require_addressable(too_large, "the cache's keys", blocks * ring.capacity * dk);
+  require_addressable(too_large, "the cache's values", blocks * ring.capacity * dv_pad_);
   capacity_ = static_cast<int>(ring.capacity);
   rows_per_pass_ = static_cast<int>(ring.rows_per_pass);
-  const std::int64_t blocks = std::int64_t{config.batch} * kv_heads;
-  require_addressable("max_length", "the cache's keys", blocks * capacity_ * dk);
-  require_addressable("max_length", "the cache's values", blocks * capacity_ * dv_pad_);
   k_block_ = kernels::key_block_elements(capacity_, dk);
   v_block_ = kernels::value_block_elements(capacity_, dv);
   // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0.

@@ -173,7 +173,7 @@ test('an error inside a worker rejects with the same typed error; the pool keeps
     await withHooks({ beforeRun: spoil }, () => assert.rejects(() => pooled.forward(x, x, x), (e) => {
       assert.ok(e instanceof ShapeError && e instanceof WebAttentionError, `${e?.name}: ${e?.message}`);
       assert.equal(e.name, 'ShapeError');
-      assert.match(e.message, /key_padding_mask: expected shape \[1, 6\], got \[1, 3\]/);
+      assert.match(e.message, /keyPaddingMask: expected shape \[1, 6\], got \[1, 3\]/);
       return true;
     }));
     assert.equal(pooled.threads, 2);

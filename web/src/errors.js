@@ -118,11 +118,20 @@ export function describe(value) {
 
 const byCoreName = { ShapeError, StateDictError, ConfigError: OptionError, MemoryError, CacheError };
 
-/** Rethrows an error string from the WASM core ("Class|message") as a typed JS error. */
+// The core's argument names (its C++ API's) as a JS caller spells them: the argument and the
+// message of a core error name what the caller wrote. Names not listed (query, key, window, the
+// state-dict keys such as in_proj_weight) are the same in both.
+const JS_NAMES = {
+  embed_dim: 'embedDim', num_heads: 'numHeads', num_kv_heads: 'numKvHeads', head_dim: 'headDim',
+  value_head_dim: 'valueHeadDim', rotary_dim: 'rotary.dim', rotary_base: 'rotary.base',
+  max_length: 'maxLength', batch_size: 'batchSize', key_padding_mask: 'keyPaddingMask',
+  attn_mask: 'attnMask', state_dict: 'stateDict', head_bilinear_form: 'headBilinearForm',
+};
+const inJsWords = (text) => text.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (word) => JS_NAMES[word] ?? word);
+
+/** Rethrows an error string from the WASM core ("Class|argument|message") as a typed JS error. */
 export function throwCoreError(coreMessage) {
-  const bar = coreMessage.indexOf('|');
-  const kind = coreMessage.slice(0, bar);
-  const message = coreMessage.slice(bar + 1);
+  const [kind, argument, ...message] = coreMessage.split('|');
   const Class = byCoreName[kind] ?? WebAttentionError;
-  throw new Class(message);
+  throw new Class(inJsWords(message.join('|')), { argument: argument ? (JS_NAMES[argument] ?? argument) : undefined });
 }
