@@ -90,3 +90,13 @@ test('a cache that is not one made by createCache() is an OptionError; a dispose
     (e) => e instanceof DisposedError && e.argument === 'cache' && /^forward: cache: the cache was disposed/.test(e.message));
   other.dispose();
 });
+
+test('options are read once: a getter runs once, and one that throws passes its own error on', async () => {
+  let reads = 0;
+  const options = { get needWeights() { reads++; return reads === 1; } };
+  const { attnWeights } = await mha.forward(input(4), input(4), input(4), options);
+  assert.equal(reads, 1);
+  assert.ok(attnWeights, 'the first answer (true) was used');
+  const own = new Error('the caller\'s getter');
+  await assert.rejects(() => mha.forward(input(4), input(4), input(4), { get isCausal() { throw own; } }), (e) => e === own);
+});

@@ -18,7 +18,11 @@ export function checkOptions(argument, options, allowed) {
         { argument: key, expected: allowed, actual: key });
     }
   }
-  return options;
+  // A snapshot, each option read once (a getter runs once; one that throws passes its error on):
+  // the checks and the call then read the same values.
+  const snapshot = {};
+  for (const key of allowed) if (key in options) snapshot[key] = options[key];
+  return snapshot;
 }
 
 export function checkBoolean(argument, value, fallback) {
