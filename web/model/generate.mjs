@@ -1,21 +1,34 @@
 #!/usr/bin/env node
 // Continues a prompt with the committed model, in Node:
-//   node web/model/generate.mjs "And God said, " --tokens 200 [--temperature T] [--top-k K] [--seed S] [--threads N]
+//   node web/model/generate.mjs "And God said, " [--tokens N] [--temperature T] [--top-k K] [--greedy] [--seed S] [--threads N|auto]
 // The continuation goes to stdout as it is generated; the speed (tokens/s, with the prompt's
-// forward counted) and where attention ran go to stderr. Temperature 0 (the default) is greedy.
+// forward counted) and where attention ran go to stderr. It samples by default (temperature 0.8,
+// top-k 20, as the demo page does: greedy decoding of this small model soon repeats itself);
+// --greedy takes the most likely character each time. Every bad value is one line on stderr.
 import { parseArgs } from 'node:util';
 import { generate } from './generate.js';
 import { loadNodeModel } from './load_node.js';
 
-const USAGE = 'usage: node web/model/generate.mjs PROMPT [--tokens N] [--temperature T] [--top-k K] [--seed S] [--threads N]';
+const USAGE = `usage: node web/model/generate.mjs "PROMPT" [--tokens N] [--temperature T] [--top-k K] [--greedy] [--seed S] [--threads N|auto]
+  PROMPT           the text to continue, in quotes (one argument)
+  --tokens N       characters to generate (default 200)
+  --temperature T  sampling temperature > 0 (default 0.8)
+  --top-k K        sample among the K most likely characters; 0: all (default 20)
+  --greedy         the most likely character each time (no temperature or top-k)
+  --seed S         the sampling's seed, an integer (default 1)
+  --threads N      attention threads: an integer >= 1, or auto (default 1)`;
 
-function numberOption(values, name, fallback) {
+/** Exits with one line (and where it helps, the usage) on stderr. */
+function fail(message, withUsage = false) {
+  console.error(withUsage ? `${message}\n${USAGE}` : `${message} (--help for usage)`);
+  process.exit(2);
+}
+
+/** --name as a number passing `ok`, or the fallback when not given. */
+function numberOption(values, name, fallback, ok, expected) {
   if (values[name] === undefined) return fallback;
   const value = Number(values[name]);
-  if (values[name].trim() === '' || !Number.isFinite(value)) {
-    console.error(`--${name}: expected a number, got '${values[name]}'\n${USAGE}`);
-    process.exit(2);
-  }
+  if (values[name].trim() === '' || !ok(value)) fail(`--${name}: expected ${expected}, got '${values[name]}'`);
   return value;
 }
 
@@ -23,24 +36,36 @@ let parsed;
 try {
   parsed = parseArgs({
     allowPositionals: true,
-    options: Object.fromEntries(['tokens', 'temperature', 'top-k', 'seed', 'threads'].map((name) => [name, { type: 'string' }])),
+    options: {
+      ...Object.fromEntries(['tokens', 'temperature', 'top-k', 'seed', 'threads'].map((name) => [name, { type: 'string' }])),
+      greedy: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
   });
 } catch (e) {
-  console.error(`${e.message}\n${USAGE}`);
-  process.exit(2);
+  fail(e.message);
 }
 const { values, positionals } = parsed;
-if (positionals.length !== 1) {
-  console.error(USAGE);
-  process.exit(2);
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
+if (positionals.length === 0) fail('a prompt is needed', true);
+if (positionals.length > 1) {
+  fail(`expected one prompt, got ${positionals.length} words: put the prompt in quotes, e.g. "${positionals.join(' ')}"`);
+}
+const isInteger = (min) => (n) => Number.isInteger(n) && n >= min;
+if (values.greedy && (values.temperature !== undefined || values['top-k'] !== undefined)) {
+  fail('--greedy takes the most likely character: --temperature and --top-k do not apply to it');
 }
 const options = {
-  maxTokens: numberOption(values, 'tokens', 200),
-  temperature: numberOption(values, 'temperature', 0),
-  topK: numberOption(values, 'top-k', 0),
-  seed: numberOption(values, 'seed', 1),
+  maxTokens: numberOption(values, 'tokens', 200, isInteger(1), 'an integer >= 1'),
+  temperature: values.greedy ? 0 : numberOption(values, 'temperature', 0.8, (n) => Number.isFinite(n) && n > 0,
+    'a finite number > 0 (for greedy decoding, --greedy)'),
+  topK: values.greedy ? 0 : numberOption(values, 'top-k', 20, isInteger(0), 'an integer >= 0 (0: all characters)'),
+  seed: numberOption(values, 'seed', 1, Number.isSafeInteger, 'an integer'),
 };
-const threads = numberOption(values, 'threads', 1);
+const threads = values.threads === 'auto' ? 'auto' : numberOption(values, 'threads', 1, isInteger(1), "an integer >= 1 or 'auto'");
 
 const model = await loadNodeModel({ threads });
 try {
