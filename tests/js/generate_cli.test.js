@@ -7,7 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 const CLI = fileURLToPath(new URL('../../web/model/generate.mjs', import.meta.url));
 const run = (...args) => {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+  // The engine flags this test runs under (the relaxed-SIMD module needs one), none of --test's.
+  const flags = process.execArgv.filter((a) => a.startsWith('--experimental'));
+  const r = spawnSync(process.execPath, [...flags, CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
   return { code: r.status, out: r.stdout, err: r.stderr };
 };
 
