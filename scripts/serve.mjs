@@ -5,7 +5,7 @@
 // cross-origin isolated (COOP/COEP) unless ISOLATED=0.
 // Refuses paths outside the repository and dot-files/-directories (.git, .ci, ...).
 import { createServer } from 'node:http';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { realpath, stat } from 'node:fs/promises';
 import { extname, join, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -129,6 +129,10 @@ server.listen(PORT, HOST, () => {
   const { port } = server.address();
   const host = HOST.includes(':') ? `[${HOST}]` : HOST;
   console.log(`webattention demo: http://${host}:${port}/web/demo/  (serving ${ROOT})`);
+  // The static copy npm run build:demo writes, where there is one: the page as a deploy serves it.
+  if (existsSync(join(ROOT, 'build/demo/index.html'))) {
+    console.log(`static build:   http://${host}:${port}/build/demo/`);
+  }
 });
 for (const signal of ['SIGINT', 'SIGTERM']) {
   process.on(signal, () => {
