@@ -10,6 +10,12 @@ export interface Tensor<T extends Float32Array | Uint8Array = Float32Array> {
   shape: number[];
 }
 
+/** A Tensor as an input: its shape may be a readonly array (`as const`); it is copied at the call. */
+export interface ShapedInput<T extends Float32Array | Uint8Array = Float32Array> {
+  data: T;
+  shape: readonly number[];
+}
+
 /**
  * A tensor as onnxruntime-web and transformers.js make them: `dims` where Tensor says `shape`,
  * and an optional `type` that must agree with the data ('float32'; 'bool' or 'uint8' for a
@@ -22,7 +28,7 @@ export interface DimsTensor<T extends Float32Array | Uint8Array = Float32Array> 
 }
 
 /** What every input accepts: a Tensor or a DimsTensor. Results are always Tensors. */
-export type TensorInput<T extends Float32Array | Uint8Array = Float32Array> = Tensor<T> | DimsTensor<T>;
+export type TensorInput<T extends Float32Array | Uint8Array = Float32Array> = ShapedInput<T> | DimsTensor<T>;
 
 export type Mask = TensorInput<Uint8Array> | TensorInput<Float32Array>;
 

@@ -43,3 +43,14 @@ example;
 MultiHeadAttention.create({ numHeads: 2 });
 // @ts-expect-error: threads is 'auto' or a number
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 'max' });
+
+// Readonly shapes (`as const`) are inputs too.
+export async function readonlyShapes(): Promise<number[]> {
+  const shape = [1, 3, 8] as const;
+  const x = { data: new Float32Array(24), shape } as const;
+  const { output } = await selfAttention({ data: new Float32Array(24), shape: [3, 8] as const });
+  const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
+  const result = await mha.forward(x, x, x);
+  mha.dispose();
+  return [...output.shape, ...result.output.shape];
+}

@@ -8,6 +8,12 @@ import { checkOptions, checkSize } from './option_checks.js';
 export function resolveCacheOptions(options) {
   const o = checkOptions('createCache', options, ['batchSize', 'maxLength', 'window']);
   const batchSize = checkSize('batchSize', o.batchSize, 1);
+  if (o.maxLength === undefined && o.window === undefined) {
+    throw new OptionError('createCache: expected maxLength (the most positions the cache holds) or window (a sliding '
+      + 'window of that many keys, maxLength then optional), got neither', {
+      argument: 'maxLength', expected: 'maxLength or window', actual: 'neither',
+    });
+  }
   const window = o.window === undefined ? 0 : checkSize('window', o.window);
   const maxLength = window && o.maxLength === undefined ? 0 : checkSize('maxLength', o.maxLength);
   for (const [argument, value] of [['maxLength', maxLength], ['window', window]]) {

@@ -27,7 +27,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
   // With a cache the keys attended are every cached position after the append (T of them).
   const cache = o.cache === undefined ? null
-    : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null });
+    : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null, isCausal: o.isCausal });
   const T = cache ? cache.lengthAfter : S;
 
   const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
@@ -162,7 +162,7 @@ export function resolveSelfAttention(x, options) {
  * cache's batch size, no attnMask (causal is implied), room left. Returns the plan's `cache`:
  * { kvCache (the KvCache), lengthBefore, lengthAfter }.
  */
-function checkCacheOption(cache, { B, L, S, hasAttnMask }) {
+function checkCacheOption(cache, { B, L, S, hasAttnMask, isCausal }) {
   if (!KvCache.isKvCache(cache)) {
     throw new OptionError(`cache: expected a KvCache from mha.createCache(), got ${describe(cache)}`, {
       argument: 'cache', expected: 'KvCache', actual: describe(cache),
@@ -177,6 +177,12 @@ function checkCacheOption(cache, { B, L, S, hasAttnMask }) {
   if (S !== L) {
     throw new ShapeError(`key: with a cache, expected the L = ${L} new positions, got S = ${S}`, {
       argument: 'key', expected: L, actual: S,
+    });
+  }
+  if (isCausal === false) {
+    throw new OptionError('isCausal: false is not supported with a cache (a cached step is causal: each new position '
+      + 'attends to the cached ones and to itself and those before it); leave isCausal out or true', {
+      argument: 'isCausal', expected: 'true or undefined', actual: false,
     });
   }
   if (hasAttnMask) {

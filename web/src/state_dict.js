@@ -43,8 +43,12 @@ export function resolveStateDict(specs, stateDict) {
   const expectedNames = specs.map((s) => s.name);
   for (const name of entries.keys()) {
     if (!expectedNames.includes(name)) {
+      // A key that ends with an expected name after a '.' is most likely a whole model's: say which
+      // prefix would load it.
+      const known = expectedNames.find((expected) => name.endsWith(`.${expected}`));
+      const hint = known ? ` (a model's key? loadStateDict(sd, { prefix: '${name.slice(0, -known.length)}' }) takes its part)` : '';
       throw new StateDictError(
-        `stateDict: unexpected key '${name}'; expected keys: ${expectedNames.join(', ')}`,
+        `stateDict: unexpected key '${name}'${hint}; expected keys: ${expectedNames.join(', ')}`,
         { argument: name, expected: expectedNames, actual: name });
     }
   }
