@@ -13,6 +13,8 @@ export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
+export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
+export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
 export { gpuMissing } from '../web/src/webgpu/options.js';
 
 /** The 'mha' fixture cases a WebGPU module can run (every one today; gpuMissing: options.js). */

@@ -22,6 +22,8 @@ import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+import { selectsKernels, warmPipelines } from './warm_pipelines.js';
+import { kernelProfile } from './kernel_profile.js';
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
@@ -64,6 +66,8 @@ export class WebGpuExecutor {
     });
     this.#lostSignal.catch(() => {});
     this.#params = this.#createParams();
+    /** Resolves once the module's default pipelines are compiled (create() awaits it). */
+    this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
     // What forward_pass.js reads of this executor, made once (not per call).
     const executor = this;
     this.#pass = {
@@ -73,6 +77,7 @@ export class WebGpuExecutor {
       releasePool: () => this.#releasePool(),
       untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
       gone: () => this.#lost !== null || this.#disposed,
+      selecting: selectsKernels(this.#device),
     };
   }
 
@@ -133,6 +138,11 @@ export class WebGpuExecutor {
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
+  }
+
+  /** mha.gpuProfile(): the kernel selection on this module's device (kernel_profile.js). */
+  gpuProfile() {
+    return kernelProfile(this.#device);
   }
 
   /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */

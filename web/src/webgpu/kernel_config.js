@@ -1,5 +1,7 @@
-// Every choice of WebGPU kernel in one place: which kernel family a call takes (flash or decode)
-// and, as variants are added, which variant of each.
+// Every choice of WebGPU kernel in one place: which kernel family a call takes (flash or decode),
+// the variants of each family (what kernel_variants.js builds), the default variant of each, and
+// how many timed runs the selection (kernel_selection.js) gives a candidate. No WGSL here: this
+// file is light enough for configure() to check variant names against.
 
 /**
  * On the GPU, query lengths up to this take the decode kernels (split-K over keys) instead of the
@@ -9,3 +11,53 @@
  * few rows.
  */
 export const DECODE_MAX_L = 4;
+
+/**
+ * The linear (Y = X·Wᵀ + b) variants: 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
+ * invocation, BK 16, scalar loads); the others are linear_tiled.wgsl.js with a tile of
+ * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk.
+ */
+export const LINEAR_VARIANTS = {
+  tile64: {},
+  r64x64k16: { im: 1, in: 1, bk: 16 },
+  r64x128k16: { im: 1, in: 2, bk: 16 },
+  r128x64k16: { im: 2, in: 1, bk: 16 },
+  r128x128k8: { im: 2, in: 2, bk: 8 },
+  r128x128k16: { im: 2, in: 2, bk: 16 },
+  r128x128k32: { im: 2, in: 2, bk: 32 },
+};
+
+/**
+ * The flash attention variants (L > DECODE_MAX_L): 'row' is flash_attention.wgsl.js (one query
+ * row per invocation); 'tile64xBC' is flash_tiled.wgsl.js (64 rows × BC keys per workgroup of
+ * 256 as register-blocked mini-GEMMs).
+ */
+export const ATTENTION_VARIANTS = {
+  row: {},
+  tile64x16: { bc: 16 },
+  tile64x32: { bc: 32 },
+};
+
+/** The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. */
+export const DECODE_VARIANTS = {
+  split256: { chunk: 256 },
+};
+
+/**
+ * The variant each family uses before (or without) measurement: today's kernels, which every
+ * test and the PyTorch oracle have run; not yet timed against the others on hardware.
+ */
+export const DEFAULT_VARIANTS = { linear: 'tile64', attention: 'row', decode: 'split256' };
+
+/** The variant names of each family ({ linear, attention, decode }: string[]). */
+export const variantNames = () => ({
+  linear: Object.keys(LINEAR_VARIANTS),
+  attention: Object.keys(ATTENTION_VARIANTS),
+  decode: Object.keys(DECODE_VARIANTS),
+});
+
+/**
+ * Timed runs per candidate before a shape class's choice is made: the median of 3 shrugs off one
+ * slow run (a first dispatch that warms caches, another module's work on the queue).
+ */
+export const SELECTION_RUNS = 3;

@@ -72,5 +72,7 @@ export function gpuMissing() {
  */
 async function makeExecutor(config, found, loadExecutor) {
   const WebGpuExecutor = await loadExecutor();
-  return new WebGpuExecutor(config, found);
+  const executor = new WebGpuExecutor(config, found);
+  await executor.ready;  // the module's pipelines, compiled before its first call
+  return executor;
 }

@@ -1,0 +1,74 @@
+// bench/gpu.mjs's whole-forward profile: MultiHeadAttention.forward host to host (upload,
+// kernels, readback) on backend 'webgpu', with the default variants pinned, the fastest of this
+// run's kernel profiles pinned, and nothing pinned (the selection by measurement picks).
+import { MultiHeadAttention, configure } from '../web/src/node.js';
+import { DEFAULT_VARIANTS } from '../web/src/webgpu/kernel_config.js';
+import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
+
+function filled(n, seed, scale = 1) {
+  const a = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
+  }
+  return a;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+function stateDict(E) {
+  const w = 1 / Math.sqrt(E);
+  return {
+    in_proj_weight: filled(3 * E * E, 1, w), in_proj_bias: filled(3 * E, 2, 0.1),
+    'out_proj.weight': filled(E * E, 3, w), 'out_proj.bias': filled(E, 4, 0.1),
+  };
+}
+
+// One configuration: create, first call, then timed calls; resolves to the row.
+async function timeForward(gpu, { L, E, h }, label, pins, budget) {
+  configure({ gpuKernels: pins });
+  let kernels = null;
+  selectionHooks.onCall = (names) => { kernels = names; };
+  const x = { data: filled(L * E, 7), shape: [1, L, E] };
+  let t0 = performance.now();
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, backend: 'webgpu', gpu });
+  const createMs = performance.now() - t0;
+  mha.loadStateDict(stateDict(E));
+  t0 = performance.now();
+  await mha.forward(x, x, x);
+  const firstMs = performance.now() - t0;
+  const times = [];
+  const end = performance.now() + budget.forwardMs;
+  while (times.length < 3 || (performance.now() < end && times.length < 40)) {
+    t0 = performance.now();
+    await mha.forward(x, x, x);
+    times.push(performance.now() - t0);
+  }
+  const profile = typeof mha.gpuProfile === 'function' ? mha.gpuProfile() : undefined;
+  mha.dispose();
+  selectionHooks.onCall = null;
+  const medianMs = median(times);
+  const flops = 8 * L * E * E + 4 * L * L * E;
+  return {
+    kind: 'forward', variant: label, shape: `L${L} E${E} h${h}`, createMs, firstMs, medianMs, runs: times.length,
+    gflops: flops / medianMs / 1e6, kernels: kernels ? `${kernels.linear}+${kernels.attention ?? kernels.decode}` : undefined, profile,
+  };
+}
+
+/** The forward at shape (L, E, h): defaults pinned, best ({ linear, attention }) pinned, unpinned. */
+export async function profileForward(gpu, shape, best, budget, print) {
+  const configs = [
+    ['default', { linear: DEFAULT_VARIANTS.linear, attention: DEFAULT_VARIANTS.attention }],
+    ['fastest', { linear: best.linear, attention: best.attention }],
+    ['selected', {}],
+  ];
+  for (const [label, pins] of configs) {
+    try {
+      print(await timeForward(gpu, shape, label, pins, budget));
+    } catch (e) {
+      print({ kind: 'forward', variant: label, shape: `L${shape.L} E${shape.E} h${shape.h}`, error: String(e?.message ?? e) });
+    }
+  }
+  configure({ gpuKernels: {} });
+}

@@ -1,0 +1,95 @@
+// Selection of kernel variants by measurement on the device that runs them. Users' GPUs differ
+// (Apple, Intel, AMD, Qualcomm, NVIDIA), so no variant is fastest everywhere: the first calls of a
+// shape class each run a different candidate on the real work and are timed (gpu_timer.js); once
+// every candidate has run SELECTION_RUNS times, the one with the lowest median is kept for the
+// device's lifetime, for every module on it (boards are per GPUDevice, and modules made on one
+// GPU object share one device). Afterwards nothing is measured again.
+//
+// A shape class is (family, bucketed sizes, head widths: callKernels.js builds its key). One call
+// measures one family at most (the first in the call's order whose class is undecided): the other
+// families run their kept choice or default, so the call's time differs between candidates only
+// by the candidate. A pinned family (configure({ gpuKernels })) skips all of this.
+import { DEFAULT_VARIANTS, SELECTION_RUNS } from './kernel_config.js';
+import { pinnedVariant } from './gpu_kernel_pins.js';
+
+const boards = new WeakMap();  // GPUDevice → Map(`family|shapeClass` → board)
+
+/**
+ * Tests: clock(variants) returns the milliseconds a measured call "took" ({ family: name } of the
+ * call) instead of timing the GPU, and makes the selection run on a software adapter too;
+ * onCall(variants) sees the variants of every GPU call.
+ */
+export const selectionHooks = { clock: null, onCall: null };
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+function boardOf(device, family, shapeClass, candidates) {
+  let map = boards.get(device);
+  if (!map) boards.set(device, (map = new Map()));
+  const key = `${family}|${shapeClass}`;
+  let board = map.get(key);
+  if (!board) {
+    board = { family, shapeClass, times: Object.fromEntries(candidates.map((v) => [v.name, []])), chosen: null };
+    map.set(key, board);
+  }
+  return board;
+}
+
+// The default first, then the catalogue's order: the first call of a class runs the default.
+const defaultFirst = (family, candidates) => [
+  ...candidates.filter((v) => v.name === DEFAULT_VARIANTS[family]),
+  ...candidates.filter((v) => v.name !== DEFAULT_VARIANTS[family]),
+];
+
+/**
+ * The variants of one call. decisions: [{ family, shapeClass, candidates }] (candidates: the
+ * descriptors that fit, kernel_variants.js), in the order their families are measured. measuring:
+ * whether this device selects at all (a hardware adapter, or a test's clock). Returns
+ * { variants: { family: descriptor }, measured: { family, shapeClass, name } | null }.
+ */
+export function chooseKernels(device, decisions, measuring) {
+  const variants = {};
+  let measured = null;
+  for (const { family, shapeClass, candidates: fitting } of decisions) {
+    const candidates = defaultFirst(family, fitting);
+    const named = (name) => candidates.find((v) => v.name === name);
+    const pinned = pinnedVariant(family);
+    if (pinned !== undefined) {
+      variants[family] = named(pinned) ?? candidates[0];
+      continue;
+    }
+    const board = boardOf(device, family, shapeClass, candidates);
+    if (board.chosen || !(measuring || selectionHooks.clock) || measured || candidates.length < 2) {
+      variants[family] = named(board.chosen) ?? candidates[0];
+      continue;
+    }
+    const runs = (v) => board.times[v.name].length;
+    const next = candidates.reduce((best, v) => (runs(v) < runs(best) ? v : best));
+    variants[family] = next;
+    measured = { family, shapeClass, name: next.name };
+  }
+  return { variants, measured };
+}
+
+/** Records the time of a call that measured `measured` (chooseKernels()'s); decides when complete. */
+export function recordTime(device, measured, ms) {
+  const board = boards.get(device)?.get(`${measured.family}|${measured.shapeClass}`);
+  if (!board || board.chosen) return;
+  board.times[measured.name].push(ms);
+  const entries = Object.entries(board.times);
+  if (entries.every(([, times]) => times.length >= SELECTION_RUNS)) {
+    board.chosen = entries.reduce((best, e) => (median(e[1]) < median(best[1]) ? e : best))[0];
+  }
+}
+
+/**
+ * What was measured and chosen on `device`: [{ family, shapeClass, chosen (null while
+ * measuring), medianMs: { name: ms | null }, runs: { name: count } }].
+ */
+export function selectionProfile(device) {
+  return [...(boards.get(device)?.values() ?? [])].map(({ family, shapeClass, times, chosen }) => ({
+    family, shapeClass, chosen,
+    medianMs: Object.fromEntries(Object.entries(times).map(([n, t]) => [n, t.length ? median(t) : null])),
+    runs: Object.fromEntries(Object.entries(times).map(([n, t]) => [n, t.length])),
+  }));
+}

@@ -1,0 +1,155 @@
+// WGSL kernel: flash attention as a cooperative tile (variant 'tile64x32' / 'tile64x16',
+// kernel_variants.js), for GPUs where flash_attention.wgsl.js's one row per invocation (q, the
+// output accumulator and a tile of scores in registers, 64 invocations per workgroup) leaves the
+// GPU mostly idle: register pressure caps occupancy and there are only ⌈L/64⌉·B·h workgroups.
+//
+// Shape: 256 invocations (16×16) share BR = 64 query rows of one (batch, head); invocation
+// (tr, tc) owns rows 4·tr … 4·tr + 3. Per tile of BC keys (16 or 32):
+//   1. the K tile goes to workgroup memory transposed (kt[d][key]);
+//   2. scores S = Q Kᵀ as a register-blocked mini-GEMM: the invocation computes its 4 rows ×
+//      BC/16 keys (keys tc + 16·j), reading Q's 4 rows as one vec4 (qs[d][row], staged once per
+//      workgroup) and consecutive keys across tc; masked by maskedScore, stored to st[key][row];
+//   3. each invocation reads its rows' BC scores, so all 16 invocations of a row agree on the
+//      new running max without a reduction, and rescales its accumulators;
+//   4. it turns its own scores into p = exp(s − m) in place while the V tile replaces K;
+//   5. O += P V, again a mini-GEMM: 4 rows × ⌈DV/16⌉ columns (tc + 16·j) per invocation, reading
+//      P's 4 rows as one vec4 and consecutive V columns; the row sums l add up p on the way.
+// Barriers separate the steps; the key loop's bounds are uniform (the causal end is per
+// workgroup, as in flash_attention.wgsl.js). Rows past L compute masked scores and store nothing.
+//
+// Exactness: the same online softmax and masking rule (attention_common's maskedScore) as the
+// other attention kernels; sums run in key order within a tile. Output, row max and row sum go
+// where flash_attention.wgsl.js puts them (same bindings and grid), so the weights kernel and
+// the rest of the pass do not know which variant ran.
+import { attentionCommon } from './attention_common.wgsl.js';
+
+/** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
+const BR = 64;
+
+/** Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv. */
+export const flashTiledFloats = (dk, dv, bc) => BR * dk + bc * Math.max(dk, dv) + BR * bc;
+
+export function flashTiledShader({ dk, dv, bc }) {
+  const dc = Math.ceil(dv / 16);
+  const kc = bc / 16;
+  return /* wgsl */ `${attentionCommon}
+const DK = ${dk}u;
+const DV = ${dv}u;
+const BR = ${BR}u;
+const BC = ${bc}u;
+const KC = ${kc}u;   // keys per invocation in the score block
+const DC = ${dc}u;   // output columns per invocation
+
+@group(0) @binding(3) var<storage, read> q: array<f32>;
+@group(0) @binding(4) var<storage, read> k: array<f32>;
+@group(0) @binding(5) var<storage, read> v: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
+
+var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·BR/4 + row/4][row % 4]
+var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
+var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let b = wg.y / p.H;
+  let h = wg.y % p.H;
+  let g = kvHead(h);
+  let tr = t / 16u;
+  let tc = t % 16u;
+  let row0 = wg.x * BR;
+
+  for (var e = t; e < BR * DK; e += 256u) {
+    let r = e / DK;
+    let d = e % DK;
+    var x = 0.0;
+    if (row0 + r < p.L) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
+    qs[d * (BR / 4u) + r / 4u][r % 4u] = x;
+  }
+
+  var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
+  var m = vec4f(NEG);
+  var l = vec4f(0.0);
+
+  var keyEnd = p.S;
+  if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + p.shift); }
+
+  for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
+    let n = min(BC, keyEnd - j0);
+    for (var e = t; e < BC * DK; e += 256u) {
+      let c = e / DK;
+      let d = e % DK;
+      var x = 0.0;
+      if (c < n) { x = k[p.kOff + keyRow(b, j0 + c) * p.kStride + g * DK + d]; }
+      kv[d * BC + c] = x;
+    }
+    workgroupBarrier();
+
+    var dots: array<vec4f, KC>;
+    for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
+    for (var d = 0u; d < DK; d++) {
+      let a = qs[d * (BR / 4u) + tr];
+      for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
+    }
+    for (var j = 0u; j < KC; j++) {
+      let c = tc + 16u * j;
+      var s = vec4f(NEG);
+      for (var i = 0u; i < 4u; i++) {
+        let row = row0 + 4u * tr + i;
+        if (c < n && row < p.L) { s[i] = maskedScore(dots[j][i], b, h, row, j0 + c); }
+      }
+      st[c * (BR / 4u) + tr] = s;
+    }
+    workgroupBarrier();
+
+    var tileMax = vec4f(NEG);
+    for (var c = 0u; c < BC; c++) { tileMax = max(tileMax, st[c * (BR / 4u) + tr]); }
+    let mNew = max(m, tileMax);
+    let alpha = exp(m - mNew);  // 0 where m was still NEG, 1 where nothing changed
+    l *= alpha;
+    for (var j = 0u; j < DC; j++) { acc[j] *= alpha; }
+    m = mNew;
+    workgroupBarrier();
+
+    for (var j = 0u; j < KC; j++) {
+      let at = (tc + 16u * j) * (BR / 4u) + tr;
+      let s = st[at];
+      st[at] = select(vec4f(0.0), exp(s - m), s > vec4f(MASKED_AT));
+    }
+    for (var e = t; e < BC * DV; e += 256u) {
+      let c = e / DV;
+      var x = 0.0;
+      if (c < n) { x = v[p.vOff + keyRow(b, j0 + c) * p.vStride + g * DV + e % DV]; }
+      kv[e] = x;
+    }
+    workgroupBarrier();
+
+    for (var c = 0u; c < BC; c++) {
+      let pr = st[c * (BR / 4u) + tr];
+      l += pr;
+      for (var j = 0u; j < DC; j++) {
+        let col = tc + 16u * j;
+        if (col < DV) { acc[j] += pr * kv[c * DV + col]; }
+      }
+    }
+    workgroupBarrier();
+  }
+
+  for (var i = 0u; i < 4u; i++) {
+    let row = row0 + 4u * tr + i;
+    if (row >= p.L) { continue; }
+    var inv = 0.0;
+    if (l[i] > 0.0) { inv = 1.0 / l[i]; }
+    for (var j = 0u; j < DC; j++) {
+      let col = tc + 16u * j;
+      if (col < DV) { out[(b * p.L + row) * p.oStride + h * DV + col] = acc[j][i] * inv; }
+    }
+    if (tc == 0u) {
+      let at = ((b * p.H + h) * p.L + row) * 2u;
+      stats[at] = m[i];
+      stats[at + 1u] = l[i];
+    }
+  }
+}
+`;
+}
