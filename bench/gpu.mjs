@@ -39,8 +39,10 @@ const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).
 function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
   if (r.kind === 'forward') {
-    return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}`;
+    const chosen = r.profile?.map((c) => `${c.family}=${c.chosen ?? '?'}`).join(' ');
+    return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}${r.selectionCalls ? `  (after ${r.selectionCalls} selection calls: ${chosen})` : ''}${r.error ? `  ERROR ${r.error}` : ''}`;
   }
+  if (r.error) return `${what} ERROR ${r.error}`;
   return `${what} ${fmt(r.ms, 4)} ms  ${fmt(r.gflops, 1).padStart(8)} GFLOP/s  ${fmt(r.gbps, 1).padStart(7)} GB/s  compile ${fmt(r.compileMs, 1)} ms  max|Δ| ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.runs} × ${r.batch}, ${r.clock})`;
 }
 
@@ -63,9 +65,13 @@ const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features.has(
 const requiredLimits = Object.fromEntries(limitNames.filter((n) => n !== 'maxComputeInvocationsPerWorkgroup').map((n) => [n, adapter.limits[n]]));
 const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
 device.addEventListener?.('uncapturederror', (e) => console.log('GPU error:', e.error?.message));
+device.lost.then((info) => {
+  console.log(`DEVICE LOST (${info.reason}: ${info.message}): the run stops here`);
+  process.exit(3);
+});
 
 const started = performance.now();
-const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500 };
+const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 8000 };
 for (const [L, E, h] of SHAPES) {
   const shape = { L, E, h };
   const best = {};
@@ -80,5 +86,4 @@ for (const [L, E, h] of SHAPES) {
 }
 await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);
 console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-device.destroy();
-process.exit(0);
+process.exit(0);  // (not device.destroy(): the lost handler above would report it)

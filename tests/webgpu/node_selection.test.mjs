@@ -1,0 +1,109 @@
+// The kernel selection by measurement (kernel_selection.js) with an injected clock
+// (selectionHooks.clock: the "time" of a call from the variants it ran): it picks the fastest
+// candidate of each family, measures nothing once chosen, shares the choice with every module on
+// the device, and pinned families (configure({ gpuKernels })) are never measured. The selection
+// logic alone runs first on a stand-in device. Set-up: node_setup.mjs.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MultiHeadAttention, configure } from 'webattention';
+import { DEFAULT_VARIANTS, SELECTION_RUNS, selectionHooks } from '../internals.mjs';
+import { chooseKernels, recordTime } from '../../web/src/webgpu/kernel_selection.js';
+import { filled } from '../contract/contract.mjs';
+import { adapterName, freshDevice, randomStateDict } from './node_setup.mjs';
+
+after(() => {
+  selectionHooks.clock = null;
+  selectionHooks.onCall = null;
+  configure({ gpuKernels: {} });
+});
+
+describe('selection logic (a stand-in device, no GPU)', () => {
+  const candidates = ['a', DEFAULT_VARIANTS.linear, 'b'].map((name) => ({ name }));
+  const decisions = [{ family: 'linear', shapeClass: 'c', candidates }, { family: 'attention', shapeClass: 'c', candidates: [{ name: 'row' }, { name: 'x' }] }];
+  const times = { a: 5, b: 1, [DEFAULT_VARIANTS.linear]: 3, row: 2, x: 4 };
+
+  test('the default runs first, each candidate SELECTION_RUNS times, one family per call, then the lowest median stays', () => {
+    const device = {};
+    const order = [];
+    for (let call = 0; call < 5 * SELECTION_RUNS; call++) {
+      const { variants, measured } = chooseKernels(device, decisions, true);
+      order.push(measured && `${measured.family}:${measured.name}`);
+      if (measured) recordTime(device, measured, times[measured.name] + (call % 2) * 0.1);
+    }
+    assert.equal(order[0], `linear:${DEFAULT_VARIANTS.linear}`, 'the first call runs the default');
+    assert.equal(order.filter((o) => o?.startsWith('linear:')).length, 3 * SELECTION_RUNS);
+    assert.equal(order.filter((o) => o?.startsWith('attention:')).length, 2 * SELECTION_RUNS);
+    const after = chooseKernels(device, decisions, true);
+    assert.equal(after.measured, null, 'nothing measured once both are chosen');
+    assert.deepEqual([after.variants.linear.name, after.variants.attention.name], ['b', 'row']);
+    assert.equal(chooseKernels({}, decisions, true).measured.name, DEFAULT_VARIANTS.linear, 'another device measures afresh');
+  });
+
+  test('without measuring (a software adapter) the default runs and nothing is measured', () => {
+    const { variants, measured } = chooseKernels({}, decisions, false);
+    assert.equal(measured, null);
+    assert.equal(variants.linear.name, DEFAULT_VARIANTS.linear);
+  });
+});
+
+describe(`selection on WebGPU with an injected clock (Dawn, ${adapterName})`, () => {
+  const fastest = { linear: 'r64x128k16', attention: 'tile64x16' };
+  const clocked = [];
+  const ran = [];
+  const create = { embedDim: 16, numHeads: 2, backend: 'webgpu' };
+  const x = { data: filled(70 * 16, 5), shape: [1, 70, 16] };
+  let device;
+  const module = async () => {
+    const mha = await MultiHeadAttention.create({ ...create, gpu: device });
+    mha.loadStateDict(randomStateDict(mha.stateDictShapes, 9));
+    return mha;
+  };
+
+  test('picks the fastest variant of each family, then measures nothing more', async () => {
+    device = await freshDevice();
+    selectionHooks.clock = (names) => {
+      clocked.push(names);
+      return (names.linear === fastest.linear ? 1 : 5) + (names.attention === fastest.attention ? 1 : 3);
+    };
+    selectionHooks.onCall = (names) => ran.push(names);
+    const mha = await module();
+    for (let i = 0; i < 40 && mha.gpuProfile().classes.some((c) => c.chosen === null) || i === 0; i++) await mha.forward(x, x, x);
+    const { classes, measuring, pinned } = mha.gpuProfile();
+    assert.equal(measuring, false, 'SwiftShader: only the injected clock makes it select');
+    assert.deepEqual(pinned, {});
+    assert.deepEqual(Object.fromEntries(classes.map((c) => [c.family, c.chosen])), fastest);
+    const linear = classes.find((c) => c.family === 'linear');
+    assert.ok(Object.values(linear.runs).every((n) => n === SELECTION_RUNS), 'each candidate ran SELECTION_RUNS times');
+    const measuredCalls = clocked.length;
+    for (let i = 0; i < 3; i++) await mha.forward(x, x, x);
+    assert.equal(clocked.length, measuredCalls, 'no call measured after the choice');
+    assert.deepEqual(ran.at(-1), fastest, 'the chosen variants run');
+    mha.dispose();
+  });
+
+  test('another module on the same device uses the choice without measuring', async () => {
+    const before = clocked.length;
+    const mha = await module();
+    ran.length = 0;
+    await mha.forward(x, x, x);
+    assert.equal(clocked.length, before);
+    assert.deepEqual(ran, [fastest]);
+    assert.deepEqual(Object.fromEntries(mha.gpuProfile().classes.map((c) => [c.family, c.chosen])), fastest);
+    mha.dispose();
+  });
+
+  test('pinned families run the pinned variant and are never measured, even in a new shape class', async () => {
+    const mha = await module();
+    configure({ gpuKernels: { linear: 'tile64', attention: 'row' } });
+    const before = clocked.length;
+    ran.length = 0;
+    const long = { data: filled(300 * 16, 6), shape: [1, 300, 16] };
+    await mha.forward(long, long, long);
+    assert.equal(clocked.length, before, 'nothing measured');
+    assert.deepEqual(ran, [{ linear: 'tile64', attention: 'row' }]);
+    assert.deepEqual(mha.gpuProfile().pinned, { linear: 'tile64', attention: 'row' });
+    configure({ gpuKernels: {} });
+    mha.dispose();
+    device.destroy();
+  });
+});
