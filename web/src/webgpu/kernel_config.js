@@ -13,29 +13,31 @@
 export const DECODE_MAX_L = 4;
 
 /**
- * The linear (Y = X·Wᵀ + b) variants: 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
- * invocation, BK 16, scalar loads); the others are linear_tiled.wgsl.js with a tile of
+ * The linear (Y = X·Wᵀ + b) variants: kernel 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
+ * invocation, BK 16, scalar loads); 'tiled' is linear_tiled.wgsl.js with a tile of
  * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk.
  */
 export const LINEAR_VARIANTS = {
-  tile64: {},
-  r64x64k16: { im: 1, in: 1, bk: 16 },
-  r64x128k16: { im: 1, in: 2, bk: 16 },
-  r128x64k16: { im: 2, in: 1, bk: 16 },
-  r128x128k8: { im: 2, in: 2, bk: 8 },
-  r128x128k16: { im: 2, in: 2, bk: 16 },
-  r128x128k32: { im: 2, in: 2, bk: 32 },
+  tile64: { kernel: 'tile64' },
+  r64x64k16: { kernel: 'tiled', im: 1, in: 1, bk: 16 },
+  r64x128k16: { kernel: 'tiled', im: 1, in: 2, bk: 16 },
+  r128x64k16: { kernel: 'tiled', im: 2, in: 1, bk: 16 },
+  r128x128k8: { kernel: 'tiled', im: 2, in: 2, bk: 8 },
+  r128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16 },
+  r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
 };
 
 /**
- * The flash attention variants (L > DECODE_MAX_L): 'row' is flash_attention.wgsl.js (one query
- * row per invocation); 'tile64xBC' is flash_tiled.wgsl.js (64 rows × BC keys per workgroup of
- * 256 as register-blocked mini-GEMMs).
+ * The flash attention variants (L > DECODE_MAX_L): kernel 'row' is flash_attention.wgsl.js (one
+ * query row per invocation); 'tiled' is flash_tiled.wgsl.js (64 rows × bc keys per workgroup of
+ * 256 as register-blocked mini-GEMMs); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs
+ * 48 KiB of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
-  row: {},
-  tile64x16: { bc: 16 },
-  tile64x32: { bc: 32 },
+  row: { kernel: 'row' },
+  tile64x16: { kernel: 'tiled', bc: 16 },
+  tile64x32: { kernel: 'tiled', bc: 32 },
+  quad64: { kernel: 'quad' },
 };
 
 /** The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. */

@@ -8,6 +8,7 @@ import { ATTENTION_VARIANTS, DECODE_VARIANTS, LINEAR_VARIANTS } from './kernel_c
 import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
+import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
@@ -18,7 +19,7 @@ const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 1638
 
 // problem: { M, N, K, xOff, xStride, wOff } (LINEAR_PARAMS' names).
 function linearVariant(name, spec) {
-  if (spec.im === undefined) {
+  if (spec.kernel === 'tile64') {
     return {
       name, fits: () => true, key: () => `linear:${name}`, shader: () => linearShader(),
       grid: ({ M, N }) => [cdiv(N, LINEAR_TILE), cdiv(M, LINEAR_TILE), 1],
@@ -34,20 +35,29 @@ function linearVariant(name, spec) {
   };
 }
 
-// problem: { dk, dv, L, BH } (head widths, query rows, batch × heads).
-function attentionVariant(name, { bc }) {
-  const grid = ({ L, BH }) => [cdiv(L, FLASH_BR), BH, 1];
-  if (bc === undefined) {
-    return {
-      name, grid, fits: (limits, { dk, dv }) => flashKeyTile(dk, dv) >= 1,
-      key: ({ dk, dv }) => `flash:${name}:${dk}:${dv}`, shader: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
-    };
-  }
-  return {
-    name, grid,
-    // Each invocation keeps ⌈DV/16⌉ vec4 accumulators: past 16 of them registers spill.
+// problem: { dk, dv, L, BH } (head widths, query rows, batch × heads). Every variant takes 64
+// query rows per workgroup, so the grid is the same.
+const attentionKernels = {
+  row: () => ({
+    fits: (limits, { dk, dv }) => flashKeyTile(dk, dv) >= 1,
+    shader: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
+  }),
+  // Each invocation keeps ⌈DV/16⌉ vec4 accumulators: past 16 of them registers spill.
+  tiled: ({ bc }) => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc) * 4 <= workgroupBytes(limits),
-    key: ({ dk, dv }) => `flash:${name}:${dk}:${dv}`, shader: ({ dk, dv }) => flashTiledShader({ dk, dv, bc }),
+    shader: ({ dk, dv }) => flashTiledShader({ dk, dv, bc }),
+  }),
+  quad: () => ({
+    fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),
+    shader: ({ dk, dv }) => flashQuadShader({ dk, dv }),
+  }),
+};
+
+function attentionVariant(name, spec) {
+  return {
+    name, ...attentionKernels[spec.kernel](spec),
+    key: ({ dk, dv }) => `flash:${name}:${dk}:${dv}`,
+    grid: ({ L, BH }) => [cdiv(L, FLASH_BR), BH, 1],
   };
 }
 

@@ -79,3 +79,12 @@ fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
   return s;
 }
 `;
+
+/** The flash kernels' bindings after the masks (every flash variant has the same). */
+export const flashBindings = /* wgsl */ `
+@group(0) @binding(3) var<storage, read> q: array<f32>;
+@group(0) @binding(4) var<storage, read> k: array<f32>;
+@group(0) @binding(5) var<storage, read> v: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
+`;

@@ -21,7 +21,7 @@
 // other attention kernels; sums run in key order within a tile. Output, row max and row sum go
 // where flash_attention.wgsl.js puts them (same bindings and grid), so the weights kernel and
 // the rest of the pass do not know which variant ran.
-import { attentionCommon } from './attention_common.wgsl.js';
+import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
 
 /** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
 const BR = 64;
@@ -40,12 +40,7 @@ const BC = ${bc}u;
 const KC = ${kc}u;   // keys per invocation in the score block
 const DC = ${dc}u;   // output columns per invocation
 
-@group(0) @binding(3) var<storage, read> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> v: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-@group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
-
+${flashBindings}
 var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·BR/4 + row/4][row % 4]
 var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
 var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
