@@ -13,6 +13,7 @@
 // flash_tiled's: scores, each invocation's running max over its rows' scores (no reduction), p
 // in place, P·V; the online softmax, masking, outputs and row stats are the other variants'.
 import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
+import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperative.wgsl.js';
 
 const BR = 64;
 const BC = 64;
@@ -37,38 +38,13 @@ var<workgroup> ss: array<vec4f, ${(BR * BC) / 4}>;                    // ss[row�
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let b = wg.y / p.H;
-  let h = wg.y % p.H;
-  let g = kvHead(h);
-  let tr = t / 16u;
-  let tc = t % 16u;
-  let row0 = wg.x * BR;
-
-  for (var e = t; e < BR * DK; e += 256u) {
-    let r = e / DK;
-    let d = e % DK;
-    var x = 0.0;
-    if (row0 + r < p.L) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
-    qs[d * 16u + r / 4u][r % 4u] = x;
-  }
-
+${cooperativeStart}
   var acc: array<vec4f, ${4 * cg}>;  // acc[i·CG + c]: row 4·tr + i, columns 4·(tc + 16·c) + 0…3
   for (var a = 0u; a < 4u * CG; a++) { acc[a] = vec4f(0.0); }
-  var m = vec4f(NEG);  // per row 4·tr + i
-  var l = vec4f(0.0);
-
-  var keyEnd = p.S;
-  if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + p.shift); }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-    for (var e = t; e < BC * DK; e += 256u) {
-      let c = e / DK;
-      let d = e % DK;
-      var x = 0.0;
-      if (c < n) { x = k[p.kOff + keyRow(b, j0 + c) * p.kStride + g * DK + d]; }
-      kv[d * 16u + c / 4u][c % 4u] = x;
-    }
+${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * 16u + c / 4u][c % 4u] = x;' })}
     workgroupBarrier();
 
     var dots: array<vec4f, 4>;  // dots[i][c]: row 4·tr + i, key 4·tc + c
@@ -109,13 +85,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
       let s = ss[at];
       ss[at] = select(vec4f(0.0), exp(s - m[i]), s > vec4f(MASKED_AT));
     }
-    for (var e = t; e < BC * DV4 * 4u; e += 256u) {
-      let c = e / (DV4 * 4u);
-      let col = e % (DV4 * 4u);
-      var x = 0.0;
-      if (c < n && col < DV) { x = v[p.vOff + keyRow(b, j0 + c) * p.vStride + g * DV + col]; }
-      kv[c * DV4 + col / 4u][col % 4u] = x;
-    }
+${stageKeyRows({ src: 'v', width: '(DV4 * 4u)', dim: 'DV', store: 'kv[c * DV4 + d / 4u][d % 4u] = x;' })}
     workgroupBarrier();
 
     for (var c4 = 0u; c4 < 16u; c4++) {
@@ -136,24 +106,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
     workgroupBarrier();
   }
 
-  for (var i = 0u; i < 4u; i++) {
-    let row = row0 + 4u * tr + i;
-    if (row >= p.L) { continue; }
-    var inv = 0.0;
-    if (l[i] > 0.0) { inv = 1.0 / l[i]; }
-    let at = (b * p.L + row) * p.oStride + h * DV;
-    for (var c = 0u; c < CG; c++) {
+${cooperativeEnd(`    for (var c = 0u; c < CG; c++) {
       for (var x = 0u; x < 4u; x++) {
         let col = 4u * (tc + 16u * c) + x;
         if (col < DV) { out[at + col] = acc[i * CG + c][x] * inv; }
       }
-    }
-    if (tc == 0u) {
-      let st = ((b * p.H + h) * p.L + row) * 2u;
-      stats[st] = m[i];
-      stats[st + 1u] = l[i];
-    }
-  }
+    }`)}
 }
 `;
 }

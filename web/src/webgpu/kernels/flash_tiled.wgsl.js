@@ -22,6 +22,7 @@
 // where flash_attention.wgsl.js puts them (same bindings and grid), so the weights kernel and
 // the rest of the pass do not know which variant ran.
 import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
+import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperative.wgsl.js';
 
 /** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
 const BR = 64;
@@ -41,49 +42,25 @@ const KC = ${kc}u;   // keys per invocation in the score block
 const DC = ${dc}u;   // output columns per invocation
 
 ${flashBindings}
-var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·BR/4 + row/4][row % 4]
+var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]
 var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
 var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let b = wg.y / p.H;
-  let h = wg.y % p.H;
-  let g = kvHead(h);
-  let tr = t / 16u;
-  let tc = t % 16u;
-  let row0 = wg.x * BR;
-
-  for (var e = t; e < BR * DK; e += 256u) {
-    let r = e / DK;
-    let d = e % DK;
-    var x = 0.0;
-    if (row0 + r < p.L) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
-    qs[d * (BR / 4u) + r / 4u][r % 4u] = x;
-  }
-
+${cooperativeStart}
   var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
-  var m = vec4f(NEG);
-  var l = vec4f(0.0);
-
-  var keyEnd = p.S;
-  if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + p.shift); }
+  for (var j = 0u; j < DC; j++) { acc[j] = vec4f(0.0); }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-    for (var e = t; e < BC * DK; e += 256u) {
-      let c = e / DK;
-      let d = e % DK;
-      var x = 0.0;
-      if (c < n) { x = k[p.kOff + keyRow(b, j0 + c) * p.kStride + g * DK + d]; }
-      kv[d * BC + c] = x;
-    }
+${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * BC + c] = x;' })}
     workgroupBarrier();
 
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
     for (var d = 0u; d < DK; d++) {
-      let a = qs[d * (BR / 4u) + tr];
+      let a = qs[d * 16u + tr];
       for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
     }
     for (var j = 0u; j < KC; j++) {
@@ -111,12 +88,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
       let s = st[at];
       st[at] = select(vec4f(0.0), exp(s - m), s > vec4f(MASKED_AT));
     }
-    for (var e = t; e < BC * DV; e += 256u) {
-      let c = e / DV;
-      var x = 0.0;
-      if (c < n) { x = v[p.vOff + keyRow(b, j0 + c) * p.vStride + g * DV + e % DV]; }
-      kv[e] = x;
-    }
+${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: 'kv[c * DV + d] = x;' })}
     workgroupBarrier();
 
     for (var c = 0u; c < BC; c++) {
@@ -130,21 +102,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
     workgroupBarrier();
   }
 
-  for (var i = 0u; i < 4u; i++) {
-    let row = row0 + 4u * tr + i;
-    if (row >= p.L) { continue; }
-    var inv = 0.0;
-    if (l[i] > 0.0) { inv = 1.0 / l[i]; }
-    for (var j = 0u; j < DC; j++) {
+${cooperativeEnd(`    for (var j = 0u; j < DC; j++) {
       let col = tc + 16u * j;
-      if (col < DV) { out[(b * p.L + row) * p.oStride + h * DV + col] = acc[j][i] * inv; }
-    }
-    if (tc == 0u) {
-      let at = ((b * p.H + h) * p.L + row) * 2u;
-      stats[at] = m[i];
-      stats[at + 1u] = l[i];
-    }
-  }
+      if (col < DV) { out[at + col] = acc[j][i] * inv; }
+    }`)}
 }
 `;
 }
