@@ -24,8 +24,8 @@ import { rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
-import { ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
-import { APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
+import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -43,8 +43,6 @@ function maskToF32(mask) {
   }
   return out;
 }
-
-const u32Block = (values) => new Uint32Array(values).buffer;
 
 // The input projections, rotary and cache append; returns the attention operands { q, k, v }.
 function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
@@ -64,7 +62,7 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     const half = rotary.dim / 2;
     const table = upload(rotaryTable(rotary, first, Math.max(L, S)), 'rotary table');
     const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
-      uniform(u32Block([count, heads, dk, off, stride, half, rotary.interleaved ? 1 : 0, 0])),
+      uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0 })),
       [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
     rotate(q, L, H);
     rotate(k, S, G);
@@ -72,7 +70,8 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   if (cache) {
     // Append in place; attention then reads every cached position from the ring.
     const appendRows = ({ buf, off, stride }, width, to) => dispatch(kernels.pipelines.append,
-      uniform(u32Block([L, width, off, stride, cache.capacity, first])), [buf, to], [cdiv(width, APPEND_WORKGROUP), L, B]);
+      uniform(packParams(APPEND_PARAMS, { count: L, width, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
+      [buf, to], [cdiv(width, APPEND_WORKGROUP), L, B]);
     appendRows(k, G * dk, cache.keys);
     appendRows(v, G * dv, cache.values);
     [k, v] = [{ buf: cache.keys, off: 0, stride: G * dk }, { buf: cache.values, off: 0, stride: G * dv }];
