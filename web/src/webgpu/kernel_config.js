@@ -15,7 +15,8 @@ export const DECODE_MAX_L = 4;
 /**
  * The linear (Y = X·Wᵀ + b) variants: kernel 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
  * invocation, BK 16, scalar loads); 'tiled' is linear_tiled.wgsl.js with a tile of
- * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk.
+ * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk; the names ending in
+ * 'p' load the next K slice into registers while the current one is multiplied (prefetch).
  */
 export const LINEAR_VARIANTS = {
   tile64: { kernel: 'tile64' },
@@ -25,6 +26,9 @@ export const LINEAR_VARIANTS = {
   r128x128k8: { kernel: 'tiled', im: 2, in: 2, bk: 8 },
   r128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16 },
   r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
+  r64x128k16p: { kernel: 'tiled', im: 1, in: 2, bk: 16, prefetch: true },
+  r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
+  r128x128k16p: { kernel: 'tiled', im: 2, in: 2, bk: 16, prefetch: true },
 };
 
 /**

@@ -25,37 +25,54 @@ export const linearTiledBytes = ({ im, in: jn, bk }) => bk * 64 * (im + jn) * 4;
 /** Output tile of a variant: { rows, cols }. */
 export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * jn });
 
-/** The global-to-workgroup load of one operand (src: x or w) into dst (xs or ws), TILE rows. */
-function stage({ src, dst, rowsOf, base, stride, tile, bk, vec4 }) {
-  if (vec4) {
-    return `for (var e = t; e < ${(tile * bk) / 4}u; e += 256u) {
-      let r = e / ${bk / 4}u;
-      let k = k0 + 4u * (e % ${bk / 4}u);
-      var v = vec4f(0.0);
-      if (${rowsOf} + r < ${base === 'x' ? 'p.M' : 'p.N'} && k < p.K) { v = ${src}[(${stride(`${rowsOf} + r`)} + k) / 4u]; }
-      let c = 4u * (e % ${bk / 4}u);
-      for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = v[q]; }
-    }`;
-  }
-  return `for (var e = t; e < ${tile * bk}u; e += 256u) {
-      let r = e / ${bk}u;
-      let c = e % ${bk}u;
-      let k = k0 + c;
-      var v = 0.0;
-      if (${rowsOf} + r < ${base === 'x' ? 'p.M' : 'p.N'} && k < p.K) { v = ${src}[${stride(`${rowsOf} + r`)} + k]; }
-      ${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = v;
-    }`;
+// The staging of one operand (src: x or w, TILE rows of the tile starting at row0, limit M or N)
+// through registers: fetch(k) loads the invocation's share of the K slice at k into `reg`
+// (zeros past the edges), put() writes it to workgroup memory `dst` as [k][row/4][row % 4].
+// Element e = t + 256·u of the slice is row e / per-row, K offset e % per-row (per-row: BK, or
+// BK/4 vec4s), so consecutive invocations read consecutive addresses of a row.
+function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4 }) {
+  const width = vec4 ? 4 : 1;
+  const perRow = bk / width;
+  const count = (tile * perRow) / 256;
+  if (!Number.isInteger(count)) throw new Error(`linear_tiled: a ${tile}-row tile with BK ${bk} does not split over 256 invocations`);
+  const type = vec4 ? 'vec4f' : 'f32';
+  const index = (k) => (vec4 ? `(${at(`${row0} + r`)} + ${k}) / 4u` : `${at(`${row0} + r`)} + ${k}`);
+  return {
+    declare: `var ${reg}: array<${type}, ${count}>;`,
+    fetch: (k0) => `for (var u = 0u; u < ${count}u; u++) {
+      let e = t + 256u * u;
+      let r = e / ${perRow}u;
+      let k = ${k0} + ${width}u * (e % ${perRow}u);
+      ${reg}[u] = ${type}(0.0);
+      if (${row0} + r < ${limit} && k < p.K) { ${reg}[u] = ${src}[${index('k')}]; }
+    }`,
+    put: `for (var u = 0u; u < ${count}u; u++) {
+      let e = t + 256u * u;
+      let r = e / ${perRow}u;
+      let c = ${width}u * (e % ${perRow}u);
+      ${vec4 ? `for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = ${reg}[u][q]; }`
+    : `${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = ${reg}[u];`}
+    }`,
+  };
 }
 
-/** WGSL of variant { im, in, bk } with vec4 (true) or scalar global loads. */
-export function linearTiledShader({ im, in: jn, bk, vec4 }) {
+/**
+ * WGSL of variant { im, in, bk, prefetch } with vec4 (true) or scalar global loads. prefetch: the
+ * next K slice is loaded into registers before the current one is multiplied, so its global
+ * loads are in flight during the arithmetic (the registers cost occupancy: hence a variant).
+ */
+export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
-  const xAt = (row) => `p.xOff + (${row}) * p.xStride`;
-  const wAt = (row) => `p.wOff + (${row}) * p.K`;
+  const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4 });
+  const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4 });
+  const stage = prefetch
+    ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
+    : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
   return /* wgsl */ `
 ${linearBindings(vec4 ? 'vec4f' : 'f32')}
 const IM = ${im}u;
 const IN = ${jn}u;
+const BK = ${bk}u;
 var<workgroup> xs: array<vec4f, ${(bk * tm) / 4}>;  // xs[k·TM/4 + m/4][m % 4] = X[m0 + m, k0 + k]
 var<workgroup> ws: array<vec4f, ${(bk * tn) / 4}>;  // ws[k·TN/4 + n/4][n % 4] = W[n0 + n, k0 + k]
 
@@ -66,12 +83,15 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let n0 = wg.x * ${tn}u;
   // acc[(i·4 + r)·IN + j][c] = Y[m0 + 4·ty + 64·i + r, n0 + 4·tx + 64·j + c]
   var acc: array<vec4f, ${4 * im * jn}>;
+  ${xs.declare}
+  ${ws.declare}
+  ${stage.before}
 
-  for (var k0 = 0u; k0 < p.K; k0 += ${bk}u) {
-    ${stage({ src: 'x', dst: 'xs', rowsOf: 'm0', base: 'x', stride: xAt, tile: tm, bk, vec4 })}
-    ${stage({ src: 'w', dst: 'ws', rowsOf: 'n0', base: 'w', stride: wAt, tile: tn, bk, vec4 })}
+  for (var k0 = 0u; k0 < p.K; k0 += BK) {
+    ${stage.top}
     workgroupBarrier();
-    for (var c = 0u; c < ${bk}u; c++) {
+    ${stage.afterBarrier}
+    for (var c = 0u; c < BK; c++) {
       var a: array<vec4f, IM>;
       var b: array<vec4f, IN>;
       for (var i = 0u; i < IM; i++) { a[i] = xs[c * ${tm / 4}u + lid.y + 16u * i]; }
