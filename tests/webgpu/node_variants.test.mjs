@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { configure } from 'webattention';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
-import { adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';
+import { adapter, adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';
 
 const ran = [];
 selectionHooks.onCall = (names) => ran.push(names);
@@ -59,6 +59,12 @@ describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
         options: { keyPaddingMask: { data: boolMask(2 * S, 4, 1), shape: [2, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
       }));
     });
+    const wide = { dk: 128, dv: 160 };
+    const fits = VARIANTS.attention[name].fits(adapter.limits, wide);
+    test(`${name}: wide heads d_k 128, d_v 160, causal`, { skip: !fits && 'does not fit this adapter\'s workgroup memory' },
+      () => pinned('attention', name, () => gpuMatchesWasm({
+        create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, path: 'flash', options: { isCausal: true },
+      })));
     test(`${name}: d_k 12, d_v 40 (head widths not multiples of 16), grouped-query heads`, () => pinned('attention', name, () => gpuMatchesWasm({
       create: { embedDim: 48, numHeads: 4, numKvHeads: 2, vdim: 48, valueHeadDim: 40 }, B: 1, L: 37, S: 50, path: 'flash',
     })));

@@ -43,9 +43,9 @@ const attentionKernels = {
     shader: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
   }),
   // Each invocation keeps ⌈DV/16⌉ vec4 accumulators: past 16 of them registers spill.
-  tiled: ({ bc }) => ({
-    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc) * 4 <= workgroupBytes(limits),
-    shader: ({ dk, dv }) => flashTiledShader({ dk, dv, bc }),
+  tiled: ({ bc, qShared = true }) => ({
+    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared) * 4 <= workgroupBytes(limits),
+    shader: ({ dk, dv }) => flashTiledShader({ dk, dv, bc, qShared }),
   }),
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),

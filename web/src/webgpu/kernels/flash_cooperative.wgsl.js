@@ -5,22 +5,25 @@
 // the causal end of the key loop (uniform per workgroup, as the barriers need), the staging of a
 // tile's K or V rows, and the end: each owned row's output scaled by 1/l and its stats.
 
-/** The start of main(): ids, Q staged, m and l, keyEnd. Needs BR, DK and `qs`. */
-export const cooperativeStart = /* wgsl */ `
+/**
+ * The start of main(): ids, Q staged in `qs` (unless stageQ is false), m and l, keyEnd. Needs BR
+ * and DK.
+ */
+export const cooperativeStart = ({ stageQ = true } = {}) => /* wgsl */ `
   let b = wg.y / p.H;
   let h = wg.y % p.H;
   let g = kvHead(h);
   let tr = t / 16u;
   let tc = t % 16u;
   let row0 = wg.x * BR;
-
+${stageQ ? `
   for (var e = t; e < BR * DK; e += 256u) {
     let r = e / DK;
     let d = e % DK;
     var x = 0.0;
     if (row0 + r < p.L) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
     qs[d * 16u + r / 4u][r % 4u] = x;
-  }
+  }` : ''}
 
   var m = vec4f(NEG);   // running max of row 4·tr + i in m[i]
   var l = vec4f(0.0);   // running sum

@@ -38,7 +38,7 @@ var<workgroup> ss: array<vec4f, ${(BR * BC) / 4}>;                    // ss[row�
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-${cooperativeStart}
+${cooperativeStart()}
   var acc: array<vec4f, ${4 * cg}>;  // acc[i·CG + c]: row 4·tr + i, columns 4·(tc + 16·c) + 0…3
   for (var a = 0u; a < 4u * CG; a++) { acc[a] = vec4f(0.0); }
 

@@ -27,10 +27,25 @@ import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperat
 /** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
 const BR = 64;
 
-/** Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv. */
-export const flashTiledFloats = (dk, dv, bc) => BR * dk + bc * Math.max(dk, dv) + BR * bc;
+/**
+ * Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv (qShared:
+ * Q staged in workgroup memory, else read from global memory where it is used).
+ */
+export const flashTiledFloats = (dk, dv, bc, qShared = true) => (qShared ? BR * dk : 0) + bc * Math.max(dk, dv) + BR * bc;
 
-export function flashTiledShader({ dk, dv, bc }) {
+// The 4 query rows of invocation row group tr at feature d: from workgroup memory, or (for
+// wide heads, whose Q tile would not fit) from global memory, where the 16 invocations of the
+// group read the same addresses and the cache serves them.
+const qRows = (qShared) => (qShared ? 'qs[d * 16u + tr]'
+  : 'vec4f(qAt(b, h, row0 + 4u * tr, d), qAt(b, h, row0 + 4u * tr + 1u, d), qAt(b, h, row0 + 4u * tr + 2u, d), qAt(b, h, row0 + 4u * tr + 3u, d))');
+const qAt = /* wgsl */ `
+fn qAt(b: u32, h: u32, row: u32, d: u32) -> f32 {
+  if (row >= p.L) { return 0.0; }
+  return q[p.qOff + (b * p.L + row) * p.qStride + h * DK + d];
+}
+`;
+
+export function flashTiledShader({ dk, dv, bc, qShared = true }) {
   const dc = Math.ceil(dv / 16);
   const kc = bc / 16;
   return /* wgsl */ `${attentionCommon}
@@ -42,13 +57,13 @@ const KC = ${kc}u;   // keys per invocation in the score block
 const DC = ${dc}u;   // output columns per invocation
 
 ${flashBindings}
-var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]
+${qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt}
 var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
 var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-${cooperativeStart}
+${cooperativeStart({ stageQ: qShared })}
   var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
   for (var j = 0u; j < DC; j++) { acc[j] = vec4f(0.0); }
 
@@ -60,7 +75,7 @@ ${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * BC + c] = x;' 
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
     for (var d = 0u; d < DK; d++) {
-      let a = qs[d * 16u + tr];
+      let a = ${qRows(qShared)};
       for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
     }
     for (var j = 0u; j < KC; j++) {
