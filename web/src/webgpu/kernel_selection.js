@@ -58,8 +58,12 @@ export function chooseKernels(device, decisions, measuring) {
       variants[family] = named(pinned) ?? candidates[0];
       continue;
     }
+    if (!(measuring || selectionHooks.clock) || candidates.length < 2) {
+      variants[family] = candidates[0];
+      continue;
+    }
     const board = boardOf(device, family, shapeClass, candidates);
-    if (board.chosen || !(measuring || selectionHooks.clock) || measured || candidates.length < 2) {
+    if (board.chosen || measured) {
       variants[family] = named(board.chosen) ?? candidates[0];
       continue;
     }

@@ -2,8 +2,10 @@
 // are known then, so the first large call does not wait 70–300 ms for the driver's compiler. The
 // defaults are awaited by create(); where the device selects variants by measurement
 // (selectsKernels()), every other candidate starts compiling in the background, so that the
-// calls that try them find them ready or nearly so.
+// calls that try them find them ready or nearly so. A pinned variant (configure({ gpuKernels }))
+// is compiled in place of its family's default.
 import { DEFAULT_VARIANTS } from './kernel_config.js';
+import { pinnedVariant } from './gpu_kernel_pins.js';
 import { isSoftwareAdapter } from './device.js';
 import { VARIANTS, fittingVariants } from './kernel_variants.js';
 import { linearProblems } from './linear_problems.js';
@@ -46,7 +48,7 @@ export async function warmPipelines(device, config) {
   const defaults = [];
   for (const family of Object.keys(VARIANTS)) {
     const fitting = fittingVariants(family, limits, heads);
-    const first = fitting.find((v) => v.name === DEFAULT_VARIANTS[family]) ?? fitting[0];
+    const first = fitting.find((v) => v.name === (pinnedVariant(family) ?? DEFAULT_VARIANTS[family])) ?? fitting[0];
     if (first) defaults.push(...compile(family, first));
     if (selectsKernels(device)) {
       for (const v of fitting) if (v !== first) compile(family, v).forEach((p) => p.catch(() => {}));
