@@ -16,7 +16,8 @@
 //   - forward: MultiHeadAttention.forward host to host (upload, kernels, readback) with the
 //     default variants pinned, with the fastest variants of this run pinned, and unpinned (the
 //     selection by measurement), each: create() ms, first call ms, median ms, GFLOP/s
-//     (8·L·E² + 4·L²·E);
+//     (8·L·E² + 4·L²·E); and for the fastest, where a call's time goes (phases: the pass's
+//     phases as forward_pass.js's passHooks reports them, the GPU's own time, the rest outside);
 // and the linear variants alone at 4096³. Times are the GPU's timestamps where the adapter has
 // 'timestamp-query' (else wall time); every loop is bounded by time, the full run by about 3 min
 // on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
@@ -38,6 +39,10 @@ const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).
 
 function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
+  if (r.kind === 'phases') {
+    const names = ['total', 'outside', 'pipelines', 'encode', 'map', 'scopes', 'copyOut', 'gpu'];
+    return `${what} ${names.map((n) => `${n} ${fmt(r[n])}`).join('  ')} ms`;
+  }
   if (r.kind === 'forward') {
     const chosen = r.profile?.map((c) => `${c.family}=${c.chosen ?? '?'}`).join(' ');
     return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}${r.selectionCalls ? `  (after ${r.selectionCalls} selection calls: ${chosen})` : ''}${r.error ? `  ERROR ${r.error}` : ''}`;
@@ -71,7 +76,7 @@ device.lost.then((info) => {
 });
 
 const started = performance.now();
-const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 8000 };
+const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
 for (const [L, E, h] of SHAPES) {
   const shape = { L, E, h };
   const best = {};

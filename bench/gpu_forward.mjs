@@ -2,8 +2,9 @@
 // kernels, readback) on backend 'webgpu', with the default variants pinned, the fastest of this
 // run's kernel profiles pinned, and nothing pinned (the selection by measurement picks).
 import { MultiHeadAttention, configure } from '../web/src/node.js';
-import { DEFAULT_VARIANTS } from '../web/src/webgpu/kernel_config.js';
+import { defaultVariant } from '../web/src/webgpu/kernel_config.js';
 import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
+import { passHooks } from '../web/src/webgpu/forward_pass.js';
 
 function filled(n, seed, scale = 1) {
   const a = new Float32Array(n);
@@ -27,7 +28,7 @@ function stateDict(E) {
 
 // One configuration: create, first call, (unpinned) the selection's calls, then timed calls;
 // resolves to the row.
-async function timeForward(gpu, { L, E, h }, label, pins, budget) {
+async function timeForward(gpu, { L, E, h }, label, pins, budget, print) {
   configure({ gpuKernels: pins });
   let kernels = null;
   selectionHooks.onCall = (names) => { kernels = names; };
@@ -50,27 +51,56 @@ async function timeForward(gpu, { L, E, h }, label, pins, budget) {
     await mha.forward(x, x, x);
     times.push(performance.now() - t0);
   }
-  const profile = mha.gpuProfile()?.classes.map(({ family, chosen, medianMs }) => ({ family, chosen, medianMs }));
+  const rows = 2 ** Math.ceil(Math.log2(L));  // call_kernels.js's buckets: this shape's classes
+  const profile = mha.gpuProfile()?.classes.filter((c) => c.shapeClass.startsWith(`M${rows}:`) || c.shapeClass.includes(`:L${rows}:`))
+    .map(({ family, chosen, medianMs }) => ({ family, chosen, medianMs }));
+  const phases = label === 'fastest' ? await phaseRow(mha, x, { L, E, h }) : null;
   mha.dispose();
   selectionHooks.onCall = null;
   const medianMs = median(times);
   const flops = 8 * L * E * E + 4 * L * L * E;
+  if (phases) print(phases);
   return {
     kind: 'forward', variant: label, shape: `L${L} E${E} h${h}`, createMs, firstMs, medianMs, runs: times.length, selectionCalls,
     gflops: flops / medianMs / 1e6, kernels: kernels ? `${kernels.linear}+${kernels.attention ?? kernels.decode}` : undefined, profile,
   };
 }
 
-/** The forward at shape (L, E, h): defaults pinned, best ({ linear, attention }) pinned, unpinned. */
+/**
+ * Where one forward's time goes: medians over a few calls of forward_pass.js's phases, the whole
+ * call as the API sees it (total), and what lies outside the GPU pass (outside: the API's checks,
+ * the copy of the inputs, the result's tensors).
+ */
+async function phaseRow(mha, x, { L, E, h }) {
+  const rows = [];
+  passHooks.onPhases = (p) => rows.push(p);
+  const totals = [];
+  for (let i = 0; i < 7; i++) {
+    const t0 = performance.now();
+    await mha.forward(x, x, x);
+    totals.push(performance.now() - t0);
+  }
+  passHooks.onPhases = null;
+  const names = Object.keys(rows[0]);
+  const phases = Object.fromEntries(names.map((n) => [n, rows[0][n] === null ? null : median(rows.map((r) => r[n]))]));
+  const inPass = ['pipelines', 'encode', 'map', 'scopes', 'copyOut'].reduce((a, n) => a + phases[n], 0);
+  return { kind: 'phases', variant: 'fastest', shape: `L${L} E${E} h${h}`, total: median(totals), outside: median(totals) - inPass, ...phases };
+}
+
+/**
+ * The forward at shape (L, E, h): defaults pinned, the first kernels (tile64 + row) pinned, best
+ * ({ linear, attention }) pinned, unpinned.
+ */
 export async function profileForward(gpu, shape, best, budget, print) {
   const configs = [
-    ['default', { linear: DEFAULT_VARIANTS.linear, attention: DEFAULT_VARIANTS.attention }],
+    ['default', { linear: defaultVariant('linear', shape.L), attention: defaultVariant('attention', shape.L) }],
+    ['base', { linear: 'tile64', attention: 'row' }],
     ['fastest', { linear: best.linear, attention: best.attention }],
     ['selected', {}],
   ];
   for (const [label, pins] of configs) {
     try {
-      print(await timeForward(gpu, shape, label, pins, budget));
+      print(await timeForward(gpu, shape, label, pins, budget, print));
     } catch (e) {
       print({ kind: 'forward', variant: label, shape: `L${shape.L} E${shape.E} h${shape.h}`, error: String(e?.message ?? e) });
     }

@@ -385,7 +385,8 @@ export interface GpuProfile {
   /** false on a software adapter: the defaults run, nothing is measured. */
   measuring: boolean;
   timer: 'timestamp-query' | 'wall';
-  defaults: { linear: string; attention: string; decode: string };
+  /** The variants run before measurement; linear's second from linearLargeFromRows rows. */
+  defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
 }

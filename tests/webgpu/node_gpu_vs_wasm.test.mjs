@@ -55,7 +55,7 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
     const mha = await MultiHeadAttention.create(create);
     try {
       const count = pipelineCount(device);
-      assert.equal(count - before, 4, 'linear, flash(8, 8), decode partial and reduce, at create()');
+      assert.equal(count - before, 5, 'the two linear defaults, flash(8, 8), decode partial and reduce, at create()');
       mha.loadStateDict(randomStateDict(mha.stateDictShapes, 3));
       const x = (L) => ({ data: filled(L * 16, L), shape: [1, L, 16] });
       await mha.forward(x(DECODE_MAX_L + 1), x(7), x(7));

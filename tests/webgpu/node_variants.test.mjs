@@ -41,33 +41,37 @@ describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
   }
 });
 
+// The attention cases: [title, head widths, gpuMatchesWasm() arguments (path 'flash')].
+const attentionCases = [
+  ['L 70, S 100 (several key tiles), batch 2, weights', { dk: 16, dv: 16 },
+    { create: { embedDim: 32, numHeads: 2 }, B: 2, L: 70, S: 100, options: { needWeights: true } }],
+  ['causal self-attention L 130 (three query tiles), per-head weights', { dk: 8, dv: 8 },
+    { create: { embedDim: 16, numHeads: 2 }, B: 1, L: 130, self: true, options: { isCausal: true, needWeights: true, averageAttnWeights: false } }],
+  ['key padding + attn mask, fully masked rows, causal with L > S', { dk: 8, dv: 8 }, maskedCase({ embedDim: 24, numHeads: 3 }, 40, 21)],
+  ['d_k 12, d_v 40 (head widths not multiples of 16), grouped-query heads', { dk: 12, dv: 40 },
+    { create: { embedDim: 48, numHeads: 4, numKvHeads: 2, vdim: 48, valueHeadDim: 40 }, B: 1, L: 37, S: 50 }],
+  ['wide heads d_k 128, d_v 160, causal', { dk: 128, dv: 160 },
+    { create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, options: { isCausal: true } }],
+  ['wide heads d_k 128: masks, fully masked rows, weights', { dk: 128, dv: 128 }, maskedCase({ embedDim: 256, numHeads: 2 }, 40, 21)],
+];
+
+// Key padding and a boolean attention mask with row 5 fully masked, causal, weights.
+function maskedCase(create, L, S) {
+  const am = boolMask(L * S, 3);
+  for (let j = 0; j < S; j++) am[5 * S + j] = 1;
+  return {
+    create, B: 2, L, S,
+    options: { keyPaddingMask: { data: boolMask(2 * S, 4, 1), shape: [2, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
+  };
+}
+
 describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
-  for (const name of Object.keys(VARIANTS.attention)) {
-    test(`${name}: L 70, S 100 (several key tiles), batch 2, weights`, () => pinned('attention', name, () => gpuMatchesWasm({
-      create: { embedDim: 32, numHeads: 2 }, B: 2, L: 70, S: 100, options: { needWeights: true }, path: 'flash',
-    })));
-    test(`${name}: causal self-attention L 130 (three query tiles), per-head weights`, () => pinned('attention', name, () => gpuMatchesWasm({
-      create: { embedDim: 16, numHeads: 2 }, B: 1, L: 130, self: true, path: 'flash',
-      options: { isCausal: true, needWeights: true, averageAttnWeights: false },
-    })));
-    test(`${name}: key padding + attn mask, fully masked rows, causal with L > S`, () => {
-      const L = 40, S = 21;
-      const am = boolMask(L * S, 3);
-      for (let j = 0; j < S; j++) am[5 * S + j] = 1;  // row 5: every key masked
-      return pinned('attention', name, () => gpuMatchesWasm({
-        create: { embedDim: 24, numHeads: 3 }, B: 2, L, S, path: 'flash',
-        options: { keyPaddingMask: { data: boolMask(2 * S, 4, 1), shape: [2, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
-      }));
-    });
-    const wide = { dk: 128, dv: 160 };
-    const fits = VARIANTS.attention[name].fits(adapter.limits, wide);
-    test(`${name}: wide heads d_k 128, d_v 160, causal`, { skip: !fits && 'does not fit this adapter\'s workgroup memory' },
-      () => pinned('attention', name, () => gpuMatchesWasm({
-        create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, path: 'flash', options: { isCausal: true },
-      })));
-    test(`${name}: d_k 12, d_v 40 (head widths not multiples of 16), grouped-query heads`, () => pinned('attention', name, () => gpuMatchesWasm({
-      create: { embedDim: 48, numHeads: 4, numKvHeads: 2, vdim: 48, valueHeadDim: 40 }, B: 1, L: 37, S: 50, path: 'flash',
-    })));
+  for (const [name, variant] of Object.entries(VARIANTS.attention)) {
+    for (const [title, heads, args] of attentionCases) {
+      const fits = variant.fits(adapter.limits, heads);
+      test(`${name}: ${title}`, { skip: !fits && 'not a candidate at these head widths on this adapter' },
+        () => pinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
+    }
   }
 });
 

@@ -2,6 +2,7 @@
 // is per shape class: for the linear family the rows of the call (bucketed to a power of two) and
 // the module's widths; for attention the head widths, batch × heads, query rows and keys
 // (bucketed) and causal. Everything is resolved before the call encodes anything.
+import { defaultVariant } from './kernel_config.js';
 import { chooseKernels } from './kernel_selection.js';
 import { fittingVariants } from './kernel_variants.js';
 import { getPipeline, variantPipeline } from './pipelines.js';
@@ -17,14 +18,15 @@ export function callDecisions(plan, config, path, limits) {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const family = attentionFamily(path);
   const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
+  const rows = B * Math.max(L, S);  // the largest projection's
   return [
     {
       family: 'linear', shapeClass: `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`,
-      candidates: fittingVariants('linear', limits, {}),
+      candidates: fittingVariants('linear', limits, {}), preferred: defaultVariant('linear', rows),
     },
     {
       family, shapeClass: `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`,
-      candidates: fittingVariants(family, limits, { dk, dv }),
+      candidates: fittingVariants(family, limits, { dk, dv }), preferred: defaultVariant(family, rows),
     },
   ];
 }

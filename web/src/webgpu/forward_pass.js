@@ -21,6 +21,15 @@ const UNIFORM_BYTES = 80;  // the largest uniform block (attention_common's Para
 /** Usage of the buffers the kernels read that the CPU writes. */
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
+/**
+ * Profiling (bench/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
+ * (choosing the variants, awaiting their pipelines), encode (uploads, encoding, submit), map (until
+ * the readback is mapped: the GPU's work and the copy back), scopes (the error scopes settled),
+ * copyOut (the result copied out of the mapped range), gpu (the compute pass by the GPU's
+ * timestamps, where the device has them; the call is timed for it).
+ */
+export const passHooks = { onPhases: null };
+
 /** Thrown inside the GPU path when the device is gone. */
 export class DeviceLost extends Error {}
 
@@ -76,6 +85,11 @@ function encodePass(device, ctx, encoder, timer) {
   timer?.afterPass(encoder);
 }
 
+function reportPhases(marks, gpuMs) {
+  const names = ['pipelines', 'encode', 'map', 'scopes', 'copyOut'];
+  passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['gpu', gpuMs]]));
+}
+
 /**
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
@@ -86,12 +100,14 @@ function encodePass(device, ctx, encoder, timer) {
  */
 export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;
+  const marks = passHooks.onPhases ? [performance.now()] : null;
   const problems = linearProblems(plan, config);
   const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting }));
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
   selectionHooks.onCall?.(names);
-  const timer = kernels.measured && !selectionHooks.clock ? callTimer(device) : null;
+  const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
+  marks?.push(performance.now());
 
   let scopes = null;
   let failed = true;
@@ -110,16 +126,22 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
 
     scopes = [device.popErrorScope(), device.popErrorScope()];
     scopes.forEach((s) => s.catch(() => {}));
+    marks?.push(performance.now());
     const readBytes = (outFloats + weightFloats) * F32;
     await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
+    marks?.push(performance.now());
     const gpuError = (await untilLost(Promise.all(scopes))).find(Boolean);
+    marks?.push(performance.now());
     if (gpuError) throw new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
     const range = readback.getMappedRange(0, readBytes);
     if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');
     const all = new Float32Array(range);
     const result = { output: all.slice(0, outFloats), weights: weightFloats ? all.slice(outFloats) : null, kernels: names };
     readback.unmap();
-    if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : await untilLost(timer.elapsed()));
+    marks?.push(performance.now());
+    const ms = timer ? await untilLost(timer.elapsed()) : null;
+    if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : ms);
+    if (marks) reportPhases(marks, timer?.timestampWrites ? ms : null);
     failed = false;
     return result;
   } finally {

@@ -16,7 +16,9 @@ export const DECODE_MAX_L = 4;
  * The linear (Y = X·Wᵀ + b) variants: kernel 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
  * invocation, BK 16, scalar loads); 'tiled' is linear_tiled.wgsl.js with a tile of
  * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk; the names ending in
- * 'p' load the next K slice into registers while the current one is multiplied (prefetch).
+ * 'p' load the next K slice into registers while the current one is multiplied (prefetch). On the
+ * H100, prefetch helped only at BK 8 (r64x128k16p and r128x128k16p were dropped: never faster
+ * than their plain twins).
  */
 export const LINEAR_VARIANTS = {
   tile64: { kernel: 'tile64' },
@@ -26,9 +28,7 @@ export const LINEAR_VARIANTS = {
   r128x128k8: { kernel: 'tiled', im: 2, in: 2, bk: 8 },
   r128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16 },
   r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
-  r64x128k16p: { kernel: 'tiled', im: 1, in: 2, bk: 16, prefetch: true },
   r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
-  r128x128k16p: { kernel: 'tiled', im: 2, in: 2, bk: 16, prefetch: true },
 };
 
 /**
@@ -52,10 +52,35 @@ export const DECODE_VARIANTS = {
 };
 
 /**
- * The variant each family uses before (or without) measurement: today's kernels, which every
- * test and the PyTorch oracle have run; not yet timed against the others on hardware.
+ * The variants each family runs before (or without) measurement, as measured on an NVIDIA H100
+ * (Dawn/Vulkan, bench/gpu.mjs, 2026-11-26; docs/webgpu.md has the table): linear r64x64k16
+ * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
+ * 1.7–1.8× tile64) and r128x128k8p from there (fastest at 4096 and 16384 rows: 37–39 TFLOP/s,
+ * 2.6–2.9× tile64); attention tile64x16 (fastest without a mask at every L from 1024, within 7%
+ * of quad64 with causal at L = 1024, 2.4–3.1× row; 18% behind quad64 at L = 128). Where a default does not fit the device (tile64x16 needs 24 KiB of workgroup memory
+ * at d = 64) the catalogue's first variant that fits runs.
  */
-export const DEFAULT_VARIANTS = { linear: 'tile64', attention: 'row', decode: 'split256' };
+export const DEFAULT_VARIANTS = {
+  linear: ['r64x64k16', 'r128x128k8p'],  // [below LINEAR_LARGE_ROWS rows, from there]
+  attention: ['tile64x16'],
+  decode: ['split256'],
+};
+
+/** Rows (the call's largest projection) from which the linear default is the large one. */
+export const LINEAR_LARGE_ROWS = 4096;
+
+/** The default variant of `family` for a call whose largest projection has `rows` rows. */
+export function defaultVariant(family, rows) {
+  const [small, large = small] = DEFAULT_VARIANTS[family];
+  return rows >= LINEAR_LARGE_ROWS ? large : small;
+}
+
+/**
+ * A candidate whose fastest run is more than this times the fastest run of any candidate is
+ * dropped after its first run: at L = 16384 the slowest candidates cost 2–3× the fastest, so
+ * running each SELECTION_RUNS times would cost seconds.
+ */
+export const SELECTION_PRUNE_RATIO = 1.5;
 
 /** The variant names of each family ({ linear, attention, decode }: string[]). */
 export const variantNames = () => ({

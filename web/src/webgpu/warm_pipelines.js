@@ -48,10 +48,13 @@ export async function warmPipelines(device, config) {
   const defaults = [];
   for (const family of Object.keys(VARIANTS)) {
     const fitting = fittingVariants(family, limits, heads);
-    const first = fitting.find((v) => v.name === (pinnedVariant(family) ?? DEFAULT_VARIANTS[family])) ?? fitting[0];
-    if (first) defaults.push(...compile(family, first));
+    const pinned = pinnedVariant(family);
+    const wanted = pinned ? [pinned] : DEFAULT_VARIANTS[family];
+    const first = fitting.filter((v) => wanted.includes(v.name));
+    if (first.length < wanted.length && fitting[0]) first.push(fitting[0]);  // a default that does not fit
+    for (const v of first) defaults.push(...compile(family, v));
     if (selectsKernels(device)) {
-      for (const v of fitting) if (v !== first) compile(family, v).forEach((p) => p.catch(() => {}));
+      for (const v of fitting) if (!first.includes(v)) compile(family, v).forEach((p) => p.catch(() => {}));
     }
   }
   if (config.rotary) defaults.push(getPipeline(device, 'rotary'));
