@@ -40,7 +40,7 @@ const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).
 function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
   if (r.kind === 'phases') {
-    const names = ['total', 'outside', 'pipelines', 'encode', 'map', 'scopes', 'copyOut', 'gpu'];
+    const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'map', 'scopes', 'copyOut', 'gpu'];
     return `${what} ${names.map((n) => `${n} ${fmt(r[n])}`).join('  ')} ms`;
   }
   if (r.kind === 'forward') {

@@ -23,7 +23,8 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
 /**
  * Profiling (bench/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
- * (choosing the variants, awaiting their pipelines), encode (uploads, encoding, submit), map (until
+ * (choosing the variants, awaiting their pipelines), encode (uploads, encoding, submit; of which
+ * upload: the inputs' writeBuffer() calls), map (until
  * the readback is mapped: the GPU's work and the copy back), scopes (the error scopes settled),
  * copyOut (the result copied out of the mapped range), gpu (the compute pass by the GPU's
  * timestamps, where the device has them; the call is timed for it).
@@ -45,10 +46,13 @@ function encodingContext(gpu) {
     return b;
   };
   const uploads = new Map();  // the same typed array goes up once
+  let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
+      const t0 = performance.now();
       device.queue.writeBuffer(b, 0, data);
+      uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
     return uploads.get(data);
@@ -57,7 +61,7 @@ function encodingContext(gpu) {
   const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
   const dispatches = [];
   const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
-  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches };
+  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, uploadMs: () => uploadMs };
 }
 
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
@@ -85,9 +89,9 @@ function encodePass(device, ctx, encoder, timer) {
   timer?.afterPass(encoder);
 }
 
-function reportPhases(marks, gpuMs) {
+function reportPhases(marks, uploadMs, gpuMs) {
   const names = ['pipelines', 'encode', 'map', 'scopes', 'copyOut'];
-  passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['gpu', gpuMs]]));
+  passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
 }
 
 /**
@@ -141,7 +145,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     marks?.push(performance.now());
     const ms = timer ? await untilLost(timer.elapsed()) : null;
     if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : ms);
-    if (marks) reportPhases(marks, timer?.timestampWrites ? ms : null);
+    if (marks) reportPhases(marks, ctx.uploadMs(), timer?.timestampWrites ? ms : null);
     failed = false;
     return result;
   } finally {

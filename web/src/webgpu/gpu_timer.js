@@ -8,10 +8,12 @@ const COPY_SRC = 0x4;
 const COPY_DST = 0x8;
 const MAP_READ = 0x1;
 
+const free = new WeakMap();  // GPUDevice → timestamp timers not in use (kept: a call creates no buffer)
+
 /**
  * A timer for one call on `device`: { timestampWrites (for beginComputePass(), or undefined),
  * afterPass(encoder), start() (just before submit), elapsed() (after the readback: resolves to
- * ms), dispose() }.
+ * ms), dispose() (hands it back for the next call) }.
  */
 export function callTimer(device) {
   if (!device.features?.has('timestamp-query')) {
@@ -21,10 +23,16 @@ export function callTimer(device) {
       elapsed: async () => performance.now() - t0, dispose() {},
     };
   }
+  let list = free.get(device);
+  if (!list) free.set(device, (list = []));
+  return list.pop() ?? timestampTimer(device, list);
+}
+
+function timestampTimer(device, list) {
   const querySet = device.createQuerySet({ type: 'timestamp', count: 2, label: 'webattention timer' });
   const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC, label: 'webattention timer' });
   const read = device.createBuffer({ size: 16, usage: MAP_READ | COPY_DST, label: 'webattention timer' });
-  return {
+  const timer = {
     timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
     afterPass(encoder) {
       encoder.resolveQuerySet(querySet, 0, 2, resolved, 0);
@@ -38,9 +46,8 @@ export function callTimer(device) {
       return Number(t1 - t0) / 1e6;
     },
     dispose() {
-      querySet.destroy();
-      resolved.destroy();
-      read.destroy();
+      if (read.mapState === 'unmapped') list.push(timer);  // else a failed call left it mapped: drop it
     },
   };
+  return timer;
 }
