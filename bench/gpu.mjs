@@ -13,6 +13,8 @@
 //   - attention: each flash variant, not causal and causal (GFLOP/s over the keys each row
 //     attends: 4·L·S·E, about half with causal); GB/s: Q, K, V and the output once;
 //   - decode: each decode variant for one query row against S = L keys;
+//   - transfer: the floor of a call's traffic with no kernel (writeBuffer of the input, a copy
+//     into a MAP_READ buffer of the output's size, mapAsync, the copy out of the mapped range);
 //   - forward: MultiHeadAttention.forward host to host (upload, kernels, readback) with the
 //     default variants pinned, with the fastest variants of this run pinned, and unpinned (the
 //     selection by measurement), each: create() ms, first call ms, median ms, GFLOP/s
@@ -24,6 +26,7 @@
 // object per line instead of the table.
 import { create, globals } from 'webgpu';
 import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
+import { timeTransfers } from './gpu_kernel_timing.mjs';
 import { profileForward } from './gpu_forward.mjs';
 
 Object.assign(globalThis, globals);
@@ -39,6 +42,7 @@ const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).
 
 function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
+  if (r.kind === 'transfer') return `${what} write ${fmt(r.write)}  map ${fmt(r.map)}  copyOut ${fmt(r.copyOut)}  total ${fmt(r.total)} ms`;
   if (r.kind === 'phases') {
     const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'map', 'scopes', 'copyOut', 'gpu'];
     return `${what} ${names.map((n) => `${n} ${fmt(r[n])}`).join('  ')} ms`;
@@ -87,6 +91,7 @@ for (const [L, E, h] of SHAPES) {
     if (!causal) best.attention = fastest;
   }
   await profileDecode(device, shape, budget, print);
+  print({ kind: 'transfer', variant: 'no kernel', shape: `in ${L}x${E} out ${L}x${E}`, ...await timeTransfers(device, L * E, L * E) });
   await profileForward(gpu, shape, best, budget, print);
 }
 await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);

@@ -123,3 +123,32 @@ export async function compiledPipeline(device, variant, problem) {
   const pipeline = await variantPipeline(device, variant, problem);
   return { pipeline, compileMs: performance.now() - t0 };
 }
+
+/**
+ * The transfer floor of a forward: `inFloats` written with writeBuffer() into a storage buffer,
+ * `outFloats` copied into a MAP_READ buffer, mapped and copied out (slice), with no kernel.
+ * Resolves to medians { write, map, copyOut, total } in ms over `runs` rounds.
+ */
+export async function timeTransfers(device, inFloats, outFloats, runs = 7) {
+  const data = new Float32Array(inFloats).fill(1);
+  const input = zeroBuffer(device, inFloats);
+  const output = zeroBuffer(device, outFloats);
+  const read = device.createBuffer({ size: outFloats * 4, usage: Usage.MAP_READ | Usage.COPY_DST });
+  const rounds = [];
+  for (let i = 0; i <= runs; i++) {
+    const t0 = performance.now();
+    device.queue.writeBuffer(input, 0, data);
+    const t1 = performance.now();
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(output, 0, read, 0, outFloats * 4);
+    device.queue.submit([encoder.finish()]);
+    await read.mapAsync(Usage.MAP_READ);
+    const t2 = performance.now();
+    new Float32Array(read.getMappedRange()).slice();
+    read.unmap();
+    const t3 = performance.now();
+    if (i > 0) rounds.push({ write: t1 - t0, map: t2 - t1, copyOut: t3 - t2, total: t3 - t0 });
+  }
+  [input, output, read].forEach((b) => b.destroy());
+  return Object.fromEntries(Object.keys(rounds[0]).map((k) => [k, median(rounds.map((r) => r[k]))]));
+}
