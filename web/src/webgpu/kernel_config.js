@@ -35,13 +35,15 @@ export const LINEAR_VARIANTS = {
  * The flash attention variants (L > DECODE_MAX_L): kernel 'row' is flash_attention.wgsl.js (one
  * query row per invocation); 'tiled' is flash_tiled.wgsl.js (64 rows × bc keys per workgroup of
  * 256 as register-blocked mini-GEMMs; qShared false: Q read from global memory, for wide heads
- * whose Q tile would not fit workgroup memory); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
+ * whose Q tile would not fit workgroup memory; dot: the scores as dot products of vec4s over the
+ * features, Q and K staged that way); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
  * reads; needs 48 KiB of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
   row: { kernel: 'row' },
   tile64x16: { kernel: 'tiled', bc: 16 },
   tile64x32: { kernel: 'tiled', bc: 32 },
+  dot64x16: { kernel: 'tiled', bc: 16, dot: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
 };

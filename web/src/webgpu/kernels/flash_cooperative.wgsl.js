@@ -6,10 +6,10 @@
 // tile's K or V rows, and the end: each owned row's output scaled by 1/l and its stats.
 
 /**
- * The start of main(): ids, Q staged in `qs` (unless stageQ is false), m and l, keyEnd. Needs BR
- * and DK.
+ * The start of main(): ids, Q staged in workgroup memory (unless stageQ is false: `qStore` writes
+ * value x of row r, feature d < `qWidth`; zeros past DK), m and l, keyEnd. Needs BR and DK.
  */
-export const cooperativeStart = ({ stageQ = true } = {}) => /* wgsl */ `
+export const cooperativeStart = ({ stageQ = true, qWidth = 'DK', qStore = 'qs[d * 16u + r / 4u][r % 4u] = x;' } = {}) => /* wgsl */ `
   let b = wg.y / p.H;
   let h = wg.y % p.H;
   let g = kvHead(h);
@@ -17,12 +17,12 @@ export const cooperativeStart = ({ stageQ = true } = {}) => /* wgsl */ `
   let tc = t % 16u;
   let row0 = wg.x * BR;
 ${stageQ ? `
-  for (var e = t; e < BR * DK; e += 256u) {
-    let r = e / DK;
-    let d = e % DK;
+  for (var e = t; e < BR * ${qWidth}; e += 256u) {
+    let r = e / ${qWidth};
+    let d = e % ${qWidth};
     var x = 0.0;
-    if (row0 + r < p.L) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
-    qs[d * 16u + r / 4u][r % 4u] = x;
+    if (row0 + r < p.L && d < DK) { x = q[p.qOff + (b * p.L + row0 + r) * p.qStride + h * DK + d]; }
+    ${qStore}
   }` : ''}
 
   var m = vec4f(NEG);   // running max of row 4·tr + i in m[i]

@@ -14,6 +14,8 @@
 //   4. it turns its own scores into p = exp(s − m) in place while the V tile replaces K;
 //   5. O += P V, again a mini-GEMM: 4 rows × ⌈DV/16⌉ columns (tc + 16·j) per invocation, reading
 //      P's 4 rows as one vec4 and consecutive V columns; the row sums l add up p on the way.
+// With dot (variant 'dot64x16') step 2 reads Q and K as vec4s over the features instead
+// (qs[d/4][row], kt[d/4][key]) and sums dot products; K and V then have tiles of their own.
 // Barriers separate the steps; the key loop's bounds are uniform (the causal end is per
 // workgroup, as in flash_attention.wgsl.js). Rows past L compute masked scores and store nothing.
 //
@@ -31,7 +33,11 @@ const BR = 64;
  * Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv (qShared:
  * Q staged in workgroup memory, else read from global memory where it is used).
  */
-export const flashTiledFloats = (dk, dv, bc, qShared = true) => (qShared ? BR * dk : 0) + bc * Math.max(dk, dv) + BR * bc;
+export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false) {
+  const dk4 = 4 * Math.ceil(dk / 4);
+  if (dot) return BR * dk4 + bc * dk4 + bc * dv + BR * bc;  // Q, K, V apart (K as vec4s over d)
+  return (qShared ? BR * dk : 0) + bc * Math.max(dk, dv) + BR * bc;
+}
 
 // The 4 query rows of invocation row group tr at feature d: from workgroup memory, or (for
 // wide heads, whose Q tile would not fit) from global memory, where the 16 invocations of the
@@ -45,11 +51,50 @@ fn qAt(b: u32, h: u32, row: u32, d: u32) -> f32 {
 }
 `;
 
-export function flashTiledShader({ dk, dv, bc, qShared = true }) {
+// The score block's loop over the features: dots[j][i] = q(row 4·tr + i) · k(key tc + 16·j).
+// 'rows': per feature d, Q's 4 rows as one vec4 and one key per j (4 multiply-adds per 2 reads);
+// dot: per 4 features, each row's 4 as a vec4 and the key's 4 as one (16 per 5 reads).
+const scoreLoop = (dot, qShared) => (dot ? `
+    for (var d4 = 0u; d4 < DK4; d4++) {
+      var a: array<vec4f, 4>;
+      for (var i = 0u; i < 4u; i++) { a[i] = qs[d4 * BR + 4u * tr + i]; }
+      for (var j = 0u; j < KC; j++) {
+        let kk = kt[d4 * BC + tc + 16u * j];
+        for (var i = 0u; i < 4u; i++) { dots[j][i] += dot(a[i], kk); }
+      }
+    }` : `
+    for (var d = 0u; d < DK; d++) {
+      let a = ${qRows(qShared)};
+      for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
+    }`);
+
+// Workgroup arrays for Q and K, and how they are staged, in each score mode.
+function qkLayout(dot, qShared, dk, dv, bc) {
+  const dk4 = Math.ceil(dk / 4);
+  if (dot) {
+    return {
+      arrays: `var<workgroup> qs: array<vec4f, ${BR * dk4}>;  // qs[(d/4)·BR + row][d % 4]
+var<workgroup> kt: array<vec4f, ${bc * dk4}>;  // K tile kt[(d/4)·BC + key][d % 4]
+var<workgroup> kv: array<f32, ${bc * dv}>;     // V tile vs[key·DV + d]`,
+      start: { qWidth: '(DK4 * 4u)', qStore: 'qs[(d / 4u) * BR + r][d % 4u] = x;' },
+      kStage: { src: 'k', width: '(DK4 * 4u)', dim: 'DK', store: 'kt[(d / 4u) * BC + c][d % 4u] = x;' },
+    };
+  }
+  return {
+    arrays: `${qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt}
+var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]`,
+    start: { stageQ: qShared },
+    kStage: { src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * BC + c] = x;' },
+  };
+}
+
+export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false }) {
   const dc = Math.ceil(dv / 16);
   const kc = bc / 16;
+  const layout = qkLayout(dot, qShared, dk, dv, bc);
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
+const DK4 = ${Math.ceil(dk / 4)}u;
 const DV = ${dv}u;
 const BR = ${BR}u;
 const BC = ${bc}u;
@@ -57,27 +102,23 @@ const KC = ${kc}u;   // keys per invocation in the score block
 const DC = ${dc}u;   // output columns per invocation
 
 ${flashBindings}
-${qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt}
-var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
+${layout.arrays}
 var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-${cooperativeStart({ stageQ: qShared })}
+${cooperativeStart(layout.start)}
   var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
   for (var j = 0u; j < DC; j++) { acc[j] = vec4f(0.0); }
 
   for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * BC + c] = x;' })}
+${stageKeyRows(layout.kStage)}
     workgroupBarrier();
 
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
-    for (var d = 0u; d < DK; d++) {
-      let a = ${qRows(qShared)};
-      for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
-    }
+${scoreLoop(dot, qShared)}
     for (var j = 0u; j < KC; j++) {
       let c = tc + 16u * j;
       var s = vec4f(NEG);
