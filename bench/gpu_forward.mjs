@@ -5,6 +5,7 @@ import { MultiHeadAttention, configure } from '../web/src/node.js';
 import { defaultVariant } from '../web/src/webgpu/kernel_config.js';
 import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
 import { passHooks } from '../web/src/webgpu/forward_pass.js';
+import { transferModes } from '../web/src/webgpu/staging_uploads.js';
 
 function filled(n, seed, scale = 1) {
   const a = new Float32Array(n);
@@ -58,12 +59,13 @@ async function timeForward(gpu, { L, E, h }, label, pins, budget, print) {
   const rows = 2 ** Math.ceil(Math.log2(L));  // call_kernels.js's buckets: this shape's classes
   const profile = mha.gpuProfile()?.classes.filter((c) => c.shapeClass.startsWith(`M${rows}:`) || c.shapeClass.includes(`:L${rows}:`))
     .map(({ family, chosen, medianMs }) => ({ family, chosen, medianMs }));
-  const phases = label === 'fastest' ? await phaseRow(mha, x, { L, E, h }) : null;
+  const phases = [];
+  if (label === 'fastest') for (const [name, modes] of TRANSFER_MODES) phases.push(await phaseRow(mha, x, { L, E, h }, name, modes));
   mha.dispose();
   selectionHooks.onCall = null;
   const medianMs = median(times);
   const flops = 8 * L * E * E + 4 * L * L * E;
-  if (phases) print(phases);
+  phases.forEach(print);
   return {
     kind: 'forward', variant: label, shape: `L${L} E${E} h${h}`, createMs, firstMs, medianMs, runs: times.length, selectionCalls,
     gflops: flops / medianMs / 1e6, kernels: kernels ? `${kernels.linear}+${kernels.attention ?? kernels.decode}` : undefined, profile,
@@ -73,23 +75,36 @@ async function timeForward(gpu, { L, E, h }, label, pins, budget, print) {
 /**
  * Where one forward's time goes: medians over a few calls of forward_pass.js's phases, the whole
  * call as the API sees it (total), and what lies outside the GPU pass (outside: the API's checks,
- * the copy of the inputs, the result's tensors). The 'default' configuration also reports its
- * first call's phases (the pipelines are compiled by create(); the call's buffers are not).
+ * the copy of the inputs, the result's tensors), with each transfer option (staging_uploads.js).
+ * The 'default' configuration also reports its first call's phases (the pipelines are compiled
+ * by create(); the call's buffers are not).
  */
-async function phaseRow(mha, x, { L, E, h }) {
+async function phaseRow(mha, x, { L, E, h }, label, modes) {
+  Object.assign(transferModes, modes);
   const rows = [];
   passHooks.onPhases = (p) => rows.push(p);
   const totals = [];
-  for (let i = 0; i < 7; i++) {
+  for (let i = 0; i < 8; i++) {
     const t0 = performance.now();
     await mha.forward(x, x, x);
     totals.push(performance.now() - t0);
   }
   passHooks.onPhases = null;
+  Object.assign(transferModes, { staging: false, prefault: false });
+  rows.shift();  // a call that switched modes (staging buffers made, mapped again)
+  totals.shift();
   const names = Object.keys(rows[0]);
   const phases = Object.fromEntries(names.map((n) => [n, rows[0][n] === null ? null : median(rows.map((r) => r[n]))]));
-  return phasesRow('fastest', { L, E, h }, median(totals), phases);
+  return phasesRow(label, { L, E, h }, median(totals), phases);
 }
+
+// The transfer options (staging_uploads.js) compared on the fastest kernels: each its phases.
+const TRANSFER_MODES = [
+  ['fastest', { staging: false, prefault: false }],
+  ['+staging', { staging: true, prefault: false }],
+  ['+prefault', { staging: false, prefault: true }],
+  ['+both', { staging: true, prefault: true }],
+];
 
 // A 'phases' row: the pass's phases, the call's total, and the rest (outside the pass).
 function phasesRow(variant, { L, E, h }, total, phases) {

@@ -24,6 +24,7 @@ import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
 import { selectsKernels, warmPipelines } from './warm_pipelines.js';
 import { kernelProfile } from './kernel_profile.js';
+import { StagingUploads } from './staging_uploads.js';
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
@@ -54,6 +55,7 @@ export class WebGpuExecutor {
   #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
   #pass;                   // the executor as runForwardPass() sees it
+  #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
   constructor(config, gpu) {
@@ -66,6 +68,7 @@ export class WebGpuExecutor {
     });
     this.#lostSignal.catch(() => {});
     this.#params = this.#createParams();
+    this.#staging = new StagingUploads(gpu.device);
     /** Resolves once the module's default pipelines are compiled (create() awaits it). */
     this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
     // What forward_pass.js reads of this executor, made once (not per call).
@@ -78,6 +81,7 @@ export class WebGpuExecutor {
       untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
       gone: () => this.#lost !== null || this.#disposed,
       selecting: selectsKernels(this.#device),
+      staging: this.#staging,
     };
   }
 
@@ -226,6 +230,7 @@ export class WebGpuExecutor {
   #releasePool() {
     for (const { buffer } of this.#pool.values()) buffer.destroy();
     this.#pool.clear();
+    this.#staging?.destroy();
   }
 
   #releaseParams() {

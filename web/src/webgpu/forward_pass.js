@@ -10,6 +10,7 @@ import { MAP_READ, Usage } from './device.js';
 import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
+import { transferModes } from './staging_uploads.js';
 import { recordTime, selectionHooks } from './kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -34,9 +35,11 @@ export const passHooks = { onPhases: null };
 /** Thrown inside the GPU path when the device is gone. */
 export class DeviceLost extends Error {}
 
-// What encodeForward() writes through: pooled buffers by role, uploads, uniform slots, dispatches.
-function encodingContext(gpu) {
+// What encodeForward() writes through: pooled buffers by role, uploads (through the module's
+// staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
+function encodingContext(gpu, encoder) {
   const { device } = gpu;
+  const staging = transferModes.staging ? gpu.staging : null;
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const buffer = (floats, usage, role) => {
@@ -51,7 +54,7 @@ function encodingContext(gpu) {
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      device.queue.writeBuffer(b, 0, data);
+      if (!staging?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -89,6 +92,30 @@ function encodePass(device, ctx, encoder, timer) {
   timer?.afterPass(encoder);
 }
 
+// The call's result: { output, weights, kernels, fill(mapped range) }. With transferModes.prefault
+// the arrays are made (and their pages touched) now, while the GPU works, and filled from the
+// mapped range later; else they are copied out of it then.
+function resultArrays(outFloats, weightFloats, kernels) {
+  const result = { output: null, weights: null, kernels };
+  if (transferModes.prefault) {
+    result.output = new Float32Array(outFloats).fill(0);
+    if (weightFloats) result.weights = new Float32Array(weightFloats).fill(0);
+  }
+  Object.defineProperty(result, 'fill', {
+    value(range) {
+      const all = new Float32Array(range);
+      if (!transferModes.prefault || !result.output) {
+        result.output = all.slice(0, outFloats);
+        result.weights = weightFloats ? all.slice(outFloats) : null;
+        return;
+      }
+      result.output.set(all.subarray(0, outFloats));
+      result.weights?.set(all.subarray(outFloats));
+    },
+  });
+  return result;
+}
+
 function reportPhases(marks, uploadMs, gpuMs) {
   const names = ['pipelines', 'encode', 'map', 'scopes', 'copyOut'];
   passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
@@ -118,9 +145,9 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
-    const ctx = encodingContext(gpu);
-    const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
+    const ctx = encodingContext(gpu, encoder);
+    const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     const readback = ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
     encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
@@ -130,6 +157,8 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
 
     scopes = [device.popErrorScope(), device.popErrorScope()];
     scopes.forEach((s) => s.catch(() => {}));
+    gpu.staging?.rearm();
+    const result = resultArrays(outFloats, weightFloats, names);
     marks?.push(performance.now());
     const readBytes = (outFloats + weightFloats) * F32;
     await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
@@ -139,8 +168,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     if (gpuError) throw new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
     const range = readback.getMappedRange(0, readBytes);
     if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');
-    const all = new Float32Array(range);
-    const result = { output: all.slice(0, outFloats), weights: weightFloats ? all.slice(outFloats) : null, kernels: names };
+    result.fill(range);
     readback.unmap();
     marks?.push(performance.now());
     const ms = timer ? await untilLost(timer.elapsed()) : null;
