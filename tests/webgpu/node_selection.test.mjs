@@ -5,7 +5,7 @@
 // logic alone runs first on a stand-in device. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, configure } from 'webattention';
+import { MultiHeadAttention, OptionError, configure, gpuKernelVariants } from 'webattention';
 import { SELECTION_RUNS, selectionHooks } from '../internals.mjs';
 import { chooseKernels, recordTime } from '../../web/src/webgpu/kernel_selection.js';
 import { filled } from '../contract/contract.mjs';
@@ -51,6 +51,21 @@ describe('selection logic (a stand-in device, no GPU)', () => {
     const { variants, measured } = chooseKernels({}, decisions, false);
     assert.equal(measured, null);
     assert.deepEqual([variants.linear.name, variants.attention.name], ['d', 'x']);
+  });
+});
+
+describe('configure({ gpuKernels }) and gpuKernelVariants()', () => {
+  test('the variant names per family; pins are checked against them', async () => {
+    const names = await gpuKernelVariants();
+    assert.deepEqual(Object.keys(names), ['linear', 'attention', 'decode']);
+    assert.ok(names.linear.includes('tile64') && names.attention.includes('row') && names.decode.includes('split256'));
+    const refused = (value, argument) => assert.throws(() => configure({ gpuKernels: value }),
+      (e) => e instanceof OptionError && e.argument === argument);
+    refused({ softmax: 'row' }, 'gpuKernels');
+    refused({ linear: 'row' }, 'gpuKernels.linear');
+    refused('tile64', 'gpuKernels');
+    configure({ gpuKernels: { linear: 'tile64', attention: null } });
+    configure({ gpuKernels: null });
   });
 });
 
