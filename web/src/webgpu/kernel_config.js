@@ -36,7 +36,8 @@ export const LINEAR_VARIANTS = {
  * query row per invocation); 'tiled' is flash_tiled.wgsl.js (64 rows × bc keys per workgroup of
  * 256 as register-blocked mini-GEMMs; qShared false: Q read from global memory, for wide heads
  * whose Q tile would not fit workgroup memory; dot: the scores as dot products of vec4s over the
- * features, Q and K staged that way); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
+ * features, Q and K staged that way; lean: K, V, scores and p in arrays of their own, three
+ * barriers per key tile instead of five); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
  * reads; needs 48 KiB of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
@@ -44,6 +45,7 @@ export const ATTENTION_VARIANTS = {
   tile64x16: { kernel: 'tiled', bc: 16 },
   tile64x32: { kernel: 'tiled', bc: 32 },
   dot64x16: { kernel: 'tiled', bc: 16, dot: true },
+  lean64x16: { kernel: 'tiled', bc: 16, lean: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
 };

@@ -14,6 +14,8 @@
 //   4. it turns its own scores into p = exp(s − m) in place while the V tile replaces K;
 //   5. O += P V, again a mini-GEMM: 4 rows × ⌈DV/16⌉ columns (tc + 16·j) per invocation, reading
 //      P's 4 rows as one vec4 and consecutive V columns; the row sums l add up p on the way.
+// With lean (variant 'lean64x16') K, V, the scores and p have arrays of their own and steps 3–4
+// and 5–1 need no barrier between them (layoutOf()).
 // With dot (variant 'dot64x16') step 2 reads Q and K as vec4s over the features instead
 // (qs[d/4][row], kt[d/4][key]) and sums dot products; K and V then have tiles of their own.
 // Barriers separate the steps; the key loop's bounds are uniform (the causal end is per
@@ -33,9 +35,10 @@ const BR = 64;
  * Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv (qShared:
  * Q staged in workgroup memory, else read from global memory where it is used).
  */
-export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false) {
+export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false, lean = false) {
   const dk4 = 4 * Math.ceil(dk / 4);
   if (dot) return BR * dk4 + bc * dk4 + bc * dv + BR * bc;  // Q, K, V apart (K as vec4s over d)
+  if (lean) return BR * dk + bc * (dk + dv) + 2 * BR * bc;  // Q, K, V, scores and p apart
   return (qShared ? BR * dk : 0) + bc * Math.max(dk, dv) + BR * bc;
 }
 
@@ -54,7 +57,7 @@ fn qAt(b: u32, h: u32, row: u32, d: u32) -> f32 {
 // The score block's loop over the features: dots[j][i] = q(row 4·tr + i) · k(key tc + 16·j).
 // 'rows': per feature d, Q's 4 rows as one vec4 and one key per j (4 multiply-adds per 2 reads);
 // dot: per 4 features, each row's 4 as a vec4 and the key's 4 as one (16 per 5 reads).
-const scoreLoop = (dot, qShared) => (dot ? `
+const scoreLoop = (dot, qShared, kTile) => (dot ? `
     for (var d4 = 0u; d4 < DK4; d4++) {
       var a: array<vec4f, 4>;
       for (var i = 0u; i < 4u; i++) { a[i] = qs[d4 * BR + 4u * tr + i]; }
@@ -65,33 +68,56 @@ const scoreLoop = (dot, qShared) => (dot ? `
     }` : `
     for (var d = 0u; d < DK; d++) {
       let a = ${qRows(qShared)};
-      for (var j = 0u; j < KC; j++) { dots[j] += a * kv[d * BC + tc + 16u * j]; }
+      for (var j = 0u; j < KC; j++) { dots[j] += a * ${kTile}[d * BC + tc + 16u * j]; }
     }`);
 
-// Workgroup arrays for Q and K, and how they are staged, in each score mode.
-function qkLayout(dot, qShared, dk, dv, bc) {
+// Workgroup arrays, how Q and K are staged, and which arrays hold K, V and p, in each mode. With
+// lean, K, V, the scores and p each have an array of their own, so two barriers of the five per
+// tile go: after the running max (p no longer overwrites the scores being read) and at the end
+// of the tile (the next K tile no longer overwrites the V being read).
+function layoutOf({ dot, qShared, lean }, dk, dv, bc) {
   const dk4 = Math.ceil(dk / 4);
+  const common = { v: 'kv', p: 'st', k: 'kv', barrier: { afterMax: 'workgroupBarrier();', tileEnd: 'workgroupBarrier();' } };
+  const scores = `var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;  // st[key·BR/4 + row/4][row % 4]: s${lean ? '' : ', then p'}`;
   if (dot) {
     return {
+      ...common,
       arrays: `var<workgroup> qs: array<vec4f, ${BR * dk4}>;  // qs[(d/4)·BR + row][d % 4]
 var<workgroup> kt: array<vec4f, ${bc * dk4}>;  // K tile kt[(d/4)·BC + key][d % 4]
-var<workgroup> kv: array<f32, ${bc * dv}>;     // V tile vs[key·DV + d]`,
+var<workgroup> kv: array<f32, ${bc * dv}>;     // V tile vs[key·DV + d]
+${scores}`,
       start: { qWidth: '(DK4 * 4u)', qStore: 'qs[(d / 4u) * BR + r][d % 4u] = x;' },
       kStage: { src: 'k', width: '(DK4 * 4u)', dim: 'DK', store: 'kt[(d / 4u) * BC + c][d % 4u] = x;' },
     };
   }
+  const qArray = qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt;
+  if (lean) {
+    const none = '// (no barrier: see layoutOf())';
+    return {
+      k: 'kk', v: 'vv', p: 'pt', barrier: { afterMax: none, tileEnd: none },
+      arrays: `${qArray}
+var<workgroup> kk: array<f32, ${bc * dk}>;  // K tile kk[d·BC + key]
+var<workgroup> vv: array<f32, ${bc * dv}>;  // V tile vv[key·DV + d]
+${scores}
+var<workgroup> pt: array<vec4f, ${(bc * BR) / 4}>;  // p, as st`,
+      start: { stageQ: qShared },
+      kStage: { src: 'k', width: 'DK', dim: 'DK', store: 'kk[d * BC + c] = x;' },
+    };
+  }
   return {
-    arrays: `${qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt}
-var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]`,
+    ...common,
+    arrays: `${qArray}
+var<workgroup> kv: array<f32, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
+${scores}`,
     start: { stageQ: qShared },
     kStage: { src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * BC + c] = x;' },
   };
 }
 
-export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false }) {
+export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false, lean = false }) {
   const dc = Math.ceil(dv / 16);
   const kc = bc / 16;
-  const layout = qkLayout(dot, qShared, dk, dv, bc);
+  const layout = layoutOf({ dot, qShared, lean }, dk, dv, bc);
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
 const DK4 = ${Math.ceil(dk / 4)}u;
@@ -103,7 +129,6 @@ const DC = ${dc}u;   // output columns per invocation
 
 ${flashBindings}
 ${layout.arrays}
-var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;      // st[key·BR/4 + row/4][row % 4]: s, then p
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
@@ -118,7 +143,7 @@ ${stageKeyRows(layout.kStage)}
 
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
-${scoreLoop(dot, qShared)}
+${scoreLoop(dot, qShared, layout.k)}
     for (var j = 0u; j < KC; j++) {
       let c = tc + 16u * j;
       var s = vec4f(NEG);
@@ -137,25 +162,25 @@ ${scoreLoop(dot, qShared)}
     l *= alpha;
     for (var j = 0u; j < DC; j++) { acc[j] *= alpha; }
     m = mNew;
-    workgroupBarrier();
+    ${layout.barrier.afterMax}
 
     for (var j = 0u; j < KC; j++) {
       let at = (tc + 16u * j) * (BR / 4u) + tr;
       let s = st[at];
-      st[at] = select(vec4f(0.0), exp(s - m), s > vec4f(MASKED_AT));
+      ${layout.p}[at] = select(vec4f(0.0), exp(s - m), s > vec4f(MASKED_AT));
     }
-${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: 'kv[c * DV + d] = x;' })}
+${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: `${layout.v}[c * DV + d] = x;` })}
     workgroupBarrier();
 
     for (var c = 0u; c < BC; c++) {
-      let pr = st[c * (BR / 4u) + tr];
+      let pr = ${layout.p}[c * (BR / 4u) + tr];
       l += pr;
       for (var j = 0u; j < DC; j++) {
         let col = tc + 16u * j;
-        if (col < DV) { acc[j] += pr * kv[c * DV + col]; }
+        if (col < DV) { acc[j] += pr * ${layout.v}[c * DV + col]; }
       }
     }
-    workgroupBarrier();
+    ${layout.barrier.tileEnd}
   }
 
 ${cooperativeEnd(`    for (var j = 0u; j < DC; j++) {
