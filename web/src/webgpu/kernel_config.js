@@ -46,6 +46,8 @@ export const ATTENTION_VARIANTS = {
   tile64x32: { kernel: 'tiled', bc: 32 },
   dot64x16: { kernel: 'tiled', bc: 16, dot: true },
   lean64x16: { kernel: 'tiled', bc: 16, lean: true },
+  lean64x32: { kernel: 'tiled', bc: 32, lean: true },
+  dotlean64x16: { kernel: 'tiled', bc: 16, dot: true, lean: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
 };

@@ -37,7 +37,7 @@ const BR = 64;
  */
 export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false, lean = false) {
   const dk4 = 4 * Math.ceil(dk / 4);
-  if (dot) return BR * dk4 + bc * dk4 + bc * dv + BR * bc;  // Q, K, V apart (K as vec4s over d)
+  if (dot) return BR * dk4 + bc * dk4 + bc * dv + (lean ? 2 : 1) * BR * bc;  // Q, K, V apart (K as vec4s over d)
   if (lean) return BR * dk + bc * (dk + dv) + 2 * BR * bc;  // Q, K, V, scores and p apart
   return (qShared ? BR * dk : 0) + bc * Math.max(dk, dv) + BR * bc;
 }
@@ -79,27 +79,30 @@ function layoutOf({ dot, qShared, lean }, dk, dv, bc) {
   const dk4 = Math.ceil(dk / 4);
   const common = { v: 'kv', p: 'st', k: 'kv', barrier: { afterMax: 'workgroupBarrier();', tileEnd: 'workgroupBarrier();' } };
   const scores = `var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;  // st[key·BR/4 + row/4][row % 4]: s${lean ? '' : ', then p'}`;
+  const none = '// (no barrier: see layoutOf())';
+  const pArray = `var<workgroup> pt: array<vec4f, ${(bc * BR) / 4}>;  // p, as st`;
   if (dot) {
+    // K and V are apart already: lean only needs p apart from the scores.
     return {
       ...common,
+      ...(lean ? { p: 'pt', barrier: { afterMax: none, tileEnd: none } } : {}),
       arrays: `var<workgroup> qs: array<vec4f, ${BR * dk4}>;  // qs[(d/4)·BR + row][d % 4]
 var<workgroup> kt: array<vec4f, ${bc * dk4}>;  // K tile kt[(d/4)·BC + key][d % 4]
 var<workgroup> kv: array<f32, ${bc * dv}>;     // V tile vs[key·DV + d]
-${scores}`,
+${scores}${lean ? `\n${pArray}` : ''}`,
       start: { qWidth: '(DK4 * 4u)', qStore: 'qs[(d / 4u) * BR + r][d % 4u] = x;' },
       kStage: { src: 'k', width: '(DK4 * 4u)', dim: 'DK', store: 'kt[(d / 4u) * BC + c][d % 4u] = x;' },
     };
   }
   const qArray = qShared ? `var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;      // qs[d·16 + row/4][row % 4]` : qAt;
   if (lean) {
-    const none = '// (no barrier: see layoutOf())';
     return {
       k: 'kk', v: 'vv', p: 'pt', barrier: { afterMax: none, tileEnd: none },
       arrays: `${qArray}
 var<workgroup> kk: array<f32, ${bc * dk}>;  // K tile kk[d·BC + key]
 var<workgroup> vv: array<f32, ${bc * dv}>;  // V tile vv[key·DV + d]
 ${scores}
-var<workgroup> pt: array<vec4f, ${(bc * BR) / 4}>;  // p, as st`,
+${pArray}`,
       start: { stageQ: qShared },
       kStage: { src: 'k', width: 'DK', dim: 'DK', store: 'kk[d * BC + c] = x;' },
     };
