@@ -131,8 +131,8 @@ export class MultiHeadAttention {
 
   /**
    * What the WebGPU kernel selection measured and chose on this module's device
-   * (docs/webgpu.md), or null while the module has no GPU: { adapter, pinned, classes: [{ family,
-   * shapeClass, chosen, medianMs, runs }] }.
+   * (docs/webgpu.md), or null while the module has no GPU: { adapter, measuring, timer, defaults,
+   * pinned, classes: [{ family, shapeClass, chosen, medianMs, runs }] }.
    */
   gpuProfile() {
     return this.#live('gpuProfile').gpuProfile();

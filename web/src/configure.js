@@ -1,8 +1,9 @@
 // configure(): the package's settings. wasmPaths is one-time (given before the first module
-// loads); gpuKernels (pins WebGPU kernel variants, gpu_kernel_pins.js) may change at any time. wasmPaths: where the browser loader fetches the package's files from (browser_files.js): a
-// base URL (the folder the package's web/dist/ files are served from, like onnxruntime-web's
-// env.wasm.wasmPaths) or a map from file name to URL. Node reads the installed files and
-// ignores it, so that code shared with a server-side render runs there unchanged.
+// loads): where the browser loader fetches the package's files from (browser_files.js), a base
+// URL (the folder the package's web/dist/ files are served from, like onnxruntime-web's
+// env.wasm.wasmPaths) or a map from file name to URL; Node reads the installed files and ignores
+// it, so that code shared with a server-side render runs there unchanged. gpuKernels pins WebGPU
+// kernel variants (webgpu/gpu_kernel_pins.js) and may change at any time.
 import { MODULES } from '../dist/modules.js';
 import { OptionError, describe } from './errors.js';
 import { moduleFiles } from './module_files.js';
