@@ -44,7 +44,7 @@ function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
   if (r.kind === 'transfer') return `${what} write ${fmt(r.write)}  map ${fmt(r.map)}  copyOut ${fmt(r.copyOut)}  total ${fmt(r.total)} ms`;
   if (r.kind === 'phases') {
-    const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'map', 'scopes', 'copyOut', 'gpu'];
+    const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'prefault', 'map', 'scopes', 'copyOut', 'gpu'];
     return `${what} ${names.map((n) => `${n} ${fmt(r[n])}`).join('  ')} ms`;
   }
   if (r.kind === 'forward') {

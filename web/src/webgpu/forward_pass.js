@@ -10,7 +10,7 @@ import { MAP_READ, Usage } from './device.js';
 import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
-import { transferModes } from './staging_uploads.js';
+import { transferOn } from './staging_uploads.js';
 import { recordTime, selectionHooks } from './kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -25,7 +25,8 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 /**
  * Profiling (bench/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
  * (choosing the variants, awaiting their pipelines), encode (uploads, encoding, submit; of which
- * upload: the inputs' writeBuffer() calls), map (until
+ * upload: the inputs' writeBuffer() calls or staging copies), prefault (the result arrays made
+ * ahead, transferModes.prefault), map (until
  * the readback is mapped: the GPU's work and the copy back), scopes (the error scopes settled),
  * copyOut (the result copied out of the mapped range), gpu (the compute pass by the GPU's
  * timestamps, where the device has them; the call is timed for it).
@@ -39,7 +40,7 @@ export class DeviceLost extends Error {}
 // staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
 function encodingContext(gpu, encoder) {
   const { device } = gpu;
-  const staging = transferModes.staging ? gpu.staging : null;
+  const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const buffer = (floats, usage, role) => {
@@ -54,7 +55,7 @@ function encodingContext(gpu, encoder) {
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (!staging?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
+      if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -93,18 +94,19 @@ function encodePass(device, ctx, encoder, timer) {
 }
 
 // The call's result: { output, weights, kernels, fill(mapped range) }. With transferModes.prefault
-// the arrays are made (and their pages touched) now, while the GPU works, and filled from the
-// mapped range later; else they are copied out of it then.
+// on for its size the arrays are made (and their pages touched) now, while the GPU works, and
+// filled from the mapped range later; else they are copied out of it then.
 function resultArrays(outFloats, weightFloats, kernels) {
   const result = { output: null, weights: null, kernels };
-  if (transferModes.prefault) {
+  const prefault = transferOn('prefault', (outFloats + weightFloats) * F32);
+  if (prefault) {
     result.output = new Float32Array(outFloats).fill(0);
     if (weightFloats) result.weights = new Float32Array(weightFloats).fill(0);
   }
   Object.defineProperty(result, 'fill', {
     value(range) {
       const all = new Float32Array(range);
-      if (!transferModes.prefault || !result.output) {
+      if (!prefault) {
         result.output = all.slice(0, outFloats);
         result.weights = weightFloats ? all.slice(outFloats) : null;
         return;
@@ -117,7 +119,7 @@ function resultArrays(outFloats, weightFloats, kernels) {
 }
 
 function reportPhases(marks, uploadMs, gpuMs) {
-  const names = ['pipelines', 'encode', 'map', 'scopes', 'copyOut'];
+  const names = ['pipelines', 'encode', 'prefault', 'map', 'scopes', 'copyOut'];
   passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
 }
 
@@ -158,6 +160,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     scopes = [device.popErrorScope(), device.popErrorScope()];
     scopes.forEach((s) => s.catch(() => {}));
     gpu.staging?.rearm();
+    marks?.push(performance.now());
     const result = resultArrays(outFloats, weightFloats, names);
     marks?.push(performance.now());
     const readBytes = (outFloats + weightFloats) * F32;

@@ -1,5 +1,5 @@
-// Uploads through the module's own staging buffers instead of queue.writeBuffer(), as an option
-// (transferModes.staging) to weigh on hardware. Why: Dawn stages a writeBuffer() through a ring
+// Uploads through the module's own staging buffers instead of queue.writeBuffer()
+// (transferModes.staging). Why: Dawn stages a writeBuffer() through a ring
 // of a few MiB and, for a larger write, through a staging buffer made for that write alone, so
 // a call with a 6–48 MiB input may allocate and fault in that much host memory every time. Here
 // each input role keeps a MAP_WRITE staging buffer: made mapped (mappedAtCreation) the first
@@ -9,9 +9,23 @@
 //
 // transferModes.prefault: the call allocates its result arrays and touches their pages while the
 // GPU works (forward_pass.js), instead of allocating them after the readback is mapped.
+//
+// Both are on ('auto') for transfers of TRANSFER_AUTO_BYTES and more. Measured on an H100
+// (bench/gpu.mjs, second run): with both, (2048, 768, 12) 8.6 → 4.6 ms host to host, (4096, 1024,
+// 16) 26.8 → 16.9 ms, (16384, 768, 12) 157 → 110 ms (writeBuffer() ran at ~2 GB/s there; the
+// staging copy at ~10); at (128, 512, 8), 256 KiB each way, they cost 0.08 ms, hence the size.
 
-/** The transfer options (bench/gpu.mjs compares them; both off is what ran on the H100 first). */
-export const transferModes = { staging: false, prefault: false };
+/** Each option: true, false, or 'auto' (on from TRANSFER_AUTO_BYTES). Tests and the bench set them. */
+export const transferModes = { staging: 'auto', prefault: 'auto' };
+
+/** Bytes (of an input, or of the result) from which an 'auto' option is on. */
+export const TRANSFER_AUTO_BYTES = 1 << 20;
+
+/** Whether option `name` of transferModes applies to a transfer of `bytes`. */
+export function transferOn(name, bytes) {
+  const mode = transferModes[name];
+  return mode === true || (mode === 'auto' && bytes >= TRANSFER_AUTO_BYTES);
+}
 
 const MAP_WRITE = 0x2;
 const COPY_SRC = 0x4;
