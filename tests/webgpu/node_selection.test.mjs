@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { MultiHeadAttention, OptionError, configure, gpuKernelVariants } from 'webattention';
 import { SELECTION_RUNS, selectionHooks } from '../internals.mjs';
 import { chooseKernels, recordTime } from '../../web/src/webgpu/kernel_selection.js';
+import { LINEAR_LARGE_ROWS, preferredVariant } from '../../web/src/webgpu/kernel_config.js';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, freshDevice, randomStateDict } from './node_setup.mjs';
 
@@ -45,6 +46,14 @@ describe('selection logic (a stand-in device, no GPU)', () => {
     assert.equal(after.measured, null, 'nothing measured once both are chosen');
     assert.deepEqual([after.variants.linear.name, after.variants.attention.name], ['b', 'row']);
     assert.equal(chooseKernels({}, decisions, true).measured.name, 'd', 'another device measures afresh');
+  });
+
+  test('the default, else its fallback, else the first variant that fits', () => {
+    assert.equal(preferredVariant('attention', 128, ['row', 'tile64x16', 'wide64x16']), 'tile64x16');
+    assert.equal(preferredVariant('attention', 128, ['row', 'wide64x16']), 'wide64x16');
+    assert.equal(preferredVariant('attention', 128, ['row']), 'row');
+    assert.equal(preferredVariant('linear', LINEAR_LARGE_ROWS - 1, ['tile64', 'r64x64k16', 'r128x128k8p']), 'r64x64k16');
+    assert.equal(preferredVariant('linear', LINEAR_LARGE_ROWS, ['tile64', 'r64x64k16', 'r128x128k8p']), 'r128x128k8p');
   });
 
   test('without measuring (a software adapter) the default runs and nothing is measured', () => {

@@ -2,7 +2,7 @@
 // is per shape class: for the linear family the rows of the call (bucketed to a power of two) and
 // the module's widths; for attention the head widths, batch × heads, query rows and keys
 // (bucketed) and causal. Everything is resolved before the call encodes anything.
-import { defaultVariant } from './kernel_config.js';
+import { preferredVariant } from './kernel_config.js';
 import { chooseKernels } from './kernel_selection.js';
 import { fittingVariants } from './kernel_variants.js';
 import { getPipeline, variantPipeline } from './pipelines.js';
@@ -19,15 +19,12 @@ export function callDecisions(plan, config, path, limits) {
   const family = attentionFamily(path);
   const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
   const rows = B * Math.max(L, S);  // the largest projection's
+  const decision = (f, shapeClass, candidates) => ({
+    family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
+  });
   return [
-    {
-      family: 'linear', shapeClass: `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`,
-      candidates: fittingVariants('linear', limits, {}), preferred: defaultVariant('linear', rows),
-    },
-    {
-      family, shapeClass: `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`,
-      candidates: fittingVariants(family, limits, { dk, dv }), preferred: defaultVariant(family, rows),
-    },
+    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`, fittingVariants('linear', limits, {})),
+    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
   ];
 }
 

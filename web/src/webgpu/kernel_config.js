@@ -63,8 +63,9 @@ export const DECODE_VARIANTS = {
  * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
  * 1.7–1.8× tile64) and r128x128k8p from there (fastest at 4096 and 16384 rows: 37–39 TFLOP/s,
  * 2.6–2.9× tile64); attention tile64x16 (fastest without a mask at every L from 1024, within 7%
- * of quad64 with causal at L = 1024, 2.4–3.1× row; 18% behind quad64 at L = 128). Where a default does not fit the device (tile64x16 needs 24 KiB of workgroup memory
- * at d = 64) the catalogue's first variant that fits runs.
+ * of quad64 with causal at L = 1024, 2.4–3.1× row; 18% behind quad64 at L = 128). Where a
+ * default does not fit the device (tile64x16 needs 24 KiB of workgroup memory at d = 64),
+ * DEFAULT_FALLBACKS, else the catalogue's first variant that fits, runs.
  */
 export const DEFAULT_VARIANTS = {
   linear: ['r64x64k16', 'r128x128k8p'],  // [below LINEAR_LARGE_ROWS rows, from there]
@@ -79,6 +80,18 @@ export const LINEAR_LARGE_ROWS = 4096;
 export function defaultVariant(family, rows) {
   const [small, large = small] = DEFAULT_VARIANTS[family];
   return rows >= LINEAR_LARGE_ROWS ? large : small;
+}
+
+/**
+ * Where a family's default does not fit the device, the next of these that does: wide64x16 (8 KiB
+ * of workgroup memory at d = 64) ran 1.15–1.65× faster than row on the H100 at every shape.
+ */
+export const DEFAULT_FALLBACKS = { attention: ['wide64x16'] };
+
+/** The default among `names` (the variants that fit): defaultVariant(), a fallback, or the first. */
+export function preferredVariant(family, rows, names) {
+  const order = [defaultVariant(family, rows), ...(DEFAULT_FALLBACKS[family] ?? [])];
+  return order.find((name) => names.includes(name)) ?? names[0];
 }
 
 /**

@@ -4,7 +4,7 @@
 // (selectsKernels()), every other candidate starts compiling in the background, so that the
 // calls that try them find them ready or nearly so. A pinned variant (configure({ gpuKernels }))
 // is compiled in place of its family's default.
-import { DEFAULT_VARIANTS } from './kernel_config.js';
+import { LINEAR_LARGE_ROWS, preferredVariant } from './kernel_config.js';
 import { pinnedVariant } from './gpu_kernel_pins.js';
 import { isSoftwareAdapter } from './device.js';
 import { VARIANTS, fittingVariants } from './kernel_variants.js';
@@ -49,9 +49,11 @@ export async function warmPipelines(device, config) {
   for (const family of Object.keys(VARIANTS)) {
     const fitting = fittingVariants(family, limits, heads);
     const pinned = pinnedVariant(family);
-    const wanted = pinned ? [pinned] : DEFAULT_VARIANTS[family];
+    const names = fitting.map((v) => v.name);
+    // The defaults for small and for large calls (one and the same but for linear).
+    const wanted = pinned && names.includes(pinned) ? [pinned]
+      : [preferredVariant(family, 0, names), preferredVariant(family, LINEAR_LARGE_ROWS, names)];
     const first = fitting.filter((v) => wanted.includes(v.name));
-    if (first.length < wanted.length && fitting[0]) first.push(fitting[0]);  // a default that does not fit
     for (const v of first) defaults.push(...compile(family, v));
     if (selectsKernels(device)) {
       for (const v of fitting) if (!first.includes(v)) compile(family, v).forEach((p) => p.catch(() => {}));
