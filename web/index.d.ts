@@ -226,6 +226,8 @@ export class MultiHeadAttention {
    * device was lost: the module then carries on on WASM).
    */
   readonly backend: 'wasm' | 'webgpu';
+  /** What the WebGPU kernel selection measured and chose on this module's device; null without a GPU in use. */
+  gpuProfile(): GpuProfile | null;
   /** Threads forward() computes on; 1 after a worker failed (the module then runs on one thread). */
   readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */
@@ -300,6 +302,8 @@ export interface ConfigureOptions {
    * null: the default again.
    */
   wasmPaths?: string | Record<string, string> | null;
+  /** WebGPU kernel variants pinned by name (gpuKernelVariants()); may change at any time. null: none. */
+  gpuKernels?: GpuKernelPins | null;
 }
 
 /**
@@ -367,3 +371,30 @@ export class SafetensorsError extends WebAttentionError {}
  * the fix (optimizeDeps.exclude, the URL, configure({ wasmPaths })).
  */
 export class LoadError extends WebAttentionError {}
+
+// WebGPU kernel variants (docs/webgpu.md): pinned with configure({ gpuKernels }), else chosen by
+// measurement on the device.
+/** Variant names per kernel family. */
+export interface GpuKernelVariants { linear: string[]; attention: string[]; decode: string[] }
+/** A variant name per family to pin (see gpuKernelVariants()). */
+export interface GpuKernelPins { linear?: string | null; attention?: string | null; decode?: string | null }
+/** One shape class of the selection: chosen is null while its candidates are still measured. */
+export interface GpuKernelClass {
+  family: 'linear' | 'attention' | 'decode';
+  shapeClass: string;
+  chosen: string | null;
+  medianMs: Record<string, number | null>;
+  runs: Record<string, number>;
+}
+export interface GpuProfile {
+  adapter: { vendor?: string; architecture?: string; device?: string; description?: string };
+  /** false on a software adapter: the defaults run, nothing is measured. */
+  measuring: boolean;
+  timer: 'timestamp-query' | 'wall';
+  /** The variants run before measurement; linear's second from linearLargeFromRows rows. */
+  defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
+  pinned: GpuKernelPins;
+  classes: GpuKernelClass[];
+}
+/** Resolves to the WebGPU kernel variants' names, per family. */
+export function gpuKernelVariants(): Promise<GpuKernelVariants>;

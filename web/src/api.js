@@ -118,6 +118,15 @@ export class MultiHeadAttention {
     return { matrix: tensor(matrix, shape), rank, factoredParameters, fullParameters };
   }
 
+  /**
+   * What the WebGPU kernel selection measured and chose on this module's device
+   * (docs/webgpu.md), or null while the module has no GPU: { adapter, measuring, timer, defaults,
+   * pinned, classes: [{ family, shapeClass, chosen, medianMs, runs }] }.
+   */
+  gpuProfile() {
+    return this.#live('gpuProfile').gpuProfile();
+  }
+
   /** Frees the module's WASM memory. Later calls throw DisposedError. */
   dispose() {
     if (!this.#dispatcher) return;

@@ -1,13 +1,15 @@
-// configure(): the package's one-time settings, given before the first module loads. One today:
-// wasmPaths, where the browser loader fetches the package's files from (browser_files.js): a
-// base URL (the folder the package's web/dist/ files are served from, like onnxruntime-web's
-// env.wasm.wasmPaths) or a map from file name to URL. Node reads the installed files and
-// ignores it, so that code shared with a server-side render runs there unchanged.
+// configure(): the package's settings. wasmPaths is one-time (given before the first module
+// loads): where the browser loader fetches the package's files from (browser_files.js), a base
+// URL (the folder the package's web/dist/ files are served from, like onnxruntime-web's
+// env.wasm.wasmPaths) or a map from file name to URL; Node reads the installed files and ignores
+// it, so that code shared with a server-side render runs there unchanged. gpuKernels pins WebGPU
+// kernel variants (webgpu/gpu_kernel_pins.js) and may change at any time.
 import { MODULES } from '../dist/modules.js';
 import { OptionError, describe } from './errors.js';
 import { moduleFiles } from './module_files.js';
+import { checkGpuKernels, pinGpuKernels } from './webgpu/gpu_kernel_pins.js';
 
-const OPTIONS = ['wasmPaths'];
+const OPTIONS = ['wasmPaths', 'gpuKernels'];
 /**
  * Every file name a wasmPaths map may name: the files of web/modules.json's modules the browser
  * fetches (not the pthreads worker script: its text is embedded in the package).
@@ -34,7 +36,10 @@ function checkWasmPaths(value) {
     + `got ${describe(value)}`, { argument: 'wasmPaths', expected: 'string | { [file: string]: string }', actual: describe(value) });
 }
 
-/** configure({ wasmPaths }): before the first create() or call (OptionError after, unless unchanged). */
+/**
+ * configure({ wasmPaths, gpuKernels }): wasmPaths before the first create() or call (OptionError
+ * after, unless unchanged); gpuKernels whenever (it applies to the calls that follow).
+ */
 export function configure(options) {
   if (options === null || typeof options !== 'object' || Array.isArray(options)) {
     throw new OptionError(`configure: expected an options object, got ${describe(options)}`, {
@@ -47,6 +52,11 @@ export function configure(options) {
       argument: unknown, expected: OPTIONS, actual: unknown,
     });
   }
+  const pins = 'gpuKernels' in options ? checkGpuKernels(options.gpuKernels) : undefined;
+  if (!('wasmPaths' in options) && pins !== undefined) {
+    pinGpuKernels(pins);
+    return;
+  }
   const next = { wasmPaths: checkWasmPaths(options.wasmPaths) };
   if (locked && JSON.stringify(next) !== JSON.stringify(settings)) {
     throw new OptionError('configure: call it before the first create() or call; the WASM module is loaded already '
@@ -55,6 +65,7 @@ export function configure(options) {
     });
   }
   settings = next;
+  if (pins !== undefined) pinGpuKernels(pins);
 }
 
 /** The wasmPaths setting: null, a base URL string or { [file name]: URL }. */

@@ -88,6 +88,11 @@ export class Dispatcher {
     return this.#wasm.parameterSpecs();
   }
 
+  /** The GPU executor's kernel profile, or null without one in use. */
+  gpuProfile() {
+    return this.#gpuUsable() ? this.#gpu.executor.gpuProfile() : null;
+  }
+
   headBilinearForm(head) {
     return this.#wasm.headBilinearForm(head);
   }

@@ -48,5 +48,6 @@ const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM
 export { loadSafetensors } from './safetensors.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './configure.js';
+export { gpuKernelVariants } from './webgpu/gpu_kernel_pins.js';
 export * from './public_errors.js';
 export { KvCache } from './kv_cache.js';

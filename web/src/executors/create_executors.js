@@ -20,8 +20,11 @@ export async function createExecutors(config, options, runtime) {
   // when there is a GPU (importing it costs ~9 ms of a Node cold start that most processes,
   // having no GPU, would pay for nothing); browsers import it statically, since a lazy import
   // would split the package into two chunks for a bundler.
-  const { gpu, gpuMinFlops } = await gpuSide(resolveBackendOptions(options),
-    async (found) => new (await runtime.loadWebGpuExecutor())(config, found));
+  const { gpu, gpuMinFlops } = await gpuSide(resolveBackendOptions(options), async (found) => {
+    const executor = new (await runtime.loadWebGpuExecutor())(config, found);
+    await executor.ready;  // the module's pipelines, compiled before its first call
+    return executor;
+  });
   const loaded = await runtime.load();
   const wasm = new WasmExecutor(loaded.core, config);
   let pool = null;

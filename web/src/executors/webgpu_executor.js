@@ -23,6 +23,9 @@ import { DECODE_CHUNK } from '../webgpu/kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from '../webgpu/kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from '../webgpu/kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from '../webgpu/forward_pass.js';
+import { selectsKernels, warmPipelines } from '../webgpu/warm_pipelines.js';
+import { kernelProfile } from '../webgpu/kernel_profile.js';
+import { StagingUploads } from '../webgpu/staging_uploads.js';
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
 const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias' };
@@ -56,6 +59,7 @@ export class WebGpuExecutor {
   #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
   #pass;                   // the executor as runForwardPass() sees it
+  #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
   constructor(config, gpu) {
@@ -68,6 +72,9 @@ export class WebGpuExecutor {
     });
     this.#lostSignal.catch(() => {});
     this.#params = this.#createParams();
+    this.#staging = new StagingUploads(gpu.device);
+    /** Resolves once the module's default pipelines are compiled (create() awaits it). */
+    this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
     // What forward_pass.js reads of this executor, made once (not per call).
     const executor = this;
     this.#pass = {
@@ -77,6 +84,8 @@ export class WebGpuExecutor {
       releasePool: () => this.#releasePool(),
       untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
       gone: () => this.#lost !== null || this.#disposed,
+      selecting: selectsKernels(this.#device),
+      staging: this.#staging,
     };
   }
 
@@ -130,6 +139,11 @@ export class WebGpuExecutor {
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
+  }
+
+  /** mha.gpuProfile(): the kernel selection on this module's device (kernel_profile.js). */
+  gpuProfile() {
+    return kernelProfile(this.#device);
   }
 
   /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
@@ -208,6 +222,7 @@ export class WebGpuExecutor {
   #releasePool() {
     for (const { buffer } of this.#pool.values()) buffer.destroy();
     this.#pool.clear();
+    this.#staging?.destroy();
   }
 
   #releaseParams() {

@@ -1,5 +1,7 @@
-// Every choice of WebGPU kernel in one place: which kernel family a call takes (flash or decode)
-// and, as variants are added, which variant of each.
+// Every choice of WebGPU kernel in one place: which kernel family a call takes (flash or decode),
+// the variants of each family (what kernel_variants.js builds), the default variant of each, and
+// how many timed runs the selection (kernel_selection.js) gives a candidate. No WGSL here: this
+// file is light enough for configure() to check variant names against.
 
 /**
  * On the GPU, query lengths up to this take the decode kernels (split-K over keys) instead of the
@@ -9,3 +11,105 @@
  * few rows.
  */
 export const DECODE_MAX_L = 4;
+
+/**
+ * The linear (Y = X·Wᵀ + b) variants: kernel 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
+ * invocation, BK 16, scalar loads); 'tiled' is linear_tiled.wgsl.js with a tile of
+ * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk; the names ending in
+ * 'p' load the next K slice into registers while the current one is multiplied (prefetch). On the
+ * H100, prefetch helped only at BK 8 (r64x128k16p and r128x128k16p were dropped: never faster
+ * than their plain twins).
+ */
+export const LINEAR_VARIANTS = {
+  tile64: { kernel: 'tile64' },
+  r64x64k16: { kernel: 'tiled', im: 1, in: 1, bk: 16 },
+  r64x128k16: { kernel: 'tiled', im: 1, in: 2, bk: 16 },
+  r128x64k16: { kernel: 'tiled', im: 2, in: 1, bk: 16 },
+  r128x128k8: { kernel: 'tiled', im: 2, in: 2, bk: 8 },
+  r128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16 },
+  r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
+  r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
+};
+
+/**
+ * The flash attention variants (L > DECODE_MAX_L): kernel 'row' is flash_attention.wgsl.js (one
+ * query row per invocation); 'tiled' is flash_tiled.wgsl.js (64 rows × bc keys per workgroup of
+ * 256 as register-blocked mini-GEMMs; qShared false: Q read from global memory, for wide heads
+ * whose Q tile would not fit workgroup memory; dot: the scores as dot products of vec4s over the
+ * features, Q and K staged that way; lean: K, V, scores and p in arrays of their own, three
+ * barriers per key tile instead of five); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
+ * reads; needs 48 KiB of workgroup memory at d = 64).
+ */
+export const ATTENTION_VARIANTS = {
+  row: { kernel: 'row' },
+  tile64x16: { kernel: 'tiled', bc: 16 },
+  tile64x32: { kernel: 'tiled', bc: 32 },
+  dot64x16: { kernel: 'tiled', bc: 16, dot: true },
+  lean64x16: { kernel: 'tiled', bc: 16, lean: true },
+  lean64x32: { kernel: 'tiled', bc: 32, lean: true },
+  dotlean64x16: { kernel: 'tiled', bc: 16, dot: true, lean: true },
+  wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
+  quad64: { kernel: 'quad' },
+};
+
+/** The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. */
+export const DECODE_VARIANTS = {
+  split256: { chunk: 256 },
+};
+
+/**
+ * The variants each family runs before (or without) measurement, as measured on an NVIDIA H100
+ * (Dawn/Vulkan, bench/gpu.mjs, 2026-11-26; docs/webgpu.md has the table): linear r64x64k16
+ * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
+ * 1.7–1.8× tile64) and r128x128k8p from there (fastest at 4096 and 16384 rows: 37–39 TFLOP/s,
+ * 2.6–2.9× tile64); attention tile64x16 (fastest without a mask at every L from 1024, within 7%
+ * of quad64 with causal at L = 1024, 2.4–3.1× row; 18% behind quad64 at L = 128). Where a
+ * default does not fit the device (tile64x16 needs 24 KiB of workgroup memory at d = 64),
+ * DEFAULT_FALLBACKS, else the catalogue's first variant that fits, runs.
+ */
+export const DEFAULT_VARIANTS = {
+  linear: ['r64x64k16', 'r128x128k8p'],  // [below LINEAR_LARGE_ROWS rows, from there]
+  attention: ['tile64x16'],
+  decode: ['split256'],
+};
+
+/** Rows (the call's largest projection) from which the linear default is the large one. */
+export const LINEAR_LARGE_ROWS = 4096;
+
+/** The default variant of `family` for a call whose largest projection has `rows` rows. */
+export function defaultVariant(family, rows) {
+  const [small, large = small] = DEFAULT_VARIANTS[family];
+  return rows >= LINEAR_LARGE_ROWS ? large : small;
+}
+
+/**
+ * Where a family's default does not fit the device, the next of these that does: wide64x16 (8 KiB
+ * of workgroup memory at d = 64) ran 1.15–1.65× faster than row on the H100 at every shape.
+ */
+export const DEFAULT_FALLBACKS = { attention: ['wide64x16'] };
+
+/** The default among `names` (the variants that fit): defaultVariant(), a fallback, or the first. */
+export function preferredVariant(family, rows, names) {
+  const order = [defaultVariant(family, rows), ...(DEFAULT_FALLBACKS[family] ?? [])];
+  return order.find((name) => names.includes(name)) ?? names[0];
+}
+
+/**
+ * A candidate whose fastest run is more than this times the fastest run of any candidate is
+ * dropped after its first run: at L = 16384 the slowest candidates cost 2–3× the fastest, so
+ * running each SELECTION_RUNS times would cost seconds.
+ */
+export const SELECTION_PRUNE_RATIO = 1.5;
+
+/** The variant names of each family ({ linear, attention, decode }: string[]). */
+export const variantNames = () => ({
+  linear: Object.keys(LINEAR_VARIANTS),
+  attention: Object.keys(ATTENTION_VARIANTS),
+  decode: Object.keys(DECODE_VARIANTS),
+});
+
+/**
+ * Timed runs per candidate before a shape class's choice is made: the median of 3 shrugs off one
+ * slow run (a first dispatch that warms caches, another module's work on the queue).
+ */
+export const SELECTION_RUNS = 3;

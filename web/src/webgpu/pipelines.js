@@ -1,37 +1,22 @@
-// Compute pipelines, made once per device and shape class and cached: the linear, rotary and
-// cache append kernels have one pipeline per device; flash attention and the decode path's partial kernel one per head-width
-// pair (DK, DV); the weights kernel one per DK; the decode reduce kernel one per DV. Everything
-// else (sizes, strides, masks, causal) is a uniform, so a module that sees many sequence lengths
-// still compiles at most seven shaders.
+// Compute pipelines, made once per device and pipeline key and cached. A key names what the WGSL
+// depends on: the kernel and variant, and the head widths or load flavour a variant compiles in
+// (kernel_variants.js); sizes, strides, masks and causal are uniforms. The rotary and cache append
+// kernels have one pipeline per device, the weights kernel one per DK; the variants one per key.
+// Pipelines are compiled with createComputePipelineAsync, so that create() can start (and await)
+// the ones a module will use before its first call (warmPipelines()).
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
-import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
-import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
-import { flashAttentionShader } from './kernels/flash_attention.wgsl.js';
-import { linearShader } from './kernels/linear.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
 const caches = new WeakMap();  // GPUDevice → Map(key → Promise<GPUComputePipeline>)
 
-const kinds = {
-  linear: () => linearShader(),
-  rotary: () => rotaryShader(),
-  cacheAppend: () => cacheAppendShader(),
-  flash: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
-  weights: ({ dk }) => attentionWeightsShader({ dk }),
-  decodePartial: ({ dk, dv }) => decodePartialShader({ dk, dv }),
-  decodeReduce: ({ dv }) => decodeReduceShader({ dv }),
-};
-
-/** Resolves to the pipeline of kernel `kind` for `shape` ({ dk, dv }), compiling it on first use. */
-export function getPipeline(device, kind, shape = {}) {
+/** Resolves to the pipeline of `key`, compiling `code()` on first use of the key on `device`. */
+export function pipelineFor(device, key, code) {
   let cache = caches.get(device);
   if (!cache) caches.set(device, (cache = new Map()));
-  const key = `${kind}:${shape.dk ?? ''}:${shape.dv ?? ''}`;
   let pipeline = cache.get(key);
   if (!pipeline) {
-    const code = kinds[kind](shape);
-    const module = device.createShaderModule({ code, label: `webattention ${key}` });
+    const module = device.createShaderModule({ code: code(), label: `webattention ${key}` });
     pipeline = device.createComputePipelineAsync({
       layout: 'auto', compute: { module, entryPoint: 'main' }, label: `webattention ${key}`,
     });
@@ -39,6 +24,20 @@ export function getPipeline(device, kind, shape = {}) {
     cache.set(key, pipeline);
   }
   return pipeline;
+}
+
+/** The pipeline of a variant descriptor (kernel_variants.js) for `problem`. */
+export const variantPipeline = (device, variant, problem) => pipelineFor(device, variant.key(problem), () => variant.shader(problem));
+
+const kinds = {
+  rotary: () => rotaryShader(),
+  cacheAppend: () => cacheAppendShader(),
+  weights: ({ dk }) => attentionWeightsShader({ dk }),
+};
+
+/** The pipeline of a kernel without variants: 'rotary', 'cacheAppend' or 'weights' ({ dk }). */
+export function getPipeline(device, kind, shape = {}) {
+  return pipelineFor(device, `${kind}:${shape.dk ?? ''}`, () => kinds[kind](shape));
 }
 
 const layouts = new WeakMap();  // GPUComputePipeline → its bind group layout 0
@@ -50,7 +49,7 @@ export function bindGroupLayout(pipeline) {
   return layout;
 }
 
-/** Number of pipelines compiled on `device` so far (tests: they are cached). */
+/** Number of pipelines compiled (or compiling) on `device` so far (tests: they are cached). */
 export function pipelineCount(device) {
   return caches.get(device)?.size ?? 0;
 }

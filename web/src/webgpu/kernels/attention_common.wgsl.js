@@ -13,30 +13,35 @@
 // (docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
 // per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
+import { paramsWgsl } from '../kernel_params.js';
+
 /** What a masked entry is stored as, on the JS side. */
 export const MASK_SENTINEL = -3.0e38;
 
+/** The attention kernels' uniforms, in order (kernel_params.js makes the struct and the packing). */
+export const ATTENTION_PARAMS = [
+  ['B', 'u32'], ['L', 'u32'], ['S', 'u32'], ['H', 'u32'],
+  ['causal', 'u32', '1: key j > query i + shift is masked'],
+  ['hasKpm', 'u32', '1: kpm[b·S + j] applies'],
+  ['amKind', 'u32', '0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]'],
+  ['qOff', 'u32', 'head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK'],
+  ['qStride', 'u32'],
+  ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK'],
+  ['kStride', 'u32'],
+  ['vOff', 'u32', 'K/V head g of value j of batch b at vOff + keyRow(b, j)·vStride + g·DV'],
+  ['vStride', 'u32'],
+  ['oStride', 'u32', 'output row (b, i), head h at (b·L + i)·oStride + h·DV'],
+  ['average', 'u32', 'weights: 1 = mean over heads [B, L, S], 0 = [B, H, L, S]'],
+  ['group', 'u32', 'query heads per K/V head (numHeads / numKvHeads; 1 without GQA)'],
+  ['kvRows', 'u32', 'K/V rows per batch: S, or a cache\'s capacity (a ring)'],
+  ['shift', 'u32', 'position of query row 0 minus that of key 0 (a cache\'s length before)'],
+  ['window', 'u32', '0, or with causal: keys j <= i + shift − window are masked too'],
+  ['scale', 'f32', 'score = q·k · scale (+ masks)'],
+];
+
 /** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
 export const attentionParams = /* wgsl */ `
-struct Params {
-  B: u32, L: u32, S: u32, H: u32,
-  causal: u32,                 // 1: key j > query i + shift is masked
-  hasKpm: u32,                 // 1: kpm[b·S + j] applies
-  amKind: u32,                 // 0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]
-  qOff: u32, qStride: u32,     // head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK
-  kOff: u32, kStride: u32,     // K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK
-  vOff: u32, vStride: u32,     // K/V head g of value j of batch b at vOff + keyRow(b, j)·vStride + g·DV
-  oStride: u32,                // output row (b, i), head h at (b·L + i)·oStride + h·DV
-  average: u32,                // weights: 1 = mean over heads [B, L, S], 0 = [B, H, L, S]
-  group: u32,                  // query heads per K/V head (numHeads / numKvHeads; 1 without GQA)
-  kvRows: u32,                 // K/V rows per batch: S, or a cache's capacity (a ring)
-  shift: u32,                  // position of query row 0 minus that of key 0 (a cache's length before)
-  window: u32,                 // 0, or with causal: keys j <= i + shift − window are masked too
-  scale: f32,                  // score = q·k · scale (+ masks)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-
+${paramsWgsl(ATTENTION_PARAMS)}
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
 
@@ -73,4 +78,13 @@ fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
   }
   return s;
 }
+`;
+
+/** The flash kernels' bindings after the masks (every flash variant has the same). */
+export const flashBindings = /* wgsl */ `
+@group(0) @binding(3) var<storage, read> q: array<f32>;
+@group(0) @binding(4) var<storage, read> k: array<f32>;
+@group(0) @binding(5) var<storage, read> v: array<f32>;
+@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+@group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
 `;

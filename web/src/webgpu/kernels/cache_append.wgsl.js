@@ -5,21 +5,24 @@
 // one dispatch does the strided gather and the wrap; no buffer is created per step. The cache
 // rows are [B, capacity, numKvHeads·d]: the layout the attention kernels read through keyRow().
 
+import { paramsWgsl } from '../kernel_params.js';
+
 /** Invocations per workgroup, along a row's columns. */
 export const APPEND_WORKGROUP = 64;
 
+/** The kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
+export const APPEND_PARAMS = [
+  ['count', 'u32', 'new rows per batch (L)'],
+  ['width', 'u32', 'floats per row (numKvHeads·d)'],
+  ['srcOff', 'u32', 'new row (b, i) at srcOff + (b·count + i)·srcStride'],
+  ['srcStride', 'u32'],
+  ['capacity', 'u32', 'cache rows per batch'],
+  ['first', 'u32', 'position of new row 0 (the cache\'s length before the call)'],
+];
+
 export function cacheAppendShader() {
   return /* wgsl */ `
-struct Params {
-  count: u32,                  // new rows per batch (L)
-  width: u32,                  // floats per row (numKvHeads·d)
-  srcOff: u32, srcStride: u32, // new row (b, i) at srcOff + (b·count + i)·srcStride
-  capacity: u32,               // cache rows per batch
-  first: u32,                  // position of new row 0 (the cache's length before the call)
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
+${paramsWgsl(APPEND_PARAMS)}@group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<f32>;
 
 // Grid: (ceil(width / 64), count, B).

@@ -13,19 +13,20 @@
 // are all masked writes m_c = NEG, l_c = 0, acc_c = 0. Masks, causal and the window are
 // attention_common's maskedScore, the rule of the other attention kernels.
 //
-// DK sizes the q array in workgroup memory and DV the scratch stride: one pipeline per (DK, DV).
+// DK sizes the q array in workgroup memory and DV the scratch stride, the chunk (a variant's
+// parameter, kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV).
 import { attentionCommon } from './attention_common.wgsl.js';
 
-/** Keys per chunk (one workgroup each). */
+/** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (kernel_config.js). */
 export const DECODE_CHUNK = 256;
 /** Invocations per workgroup, in both decode kernels. */
 export const DECODE_WORKGROUP = 64;
 
-export function decodePartialShader({ dk, dv }) {
+export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK }) {
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
 const DV = ${dv}u;
-const CHUNK = ${DECODE_CHUNK}u;
+const CHUNK = ${chunk}u;
 const WG = ${DECODE_WORKGROUP}u;
 
 @group(0) @binding(3) var<storage, read> q: array<f32>;

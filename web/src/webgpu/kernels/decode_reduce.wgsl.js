@@ -13,10 +13,10 @@
 import { attentionParams } from './attention_common.wgsl.js';
 import { DECODE_CHUNK, DECODE_WORKGROUP } from './decode_partial.wgsl.js';
 
-export function decodeReduceShader({ dv }) {
+export function decodeReduceShader({ dv, chunk = DECODE_CHUNK }) {
   return /* wgsl */ `${attentionParams}
 const DV = ${dv}u;
-const CHUNK = ${DECODE_CHUNK}u;
+const CHUNK = ${chunk}u;
 const WG = ${DECODE_WORKGROUP}u;
 
 @group(0) @binding(1) var<storage, read> part: array<f32>;         // [B·H, L, chunks, DV + 2]

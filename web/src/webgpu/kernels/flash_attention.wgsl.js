@@ -16,7 +16,7 @@
 //
 // DK and DV (the head widths) and BC are compile-time constants, since they size private and
 // workgroup arrays: one pipeline per (DK, DV), made once and cached.
-import { attentionCommon } from './attention_common.wgsl.js';
+import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
 
 /** Query rows per workgroup (one per invocation). */
 export const FLASH_BR = 64;
@@ -37,12 +37,7 @@ const DV = ${dv}u;
 const BR = ${FLASH_BR}u;
 const BC = ${bc}u;
 
-@group(0) @binding(3) var<storage, read> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> v: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
-@group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
-
+${flashBindings}
 var<workgroup> ks: array<f32, ${bc * dk}>;  // [BC][DK]
 var<workgroup> vs: array<f32, ${bc * dv}>;  // [BC][DV]
 

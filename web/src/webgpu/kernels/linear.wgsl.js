@@ -9,30 +9,17 @@
 // (coalesced global writes, no workgroup-memory bank conflicts). Ragged edges are zero-filled on
 // load and skipped on store, so M, N and K are free.
 //
-// X, W, b and Y are addressed through element offsets and row strides (uniforms), so one
-// pipeline serves every projection: several weight matrices live in one buffer (W_q, W_k, W_v
-// stacked as in PyTorch's in_proj_weight) and Q, K and V may be columns of one output buffer.
+// Uniforms and bindings: linear_common.wgsl.js. Variant 'tile64' (kernel_variants.js).
 // Summation over K runs in order, as the WASM kernels do, so results agree to rounding.
+
+import { linearBindings } from './linear_common.wgsl.js';
 
 /** Output tile edge (rows and columns) and K-slice width; must match the WGSL below. */
 export const LINEAR_TILE = 64;
 
 export function linearShader() {
   return /* wgsl */ `
-struct Params {
-  M: u32, N: u32, K: u32,          // Y is M×N, the reduction is over K
-  xOff: u32, xStride: u32,         // X[m, k] = x[xOff + m·xStride + k]
-  wOff: u32,                       // W[n, k] = w[wOff + n·K + k]
-  bOff: u32,                       // b[n]    = bias[bOff + n]
-  yOff: u32, yStride: u32,         // Y[m, n] = y[yOff + m·yStride + n]
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> w: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-
+${linearBindings()}
 const T = 64u;   // output tile edge
 const TK = 16u;  // K slice staged per step
 var<workgroup> xs: array<f32, 1024>;  // [TK][T]: xs[k·T + m]

@@ -8,23 +8,26 @@
 // (j, j + dim/2) half-split (GPT-NeoX, Llama) or (2j, 2j + 1) interleaved (GPT-J); features at
 // and above dim are left alone. Everything is a uniform: one pipeline per device.
 
+import { paramsWgsl } from '../kernel_params.js';
+
 /** Invocations per workgroup, along the (head, pair) axis. */
 export const ROTARY_WORKGROUP = 64;
 
+/** The kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
+export const ROTARY_PARAMS = [
+  ['count', 'u32', 'rows per batch; row (b, i) is at table row first + i'],
+  ['heads', 'u32', 'heads per row'],
+  ['headDim', 'u32', 'DK: head h of row (b, i) starts at off + (b·count + i)·stride + h·headDim'],
+  ['off', 'u32'],
+  ['stride', 'u32'],
+  ['half', 'u32', 'rotary.dim / 2 pairs per head'],
+  ['interleaved', 'u32', '1: pairs (2j, 2j + 1); 0: (j, j + half)'],
+  ['first', 'u32', 'table row of position of row i = 0'],
+];
+
 export function rotaryShader() {
   return /* wgsl */ `
-struct Params {
-  count: u32,                  // rows per batch; row (b, i) is at table row first + i
-  heads: u32,                  // heads per row
-  headDim: u32,                // DK: head h of row (b, i) starts at off + (b·count + i)·stride + h·headDim
-  off: u32, stride: u32,
-  half: u32,                   // rotary.dim / 2 pairs per head
-  interleaved: u32,            // 1: pairs (2j, 2j + 1); 0: (j, j + half)
-  first: u32,                  // table row of position of row i = 0
-}
-
-@group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> table: array<f32>;   // [positions, half, 2]: (cos, sin)
+${paramsWgsl(ROTARY_PARAMS)}@group(0) @binding(1) var<storage, read> table: array<f32>;   // [positions, half, 2]: (cos, sin)
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
 
 // Grid: (ceil(heads·half / 64), count, B).

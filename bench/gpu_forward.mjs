@@ -1,0 +1,135 @@
+// bench/gpu.mjs's whole-forward profile: MultiHeadAttention.forward host to host (upload,
+// kernels, readback) on backend 'webgpu', with the default variants pinned, the fastest of this
+// run's kernel profiles pinned, and nothing pinned (the selection by measurement picks).
+import { MultiHeadAttention, configure } from '../web/src/node.js';
+import { defaultVariant } from '../web/src/webgpu/kernel_config.js';
+import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
+import { passHooks } from '../web/src/webgpu/forward_pass.js';
+import { transferModes } from '../web/src/webgpu/staging_uploads.js';
+
+function filled(n, seed, scale = 1) {
+  const a = new Float32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
+  }
+  return a;
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+function stateDict(E) {
+  const w = 1 / Math.sqrt(E);
+  return {
+    in_proj_weight: filled(3 * E * E, 1, w), in_proj_bias: filled(3 * E, 2, 0.1),
+    'out_proj.weight': filled(E * E, 3, w), 'out_proj.bias': filled(E, 4, 0.1),
+  };
+}
+
+// One configuration: create, first call, (unpinned) the selection's calls, then timed calls;
+// resolves to the row.
+async function timeForward(gpu, { L, E, h }, label, pins, budget, print) {
+  configure({ gpuKernels: pins });
+  let kernels = null;
+  selectionHooks.onCall = (names) => { kernels = names; };
+  const x = { data: filled(L * E, 7), shape: [1, L, E] };
+  let t0 = performance.now();
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, backend: 'webgpu', gpu });
+  const createMs = performance.now() - t0;
+  mha.loadStateDict(stateDict(E));
+  let first = null;
+  passHooks.onPhases = label === 'default' ? (p) => { first = p; } : null;
+  t0 = performance.now();
+  await mha.forward(x, x, x);
+  const firstMs = performance.now() - t0;
+  passHooks.onPhases = null;
+  if (first) print(phasesRow('first call', { L, E, h }, firstMs, first));
+  // Unpinned: the calls that measure candidates first (bounded), then the timed calls.
+  const undecided = () => mha.gpuProfile()?.measuring && mha.gpuProfile().classes.some((c) => c.chosen === null);
+  let selectionCalls = 0;
+  for (const end = performance.now() + budget.selectionMs; undecided() && performance.now() < end; selectionCalls++) await mha.forward(x, x, x);
+  const times = [];
+  const end = performance.now() + budget.forwardMs;
+  while (times.length < 3 || (performance.now() < end && times.length < 40)) {
+    t0 = performance.now();
+    await mha.forward(x, x, x);
+    times.push(performance.now() - t0);
+  }
+  const rows = 2 ** Math.ceil(Math.log2(L));  // call_kernels.js's buckets: this shape's classes
+  const profile = mha.gpuProfile()?.classes.filter((c) => c.shapeClass.startsWith(`M${rows}:`) || c.shapeClass.includes(`:L${rows}:`))
+    .map(({ family, chosen, medianMs }) => ({ family, chosen, medianMs }));
+  const phases = [];
+  if (label === 'fastest') for (const [name, modes] of TRANSFER_MODES) phases.push(await phaseRow(mha, x, { L, E, h }, name, modes));
+  mha.dispose();
+  selectionHooks.onCall = null;
+  const medianMs = median(times);
+  const flops = 8 * L * E * E + 4 * L * L * E;
+  phases.forEach(print);
+  return {
+    kind: 'forward', variant: label, shape: `L${L} E${E} h${h}`, createMs, firstMs, medianMs, runs: times.length, selectionCalls,
+    gflops: flops / medianMs / 1e6, kernels: kernels ? `${kernels.linear}+${kernels.attention ?? kernels.decode}` : undefined, profile,
+  };
+}
+
+/**
+ * Where one forward's time goes: medians over a few calls of forward_pass.js's phases, the whole
+ * call as the API sees it (total), and what lies outside the GPU pass (outside: the API's checks,
+ * the copy of the inputs, the result's tensors), with each transfer option (staging_uploads.js).
+ * The 'default' configuration also reports its first call's phases (the pipelines are compiled
+ * by create(); the call's buffers are not).
+ */
+async function phaseRow(mha, x, { L, E, h }, label, modes) {
+  Object.assign(transferModes, modes);
+  const rows = [];
+  passHooks.onPhases = (p) => rows.push(p);
+  const totals = [];
+  for (let i = 0; i < 8; i++) {
+    const t0 = performance.now();
+    await mha.forward(x, x, x);
+    totals.push(performance.now() - t0);
+  }
+  passHooks.onPhases = null;
+  Object.assign(transferModes, { staging: 'auto', prefault: 'auto' });
+  rows.shift();  // a call that switched modes (staging buffers made, mapped again)
+  totals.shift();
+  const names = Object.keys(rows[0]);
+  const phases = Object.fromEntries(names.map((n) => [n, rows[0][n] === null ? null : median(rows.map((r) => r[n]))]));
+  return phasesRow(label, { L, E, h }, median(totals), phases);
+}
+
+// The transfer options (staging_uploads.js) compared on the fastest kernels: each its phases
+// ('fastest' is the default, 'auto'; '-both' the path before them).
+const TRANSFER_MODES = [
+  ['fastest', { staging: 'auto', prefault: 'auto' }],  // the default: both from 1 MiB
+  ['-both', { staging: false, prefault: false }],
+  ['+staging', { staging: true, prefault: false }],
+  ['+prefault', { staging: false, prefault: true }],
+];
+
+// A 'phases' row: the pass's phases, the call's total, and the rest (outside the pass).
+function phasesRow(variant, { L, E, h }, total, phases) {
+  const inPass = ['pipelines', 'encode', 'prefault', 'map', 'scopes', 'copyOut'].reduce((a, n) => a + phases[n], 0);
+  return { kind: 'phases', variant, shape: `L${L} E${E} h${h}`, total, outside: total - inPass, ...phases };
+}
+
+/**
+ * The forward at shape (L, E, h): defaults pinned, the first kernels (tile64 + row) pinned, best
+ * ({ linear, attention }) pinned, unpinned.
+ */
+export async function profileForward(gpu, shape, best, budget, print) {
+  const configs = [
+    ['default', { linear: defaultVariant('linear', shape.L), attention: defaultVariant('attention', shape.L) }],
+    ['base', { linear: 'tile64', attention: 'row' }],
+    ['fastest', { linear: best.linear, attention: best.attention }],
+    ['selected', {}],
+  ];
+  for (const [label, pins] of configs) {
+    try {
+      print(await timeForward(gpu, shape, label, pins, budget, print));
+    } catch (e) {
+      print({ kind: 'forward', variant: label, shape: `L${shape.L} E${shape.E} h${shape.h}`, error: String(e?.message ?? e) });
+    }
+  }
+  configure({ gpuKernels: {} });
+}

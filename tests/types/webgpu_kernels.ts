@@ -1,0 +1,19 @@
+// WebGPU kernel variants as a user writes them (compiled with usage.ts by tsc --noEmit): pins,
+// the variant names, the profile.
+import { MultiHeadAttention, configure, gpuKernelVariants, type GpuProfile } from 'webattention';
+
+async function kernelsExample() {
+  const names = await gpuKernelVariants();
+  configure({ gpuKernels: { linear: names.linear[0], attention: 'row' } });
+  configure({ gpuKernels: null });
+  const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu' });
+  const profile: GpuProfile | null = mha.gpuProfile();
+  const chosen: (string | null)[] = profile?.classes.map((c) => c.chosen) ?? [];
+  return chosen;
+}
+kernelsExample;
+
+// @ts-expect-error: a pin is a variant name
+configure({ gpuKernels: { linear: 3 } });
+// @ts-expect-error: the families are linear, attention and decode
+configure({ gpuKernels: { softmax: 'row' } });

@@ -1,0 +1,44 @@
+// The PyTorch MHA fixtures through the test contract's runCase() with every kernel variant pinned
+// (configure({ gpuKernels })): round i pins the i-th linear variant with the (i mod n)-th flash
+// variant, so each variant of each family runs every fixture it fits (wide64x16 is only for wide
+// heads, which no fixture has: node_variants.test.mjs covers it); each call is checked to have run
+// the pinned variants where they fit. Set-up: node_setup.mjs (node_parity.test.mjs runs the
+// defaults).
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as api from 'webattention';
+import { runCase } from '../contract/contract.mjs';
+import { caseFlops, resolveMhaConfig, selectionHooks } from '../internals.mjs';
+import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
+import { MAX_FIXTURE_FLOPS } from './adapter.mjs';
+import { adapter, adapterName, fixtures, gpu } from './node_setup.mjs';
+
+const names = await api.gpuKernelVariants();
+const rounds = Math.max(names.linear.length, names.attention.length);
+const small = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS);
+const ran = [];
+selectionHooks.onCall = (variants) => ran.push(variants);
+after(() => {
+  selectionHooks.onCall = null;
+  api.configure({ gpuKernels: {} });
+});
+
+for (let round = 0; round < rounds; round++) {
+  const pins = { linear: names.linear[round % names.linear.length], attention: names.attention[round % names.attention.length] };
+  describe(`PyTorch parity on WebGPU with linear '${pins.linear}', attention '${pins.attention}' (Dawn, ${adapterName})`, () => {
+    test(`all ${small.length} fixtures`, async () => {
+      api.configure({ gpuKernels: pins });
+      const failures = [];
+      for (const c of small) {
+        ran.length = 0;
+        const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
+        if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
+        const { headDim: dk, valueHeadDim: dv } = resolveMhaConfig(c.create);
+        const fits = VARIANTS.attention[pins.attention].fits(adapter.limits, { dk, dv });
+        const wrong = ran.find((v) => v.linear !== pins.linear || (fits && v.attention && v.attention !== pins.attention));
+        if (r.backend !== 'webgpu' || ran.length === 0 || wrong) failures.push(`${c.name}: ran ${JSON.stringify(ran)} on ${r.backend}`);
+      }
+      assert.deepEqual(failures, []);
+    });
+  });
+}

@@ -1,0 +1,84 @@
+// Every WebGPU kernel variant (kernel_config.js's catalogue), pinned with configure({ gpuKernels }),
+// against WASM on shapes that reach its edges: ragged tiles (rows, columns and K not multiples
+// of the tile; odd widths take the scalar-load flavour, multiples of 4 the vec4 one), several key
+// tiles, causal across tiles, masks, rows with every key masked, d_k ≠ d_v, grouped-query heads.
+// Each call is checked to have run the pinned variant. Set-up: node_setup.mjs.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { configure } from 'webattention';
+import { selectionHooks } from '../internals.mjs';
+import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
+import { adapter, adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';
+
+const ran = [];
+selectionHooks.onCall = (names) => ran.push(names);
+after(() => {
+  selectionHooks.onCall = null;
+  configure({ gpuKernels: {} });
+});
+
+// Runs `call` with `family` pinned to `name` and checks that every GPU call used it.
+async function pinned(family, name, call) {
+  configure({ gpuKernels: { [family]: name } });
+  ran.length = 0;
+  try {
+    await call();
+  } finally {
+    configure({ gpuKernels: {} });
+  }
+  assert.ok(ran.length > 0, 'a GPU call ran');
+  for (const names of ran) assert.equal(names[family], name, `the pinned ${family} variant ran`);
+}
+
+describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
+  for (const name of Object.keys(VARIANTS.linear)) {
+    test(`${name}: self-attention E 132 (vec4 loads), L 70`, () => pinned('linear', name, () => gpuMatchesWasm({
+      create: { embedDim: 132, numHeads: 4 }, B: 1, L: 70, self: true,
+    })));
+    test(`${name}: kdim 13, vdim 7 (scalar loads), batch 2, L 9, S 131`, () => pinned('linear', name, () => gpuMatchesWasm({
+      create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 2, L: 9, S: 131,
+    })));
+  }
+});
+
+// The attention cases: [title, head widths, gpuMatchesWasm() arguments (path 'flash')].
+const attentionCases = [
+  ['L 70, S 100 (several key tiles), batch 2, weights', { dk: 16, dv: 16 },
+    { create: { embedDim: 32, numHeads: 2 }, B: 2, L: 70, S: 100, options: { needWeights: true } }],
+  ['causal self-attention L 130 (three query tiles), per-head weights', { dk: 8, dv: 8 },
+    { create: { embedDim: 16, numHeads: 2 }, B: 1, L: 130, self: true, options: { isCausal: true, needWeights: true, averageAttnWeights: false } }],
+  ['key padding + attn mask, fully masked rows, causal with L > S', { dk: 8, dv: 8 }, maskedCase({ embedDim: 24, numHeads: 3 }, 40, 21)],
+  ['d_k 12, d_v 40 (head widths not multiples of 16), grouped-query heads', { dk: 12, dv: 40 },
+    { create: { embedDim: 48, numHeads: 4, numKvHeads: 2, vdim: 48, valueHeadDim: 40 }, B: 1, L: 37, S: 50 }],
+  ['wide heads d_k 128, d_v 160, causal', { dk: 128, dv: 160 },
+    { create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, options: { isCausal: true } }],
+  ['wide heads d_k 128: masks, fully masked rows, weights', { dk: 128, dv: 128 }, maskedCase({ embedDim: 256, numHeads: 2 }, 40, 21)],
+];
+
+// Key padding and a boolean attention mask with row 5 fully masked, causal, weights.
+function maskedCase(create, L, S) {
+  const am = boolMask(L * S, 3);
+  for (let j = 0; j < S; j++) am[5 * S + j] = 1;
+  return {
+    create, B: 2, L, S,
+    options: { keyPaddingMask: { data: boolMask(2 * S, 4, 1), shape: [2, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
+  };
+}
+
+describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
+  for (const [name, variant] of Object.entries(VARIANTS.attention)) {
+    for (const [title, heads, args] of attentionCases) {
+      const fits = variant.fits(adapter.limits, heads);
+      test(`${name}: ${title}`, { skip: !fits && 'not a candidate at these head widths on this adapter' },
+        () => pinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
+    }
+  }
+});
+
+describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
+  for (const name of Object.keys(VARIANTS.decode)) {
+    test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+      create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
+    })));
+  }
+});

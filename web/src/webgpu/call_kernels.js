@@ -1,0 +1,55 @@
+// Which kernel variants one forward runs and their pipelines. The choice (kernel_selection.js)
+// is per shape class: for the linear family the rows of the call (bucketed to a power of two) and
+// the module's widths; for attention the head widths, batch × heads, query rows and keys
+// (bucketed) and causal. Everything is resolved before the call encodes anything.
+import { preferredVariant } from './kernel_config.js';
+import { chooseKernels } from './kernel_selection.js';
+import { fittingVariants } from './kernel_variants.js';
+import { getPipeline, variantPipeline } from './pipelines.js';
+
+const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+
+/** The attention family of a path: 'decode' or 'attention' (flash). */
+export const attentionFamily = (path) => (path === 'decode' ? 'decode' : 'attention');
+
+/** The decisions of one call, in the order they are measured (kernel_selection.js). */
+export function callDecisions(plan, config, path, limits) {
+  const { B, L, S, T } = plan;
+  const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+  const family = attentionFamily(path);
+  const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
+  const rows = B * Math.max(L, S);  // the largest projection's
+  const decision = (f, shapeClass, candidates) => ({
+    family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
+  });
+  return [
+    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`, fittingVariants('linear', limits, {})),
+    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
+  ];
+}
+
+/**
+ * Resolves to { variants, measured, pipelines } for one call: variants and measured as
+ * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
+ * append, weights } (linear: the pipeline of a problem of `problems`, linear_problems.js).
+ */
+export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
+  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
+  const { headDim: dk, valueHeadDim: dv } = config;
+  const linear = variants.linear;
+  const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
+  const attention = variants[attentionFamily(path)];
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights] = await Promise.all([
+    Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
+    variantPipeline(device, attention, { dk, dv }),
+    path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
+    config.rotary ? getPipeline(device, 'rotary') : null,
+    cache ? getPipeline(device, 'cacheAppend') : null,
+    plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
+  ]);
+  const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
+  return {
+    variants, measured,
+    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights },
+  };
+}

@@ -1,0 +1,139 @@
+// The dispatches of one MHA forward on the GPU, in order (forward_pass.js submits them):
+//
+//   input projections   linear      Q = query·W_qᵀ + b_q (K, V alike, numKvHeads heads; fused
+//                                   into one dispatch when query, key and value are one array,
+//                                   or key and value: linear_problems.js)
+//   rotary (optional)   rotary      Q and K rotated in place at positions 0…L−1 / 0…S−1
+//                                   (with a KV cache: n…n+L−1, n = its length before)
+//   cache (optional)    cacheAppend the new K and V rows written into the cache's ring, which
+//                                   the attention kernels then read (bottom-right causal, window)
+//   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
+//                                   softmax, no L×S buffer; writes each row's max and sum
+//     or, for L <= DECODE_MAX_L     split-K: decode_partial (one workgroup per chunk of keys of
+//                       decode      each row: chunk max, sum, Σ p·v) then decode_reduce
+//                                   (rescales and combines the chunks; same outputs and stats)
+//   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
+//   output projection   linear      heads·W_oᵀ + b_o
+//
+// Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
+// family takes the same uniforms (packed from the family's list) and bindings.
+import { weightsPerBatch } from '../plans.js';
+import { MaskKind } from '../tensor_checks.js';
+import { Usage } from './device.js';
+import { packParams } from './kernel_params.js';
+import { rotaryTable } from './rotary_table.js';
+import { ATTENTION_PARAMS, MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
+import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
+import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
+import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
+import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+
+export const cdiv = (a, b) => Math.ceil(a / b);
+const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
+
+/** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
+function maskToF32(mask) {
+  const out = new Float32Array(mask.data.length);
+  if (mask.kind === MaskKind.boolean) {
+    for (let i = 0; i < out.length; i++) out[i] = mask.data[i] ? MASK_SENTINEL : 0;
+  } else {
+    for (let i = 0; i < out.length; i++) {
+      const x = mask.data[i];
+      out[i] = x <= -1e38 ? MASK_SENTINEL : x;
+    }
+  }
+  return out;
+}
+
+// The input projections, rotary and cache append; returns the attention operands { q, k, v }.
+function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
+  const { B, L, S } = plan;
+  const { buffer, upload, uniform, dispatch, params } = ctx;
+  const { linear } = kernels.variants;
+  for (const { input, out, floats, problem } of problems.input) {
+    dispatch(kernels.pipelines.linear(problem), uniform(packParams(LINEAR_PARAMS, problem)),
+      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out)], linear.grid(problem));
+  }
+  const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
+  let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
+  const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
+  const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
+  if (rotary) {
+    // One table for queries (positions first…first+L−1) and keys (first…first+S−1).
+    const half = rotary.dim / 2;
+    const table = upload(rotaryTable(rotary, first, Math.max(L, S)), 'rotary table');
+    const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
+      uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0 })),
+      [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
+    rotate(q, L, H);
+    rotate(k, S, G);
+  }
+  if (cache) {
+    // Append in place; attention then reads every cached position from the ring.
+    const appendRows = ({ buf, off, stride }, width, to) => dispatch(kernels.pipelines.append,
+      uniform(packParams(APPEND_PARAMS, { count: L, width, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
+      [buf, to], [cdiv(width, APPEND_WORKGROUP), L, B]);
+    appendRows(k, G * dk, cache.keys);
+    appendRows(v, G * dv, cache.values);
+    [k, v] = [{ buf: cache.keys, off: 0, stride: G * dk }, { buf: cache.values, off: 0, stride: G * dv }];
+  }
+  return { q, k, v };
+}
+
+// Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.
+function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v }) {
+  const { B, L, S, T } = plan;  // T: keys attended (S, or the cache's length after the append)
+  const { buffer, upload, uniform, dispatch } = ctx;
+  const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
+  // Masks as f32 (a 1-float placeholder when absent: the bindings always exist).
+  const kpm = plan.keyPaddingMask.data ? upload(maskToF32(plan.keyPaddingMask), 'keyPaddingMask') : null;
+  const am = plan.attnMask.data ? upload(maskToF32(plan.attnMask), 'attnMask') : null;
+  const placeholder = kpm && am ? null : buffer(1, Usage.STORAGE, 'no mask');
+  const attention = (average) => uniform(packParams(ATTENTION_PARAMS, {
+    B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
+    amKind: am ? (plan.attnMask.shape.length === 2 ? 1 : 2) : 0,
+    qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
+    oStride: H * dv, average: average ? 1 : 0, group: H / G, kvRows: cache ? cache.capacity : S,
+    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: 1 / Math.sqrt(dk),
+  }));
+  const maskBindings = [kpm ?? placeholder, am ?? placeholder];
+
+  const heads = buffer(B * L * H * dv, Usage.STORAGE, 'heads');
+  const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
+  if (path === 'decode') {
+    // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
+    const chunks = cdiv(T, kernels.variants.decode.chunk);
+    const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
+    const slot = attention(false);
+    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
+    dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
+  } else {
+    dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],
+      kernels.variants.attention.grid({ L, BH: B * H }));
+  }
+
+  const weightFloats = B * weightsPerBatch(plan, H);
+  const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;
+  if (weights) {
+    dispatch(kernels.pipelines.weights, attention(plan.averageAttnWeights), [...maskBindings, q.buf, k.buf, stats, weights],
+      [cdiv(T, WEIGHTS_WORKGROUP), L, B]);
+  }
+  return { heads, weights, weightFloats };
+}
+
+/**
+ * Writes the call's inputs and records its dispatches through ctx ({ params, buffers (role →
+ * buffer), buffer(floats, usage, role), upload(data, role), uniform(block) → slot,
+ * dispatch(pipeline, slot, bindings, groups) }). call: { plan, config, path, cache, problems
+ * (linear_problems.js), kernels (call_kernels.js) }. Returns { out, outFloats, weights, weightFloats }.
+ */
+export function encodeForward(ctx, call) {
+  const operands = encodeInputs(ctx, call);
+  const { heads, weights, weightFloats } = encodeAttention(ctx, call, operands);
+  const { floats, problem } = call.problems.output;
+  const out = ctx.buffer(floats, STORAGE_OUT, 'output');
+  const { linear } = call.kernels.variants;
+  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(packParams(LINEAR_PARAMS, problem)),
+    [heads, ctx.params.wout, ctx.params.bout, out], linear.grid(problem));
+  return { out, outFloats: floats, weights, weightFloats };
+}

@@ -1,0 +1,37 @@
+// A kernel's uniform block from one list of fields: the WGSL `struct Params` and the JS packing
+// of the values both come from it, so the shader and the host cannot disagree on the order,
+// types or count of the uniforms (a new field is one line in the list).
+//
+// A field is [name, type, comment] with type 'u32' or 'f32' (4 bytes each, no vectors: every
+// field lands at 4·index bytes, which is also WGSL's layout for a struct of scalars).
+
+/** The WGSL text `struct Params { … }` plus its binding at @group(0) @binding(0) as `p`. */
+export function paramsWgsl(fields) {
+  const width = Math.max(...fields.map(([name, type]) => `${name}: ${type},`.length));
+  const lines = fields.map(([name, type, comment]) => {
+    const decl = `${name}: ${type},`;
+    return comment ? `  ${decl.padEnd(width)}  // ${comment}` : `  ${decl}`;
+  });
+  return `struct Params {\n${lines.join('\n')}\n}\n\n@group(0) @binding(0) var<uniform> p: Params;\n`;
+}
+
+/** Bytes of the uniform block of `fields`. */
+export const paramsBytes = (fields) => fields.length * 4;
+
+/**
+ * The uniform block of `fields` filled from `values` ({ name: number }); a missing value is 0
+ * (flags that are off, offsets that are zero), a name the list lacks throws.
+ */
+export function packParams(fields, values) {
+  const block = new ArrayBuffer(paramsBytes(fields));
+  const u32 = new Uint32Array(block);
+  const f32 = new Float32Array(block);
+  const index = new Map(fields.map(([name, type], i) => [name, { i, type }]));
+  for (const [name, value] of Object.entries(values)) {
+    const field = index.get(name);
+    if (!field) throw new Error(`uniform '${name}' is not one of ${[...index.keys()].join(', ')}`);
+    if (field.type === 'f32') f32[field.i] = value;
+    else u32[field.i] = value;
+  }
+  return block;
+}

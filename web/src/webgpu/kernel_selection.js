@@ -1,0 +1,111 @@
+// Selection of kernel variants by measurement on the device that runs them. Users' GPUs differ
+// (Apple, Intel, AMD, Qualcomm, NVIDIA), so no variant is fastest everywhere: the first calls of a
+// shape class each run a different candidate on the real work and are timed (gpu_timer.js); once
+// every candidate has run SELECTION_RUNS times, the one with the lowest median is kept for the
+// device's lifetime, for every module on it (boards are per GPUDevice, and modules made on one
+// GPU object share one device). Afterwards nothing is measured again. A candidate far slower
+// than the best on its first run is not run again (SELECTION_PRUNE_RATIO).
+//
+// A shape class is (family, bucketed sizes, head widths: callKernels.js builds its key). One call
+// measures one family at most (the first in the call's order whose class is undecided): the other
+// families run their kept choice or default, so the call's time differs between candidates only
+// by the candidate. A pinned family (configure({ gpuKernels })) skips all of this.
+import { SELECTION_PRUNE_RATIO, SELECTION_RUNS } from './kernel_config.js';
+import { pinnedVariant } from './gpu_kernel_pins.js';
+
+const boards = new WeakMap();  // GPUDevice → Map(`family|shapeClass` → board)
+
+/**
+ * Tests: clock(variants) returns the milliseconds a measured call "took" ({ family: name } of the
+ * call) instead of timing the GPU, and makes the selection run on a software adapter too;
+ * onCall(variants) sees the variants of every GPU call.
+ */
+export const selectionHooks = { clock: null, onCall: null };
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+function boardOf(device, family, shapeClass, candidates) {
+  let map = boards.get(device);
+  if (!map) boards.set(device, (map = new Map()));
+  const key = `${family}|${shapeClass}`;
+  let board = map.get(key);
+  if (!board) {
+    board = { family, shapeClass, times: Object.fromEntries(candidates.map((v) => [v.name, []])), chosen: null };
+    map.set(key, board);
+  }
+  return board;
+}
+
+// The default first, then the catalogue's order: the first call of a class runs the default.
+const defaultFirst = (preferred, candidates) => [
+  ...candidates.filter((v) => v.name === preferred),
+  ...candidates.filter((v) => v.name !== preferred),
+];
+
+// The candidates still in the running: all until each has run once, then those whose fastest run
+// is within SELECTION_PRUNE_RATIO of the fastest run of any.
+function live(board) {
+  const entries = Object.entries(board.times);
+  if (entries.some(([, t]) => t.length === 0)) return entries.map(([name]) => name);
+  const best = Math.min(...entries.map(([, t]) => Math.min(...t)));
+  return entries.filter(([, t]) => Math.min(...t) <= SELECTION_PRUNE_RATIO * best).map(([name]) => name);
+}
+
+/**
+ * The variants of one call. decisions: [{ family, shapeClass, candidates, preferred }]
+ * (candidates: the descriptors that fit, kernel_variants.js; preferred: the default's name), in
+ * the order their families are measured. measuring:
+ * whether this device selects at all (a hardware adapter, or a test's clock). Returns
+ * { variants: { family: descriptor }, measured: { family, shapeClass, name } | null }.
+ */
+export function chooseKernels(device, decisions, measuring) {
+  const variants = {};
+  let measured = null;
+  for (const { family, shapeClass, candidates: fitting, preferred } of decisions) {
+    const candidates = defaultFirst(preferred, fitting);
+    const named = (name) => candidates.find((v) => v.name === name);
+    const pinned = pinnedVariant(family);
+    if (pinned !== undefined) {
+      variants[family] = named(pinned) ?? candidates[0];
+      continue;
+    }
+    if (!(measuring || selectionHooks.clock) || candidates.length < 2) {
+      variants[family] = candidates[0];
+      continue;
+    }
+    const board = boardOf(device, family, shapeClass, candidates);
+    if (board.chosen || measured) {
+      variants[family] = named(board.chosen) ?? candidates[0];
+      continue;
+    }
+    const running = live(board);
+    const runs = (v) => (running.includes(v.name) ? board.times[v.name].length : Infinity);
+    const next = candidates.reduce((best, v) => (runs(v) < runs(best) ? v : best));
+    variants[family] = next;
+    measured = { family, shapeClass, name: next.name };
+  }
+  return { variants, measured };
+}
+
+/** Records the time of a call that measured `measured` (chooseKernels()'s); decides when complete. */
+export function recordTime(device, measured, ms) {
+  const board = boards.get(device)?.get(`${measured.family}|${measured.shapeClass}`);
+  if (!board || board.chosen) return;
+  board.times[measured.name].push(ms);
+  const running = live(board).map((name) => [name, board.times[name]]);
+  if (running.every(([, times]) => times.length >= SELECTION_RUNS)) {
+    board.chosen = running.reduce((best, e) => (median(e[1]) < median(best[1]) ? e : best))[0];
+  }
+}
+
+/**
+ * What was measured and chosen on `device`: [{ family, shapeClass, chosen (null while
+ * measuring), medianMs: { name: ms | null }, runs: { name: count } }].
+ */
+export function selectionProfile(device) {
+  return [...(boards.get(device)?.values() ?? [])].map(({ family, shapeClass, times, chosen }) => ({
+    family, shapeClass, chosen,
+    medianMs: Object.fromEntries(Object.entries(times).map(([n, t]) => [n, t.length ? median(t) : null])),
+    runs: Object.fromEntries(Object.entries(times).map(([n, t]) => [n, t.length])),
+  }));
+}

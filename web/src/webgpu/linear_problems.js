@@ -1,0 +1,48 @@
+// The linear (Y = X·Wᵀ + b) problems of one forward, as data: which input each projection reads,
+// where its weights and bias start in the module's stacked buffers, and where Q, K and V land.
+// Computed before anything is encoded, so the pipelines they need (one per variant and load
+// flavour, kernel_variants.js) can be awaited first and the encoding then runs without a pause.
+//
+// Q, K, V land as [rows, width] with head h at columns h·d; K and V have G = numKvHeads heads
+// (grouped-query attention: the attention kernels index them). Self-attention (query, key and
+// value one array) is one product with the stacked [W_q; W_k; W_v]; key and value one array, one
+// product with [W_k; W_v].
+
+/**
+ * { input: [{ input, out, floats, problem }] (input: 'query' | 'key' | 'value'; out: the role of
+ * the output buffer; floats: its size; problem: LINEAR_PARAMS values), q, k, v:
+ * { role, off, stride }, output: { floats, problem } } for plan (B, L, S, query, key, value) and config.
+ */
+export function linearProblems(plan, config) {
+  const { B, L, S } = plan;
+  const { embedDim: E, kdim, vdim, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
+  const Hdk = H * dk;
+  const Gdk = G * dk;
+  const Gdv = G * dv;
+  const wOffK = Hdk * E;
+  const wOffV = wOffK + Gdk * kdim;
+  const project = (input, out, rows, width, inDim, wOff, bOff) => ({
+    input, out, floats: rows * width, problem: { M: rows, N: width, K: inDim, xStride: inDim, wOff, bOff, yStride: width },
+  });
+  const at = (role, off, stride) => ({ role, off, stride });
+  const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E } };
+  if (plan.query === plan.key && plan.key === plan.value && kdim === E && vdim === E) {
+    const width = Hdk + Gdk + Gdv;
+    return {
+      input: [project('query', 'qkv', B * L, width, E, 0, 0)],
+      q: at('qkv', 0, width), k: at('qkv', Hdk, width), v: at('qkv', Hdk + Gdk, width), output,
+    };
+  }
+  const q = project('query', 'q', B * L, Hdk, E, 0, 0);
+  if (plan.key === plan.value && kdim === vdim) {
+    const width = Gdk + Gdv;
+    return {
+      input: [q, project('key', 'kv', B * S, width, kdim, wOffK, Hdk)],
+      q: at('q', 0, Hdk), k: at('kv', 0, width), v: at('kv', Gdk, width), output,
+    };
+  }
+  return {
+    input: [q, project('key', 'k', B * S, Gdk, kdim, wOffK, Hdk), project('value', 'v', B * S, Gdv, vdim, wOffV, Hdk + Gdk)],
+    q: at('q', 0, Hdk), k: at('k', 0, Gdk), v: at('v', 0, Gdv), output,
+  };
+}

@@ -1,0 +1,64 @@
+// Pipelines compiled at create(), before the first call: the head widths and projection shapes
+// are known then, so the first large call does not wait 70–300 ms for the driver's compiler. The
+// defaults are awaited by create(); where the device selects variants by measurement
+// (selectsKernels()), every other candidate starts compiling in the background, so that the
+// calls that try them find them ready or nearly so. A pinned variant (configure({ gpuKernels }))
+// is compiled in place of its family's default.
+import { LINEAR_LARGE_ROWS, preferredVariant } from './kernel_config.js';
+import { pinnedVariant } from './gpu_kernel_pins.js';
+import { isSoftwareAdapter } from './device.js';
+import { VARIANTS, fittingVariants } from './kernel_variants.js';
+import { linearProblems } from './linear_problems.js';
+import { getPipeline, variantPipeline } from './pipelines.js';
+
+/**
+ * Whether the kernel selection measures on `device`: not on a software adapter (SwiftShader runs
+ * the shaders on the CPU; its timings say nothing about a GPU, and the candidates' compiles would
+ * only cost time).
+ */
+export const selectsKernels = (device) => !isSoftwareAdapter({ info: device.adapterInfo ?? {} });
+
+// The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
+// arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
+function moduleLinearProblems(config) {
+  const one = new Float32Array(1);
+  const plans = [
+    { B: 1, L: 1, S: 1, query: one, key: one, value: one },
+    { B: 1, L: 1, S: 1, query: new Float32Array(1), key: one, value: one },
+    { B: 1, L: 1, S: 1, query: new Float32Array(1), key: new Float32Array(1), value: one },
+  ];
+  return plans.flatMap((plan) => {
+    const { input, output } = linearProblems(plan, config);
+    return [...input.map((p) => p.problem), output.problem];
+  });
+}
+
+/** Starts compiling the module's pipelines on `device`; resolves once the defaults are ready. */
+export async function warmPipelines(device, config) {
+  const { headDim: dk, valueHeadDim: dv } = config;
+  const heads = { dk, dv };
+  const limits = device.limits;
+  const linear = moduleLinearProblems(config);
+  const compile = (family, variant) => {
+    const made = family === 'linear' ? linear.map((problem) => variantPipeline(device, variant, problem))
+      : [variantPipeline(device, variant, heads)];
+    if (family === 'decode') made.push(variantPipeline(device, { key: variant.reduceKey, shader: variant.reduceShader }, { dv }));
+    return made;
+  };
+  const defaults = [];
+  for (const family of Object.keys(VARIANTS)) {
+    const fitting = fittingVariants(family, limits, heads);
+    const pinned = pinnedVariant(family);
+    const names = fitting.map((v) => v.name);
+    // The defaults for small and for large calls (one and the same but for linear).
+    const wanted = pinned && names.includes(pinned) ? [pinned]
+      : [preferredVariant(family, 0, names), preferredVariant(family, LINEAR_LARGE_ROWS, names)];
+    const first = fitting.filter((v) => wanted.includes(v.name));
+    for (const v of first) defaults.push(...compile(family, v));
+    if (selectsKernels(device)) {
+      for (const v of fitting) if (!first.includes(v)) compile(family, v).forEach((p) => p.catch(() => {}));
+    }
+  }
+  if (config.rotary) defaults.push(getPipeline(device, 'rotary'));
+  await Promise.all(defaults);
+}
