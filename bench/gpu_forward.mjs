@@ -6,16 +6,7 @@ import { defaultVariant } from '../web/src/webgpu/kernel_config.js';
 import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
 import { passHooks } from '../web/src/webgpu/forward_pass.js';
 import { transferModes } from '../web/src/webgpu/staging_uploads.js';
-
-function filled(n, seed, scale = 1) {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
-  }
-  return a;
-}
+import { filled } from '../tests/contract/random.mjs';
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 

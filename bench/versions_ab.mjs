@@ -13,20 +13,12 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { filled } from '../tests/contract/random.mjs';
 
 const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 // [E, h, hkv, n, window (0: none)]
 const DECODE = [[768, 12, 12, 128, 0], [768, 12, 12, 2048, 0], [768, 12, 12, 2048, 256], [2048, 32, 8, 128, 0], [2048, 32, 8, 2048, 0]];
 
-function filled(n, seed, scale) {
-  const a = new Float32Array(n);
-  let s = seed >>> 0;
-  for (let i = 0; i < n; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    a[i] = (s / 2 ** 32 * 2 - 1) * scale;
-  }
-  return a;
-}
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const maxAbsDiff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 

@@ -91,6 +91,15 @@ class CaseTest : public ::testing::TestWithParam<std::tuple<Case, TypeSet>> {
   const Case& kase() const { return std::get<0>(this->GetParam()); }
 };
 
+// Declares the tests of one op, `Suite` over `Case`, and instantiates them over `cases` × the
+// list's type sets (the TEST_Ps that follow are registered lazily, so they may come after).
+#define KERNEL_CASES(Suite, Case, cases)                                                        \
+  class Suite : public CaseTest<Case> {};                                                       \
+  INSTANTIATE_TEST_SUITE_P(List, Suite,                                                         \
+                           ::testing::Combine(::testing::ValuesIn(cases),                       \
+                                              ::testing::ValuesIn(kTypeSets)),                  \
+                           test_name<Case>)
+
 // A GoogleTest name from a case name: letters and digits, the rest as '_'.
 template <class Case>
 std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, TypeSet>>& info) {

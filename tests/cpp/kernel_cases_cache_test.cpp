@@ -43,7 +43,7 @@ std::vector<float> rows_of(const std::vector<float>& x, int batch, int T, int wi
   return part;
 }
 
-class CacheAppendCases : public CaseTest<CacheAppendCase> {};
+KERNEL_CASES(CacheAppendCases, CacheAppendCase, kCacheAppendCases);
 
 TEST_P(CacheAppendCases, MatchesReference) {
   const auto& c = kase();
@@ -96,9 +96,6 @@ TEST_P(CacheAppendCases, MatchesReference) {
   }
   EXPECT_EQ(cache->length(), T);
 }
-
-INSTANTIATE_TEST_SUITE_P(List, CacheAppendCases, Combine(ValuesIn(kCacheAppendCases), ValuesIn(kTypeSets)),
-                         test_name<CacheAppendCase>);
 
 }  // namespace
 }  // namespace webattention::cases

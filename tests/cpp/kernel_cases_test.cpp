@@ -23,7 +23,7 @@ using ::testing::ValuesIn;
 
 // ---- linear -----------------------------------------------------------------------------------
 
-class LinearCases : public CaseTest<LinearCase> {};
+KERNEL_CASES(LinearCases, LinearCase, kLinearCases);
 
 // Two targets in one pass (as the Q/K/V projections run), the second 3 columns wider; strided
 // input and output rows, so that a kernel reading or writing past a row shows.
@@ -54,9 +54,6 @@ TEST_P(LinearCases, MatchesReference) {
     }
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(List, LinearCases, Combine(ValuesIn(kLinearCases), ValuesIn(kTypeSets)),
-                         test_name<LinearCase>);
 
 // ---- flash attention and decode rows ----------------------------------------------------------
 
@@ -119,7 +116,7 @@ void check_attention(const FlashCase& c, bool with_weights) {
   }
 }
 
-class FlashCases : public CaseTest<FlashCase> {};
+KERNEL_CASES(FlashCases, FlashCase, kFlashCases);
 
 TEST_P(FlashCases, MatchesReference) {
   const auto& c = kase();
@@ -131,10 +128,7 @@ TEST_P(FlashCases, WithWeightsMatchesReference) {
   check_attention(c, true);
 }
 
-INSTANTIATE_TEST_SUITE_P(List, FlashCases, Combine(ValuesIn(kFlashCases), ValuesIn(kTypeSets)),
-                         test_name<FlashCase>);
-
-class DecodeCases : public CaseTest<DecodeCase> {};
+KERNEL_CASES(DecodeCases, DecodeCase, kDecodeCases);
 
 // One new row per query head at the last position of `length` keys: the flash kernel's one-row
 // loops (row_scores, row_pv) with one query head per K/V head, its 4-row block with a GQA group.
@@ -157,12 +151,9 @@ TEST_P(DecodeCases, MatchesReference) {
   check_attention(step, false);
 }
 
-INSTANTIATE_TEST_SUITE_P(List, DecodeCases, Combine(ValuesIn(kDecodeCases), ValuesIn(kTypeSets)),
-                         test_name<DecodeCase>);
-
 // ---- rotary -----------------------------------------------------------------------------------
 
-class RotaryCases : public CaseTest<RotaryCase> {};
+KERNEL_CASES(RotaryCases, RotaryCase, kRotaryCases);
 
 // Q (heads wide) and K (one head) rotated in one call, as the core rotates them.
 TEST_P(RotaryCases, MatchesReference) {
@@ -183,9 +174,6 @@ TEST_P(RotaryCases, MatchesReference) {
         << (t ? "K" : "Q");
   }
 }
-
-INSTANTIATE_TEST_SUITE_P(List, RotaryCases, Combine(ValuesIn(kRotaryCases), ValuesIn(kTypeSets)),
-                         test_name<RotaryCase>);
 
 }  // namespace
 }  // namespace webattention::cases
