@@ -17,7 +17,7 @@ import { CacheError } from '../errors.js';
 import { parameterLayout } from '../parameter_layout.js';
 import { weightsPerBatch } from '../plans.js';
 import { cachedPasses } from '../webgpu/cached_passes.js';
-import { Usage } from '../webgpu/device.js';
+import { Usage, reusableSize } from '../webgpu/device.js';
 import { GpuKvCache } from '../webgpu/gpu_kv_cache.js';
 import { DECODE_CHUNK } from '../webgpu/kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from '../webgpu/kernels/flash_attention.wgsl.js';
@@ -211,7 +211,7 @@ export class WebGpuExecutor {
       let cap = (usage & Usage.STORAGE)
         ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
       cap -= cap % F32;
-      const size = Math.max(bytes, Math.min(Math.max(256, 2 ** Math.ceil(Math.log2(bytes))), cap));
+      const size = reusableSize(bytes, cap);
       const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
       entry = { buffer, bytes: size, usage };
       this.#pool.set(role, entry);

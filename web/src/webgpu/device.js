@@ -9,9 +9,17 @@ const backendError = (message, fields) => new BackendError(message, fields);
 // Buffer usage and map mode flags as numbers: Node has no GPUBufferUsage global unless the app
 // copied the `webgpu` package's globals onto globalThis.
 export const Usage = Object.freeze({
-  MAP_READ: 0x1, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80,
+  MAP_READ: 0x1, MAP_WRITE: 0x2, COPY_SRC: 0x4, COPY_DST: 0x8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200,
 });
 export const MAP_READ = 0x1;
+export const MAP_WRITE = 0x2;
+
+/**
+ * The size of a buffer kept for reuse that must hold `bytes`: the next power of two, at least 256
+ * bytes and at most `cap` (never below `bytes`), so a module whose calls grow makes O(log size)
+ * buffers per role and repeated calls make none.
+ */
+export const reusableSize = (bytes, cap = Infinity) => Math.max(bytes, Math.min(Math.max(256, 2 ** Math.ceil(Math.log2(bytes))), cap));
 
 const isDevice = (x) => x && typeof x.createBuffer === 'function' && x.queue !== undefined;
 const isGpu = (x) => x && typeof x.requestAdapter === 'function';

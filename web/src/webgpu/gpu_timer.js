@@ -2,11 +2,7 @@
 // at the start and end of the call's compute pass where the device has 'timestamp-query', else
 // the wall time from submit until the readback is mapped (onSubmittedWorkDone's moment, plus the
 // copy). The selection compares a class's candidates with each other, always on the same clock.
-
-const QUERY_RESOLVE = 0x200;
-const COPY_SRC = 0x4;
-const COPY_DST = 0x8;
-const MAP_READ = 0x1;
+import { MAP_READ, Usage } from './device.js';
 
 const free = new WeakMap();  // GPUDevice → timestamp timers not in use (kept: a call creates no buffer)
 
@@ -30,8 +26,8 @@ export function callTimer(device) {
 
 function timestampTimer(device, list) {
   const querySet = device.createQuerySet({ type: 'timestamp', count: 2, label: 'webattention timer' });
-  const resolved = device.createBuffer({ size: 16, usage: QUERY_RESOLVE | COPY_SRC, label: 'webattention timer' });
-  const read = device.createBuffer({ size: 16, usage: MAP_READ | COPY_DST, label: 'webattention timer' });
+  const resolved = device.createBuffer({ size: 16, usage: Usage.QUERY_RESOLVE | Usage.COPY_SRC, label: 'webattention timer' });
+  const read = device.createBuffer({ size: 16, usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention timer' });
   const timer = {
     timestampWrites: { querySet, beginningOfPassWriteIndex: 0, endOfPassWriteIndex: 1 },
     afterPass(encoder) {

@@ -15,6 +15,8 @@
 // 16) 26.8 → 16.9 ms, (16384, 768, 12) 157 → 110 ms (writeBuffer() ran at ~2 GB/s there; the
 // staging copy at ~10); at (128, 512, 8), 256 KiB each way, they cost 0.08 ms, hence the size.
 
+import { MAP_WRITE, Usage, reusableSize } from './device.js';
+
 /** Each option: true, false, or 'auto' (on from TRANSFER_AUTO_BYTES). Tests and the bench set them. */
 export const transferModes = { staging: 'auto', prefault: 'auto' };
 
@@ -27,8 +29,6 @@ export function transferOn(name, bytes) {
   return mode === true || (mode === 'auto' && bytes >= TRANSFER_AUTO_BYTES);
 }
 
-const MAP_WRITE = 0x2;
-const COPY_SRC = 0x4;
 
 export class StagingUploads {
   #device;
@@ -51,8 +51,8 @@ export class StagingUploads {
       staging = null;
     }
     if (!staging) {
-      const size = Math.max(256, 2 ** Math.ceil(Math.log2(bytes)));
-      staging = this.#device.createBuffer({ size, usage: MAP_WRITE | COPY_SRC, mappedAtCreation: true, label: `webattention staging ${role}` });
+      const size = reusableSize(bytes, this.#device.limits.maxBufferSize);
+      staging = this.#device.createBuffer({ size, usage: Usage.MAP_WRITE | Usage.COPY_SRC, mappedAtCreation: true, label: `webattention staging ${role}` });
       this.#buffers.set(role, staging);
     }
     if (staging.mapState !== 'mapped') return false;
