@@ -2,6 +2,7 @@
 // tests/cpp/kernel_reference.h): attention with grouped-query heads, the position rule (causal,
 // query offset, window), the list's masks (their rule: README.md) and rotary embedding, written
 // from the formulas (docs/attention-math.md §1, §7, §8), sharing no code with the package.
+import { linear as contractLinear } from '../contract/reference.mjs';
 
 /** The list's key-padding mask [batch, S] (kind 'bool' | 'additive'), or null for 'none'. */
 export function keyPaddingMask(kind, batch, S) {
@@ -74,18 +75,8 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
   return out;
 }
 
-/** y [rows, out] = x [rows, in] · Wᵀ (+ b), W [out, in]: Float64Array. */
-export function linear(x, rows, inDim, w, outDim, bias = null) {
-  const y = new Float64Array(rows * outDim);
-  for (let r = 0; r < rows; r++) {
-    for (let o = 0; o < outDim; o++) {
-      let s = bias ? bias[o] : 0;
-      for (let c = 0; c < inDim; c++) s += x[r * inDim + c] * w[o * inDim + c];
-      y[r * outDim + o] = s;
-    }
-  }
-  return y;
-}
+/** y [rows, out] = x [rows, in] · Wᵀ (+ b), W [out, in]: Float64Array (the contract's reference). */
+export const linear = (x, rows, inDim, w, outDim, bias = null) => contractLinear(x, rows, inDim, w, outDim, 0, bias);
 
 /**
  * Rotary embedding of rows [B, T, heads·headDim], row t at position first + t: pair j of each

@@ -5,8 +5,11 @@
 // choices: a row with no allowed key gets zero output and zero weights; a NaN among a row's scores
 // (after masking: maskedScore) makes the row NaN.
 
-/** Row-major [rows, cols] · [cols]ᵀ-style helper: y[r][o] = Σ_c x[r][c] · W[o][c] + b[o]. */
-function linear(x, rows, inDim, W, outDim, rowOffset, b) {
+/**
+ * y[r][o] = Σ_c x[r][c] · W[rowOffset + o][c] + b[rowOffset + o], in float64 (also the kernel-case
+ * reference's linear, tests/cases/reference.mjs).
+ */
+export function linear(x, rows, inDim, W, outDim, rowOffset, b) {
   const y = new Float64Array(rows * outDim);
   for (let r = 0; r < rows; r++) {
     for (let o = 0; o < outDim; o++) {
