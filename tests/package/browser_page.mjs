@@ -7,7 +7,7 @@ import { checkReport } from './report_checks.mjs';
 import { BROWSER_TIMEOUT_MS, PERTURB } from './settings.mjs';
 
 let browser = null;  // one headless Chromium for every page
-async function getBrowser() {
+export async function getBrowser() {
   if (!browser) {
     // The browser tests' binary (env CHROMIUM) and flags, imported here so that steps 1 and 2
     // run without playwright-core. chromium.launch, not the harness's launchChromium (one
@@ -21,8 +21,18 @@ async function getBrowser() {
   return browser;
 }
 
-/** Opens `url` in a fresh page, waits (bounded) for window.__waReport: { report, responses, consoleLines, pageErrors }. */
-async function openPage(where, url) {
+/** The app pages' end: window.__waReport, once it says it is done. */
+async function waitForReport(page) {
+  await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 45_000 });
+  return page.evaluate(() => window.__waReport);
+}
+
+/**
+ * Opens `url` in a fresh page and waits (bounded) for `settle(page, { consoleLines, pageErrors })`
+ * (by default the app pages' window.__waReport): { report (what settle returned), responses,
+ * consoleLines, pageErrors }.
+ */
+export async function openPage(where, url, settle = waitForReport) {
   const responses = [];
   const consoleLines = [];
   const pageErrors = [];
@@ -30,11 +40,11 @@ async function openPage(where, url) {
   const report = await withTimeout((async () => {
     page = await (await getBrowser()).newPage();
     page.on('response', (res) => responses.push({ url: res.url(), status: res.status(), type: res.headers()['content-type'] }));
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    // A failed resource's console line does not name it; its location does.
+    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}${/^Failed to load resource/.test(m.text()) ? ` (${m.location().url})` : ''}`));
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     await page.goto(url, { timeout: 20_000 });
-    await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 45_000 });
-    return page.evaluate(() => window.__waReport);
+    return settle(page, { consoleLines, pageErrors });
   })(), BROWSER_TIMEOUT_MS, `${where} page`).catch((e) => ({ error: String(e?.message ?? e) }));
   await withTimeout(page?.close() ?? Promise.resolve(), 10_000, 'page.close').catch(() => {});
   for (const l of consoleLines.filter((l) => !l.startsWith('debug: [vite]'))) info(`${where} console ${l}`);
