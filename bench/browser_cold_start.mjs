@@ -2,9 +2,10 @@
 // Browser cold start: navigation → the demo page's first result (web/demo/: the page runs the
 // package on load and sets <body data-status="ok"> when its first run is shown), in headless
 // Chromium on the repository's own server (scripts/serve.mjs, cross-origin isolated unless
-// --plain). Each run opens the page in a fresh browser context (empty HTTP cache: a first
-// visit), then reloads it in that context (a second visit: HTTP cache, and V8's code cache for
-// the scripts and the .wasm where Chromium keeps one). Prints the median and minimum of each.
+// --plain). Each run opens the page in a fresh browser context (a first visit: nothing cached),
+// then reloads it in that context (a second visit: what the browser keeps in memory; that server
+// sends no-store, so no HTTP cache and none of V8's code cache that rides on it, which a static
+// host's cacheable answers would add). Prints the median and minimum of each.
 //
 //   node bench/browser_cold_start.mjs [--runs N] [--plain]
 //
