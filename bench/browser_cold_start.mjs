@@ -10,7 +10,8 @@
 //   node bench/browser_cold_start.mjs [--runs N] [--plain]
 //
 // Per visit: first result (ms from navigation start, performance.now() when data-status turned
-// ok), DOMContentLoaded, and the page's own first-forward time (data-ms-first).
+// ok), DOMContentLoaded, when the last .wasm before it had arrived, how many requests the page
+// made until then, and the page's own first-forward time (data-ms-first).
 import { commonHeader, parseFlags } from './run_env.mjs';
 
 const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -35,11 +36,16 @@ function recordFirstResult() {
 async function visit(page, go) {
   await go();
   await page.waitForFunction(() => window.__firstResult, null, { timeout: 60_000 });
-  return page.evaluate(() => ({
-    ...window.__firstResult,
-    domContentLoaded: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
-    pageFirstForward: Number(document.body.dataset.msFirst),
-  }));
+  return page.evaluate(() => {
+    const before = performance.getEntriesByType('resource').filter((e) => e.responseEnd <= window.__firstResult.ms);
+    return {
+      ...window.__firstResult,
+      domContentLoaded: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
+      wasmFetched: Math.max(...before.filter((e) => new URL(e.name).pathname.endsWith('.wasm')).map((e) => e.responseEnd)),
+      requests: before.length,
+      pageFirstForward: Number(document.body.dataset.msFirst),
+    };
+  });
 }
 
 const server = await startServer({ isolated: !values.plain });
@@ -68,7 +74,8 @@ const stat = (list, key) => {
 };
 for (const [k, v] of Object.entries(commonHeader('browser_cold_start.mjs', process.argv.slice(2)))) console.log(`${k}: ${v}`);
 console.log(`${url} (${values.plain ? 'not ' : ''}cross-origin isolated), ${runs} runs, median (min) ms from navigation start`);
-console.log('visit                     first result   DOMContentLoaded   page\'s first forward');
-for (const [name, list] of [['first (empty cache)', results.first], ['second (reload)', results.second]]) {
-  console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(15)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'pageFirstForward')}`);
+console.log('visit                     first result   DOMContentLoaded   .wasm fetched      requests   page\'s first forward');
+for (const [name, list] of [['first (nothing cached)', results.first], ['second (reload)', results.second]]) {
+  console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(15)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'wasmFetched').padEnd(19)}`
+    + `${String(list[0].requests).padEnd(11)}${stat(list, 'pageFirstForward')}`);
 }
