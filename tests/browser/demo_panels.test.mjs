@@ -125,7 +125,7 @@ describe('demo panels and layout', { timeout: 180_000 }, () => {
     const causalCorner = await corner();
     assert.ok(causalCorner.every(isZero), `query 0 must not see the last key: ${JSON.stringify(causalCorner)}`);
     await page.uncheck('input[name=causal]');
-    await page.click('button[type=submit]');
+    await page.click('#controls button');
     await page.waitForFunction(() => document.getElementById('head-mask').textContent === 'none', null, { timeout: 20_000 });
     const openCorner = await corner();
     assert.ok(!openCorner.some(isZero), `without the mask query 0 sees the last key: ${JSON.stringify(openCorner)}`);
