@@ -148,7 +148,9 @@ async function runGeneration() {
     Object.assign(body.dataset, { genText: text, genTokensPerS: String((text.length * 1000) / ms), genBackend: ran });
     show('ok', stopRequested ? `stopped after ${text.length} characters` : 'done');
   } catch (e) {
-    console.error(e);
+    // A bad form value or prompt is the visitor's to fix, shown on the page; anything else is
+    // the page's fault, logged for whoever debugs it.
+    if (!(e instanceof RangeError || e?.name === 'OptionError')) console.error(e);
     clearResults();
     show('error', errorText(e));
   } finally {
