@@ -50,6 +50,7 @@ writeFileSync(page, html.replace(PEERS_ATTRIBUTE, ''));
 writeFileSync(join(out, 'index.html'), `<!doctype html>
 <meta charset="utf-8">
 <title>webattention demo</title>
+<link rel="icon" href="data:,">
 <meta http-equiv="refresh" content="0; url=web/demo/">
 <a href="web/demo/">webattention demo</a>
 `);
