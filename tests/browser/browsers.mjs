@@ -62,9 +62,14 @@ class FirefoxPage {
   }
 
   // Events keep their names and their objects the methods the tests read (console: type(),
-  // text(); response: status(), url(), headers(); requestfailed: url(), failure()).
+  // text(); response: status(), url(), headers(); requestfailed: url(), failure()); a console
+  // message's type is playwright's name ('warning', where puppeteer says 'warn').
   on(event, handler) {
-    this.#page.on(event, handler);
+    if (event === 'console') {
+      this.#page.on(event, (m) => handler({ type: () => (m.type() === 'warn' ? 'warning' : m.type()), text: () => m.text() }));
+    } else {
+      this.#page.on(event, handler);
+    }
     return this;
   }
 
