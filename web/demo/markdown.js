@@ -15,7 +15,9 @@ export const slug = (text) => text.toLowerCase().replace(/`/g, '').replace(/[^\p
  * Inline markup of one block's text. link(url) maps a link or image target (relative ones
  * against the document) to the URL the page uses.
  */
-function inline(text, link) {
+function inline(text, rewrite) {
+  // Only web links and relative ones: a javascript: (or data:) target would be script.
+  const link = (url) => (/^[a-z][\w+.-]*:/i.test(url) && !/^(https?|mailto):/i.test(url) ? '#' : rewrite(url));
   const codes = [];
   // Code spans first: nothing inside them is markup. \u0000 never occurs in the documents.
   let out = text.replace(/(`+)([^`]|[^`][\s\S]*?[^`])\1(?!`)/g, (_, __, code) => {
@@ -112,7 +114,7 @@ function blocks(lines, link) {
         while (i < lines.length && blank(lines[i]) && i + 1 < lines.length && lines[i + 1].match(LIST_ITEM)?.[1].length === base) i++;
       }
       const tag = ordered ? 'ol' : 'ul';
-      html.push(`<${tag}>${items.map((body) => `<li>${blocks(body, link).replace(/^<p>([\s\S]*?)<\/p>(?=<|$)/, '$1')}</li>`).join('')}</${tag}>`);
+      html.push(`<${tag}>${items.map((body) => `<li>${blocks(body, link).replace(/^<p>([\s\S]*?)<\/p>(?=\n|$)/, '$1')}</li>`).join('')}</${tag}>`);
       continue;
     }
     const paragraph = [];
