@@ -6,7 +6,7 @@
 // chooses the head).
 import { $ } from './page.js';
 import { heatmap, colorbar } from './heatmap.js';
-import { color } from './colors.js';
+import { heatScale } from './heat_scale.js';
 
 /** Rows of [generated characters, window] per layer·head, each row right-aligned on its query. */
 export class AttentionRows {
@@ -30,7 +30,10 @@ export class AttentionRows {
   }
 }
 
-let view = null;  // { rows, text (prompt + generated), promptLength, figures, selected map, marked row }
+let view = null;  // { rows, text (prompt + generated), promptLength, selected map, marked row }
+// A row of 128 weights sums to 1 and most of it sits on the last few characters: on a log scale
+// (heat_scale.js, decades chosen for the window's length) the rest of the window stays visible.
+let scale = null;
 
 const heatFigures = () => Array.from($('gen-heads').querySelectorAll('figure'));
 
@@ -63,7 +66,10 @@ export function prepareHeatmaps({ layers, numHeads, window }) {
       }
     }
   }
-  colorbar($('gen-colorbar'));
+  scale = heatScale('log', window);
+  colorbar($('gen-colorbar'), scale.colorAt);
+  $('gen-scale-lo').textContent = scale.lo;
+  $('gen-scale-hi').textContent = scale.hi;
   $('gen-window-size').textContent = String(window);
   return heatFigures().map((f) => f.querySelector('canvas'));
 }
@@ -89,7 +95,7 @@ export function addCharacter(char) {
 export function drawHeatmaps(canvases) {
   const { rows } = view;
   if (rows.rows === 0) return;
-  canvases.forEach((canvas, i) => heatmap(canvas, rows.maps[i], rows.rows, rows.window, { maxPool: true }));
+  canvases.forEach((canvas, i) => heatmap(canvas, rows.maps[i], rows.rows, rows.window, { maxPool: true, colorOf: scale.colorOf }));
   $('gen-rows').textContent = String(rows.rows);
   if (view.marked !== null) markRow(view.marked);
 }
@@ -140,7 +146,7 @@ function showWindow(i) {
     if (position < 0) continue;
     const span = document.createElement('span');
     const w = weights[j];
-    const [r, g, b] = color(w);
+    const [r, g, b] = scale.colorOf(w);
     span.textContent = text[position] === '\n' ? '↵' : text[position];
     span.style.background = `rgb(${r},${g},${b})`;
     span.style.color = (r * 0.3 + g * 0.6 + b * 0.1) > 140 ? '#000' : '#fff';
