@@ -112,7 +112,7 @@ async function runGeneration() {
     const { prompt, backend, options } = readForm();
     const model = await modelFor(backend);
     model.tokenizer.encode(prompt);  // a character the model does not know fails here, before any output
-    const ran = `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
+    const ran = model.backend === 'webgpu' ? 'webgpu' : `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
     $('gen-backend').textContent = ran;
     const canvases = prepareHeatmaps(model.config);
     const rows = new AttentionRows(model.config, options.maxTokens);
