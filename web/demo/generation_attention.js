@@ -60,7 +60,7 @@ export function prepareHeatmaps({ layers, numHeads, window }) {
         axis.className = 'axis-x';
         axis.append(...[`${window - 1} back`, 'itself'].map((text) => Object.assign(document.createElement('span'), { textContent: text })));
         const caption = document.createElement('figcaption');
-        caption.textContent = `layer ${l} · head ${h}`;
+        caption.append(`layer ${l} · head ${h} · `, Object.assign(document.createElement('span'), { className: 'axis-y' }));
         figure.append(plot, axis, caption);
         grid.append(figure);
       }
@@ -97,6 +97,8 @@ export function drawHeatmaps(canvases) {
   if (rows.rows === 0) return;
   canvases.forEach((canvas, i) => heatmap(canvas, rows.maps[i], rows.rows, rows.window, { maxPool: true, colorOf: scale.colorOf }));
   $('gen-rows').textContent = String(rows.rows);
+  // The y axis: which characters the rows are (the maps are too small for tick labels).
+  for (const axis of $('gen-heads').querySelectorAll('.axis-y')) axis.textContent = `rows: characters 1–${rows.rows} ↓`;
   if (view.marked !== null) markRow(view.marked);
 }
 
