@@ -60,7 +60,7 @@ const settleOn = (prints) => async (page, { consoleLines, pageErrors }) => {
 };
 
 async function runPage(where, url, app) {
-  const { report, responses, consoleLines, pageErrors } = await openPage(where, url, settleOn(app.prints));
+  const { report, responses, consoleLines, pageErrors } = await openPage('chromium', where, url, settleOn(app.prints));  // the README's browser blocks: Chromium, as the issue asks; the app pages run in every engine
   require_(`${where}: page opened`, !report?.error, report?.error);
   // The browser's own favicon request (a 404 where the page has no icon) is no part of the snippet.
   const bad = responses.filter((r) => r.status >= 400);

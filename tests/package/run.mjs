@@ -7,8 +7,9 @@
 //      fixture cases through `import { MultiHeadAttention } from 'webattention'`;
 //   3. install it into a fresh Vite app whose page and own Web Worker import it, `vite build`
 //      (default config), serve dist/ over node:http and run the same cases (plus a ShapeError
-//      check) in headless Chromium (playwright-core): plain, cross-origin isolated (the pthreads
-//      modules), and with the package's files on another origin (configure({ wasmPaths }));
+//      check) in headless Chromium and Firefox ESR (tests/browser/browsers.mjs): plain,
+//      cross-origin isolated (the pthreads modules), and with the package's files on another
+//      origin (configure({ wasmPaths }));
 //   4. run that app under the Vite dev server too (with optimizeDeps.exclude: ['webattention']);
 //   5. and without optimizeDeps.exclude, where ready() must reject with a LoadError naming it;
 //   6. every fenced code block of the packed README run as a user would paste it: Node blocks in
@@ -19,7 +20,8 @@
 //                                      as a full build more than the parts below)
 //
 // Exits non-zero on any failure; the last line is "N passed, M failed".
-// CHROMIUM=/path/to/chromium: another browser binary (as for tests/browser/).
+// CHROMIUM=/path/to/chromium, FIREFOX=/path/to/firefox: other browser binaries, BROWSERS=chromium: one
+// engine alone (as for tests/browser/).
 // WA_PKG_TEST_PERTURB=<number> adds that to the first expected output value in both apps, to see
 // the comparison fail (a self-test of this harness).
 //

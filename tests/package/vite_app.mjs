@@ -3,7 +3,8 @@
 // config: the worker's format is 'iife'), dist/ served plain, cross-origin isolated, and with the
 // package's files on another origin (configure({ wasmPaths })), plain and isolated. 4: the Vite
 // dev server as the package's README says (optimizeDeps.exclude), plain and isolated. 5: the
-// dev server without it, where the package must say what to do. Every page in headless Chromium.
+// dev server without it, where the package must say what to do. Every page in headless Chromium and
+// Firefox ESR.
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeApp, npmInstall } from './apps.mjs';
@@ -25,7 +26,7 @@ const OTHER_ORIGIN = { 'access-control-allow-origin': '*' };
  * runs the dev-server parts on that app even if the build part fails later.
  */
 export async function installWebApp(root, tarball, cases) {
-  step('3/6 Vite app (its page and its own worker import the package): npm install <tarball>, vite build, serve dist/, headless Chromium');
+  step('3/6 Vite app (its page and its own worker import the package): npm install <tarball>, vite build, serve dist/, headless Chromium and Firefox');
   const app = join(root, 'web-app');
   makeApp(app, 'webattention-web-app', cases);
   copyFileSync(join(HERE, 'app/browser_main.js'), join(app, 'main.js'));
