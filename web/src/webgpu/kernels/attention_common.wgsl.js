@@ -51,6 +51,13 @@ fn kvHead(h: u32) -> u32 { return h / p.group; }
 
 // The K/V row of key j of batch b.
 fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
+
+// p·v of one weight and one value, where a weight of exactly 0 (a masked key's, also a stale ring
+// slot's or a tile's padding) adds exactly 0, not 0·v: masked means absent, so a NaN or Inf value
+// there never reaches the row (0·NaN is NaN). A select, not a branch; one per shape of operands.
+fn pv(w: f32, x: f32) -> f32 { return select(0.0, w * x, w > 0.0); }
+fn pvRows(w: vec4f, x: f32) -> vec4f { return select(vec4f(0.0), w * x, w > vec4f(0.0)); }
+fn pvCols(w: f32, x: vec4f) -> vec4f { return select(vec4f(0.0), w * x, w > 0.0); }
 `;
 
 export const attentionCommon = /* wgsl */ `${attentionParams}

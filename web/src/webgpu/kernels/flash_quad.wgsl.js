@@ -99,7 +99,7 @@ ${stageKeyRows({ src: 'v', width: '(DV4 * 4u)', dim: 'DV', store: 'kv[c * DV4 + 
         if (col4 >= DV4) { continue; }
         for (var q = 0u; q < 4u; q++) {
           let vv = kv[(4u * c4 + q) * DV4 + col4];
-          for (var i = 0u; i < 4u; i++) { acc[i * CG + c] += pr[i][q] * vv; }
+          for (var i = 0u; i < 4u; i++) { acc[i * CG + c] += pvCols(pr[i][q], vv); }
         }
       }
     }

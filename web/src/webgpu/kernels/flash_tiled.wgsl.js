@@ -180,7 +180,7 @@ ${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: `${layout.v}[c * DV + 
       l += pr;
       for (var j = 0u; j < DC; j++) {
         let col = tc + 16u * j;
-        if (col < DV) { acc[j] += pr * ${layout.v}[c * DV + col]; }
+        if (col < DV) { acc[j] += pvRows(pr, ${layout.v}[c * DV + col]); }
       }
     }
     ${layout.barrier.tileEnd}
