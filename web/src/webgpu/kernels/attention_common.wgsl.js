@@ -39,6 +39,16 @@ export const ATTENTION_PARAMS = [
   ['scale', 'f32', 'score = q·k · scale (+ masks)'],
 ];
 
+/**
+ * The first key rows [i0, …) may see (0 without a window): with a cache's window, keys
+ * j <= i + shift − window are masked for row i, so a windowed step's kernels start their key
+ * loops (and the decode kernels their chunks) here and visit O(W) keys, not the whole cache.
+ * The JS twin of WGSL firstKey() (attentionParams), for the decode grid.
+ */
+export function firstKeyOf(i0, { causal, shift, window }) {
+  return causal && window && i0 + shift >= window ? i0 + shift + 1 - window : 0;
+}
+
 /** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
 export const attentionParams = /* wgsl */ `
 ${paramsWgsl(ATTENTION_PARAMS)}
@@ -48,6 +58,15 @@ const NEG = -3.0e38;        // "minus infinity" for masked scores and empty runn
 // The K/V head query head h reads (grouped-query attention, docs/attention-math.md §7): K and V
 // are indexed, never copied per query head.
 fn kvHead(h: u32) -> u32 { return h / p.group; }
+
+// The first key rows i0… may see: firstKeyOf() in attention_common.wgsl.js says why.
+fn firstKey(i0: u32) -> u32 {
+  if (p.causal != 0u && p.window != 0u && i0 + p.shift >= p.window) { return i0 + p.shift + 1u - p.window; }
+  return 0u;
+}
+
+// The decode kernels' chunks of CHUNK keys, from firstKey(0) (every row's window starts there or later).
+fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKey(0u) + chunk - 1u) / chunk; }
 
 // The K/V row of key j of batch b.
 fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
