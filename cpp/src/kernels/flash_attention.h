@@ -213,7 +213,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
       const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
       key_scores<Isa>(p, one_row, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
-      find_poisoned(p, scores, rows, kv, j0, width, poisoned);
+      find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
       for (int r = 0; r < active; ++r) {
         float* s = scores + r * kKeyTile;
         const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;

@@ -11,6 +11,7 @@
 // one, by a select on its visibility, only to the rows that see it.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -37,22 +38,38 @@ inline bool finite_value(const KvPanels& kv, int dv, int slot) {
   return true;
 }
 
-// Rows [0, rows) of the masked scores of keys [j0, j0 + width): which of those keys are poisoned.
-inline void find_poisoned(const AttentionProblem& p, const float* scores, int rows,
+// Tile columns [from, to) that every row of block (g, r0, rows) sees by the position rule: all
+// of them when no mask applies, so only the columns outside need a look. Empty with a mask.
+inline KeyRange columns_seen_by_all(const AttentionProblem& p, int g, int r0, int rows, int j0, int width) {
+  if (!p.masks[0].empty() || !p.masks[1].empty()) return {0, 0};
+  int from = 0, to = width;
+  for (int r = 0; r < rows; ++r) {
+    const KeyRange keys = allowed_keys(p, p.positions.query0 + row_of(p, g, r0 + r).i);
+    from = std::max(from, keys.empty() ? width : std::clamp(keys.begin - j0, 0, width));
+    to = std::min(to, keys.empty() ? 0 : std::clamp(keys.end - j0, 0, width));
+  }
+  return {from, std::max(from, to)};
+}
+
+// Rows [0, rows) of block (g, r0) and their masked scores of keys [j0, j0 + width): which of those
+// keys are poisoned. O(rows) plus the columns some row may not see (a few at a causal diagonal or
+// a window's start) when no mask applies; a full look at the scores with one.
+inline void find_poisoned(const AttentionProblem& p, int g, int r0, const float* scores, int rows,
                           const KvPanels& kv, int j0, int width, PoisonedKeys& out) {
   out.count = 0;
+  const KeyRange all = columns_seen_by_all(p, g, r0, rows, j0, width);
   const std::uint8_t everyone = static_cast<std::uint8_t>((1u << rows) - 1u);
-  for (int j = 0; j < width; ++j) out.seen_by[j] = 0;
-  for (int r = 0; r < rows; ++r) {
-    const float* s = scores + r * kKeyTile;
-    for (int j = 0; j < width; ++j)
-      out.seen_by[j] |= static_cast<std::uint8_t>((s[j] != kNegInf) << r);
-  }
-  for (int j = 0; j < width; ++j) {
+  const auto look = [&](int j) {
+    std::uint8_t seen = 0;
+    for (int r = 0; r < rows; ++r) seen |= static_cast<std::uint8_t>((scores[r * kKeyTile + j] != kNegInf) << r);
+    out.seen_by[j] = seen;
     // Keys past the last one (j0 + j >= S) may be stale ring slots: never seen, checked too.
-    out.poisoned[j] = out.seen_by[j] != everyone && !finite_value(kv, p.dv, key_slot(p, j0 + j));
+    out.poisoned[j] = seen != everyone && !finite_value(kv, p.dv, key_slot(p, j0 + j));
     out.count += out.poisoned[j];
-  }
+  };
+  for (int j = 0; j < all.begin; ++j) look(j);
+  std::fill(out.poisoned + all.begin, out.poisoned + all.end, false);
+  for (int j = all.end; j < width; ++j) look(j);
 }
 
 // Adds poisoned key j0 + j (tile column j) to the accumulators of the rows that see it.
