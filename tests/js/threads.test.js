@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
-} from 'webattention';
+} from '#webattention';
 import { poolTestHooks as testHooks } from '../internals.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';
 
