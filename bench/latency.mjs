@@ -1,10 +1,27 @@
 // Cold start (fresh process: import → first result, 128×512, h = 8) and small-input latency
-// (L = 16, E = 64, h = 4: per-call overhead). Usage: node bench/latency.mjs
+// (L = 16, E = 64, h = 4: per-call overhead).
+// Usage: node bench/latency.mjs [--entry FILE]... [--runs N]
+//   --entry FILE  the Node entry to import (default: the package's "node" export, web/dist/node.js,
+//                 what a user's import loads; web/src/node.js is the unbundled source). Given more
+//                 than once, the cold starts alternate between them run by run (an A/B on a busy
+//                 machine) and the ratio of each one's medians to the first's is printed.
+//   --runs N      cold starts per entry (default 9)
+//   --cold-only   skip the small-input latency
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { parseFlags } from './run_env.mjs';
 import { mhaShapes } from './suite.mjs';
 
-parseFlags(import.meta.url, process.argv.slice(2), {});  // no flags but --help
+const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
+  entry: { type: 'string', multiple: true }, runs: { type: 'string', default: '9' }, 'cold-only': { type: 'boolean' },
+});
+const packageEntry = () => {
+  const { exports } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  return new URL(`.${exports['.'].node.slice(1)}`, new URL('../', import.meta.url)).href;
+};
+const entries = values.entry?.map((f) => pathToFileURL(f).href) ?? [packageEntry()];
+const runs = Number(values.runs);
 // The two shapes, from the one case list (tests/cases/kernel_cases.json, perf mode).
 const [[coldL, coldE, coldH]] = mhaShapes('latency_cold');
 const [[L, E, h]] = mhaShapes('latency_small');
@@ -18,7 +35,7 @@ import { readFileSync } from 'node:fs';
 const cpu = () => { try { return Number(readFileSync('/proc/self/task/' + process.pid + '/schedstat', 'utf8').split(' ')[0]) / 1e6; } catch { return NaN; } };
 const t = [performance.now()], c = [cpu()];
 const mark = () => { t.push(performance.now()); c.push(cpu()); };
-const { MultiHeadAttention } = await import(${JSON.stringify(new URL('../web/src/node.js', import.meta.url).href)});
+const { MultiHeadAttention } = await import(process.argv[1]);
 mark();
 const mha = await MultiHeadAttention.create({ embedDim: ${coldE}, numHeads: ${coldH} });
 mark();
@@ -30,22 +47,28 @@ mark();
 const phases = (v) => Object.fromEntries([['total', v[4] - v[0]], ...${JSON.stringify(PHASES)}.map((k, i) => [k, v[i + 1] - v[i]])]);
 console.log(JSON.stringify({ wall: phases(t), cpu: phases(c) }));`;
 
-const runs = 9;
-const cold = [];
+const cold = entries.map(() => []);
 for (let i = 0; i < runs; i++) {
-  const r = spawnSync(process.execPath, ['--input-type=module', '-e', coldScript], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(r.stderr);
-  cold.push(JSON.parse(r.stdout.trim()));
+  entries.forEach((entry, e) => {
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', coldScript, entry], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(r.stderr);
+    cold[e].push(JSON.parse(r.stdout.trim()));
+  });
 }
-const median = (kind, key) => cold.map((c) => c[kind][key]).sort((a, b) => a - b)[runs >> 1];
-const totals = cold.map((c) => c.wall.total).sort((a, b) => a - b);
-console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}): median ${median('wall', 'total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
-  `phase medians: ${PHASES.map((k) => `${k} ${median('wall', k).toFixed(1)}`).join(', ')} ms`);
-if (!Number.isNaN(median('cpu', 'total'))) {
-  console.log(`  main thread's CPU time: median ${median('cpu', 'total').toFixed(1)} ms; phase medians: ${PHASES.map((k) => `${k} ${median('cpu', k).toFixed(1)}`).join(', ')} ms`);
-}
+const median = (e, kind, key) => cold[e].map((c) => c[kind][key]).sort((a, b) => a - b)[runs >> 1];
+const KEYS = ['total', ...PHASES];
+const ratios = (e, kind) => (e === 0 ? '' : ` (ratio to the first entry: ${KEYS.map((k) => `${k} ${(median(e, kind, k) / median(0, kind, k)).toFixed(2)}`).join(', ')})`);
+entries.forEach((entry, e) => {
+  const totals = cold[e].map((c) => c.wall.total).sort((a, b) => a - b);
+  console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}), ${entry}: median ${median(e, 'wall', 'total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
+    `phase medians: ${PHASES.map((k) => `${k} ${median(e, 'wall', k).toFixed(1)}`).join(', ')} ms${ratios(e, 'wall')}`);
+  if (!Number.isNaN(median(e, 'cpu', 'total'))) {
+    console.log(`  main thread's CPU time: median ${median(e, 'cpu', 'total').toFixed(1)} ms; phase medians: ${PHASES.map((k) => `${k} ${median(e, 'cpu', k).toFixed(1)}`).join(', ')} ms${ratios(e, 'cpu')}`);
+  }
+});
 
-const { MultiHeadAttention } = await import('../web/src/node.js');
+if (values['cold-only']) process.exit(0);
+const { MultiHeadAttention } = await import(entries[0]);
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
 const x = { data: new Float32Array(L * E).fill(0.5), shape: [1, L, E] };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the package's WASM modules, those web/modules.json lists, into web/dist/ with
 # Emscripten: <stem>.mjs + <stem>.wasm each (+ <stem>.worker.js for the pthreads ones), and their
-# loaders (scripts/gen_modules.mjs). Each build folder also holds the GoogleTest suite for that
+# loaders (scripts/gen_modules.mjs), and the bundled Node entry (scripts/bundle_node.mjs). Each build folder also holds the GoogleTest suite for that
 # module (run by scripts/test.sh). Also the package's prepack step (npm pack, npm publish).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,4 +18,7 @@ for variant in $WASM_VARIANTS; do
 done
 # Again, now that the pthreads modules' worker scripts are built: browser_modules.js embeds them.
 node scripts/gen_modules.mjs
+# The Node entry as one file (web/dist/node.js, package.json's "node" export) and its pool
+# worker's: a cold start loads one file instead of the ~40 of web/src.
+node scripts/bundle_node.mjs
 ls -l web/dist/

@@ -1,6 +1,7 @@
 // Every package internal the tests use (thresholds, FLOP counts, test hooks), re-exported from
 // where it lives today: when web/src moves things, this file is the one test file that changes.
-// Tests import the public API from 'webattention' (or web/src/browser.js in pages), and
+// Tests import the public API from '#webattention' (package.json "imports": web/src/node.js, the
+// source, where users get its bundle web/dist/node.js; web/src/browser.js in pages), and
 // everything else from here. Environment-free, like the modules it re-exports: pages load it too.
 import { forwardFlops } from '../web/src/cost_model.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';

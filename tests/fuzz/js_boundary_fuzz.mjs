@@ -10,7 +10,7 @@
 //   node tests/fuzz/js_boundary_fuzz.mjs [--seconds S = 30] [--seed N]
 import vm from 'node:vm';
 import { parseArgs } from 'node:util';
-import { MultiHeadAttention, WebAttentionError, scaledDotProductAttention, wasmMemoryInUse } from 'webattention';
+import { MultiHeadAttention, WebAttentionError, scaledDotProductAttention, wasmMemoryInUse } from '#webattention';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, seed: { type: 'string', default: String(Date.now() % 1e9) } } });
 let state = Number(values.seed) >>> 0;

@@ -7,7 +7,7 @@
 // A finding's file is written to build/fuzz/safetensors/ (ignored by git) and the run exits 1.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { Worker, isMainThread, parentPort, workerData } from 'node:worker_threads';
-import { loadSafetensors, WebAttentionError } from 'webattention';
+import { loadSafetensors, WebAttentionError } from '#webattention';
 import { mutatedFile } from './safetensors_mutations.mjs';
 
 const SLOW_MS = 100;

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
-import { capabilities, MultiHeadAttention } from 'webattention';
+import { capabilities, MultiHeadAttention } from '#webattention';
 import { pickVariant, relaxedSimdSupported, simdSupported } from '../internals.mjs';
 
 const relaxedFlag = process.execArgv.includes('--experimental-wasm-relaxed-simd');

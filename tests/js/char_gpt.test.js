@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { OptionError } from 'webattention';
+import { OptionError } from '#webattention';
 import { generate } from '../../web/model/generate.js';
 import { loadNodeModel } from '../../web/model/load_node.js';
 

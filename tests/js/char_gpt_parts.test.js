@@ -2,7 +2,7 @@
 // its exact GELU, the sampler and the tokenizer.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OptionError } from 'webattention';
+import { OptionError } from '#webattention';
 import { erf } from '../../web/model/erf.js';
 import { argmax, makeSampler, seededRandom } from '../../web/model/sampling.js';
 import { Tokenizer } from '../../web/model/tokenizer.js';

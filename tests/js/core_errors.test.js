@@ -5,7 +5,7 @@
 // raise past the JS checks; after each, the module still works.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryError, MultiHeadAttention, OptionError, StateDictError } from 'webattention';
+import { MemoryError, MultiHeadAttention, OptionError, StateDictError } from '#webattention';
 import { MAX_CACHE_POSITIONS } from '../internals.mjs';
 
 const E = 8;

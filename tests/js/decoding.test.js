@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import {
   MultiHeadAttention, wasmMemoryInUse, KvCache,
   BackendError, CacheError, DisposedError, MemoryError, OptionError, ShapeError,
-} from 'webattention';
+} from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 import { MAX_CACHE_POSITIONS } from '../internals.mjs';
 

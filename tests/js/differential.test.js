@@ -7,7 +7,7 @@
 // and explore new ground with WEBATTENTION_DIFF_FIRST=<n> (the first seed; default 1).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { randomMhaCase, runCase } from '../contract/contract.mjs';
 
 const COUNT = 500;

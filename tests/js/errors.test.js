@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import {
   MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, capabilities,
   WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError,
-} from 'webattention';
+} from '#webattention';
 
 const E = 8, H = 2, B = 2, L = 3, S = 4;
 const seq = (n, f = 0.1) => new Float32Array(n).map((_, i) => Math.sin(i * f + 1));

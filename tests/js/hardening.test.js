@@ -8,7 +8,7 @@ import vm from 'node:vm';
 import {
   MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse,
   DTypeError, MemoryError, OptionError, ShapeError,
-} from 'webattention';
+} from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 import { pickVariant } from '../internals.mjs';
 

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import {
   DTypeError, DisposedError, KvCache, MultiHeadAttention, OptionError, ShapeError, loadSafetensors, scaledDotProductAttention,
   wasmMemoryInUse,
-} from 'webattention';
+} from '#webattention';
 
 const E = 8;
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2 });

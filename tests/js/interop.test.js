@@ -3,8 +3,8 @@
 // with one deprecation warning), configure()'s checks, and what the package entry exports.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
-import { DTypeError, MultiHeadAttention, OptionError, ShapeError, configure, scaledDotProductAttention, selfAttention } from 'webattention';
+import * as api from '#webattention';
+import { DTypeError, MultiHeadAttention, OptionError, ShapeError, configure, scaledDotProductAttention, selfAttention } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 import * as errors from '../../web/src/errors.js';
 

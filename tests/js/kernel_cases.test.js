@@ -6,7 +6,7 @@
 // (tests/cpp/kernel_cases_test.cpp).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { testCases } from '../cases/cases.mjs';
 import { runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { compare } from '../contract/contract.mjs';

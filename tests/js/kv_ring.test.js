@@ -2,7 +2,7 @@
 // limits read: capacity and rows per pass for every kind of cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, OptionError } from 'webattention';
+import { MultiHeadAttention, OptionError } from '#webattention';
 import { MAX_CACHE_POSITIONS, ringGeometry } from '../internals.mjs';
 import { loadNodeCore } from '../../web/src/node_core.js';
 import { pickVariant } from '../../web/src/variant.js';

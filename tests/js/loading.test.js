@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
-import { LoadError, MultiHeadAttention, WorkerError } from 'webattention';
+import { LoadError, MultiHeadAttention, WorkerError } from '#webattention';
 import { poolTestHooks as testHooks } from '../internals.mjs';
 import { fetchWasmModule } from '../../web/src/wasm_fetch.js';
 

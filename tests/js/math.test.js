@@ -1,7 +1,7 @@
 // The claims of docs/attention-math.md §2, §5 and §6, checked through the public API.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, selfAttention, OptionError } from 'webattention';
+import { MultiHeadAttention, selfAttention, OptionError } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 
 async function moduleWithRandomWeights(options, next) {

@@ -2,7 +2,7 @@
 // than its score matrix, and the heap must be able to grow when weights are asked for.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, scaledDotProductAttention, wasmHeapBytes } from 'webattention';
+import { MultiHeadAttention, scaledDotProductAttention, wasmHeapBytes } from '#webattention';
 
 const L = 4096, E = 8;
 const scoreMatrixBytes = L * L * 4;  // 64 MiB

@@ -1,7 +1,7 @@
 // Messages a new user meets (issue "For the visitor and the newcomer"): each says what to do.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, OptionError, StateDictError } from 'webattention';
+import { MultiHeadAttention, OptionError, StateDictError } from '#webattention';
 
 const E = 8;
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2 });

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { MultiHeadAttention, OptionError } from 'webattention';
+import { MultiHeadAttention, OptionError } from '#webattention';
 import { CREATE_OPTIONS, coreConfig } from '../internals.mjs';
 
 const dts = readFileSync(new URL('../../web/index.d.ts', import.meta.url), 'utf8');

@@ -5,7 +5,7 @@
 // with threads: n, so the MHA cases run on the worker pool.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { AUTO_MIN_FLOPS, caseFlops, poolTestHooks } from '../internals.mjs';
 import { loadFixtures } from './fixtures.js';

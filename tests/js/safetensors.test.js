@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { loadSafetensors, SafetensorsError } from 'webattention';
+import { loadSafetensors, SafetensorsError } from '#webattention';
 import { decodeTensor } from '../contract/decode.mjs';
 import { entry, f32Bytes, fixtureBytes, fixtureJson, safetensorsBytes, validFile } from './safetensors_files.js';
 

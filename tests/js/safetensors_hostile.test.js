@@ -3,7 +3,7 @@
 // hang. The same table is printed in the report of issue 11.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { loadSafetensors, DTypeError, SafetensorsError, WebAttentionError } from 'webattention';
+import { loadSafetensors, DTypeError, SafetensorsError, WebAttentionError } from '#webattention';
 import { entry, f32Bytes, safetensorsBytes, validFile } from './safetensors_files.js';
 
 const valid = validFile();

@@ -3,7 +3,7 @@
 // safetensors (tests/fixtures/make_safetensors.py) run against torch's self_attn output.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, loadSafetensors, OptionError, StateDictError } from 'webattention';
+import { MultiHeadAttention, loadSafetensors, OptionError, StateDictError } from '#webattention';
 import { checkResult, compare } from '../contract/compare.mjs';
 import { decodeTensor } from '../contract/decode.mjs';
 import { loadFixtures } from './fixtures.js';

@@ -6,7 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
-} from 'webattention';
+} from '#webattention';
 import { poolTestHooks as testHooks } from '../internals.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';
 
@@ -75,8 +75,11 @@ test('threads: OptionError naming threads for anything but \'auto\' or an intege
     const auto = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 'auto' });
     assert.equal(auto.threads, Math.min(availableParallelism(), 4));
     auto.dispose();
+    assert.equal(pools.length, 0, 'threads: 1 makes no workers, nor does \'auto\' before a call big enough for them');
+    const two = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 2 });
+    two.dispose();
   });
-  assert.equal(pools.length, Math.min(availableParallelism(), 4) > 1 ? 1 : 0, 'threads: 1 makes no workers');
+  assert.equal(pools.length, 1, 'threads: 2 starts its workers at create()');
 });
 
 // [name, create options, threads, B (0: unbatched), L, S, forward options maker]
@@ -135,10 +138,18 @@ for (const [name, options, threads, B, L, S, makeOptions] of cases) {
 test('\'auto\' keeps small calls on the calling thread and pools big ones', { skip: availableParallelism() < 2 && 'one core' }, async () => {
   const { pooled, single, pool, dispose } = await pair({ embedDim: 128, numHeads: 4 }, 'auto');
   try {
-    await pool.memoryInUse();  // answered after the worker made the module: the pool is up
+    assert.equal(pool, undefined, 'no workers before a call wants them');
     const next = rng(3);
     const small = randomTensor([1, 4, 128], next), big = randomTensor([1, 512, 128], next);
-    assert.equal(await countingTasks(() => pooled.forward(small, small, small)), 0);
+    const pools = [];
+    await withHooks({ onPool: (p) => pools.push(p) }, async () => {
+      assert.equal(await countingTasks(() => pooled.forward(small, small, small)), 0);
+      assert.equal(pools.length, 0, 'a small call starts no workers');
+      // The first big call starts them and, never waiting for them, runs on the calling thread.
+      assert.equal(await countingTasks(() => pooled.forward(big, big, big)), 0);
+      assert.equal(pools.length, 1, 'a big call starts the workers');
+    });
+    await pools[0].memoryInUse();  // answered after the worker made the module: the pool is up
     let actual;
     assert.ok(await countingTasks(async () => { actual = await pooled.forward(big, big, big); }) >= 1);
     assert.deepEqual(actual.output.data, (await single.forward(big, big, big)).output.data);

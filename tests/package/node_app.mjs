@@ -21,11 +21,13 @@ export async function nodePart(root, tarball, cases) {
   const line = r.stdout.split('\n').find((l) => l.startsWith('REPORT '));
   require_('node main.mjs ran', r.code === 0 && line, r.code === 0 && line ? '' : describeRun(r));
   const report = JSON.parse(line.slice(7));
-  const expectedEntry = join(installed, 'web/src/node.js');
+  const expectedEntry = join(installed, 'web/dist/node.js');  // the bundle (scripts/bundle_node.mjs)
   if (report.resolved === null) info('import.meta.resolve unavailable (Node < 20): entry resolution not checked');
   else {
     check('"webattention" resolves to the installed node entry (exports "node" condition)',
       fileURLToPath(report.resolved) === expectedEntry, relative(app, fileURLToPath(report.resolved)));
   }
+  check('the bundled entry exports what the source entry (web/src/node.js) does',
+    JSON.stringify(report.exports) === JSON.stringify(report.sourceExports), `${report.exports} vs ${report.sourceExports}`);
   checkReport('node', report, cases);
 }

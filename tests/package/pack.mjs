@@ -1,7 +1,7 @@
 // Part 1 of the packed-package test: a clean copy of the repository, `npm pack` there (its prepack
 // step builds the WASM modules from scratch), and what the tarball must hold.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { listFiles } from './files.mjs';
 import { describeRun, exec } from './processes.mjs';
@@ -35,6 +35,9 @@ export async function packPart(root) {
   const clone = join(root, 'clone');
   info(`${cleanCopy(clone)} files copied (what git tracks or would add)`);
   require_('the clean copy has no web/dist (a build output)', !existsSync(join(clone, 'web/dist')));
+  // The build's dev dependencies (esbuild bundles the Node entry), as `npm ci` leaves them in a
+  // fresh clone: the repository's own.
+  symlinkSync(join(REPO, 'node_modules'), join(clone, 'node_modules'), 'dir');
   const packDir = join(root, 'pack');
   mkdirSync(packDir);
   const r = await exec('npm', ['pack', '--json', '--pack-destination', packDir, '--loglevel=error'], { cwd: clone, timeoutMs: BUILD_TIMEOUT_MS });

@@ -2,7 +2,7 @@
 // threshold (webgpuMinFlops) on this adapter; option checks. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BackendError, MultiHeadAttention, OptionError } from 'webattention';
+import { BackendError, MultiHeadAttention, OptionError } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { DEFAULT_WEBGPU_MIN_FLOPS, forwardFlops, resolveMhaForward } from '../internals.mjs';
 import { autoBackendForLargeCalls } from './adapter.mjs';

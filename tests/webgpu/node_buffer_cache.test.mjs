@@ -2,7 +2,7 @@
 // device loss, with results equal to WASM throughout. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { assertClose, boolMask, freshDevice, randomStateDict, runs } from './node_setup.mjs';
 

@@ -3,7 +3,7 @@
 // backend 'webgpu', each step checked to have run on the GPU. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { gpu, runs } from './node_setup.mjs';

@@ -4,7 +4,7 @@
 // cache of another module, a disposed cache or module, and a lost device. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BackendError, CacheError, DisposedError, MultiHeadAttention } from 'webattention';
+import { BackendError, CacheError, DisposedError, MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { freshDevice, gpu, randomStateDict, runs } from './node_setup.mjs';
 

@@ -2,7 +2,7 @@
 // a module made after the shared device was lost gets a new one. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { acquireGpu } from '../internals.mjs';
 import { captureWarnings, checkAgainstFixture, createGpu, fixtures, freshDevice, runs } from './node_setup.mjs';
 

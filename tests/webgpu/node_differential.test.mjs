@@ -3,7 +3,7 @@
 // run on the GPU and checked against the float64 reference. Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { randomMhaCase, runCase } from '../contract/contract.mjs';
 import { adapterName, gpu, runs } from './node_setup.mjs';
 

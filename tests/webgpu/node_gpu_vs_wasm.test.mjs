@@ -2,7 +2,7 @@
 // masked rows), pipeline caching and loadStateDict(). Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, StateDictError } from 'webattention';
+import { MultiHeadAttention, StateDictError } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { DECODE_MAX_L, pipelineCount } from '../internals.mjs';
 import { boolMask, checkAgainstFixture, device, fixtures, gpu, gpuMatchesWasm, randomStateDict } from './node_setup.mjs';

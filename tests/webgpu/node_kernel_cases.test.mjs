@@ -9,7 +9,7 @@
 // means absent).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { testCases } from '../cases/cases.mjs';
 import { runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';

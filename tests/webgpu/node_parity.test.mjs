@@ -2,7 +2,7 @@
 // through the test contract's runCase(). Set-up and how to point it at a GPU: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { caseFlops, isSoftwareAdapter } from '../internals.mjs';
 import { MAX_FIXTURE_FLOPS } from './adapter.mjs';

@@ -6,7 +6,7 @@
 // defaults).
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { caseFlops, resolveMhaConfig, selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';

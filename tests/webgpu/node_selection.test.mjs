@@ -5,7 +5,7 @@
 // logic alone runs first on a stand-in device. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, OptionError, configure, gpuKernelVariants } from 'webattention';
+import { MultiHeadAttention, OptionError, configure, gpuKernelVariants } from '#webattention';
 import { SELECTION_RUNS, selectionHooks } from '../internals.mjs';
 import { chooseKernels, recordTime } from '../../web/src/webgpu/kernel_selection.js';
 import { LINEAR_LARGE_ROWS, preferredVariant } from '../../web/src/webgpu/kernel_config.js';

@@ -31,7 +31,7 @@ if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
 
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { checkResult, compare, filled } from '../contract/contract.mjs';
 import { webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';

@@ -6,7 +6,7 @@
 // Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { transferModes } from '../../web/src/webgpu/staging_uploads.js';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, gpu, randomStateDict } from './node_setup.mjs';

@@ -5,7 +5,7 @@
 // Each call is checked to have run the pinned variant. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { configure } from 'webattention';
+import { configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
 import { adapter, adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';

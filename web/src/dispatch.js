@@ -144,8 +144,10 @@ export class Dispatcher {
     const flops = forwardFlops(plan, this.#config);
     const pool = this.#pool;
     // A call with one (batch, K/V head) unit has nothing to split.
-    const cpu = pool?.working && plan.B * this.#config.numKvHeads > 1
-      && (!this.#autoThreads || (pool.isReady && flops >= AUTO_MIN_FLOPS)) ? 'pool' : 'wasm';
+    const poolWanted = pool?.working && plan.B * this.#config.numKvHeads > 1 && (!this.#autoThreads || flops >= AUTO_MIN_FLOPS);
+    // 'auto' starts its workers at the first call that wants them (this one runs here meanwhile).
+    if (poolWanted && !pool.started) pool.start();
+    const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }

@@ -32,8 +32,9 @@ export async function createExecutors(config, options, runtime) {
     // The pthreads module splits work over its own threads in shared memory: no worker pool.
     wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
   } else if (threads > 1) {
-    // 'auto' never waits for the workers, so they need not keep Node alive while they start.
-    pool = new PoolExecutor(wasm, config, { threads, pool: runtime.pool(loaded), keepAlive: !auto });
+    // 'auto' never waits for the workers, so they need not keep Node alive while they start, and
+    // starts them only at its first call big enough to use them (dispatch.js).
+    pool = new PoolExecutor(wasm, config, { threads, makePool: () => runtime.pool(loaded), keepAlive: !auto });
   }
   return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops };
 }

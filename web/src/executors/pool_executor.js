@@ -12,29 +12,51 @@ let nextModuleId = 1;
 export class PoolExecutor {
   #config;
   #wasm;
-  #pool;
+  #pool = null;
+  #keepAlive;
   #id = nextModuleId++;
   #threads;
-  #ready;
+  #makePool;
+  #ready = null;
   #isReady = false;
   #disposed = false;
+  #pendingEntries = null;  // copies of the last loaded state dict, until the pool is started
 
   /**
-   * wasm: the calling thread's WasmExecutor (it computes the first share of every call). pool: the
-   * shared WorkerPool; threads: workers used + 1. keepAlive: someone will wait for the workers
-   * to start (explicit threads), so they keep Node alive meanwhile.
+   * wasm: the calling thread's WasmExecutor (it computes the first share of every call).
+   * makePool(): the shared WorkerPool; threads: workers used + 1. keepAlive: someone will wait for
+   * the workers to start (explicit threads), so they keep Node alive meanwhile; those start now.
+   * Without it ('auto') nothing starts until start(), at the first call big enough for the pool:
+   * a process whose calls are all small (or that makes a module and exits) never pays for workers,
+   * and a cold start's create() does not spawn one.
    */
-  constructor(wasm, config, { threads, pool, keepAlive }) {
+  constructor(wasm, config, { threads, makePool, keepAlive }) {
     this.#config = config;
     this.#wasm = wasm;
     this.#threads = threads;
-    this.#pool = pool;
-    this.#ready = pool.attach(this.#id, config, threads - 1, keepAlive).then(() => { this.#isReady = true; }, () => {});
+    this.#makePool = makePool;
+    this.#keepAlive = keepAlive;
+    if (keepAlive) this.start();
+  }
+
+  /** Attaches this module to the pool, once: its workers start and get the loaded state dict. */
+  start() {
+    if (this.#pool || this.#disposed) return;
+    this.#pool = this.#makePool();
+    this.#ready = this.#pool.attach(this.#id, this.#config, this.#threads - 1, this.#keepAlive)
+      .then(() => { this.#isReady = true; }, () => {});
+    if (this.#pendingEntries) this.#pool.load(this.#id, this.#pendingEntries, { owned: true });
+    this.#pendingEntries = null;
+  }
+
+  /** True once start() has run. */
+  get started() {
+    return this.#pool !== null;
   }
 
   /** False once the pool has failed (or this module was disposed): calls go elsewhere. */
   get working() {
-    return !this.#pool.failure && !this.#disposed;
+    return !this.#pool?.failure && !this.#disposed;
   }
 
   /** True once every worker has this module. */
@@ -53,7 +75,12 @@ export class PoolExecutor {
 
   /** Sends the checked entries to the workers (the calling thread's executor has them already). */
   loadStateDict(entries) {
-    this.#pool.load(this.#id, entries);
+    if (this.#pool) {
+      this.#pool.load(this.#id, entries);
+    } else {
+      // Copied, as the WASM core copies: the caller may reuse its arrays before the pool starts.
+      this.#pendingEntries = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+    }
   }
 
   /**
@@ -99,7 +126,8 @@ export class PoolExecutor {
   /** Detaches from the pool (the calling thread's executor is the dispatcher's to dispose). */
   dispose() {
     this.#disposed = true;
-    this.#pool.detach(this.#id);
+    this.#pendingEntries = null;
+    this.#pool?.detach(this.#id);
   }
 
   // Runs items[1..] on the workers (remote(item, workerIndex) → promise) and items[0] here

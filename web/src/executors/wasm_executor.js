@@ -79,7 +79,7 @@ export class WasmExecutor {
   }
 
   parameterSpecs() {
-    return this.handle.parameterSpecs();
+    return JSON.parse(this.handle.parameterSpecs());
   }
 
   /** entries: [{ name, data }] already checked against parameterSpecs(). */

@@ -1,0 +1,61 @@
+// The package's Node entry as users load it: web/dist/node.js, the one file scripts/bundle_node.mjs
+// makes of web/src/node.js (and web/dist/node_worker.js, its pool worker's). Bundled afresh here
+// from the working tree, so that this checks the bundling, not a past build: the same exports as
+// the source entry, no import of another package file, and the same results, worker pool included.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import * as source from '#webattention';
+import { bundleNode } from '../../scripts/bundle_node.mjs';
+import { DIST, readManifest } from '../../scripts/gen_modules.mjs';
+import { randomTensor, rng } from '../contract/contract.mjs';
+
+/** Bundles into a fresh <tmp>/dist/ beside links to the built single-threaded modules. */
+async function freshBundle() {
+  const root = mkdtempSync(join(tmpdir(), 'webattention-bundle-'));
+  const dist = join(root, 'dist');
+  await bundleNode(dist);
+  for (const m of readManifest().filter((m) => !m.threads)) {
+    for (const ext of ['.mjs', '.wasm']) symlinkSync(join(DIST, m.stem + ext), join(dist, m.stem + ext));
+  }
+  return { dist, remove: () => rmSync(root, { recursive: true, force: true }) };
+}
+
+test('the bundled Node entry: the source entry\'s exports, one file, the same results on one thread and on the pool', async () => {
+  const { dist, remove } = await freshBundle();
+  try {
+    for (const file of ['node.js', 'node_worker.js']) {
+      const imports = [...readFileSync(join(dist, file), 'utf8').matchAll(/^import\b[^;]*?from\s*"([^"]+)"/gm)].map((m) => m[1]);
+      assert.ok(imports.length > 0 && imports.every((s) => s.startsWith('node:')), `${file} imports only node: builtins, got ${imports}`);
+    }
+    const bundled = await import(pathToFileURL(join(dist, 'node.js')).href);
+    assert.deepEqual(Object.keys(bundled).sort(), Object.keys(source).sort());
+    for (const name of Object.keys(source)) assert.equal(typeof bundled[name], typeof source[name], name);
+
+    const options = { embedDim: 16, numHeads: 4 };
+    const reference = await source.MultiHeadAttention.create({ ...options, threads: 1 });
+    const next = rng(11);
+    const sd = Object.fromEntries(reference.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
+    const x = randomTensor([2, 6, 16], next);
+    reference.loadStateDict(sd);
+    const expected = (await reference.forward(x, x, x)).output.data;
+    reference.dispose();
+    for (const threads of [1, 2]) {
+      const mha = await bundled.MultiHeadAttention.create({ ...options, threads });
+      try {
+        mha.loadStateDict(sd);
+        assert.deepEqual((await mha.forward(x, x, x)).output.data, expected, `threads: ${threads}`);
+        assert.equal(mha.threads, threads);
+        // Its errors are its own export's classes (one copy of errors.js in the bundle).
+        await assert.rejects(() => mha.forward({ data: new Float32Array(3), shape: [3] }, x, x), bundled.ShapeError);
+      } finally {
+        mha.dispose();
+      }
+    }
+  } finally {
+    remove();
+  }
+});
