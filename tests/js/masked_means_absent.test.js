@@ -7,7 +7,7 @@
 // and threads the run picks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from 'webattention';
+import { MultiHeadAttention } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 
 const E = 32;

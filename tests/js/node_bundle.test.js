@@ -59,3 +59,20 @@ test('the bundled Node entry: the source entry\'s exports, one file, the same re
     remove();
   }
 });
+
+// The tests run the source (web/src through package.json's "imports" '#webattention'): a test that
+// imported 'webattention' would run the last build's bundle instead, stale after any web/src edit,
+// with its own copies of the modules the tests' internals (tests/internals.mjs) reach into.
+test('the JS and WebGPU tests import the package source as #webattention, never the built entry', async () => {
+  const { readdirSync } = await import('node:fs');
+  const root = new URL('../', import.meta.url);
+  const offenders = [];
+  for (const dir of ['js', 'webgpu', 'browser', 'contract', 'fuzz']) {
+    for (const file of readdirSync(new URL(`${dir}/`, root))) {
+      if (!/\.(m?js)$/.test(file)) continue;
+      const text = readFileSync(new URL(`${dir}/${file}`, root), 'utf8');
+      if (/from\s+['"]webattention['"]|import\(\s*['"]webattention['"]\s*\)/.test(text)) offenders.push(`${dir}/${file}`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});

@@ -4,7 +4,7 @@
 // compared with the same calls on WASM (the reference backend here). Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DisposedError, MemoryError, MultiHeadAttention } from 'webattention';
+import { DisposedError, MemoryError, MultiHeadAttention } from '#webattention';
 import { cacheHooks, passHooks, ringGeometry } from '../internals.mjs';
 import { filled } from '../contract/random.mjs';
 import { assertClose, device, gpu, randomStateDict, runs } from './node_setup.mjs';
