@@ -259,6 +259,11 @@ EMSCRIPTEN_BINDINGS(webattention) {
   // The argument objects, field names as the JS side writes them (web/src/module_config.js's
   // CONFIG_FIELDS, passed by executors/wasm_executor.js). MhaConfig's
   // field list is written here only: nothing reads a config back from the core.
+  emscripten::value_object<ProjectionBias>("ProjectionBias")
+      .field("q", &ProjectionBias::q)
+      .field("k", &ProjectionBias::k)
+      .field("v", &ProjectionBias::v)
+      .field("out", &ProjectionBias::out);
   emscripten::value_object<MhaConfig>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
@@ -270,7 +275,9 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("numKvHeads", &MhaConfig::num_kv_heads)
       .field("rotaryDim", &MhaConfig::rotary_dim)
       .field("rotaryBase", &MhaConfig::rotary_base)
-      .field("rotaryInterleaved", &MhaConfig::rotary_interleaved);
+      .field("rotaryInterleaved", &MhaConfig::rotary_interleaved)
+      .field("scale", &MhaConfig::scale)
+      .field("softcap", &MhaConfig::softcap);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)

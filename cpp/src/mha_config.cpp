@@ -59,6 +59,10 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
               std::to_string(c.rotary_dim));
   require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base",
           "expected a finite number > 1, got " + std::to_string(c.rotary_base));
+  require(std::isfinite(c.scale) && c.scale >= 0.0, "scale",
+          "expected a finite number > 0 (0: 1/sqrt(head_dim)), got " + std::to_string(c.scale));
+  require(std::isfinite(c.softcap) && c.softcap >= 0.0, "softcap",
+          "expected a finite number > 0 (0: none), got " + std::to_string(c.softcap));
 
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
@@ -85,9 +89,15 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
     specs_.push_back({"k_proj_weight", {k_width_, c.kdim}});
     specs_.push_back({"v_proj_weight", {kv_width_, c.vdim}});
   }
-  if (c.bias) specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
+  if (c.bias.all_inputs()) {
+    specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
+  } else {
+    if (c.bias.q) specs_.push_back({"q_proj_bias", {qk_width_}});
+    if (c.bias.k) specs_.push_back({"k_proj_bias", {k_width_}});
+    if (c.bias.v) specs_.push_back({"v_proj_bias", {kv_width_}});
+  }
   specs_.push_back({"out_proj.weight", {E, v_width_}});
-  if (c.bias) specs_.push_back({"out_proj.bias", {E}});
+  if (c.bias.out) specs_.push_back({"out_proj.bias", {E}});
   loaded_.assign(specs_.size(), false);
   wq_ = std::make_unique<kernels::PackedLinear>();
   wk_ = std::make_unique<kernels::PackedLinear>();

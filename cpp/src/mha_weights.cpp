@@ -66,6 +66,12 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
     wq_->set_bias(data, qk_width_);
     wk_->set_bias(data + qk_width_, k_width_);
     wv_->set_bias(data + qk_width_ + k_width_, kv_width_);
+  } else if (name == "q_proj_bias") {
+    wq_->set_bias(data, qk_width_);
+  } else if (name == "k_proj_bias") {
+    wk_->set_bias(data, k_width_);
+  } else if (name == "v_proj_bias") {
+    wv_->set_bias(data, kv_width_);
   } else if (name == "out_proj.weight") {
     set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {

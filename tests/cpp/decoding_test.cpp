@@ -122,6 +122,23 @@ TEST(Decoding, ChunkedCacheEqualsTheFullCausalForward) {
   }
 }
 
+// The score options reach the cached passes: scale, softcap and Qwen2's q/k/v-only biases.
+TEST(Decoding, SoftcapScaleAndBiasesCacheEqualsTheFullCausalForward) {
+  std::mt19937 rng(7);
+  MhaConfig c{E, H};
+  c.num_kv_heads = 2;
+  c.rotary_dim = 4;
+  c.bias.out = false;
+  c.scale = 3.0;
+  c.softcap = 0.8;
+  MultiHeadAttention m(c);
+  load_random(m, rng);
+  const int B = 2, T = 11;
+  const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
+  auto cache = m.create_cache({B, T, 0});
+  EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {4, 1, 6}), run(m, x, B, T)));
+}
+
 TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
   std::mt19937 rng(3);
   MhaConfig c{E, H};

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
 #include "reference/reference.h"
@@ -160,6 +161,20 @@ MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int
   return c;
 }
 
+// `c` with a bias flag per projection, a score scale (0: 1/sqrt(d_k)) and a softcap (0: none).
+MhaConfig scored(MhaConfig c, ProjectionBias bias, double scale, double softcap) {
+  c.bias = bias;
+  c.scale = scale;
+  c.softcap = softcap;
+  return c;
+}
+
+ProjectionBias bias_of(bool q, bool k, bool v, bool out) {
+  ProjectionBias b;
+  b.q = q, b.k = k, b.v = v, b.out = out;
+  return b;
+}
+
 constexpr auto kNo = MaskKind::kNone;
 constexpr auto kBool = MaskKind::kBoolean;
 constexpr auto kAdd = MaskKind::kAdditive;
@@ -181,7 +196,20 @@ INSTANTIATE_TEST_SUITE_P(
         MhaCase{"causal", config(8, 4), 2, 9, 9, kBool, kNo, false, true, true, false},
         MhaCase{"head_dim_1", config(4, 4), 1, 3, 3, kNo, kNo, false, false, true, false},
         MhaCase{"one_token", config(8, 2), 1, 1, 1, kNo, kNo, false, false, true, true},
-        MhaCase{"long", config(16, 2), 1, 64, 1030, kNo, kNo, false, false, false, true}),
+        MhaCase{"long", config(16, 2), 1, 64, 1030, kNo, kNo, false, false, false, true},
+        // Qwen2: biases on q, k and v only (in_proj_bias, no out_proj.bias).
+        MhaCase{"qkv_bias_only", scored(config(16, 4), bias_of(true, true, true, false), 0, 0), 2, 5, 7,
+                kBool, kNo, false, false, true, true},
+        // Some input biases: one entry per projection that has one.
+        MhaCase{"q_v_bias_cross", scored(config(16, 4, 12, 7), bias_of(true, false, true, true), 0, 0), 2,
+                5, 9, kNo, kAdd, false, false, true, false},
+        MhaCase{"scale", scored(config(16, 4), true, 0.05, 0), 2, 5, 6, kNo, kNo, false, true, true, false},
+        // Scaled scores of a few units capped at 0.7, masks after the cap.
+        MhaCase{"softcap", scored(config(16, 2), true, 4.0, 0.7), 2, 9, 9, kBool, kAdd, true, true, true,
+                false},
+        // Logits in the hundreds: tanh saturates, the softmax sees ±softcap.
+        MhaCase{"softcap_large_logits", scored(config(16, 2), true, 300.0, 5.0), 1, 6, 70, kNo, kNo, false,
+                false, true, true}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MhaStateDict, PackedLayoutWhenAllWidthsMatch) {
@@ -277,6 +305,28 @@ TEST(MhaHeadRanges, ReloadingWeightsReachesCachedRanges) {
   mha.forward_heads(a, 0, 4, full.data());
   for (int i = 0; i < 3; ++i)
     for (int c = 0; c < 8; ++c) EXPECT_FLOAT_EQ(after[i * 8 + c], full[i * 16 + 8 + c]);
+}
+
+TEST(MhaStateDict, PerProjectionBiasEntries) {
+  MultiHeadAttention mha(scored(config(8, 2), bias_of(true, false, true, false), 0, 0));
+  std::vector<std::string> names;
+  for (const auto& s : mha.parameter_specs()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "q_proj_bias", "v_proj_bias", "out_proj.weight"}));
+}
+
+TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    for (const char* argument : {"scale", "softcap"}) {
+      MhaConfig c = config(8, 2);
+      (std::string(argument) == "scale" ? c.scale : c.softcap) = bad;
+      try {
+        MultiHeadAttention mha(c);
+        ADD_FAILURE() << argument << " " << bad;
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(e.argument(), argument) << e.what();
+      }
+    }
+  }
 }
 
 TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {

@@ -18,6 +18,15 @@ namespace webattention {
 
 struct AttentionProblem;  // the kernels' problem (private: cpp/src/attention_problem.h)
 
+// Which projections add a bias: PyTorch's `bias` is all four; Qwen2 has q, k and v only. A bool
+// sets all four (`config.bias = false`).
+struct ProjectionBias {
+  bool q = true, k = true, v = true, out = true;
+  ProjectionBias() = default;
+  ProjectionBias(bool all) : q(all), k(all), v(all), out(all) {}  // NOLINT: implicit on purpose
+  bool all_inputs() const { return q && k && v; }
+};
+
 struct MhaConfig {
   int embed_dim = 0;
   int num_heads = 1;
@@ -25,7 +34,7 @@ struct MhaConfig {
   int vdim = 0;            // value input width; 0 = embed_dim
   int head_dim = 0;        // per-head query/key width d_k; 0 = embed_dim / num_heads
   int value_head_dim = 0;  // per-head value width d_v; 0 = head_dim default (embed_dim / num_heads)
-  bool bias = true;
+  ProjectionBias bias{true};  // all four
   // Grouped-query attention (docs/attention-math.md §7): K/V heads, 0 = num_heads. Query head i
   // reads K/V head i / (num_heads / num_kv_heads); 1 is multi-query attention.
   int num_kv_heads = 0;
@@ -35,6 +44,12 @@ struct MhaConfig {
   int rotary_dim = 0;
   double rotary_base = 10000.0;
   bool rotary_interleaved = false;
+  // The score scale (docs/attention-math.md §3); 0 = 1/sqrt(head_dim). Gemma sets its own
+  // (query_pre_attn_scalar^-1/2).
+  double scale = 0.0;
+  // Logit softcapping (Gemma 2): score <- softcap * tanh(score / softcap) after the scale and
+  // before the masks; 0 = none.
+  double softcap = 0.0;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -82,7 +97,9 @@ class MultiHeadAttention {
 
   // The entries load_parameter() accepts, in PyTorch's state_dict() order. When key, value and
   // query widths and head dims are all equal PyTorch packs W_Q, W_K, W_V into in_proj_weight
-  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight.
+  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight. The input biases
+  // are in_proj_bias when q, k and v all have one, else q_proj_bias, k_proj_bias, v_proj_bias
+  // for those that do.
   const std::vector<ParameterSpec>& parameter_specs() const { return specs_; }
 
   // Copies one entry in (`count` floats, row-major as PyTorch stores it). Throws

@@ -96,8 +96,16 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
   }
 }
 
+// Logit softcapping, s <- cap·tanh(s / cap), on `rows` rows of scores (Q is pre-scaled, so these
+// are the scaled scores; the masks come after). std::tanh per score: exact, and it runs only
+// for modules created with a softcap.
+inline void softcap_scores(float cap, int rows, int width, float* scores) {
+  for (int r = 0; r < rows; ++r)
+    for (float *s = scores + r * kKeyTile, *end = s + width; s < end; ++s) *s = cap * std::tanh(*s / cap);
+}
+
 // Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
-// them (slot_runs).
+// them (slot_runs), softcapped when the problem asks.
 template <class Isa>
 void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
                 int j0, int width, float* scores) {
@@ -108,6 +116,7 @@ void key_scores(const AttentionProblem& p, bool one_row, const float* q, const K
       tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
     }
   });
+  if (p.softcap > 0.0f) softcap_scores(p.softcap, one_row ? 1 : kRows, width, scores);
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
