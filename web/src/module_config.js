@@ -19,7 +19,7 @@ const CONFIG_FIELDS = [
   { name: 'vdim', resolve: (o, c) => checkSize('vdim', o.vdim, c.embedDim) },
   { name: 'headDim', resolve: (o, c) => checkSize('headDim', o.headDim, c.embedDim / c.numHeads) },
   { name: 'valueHeadDim', resolve: (o, c) => checkSize('valueHeadDim', o.valueHeadDim, c.embedDim / c.numHeads) },
-  { name: 'bias', resolve: (o) => checkBoolean('bias', o.bias, true) },
+  { name: 'bias', resolve: resolveBias },
   { name: 'numKvHeads', resolve: resolveNumKvHeads },
   {
     name: 'rotary',
@@ -27,6 +27,9 @@ const CONFIG_FIELDS = [
     // 0 rotaryDim: no rotary.
     core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
   },
+  { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
+  // null: no softcap (the core's 0).
+  { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
 ];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
@@ -86,6 +89,36 @@ export const WASM_MAX_BYTES = 2 ** 32;
 /** The config as the core's MhaConfig takes it (WasmExecutor configures the core with it). */
 export function coreConfig(config) {
   return Object.assign({}, ...CONFIG_FIELDS.map(({ name, core }) => (core ? core(config[name]) : { [name]: config[name] })));
+}
+
+/** The projections that have a bias: { q, k, v, out }, each a boolean. */
+export const BIAS_FLAGS = ['q', 'k', 'v', 'out'];
+
+// bias: true (default) or false for all four projections, or { q, k, v, out } for each (an
+// omitted one has none: { q: true, k: true, v: true } is Qwen2's).
+function resolveBias(options) {
+  const { bias } = options;
+  if (bias === undefined || typeof bias === 'boolean') {
+    const all = bias ?? true;
+    return Object.fromEntries(BIAS_FLAGS.map((f) => [f, all]));
+  }
+  if (bias === null || typeof bias !== 'object') {
+    throw new OptionError(`bias: expected a boolean or { q, k, v, out } of booleans, got ${describe(bias)}`, {
+      argument: 'bias', expected: 'boolean or { q, k, v, out }', actual: describe(bias),
+    });
+  }
+  const flags = checkOptions('bias', bias, BIAS_FLAGS);
+  return Object.fromEntries(BIAS_FLAGS.map((f) => [f, checkBoolean(`bias.${f}`, flags[f], false)]));
+}
+
+// A finite number > 0 (scale, softcap).
+function checkPositive(argument, value) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new OptionError(`${argument}: expected a finite number > 0, got ${describe(value)}`, {
+      argument, expected: 'finite number > 0', actual: describe(value),
+    });
+  }
+  return value;
 }
 
 // numHeads; embedDim must be a multiple of it unless both head widths are given.

@@ -94,7 +94,8 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     amKind: am ? (plan.attnMask.shape.length === 2 ? 1 : 2) : 0,
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, average: average ? 1 : 0, group: H / G, kvRows: cache ? cache.capacity : S,
-    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: 1 / Math.sqrt(dk),
+    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: config.scale,
+    softcap: config.softcap ?? 0,
   }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
 
