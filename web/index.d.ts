@@ -39,8 +39,13 @@ export interface MultiHeadAttentionOptions {
   kdim?: number;
   /** Value input width (default embedDim). */
   vdim?: number;
-  /** Biases on the input and output projections (default true). */
-  bias?: boolean;
+  /**
+   * Biases on the projections (default true: all four). An object gives each its own, an
+   * omitted one having none: { q: true, k: true, v: true } is Qwen2's. Without all of q, k and v
+   * the state dict has q_proj_bias, k_proj_bias, v_proj_bias for those that have one instead of
+   * in_proj_bias.
+   */
+  bias?: boolean | ProjectionBias;
   /** Per-head query/key width d_k (default embedDim / numHeads). Give with valueHeadDim. */
   headDim?: number;
   /** Per-head value width d_v (default embedDim / numHeads). Give with headDim. */
@@ -55,6 +60,13 @@ export interface MultiHeadAttentionOptions {
   numKvHeads?: number;
   /** Rotary position embedding on every query and key head after its projection (and bias). */
   rotary?: RotaryOptions;
+  /** The score scale, a finite number > 0 (default 1 / sqrt(headDim)); Gemma's query_pre_attn_scalar^-1/2. */
+  scale?: number;
+  /**
+   * Logit softcapping (Gemma 2), a finite number > 0: score ← softcap · tanh(score / softcap),
+   * after the scale and before the masks. Default: none.
+   */
+  softcap?: number;
   /**
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
@@ -97,14 +109,25 @@ export interface RotaryOptions {
   dim?: number;
 }
 
+/** Which projections add a bias. */
+export interface ProjectionBias {
+  q?: boolean;
+  k?: boolean;
+  v?: boolean;
+  out?: boolean;
+}
+
 /** navigator.gpu, the npm `webgpu` package's create([]), or a GPUDevice (typed structurally). */
 export type GpuLike =
   | { requestAdapter(options?: any): Promise<unknown> }
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary'>> {
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap'>> {
   rotary: Required<RotaryOptions> | null;
+  bias: Required<ProjectionBias>;
+  /** null: none. */
+  softcap: number | null;
 }
 
 export interface CacheOptions {
@@ -192,6 +215,14 @@ export interface LoadStateDictOptions {
    * (the rest of the model) are ignored. Missing keys are errors either way.
    */
   strict?: boolean;
+  /**
+   * The checkpoint's naming (default 'torch': nn.MultiheadAttention's). 'hf': q_proj, k_proj,
+   * v_proj, o_proj (.weight, .bias; Llama, Mistral, Qwen, Gemma) or Phi-3's packed qkv_proj;
+   * 'gpt2': c_attn, c_proj as Conv1D ([in, out], transposed); 'bert': self.query, self.key,
+   * self.value, output.dense (prefix '...attention.'). A key of a bias the module lacks, or a
+   * bias it has that the file lacks, is a StateDictError naming the bias option that fits.
+   */
+  layout?: 'torch' | 'hf' | 'gpt2' | 'bert';
 }
 
 /** One tensor of a .safetensors file, as float32 whatever the file stored. */
