@@ -16,6 +16,7 @@
 //   Isa::row_max(s, width)      max of s[0..width); NaN never wins (pmax: m < s ? s : m)
 //   Isa::exp_row(s, width, max, factor)  s[j] = exp(s[j] - max) · factor; returns Σ exp(s[j] - max)
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
+//   Isa::softcap_row(s, width, cap)      s[j] = cap · tanh(s[j] / cap) (logit softcapping)
 //   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
 //   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
 // The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
@@ -96,14 +97,6 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
   }
 }
 
-// Logit softcapping, s <- cap·tanh(s / cap), on `rows` rows of scores (Q is pre-scaled, so these
-// are the scaled scores; the masks come after). std::tanh per score: exact, and it runs only
-// for modules created with a softcap.
-inline void softcap_scores(float cap, int rows, int width, float* scores) {
-  for (int r = 0; r < rows; ++r)
-    for (float *s = scores + r * kKeyTile, *end = s + width; s < end; ++s) *s = cap * std::tanh(*s / cap);
-}
-
 // Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
 // them (slot_runs), softcapped when the problem asks.
 template <class Isa>
@@ -116,7 +109,9 @@ void key_scores(const AttentionProblem& p, bool one_row, const float* q, const K
       tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
     }
   });
-  if (p.softcap > 0.0f) softcap_scores(p.softcap, one_row ? 1 : kRows, width, scores);
+  // Logit softcapping on the scaled scores (Q is pre-scaled), before mask_tile adds the masks.
+  if (p.softcap > 0.0f)
+    for (int r = 0; r < (one_row ? 1 : kRows); ++r) Isa::softcap_row(scores + r * kKeyTile, width, p.softcap);
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
