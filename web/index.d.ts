@@ -142,6 +142,16 @@ export interface CacheOptions {
   window?: number;
 }
 
+/** KvCache.read()'s result. */
+export interface CacheContents {
+  /** [batchSize, numKvHeads, n, headDim]. */
+  key: Tensor;
+  /** [batchSize, numKvHeads, n, valueHeadDim]. */
+  value: Tensor;
+  /** The position of index 0 along n (length − n). */
+  firstPosition: number;
+}
+
 /** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
 export class KvCache {
   private constructor();
@@ -152,6 +162,12 @@ export class KvCache {
   readonly maxLength: number;
   /** 0: no window. */
   readonly window: number;
+  /**
+   * The keys (as stored: rotated) and values of the positions held, in position order: all of
+   * them, or with a window the last min(length, window). onnxruntime's present_key /
+   * present_value. Await the forward() calls before it.
+   */
+  read(): Promise<CacheContents>;
   /** Back to length 0 without freeing. */
   reset(): void;
   /** Frees the storage; later use throws DisposedError (as after the module's dispose()). */

@@ -143,6 +143,13 @@ class CacheBinding {
   void reset() {
     if (cache_) cache_->reset();
   }
+  // Positions [first, first + count) into k [B, h_kv, count, d_k] and v [B, h_kv, count, d_v].
+  std::string read(double first, int count, std::uintptr_t k, std::uintptr_t v) const {
+    return guarded([&] {
+      if (!cache_) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
+      cache_->read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v));
+    });
+  }
 
  private:
   friend class MhaBinding;
@@ -328,7 +335,8 @@ EMSCRIPTEN_BINDINGS(webattention) {
   emscripten::class_<CacheBinding>("KvCache")
       .constructor<>()
       .function("length", &CacheBinding::length)
-      .function("reset", &CacheBinding::reset);
+      .function("reset", &CacheBinding::reset)
+      .function("read", &CacheBinding::read);
   emscripten::function("sdpa", &sdpa);
   emscripten::function("kvRingGeometry", &kv_ring_geometry);
   emscripten::function("memoryInUse", &memory_in_use);

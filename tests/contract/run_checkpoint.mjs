@@ -1,6 +1,7 @@
 // A checkpoint case (tests/fixtures/make_checkpoint_fixtures.py) the way a user loads one: its
 // safetensors file through loadSafetensors(), loadStateDict({ layout, prefix, strict }), then
-// self-attention over x without a mask, causal, and causal again through a KV cache fed in chunks.
+// self-attention over x without a mask, causal, and causal again through a KV cache fed in chunks,
+// whose cache.read() must then give every position's keys and values.
 import { compare } from './compare.mjs';
 import { decodeTensor } from './decode.mjs';
 import { place, rows } from './run_decode.mjs';
@@ -10,8 +11,8 @@ const CHUNKS = [2, 1, 3];
 
 /**
  * c: a case of checkpoints.json; bytes: its file's bytes. `create` is merged over c.create
- * ({ backend, gpu, threads, ... }). Resolves to { full, causal, cached } (compare() results) and
- * the module's backend.
+ * ({ backend, gpu, threads, ... }). Resolves to { full, causal, cached, cacheKey, cacheValue }
+ * (compare() results) and the module's backend.
  */
 export async function runCheckpointCase(api, c, bytes, { create = {} } = {}) {
   const x = decodeTensor(c.x);
@@ -30,7 +31,12 @@ export async function runCheckpointCase(api, c, bytes, { create = {} } = {}) {
       at += n;
     }
     if (at !== T) throw new Error(`case ${c.name}: the chunks cover ${at} of ${T} rows`);
-    return { full, causal, cached: compare(assembled, decodeTensor(c.causal)), backend: mha.backend };
+    const held = await cache.read();
+    return {
+      full, causal, cached: compare(assembled, decodeTensor(c.causal)),
+      cacheKey: compare(held.key, decodeTensor(c.cacheKey)), cacheValue: compare(held.value, decodeTensor(c.cacheValue)),
+      backend: mha.backend,
+    };
   } finally {
     mha.dispose();
   }

@@ -14,9 +14,9 @@ const { cases } = JSON.parse(readFileSync(new URL('checkpoints.json', dir), 'utf
 export const checkpointBytes = (c) => readFileSync(new URL(c.file, dir));
 
 for (const c of cases) {
-  test(`${c.name} (layout '${c.load.layout}', ${JSON.stringify(c.create)}): plain, causal and cached forwards`, async () => {
+  test(`${c.name} (layout '${c.load.layout}', ${JSON.stringify(c.create)}): plain, causal and cached forwards, cache.read()`, async () => {
     const result = await runCheckpointCase(api, c, checkpointBytes(c));
-    for (const pass of ['full', 'causal', 'cached']) assert.ok(result[pass].ok, `${pass}: ${result[pass].detail}`);
+    for (const pass of ['full', 'causal', 'cached', 'cacheKey', 'cacheValue']) assert.ok(result[pass].ok, `${pass}: ${result[pass].detail}`);
   });
 }
 

@@ -12,6 +12,10 @@ async function decode(prompt: Tensor, token: Tensor) {
   const { output } = await mha.forward(token, token, token, { cache: ring, needWeights: true });
   const length: number = cache.length + ring.window + ring.maxLength + ring.batchSize;
   const dim: number | undefined = mha.config.rotary?.dim;
+  const { key, value, firstPosition } = await ring.read();
+  const presentShape: number[] = [...key.shape, ...value.shape, firstPosition];
+  // @ts-expect-error: read() resolves to a promise, not the tensors
+  cache.read().key;
   cache.reset();
   cache.dispose();
   try {
@@ -25,6 +29,6 @@ async function decode(prompt: Tensor, token: Tensor) {
   mha.createCache(512);
   // @ts-expect-error: KvCache is made by createCache()
   new KvCache();
-  return [output, length, dim];
+  return [output, length, dim, presentShape];
 }
 decode;

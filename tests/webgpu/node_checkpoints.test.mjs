@@ -1,10 +1,12 @@
 // The checkpoint cases of tests/fixtures/checkpoints/ (loadStateDict({ layout }), bias per
 // projection, scale, softcap; float64 truth) on the WebGPU backend: plain, causal and cached
-// forwards, the cached ones on the decode path. Set-up: node_setup.mjs.
+// forwards, the cached ones on the decode path, and cache.read(). Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as api from 'webattention';
+import { compare } from '../contract/compare.mjs';
+import { WINDOW_CASE, lastPositions, readWindowAndWhole } from '../contract/cache_read.mjs';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
 import { gpu, paths, runs } from './node_setup.mjs';
 
@@ -12,12 +14,24 @@ const dir = new URL('../fixtures/checkpoints/', import.meta.url);
 const { cases } = JSON.parse(readFileSync(new URL('checkpoints.json', dir), 'utf8'));
 
 for (const c of cases) {
-  test(`${c.name} (layout '${c.load.layout}') on WebGPU: plain, causal and cached forwards`, async () => {
+  test(`${c.name} (layout '${c.load.layout}') on WebGPU: plain, causal and cached forwards, cache.read()`, async () => {
     runs.length = 0;
     paths.length = 0;
     const result = await runCheckpointCase(api, c, readFileSync(new URL(c.file, dir)), { create: { backend: 'webgpu', gpu } });
-    for (const pass of ['full', 'causal', 'cached']) assert.ok(result[pass].ok, `${pass}: ${result[pass].detail}`);
+    for (const pass of ['full', 'causal', 'cached', 'cacheKey', 'cacheValue']) assert.ok(result[pass].ok, `${pass}: ${result[pass].detail}`);
     assert.ok(runs.length >= 5 && runs.every((where) => where === 'webgpu'), `every call on the GPU: ${runs}`);
     assert.ok(paths.includes('flash') && paths.includes('decode'), `both attention paths ran: ${paths}`);
   });
 }
+
+test('cache.read() of a wrapped window ring on WebGPU: the last `window` positions, as WASM reads them', async () => {
+  const gpuRead = await readWindowAndWhole(api, { backend: 'webgpu', gpu });
+  const wasmRead = await readWindowAndWhole(api, { backend: 'wasm' });
+  const { T, window } = WINDOW_CASE;
+  assert.equal(gpuRead.windowed.firstPosition, T - window);
+  for (const part of ['key', 'value']) {
+    const { ok, detail } = compare(gpuRead.windowed[part], wasmRead.windowed[part]);
+    assert.ok(ok, `${part}: ${detail}`);
+    assert.deepEqual(gpuRead.windowed[part].data, lastPositions(gpuRead.whole[part], T - window).data, part);
+  }
+});

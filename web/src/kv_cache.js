@@ -74,6 +74,20 @@ export class KvCache {
   /** 0: no window. */
   get window() { return this.#options.window; }
 
+  /**
+   * The keys (as stored: rotated) and values of the positions held, in position order: every one
+   * appended, or with a window the last min(length, window), those the last query saw. Resolves to
+   * { key [B, h_kv, n, d_k], value [B, h_kv, n, d_v], firstPosition } (onnxruntime's
+   * present_key / present_value). Run after the forward() calls before it (await them first).
+   */
+  async read() {
+    const handle = this.#live('KvCache.read');
+    const length = handle.length();
+    const count = this.window ? Math.min(length, this.window) : length;
+    const first = length - count;
+    return { ...(await this.#owner.readCache(handle, first, count, this.batchSize)), firstPosition: first };
+  }
+
   /** Back to length 0, keeping the storage. */
   reset() {
     this.#live('KvCache.reset').reset();

@@ -112,6 +112,23 @@ export class WasmExecutor {
     return handle;
   }
 
+  /**
+   * cache.read(): positions [first, first + count) of a cache of this core, as { key [B, h_kv,
+   * count, d_k], value [B, h_kv, count, d_v] } in position order.
+   */
+  readCache(handle, first, count, batchSize) {
+    const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = this.config;
+    const [kFloats, vFloats] = [batchSize * G * count * dk, batchSize * G * count * dv];
+    return withHeap(this.core, [{ floats: kFloats }, { floats: vFloats }], ([k, v]) => {
+      const error = handle.read(first, count, k, v);
+      if (error) throwCoreError(error);
+      return {
+        key: { data: readFloats(this.core, k, kFloats), shape: [batchSize, G, count, dk] },
+        value: { data: readFloats(this.core, v, vFloats), shape: [batchSize, G, count, dv] },
+      };
+    });
+  }
+
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan) {
     const cache = plan.cache?.kvCache.handleFor(this);

@@ -152,6 +152,12 @@ export class WebGpuExecutor {
     return new GpuKvCache(this.#device, this.#config, options);
   }
 
+  /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
+  readCache(handle, first, count) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return this.#serialised(() => handle.read(first, count, this.#pass.untilLost));
+  }
+
   // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
   async #forwardCached(plan) {
     const config = this.#config;
