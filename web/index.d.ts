@@ -68,6 +68,12 @@ export interface MultiHeadAttentionOptions {
    */
   softcap?: number;
   /**
+   * Attention sinks (gpt-oss; zeros give onnxruntime's smooth softmax): a state-dict entry
+   * `sinks` [numHeads], each head's logit in its softmax's denominator with no value. A row with
+   * no allowed key then gives zero output and zero weights. Default false.
+   */
+  sinks?: boolean;
+  /**
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
    * 'auto' (default) = min(cores, 4), used for calls big enough to gain from it. No

@@ -284,7 +284,8 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("rotaryBase", &MhaConfig::rotary_base)
       .field("rotaryInterleaved", &MhaConfig::rotary_interleaved)
       .field("scale", &MhaConfig::scale)
-      .field("softcap", &MhaConfig::softcap);
+      .field("softcap", &MhaConfig::softcap)
+      .field("sinks", &MhaConfig::sinks);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)

@@ -42,10 +42,11 @@ double mask_term(const MaskArg& mask, std::size_t index) {
 using ScoreBias = std::function<double(int i, int j)>;
 
 // softmax(cap(q kᵀ · scale) + bias) for one (batch, head): the L × S attention probabilities,
-// where cap(s) = softcap · tanh(s / softcap) when softcap > 0, else s. A row whose every key is
-// masked is all zeros, by design (PyTorch gives NaN).
+// where cap(s) = softcap · tanh(s / softcap) when softcap > 0, else s. With a sink (non-null),
+// exp(*sink) joins every row's denominator: p_ij = exp(s_ij) / (Σ_k exp(s_ik) + exp(sink)). A row
+// whose every key is masked is all zeros, by design (PyTorch gives NaN).
 Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double softcap, bool causal,
-                     const ScoreBias& bias) {
+                     const ScoreBias& bias, const double* sink = nullptr) {
   Matrix p = (q * k.transpose()) * scale;
   for (Eigen::Index i = 0; i < p.rows(); ++i) {
     for (Eigen::Index j = 0; j < p.cols(); ++j) {
@@ -53,13 +54,13 @@ Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double soft
       if (causal && j > i) p(i, j) = kNegInf;
       p(i, j) += bias(static_cast<int>(i), static_cast<int>(j));
     }
-    const double max = p.row(i).maxCoeff();
+    const double max = sink ? std::max(p.row(i).maxCoeff(), *sink) : p.row(i).maxCoeff();
     if (max == kNegInf) {
       p.row(i).setZero();
       continue;
     }
     p.row(i) = (p.row(i).array() - max).exp().matrix();
-    p.row(i) /= p.row(i).sum();
+    p.row(i) /= p.row(i).sum() + (sink ? std::exp(*sink - max) : 0.0);
   }
   return p;
 }
@@ -155,8 +156,9 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
                mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
       };
       const double scale = config.scale > 0.0 ? config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
+      const double sink = config.sinks ? need("sinks")[h] : 0.0;
       const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
-                                     scale, config.softcap, a.causal, bias);
+                                     scale, config.softcap, a.causal, bias, config.sinks ? &sink : nullptr);
       heads.block(b * L, h * dv, L, dv) = p * v.block(b * S, h * dv, S, dv);
       if (!a.weights) continue;
       if (a.average_weights) {

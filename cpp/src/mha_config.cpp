@@ -98,6 +98,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   }
   specs_.push_back({"out_proj.weight", {E, v_width_}});
   if (c.bias.out) specs_.push_back({"out_proj.bias", {E}});
+  if (c.sinks) specs_.push_back({"sinks", {c.num_heads}});
   loaded_.assign(specs_.size(), false);
   wq_ = std::make_unique<kernels::PackedLinear>();
   wk_ = std::make_unique<kernels::PackedLinear>();

@@ -79,6 +79,7 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   AttentionProblem p = head_problem(B, x.heads, L, S, x.q, static_cast<std::ptrdiff_t>(L) * x.q_width,
                                     x.q_width, heads_out,
                                     static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim);
+  if (p.sinks) p.sinks += head_begin;
   p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
   p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
   p.k = {x.k, static_cast<std::ptrdiff_t>(S) * x.k_width, c.head_dim, x.k_width};
@@ -162,6 +163,7 @@ AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, i
   p.out_row_stride = static_cast<std::ptrdiff_t>(heads) * c.value_head_dim;
   p.scale = c.scale > 0.0 ? static_cast<float>(c.scale) : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   p.softcap = static_cast<float>(c.softcap);
+  p.sinks = sinks_.empty() ? nullptr : sinks_.data();  // from head 0: attend() moves it to its range
   return p;
 }
 

@@ -76,6 +76,8 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
     set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {
     wo_->set_bias(data, E);
+  } else if (name == "sinks") {
+    sinks_.assign(data, data + count);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
   slices_.clear();

@@ -39,7 +39,7 @@ function weights(config, sd) {
     qBias: packedBias ?? get('q_proj_bias'),
     kBias: packedBias ? packedBias.subarray(H * dk) : get('k_proj_bias'),
     vBias: packedBias ? packedBias.subarray(2 * H * dk) : get('v_proj_bias'),
-    outW: get('out_proj.weight'), outB: get('out_proj.bias'),
+    outW: get('out_proj.weight'), outB: get('out_proj.bias'), sinks: get('sinks'),
   };
 }
 
@@ -59,13 +59,16 @@ function maskedScore(score, o, H, L, S, b, h, i, j) {
   return s;
 }
 
-/** Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero. */
-function softmaxRow(scores) {
+/**
+ * Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero.
+ * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
+ */
+function softmaxRow(scores, sink = -Infinity) {
   if (scores.some(Number.isNaN)) return scores.map(() => NaN);
-  const max = Math.max(...scores);
+  const max = Math.max(...scores, sink);
   if (max === -Infinity) return scores.map(() => 0);
   const e = scores.map((s) => Math.exp(s - max));
-  const sum = e.reduce((a, b) => a + b, 0);
+  const sum = e.reduce((a, b) => a + b, Math.exp(sink - max));
   return e.map((x) => x / sum);
 }
 
@@ -98,7 +101,7 @@ export function mhaReference(config, sd, query, key, value, options = {}) {
           for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * H * dk + h * dk + c];
           scores.push(maskedScore(cap(s * scale), options, H, L, S, b, h, i, j));
         }
-        const p = softmaxRow(scores);
+        const p = softmaxRow(scores, w.sinks ? w.sinks[h] : -Infinity);
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
         for (let c = 0; c < dv; c++) {
           let s = 0;

@@ -52,6 +52,17 @@ test('a bias the module lacks, and one the file lacks: StateDictError naming the
   });
 }));
 
+test('sinks the module lacks, and sinks a layout cannot give: StateDictError naming the sinks option', async () => {
+  await withModule({ bias: false }, (mha) => {
+    refuses(() => mha.loadStateDict({ ...hfStateDict(), sinks: tensor([2]) }, { layout: 'hf' }), StateDictError, 'sinks', ['sinks: true']);
+  });
+  await withModule({ sinks: true }, (oss) => {
+    refuses(() => oss.loadStateDict(hfStateDict('', 'qkvo'), { layout: 'hf' }), StateDictError, 'sinks', ["missing key 'sinks'", '[2]', 'sinks: false']);
+    const gpt2 = { 'c_attn.weight': tensor([E, 3 * E]), 'c_attn.bias': tensor([3 * E]), 'c_proj.weight': tensor([E, E]), 'c_proj.bias': tensor([E]) };
+    refuses(() => oss.loadStateDict(gpt2, { layout: 'gpt2' }), StateDictError, 'sinks', ["layout 'gpt2' has no sinks", 'sinks: false']);
+  });
+});
+
 test("q_norm / k_norm name the qkNorm option, which this version lacks", () => withModule({ bias: false }, (mha) => {
   const sd = { ...hfStateDict(), 'q_norm.weight': tensor([4]) };
   refuses(() => mha.loadStateDict(sd, { layout: 'hf' }), StateDictError, 'q_norm.weight', ['qkNorm']);

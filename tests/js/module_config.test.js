@@ -38,10 +38,10 @@ test('the resolved config has the fields index.d.ts ResolvedMultiHeadAttentionCo
 
 test("the core's MhaConfig fields: every config field, rotary as three, no softcap as 0", () => {
   const bias = { q: true, k: true, v: true, out: false };
-  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1, rotary: null, scale: 0.5, softcap: null };
+  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1, rotary: null, scale: 0.5, softcap: null, sinks: true };
   assert.deepEqual(coreConfig(config), {
     embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1,
-    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false, scale: 0.5, softcap: 0,
+    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false, scale: 0.5, softcap: 0, sinks: true,
   });
   assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: true, dim: 2 } }),
     { ...coreConfig(config), rotaryDim: 2, rotaryBase: 500, rotaryInterleaved: true });

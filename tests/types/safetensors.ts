@@ -20,6 +20,8 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   gemma.loadStateDict(file, { layout: 'gpt2', strict: false });
   const softcap: number | null = gemma.config.softcap;
   const outBias: boolean = qwen.config.bias.out;
+  const oss = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, sinks: true });
+  const hasSinks: boolean = oss.config.sinks;
   // @ts-expect-error: layout is one of 'torch', 'hf', 'gpt2', 'bert'
   mha.loadStateDict(file, { layout: 'llama' });
   // @ts-expect-error: bias flags are booleans
@@ -31,6 +33,6 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   } catch (e) {
     if (e instanceof SafetensorsError) console.log(e.argument, e.message);
   }
-  return [dtype, format, softcap, outBias];
+  return [dtype, format, softcap, outBias, hasSinks];
 }
 loadLayer;

@@ -8,7 +8,7 @@ import * as api from 'webattention';
 import { compare } from '../contract/compare.mjs';
 import { WINDOW_CASE, lastPositions, readWindowAndWhole } from '../contract/cache_read.mjs';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
-import { gpu, paths, runs } from './node_setup.mjs';
+import { gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
 const dir = new URL('../fixtures/checkpoints/', import.meta.url);
 const { cases } = JSON.parse(readFileSync(new URL('checkpoints.json', dir), 'utf8'));
@@ -34,4 +34,12 @@ test('cache.read() of a wrapped window ring on WebGPU: the last `window` positio
     assert.ok(ok, `${part}: ${detail}`);
     assert.deepEqual(gpuRead.windowed[part].data, lastPositions(gpuRead.whole[part], T - window).data, part);
   }
+});
+
+test('sinks on WebGPU as on WASM, flash and decode paths, with a batch whose every key is masked', async () => {
+  const S = 40;
+  const padding = new Uint8Array(2 * S).fill(1, 0, S);  // batch 0: no allowed key (the sink takes it all)
+  const options = { keyPaddingMask: { data: padding, shape: [2, S] }, needWeights: true, averageAttnWeights: false };
+  await gpuMatchesWasm({ create: { embedDim: 32, numHeads: 4, numKvHeads: 2, sinks: true }, B: 2, L: 9, S, path: 'flash', options });
+  await gpuMatchesWasm({ create: { embedDim: 32, numHeads: 4, sinks: true, softcap: 1.5 }, B: 2, L: 1, S, path: 'decode', options });
 });

@@ -39,7 +39,7 @@ export class MultiHeadAttention {
 
   /**
    * options: { embedDim, numHeads, kdim?, vdim?, bias? = true (or { q, k, v, out }), headDim?,
-   * valueHeadDim?, numKvHeads?, rotary?, scale?, softcap?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
+   * valueHeadDim?, numKvHeads?, rotary?, scale?, softcap?, sinks?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
    * (docs/webgpu.md) }: module_config.js's CREATE_OPTIONS. Weights are zero until loadStateDict().
    */
   static async create(options) {

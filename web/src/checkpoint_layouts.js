@@ -25,6 +25,8 @@ const LAYOUT_KEYS = {
     { name: 'v_proj.bias', parts: ['v.bias'] }, { name: 'o_proj.bias', parts: ['out.bias'] },
     // Phi-3 packs the three input projections.
     { name: 'qkv_proj.weight', parts: weights }, { name: 'qkv_proj.bias', parts: biases },
+    // gpt-oss: a logit per query head in its softmax's denominator.
+    { name: 'sinks', parts: ['sinks'] },
     // Qwen3 and Gemma 3: a per-head RMSNorm of q and k before RoPE.
     ...['q_norm.weight', 'k_norm.weight'].map((name) => ({
       name, refused: 'is a per-head RMSNorm of q or k (Qwen3, Gemma 3), which needs the qkNorm option; this version has no qkNorm',
@@ -46,7 +48,7 @@ const LAYOUT_KEYS = {
 
 /** The torch layout's names, for the hint when its keys are given under another layout. */
 const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias',
-  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias'];
+  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias', 'sinks'];
 
 /**
  * The module's parts from its entries (specs [{ name, shape }]): part → { entry, offset (floats),
@@ -75,11 +77,17 @@ function moduleParts(specs) {
   });
   stack('out_proj.weight', ['out.weight'], [shapes['out_proj.weight'][0]], [shapes['out_proj.weight'][1]]);
   if (shapes['out_proj.bias']) stack('out_proj.bias', ['out.bias'], [shapes['out_proj.bias'][0]], [0]);
+  if (shapes.sinks) stack('sinks', ['sinks'], [shapes.sinks[0]], [0]);
   return parts;
 }
 
-/** The create({ bias }) the module has, with `flag` set to `on`: the option that would fit. */
-function biasOption(parts, flag, on) {
+/**
+ * The create() option that would have (on) or not have (off) `part`: the module's bias flags
+ * with that one changed, or sinks.
+ */
+function optionFor(parts, part, on) {
+  if (part === 'sinks') return `create({ sinks: ${on} })`;
+  const flag = part.split('.')[0];
   const flags = ['q', 'k', 'v', 'out'].map((f) => `${f}: ${f === flag ? on : `${f}.bias` in parts}`);
   return `create({ bias: { ${flags.join(', ')} } })`;
 }
@@ -127,9 +135,9 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
         throw new StateDictError(`stateDict: '${name}' ${key.refused}`, { argument: name, expected: known, actual: name });
       }
       if (key) {
-        const flag = key.parts.find((p) => !(p in parts)).split('.')[0];
-        throw new StateDictError(`stateDict: '${name}' is a bias this module was created without; ${biasOption(parts, flag, true)} takes it`,
-          { argument: name, expected: known, actual: name });
+        const part = key.parts.find((p) => !(p in parts));
+        throw new StateDictError(`stateDict: '${name}' is ${part === 'sinks' ? 'attention sinks' : 'a bias'} this module was created without; `
+          + `${optionFor(parts, part, true)} takes it`, { argument: name, expected: known, actual: name });
       }
       if (strict) throw unexpectedKey(name, local ?? name, layout, known);
       continue;
@@ -163,8 +171,11 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
 function missingPart(part, parts, keys, prefix, layout) {
   const fits = keys.filter((k) => !k.refused && k.parts.includes(part) && k.parts.every((p) => p in parts));
   const key = fits.find((k) => k.parts.length === 1) ?? fits[0];
-  const isBias = part.endsWith('.bias');
-  const fix = isBias ? `; a checkpoint without it: ${biasOption(parts, part.split('.')[0], false)}` : '';
+  const optional = part.endsWith('.bias') || part === 'sinks';
+  const fix = optional ? `; a checkpoint without it: ${optionFor(parts, part, false)}` : '';
+  if (!keys.some((k) => !k.refused && k.parts.includes(part))) {
+    return new StateDictError(`stateDict: layout '${layout}' has no ${part}${fix}`, { argument: part, expected: part, actual: 'missing' });
+  }
   if (!key) {
     const packed = keys.find((k) => k.parts.includes(part)).name;
     return new StateDictError(`stateDict: layout '${layout}' keeps ${part} in '${prefix}${packed}' with others this module lacks${fix}`,

@@ -28,6 +28,7 @@ const CONFIG_FIELDS = [
     core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
   },
   { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
+  { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
   // null: no softcap (the core's 0).
   { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
 ];

@@ -12,7 +12,7 @@
 export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
   const q = H * dk * E, k = G * dk * kdim, v = G * dv * vdim;
   return {
-    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E },
+    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E, sinks: H },
     entries: {
       in_proj_weight: ['win', 0],
       q_proj_weight: ['win', 0],
@@ -25,6 +25,7 @@ export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim,
       v_proj_bias: ['bin', H * dk + G * dk],
       'out_proj.weight': ['wout', 0],
       'out_proj.bias': ['bout', 0],
+      sinks: ['sinks', 0],  // attention sinks: one logit per query head
     },
   };
 }

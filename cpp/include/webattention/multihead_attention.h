@@ -50,6 +50,10 @@ struct MhaConfig {
   // Logit softcapping (Gemma 2): score <- softcap * tanh(score / softcap) after the scale and
   // before the masks; 0 = none.
   double softcap = 0.0;
+  // Attention sinks (gpt-oss; ORT's smooth softmax with zeros): a logit per query head, state-dict
+  // entry "sinks" [num_heads], that joins its softmax's denominator and carries no value:
+  // p_j = exp(s_j) / (Σ_k exp(s_k) + exp(sink_h)).
+  bool sinks = false;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -185,6 +189,7 @@ class MultiHeadAttention {
   int kv_width_ = 0;  // h_kv·d_v
   std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
   mutable std::vector<float> rotary_table_;  // cos and sin of one position: rotary_dim floats
+  std::vector<float> sinks_;  // one logit per query head (config_.sinks), else empty
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
   // Projection weights packed for the kernels at load time (biases inside).

@@ -189,6 +189,9 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     bool nan_row[kRows] = {};  // a NaN score where the row's max could not see it (below)
     std::fill(max, max + kRows, kNegInf);
     std::fill(sum, sum + kRows, 0.0f);
+    // A sink is a key of logit sinks[head] and value 0: the row's max and sum start from it, so
+    // a row with no allowed key keeps sum 1 and acc 0 (zero output, zero weights).
+    for (int r = 0; r < rows && p.sinks; ++r) max[r] = p.sinks[row_of(p, g, r0 + r).head], sum[r] = 1.0f;
     std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
 
     const bool one_row = rows == 1;

@@ -27,6 +27,7 @@ import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -113,6 +114,11 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
       kernels.variants.attention.grid({ L, BH: B * H }));
   }
 
+  if (config.sinks) {
+    const rows = B * H * L;
+    dispatch(kernels.pipelines.sinks, uniform(packParams(SINKS_PARAMS, { rows, L, H, DV: dv })), [ctx.params.sinks, stats, heads],
+      [cdiv(rows, SINKS_WORKGROUP), 1, 1]);
+  }
   const weightFloats = B * weightsPerBatch(plan, H);
   const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;
   if (weights) {

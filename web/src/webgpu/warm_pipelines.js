@@ -60,5 +60,6 @@ export async function warmPipelines(device, config) {
     }
   }
   if (config.rotary) defaults.push(getPipeline(device, 'rotary'));
+  if (config.sinks) defaults.push(getPipeline(device, 'sinks'));
   await Promise.all(defaults);
 }
