@@ -5,6 +5,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "mha_test_support.h"
 #include "reference/reference.h"
 #include "test_util.h"
 #include "webattention/errors.h"
@@ -15,7 +16,12 @@ namespace {
 
 using testing::all_close;
 using testing::random_bool_mask;
+using testing::bias_of;
+using testing::config;
+using testing::load_random;
 using testing::random_floats;
+using testing::scored;
+using testing::with_sinks;
 
 struct MhaCase {
   const char* name;
@@ -24,17 +30,6 @@ struct MhaCase {
   MaskKind key_padding, attn_mask;
   bool per_head_mask, causal, weights, average;
 };
-
-// Loads random parameters of the right shapes into the module and returns them for the oracle.
-reference::MhaParameters load_random(MultiHeadAttention& mha, std::mt19937& rng) {
-  reference::MhaParameters params;
-  for (const auto& spec : mha.parameter_specs()) {
-    auto values = random_floats(spec.size(), rng, 0.3f);
-    mha.load_parameter(spec.name, values.data(), values.size());
-    params.entries.emplace_back(spec.name, std::move(values));
-  }
-  return params;
-}
 
 class MhaVsReference : public ::testing::TestWithParam<MhaCase> {};
 
@@ -151,33 +146,6 @@ TEST_P(MhaVsReference, HeadRangesAssembleToForward) {
     EXPECT_TRUE(all_close(out, forward_out, 1e-6, 1e-5));
     EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
   }
-}
-
-MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int dk = 0,
-                 int dv = 0) {
-  MhaConfig c;
-  c.embed_dim = E, c.num_heads = h, c.kdim = kdim, c.vdim = vdim, c.bias = bias;
-  c.head_dim = dk, c.value_head_dim = dv;
-  return c;
-}
-
-// `c` with a bias flag per projection, a score scale (0: 1/sqrt(d_k)) and a softcap (0: none).
-MhaConfig scored(MhaConfig c, ProjectionBias bias, double scale, double softcap) {
-  c.bias = bias;
-  c.scale = scale;
-  c.softcap = softcap;
-  return c;
-}
-
-MhaConfig with_sinks(MhaConfig c) {
-  c.sinks = true;
-  return c;
-}
-
-ProjectionBias bias_of(bool q, bool k, bool v, bool out) {
-  ProjectionBias b;
-  b.q = q, b.k = k, b.v = v, b.out = out;
-  return b;
 }
 
 constexpr auto kNo = MaskKind::kNone;
@@ -313,64 +281,6 @@ TEST(MhaHeadRanges, ReloadingWeightsReachesCachedRanges) {
   mha.forward_heads(a, 0, 4, full.data());
   for (int i = 0; i < 3; ++i)
     for (int c = 0; c < 8; ++c) EXPECT_FLOAT_EQ(after[i * 8 + c], full[i * 16 + 8 + c]);
-}
-
-TEST(MhaStateDict, PerProjectionBiasEntries) {
-  MultiHeadAttention mha(scored(config(8, 2), bias_of(true, false, true, false), 0, 0));
-  std::vector<std::string> names;
-  for (const auto& s : mha.parameter_specs()) names.push_back(s.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "q_proj_bias", "v_proj_bias", "out_proj.weight"}));
-}
-
-// A fully masked row with sinks: the sink takes all the mass, so the heads' output is zero (the
-// output is out_proj.bias) and the weights are zero; the other batch matches the reference.
-TEST(MhaSinks, FullyMaskedRowGivesZeroHeadsAndWeights) {
-  std::mt19937 rng(9);
-  const MhaConfig c = with_sinks(config(8, 2));
-  MultiHeadAttention mha(c);
-  reference::MhaParameters params = load_random(mha, rng);
-  const std::vector<float> sinks = {4.0f, -1.5f};
-  mha.load_parameter("sinks", sinks.data(), sinks.size());
-  params.entries.back().second = sinks;
-  const int B = 2, L = 3, S = 5;
-  const auto x = random_floats(B * L * 8, rng), y = random_floats(B * S * 8, rng);
-  std::vector<std::uint8_t> padding(B * S, 0);
-  std::fill(padding.begin(), padding.begin() + S, 1);  // batch 0: every key masked
-  MhaForwardArgs a;
-  a.batch = B, a.L = L, a.S = S, a.query = x.data(), a.key = a.value = y.data();
-  a.key_padding_mask = {MaskKind::kBoolean, padding.data(), {B, S}};
-  a.average_weights = false;
-  std::vector<float> out(B * L * 8), w(B * 2 * L * S, -1.0f), ref_out(out.size()), ref_w(w.size());
-  a.output = out.data(), a.weights = w.data();
-  mha.forward(a);
-  a.output = ref_out.data(), a.weights = ref_w.data();
-  reference::mha_forward(c, params, a);
-  EXPECT_TRUE(all_close(out, ref_out, 1e-5, 1e-4));
-  EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
-  const std::vector<float>& out_bias = *params.find("out_proj.bias");
-  for (int i = 0; i < L * 8; ++i) EXPECT_FLOAT_EQ(out[i], out_bias[i % 8]);
-  for (int i = 0; i < 2 * L * S; ++i) EXPECT_EQ(w[i], 0.0f);
-  // Batch 1's weights sum to less than 1: the sinks took their share.
-  for (int h = 0; h < 2; ++h) {
-    float total = 0.0f;
-    for (int j = 0; j < S; ++j) total += w[((2 + h) * L) * S + j];
-    EXPECT_LT(total, 0.99f) << h;
-  }
-}
-
-TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
-  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
-    for (const char* argument : {"scale", "softcap"}) {
-      MhaConfig c = config(8, 2);
-      (std::string(argument) == "scale" ? c.scale : c.softcap) = bad;
-      try {
-        MultiHeadAttention mha(c);
-        ADD_FAILURE() << argument << " " << bad;
-      } catch (const ConfigError& e) {
-        EXPECT_EQ(e.argument(), argument) << e.what();
-      }
-    }
-  }
 }
 
 TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {
