@@ -14,13 +14,7 @@
 namespace webattention {
 namespace {
 
-using testing::all_close;
-using testing::bias_of;
-using testing::config;
-using testing::load_random;
-using testing::random_floats;
-using testing::scored;
-using testing::with_sinks;
+using namespace testing;  // webattention::testing: test_util.h and mha_test_support.h
 
 TEST(MhaStateDict, PerProjectionBiasEntries) {
   MultiHeadAttention mha(scored(config(8, 2), bias_of(true, false, true, false), 0, 0));
