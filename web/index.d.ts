@@ -113,6 +113,23 @@ export interface RotaryOptions {
   interleaved?: boolean;
   /** Rotated features per head: even, <= headDim (default headDim). */
   dim?: number;
+  /** Frequency scaling for contexts past the trained one (default none). */
+  scaling?: RotaryScaling;
+}
+
+/**
+ * 'linear': every θ_j / factor. 'llama3' (Llama 3.1): wavelengths 2π/θ_j that fit the trained
+ * context (originalMaxPositions, default 8192) highFreqFactor (default 4) times or more are
+ * kept, those that fit fewer than lowFreqFactor (default 1) times are stretched by factor, and
+ * those between are blended.
+ */
+export interface RotaryScaling {
+  type: 'linear' | 'llama3';
+  /** A finite number > 0. */
+  factor: number;
+  lowFreqFactor?: number;
+  highFreqFactor?: number;
+  originalMaxPositions?: number;
 }
 
 /** Which projections add a bias. */
@@ -130,7 +147,7 @@ export type GpuLike =
 
 export interface ResolvedMultiHeadAttentionConfig
   extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap'>> {
-  rotary: Required<RotaryOptions> | null;
+  rotary: (Required<Omit<RotaryOptions, 'scaling'>> & { scaling: RotaryScaling | null }) | null;
   bias: Required<ProjectionBias>;
   /** null: none. */
   softcap: number | null;

@@ -259,6 +259,13 @@ val kv_ring_geometry(int max_length, int window) {
 std::size_t memory_in_use() { return mallinfo().uordblks; }
 
 }  // namespace
+// MhaConfig::rotary_scaling as the JS side writes it: 0 none, 1 linear, 2 llama3 (module_config.js).
+int rotary_scaling_of(const MhaConfig& c) { return static_cast<int>(c.rotary_scaling); }
+void set_rotary_scaling(MhaConfig& c, int scaling) {
+  c.rotary_scaling = scaling == 1 ? MhaConfig::RotaryScaling::kLinear
+                     : scaling == 2 ? MhaConfig::RotaryScaling::kLlama3 : MhaConfig::RotaryScaling::kNone;
+}
+
 }  // namespace webattention
 
 EMSCRIPTEN_BINDINGS(webattention) {
@@ -283,6 +290,11 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("rotaryDim", &MhaConfig::rotary_dim)
       .field("rotaryBase", &MhaConfig::rotary_base)
       .field("rotaryInterleaved", &MhaConfig::rotary_interleaved)
+      .field("rotaryScaling", &rotary_scaling_of, &set_rotary_scaling)
+      .field("rotaryFactor", &MhaConfig::rotary_factor)
+      .field("rotaryLowFreqFactor", &MhaConfig::rotary_low_freq_factor)
+      .field("rotaryHighFreqFactor", &MhaConfig::rotary_high_freq_factor)
+      .field("rotaryOriginalMaxPositions", &MhaConfig::rotary_original_max_positions)
       .field("scale", &MhaConfig::scale)
       .field("softcap", &MhaConfig::softcap)
       .field("sinks", &MhaConfig::sinks);

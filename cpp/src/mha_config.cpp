@@ -8,6 +8,7 @@
 
 #include "checks.h"
 #include "head_slice.h"  // the destructor frees the slices
+#include "rotary.h"
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -59,6 +60,19 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
               std::to_string(c.rotary_dim));
   require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base",
           "expected a finite number > 1, got " + std::to_string(c.rotary_base));
+  if (c.rotary_scaling != MhaConfig::RotaryScaling::kNone) {
+    require(std::isfinite(c.rotary_factor) && c.rotary_factor > 0.0, "rotary_factor",
+            "expected a finite number > 0, got " + std::to_string(c.rotary_factor));
+  }
+  if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
+    require(std::isfinite(c.rotary_low_freq_factor) && std::isfinite(c.rotary_high_freq_factor) &&
+                c.rotary_low_freq_factor > 0.0 && c.rotary_high_freq_factor > c.rotary_low_freq_factor,
+            "rotary_high_freq_factor", "expected 0 < low_freq_factor < high_freq_factor, got " +
+                std::to_string(c.rotary_low_freq_factor) + ", " + std::to_string(c.rotary_high_freq_factor));
+    require(std::isfinite(c.rotary_original_max_positions) && c.rotary_original_max_positions >= 1.0,
+            "rotary_original_max_positions", "expected a number >= 1, got " +
+                std::to_string(c.rotary_original_max_positions));
+  }
   require(std::isfinite(c.scale) && c.scale >= 0.0, "scale",
           "expected a finite number > 0 (0: 1/sqrt(head_dim)), got " + std::to_string(c.scale));
   require(std::isfinite(c.softcap) && c.softcap >= 0.0, "softcap",
@@ -76,8 +90,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   k_width_ = static_cast<int>(kw);
   kv_width_ = static_cast<int>(kvw);
   kv_group_ = c.num_heads / c.num_kv_heads;
-  for (int j = 0; j < c.rotary_dim / 2; ++j)
-    rotary_frequencies_.push_back(std::pow(c.rotary_base, -2.0 * j / c.rotary_dim));
+  rotary_frequencies_ = rotary_frequencies(c);
   rotary_table_.resize(c.rotary_dim);
   const int E = c.embed_dim;
   // PyTorch packs the input projections only when every width equals embed_dim.

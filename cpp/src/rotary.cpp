@@ -47,4 +47,27 @@ void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t 
   }
 }
 
+std::vector<double> rotary_frequencies(const MhaConfig& c) {
+  constexpr double kTwoPi = 6.283185307179586;
+  std::vector<double> theta;
+  for (int j = 0; j < c.rotary_dim / 2; ++j) {
+    const double t = std::pow(c.rotary_base, -2.0 * j / c.rotary_dim);
+    if (c.rotary_scaling == MhaConfig::RotaryScaling::kLinear) {
+      theta.push_back(t / c.rotary_factor);
+    } else if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
+      // In units of the trained context: a wavelength that fits it high_freq_factor times or
+      // more is kept, one that does not fit low_freq_factor times is stretched by factor, and
+      // between the two the frequency is blended linearly in (context / wavelength).
+      const double per_context = c.rotary_original_max_positions / (kTwoPi / t);
+      const double blend = (per_context - c.rotary_low_freq_factor) /
+                           (c.rotary_high_freq_factor - c.rotary_low_freq_factor);
+      theta.push_back(blend >= 1.0 ? t : blend <= 0.0 ? t / c.rotary_factor
+                                                      : (1.0 - blend) * t / c.rotary_factor + blend * t);
+    } else {
+      theta.push_back(t);
+    }
+  }
+  return theta;
+}
+
 }  // namespace webattention

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "webattention/multihead_attention.h"
+
 namespace webattention {
 
 struct RotarySpec {
@@ -12,6 +14,9 @@ struct RotarySpec {
   bool interleaved = false;         // pairs (x_2j, x_2j+1) instead of (x_j, x_{j+dim/2})
   const std::vector<double>* frequencies = nullptr;  // θ_j, j < dim / 2
 };
+
+// θ_j = base^(−2j/dim) for j < dim/2, scaled as config's rotary_scaling says (multihead_attention.h).
+std::vector<double> rotary_frequencies(const MhaConfig& config);
 
 // `count` rows of width `width` per batch ([batch, count, width] contiguous), every head rotated.
 struct RotaryRows {

@@ -33,6 +33,12 @@ test('create: numKvHeads must divide numHeads; rotary.dim even and <= headDim; u
     [{ rotary: { base: -1 } }, 'rotary.base', /finite number > 1/],
     [{ rotary: { base: 1e-320 } }, 'rotary.base', /finite number > 1, got number 1e-320/],
     [{ rotary: { base: 1 } }, 'rotary.base', /finite number > 1/],
+    [{ rotary: { scaling: { type: 'yarn', factor: 2 } } }, 'rotary.scaling.type', /'linear', 'llama3', got string "?yarn/],
+    [{ rotary: { scaling: null } }, 'rotary.scaling.type', /got null/],
+    [{ rotary: { scaling: { type: 'linear' } } }, 'rotary.scaling.factor', /finite number > 0/],
+    [{ rotary: { scaling: { type: 'linear', factor: 2, originalMaxPositions: 8 } } }, 'rotary.scaling.originalMaxPositions', /only 'llama3'/],
+    [{ rotary: { scaling: { type: 'llama3', factor: 8, lowFreqFactor: 4, highFreqFactor: 4 } } }, 'rotary.scaling.highFreqFactor', /> lowFreqFactor \(4\)/],
+    [{ rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 0.5 } } }, 'rotary.scaling.originalMaxPositions', /integer >= 1/],
     [{ rotary: { base: Infinity } }, 'rotary.base', /finite number > 1/],
     [{ rotary: { interleave: true } }, 'interleave', /unknown option 'interleave'/],
     [{ rotary: null }, 'rotary', /got null/],
@@ -50,7 +56,7 @@ test('GQA state dict: fewer K/V rows; the resolved config reports numKvHeads and
     ['in_proj_bias', [32]], ['out_proj.weight', [16, 16]], ['out_proj.bias', [16]],
   ]);
   assert.equal(mha.config.numKvHeads, 2);
-  assert.deepEqual(mha.config.rotary, { base: 10000, interleaved: false, dim: 4 });
+  assert.deepEqual(mha.config.rotary, { base: 10000, interleaved: false, dim: 4, scaling: null });
   assert.throws(() => mha.headBilinearForm(0), (e) => e instanceof OptionError && /rotary/.test(e.message));
   mha.dispose();
 });

@@ -23,12 +23,18 @@ async function decode(prompt: Tensor, token: Tensor) {
   } catch (e) {
     if (e instanceof CacheError) console.log(e.argument);
   }
+  const scaled = await MultiHeadAttention.create({
+    embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 8192 } },
+  });
+  const factor: number | undefined = scaled.config.rotary?.scaling?.factor;
+  // @ts-expect-error: scaling types are 'linear' and 'llama3'
+  await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'yarn', factor: 2 } } });
   // @ts-expect-error: rotary options are base, interleaved and dim
   await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { theta: 1 } });
   // @ts-expect-error: createCache takes an options object
   mha.createCache(512);
   // @ts-expect-error: KvCache is made by createCache()
   new KvCache();
-  return [output, length, dim, presentShape];
+  return [output, length, dim, presentShape, factor];
 }
 decode;

@@ -25,7 +25,13 @@ const CONFIG_FIELDS = [
     name: 'rotary',
     resolve: resolveRotary,
     // 0 rotaryDim: no rotary.
-    core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
+    core: (r) => ({
+      rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false,
+      // The core's RotaryScaling: 0 none, 1 linear, 2 llama3 (cpp/bindings/embind.cpp).
+      rotaryScaling: ['linear', 'llama3'].indexOf(r?.scaling?.type) + 1,
+      rotaryFactor: r?.scaling?.factor ?? 1, rotaryLowFreqFactor: r?.scaling?.lowFreqFactor ?? 1,
+      rotaryHighFreqFactor: r?.scaling?.highFreqFactor ?? 4, rotaryOriginalMaxPositions: r?.scaling?.originalMaxPositions ?? 8192,
+    }),
   },
   { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
   { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
@@ -149,7 +155,7 @@ function resolveNumKvHeads(options, { numHeads }) {
 // <= headDim.
 function resolveRotary(options, { headDim }) {
   if (options.rotary === undefined) return null;
-  const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim']);
+  const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim', 'scaling']);
   if (options.rotary === null) {
     throw new OptionError('rotary: expected an options object { base?, interleaved?, dim? }, got null', {
       argument: 'rotary', expected: 'object', actual: 'null',
@@ -169,7 +175,42 @@ function resolveRotary(options, { headDim }) {
       argument: 'rotary.base', expected: 'number > 1', actual: describe(base),
     });
   }
-  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim };
+  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim, scaling: resolveRotaryScaling(r.scaling) };
+}
+
+const SCALINGS = ['linear', 'llama3'];
+
+// rotary.scaling: null (not given), { type: 'linear', factor } or { type: 'llama3', factor,
+// lowFreqFactor = 1, highFreqFactor = 4, originalMaxPositions = 8192 } (Llama 3.1's values).
+function resolveRotaryScaling(scaling) {
+  if (scaling === undefined) return null;
+  const s = checkOptions('rotary.scaling', scaling, ['type', 'factor', 'lowFreqFactor', 'highFreqFactor', 'originalMaxPositions']);
+  if (scaling === null || !SCALINGS.includes(s.type)) {
+    const got = scaling === null ? 'null' : describe(s.type);
+    throw new OptionError(`rotary.scaling.type: expected one of ${SCALINGS.map((t) => `'${t}'`).join(', ')}, got ${got}`, {
+      argument: 'rotary.scaling.type', expected: SCALINGS, actual: got,
+    });
+  }
+  const factor = checkPositive('rotary.scaling.factor', s.factor);
+  if (s.type === 'linear') {
+    for (const extra of ['lowFreqFactor', 'highFreqFactor', 'originalMaxPositions']) {
+      if (s[extra] !== undefined) {
+        throw new OptionError(`rotary.scaling.${extra}: only 'llama3' scaling takes it, got type 'linear'`, {
+          argument: `rotary.scaling.${extra}`, expected: "type 'llama3'", actual: 'linear',
+        });
+      }
+    }
+    return { type: 'linear', factor };
+  }
+  const lowFreqFactor = s.lowFreqFactor === undefined ? 1 : checkPositive('rotary.scaling.lowFreqFactor', s.lowFreqFactor);
+  const highFreqFactor = s.highFreqFactor === undefined ? 4 : checkPositive('rotary.scaling.highFreqFactor', s.highFreqFactor);
+  if (highFreqFactor <= lowFreqFactor) {
+    throw new OptionError(`rotary.scaling.highFreqFactor: expected a number > lowFreqFactor (${lowFreqFactor}), got ${highFreqFactor}`, {
+      argument: 'rotary.scaling.highFreqFactor', expected: `> ${lowFreqFactor}`, actual: highFreqFactor,
+    });
+  }
+  const originalMaxPositions = checkSize('rotary.scaling.originalMaxPositions', s.originalMaxPositions, 8192);
+  return { type: 'llama3', factor, lowFreqFactor, highFreqFactor, originalMaxPositions };
 }
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];

@@ -44,6 +44,16 @@ struct MhaConfig {
   int rotary_dim = 0;
   double rotary_base = 10000.0;
   bool rotary_interleaved = false;
+  // RoPE frequency scaling for contexts past the trained one (docs/attention-math.md §8):
+  // kNone; kLinear: every θ_j / factor (positions divided by factor); kLlama3: Llama 3.1's rule —
+  // wavelengths 2π/θ_j shorter than original_max_positions / high_freq_factor kept, longer than
+  // original_max_positions / low_freq_factor divided by factor, those between blended smoothly.
+  enum class RotaryScaling { kNone = 0, kLinear = 1, kLlama3 = 2 };
+  RotaryScaling rotary_scaling = RotaryScaling::kNone;
+  double rotary_factor = 1.0;
+  double rotary_low_freq_factor = 1.0;
+  double rotary_high_freq_factor = 4.0;
+  double rotary_original_max_positions = 8192.0;
   // The score scale (docs/attention-math.md §3); 0 = 1/sqrt(head_dim). Gemma sets its own
   // (query_pre_attn_scalar^-1/2).
   double scale = 0.0;
