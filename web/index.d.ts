@@ -74,6 +74,12 @@ export interface MultiHeadAttentionOptions {
    */
   sinks?: boolean;
   /**
+   * Qwen3 / Gemma 3's qk-norm: an RMSNorm of every query and key head after its projection (and
+   * bias), before RoPE, x ← x / sqrt(mean(x²) + eps) · w, with state-dict entries q_norm.weight
+   * and k_norm.weight [headDim] (Gemma 3 stores w − 1: add 1). eps default 1e-6. Default: none.
+   */
+  qkNorm?: { eps?: number };
+  /**
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
    * 'auto' (default) = min(cores, 4), used for calls big enough to gain from it. No
@@ -146,11 +152,13 @@ export type GpuLike =
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap'>> {
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
   rotary: (Required<Omit<RotaryOptions, 'scaling'>> & { scaling: RotaryScaling | null }) | null;
   bias: Required<ProjectionBias>;
   /** null: none. */
   softcap: number | null;
+  /** null: none. */
+  qkNorm: { eps: number } | null;
 }
 
 export interface CacheOptions {

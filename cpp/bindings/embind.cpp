@@ -297,7 +297,9 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("rotaryOriginalMaxPositions", &MhaConfig::rotary_original_max_positions)
       .field("scale", &MhaConfig::scale)
       .field("softcap", &MhaConfig::softcap)
-      .field("sinks", &MhaConfig::sinks);
+      .field("sinks", &MhaConfig::sinks)
+      .field("qkNorm", &MhaConfig::qk_norm)
+      .field("qkNormEps", &MhaConfig::qk_norm_eps);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)

@@ -73,6 +73,8 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
             "rotary_original_max_positions", "expected a number >= 1, got " +
                 std::to_string(c.rotary_original_max_positions));
   }
+  require(!c.qk_norm || (std::isfinite(c.qk_norm_eps) && c.qk_norm_eps > 0.0), "qk_norm_eps",
+          "expected a finite number > 0, got " + std::to_string(c.qk_norm_eps));
   require(std::isfinite(c.scale) && c.scale >= 0.0, "scale",
           "expected a finite number > 0 (0: 1/sqrt(head_dim)), got " + std::to_string(c.scale));
   require(std::isfinite(c.softcap) && c.softcap >= 0.0, "softcap",
@@ -111,6 +113,10 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   }
   specs_.push_back({"out_proj.weight", {E, v_width_}});
   if (c.bias.out) specs_.push_back({"out_proj.bias", {E}});
+  if (c.qk_norm) {
+    specs_.push_back({"q_norm.weight", {c.head_dim}});
+    specs_.push_back({"k_norm.weight", {c.head_dim}});
+  }
   if (c.sinks) specs_.push_back({"sinks", {c.num_heads}});
   loaded_.assign(specs_.size(), false);
   wq_ = std::make_unique<kernels::PackedLinear>();

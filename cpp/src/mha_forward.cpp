@@ -15,6 +15,20 @@
 namespace webattention {
 namespace {
 
+// RMSNorm of every head of `count` rows of `width` floats (heads of head_dim side by side):
+// x <- x / sqrt(mean(x²) + eps) · w, the sum of squares in double. An all-zero head stays zero.
+void rms_norm_heads(float* rows, std::size_t count, int width, int head_dim, const float* w, double eps) {
+  for (std::size_t r = 0; r < count; ++r) {
+    for (int h0 = 0; h0 < width; h0 += head_dim) {
+      float* x = rows + r * width + h0;
+      double squares = 0.0;
+      for (int c = 0; c < head_dim; ++c) squares += static_cast<double>(x[c]) * x[c];
+      const float inv = static_cast<float>(1.0 / std::sqrt(squares / head_dim + eps));
+      for (int c = 0; c < head_dim; ++c) x[c] = x[c] * inv * w[c];
+    }
+  }
+}
+
 // A mask view moved to head `head`: per-head masks then index heads from 0.
 MaskView from_head(MaskView m, int head) {
   if (m.empty() || m.head_stride == 0) return m;
@@ -136,6 +150,10 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
 void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
                                 std::int64_t first_position) const {
   const MhaConfig& c = config_;
+  if (c.qk_norm) {
+    rms_norm_heads(x.q, static_cast<std::size_t>(batch) * L, x.q_width, c.head_dim, q_norm_.data(), c.qk_norm_eps);
+    rms_norm_heads(x.k, static_cast<std::size_t>(batch) * S, x.k_width, c.head_dim, k_norm_.data(), c.qk_norm_eps);
+  }
   if (c.rotary_dim == 0) return;
   const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
   apply_rotary(rows, 2, batch, first_position,

@@ -78,6 +78,10 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
     wo_->set_bias(data, E);
   } else if (name == "sinks") {
     sinks_.assign(data, data + count);
+  } else if (name == "q_norm.weight") {
+    q_norm_.assign(data, data + count);
+  } else if (name == "k_norm.weight") {
+    k_norm_.assign(data, data + count);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
   slices_.clear();

@@ -122,7 +122,8 @@ TEST(Decoding, ChunkedCacheEqualsTheFullCausalForward) {
   }
 }
 
-// The score options reach the cached passes: scale, softcap and Qwen2's q/k/v-only biases.
+// The score options reach the cached passes: scale, softcap, Qwen2's q/k/v-only biases, sinks
+// and the qk-norm before RoPE.
 TEST(Decoding, SoftcapScaleAndBiasesCacheEqualsTheFullCausalForward) {
   std::mt19937 rng(7);
   MhaConfig c{E, H};
@@ -131,6 +132,8 @@ TEST(Decoding, SoftcapScaleAndBiasesCacheEqualsTheFullCausalForward) {
   c.bias.out = false;
   c.scale = 3.0;
   c.softcap = 0.8;
+  c.sinks = true;
+  c.qk_norm = true;
   MultiHeadAttention m(c);
   load_random(m, rng);
   const int B = 2, T = 11;

@@ -1,6 +1,6 @@
 // loadStateDict({ layout }) refusing what does not fit (issue 20): a bias the module lacks or a
-// missing one (the message names the bias option that fits), q_norm/k_norm (no qkNorm option
-// yet), another layout's keys (the message names that layout), two keys for one weight, a packed
+// missing one (the message names the bias option that fits), q_norm/k_norm without qkNorm,
+// sinks, another layout's keys (the message names that layout), two keys for one weight, a packed
 // key where the module's input widths differ, an untransposed Conv1D weight. Each is a typed
 // error naming the key, and the module stays usable.
 import { test } from 'node:test';
@@ -63,11 +63,19 @@ test('sinks the module lacks, and sinks a layout cannot give: StateDictError nam
   });
 });
 
-test("q_norm / k_norm name the qkNorm option, which this version lacks", () => withModule({ bias: false }, (mha) => {
-  const sd = { ...hfStateDict(), 'q_norm.weight': tensor([4]) };
-  refuses(() => mha.loadStateDict(sd, { layout: 'hf' }), StateDictError, 'q_norm.weight', ['qkNorm']);
-  refuses(() => mha.loadStateDict(sd, { layout: 'hf', strict: false }), StateDictError, 'q_norm.weight', ['qkNorm']);
-}));
+test('q_norm / k_norm: refused by a module without qkNorm (naming it), named with their shape when missing', async () => {
+  await withModule({ bias: false }, (mha) => {
+    const sd = { ...hfStateDict(), 'q_norm.weight': tensor([4]) };
+    refuses(() => mha.loadStateDict(sd, { layout: 'hf' }), StateDictError, 'q_norm.weight', ['qkNorm']);
+    refuses(() => mha.loadStateDict(sd, { layout: 'hf', strict: false }), StateDictError, 'q_norm.weight', ['qkNorm']);
+  });
+  await withModule({ bias: false, qkNorm: {} }, async (qwen3) => {
+    refuses(() => qwen3.loadStateDict({ ...hfStateDict(), 'q_norm.weight': tensor([4]) }, { layout: 'hf' }), StateDictError, 'k_norm.weight',
+      ["missing key 'k_norm.weight'", '[4]', 'without qkNorm']);
+    qwen3.loadStateDict({ ...hfStateDict(), 'q_norm.weight': tensor([4]), 'k_norm.weight': tensor([4], 2) }, { layout: 'hf' });
+    await forwardRuns(qwen3);
+  });
+});
 
 test("another layout's keys: the message names the layout that takes them; unknown ones suggest strict: false", () => withModule({}, (mha) => {
   const torch = { in_proj_weight: tensor([3 * E, E]), in_proj_bias: tensor([3 * E]), 'out_proj.weight': tensor([E, E]), 'out_proj.bias': tensor([E]) };

@@ -18,6 +18,7 @@ test('bad bias, scale and softcap values are OptionErrors naming the option', as
     [{ softcap: 0 }, 'softcap'], [{ softcap: -30 }, 'softcap'], [{ softcap: Infinity }, 'softcap'], [{ softcap: null }, 'softcap'],
     [{ bias: 'yes' }, 'bias'], [{ bias: null }, 'bias'], [{ bias: { q: 1 } }, 'bias.q'], [{ bias: { w: true } }, 'w'],
     [{ sinks: 'yes' }, 'sinks'], [{ sinks: 1 }, 'sinks'],
+    [{ qkNorm: null }, 'qkNorm'], [{ qkNorm: { eps: 0 } }, 'qkNorm.eps'], [{ qkNorm: { epsilon: 1e-6 } }, 'epsilon'],
   ]) {
     await assert.rejects(MultiHeadAttention.create({ ...base, ...options }),
       (e) => e instanceof OptionError && e.argument === argument, JSON.stringify(options));
@@ -54,6 +55,18 @@ async function output(options, w = 1) {
     mha.dispose();
   }
 }
+
+test('qkNorm: its weights are state-dict entries [headDim]; no bilinear form (the scores are not bilinear then)', async () => {
+  const mha = await MultiHeadAttention.create({ ...base, bias: false, qkNorm: {} });
+  try {
+    assert.deepEqual(mha.config.qkNorm, { eps: 1e-6 });
+    assert.deepEqual(mha.stateDictShapes.slice(-2), [{ name: 'q_norm.weight', shape: [4] }, { name: 'k_norm.weight', shape: [4] }]);
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), i), shape }])));
+    assert.throws(() => mha.headBilinearForm(0), (e) => e instanceof OptionError && /qkNorm/.test(e.message));
+  } finally {
+    mha.dispose();
+  }
+});
 
 test('scale 1/sqrt(headDim) is the default; a softcap far above the scores changes nothing; a tiny one flattens them', async () => {
   const plain = await output({});

@@ -22,6 +22,8 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   const outBias: boolean = qwen.config.bias.out;
   const oss = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, sinks: true });
   const hasSinks: boolean = oss.config.sinks;
+  const qwen3 = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, bias: false, qkNorm: { eps: 1e-6 } });
+  const eps: number | undefined = qwen3.config.qkNorm?.eps;
   // @ts-expect-error: layout is one of 'torch', 'hf', 'gpt2', 'bert'
   mha.loadStateDict(file, { layout: 'llama' });
   // @ts-expect-error: bias flags are booleans
@@ -33,6 +35,6 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   } catch (e) {
     if (e instanceof SafetensorsError) console.log(e.argument, e.message);
   }
-  return [dtype, format, softcap, outBias, hasSinks];
+  return [dtype, format, softcap, outBias, hasSinks, eps];
 }
 loadLayer;

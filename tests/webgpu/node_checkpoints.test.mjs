@@ -43,3 +43,10 @@ test('sinks on WebGPU as on WASM, flash and decode paths, with a batch whose eve
   await gpuMatchesWasm({ create: { embedDim: 32, numHeads: 4, numKvHeads: 2, sinks: true }, B: 2, L: 9, S, path: 'flash', options });
   await gpuMatchesWasm({ create: { embedDim: 32, numHeads: 4, sinks: true, softcap: 1.5 }, B: 2, L: 1, S, path: 'decode', options });
 });
+
+test('qkNorm before RoPE on WebGPU as on WASM: fused self-attention on flash, cross-attention on decode', async () => {
+  await gpuMatchesWasm({ create: { embedDim: 32, numHeads: 4, numKvHeads: 2, qkNorm: {}, rotary: { dim: 4 } }, B: 2, L: 20, self: true, path: 'flash',
+    options: { isCausal: true, needWeights: true } });
+  await gpuMatchesWasm({ create: { embedDim: 16, numHeads: 2, kdim: 12, qkNorm: { eps: 1e-3 }, rotary: { interleaved: true } }, B: 1, L: 2, S: 70,
+    path: 'decode', options: { needWeights: true } });
+});

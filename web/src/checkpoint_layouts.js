@@ -14,8 +14,8 @@ const weights = ['q.weight', 'k.weight', 'v.weight'];
 const biases = ['q.bias', 'k.bias', 'v.bias'];
 
 /**
- * Each layout's keys: { name, parts, conv1d? }, or { name, refused } for an entry of a feature
- * the module does not have (the message says which option would give it).
+ * Each layout's keys: { name, parts, conv1d? } (a module without one of the parts refuses the
+ * key, naming the option that would give it).
  */
 const LAYOUT_KEYS = {
   hf: [
@@ -28,9 +28,7 @@ const LAYOUT_KEYS = {
     // gpt-oss: a logit per query head in its softmax's denominator.
     { name: 'sinks', parts: ['sinks'] },
     // Qwen3 and Gemma 3: a per-head RMSNorm of q and k before RoPE.
-    ...['q_norm.weight', 'k_norm.weight'].map((name) => ({
-      name, refused: 'is a per-head RMSNorm of q or k (Qwen3, Gemma 3), which needs the qkNorm option; this version has no qkNorm',
-    })),
+    { name: 'q_norm.weight', parts: ['q_norm'] }, { name: 'k_norm.weight', parts: ['k_norm'] },
   ],
   // GPT-2's Conv1D keeps its weight as [in, out]: the transpose of nn.Linear's.
   gpt2: [
@@ -48,7 +46,7 @@ const LAYOUT_KEYS = {
 
 /** The torch layout's names, for the hint when its keys are given under another layout. */
 const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias',
-  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias', 'sinks'];
+  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias', 'sinks', 'q_norm.weight', 'k_norm.weight'];
 
 /**
  * The module's parts from its entries (specs [{ name, shape }]): part → { entry, offset (floats),
@@ -78,6 +76,7 @@ function moduleParts(specs) {
   stack('out_proj.weight', ['out.weight'], [shapes['out_proj.weight'][0]], [shapes['out_proj.weight'][1]]);
   if (shapes['out_proj.bias']) stack('out_proj.bias', ['out.bias'], [shapes['out_proj.bias'][0]], [0]);
   if (shapes.sinks) stack('sinks', ['sinks'], [shapes.sinks[0]], [0]);
+  for (const p of ['q', 'k']) if (shapes[`${p}_norm.weight`]) stack(`${p}_norm.weight`, [`${p}_norm`], [shapes[`${p}_norm.weight`][0]], [0]);
   return parts;
 }
 
@@ -87,6 +86,7 @@ function moduleParts(specs) {
  */
 function optionFor(parts, part, on) {
   if (part === 'sinks') return `create({ sinks: ${on} })`;
+  if (part.endsWith('_norm')) return on ? 'create({ qkNorm: { eps } })' : 'create() without qkNorm';
   const flag = part.split('.')[0];
   const flags = ['q', 'k', 'v', 'out'].map((f) => `${f}: ${f === flag ? on : `${f}.bias` in parts}`);
   return `create({ bias: { ${flags.join(', ')} } })`;
@@ -128,15 +128,12 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
   for (const [name, value] of entries) {
     const local = name.startsWith(prefix) ? name.slice(prefix.length) : null;
     const key = keys.find((k) => k.name === local);
-    const usable = key && !key.refused && key.parts.every((p) => p in parts);
-    if (!key || !usable) {
-      const known = keys.filter((k) => !k.refused && k.parts.every((p) => p in parts)).map((k) => prefix + k.name);
-      if (key?.refused) {
-        throw new StateDictError(`stateDict: '${name}' ${key.refused}`, { argument: name, expected: known, actual: name });
-      }
+    if (!key || !key.parts.every((p) => p in parts)) {
+      const known = keys.filter((k) => k.parts.every((p) => p in parts)).map((k) => prefix + k.name);
       if (key) {
         const part = key.parts.find((p) => !(p in parts));
-        throw new StateDictError(`stateDict: '${name}' is ${part === 'sinks' ? 'attention sinks' : 'a bias'} this module was created without; `
+        const what = part === 'sinks' ? 'attention sinks' : part.endsWith('_norm') ? 'a qk-norm weight (Qwen3, Gemma 3)' : 'a bias';
+        throw new StateDictError(`stateDict: '${name}' is ${what} this module was created without; `
           + `${optionFor(parts, part, true)} takes it`, { argument: name, expected: known, actual: name });
       }
       if (strict) throw unexpectedKey(name, local ?? name, layout, known);
@@ -169,11 +166,11 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
 // The error for a part no key gave: the key that holds it (a single-part key first), its shape,
 // and for a bias the option of a module without it.
 function missingPart(part, parts, keys, prefix, layout) {
-  const fits = keys.filter((k) => !k.refused && k.parts.includes(part) && k.parts.every((p) => p in parts));
+  const fits = keys.filter((k) => k.parts.includes(part) && k.parts.every((p) => p in parts));
   const key = fits.find((k) => k.parts.length === 1) ?? fits[0];
-  const optional = part.endsWith('.bias') || part === 'sinks';
+  const optional = part.endsWith('.bias') || part === 'sinks' || part.endsWith('_norm');
   const fix = optional ? `; a checkpoint without it: ${optionFor(parts, part, false)}` : '';
-  if (!keys.some((k) => !k.refused && k.parts.includes(part))) {
+  if (!keys.some((k) => k.parts.includes(part))) {
     return new StateDictError(`stateDict: layout '${layout}' has no ${part}${fix}`, { argument: part, expected: part, actual: 'missing' });
   }
   if (!key) {

@@ -35,6 +35,7 @@ const CONFIG_FIELDS = [
   },
   { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
   { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
+  { name: 'qkNorm', resolve: resolveQkNorm, core: (q) => ({ qkNorm: q !== null, qkNormEps: q?.eps ?? 1e-6 }) },
   // null: no softcap (the core's 0).
   { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
 ];
@@ -176,6 +177,16 @@ function resolveRotary(options, { headDim }) {
     });
   }
   return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim, scaling: resolveRotaryScaling(r.scaling) };
+}
+
+// qkNorm: null (not given) or { eps = 1e-6 }: an RMSNorm of every q and k head before RoPE.
+function resolveQkNorm(options) {
+  if (options.qkNorm === undefined) return null;
+  if (options.qkNorm === null) {
+    throw new OptionError('qkNorm: expected an options object { eps? }, got null', { argument: 'qkNorm', expected: 'object', actual: 'null' });
+  }
+  const q = checkOptions('qkNorm', options.qkNorm, ['eps']);
+  return { eps: q.eps === undefined ? 1e-6 : checkPositive('qkNorm.eps', q.eps) };
 }
 
 const SCALINGS = ['linear', 'llama3'];

@@ -12,7 +12,7 @@
 export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
   const q = H * dk * E, k = G * dk * kdim, v = G * dv * vdim;
   return {
-    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E, sinks: H },
+    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E, sinks: H, qNorm: dk, kNorm: dk },
     entries: {
       in_proj_weight: ['win', 0],
       q_proj_weight: ['win', 0],
@@ -26,6 +26,8 @@ export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim,
       'out_proj.weight': ['wout', 0],
       'out_proj.bias': ['bout', 0],
       sinks: ['sinks', 0],  // attention sinks: one logit per query head
+      'q_norm.weight': ['qNorm', 0],  // the qk-norm's weights [d_k]
+      'k_norm.weight': ['kNorm', 0],
     },
   };
 }

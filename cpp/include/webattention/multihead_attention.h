@@ -64,6 +64,11 @@ struct MhaConfig {
   // entry "sinks" [num_heads], that joins its softmax's denominator and carries no value:
   // p_j = exp(s_j) / (Σ_k exp(s_k) + exp(sink_h)).
   bool sinks = false;
+  // Qwen3 / Gemma 3's RMSNorm of every query and key head after its projection (and bias), before
+  // RoPE: x <- x / sqrt(mean(x²) + qk_norm_eps) · w, w the entries "q_norm.weight" and
+  // "k_norm.weight" [head_dim].
+  bool qk_norm = false;
+  double qk_norm_eps = 1e-6;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -173,7 +178,8 @@ class MultiHeadAttention {
   Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
                            const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
                            const kernels::PackedLinear& wv) const;
-  // RoPE on the projected Q (L rows per batch) and K (S rows), at positions first_position + i.
+  // The qk-norm, then RoPE, on the projected Q (L rows per batch) and K (S rows), at positions
+  // first_position + i.
   void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position) const;
   // The attention problem of `heads` query heads whose projected Q rows are at q (batch stride
   // q_batch, row stride q_width) and whose output rows go to out (batch stride out_batch, row
@@ -200,6 +206,7 @@ class MultiHeadAttention {
   std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
   mutable std::vector<float> rotary_table_;  // cos and sin of one position: rotary_dim floats
   std::vector<float> sinks_;  // one logit per query head (config_.sinks), else empty
+  std::vector<float> q_norm_, k_norm_;  // the qk-norm weights [head_dim] (config_.qk_norm)
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
   // Projection weights packed for the kernels at load time (biases inside).

@@ -28,6 +28,7 @@ import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
+import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -59,6 +60,13 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
   const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
   const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
+  if (config.qkNorm) {  // before RoPE, as the core does
+    const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
+      uniform(packParams(QK_NORM_PARAMS, { count, heads, headDim: dk, off, stride, eps: config.qkNorm.eps })),
+      [weights, buf], [cdiv(heads, QK_NORM_WORKGROUP), count, B]);
+    normalize(q, L, H, params.qNorm);
+    normalize(k, S, G, params.kNorm);
+  }
   if (rotary) {
     // One table for queries (positions first…first+L−1) and keys (first…first+S−1).
     const half = rotary.dim / 2;
