@@ -121,6 +121,23 @@ export interface RotaryOptions {
   dim?: number;
   /** Frequency scaling for contexts past the trained one (default none). */
   scaling?: RotaryScaling;
+  /**
+   * The angles given instead of base and scaling: cos and sin tensors [positions, dim / 2], row
+   * p for position p (dim then 2 · their width, <= headDim). A call that rotates a position past
+   * the last row throws ShapeError.
+   */
+  table?: { cos: TensorInput; sin: TensorInput };
+}
+
+/** The resolved rotary option (mha.config.rotary). */
+export interface ResolvedRotary {
+  /** null with a table. */
+  base: number | null;
+  interleaved: boolean;
+  dim: number;
+  scaling: RotaryScaling | null;
+  /** The module's own copy of a given table. */
+  table: { cos: Float32Array; sin: Float32Array; positions: number } | null;
 }
 
 /**
@@ -153,7 +170,7 @@ export type GpuLike =
 
 export interface ResolvedMultiHeadAttentionConfig
   extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
-  rotary: (Required<Omit<RotaryOptions, 'scaling'>> & { scaling: RotaryScaling | null }) | null;
+  rotary: ResolvedRotary | null;
   bias: Required<ProjectionBias>;
   /** null: none. */
   softcap: number | null;

@@ -199,6 +199,10 @@ class MhaBinding {
     return o;
   }
 
+  std::string set_rotary_table(std::uintptr_t cos, std::uintptr_t sin, int positions) {
+    return guarded([&] { mha_->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
+  }
+
   std::string load_parameter(const std::string& name, std::uintptr_t data, std::size_t count) {
     return guarded([&] { mha_->load_parameter(name, at<const float>(data), count); });
   }
@@ -341,6 +345,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("configure", &MhaBinding::configure)
       .function("parameterSpecs", &MhaBinding::parameter_specs)
       .function("loadParameter", &MhaBinding::load_parameter)
+      .function("setRotaryTable", &MhaBinding::set_rotary_table)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)
       .function("forwardHeads", &MhaBinding::forward_heads)

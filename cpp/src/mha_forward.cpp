@@ -1,5 +1,6 @@
 // MultiHeadAttention's forward without a cache: project, attend per head on strided views of the
 // projections, project out (mha_cached_forward.cpp has the forward over a KV cache).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -155,10 +156,15 @@ void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
     rms_norm_heads(x.k, static_cast<std::size_t>(batch) * S, x.k_width, c.head_dim, k_norm_.data(), c.qk_norm_eps);
   }
   if (c.rotary_dim == 0) return;
+  const std::int64_t table_positions = static_cast<std::int64_t>(rotary_cos_.size()) / (c.rotary_dim / 2);
+  if (!rotary_cos_.empty() && first_position + std::max(L, S) > table_positions) {
+    throw ShapeError("rotary", "rotary table: positions up to " + std::to_string(first_position + std::max(L, S) - 1) +
+                                   " are rotated, the table has rows for 0 … " + std::to_string(table_positions - 1));
+  }
   const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
-  apply_rotary(rows, 2, batch, first_position,
-               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_},
-               rotary_table_.data());
+  RotarySpec spec{c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_};
+  if (!rotary_cos_.empty()) spec.table_cos = rotary_cos_.data(), spec.table_sin = rotary_sin_.data();
+  apply_rotary(rows, 2, batch, first_position, spec, rotary_table_.data());
 }
 
 AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, int S,
@@ -183,6 +189,15 @@ AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, i
   p.softcap = static_cast<float>(c.softcap);
   p.sinks = sinks_.empty() ? nullptr : sinks_.data();  // from head 0: attend() moves it to its range
   return p;
+}
+
+void MultiHeadAttention::set_rotary_table(const float* cos, const float* sin, int positions) {
+  const int half = config_.rotary_dim / 2;
+  if (half == 0) throw ConfigError("rotary", "rotary table: the module has no rotary embedding");
+  if (positions < 1) throw ConfigError("rotary", "rotary table: expected >= 1 positions, got " + std::to_string(positions));
+  const std::size_t n = static_cast<std::size_t>(positions) * half;
+  rotary_cos_.assign(cos, cos + n);
+  rotary_sin_.assign(sin, sin + n);
 }
 
 }  // namespace webattention

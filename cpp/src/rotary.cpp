@@ -21,11 +21,17 @@ void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t 
   int positions = 0;
   for (int t = 0; t < count; ++t) positions = std::max(positions, tensors[t].count);
   for (int i = 0; i < positions; ++i) {
-    // In double: a float angle at position 10^5 would be off by ~0.01 radian.
-    const double position = static_cast<double>(first_position + i);
-    for (int j = 0; j < half; ++j) {
-      cosines[j] = static_cast<float>(std::cos(position * theta[j]));
-      sines[j] = static_cast<float>(std::sin(position * theta[j]));
+    if (spec.table_cos) {
+      const std::size_t row = static_cast<std::size_t>(first_position + i) * half;
+      std::copy_n(spec.table_cos + row, half, cosines);
+      std::copy_n(spec.table_sin + row, half, sines);
+    } else {
+      // In double: a float angle at position 10^5 would be off by ~0.01 radian.
+      const double position = static_cast<double>(first_position + i);
+      for (int j = 0; j < half; ++j) {
+        cosines[j] = static_cast<float>(std::cos(position * theta[j]));
+        sines[j] = static_cast<float>(std::sin(position * theta[j]));
+      }
     }
     for (int t = 0; t < count; ++t) {
       const RotaryRows& r = tensors[t];

@@ -27,6 +27,9 @@ async function decode(prompt: Tensor, token: Tensor) {
     embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 8192 } },
   });
   const factor: number | undefined = scaled.config.rotary?.scaling?.factor;
+  const cos = { data: new Float32Array(8), shape: [4, 2] };
+  const tabled = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { table: { cos, sin: cos }, interleaved: true } });
+  const rows: number | undefined = tabled.config.rotary?.table?.positions;
   // @ts-expect-error: scaling types are 'linear' and 'llama3'
   await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'yarn', factor: 2 } } });
   // @ts-expect-error: rotary options are base, interleaved and dim
@@ -35,6 +38,6 @@ async function decode(prompt: Tensor, token: Tensor) {
   mha.createCache(512);
   // @ts-expect-error: KvCache is made by createCache()
   new KvCache();
-  return [output, length, dim, presentShape, factor];
+  return [output, length, dim, presentShape, factor, rows];
 }
 decode;

@@ -2,8 +2,9 @@
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
 import { OptionError, describe } from './errors.js';
-import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+import { checkBoolean, checkOptions, checkPositive, checkSize } from './option_checks.js';
 import { parameterFloats } from './parameter_layout.js';
+import { resolveRotary, rotaryCore } from './rotary_options.js';
 
 /**
  * The fields of a module's config, the one list of them: each is a create() option resolved by
@@ -25,13 +26,7 @@ const CONFIG_FIELDS = [
     name: 'rotary',
     resolve: resolveRotary,
     // 0 rotaryDim: no rotary.
-    core: (r) => ({
-      rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false,
-      // The core's RotaryScaling: 0 none, 1 linear, 2 llama3 (cpp/bindings/embind.cpp).
-      rotaryScaling: ['linear', 'llama3'].indexOf(r?.scaling?.type) + 1,
-      rotaryFactor: r?.scaling?.factor ?? 1, rotaryLowFreqFactor: r?.scaling?.lowFreqFactor ?? 1,
-      rotaryHighFreqFactor: r?.scaling?.highFreqFactor ?? 4, rotaryOriginalMaxPositions: r?.scaling?.originalMaxPositions ?? 8192,
-    }),
+    core: rotaryCore,
   },
   { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
   { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
@@ -119,16 +114,6 @@ function resolveBias(options) {
   return Object.fromEntries(BIAS_FLAGS.map((f) => [f, checkBoolean(`bias.${f}`, flags[f], false)]));
 }
 
-// A finite number > 0 (scale, softcap).
-function checkPositive(argument, value) {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new OptionError(`${argument}: expected a finite number > 0, got ${describe(value)}`, {
-      argument, expected: 'finite number > 0', actual: describe(value),
-    });
-  }
-  return value;
-}
-
 // numHeads; embedDim must be a multiple of it unless both head widths are given.
 function resolveNumHeads(options, { embedDim }) {
   const numHeads = checkSize('numHeads', options.numHeads);
@@ -152,33 +137,6 @@ function resolveNumKvHeads(options, { numHeads }) {
   return numKvHeads;
 }
 
-// rotary: null (not given), or { base = 10000, interleaved = false, dim = headDim }, dim even and
-// <= headDim.
-function resolveRotary(options, { headDim }) {
-  if (options.rotary === undefined) return null;
-  const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim', 'scaling']);
-  if (options.rotary === null) {
-    throw new OptionError('rotary: expected an options object { base?, interleaved?, dim? }, got null', {
-      argument: 'rotary', expected: 'object', actual: 'null',
-    });
-  }
-  const dim = checkSize('rotary.dim', r.dim, headDim);
-  if (dim % 2 !== 0 || dim > headDim) {
-    throw new OptionError(`rotary.dim: expected an even integer <= headDim (${headDim}), got ${dim}`, {
-      argument: 'rotary.dim', expected: `even, <= ${headDim}`, actual: dim,
-    });
-  }
-  const base = r.base ?? 10000;
-  // > 1: the frequencies base^(−2j/dim) must fall with j; a base in (0, 1] gives rising ones, and
-  // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math.md §8).
-  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 1) {
-    throw new OptionError(`rotary.base: expected a finite number > 1, got ${describe(base)}`, {
-      argument: 'rotary.base', expected: 'number > 1', actual: describe(base),
-    });
-  }
-  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim, scaling: resolveRotaryScaling(r.scaling) };
-}
-
 // qkNorm: null (not given) or { eps = 1e-6 }: an RMSNorm of every q and k head before RoPE.
 function resolveQkNorm(options) {
   if (options.qkNorm === undefined) return null;
@@ -187,41 +145,6 @@ function resolveQkNorm(options) {
   }
   const q = checkOptions('qkNorm', options.qkNorm, ['eps']);
   return { eps: q.eps === undefined ? 1e-6 : checkPositive('qkNorm.eps', q.eps) };
-}
-
-const SCALINGS = ['linear', 'llama3'];
-
-// rotary.scaling: null (not given), { type: 'linear', factor } or { type: 'llama3', factor,
-// lowFreqFactor = 1, highFreqFactor = 4, originalMaxPositions = 8192 } (Llama 3.1's values).
-function resolveRotaryScaling(scaling) {
-  if (scaling === undefined) return null;
-  const s = checkOptions('rotary.scaling', scaling, ['type', 'factor', 'lowFreqFactor', 'highFreqFactor', 'originalMaxPositions']);
-  if (scaling === null || !SCALINGS.includes(s.type)) {
-    const got = scaling === null ? 'null' : describe(s.type);
-    throw new OptionError(`rotary.scaling.type: expected one of ${SCALINGS.map((t) => `'${t}'`).join(', ')}, got ${got}`, {
-      argument: 'rotary.scaling.type', expected: SCALINGS, actual: got,
-    });
-  }
-  const factor = checkPositive('rotary.scaling.factor', s.factor);
-  if (s.type === 'linear') {
-    for (const extra of ['lowFreqFactor', 'highFreqFactor', 'originalMaxPositions']) {
-      if (s[extra] !== undefined) {
-        throw new OptionError(`rotary.scaling.${extra}: only 'llama3' scaling takes it, got type 'linear'`, {
-          argument: `rotary.scaling.${extra}`, expected: "type 'llama3'", actual: 'linear',
-        });
-      }
-    }
-    return { type: 'linear', factor };
-  }
-  const lowFreqFactor = s.lowFreqFactor === undefined ? 1 : checkPositive('rotary.scaling.lowFreqFactor', s.lowFreqFactor);
-  const highFreqFactor = s.highFreqFactor === undefined ? 4 : checkPositive('rotary.scaling.highFreqFactor', s.highFreqFactor);
-  if (highFreqFactor <= lowFreqFactor) {
-    throw new OptionError(`rotary.scaling.highFreqFactor: expected a number > lowFreqFactor (${lowFreqFactor}), got ${highFreqFactor}`, {
-      argument: 'rotary.scaling.highFreqFactor', expected: `> ${lowFreqFactor}`, actual: highFreqFactor,
-    });
-  }
-  const originalMaxPositions = checkSize('rotary.scaling.originalMaxPositions', s.originalMaxPositions, 8192);
-  return { type: 'llama3', factor, lowFreqFactor, highFreqFactor, originalMaxPositions };
 }
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];

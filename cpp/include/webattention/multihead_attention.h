@@ -125,6 +125,11 @@ class MultiHeadAttention {
   // StateDictError for an unknown name or a wrong count.
   void load_parameter(const std::string& name, const float* data, std::size_t count);
 
+  // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
+  // rotary_dim / 2], row p for position p. Forwards that would rotate a position past the table
+  // throw ShapeError. Throws ConfigError without rotary or for positions < 1.
+  void set_rotary_table(const float* cos, const float* sin, int positions);
+
   // Names of the entries not loaded yet; forward() refuses to run until this is empty.
   std::vector<std::string> missing_parameters() const;
 
@@ -204,6 +209,7 @@ class MultiHeadAttention {
   int k_width_ = 0;   // h_kv·d_k
   int kv_width_ = 0;  // h_kv·d_v
   std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
+  std::vector<float> rotary_cos_, rotary_sin_;  // a given table (set_rotary_table), else empty
   mutable std::vector<float> rotary_table_;  // cos and sin of one position: rotary_dim floats
   std::vector<float> sinks_;  // one logit per query head (config_.sinks), else empty
   std::vector<float> q_norm_, k_norm_;  // the qk-norm weights [head_dim] (config_.qk_norm)

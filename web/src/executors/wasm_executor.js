@@ -71,11 +71,18 @@ export class WasmExecutor {
     this.core = core;
     this.config = config;
     this.handle = new core.Mha();
-    const error = this.handle.configure(coreConfig(config));
+    const error = this.handle.configure(coreConfig(config)) || this.#setRotaryTable(config.rotary?.table);
     if (error) {
       this.handle.delete();
       throwCoreError(error);
     }
+  }
+
+  // rotary: { table }: the cos and sin rows into the core ('' when there is none, else its error).
+  #setRotaryTable(table) {
+    if (!table) return '';
+    return withHeap(this.core, [{ data: table.cos }, { data: table.sin }], ([cos, sin]) =>
+      this.handle.setRotaryTable(cos, sin, table.positions));
   }
 
   parameterSpecs() {

@@ -8,6 +8,15 @@ import { rotaryFrequencies } from '../rotary_frequencies.js';
 /** [count, dim/2, 2] floats: (cos pθ_j, sin pθ_j) for p = first … first + count − 1. */
 export function rotaryTable(rotary, first, count) {
   const half = rotary.dim / 2;
+  if (rotary.table) {  // a given table: its rows first … first + count − 1 (plans.js checked they exist)
+    const { cos, sin } = rotary.table;
+    const rows = new Float32Array(count * half * 2);
+    for (let k = 0; k < count * half; k++) {
+      rows[2 * k] = cos[first * half + k];
+      rows[2 * k + 1] = sin[first * half + k];
+    }
+    return rows;
+  }
   const theta = rotaryFrequencies({ scaling: null, ...rotary });
   const table = new Float32Array(count * half * 2);
   for (let i = 0; i < count; i++) {
