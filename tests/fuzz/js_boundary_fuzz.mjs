@@ -55,8 +55,10 @@ const SPOIL_OPTIONS = {
   badBoolean: (o) => [{ ...o, isCausal: pick(['yes', 1, null]) }, false],
 };
 
-// The modules' score options and biases (issue 20): the spoiled calls must behave the same under each.
-const MODULE_OPTIONS = [{}, { bias: { q: true, k: true, v: true } }, { bias: { k: true }, scale: 0.3, softcap: 2 }, { bias: false, softcap: 0.5 }];
+// The modules' score options, biases, sinks, qk-norm and scaled RoPE (issue 20): the spoiled calls
+// must behave the same under each.
+const MODULE_OPTIONS = [{}, { bias: { q: true, k: true, v: true } }, { bias: { k: true }, scale: 0.3, softcap: 2 }, { bias: false, softcap: 0.5, sinks: true },
+  { qkNorm: {}, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 4 } } }];
 
 const modules = new Map();
 async function moduleOf(E) {
