@@ -28,7 +28,7 @@ import { kernelProfile } from '../webgpu/kernel_profile.js';
 import { StagingUploads } from '../webgpu/staging_uploads.js';
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
-const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias', sinks: 'sinks', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' };
+const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias', sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' };
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
