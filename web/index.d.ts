@@ -203,7 +203,7 @@ export interface CacheContents {
 /** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
 export class KvCache {
   private constructor();
-  /** Positions appended so far. */
+  /** Positions appended so far, counting the calls made on it that still run (in order). */
   readonly length: number;
   readonly batchSize: number;
   /** 0: no limit (a window without maxLength). */
@@ -212,13 +212,13 @@ export class KvCache {
   readonly window: number;
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: all of
-   * them, or with a window the last min(length, window). onnxruntime's present_key /
-   * present_value. Await the forward() calls before it.
+   * them, or with a window the last min(length, window); after the calls made before it.
+   * onnxruntime's present_key / present_value.
    */
   read(): Promise<CacheContents>;
-  /** Back to length 0 without freeing. */
+  /** Back to length 0 without freeing, after the calls made before it. */
   reset(): void;
-  /** Frees the storage; later use throws DisposedError (as after the module's dispose()). */
+  /** Frees the storage once the calls made before it finish; later use throws DisposedError (as after the module's dispose()). */
   dispose(): void;
 }
 

@@ -44,15 +44,19 @@ using ScoreBias = std::function<double(int i, int j)>;
 // softmax(cap(q kᵀ · scale) + bias) for one (batch, head): the L × S attention probabilities,
 // where cap(s) = softcap · tanh(s / softcap) when softcap > 0, else s. With a sink (non-null),
 // exp(*sink) joins every row's denominator: p_ij = exp(s_ij) / (Σ_k exp(s_ik) + exp(sink)). A row
-// whose every key is masked is all zeros, by design (PyTorch gives NaN).
+// whose every key is masked is all zeros, by design (PyTorch gives NaN). A masked score is -inf
+// whatever q·k is (a NaN or Inf key stays masked); `hidden` marks the masked (i, j).
 Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double softcap, bool causal,
-                     const ScoreBias& bias, const double* sink = nullptr) {
+                     const ScoreBias& bias, Matrix& hidden, const double* sink = nullptr) {
   Matrix p = (q * k.transpose()) * scale;
+  hidden = Matrix::Zero(p.rows(), p.cols());
   for (Eigen::Index i = 0; i < p.rows(); ++i) {
     for (Eigen::Index j = 0; j < p.cols(); ++j) {
       if (softcap > 0.0) p(i, j) = softcap * std::tanh(p(i, j) / softcap);
-      if (causal && j > i) p(i, j) = kNegInf;
-      p(i, j) += bias(static_cast<int>(i), static_cast<int>(j));
+      const double term = bias(static_cast<int>(i), static_cast<int>(j));
+      const bool masked = (causal && j > i) || term == kNegInf;
+      p(i, j) = masked ? kNegInf : p(i, j) + term;
+      hidden(i, j) = masked;
     }
     const double max = sink ? std::max(p.row(i).maxCoeff(), *sink) : p.row(i).maxCoeff();
     if (max == kNegInf) {
@@ -63,6 +67,16 @@ Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double soft
     p.row(i) /= p.row(i).sum() + (sink ? std::exp(*sink - max) : 0.0);
   }
   return p;
+}
+
+// p · v, where a masked key adds nothing to a row (not 0 · its value: masked means absent, so a
+// NaN or Inf value there never reaches the row; PyTorch gives NaN).
+Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
+  Matrix out = Matrix::Zero(p.rows(), v.cols());
+  for (Eigen::Index i = 0; i < p.rows(); ++i)
+    for (Eigen::Index j = 0; j < p.cols(); ++j)
+      if (hidden(i, j) == 0.0) out.row(i) += p(i, j) * v.row(j);
+  return out;
 }
 
 }  // namespace
@@ -80,8 +94,9 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
     const Matrix q = gather(a.q + n * static_cast<std::ptrdiff_t>(L) * a.dk, a.dk, L, a.dk);
     const Matrix k = gather(a.k + n * static_cast<std::ptrdiff_t>(S) * a.dk, a.dk, S, a.dk);
     const Matrix v = gather(a.v + n * static_cast<std::ptrdiff_t>(S) * a.dv, a.dv, S, a.dv);
-    const Matrix p = probabilities(q, k, scale, 0.0, a.causal, bias);
-    scatter(p * v, a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
+    Matrix hidden;
+    const Matrix p = probabilities(q, k, scale, 0.0, a.causal, bias, hidden);
+    scatter(weighted_values(p, hidden, v), a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
     if (a.weights) scatter(p, a.weights + n * LS);
   }
 }
@@ -157,9 +172,10 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
       };
       const double scale = config.scale > 0.0 ? config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
       const double sink = config.sinks ? need("sinks")[h] : 0.0;
+      Matrix hidden;
       const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
-                                     scale, config.softcap, a.causal, bias, config.sinks ? &sink : nullptr);
-      heads.block(b * L, h * dv, L, dv) = p * v.block(b * S, h * dv, S, dv);
+                                     scale, config.softcap, a.causal, bias, hidden, config.sinks ? &sink : nullptr);
+      heads.block(b * L, h * dv, L, dv) = weighted_values(p, hidden, v.block(b * S, h * dv, S, dv));
       if (!a.weights) continue;
       if (a.average_weights) {
         average += p / H;

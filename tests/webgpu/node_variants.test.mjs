@@ -56,7 +56,23 @@ const attentionCases = [
   // Issue 20: the score options in every variant's score path (attention_common's maskedScore).
   ['softcap 0.8 after scale 2.5, masks after it, q/k/v-only biases, GQA', { dk: 8, dv: 8 },
     maskedCase({ embedDim: 32, numHeads: 4, numKvHeads: 2, bias: { q: true, k: true, v: true }, scale: 2.5, softcap: 0.8 }, 70, 37)],
+  ['masked means absent: NaN and Inf at keys no row may see (causal future, key padding, −∞ float mask), weights', { dk: 8, dv: 8 },
+    maskedNonFiniteCase({ embedDim: 16, numHeads: 2 }, 10, 40)],
 ];
+
+// Cross-attention, causal with L < S, where NaN and Inf key and value rows sit only at keys that
+// every row has masked: key 20 (after every row's diagonal), key 6 (key padding), key 3 (−∞ in a
+// float attention mask). Every row stays finite and equals WASM's, weights included.
+function maskedNonFiniteCase(create, L, S) {
+  const am = new Float32Array(L * S);
+  for (let i = 0; i < L; i++) am[i * S + 3] = -Infinity;
+  const kpm = new Uint8Array(S);
+  kpm[6] = 1;
+  return {
+    create, B: 1, L, S, nonFiniteKeys: [[3, NaN], [6, Infinity], [20, NaN]],
+    options: { keyPaddingMask: { data: kpm, shape: [1, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
+  };
+}
 
 // Key padding and a boolean attention mask with row 5 fully masked, causal, weights.
 function maskedCase(create, L, S) {
@@ -103,6 +119,11 @@ describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
     })));
     test(`${name}: softcap 0.5 after scale 3, k-only bias, L 1, S 300, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4, bias: { k: true }, scale: 3, softcap: 0.5 }, B: 1, L: 1, S: 300, path: 'decode', options: { needWeights: true },
+    })));
+    // Rows 0 and 1 see keys 0 and 0..1: NaN / Inf in the first chunk's and a later chunk's keys.
+    test(`${name}: masked means absent: NaN and Inf at future keys, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+      create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
+      nonFiniteKeys: [[5, NaN], [300, Infinity]],
     })));
   }
 });
