@@ -22,7 +22,7 @@ export class GpuKvCache {
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
     this.#device = device;
     this.window = window;
-    this.#shape = { B: batchSize, widths: { keys: G * dk, values: G * dv }, G, dk, dv };
+    this.#shape = { B: batchSize, G, dk, dv };
     const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
     this.capacity = capacity;
     /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
