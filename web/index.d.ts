@@ -39,8 +39,13 @@ export interface MultiHeadAttentionOptions {
   kdim?: number;
   /** Value input width (default embedDim). */
   vdim?: number;
-  /** Biases on the input and output projections (default true). */
-  bias?: boolean;
+  /**
+   * Biases on the projections (default true: all four). An object gives each its own, an
+   * omitted one having none: { q: true, k: true, v: true } is Qwen2's. Without all of q, k and v
+   * the state dict has q_proj_bias, k_proj_bias, v_proj_bias for those that have one instead of
+   * in_proj_bias.
+   */
+  bias?: boolean | ProjectionBias;
   /** Per-head query/key width d_k (default embedDim / numHeads). Give with valueHeadDim. */
   headDim?: number;
   /** Per-head value width d_v (default embedDim / numHeads). Give with headDim. */
@@ -55,6 +60,25 @@ export interface MultiHeadAttentionOptions {
   numKvHeads?: number;
   /** Rotary position embedding on every query and key head after its projection (and bias). */
   rotary?: RotaryOptions;
+  /** The score scale, a finite number > 0 (default 1 / sqrt(headDim)); Gemma's query_pre_attn_scalar^-1/2. */
+  scale?: number;
+  /**
+   * Logit softcapping (Gemma 2), a finite number > 0: score ← softcap · tanh(score / softcap),
+   * after the scale and before the masks. Default: none.
+   */
+  softcap?: number;
+  /**
+   * Attention sinks (gpt-oss; zeros give onnxruntime's smooth softmax): a state-dict entry
+   * `sinks` [numHeads], each head's logit in its softmax's denominator with no value. A row with
+   * no allowed key then gives zero output and zero weights. Default false.
+   */
+  sinks?: boolean;
+  /**
+   * Qwen3 / Gemma 3's qk-norm: an RMSNorm of every query and key head after its projection (and
+   * bias), before RoPE, x ← x / sqrt(mean(x²) + eps) · w, with state-dict entries q_norm.weight
+   * and k_norm.weight [headDim] (Gemma 3 stores w − 1: add 1). eps default 1e-6. Default: none.
+   */
+  qkNorm?: { eps?: number };
   /**
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
@@ -96,6 +120,48 @@ export interface RotaryOptions {
   interleaved?: boolean;
   /** Rotated features per head: even, <= headDim (default headDim). */
   dim?: number;
+  /** Frequency scaling for contexts past the trained one (default none). */
+  scaling?: RotaryScaling;
+  /**
+   * The angles given instead of base and scaling: cos and sin tensors [positions, dim / 2], row
+   * p for position p (dim then 2 · their width, <= headDim). A call that rotates a position past
+   * the last row throws ShapeError.
+   */
+  table?: { cos: TensorInput; sin: TensorInput };
+}
+
+/** The resolved rotary option (mha.config.rotary). */
+export interface ResolvedRotary {
+  /** null with a table. */
+  base: number | null;
+  interleaved: boolean;
+  dim: number;
+  scaling: RotaryScaling | null;
+  /** The module's own copy of a given table. */
+  table: { cos: Float32Array; sin: Float32Array; positions: number } | null;
+}
+
+/**
+ * 'linear': every θ_j / factor. 'llama3' (Llama 3.1): wavelengths 2π/θ_j that fit the trained
+ * context (originalMaxPositions, default 8192) highFreqFactor (default 4) times or more are
+ * kept, those that fit fewer than lowFreqFactor (default 1) times are stretched by factor, and
+ * those between are blended.
+ */
+export interface RotaryScaling {
+  type: 'linear' | 'llama3';
+  /** A finite number > 0. */
+  factor: number;
+  lowFreqFactor?: number;
+  highFreqFactor?: number;
+  originalMaxPositions?: number;
+}
+
+/** Which projections add a bias. */
+export interface ProjectionBias {
+  q?: boolean;
+  k?: boolean;
+  v?: boolean;
+  out?: boolean;
 }
 
 /** navigator.gpu, the npm `webgpu` package's create([]), or a GPUDevice (typed structurally). */
@@ -104,8 +170,13 @@ export type GpuLike =
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary'>> {
-  rotary: Required<RotaryOptions> | null;
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
+  rotary: ResolvedRotary | null;
+  bias: Required<ProjectionBias>;
+  /** null: none. */
+  softcap: number | null;
+  /** null: none. */
+  qkNorm: { eps: number } | null;
 }
 
 export interface CacheOptions {
@@ -120,6 +191,16 @@ export interface CacheOptions {
   window?: number;
 }
 
+/** KvCache.read()'s result. */
+export interface CacheContents {
+  /** [batchSize, numKvHeads, n, headDim]. */
+  key: Tensor;
+  /** [batchSize, numKvHeads, n, valueHeadDim]. */
+  value: Tensor;
+  /** The position of index 0 along n (length − n). */
+  firstPosition: number;
+}
+
 /** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
 export class KvCache {
   private constructor();
@@ -130,6 +211,12 @@ export class KvCache {
   readonly maxLength: number;
   /** 0: no window. */
   readonly window: number;
+  /**
+   * The keys (as stored: rotated) and values of the positions held, in position order: all of
+   * them, or with a window the last min(length, window); after the calls made before it.
+   * onnxruntime's present_key / present_value.
+   */
+  read(): Promise<CacheContents>;
   /** Back to length 0 without freeing, after the calls made before it. */
   reset(): void;
   /** Frees the storage once the calls made before it finish; later use throws DisposedError (as after the module's dispose()). */
@@ -193,6 +280,14 @@ export interface LoadStateDictOptions {
    * (the rest of the model) are ignored. Missing keys are errors either way.
    */
   strict?: boolean;
+  /**
+   * The checkpoint's naming (default 'torch': nn.MultiheadAttention's). 'hf': q_proj, k_proj,
+   * v_proj, o_proj (.weight, .bias; Llama, Mistral, Qwen, Gemma) or Phi-3's packed qkv_proj;
+   * 'gpt2': c_attn, c_proj as Conv1D ([in, out], transposed); 'bert': self.query, self.key,
+   * self.value, output.dense (prefix '...attention.'). A key of a bias the module lacks, or a
+   * bias it has that the file lacks, is a StateDictError naming the bias option that fits.
+   */
+  layout?: 'torch' | 'hf' | 'gpt2' | 'bert';
 }
 
 /** One tensor of a .safetensors file, as float32 whatever the file stored. */

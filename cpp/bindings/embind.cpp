@@ -143,6 +143,13 @@ class CacheBinding {
   void reset() {
     if (cache_) cache_->reset();
   }
+  // Positions [first, first + count) into k [B, h_kv, count, d_k] and v [B, h_kv, count, d_v].
+  std::string read(double first, int count, std::uintptr_t k, std::uintptr_t v) const {
+    return guarded([&] {
+      if (!cache_) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
+      cache_->read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v));
+    });
+  }
 
  private:
   friend class MhaBinding;
@@ -191,6 +198,10 @@ class MhaBinding {
     o.set("factoredParameters", static_cast<double>(f.factored_parameters));
     o.set("fullParameters", static_cast<double>(f.full_parameters));
     return o;
+  }
+
+  std::string set_rotary_table(std::uintptr_t cos, std::uintptr_t sin, int positions) {
+    return guarded([&] { mha_->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
   }
 
   std::string load_parameter(const std::string& name, std::uintptr_t data, std::size_t count) {
@@ -253,6 +264,13 @@ val kv_ring_geometry(int max_length, int window) {
 std::size_t memory_in_use() { return mallinfo().uordblks; }
 
 }  // namespace
+// MhaConfig::rotary_scaling as the JS side writes it: 0 none, 1 linear, 2 llama3 (module_config.js).
+int rotary_scaling_of(const MhaConfig& c) { return static_cast<int>(c.rotary_scaling); }
+void set_rotary_scaling(MhaConfig& c, int scaling) {
+  c.rotary_scaling = scaling == 1 ? MhaConfig::RotaryScaling::kLinear
+                     : scaling == 2 ? MhaConfig::RotaryScaling::kLlama3 : MhaConfig::RotaryScaling::kNone;
+}
+
 }  // namespace webattention
 
 EMSCRIPTEN_BINDINGS(webattention) {
@@ -260,6 +278,11 @@ EMSCRIPTEN_BINDINGS(webattention) {
   // The argument objects, field names as the JS side writes them (web/src/module_config.js's
   // CONFIG_FIELDS, passed by executors/wasm_executor.js). MhaConfig's
   // field list is written here only: nothing reads a config back from the core.
+  emscripten::value_object<ProjectionBias>("ProjectionBias")
+      .field("q", &ProjectionBias::q)
+      .field("k", &ProjectionBias::k)
+      .field("v", &ProjectionBias::v)
+      .field("out", &ProjectionBias::out);
   emscripten::value_object<MhaConfig>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
@@ -271,7 +294,17 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("numKvHeads", &MhaConfig::num_kv_heads)
       .field("rotaryDim", &MhaConfig::rotary_dim)
       .field("rotaryBase", &MhaConfig::rotary_base)
-      .field("rotaryInterleaved", &MhaConfig::rotary_interleaved);
+      .field("rotaryInterleaved", &MhaConfig::rotary_interleaved)
+      .field("rotaryScaling", &rotary_scaling_of, &set_rotary_scaling)
+      .field("rotaryFactor", &MhaConfig::rotary_factor)
+      .field("rotaryLowFreqFactor", &MhaConfig::rotary_low_freq_factor)
+      .field("rotaryHighFreqFactor", &MhaConfig::rotary_high_freq_factor)
+      .field("rotaryOriginalMaxPositions", &MhaConfig::rotary_original_max_positions)
+      .field("scale", &MhaConfig::scale)
+      .field("softcap", &MhaConfig::softcap)
+      .field("sinks", &MhaConfig::sinks)
+      .field("qkNorm", &MhaConfig::qk_norm)
+      .field("qkNormEps", &MhaConfig::qk_norm_eps);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)
@@ -313,6 +346,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("configure", &MhaBinding::configure)
       .function("parameterSpecs", &MhaBinding::parameter_specs)
       .function("loadParameter", &MhaBinding::load_parameter)
+      .function("setRotaryTable", &MhaBinding::set_rotary_table)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)
       .function("forwardHeads", &MhaBinding::forward_heads)
@@ -322,7 +356,8 @@ EMSCRIPTEN_BINDINGS(webattention) {
   emscripten::class_<CacheBinding>("KvCache")
       .constructor<>()
       .function("length", &CacheBinding::length)
-      .function("reset", &CacheBinding::reset);
+      .function("reset", &CacheBinding::reset)
+      .function("read", &CacheBinding::read);
   emscripten::function("sdpa", &sdpa);
   emscripten::function("kvRingGeometry", &kv_ring_geometry);
   emscripten::function("memoryInUse", &memory_in_use);

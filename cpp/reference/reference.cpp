@@ -41,27 +41,30 @@ double mask_term(const MaskArg& mask, std::size_t index) {
 // the diagonal.
 using ScoreBias = std::function<double(int i, int j)>;
 
-// softmax(q kᵀ · scale + bias) for one (batch, head): the L × S attention probabilities. A row
+// softmax(cap(q kᵀ · scale) + bias) for one (batch, head): the L × S attention probabilities,
+// where cap(s) = softcap · tanh(s / softcap) when softcap > 0, else s. With a sink (non-null),
+// exp(*sink) joins every row's denominator: p_ij = exp(s_ij) / (Σ_k exp(s_ik) + exp(sink)). A row
 // whose every key is masked is all zeros, by design (PyTorch gives NaN). A masked score is -inf
 // whatever q·k is (a NaN or Inf key stays masked); `hidden` marks the masked (i, j).
-Matrix probabilities(const Matrix& q, const Matrix& k, double scale, bool causal,
-                     const ScoreBias& bias, Matrix& hidden) {
+Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double softcap, bool causal,
+                     const ScoreBias& bias, Matrix& hidden, const double* sink = nullptr) {
   Matrix p = (q * k.transpose()) * scale;
   hidden = Matrix::Zero(p.rows(), p.cols());
   for (Eigen::Index i = 0; i < p.rows(); ++i) {
     for (Eigen::Index j = 0; j < p.cols(); ++j) {
+      if (softcap > 0.0) p(i, j) = softcap * std::tanh(p(i, j) / softcap);
       const double term = bias(static_cast<int>(i), static_cast<int>(j));
       const bool masked = (causal && j > i) || term == kNegInf;
       p(i, j) = masked ? kNegInf : p(i, j) + term;
       hidden(i, j) = masked;
     }
-    const double max = p.row(i).maxCoeff();
+    const double max = sink ? std::max(p.row(i).maxCoeff(), *sink) : p.row(i).maxCoeff();
     if (max == kNegInf) {
       p.row(i).setZero();
       continue;
     }
     p.row(i) = (p.row(i).array() - max).exp().matrix();
-    p.row(i) /= p.row(i).sum();
+    p.row(i) /= p.row(i).sum() + (sink ? std::exp(*sink - max) : 0.0);
   }
   return p;
 }
@@ -92,7 +95,7 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
     const Matrix k = gather(a.k + n * static_cast<std::ptrdiff_t>(S) * a.dk, a.dk, S, a.dk);
     const Matrix v = gather(a.v + n * static_cast<std::ptrdiff_t>(S) * a.dv, a.dv, S, a.dv);
     Matrix hidden;
-    const Matrix p = probabilities(q, k, scale, a.causal, bias, hidden);
+    const Matrix p = probabilities(q, k, scale, 0.0, a.causal, bias, hidden);
     scatter(weighted_values(p, hidden, v), a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
     if (a.weights) scatter(p, a.weights + n * LS);
   }
@@ -131,13 +134,22 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   Matrix wo = gather(need("out_proj.weight").data(), vw, E, vw);
   Eigen::RowVectorXd bq = Eigen::RowVectorXd::Zero(qk), bk = bq, bv = Eigen::RowVectorXd::Zero(vw),
                      bo = Eigen::RowVectorXd::Zero(E);
-  if (config.bias) {
-    const auto& b = need("in_proj_bias");
-    for (int i = 0; i < qk; ++i) bq(i) = b[i], bk(i) = b[qk + i];
-    for (int i = 0; i < vw; ++i) bv(i) = b[2 * qk + i];
-    const auto& ob = need("out_proj.bias");
-    for (int i = 0; i < E; ++i) bo(i) = ob[i];
+  // Input biases packed as in_proj_bias, or one entry per projection that has one.
+  const auto read_bias = [&](const char* name, int offset, Eigen::RowVectorXd& b) {
+    const std::vector<float>& values = need(name);
+    for (Eigen::Index i = 0; i < b.size(); ++i) b(i) = values[offset + i];
+  };
+  const ProjectionBias& with = config.bias;
+  if (with.all_inputs()) {
+    read_bias("in_proj_bias", 0, bq);
+    read_bias("in_proj_bias", qk, bk);
+    read_bias("in_proj_bias", 2 * qk, bv);
+  } else {
+    if (with.q) read_bias("q_proj_bias", 0, bq);
+    if (with.k) read_bias("k_proj_bias", 0, bk);
+    if (with.v) read_bias("v_proj_bias", 0, bv);
   }
+  if (with.out) read_bias("out_proj.bias", 0, bo);
   const int B = a.batch, L = a.L, S = a.S;
   const Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
   const Matrix k = (gather(a.key, kdim, B * S, kdim) * wk.transpose()).rowwise() + bk;
@@ -158,9 +170,11 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
         return mask_term(kpm, kpm_row + j) +
                mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
       };
+      const double scale = config.scale > 0.0 ? config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
+      const double sink = config.sinks ? need("sinks")[h] : 0.0;
       Matrix hidden;
       const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
-                                     1.0 / std::sqrt(static_cast<double>(dk)), a.causal, bias, hidden);
+                                     scale, config.softcap, a.causal, bias, hidden, config.sinks ? &sink : nullptr);
       heads.block(b * L, h * dv, L, dv) = weighted_values(p, hidden, v.block(b * S, h * dv, S, dv));
       if (!a.weights) continue;
       if (a.average_weights) {

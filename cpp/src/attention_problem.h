@@ -59,6 +59,10 @@ struct AttentionProblem {
   float* out = nullptr;  // row i of (b, h) at out + b*out_batch_stride + h*out_head_stride + i*out_row_stride
   std::ptrdiff_t out_batch_stride = 0, out_head_stride = 0, out_row_stride = 0;
   float scale = 1.0f;
+  float softcap = 0.0f;  // > 0: score <- softcap·tanh(score / softcap) after the scale, before the masks
+  // Attention sinks: sinks[h] is query head h's logit in its softmax's denominator, with no value
+  // (a row's running max and sum start from it). Null: none.
+  const float* sinks = nullptr;
   bool causal = false;  // key j is not allowed for query i when its position is after the query's
   Positions positions;
   MaskView masks[2];    // applied together (key padding and attention mask)

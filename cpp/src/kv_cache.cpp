@@ -85,4 +85,27 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
   length_ += rows;
 }
 
+void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
+  const std::int64_t oldest = std::max<std::int64_t>(0, length_ - capacity_);
+  if (count < 0 || first < oldest || first + count > length_) {
+    throw CacheError("cache", "cache.read: positions [" + std::to_string(first) + ", " +
+                                  std::to_string(first + count) + ") are not all held; it holds [" +
+                                  std::to_string(oldest) + ", " + std::to_string(length_) + ")");
+  }
+  for (int b = 0; b < config_.batch; ++b) {
+    for (int g = 0; g < kv_heads_; ++g) {
+      const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
+      const auto keys = kernels::key_panels(k_.get() + block * k_block_, dk_);
+      const auto values = kernels::value_panels(v_.get() + block * v_block_, capacity_);
+      float* krows = k + block * static_cast<std::size_t>(count) * dk_;
+      float* vrows = v + block * static_cast<std::size_t>(count) * dv_;
+      for (int i = 0; i < count; ++i) {
+        const int slot = static_cast<int>((first + i) % capacity_);
+        for (int c = 0; c < dk_; ++c) krows[static_cast<std::size_t>(i) * dk_ + c] = keys.at(slot, c);
+        for (int c = 0; c < dv_; ++c) vrows[static_cast<std::size_t>(i) * dv_ + c] = values.at(c, slot);
+      }
+    }
+  }
+}
+
 }  // namespace webattention

@@ -40,6 +40,10 @@ int numerical_rank(const std::vector<float>& m, int rows, int cols) {
 BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
   const MhaConfig& c = config_;
   require_index("head", head, c.num_heads);
+  if (c.qk_norm) {
+    throw ConfigError("head", "head_bilinear_form: with qkNorm the scores are not bilinear in the inputs "
+                              "(each head's q and k are normalised first)");
+  }
   if (c.rotary_dim > 0) {
     throw ConfigError("head", "head_bilinear_form: with rotary embeddings the scores depend on the "
                               "positions; there is no single W_i");

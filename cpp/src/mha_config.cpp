@@ -8,6 +8,7 @@
 
 #include "checks.h"
 #include "head_slice.h"  // the destructor frees the slices
+#include "rotary.h"
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -59,6 +60,25 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
               std::to_string(c.rotary_dim));
   require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base",
           "expected a finite number > 1, got " + std::to_string(c.rotary_base));
+  if (c.rotary_scaling != MhaConfig::RotaryScaling::kNone) {
+    require(std::isfinite(c.rotary_factor) && c.rotary_factor > 0.0, "rotary_factor",
+            "expected a finite number > 0, got " + std::to_string(c.rotary_factor));
+  }
+  if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
+    require(std::isfinite(c.rotary_low_freq_factor) && std::isfinite(c.rotary_high_freq_factor) &&
+                c.rotary_low_freq_factor > 0.0 && c.rotary_high_freq_factor > c.rotary_low_freq_factor,
+            "rotary_high_freq_factor", "expected 0 < low_freq_factor < high_freq_factor, got " +
+                std::to_string(c.rotary_low_freq_factor) + ", " + std::to_string(c.rotary_high_freq_factor));
+    require(std::isfinite(c.rotary_original_max_positions) && c.rotary_original_max_positions >= 1.0,
+            "rotary_original_max_positions", "expected a number >= 1, got " +
+                std::to_string(c.rotary_original_max_positions));
+  }
+  require(!c.qk_norm || (std::isfinite(c.qk_norm_eps) && c.qk_norm_eps > 0.0), "qk_norm_eps",
+          "expected a finite number > 0, got " + std::to_string(c.qk_norm_eps));
+  require(std::isfinite(c.scale) && c.scale >= 0.0, "scale",
+          "expected a finite number > 0 (0: 1/sqrt(head_dim)), got " + std::to_string(c.scale));
+  require(std::isfinite(c.softcap) && c.softcap >= 0.0, "softcap",
+          "expected a finite number > 0 (0: none), got " + std::to_string(c.softcap));
 
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
@@ -72,8 +92,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   k_width_ = static_cast<int>(kw);
   kv_width_ = static_cast<int>(kvw);
   kv_group_ = c.num_heads / c.num_kv_heads;
-  for (int j = 0; j < c.rotary_dim / 2; ++j)
-    rotary_frequencies_.push_back(std::pow(c.rotary_base, -2.0 * j / c.rotary_dim));
+  rotary_frequencies_ = rotary_frequencies(c);
   rotary_table_.resize(c.rotary_dim);
   const int E = c.embed_dim;
   // PyTorch packs the input projections only when every width equals embed_dim.
@@ -85,9 +104,20 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
     specs_.push_back({"k_proj_weight", {k_width_, c.kdim}});
     specs_.push_back({"v_proj_weight", {kv_width_, c.vdim}});
   }
-  if (c.bias) specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
+  if (c.bias.all_inputs()) {
+    specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
+  } else {
+    if (c.bias.q) specs_.push_back({"q_proj_bias", {qk_width_}});
+    if (c.bias.k) specs_.push_back({"k_proj_bias", {k_width_}});
+    if (c.bias.v) specs_.push_back({"v_proj_bias", {kv_width_}});
+  }
   specs_.push_back({"out_proj.weight", {E, v_width_}});
-  if (c.bias) specs_.push_back({"out_proj.bias", {E}});
+  if (c.bias.out) specs_.push_back({"out_proj.bias", {E}});
+  if (c.qk_norm) {
+    specs_.push_back({"q_norm.weight", {c.head_dim}});
+    specs_.push_back({"k_norm.weight", {c.head_dim}});
+  }
+  if (c.sinks) specs_.push_back({"sinks", {c.num_heads}});
   loaded_.assign(specs_.size(), false);
   wq_ = std::make_unique<kernels::PackedLinear>();
   wk_ = std::make_unique<kernels::PackedLinear>();

@@ -1,5 +1,6 @@
 // MultiHeadAttention's forward without a cache: project, attend per head on strided views of the
 // projections, project out (mha_cached_forward.cpp has the forward over a KV cache).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -14,6 +15,20 @@
 
 namespace webattention {
 namespace {
+
+// RMSNorm of every head of `count` rows of `width` floats (heads of head_dim side by side):
+// x <- x / sqrt(mean(x²) + eps) · w, the sum of squares in double. An all-zero head stays zero.
+void rms_norm_heads(float* rows, std::size_t count, int width, int head_dim, const float* w, double eps) {
+  for (std::size_t r = 0; r < count; ++r) {
+    for (int h0 = 0; h0 < width; h0 += head_dim) {
+      float* x = rows + r * width + h0;
+      double squares = 0.0;
+      for (int c = 0; c < head_dim; ++c) squares += static_cast<double>(x[c]) * x[c];
+      const float inv = static_cast<float>(1.0 / std::sqrt(squares / head_dim + eps));
+      for (int c = 0; c < head_dim; ++c) x[c] = x[c] * inv * w[c];
+    }
+  }
+}
 
 // A mask view moved to head `head`: per-head masks then index heads from 0.
 MaskView from_head(MaskView m, int head) {
@@ -79,6 +94,7 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   AttentionProblem p = head_problem(B, x.heads, L, S, x.q, static_cast<std::ptrdiff_t>(L) * x.q_width,
                                     x.q_width, heads_out,
                                     static_cast<std::ptrdiff_t>(L) * x.heads * c.value_head_dim);
+  if (p.sinks) p.sinks += head_begin;
   p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
   p.masks[1] = from_head(attn_mask_view(a.attn_mask, B, H, L, S, "attn_mask"), head_begin);
   p.k = {x.k, static_cast<std::ptrdiff_t>(S) * x.k_width, c.head_dim, x.k_width};
@@ -135,11 +151,20 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
 void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
                                 std::int64_t first_position) const {
   const MhaConfig& c = config_;
+  if (c.qk_norm) {
+    rms_norm_heads(x.q, static_cast<std::size_t>(batch) * L, x.q_width, c.head_dim, q_norm_.data(), c.qk_norm_eps);
+    rms_norm_heads(x.k, static_cast<std::size_t>(batch) * S, x.k_width, c.head_dim, k_norm_.data(), c.qk_norm_eps);
+  }
   if (c.rotary_dim == 0) return;
+  const std::int64_t table_positions = static_cast<std::int64_t>(rotary_cos_.size()) / (c.rotary_dim / 2);
+  if (!rotary_cos_.empty() && first_position + std::max(L, S) > table_positions) {
+    throw ShapeError("rotary", "rotary table: positions up to " + std::to_string(first_position + std::max(L, S) - 1) +
+                                   " are rotated, the table has rows for 0 … " + std::to_string(table_positions - 1));
+  }
   const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
-  apply_rotary(rows, 2, batch, first_position,
-               {c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_},
-               rotary_table_.data());
+  RotarySpec spec{c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_};
+  if (!rotary_cos_.empty()) spec.table_cos = rotary_cos_.data(), spec.table_sin = rotary_sin_.data();
+  apply_rotary(rows, 2, batch, first_position, spec, rotary_table_.data());
 }
 
 AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, int S,
@@ -160,8 +185,19 @@ AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, i
   p.out_batch_stride = out_batch;
   p.out_head_stride = c.value_head_dim;
   p.out_row_stride = static_cast<std::ptrdiff_t>(heads) * c.value_head_dim;
-  p.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  p.scale = c.scale > 0.0 ? static_cast<float>(c.scale) : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  p.softcap = static_cast<float>(c.softcap);
+  p.sinks = sinks_.empty() ? nullptr : sinks_.data();  // from head 0: attend() moves it to its range
   return p;
+}
+
+void MultiHeadAttention::set_rotary_table(const float* cos, const float* sin, int positions) {
+  const int half = config_.rotary_dim / 2;
+  if (half == 0) throw ConfigError("rotary", "rotary table: the module has no rotary embedding");
+  if (positions < 1) throw ConfigError("rotary", "rotary table: expected >= 1 positions, got " + std::to_string(positions));
+  const std::size_t n = static_cast<std::size_t>(positions) * half;
+  rotary_cos_.assign(cos, cos + n);
+  rotary_sin_.assign(sin, sin + n);
 }
 
 }  // namespace webattention

@@ -66,10 +66,22 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
     wq_->set_bias(data, qk_width_);
     wk_->set_bias(data + qk_width_, k_width_);
     wv_->set_bias(data + qk_width_ + k_width_, kv_width_);
+  } else if (name == "q_proj_bias") {
+    wq_->set_bias(data, qk_width_);
+  } else if (name == "k_proj_bias") {
+    wk_->set_bias(data, k_width_);
+  } else if (name == "v_proj_bias") {
+    wv_->set_bias(data, kv_width_);
   } else if (name == "out_proj.weight") {
     set_weights(*wo_, data, E, v_width_);
   } else if (name == "out_proj.bias") {
     wo_->set_bias(data, E);
+  } else if (name == "sinks") {
+    sinks_.assign(data, data + count);
+  } else if (name == "q_norm.weight") {
+    q_norm_.assign(data, data + count);
+  } else if (name == "k_norm.weight") {
+    k_norm_.assign(data, data + count);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
   slices_.clear();

@@ -21,11 +21,17 @@ void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t 
   int positions = 0;
   for (int t = 0; t < count; ++t) positions = std::max(positions, tensors[t].count);
   for (int i = 0; i < positions; ++i) {
-    // In double: a float angle at position 10^5 would be off by ~0.01 radian.
-    const double position = static_cast<double>(first_position + i);
-    for (int j = 0; j < half; ++j) {
-      cosines[j] = static_cast<float>(std::cos(position * theta[j]));
-      sines[j] = static_cast<float>(std::sin(position * theta[j]));
+    if (spec.table_cos) {
+      const std::size_t row = static_cast<std::size_t>(first_position + i) * half;
+      std::copy_n(spec.table_cos + row, half, cosines);
+      std::copy_n(spec.table_sin + row, half, sines);
+    } else {
+      // In double: a float angle at position 10^5 would be off by ~0.01 radian.
+      const double position = static_cast<double>(first_position + i);
+      for (int j = 0; j < half; ++j) {
+        cosines[j] = static_cast<float>(std::cos(position * theta[j]));
+        sines[j] = static_cast<float>(std::sin(position * theta[j]));
+      }
     }
     for (int t = 0; t < count; ++t) {
       const RotaryRows& r = tensors[t];
@@ -45,6 +51,29 @@ void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t 
       }
     }
   }
+}
+
+std::vector<double> rotary_frequencies(const MhaConfig& c) {
+  constexpr double kTwoPi = 6.283185307179586;
+  std::vector<double> theta;
+  for (int j = 0; j < c.rotary_dim / 2; ++j) {
+    const double t = std::pow(c.rotary_base, -2.0 * j / c.rotary_dim);
+    if (c.rotary_scaling == MhaConfig::RotaryScaling::kLinear) {
+      theta.push_back(t / c.rotary_factor);
+    } else if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
+      // In units of the trained context: a wavelength that fits it high_freq_factor times or
+      // more is kept, one that does not fit low_freq_factor times is stretched by factor, and
+      // between the two the frequency is blended linearly in (context / wavelength).
+      const double per_context = c.rotary_original_max_positions / (kTwoPi / t);
+      const double blend = (per_context - c.rotary_low_freq_factor) /
+                           (c.rotary_high_freq_factor - c.rotary_low_freq_factor);
+      theta.push_back(blend >= 1.0 ? t : blend <= 0.0 ? t / c.rotary_factor
+                                                      : (1.0 - blend) * t / c.rotary_factor + blend * t);
+    } else {
+      theta.push_back(t);
+    }
+  }
+  return theta;
 }
 
 }  // namespace webattention

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "webattention/multihead_attention.h"
+
 namespace webattention {
 
 struct RotarySpec {
@@ -11,7 +13,14 @@ struct RotarySpec {
   int dim = 0;                      // rotated features per head (even); the rest are left alone
   bool interleaved = false;         // pairs (x_2j, x_2j+1) instead of (x_j, x_{j+dim/2})
   const std::vector<double>* frequencies = nullptr;  // θ_j, j < dim / 2
+  // A given table instead (rotary: { table }): cos and sin of position p at [p·dim/2, (p+1)·dim/2),
+  // positions 0 … table_positions − 1 (the caller checks the rows it rotates are there).
+  const float* table_cos = nullptr;
+  const float* table_sin = nullptr;
 };
+
+// θ_j = base^(−2j/dim) for j < dim/2, scaled as config's rotary_scaling says (multihead_attention.h).
+std::vector<double> rotary_frequencies(const MhaConfig& config);
 
 // `count` rows of width `width` per batch ([batch, count, width] contiguous), every head rotated.
 struct RotaryRows {

@@ -18,9 +18,14 @@ const isEncoded = (v) => v !== null && typeof v === 'object' && 'b64' in v;
 const decodeFields = (obj) =>
   Object.fromEntries(Object.entries(obj ?? {}).map(([k, v]) => [k, isEncoded(v) ? decodeTensor(v) : v]));
 
+// create() options with a rotary table ({ cos, sin } encoded) get it decoded.
+const decodeCreate = (create) => (create?.rotary?.table
+  ? { ...create, rotary: { ...create.rotary, table: decodeFields(create.rotary.table) } } : create);
+
 /** One case of the JSON with every tensor decoded (fresh arrays: a caller may change them). */
 export const decodeCase = (c) => ({
   ...c,
+  create: decodeCreate(c.create),
   stateDict: decodeFields(c.stateDict),
   inputs: decodeFields(c.inputs),
   options: decodeFields(c.options),

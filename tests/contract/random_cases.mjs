@@ -1,5 +1,5 @@
 // Seeded random MHA cases for the differential test: each seed gives one configuration (batch,
-// lengths, widths, heads, free head dims, kdim / vdim, bias, every mask kind alone and together,
+// lengths, widths, heads, free head dims, kdim / vdim, bias (or one per projection), scale, softcap, sinks, every mask kind alone and together,
 // causal, weights averaged or per head, fully masked rows, NaN and ±Infinity in queries, keys and
 // additive masks) with its expected result from the float64 reference (reference.mjs), in the
 // shape of a decoded fixture case, so runCase() runs it like any other. Values stay finite where
@@ -50,10 +50,12 @@ export function randomMhaCase(seed, { finite = false } = {}) {
   if (chance(0.15) && query !== value && !finite) sprinkle(query.data, u);
   if (chance(0.1) && key !== value && key !== query && !finite) sprinkle(key.data, u);
 
+  scoreOptions(create, rng(seed + 0x9e3779b9));
+
   const stateDict = {};
-  const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
-  for (const { name, shape } of specs) stateDict[name] = tensor(shape, name.includes('bias') ? 0.5 : 0.6);
-  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim };
+  const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, sinks: create.sinks, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
+  for (const { name, shape } of specs) stateDict[name] = tensor(shape, name === 'sinks' ? 3 : name.includes('bias') ? 0.5 : 0.6);
+  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap };
   const { output, weights } = mhaReference(config, stateDict, query, key, value, options);
   const weightsShape = options.averageAttnWeights === false ? [B, numHeads, L, S] : [B, L, S];
   return {
@@ -66,14 +68,36 @@ export function randomMhaCase(seed, { finite = false } = {}) {
   };
 }
 
-/** PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E). */
-function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed }) {
+/**
+ * The score options and per-projection biases (issue 20), drawn from a generator of their own so
+ * that every seed's other draws stay what they were: sometimes a bias per projection, a scale,
+ * a softcap (some small enough to bite), attention sinks.
+ */
+function scoreOptions(create, next) {
+  const chance = (p) => next() + 0.5 < p;
+  if (create.bias && chance(0.3)) create.bias = { q: chance(0.5), k: chance(0.5), v: chance(0.5), out: chance(0.5) };
+  if (chance(0.2)) create.scale = 0.05 + (next() + 0.5) * 2;
+  if (chance(0.2)) create.softcap = 0.1 + (next() + 0.5) * 4;
+  if (chance(0.2)) create.sinks = true;
+}
+
+/**
+ * PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E);
+ * the input biases are in_proj_bias when q, k and v all have one, else one entry each.
+ */
+function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed, sinks }) {
+  const has = typeof bias === 'object' ? bias : { q: bias, k: bias, v: bias, out: bias };
   const specs = packed
     ? [{ name: 'in_proj_weight', shape: [3 * E, E] }]
     : [{ name: 'q_proj_weight', shape: [H * dk, E] }, { name: 'k_proj_weight', shape: [H * dk, kdim] }, { name: 'v_proj_weight', shape: [H * dv, vdim] }];
-  if (bias) specs.push({ name: 'in_proj_bias', shape: [2 * H * dk + H * dv] });
+  if (has.q && has.k && has.v) {
+    specs.push({ name: 'in_proj_bias', shape: [2 * H * dk + H * dv] });
+  } else {
+    for (const [p, width] of [['q', H * dk], ['k', H * dk], ['v', H * dv]]) if (has[p]) specs.push({ name: `${p}_proj_bias`, shape: [width] });
+  }
   specs.push({ name: 'out_proj.weight', shape: [E, H * dv] });
-  if (bias) specs.push({ name: 'out_proj.bias', shape: [E] });
+  if (has.out) specs.push({ name: 'out_proj.bias', shape: [E] });
+  if (sinks) specs.push({ name: 'sinks', shape: [H] });
   return specs;
 }
 

@@ -23,15 +23,25 @@ export function linear(x, rows, inDim, W, outDim, rowOffset, b) {
   return y;
 }
 
-/** The weights as one [W_q; W_k; W_v] stack (whatever the state dict's layout) plus the rest. */
+/**
+ * The weights W_q, W_k, W_v and their biases (whatever the state dict's layout: packed
+ * in_proj_weight / in_proj_bias or one entry per projection; a bias not there is null), W_O, b_O.
+ */
 function weights(config, sd) {
-  const get = (name) => sd[name]?.data;
+  const get = (name) => sd[name]?.data ?? null;
   const packed = get('in_proj_weight');
+  const packedBias = get('in_proj_bias');
   const { embedDim: E, numHeads: H, headDim: dk } = config;
   const q = packed ? packed : get('q_proj_weight');
   const k = packed ? packed.subarray(H * dk * E, 2 * H * dk * E) : get('k_proj_weight');
   const v = packed ? packed.subarray(2 * H * dk * E) : get('v_proj_weight');
-  return { q, k, v, bias: get('in_proj_bias'), outW: get('out_proj.weight'), outB: get('out_proj.bias') };
+  return {
+    q, k, v,
+    qBias: packedBias ?? get('q_proj_bias'),
+    kBias: packedBias ? packedBias.subarray(H * dk) : get('k_proj_bias'),
+    vBias: packedBias ? packedBias.subarray(2 * H * dk) : get('v_proj_bias'),
+    outW: get('out_proj.weight'), outB: get('out_proj.bias'), sinks: get('sinks'),
+  };
 }
 
 /**
@@ -51,13 +61,16 @@ function maskedScore(score, o, H, L, S, b, h, i, j) {
   return s;
 }
 
-/** Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero. */
-function softmaxRow(scores) {
+/**
+ * Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero.
+ * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
+ */
+function softmaxRow(scores, sink = -Infinity) {
   if (scores.some(Number.isNaN)) return scores.map(() => NaN);
-  const max = Math.max(...scores);
+  const max = Math.max(...scores, sink);
   if (max === -Infinity) return scores.map(() => 0);
   const e = scores.map((s) => Math.exp(s - max));
-  const sum = e.reduce((a, b) => a + b, 0);
+  const sum = e.reduce((a, b) => a + b, Math.exp(sink - max));
   return e.map((x) => x / sum);
 }
 
@@ -74,11 +87,13 @@ export function mhaReference(config, sd, query, key, value, options = {}) {
   const w = weights(config, sd);
   const out = new Float64Array(B * L * E);
   const perHead = options.needWeights ? new Float64Array(B * H * L * S) : null;
-  const scale = 1 / Math.sqrt(dk);
+  const scale = config.scale ?? 1 / Math.sqrt(dk);
+  // Logit softcapping (issue 20): after the scale, before the masks.
+  const cap = config.softcap ? (x) => config.softcap * Math.tanh(x / config.softcap) : (x) => x;
   for (let b = 0; b < B; b++) {
-    const Q = linear(query.data.subarray(b * L * E, (b + 1) * L * E), L, E, w.q, H * dk, 0, w.bias);
-    const K = linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.bias && w.bias.subarray(H * dk));
-    const V = linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.bias && w.bias.subarray(2 * H * dk));
+    const Q = linear(query.data.subarray(b * L * E, (b + 1) * L * E), L, E, w.q, H * dk, 0, w.qBias);
+    const K = linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.kBias);
+    const V = linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.vBias);
     const heads = new Float64Array(L * H * dv);
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < L; i++) {
@@ -86,9 +101,9 @@ export function mhaReference(config, sd, query, key, value, options = {}) {
         for (let j = 0; j < S; j++) {
           let s = 0;
           for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * H * dk + h * dk + c];
-          scores.push(maskedScore(s * scale, options, H, L, S, b, h, i, j));
+          scores.push(maskedScore(cap(s * scale), options, H, L, S, b, h, i, j));
         }
-        const p = softmaxRow(scores);
+        const p = softmaxRow(scores, w.sinks ? w.sinks[h] : -Infinity);
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
         for (let c = 0; c < dv; c++) {
           let s = 0;

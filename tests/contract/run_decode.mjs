@@ -3,8 +3,8 @@
 // where the full causal forward has them so that the contract's comparator checks them all at
 // once. Then the cache is reset and the sequence fed again: it must give the same bits.
 
-// Rows [at, at + n) of every batch of a [B, T, ...] tensor, as a tensor of its own.
-function rows({ data, shape }, at, n) {
+// Rows [at, at + n) of every batch of a [B, T, ...] tensor, as a tensor of its own (also run_checkpoint.mjs).
+export function rows({ data, shape }, at, n) {
   const [B, T, ...rest] = shape;
   const width = rest.reduce((a, b) => a * b, 1);
   const out = new data.constructor(B * n * width);
@@ -21,7 +21,7 @@ function prefix({ data, shape: [B, T] }, n) {
 
 // Places a chunk's rows (output [B, n, E], weights [B, (h,) n, at + n]) at rows [at, at + n) of
 // the full tensor ([B, T, E], [B, (h,) T, T]); weight columns past at + n stay 0, as causal has them.
-function place(full, { data, shape }, at, n) {
+export function place(full, { data, shape }, at, n) {
   const cols = shape[shape.length - 1];
   const groups = data.length / (n * cols);  // B, or B·h
   const [fullRows, fullCols] = full.shape.slice(-2);

@@ -122,12 +122,65 @@ TEST(Decoding, ChunkedCacheEqualsTheFullCausalForward) {
   }
 }
 
-TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
-  std::mt19937 rng(3);
+// The score options reach the cached passes: scale, softcap, Qwen2's q/k/v-only biases, sinks
+// and the qk-norm before RoPE.
+TEST(Decoding, SoftcapScaleAndBiasesCacheEqualsTheFullCausalForward) {
+  std::mt19937 rng(7);
   MhaConfig c{E, H};
   c.num_kv_heads = 2;
   c.rotary_dim = 4;
+  c.bias.out = false;
+  c.scale = 3.0;
+  c.softcap = 0.8;
+  c.sinks = true;
+  c.qk_norm = true;
   MultiHeadAttention m(c);
+  load_random(m, rng);
+  const int B = 2, T = 11;
+  const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
+  auto cache = m.create_cache({B, T, 0});
+  EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {4, 1, 6}), run(m, x, B, T)));
+}
+
+// E, H with 2 K/V heads and rotary on the first rotary_dim features.
+MhaConfig grouped_rotary(int rotary_dim) {
+  MhaConfig c{E, H};
+  c.num_kv_heads = 2;
+  c.rotary_dim = rotary_dim;
+  return c;
+}
+
+// KvCache::read: a ring past its wrap gives its held positions as a cache that keeps all does;
+// positions no longer held are a CacheError.
+TEST(Decoding, ReadGivesHeldPositionsInOrderPastTheWrap) {
+  std::mt19937 rng(8);
+  MultiHeadAttention m(grouped_rotary(2));
+  load_random(m, rng);
+  const int B = 2, T = 90, W = 3, d = E / H, G = 2;
+  const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
+  auto ring = m.create_cache({B, 0, W});
+  auto whole = m.create_cache({B, T, 0});
+  run_cached(m, *ring, x, B, T, {40, 1, 49});
+  run_cached(m, *whole, x, B, T, {90});
+  ASSERT_LT(ring->capacity(), T);
+  const int held = ring->capacity(), first = T - held;
+  std::vector<float> rk(static_cast<std::size_t>(B) * G * held * d), rv(rk.size());
+  std::vector<float> wk(static_cast<std::size_t>(B) * G * T * d), wv(wk.size());
+  ring->read(first, held, rk.data(), rv.data());
+  whole->read(0, T, wk.data(), wv.data());
+  for (int bg = 0; bg < B * G; ++bg) {
+    for (int i = 0; i < held * d; ++i) {
+      ASSERT_EQ(rk[static_cast<std::size_t>(bg) * held * d + i], wk[(static_cast<std::size_t>(bg) * T + first) * d + i]);
+      ASSERT_EQ(rv[static_cast<std::size_t>(bg) * held * d + i], wv[(static_cast<std::size_t>(bg) * T + first) * d + i]);
+    }
+  }
+  EXPECT_THROW(ring->read(first - 1, 1, rk.data(), rv.data()), CacheError);
+  EXPECT_THROW(whole->read(T - 1, 2, wk.data(), wv.data()), CacheError);
+}
+
+TEST(Decoding, SlidingWindowRingEqualsAWindowMaskPastTheWrap) {
+  std::mt19937 rng(3);
+  MultiHeadAttention m(grouped_rotary(4));
   load_random(m, rng);
   const int W = 5, T = 150;  // the ring holds W + 63 (rounded to 72) slots: it wraps twice
   const auto x = random_floats(static_cast<std::size_t>(T) * E, rng);

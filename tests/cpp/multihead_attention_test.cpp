@@ -2,8 +2,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 
+#include "mha_test_support.h"
 #include "reference/reference.h"
 #include "test_util.h"
 #include "webattention/errors.h"
@@ -14,7 +16,12 @@ namespace {
 
 using testing::all_close;
 using testing::random_bool_mask;
+using testing::bias_of;
+using testing::config;
+using testing::load_random;
 using testing::random_floats;
+using testing::scored;
+using testing::with_sinks;
 
 struct MhaCase {
   const char* name;
@@ -23,17 +30,6 @@ struct MhaCase {
   MaskKind key_padding, attn_mask;
   bool per_head_mask, causal, weights, average;
 };
-
-// Loads random parameters of the right shapes into the module and returns them for the oracle.
-reference::MhaParameters load_random(MultiHeadAttention& mha, std::mt19937& rng) {
-  reference::MhaParameters params;
-  for (const auto& spec : mha.parameter_specs()) {
-    auto values = random_floats(spec.size(), rng, 0.3f);
-    mha.load_parameter(spec.name, values.data(), values.size());
-    params.entries.emplace_back(spec.name, std::move(values));
-  }
-  return params;
-}
 
 class MhaVsReference : public ::testing::TestWithParam<MhaCase> {};
 
@@ -152,14 +148,6 @@ TEST_P(MhaVsReference, HeadRangesAssembleToForward) {
   }
 }
 
-MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int dk = 0,
-                 int dv = 0) {
-  MhaConfig c;
-  c.embed_dim = E, c.num_heads = h, c.kdim = kdim, c.vdim = vdim, c.bias = bias;
-  c.head_dim = dk, c.value_head_dim = dv;
-  return c;
-}
-
 constexpr auto kNo = MaskKind::kNone;
 constexpr auto kBool = MaskKind::kBoolean;
 constexpr auto kAdd = MaskKind::kAdditive;
@@ -181,7 +169,23 @@ INSTANTIATE_TEST_SUITE_P(
         MhaCase{"causal", config(8, 4), 2, 9, 9, kBool, kNo, false, true, true, false},
         MhaCase{"head_dim_1", config(4, 4), 1, 3, 3, kNo, kNo, false, false, true, false},
         MhaCase{"one_token", config(8, 2), 1, 1, 1, kNo, kNo, false, false, true, true},
-        MhaCase{"long", config(16, 2), 1, 64, 1030, kNo, kNo, false, false, false, true}),
+        MhaCase{"long", config(16, 2), 1, 64, 1030, kNo, kNo, false, false, false, true},
+        // Qwen2: biases on q, k and v only (in_proj_bias, no out_proj.bias).
+        MhaCase{"qkv_bias_only", scored(config(16, 4), bias_of(true, true, true, false), 0, 0), 2, 5, 7,
+                kBool, kNo, false, false, true, true},
+        // Some input biases: one entry per projection that has one.
+        MhaCase{"q_v_bias_cross", scored(config(16, 4, 12, 7), bias_of(true, false, true, true), 0, 0), 2,
+                5, 9, kNo, kAdd, false, false, true, false},
+        MhaCase{"scale", scored(config(16, 4), true, 0.05, 0), 2, 5, 6, kNo, kNo, false, true, true, false},
+        // Scaled scores of a few units capped at 0.7, masks after the cap.
+        MhaCase{"softcap", scored(config(16, 2), true, 4.0, 0.7), 2, 9, 9, kBool, kAdd, true, true, true,
+                false},
+        // Logits in the hundreds: tanh saturates, the softmax sees ±softcap.
+        MhaCase{"softcap_large_logits", scored(config(16, 2), true, 300.0, 5.0), 1, 6, 70, kNo, kNo, false,
+                false, true, true},
+        // gpt-oss's attention sinks, with rows fully masked (the sink takes all the mass: zero
+        // output and weights) and several key tiles.
+        MhaCase{"sinks", with_sinks(config(16, 4)), 2, 9, 70, kBool, kBool, true, true, true, false}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(MhaStateDict, PackedLayoutWhenAllWidthsMatch) {

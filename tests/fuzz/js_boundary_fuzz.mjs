@@ -55,14 +55,21 @@ const SPOIL_OPTIONS = {
   badBoolean: (o) => [{ ...o, isCausal: pick(['yes', 1, null]) }, false],
 };
 
+// The modules' score options, biases, sinks, qk-norm and scaled RoPE (issue 20): the spoiled calls
+// must behave the same under each.
+const MODULE_OPTIONS = [{}, { bias: { q: true, k: true, v: true } }, { bias: { k: true }, scale: 0.3, softcap: 2 }, { bias: false, softcap: 0.5, sinks: true },
+  { qkNorm: {}, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 4 } } }];
+
 const modules = new Map();
 async function moduleOf(E) {
-  if (!modules.has(E)) {
-    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2 });
+  const variant = int(MODULE_OPTIONS.length);
+  const key = `${E} ${variant}`;
+  if (!modules.has(key)) {
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, ...MODULE_OPTIONS[variant] });
     mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, tensor(...shape)])));
-    modules.set(E, mha);
+    modules.set(key, mha);
   }
-  return modules.get(E);
+  return modules.get(key);
 }
 
 /** One random call: { name, run: () => the spoiled call's promise, expected: output data or null }. */

@@ -7,7 +7,7 @@ import {
   MultiHeadAttention, wasmMemoryInUse, KvCache,
   BackendError, CacheError, DisposedError, MemoryError, OptionError, ShapeError,
 } from '#webattention';
-import { randomTensor, rng } from '../contract/contract.mjs';
+import { filled, randomTensor, rng } from '../contract/contract.mjs';
 import { MAX_CACHE_POSITIONS } from '../internals.mjs';
 
 const E = 16;
@@ -33,7 +33,19 @@ test('create: numKvHeads must divide numHeads; rotary.dim even and <= headDim; u
     [{ rotary: { base: -1 } }, 'rotary.base', /finite number > 1/],
     [{ rotary: { base: 1e-320 } }, 'rotary.base', /finite number > 1, got number 1e-320/],
     [{ rotary: { base: 1 } }, 'rotary.base', /finite number > 1/],
+    [{ rotary: { scaling: { type: 'yarn', factor: 2 } } }, 'rotary.scaling.type', /'linear', 'llama3', got string "?yarn/],
+    [{ rotary: { scaling: null } }, 'rotary.scaling.type', /got null/],
+    [{ rotary: { scaling: { type: 'linear' } } }, 'rotary.scaling.factor', /finite number > 0/],
+    [{ rotary: { scaling: { type: 'linear', factor: 2, originalMaxPositions: 8 } } }, 'rotary.scaling.originalMaxPositions', /only 'llama3'/],
+    [{ rotary: { scaling: { type: 'llama3', factor: 8, lowFreqFactor: 4, highFreqFactor: 4 } } }, 'rotary.scaling.highFreqFactor', /> lowFreqFactor \(4\)/],
+    [{ rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 0.5 } } }, 'rotary.scaling.originalMaxPositions', /integer >= 1/],
     [{ rotary: { base: Infinity } }, 'rotary.base', /finite number > 1/],
+    [{ rotary: { table: { cos: { data: new Float32Array(9), shape: [3, 3] }, sin: { data: new Float32Array(9), shape: [3, 3] } } } },
+      'rotary.table.cos', /\[positions >= 1, a width in \[1, headDim \/ 2 = 2\]\], got \[3, 3\]/],
+    [{ rotary: { table: { cos: { data: new Float32Array(6), shape: [3, 2] }, sin: { data: new Float32Array(4), shape: [2, 2] } } } },
+      'rotary.table.sin', /cos's shape \[3, 2\], got \[2, 2\]/],
+    [{ rotary: { base: 500, table: { cos: { data: new Float32Array(6), shape: [3, 2] }, sin: { data: new Float32Array(6), shape: [3, 2] } } } },
+      'rotary.base', /not with rotary.table/],
     [{ rotary: { interleave: true } }, 'interleave', /unknown option 'interleave'/],
     [{ rotary: null }, 'rotary', /got null/],
   ];
@@ -50,7 +62,7 @@ test('GQA state dict: fewer K/V rows; the resolved config reports numKvHeads and
     ['in_proj_bias', [32]], ['out_proj.weight', [16, 16]], ['out_proj.bias', [16]],
   ]);
   assert.equal(mha.config.numKvHeads, 2);
-  assert.deepEqual(mha.config.rotary, { base: 10000, interleaved: false, dim: 4 });
+  assert.deepEqual(mha.config.rotary, { base: 10000, interleaved: false, dim: 4, scaling: null, table: null });
   assert.throws(() => mha.headBilinearForm(0), (e) => e instanceof OptionError && /rotary/.test(e.message));
   mha.dispose();
 });
@@ -173,5 +185,23 @@ test("backend 'webgpu' takes GQA and rotary modules: without an adapter its Back
   for (const options of [{ numKvHeads: 1 }, { rotary: {} }, { numKvHeads: 2, rotary: { interleaved: true } }]) {
     await assert.rejects(() => MultiHeadAttention.create({ embedDim: E, numHeads: 4, ...options, backend: 'webgpu', gpu: noAdapter }),
       (e) => e instanceof BackendError && /no WebGPU adapter/.test(e.message) && !/has no WebGPU kernels/.test(e.message));
+  }
+});
+
+test('rotary.table: a call that rotates a position past its rows is a ShapeError, with and without a cache; the cache stays', async () => {
+  const half = 2, P = 5;
+  const table = { cos: { data: filled(P * half, 1), shape: [P, half] }, sin: { data: filled(P * half, 2), shape: [P, half] } };
+  const mha = await module({ rotary: { table } });
+  try {
+    const x = (n) => ({ data: filled(n * 16, n), shape: [1, n, 16] });
+    await assert.rejects(mha.forward(x(6), x(6), x(6)), (e) => e instanceof ShapeError && e.argument === 'rotary.table' && /0 … 5.*0 … 4/.test(e.message));
+    const cache = mha.createCache({ maxLength: 8 });
+    await step(mha, cache, x(4));
+    await assert.rejects(step(mha, cache, x(2)), (e) => e instanceof ShapeError && /positions 4 … 5/.test(e.message));
+    assert.equal(cache.length, 4);
+    await step(mha, cache, x(1));
+    assert.equal(cache.length, 5);
+  } finally {
+    mha.dispose();
   }
 });

@@ -36,12 +36,18 @@ test('the resolved config has the fields index.d.ts ResolvedMultiHeadAttentionCo
   }
 });
 
-test("the core's MhaConfig fields: every config field, rotary as three", () => {
-  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias: true, numKvHeads: 1, rotary: null };
+test("the core's MhaConfig fields: every config field, rotary as three, no softcap as 0", () => {
+  const bias = { q: true, k: true, v: true, out: false };
+  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1, rotary: null, scale: 0.5, softcap: null, sinks: true, qkNorm: { eps: 1e-5 } };
   assert.deepEqual(coreConfig(config), {
-    embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias: true, numKvHeads: 1,
-    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false,
+    embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1,
+    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false, scale: 0.5, softcap: 0, sinks: true,
+    qkNorm: true, qkNormEps: 1e-5, rotaryScaling: 0, rotaryFactor: 1, rotaryLowFreqFactor: 1, rotaryHighFreqFactor: 4, rotaryOriginalMaxPositions: 8192,
   });
-  assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: true, dim: 2 } }),
+  assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: true, dim: 2, scaling: null } }),
     { ...coreConfig(config), rotaryDim: 2, rotaryBase: 500, rotaryInterleaved: true });
+  const llama3 = { type: 'llama3', factor: 8, lowFreqFactor: 2, highFreqFactor: 3, originalMaxPositions: 64 };
+  assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: false, dim: 2, scaling: llama3 } }),
+    { ...coreConfig(config), rotaryDim: 2, rotaryBase: 500, rotaryScaling: 2, rotaryFactor: 8, rotaryLowFreqFactor: 2,
+      rotaryHighFreqFactor: 3, rotaryOriginalMaxPositions: 64 });
 });

@@ -12,6 +12,10 @@ async function decode(prompt: Tensor, token: Tensor) {
   const { output } = await mha.forward(token, token, token, { cache: ring, needWeights: true });
   const length: number = cache.length + ring.window + ring.maxLength + ring.batchSize;
   const dim: number | undefined = mha.config.rotary?.dim;
+  const { key, value, firstPosition } = await ring.read();
+  const presentShape: number[] = [...key.shape, ...value.shape, firstPosition];
+  // @ts-expect-error: read() resolves to a promise, not the tensors
+  cache.read().key;
   cache.reset();
   cache.dispose();
   try {
@@ -19,12 +23,21 @@ async function decode(prompt: Tensor, token: Tensor) {
   } catch (e) {
     if (e instanceof CacheError) console.log(e.argument);
   }
+  const scaled = await MultiHeadAttention.create({
+    embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 8192 } },
+  });
+  const factor: number | undefined = scaled.config.rotary?.scaling?.factor;
+  const cos = { data: new Float32Array(8), shape: [4, 2] };
+  const tabled = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { table: { cos, sin: cos }, interleaved: true } });
+  const rows: number | undefined = tabled.config.rotary?.table?.positions;
+  // @ts-expect-error: scaling types are 'linear' and 'llama3'
+  await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { scaling: { type: 'yarn', factor: 2 } } });
   // @ts-expect-error: rotary options are base, interleaved and dim
   await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, rotary: { theta: 1 } });
   // @ts-expect-error: createCache takes an options object
   mha.createCache(512);
   // @ts-expect-error: KvCache is made by createCache()
   new KvCache();
-  return [output, length, dim];
+  return [output, length, dim, presentShape, factor, rows];
 }
 decode;

@@ -13,6 +13,21 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   mha.loadStateDict(again, { prefix: 'layers.0.self_attn.' });
   // @ts-expect-error: strict is a boolean
   mha.loadStateDict(file, { strict: 'no' });
+  // A Qwen2 block from a Hugging Face checkpoint, and Gemma 2's score options.
+  const qwen = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, numKvHeads: 2, bias: { q: true, k: true, v: true } });
+  qwen.loadStateDict(file, { layout: 'hf', prefix: 'model.layers.0.self_attn.' });
+  const gemma = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, bias: false, scale: 0.0625, softcap: 50 });
+  gemma.loadStateDict(file, { layout: 'gpt2', strict: false });
+  const softcap: number | null = gemma.config.softcap;
+  const outBias: boolean = qwen.config.bias.out;
+  const oss = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, sinks: true });
+  const hasSinks: boolean = oss.config.sinks;
+  const qwen3 = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, bias: false, qkNorm: { eps: 1e-6 } });
+  const eps: number | undefined = qwen3.config.qkNorm?.eps;
+  // @ts-expect-error: layout is one of 'torch', 'hf', 'gpt2', 'bert'
+  mha.loadStateDict(file, { layout: 'llama' });
+  // @ts-expect-error: bias flags are booleans
+  await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, bias: { q: 1 } });
   // @ts-expect-error: loadSafetensors takes bytes, not a path
   loadSafetensors('model.safetensors');
   try {
@@ -20,6 +35,6 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   } catch (e) {
     if (e instanceof SafetensorsError) console.log(e.argument, e.message);
   }
-  return [dtype, format];
+  return [dtype, format, softcap, outBias, hasSinks, eps];
 }
 loadLayer;

@@ -2,11 +2,15 @@
 // do not reach: both attention paths (flash across tiles, decode over several key chunks), the
 // fused Q/K/V and K/V projections with fewer K/V heads, per-head weights read through the shared
 // K/V head, partial and full rotary dims in both layouts. And the cos/sin table's precision at a
-// large position (formed in float64). Set-up: node_setup.mjs.
+// large position (formed in float64), and the RoPE decoding fixtures (scaled ones included).
+// Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import * as api from '#webattention';
+import { runCase } from '../contract/contract.mjs';
+import { loadFixtures } from '../js/fixtures.js';
 import { rotaryTable } from '../../web/src/webgpu/rotary_table.js';
-import { boolMask, gpuMatchesWasm } from './node_setup.mjs';
+import { boolMask, gpu, gpuMatchesWasm } from './node_setup.mjs';
 
 describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => {
   test('GQA (8 heads, 2 K/V heads), causal self-attention across flash tiles, fused Q/K/V, rotary half-split', () => gpuMatchesWasm({
@@ -46,4 +50,15 @@ describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => 
     const f32Angle = Math.fround(Math.fround(first) * Math.fround(500 ** (-2 / 8)));
     assert.ok(Math.abs(Math.cos(f32Angle) - table[2]) > 1e-4);
   });
+
+  // The PyTorch-side decoding fixtures with RoPE (Llama 3 and linear scaling past the trained
+  // context, and a given table, among them) through a KV cache on the GPU: Node's parity suite runs the 'mha' ones.
+  for (const c of loadFixtures().filter((f) => f.kind === 'decode' && f.create.rotary)) {
+    const { table, ...rotary } = c.create.rotary;  // a table by its shape only
+    test(`decode fixture ${c.name} on WebGPU (rotary ${JSON.stringify(table ? { ...rotary, table: table.cos.shape } : rotary)})`, async () => {
+      const result = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
+      assert.ok(result.ok, result.detail);
+      assert.equal(result.backend, 'webgpu');
+    });
+  }
 });

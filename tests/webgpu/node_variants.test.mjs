@@ -53,6 +53,9 @@ const attentionCases = [
   ['wide heads d_k 128, d_v 160, causal', { dk: 128, dv: 160 },
     { create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, options: { isCausal: true } }],
   ['wide heads d_k 128: masks, fully masked rows, weights', { dk: 128, dv: 128 }, maskedCase({ embedDim: 256, numHeads: 2 }, 40, 21)],
+  // Issue 20: the score options in every variant's score path (attention_common's maskedScore).
+  ['softcap 0.8 after scale 2.5, masks after it, q/k/v-only biases, GQA', { dk: 8, dv: 8 },
+    maskedCase({ embedDim: 32, numHeads: 4, numKvHeads: 2, bias: { q: true, k: true, v: true }, scale: 2.5, softcap: 0.8 }, 70, 37)],
   ['masked means absent: NaN and Inf at keys no row may see (causal future, key padding, −∞ float mask), weights', { dk: 8, dv: 8 },
     maskedNonFiniteCase({ embedDim: 16, numHeads: 2 }, 10, 40)],
 ];
@@ -113,6 +116,9 @@ describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
   for (const name of Object.keys(VARIANTS.decode)) {
     test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
+    })));
+    test(`${name}: softcap 0.5 after scale 3, k-only bias, L 1, S 300, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+      create: { embedDim: 32, numHeads: 4, bias: { k: true }, scale: 3, softcap: 0.5 }, B: 1, L: 1, S: 300, path: 'decode', options: { needWeights: true },
     })));
     // Rows 0 and 1 see keys 0 and 0..1: NaN / Inf in the first chunk's and a later chunk's keys.
     test(`${name}: masked means absent: NaN and Inf at future keys, weights`, () => pinned('decode', name, () => gpuMatchesWasm({

@@ -38,8 +38,8 @@ export class MultiHeadAttention {
   }
 
   /**
-   * options: { embedDim, numHeads, kdim?, vdim?, bias? = true, headDim?, valueHeadDim?,
-   * numKvHeads?, rotary?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
+   * options: { embedDim, numHeads, kdim?, vdim?, bias? = true (or { q, k, v, out }), headDim?,
+   * valueHeadDim?, numKvHeads?, rotary?, scale?, softcap?, sinks?, threads? = 'auto', backend? = 'auto', gpu?, webgpuMinFlops?
    * (docs/webgpu.md) }: module_config.js's CREATE_OPTIONS. Weights are zero until loadStateDict().
    */
   static async create(options) {
@@ -74,7 +74,8 @@ export class MultiHeadAttention {
 
   /**
    * Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays; a Map from
-   * loadSafetensors() too). options: { prefix? = '', strict? = true } (state_dict.js).
+   * loadSafetensors() too). options: { prefix? = '', strict? = true, layout? = 'torch' } (state_dict.js;
+   * the 'hf', 'gpt2' and 'bert' namings: checkpoint_layouts.js).
    */
   loadStateDict(stateDict, options) {
     const dispatcher = this.#live('loadStateDict');

@@ -130,6 +130,22 @@ export class KvCache {
   /** 0: no window. */
   get window() { return this.#options.window; }
 
+  /**
+   * The keys (as stored: rotated) and values of the positions held, in position order: every one
+   * appended, or with a window the last min(length, window), those the last query saw; after the
+   * calls made before it. Resolves to { key [B, h_kv, n, d_k], value [B, h_kv, n, d_v],
+   * firstPosition } (onnxruntime's present_key / present_value).
+   */
+  async read() {
+    this.#live('KvCache.read');
+    if (this.#queued) await this.#queue;
+    const handle = this.#live('KvCache.read');
+    const length = handle.length();
+    const count = this.window ? Math.min(length, this.window) : length;
+    const first = length - count;
+    return { ...(await this.#owner.readCache(handle, first, count, this.batchSize)), firstPosition: first };
+  }
+
   /** Back to length 0, keeping the storage; after the calls made before it, if any still run. */
   reset() {
     const handle = this.#live('KvCache.reset');

@@ -2,8 +2,9 @@
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
 import { OptionError, describe } from './errors.js';
-import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+import { checkBoolean, checkOptions, checkPositive, checkSize } from './option_checks.js';
 import { parameterFloats } from './parameter_layout.js';
+import { resolveRotary, rotaryCore } from './rotary_options.js';
 
 /**
  * The fields of a module's config, the one list of them: each is a create() option resolved by
@@ -19,14 +20,19 @@ const CONFIG_FIELDS = [
   { name: 'vdim', resolve: (o, c) => checkSize('vdim', o.vdim, c.embedDim) },
   { name: 'headDim', resolve: (o, c) => checkSize('headDim', o.headDim, c.embedDim / c.numHeads) },
   { name: 'valueHeadDim', resolve: (o, c) => checkSize('valueHeadDim', o.valueHeadDim, c.embedDim / c.numHeads) },
-  { name: 'bias', resolve: (o) => checkBoolean('bias', o.bias, true) },
+  { name: 'bias', resolve: resolveBias },
   { name: 'numKvHeads', resolve: resolveNumKvHeads },
   {
     name: 'rotary',
     resolve: resolveRotary,
     // 0 rotaryDim: no rotary.
-    core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
+    core: rotaryCore,
   },
+  { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
+  { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
+  { name: 'qkNorm', resolve: resolveQkNorm, core: (q) => ({ qkNorm: q !== null, qkNormEps: q?.eps ?? 1e-6 }) },
+  // null: no softcap (the core's 0).
+  { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
 ];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
@@ -88,6 +94,26 @@ export function coreConfig(config) {
   return Object.assign({}, ...CONFIG_FIELDS.map(({ name, core }) => (core ? core(config[name]) : { [name]: config[name] })));
 }
 
+/** The projections that have a bias: { q, k, v, out }, each a boolean. */
+export const BIAS_FLAGS = ['q', 'k', 'v', 'out'];
+
+// bias: true (default) or false for all four projections, or { q, k, v, out } for each (an
+// omitted one has none: { q: true, k: true, v: true } is Qwen2's).
+function resolveBias(options) {
+  const { bias } = options;
+  if (bias === undefined || typeof bias === 'boolean') {
+    const all = bias ?? true;
+    return Object.fromEntries(BIAS_FLAGS.map((f) => [f, all]));
+  }
+  if (bias === null || typeof bias !== 'object') {
+    throw new OptionError(`bias: expected a boolean or { q, k, v, out } of booleans, got ${describe(bias)}`, {
+      argument: 'bias', expected: 'boolean or { q, k, v, out }', actual: describe(bias),
+    });
+  }
+  const flags = checkOptions('bias', bias, BIAS_FLAGS);
+  return Object.fromEntries(BIAS_FLAGS.map((f) => [f, checkBoolean(`bias.${f}`, flags[f], false)]));
+}
+
 // numHeads; embedDim must be a multiple of it unless both head widths are given.
 function resolveNumHeads(options, { embedDim }) {
   const numHeads = checkSize('numHeads', options.numHeads);
@@ -111,31 +137,14 @@ function resolveNumKvHeads(options, { numHeads }) {
   return numKvHeads;
 }
 
-// rotary: null (not given), or { base = 10000, interleaved = false, dim = headDim }, dim even and
-// <= headDim.
-function resolveRotary(options, { headDim }) {
-  if (options.rotary === undefined) return null;
-  const r = checkOptions('rotary', options.rotary, ['base', 'interleaved', 'dim']);
-  if (options.rotary === null) {
-    throw new OptionError('rotary: expected an options object { base?, interleaved?, dim? }, got null', {
-      argument: 'rotary', expected: 'object', actual: 'null',
-    });
+// qkNorm: null (not given) or { eps = 1e-6 }: an RMSNorm of every q and k head before RoPE.
+function resolveQkNorm(options) {
+  if (options.qkNorm === undefined) return null;
+  if (options.qkNorm === null) {
+    throw new OptionError('qkNorm: expected an options object { eps? }, got null', { argument: 'qkNorm', expected: 'object', actual: 'null' });
   }
-  const dim = checkSize('rotary.dim', r.dim, headDim);
-  if (dim % 2 !== 0 || dim > headDim) {
-    throw new OptionError(`rotary.dim: expected an even integer <= headDim (${headDim}), got ${dim}`, {
-      argument: 'rotary.dim', expected: `even, <= ${headDim}`, actual: dim,
-    });
-  }
-  const base = r.base ?? 10000;
-  // > 1: the frequencies base^(−2j/dim) must fall with j; a base in (0, 1] gives rising ones, and
-  // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math.md §8).
-  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 1) {
-    throw new OptionError(`rotary.base: expected a finite number > 1, got ${describe(base)}`, {
-      argument: 'rotary.base', expected: 'number > 1', actual: describe(base),
-    });
-  }
-  return { base, interleaved: checkBoolean('rotary.interleaved', r.interleaved, false), dim };
+  const q = checkOptions('qkNorm', options.qkNorm, ['eps']);
+  return { eps: q.eps === undefined ? 1e-6 : checkPositive('qkNorm.eps', q.eps) };
 }
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];

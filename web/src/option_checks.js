@@ -54,3 +54,13 @@ export function checkIndex(argument, value, count) {
   }
   return value;
 }
+
+/** A finite number > 0 (scale, softcap, qkNorm.eps, rotary scaling factors). */
+export function checkPositive(argument, value) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new OptionError(`${argument}: expected a finite number > 0, got ${describe(value)}`, {
+      argument, expected: 'finite number > 0', actual: describe(value),
+    });
+  }
+  return value;
+}

@@ -12,15 +12,22 @@
 export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vdim, headDim: dk, valueHeadDim: dv }) {
   const q = H * dk * E, k = G * dk * kdim, v = G * dv * vdim;
   return {
-    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E },
+    buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E, sinks: H, qNorm: dk, kNorm: dk },
     entries: {
       in_proj_weight: ['win', 0],
       q_proj_weight: ['win', 0],
       k_proj_weight: ['win', q],
       v_proj_weight: ['win', q + k],
       in_proj_bias: ['bin', 0],
+      // A module whose q, k and v do not all have a bias takes one entry per projection that does.
+      q_proj_bias: ['bin', 0],
+      k_proj_bias: ['bin', H * dk],
+      v_proj_bias: ['bin', H * dk + G * dk],
       'out_proj.weight': ['wout', 0],
       'out_proj.bias': ['bout', 0],
+      sinks: ['sinks', 0],  // attention sinks: one logit per query head
+      'q_norm.weight': ['qNorm', 0],  // the qk-norm's weights [d_k]
+      'k_norm.weight': ['kNorm', 0],
     },
   };
 }

@@ -29,6 +29,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   const cache = o.cache === undefined ? null
     : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null, isCausal: o.isCausal });
   const T = cache ? cache.lengthAfter : S;
+  checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
   const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
   if (keyPaddingMask.kind !== MaskKind.none) {
@@ -155,6 +156,13 @@ export function resolveSelfAttention(x, options) {
   const needWeights = o.returnWeights !== undefined
     ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);
   return { x: t, needWeights, deprecatedReturnWeights: o.returnWeights !== undefined };
+}
+
+// A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.
+function checkRotaryTable(table, first, rows) {
+  if (!table || first + rows <= table.positions) return;
+  throw new ShapeError(`rotary.table: this call rotates positions ${first} … ${first + rows - 1}, the table has rows `
+    + `for 0 … ${table.positions - 1}`, { argument: 'rotary.table', expected: `>= ${first + rows} rows`, actual: table.positions });
 }
 
 /**

@@ -4,16 +4,17 @@
 // state dict is mapped onto the names the module expects, then resolveStateDict() checks every
 // entry. The expected names carry the prefix through those checks, so every message names the key
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
+import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
 import { OptionError, StateDictError, describe, formatShape } from './errors.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { checkTensor, product } from './tensor_checks.js';
 import { plainView, typedArrayType } from './typed_arrays.js';
 
-const OPTIONS = ['prefix', 'strict'];
+const OPTIONS = ['prefix', 'strict', 'layout'];
 const PACKED = 'in_proj_weight';
 const SEPARATE = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'];
 
-/** { prefix? = '', strict? = true }, checked. */
+/** { prefix? = '', strict? = true, layout? = 'torch' }, checked. */
 function resolveOptions(options) {
   const o = checkOptions('loadStateDict', options, OPTIONS);
   if (o.prefix !== undefined && typeof o.prefix !== 'string') {
@@ -21,7 +22,13 @@ function resolveOptions(options) {
       argument: 'prefix', expected: 'string', actual: describe(o.prefix),
     });
   }
-  return { prefix: o.prefix ?? '', strict: checkBoolean('strict', o.strict, true) };
+  const layout = o.layout ?? 'torch';
+  if (!LAYOUTS.includes(layout)) {
+    throw new OptionError(`layout: expected one of ${LAYOUTS.map((l) => `'${l}'`).join(', ')}, got ${describe(layout)}`, {
+      argument: 'layout', expected: LAYOUTS, actual: describe(layout),
+    });
+  }
+  return { prefix: o.prefix ?? '', strict: checkBoolean('strict', o.strict, true), layout };
 }
 
 /** A state dict (an object or a Map of tensors) as a Map. */
@@ -113,13 +120,24 @@ function packSeparateWeights(entries, prefix, packedShape) {
  * [{ name, data: Float32Array }] in specs' order, as resolveStateDict() does. `prefix` selects
  * the keys that start with it and strips it; `strict: false` ignores keys that are not the
  * module's. Missing keys are errors either way: the module has no weights of its own to keep.
+ * `layout` other than 'torch': the keys are another checkpoint's naming (checkpoint_layouts.js).
  */
 export function resolveModuleStateDict(specs, stateDict, options) {
-  const { prefix, strict } = resolveOptions(options);
+  const resolved = resolveOptions(options);
+  const { prefix, strict, layout } = resolved;
   let entries = stateDictEntries(stateDict);
+  if (layout !== 'torch') {
+    const checkEntry = (name, shape, value) => resolveStateDict([{ name, shape }], new Map([[name, value]]))[0].data;
+    return resolveLayout(specs, entries, resolved, checkEntry);
+  }
   const packed = specs.find((s) => s.name === PACKED);
   if (packed) entries = packSeparateWeights(entries, prefix, packed.shape);
   const expected = specs.map(({ name, shape }) => ({ name: prefix + name, shape }));
+  const foreign = [...entries.keys()].find((name) => name.startsWith(prefix) && otherLayoutHint(name.slice(prefix.length), 'torch'));
+  if (strict && foreign && !expected.some((s) => s.name === foreign)) {
+    throw new StateDictError(`stateDict: unexpected key '${foreign}'${otherLayoutHint(foreign.slice(prefix.length), 'torch')}; `
+      + `expected keys: ${expected.map((s) => s.name).join(', ')}`, { argument: foreign, expected: expected.map((s) => s.name), actual: foreign });
+  }
   if (!strict) {
     const names = new Set(expected.map((s) => s.name));
     entries = new Map([...entries].filter(([name]) => names.has(name)));

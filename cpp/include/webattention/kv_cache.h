@@ -45,6 +45,10 @@ class KvCache {
   const KvCacheConfig& config() const { return config_; }
   int capacity() const { return capacity_; }  // slots of storage, a multiple of 8 (RingGeometry)
   void reset();  // back to length 0; keeps the storage
+  // Copies positions [first, first + count) out in position order: keys into k [batch, kv_heads,
+  // count, d_k], values into v [batch, kv_heads, count, d_v] (keys as stored: rotated). Throws
+  // CacheError unless they are all held (a ring holds the last `capacity` positions).
+  void read(std::int64_t first, int count, float* k, float* v) const;
 
  private:
   friend class MultiHeadAttention;

@@ -18,6 +18,15 @@ namespace webattention {
 
 struct AttentionProblem;  // the kernels' problem (private: cpp/src/attention_problem.h)
 
+// Which projections add a bias: PyTorch's `bias` is all four; Qwen2 has q, k and v only. A bool
+// sets all four (`config.bias = false`).
+struct ProjectionBias {
+  bool q = true, k = true, v = true, out = true;
+  ProjectionBias() = default;
+  ProjectionBias(bool all) : q(all), k(all), v(all), out(all) {}  // NOLINT: implicit on purpose
+  bool all_inputs() const { return q && k && v; }
+};
+
 struct MhaConfig {
   int embed_dim = 0;
   int num_heads = 1;
@@ -25,7 +34,7 @@ struct MhaConfig {
   int vdim = 0;            // value input width; 0 = embed_dim
   int head_dim = 0;        // per-head query/key width d_k; 0 = embed_dim / num_heads
   int value_head_dim = 0;  // per-head value width d_v; 0 = head_dim default (embed_dim / num_heads)
-  bool bias = true;
+  ProjectionBias bias{true};  // all four
   // Grouped-query attention (docs/attention-math.md §7): K/V heads, 0 = num_heads. Query head i
   // reads K/V head i / (num_heads / num_kv_heads); 1 is multi-query attention.
   int num_kv_heads = 0;
@@ -35,6 +44,31 @@ struct MhaConfig {
   int rotary_dim = 0;
   double rotary_base = 10000.0;
   bool rotary_interleaved = false;
+  // RoPE frequency scaling for contexts past the trained one (docs/attention-math.md §8):
+  // kNone; kLinear: every θ_j / factor (positions divided by factor); kLlama3: Llama 3.1's rule —
+  // wavelengths 2π/θ_j shorter than original_max_positions / high_freq_factor kept, longer than
+  // original_max_positions / low_freq_factor divided by factor, those between blended smoothly.
+  enum class RotaryScaling { kNone = 0, kLinear = 1, kLlama3 = 2 };
+  RotaryScaling rotary_scaling = RotaryScaling::kNone;
+  double rotary_factor = 1.0;
+  double rotary_low_freq_factor = 1.0;
+  double rotary_high_freq_factor = 4.0;
+  double rotary_original_max_positions = 8192.0;
+  // The score scale (docs/attention-math.md §3); 0 = 1/sqrt(head_dim). Gemma sets its own
+  // (query_pre_attn_scalar^-1/2).
+  double scale = 0.0;
+  // Logit softcapping (Gemma 2): score <- softcap * tanh(score / softcap) after the scale and
+  // before the masks; 0 = none.
+  double softcap = 0.0;
+  // Attention sinks (gpt-oss; ORT's smooth softmax with zeros): a logit per query head, state-dict
+  // entry "sinks" [num_heads], that joins its softmax's denominator and carries no value:
+  // p_j = exp(s_j) / (Σ_k exp(s_k) + exp(sink_h)).
+  bool sinks = false;
+  // Qwen3 / Gemma 3's RMSNorm of every query and key head after its projection (and bias), before
+  // RoPE: x <- x / sqrt(mean(x²) + qk_norm_eps) · w, w the entries "q_norm.weight" and
+  // "k_norm.weight" [head_dim].
+  bool qk_norm = false;
+  double qk_norm_eps = 1e-6;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -82,12 +116,19 @@ class MultiHeadAttention {
 
   // The entries load_parameter() accepts, in PyTorch's state_dict() order. When key, value and
   // query widths and head dims are all equal PyTorch packs W_Q, W_K, W_V into in_proj_weight
-  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight.
+  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight. The input biases
+  // are in_proj_bias when q, k and v all have one, else q_proj_bias, k_proj_bias, v_proj_bias
+  // for those that do.
   const std::vector<ParameterSpec>& parameter_specs() const { return specs_; }
 
   // Copies one entry in (`count` floats, row-major as PyTorch stores it). Throws
   // StateDictError for an unknown name or a wrong count.
   void load_parameter(const std::string& name, const float* data, std::size_t count);
+
+  // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
+  // rotary_dim / 2], row p for position p. Forwards that would rotate a position past the table
+  // throw ShapeError. Throws ConfigError without rotary or for positions < 1.
+  void set_rotary_table(const float* cos, const float* sin, int positions);
 
   // Names of the entries not loaded yet; forward() refuses to run until this is empty.
   std::vector<std::string> missing_parameters() const;
@@ -142,7 +183,8 @@ class MultiHeadAttention {
   Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
                            const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
                            const kernels::PackedLinear& wv) const;
-  // RoPE on the projected Q (L rows per batch) and K (S rows), at positions first_position + i.
+  // The qk-norm, then RoPE, on the projected Q (L rows per batch) and K (S rows), at positions
+  // first_position + i.
   void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position) const;
   // The attention problem of `heads` query heads whose projected Q rows are at q (batch stride
   // q_batch, row stride q_width) and whose output rows go to out (batch stride out_batch, row
@@ -167,7 +209,10 @@ class MultiHeadAttention {
   int k_width_ = 0;   // h_kv·d_k
   int kv_width_ = 0;  // h_kv·d_v
   std::vector<double> rotary_frequencies_;  // θ_j, j < rotary_dim / 2
+  std::vector<float> rotary_cos_, rotary_sin_;  // a given table (set_rotary_table), else empty
   mutable std::vector<float> rotary_table_;  // cos and sin of one position: rotary_dim floats
+  std::vector<float> sinks_;  // one logit per query head (config_.sinks), else empty
+  std::vector<float> q_norm_, k_norm_;  // the qk-norm weights [head_dim] (config_.qk_norm)
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
   // Projection weights packed for the kernels at load time (biases inside).

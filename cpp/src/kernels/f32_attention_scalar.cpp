@@ -62,6 +62,10 @@ struct Scalar {
     for (int c = 0; c < n; ++c) a[c] *= factor;
   }
 
+  static void softcap_row(float* s, int width, float cap) {
+    for (int j = 0; j < width; ++j) s[j] = cap * std::tanh(s[j] / cap);
+  }
+
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const PanelMatrix<const float> keys = key_panels(kp, dk);
     for (int j = 0; j < width; ++j) {

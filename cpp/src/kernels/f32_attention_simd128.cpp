@@ -9,6 +9,7 @@
 #include "kernels/flash_attention.h"
 #include "kernels/kernels.h"
 #include "kernels/f32_row_panels_simd128.h"
+#include "kernels/tanh_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -58,6 +59,8 @@ struct Simd128 {
     const v128_t f = wasm_f32x4_splat(factor);
     for (int c = 0; c < n; c += 4) wasm_v128_store(a + c, wasm_f32x4_mul(wasm_v128_load(a + c), f));
   }
+
+  static void softcap_row(float* s, int width, float cap) { softcap_row_simd128(s, width, cap); }
 
   // One query row against 4 key panels (32 keys) at a time (f32_row_panels_simd128.h).
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {

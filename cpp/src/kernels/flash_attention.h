@@ -17,6 +17,7 @@
 //   Isa::row_max(s, width)      max of s[0..width); NaN never wins (pmax: m < s ? s : m)
 //   Isa::exp_row(s, width, max, factor)  s[j] = exp(s[j] - max) · factor; returns Σ exp(s[j] - max)
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
+//   Isa::softcap_row(s, width, cap)      s[j] = cap · tanh(s[j] / cap) (logit softcapping)
 //   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
 //   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
 // The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
@@ -99,7 +100,7 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
 }
 
 // Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
-// them (slot_runs).
+// them (slot_runs), softcapped when the problem asks.
 template <class Isa>
 void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
                 int j0, int width, float* scores) {
@@ -110,6 +111,9 @@ void key_scores(const AttentionProblem& p, bool one_row, const float* q, const K
       tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
     }
   });
+  // Logit softcapping on the scaled scores (Q is pre-scaled), before mask_tile adds the masks.
+  if (p.softcap > 0.0f)
+    for (int r = 0; r < (one_row ? 1 : kRows); ++r) Isa::softcap_row(scores + r * kKeyTile, width, p.softcap);
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
@@ -203,6 +207,9 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     bool nan_row[kRows] = {};  // a NaN score where the row's max could not see it (below)
     std::fill(max, max + kRows, kNegInf);
     std::fill(sum, sum + kRows, 0.0f);
+    // A sink is a key of logit sinks[head] and value 0: the row's max and sum start from it, so
+    // a row with no allowed key keeps sum 1 and acc 0 (zero output, zero weights).
+    for (int r = 0; r < rows && p.sinks; ++r) max[r] = p.sinks[row_of(p, g, r0 + r).head], sum[r] = 1.0f;
     std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
 
     PoisonedKeys poisoned;

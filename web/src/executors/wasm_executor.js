@@ -71,11 +71,18 @@ export class WasmExecutor {
     this.core = core;
     this.config = config;
     this.handle = new core.Mha();
-    const error = this.handle.configure(coreConfig(config));
+    const error = this.handle.configure(coreConfig(config)) || this.#setRotaryTable(config.rotary?.table);
     if (error) {
       this.handle.delete();
       throwCoreError(error);
     }
+  }
+
+  // rotary: { table }: the cos and sin rows into the core ('' when there is none, else its error).
+  #setRotaryTable(table) {
+    if (!table) return '';
+    return withHeap(this.core, [{ data: table.cos }, { data: table.sin }], ([cos, sin]) =>
+      this.handle.setRotaryTable(cos, sin, table.positions));
   }
 
   parameterSpecs() {
@@ -110,6 +117,23 @@ export class WasmExecutor {
       throwCoreError(error);
     }
     return handle;
+  }
+
+  /**
+   * cache.read(): positions [first, first + count) of a cache of this core, as { key [B, h_kv,
+   * count, d_k], value [B, h_kv, count, d_v] } in position order.
+   */
+  readCache(handle, first, count, batchSize) {
+    const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = this.config;
+    const [kFloats, vFloats] = [batchSize * G * count * dk, batchSize * G * count * dv];
+    return withHeap(this.core, [{ floats: kFloats }, { floats: vFloats }], ([k, v]) => {
+      const error = handle.read(first, count, k, v);
+      if (error) throwCoreError(error);
+      return {
+        key: { data: readFloats(this.core, k, kFloats), shape: [batchSize, G, count, dk] },
+        value: { data: readFloats(this.core, v, vFloats), shape: [batchSize, G, count, dv] },
+      };
+    });
   }
 
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */

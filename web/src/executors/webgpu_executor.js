@@ -31,7 +31,7 @@ import { StagingUploads } from '../webgpu/staging_uploads.js';
 export const cacheHooks = { beforePass: null };
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
-const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias' };
+const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias', sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' };
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
@@ -158,6 +158,12 @@ export class WebGpuExecutor {
   createCache(options) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
     return new GpuKvCache(this.#device, this.#config, options);
+  }
+
+  /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
+  readCache(handle, first, count) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return this.#serialised(() => handle.read(first, count, this.#pass.untilLost));
   }
 
   /**

@@ -27,6 +27,8 @@ import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
+import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -58,6 +60,13 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
   const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
   const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
+  if (config.qkNorm) {  // before RoPE, as the core does
+    const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
+      uniform(packParams(QK_NORM_PARAMS, { count, heads, headDim: dk, off, stride, eps: config.qkNorm.eps })),
+      [weights, buf], [cdiv(heads, QK_NORM_WORKGROUP), count, B]);
+    normalize(q, L, H, params.qNorm);
+    normalize(k, S, G, params.kNorm);
+  }
   if (rotary) {
     // One table for queries (positions first…first+L−1) and keys (first…first+S−1).
     const half = rotary.dim / 2;
@@ -94,7 +103,8 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     amKind: am ? (plan.attnMask.shape.length === 2 ? 1 : 2) : 0,
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, average: average ? 1 : 0, group: H / G, kvRows: cache ? cache.capacity : S,
-    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: 1 / Math.sqrt(dk),
+    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: config.scale,
+    softcap: config.softcap ?? 0,
   }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
 
@@ -114,6 +124,11 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
       kernels.variants.attention.grid({ L, BH: B * H }));
   }
 
+  if (config.sinks) {
+    const rows = B * H * L;
+    dispatch(kernels.pipelines.sinks, uniform(packParams(SINKS_PARAMS, { rows, L, H, DV: dv })), [ctx.params.sinks, stats, heads],
+      [cdiv(rows, SINKS_WORKGROUP), 1, 1]);
+  }
   const weightFloats = B * weightsPerBatch(plan, H);
   const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;
   if (weights) {

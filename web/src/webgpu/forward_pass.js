@@ -14,11 +14,19 @@ import { transferOn } from './staging_uploads.js';
 import { recordTime, selectionHooks } from './kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
+import { paramsBytes } from './kernel_params.js';
+import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
+import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
+import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
+import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
+import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
+import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
 
 export { cdiv } from './forward_encode.js';
 export const F32 = 4;
 const UNIFORM_SLOT = 256;  // minUniformBufferOffsetAlignment's largest allowed value
-const UNIFORM_BYTES = 80;  // the largest uniform block (attention_common's Params: 20 words)
+// The largest uniform block of the kernels a call binds (a slot holds any of them).
+const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS].map(paramsBytes));
 /** Usage of the buffers the kernels read that the CPU writes. */
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 

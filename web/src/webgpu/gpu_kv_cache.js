@@ -6,21 +6,23 @@
 // keyRow() (position p in slot p mod capacity). Capacity and the rows one pass may append:
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
 // into passes (cached_passes.js). The same interface as the core's cache handle: length(),
-// reset(), delete(), isDeleted().
+// reset(), delete(), isDeleted(); read() is the executor's readCache() here.
 import { MemoryError } from '../errors.js';
 import { ringGeometry } from '../kv_ring.js';
-import { Usage } from './device.js';
+import { MAP_READ, Usage } from './device.js';
 
 const F32 = 4;
 
 export class GpuKvCache {
   #device;
   #length = 0;
+  #shape;
 
   /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window }. */
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
     this.#device = device;
     this.window = window;
+    this.#shape = { B: batchSize, G, dk, dv };
     const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
     this.capacity = capacity;
     /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
@@ -92,6 +94,40 @@ export class GpuKvCache {
     encoder.clearBuffer(this.keys);
     encoder.clearBuffer(this.values);
     this.#device.queue.submit([encoder.finish()]);
+  }
+
+  /**
+   * cache.read() on the GPU: positions [first, first + count) of K and V, read back (the queue
+   * runs this after every call submitted before it), as { key [B, G, count, dk], value [B, G,
+   * count, dv] } in position order. untilLost(promise) races the device's loss.
+   */
+  async read(first, count, untilLost) {
+    const { B, G, dk, dv } = this.#shape;
+    const rows = B * this.capacity;
+    const [keys, values] = await Promise.all([[this.keys, G * dk], [this.values, G * dv]].map(async ([buffer, width]) => {
+      const readback = this.#device.createBuffer({ size: Math.max(rows * width * F32, F32), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention cache read' });
+      try {
+        const encoder = this.#device.createCommandEncoder({ label: 'webattention cache read' });
+        encoder.copyBufferToBuffer(buffer, 0, readback, 0, rows * width * F32);
+        this.#device.queue.submit([encoder.finish()]);
+        await untilLost(readback.mapAsync(MAP_READ));
+        return new Float32Array(readback.getMappedRange().slice(0));
+      } finally {
+        readback.destroy();
+      }
+    }));
+    // Row (b, slot) holds every K/V head of one position: head g's d features at g·d.
+    const unpack = (rowsData, d) => {
+      const out = new Float32Array(B * G * count * d);
+      for (let b = 0; b < B; b++) {
+        for (let i = 0; i < count; i++) {
+          const row = (b * this.capacity + (first + i) % this.capacity) * G * d;
+          for (let g = 0; g < G; g++) out.set(rowsData.subarray(row + g * d, row + (g + 1) * d), ((b * G + g) * count + i) * d);
+        }
+      }
+      return { data: out, shape: [B, G, count, d] };
+    };
+    return { key: unpack(keys, dk), value: unpack(values, dv) };
   }
 
   delete() {

@@ -1,11 +1,13 @@
 // Compute pipelines, made once per device and pipeline key and cached. A key names what the WGSL
 // depends on: the kernel and variant, and the head widths or load flavour a variant compiles in
-// (kernel_variants.js); sizes, strides, masks and causal are uniforms. The rotary and cache append
-// kernels have one pipeline per device, the weights kernel one per DK; the variants one per key.
+// (kernel_variants.js); sizes, strides, masks and causal are uniforms. The rotary, cache append,
+// sinks and qk-norm kernels have one pipeline per device, the weights kernel one per DK; the variants one per key.
 // Pipelines are compiled with createComputePipelineAsync, so that create() can start (and await)
 // the ones a module will use before its first call (warmPipelines()).
+import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
+import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
 const caches = new WeakMap();  // GPUDevice → Map(key → Promise<GPUComputePipeline>)
@@ -33,9 +35,11 @@ const kinds = {
   rotary: () => rotaryShader(),
   cacheAppend: () => cacheAppendShader(),
   weights: ({ dk }) => attentionWeightsShader({ dk }),
+  sinks: () => attentionSinksShader(),
+  qkNorm: () => qkNormShader(),
 };
 
-/** The pipeline of a kernel without variants: 'rotary', 'cacheAppend' or 'weights' ({ dk }). */
+/** The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm' or 'weights' ({ dk }). */
 export function getPipeline(device, kind, shape = {}) {
   return pipelineFor(device, `${kind}:${shape.dk ?? ''}`, () => kinds[kind](shape));
 }

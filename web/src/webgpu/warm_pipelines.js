@@ -60,5 +60,7 @@ export async function warmPipelines(device, config) {
     }
   }
   if (config.rotary) defaults.push(getPipeline(device, 'rotary'));
+  if (config.sinks) defaults.push(getPipeline(device, 'sinks'));
+  if (config.qkNorm) defaults.push(getPipeline(device, 'qkNorm'));
   await Promise.all(defaults);
 }

@@ -37,6 +37,7 @@ export const ATTENTION_PARAMS = [
   ['shift', 'u32', 'position of query row 0 minus that of key 0 (a cache\'s length before)'],
   ['window', 'u32', '0, or with causal: keys j <= i + shift − window are masked too'],
   ['scale', 'f32', 'score = q·k · scale (+ masks)'],
+  ['softcap', 'f32', '> 0: score ← softcap · tanh(score / softcap), before the masks; 0: none'],
 ];
 
 /**
@@ -90,6 +91,9 @@ fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
     if (p.window != 0u && j + p.window <= i + p.shift) { return NEG; }
   }
   var s = dot * p.scale;
+  // tanh's argument clamped: f32 tanh is ±1 from |x| ≈ 9 on, and an implementation's
+  // (e^2x − 1) / (e^2x + 1) would overflow to NaN for large logits.
+  if (p.softcap > 0.0) { s = p.softcap * tanh(clamp(s / p.softcap, -15.0, 15.0)); }
   if (p.hasKpm != 0u) {
     let mv = kpm[b * p.S + j];
     if (mv <= MASKED_AT) { return NEG; }

@@ -1,0 +1,43 @@
+// A checkpoint case (tests/fixtures/make_checkpoint_fixtures.py) the way a user loads one: its
+// safetensors file through loadSafetensors(), loadStateDict({ layout, prefix, strict }), then
+// self-attention over x without a mask, causal, and causal again through a KV cache fed in chunks,
+// whose cache.read() must then give every position's keys and values.
+import { compare } from './compare.mjs';
+import { decodeTensor } from './decode.mjs';
+import { place, rows } from './run_decode.mjs';
+
+/** The chunks the cached pass feeds (rows per call): a prompt, one token, the rest. */
+const CHUNKS = [2, 1, 3];
+
+/**
+ * c: a case of checkpoints.json; bytes: its file's bytes. `create` is merged over c.create
+ * ({ backend, gpu, threads, ... }). Resolves to { full, causal, cached, cacheKey, cacheValue }
+ * (compare() results) and the module's backend.
+ */
+export async function runCheckpointCase(api, c, bytes, { create = {} } = {}) {
+  const x = decodeTensor(c.x);
+  const mha = await api.MultiHeadAttention.create({ ...c.create, ...create });
+  try {
+    mha.loadStateDict(api.loadSafetensors(bytes), c.load);
+    const full = compare((await mha.forward(x, x, x)).output, decodeTensor(c.full));
+    const causal = compare((await mha.forward(x, x, x, { isCausal: true })).output, decodeTensor(c.causal));
+    const [B, T, E] = x.shape;
+    const cache = mha.createCache({ batchSize: B, maxLength: T });
+    const assembled = { data: new Float32Array(B * T * E), shape: [B, T, E] };
+    let at = 0;
+    for (const n of CHUNKS) {
+      const chunk = rows(x, at, n);
+      place(assembled, (await mha.forward(chunk, chunk, chunk, { cache })).output, at, n);
+      at += n;
+    }
+    if (at !== T) throw new Error(`case ${c.name}: the chunks cover ${at} of ${T} rows`);
+    const held = await cache.read();
+    return {
+      full, causal, cached: compare(assembled, decodeTensor(c.causal)),
+      cacheKey: compare(held.key, decodeTensor(c.cacheKey)), cacheValue: compare(held.value, decodeTensor(c.cacheValue)),
+      backend: mha.backend,
+    };
+  } finally {
+    mha.dispose();
+  }
+}

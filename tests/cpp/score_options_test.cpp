@@ -1,0 +1,78 @@
+// The score options of issue 20 in the core: the state-dict entries of per-projection biases and
+// sinks, bad scale and softcap values, and a fully masked row with sinks. Their parity with the
+// reference is multihead_attention_test.cpp's MhaVsReference cases.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mha_test_support.h"
+#include "webattention/errors.h"
+
+namespace webattention {
+namespace {
+
+using namespace testing;  // webattention::testing: test_util.h and mha_test_support.h
+
+TEST(MhaStateDict, PerProjectionBiasEntries) {
+  MultiHeadAttention mha(scored(config(8, 2), bias_of(true, false, true, false), 0, 0));
+  std::vector<std::string> names;
+  for (const auto& s : mha.parameter_specs()) names.push_back(s.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"in_proj_weight", "q_proj_bias", "v_proj_bias", "out_proj.weight"}));
+}
+
+// A fully masked row with sinks: the sink takes all the mass, so the heads' output is zero (the
+// output is out_proj.bias) and the weights are zero; the other batch matches the reference.
+TEST(MhaSinks, FullyMaskedRowGivesZeroHeadsAndWeights) {
+  std::mt19937 rng(9);
+  const MhaConfig c = with_sinks(config(8, 2));
+  MultiHeadAttention mha(c);
+  reference::MhaParameters params = load_random(mha, rng);
+  const std::vector<float> sinks = {4.0f, -1.5f};
+  mha.load_parameter("sinks", sinks.data(), sinks.size());
+  params.entries.back().second = sinks;
+  const int B = 2, L = 3, S = 5;
+  const auto x = random_floats(B * L * 8, rng), y = random_floats(B * S * 8, rng);
+  std::vector<std::uint8_t> padding(B * S, 0);
+  std::fill(padding.begin(), padding.begin() + S, 1);  // batch 0: every key masked
+  MhaForwardArgs a;
+  a.batch = B, a.L = L, a.S = S, a.query = x.data(), a.key = a.value = y.data();
+  a.key_padding_mask = {MaskKind::kBoolean, padding.data(), {B, S}};
+  a.average_weights = false;
+  std::vector<float> out(B * L * 8), w(B * 2 * L * S, -1.0f), ref_out(out.size()), ref_w(w.size());
+  a.output = out.data(), a.weights = w.data();
+  mha.forward(a);
+  a.output = ref_out.data(), a.weights = ref_w.data();
+  reference::mha_forward(c, params, a);
+  EXPECT_TRUE(all_close(out, ref_out, 1e-5, 1e-4));
+  EXPECT_TRUE(all_close(w, ref_w, 1e-6, 1e-4));
+  const std::vector<float>& out_bias = *params.find("out_proj.bias");
+  for (int i = 0; i < L * 8; ++i) EXPECT_FLOAT_EQ(out[i], out_bias[i % 8]);
+  for (int i = 0; i < 2 * L * S; ++i) EXPECT_EQ(w[i], 0.0f);
+  // Batch 1's weights sum to less than 1: the sinks took their share.
+  for (int h = 0; h < 2; ++h) {
+    float total = 0.0f;
+    for (int j = 0; j < S; ++j) total += w[((2 + h) * L) * S + j];
+    EXPECT_LT(total, 0.99f) << h;
+  }
+}
+
+TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+    for (const char* argument : {"scale", "softcap"}) {
+      MhaConfig c = config(8, 2);
+      (std::string(argument) == "scale" ? c.scale : c.softcap) = bad;
+      try {
+        MultiHeadAttention mha(c);
+        ADD_FAILURE() << argument << " " << bad;
+      } catch (const ConfigError& e) {
+        EXPECT_EQ(e.argument(), argument) << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace webattention
