@@ -37,10 +37,10 @@ test('the resolved config has the fields index.d.ts ResolvedMultiHeadAttentionCo
 });
 
 test("the core's MhaConfig fields: every config field, rotary as three", () => {
-  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias: true, numKvHeads: 1, rotary: null };
+  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias: true, numKvHeads: 1, rotary: null, weightsDtype: 'int8' };
   assert.deepEqual(coreConfig(config), {
     embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias: true, numKvHeads: 1,
-    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false,
+    rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false, weightsDtype: 'int8',
   });
   assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: true, dim: 2 } }),
     { ...coreConfig(config), rotaryDim: 2, rotaryBase: 500, rotaryInterleaved: true });

@@ -2,7 +2,7 @@
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
 import { OptionError, describe } from './errors.js';
-import { checkBoolean, checkOptions, checkSize } from './option_checks.js';
+import { checkBoolean, checkChoice, checkOptions, checkSize } from './option_checks.js';
 import { parameterFloats } from './parameter_layout.js';
 
 /**
@@ -27,7 +27,12 @@ const CONFIG_FIELDS = [
     // 0 rotaryDim: no rotary.
     core: (r) => ({ rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false }),
   },
+  // How the weight matrices are stored (biases are always float32): docs/attention-math.md.
+  { name: 'weightsDtype', resolve: (o) => checkChoice('weightsDtype', o.weightsDtype, WEIGHTS_DTYPES, 'float32') },
 ];
+
+/** create()'s weightsDtype: how a module stores its weight matrices. */
+export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];

@@ -152,10 +152,10 @@ export class WorkerPool {
     }
   }
 
-  /** Sends module `id`'s workers their own copy of the checked state-dict entries ([{ name, data }]). */
+  /** Sends module `id`'s workers their own copy of the checked state-dict entries ([{ name, data, dtype }]). */
   load(id, entries) {
     for (const w of this.#workers.slice(0, this.#modules.get(id) ?? 0)) {
-      const copies = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      const copies = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
       this.#request(w, id, { type: 'load', entries: copies }, copies.map((e) => e.data.buffer)).catch((e) => {
         // Not when the module was disposed meanwhile: that is no fault of the worker.
         if (this.#modules.has(id)) this.#fail(`could not load the state dict (${e.message})`, w.index);
