@@ -71,7 +71,7 @@ export class WasmExecutor {
     this.core = core;
     this.config = config;
     this.handle = new core.Mha();
-    const error = this.handle.configure(coreConfig(config));
+    const error = this.handle.configure({ weightsDtype: 'float32', ...coreConfig(config) });
     if (error) {
       this.handle.delete();
       throwCoreError(error);
@@ -86,7 +86,7 @@ export class WasmExecutor {
   loadStateDict(entries) {
     for (const { name, data } of entries) {
       const error = withHeap(this.core, [{ data }], ([address]) =>
-        this.handle.loadParameter(name, address, data.length));
+        this.handle.loadParameter(name, address, data.length, 'float32'));
       if (error) throwCoreError(error);
     }
   }
@@ -104,7 +104,7 @@ export class WasmExecutor {
    */
   createCache({ batchSize, maxLength, window }) {
     const handle = new this.core.KvCache();
-    const error = this.handle.createCache(handle, batchSize, maxLength, window);
+    const error = this.handle.createCache(handle, batchSize, maxLength, window, 'float32');
     if (error) {
       handle.delete();
       throwCoreError(error);
