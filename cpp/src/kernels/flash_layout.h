@@ -33,8 +33,9 @@ inline bool has_nan(const float* s, int n) {
 }
 
 // Workspace offsets (in floats) of one unit: Q·scale [rows_pad, dk], then, unless K and V come
-// packed from a cache, Kᵀ [S_pad/8][dk][8] and V [dv_pad/8][S_pad][8]; then a tile of scores and
-// the output accumulators of one row block.
+// packed from a cache, Kᵀ [S_pad/8][dk][8] and V [dv_pad/8][S_pad][8]; a cache of a narrow type
+// (f16, int8) has instead one tile of each, widened run by run (kv_widen.h); then a tile of
+// scores and the output accumulators of one row block.
 struct Layout {
   int rows, rows_pad, S_pad, dv_pad;
   std::size_t q, kt, v, scores, acc, total;
@@ -43,10 +44,11 @@ struct Layout {
       : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)),
         S_pad(whole_panels(p.S)), dv_pad(whole_panels(p.dv)) {
     const bool packed = !p.cache.empty();
+    const int kv_slots = !packed ? S_pad : p.cache.type != StorageType::f32 ? kKeyTile : 0;
     q = 0;
     kt = q + static_cast<std::size_t>(rows_pad) * p.dk;
-    v = kt + (packed ? 0 : key_block_elements(S_pad, p.dk));
-    scores = v + (packed ? 0 : value_block_elements(S_pad, p.dv));
+    v = kt + key_block_elements(kv_slots, p.dk);
+    scores = v + value_block_elements(kv_slots, p.dv);
     acc = scores + kRows * kKeyTile;
     total = acc + static_cast<std::size_t>(kRows) * dv_pad;
   }
@@ -60,11 +62,22 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
   return {g * p.kv_group + r / p.L, r % p.L};
 }
 
-// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel.
+// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel. From a
+// cache of a narrow type, kt and v are tiles of the workspace that each run of slots is widened
+// into before the kernels read it (kv_widen.h); `narrow` is then the cache's block.
+struct NarrowKv {
+  StorageType type = StorageType::f32;  // f32: none
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* k_scales = nullptr;  // int8: one per slot
+  const float* v_scales = nullptr;
+  int capacity = 0, dk = 0, dv_pad = 0;
+};
 struct KvPanels {
   const float* kt;
   const float* v;
   int v_rows;
+  NarrowKv narrow;
 };
 
 // Copies the unit's query rows ·scale into the workspace (padding rows repeat the last row).
@@ -82,9 +95,25 @@ inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& 
 // panels of keys / value columns (kv_layout.h) so both micro-kernels stream contiguous memory.
 inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
   if (!p.cache.empty()) {
+    const PackedKv& c = p.cache;
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
-    return {p.cache.k + block * p.cache.k_block, p.cache.v + block * p.cache.v_block,
-            p.cache.capacity};
+    if (c.type == StorageType::f32) {
+      return {static_cast<const float*>(c.k) + block * c.k_block,
+              static_cast<const float*>(c.v) + block * c.v_block, c.capacity, {}};
+    }
+    const std::ptrdiff_t bytes = storage_element_bytes(c.type);
+    NarrowKv n;
+    n.type = c.type;
+    n.k = static_cast<const unsigned char*>(c.k) + block * c.k_block * bytes;
+    n.v = static_cast<const unsigned char*>(c.v) + block * c.v_block * bytes;
+    if (c.k_scales) {
+      n.k_scales = c.k_scales + block * c.capacity;
+      n.v_scales = c.v_scales + block * c.capacity;
+    }
+    n.capacity = c.capacity;
+    n.dk = p.dk;
+    n.dv_pad = lay.dv_pad;
+    return {ws + lay.kt, ws + lay.v, kKeyTile, n};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
@@ -98,7 +127,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const float* vj = v + j * p.v.row_stride;
     for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
-  return {ws + lay.kt, ws + lay.v, lay.S_pad};
+  return {ws + lay.kt, ws + lay.v, lay.S_pad, {}};
 }
 
 // Keys [begin, end): the ones a row (or a block of rows) may see, or must at least be computed.
