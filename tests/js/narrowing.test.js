@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { f32BitsToBf16, f32BitsToF16, roundToHalf, widenHalf } from '../../web/src/half_floats.js';
 import { dequantizeQ8, quantizeQ8 } from '../../web/src/q8_0.js';
+import { stored } from '../contract/storage.mjs';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/narrowing/narrowing.json', import.meta.url), 'utf8'));
 const FORMATS = {
@@ -49,6 +50,16 @@ for (const dtype of Object.keys(FORMATS)) {
       if (got[i] !== expected[i]) assert.fail(`${dtype}: float32 bits 0x${inputs[i].toString(16)} → 0x${got[i].toString(16)}, expected 0x${expected[i].toString(16)}`);
     }
     assert.equal(createHash('sha256').update(new Uint8Array(got.buffer)).digest('hex'), torchHash);
+  });
+
+  test(`${dtype}: the contract reference's arithmetic rounding (storage.mjs) agrees on every boundary input`, () => {
+    const { inputs, expected } = boundaryInputs(dtype);
+    const values = new Float32Array(inputs.buffer);
+    const got = stored(values, dtype, values.length);
+    const want = widenHalf(dtype, expected);
+    for (let i = 0; i < got.length; i++) {
+      if (!Object.is(got[i], want[i])) assert.fail(`${dtype}: ${values[i]} → ${got[i]}, expected ${want[i]}`);
+    }
   });
 
   test(`${dtype}: NaN stays NaN (sign and top payload bits kept, quieted); ±inf stays ±inf`, () => {
@@ -102,6 +113,7 @@ test('q8_0: scales and int8 values as NumPy computes them (ties to even, all-zer
   assert.deepEqual([...new Uint32Array(got.scales.buffer)], [...new Uint32Array(b64(scales, Float32Array).slice().buffer)]);
   assert.equal(got.nonFinite, -1);
   const back = dequantizeQ8(got, rowLength);
+  assert.deepEqual([...stored(x, 'int8', rowLength)], [...back], 'the contract reference\'s q8_0 (storage.mjs)');
   for (let i = 0; i < x.length; i++) {
     const d = got.scales[Math.floor(i / rowLength) * 2 + Math.floor((i % rowLength) / 32)];
     // A block whose max / 127 underflows float32 has scale 0, like an all-zero one.

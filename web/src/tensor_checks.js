@@ -60,7 +60,9 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
   const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
   const type = shapeKey === 'dims' ? tensor.type : undefined;
   if (shapeKey === 'dims' && type !== undefined && !typeNames.includes(type)) {
-    const expected = dtypes.flatMap((d) => TYPE_NAMES[d] ?? []);
+    // 16-bit data takes the 16-bit names only, other data any name of the other element types.
+    const expected = typedArrayType(given) === 'Uint16Array' ? typeNames
+      : dtypes.filter((d) => d !== 'Uint16Array').flatMap((d) => TYPE_NAMES[d] ?? []);
     throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
       + `(with ${typedArrayType(given)} data), got ${describe(type)}`, {
       argument, expected, actual: describe(type),

@@ -19,11 +19,13 @@ export function callDecisions(plan, config, path, limits) {
   const family = attentionFamily(path);
   const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
   const rows = B * Math.max(L, S);  // the largest projection's
+  // Narrow weights are other kernels (their own timings); float32's classes stay as they were.
+  const weights = config.weightsDtype && config.weightsDtype !== 'float32' ? `:${config.weightsDtype}` : '';
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });
   return [
-    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`, fittingVariants('linear', limits, {})),
+    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {})),
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
   ];
 }

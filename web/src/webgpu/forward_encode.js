@@ -23,7 +23,7 @@ import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
-import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
+import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
@@ -51,8 +51,10 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { buffer, upload, uniform, dispatch, params } = ctx;
   const { linear } = kernels.variants;
   for (const { input, out, floats, problem } of problems.input) {
-    dispatch(kernels.pipelines.linear(problem), uniform(packParams(LINEAR_PARAMS, problem)),
-      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out)], linear.grid(problem));
+    // int8 weights: their scales at binding 5 (swin exists for int8 modules only).
+    dispatch(kernels.pipelines.linear(problem), uniform(linearUniforms(problem)),
+      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...(params.swin ? [params.swin] : [])],
+      linear.grid(problem));
   }
   const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
@@ -133,7 +135,7 @@ export function encodeForward(ctx, call) {
   const { floats, problem } = call.problems.output;
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
   const { linear } = call.kernels.variants;
-  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(packParams(LINEAR_PARAMS, problem)),
-    [heads, ctx.params.wout, ctx.params.bout, out], linear.grid(problem));
+  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)),
+    [heads, ctx.params.wout, ctx.params.bout, out, ...(ctx.params.swout ? [ctx.params.swout] : [])], linear.grid(problem));
   return { out, outFloats: floats, weights, weightFloats };
 }
