@@ -1,16 +1,18 @@
-// 16- and 8-bit weights on WebGPU (web/src/webgpu/weight_storage.js; the linear kernels read them
-// through weight(n, k): two per u32 by unpack2x16float or a shift, int8 four per u32 with their
-// scales): random finite MHA configurations per weightsDtype against the float64 reference of the
-// stored weights, and every linear variant, pinned, on both load flavours against WASM's module of
-// the same weightsDtype. Set-up: node_setup.mjs.
+// 16- and 8-bit storage on WebGPU. Weights (web/src/webgpu/weight_storage.js; the linear kernels
+// read them through weight(n, k): two per u32 by unpack2x16float or a shift, int8 four per u32
+// with their scales): random finite MHA configurations per weightsDtype against the float64
+// reference of the stored weights, and every linear variant, pinned, on both load flavours against
+// WASM's module of the same weightsDtype. The cache (gpu_kv_cache.js, kernels/cache_narrow.wgsl.js):
+// random decode sequences per cache dtype × weightsDtype, on both attention paths, against the
+// reference of the stored keys and values. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from 'webattention';
-import { randomMhaCase, runCase } from '../contract/contract.mjs';
+import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
 import { roundToHalf } from '../../web/src/half_floats.js';
-import { adapterName, gpu, gpuMatchesWasm, runs } from './node_setup.mjs';
+import { adapterName, gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
 const NARROW = ['float16', 'bfloat16', 'int8'];
 const COUNT = 16;
@@ -55,3 +57,22 @@ describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () 
     }
   }
 });
+
+for (const cacheDtype of ['float16', 'int8']) {
+  for (const weightsDtype of ['float32', 'float16', 'int8']) {
+    test(`random decode sequences on WebGPU: ${cacheDtype} cache, ${weightsDtype} weights, against the reference of the stored keys and values`, async () => {
+      const failures = [];
+      runs.length = 0;
+      paths.length = 0;
+      for (let seed = 1; seed <= 8; seed++) {
+        const c = randomDecodeCase(seed, { weightsDtype, cacheDtype });
+        const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
+        if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
+      }
+      assert.deepEqual(failures, []);
+      assert.ok(runs.length > 0 && runs.every((where) => where === 'webgpu'), `ran on ${[...new Set(runs)]}`);
+      // Chunks of 1 row take the decode path, longer ones the flash path: both read the cache.
+      assert.deepEqual([...new Set(paths)].sort(), ['decode', 'flash']);
+    });
+  }
+}

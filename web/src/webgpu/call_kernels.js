@@ -33,7 +33,7 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, weights } (linear: the pipeline of a problem of `problems`, linear_problems.js).
+ * append, widen (a narrow cache's), weights } (linear: the pipeline of a problem of `problems`, linear_problems.js).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
   const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
@@ -41,17 +41,20 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
   const attention = variants[attentionFamily(path)];
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights] = await Promise.all([
+  // A narrow cache (float16, int8): its own append, and the widening of its rows for attention.
+  const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, widen, weights] = await Promise.all([
     Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
     variantPipeline(device, attention, { dk, dv }),
     path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
     config.rotary ? getPipeline(device, 'rotary') : null,
-    cache ? getPipeline(device, 'cacheAppend') : null,
+    cache ? getPipeline(device, narrowCache ? 'cacheAppendNarrow' : 'cacheAppend', narrowCache ?? {}) : null,
+    narrowCache ? getPipeline(device, 'cacheWiden', narrowCache) : null,
     plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
     variants, measured,
-    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights },
+    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, widen, weights },
   };
 }

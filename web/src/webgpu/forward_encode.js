@@ -27,6 +27,7 @@ import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+import { NARROW_CACHE_PARAMS, NARROW_CACHE_WORKGROUP, wordsPerHead } from './kernels/cache_narrow.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -70,7 +71,9 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     rotate(q, L, H);
     rotate(k, S, G);
   }
-  if (cache) {
+  if (cache && cache.dtype !== 'float32') {
+    [k, v] = appendNarrow(ctx, { plan, config, cache, kernels }, k, v);
+  } else if (cache) {
     // Append in place; attention then reads every cached position from the ring.
     const appendRows = ({ buf, off, stride }, width, to) => dispatch(kernels.pipelines.append,
       uniform(packParams(APPEND_PARAMS, { count: L, width, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
@@ -80,6 +83,28 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     [k, v] = [{ buf: cache.keys, off: 0, stride: G * dk }, { buf: cache.values, off: 0, stride: G * dv }];
   }
   return { q, k, v };
+}
+
+// A float16 or int8 cache: the new K and V rows appended narrow (rounded or quantised), then the
+// slots in use widened into float32 buffers of the float32 cache's layout, which the attention
+// kernels read as they read a float32 cache. Returns those { k, v } operands.
+function appendNarrow(ctx, { plan, config, cache, kernels }, k, v) {
+  const { B, L } = plan;
+  const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
+  const first = plan.cache.lengthBefore;
+  const used = Math.min(first + L, cache.capacity);  // slots holding a position after the append
+  const narrow = ({ buf, off, stride }, d, to, scales, role) => {
+    const values = { heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first };
+    const scaleBinding = scales ? [scales] : [];
+    ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: L })),
+      [buf, to, ...scaleBinding], [cdiv(G * wordsPerHead(cache.dtype, d), NARROW_CACHE_WORKGROUP), L, B]);
+    const wide = ctx.buffer(B * cache.capacity * G * d, Usage.STORAGE, role);
+    ctx.dispatch(kernels.pipelines.widen, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: used })),
+      [to, wide, ...scaleBinding], [cdiv(G * d, NARROW_CACHE_WORKGROUP), used, B]);
+    return { buf: wide, off: 0, stride: G * d };
+  };
+  return [narrow(k, dk, cache.keys, cache.keyScales, 'cache keys widened'),
+    narrow(v, dv, cache.values, cache.valueScales, 'cache values widened')];
 }
 
 // Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.

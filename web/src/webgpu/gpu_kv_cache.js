@@ -3,13 +3,17 @@
 // written in place by the cache append kernel; never re-sent, never re-created per step.
 //
 // Layout [B, capacity, numKvHeads·d] for K and for V: the rows the attention kernels read through
-// keyRow() (position p in slot p mod capacity). Capacity and the rows one pass may append:
+// keyRow() (position p in slot p mod capacity). A float16 or int8 cache (its dtype) stores the
+// same rows narrow, each head in whole u32 words, int8 with a scale per (position, head)
+// (kernels/cache_narrow.wgsl.js); a call widens the rows in use into float32 buffers of the
+// float32 layout for its attention kernels (forward_encode.js). Capacity and the rows one pass may append:
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
 // into passes (cached_passes.js). The same interface as the core's cache handle: length(),
 // reset(), delete(), isDeleted().
 import { MemoryError } from '../errors.js';
 import { ringGeometry } from '../kv_ring.js';
 import { Usage } from './device.js';
+import { wordsPerHead } from './kernels/cache_narrow.wgsl.js';
 
 const F32 = 4;
 
@@ -17,16 +21,19 @@ export class GpuKvCache {
   #device;
   #length = 0;
 
-  /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window }. */
-  constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
+  /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window, dtype }. */
+  constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window, dtype = 'float32' }) {
     this.#device = device;
     this.window = window;
+    this.dtype = dtype;
     const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
     this.capacity = capacity;
     /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
     this.maxRowsPerPass = rowsPerPass;
-    const make = (width, what) => {
-      const bytes = batchSize * this.capacity * width * F32;
+    // Bytes of one row of `d`-wide heads: float32 values, or whole words of narrow ones.
+    const rowBytes = (d) => (dtype === 'float32' ? G * d * F32 : G * wordsPerHead(dtype, d) * 4);
+    const make = (perRow, what) => {
+      const bytes = batchSize * this.capacity * perRow;
       const limits = device.limits;
       if (bytes > Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)) {
         throw new MemoryError(`createCache: ${what} of ${bytes} bytes do not fit one buffer of this WebGPU device `
@@ -37,13 +44,22 @@ export class GpuKvCache {
       // Zero-initialised, as WebGPU buffers are.
       return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST, label: `webattention cache ${what}` });
     };
-    this.keys = make(G * dk, 'keys');
+    const made = [];
     try {
-      this.values = make(G * dv, 'values');
+      for (const [name, perRow] of [['keys', rowBytes(dk)], ['values', rowBytes(dv)],
+        ...(dtype === 'int8' ? [['keyScales', G * F32], ['valueScales', G * F32]] : [])]) {
+        this[name] = make(perRow, name);
+        made.push(this[name]);
+      }
     } catch (e) {
-      this.keys.destroy();
+      for (const buffer of made) buffer.destroy();
       throw e;
     }
+  }
+
+  /** The buffers the cache owns. */
+  #buffers() {
+    return [this.keys, this.values, this.keyScales, this.valueScales].filter(Boolean);
   }
 
   length() {
@@ -59,15 +75,14 @@ export class GpuKvCache {
   reset() {
     this.#length = 0;
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
-    encoder.clearBuffer(this.keys);
-    encoder.clearBuffer(this.values);
+    for (const buffer of this.#buffers()) encoder.clearBuffer(buffer);
     this.#device.queue.submit([encoder.finish()]);
   }
 
   delete() {
-    this.keys?.destroy();
-    this.values?.destroy();
-    this.keys = this.values = null;
+    if (this.keys === null) return;
+    for (const buffer of this.#buffers()) buffer.destroy();
+    this.keys = this.values = this.keyScales = this.valueScales = null;
   }
 
   isDeleted() {

@@ -6,6 +6,7 @@
 // the ones a module will use before its first call (warmPipelines()).
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
+import { cacheAppendNarrowShader, cacheWidenShader } from './kernels/cache_narrow.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
 const caches = new WeakMap();  // GPUDevice → Map(key → Promise<GPUComputePipeline>)
@@ -32,12 +33,17 @@ export const variantPipeline = (device, variant, problem) => pipelineFor(device,
 const kinds = {
   rotary: () => rotaryShader(),
   cacheAppend: () => cacheAppendShader(),
+  cacheAppendNarrow: ({ dtype }) => cacheAppendNarrowShader(dtype),
+  cacheWiden: ({ dtype }) => cacheWidenShader(dtype),
   weights: ({ dk }) => attentionWeightsShader({ dk }),
 };
 
-/** The pipeline of a kernel without variants: 'rotary', 'cacheAppend' or 'weights' ({ dk }). */
+/**
+ * The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'weights' ({ dk }),
+ * 'cacheAppendNarrow' or 'cacheWiden' ({ dtype }).
+ */
 export function getPipeline(device, kind, shape = {}) {
-  return pipelineFor(device, `${kind}:${shape.dk ?? ''}`, () => kinds[kind](shape));
+  return pipelineFor(device, `${kind}:${shape.dk ?? shape.dtype ?? ''}`, () => kinds[kind](shape));
 }
 
 const layouts = new WeakMap();  // GPUComputePipeline → its bind group layout 0
