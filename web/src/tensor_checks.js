@@ -52,7 +52,8 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
   // Each field is read once (a getter or a Proxy answers once): the dtype only where it matters.
   const { data: given, [shapeKey]: givenShape } = tensor;
   if (!dtypes.includes(typedArrayType(given))) {
-    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
+    const names = dtypes.map((d) => (d === 'Uint16Array' ? 'Uint16Array (16-bit floats, with a dtype)' : d));
+    throw new DTypeError(`${argument}.data: expected ${names.join(' or ')}, got ${describe(given)}`, {
       argument, expected: dtypes, actual: describe(given),
     });
   }
