@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "reference/reference.h"
+#include "reference/storage_reference.h"
 #include "test_util.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -24,12 +25,16 @@ struct MhaCase {
   bool per_head_mask, causal, weights, average;
 };
 
-// Loads random parameters of the right shapes into the module and returns them for the oracle.
+// Loads random parameters of the right shapes into the module and returns them for the oracle:
+// the weight matrices as the module's weights_dtype stores them (§10; biases stay f32).
 reference::MhaParameters load_random(MultiHeadAttention& mha, std::mt19937& rng) {
   reference::MhaParameters params;
   for (const auto& spec : mha.parameter_specs()) {
     auto values = random_floats(spec.size(), rng, 0.3f);
     mha.load_parameter(spec.name, values.data(), values.size());
+    if (spec.shape.size() == 2) {
+      values = reference::stored(values, spec.shape[0], spec.shape[1], mha.config().weights_dtype, 32);
+    }
     params.entries.emplace_back(spec.name, std::move(values));
   }
   return params;
@@ -153,10 +158,11 @@ TEST_P(MhaVsReference, HeadRangesAssembleToForward) {
 }
 
 MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = true, int dk = 0,
-                 int dv = 0) {
+                 int dv = 0, StorageType weights = StorageType::f32) {
   MhaConfig c;
   c.embed_dim = E, c.num_heads = h, c.kdim = kdim, c.vdim = vdim, c.bias = bias;
   c.head_dim = dk, c.value_head_dim = dv;
+  c.weights_dtype = weights;
   return c;
 }
 
@@ -341,6 +347,30 @@ TEST(BilinearForm, RankIsCappedByEmbedDimAndNeedsWeights) {
   load_random(wide, rng);
   EXPECT_EQ(wide.head_bilinear_form(0).rank, 4);
 }
+
+}  // namespace
+}  // namespace webattention
+
+namespace webattention {
+namespace {
+
+// 16-bit and int8 weights (§10): the module computes what f32 weights replaced by their stored
+// values compute. Widths around the int8 block of 32: shorter, one block and a short one (40),
+// several (72); separate Q/K/V weights of other widths.
+constexpr auto kF16 = StorageType::f16;
+constexpr auto kBF16 = StorageType::bf16;
+constexpr auto kI8 = StorageType::i8;
+INSTANTIATE_TEST_SUITE_P(
+    Storage, MhaVsReference,
+    ::testing::Values(
+        MhaCase{"f16_self", config(40, 4, 0, 0, true, 0, 0, kF16), 2, 5, 5, kNo, kNo, false, true, true, true},
+        MhaCase{"f16_cross", config(24, 3, 72, 9, true, 0, 0, kF16), 2, 5, 9, kBool, kNo, false, false, true, false},
+        MhaCase{"bf16_self", config(40, 4, 0, 0, true, 0, 0, kBF16), 2, 5, 5, kNo, kAdd, false, false, true, true},
+        MhaCase{"bf16_free_dims", config(16, 4, 0, 0, false, 5, 3, kBF16), 2, 6, 8, kNo, kNo, false, true, false, false},
+        MhaCase{"i8_self", config(40, 4, 0, 0, true, 0, 0, kI8), 2, 5, 5, kNo, kNo, false, true, true, true},
+        MhaCase{"i8_cross", config(24, 3, 72, 9, true, 0, 0, kI8), 2, 5, 9, kAdd, kNo, false, false, true, false},
+        MhaCase{"i8_one_token", config(64, 2, 0, 0, true, 0, 0, kI8), 1, 1, 1, kNo, kNo, false, false, false, true}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace webattention

@@ -103,11 +103,12 @@ template <class Isa>
 void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
                 int j0, int width, float* scores) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    const KvRun run = keys_run(kv, slot, n);  // widened first from a narrow cache
-    if (one_row) {
-      Isa::row_scores(q, p.dk, run.panels.kt, run.slot, n, scores + offset);
+    if (kv.narrow.type != StorageType::f32) {
+      narrow_key_scores<Isa>(one_row, q, p.dk, kv.narrow, slot, n, scores + offset);
+    } else if (one_row) {
+      Isa::row_scores(q, p.dk, kv.kt, slot, n, scores + offset);
     } else {
-      tile_scores<Isa>(q, p.dk, run.panels.kt, run.slot, n, scores + offset);
+      tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
     }
   });
 }
@@ -117,11 +118,12 @@ template <class Isa>
 void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
                      const KvPanels& kv, int dv_pad, int j0, int width, float* acc) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    const KvRun run = values_run(kv, slot, n);  // widened first from a narrow cache
-    if (one_row) {
-      Isa::row_pv(scores + offset, n, run.panels.v, run.panels.v_rows, dv_pad, run.slot, acc);
+    if (kv.narrow.type != StorageType::f32) {
+      narrow_weighted_values<Isa>(one_row, scores + offset, n, kv.narrow, dv_pad, slot, acc);
+    } else if (one_row) {
+      Isa::row_pv(scores + offset, n, kv.v, kv.v_rows, dv_pad, slot, acc);
     } else {
-      accumulate_pv<Isa>(scores + offset, n, run.panels, dv_pad, run.slot, acc);
+      accumulate_pv<Isa>(scores + offset, n, kv, dv_pad, slot, acc);
     }
   });
 }

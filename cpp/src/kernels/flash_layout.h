@@ -33,9 +33,8 @@ inline bool has_nan(const float* s, int n) {
 }
 
 // Workspace offsets (in floats) of one unit: Q·scale [rows_pad, dk], then, unless K and V come
-// packed from a cache, Kᵀ [S_pad/8][dk][8] and V [dv_pad/8][S_pad][8]; a cache of a narrow type
-// (f16, int8) has instead one tile of each, widened run by run (kv_widen.h); then a tile of
-// scores and the output accumulators of one row block.
+// packed from a cache, Kᵀ [S_pad/8][dk][8] and V [dv_pad/8][S_pad][8]; then a tile of scores and
+// the output accumulators of one row block.
 struct Layout {
   int rows, rows_pad, S_pad, dv_pad;
   std::size_t q, kt, v, scores, acc, total;
@@ -44,11 +43,10 @@ struct Layout {
       : rows(p.kv_group * p.L), rows_pad(round_up(rows, kRows)),
         S_pad(whole_panels(p.S)), dv_pad(whole_panels(p.dv)) {
     const bool packed = !p.cache.empty();
-    const int kv_slots = !packed ? S_pad : p.cache.type != StorageType::f32 ? kKeyTile : 0;
     q = 0;
     kt = q + static_cast<std::size_t>(rows_pad) * p.dk;
-    v = kt + key_block_elements(kv_slots, p.dk);
-    scores = v + value_block_elements(kv_slots, p.dv);
+    v = kt + (packed ? 0 : key_block_elements(S_pad, p.dk));
+    scores = v + (packed ? 0 : value_block_elements(S_pad, p.dv));
     acc = scores + kRows * kKeyTile;
     total = acc + static_cast<std::size_t>(kRows) * dv_pad;
   }
@@ -63,15 +61,15 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
 }
 
 // The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel. From a
-// cache of a narrow type, kt and v are tiles of the workspace that each run of slots is widened
-// into before the kernels read it (kv_widen.h); `narrow` is then the cache's block.
+// cache of a narrow type, `narrow` is the cache's block (kt and v unused), whose elements the
+// loops of kv_widen.h widen as they load them.
 struct NarrowKv {
   StorageType type = StorageType::f32;  // f32: none
   const void* k = nullptr;
   const void* v = nullptr;
   const float* k_scales = nullptr;  // int8: one per slot
   const float* v_scales = nullptr;
-  int capacity = 0, dk = 0, dv_pad = 0;
+  int capacity = 0;
 };
 struct KvPanels {
   const float* kt;
@@ -111,9 +109,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
       n.v_scales = c.v_scales + block * c.capacity;
     }
     n.capacity = c.capacity;
-    n.dk = p.dk;
-    n.dv_pad = lay.dv_pad;
-    return {ws + lay.kt, ws + lay.v, kKeyTile, n};
+    return {nullptr, nullptr, c.capacity, n};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;

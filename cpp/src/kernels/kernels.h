@@ -1,10 +1,11 @@
 // The kernel interface. Each kernel family lives in its own file named, as XNNPACK names them,
 // <storage type>_<op>_<ISA>: `f32_linear_scalar.cpp` is the f32 projection in portable C++ (native
-// builds and the no-SIMD WASM build), `f32_attention_simd128.cpp` f32 attention in WebAssembly
-// SIMD128, `f32_packing.cpp` the f32 weight packing every ISA reads; a kernel of another storage
-// type goes in beside them. Every ISA reads the same packed layouts and is checked against the
-// reference; attention's algorithm is written once (flash_attention.h) and each ISA supplies its
-// inner loops. Kernels assume validated shapes and never throw.
+// builds and the no-SIMD WASM build), `f16_linear_simd128.cpp` the projection over f16 weights in
+// WebAssembly SIMD128, `f32_attention_simd128.cpp` f32 attention in SIMD128; `packing.cpp` packs
+// the weights of every storage type that every ISA reads. Every ISA reads the same packed layouts
+// and is checked against the reference; attention's algorithm is written once
+// (flash_attention.h), the projection once per ISA (linear_simd128.h, linear_scalar.h), and each
+// type or ISA supplies its inner loads. Kernels assume validated shapes and never throw.
 #pragma once
 
 #include <algorithm>

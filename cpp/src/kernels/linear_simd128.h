@@ -72,11 +72,9 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
   }
 }
 
-// One input row (a decode step) times kPanels consecutive weight panels from p0: a
-// matrix-vector product where the 4-row block would compute 3 rows of padding. kPanels panels give
-// 2·kPanels independent accumulators, so the chain of multiply-adds of one panel does not wait on
-// each add's latency; the count is a template argument so that the loop unrolls and the
-// accumulators stay in registers. Never inlined, as panel_rows.
+// One input row (a decode step) times kPanels consecutive weight panels from p0
+// (row_times_panel_rows): a matrix-vector product where the 4-row block would compute 3 rows of
+// padding. Never inlined, as panel_rows.
 template <class Panel, int kPanels>
 __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget& target, int p0) {
   const PackedLinear& w = *target.weights;
@@ -86,16 +84,7 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
   for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
   for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
     for (auto& panel : panels) panel.start(k0);
-    const int k1 = std::min(w.in, k0 + Panel::kBlock);
-    for (int k = k0; k < k1; ++k) {
-      const v128_t xk = wasm_f32x4_splat(x[k]);
-      for (int i = 0; i < kPanels; ++i) {
-        v128_t w0, w1;
-        panels[i].row(k, w0, w1);
-        acc[2 * i] = multiply_add(xk, w0, acc[2 * i]);
-        acc[2 * i + 1] = multiply_add(xk, w1, acc[2 * i + 1]);
-      }
-    }
+    row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, acc);
   }
   for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i) * kPanelWidth;
