@@ -111,3 +111,25 @@ test('weightsDtype and the cache dtype are reported; a 16-bit module keeps 16-bi
     mha.dispose();
   }
 });
+
+test('16-bit weights given to a float32 or int8 module are widened exactly first: the same module as their float32 values', async () => {
+  const next = rng(21);
+  const x = randomTensor([3, 40], next);
+  for (const weightsDtype of ['float32', 'int8', 'bfloat16']) {
+    for (const dtype of ['float16', 'bfloat16']) {
+      if (weightsDtype === 'bfloat16' && dtype === 'float16') continue;  // the other 16-bit kind: a DTypeError (storage_hostile)
+      const a = await api.MultiHeadAttention.create({ embedDim: 40, numHeads: 4, weightsDtype });
+      const b = await api.MultiHeadAttention.create({ embedDim: 40, numHeads: 4, weightsDtype });
+      try {
+        const halves = Object.fromEntries(a.stateDictShapes.map(({ name, shape }) =>
+          [name, { data: roundToHalf(dtype, randomTensor(shape, next).data), shape, dtype }]));
+        a.loadStateDict(halves);
+        b.loadStateDict(Object.fromEntries(Object.entries(halves).map(([name, t]) => [name, { data: widenHalf(dtype, t.data), shape: t.shape }])));
+        assert.deepEqual((await a.forward(x, x, x)).output, (await b.forward(x, x, x)).output, `${dtype} into ${weightsDtype}`);
+      } finally {
+        a.dispose();
+        b.dispose();
+      }
+    }
+  }
+});
