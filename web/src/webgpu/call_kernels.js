@@ -41,20 +41,22 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
   const attention = variants[attentionFamily(path)];
-  // A narrow cache (float16, int8): its own append, and the widening of its rows for attention.
+  // A narrow cache (float16, int8): its own append; the decode kernel reads it where it is
+  // stored (`directKv`), the flash and weights kernels from a widened float32 copy.
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
+  const directKv = narrowCache && path === 'decode' && !plan.needWeights ? narrowCache.dtype : null;
   const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, widen, weights] = await Promise.all([
     Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
-    variantPipeline(device, attention, { dk, dv }),
+    variantPipeline(device, attention, directKv ? { dk, dv, kv: directKv } : { dk, dv }),
     path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
     config.rotary ? getPipeline(device, 'rotary') : null,
     cache ? getPipeline(device, narrowCache ? 'cacheAppendNarrow' : 'cacheAppend', narrowCache ?? {}) : null,
-    narrowCache ? getPipeline(device, 'cacheWiden', narrowCache) : null,
+    narrowCache && !directKv ? getPipeline(device, 'cacheWiden', narrowCache) : null,
     plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
-    variants, measured,
+    variants, measured, directKv,
     pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, widen, weights },
   };
 }

@@ -85,9 +85,10 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   return { q, k, v };
 }
 
-// A float16 or int8 cache: the new K and V rows appended narrow (rounded or quantised), then the
-// slots in use widened into float32 buffers of the float32 cache's layout, which the attention
-// kernels read as they read a float32 cache. Returns those { k, v } operands.
+// A float16 or int8 cache: the new K and V rows appended narrow (rounded or quantised). The decode
+// kernel then reads them where they are (kernels.directKv: operands in words per row, with the
+// int8 scales); else the slots in use are widened into float32 buffers of the float32 cache's
+// layout, which the flash and weights kernels read as a float32 cache. Returns the { k, v } operands.
 function appendNarrow(ctx, { plan, config, cache, kernels }, k, v) {
   const { B, L } = plan;
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
@@ -96,8 +97,10 @@ function appendNarrow(ctx, { plan, config, cache, kernels }, k, v) {
   const narrow = ({ buf, off, stride }, d, to, scales, role) => {
     const values = { heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first };
     const scaleBinding = scales ? [scales] : [];
+    const words = G * wordsPerHead(cache.dtype, d);
     ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: L })),
-      [buf, to, ...scaleBinding], [cdiv(G * wordsPerHead(cache.dtype, d), NARROW_CACHE_WORKGROUP), L, B]);
+      [buf, to, ...scaleBinding], [cdiv(words, NARROW_CACHE_WORKGROUP), L, B]);
+    if (kernels.directKv) return { buf: to, off: 0, stride: words, scales };
     const wide = ctx.buffer(B * cache.capacity * G * d, Usage.STORAGE, role);
     ctx.dispatch(kernels.pipelines.widen, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: used })),
       [to, wide, ...scaleBinding], [cdiv(G * d, NARROW_CACHE_WORKGROUP), used, B]);
@@ -132,7 +135,9 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     const chunks = cdiv(T, kernels.variants.decode.chunk);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
-    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
+    // A narrow cache read where stored: int8 scales at bindings 7 and 8.
+    const scales = k.scales ? [k.scales, v.scales] : [];
+    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, ...scales], [chunks, L, B * H]);
     dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
   } else {
     dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],

@@ -68,11 +68,13 @@ function attentionVariant(name, spec) {
   };
 }
 
-// Two kernels: partial (problem { dk, dv }) then reduce ({ dv }).
+// Two kernels: partial (problem { dk, dv, kv? }: kv a narrow cache's dtype, read where stored)
+// then reduce ({ dv }).
 function decodeVariant(name, { chunk }) {
   return {
     name, chunk, fits: () => true,
-    key: ({ dk, dv }) => `decodePartial:${name}:${dk}:${dv}`, shader: ({ dk, dv }) => decodePartialShader({ dk, dv, chunk }),
+    key: ({ dk, dv, kv }) => `decodePartial:${name}:${dk}:${dv}${kv ? `:${kv}` : ''}`,
+    shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv }),
     reduceKey: ({ dv }) => `decodeReduce:${name}:${dv}`, reduceShader: ({ dv }) => decodeReduceShader({ dv, chunk }),
   };
 }

@@ -121,3 +121,32 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
 }
 `;
 }
+
+/**
+ * WGSL for an attention kernel that reads a narrow cache's keys and values where they are stored
+ * (the decode path): K and V as u32 words at bindings 4 and 5 (int8: their scales at 7 and 8)
+ * and kAt / vAt(row, g, d), the value d of K/V head g in cache row `row` as float32. The caller
+ * sets kStride / vStride to a row's words (heads · words per head) and kOff / vOff to 0.
+ */
+export function narrowKvReads(dtype, dk, dv) {
+  const int8 = dtype === 'int8';
+  const read = (buffer, width, scales) => {
+    const words = wordsPerHead(dtype, width);
+    const at = `${buffer}[row * p.${buffer}Stride + g * ${words}u + d / ${VALUES_PER_WORD[dtype]}u]`;
+    return int8
+      ? `let word = ${at};\n  return f32(extractBits(bitcast<i32>(word), 8u * (d % 4u), 8u)) * ${scales}[row * (p.${buffer}Stride / ${words}u) + g];`
+      : `return unpack2x16float(${at})[d % 2u];`;
+  };
+  return /* wgsl */ `
+@group(0) @binding(4) var<storage, read> k: array<u32>;
+@group(0) @binding(5) var<storage, read> v: array<u32>;
+${int8 ? `@group(0) @binding(7) var<storage, read> kScales: array<f32>;
+@group(0) @binding(8) var<storage, read> vScales: array<f32>;` : ''}
+fn kAt(row: u32, g: u32, d: u32) -> f32 {
+  ${read('k', dk, 'kScales')}
+}
+fn vAt(row: u32, g: u32, d: u32) -> f32 {
+  ${read('v', dv, 'vScales')}
+}
+`;
+}
