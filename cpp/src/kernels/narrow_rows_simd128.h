@@ -1,6 +1,6 @@
 // The one-row loops of attention over a narrow KV cache (f16, bf16, int8), WebAssembly SIMD128:
-// one query row's scores against key panels and its weighted sum of value panels, 4 panels at a
-// time (row_times_panel_rows), each panel row widened as it is loaded (panels_simd128.h's
+// one query row's scores against key panels and its weighted sum of value panels, a few panels at
+// a time (row_times_panel_rows, each reader's kRowPanels), each panel row widened as it is loaded (panels_simd128.h's
 // readers). The SIMD kernel's Isa::narrow_row_scores and narrow_row_pv (kv_widen.h).
 #pragma once
 
@@ -57,15 +57,17 @@ void pv_panels(const float* p, int n, const flash::NarrowKv& c, int column, int 
 
 template <StorageType T>
 void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
+  constexpr int kPanels = decltype(key_panel<T>(c, dk, slot))::kRowPanels;
   int jb = 0;
-  for (; jb + 4 * kPanelWidth <= n; jb += 4 * kPanelWidth) score_panels<T, 4>(q, dk, c, slot + jb, s + jb);
+  for (; jb + kPanels * kPanelWidth <= n; jb += kPanels * kPanelWidth) score_panels<T, kPanels>(q, dk, c, slot + jb, s + jb);
   for (; jb < n; jb += kPanelWidth) score_panels<T, 1>(q, dk, c, slot + jb, s + jb);
 }
 
 template <StorageType T>
 void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
+  constexpr int kPanels = decltype(value_panel<T>(c, 0, slot))::kRowPanels;
   int cb = 0;
-  for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth) pv_panels<T, 4>(p, n, c, cb, slot, acc + cb);
+  for (; cb + kPanels * kPanelWidth <= dv_pad; cb += kPanels * kPanelWidth) pv_panels<T, kPanels>(p, n, c, cb, slot, acc + cb);
   for (; cb < dv_pad; cb += kPanelWidth) pv_panels<T, 1>(p, n, c, cb, slot, acc + cb);
 }
 
