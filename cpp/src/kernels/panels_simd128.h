@@ -43,6 +43,7 @@ struct HalfPanel {
   void row(int k, v128_t& lo, v128_t& hi) const { Load(p + k * kPanelWidth, lo, hi); }
 };
 using F16Panel = HalfPanel<load_f16x8>;
+using F16FinitePanel = HalfPanel<load_f16x8_finite>;  // weights or a cache with no Inf or NaN
 using BF16Panel = HalfPanel<load_bf16x8>;
 
 struct I8Panel {
