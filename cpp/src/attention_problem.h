@@ -37,6 +37,7 @@ struct PackedKv {
   StorageType type = StorageType::f32;
   const float* k_scales = nullptr;
   const float* v_scales = nullptr;
+  bool finite = false;  // no Inf or NaN stored (KvCache tracks it)
   bool empty() const { return k == nullptr; }
 };
 

@@ -3,6 +3,7 @@
 #include "webattention/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -106,6 +107,15 @@ float store_row(StorageType type, const float* row, int n, Put&& put) {
   return 0.0f;
 }
 
+// Whether n values stay finite once stored in `type` (f16 rounds values past 65504 to Inf).
+bool stays_finite(StorageType type, const float* row, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float stored = type == StorageType::f16 ? storage::f16_to_f32(storage::f32_to_f16(row[i])) : row[i];
+    if (!std::isfinite(stored)) return false;
+  }
+  return true;
+}
+
 template <class T>
 void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_block, float* k_scale,
                   float* v_scale, int slot, int capacity, const float* krow, int dk,
@@ -137,6 +147,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
         const float* kr = krow + g * dk_;
         const float* vr = vrow + g * dv_;
+        if (finite_ && type == StorageType::f16) finite_ = stays_finite(type, kr, dk_) && stays_finite(type, vr, dv_);
         if (bytes == 4) {
           append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
         } else if (bytes == 2) {
@@ -153,7 +164,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
 PackedKv KvCache::packed() const {
   return {k_.get(), v_.get(), static_cast<std::ptrdiff_t>(k_block_),
           static_cast<std::ptrdiff_t>(v_block_), capacity_, config_.dtype, k_scales_.get(),
-          v_scales_.get()};
+          v_scales_.get(), finite_};
 }
 
 }  // namespace webattention

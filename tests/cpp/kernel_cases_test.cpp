@@ -101,7 +101,12 @@ struct NarrowCache {
       }
     }
     packed = {k.data(), v.data(), static_cast<std::ptrdiff_t>(k_block), static_cast<std::ptrdiff_t>(v_block), capacity,
-              type, type == StorageType::i8 ? k_scales.data() : nullptr, type == StorageType::i8 ? v_scales.data() : nullptr};
+              type, type == StorageType::i8 ? k_scales.data() : nullptr, type == StorageType::i8 ? v_scales.data() : nullptr,
+              finite(keys) && finite(values)};  // the cases' inputs are: f16 takes its finite-only widening
+  }
+
+  static bool finite(const std::vector<float>& x) {
+    return std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v) && std::fabs(v) < 65504.0f; });
   }
 
   // One row of n values into a block at the element indices `index(f)`; returns its int8 scale.

@@ -1,5 +1,6 @@
 // The SIMD128 widening loads (kernels/widen_simd128.h) against the scalar rules of
-// storage_convert.h, bit for bit: every f16 and bf16 pattern, and every int8 value times scales
+// storage_convert.h, bit for bit: every f16 and bf16 pattern (every finite one for the finite-only
+// f16 load), and every int8 value times scales
 // of every kind (zero, subnormal, large, NaN).
 #include <gtest/gtest.h>
 
@@ -27,8 +28,13 @@ TEST(WidenSimd128, EverySixteenBitPattern) {
     kernels::load_bf16x8(h, lo, hi);
     wasm_v128_store(bf16, lo);
     wasm_v128_store(bf16 + 4, hi);
+    alignas(16) float finite[8];
+    kernels::load_f16x8_finite(h, lo, hi);
+    wasm_v128_store(finite, lo);
+    wasm_v128_store(finite + 4, hi);
     for (int l = 0; l < 8; ++l) {
       ASSERT_TRUE(same(f16[l], storage::f16_to_f32(h[l]))) << "f16 " << h[l];
+      if ((h[l] & 0x7C00) != 0x7C00) ASSERT_TRUE(same(finite[l], storage::f16_to_f32(h[l]))) << "finite f16 " << h[l];
       ASSERT_TRUE(same(bf16[l], storage::bf16_to_f32(h[l]))) << "bf16 " << h[l];
     }
   }

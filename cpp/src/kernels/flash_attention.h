@@ -18,6 +18,8 @@
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
 //   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
 //   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
+//   Isa::narrow_row_scores<T>, narrow_row_pv<T>    the same two over a narrow (f16, bf16, int8)
+//                               cache, widening as they load (kv_widen.h has the 4-row loops)
 // The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
 // L = 1, one head per unit), where the 4-row register block would compute 3 rows of padding.
 // widths are multiples of 8. Declare `Isa` in an anonymous namespace: the templates' instances

@@ -70,6 +70,7 @@ struct NarrowKv {
   const float* k_scales = nullptr;  // int8: one per slot
   const float* v_scales = nullptr;
   int capacity = 0;
+  bool finite = false;  // no Inf or NaN stored (f16: the cheap widening may be used)
 };
 struct KvPanels {
   const float* kt;
@@ -109,6 +110,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
       n.v_scales = c.v_scales + block * c.capacity;
     }
     n.capacity = c.capacity;
+    n.finite = c.finite;
     return {nullptr, nullptr, c.capacity, n};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;

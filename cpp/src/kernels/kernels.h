@@ -34,6 +34,9 @@ struct PackedLinear {
   // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
   std::unique_ptr<unsigned char[]> storage;
   std::unique_ptr<float[]> scales;  // int8 only
+  // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
+  // widening (widen_simd128.h's load_f16x8_finite).
+  bool finite = true;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
 
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias

@@ -104,7 +104,7 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
     for (int t = 0; t < target_count; ++t) {
       const int panels = targets[t].weights->panel_count();
       int p = 0;
-      for (; p + 4 <= panels; p += 4) one_row_panels<Panel, 4>(x, targets[t], p);
+      for (; p + Panel::kRowPanels <= panels; p += Panel::kRowPanels) one_row_panels<Panel, Panel::kRowPanels>(x, targets[t], p);
       for (; p < panels; ++p) one_row_panels<Panel, 1>(x, targets[t], p);
     }
     return;

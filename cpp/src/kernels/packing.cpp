@@ -97,6 +97,11 @@ PackedLinear pack_linear(const void* weight, StorageType source, int out, int in
   PackedLinear w = allocate(type, out, in);
   const Source src{weight, source, in};
   for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, out, p, w);
+  if (type == StorageType::f16) {
+    const std::uint16_t* bits = w.elements<const std::uint16_t>().data;
+    const std::size_t n = static_cast<std::size_t>(whole_panels(out)) * in;
+    for (std::size_t i = 0; i < n && w.finite; ++i) w.finite = (bits[i] & 0x7C00u) != 0x7C00u;
+  }
   return w;
 }
 
@@ -106,6 +111,7 @@ PackedLinear pack_linear(const float* weight, int out, int in) {
 
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   PackedLinear s = allocate(w.type, end - begin, w.in);
+  s.finite = w.finite;  // a slice of finite weights is finite (and a maybe-not stays maybe-not)
   const int bytes = storage_element_bytes(w.type);
   const PanelMatrix<unsigned char> from{w.storage.get(), static_cast<std::size_t>(w.in) * bytes};
   const PanelMatrix<unsigned char> to{s.storage.get(), static_cast<std::size_t>(w.in) * bytes};

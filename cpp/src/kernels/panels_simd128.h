@@ -19,6 +19,7 @@ namespace webattention::kernels {
 
 struct F32Panel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
   const float* p = nullptr;
   F32Panel() = default;
   F32Panel(const PackedLinear& w, int panel) : p(w.elements<const float>().panel(panel)) {}
@@ -33,6 +34,7 @@ struct F32Panel {
 template <void (*Load)(const std::uint16_t*, v128_t&, v128_t&)>
 struct HalfPanel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
   const std::uint16_t* p = nullptr;
   HalfPanel() = default;
   HalfPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
@@ -41,10 +43,12 @@ struct HalfPanel {
   void row(int k, v128_t& lo, v128_t& hi) const { Load(p + k * kPanelWidth, lo, hi); }
 };
 using F16Panel = HalfPanel<load_f16x8>;
+using F16FinitePanel = HalfPanel<load_f16x8_finite>;  // weights or a cache with no Inf or NaN
 using BF16Panel = HalfPanel<load_bf16x8>;
 
 struct I8Panel {
   static constexpr int kBlock = storage::kQuantBlock;
+  static constexpr int kRowPanels = 2;  // its scales take 2 registers a panel: V8 has 16
   const std::int8_t* p = nullptr;
   const float* scales = nullptr;
   v128_t s0, s1;
@@ -61,6 +65,7 @@ struct I8Panel {
 // int8 keys: a K panel's 8 lanes are 8 keys, each with its scale for the whole panel.
 struct I8KeyPanel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 2;  // as I8Panel
   const std::int8_t* p = nullptr;
   v128_t s0, s1;
   I8KeyPanel() = default;
@@ -73,6 +78,7 @@ struct I8KeyPanel {
 // int8 values: a V panel's row k is one slot, whose scale all 8 lanes share.
 struct I8RowPanel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
   const std::int8_t* p = nullptr;
   const float* row_scales = nullptr;
   I8RowPanel() = default;
