@@ -7,7 +7,7 @@
 // V projection of a module with one key per query (batch = rows, L = S = 1), so that attention
 // passes V through and the identity output projection returns x Wᵀ + b.
 import { filled } from '../contract/random.mjs';
-import { attention, attnMask, keyPaddingMask, linear, rotary } from './reference.mjs';
+import { attention, attnMask, keyPaddingMask, linear, poisonKeys, rotary } from './reference.mjs';
 
 const identity = (rows, cols) => {
   const w = new Float32Array(rows * cols);
@@ -82,6 +82,11 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
   const Tq = useCache ? T : c.L;  // query rows: one per position with a cache
   const out = filled(E * H * dv, 8, 1 / Math.sqrt(H * dv));
   const q = filled(B * Tq * E, 11, c.amplitude), k = filled(B * T * G * dk, 12, c.amplitude), v = filled(B * T * G * dv, 13, c.amplitude);
+  // NaN / Inf keys and values at the case's keys (masked means absent: rows that may not see them stay finite).
+  for (const [keys, value] of [[c.nanKeys ?? [], NaN], [c.infKeys ?? [], Infinity]]) {
+    poisonKeys(k, B, T, G * dk, keys, value);
+    poisonKeys(v, B, T, G * dv, keys, value);
+  }
   const padding = keyPaddingMask(c.keyPadding, B, T);
   const paddingUpTo = (to) => padding && { data: rowsOf(padding.data, B, T, 1, 0, to), shape: [B, to] };
   const mask = useCache ? null : attnMask(c.attnMask, B, H, Tq, T, c.maskedRows);
