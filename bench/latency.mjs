@@ -9,19 +9,26 @@ parseFlags(import.meta.url, process.argv.slice(2), {});  // no flags but --help
 const [[coldL, coldE, coldH]] = mhaShapes('latency_cold');
 const [[L, E, h]] = mhaShapes('latency_small');
 
-// Each phase is timed too (import, create, loadStateDict, first forward), to show where it goes.
+// Each phase is timed too (import, create, loadStateDict, first forward), to show where it goes:
+// wall time, and on Linux the main thread's own CPU time (its schedstat run time, which other
+// processes on a busy machine do not inflate: the figure to compare changes by there).
+const PHASES = ['import', 'create', 'loadStateDict', 'forward'];
 const coldScript = `
-const t0 = performance.now();
+import { readFileSync } from 'node:fs';
+const cpu = () => { try { return Number(readFileSync('/proc/self/task/' + process.pid + '/schedstat', 'utf8').split(' ')[0]) / 1e6; } catch { return NaN; } };
+const t = [performance.now()], c = [cpu()];
+const mark = () => { t.push(performance.now()); c.push(cpu()); };
 const { MultiHeadAttention } = await import(${JSON.stringify(new URL('../web/src/node.js', import.meta.url).href)});
-const t1 = performance.now();
+mark();
 const mha = await MultiHeadAttention.create({ embedDim: ${coldE}, numHeads: ${coldH} });
-const t2 = performance.now();
+mark();
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
-const t3 = performance.now();
+mark();
 const x = { data: new Float32Array(${coldL * coldE}).fill(0.5), shape: [1, ${coldL}, ${coldE}] };
 await mha.forward(x, x, x);
-const t4 = performance.now();
-console.log(JSON.stringify({ total: t4 - t0, import: t1 - t0, create: t2 - t1, loadStateDict: t3 - t2, forward: t4 - t3 }));`;
+mark();
+const phases = (v) => Object.fromEntries([['total', v[4] - v[0]], ...${JSON.stringify(PHASES)}.map((k, i) => [k, v[i + 1] - v[i]])]);
+console.log(JSON.stringify({ wall: phases(t), cpu: phases(c) }));`;
 
 const runs = 9;
 const cold = [];
@@ -30,10 +37,13 @@ for (let i = 0; i < runs; i++) {
   if (r.status !== 0) throw new Error(r.stderr);
   cold.push(JSON.parse(r.stdout.trim()));
 }
-const median = (key) => cold.map((c) => c[key]).sort((a, b) => a - b)[runs >> 1];
-const totals = cold.map((c) => c.total).sort((a, b) => a - b);
-console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}): median ${median('total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
-  `phase medians: ${['import', 'create', 'loadStateDict', 'forward'].map((k) => `${k} ${median(k).toFixed(1)}`).join(', ')} ms`);
+const median = (kind, key) => cold.map((c) => c[kind][key]).sort((a, b) => a - b)[runs >> 1];
+const totals = cold.map((c) => c.wall.total).sort((a, b) => a - b);
+console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}): median ${median('wall', 'total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
+  `phase medians: ${PHASES.map((k) => `${k} ${median('wall', k).toFixed(1)}`).join(', ')} ms`);
+if (!Number.isNaN(median('cpu', 'total'))) {
+  console.log(`  main thread's CPU time: median ${median('cpu', 'total').toFixed(1)} ms; phase medians: ${PHASES.map((k) => `${k} ${median('cpu', k).toFixed(1)}`).join(', ')} ms`);
+}
 
 const { MultiHeadAttention } = await import('../web/src/node.js');
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h });

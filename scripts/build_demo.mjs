@@ -5,16 +5,22 @@
 // The folder keeps the repository's layout (web/demo, web/src, web/dist, web/model, docs), so
 // every path the page uses stays relative and the folder works from any sub-path; its index.html
 // forwards to web/demo/. Needs the WASM build (web/dist): `npm run build` first.
-import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DOCUMENTS } from '../web/demo/documents.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const out = resolve(process.argv[2] ?? join(ROOT, 'build/demo'));
 
 // What the page loads: the demo, the package's browser code and WASM modules it imports, the
-// model the generation panel fetches, and the maths the panels link to.
-const COPIED = ['web/demo', 'web/src', 'web/dist', 'web/model', 'docs/attention-math.md', 'LICENSE'];
+// model the generation panel fetches, and the documents it shows rendered (doc.html) with their
+// images.
+const COPIED = ['web/demo', 'web/src', 'web/dist', 'web/model', ...Object.values(DOCUMENTS), 'docs/images', 'LICENSE']
+  .filter((path) => path !== 'docs/images' || existsSync(join(ROOT, path)));
+// The repository's page offers the benchmark's peers (bench/node_modules, served by npm start);
+// a static copy has no bench/, so its page must not even look for them (no 404s, no notes).
+const PEERS_ATTRIBUTE = ' data-peers="bench"';
 // Node-only or build-time files that a browser never asks for.
 const SKIPPED = /(^|\/)(load_node\.js|generate\.mjs|train_log\.txt|modules\.d\.ts)$/;
 
@@ -34,9 +40,17 @@ for (const path of COPIED) {
     filter: (source) => !SKIPPED.test(source.slice(ROOT.length).replaceAll('\\', '/')),
   });
 }
+const page = join(out, 'web/demo/index.html');
+const html = readFileSync(page, 'utf8');
+if (!html.includes(PEERS_ATTRIBUTE)) {
+  console.error(`build:demo: web/demo/index.html has no${PEERS_ATTRIBUTE} to remove`);
+  process.exit(1);
+}
+writeFileSync(page, html.replace(PEERS_ATTRIBUTE, ''));
 writeFileSync(join(out, 'index.html'), `<!doctype html>
 <meta charset="utf-8">
 <title>webattention demo</title>
+<link rel="icon" href="data:,">
 <meta http-equiv="refresh" content="0; url=web/demo/">
 <a href="web/demo/">webattention demo</a>
 `);

@@ -11,7 +11,8 @@
 #      WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
 #      `webgpu` on SwiftShader's Vulkan driver, and headless Chromium's SwiftShader adapter)
-#   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium
+#   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium; then every
+#      code block of the README run as pasted against that tarball (Node, Chromium, Vite)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -61,5 +62,5 @@ WEBATTENTION_THREADS=2 node --test tests/js/
 step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
 node --test tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 
-step "Package as a user installs it"
+step "Package as a user installs it, and every README code block as pasted"
 node tests/package/run.mjs

@@ -16,6 +16,8 @@ export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
+export { passHooks } from '../web/src/webgpu/forward_pass.js';
+export { cacheHooks } from '../web/src/executors/webgpu_executor.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
 

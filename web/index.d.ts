@@ -167,7 +167,7 @@ export interface CacheOptions {
 /** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
 export class KvCache {
   private constructor();
-  /** Positions appended so far. */
+  /** Positions appended so far, counting the calls made on it that still run (in order). */
   readonly length: number;
   readonly batchSize: number;
   /** 0: no limit (a window without maxLength). */
@@ -175,9 +175,9 @@ export class KvCache {
   /** 0: no window. */
   readonly window: number;
   readonly dtype: CacheDtype;
-  /** Back to length 0 without freeing. */
+  /** Back to length 0 without freeing, after the calls made before it. */
   reset(): void;
-  /** Frees the storage; later use throws DisposedError (as after the module's dispose()). */
+  /** Frees the storage once the calls made before it finish; later use throws DisposedError (as after the module's dispose()). */
   dispose(): void;
 }
 

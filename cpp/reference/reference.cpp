@@ -42,14 +42,18 @@ double mask_term(const MaskArg& mask, std::size_t index) {
 using ScoreBias = std::function<double(int i, int j)>;
 
 // softmax(q kᵀ · scale + bias) for one (batch, head): the L × S attention probabilities. A row
-// whose every key is masked is all zeros, by design (PyTorch gives NaN).
+// whose every key is masked is all zeros, by design (PyTorch gives NaN). A masked score is -inf
+// whatever q·k is (a NaN or Inf key stays masked); `hidden` marks the masked (i, j).
 Matrix probabilities(const Matrix& q, const Matrix& k, double scale, bool causal,
-                     const ScoreBias& bias) {
+                     const ScoreBias& bias, Matrix& hidden) {
   Matrix p = (q * k.transpose()) * scale;
+  hidden = Matrix::Zero(p.rows(), p.cols());
   for (Eigen::Index i = 0; i < p.rows(); ++i) {
     for (Eigen::Index j = 0; j < p.cols(); ++j) {
-      if (causal && j > i) p(i, j) = kNegInf;
-      p(i, j) += bias(static_cast<int>(i), static_cast<int>(j));
+      const double term = bias(static_cast<int>(i), static_cast<int>(j));
+      const bool masked = (causal && j > i) || term == kNegInf;
+      p(i, j) = masked ? kNegInf : p(i, j) + term;
+      hidden(i, j) = masked;
     }
     const double max = p.row(i).maxCoeff();
     if (max == kNegInf) {
@@ -60,6 +64,16 @@ Matrix probabilities(const Matrix& q, const Matrix& k, double scale, bool causal
     p.row(i) /= p.row(i).sum();
   }
   return p;
+}
+
+// p · v, where a masked key adds nothing to a row (not 0 · its value: masked means absent, so a
+// NaN or Inf value there never reaches the row; PyTorch gives NaN).
+Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
+  Matrix out = Matrix::Zero(p.rows(), v.cols());
+  for (Eigen::Index i = 0; i < p.rows(); ++i)
+    for (Eigen::Index j = 0; j < p.cols(); ++j)
+      if (hidden(i, j) == 0.0) out.row(i) += p(i, j) * v.row(j);
+  return out;
 }
 
 }  // namespace
@@ -77,8 +91,9 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
     const Matrix q = gather(a.q + n * static_cast<std::ptrdiff_t>(L) * a.dk, a.dk, L, a.dk);
     const Matrix k = gather(a.k + n * static_cast<std::ptrdiff_t>(S) * a.dk, a.dk, S, a.dk);
     const Matrix v = gather(a.v + n * static_cast<std::ptrdiff_t>(S) * a.dv, a.dv, S, a.dv);
-    const Matrix p = probabilities(q, k, scale, a.causal, bias);
-    scatter(p * v, a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
+    Matrix hidden;
+    const Matrix p = probabilities(q, k, scale, a.causal, bias, hidden);
+    scatter(weighted_values(p, hidden, v), a.out + n * static_cast<std::ptrdiff_t>(L) * a.dv);
     if (a.weights) scatter(p, a.weights + n * LS);
   }
 }
@@ -143,9 +158,10 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
         return mask_term(kpm, kpm_row + j) +
                mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
       };
+      Matrix hidden;
       const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
-                                     1.0 / std::sqrt(static_cast<double>(dk)), a.causal, bias);
-      heads.block(b * L, h * dv, L, dv) = p * v.block(b * S, h * dv, S, dv);
+                                     1.0 / std::sqrt(static_cast<double>(dk)), a.causal, bias, hidden);
+      heads.block(b * L, h * dv, L, dv) = weighted_values(p, hidden, v.block(b * S, h * dv, S, dv));
       if (!a.weights) continue;
       if (a.average_weights) {
         average += p / H;

@@ -1,21 +1,23 @@
 // Browser test of the demo page: serves the repo with scripts/serve.mjs on a free port, opens
-// /web/demo/ in headless Chromium (playwright-core, Debian's /usr/bin/chromium) and checks what
+// /web/demo/ in each engine of browsers.mjs (headless Chromium and Firefox ESR) and checks what
 // the page reports. Needs `bash scripts/build.sh` first.  Run: node --test tests/browser/
-//   CHROMIUM=/path/to/chromium    another browser binary
+//   CHROMIUM=/path/to/chromium, FIREFOX=/path/to/firefox    other browser binaries
+//   BROWSERS=chromium                                      one engine alone
 //   DEMO_SCREENSHOT=/path/x.png   where to write the screenshot (default: a temp file)
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CHROMIUM, ROOT, launchChromium, openDemoPage, startServer } from './harness.mjs';
+import { ROOT, openDemoPage, startServer } from './harness.mjs';
+import { ENGINES, binaryOf, installed, launchBrowser } from './browsers.mjs';
+import { generate } from './demo_generation.mjs';
 
-const OVERALL_MS = 90_000;
+const OVERALL_MS = 75_000 * ENGINES.length;
 const golden = JSON.parse(readFileSync(join(ROOT, 'web/model/golden.json'), 'utf8'));
 
 let server;       // the serve.mjs child process
-let browser;      // { context, close } from harness.mjs
-let context;
+let browser;      // { engine, newPage, close } from browsers.mjs
 let baseUrl;
 let watchdog;
 
@@ -29,31 +31,28 @@ process.on('exit', () => {
 
 /** Opens the demo with optional query, waits for the page's verdict; collects console errors,
  *  page errors and failed requests. */
-const openDemo = (query = '') => openDemoPage(context, `${baseUrl}/web/demo/${query}`);
+const openDemo = (query = '') => openDemoPage(browser, `${baseUrl}/web/demo/${query}`);
 
-describe('demo page', { timeout: OVERALL_MS }, () => {
+before(async () => {
+  assert.ok(existsSync(join(ROOT, 'web/dist/webattention_core.wasm')),
+    'web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
+  // A hang anywhere (browser start, page) must fail the run, not stall it.
+  watchdog = setTimeout(() => {
+    console.error(`demo test: still running after ${OVERALL_MS / 1000} s, giving up`);
+    cleanup();
+    process.exit(1);
+  }, OVERALL_MS).unref();
+  ({ child: server, url: baseUrl } = await startServer());
+});
+after(cleanup);
+
+for (const engine of ENGINES) describe(`demo page (${engine})`, { timeout: OVERALL_MS }, () => {
   before(async () => {
-    assert.ok(existsSync(join(ROOT, 'web/dist/webattention_core.wasm')),
-      'web/dist/webattention_core.wasm is missing: run `bash scripts/build.sh` first');
-    assert.ok(existsSync(CHROMIUM), `no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
-    // A hang anywhere (browser start, page) must fail the run, not stall it.
-    watchdog = setTimeout(() => {
-      console.error(`demo test: still running after ${OVERALL_MS / 1000} s, giving up`);
-      cleanup();
-      process.exit(1);
-    }, OVERALL_MS).unref();
-    ({ child: server, url: baseUrl } = await startServer());
-    browser = await launchChromium();
-    ({ context } = browser);
+    assert.ok(installed(engine), `no ${engine} at ${binaryOf(engine)} (bash scripts/setup.sh installs it)`);
+    browser = await launchBrowser(engine);
   });
 
-  after(async () => {
-    try {
-      await browser?.close();
-    } finally {
-      cleanup();
-    }
-  });
+  after(() => browser?.close());
 
   test('default example runs: status ok, rows sum to 1, finite output, no console errors', async (t) => {
     const { page, problems } = await openDemo();
@@ -130,7 +129,7 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     const { page, problems } = await openDemo('?L=17&E=48&h=6&causal=0');
     assert.equal(await page.evaluate(() => document.body.dataset.status), 'ok');
     await page.fill('input[name=L]', '40');
-    await page.click('button[type=submit]');
+    await page.click('#controls button');
     await page.waitForFunction(() => document.body.dataset.status === 'ok'
       && document.getElementById('out-shape').textContent.startsWith('[1, 40, 48]'), null, { timeout: 20_000 });
     assert.ok(Number(await page.evaluate(() => document.body.dataset.rowSumError)) < 1e-5);
@@ -180,23 +179,12 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     await page.close();
   });
 
-  test('generation panel: the greedy text is PyTorch\'s, tokens/s > 0, a heatmap per layer and head, backend switch', async (t) => {
+  test('generation panel: greedy is PyTorch\'s text, tokens/s > 0, a heatmap per layer and head, character ↔ row', async (t) => {
     const { page, problems } = await openDemo();
-    const generateWith = async (backend, n) => {
-      await page.selectOption('#gen-controls select[name=backend]', backend);
-      await page.fill('#gen-controls input[name=tokens]', String(n));
-      const runs = await page.evaluate(() => document.body.dataset.genRuns);
-      await page.click('#gen-run');
-      await page.waitForFunction((before) => document.body.dataset.genRuns !== before, runs, { timeout: 30_000 });
-      return page.evaluate(() => ({
-        ...document.body.dataset,
-        statusText: document.getElementById('gen-status').textContent,
-        shown: document.getElementById('gen-out').textContent,
-        heads: Array.from(document.querySelectorAll('#gen-heads canvas'), (c) => ({ ...c.dataset, width: c.width, height: c.height })),
-      }));
-    };
     const n = golden.continuationLength;
-    let info = await generateWith('wasm1', n);
+    await page.check('#gen-controls input[name=greedy]');
+    assert.ok(await page.isDisabled('#gen-controls input[name=temperature]'), 'greedy ignores the temperature');
+    let info = await generate(page, n);
     assert.equal(info.genStatus, 'done', info.statusText);
     assert.equal(info.shown, golden.greedyContinuation.slice(0, n));
     assert.equal(info.genText, info.shown);
@@ -205,16 +193,26 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     assert.equal(info.genBackend, 'wasm, 1 thread');
     assert.deepEqual(info.heads.map(({ layer, head }) => `${layer}.${head}`), ['0.0', '0.1', '0.2', '0.3', '1.0', '1.1', '1.2', '1.3']);
     assert.ok(info.heads.every((c) => c.width > 0 && c.height > 0));
-    t.diagnostic(`Chromium, ${info.genBackend}: ${speed.toFixed(1)} tokens/s over ${n} characters`);
+    t.diagnostic(`${engine}, ${info.genBackend}: ${speed.toFixed(1)} characters/s over ${n} characters (greedy)`);
 
-    // 'auto' has no GPU path for GQA/rotary modules: it says that it ran on WASM, with the same text.
-    for (const backend of ['auto', 'threads']) {
-      info = await generateWith(backend, 40);
-      assert.equal(info.genStatus, 'done', info.statusText);
-      assert.equal(info.shown, golden.greedyContinuation.slice(0, 40), backend);
-      assert.match(info.genBackend, /^wasm, \d+ threads?$/, backend);
-      t.diagnostic(`Chromium, ${backend} → ${info.genBackend}: ${Number(info.genTokensPerS).toFixed(1)} tokens/s`);
-    }
+    // A character points at its row in every map and at the window it attended over.
+    await page.hover('#gen-out span:nth-child(10)');
+    const marked = await page.evaluate(() => ({
+      ...document.body.dataset,
+      markers: Array.from(document.querySelectorAll('#gen-heads .row-marker'), (m) => (m.hidden ? null : parseFloat(m.style.top))),
+      window: document.getElementById('gen-window').textContent,
+    }));
+    assert.equal(marked.genMarked, '9');
+    assert.ok(marked.markers.length === 8 && marked.markers.every((top) => Math.abs(top - (100 * 9.5) / n) < 1e-6), JSON.stringify(marked.markers));
+    // Character 10 was chosen by the query at prompt + 8 generated characters: all of them are keys.
+    const keys = golden.prompt.length + 9;
+    assert.equal(Number(marked.genWindowKeys), keys);
+    assert.equal(marked.window.replaceAll('↵', '\n'), (golden.prompt + golden.greedyContinuation).slice(0, keys));
+
+    // WebGPU is offered exactly where the page found an adapter.
+    await page.waitForFunction(() => document.body.dataset.machineGpu !== undefined, null, { timeout: 20_000 });
+    const gpu = await page.evaluate(() => document.body.dataset.machineGpu);
+    assert.equal(await page.isDisabled('#gen-controls option[value=webgpu]'), gpu === 'none', `adapter: ${gpu}`);
     assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
     await page.close();
   });
@@ -231,7 +229,7 @@ describe('demo page', { timeout: OVERALL_MS }, () => {
     assert.ok(Number(await page.evaluate(() => document.body.dataset.convMaxDiff)) < 1e-5);
     // The page keeps working after the error.
     await page.fill('input[name=E]', '12');
-    await page.click('button[type=submit]');
+    await page.click('#controls button');
     await page.waitForFunction(() => document.body.dataset.status === 'ok', null, { timeout: 20_000 });
     await page.close();
   });

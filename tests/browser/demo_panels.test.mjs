@@ -2,14 +2,16 @@
 // comparison, the panels' opening states (convolution at a sharpness where it is exact, §2 under
 // the module's own mask), readable heatmaps at L = 1024, and the page at phone width (390 px: no
 // sideways scrolling, no cut values). Screenshots at 1280 and 390 px go to build/screenshots/
-// (git-ignored: CI keeps them as artifacts). Chromium runs with --enable-unsafe-webgpu, so its
+// (git-ignored: CI keeps them as artifacts). Chromium only (demo.test.mjs and
+// demo_product.test.mjs cover Firefox too): it runs with --enable-unsafe-webgpu, so its
 // software adapter (SwiftShader) is there to be labelled. Needs `bash scripts/build.sh` first.
 //   Run: node --test tests/browser/demo_panels.test.mjs
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT, launchChromium, openDemoPage, startServer } from './harness.mjs';
+import { ROOT, openDemoPage, startServer } from './harness.mjs';
+import { launchBrowser } from './browsers.mjs';
 import { compareBackends as compare, withoutOrtProbe } from './demo_compare.mjs';
 
 const SHOTS = join(ROOT, 'build/screenshots');
@@ -20,14 +22,14 @@ let server;
 let browser;
 let baseUrl;
 
-const openDemo = (query = '', viewport = undefined) => openDemoPage(browser.context, `${baseUrl}/web/demo/${query}`, viewport);
+const openDemo = (query = '', viewport = undefined) => openDemoPage(browser, `${baseUrl}/web/demo/${query}`, viewport);
 const data = (page) => page.evaluate(() => ({ ...document.body.dataset }));
 const unexpected = (problems) => withoutOrtProbe(problems, ORT_SERVED);
 
 describe('demo panels and layout', { timeout: 180_000 }, () => {
   before(async () => {
     ({ child: server, url: baseUrl } = await startServer());
-    browser = await launchChromium(['--enable-unsafe-webgpu']);
+    browser = await launchBrowser('chromium', { chromiumArgs: ['--enable-unsafe-webgpu'] });
   });
   after(async () => {
     await browser?.close();
@@ -125,7 +127,7 @@ describe('demo panels and layout', { timeout: 180_000 }, () => {
     const causalCorner = await corner();
     assert.ok(causalCorner.every(isZero), `query 0 must not see the last key: ${JSON.stringify(causalCorner)}`);
     await page.uncheck('input[name=causal]');
-    await page.click('button[type=submit]');
+    await page.click('#controls button');
     await page.waitForFunction(() => document.getElementById('head-mask').textContent === 'none', null, { timeout: 20_000 });
     const openCorner = await corner();
     assert.ok(!openCorner.some(isZero), `without the mask query 0 sees the last key: ${JSON.stringify(openCorner)}`);

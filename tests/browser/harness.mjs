@@ -1,5 +1,6 @@
 // What the browser tests share: the repo's static server (scripts/serve.mjs, cross-origin
-// isolated unless isolated: false) and headless Chromium on a fresh profile. bench/run.mjs
+// isolated unless isolated: false), headless Chromium on a fresh profile (the engines the demo
+// tests run in, Chromium and Firefox, are browsers.mjs's) and opening the demo page. bench/run.mjs
 // --browser uses both; tests/package/run.mjs takes the Chromium binary and flags.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -63,12 +64,10 @@ export function watchProblems(page) {
   return problems;
 }
 
-/** Opens the demo page at `url` in `context`, waits for its verdict (data-status ok | error);
- *  resolves to { page, problems } (watchProblems()). */
-export async function openDemoPage(context, url, viewport = { width: 1040, height: 900 }) {
-  const page = await context.newPage();
-  // A persistent context (launchChromium) takes no viewport in newPage(): set it on the page.
-  await page.setViewportSize(viewport);
+/** Opens the demo page at `url` in a fresh page of `browser` (browsers.mjs launchBrowser()),
+ *  waits for its verdict (data-status ok | error); resolves to { page, problems } (watchProblems()). */
+export async function openDemoPage(browser, url, viewport = { width: 1040, height: 900 }) {
+  const page = await browser.newPage(viewport);
   const problems = watchProblems(page);
   await page.goto(url, { waitUntil: 'load', timeout: 20_000 });
   await page.waitForFunction(() => ['ok', 'error'].includes(document.body.dataset.status), null, { timeout: 30_000 });

@@ -7,7 +7,7 @@
 // Fields every case may have beside its op's (the op's fields, types and defaults are the list's
 // own "ops" table, which the C++ generator reads too).
 const COMMON = ['op', 'mode', 'name', 'benches', 'quick'];
-const MASKS = ['none', 'bool', 'additive'];
+const MASKS = ['none', 'bool', 'additive', 'additive-inf'];
 const TYPE_AXES = ['weights', 'kv', 'io'];
 const IS_TYPE = {
   int: Number.isInteger,

@@ -11,7 +11,7 @@
 // exactly in every type).
 import { filled } from '../contract/random.mjs';
 import { stored } from '../contract/storage.mjs';
-import { attention, attnMask, keyPaddingMask, linear, rotary } from './reference.mjs';
+import { attention, attnMask, keyPaddingMask, linear, poisonKeys, rotary } from './reference.mjs';
 
 /** The list's type names as the API's dtypes. */
 const DTYPES = { f32: 'float32', f16: 'float16', bf16: 'bfloat16', i8: 'int8' };
@@ -97,6 +97,11 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
   // rotated where the case has rotary), rounded or quantised per (position, K/V head) row.
   const cachedAs = (x, heads, width) => (useCache ? stored(Float32Array.from(x), kv, heads * width, width) : x);
   const q = filled(B * Tq * E, 11, c.amplitude), k = filled(B * T * G * dk, 12, c.amplitude), v = filled(B * T * G * dv, 13, c.amplitude);
+  // NaN / Inf keys and values at the case's keys (masked means absent: rows that may not see them stay finite).
+  for (const [keys, value] of [[c.nanKeys ?? [], NaN], [c.infKeys ?? [], Infinity]]) {
+    poisonKeys(k, B, T, G * dk, keys, value);
+    poisonKeys(v, B, T, G * dv, keys, value);
+  }
   const padding = keyPaddingMask(c.keyPadding, B, T);
   const paddingUpTo = (to) => padding && { data: rowsOf(padding.data, B, T, 1, 0, to), shape: [B, to] };
   const mask = useCache ? null : attnMask(c.attnMask, B, H, Tq, T, c.maskedRows);

@@ -4,12 +4,19 @@
 // from the formulas (docs/attention-math.md §1, §7, §8), sharing no code with the package.
 import { linear as contractLinear } from '../contract/reference.mjs';
 
-/** The list's key-padding mask [batch, S] (kind 'bool' | 'additive'), or null for 'none'. */
+/** A mask entry of kind 'bool' | 'additive' | 'additive-inf' (the additive value, -Infinity where
+ * the boolean rule masks) from the boolean rule's answer and the additive value. */
+const entry = (kind, masked, value) => {
+  if (kind === 'bool') return Number(masked);
+  return kind === 'additive-inf' && masked ? -Infinity : value;
+};
+
+/** The list's key-padding mask [batch, S], or null for 'none'. */
 export function keyPaddingMask(kind, batch, S) {
   if (kind === 'none') return null;
   const data = kind === 'bool' ? new Uint8Array(batch * S) : new Float32Array(batch * S);
   for (let b = 0; b < batch; b++) {
-    for (let j = 0; j < S; j++) data[b * S + j] = kind === 'bool' ? Number((j + b) % 4 === 3) : ((3 * j + b) % 5 - 2) / 4;
+    for (let j = 0; j < S; j++) data[b * S + j] = entry(kind, (j + b) % 4 === 3, ((3 * j + b) % 5 - 2) / 4);
   }
   return { data, shape: [batch, S] };
 }
@@ -23,7 +30,7 @@ export function attnMask(kind, batch, heads, L, S, maskedRows = []) {
       for (let i = 0; i < L; i++) {
         for (let j = 0; j < S; j++) {
           const at = ((b * heads + h) * L + i) * S + j;
-          data[at] = kind === 'bool' ? Number(maskedRows.includes(i) || (i + 2 * j + b + h) % 5 === 0) : ((3 * i + 5 * j + h) % 7 - 3) / 2;
+          data[at] = entry(kind, maskedRows.includes(i) || (i + 2 * j + b + h) % 5 === 0, ((3 * i + 5 * j + h) % 7 - 3) / 2);
         }
       }
     }
@@ -31,8 +38,13 @@ export function attnMask(kind, batch, heads, L, S, maskedRows = []) {
   return { data, shape: [batch * heads, L, S] };
 }
 
-/** A mask entry applied to a score: -Infinity where a boolean one is set, else added. */
-const applyMask = (mask, at, s) => (!mask ? s : mask.data instanceof Uint8Array ? (mask.data[at] ? -Infinity : s) : s + mask.data[at]);
+/** A mask entry applied to a score: -Infinity where a boolean one is set or an additive one is
+ * -Infinity (whatever the score: masked means absent), else added. */
+const applyMask = (mask, at, s) => {
+  if (!mask) return s;
+  if (mask.data instanceof Uint8Array) return mask.data[at] ? -Infinity : s;
+  return mask.data[at] === -Infinity ? -Infinity : s + mask.data[at];
+};
 
 /**
  * Attention: q [B, L, H·dk], k [B, S, Hkv·dk], v [B, S, Hkv·dv] (Float32Array or Float64Array);
@@ -44,6 +56,7 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
   const scale = 1 / Math.sqrt(dk);
   const out = new Float64Array(batch * L * heads * dv);
   const p = new Float64Array(S);
+  const hidden = new Uint8Array(S);
   for (let b = 0; b < batch; b++) {
     for (let h = 0; h < heads; h++) {
       const g = Math.floor(h / group);
@@ -62,10 +75,12 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
           max = Math.max(max, p[j]);
         }
         if (max === -Infinity) continue;
+        for (let j = 0; j < S; j++) hidden[j] = p[j] === -Infinity ? 1 : 0;
         let sum = 0;
         for (let j = 0; j < S; j++) sum += (p[j] = Math.exp(p[j] - max));
         const o = ((b * L + i) * heads + h) * dv;
         for (let j = 0; j < S; j++) {
+          if (hidden[j]) continue;  // a masked key adds nothing, not 0 · its (maybe NaN) value
           const vj = ((b * S + j) * kvHeads + g) * dv;
           for (let c = 0; c < dv; c++) out[o + c] += (p[j] / sum) * v[vj + c];
         }
@@ -73,6 +88,12 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
     }
   }
   return out;
+}
+
+/** Sets every K/V head's row of each key in `keys` to `value` (NaN, Infinity) in x [B, S, width]. */
+export function poisonKeys(x, batch, S, width, keys, value) {
+  for (let b = 0; b < batch; b++) for (const j of keys) x.fill(value, (b * S + j) * width, (b * S + j + 1) * width);
+  return x;
 }
 
 /** y [rows, out] = x [rows, in] · Wᵀ (+ b), W [out, in]: Float64Array (the contract's reference). */

@@ -3,9 +3,10 @@
 // with the package, so a bug in the package's mask or head indexing cannot hide in it.
 // Semantics: PyTorch's nn.MultiheadAttention(batch_first=True), with the package's documented
 // choices: a row with no allowed key gets zero output and zero weights; a NaN among a row's scores
-// (after masking: maskedScore) makes the row NaN. A module with 16- or 8-bit storage computes
-// this with its weights, and a KV cache's keys and values, replaced by the values they store
-// (storage.mjs).
+// (after masking: maskedScore) makes the row NaN; a masked key (causal, boolean, −∞ additive) is
+// absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN). A module
+// with 16- or 8-bit storage computes this with its weights, and a KV cache's keys and values,
+// replaced by the values they store (storage.mjs).
 import { stored, storedStateDict } from './storage.mjs';
 
 /**
@@ -39,15 +40,16 @@ function weights(config, sd) {
 /**
  * Score (b, h, i, j) after causal and the masks, in that order: causal (key j > query i) makes it
  * -Infinity; then the key-padding mask [B, S], then the attention mask ([L, S] or [B·H, L, S]),
- * each boolean entry (Uint8Array nonzero) setting -Infinity and each additive (Float32Array) one
- * added. (So an additive NaN after a boolean -Infinity is NaN, as PyTorch's merged mask is.)
+ * each boolean entry (Uint8Array nonzero) and each -Infinity additive one setting -Infinity, and
+ * each other additive (Float32Array) one added. (So an additive NaN after a boolean -Infinity is
+ * NaN, as PyTorch's merged mask is.)
  */
 function maskedScore(score, o, H, L, S, b, h, i, j) {
   if (o.isCausal && j > i) return -Infinity;
   let s = score;
   for (const [m, at] of [[o.keyPaddingMask, b * S + j], [o.attnMask, o.attnMask?.shape.length === 2 ? i * S + j : ((b * H + h) * L + i) * S + j]]) {
     if (!m) continue;
-    if (m.data instanceof Uint8Array) { if (m.data[at]) s = -Infinity; } else s += m.data[at];
+    if (m.data instanceof Uint8Array) { if (m.data[at]) s = -Infinity; } else s = m.data[at] === -Infinity ? -Infinity : s + m.data[at];
   }
   return s;
 }
@@ -97,7 +99,8 @@ export function mhaReference(config, sd, query, key, value, options = {}, kvDtyp
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
         for (let c = 0; c < dv; c++) {
           let s = 0;
-          for (let j = 0; j < S; j++) s += p[j] * V[j * H * dv + h * dv + c];
+          // A masked key adds nothing, not 0 · its value (masked means absent: NaN stays out).
+          for (let j = 0; j < S; j++) if (scores[j] !== -Infinity) s += p[j] * V[j * H * dv + h * dv + c];
           heads[i * H * dv + h * dv + c] = s;
         }
       }

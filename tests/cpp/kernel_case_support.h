@@ -80,16 +80,21 @@ inline std::vector<float> uniform(std::size_t n, std::uint32_t seed, double ampl
   return v;
 }
 
-// The list's masks ("none" | "bool" | "additive"), by the rule of tests/cases/README.md.
+// One entry of a list's mask: the boolean rule's answer, and the additive value (−∞ where the
+// boolean rule masks, for kind "additive-inf").
+inline void push_entry(kernel_reference::Mask& m, const std::string& kind, bool masked, float value) {
+  m.boolean.push_back(masked);
+  m.additive.push_back(kind == "additive-inf" && masked ? -INFINITY : value);
+}
+
+// The list's masks ("none" | "bool" | "additive" | "additive-inf"), by the rule of
+// tests/cases/README.md.
 inline kernel_reference::Mask key_padding_mask(const std::string& kind, int batch, int S) {
   kernel_reference::Mask m;
   if (kind == "none") return m;
   m.kind = kind == "bool" ? MaskKind::kBoolean : MaskKind::kAdditive;
   for (int b = 0; b < batch; ++b) {
-    for (int j = 0; j < S; ++j) {
-      m.boolean.push_back((j + b) % 4 == 3);
-      m.additive.push_back(static_cast<float>((3 * j + b) % 5 - 2) / 4.0f);
-    }
+    for (int j = 0; j < S; ++j) push_entry(m, kind, (j + b) % 4 == 3, static_cast<float>((3 * j + b) % 5 - 2) / 4.0f);
   }
   return m;
 }
@@ -104,8 +109,7 @@ inline kernel_reference::Mask attn_mask(const std::string& kind, int batch, int 
       for (int i = 0; i < L; ++i) {
         const bool whole_row = std::find(masked_rows.begin(), masked_rows.end(), i) != masked_rows.end();
         for (int j = 0; j < S; ++j) {
-          m.boolean.push_back(whole_row || (i + 2 * j + b + h) % 5 == 0);
-          m.additive.push_back(static_cast<float>((3 * i + 5 * j + h) % 7 - 3) / 2.0f);
+          push_entry(m, kind, whole_row || (i + 2 * j + b + h) % 5 == 0, static_cast<float>((3 * i + 5 * j + h) % 7 - 3) / 2.0f);
         }
       }
     }
@@ -113,10 +117,20 @@ inline kernel_reference::Mask attn_mask(const std::string& kind, int batch, int 
   return m;
 }
 
-// The test contract's tolerance: |actual - expected| <= 1e-4 + 1e-4 |expected|.
+// Sets every K/V head's row of each key in `keys` to `value` (NaN, Inf) in x [batch, S, width]:
+// the list's nanKeys and infKeys.
+inline void poison_keys(std::vector<float>& x, int batch, int S, int width, const std::vector<int>& keys, float value) {
+  for (int b = 0; b < batch; ++b)
+    for (int j : keys) std::fill_n(x.begin() + (static_cast<std::ptrdiff_t>(b) * S + j) * width, width, value);
+}
+
+// The test contract's tolerance: |actual - expected| <= 1e-4 + 1e-4 |expected|; a non-finite
+// expected value (a row that sees a NaN key) must come out exactly so.
 inline ::testing::AssertionResult matches_reference(const float* actual, const std::vector<double>& expected) {
   for (std::size_t i = 0; i < expected.size(); ++i) {
-    if (!(std::fabs(actual[i] - expected[i]) <= 1e-4 + 1e-4 * std::fabs(expected[i]))) {
+    const bool same_non_finite = !std::isfinite(expected[i]) &&
+                                 (std::isnan(expected[i]) ? std::isnan(actual[i]) : actual[i] == expected[i]);
+    if (!same_non_finite && !(std::fabs(actual[i] - expected[i]) <= 1e-4 + 1e-4 * std::fabs(expected[i]))) {
       return ::testing::AssertionFailure() << "element " << i << " of " << expected.size() << ": "
                                            << actual[i] << ", reference " << expected[i];
     }

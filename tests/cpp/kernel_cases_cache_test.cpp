@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kernel_case_support.h"
@@ -72,8 +73,12 @@ TEST_P(CacheAppendCases, MatchesReference) {
   for (int n : c.chunks) T += n;
   const int E = config.embed_dim;
   const auto q = uniform(static_cast<std::size_t>(c.batch) * T * E, 41);
-  const auto k = uniform(static_cast<std::size_t>(c.batch) * T * config.kdim, 42);
-  const auto v = uniform(static_cast<std::size_t>(c.batch) * T * config.vdim, 43);
+  auto k = uniform(static_cast<std::size_t>(c.batch) * T * config.kdim, 42);
+  auto v = uniform(static_cast<std::size_t>(c.batch) * T * config.vdim, 43);
+  for (const auto& [keys, value] : {std::pair{c.nan_keys, NAN}, std::pair{c.inf_keys, INFINITY}}) {
+    poison_keys(k, c.batch, T, config.kdim, keys, value);
+    poison_keys(v, c.batch, T, config.vdim, keys, value);
+  }
   int at = 0;
   for (int n : c.chunks) {
     const auto q_part = rows_of(q, c.batch, T, E, at, at + n);

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "attention_problem.h"
@@ -134,8 +135,12 @@ void check_attention(const FlashCase& c, bool with_weights, StorageType kv) {
   const kernel_reference::AttentionShape s{c.batch, c.heads, c.kv_heads, c.L, c.S, c.dk, c.dv,
                                            c.causal, c.query_offset, c.window};
   const auto q = uniform(static_cast<std::size_t>(c.batch) * c.L * c.heads * c.dk, 11, c.amplitude);
-  const auto k = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dk, 12, c.amplitude);
-  const auto v = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dv, 13, c.amplitude);
+  auto k = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dk, 12, c.amplitude);
+  auto v = uniform(static_cast<std::size_t>(c.batch) * c.S * c.kv_heads * c.dv, 13, c.amplitude);
+  for (const auto& [keys, value] : {std::pair{c.nan_keys, NAN}, std::pair{c.inf_keys, INFINITY}}) {
+    poison_keys(k, c.batch, c.S, c.kv_heads * c.dk, keys, value);
+    poison_keys(v, c.batch, c.S, c.kv_heads * c.dv, keys, value);
+  }
   const auto padding = key_padding_mask(c.key_padding, c.batch, c.S);
   const auto mask = attn_mask(c.attn_mask, c.batch, c.heads, c.L, c.S, c.masked_rows);
 
@@ -207,6 +212,8 @@ TEST_P(DecodeCases, MatchesReference) {
   step.window = c.window;
   step.key_padding = step.attn_mask = "none";
   step.amplitude = 1.0;
+  step.nan_keys = c.nan_keys;
+  step.inf_keys = c.inf_keys;
   check_attention(step, false, kv_type(types()));
 }
 

@@ -11,10 +11,11 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-// Adds mask entry `at` to a score: -inf where a boolean mask is set, the value of an additive one.
+// Adds mask entry `at` to a score: -inf where a boolean mask is set or an additive one is -inf
+// (whatever the score: masked means absent, README), else the value of an additive one.
 void apply(const Mask& m, std::size_t at, double& score) {
   if (m.kind == MaskKind::kBoolean && m.boolean[at]) score = kNegInf;
-  if (m.kind == MaskKind::kAdditive) score += m.additive[at];
+  if (m.kind == MaskKind::kAdditive) score = m.additive[at] == kNegInf ? kNegInf : score + m.additive[at];
 }
 
 // Softmax of one row in place; a row with no allowed key (all -inf) becomes zeros.
@@ -40,6 +41,7 @@ std::vector<double> attention(const AttentionShape& s, const std::vector<float>&
   std::vector<double> out(static_cast<std::size_t>(s.batch) * s.L * s.heads * s.dv);
   if (weights) weights->assign(static_cast<std::size_t>(s.batch) * s.heads * s.L * s.S, 0.0);
   std::vector<double> p(s.S);
+  std::vector<bool> hidden(s.S);
   for (int b = 0; b < s.batch; ++b) {
     for (int h = 0; h < s.heads; ++h) {
       const int g = h / group;
@@ -55,9 +57,11 @@ std::vector<double> attention(const AttentionShape& s, const std::vector<float>&
           apply(key_padding, static_cast<std::size_t>(b) * s.S + j, p[j]);
           apply(attn_mask, ((static_cast<std::size_t>(b) * s.heads + h) * s.L + i) * s.S + j, p[j]);
         }
+        for (int j = 0; j < s.S; ++j) hidden[j] = p[j] == kNegInf;
         softmax(p);
         double* o = &out[((static_cast<std::size_t>(b) * s.L + i) * s.heads + h) * s.dv];
         for (int j = 0; j < s.S; ++j) {
+          if (hidden[j]) continue;  // a masked key never reaches the row, NaN or Inf values too
           const float* vj = &v[((static_cast<std::size_t>(b) * s.S + j) * s.kv_heads + g) * s.dv];
           for (int c = 0; c < s.dv; ++c) o[c] += p[j] * vj[c];
         }

@@ -196,7 +196,8 @@ void load_identity(MultiHeadAttention& m) {
 
 // An int8 cache row (one position of one K/V head) with a non-finite value dequantises to NaN
 // as a whole; an f16 cache rounds a large value to Inf. Either way the query rows that see it
-// are NaN, the other batch's are not; reset() clears it.
+// are NaN; an earlier row (it is a future key there) and the other batch are not; reset()
+// clears it.
 TEST(StorageCache, NonFiniteRows) {
   for (StorageType type : {StorageType::i8, StorageType::f16}) {
     SCOPED_TRACE(storage_type_name(type));
@@ -216,6 +217,7 @@ TEST(StorageCache, NonFiniteRows) {
     a.output = out.data();
     m.forward(a, *cache);
     for (int f = 0; f < 40; ++f) EXPECT_TRUE(std::isnan(out[40 + f])) << "batch 0, row 1, feature " << f;
+    for (int f = 0; f < 40; ++f) EXPECT_FALSE(std::isnan(out[f])) << "batch 0, row 0 (before it), feature " << f;
     for (int f = 80; f < 160; ++f) EXPECT_FALSE(std::isnan(out[f])) << "batch 1, element " << f - 80;
     cache->reset();
     x[40 + 3] = 0.5f;

@@ -1,40 +1,53 @@
-// One headless Chromium (playwright-core) for the packed-package test's browser apps, and the
-// checks of one app page: how its .wasm was served, its console, and its report (the page's and
-// its app worker's).
+// The packed-package test's browser apps in each engine of tests/browser/browsers.mjs (headless
+// Chromium and Firefox ESR, one browser of each for every page), and the checks of one app page:
+// how its .wasm was served, its console, and its report (the page's and its app worker's).
 import { onCleanup, withTimeout } from './processes.mjs';
 import { check, info, require_ } from './reporting.mjs';
 import { checkReport } from './report_checks.mjs';
 import { BROWSER_TIMEOUT_MS, PERTURB } from './settings.mjs';
 
-let browser = null;  // one headless Chromium for every page
-async function getBrowser() {
-  if (!browser) {
-    // The browser tests' binary (env CHROMIUM) and flags, imported here so that steps 1 and 2
-    // run without playwright-core. chromium.launch, not the harness's launchChromium (one
-    // persistent profile): browser.newPage() gives each page a fresh context.
-    const { CHROMIUM, CHROMIUM_ARGS } = await import('../browser/harness.mjs');
-    const { chromium } = await import('playwright-core');
-    const launching = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
-    onCleanup(async () => (await launching.catch(() => null))?.close());
-    browser = await launching;
-  }
-  return browser;
+const browsers = new Map();  // engine → a promise of { newPage, close }, launched on first use
+let engines = null;
+
+/** The engines every page runs in (imported here so that steps 1 and 2 run without a browser). */
+async function getEngines() {
+  engines ??= (await import('../browser/browsers.mjs')).ENGINES;
+  return engines;
 }
 
-/** Opens `url` in a fresh page, waits (bounded) for window.__waReport: { report, responses, consoleLines, pageErrors }. */
-async function openPage(where, url) {
+function getBrowser(engine) {
+  if (!browsers.has(engine)) {
+    const launching = import('../browser/browsers.mjs').then(({ launchBrowser }) => launchBrowser(engine));
+    onCleanup(async () => (await launching.catch(() => null))?.close());
+    browsers.set(engine, launching);
+  }
+  return browsers.get(engine);
+}
+
+/** The app pages' end: window.__waReport, once it says it is done. */
+async function waitForReport(page) {
+  await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 45_000 });
+  return page.evaluate(() => window.__waReport);
+}
+
+/**
+ * Opens `url` in a fresh page of `engine` and waits (bounded) for `settle(page, { consoleLines,
+ * pageErrors })` (by default the app pages' window.__waReport): { report (what settle returned),
+ * responses, consoleLines, pageErrors }.
+ */
+export async function openPage(engine, where, url, settle = waitForReport) {
   const responses = [];
   const consoleLines = [];
   const pageErrors = [];
   let page;
   const report = await withTimeout((async () => {
-    page = await (await getBrowser()).newPage();
+    page = await (await getBrowser(engine)).newPage();
     page.on('response', (res) => responses.push({ url: res.url(), status: res.status(), type: res.headers()['content-type'] }));
-    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
+    // A failed resource's console line does not name it; its location does.
+    page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}${/^Failed to load resource/.test(m.text()) ? ` (${m.location().url})` : ''}`));
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     await page.goto(url, { timeout: 20_000 });
-    await page.waitForFunction(() => window.__waReport?.done === true, null, { timeout: 45_000 });
-    return page.evaluate(() => window.__waReport);
+    return settle(page, { consoleLines, pageErrors });
   })(), BROWSER_TIMEOUT_MS, `${where} page`).catch((e) => ({ error: String(e?.message ?? e) }));
   await withTimeout(page?.close() ?? Promise.resolve(), 10_000, 'page.close').catch(() => {});
   for (const l of consoleLines.filter((l) => !l.startsWith('debug: [vite]'))) info(`${where} console ${l}`);
@@ -53,13 +66,20 @@ const withQuery = (url, query) => {
  * on the page and in the worker, and every .wasm must come from there), threadsModule (the page
  * is cross-origin isolated: the pthreads module must run) }.
  */
-export async function runPage(where, url, cases, { wasmPaths, threadsModule = false } = {}) {
+export async function runPage(page, url, cases, options = {}) {
+  for (const engine of await getEngines()) await runPageIn(engine, `${page} [${engine}]`, url, cases, options);
+}
+
+async function runPageIn(engine, where, url, cases, { wasmPaths, threadsModule = false }) {
   const query = { ...(PERTURB ? { perturb: PERTURB } : {}), ...(wasmPaths ? { wasmPaths } : {}) };
-  const { report, responses, consoleLines, pageErrors } = await openPage(where, withQuery(url, query));
+  const { report, responses, consoleLines, pageErrors } = await openPage(engine, where, withQuery(url, query));
 
   const wasmResponses = responses.filter((r) => new URL(r.url).pathname.endsWith('.wasm'));
-  check(`${where}: page fetched the .wasm: 200 with content-type application/wasm`,
-    wasmResponses.length >= 1 && wasmResponses.every((r) => r.status === 200 && r.type === 'application/wasm'),
+  // A 304 is the browser revalidating the 200 it cached (Firefox reports it as such when the app
+  // worker asks for the file the page already has, under the Vite dev server's ETags).
+  const served = wasmResponses.filter((r) => r.status !== 304);
+  check(`${where}: page fetched the .wasm: 200 with content-type application/wasm (or 304, its cached copy)`,
+    served.length >= 1 && served.every((r) => r.status === 200 && r.type === 'application/wasm'),
     wasmResponses.map((r) => `${new URL(r.url).pathname} ${r.status} ${r.type}`).join(', ') || 'no .wasm request');
   if (wasmPaths) {
     check(`${where}: every .wasm came from configure({ wasmPaths }) (${wasmPaths})`,
@@ -85,8 +105,12 @@ export async function runPage(where, url, cases, { wasmPaths, threadsModule = fa
  * are not served (Vite's dev server pre-bundling it): ready() must reject with a LoadError whose
  * message names the fix.
  */
-export async function runLoadErrorPage(where, url) {
-  const { report } = await openPage(where, withQuery(url, { mode: 'load-error' }));
+export async function runLoadErrorPage(page, url) {
+  for (const engine of await getEngines()) await runLoadErrorPageIn(engine, `${page} [${engine}]`, url);
+}
+
+async function runLoadErrorPageIn(engine, where, url) {
+  const { report } = await openPage(engine, where, withQuery(url, { mode: 'load-error' }));
   require_(`${where}: page finished and reported`, report && !report.error, report?.error ?? '');
   const e = report.loadError;
   check(`${where}: ready() rejects with a LoadError (instanceof LoadError) naming optimizeDeps.exclude and wasmPaths`,

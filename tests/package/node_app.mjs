@@ -10,7 +10,7 @@ import { checkReport } from './report_checks.mjs';
 import { HERE, PERTURB } from './settings.mjs';
 
 export async function nodePart(root, tarball, cases) {
-  step('2/5 Node app: npm install <tarball>, import from "webattention"');
+  step('2/6 Node app: npm install <tarball>, import from "webattention"');
   const app = join(root, 'node-app');
   makeApp(app, 'webattention-node-app', cases);
   copyFileSync(join(HERE, 'app/node_main.mjs'), join(app, 'main.mjs'));

@@ -2,7 +2,7 @@
 // step builds the WASM modules from scratch), and what the tarball must hold.
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { listFiles } from './files.mjs';
 import { describeRun, exec } from './processes.mjs';
 import { check, info, require_, step } from './reporting.mjs';
@@ -24,8 +24,14 @@ function cleanCopy(dest) {
   return files.length;
 }
 
+/** The relative targets of a Markdown text's links and images, without their #fragments. */
+function relativeLinks(markdown) {
+  return [...markdown.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1].split('#')[0])
+    .filter((target) => target && !/^[a-z][a-z0-9+.-]*:/i.test(target));
+}
+
 export async function packPart(root) {
-  step('1/5 clean copy of the repository, npm pack (prepack builds the WASM modules)');
+  step('1/6 clean copy of the repository, npm pack (prepack builds the WASM modules)');
   const clone = join(root, 'clone');
   info(`${cleanCopy(clone)} files copied (what git tracks or would add)`);
   require_('the clean copy has no web/dist (a build output)', !existsSync(join(clone, 'web/dist')));
@@ -71,7 +77,12 @@ export async function packPart(root) {
   const dangling = [...targets].filter((t) => !files.includes(t));
   check('every exports/types target is in the tarball', dangling.length === 0,
     dangling.length ? `missing ${dangling.join(', ')}` : [...targets].join(' '));
-  const stray = files.filter((f) => !(f === 'package.json' || /^(README|LICENSE|CHANGELOG)/i.test(f) || f.startsWith('web/')));
-  check('tarball has nothing outside web/ (plus package.json, README, LICENSE)', stray.length === 0, stray.join(', '));
+  const stray = files.filter((f) => !(f === 'package.json' || /^(README|LICENSE|CHANGELOG)/i.test(f) || f.startsWith('web/') || /^docs\/.*\.(md|png)$/.test(f)));
+  check('tarball has nothing outside web/ (plus package.json, README, LICENSE and docs/ pages)', stray.length === 0, stray.join(', '));
+  // The README's links and pictures, and those of the pages it links to, open inside the package.
+  const brokenLinks = files.filter((f) => f.endsWith('.md')).flatMap((md) => relativeLinks(readFileSync(join(clone, md), 'utf8'))
+    .map((target) => posix.normalize(posix.join(posix.dirname(md), target)))
+    .filter((target) => !files.includes(target)).map((target) => `${md} → ${target}`));
+  check('every relative link and image of the packed Markdown files is in the tarball', brokenLinks.length === 0, brokenLinks.join(', '));
   return tarball;
 }

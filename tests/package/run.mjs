@@ -7,28 +7,35 @@
 //      fixture cases through `import { MultiHeadAttention } from 'webattention'`;
 //   3. install it into a fresh Vite app whose page and own Web Worker import it, `vite build`
 //      (default config), serve dist/ over node:http and run the same cases (plus a ShapeError
-//      check) in headless Chromium (playwright-core): plain, cross-origin isolated (the pthreads
-//      modules), and with the package's files on another origin (configure({ wasmPaths }));
+//      check) in headless Chromium and Firefox ESR (tests/browser/browsers.mjs): plain,
+//      cross-origin isolated (the pthreads modules), and with the package's files on another
+//      origin (configure({ wasmPaths }));
 //   4. run that app under the Vite dev server too (with optimizeDeps.exclude: ['webattention']);
-//   5. and without optimizeDeps.exclude, where ready() must reject with a LoadError naming it.
+//   5. and without optimizeDeps.exclude, where ready() must reject with a LoadError naming it;
+//   6. every fenced code block of the packed README run as a user would paste it: Node blocks in
+//      an `npm init -y` project, browser blocks in Chromium, Vite blocks through `vite build` and
+//      the dev server (readme_part.mjs; alone: node tests/package/readme.mjs).
 //
 //   node tests/package/run.mjs        (needs Emscripten, as scripts/build.sh does; about as long
 //                                      as a full build more than the parts below)
 //
 // Exits non-zero on any failure; the last line is "N passed, M failed".
-// CHROMIUM=/path/to/chromium: another browser binary (as for tests/browser/).
+// CHROMIUM=/path/to/chromium, FIREFOX=/path/to/firefox: other browser binaries, BROWSERS=chromium: one
+// engine alone (as for tests/browser/).
 // WA_PKG_TEST_PERTURB=<number> adds that to the first expected output value in both apps, to see
 // the comparison fail (a self-test of this harness).
 //
 // This file drives the parts; each lives in its own module: pack.mjs (1), node_app.mjs (2),
-// vite_app.mjs (3, 4, 5); apps.mjs sets up the temp apps, report_checks.mjs checks what they report,
+// vite_app.mjs (3, 4, 5), readme_part.mjs (6); apps.mjs sets up the temp apps, report_checks.mjs checks what they report,
 // reporting.mjs tallies, processes.mjs runs commands and cleans up, settings.mjs holds the paths,
 // cases and time limits.
+import { join } from 'node:path';
 import { loadCases } from './apps.mjs';
 import { makeTempRoot } from './files.mjs';
 import { nodePart } from './node_app.mjs';
 import { packPart } from './pack.mjs';
 import { cleanup, killChildren } from './processes.mjs';
+import { readmePart } from './readme_part.mjs';
 import { Abort, check, finish } from './reporting.mjs';
 import { PERTURB, REPO, TOTAL_TIMEOUT_MS } from './settings.mjs';
 import { devServerPart, devServerWithoutExcludePart, installWebApp, viteBuildPart } from './vite_app.mjs';
@@ -75,6 +82,7 @@ async function main() {
   if (webApp) await attempt('vite build part', () => viteBuildPart(webApp, cases));
   if (webApp) await attempt('vite dev server part', () => devServerPart(webApp.app, cases));
   if (webApp) await attempt('vite dev server without exclude part', () => devServerWithoutExcludePart(webApp.app));
+  await attempt('README part', () => readmePart(root, tarball, join(root, 'clone', 'README.md')));
 }
 
 try {

@@ -3,7 +3,8 @@
 // config: the worker's format is 'iife'), dist/ served plain, cross-origin isolated, and with the
 // package's files on another origin (configure({ wasmPaths })), plain and isolated. 4: the Vite
 // dev server as the package's README says (optimizeDeps.exclude), plain and isolated. 5: the
-// dev server without it, where the package must say what to do. Every page in headless Chromium.
+// dev server without it, where the package must say what to do. Every page in headless Chromium and
+// Firefox ESR.
 import { copyFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { makeApp, npmInstall } from './apps.mjs';
@@ -25,7 +26,7 @@ const OTHER_ORIGIN = { 'access-control-allow-origin': '*' };
  * runs the dev-server parts on that app even if the build part fails later.
  */
 export async function installWebApp(root, tarball, cases) {
-  step('3/5 Vite app (its page and its own worker import the package): npm install <tarball>, vite build, serve dist/, headless Chromium');
+  step('3/6 Vite app (its page and its own worker import the package): npm install <tarball>, vite build, serve dist/, headless Chromium and Firefox');
   const app = join(root, 'web-app');
   makeApp(app, 'webattention-web-app', cases);
   copyFileSync(join(HERE, 'app/browser_main.js'), join(app, 'main.js'));
@@ -72,13 +73,13 @@ export async function viteBuildPart({ app, installed }, cases) {
 
 /**
  * A Vite dev server on `app` (Vite's createServer with `optimizeDeps`, and `headers` on every
- * answer); resolves to its URL.
+ * answer; the app's own vite.config.js only with configFile: true); resolves to its URL.
  */
-async function devServer(app, optimizeDeps, cacheDir, headers = {}) {
+export async function devServer(app, { optimizeDeps, cacheDir, headers = {}, configFile = false }) {
   const { createServer } = await import('vite');
   const server = await withTimeout(createServer({
     root: app,
-    configFile: false,
+    ...(configFile ? {} : { configFile: false }),
     logLevel: 'error',
     clearScreen: false,
     cacheDir,
@@ -94,18 +95,18 @@ async function devServer(app, optimizeDeps, cacheDir, headers = {}) {
 }
 
 export async function devServerPart(app, cases) {
-  step('4/5 same app under the Vite dev server (optimizeDeps.exclude, as the package\'s README says)');
+  step('4/6 same app under the Vite dev server (optimizeDeps.exclude, as the package\'s README says)');
   // Vite's dependency pre-bundling moves the package's JS to node_modules/.vite/deps/, which
   // breaks new URL('../dist/webattention_core.wasm', import.meta.url) (the dev server answers
   // index.html): users must exclude the package, as with any module that loads its .wasm this way.
   const excluded = { exclude: ['webattention'] };
-  await runPage('browser (vite dev)', await devServer(app, excluded, join(app, '.vite-excluded')), cases);
+  await runPage('browser (vite dev)', await devServer(app, { optimizeDeps: excluded, cacheDir: join(app, '.vite-excluded') }), cases);
   // Cross-origin isolated: the pthreads module's worker must start under the dev server too,
   // which rewrites every .js file it serves into a module.
-  await runPage('browser (vite dev, isolated)', await devServer(app, excluded, join(app, '.vite-excluded'), ISOLATED), cases, { threadsModule: true });
+  await runPage('browser (vite dev, isolated)', await devServer(app, { optimizeDeps: excluded, cacheDir: join(app, '.vite-excluded'), headers: ISOLATED }), cases, { threadsModule: true });
 }
 
 export async function devServerWithoutExcludePart(app) {
-  step('5/5 same app under the Vite dev server without optimizeDeps.exclude: the package names the fix');
-  await runLoadErrorPage('browser (vite dev, pre-bundled)', await devServer(app, {}, join(app, '.vite-prebundled')));
+  step('5/6 same app under the Vite dev server without optimizeDeps.exclude: the package names the fix');
+  await runLoadErrorPage('browser (vite dev, pre-bundled)', await devServer(app, { optimizeDeps: {}, cacheDir: join(app, '.vite-prebundled') }));
 }

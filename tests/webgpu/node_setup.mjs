@@ -108,7 +108,7 @@ export function randomStateDict(shapes, seed) {
 }
 
 /** Runs the same call on 'wasm' and on 'webgpu' and compares (1e-4 abs + 1e-4 rel). */
-export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path }) {
+export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path, nonFiniteKeys = [] }) {
   const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
   const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
   try {
@@ -119,6 +119,13 @@ export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = f
     const query = { data: filled(B * L * c.embedDim, seed + 10, scale), shape: [B, L, c.embedDim] };
     const key = self ? query : { data: filled(B * S * c.kdim, seed + 11, scale), shape: [B, S, c.kdim] };
     const value = self || kvSame ? key : { data: filled(B * S * c.vdim, seed + 12, scale), shape: [B, S, c.vdim] };
+    // [j, x]: key and value rows j of every batch hold x (NaN, Infinity): masked means absent.
+    for (const [j, x] of nonFiniteKeys) {
+      for (const t of [key, value]) {
+        const width = t.shape[2];
+        for (let b = 0; b < B; b++) t.data.fill(x, (b * S + j) * width, (b * S + j + 1) * width);
+      }
+    }
     const expected = await wasm.forward(query, key, value, options);
     runs.length = 0;
     paths.length = 0;

@@ -53,7 +53,23 @@ const attentionCases = [
   ['wide heads d_k 128, d_v 160, causal', { dk: 128, dv: 160 },
     { create: { embedDim: 256, numHeads: 2, vdim: 256, valueHeadDim: 160 }, B: 1, L: 66, S: 40, options: { isCausal: true } }],
   ['wide heads d_k 128: masks, fully masked rows, weights', { dk: 128, dv: 128 }, maskedCase({ embedDim: 256, numHeads: 2 }, 40, 21)],
+  ['masked means absent: NaN and Inf at keys no row may see (causal future, key padding, −∞ float mask), weights', { dk: 8, dv: 8 },
+    maskedNonFiniteCase({ embedDim: 16, numHeads: 2 }, 10, 40)],
 ];
+
+// Cross-attention, causal with L < S, where NaN and Inf key and value rows sit only at keys that
+// every row has masked: key 20 (after every row's diagonal), key 6 (key padding), key 3 (−∞ in a
+// float attention mask). Every row stays finite and equals WASM's, weights included.
+function maskedNonFiniteCase(create, L, S) {
+  const am = new Float32Array(L * S);
+  for (let i = 0; i < L; i++) am[i * S + 3] = -Infinity;
+  const kpm = new Uint8Array(S);
+  kpm[6] = 1;
+  return {
+    create, B: 1, L, S, nonFiniteKeys: [[3, NaN], [6, Infinity], [20, NaN]],
+    options: { keyPaddingMask: { data: kpm, shape: [1, S] }, attnMask: { data: am, shape: [L, S] }, isCausal: true, needWeights: true },
+  };
+}
 
 // Key padding and a boolean attention mask with row 5 fully masked, causal, weights.
 function maskedCase(create, L, S) {
@@ -97,6 +113,11 @@ describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
   for (const name of Object.keys(VARIANTS.decode)) {
     test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
+    })));
+    // Rows 0 and 1 see keys 0 and 0..1: NaN / Inf in the first chunk's and a later chunk's keys.
+    test(`${name}: masked means absent: NaN and Inf at future keys, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+      create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
+      nonFiniteKeys: [[5, NaN], [300, Infinity]],
     })));
   }
 });

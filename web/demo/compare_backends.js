@@ -2,7 +2,9 @@
 // [1, L, E] with no mask and no weights returned, on each backend this page has: WASM on one
 // thread, WASM with threads (pthreads or the worker pool), WebGPU where there is an adapter, and
 // onnxruntime-web as a peer where the bench's dev dependency is installed and served
-// (bench/node_modules: never a dependency of the package). Imported on the button, not on load.
+// (bench/node_modules: never a dependency of the package). Only the repository's page looks for
+// it (<body data-peers="bench">): a static copy (scripts/build_demo.mjs) has no bench/, so it
+// shows no peer row and requests nothing that is not there. Imported on the button, not on load.
 // Sets data-compare (JSON [{ backend, available, ms, gflops, maxDiff, note }]) and
 // data-compare-shape ("L,E,h") on <body>.
 import { MultiHeadAttention } from './loaded_package.js';
@@ -72,7 +74,7 @@ export async function compareBackends(shape, { caps, gpu }) {
   const x = gaussianTensor([1, L, E], rand);
   const flops = forwardFlops({ B: 1, L, S: L, needWeights: false }, config);
   $('compare-flops').textContent = `${(flops / 1e9).toFixed(3)} GFLOP per forward (the package's count, 8·L·E² + 4·L²·E), `
-    + `L = S = ${L}, E = ${E}, h = ${h}, B = 1, no mask, no weights returned; time: median of warm calls`;
+    + `L = S = ${L}, E = ${E}, h = ${h}, B = 1, no mask.`;
 
   const rows = [];
   const tbody = $('compare-table').tBodies[0];
@@ -99,21 +101,21 @@ export async function compareBackends(shape, { caps, gpu }) {
 
   await add('wasm, 1 thread', async () => ({ ...(await timePackage(size, { threads: 1, backend: 'wasm' }, dict, x)), label: `wasm (${caps.wasmModule}), 1 thread` }));
   await add('wasm + threads', async () => {
-    if (caps.threads <= 1) return { missing: 'not run: this page gets one thread (one core, or no workers)' };
+    if (caps.threads <= 1) return { missing: 'not run: this browser gives the page one core' };
     const r = await timePackage(size, { threads: caps.threads, backend: 'wasm' }, dict, x);
     const how = caps.wasmModule.startsWith('mt') ? 'pthreads' : 'worker pool';
     return { ...r, label: `wasm (${caps.wasmModule}), ${r.threads} threads (${how})` };
   });
   await add('webgpu', async () => {
-    if (gpu.kind === 'none') return { missing: `not run: no WebGPU adapter (${gpu.text.replace(/^none: /, '')})` };
+    if (gpu.kind === 'none') return { missing: `not run: no WebGPU in this browser (${gpu.text.replace(/^none: /, '')})` };
     if (gpu.kind === 'software' && flops > SOFTWARE_GPU_MAX_FLOPS) {
-      return { missing: `not run: the adapter is a software one (WebGPU on the CPU) and this shape is over ${SOFTWARE_GPU_MAX_FLOPS / 1e9} GFLOP; pick a smaller one` };
+      return { missing: `not run: this browser's WebGPU is a software one (on the CPU, no GPU) and would take minutes for a layer over ${SOFTWARE_GPU_MAX_FLOPS / 1e9} GFLOP; pick a smaller one` };
     }
     const r = await timePackage(size, { backend: 'webgpu' }, dict, x);
     const note = r.backend === 'webgpu' ? '' : `fell back to ${r.backend}`;
     return { ...r, label: `webgpu${gpu.kind === 'software' ? ' (software adapter)' : ''}`, note };
   });
-  await add('onnxruntime-web', async () => {
+  if (document.body.dataset.peers === 'bench') await add('onnxruntime-web', async () => {
     const ort = await loadOrt();
     if (ort.missing) return ort;
     const threads = crossOriginIsolated ? caps.threads : 1;  // ORT's threads need shared memory
@@ -121,7 +123,7 @@ export async function compareBackends(shape, { caps, gpu }) {
     return { ...r, label: `onnxruntime-web ${r.version} (wasm EP, ${threads} thread${threads > 1 ? 's' : ''})`, note: 'peer, from bench/node_modules' };
   });
 
-  $('compare-status').textContent = `done: ${rows.filter((r) => r.available).length} backends compared; max |diff| is against the 1-thread WASM output`;
+  $('compare-status').textContent = `done: ${rows.filter((r) => r.available).length} engines compared; max |diff| is against the one-core WebAssembly output`;
   Object.assign(document.body.dataset, { compare: JSON.stringify(rows), compareShape: shape });
   return rows;
 }

@@ -1,34 +1,46 @@
-// The text-generation panel: the trained char-level GPT of web/model/ (weights fetched from this
-// server, so it works offline) continues the prompt; characters stream into the page with the
-// tokens/s, the backend the attention actually ran on, and one heatmap per layer and head of
-// where each generated character's query looked (rows: generated positions, columns: the 128
-// positions of its window, the newest on the right).
+// The text-generation panel, the page's first: the trained char-level GPT of web/model/ (weights
+// fetched from this server when the page opens, so the panel can name the characters the model
+// knows) continues the prompt. Characters stream into the page with the speed, the backend the
+// attention actually ran on, and where each head looked (generation_attention.js). It samples by
+// default (web/model/sampling.js SAMPLING_DEFAULTS), greedy on request.
 // For tests, <body> gets data-gen-status = running | done | error, data-gen-text (the
-// continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread") and data-gen-runs (runs
-// finished, done or not: a test waits for it to change).
+// continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread"), data-gen-vocab (the
+// model's characters, once fetched) and data-gen-runs (runs finished, done or not: a test waits
+// for it to change); pointing at a character sets data-gen-marked and data-gen-window-keys.
 import { MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
 import { $, errorText } from './page.js';
-import { heatmap } from './heatmap.js';
+import { probeGpu } from './machine_panel.js';
+import { AttentionRows, prepareHeatmaps, startView, addCharacter, drawHeatmaps, clearView, initAttentionView } from './generation_attention.js';
+import { SAMPLING_DEFAULTS } from '../model/sampling.js';
 
 const MODEL_URL = new URL('../model/model.safetensors', import.meta.url);
-// The switch's choices as create() options. 'auto' runs this model on WASM (and says so below),
-// although GQA and rotary attention run on WebGPU too: its KV caches are made at load, before any
-// call has found the GPU, and a cache's calls run where it was made.
+// The switch's choices as create() options. Decoding is one character per call, too little work
+// to share between threads, so the WASM choice is one thread; WebGPU runs the same GQA and
+// rotary attention where the browser has an adapter.
 const BACKENDS = {
-  wasm1: { threads: 1, backend: 'wasm' },
-  threads: { threads: 'auto', backend: 'wasm' },
-  auto: { backend: 'auto' },
+  wasm: { threads: 1, backend: 'wasm' },
+  webgpu: { backend: 'webgpu' },
 };
 // Let the page paint the streamed text and heatmaps every 40 ms, or less often when redrawing the
 // heatmaps takes long (many rows), so that drawing stays under a fifth of the time.
 const PAINT_EVERY_MS = 40;
 const PAINT_SHARE = 0.2;
+const FACT_IDS = ['gen-count', 'gen-speed', 'gen-wall', 'gen-backend'];
 
-let runner = null;           // web/model's modules, imported on the first Generate (not on page load)
-let weights = null;          // the file's bytes, fetched once
+let runner = null;           // web/model's modules, imported on the first Generate
+let weights = null;          // a promise of the file's bytes, fetched once
 let loaded = null;           // { key, model } for the backend choice it was made with
 let running = false;
 let stopRequested = false;
+
+function fetchWeights() {
+  weights ??= fetch(MODEL_URL).then(async (response) => {
+    if (!response.ok) throw new Error(`${MODEL_URL.pathname}: HTTP ${response.status}`);
+    return new Uint8Array(await response.arrayBuffer());
+  });
+  weights.catch(() => { weights = null; });  // a failed fetch is tried again by the next run
+  return weights;
+}
 
 async function modelFor(key) {
   if (loaded?.key === key) return loaded.model;
@@ -37,58 +49,19 @@ async function modelFor(key) {
   await loadPackage();
   runner ??= await Promise.all([import('../model/char_gpt.js'), import('../model/generate.js')])
     .then(([{ CharGpt }, { generate }]) => ({ CharGpt, generate }));
-  if (!weights) {
-    const response = await fetch(MODEL_URL);
-    if (!response.ok) throw new Error(`${MODEL_URL.pathname}: HTTP ${response.status}`);
-    weights = new Uint8Array(await response.arrayBuffer());
-  }
-  const model = await runner.CharGpt.load({ MultiHeadAttention, loadSafetensors }, weights, BACKENDS[key]);
+  const model = await runner.CharGpt.load({ MultiHeadAttention, loadSafetensors }, await fetchWeights(), BACKENDS[key]);
   loaded = { key, model };
   return model;
 }
 
-/** One canvas per layer and head, made once the model's sizes are known. */
-function heatCanvases({ layers, numHeads }) {
-  const grid = $('gen-heads');
-  if (grid.childElementCount !== layers * numHeads) {
-    grid.replaceChildren();
-    for (let l = 0; l < layers; l++) {
-      for (let h = 0; h < numHeads; h++) {
-        const figure = document.createElement('figure');
-        const canvas = document.createElement('canvas');
-        canvas.className = 'gen-heat';
-        Object.assign(canvas.dataset, { layer: l, head: h });
-        canvas.setAttribute('aria-label', `layer ${l} head ${h} attention`);
-        const caption = document.createElement('figcaption');
-        caption.textContent = `layer ${l} · head ${h}`;
-        figure.append(canvas, caption);
-        grid.append(figure);
-      }
-    }
-  }
-  return grid.querySelectorAll('canvas');
-}
-
-/** Rows of [generated positions, window] per layer·head, each row right-aligned on its query. */
-class AttentionRows {
-  constructor({ layers, numHeads, window }, maxRows) {
-    this.window = window;
-    this.rows = 0;
-    this.maps = Array.from({ length: layers * numHeads }, () => new Float32Array(maxRows * window));
-    this.numHeads = numHeads;
-  }
-
-  add({ layers }) {
-    layers.forEach((heads, l) => heads.forEach((row, h) => {
-      this.maps[l * this.numHeads + h].set(row, (this.rows + 1) * this.window - row.length);
-    }));
-    this.rows++;
-  }
-
-  draw(canvases) {
-    if (this.rows === 0) return;
-    canvases.forEach((canvas, i) => heatmap(canvas, this.maps[i], this.rows, this.window));
-  }
+/** The model's characters, as the page shows them (newline and space made visible). */
+async function showAlphabet() {
+  await loadPackage();
+  const vocab = loadSafetensors(await fetchWeights()).metadata.get('vocab');
+  const visible = { '\n': '↵', ' ': '␣' };
+  $('gen-alphabet').textContent = Array.from(vocab, (c) => visible[c] ?? c).join('');
+  $('gen-alphabet-count').textContent = String(Array.from(vocab).length);
+  document.body.dataset.genVocab = vocab;
 }
 
 function readForm() {
@@ -101,13 +74,14 @@ function readForm() {
     }
     return v;
   };
+  const greedy = form.elements.greedy.checked;
   return {
     prompt: form.elements.prompt.value,
     backend: form.elements.backend.value,
     options: {
       maxTokens: number('tokens', 1, 2000, true),
-      temperature: number('temperature', 0, 10, false),
-      topK: number('topK', 0, 1000, true),
+      temperature: greedy ? 0 : number('temperature', 0, 10, false),
+      topK: greedy ? 0 : number('topK', 0, 1000, true),
       seed: number('seed', 0, 2 ** 31 - 1, true),
     },
   };
@@ -120,23 +94,30 @@ function show(kind, text) {
   document.body.dataset.genStatus = kind === 'ok' ? 'done' : kind;
 }
 
+/** Forgets the last run: its text, heatmaps, facts and data-gen-* results. */
+function clearResults() {
+  clearView();
+  for (const id of FACT_IDS) $(id).textContent = '–';
+  for (const key of ['genText', 'genTokensPerS', 'genBackend', 'genMarked', 'genWindowKeys']) delete document.body.dataset[key];
+}
+
 async function runGeneration() {
   const body = document.body;
   running = true;
   stopRequested = false;
   $('gen-run').textContent = 'Stop';
+  clearResults();
   show('running', 'loading the model…');
-  for (const key of ['genText', 'genTokensPerS', 'genBackend']) delete body.dataset[key];
   try {
     const { prompt, backend, options } = readForm();
     const model = await modelFor(backend);
-    const ran = `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
+    model.tokenizer.encode(prompt);  // a character the model does not know fails here, before any output
+    const ran = model.backend === 'webgpu' ? 'webgpu' : `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
     $('gen-backend').textContent = ran;
-    const canvases = heatCanvases(model.config);
+    const canvases = prepareHeatmaps(model.config);
     const rows = new AttentionRows(model.config, options.maxTokens);
+    startView(rows, prompt);
     $('gen-prompt').textContent = prompt;
-    const out = $('gen-out');
-    out.textContent = '';
     show('running', 'generating…');
     let text = '';
     let ms = 0;
@@ -145,15 +126,15 @@ async function runGeneration() {
     const started = painted;
     const report = () => {
       $('gen-count').textContent = `${text.length} / ${options.maxTokens}`;
-      $('gen-speed').textContent = `${((text.length * 1000) / ms).toFixed(1)} tokens/s`;
+      $('gen-speed').textContent = `${((text.length * 1000) / ms).toFixed(0)} characters/s`;
       $('gen-wall').textContent = `${((performance.now() - started) / 1000).toFixed(2)} s`;
-      rows.draw(canvases);
+      drawHeatmaps(canvases);
     };
     for await (const step of runner.generate(model, prompt, { ...options, attention: true })) {
       text += step.char;
       ms += step.ms;
-      out.textContent = text;
       rows.add(step.attention);
+      addCharacter(step.char);
       if (performance.now() - painted > Math.max(PAINT_EVERY_MS, paintMs / PAINT_SHARE)) {
         const t0 = performance.now();
         report();
@@ -167,7 +148,10 @@ async function runGeneration() {
     Object.assign(body.dataset, { genText: text, genTokensPerS: String((text.length * 1000) / ms), genBackend: ran });
     show('ok', stopRequested ? `stopped after ${text.length} characters` : 'done');
   } catch (e) {
-    console.error(e);
+    // A bad form value or prompt is the visitor's to fix, shown on the page; anything else is
+    // the page's fault, logged for whoever debugs it.
+    if (!(e instanceof RangeError || e?.name === 'OptionError')) console.error(e);
+    clearResults();
     show('error', errorText(e));
   } finally {
     running = false;
@@ -176,10 +160,35 @@ async function runGeneration() {
   }
 }
 
+/** The greedy box turns the temperature and top-k fields off (greedy ignores them). */
+function syncGreedy() {
+  const form = $('gen-controls');
+  for (const name of ['temperature', 'topK']) form.elements[name].disabled = form.elements.greedy.checked;
+}
+
+/** Offers WebGPU where the page has an adapter (a software one says so). */
+async function offerWebGpu() {
+  const gpu = await probeGpu();
+  const option = $('gen-controls').elements.backend.querySelector('option[value=webgpu]');
+  option.disabled = gpu.kind === 'none';
+  option.textContent = gpu.kind === 'none' ? 'WebGPU (no adapter in this browser)'
+    : `WebGPU${gpu.kind === 'software' ? ' (software adapter: slow)' : ''}`;
+}
+
 export function initGenerationControls() {
-  $('gen-controls').addEventListener('submit', (e) => {
+  const form = $('gen-controls');
+  for (const [name, value] of Object.entries(SAMPLING_DEFAULTS)) form.elements[name].value = String(value);
+  form.elements.greedy.addEventListener('change', syncGreedy);
+  syncGreedy();
+  form.addEventListener('submit', (e) => {
     e.preventDefault();
     if (running) stopRequested = true;
     else runGeneration();
   });
+  initAttentionView();
+  showAlphabet().catch((e) => {
+    console.error(e);
+    $('gen-alphabet').textContent = `(could not read the model: ${errorText(e)})`;
+  });
+  offerWebGpu().catch((e) => console.error(e));
 }

@@ -17,7 +17,7 @@ export function probeGpu() {
     const gpu = globalThis.navigator?.gpu;
     if (!gpu) {
       const why = window.isSecureContext ? 'this browser has no WebGPU' : 'WebGPU needs a secure context (https or localhost)';
-      return { kind: 'none', text: `none: navigator.gpu is undefined (${why})` };
+      return { kind: 'none', text: `none: ${why}` };
     }
     try {
       const { adapter, software } = await requestAdapter(gpu);
@@ -25,11 +25,12 @@ export function probeGpu() {
       const name = [info.vendor, info.architecture, info.description].filter(Boolean).join(' ') || 'unnamed adapter';
       return {
         kind: software ? 'software' : 'hardware',
-        text: software ? `${name} (software: WebGPU on the CPU, no GPU speed to expect)` : name,
+        text: software ? `${name} (a software one: WebGPU on the CPU, no GPU speed to expect)` : name,
         adapter,
       };
     } catch (e) {
-      return { kind: 'none', text: `none: ${e.message}` };
+      const why = /resolved to null/.test(e.message) ? 'this browser has WebGPU but offers no adapter (no supported GPU, or WebGPU is off)' : e.message;
+      return { kind: 'none', text: `none: ${why}` };
     }
   })();
   return gpuProbe;
@@ -43,13 +44,13 @@ export async function showMachine() {
   const caps = await capabilities();
   const entry = moduleEntry(caps.wasmModule);
   $('m-module').textContent = `${caps.wasmModule} (${features(entry)})`;
+  const cores = `this browser reports ${navigator.hardwareConcurrency} cores`;
   $('m-threads').textContent = entry.threads
-    ? `${caps.threads} (pthreads in shared memory; this browser reports ${navigator.hardwareConcurrency} cores)`
-    : `${caps.threads} (${caps.threads > 1 ? 'a pool of workers, each with its own copy of the module' : 'the calling thread only'}; `
-      + `this browser reports ${navigator.hardwareConcurrency} cores)`;
+    ? `${caps.threads} (threads sharing one memory; ${cores})`
+    : `${caps.threads} (${caps.threads > 1 ? 'workers, each with its own copy of the code' : 'the page\'s own thread only'}; ${cores})`;
   $('m-isolated').textContent = crossOriginIsolated
-    ? 'yes (COOP/COEP headers): shared memory, so the pthreads module can run'
-    : 'no (the server sends no COOP/COEP headers): threads, if any, run as a worker pool';
+    ? 'yes: this server sends the COOP/COEP headers, so threads can share memory'
+    : 'no: this server sends no COOP/COEP headers, so threads run as separate workers';
   Object.assign(document.body.dataset, {
     machineModule: caps.wasmModule, machineThreads: String(caps.threads), machineIsolated: crossOriginIsolated ? '1' : '0',
   });

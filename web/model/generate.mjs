@@ -7,15 +7,16 @@
 // --greedy takes the most likely character each time. Every bad value is one line on stderr.
 import { parseArgs } from 'node:util';
 import { generate } from './generate.js';
+import { SAMPLING_DEFAULTS } from './sampling.js';
 import { loadNodeModel } from './load_node.js';
 
 const USAGE = `usage: node web/model/generate.mjs "PROMPT" [--tokens N] [--temperature T] [--top-k K] [--greedy] [--seed S] [--threads N|auto]
   PROMPT           the text to continue, in quotes (one argument)
   --tokens N       characters to generate (default 200)
-  --temperature T  sampling temperature > 0 (default 0.8)
-  --top-k K        sample among the K most likely characters; 0: all (default 20)
+  --temperature T  sampling temperature > 0 (default ${SAMPLING_DEFAULTS.temperature})
+  --top-k K        sample among the K most likely characters; 0: all (default ${SAMPLING_DEFAULTS.topK})
   --greedy         the most likely character each time (no temperature or top-k)
-  --seed S         the sampling's seed, an integer (default 1)
+  --seed S         the sampling's seed, an integer (default ${SAMPLING_DEFAULTS.seed})
   --threads N      attention threads: an integer >= 1, or auto (default 1)`;
 
 /** Exits with one line (and where it helps, the usage) on stderr. */
@@ -60,10 +61,10 @@ if (values.greedy && (values.temperature !== undefined || values['top-k'] !== un
 }
 const options = {
   maxTokens: numberOption(values, 'tokens', 200, isInteger(1), 'an integer >= 1'),
-  temperature: values.greedy ? 0 : numberOption(values, 'temperature', 0.8, (n) => Number.isFinite(n) && n > 0,
+  temperature: values.greedy ? 0 : numberOption(values, 'temperature', SAMPLING_DEFAULTS.temperature, (n) => Number.isFinite(n) && n > 0,
     'a finite number > 0 (for greedy decoding, --greedy)'),
-  topK: values.greedy ? 0 : numberOption(values, 'top-k', 20, isInteger(0), 'an integer >= 0 (0: all characters)'),
-  seed: numberOption(values, 'seed', 1, Number.isSafeInteger, 'an integer'),
+  topK: values.greedy ? 0 : numberOption(values, 'top-k', SAMPLING_DEFAULTS.topK, isInteger(0), 'an integer >= 0 (0: all characters)'),
+  seed: numberOption(values, 'seed', SAMPLING_DEFAULTS.seed, Number.isSafeInteger, 'an integer'),
 };
 const threads = values.threads === 'auto' ? 'auto' : numberOption(values, 'threads', 1, isInteger(1), "an integer >= 1 or 'auto'");
 

@@ -3,6 +3,10 @@
 // be repeated.
 import { OptionError } from '../src/errors.js';
 
+/** What a front end (the demo page's form) offers by default: sampling, since greedy decoding of
+ *  this small model soon repeats one phrase. makeSampler() itself stays greedy unless asked. */
+export const SAMPLING_DEFAULTS = Object.freeze({ temperature: 0.8, topK: 20, seed: 1 });
+
 /** mulberry32: a small seeded generator of uniform floats in [0, 1) (32-bit state). */
 export function seededRandom(seed) {
   let state = seed >>> 0;

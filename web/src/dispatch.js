@@ -164,27 +164,46 @@ export class Dispatcher {
     }
     const { where, fallback } = this.route(plan);
     if (!copied && (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady))) plan = planWithCopies(plan).plan;
+    if (plan.cache) {
+      // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
+      if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
+      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(plan, where));
+    }
     if (where === 'webgpu') {
       try {
         const result = await this.#gpu.executor.forward(plan);
         testHooks.onRun?.('webgpu', plan, result.path);
         return result;
       } catch (e) {
-        if (this.#disposed) throw e;
-        // A cache on the GPU cannot move to WASM: the call fails (the module's other calls follow
-        // the failure policy).
-        if (plan.cache) {
-          if (e instanceof WebAttentionError) throw e;  // CacheError, DisposedError
-          throw new BackendError(`cache: the WebGPU call on it failed (${e?.message ?? e}); its storage is on that device`, {
-            argument: 'cache', expected: 'a working WebGPU device', actual: e?.message ?? String(e),
-          });
-        }
+        this.#live();  // disposed during the call: a DisposedError, whatever the GPU said
         await this.#gpuFailed(e);
       }
     }
     const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
+  }
+
+  // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it
+  // runs synchronously; a GPU call that fails cannot move to WASM (the storage is on the device),
+  // so it rejects (the module's other calls follow the failure policy).
+  #forwardCached(plan, where) {
+    this.#live();
+    if (where !== 'webgpu') {
+      const result = this.#wasm.forward(plan);
+      if (this.#gpu) testHooks.onRun?.('wasm', plan);
+      return result;
+    }
+    return this.#gpu.executor.forward(plan).then((result) => {
+      testHooks.onRun?.('webgpu', plan, result.path);
+      return result;
+    }, (e) => {
+      this.#live();
+      if (e instanceof WebAttentionError) throw e;  // CacheError, DisposedError
+      throw new BackendError(`cache: the WebGPU call on it failed (${e?.message ?? e}); its storage is on that device`, {
+        argument: 'cache', expected: 'a working WebGPU device', actual: e?.message ?? String(e),
+      });
+    });
   }
 
   dispose() {

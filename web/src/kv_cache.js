@@ -40,12 +40,23 @@ const registry = new FinalizationRegistry((handle) => {
 /**
  * Storage for incremental decoding, made by mha.createCache(): the keys and values of every
  * position appended so far, allocated once. Pass it as forward()'s `cache` option.
+ *
+ * Calls on one cache run in the order they were made, awaited or not, on every backend: a WASM
+ * call runs at once; a GPU call is queued behind the ones still running (enqueue()). Each call is
+ * planned on the length the calls before it leave (`length` reads that), reset() and dispose()
+ * take their turn in the same queue (they wait for the calls made before them), and a call that
+ * fails appends nothing, so the calls queued behind it, planned on its rows, reject with a
+ * CacheError rather than run at the wrong positions.
  */
 export class KvCache {
   #owner;
   #handle;
   #options;
   #dead = null;  // why it can no longer be used
+  #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
+  #queued = 0;    // calls queued or running
+  #planned = 0;   // the length once every queued call has appended (while #queued > 0)
+  #epoch = 0;     // reset() count: a failure before a reset does not change the planned length
 
   /** Use mha.createCache(options). */
   constructor(owner, handle, options) {
@@ -64,14 +75,59 @@ export class KvCache {
     return value !== null && typeof value === 'object' && #owner in value;
   }
 
-  /** Positions appended so far. */
+  /** Positions appended so far, counting the calls made and still running (they run in order). */
   get length() {
-    return this.#live('KvCache.length').length();
+    const handle = this.#live('KvCache.length');
+    return this.#queued ? this.#planned : handle.length();
   }
 
   /** The length, for a forward() call: a disposed cache's error names that call's option. */
   lengthForCall() {
-    return this.#live('forward: cache').length();
+    const handle = this.#live('forward: cache');
+    return this.#queued ? this.#planned : handle.length();
+  }
+
+  /**
+   * Runs `run()` (a forward() on this cache, planned by `planned` = the plan's { lengthBefore,
+   * lengthAfter }) after the calls made before it: at once when none is running (a WASM call then
+   * runs synchronously, reading its inputs at the call), else queued. Resolves to run()'s result.
+   */
+  enqueue(planned, run) {
+    const epoch = this.#epoch;
+    const rows = planned.lengthAfter - planned.lengthBefore;
+    const start = () => {
+      if (this.#dead) throw new DisposedError(`forward: cache: ${this.#dead}`, 'cache');
+      const length = this.#handle.length();
+      if (length !== planned.lengthBefore) {
+        throw new CacheError(`cache: this call was planned at length ${planned.lengthBefore}, but a call queued before it on `
+          + `the cache failed and appended nothing (length ${length}); it did not run`, {
+          argument: 'cache', expected: planned.lengthBefore, actual: length,
+        });
+      }
+      return run();
+    };
+    let call;
+    if (this.#queued === 0) {
+      try {
+        call = start();
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
+    } else {
+      call = this.#queue.then(start);
+    }
+    this.#queued += 1;
+    this.#planned = planned.lengthAfter;
+    const settled = call.then(() => this.#settle(0), () => this.#settle(epoch === this.#epoch ? rows : 0));
+    this.#queue = settled;
+    return call;
+  }
+
+  // A queued call settled; `unappended` rows it planned and did not append come off the plan.
+  #settle(unappended) {
+    this.#queued -= 1;
+    this.#planned -= unappended;
   }
 
   get batchSize() { return this.#options.batchSize; }
@@ -82,9 +138,18 @@ export class KvCache {
   /** How keys and values are stored: 'float32' | 'float16' | 'int8'. */
   get dtype() { return this.#options.dtype; }
 
-  /** Back to length 0, keeping the storage. */
+  /** Back to length 0, keeping the storage; after the calls made before it, if any still run. */
   reset() {
-    this.#live('KvCache.reset').reset();
+    const handle = this.#live('KvCache.reset');
+    if (this.#queued === 0) {
+      handle.reset();
+      return;
+    }
+    this.#epoch += 1;
+    this.#planned = 0;
+    this.#queue = this.#queue.then(() => {
+      if (!this.#dead) handle.reset();
+    }).catch(() => {});  // a GPU reset fails only with its device, which the next call reports
   }
 
   /** Frees the storage; later use throws DisposedError. */
@@ -92,13 +157,18 @@ export class KvCache {
     this.release('the cache was disposed');
   }
 
-  /** Frees the storage for `reason` (also when its module is disposed). */
+  /**
+   * Frees the storage for `reason` (also when its module is disposed): at once, or after the
+   * call that is running (it finishes; the calls queued behind it reject with a DisposedError).
+   */
   release(reason) {
     if (this.#dead) return;
     this.#dead = reason;
     registry.unregister(this);
-    this.#handle.delete();
+    const handle = this.#handle;
     this.#handle = null;
+    if (this.#queued === 0) handle.delete();
+    else this.#queue = this.#queue.then(() => handle.delete());
   }
 
   /** Whether `owner` (an executor) made it: where its calls run. */

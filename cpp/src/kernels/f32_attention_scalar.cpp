@@ -36,8 +36,9 @@ struct Block4x8 {
 struct Scalar {
   using Block = Block4x8;
 
+  // A −∞ entry masks whatever the score is (NaN + −∞ would be NaN): a select, not an add.
   static void add_row(float* s, const float* row, int n) {
-    for (int j = 0; j < n; ++j) s[j] += row[j];
+    for (int j = 0; j < n; ++j) s[j] = row[j] == flash::kNegInf ? flash::kNegInf : s[j] + row[j];
   }
 
   // m < s ? s : m, as the SIMD kernel's pmax: a NaN score never becomes the maximum.

@@ -17,11 +17,16 @@ namespace {
 struct Simd128 {
   using Block = Block4x8;
 
+  // A −∞ entry masks whatever the score is (NaN + −∞ would be NaN): a select, not an add.
   static void add_row(float* s, const float* row, int n) {
+    const v128_t neg_inf = wasm_f32x4_splat(flash::kNegInf);
     int j = 0;
-    for (; j + 4 <= n; j += 4)
-      wasm_v128_store(s + j, wasm_f32x4_add(wasm_v128_load(s + j), wasm_v128_load(row + j)));
-    for (; j < n; ++j) s[j] += row[j];
+    for (; j + 4 <= n; j += 4) {
+      const v128_t m = wasm_v128_load(row + j);
+      const v128_t sum = wasm_f32x4_add(wasm_v128_load(s + j), m);
+      wasm_v128_store(s + j, wasm_v128_bitselect(neg_inf, sum, wasm_f32x4_eq(m, neg_inf)));
+    }
+    for (; j < n; ++j) s[j] = row[j] == flash::kNegInf ? flash::kNegInf : s[j] + row[j];
   }
 
   // Two accumulators per reduction (width is a multiple of 8): one chain would wait on the

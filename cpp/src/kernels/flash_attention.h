@@ -12,7 +12,8 @@
 // below: the native tests (scalar) then check the very algorithm the SIMD modules ship.
 //   Isa::Block                  4 rows × 8 columns of accumulators: zero(), load_row(r, src),
 //                               madd(x0, x1, x2, x3, w): row r += x_r · w[0..8), store_row(r, dst)
-//   Isa::add_row(s, m, n)       s[j] += m[j] for j < n (an additive mask row)
+//   Isa::add_row(s, m, n)       s[j] += m[j] for j < n (an additive mask row), except s[j] = −∞
+//                               where m[j] is −∞ (a masked key's NaN or +Inf score stays masked)
 //   Isa::row_max(s, width)      max of s[0..width); NaN never wins (pmax: m < s ? s : m)
 //   Isa::exp_row(s, width, max, factor)  s[j] = exp(s[j] - max) · factor; returns Σ exp(s[j] - max)
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
@@ -32,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/flash_hidden_keys.h"
 #include "kernels/flash_layout.h"
 #include "kernels/kernels.h"
 #include "kernels/kv_widen.h"
@@ -130,6 +132,22 @@ void weighted_values(const AttentionProblem& p, bool one_row, const float* score
   });
 }
 
+// weighted_values() of a tile with poisoned keys (flash_hidden_keys.h): the fast loops over the
+// stretches between them, each poisoned key only to the rows that see it.
+template <class Isa>
+void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const float* scores,
+                                const PoisonedKeys& poisoned, int rows, const KvPanels& kv,
+                                int dv_pad, int j0, int width, float* acc) {
+  if (poisoned.count == 0) return weighted_values<Isa>(p, one_row, scores, kv, dv_pad, j0, width, acc);
+  for (int a = 0; a < width;) {
+    int b = a;
+    while (b < width && !poisoned.poisoned[b]) ++b;
+    if (b > a) weighted_values<Isa>(p, one_row, scores + a, kv, dv_pad, j0 + a, b - a, acc);
+    if (b < width) add_poisoned_key(p, scores, poisoned, rows, kv, dv_pad, j0, b, acc);
+    a = b + 1;
+  }
+}
+
 // Second pass, only when weights are asked for: p = exp(s - max) / sum with the final stats.
 // Keys outside `keys` (never computed) get 0, or NaN in a NaN row.
 template <class Isa>
@@ -194,6 +212,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     std::fill(sum, sum + kRows, 0.0f);
     std::fill(acc, acc + kRows * lay.dv_pad, 0.0f);
 
+    PoisonedKeys poisoned;
     const bool one_row = rows == 1;
     const int active = one_row ? 1 : kRows;  // rows whose scores are computed
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
@@ -201,6 +220,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
       const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
       key_scores<Isa>(p, one_row, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
+      find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
       for (int r = 0; r < active; ++r) {
         float* s = scores + r * kKeyTile;
         const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
@@ -217,7 +237,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
         if (correction != 1.0f) Isa::scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
         max[r] = new_max;
       }
-      weighted_values<Isa>(p, one_row, scores, kv, lay.dv_pad, j0, width, acc);
+      weighted_values_unpoisoned<Isa>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
     }
 
     for (int r = 0; r < rows; ++r) {

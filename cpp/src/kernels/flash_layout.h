@@ -178,7 +178,8 @@ inline void apply_mask(const MaskView& m, std::ptrdiff_t at, float& s) {
   if (m.kind == MaskKind::kBoolean) {
     if (m.boolean()[at]) s = kNegInf;
   } else {
-    s += m.additive()[at];
+    // A −∞ entry masks whatever the score is: NaN + −∞ would be NaN (flash_hidden_keys.h).
+    s = m.additive()[at] == kNegInf ? kNegInf : s + m.additive()[at];
   }
 }
 

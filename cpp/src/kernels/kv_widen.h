@@ -26,6 +26,16 @@ inline std::size_t value_index(int capacity, int slot, int f) {
   return (static_cast<std::size_t>(f / kPanelWidth) * capacity + slot) * kPanelWidth + f % kPanelWidth;
 }
 
+// Value column c of `slot`, as f32, from the unit's K/V panels whatever their storage type (the
+// rare per-element reads: flash_hidden_keys.h's poisoned keys).
+inline float value_at(const KvPanels& kv, int c, int slot) {
+  const NarrowKv& n = kv.narrow;
+  if (n.type == StorageType::f32) return value_panels(kv.v, kv.v_rows).at(c, slot);
+  const std::size_t i = value_index(n.capacity, slot, c);
+  if (n.type == StorageType::i8) return storage::dequantise(static_cast<const std::int8_t*>(n.v)[i], n.v_scales[slot]);
+  return storage::widen(n.v, n.type, i);
+}
+
 // Elements [i, i + 8) of src (type T) into dst[0 .. 8); an int8 lane l times scales[l].
 template <StorageType T>
 inline void widen8(const void* src, std::size_t i, const float* scales, float* dst) {

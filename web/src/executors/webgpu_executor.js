@@ -13,7 +13,7 @@
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from '../webgpu/kernel_config.js';
-import { CacheError } from '../errors.js';
+import { MemoryError } from '../errors.js';
 import { weightsPerBatch } from '../plans.js';
 import { cachedPasses } from '../webgpu/cached_passes.js';
 import { Usage, reusableSize } from '../webgpu/device.js';
@@ -26,6 +26,9 @@ import { selectsKernels, warmPipelines } from '../webgpu/warm_pipelines.js';
 import { kernelProfile } from '../webgpu/kernel_profile.js';
 import { StagingUploads } from '../webgpu/staging_uploads.js';
 import { packParameters, parameterBufferBytes } from '../webgpu/weight_storage.js';
+
+/** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
+export const cacheHooks = { beforePass: null };
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
 const PARAMETER_LABELS = {
@@ -139,7 +142,12 @@ export class WebGpuExecutor {
   async forward(plan) {
     const config = this.#config;
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
-    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan));
+    if (plan.cache) {
+      // The handle now, as the cache's queue starts the call: a dispose() of the cache from here
+      // on waits for this call (KvCache.release()).
+      const cache = plan.cache.kvCache.handleFor(this);
+      return this.#serialised(() => this.#forwardCached(plan, cache));
+    }
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
@@ -156,25 +164,42 @@ export class WebGpuExecutor {
     return new GpuKvCache(this.#device, this.#config, options);
   }
 
-  // A cached call: its passes (cachedPasses()) one after the other, each appending its rows.
-  async #forwardCached(plan) {
-    const config = this.#config;
+  /**
+   * Throws a MemoryError, before anything runs, unless every pass of a cached call fits the
+   * device (fits()): a cache on the GPU cannot move a call to WASM.
+   */
+  checkCachedFits(plan) {
     const cache = plan.cache.kvCache.handleFor(this);
-    // The plan was checked against the length when forward() was called: a call on the same
-    // cache not awaited before it would have appended since.
-    if (cache.length() !== plan.cache.lengthBefore) {
-      throw new CacheError(`cache: its length changed from ${plan.cache.lengthBefore} to ${cache.length()} while this call waited (await each step)`, {
-        argument: 'cache', expected: plan.cache.lengthBefore, actual: cache.length(),
+    const misfit = cachedPasses(plan, cache.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
+    if (misfit) {
+      throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
+        + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
+        argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
       });
     }
+  }
+
+  // A cached call (the cache's queue has checked its length): its passes (cachedPasses()) one
+  // after the other, each appending its rows; the length advances once every pass succeeded, and
+  // a call of several passes that fails puts the storage back (GpuKvCache.snapshot()).
+  async #forwardCached(plan, cache) {
+    const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
+    const snapshot = passes.length > 1 ? cache.snapshot() : null;
     const results = [];
     let path;
-    for (const pass of passes) {
-      path = attentionPath(pass, config, this.#device.limits);
-      results.push(await runForwardPass(this.#pass, pass, config, path, cache));
-      cache.advance(pass.L);
+    try {
+      for (const [index, pass] of passes.entries()) {
+        await cacheHooks.beforePass?.(index);
+        path = attentionPath(pass, config, this.#device.limits);
+        results.push(await runForwardPass(this.#pass, pass, config, path, cache));
+      }
+    } catch (e) {
+      snapshot?.restore();
+      throw e;
     }
+    snapshot?.discard();
+    cache.advance(plan.L);
     return { ...merge(results), path };
   }
 

@@ -22,7 +22,7 @@ import { MaskKind } from '../tensor_checks.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { rotaryTable } from './rotary_table.js';
-import { ATTENTION_PARAMS, MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
+import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
@@ -132,7 +132,9 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
-    const chunks = cdiv(T, kernels.variants.decode.chunk);
+    // Over the keys from the window's start (firstKeyOf(), as the kernels count them): O(W).
+    const shape = { causal: Boolean(plan.isCausal || cache), shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0 };
+    const chunks = cdiv(T - firstKeyOf(0, shape), kernels.variants.decode.chunk);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
     // A narrow cache read where stored: int8 scales at bindings 7 and 8.

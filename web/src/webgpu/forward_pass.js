@@ -29,9 +29,10 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
  * ahead, transferModes.prefault), map (until
  * the readback is mapped: the GPU's work and the copy back), scopes (the error scopes settled),
  * copyOut (the result copied out of the mapped range), gpu (the compute pass by the GPU's
- * timestamps, where the device has them; the call is timed for it).
+ * timestamps, where the device has them; the call is timed for it). Tests: onDispatches([{ kernel,
+ * groups }]) gets each pass's dispatches (kernel: the pipeline's label), e.g. a windowed step's grid.
  */
-export const passHooks = { onPhases: null };
+export const passHooks = { onPhases: null, onDispatches: null };
 
 /** Thrown inside the GPU path when the device is gone. */
 export class DeviceLost extends Error {}
@@ -151,6 +152,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     const ctx = encodingContext(gpu, encoder);
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
+    passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
     const readback = ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
     encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
     if (weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);

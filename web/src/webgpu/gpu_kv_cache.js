@@ -42,7 +42,7 @@ export class GpuKvCache {
         });
       }
       // Zero-initialised, as WebGPU buffers are.
-      return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST, label: `webattention cache ${what}` });
+      return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC, label: `webattention cache ${what}` });
     };
     const made = [];
     try {
@@ -66,9 +66,39 @@ export class GpuKvCache {
     return this.#length;
   }
 
-  /** After a pass that appended `rows` positions. */
+  /** After a call whose every pass appended its rows: `rows` positions in all. */
   advance(rows) {
     this.#length += rows;
+  }
+
+  /**
+   * A copy of the storage, for a call of several passes: each pass appends before attending, and
+   * in a ring a pass after the first overwrites slots the call's first rows still read, so a call
+   * that fails part-way puts the copy back (restore()) and leaves the cache as it was: all or
+   * nothing. Queued on the device before the call's passes; discard() when they all succeeded.
+   */
+  snapshot() {
+    const device = this.#device;
+    const copies = [this.keys, this.values].map((buffer) => [buffer, device.createBuffer({
+      size: buffer.size, usage: Usage.COPY_SRC | Usage.COPY_DST, label: 'webattention cache snapshot',
+    })]);
+    const copy = (from) => {
+      const encoder = device.createCommandEncoder({ label: 'webattention cache snapshot' });
+      for (const pair of copies) {
+        const [src, dst] = from === 'cache' ? pair : [pair[1], pair[0]];
+        encoder.copyBufferToBuffer(src, 0, dst, 0, src.size);
+      }
+      device.queue.submit([encoder.finish()]);
+    };
+    copy('cache');
+    const discard = () => copies.forEach(([, b]) => b.destroy());
+    return {
+      restore: () => {
+        if (!this.isDeleted()) copy('snapshot');
+        discard();
+      },
+      discard,
+    };
   }
 
   /** Back to 0; the storage is zeroed as the core's is (no Inf or NaN of an old sequence stays). */

@@ -39,6 +39,16 @@ export const ATTENTION_PARAMS = [
   ['scale', 'f32', 'score = q·k · scale (+ masks)'],
 ];
 
+/**
+ * The first key rows [i0, …) may see (0 without a window): with a cache's window, keys
+ * j <= i + shift − window are masked for row i, so a windowed step's kernels start their key
+ * loops (and the decode kernels their chunks) here and visit O(W) keys, not the whole cache.
+ * The JS twin of WGSL firstKey() (attentionParams), for the decode grid.
+ */
+export function firstKeyOf(i0, { causal, shift, window }) {
+  return causal && window && i0 + shift >= window ? i0 + shift + 1 - window : 0;
+}
+
 /** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
 export const attentionParams = /* wgsl */ `
 ${paramsWgsl(ATTENTION_PARAMS)}
@@ -49,8 +59,24 @@ const NEG = -3.0e38;        // "minus infinity" for masked scores and empty runn
 // are indexed, never copied per query head.
 fn kvHead(h: u32) -> u32 { return h / p.group; }
 
+// The first key rows i0… may see: firstKeyOf() in attention_common.wgsl.js says why.
+fn firstKey(i0: u32) -> u32 {
+  if (p.causal != 0u && p.window != 0u && i0 + p.shift >= p.window) { return i0 + p.shift + 1u - p.window; }
+  return 0u;
+}
+
+// The decode kernels' chunks of CHUNK keys, from firstKey(0) (every row's window starts there or later).
+fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKey(0u) + chunk - 1u) / chunk; }
+
 // The K/V row of key j of batch b.
 fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
+
+// p·v of one weight and one value, where a weight of exactly 0 (a masked key's, also a stale ring
+// slot's or a tile's padding) adds exactly 0, not 0·v: masked means absent, so a NaN or Inf value
+// there never reaches the row (0·NaN is NaN). A select, not a branch; one per shape of operands.
+fn pv(w: f32, x: f32) -> f32 { return select(0.0, w * x, w > 0.0); }
+fn pvRows(w: vec4f, x: f32) -> vec4f { return select(vec4f(0.0), w * x, w > vec4f(0.0)); }
+fn pvCols(w: f32, x: vec4f) -> vec4f { return select(vec4f(0.0), w * x, w > 0.0); }
 `;
 
 export const attentionCommon = /* wgsl */ `${attentionParams}

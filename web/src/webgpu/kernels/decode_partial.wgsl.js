@@ -54,8 +54,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let b = bh / p.H;
   let h = bh % p.H;
   let g = kvHead(h);
-  let chunks = (p.S + CHUNK - 1u) / CHUNK;
-  let j0 = c * CHUNK;
+  let chunks = decodeChunks(CHUNK);  // over the window only, when there is one: O(W) keys
+  let j0 = firstKey(0u) + c * CHUNK;
   let n = min(CHUNK, p.S - j0);
 
   let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
@@ -101,7 +101,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   for (var d = t; d < DV; d += WG) {
     var a = 0.0;
     if (l > 0.0) {
-      for (var cc = 0u; cc < n; cc++) { a += ps[cc] * vAt(keyRow(b, j0 + cc), g, d); }
+      for (var cc = 0u; cc < n; cc++) { a += pv(ps[cc], vAt(keyRow(b, j0 + cc), g, d)); }
     }
     part[base + 2u + d] = a;
   }

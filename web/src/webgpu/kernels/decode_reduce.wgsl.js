@@ -30,7 +30,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let bh = wg.y;
   let b = bh / p.H;
   let h = bh % p.H;
-  let chunks = (p.S + CHUNK - 1u) / CHUNK;
+  let chunks = decodeChunks(CHUNK);
   let row = (bh * p.L + i) * chunks * (DV + 2u);
 
   var m = NEG;

@@ -62,7 +62,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var keyEnd = p.S;
   if (p.causal != 0u) { keyEnd = min(p.S, wg.x * BR + BR + p.shift); }
 
-  for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
+  // A window's first key (uniform too): a windowed step visits O(W) keys, not the whole cache.
+  for (var j0 = firstKey(wg.x * BR); j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
     for (var e = t; e < n * DK; e += BR) { ks[e] = k[p.kOff + keyRow(b, j0 + e / DK) * p.kStride + g * DK + e % DK]; }
     for (var e = t; e < n * DV; e += BR) { vs[e] = v[p.vOff + keyRow(b, j0 + e / DV) * p.vStride + g * DV + e % DV]; }

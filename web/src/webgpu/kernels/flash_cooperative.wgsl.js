@@ -2,12 +2,12 @@
 // share 64 query rows of one (batch, head), invocation (tr, tc) owning rows 4·tr … 4·tr + 3. The
 // pieces here are what the two do alike: the ids, Q staged once in workgroup memory as vec4s
 // over rows (qs[d·16 + row/4][row % 4]), the running max and sum per owned row (vec4s m and l),
-// the causal end of the key loop (uniform per workgroup, as the barriers need), the staging of a
+// the causal end and the window's start of the key loop (uniform per workgroup, as the barriers need), the staging of a
 // tile's K or V rows, and the end: each owned row's output scaled by 1/l and its stats.
 
 /**
  * The start of main(): ids, Q staged in workgroup memory (unless stageQ is false: `qStore` writes
- * value x of row r, feature d < `qWidth`; zeros past DK), m and l, keyEnd. Needs BR and DK.
+ * value x of row r, feature d < `qWidth`; zeros past DK), m and l, keyBegin and keyEnd. Needs BR and DK.
  */
 export const cooperativeStart = ({ stageQ = true, qWidth = 'DK', qStore = 'qs[d * 16u + r / 4u][r % 4u] = x;' } = {}) => /* wgsl */ `
   let b = wg.y / p.H;
@@ -29,6 +29,7 @@ ${stageQ ? `
   var l = vec4f(0.0);   // running sum
   var keyEnd = p.S;
   if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + p.shift); }
+  let keyBegin = firstKey(row0);  // a window's first key: the loop visits O(W) keys
 `;
 
 /**

@@ -42,7 +42,7 @@ ${cooperativeStart()}
   var acc: array<vec4f, ${4 * cg}>;  // acc[i·CG + c]: row 4·tr + i, columns 4·(tc + 16·c) + 0…3
   for (var a = 0u; a < 4u * CG; a++) { acc[a] = vec4f(0.0); }
 
-  for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
+  for (var j0 = keyBegin; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
 ${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * 16u + c / 4u][c % 4u] = x;' })}
     workgroupBarrier();
@@ -99,7 +99,7 @@ ${stageKeyRows({ src: 'v', width: '(DV4 * 4u)', dim: 'DV', store: 'kv[c * DV4 + 
         if (col4 >= DV4) { continue; }
         for (var q = 0u; q < 4u; q++) {
           let vv = kv[(4u * c4 + q) * DV4 + col4];
-          for (var i = 0u; i < 4u; i++) { acc[i * CG + c] += pr[i][q] * vv; }
+          for (var i = 0u; i < 4u; i++) { acc[i * CG + c] += pvCols(pr[i][q], vv); }
         }
       }
     }

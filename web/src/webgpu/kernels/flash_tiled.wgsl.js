@@ -139,7 +139,7 @@ ${cooperativeStart(layout.start)}
   var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
   for (var j = 0u; j < DC; j++) { acc[j] = vec4f(0.0); }
 
-  for (var j0 = 0u; j0 < keyEnd; j0 += BC) {
+  for (var j0 = keyBegin; j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
 ${stageKeyRows(layout.kStage)}
     workgroupBarrier();
@@ -180,7 +180,7 @@ ${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: `${layout.v}[c * DV + 
       l += pr;
       for (var j = 0u; j < DC; j++) {
         let col = tc + 16u * j;
-        if (col < DV) { acc[j] += pr * ${layout.v}[c * DV + col]; }
+        if (col < DV) { acc[j] += pvRows(pr, ${layout.v}[c * DV + col]); }
       }
     }
     ${layout.barrier.tileEnd}

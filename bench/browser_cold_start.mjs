@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// Browser cold start: navigation → the demo page's first result (web/demo/: the page runs the
+// package on load and sets <body data-status="ok"> when its first run is shown), in headless
+// Chromium on the repository's own server (scripts/serve.mjs, cross-origin isolated unless
+// --plain). Each run opens the page in a fresh browser context (a first visit: nothing cached),
+// then reloads it in that context (a second visit: what the browser keeps in memory; that server
+// sends no-store, so no HTTP cache and none of V8's code cache that rides on it, which a static
+// host's cacheable answers would add). Prints the median and minimum of each.
+//
+//   node bench/browser_cold_start.mjs [--runs N] [--plain]
+//
+// Per visit: first result (ms from navigation start, performance.now() when data-status turned
+// ok), DOMContentLoaded, when the last .wasm before it had arrived, how many requests the page
+// made until then, and the page's own first-forward time (data-ms-first).
+import { commonHeader, parseFlags } from './run_env.mjs';
+
+const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
+  runs: { type: 'string', default: '9' },
+  plain: { type: 'boolean', default: false },
+});
+const runs = Number(values.runs);
+const { CHROMIUM, CHROMIUM_ARGS, startServer } = await import('../tests/browser/harness.mjs');
+const { chromium } = await import('playwright-core');
+
+// Installed before any page script: the moment the first run's verdict lands on <body>.
+function recordFirstResult() {
+  new MutationObserver((_, observer) => {
+    const status = document.body?.dataset.status;
+    if (status === 'ok' || status === 'error') {
+      window.__firstResult = { status, ms: performance.now() };
+      observer.disconnect();
+    }
+  }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-status'] });
+}
+
+async function visit(page, go) {
+  await go();
+  await page.waitForFunction(() => window.__firstResult, null, { timeout: 60_000 });
+  return page.evaluate(() => {
+    const before = performance.getEntriesByType('resource').filter((e) => e.responseEnd <= window.__firstResult.ms);
+    return {
+      ...window.__firstResult,
+      domContentLoaded: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
+      wasmFetched: Math.max(...before.filter((e) => new URL(e.name).pathname.endsWith('.wasm')).map((e) => e.responseEnd)),
+      requests: before.length,
+      pageFirstForward: Number(document.body.dataset.msFirst),
+    };
+  });
+}
+
+const server = await startServer({ isolated: !values.plain });
+const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+const url = `${server.url}/web/demo/`;
+const results = { first: [], second: [] };
+try {
+  for (let i = 0; i < runs; i++) {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.addInitScript(recordFirstResult);
+    results.first.push(await visit(page, () => page.goto(url)));
+    results.second.push(await visit(page, () => page.reload()));
+    await context.close();
+  }
+} finally {
+  await browser.close();
+  server.child.kill();
+}
+
+const failed = [...results.first, ...results.second].filter((r) => r.status !== 'ok');
+if (failed.length) throw new Error(`the page reported status '${failed[0].status}' (${failed.length} of ${2 * runs} visits)`);
+const stat = (list, key) => {
+  const v = list.map((r) => r[key]).sort((a, b) => a - b);
+  return `${v[v.length >> 1].toFixed(0)} (min ${v[0].toFixed(0)})`;
+};
+for (const [k, v] of Object.entries(commonHeader('browser_cold_start.mjs', process.argv.slice(2)))) console.log(`${k}: ${v}`);
+console.log(`${url} (${values.plain ? 'not ' : ''}cross-origin isolated), ${runs} runs, median (min) ms from navigation start`);
+console.log('visit                     first result   DOMContentLoaded   .wasm fetched      requests   page\'s first forward');
+for (const [name, list] of [['first (nothing cached)', results.first], ['second (reload)', results.second]]) {
+  console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(15)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'wasmFetched').padEnd(19)}`
+    + `${String(list[0].requests).padEnd(11)}${stat(list, 'pageFirstForward')}`);
+}
