@@ -32,6 +32,42 @@ export type TensorInput<T extends Float32Array | Uint8Array = Float32Array> = Sh
 
 export type Mask = TensorInput<Uint8Array> | TensorInput<Float32Array>;
 
+/** The kinds of 16-bit float: IEEE binary16 and bfloat16 (a float32's top half). */
+export type HalfDtype = 'float16' | 'bfloat16';
+
+/**
+ * A 16-bit float tensor: `data` holds the bits, `dtype` says which kind ('F16' / 'BF16' as
+ * safetensors spells them). A Uint16Array without a dtype is a DTypeError.
+ */
+export interface HalfInput {
+  data: Uint16Array;
+  shape: readonly number[];
+  dtype: HalfDtype | 'F16' | 'BF16';
+}
+
+/** A 16-bit tensor as onnxruntime-web and transformers.js make it. */
+export interface HalfDimsInput {
+  data: Uint16Array;
+  dims: readonly number[];
+  type: HalfDtype;
+}
+
+/** A 16-bit tensor result: the inputs' kind, values rounded to nearest-even from float32. */
+export interface HalfTensor {
+  data: Uint16Array;
+  shape: number[];
+  dtype: HalfDtype;
+}
+
+/** What forward(), scaledDotProductAttention() and selfAttention() take: one dtype per call. */
+export type FloatInput = TensorInput | HalfInput | HalfDimsInput;
+export type HalfTensorInput = HalfInput | HalfDimsInput;
+
+/** create()'s weightsDtype: how the weight matrices are stored (biases are float32). */
+export type WeightsDtype = 'float32' | 'float16' | 'bfloat16' | 'int8';
+/** createCache()'s dtype: how keys and values are stored. */
+export type CacheDtype = 'float32' | 'float16' | 'int8';
+
 export interface MultiHeadAttentionOptions {
   embedDim: number;
   numHeads: number;
@@ -106,6 +142,13 @@ export interface MultiHeadAttentionOptions {
    * 'webgpu'). Giving it also lets 'auto' use a software adapter.
    */
   webgpuMinFlops?: number;
+  /**
+   * How the weight matrices are stored (default 'float32'): 'float16' / 'bfloat16' (float32
+   * weights rounded to nearest-even, 16-bit ones of the same kind kept as given), 'int8'
+   * (llama.cpp's q8_0: one float32 scale per block of 32 along the input dimension). The module
+   * computes what the float32 module computes with the weights as stored.
+   */
+  weightsDtype?: WeightsDtype;
 }
 
 /**
@@ -189,6 +232,8 @@ export interface CacheOptions {
    * a ring of window + 63 positions, so without maxLength the length has no limit.
    */
   window?: number;
+  /** How keys and values are stored (default 'float32'); 'int8': one float32 scale per (position, K/V head) row. */
+  dtype?: CacheDtype;
 }
 
 /** KvCache.read()'s result. */
@@ -211,6 +256,7 @@ export class KvCache {
   readonly maxLength: number;
   /** 0: no window. */
   readonly window: number;
+  readonly dtype: CacheDtype;
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: all of
    * them, or with a window the last min(length, window); after the calls made before it.
@@ -258,6 +304,11 @@ export interface AttentionResultWithWeights extends AttentionResult {
 export interface AttentionResultWithoutWeights extends AttentionResult {
   attnWeights: null;
 }
+/** The result of a call whose inputs were 16-bit: 16-bit tensors of the same kind. */
+export interface HalfAttentionResult {
+  output: HalfTensor;
+  attnWeights: HalfTensor | null;
+}
 
 export interface StateDictEntryShape {
   name: string;
@@ -266,8 +317,8 @@ export interface StateDictEntryShape {
 
 /** Keys exactly as torch.nn.MultiheadAttention.state_dict(). */
 export type StateDict =
-  | Record<string, TensorInput | Float32Array>
-  | Map<string, TensorInput | Float32Array>;
+  | Record<string, TensorInput | HalfTensorInput | Float32Array>
+  | Map<string, TensorInput | HalfTensorInput | Float32Array>;
 
 export interface LoadStateDictOptions {
   /**
@@ -296,8 +347,15 @@ export interface SafetensorsTensor extends Tensor {
   dtype: 'F32' | 'F16' | 'BF16';
 }
 
+/** One F16 or BF16 tensor of loadSafetensors(bytes, { convert: false }): its 16-bit bits. */
+export interface SafetensorsHalfTensor {
+  data: Uint16Array;
+  shape: number[];
+  dtype: 'F16' | 'BF16';
+}
+
 /** loadSafetensors()'s result: name → tensor in the header's order, and the file's metadata. */
-export interface SafetensorsFile extends Map<string, SafetensorsTensor> {
+export interface SafetensorsFile<T = SafetensorsTensor> extends Map<string, T> {
   /** The header's __metadata__ strings (empty when the file has none). */
   readonly metadata: Map<string, string>;
 }
@@ -343,6 +401,7 @@ export class MultiHeadAttention {
    * query [B, L, embedDim] (or [L, embedDim]), key [B, S, kdim], value [B, S, vdim].
    * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
    */
+  forward(query: HalfTensorInput, key: HalfTensorInput, value: HalfTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
   forward(query: TensorInput, key: TensorInput, value: TensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
   forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
   forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions): Promise<AttentionResult>;
@@ -366,6 +425,9 @@ export interface ScaledDotProductAttentionOptions {
 
 /** softmax(q kᵀ · scale + attnMask) v for q [..., L, dk], k [..., S, dk], v [..., S, dv]. */
 export function scaledDotProductAttention(
+  q: HalfTensorInput, k: HalfTensorInput, v: HalfTensorInput, options?: ScaledDotProductAttentionOptions,
+): Promise<HalfAttentionResult>;
+export function scaledDotProductAttention(
   q: TensorInput, k: TensorInput, v: TensorInput, options: ScaledDotProductAttentionOptions & { needWeights: true },
 ): Promise<AttentionResultWithWeights>;
 export function scaledDotProductAttention(
@@ -383,6 +445,7 @@ export interface SelfAttentionOptions {
 }
 
 /** softmax(x xᵀ / sqrt(C)) x for x [L, C] or [..., L, C] (Q = K = V = x). */
+export function selfAttention(x: HalfTensorInput, options?: SelfAttentionOptions): Promise<HalfAttentionResult>;
 export function selfAttention(x: TensorInput, options: SelfAttentionOptions & ({ needWeights: true } | { returnWeights: true })): Promise<AttentionResultWithWeights>;
 export function selfAttention(x: TensorInput, options?: SelfAttentionOptions & { needWeights?: false; returnWeights?: false }): Promise<AttentionResultWithoutWeights>;
 export function selfAttention(x: TensorInput, options?: SelfAttentionOptions): Promise<AttentionResult>;
@@ -433,7 +496,9 @@ export interface Capabilities {
  * as strictly as the reference implementation checks them: a broken file is a SafetensorsError
  * naming the problem. Aligned F32 data is a view on `bytes`, everything else a copy.
  */
-export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView): SafetensorsFile;
+export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options?: { convert?: true }): SafetensorsFile;
+/** convert: false: F16 and BF16 tensors keep their bits (views on `bytes` where 2-byte aligned). */
+export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options: { convert: boolean }): SafetensorsFile<SafetensorsTensor | SafetensorsHalfTensor>;
 
 /** Which module and features this engine uses (loads the core if needed). */
 export function capabilities(): Promise<Capabilities>;

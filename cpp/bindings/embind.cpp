@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <string>
 
@@ -19,6 +20,7 @@
 #include "webattention/attention.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
+#include "webattention/storage_type.h"
 
 namespace webattention {
 namespace {
@@ -135,6 +137,16 @@ struct SdpaWire {
   }
 };
 
+// MhaConfig as JS passes it: the storage type as its JS spelling ('float32' | 'float16' |
+// 'bfloat16' | 'int8'), turned into the C++ enum by configure(), where a bad one is a ConfigError
+// naming weightsDtype (a value_object's setter has nowhere to report it).
+struct MhaConfigWire : MhaConfig {
+  std::string weights_dtype_name = "float32";
+};
+
+// The element types a caller's 16-bit or f32 data may come in (loadParameter's sourceDtype).
+constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
+
 // A KV cache: empty until MhaBinding::create_cache() fills it, then used only with that module
 // (the core checks; JS also keeps the pairing).
 class CacheBinding {
@@ -159,8 +171,13 @@ class CacheBinding {
 // One MultiHeadAttention module. configure() runs once before anything else.
 class MhaBinding {
  public:
-  std::string configure(const MhaConfig& config) {
-    return guarded([&] { mha_ = std::make_unique<MultiHeadAttention>(config); });
+  std::string configure(const MhaConfigWire& wire) {
+    return guarded([&] {
+      MhaConfig config = wire;
+      config.weights_dtype = parse_storage_type(wire.weights_dtype_name, "weightsDtype",
+                                                {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8});
+      mha_ = std::make_unique<MultiHeadAttention>(config);
+    });
   }
 
   // [{name, shape}] in PyTorch's state_dict() order, as JSON text (wasm_executor.js parses it): a
@@ -204,8 +221,14 @@ class MhaBinding {
     return guarded([&] { mha_->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
   }
 
-  std::string load_parameter(const std::string& name, std::uintptr_t data, std::size_t count) {
-    return guarded([&] { mha_->load_parameter(name, at<const float>(data), count); });
+  // `count` elements of source_dtype ('float32', or 16-bit bit patterns: 'float16' | 'bfloat16')
+  // at `data`, converted to the module's storage (MultiHeadAttention::load_parameter).
+  std::string load_parameter(const std::string& name, std::uintptr_t data, std::size_t count,
+                             const std::string& source_dtype) {
+    return guarded([&] {
+      const StorageType source = parse_storage_type(source_dtype, "sourceDtype", kSourceTypes);
+      mha_->load_parameter(name, at<const void>(data), count, source);
+    });
   }
 
   std::string forward(const ForwardWire& w) {
@@ -213,8 +236,14 @@ class MhaBinding {
   }
 
   // Allocates `target`'s storage for this module (webattention/kv_cache.h).
-  std::string create_cache(CacheBinding& target, int batch, int max_length, int window) {
-    return guarded([&] { target.cache_ = mha_->create_cache({batch, max_length, window}); });
+  // dtype: 'float32' | 'float16' | 'int8'.
+  std::string create_cache(CacheBinding& target, int batch, int max_length, int window,
+                           const std::string& dtype) {
+    return guarded([&] {
+      KvCacheConfig config{batch, max_length, window};
+      config.dtype = parse_storage_type(dtype, "dtype", {StorageType::f32, StorageType::f16, StorageType::i8});
+      target.cache_ = mha_->create_cache(config);
+    });
   }
 
   // One decoding step: appends w's key/value rows to `cache` and attends over it.
@@ -283,7 +312,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("k", &ProjectionBias::k)
       .field("v", &ProjectionBias::v)
       .field("out", &ProjectionBias::out);
-  emscripten::value_object<MhaConfig>("MhaConfig")
+  emscripten::value_object<MhaConfigWire>("MhaConfig")
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
       .field("kdim", &MhaConfig::kdim)
@@ -304,7 +333,8 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("softcap", &MhaConfig::softcap)
       .field("sinks", &MhaConfig::sinks)
       .field("qkNorm", &MhaConfig::qk_norm)
-      .field("qkNormEps", &MhaConfig::qk_norm_eps);
+      .field("qkNormEps", &MhaConfig::qk_norm_eps)
+      .field("weightsDtype", &MhaConfigWire::weights_dtype_name);
   emscripten::value_object<MaskWire>("MaskArgs")
       .field("kind", &MaskWire::kind)
       .field("address", &MaskWire::address)

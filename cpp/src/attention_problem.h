@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "mask_view.h"
+#include "webattention/storage_type.h"
 
 namespace webattention {
 
@@ -26,11 +27,17 @@ struct StridedRows {
 // as a KV cache keeps them, so that a decode step reads them in place instead of packing them
 // again. Block (b, kv head) starts at k + (b·kv_heads + kv head)·k_block (and likewise for v),
 // with `capacity` slots (a multiple of kPanelWidth).
+// Elements of `type` (f32, f16 bits or int8; k_block and v_block count elements); int8 has one
+// f32 scale per (block, slot) in k_scales / v_scales, [blocks][capacity].
 struct PackedKv {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   std::ptrdiff_t k_block = 0, v_block = 0;
   int capacity = 0;
+  StorageType type = StorageType::f32;
+  const float* k_scales = nullptr;
+  const float* v_scales = nullptr;
+  bool finite = false;  // no Inf or NaN stored (KvCache tracks it)
   bool empty() const { return k == nullptr; }
 };
 

@@ -3,11 +3,17 @@
 #include "webattention/kv_cache.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
+#include <type_traits>
+#include <vector>
+
+#include "attention_problem.h"
 
 #include "checks.h"
 #include "kernels/kernels.h"
+#include "storage_convert.h"
 #include "webattention/errors.h"
 
 namespace webattention {
@@ -52,9 +58,15 @@ KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads,
   rows_per_pass_ = static_cast<int>(ring.rows_per_pass);
   k_block_ = kernels::key_block_elements(capacity_, dk);
   v_block_ = kernels::value_block_elements(capacity_, dv);
-  // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0.
-  k_.reset(new float[blocks * k_block_]());
-  v_.reset(new float[blocks * v_block_]());
+  // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0 (an
+  // int8 slot: q = 0 and scale 0).
+  const std::size_t bytes = storage_element_bytes(config.dtype);
+  k_.reset(new unsigned char[blocks * k_block_ * bytes]());
+  v_.reset(new unsigned char[blocks * v_block_ * bytes]());
+  if (config.dtype == StorageType::i8) {
+    k_scales_.reset(new float[blocks * capacity_]());
+    v_scales_.reset(new float[blocks * capacity_]());
+  }
 }
 
 KvCache::~KvCache() = default;
@@ -62,14 +74,103 @@ KvCache::~KvCache() = default;
 void KvCache::reset() {
   // Zero again, so that the old sequence's values (maybe Inf or NaN) cannot leak into padding.
   const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
-  std::fill(k_.get(), k_.get() + blocks * k_block_, 0.0f);
-  std::fill(v_.get(), v_.get() + blocks * v_block_, 0.0f);
+  const std::size_t bytes = storage_element_bytes(config_.dtype);
+  std::fill(k_.get(), k_.get() + blocks * k_block_ * bytes, 0);
+  std::fill(v_.get(), v_.get() + blocks * v_block_ * bytes, 0);
+  if (k_scales_) {
+    std::fill(k_scales_.get(), k_scales_.get() + blocks * capacity_, 0.0f);
+    std::fill(v_scales_.get(), v_scales_.get() + blocks * capacity_, 0.0f);
+  }
   length_ = 0;
 }
+
+namespace {
+
+// One row (a position's keys or values of one K/V head, n values) into `slot` of a block,
+// in the cache's storage type; `put(i, element)` writes element i where the layout keeps it.
+// int8 returns the row's scale (storage_convert.h: NaN for a row with a non-finite value).
+template <class Put>
+float store_row(StorageType type, const float* row, int n, Put&& put) {
+  switch (type) {
+    case StorageType::f16:
+    case StorageType::bf16:
+      for (int i = 0; i < n; ++i) put(i, storage::narrow16(row[i], type));
+      return 0.0f;
+    case StorageType::i8: {
+      std::vector<std::int8_t> q(static_cast<std::size_t>(n));
+      const float scale = storage::quantise_q8(row, n, q.data());
+      for (int i = 0; i < n; ++i) put(i, q[i]);
+      return scale;
+    }
+    case StorageType::f32: break;
+  }
+  for (int i = 0; i < n; ++i) put(i, row[i]);
+  return 0.0f;
+}
+
+// Whether n values stay finite once stored in `type` (f16 rounds values past 65504 to Inf).
+bool stays_finite(StorageType type, const float* row, int n) {
+  for (int i = 0; i < n; ++i) {
+    const float stored = type == StorageType::f16 ? storage::f16_to_f32(storage::f32_to_f16(row[i])) : row[i];
+    if (!std::isfinite(stored)) return false;
+  }
+  return true;
+}
+
+template <class T>
+void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_block, float* k_scale,
+                  float* v_scale, int slot, int capacity, const float* krow, int dk,
+                  const float* vrow, int dv) {
+  const auto keys = kernels::key_panels(reinterpret_cast<T*>(k_block), dk);
+  const auto values = kernels::value_panels(reinterpret_cast<T*>(v_block), capacity);
+  const float ks = store_row(type, krow, dk, [&](int c, auto e) { keys.at(slot, c) = static_cast<T>(e); });
+  const float vs = store_row(type, vrow, dv, [&](int c, auto e) { values.at(c, slot) = static_cast<T>(e); });
+  if (k_scale) k_scale[slot] = ks, v_scale[slot] = vs;
+}
+
+// One (batch, K/V head) block of storage: its K and V panels, and for int8 their row scales.
+struct StoredBlock {
+  unsigned char* k;
+  unsigned char* v;
+  const float* k_scales;
+  const float* v_scales;
+};
+
+// Element e of a row as stored, back to float: widened (f16, bf16) or dequantised (int8) exactly
+// as the attention kernels read it.
+template <class T>
+float stored_value(StorageType type, T e, const float* scales, int slot) {
+  if constexpr (std::is_same_v<T, std::int8_t>) {
+    return storage::dequantise(e, scales[slot]);
+  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
+    return type == StorageType::bf16 ? storage::bf16_to_f32(e) : storage::f16_to_f32(e);
+  } else {
+    return e;
+  }
+}
+
+// Positions [first, first + count) of one block into rows [count][dk] and [count][dv].
+template <class T>
+void read_typed(StorageType type, const StoredBlock& block, int capacity, std::int64_t first,
+                int count, float* krows, int dk, float* vrows, int dv) {
+  const auto keys = kernels::key_panels(reinterpret_cast<T*>(block.k), dk);
+  const auto values = kernels::value_panels(reinterpret_cast<T*>(block.v), capacity);
+  for (int i = 0; i < count; ++i) {
+    const int slot = static_cast<int>((first + i) % capacity);
+    float* krow = krows + static_cast<std::size_t>(i) * dk;
+    float* vrow = vrows + static_cast<std::size_t>(i) * dv;
+    for (int c = 0; c < dk; ++c) krow[c] = stored_value(type, keys.at(slot, c), block.k_scales, slot);
+    for (int c = 0; c < dv; ++c) vrow[c] = stored_value(type, values.at(c, slot), block.v_scales, slot);
+  }
+}
+
+}  // namespace
 
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
                      std::ptrdiff_t v_batch, int rows) {
   const int k_width = kv_heads_ * dk_, v_width = kv_heads_ * dv_;
+  const StorageType type = config_.dtype;
+  const std::size_t bytes = storage_element_bytes(type);
   for (int b = 0; b < config_.batch; ++b) {
     for (int i = 0; i < rows; ++i) {
       const int slot = static_cast<int>((length_ + i) % capacity_);
@@ -77,8 +178,20 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
       const float* vrow = v + b * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
         const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-        kernels::key_panels(k_.get() + block * k_block_, dk_).set_column(slot, krow + g * dk_, dk_);
-        kernels::value_panels(v_.get() + block * v_block_, capacity_).set_row(slot, vrow + g * dv_, dv_);
+        unsigned char* kb = k_.get() + block * k_block_ * bytes;
+        unsigned char* vb = v_.get() + block * v_block_ * bytes;
+        float* ks = k_scales_ ? k_scales_.get() + block * capacity_ : nullptr;
+        float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
+        const float* kr = krow + g * dk_;
+        const float* vr = vrow + g * dv_;
+        if (finite_ && type == StorageType::f16) finite_ = stays_finite(type, kr, dk_) && stays_finite(type, vr, dv_);
+        if (bytes == 4) {
+          append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
+        } else if (bytes == 2) {
+          append_typed<std::uint16_t>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
+        } else {
+          append_typed<std::int8_t>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
+        }
       }
     }
   }
@@ -92,20 +205,31 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
                                   std::to_string(first + count) + ") are not all held; it holds [" +
                                   std::to_string(oldest) + ", " + std::to_string(length_) + ")");
   }
+  const StorageType type = config_.dtype;
+  const std::size_t bytes = storage_element_bytes(type);
   for (int b = 0; b < config_.batch; ++b) {
     for (int g = 0; g < kv_heads_; ++g) {
       const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-      const auto keys = kernels::key_panels(k_.get() + block * k_block_, dk_);
-      const auto values = kernels::value_panels(v_.get() + block * v_block_, capacity_);
+      const StoredBlock stored{k_.get() + block * k_block_ * bytes, v_.get() + block * v_block_ * bytes,
+                               k_scales_ ? k_scales_.get() + block * capacity_ : nullptr,
+                               v_scales_ ? v_scales_.get() + block * capacity_ : nullptr};
       float* krows = k + block * static_cast<std::size_t>(count) * dk_;
       float* vrows = v + block * static_cast<std::size_t>(count) * dv_;
-      for (int i = 0; i < count; ++i) {
-        const int slot = static_cast<int>((first + i) % capacity_);
-        for (int c = 0; c < dk_; ++c) krows[static_cast<std::size_t>(i) * dk_ + c] = keys.at(slot, c);
-        for (int c = 0; c < dv_; ++c) vrows[static_cast<std::size_t>(i) * dv_ + c] = values.at(c, slot);
+      if (bytes == 4) {
+        read_typed<float>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
+      } else if (bytes == 2) {
+        read_typed<std::uint16_t>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
+      } else {
+        read_typed<std::int8_t>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
       }
     }
   }
+}
+
+PackedKv KvCache::packed() const {
+  return {k_.get(), v_.get(), static_cast<std::ptrdiff_t>(k_block_),
+          static_cast<std::ptrdiff_t>(v_block_), capacity_, config_.dtype, k_scales_.get(),
+          v_scales_.get(), finite_};
 }
 
 }  // namespace webattention

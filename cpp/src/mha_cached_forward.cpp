@@ -15,6 +15,10 @@ std::unique_ptr<KvCache> MultiHeadAttention::create_cache(const KvCacheConfig& c
     throw ConfigError("batch_size", "batch_size: expected an integer >= 1, got " +
                                         std::to_string(config.batch));
   }
+  if (config.dtype != StorageType::f32 && config.dtype != StorageType::f16 && config.dtype != StorageType::i8) {
+    throw ConfigError("dtype", std::string("dtype: expected 'float32' | 'float16' | 'int8', got '") +
+                                   storage_type_name(config.dtype) + "'");
+  }
   const MhaConfig& c = config_;
   return std::unique_ptr<KvCache>(
       new KvCache(id_, config, c.num_kv_heads, c.head_dim, c.value_head_dim));
@@ -80,8 +84,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
                                       static_cast<std::ptrdiff_t>(L) * x.q_width, x.q_width,
                                       heads + static_cast<std::ptrdiff_t>(r0) * v_width_,
                                       static_cast<std::ptrdiff_t>(L) * v_width_);
-    p.cache = {cache.k_.get(), cache.v_.get(), static_cast<std::ptrdiff_t>(cache.k_block_),
-               static_cast<std::ptrdiff_t>(cache.v_block_), cache.capacity()};
+    p.cache = cache.packed();
     p.causal = true;
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;

@@ -1,6 +1,7 @@
 // MultiHeadAttention's weights: state-dict entries packed for the projection kernel as they are
 // loaded, and the per-head-range slices of them that forward_heads() runs on.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,29 +14,65 @@
 namespace webattention {
 namespace {
 
-// Packs new weights into `w`, keeping a bias loaded earlier.
-void set_weights(kernels::PackedLinear& w, const float* data, int out, int in) {
+// Where entry values are read: `count` elements of `source` type at `data`.
+struct EntryData {
+  const void* data;
+  StorageType source;
+  const void* at(std::size_t offset) const {
+    return static_cast<const unsigned char*>(data) + offset * storage_element_bytes(source);
+  }
+};
+
+// Packs new weights [out, in] into `w` in the module's storage type, keeping a bias loaded earlier.
+void set_weights(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, int out, int in,
+                 StorageType storage) {
   std::vector<float> bias = std::move(w.bias);
-  w = kernels::pack_linear(data, out, in);
+  w = kernels::pack_linear(d.at(offset), d.source, out, in, storage);
   w.bias = std::move(bias);
 }
 
-// Output columns [begin, end) of a packed layer (rows [begin, end) of PyTorch's [out, in]
-// weight), packed on their own: the projection kernel then runs over those columns only.
-kernels::PackedLinear slice_columns(const kernels::PackedLinear& w, int begin, int end) {
-  const int cols = end - begin;
-  std::vector<float> rows(static_cast<std::size_t>(cols) * w.in);
-  for (int n = 0; n < cols; ++n)
-    for (int k = 0; k < w.in; ++k) rows[static_cast<std::size_t>(n) * w.in + k] = w.weight(begin + n, k);
-  kernels::PackedLinear s = kernels::pack_linear(rows.data(), cols, w.in);
-  if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, cols);
-  return s;
+// n values from offset, widened to f32 (biases, sinks and norm weights are always f32).
+std::vector<float> widened(const EntryData& d, std::size_t offset, std::size_t n) {
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = storage::widen(d.data, d.source, offset + i);
+  return values;
+}
+
+// A bias of n values from offset.
+void set_bias(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, int n) {
+  const std::vector<float> values = widened(d, offset, static_cast<std::size_t>(n));
+  w.set_bias(values.data(), n);
+}
+
+// int8 storage quantises blocks of 32 values by their largest magnitude, which a NaN or an
+// infinity would make meaningless: refused, naming the first one's row and block.
+void require_finite(const std::string& name, const EntryData& d, const std::vector<int>& shape) {
+  const std::size_t cols = shape.size() > 1 ? static_cast<std::size_t>(shape[1]) : 1;
+  const std::size_t count = static_cast<std::size_t>(shape[0]) * cols;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float x = storage::widen(d.data, d.source, i);
+    if (std::isfinite(x)) continue;
+    const std::size_t row = i / cols, col = i % cols;
+    throw StateDictError(name, "state dict '" + name + "': int8 weights must be finite, got " +
+                                   std::to_string(x) + " at [" + std::to_string(row) + ", " +
+                                   std::to_string(col) + "] (block " +
+                                   std::to_string(col / storage::kQuantBlock) + " of row " +
+                                   std::to_string(row) + ")");
+  }
 }
 
 }  // namespace
 
 void MultiHeadAttention::load_parameter(const std::string& name, const float* data,
                                         std::size_t count) {
+  load_parameter(name, data, count, StorageType::f32);
+}
+
+void MultiHeadAttention::load_parameter(const std::string& name, const void* data,
+                                        std::size_t count, StorageType source) {
+  if (source == StorageType::i8) {
+    throw ConfigError("source_dtype", "source_dtype: expected 'float32', 'float16' or 'bfloat16', got 'int8'");
+  }
   auto it = std::find_if(specs_.begin(), specs_.end(),
                          [&](const ParameterSpec& s) { return s.name == name; });
   if (it == specs_.end()) {
@@ -49,39 +86,43 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
                                    format_shape(it->shape) + " (" + std::to_string(it->size()) +
                                    " values), got " + std::to_string(count) + " values");
   }
+  const EntryData d{data, source};
+  const StorageType st = config_.weights_dtype;
+  const bool is_bias = it->shape.size() == 1;
+  if (st == StorageType::i8 && !is_bias) require_finite(name, d, it->shape);
   const MhaConfig& c = config_;
   const int E = c.embed_dim;
   const std::size_t qk_block = static_cast<std::size_t>(qk_width_) * E;
   if (name == "in_proj_weight") {
-    set_weights(*wq_, data, qk_width_, E);
-    set_weights(*wk_, data + qk_block, qk_width_, E);
-    set_weights(*wv_, data + 2 * qk_block, v_width_, E);
+    set_weights(*wq_, d, 0, qk_width_, E, st);
+    set_weights(*wk_, d, qk_block, qk_width_, E, st);
+    set_weights(*wv_, d, 2 * qk_block, v_width_, E, st);
   } else if (name == "q_proj_weight") {
-    set_weights(*wq_, data, qk_width_, E);
+    set_weights(*wq_, d, 0, qk_width_, E, st);
   } else if (name == "k_proj_weight") {
-    set_weights(*wk_, data, k_width_, c.kdim);
+    set_weights(*wk_, d, 0, k_width_, c.kdim, st);
   } else if (name == "v_proj_weight") {
-    set_weights(*wv_, data, kv_width_, c.vdim);
+    set_weights(*wv_, d, 0, kv_width_, c.vdim, st);
   } else if (name == "in_proj_bias") {
-    wq_->set_bias(data, qk_width_);
-    wk_->set_bias(data + qk_width_, k_width_);
-    wv_->set_bias(data + qk_width_ + k_width_, kv_width_);
+    set_bias(*wq_, d, 0, qk_width_);
+    set_bias(*wk_, d, qk_width_, k_width_);
+    set_bias(*wv_, d, qk_width_ + k_width_, kv_width_);
   } else if (name == "q_proj_bias") {
-    wq_->set_bias(data, qk_width_);
+    set_bias(*wq_, d, 0, qk_width_);
   } else if (name == "k_proj_bias") {
-    wk_->set_bias(data, k_width_);
+    set_bias(*wk_, d, 0, k_width_);
   } else if (name == "v_proj_bias") {
-    wv_->set_bias(data, kv_width_);
+    set_bias(*wv_, d, 0, kv_width_);
   } else if (name == "out_proj.weight") {
-    set_weights(*wo_, data, E, v_width_);
+    set_weights(*wo_, d, 0, E, v_width_, st);
   } else if (name == "out_proj.bias") {
-    wo_->set_bias(data, E);
+    set_bias(*wo_, d, 0, E);
   } else if (name == "sinks") {
-    sinks_.assign(data, data + count);
+    sinks_ = widened(d, 0, count);
   } else if (name == "q_norm.weight") {
-    q_norm_.assign(data, data + count);
+    q_norm_ = widened(d, 0, count);
   } else if (name == "k_norm.weight") {
-    k_norm_.assign(data, data + count);
+    k_norm_ = widened(d, 0, count);
   }
   loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
   slices_.clear();
@@ -114,9 +155,9 @@ const MultiHeadAttention::HeadSlice& MultiHeadAttention::head_slice(int head_beg
   auto s = std::make_unique<HeadSlice>();
   s->begin = head_begin;
   s->end = head_end;
-  s->q = slice_columns(*wq_, head_begin * c.head_dim, head_end * c.head_dim);
-  s->k = slice_columns(*wk_, kv_begin * c.head_dim, kv_end * c.head_dim);
-  s->v = slice_columns(*wv_, kv_begin * c.value_head_dim, kv_end * c.value_head_dim);
+  s->q = kernels::slice_columns(*wq_, head_begin * c.head_dim, head_end * c.head_dim);
+  s->k = kernels::slice_columns(*wk_, kv_begin * c.head_dim, kv_end * c.head_dim);
+  s->v = kernels::slice_columns(*wv_, kv_begin * c.value_head_dim, kv_end * c.value_head_dim);
   slices_.push_back(std::move(s));
   return *slices_.back();
 }

@@ -5,9 +5,19 @@
 // decode rows, appends), chunk by chunk on a cache; each checked chunk is compared with the
 // float64 reference (reference.mjs) followed by the same output projection. A linear case is the
 // V projection of a module with one key per query (batch = rows, L = S = 1), so that attention
-// passes V through and the identity output projection returns x Wᵀ + b.
+// passes V through and the identity output projection returns x Wᵀ + b. A case's type set picks
+// the module's weightsDtype and the cache's dtype (io is float32); the reference then uses the
+// stored weights and cached keys and values (tests/contract/storage.mjs; the identities are stored
+// exactly in every type).
 import { filled } from '../contract/random.mjs';
+import { stored } from '../contract/storage.mjs';
 import { attention, attnMask, keyPaddingMask, linear, poisonKeys, rotary } from './reference.mjs';
+
+/** The list's type names as the API's dtypes. */
+const DTYPES = { f32: 'float32', f16: 'float16', bf16: 'bfloat16', i8: 'int8' };
+
+/** A case's { weights, kv } as the API's dtypes (float32 where the case has no type set). */
+const storageOf = (c) => ({ weights: DTYPES[c.types?.weights ?? 'f32'], kv: DTYPES[c.types?.kv ?? 'f32'] });
 
 const identity = (rows, cols) => {
   const w = new Float32Array(rows * cols);
@@ -57,14 +67,15 @@ export function publicApiRun(c) {
 
 function linearRun(c) {
   const w = filled(c.out * c.in, 3, 1 / Math.sqrt(c.in));
+  const { weights } = storageOf(c);
   const bias = c.bias ? filled(c.out, 4) : null;
   const x = filled(c.rows * c.in, 5);
   return {
-    create: { embedDim: c.out, numHeads: 1, kdim: 1, vdim: c.in, headDim: 1, valueHeadDim: c.out, bias: c.bias },
+    create: { embedDim: c.out, numHeads: 1, kdim: 1, vdim: c.in, headDim: 1, valueHeadDim: c.out, bias: c.bias, weightsDtype: weights },
     sd: (specs) => stateDict(specs, { v: w, out: identity(c.out, c.out), vBias: bias }),
     B: c.rows, Tq: 1, T: 1, q: filled(c.rows * c.out, 6), k: filled(c.rows, 7), v: x, chunks: null, cache: null,
     options: () => ({}),
-    expected: () => linear(x, c.rows, c.in, w, c.out, bias),
+    expected: () => linear(x, c.rows, c.in, stored(w, weights, c.in), c.out, bias),
     checked: () => true,
   };
 }
@@ -81,6 +92,10 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
   const useCache = cached || c.queryOffset > 0 || c.window > 0;
   const Tq = useCache ? T : c.L;  // query rows: one per position with a cache
   const out = filled(E * H * dv, 8, 1 / Math.sqrt(H * dv));
+  const { weights, kv } = storageOf(c);
+  // The cache stores the keys and values the module computed in float32 (exactly the inputs here,
+  // rotated where the case has rotary), rounded or quantised per (position, K/V head) row.
+  const cachedAs = (x, heads, width) => (useCache ? stored(Float32Array.from(x), kv, heads * width, width) : x);
   const q = filled(B * Tq * E, 11, c.amplitude), k = filled(B * T * G * dk, 12, c.amplitude), v = filled(B * T * G * dv, 13, c.amplitude);
   // NaN / Inf keys and values at the case's keys (masked means absent: rows that may not see them stay finite).
   for (const [keys, value] of [[c.nanKeys ?? [], NaN], [c.infKeys ?? [], Infinity]]) {
@@ -92,11 +107,11 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
   const mask = useCache ? null : attnMask(c.attnMask, B, H, Tq, T, c.maskedRows);
   return {
     create: { embedDim: E, numHeads: H, numKvHeads: G, kdim: G * dk, vdim: G * dv, headDim: dk, valueHeadDim: dv, bias: false,
-      ...(rope ? { rotary: rope } : {}) },
+      ...(rope ? { rotary: rope } : {}), weightsDtype: weights },
     sd: (specs) => stateDict(specs, { out }),
     B, Tq, T, q, k, v,
     chunks: useCache ? chunks ?? [c.queryOffset, c.L].filter((n) => n > 0) : null,
-    cache: useCache ? { batchSize: B, ...(c.window ? { window: c.window } : { maxLength: T }) } : null,
+    cache: useCache ? { batchSize: B, ...(c.window ? { window: c.window } : { maxLength: T }), dtype: kv } : null,
     options: (at, n) => (useCache
       ? { ...(padding ? { keyPaddingMask: paddingUpTo(at + n) } : {}) }
       : { isCausal: c.causal, ...(padding ? { keyPaddingMask: padding } : {}), ...(mask ? { attnMask: mask } : {}) }),
@@ -105,10 +120,11 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
       const S = useCache ? at + n : T;
       const turn = (x, rows, heads, width) => (rope ? rotary(x, B, rows, heads, width, rope) : x);
       const qs = rowsOf(turn(rowsOf(q, B, Tq, E, 0, at + n), at + n, H, dk), B, at + n, E, at, at + n);
-      const ks = turn(rowsOf(k, B, T, G * dk, 0, S), S, G, dk);
+      const ks = cachedAs(turn(rowsOf(k, B, T, G * dk, 0, S), S, G, dk), G, dk);
+      const vs = cachedAs(rowsOf(v, B, T, G * dv, 0, S), G, dv);
       const shape = { ...c, L: n, S, queryOffset: at, causal: useCache || c.causal };
-      const heads = attention(shape, qs, ks, rowsOf(v, B, T, G * dv, 0, S), useCache ? paddingUpTo(S) : padding, mask);
-      return linear(heads, B * n, H * dv, out, E);
+      const heads = attention(shape, qs, ks, vs, useCache ? paddingUpTo(S) : padding, mask);
+      return linear(heads, B * n, H * dv, stored(out, weights, H * dv), E);
     },
     checked: (at) => !useCache || chunks !== null || at >= c.queryOffset,
   };

@@ -16,4 +16,5 @@ export { ATOL, RTOL, checkResult, compare } from './compare.mjs';
 export { runCall, runCase } from './run_case.mjs';
 export { filled, randomTensor, rng } from './random.mjs';
 export { randomMhaCase } from './random_cases.mjs';
+export { randomDecodeCase } from './random_decode_cases.mjs';
 export { mhaReference } from './reference.mjs';

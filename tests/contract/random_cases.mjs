@@ -12,9 +12,11 @@ const product = (shape) => shape.reduce((a, b) => a * b, 1);
 /**
  * One case from `seed`: { name, kind: 'mha', create, stateDict, inputs, options, expected, seed }.
  * finite: no NaN or ±Infinity in inputs or additive masks (-Infinity masking stays), for
- * backends that do not promise NaN rows (WebGPU).
+ * backends that do not promise NaN rows (WebGPU). weightsDtype: the module's (create()'s option;
+ * the expected values are computed from the weights as it stores them, so a state dict of those
+ * weights rounded to its 16-bit kind beforehand gives the same).
  */
-export function randomMhaCase(seed, { finite = false } = {}) {
+export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32' } = {}) {
   const next = rng(seed);
   const u = () => next() + 0.5;                       // [0, 1)
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
@@ -55,11 +57,12 @@ export function randomMhaCase(seed, { finite = false } = {}) {
   const stateDict = {};
   const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, sinks: create.sinks, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
   for (const { name, shape } of specs) stateDict[name] = tensor(shape, name === 'sinks' ? 3 : name.includes('bias') ? 0.5 : 0.6);
-  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap };
+  if (weightsDtype !== 'float32') create.weightsDtype = weightsDtype;
+  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap, weightsDtype };
   const { output, weights } = mhaReference(config, stateDict, query, key, value, options);
   const weightsShape = options.averageAttnWeights === false ? [B, numHeads, L, S] : [B, L, S];
   return {
-    name: `random seed ${seed}`, kind: 'mha', seed, create, stateDict,
+    name: `random seed ${seed}${weightsDtype === 'float32' ? '' : ` (${weightsDtype} weights)`}`, kind: 'mha', seed, create, stateDict,
     inputs: { query, key, value }, options,
     expected: {
       output: { data: output, shape: [B, L, embedDim] },
@@ -85,7 +88,7 @@ function scoreOptions(create, next) {
  * PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E);
  * the input biases are in_proj_bias when q, k and v all have one, else one entry each.
  */
-function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed, sinks }) {
+export function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed, sinks }) {
   const has = typeof bias === 'object' ? bias : { q: bias, k: bias, v: bias, out: bias };
   const specs = packed
     ? [{ name: 'in_proj_weight', shape: [3 * E, E] }]

@@ -4,7 +4,10 @@
 // Semantics: PyTorch's nn.MultiheadAttention(batch_first=True), with the package's documented
 // choices: a row with no allowed key gets zero output and zero weights; a NaN among a row's scores
 // (after masking: maskedScore) makes the row NaN; a masked key (causal, boolean, −∞ additive) is
-// absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN).
+// absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN). A module
+// with 16- or 8-bit storage computes this with its weights, and a KV cache's keys and values,
+// replaced by the values they store (storage.mjs).
+import { stored, storedStateDict } from './storage.mjs';
 
 /**
  * y[r][o] = Σ_c x[r][c] · W[rowOffset + o][c] + b[rowOffset + o], in float64 (also the kernel-case
@@ -75,16 +78,20 @@ function softmaxRow(scores, sink = -Infinity) {
 }
 
 /**
- * config: resolved create() options; sd: state dict of { data, shape }; query [B, L, E], key
- * [B, S, kdim], value [B, S, vdim] (batched); options as forward() takes them (masks batched).
- * Returns { output: Float64Array [B, L, E], weights: Float64Array | null } (averaged [B, L, S]
- * or [B, H, L, S]).
+ * config: resolved create() options (weightsDtype: how the weights are stored, default float32);
+ * sd: state dict of { data, shape } (16-bit tensors too); query [B, L, E], key [B, S, kdim],
+ * value [B, S, vdim] (batched); options as forward() takes them (masks batched). kvDtype: how a
+ * KV cache stores the projected keys and values (a cached forward of the whole sequence is this
+ * one, causal), rounded per (position, head) row. Returns { output: Float64Array [B, L, E],
+ * weights: Float64Array | null } (averaged [B, L, S] or [B, H, L, S]).
  */
-export function mhaReference(config, sd, query, key, value, options = {}) {
+export function mhaReference(config, sd, query, key, value, options = {}, kvDtype = 'float32') {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const [B, L] = query.shape;
   const S = key.shape[1];
-  const w = weights(config, sd);
+  const w = weights(config, storedStateDict(sd, config.weightsDtype));
+  // The cache stores the float32 projections: rounded to float32 first, as the core has them.
+  const cached = (rows, width) => (kvDtype === 'float32' ? rows : stored(Float32Array.from(rows), kvDtype, rows.length / S, width));
   const out = new Float64Array(B * L * E);
   const perHead = options.needWeights ? new Float64Array(B * H * L * S) : null;
   const scale = config.scale ?? 1 / Math.sqrt(dk);
@@ -92,8 +99,8 @@ export function mhaReference(config, sd, query, key, value, options = {}) {
   const cap = config.softcap ? (x) => config.softcap * Math.tanh(x / config.softcap) : (x) => x;
   for (let b = 0; b < B; b++) {
     const Q = linear(query.data.subarray(b * L * E, (b + 1) * L * E), L, E, w.q, H * dk, 0, w.qBias);
-    const K = linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.kBias);
-    const V = linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.vBias);
+    const K = cached(linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.kBias), dk);
+    const V = cached(linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.vBias), dv);
     const heads = new Float64Array(L * H * dv);
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < L; i++) {

@@ -11,10 +11,14 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernel_cases.h"
 #include "kernel_reference.h"
+#include "reference/storage_reference.h"
+#include "storage_convert.h"
+#include "webattention/storage_type.h"
 
 namespace webattention::cases {
 
@@ -22,12 +26,49 @@ namespace webattention::cases {
 // relaxed.
 inline const char* family() { return WEBATTENTION_KERNEL_FAMILY; }
 
-// Whether this build has kernels for a type set: f32 everywhere, today. A type set it lacks
+// A type set's storage type names ("f32", "f16", "bf16", "i8") as the core's; false for another.
+inline bool storage_type(const std::string& name, StorageType& type) {
+  static const std::pair<const char*, StorageType> kNames[] = {
+      {"f32", StorageType::f32}, {"f16", StorageType::f16}, {"bf16", StorageType::bf16}, {"i8", StorageType::i8}};
+  for (const auto& [spelling, t] : kNames) {
+    if (name == spelling) {
+      type = t;
+      return true;
+    }
+  }
+  return false;
+}
+inline StorageType weights_type(const TypeSet& t) {
+  StorageType type = StorageType::f32;
+  storage_type(t.weights, type);
+  return type;
+}
+inline StorageType kv_type(const TypeSet& t) {
+  StorageType type = StorageType::f32;
+  storage_type(t.kv, type);
+  return type;
+}
+
+// Whether this build has kernels for a type set: weights f32, f16, bf16 or int8; a cache f32,
+// f16 or int8; f32 inputs and outputs (the JS side converts 16-bit ones). A type set it lacks
 // fails the case (the list must not name types no kernel has).
 inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
-  if (t.weights == "f32" && t.kv == "f32" && t.io == "f32") return ::testing::AssertionSuccess();
+  StorageType weights, kv;
+  if (storage_type(t.weights, weights) && storage_type(t.kv, kv) && kv != StorageType::bf16 && t.io == "f32") {
+    return ::testing::AssertionSuccess();
+  }
   return ::testing::AssertionFailure() << "no " << family() << " kernels for weights " << t.weights
                                        << ", kv " << t.kv << ", io " << t.io;
+}
+
+// The values a weight matrix [out, in] or K/V rows [rows, d] hold in `type` (the reference's
+// rule: cpp/reference/storage_reference.h): int8 weights in blocks of 32 along a row, a cache
+// row one block.
+inline std::vector<float> stored_weights(const std::vector<float>& w, int out, int in, StorageType type) {
+  return reference::stored(w, out, in, type, storage::kQuantBlock);
+}
+inline std::vector<float> stored_rows(const std::vector<float>& x, int d, StorageType type) {
+  return reference::stored(x, static_cast<int>(x.size() / d), d, type, d);
 }
 
 // n uniform values in [-amplitude, amplitude).
@@ -104,6 +145,7 @@ class CaseTest : public ::testing::TestWithParam<std::tuple<Case, TypeSet>> {
  protected:
   void SetUp() override { ASSERT_TRUE(has_kernels(std::get<1>(this->GetParam()))); }
   const Case& kase() const { return std::get<0>(this->GetParam()); }
+  const TypeSet& types() const { return std::get<1>(this->GetParam()); }
 };
 
 // Declares the tests of one op, `Suite` over `Case`, and instantiates them over `cases` × the

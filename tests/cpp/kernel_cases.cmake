@@ -168,8 +168,9 @@ foreach(family ${kernel_case_families})
   add_executable(${target}
     tests/cpp/kernel_cases_test.cpp
     tests/cpp/kernel_cases_cache_test.cpp
-    tests/cpp/kernel_reference.cpp)
-  target_include_directories(${target} PRIVATE "${CMAKE_BINARY_DIR}/kernel_cases" cpp/include)
+    tests/cpp/kernel_reference.cpp
+    cpp/reference/storage_reference.cpp)
+  target_include_directories(${target} PRIVATE "${CMAKE_BINARY_DIR}/kernel_cases" cpp/include cpp)
   target_compile_definitions(${target} PRIVATE WEBATTENTION_KERNEL_FAMILY="${family}")
   if(family STREQUAL scalar AND NOT WEBATTENTION_ISA STREQUAL scalar)
     target_link_libraries(${target} PRIVATE webattention_core_scalar)

@@ -57,10 +57,13 @@ TEST_P(CacheAppendCases, MatchesReference) {
   config.head_dim = c.dk;
   config.value_head_dim = c.dv;
   config.bias = false;
+  config.weights_dtype = weights_type(types());  // identities are exact in every type
   MultiHeadAttention m(config);
   std::vector<float> out_weight;
   load_identity_projections(m, out_weight);
+  out_weight = stored_weights(out_weight, config.embed_dim, c.heads * c.dv, config.weights_dtype);
   KvCacheConfig cache_config;
+  cache_config.dtype = kv_type(types());
   cache_config.batch = c.batch;
   cache_config.max_length = c.max_length;
   cache_config.window = c.window;
@@ -93,8 +96,8 @@ TEST_P(CacheAppendCases, MatchesReference) {
 
     // The chunk's rows at positions at..at+n-1 over keys 0..at+n-1, then the output projection.
     const kernel_reference::AttentionShape s{c.batch, c.heads, c.kv_heads, n, at + n, c.dk, c.dv, true, at, c.window};
-    const auto heads = kernel_reference::attention(s, q_part, rows_of(k, c.batch, T, config.kdim, 0, at + n),
-                                                   rows_of(v, c.batch, T, config.vdim, 0, at + n), {}, {}, nullptr);
+    const auto heads = kernel_reference::attention(s, q_part, stored_rows(rows_of(k, c.batch, T, config.kdim, 0, at + n), c.dk, cache_config.dtype),
+                                                   stored_rows(rows_of(v, c.batch, T, config.vdim, 0, at + n), c.dv, cache_config.dtype), {}, {}, nullptr);
     const auto expected = kernel_reference::linear(heads, c.batch * n, c.heads * c.dv, out_weight, E, nullptr);
     EXPECT_TRUE(matches_reference(out.data(), expected)) << "chunk of " << n << " rows at position " << at;
     at += n;

@@ -41,14 +41,15 @@ TEST_P(LinearCases, MatchesReference) {
   for (int t = 0; t < 2; ++t) {
     w[t] = uniform(static_cast<std::size_t>(outs[t]) * c.in, 2 + t, 1.0 / std::sqrt(c.in));
     bias[t] = uniform(outs[t], 4 + t);
-    packed[t] = kernels::pack_linear(w[t].data(), outs[t], c.in);
+    packed[t] = kernels::pack_linear(w[t].data(), StorageType::f32, outs[t], c.in, weights_type(types()));
     if (c.bias) packed[t].set_bias(bias[t].data(), outs[t]);
     y[t].assign(static_cast<std::size_t>(c.rows) * (outs[t] + 2), NAN);
     targets[t] = {&packed[t], y[t].data(), outs[t] + 2};
   }
   kernels::linear(x.data(), c.rows, x_stride, targets, 2);
   for (int t = 0; t < 2; ++t) {
-    const std::vector<double> expected = kernel_reference::linear(x_dense, c.rows, c.in, w[t], outs[t], c.bias ? &bias[t] : nullptr);
+    const std::vector<float> stored = stored_weights(w[t], outs[t], c.in, weights_type(types()));
+    const std::vector<double> expected = kernel_reference::linear(x_dense, c.rows, c.in, stored, outs[t], c.bias ? &bias[t] : nullptr);
     for (int r = 0; r < c.rows; ++r) {
       const std::vector<double> row(expected.begin() + r * outs[t], expected.begin() + (r + 1) * outs[t]);
       EXPECT_TRUE(matches_reference(y[t].data() + r * (outs[t] + 2), row)) << "target " << t << ", row " << r;
@@ -72,9 +73,65 @@ MaskView view(const kernel_reference::Mask& m, std::ptrdiff_t batch, std::ptrdif
   return v;
 }
 
+// K [B, S, H_kv, dk] and V [B, S, H_kv, dv] as a KV cache of `type` packs them (attention_problem.h's
+// PackedKv; capacity S rounded up to whole panels, so key j sits in slot j): the elements and the
+// int8 scales, one per (batch, K/V head, slot).
+struct NarrowCache {
+  std::vector<unsigned char> k, v;
+  std::vector<float> k_scales, v_scales;
+  PackedKv packed;
+
+  NarrowCache(const FlashCase& c, StorageType type, const std::vector<float>& keys, const std::vector<float>& values) {
+    const int capacity = kernels::whole_panels(c.S), blocks = c.batch * c.kv_heads;
+    const std::size_t k_block = kernels::key_block_elements(capacity, c.dk), v_block = kernels::value_block_elements(capacity, c.dv);
+    const int bytes = storage_element_bytes(type);
+    k.assign(blocks * k_block * bytes, 0);
+    v.assign(blocks * v_block * bytes, 0);
+    k_scales.assign(static_cast<std::size_t>(blocks) * capacity, 0.0f);
+    v_scales.assign(k_scales.size(), 0.0f);
+    for (int b = 0; b < c.batch; ++b) {
+      for (int g = 0; g < c.kv_heads; ++g) {
+        const int block = b * c.kv_heads + g;
+        for (int j = 0; j < c.S; ++j) {
+          const std::size_t row = (static_cast<std::size_t>(b) * c.S + j) * c.kv_heads + g;
+          k_scales[static_cast<std::size_t>(block) * capacity + j] =
+              store(type, keys.data() + row * c.dk, c.dk, k.data() + block * k_block * bytes, [&](int f) { return (static_cast<std::size_t>(j / 8) * c.dk + f) * 8 + j % 8; });
+          v_scales[static_cast<std::size_t>(block) * capacity + j] =
+              store(type, values.data() + row * c.dv, c.dv, v.data() + block * v_block * bytes, [&](int f) { return (static_cast<std::size_t>(f / 8) * capacity + j) * 8 + f % 8; });
+        }
+      }
+    }
+    packed = {k.data(), v.data(), static_cast<std::ptrdiff_t>(k_block), static_cast<std::ptrdiff_t>(v_block), capacity,
+              type, type == StorageType::i8 ? k_scales.data() : nullptr, type == StorageType::i8 ? v_scales.data() : nullptr,
+              finite(keys) && finite(values)};  // the cases' inputs are: f16 takes its finite-only widening
+  }
+
+  static bool finite(const std::vector<float>& x) {
+    return std::all_of(x.begin(), x.end(), [](float v) { return std::isfinite(v) && std::fabs(v) < 65504.0f; });
+  }
+
+  // One row of n values into a block at the element indices `index(f)`; returns its int8 scale.
+  template <class Index>
+  static float store(StorageType type, const float* row, int n, unsigned char* block, Index&& index) {
+    if (type == StorageType::i8) {
+      std::vector<std::int8_t> q(n);
+      const float scale = storage::quantise_q8(row, n, q.data());
+      for (int f = 0; f < n; ++f) reinterpret_cast<std::int8_t*>(block)[index(f)] = q[f];
+      return scale;
+    }
+    for (int f = 0; f < n; ++f) {
+      if (type == StorageType::f32) reinterpret_cast<float*>(block)[index(f)] = row[f];
+      else reinterpret_cast<std::uint16_t*>(block)[index(f)] = storage::narrow16(row[f], type);
+    }
+    return 0.0f;
+  }
+};
+
 // Q [B, L, H, dk], K [B, S, H_kv, dk] and V [B, S, H_kv, dv] as the core's projections lay them
-// out, through the kernel and the reference; with `with_weights`, the probabilities too.
-void check_attention(const FlashCase& c, bool with_weights) {
+// out, through the kernel and the reference; with `with_weights`, the probabilities too. A narrow
+// `kv` type reads K and V from a cache of that type (NarrowCache), and the reference its stored
+// values.
+void check_attention(const FlashCase& c, bool with_weights, StorageType kv) {
   const kernel_reference::AttentionShape s{c.batch, c.heads, c.kv_heads, c.L, c.S, c.dk, c.dv,
                                            c.causal, c.query_offset, c.window};
   const auto q = uniform(static_cast<std::size_t>(c.batch) * c.L * c.heads * c.dk, 11, c.amplitude);
@@ -111,11 +168,13 @@ void check_attention(const FlashCase& c, bool with_weights) {
   p.masks[1] = view(mask, static_cast<std::ptrdiff_t>(c.heads) * c.L * c.S, static_cast<std::ptrdiff_t>(c.L) * c.S, c.S);
   std::vector<float> weights(with_weights ? static_cast<std::size_t>(c.batch) * c.heads * c.L * c.S : 0, NAN);
   p.weights = with_weights ? weights.data() : nullptr;
+  const NarrowCache cache(c, kv, k, v);
+  if (kv != StorageType::f32) p.cache = cache.packed;
   run_units(p);
 
   std::vector<double> expected_weights;
-  EXPECT_TRUE(matches_reference(out.data(), kernel_reference::attention(s, q, k, v, padding, mask, &expected_weights)))
-      << "output";
+  const auto expected = kernel_reference::attention(s, q, stored_rows(k, c.dk, kv), stored_rows(v, c.dv, kv), padding, mask, &expected_weights);
+  EXPECT_TRUE(matches_reference(out.data(), expected)) << "output";
   if (with_weights) {
     EXPECT_TRUE(matches_reference(weights.data(), expected_weights)) << "weights";
   }
@@ -125,12 +184,12 @@ KERNEL_CASES(FlashCases, FlashCase, kFlashCases);
 
 TEST_P(FlashCases, MatchesReference) {
   const auto& c = kase();
-  check_attention(c, false);
+  check_attention(c, false, kv_type(types()));
 }
 
 TEST_P(FlashCases, WithWeightsMatchesReference) {
   const auto& c = kase();
-  check_attention(c, true);
+  check_attention(c, true, kv_type(types()));
 }
 
 KERNEL_CASES(DecodeCases, DecodeCase, kDecodeCases);
@@ -155,7 +214,7 @@ TEST_P(DecodeCases, MatchesReference) {
   step.amplitude = 1.0;
   step.nan_keys = c.nan_keys;
   step.inf_keys = c.inf_keys;
-  check_attention(step, false);
+  check_attention(step, false, kv_type(types()));
 }
 
 // ---- rotary -----------------------------------------------------------------------------------

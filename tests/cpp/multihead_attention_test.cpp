@@ -7,6 +7,7 @@
 
 #include "mha_test_support.h"
 #include "reference/reference.h"
+#include "reference/storage_reference.h"
 #include "test_util.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
@@ -345,6 +346,30 @@ TEST(BilinearForm, RankIsCappedByEmbedDimAndNeedsWeights) {
   load_random(wide, rng);
   EXPECT_EQ(wide.head_bilinear_form(0).rank, 4);
 }
+
+}  // namespace
+}  // namespace webattention
+
+namespace webattention {
+namespace {
+
+// 16-bit and int8 weights (§11): the module computes what f32 weights replaced by their stored
+// values compute. Widths around the int8 block of 32: shorter, one block and a short one (40),
+// several (72); separate Q/K/V weights of other widths.
+constexpr auto kF16 = StorageType::f16;
+constexpr auto kBF16 = StorageType::bf16;
+constexpr auto kI8 = StorageType::i8;
+INSTANTIATE_TEST_SUITE_P(
+    Storage, MhaVsReference,
+    ::testing::Values(
+        MhaCase{"f16_self", config(40, 4, 0, 0, true, 0, 0, kF16), 2, 5, 5, kNo, kNo, false, true, true, true},
+        MhaCase{"f16_cross", config(24, 3, 72, 9, true, 0, 0, kF16), 2, 5, 9, kBool, kNo, false, false, true, false},
+        MhaCase{"bf16_self", config(40, 4, 0, 0, true, 0, 0, kBF16), 2, 5, 5, kNo, kAdd, false, false, true, true},
+        MhaCase{"bf16_free_dims", config(16, 4, 0, 0, false, 5, 3, kBF16), 2, 6, 8, kNo, kNo, false, true, false, false},
+        MhaCase{"i8_self", config(40, 4, 0, 0, true, 0, 0, kI8), 2, 5, 5, kNo, kNo, false, true, true, true},
+        MhaCase{"i8_cross", config(24, 3, 72, 9, true, 0, 0, kI8), 2, 5, 9, kAdd, kNo, false, false, true, false},
+        MhaCase{"i8_one_token", config(64, 2, 0, 0, true, 0, 0, kI8), 1, 1, 1, kNo, kNo, false, false, false, true}),
+    [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace webattention

@@ -5,7 +5,10 @@
 // Checks: nothing the sanitizers see; the chunks fed to a KV cache give the rows of one plain
 // forward over the whole sequence with the causal window as an additive mask (outputs and
 // weights); appending past max_length is a CacheError that leaves the cache; reset() then a second
-// pass gives the same bits. Inputs with NaN or infinities run for memory safety only.
+// pass gives the same bits. Inputs with NaN or infinities run for memory safety only. Weights
+// and the cache come in every storage type (docs/attention-math.md §11); a narrow cache is
+// compared with one cache of its type fed the whole sequence in one call (the rows it stores are
+// the same whatever the chunks), the f32 cache with the plain forward.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -44,6 +47,10 @@ void check_close(const char* what, const float* got, const float* expected, std:
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
+  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8};
+  c.weights_dtype = types[in.in(0, 3)];
+  const StorageType cache_types[] = {StorageType::f32, StorageType::f16, StorageType::i8};
+  const StorageType cache_dtype = cache_types[in.in(0, 2)];
   const int groups[] = {1, 2, 3, 4};
   c.num_kv_heads = in.in(1, 3);
   c.num_heads = c.num_kv_heads * groups[in.in(0, 3)];
@@ -64,8 +71,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   MultiHeadAttention mha(c);
   for (const auto& spec : mha.parameter_specs()) {
     std::vector<float> values(spec.size());
-    for (auto& x : values) x = in.value(&non_finite) * 0.25f;
-    mha.load_parameter(spec.name, values.data(), values.size());
+    bool entry_non_finite = false;
+    for (auto& x : values) x = in.value(&entry_non_finite) * 0.25f;
+    try {
+      mha.load_parameter(spec.name, values.data(), values.size());
+    } catch (const StateDictError&) {
+      if (!(entry_non_finite && c.weights_dtype == StorageType::i8 && spec.shape.size() == 2)) throw;
+      return 0;  // a non-finite int8 weight is refused (§11)
+    }
+    non_finite = non_finite || entry_non_finite;
   }
   std::vector<float> x(static_cast<std::size_t>(B) * T * E);
   for (auto& v : x) v = in.value(&non_finite);
@@ -91,9 +105,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   full.output = expected.data();
   full.weights = weights ? expected_w.data() : nullptr;
   full.average_weights = average;
-  mha.forward(full);
+  const KvCacheConfig cache_config{B, window && in.coin() ? 0 : T, window, cache_dtype};
+  if (cache_dtype == StorageType::f32) {
+    mha.forward(full);
+  } else {  // the same storage, the whole sequence in one call
+    full.attn_mask = {};
+    auto whole = mha.create_cache(cache_config);
+    mha.forward(full, *whole);
+  }
 
-  auto cache = mha.create_cache({B, window && in.coin() ? 0 : T, window});
+  auto cache = mha.create_cache(cache_config);
   std::vector<int> chunks;
   for (int at = 0; at < T;) chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += chunks.back();
   std::vector<float> first;

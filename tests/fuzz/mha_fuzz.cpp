@@ -6,7 +6,10 @@
 // deliberately wrong mask shape is a ShapeError and leaves the module usable, and with finite
 // inputs the output and weights match the float64 reference (cpp/reference). NaN and infinities
 // come in through a few byte values; such inputs are run for memory safety only (the NaN rules
-// are checked against their own reference by tests/js/differential.test.js).
+// are checked against their own reference by tests/js/differential.test.js). The weights are
+// stored as f32, f16, bf16 or int8 (docs/attention-math.md §11) and given as f32 or as f16 bits;
+// the reference then computes with the stored values, and a non-finite weight bound for int8 must
+// be a StateDictError.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +21,8 @@
 
 #include "fuzz_bytes.h"
 #include "reference/reference.h"
+#include "reference/storage_reference.h"
+#include "storage_convert.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -68,6 +73,9 @@ Mask make_mask(Bytes& in, std::vector<int> shape, bool* non_finite) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
+  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8};
+  c.weights_dtype = types[in.in(0, 3)];
+  const bool f16_source = in.coin();
   c.num_heads = in.in(1, 4);
   const bool free_dims = in.coin();
   c.head_dim = free_dims ? in.in(1, 9) : in.in(1, 6);
@@ -88,8 +96,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   reference::MhaParameters params;
   for (const auto& spec : mha.parameter_specs()) {
     std::vector<float> values(spec.size());
-    for (auto& x : values) x = in.value(&non_finite) * 0.25f;
-    mha.load_parameter(spec.name, values.data(), values.size());
+    std::vector<std::uint16_t> bits(f16_source ? spec.size() : 0);
+    bool entry_non_finite = false;
+    for (auto& x : values) x = in.value(&entry_non_finite) * 0.25f;
+    for (std::size_t i = 0; i < bits.size(); ++i) values[i] = storage::f16_to_f32(bits[i] = storage::f32_to_f16(values[i]));
+    non_finite = non_finite || entry_non_finite;
+    const bool matrix = spec.shape.size() == 2;
+    try {
+      if (f16_source) {
+        mha.load_parameter(spec.name, bits.data(), bits.size(), StorageType::f16);
+      } else {
+        mha.load_parameter(spec.name, values.data(), values.size());
+      }
+      if (matrix && entry_non_finite && c.weights_dtype == StorageType::i8) {
+        std::fprintf(stderr, "mha_fuzz: a non-finite int8 weight was accepted\n");
+        std::abort();
+      }
+    } catch (const StateDictError&) {
+      if (!(matrix && entry_non_finite && c.weights_dtype == StorageType::i8)) throw;
+      return 0;  // refused, as §11 says
+    }
+    if (matrix) values = reference::stored(values, spec.shape[0], spec.shape[1], c.weights_dtype, 32);
     params.entries.emplace_back(spec.name, std::move(values));
   }
   const int E = c.embed_dim, kdim = c.kdim ? c.kdim : E, vdim = c.vdim ? c.vdim : E;

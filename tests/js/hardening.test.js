@@ -80,7 +80,7 @@ test('a typed array is taken for what it is, not for its constructor name or an 
   class Named extends Uint8Array {}
   Object.defineProperty(Named, 'name', { value: 'Float32Array' });
   await assert.rejects(() => selfAttention({ data: new Named(8), shape: [4, 2] }),
-    (e) => e instanceof DTypeError && /expected Float32Array, got Uint8Array\(8\)/.test(e.message));
+    (e) => e instanceof DTypeError && /expected Float32Array or Uint16Array \(16-bit floats, with a dtype\), got Uint8Array\(8\)/.test(e.message));
   class Long extends Float32Array {
     get length() { return 1 << 20; }
   }

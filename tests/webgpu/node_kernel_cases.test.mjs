@@ -2,11 +2,12 @@
 // Node (Dawn; SwiftShader unless node_setup.mjs is pointed at a GPU), against the float64
 // reference: linear, flash attention, decode rows, rotary and cache appends, each through the
 // public API (tests/cases/public_api_runs.mjs says how a case becomes a module and its calls),
-// each call checked to have run on the GPU. The WebGPU backend stores f32 only: a type set of the
-// list with another type fails here, naming the case. A row that sees a case's NaN or Inf key is
-// NaN on WASM but not promised on WebGPU (README), so only the elements whose reference is finite
-// count here: the rows that cannot see such a key, which must stay finite and right (masked
-// means absent).
+// each call checked to have run on the GPU, for every type set of the list (the WebGPU backend
+// stores weights as float32, float16, bfloat16 or int8 and a cache as float32, float16 or int8;
+// a type set with another type fails here, naming the case). A row that sees a case's NaN or Inf
+// key is NaN on WASM but not promised on WebGPU (README), so only the elements whose reference is
+// finite count here: the rows that cannot see such a key, which must stay finite and right
+// (masked means absent).
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
@@ -14,7 +15,7 @@ import { testCases } from '../cases/cases.mjs';
 import { runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';
 
-const WEBGPU_TYPES = { weights: ['f32'], kv: ['f32'], io: ['f32'] };
+const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8'], kv: ['f32', 'f16', 'i8'], io: ['f32'] };
 const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES);
 
 /** actual and expected { data, shape } at the elements whose expected value is finite only. */

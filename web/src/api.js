@@ -6,6 +6,7 @@
 // goes through its Dispatcher (dispatch.js), which picks the executor (calling thread, worker
 // pool or GPU).
 import { Dispatcher } from './dispatch.js';
+import { outputTensor } from './half_tensors.js';
 import { DisposedError } from './errors.js';
 import { createExecutors } from './executors/create_executors.js';
 import { wasmSdpa } from './executors/wasm_executor.js';
@@ -79,7 +80,7 @@ export class MultiHeadAttention {
    */
   loadStateDict(stateDict, options) {
     const dispatcher = this.#live('loadStateDict');
-    dispatcher.loadStateDict(resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, options));
+    dispatcher.loadStateDict(resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, options, this.#config.weightsDtype));
   }
 
   /**
@@ -100,11 +101,7 @@ export class MultiHeadAttention {
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');
     const plan = resolveMhaForward(this.#config, query, key, value, options);
-    const { output, weights } = await dispatcher.forward(plan);
-    return {
-      output: tensor(output, plan.outputShape),
-      attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
-    };
+    return results(await dispatcher.forward(plan), plan);
   }
 
   /**
@@ -151,10 +148,14 @@ export class MultiHeadAttention {
  */
 export async function scaledDotProductAttention(q, k, v, options) {
   const plan = resolveSdpa(q, k, v, options);
-  const { output, weights } = wasmSdpa(await runtime.core(), plan);
+  return results(wasmSdpa(await runtime.core(), plan), plan);
+}
+
+/** A call's { output, attnWeights } tensors, 16-bit when its inputs were (half_tensors.js). */
+function results({ output, weights }, plan) {
   return {
-    output: tensor(output, plan.outputShape),
-    attnWeights: weights ? tensor(weights, plan.weightsShape) : null,
+    output: outputTensor(output, plan.outputShape, plan.dtype),
+    attnWeights: weights ? outputTensor(weights, plan.weightsShape, plan.dtype) : null,
   };
 }
 

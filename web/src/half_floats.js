@@ -57,3 +57,71 @@ export function toFloat32Bits(dtype, bytes, offset, count, bits, at) {
     }
   }
 }
+
+// float32 → F16 / BF16, rounded to nearest, ties to even (IEEE's default, as PyTorch's .to()
+// and the core round): values above the format's range become ±inf (F16: |x| >= 65520, the
+// midpoint between 65504 and the next power of two), values below its smallest subnormal round
+// to ±0 or to it. A NaN stays a NaN of the same sign with the top bits of its payload and the
+// quiet bit set (as the x86 F16C and Arm conversion instructions give it), the mirror of the
+// widening above; PyTorch writes a canonical NaN instead, which tests do not rely on.
+const f32Bits = new Uint32Array(1);
+const f32Value = new Float32Array(f32Bits.buffer);
+
+/** F16 bits of float32 bits `x` (a uint32), rounded to nearest-even. */
+export function f32BitsToF16(x) {
+  const sign = (x >>> 16) & 0x8000;
+  const magnitude = x & 0x7fffffff;
+  if (magnitude > 0x7f800000) return sign | 0x7e00 | ((magnitude >>> 13) & 0x3ff);
+  // 65520 (0x477ff000) and above, infinity included, round to infinity.
+  if (magnitude >= 0x477ff000) return sign | 0x7c00;
+  if (magnitude >= 0x38800000) {
+    // F16 normal range (>= 2⁻¹⁴): rebias the exponent (127 → 15) and drop 13 mantissa bits,
+    // adding just under half of them plus the kept lowest bit, so that a tie rounds to even. A
+    // carry out of the mantissa bumps the exponent, which is the right answer too.
+    const rebiased = magnitude - 0x38000000;
+    return sign | ((rebiased + 0xfff + ((rebiased >>> 13) & 1)) >>> 13);
+  }
+  // F16 subnormals and zero: the value in units of 2⁻²⁴ (exact in a double), rounded to an
+  // integer half to even; 1024 units is the smallest normal, whose bits are 0x0400 too.
+  f32Bits[0] = magnitude;
+  return sign | roundHalfEven(f32Value[0] * 2 ** 24);
+}
+
+/** BF16 bits of float32 bits `x` (a uint32), rounded to nearest-even. */
+export function f32BitsToBf16(x) {
+  if ((x & 0x7fffffff) > 0x7f800000) return (x >>> 16) | 0x40;
+  // BF16 is float32's top half: round off the low 16 bits. The carry of an overflow lands on the
+  // all-ones exponent with a zero mantissa: infinity.
+  return ((x >>> 0) + 0x7fff + ((x >>> 16) & 1)) >>> 16;
+}
+
+/** `value` rounded to an integer, a tie to the even one (Math.round rounds ties up). */
+export function roundHalfEven(value) {
+  const floor = Math.floor(value);
+  const rest = value - floor;
+  if (rest > 0.5 || (rest === 0.5 && floor % 2 !== 0)) return floor + 1;
+  return floor;
+}
+
+const ROUNDING = { float16: f32BitsToF16, bfloat16: f32BitsToBf16 };
+
+/** A Float32Array's values rounded to `dtype` ('float16' | 'bfloat16'): a new Uint16Array of their bits. */
+export function roundToHalf(dtype, values) {
+  const round = ROUNDING[dtype];
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < out.length; i++) out[i] = round(bits[i]);
+  return out;
+}
+
+/** 16-bit values of `dtype` ('float16' | 'bfloat16'), exactly as float32: a new Float32Array. */
+export function widenHalf(dtype, halves) {
+  const bits = new Uint32Array(halves.length);
+  if (dtype === 'float16') {
+    const table = f16ToF32Bits();
+    for (let i = 0; i < halves.length; i++) bits[i] = table[halves[i]];
+  } else {
+    for (let i = 0; i < halves.length; i++) bits[i] = (halves[i] << 16) >>> 0;
+  }
+  return new Float32Array(bits.buffer);
+}

@@ -2,11 +2,17 @@
 // incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
 import { CacheError, DisposedError, OptionError } from './errors.js';
 import { MAX_CACHE_POSITIONS } from './kv_ring.js';
-import { checkOptions, checkSize } from './option_checks.js';
+import { checkChoice, checkOptions, checkSize } from './option_checks.js';
 
-/** createCache() options: { batchSize = 1, maxLength, window }; maxLength optional with a window. */
+/** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
+export const CACHE_DTYPES = ['float32', 'float16', 'int8'];
+
+/**
+ * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength
+ * optional with a window.
+ */
 export function resolveCacheOptions(options) {
-  const o = checkOptions('createCache', options, ['batchSize', 'maxLength', 'window']);
+  const o = checkOptions('createCache', options, ['batchSize', 'maxLength', 'window', 'dtype']);
   const batchSize = checkSize('batchSize', o.batchSize, 1);
   if (o.maxLength === undefined && o.window === undefined) {
     throw new OptionError('createCache: expected maxLength (the most positions the cache holds) or window (a sliding '
@@ -23,7 +29,7 @@ export function resolveCacheOptions(options) {
       });
     }
   }
-  return { batchSize, maxLength, window };
+  return { batchSize, maxLength, window, dtype: checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32') };
 }
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
@@ -129,6 +135,8 @@ export class KvCache {
   get maxLength() { return this.#options.maxLength; }
   /** 0: no window. */
   get window() { return this.#options.window; }
+  /** How keys and values are stored: 'float32' | 'float16' | 'int8'. */
+  get dtype() { return this.#options.dtype; }
 
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: every one

@@ -2,7 +2,7 @@
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
 import { OptionError, describe } from './errors.js';
-import { checkBoolean, checkOptions, checkPositive, checkSize } from './option_checks.js';
+import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } from './option_checks.js';
 import { parameterFloats } from './parameter_layout.js';
 import { resolveRotary, rotaryCore } from './rotary_options.js';
 
@@ -33,7 +33,12 @@ const CONFIG_FIELDS = [
   { name: 'qkNorm', resolve: resolveQkNorm, core: (q) => ({ qkNorm: q !== null, qkNormEps: q?.eps ?? 1e-6 }) },
   // null: no softcap (the core's 0).
   { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
+  // How the weight matrices are stored (biases are always float32): docs/attention-math.md.
+  { name: 'weightsDtype', resolve: (o) => checkChoice('weightsDtype', o.weightsDtype, WEIGHTS_DTYPES, 'float32') },
 ];
+
+/** create()'s weightsDtype: how a module stores its weight matrices. */
+export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];

@@ -64,3 +64,14 @@ export function checkPositive(argument, value) {
   }
   return value;
 }
+
+/** One of `choices` (strings), `fallback` when not given. */
+export function checkChoice(argument, value, choices, fallback) {
+  if (value === undefined) return fallback;
+  if (!choices.includes(value)) {
+    throw new OptionError(`${argument}: expected ${choices.map((c) => `'${c}'`).join(' | ')}, got ${describe(value)}`, {
+      argument, expected: choices, actual: describe(value),
+    });
+  }
+  return value;
+}

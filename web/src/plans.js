@@ -4,7 +4,8 @@
 import { CacheError, OptionError, ShapeError, describe, formatShape } from './errors.js';
 import { KvCache } from './kv_cache.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
-import { MaskKind, checkMask, checkTensor, product, shapeError } from './tensor_checks.js';
+import { widenInputs } from './half_tensors.js';
+import { FLOAT_DATA, MaskKind, checkMask, checkTensor, product, shapeError } from './tensor_checks.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache'];
 
@@ -12,11 +13,12 @@ const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeig
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
   const views = new Map();
-  const q = checkTensor('query', query, { ranks: [2, 3], views });
-  const batched = q.shape.length === 3;
-  const rank = q.shape.length;
-  const k = checkTensor('key', key, { ranks: [rank], views });
-  const v = checkTensor('value', value, { ranks: [rank], views });
+  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views });
+  const batched = given.shape.length === 3;
+  const rank = given.shape.length;
+  const { tensors: [q, k, v], dtype } = widenInputs([['query', given],
+    ['key', checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [rank], views })],
+    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views })]]);
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -49,6 +51,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
   return {
     B, L, S, T, batched,
+    dtype,
     query: q.data, key: k.data, value: v.data,
     keyPaddingMask, attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
@@ -96,11 +99,12 @@ export function weightsPerBatch(plan, heads) {
 export function resolveSdpa(q, k, v, options) {
   const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);
   const views = new Map();
-  const qt = checkTensor('q', q, { views });
-  const rank = qt.shape.length;
-  if (rank < 2) shapeError('q', '[..., L, dk]', qt.shape);
-  const kt = checkTensor('k', k, { ranks: [rank], views });
-  const vt = checkTensor('v', v, { ranks: [rank], views });
+  const given = checkTensor('q', q, { dtypes: FLOAT_DATA, views });
+  const rank = given.shape.length;
+  if (rank < 2) shapeError('q', '[..., L, dk]', given.shape);
+  const { tensors: [qt, kt, vt], dtype } = widenInputs([['q', given],
+    ['k', checkTensor('k', k, { dtypes: FLOAT_DATA, ranks: [rank], views })],
+    ['v', checkTensor('v', v, { dtypes: FLOAT_DATA, ranks: [rank], views })]]);
   const leading = qt.shape.slice(0, -2);
   const [L, dk] = qt.shape.slice(-2);
   const [S, dkk] = kt.shape.slice(-2);
@@ -130,6 +134,7 @@ export function resolveSdpa(q, k, v, options) {
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   return {
     N, L, S, dk, dv,
+    dtype,
     q: qt.data, k: kt.data, v: vt.data,
     attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
@@ -151,7 +156,7 @@ export function resolveSelfAttention(x, options) {
       argument: 'returnWeights', expected: 'needWeights alone', actual: 'both',
     });
   }
-  const t = checkTensor('x', x);
+  const t = checkTensor('x', x, { dtypes: FLOAT_DATA });
   if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
   const needWeights = o.returnWeights !== undefined
     ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);

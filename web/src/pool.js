@@ -153,12 +153,13 @@ export class WorkerPool {
   }
 
   /**
-   * Sends module `id`'s workers their own copy of the checked state-dict entries ([{ name, data }]).
-   * owned: the entries are copies nobody else holds, so the first worker takes them as they are.
+   * Sends module `id`'s workers their own copy of the checked state-dict entries ([{ name, data,
+   * dtype }]). owned: the entries are copies nobody else holds, so the first worker takes them as
+   * they are.
    */
   load(id, entries, { owned = false } = {}) {
     for (const [i, w] of this.#workers.slice(0, this.#modules.get(id) ?? 0).entries()) {
-      const copies = owned && i === 0 ? entries : entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      const copies = owned && i === 0 ? entries : entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
       this.#request(w, id, { type: 'load', entries: copies }, copies.map((e) => e.data.buffer)).catch((e) => {
         // Not when the module was disposed meanwhile: that is no fault of the worker.
         if (this.#modules.has(id)) this.#fail(`could not load the state dict (${e.message})`, w.index);

@@ -6,6 +6,7 @@
 // happen). Format notes and the list of checks: docs/safetensors.md.
 import { DTypeError, MemoryError, SafetensorsError, describe, formatShape } from './errors.js';
 import { LITTLE_ENDIAN_HOST, toFloat32Bits } from './half_floats.js';
+import { checkBoolean, checkOptions } from './option_checks.js';
 import { parseHeader } from './safetensors_header.js';
 import { byteView } from './typed_arrays.js';
 
@@ -148,27 +149,43 @@ function checkLayout(entries, dataBytes) {
   }
 }
 
-/**
- * Every tensor's values as float32, in `entries`' order. F32 data that is 4-byte aligned is a
- * view on the file (no copy); everything else (F16, BF16, unaligned F32) is converted into ONE
- * new buffer that those tensors share as subarrays: one allocation instead of one per tensor
- * (a million tiny tensors cost seconds of allocation and GC otherwise).
- */
-function tensorData(file, entries, dataStart) {
-  const viewed = (e) => e.dtype === 'F32' && LITTLE_ENDIAN_HOST && (file.byteOffset + dataStart + e.begin) % 4 === 0;
-  const converted = entries.reduce((n, e) => n + (viewed(e) ? 0 : e.elements), 0);
-  let bits;
+/** A typed array of `count` elements, or the MemoryError saying what could not be allocated. */
+function allocate(Type, count) {
   try {
-    bits = new Uint32Array(converted);
+    return new Type(count);
   } catch {
-    throw new MemoryError(`loadSafetensors: the converted tensors need ${converted * 4} bytes, more than could be allocated`, {
-      argument: 'bytes', expected: 'memory for the converted tensors', actual: converted * 4,
+    const bytes = count * Type.BYTES_PER_ELEMENT;
+    throw new MemoryError(`loadSafetensors: the copied tensors need ${bytes} bytes, more than could be allocated`, {
+      argument: 'bytes', expected: 'memory for the copied tensors', actual: bytes,
     });
   }
+}
+
+/**
+ * Every tensor's data, in `entries`' order: float32 values, or with `keepHalves` F16 and BF16 as
+ * their 16-bit bits (Uint16Array). Data already in its final type and aligned for it is a view on
+ * the file (no copy); everything else (F16, BF16 converted, unaligned data) is written into ONE
+ * new buffer per type that those tensors share as subarrays: one allocation instead of one per
+ * tensor (a million tiny tensors cost seconds of allocation and GC otherwise).
+ */
+function tensorData(file, entries, dataStart, keepHalves) {
+  const kept = (e) => (keepHalves && e.dtype !== 'F32' ? 2 : 0);
+  const viewed = (e) => LITTLE_ENDIAN_HOST && (kept(e) || e.dtype === 'F32')
+    && (file.byteOffset + dataStart + e.begin) % (kept(e) || 4) === 0;
+  const count = (half) => entries.reduce((n, e) => n + (viewed(e) || Boolean(kept(e)) !== half ? 0 : e.elements), 0);
+  const bits = allocate(Uint32Array, count(false));
+  const halves = allocate(Uint16Array, count(true));
   const floats = new Float32Array(bits.buffer);
-  let at = 0;
+  let at = 0, halfAt = 0;
   return entries.map((e) => {
-    if (viewed(e)) return new Float32Array(file.buffer, file.byteOffset + dataStart + e.begin, e.elements);
+    const start = file.byteOffset + dataStart + e.begin;
+    if (viewed(e)) return new (kept(e) ? Uint16Array : Float32Array)(file.buffer, start, e.elements);
+    if (kept(e)) {
+      // Unaligned 16-bit data: its little-endian bytes, two at a time.
+      for (let i = 0, p = dataStart + e.begin; i < e.elements; i++, p += 2) halves[halfAt + i] = file[p] | (file[p + 1] << 8);
+      halfAt += e.elements;
+      return halves.subarray(halfAt - e.elements, halfAt);
+    }
     toFloat32Bits(e.dtype, file, dataStart + e.begin, e.elements, bits, at);
     at += e.elements;
     return floats.subarray(at - e.elements, at);
@@ -180,9 +197,12 @@ function tensorData(file, entries, dataStart) {
  * Returns a Map name → { data: Float32Array, shape: number[], dtype: 'F32' | 'F16' | 'BF16' } in
  * the header's order, with `metadata` (a Map of the __metadata__ strings, empty without one) on
  * it. F32 tensors whose data is 4-byte aligned are views on `bytes`; the others (F16 and BF16
- * converted) share one new buffer.
+ * converted) share one new buffer. options { convert = true }: with convert false, F16 and BF16
+ * tensors keep their 16-bit bits (data a Uint16Array, the 16-bit tensors loadStateDict() and
+ * forward() take), views on `bytes` where 2-byte aligned.
  */
-export function loadSafetensors(bytes) {
+export function loadSafetensors(bytes, options) {
+  const convert = checkBoolean('convert', checkOptions('loadSafetensors', options, ['convert']).convert, true);
   const file = byteView(bytes);
   if (file === null) {
     throw new DTypeError(`loadSafetensors: expected an ArrayBuffer or a typed array of the file's bytes, got ${describe(bytes)}`, {
@@ -200,7 +220,7 @@ export function loadSafetensors(bytes) {
     else entries.push(readEntry(name, value, entryOrder.get(name) ?? [], dataBytes));
   }
   checkLayout(entries, dataBytes);
-  const data = tensorData(file, entries, dataStart);
+  const data = tensorData(file, entries, dataStart, !convert);
   const tensors = new Map(entries.map((e, i) => [e.name, { data: data[i], shape: e.shape, dtype: e.dtype }]));
   Object.defineProperty(tensors, 'metadata', { value: metadata, enumerable: true });
   return tensors;

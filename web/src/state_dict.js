@@ -5,10 +5,13 @@
 // entry. The expected names carry the prefix through those checks, so every message names the key
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
-import { OptionError, StateDictError, describe, formatShape } from './errors.js';
+import { DTypeError, OptionError, StateDictError, describe, formatShape } from './errors.js';
+import { widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
-import { checkTensor, product } from './tensor_checks.js';
+import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from './tensor_checks.js';
 import { plainView, typedArrayType } from './typed_arrays.js';
+
+const HALF_DTYPES = ['float16', 'bfloat16'];
 
 const OPTIONS = ['prefix', 'strict', 'layout'];
 const PACKED = 'in_proj_weight';
@@ -43,9 +46,14 @@ function stateDictEntries(stateDict) {
 
 /**
  * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
- * [{ name, data: Float32Array }] in that order. Nothing is loaded unless every entry is right.
+ * [{ name, data, dtype }] in that order: data a Float32Array (dtype 'float32') or a 16-bit
+ * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), as given, no copy. Nothing is
+ * loaded unless every entry is right. weightsDtype: the module's, against which a 16-bit weight
+ * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
+ * silently: F16 overflows past 65504, BF16 keeps 8 significant bits); vectors (biases, sinks, norm
+ * weights) are float32 in every module, so any dtype widens into them exactly.
  */
-export function resolveStateDict(specs, stateDict) {
+export function resolveStateDict(specs, stateDict, weightsDtype = 'float32') {
   const entries = stateDictEntries(stateDict);
   const expectedNames = specs.map((s) => s.name);
   for (const name of entries.keys()) {
@@ -73,12 +81,20 @@ export function resolveStateDict(specs, stateDict) {
           `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
           { argument: name, expected: shape, actual: data.length });
       }
-      return { name, data };
+      return { name, data, dtype: 'float32' };
+    }
+    if (typedArrayType(value) === 'Uint16Array') {
+      throw new DTypeError(`stateDict['${name}']: a bare Uint16Array does not say which 16-bit floats it holds; `
+        + `expected { data, shape, dtype: 'float16' | 'bfloat16' }, got ${describe(value)}`, {
+        argument: `stateDict['${name}']`, expected: '{ data, shape, dtype }', actual: describe(value),
+      });
     }
     let t;
     try {
-      t = checkTensor(`stateDict['${name}']`, value);
+      t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA });
     } catch (e) {
+      // A 16-bit tensor without its dtype is a DTypeError wherever it is given.
+      if (e.expected === HALF_DTYPE_NAMES) throw e;
       throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
     }
     if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
@@ -86,7 +102,14 @@ export function resolveStateDict(specs, stateDict) {
         `stateDict['${name}']: expected shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
         { argument: name, expected: shape, actual: t.shape });
     }
-    return { name, data: t.data };
+    const dtype = tensorDtype(t);
+    if (HALF_DTYPES.includes(dtype) && HALF_DTYPES.includes(weightsDtype) && dtype !== weightsDtype && shape.length === 2) {
+      throw new DTypeError(`stateDict['${name}']: the module stores ${weightsDtype} weights (create({ weightsDtype })), got ${dtype}; `
+        + `a ${dtype} weight is not rounded to ${weightsDtype} silently (widen it to a Float32Array to have it rounded)`, {
+        argument: `stateDict['${name}']`, expected: weightsDtype, actual: dtype,
+      });
+    }
+    return { name, data: t.data, dtype };
   });
 }
 
@@ -95,7 +118,7 @@ export function resolveStateDict(specs, stateDict) {
  * three separate [E, E] weights are stacked into it, as PyTorch's in_proj_weight stacks them.
  * Returns the entries with them replaced, or as they were when none is given.
  */
-function packSeparateWeights(entries, prefix, packedShape) {
+function packSeparateWeights(entries, prefix, packedShape, weightsDtype) {
   const names = SEPARATE.map((name) => prefix + name);
   const given = names.filter((name) => entries.has(name));
   if (given.length === 0) return entries;
@@ -106,32 +129,40 @@ function packSeparateWeights(entries, prefix, packedShape) {
       { argument: given[0], expected: `${PACKED} or ${SEPARATE.join(', ')}`, actual: [prefix + PACKED, ...given] });
   }
   const E = packedShape[1];
-  // Each is checked as an entry of its own ([E, E], Float32Array), missing ones included.
+  // Each is checked as an entry of its own ([E, E], float32 or 16-bit), missing ones included.
   const parts = resolveStateDict(names.map((name) => ({ name, shape: [E, E] })),
-    new Map(given.map((name) => [name, entries.get(name)])));
-  const packed = new Float32Array(3 * E * E);
-  parts.forEach(({ data }, i) => packed.set(data, i * E * E));
+    new Map(given.map((name) => [name, entries.get(name)])), weightsDtype);
+  // Stacked in their own dtype when they share one; else widened to float32 (exactly) first.
+  const dtype = parts.every((p) => p.dtype === parts[0].dtype) ? parts[0].dtype : 'float32';
+  const packed = dtype === 'float32' ? new Float32Array(3 * E * E) : new Uint16Array(3 * E * E);
+  parts.forEach((p, i) => packed.set(p.dtype === dtype ? p.data : widenHalf(p.dtype, p.data), i * E * E));
   const rest = new Map([...entries].filter(([name]) => !names.includes(name)));
-  return rest.set(prefix + PACKED, { data: packed, shape: [...packedShape] });
+  return rest.set(prefix + PACKED, dtype === 'float32' ? { data: packed, shape: [...packedShape] } : { data: packed, shape: [...packedShape], dtype });
 }
 
 /**
- * loadStateDict(stateDict, options) for a module expecting `specs` ([{ name, shape }]): returns
- * [{ name, data: Float32Array }] in specs' order, as resolveStateDict() does. `prefix` selects
+ * loadStateDict(stateDict, options) for a module expecting `specs` ([{ name, shape }]) that
+ * stores `weightsDtype` weights: returns [{ name, data, dtype }] in specs' order, as
+ * resolveStateDict() does. `prefix` selects
  * the keys that start with it and strips it; `strict: false` ignores keys that are not the
  * module's. Missing keys are errors either way: the module has no weights of its own to keep.
  * `layout` other than 'torch': the keys are another checkpoint's naming (checkpoint_layouts.js).
  */
-export function resolveModuleStateDict(specs, stateDict, options) {
+export function resolveModuleStateDict(specs, stateDict, options, weightsDtype = 'float32') {
   const resolved = resolveOptions(options);
   const { prefix, strict, layout } = resolved;
   let entries = stateDictEntries(stateDict);
   if (layout !== 'torch') {
-    const checkEntry = (name, shape, value) => resolveStateDict([{ name, shape }], new Map([[name, value]]))[0].data;
-    return resolveLayout(specs, entries, resolved, checkEntry);
+    // Another checkpoint's naming is rearranged (transposed, split) into float32 arrays: a 16-bit
+    // entry is widened exactly first, and the core rounds it back to the module's type unchanged.
+    const checkEntry = (name, shape, value) => {
+      const { data, dtype } = resolveStateDict([{ name, shape }], new Map([[name, value]]), weightsDtype)[0];
+      return dtype === 'float32' ? data : widenHalf(dtype, data);
+    };
+    return resolveLayout(specs, entries, resolved, checkEntry).map((e) => ({ ...e, dtype: 'float32' }));
   }
   const packed = specs.find((s) => s.name === PACKED);
-  if (packed) entries = packSeparateWeights(entries, prefix, packed.shape);
+  if (packed) entries = packSeparateWeights(entries, prefix, packed.shape, weightsDtype);
   const expected = specs.map(({ name, shape }) => ({ name: prefix + name, shape }));
   const foreign = [...entries.keys()].find((name) => name.startsWith(prefix) && otherLayoutHint(name.slice(prefix.length), 'torch'));
   if (strict && foreign && !expected.some((s) => s.name === foreign)) {
@@ -142,5 +173,5 @@ export function resolveModuleStateDict(specs, stateDict, options) {
     const names = new Set(expected.map((s) => s.name));
     entries = new Map([...entries].filter(([name]) => names.has(name)));
   }
-  return resolveStateDict(expected, entries).map(({ name, data }) => ({ name: name.slice(prefix.length), data }));
+  return resolveStateDict(expected, entries, weightsDtype).map((e) => ({ ...e, name: e.name.slice(prefix.length) }));
 }

@@ -1,6 +1,6 @@
 // Tensor checks shared by every plan and the state dict: a caller's { data, shape } (or
-// { data, dims, type }) tensor checked and turned into a plain view, masks, and the ShapeError of
-// a tensor of the wrong shape.
+// { data, dims, type }) tensor checked and turned into a plain view, 16-bit tensors' dtypes,
+// masks, and the ShapeError of a tensor of the wrong shape.
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
 import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
 
@@ -18,7 +18,21 @@ const MAX_RANK = 8;
 
 // What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
 // tensors are { data, dims, type } ('bool' is their boolean mask).
-const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'] };
+const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'], Uint16Array: ['float16', 'bfloat16'] };
+
+/** Element types of a float tensor: float32 values, or 16-bit ones whose dtype says which kind. */
+export const FLOAT_DATA = ['Float32Array', 'Uint16Array'];
+
+// A 16-bit tensor's dtype (its `dtype`, or `type` for a { data, dims, type } tensor) → the kind
+// of its values: the API's names, the safetensors spellings, onnxruntime-web's and
+// transformers.js's 'float16'. A Uint16Array holds bits only: without one of these it means nothing.
+const HALF_KINDS = { float16: 'float16', bfloat16: 'bfloat16', F16: 'float16', BF16: 'bfloat16' };
+
+/**
+ * The dtypes a 16-bit tensor may name: the `expected` of the DTypeError of one that names none
+ * (this very array, so that the state dict tells that error from its own).
+ */
+export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
 
 /**
  * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
@@ -35,21 +49,27 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] } (or { data, dims }), got ${describe(tensor)}`,
       { argument, expected: 'tensor', actual: describe(tensor) });
   }
+  // Each field is read once (a getter or a Proxy answers once): the dtype only where it matters.
   const { data: given, [shapeKey]: givenShape } = tensor;
   if (!dtypes.includes(typedArrayType(given))) {
-    throw new DTypeError(`${argument}.data: expected ${dtypes.join(' or ')}, got ${describe(given)}`, {
+    const names = dtypes.map((d) => (d === 'Uint16Array' ? 'Uint16Array (16-bit floats, with a dtype)' : d));
+    throw new DTypeError(`${argument}.data: expected ${names.join(' or ')}, got ${describe(given)}`, {
       argument, expected: dtypes, actual: describe(given),
     });
   }
   const shape = snapshotShape(`${argument}.${shapeKey}`, givenShape);
   const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
-  if (shapeKey === 'dims' && tensor.type !== undefined && !typeNames.includes(tensor.type)) {
-    const expected = dtypes.flatMap((d) => TYPE_NAMES[d] ?? []);
+  const type = shapeKey === 'dims' ? tensor.type : undefined;
+  if (shapeKey === 'dims' && type !== undefined && !typeNames.includes(type)) {
+    // 16-bit data takes the 16-bit names only, other data any name of the other element types.
+    const expected = typedArrayType(given) === 'Uint16Array' ? typeNames
+      : dtypes.filter((d) => d !== 'Uint16Array').flatMap((d) => TYPE_NAMES[d] ?? []);
     throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
-      + `(with ${typedArrayType(given)} data), got ${describe(tensor.type)}`, {
-      argument, expected, actual: describe(tensor.type),
+      + `(with ${typedArrayType(given)} data), got ${describe(type)}`, {
+      argument, expected, actual: describe(type),
     });
   }
+  const dtype = typedArrayType(given) === 'Uint16Array' ? halfKind(argument, shapeKey === 'dims' ? 'type' : 'dtype', shapeKey === 'dims' ? type : tensor.dtype) : undefined;
   if (ranks && !ranks.includes(shape.length)) {
     throw new ShapeError(
       `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
@@ -68,8 +88,25 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has ${data.length}`,
       { argument, expected: product(shape), actual: data.length });
   }
-  return { data, shape };
+  return dtype ? { data, shape, dtype } : { data, shape };
 }
+
+/**
+ * The kind ('float16' | 'bfloat16') a Uint16Array tensor's `key` ('dtype', or 'type' for
+ * { data, dims, type }) says, or a DTypeError naming the argument: 16-bit data without a kind
+ * could be either.
+ */
+function halfKind(argument, key, value) {
+  if (typeof value === 'string' && Object.hasOwn(HALF_KINDS, value)) return HALF_KINDS[value];
+  const expected = HALF_DTYPE_NAMES;
+  throw new DTypeError(`${argument}.${key}: Uint16Array data holds 16-bit floats; expected ${key} `
+    + `${expected.map((k) => `'${k}'`).join(' | ')} to say which, got ${describe(value)}`, {
+    argument, expected, actual: describe(value),
+  });
+}
+
+/** A checked tensor's dtype: 'float32', or a 16-bit tensor's kind. */
+export const tensorDtype = (t) => t.dtype ?? 'float32';
 
 /**
  * The caller's shape read once into a plain array of integers, which every later check and use

@@ -6,7 +6,11 @@
 #include <cstdint>
 #include <memory>
 
+#include "webattention/storage_type.h"
+
 namespace webattention {
+
+struct PackedKv;  // the kernels' view of the storage (private: cpp/src/attention_problem.h)
 
 struct KvCacheConfig {
   int batch = 1;
@@ -16,6 +20,9 @@ struct KvCacheConfig {
   // > 0: sliding-window attention; the query at p sees only keys at positions > p - window, and
   // the storage is a ring (ring_geometry below), so the length has no limit.
   int window = 0;
+  // How keys and values are stored (docs/attention-math.md §11): f32, f16 (rounded to
+  // nearest-even) or int8 (one scale per position and K/V head). bf16 is not a cache type.
+  StorageType dtype = StorageType::f32;
 };
 
 // The storage of a cache, as both backends size it (web/src/kv_ring.js is the same rule):
@@ -60,13 +67,18 @@ class KvCache {
   // (row strides k_stride, v_stride per position, batch strides per batch) into their slots.
   void append(const float* k, std::ptrdiff_t k_batch, const float* v, std::ptrdiff_t v_batch,
               int rows);
+  PackedKv packed() const;  // the storage as the attention kernels read it
 
   std::uint64_t owner_;
   KvCacheConfig config_;
   int kv_heads_, dk_, dv_, dv_pad_, capacity_, rows_per_pass_;
   std::int64_t length_ = 0;
-  std::unique_ptr<float[]> k_, v_;  // panel layouts of attention_problem.h's PackedKv
-  std::size_t k_block_ = 0, v_block_ = 0;
+  // Panel layouts of attention_problem.h's PackedKv, elements of config_.dtype; int8 adds one
+  // scale per (batch, K/V head, slot): [batch·kv_heads][capacity] for K and for V.
+  std::unique_ptr<unsigned char[]> k_, v_;
+  std::unique_ptr<float[]> k_scales_, v_scales_;
+  bool finite_ = true;  // nothing stored is Inf or NaN (cleared by an append that stores one)
+  std::size_t k_block_ = 0, v_block_ = 0;  // elements
 };
 
 }  // namespace webattention

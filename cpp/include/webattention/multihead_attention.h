@@ -9,6 +9,7 @@
 
 #include "webattention/kv_cache.h"
 #include "webattention/mask.h"
+#include "webattention/storage_type.h"
 
 namespace webattention::kernels {
 struct PackedLinear;
@@ -69,6 +70,9 @@ struct MhaConfig {
   // "k_norm.weight" [head_dim].
   bool qk_norm = false;
   double qk_norm_eps = 1e-6;
+  // How the weight matrices are stored (docs/attention-math.md §11): f32, f16 or bf16 (rounded
+  // to nearest-even) or int8 (quantised in blocks of 32 input values). Biases stay f32.
+  StorageType weights_dtype = StorageType::f32;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.
@@ -124,6 +128,11 @@ class MultiHeadAttention {
   // Copies one entry in (`count` floats, row-major as PyTorch stores it). Throws
   // StateDictError for an unknown name or a wrong count.
   void load_parameter(const std::string& name, const float* data, std::size_t count);
+  // The same from `count` elements of `source` type (f32, or f16 / bf16 bit patterns), converted
+  // to the module's weights_dtype (§11; bits kept as they are when the types match, with no f32
+  // copy). Throws ConfigError ("source_dtype") for int8, StateDictError for a non-finite value
+  // bound for int8 storage (naming the entry, the row and the block).
+  void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
 
   // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
   // rotary_dim / 2], row p for position p. Forwards that would rotate a position past the table

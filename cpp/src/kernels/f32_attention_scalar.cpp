@@ -75,6 +75,26 @@ struct Scalar {
     }
   }
 
+  // The same two loops over a narrow cache (kv_widen.h), each element widened as it is read.
+  template <StorageType T>
+  static void narrow_row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
+    for (int j = 0; j < n; ++j) {
+      const float scale = c.k_scales ? c.k_scales[slot + j] : 0.0f;
+      float sum = 0.0f;
+      for (int f = 0; f < dk; ++f) sum += q[f] * flash::widen1<T>(c.k, flash::key_index(dk, slot + j, f), scale);
+      s[j] = sum;
+    }
+  }
+  template <StorageType T>
+  static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
+    for (int f = 0; f < dv_pad; ++f) {
+      for (int j = 0; j < n; ++j) {
+        const float scale = c.v_scales ? c.v_scales[slot + j] : 0.0f;
+        acc[f] += p[j] * flash::widen1<T>(c.v, flash::value_index(c.capacity, slot + j, f), scale);
+      }
+    }
+  }
+
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {
     const PanelMatrix<const float> values = value_panels(v, v_rows);

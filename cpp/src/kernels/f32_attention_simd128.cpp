@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "kernels/f32_row_panels_simd128.h"
 #include "kernels/tanh_simd128.h"
+#include "kernels/narrow_rows_simd128.h"
 
 namespace webattention::kernels {
 namespace {
@@ -83,6 +84,16 @@ struct Simd128 {
     for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth)
       pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);
     for (; cb < dv_pad; cb += kPanelWidth) pv_panels<1>(p, width, &values.at(cb, j0), stride, acc + cb);
+  }
+
+  // The same two loops over a narrow cache (kv_widen.h), widening as they load.
+  template <StorageType T>
+  static void narrow_row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
+    simd128_narrow::row_scores<T>(q, dk, c, slot, n, s);
+  }
+  template <StorageType T>
+  static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
+    simd128_narrow::row_pv<T>(p, n, c, dv_pad, slot, acc);
   }
 
   // s[0 .. 8·kPanels) = q · the kPanels key panels at `panel` (`stride` floats apart).

@@ -20,6 +20,8 @@
 //   Isa::softcap_row(s, width, cap)      s[j] = cap · tanh(s[j] / cap) (logit softcapping)
 //   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
 //   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
+//   Isa::narrow_row_scores<T>, narrow_row_pv<T>    the same two over a narrow (f16, bf16, int8)
+//                               cache, widening as they load (kv_widen.h has the 4-row loops)
 // The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
 // L = 1, one head per unit), where the 4-row register block would compute 3 rows of padding.
 // widths are multiples of 8. Declare `Isa` in an anonymous namespace: the templates' instances
@@ -35,6 +37,7 @@
 #include "kernels/flash_hidden_keys.h"
 #include "kernels/flash_layout.h"
 #include "kernels/kernels.h"
+#include "kernels/kv_widen.h"
 
 namespace webattention::kernels::flash {
 
@@ -105,7 +108,9 @@ template <class Isa>
 void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
                 int j0, int width, float* scores) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    if (one_row) {
+    if (kv.narrow.type != StorageType::f32) {
+      narrow_key_scores<Isa>(one_row, q, p.dk, kv.narrow, slot, n, scores + offset);
+    } else if (one_row) {
       Isa::row_scores(q, p.dk, kv.kt, slot, n, scores + offset);
     } else {
       tile_scores<Isa>(q, p.dk, kv.kt, slot, n, scores + offset);
@@ -121,7 +126,9 @@ template <class Isa>
 void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
                      const KvPanels& kv, int dv_pad, int j0, int width, float* acc) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    if (one_row) {
+    if (kv.narrow.type != StorageType::f32) {
+      narrow_weighted_values<Isa>(one_row, scores + offset, n, kv.narrow, dv_pad, slot, acc);
+    } else if (one_row) {
       Isa::row_pv(scores + offset, n, kv.v, kv.v_rows, dv_pad, slot, acc);
     } else {
       accumulate_pv<Isa>(scores + offset, n, kv, dv_pad, slot, acc);

@@ -16,6 +16,7 @@
 #include <cstdint>
 
 #include "kernels/flash_layout.h"
+#include "kernels/kv_widen.h"
 
 namespace webattention::kernels::flash {
 
@@ -32,9 +33,8 @@ struct PoisonedKeys {
 };
 
 inline bool finite_value(const KvPanels& kv, int dv, int slot) {
-  const PanelMatrix<const float> values = value_panels(kv.v, kv.v_rows);
   for (int c = 0; c < dv; ++c)
-    if (!std::isfinite(values.at(c, slot))) return false;
+    if (!std::isfinite(value_at(kv, c, slot))) return false;  // kv_widen.h: any storage type
   return true;
 }
 
@@ -76,12 +76,11 @@ inline void find_poisoned(const AttentionProblem& p, int g, int r0, const float*
 inline void add_poisoned_key(const AttentionProblem& p, const float* scores, const PoisonedKeys& keys,
                              int rows, const KvPanels& kv, int dv_pad, int j0, int j, float* acc) {
   // Columns past dv are never read back: p.dv, not dv_pad.
-  const PanelMatrix<const float> values = value_panels(kv.v, kv.v_rows);
   const int slot = key_slot(p, j0 + j);
   for (int r = 0; r < rows; ++r) {
     if (!(keys.seen_by[j] >> r & 1u)) continue;
     const float w = scores[r * kKeyTile + j];
-    for (int c = 0; c < p.dv; ++c) acc[r * dv_pad + c] += w * values.at(c, slot);
+    for (int c = 0; c < p.dv; ++c) acc[r * dv_pad + c] += w * value_at(kv, c, slot);
   }
 }
 

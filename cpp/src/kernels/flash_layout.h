@@ -60,11 +60,23 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
   return {g * p.kv_group + r / p.L, r % p.L};
 }
 
-// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel.
+// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel. From a
+// cache of a narrow type, `narrow` is the cache's block (kt and v unused), whose elements the
+// loops of kv_widen.h widen as they load them.
+struct NarrowKv {
+  StorageType type = StorageType::f32;  // f32: none
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const float* k_scales = nullptr;  // int8: one per slot
+  const float* v_scales = nullptr;
+  int capacity = 0;
+  bool finite = false;  // no Inf or NaN stored (f16: the cheap widening may be used)
+};
 struct KvPanels {
   const float* kt;
   const float* v;
   int v_rows;
+  NarrowKv narrow;
 };
 
 // Copies the unit's query rows ·scale into the workspace (padding rows repeat the last row).
@@ -82,9 +94,24 @@ inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& 
 // panels of keys / value columns (kv_layout.h) so both micro-kernels stream contiguous memory.
 inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
   if (!p.cache.empty()) {
+    const PackedKv& c = p.cache;
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
-    return {p.cache.k + block * p.cache.k_block, p.cache.v + block * p.cache.v_block,
-            p.cache.capacity};
+    if (c.type == StorageType::f32) {
+      return {static_cast<const float*>(c.k) + block * c.k_block,
+              static_cast<const float*>(c.v) + block * c.v_block, c.capacity, {}};
+    }
+    const std::ptrdiff_t bytes = storage_element_bytes(c.type);
+    NarrowKv n;
+    n.type = c.type;
+    n.k = static_cast<const unsigned char*>(c.k) + block * c.k_block * bytes;
+    n.v = static_cast<const unsigned char*>(c.v) + block * c.v_block * bytes;
+    if (c.k_scales) {
+      n.k_scales = c.k_scales + block * c.capacity;
+      n.v_scales = c.v_scales + block * c.capacity;
+    }
+    n.capacity = c.capacity;
+    n.finite = c.finite;
+    return {nullptr, nullptr, c.capacity, n};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
@@ -98,7 +125,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const float* vj = v + j * p.v.row_stride;
     for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
-  return {ws + lay.kt, ws + lay.v, lay.S_pad};
+  return {ws + lay.kt, ws + lay.v, lay.S_pad, {}};
 }
 
 // Keys [begin, end): the ones a row (or a block of rows) may see, or must at least be computed.

@@ -1,10 +1,11 @@
 // The kernel interface. Each kernel family lives in its own file named, as XNNPACK names them,
 // <storage type>_<op>_<ISA>: `f32_linear_scalar.cpp` is the f32 projection in portable C++ (native
-// builds and the no-SIMD WASM build), `f32_attention_simd128.cpp` f32 attention in WebAssembly
-// SIMD128, `f32_packing.cpp` the f32 weight packing every ISA reads; a kernel of another storage
-// type goes in beside them. Every ISA reads the same packed layouts and is checked against the
-// reference; attention's algorithm is written once (flash_attention.h) and each ISA supplies its
-// inner loops. Kernels assume validated shapes and never throw.
+// builds and the no-SIMD WASM build), `f16_linear_simd128.cpp` the projection over f16 weights in
+// WebAssembly SIMD128, `f32_attention_simd128.cpp` f32 attention in SIMD128; `packing.cpp` packs
+// the weights of every storage type that every ISA reads. Every ISA reads the same packed layouts
+// and is checked against the reference; attention's algorithm is written once
+// (flash_attention.h), the projection once per ISA (linear_simd128.h, linear_scalar.h), and each
+// type or ISA supplies its inner loads. Kernels assume validated shapes and never throw.
 #pragma once
 
 #include <algorithm>
@@ -14,18 +15,28 @@
 
 #include "attention_problem.h"
 #include "kernels/kv_layout.h"
+#include "storage_convert.h"
+#include "webattention/storage_type.h"
 
 namespace webattention::kernels {
 
 // The weights of one linear layer y = x Wᵀ + b, packed once at load time for the projection
 // kernel in the panel layout (kv_layout.h): panels of kPanelWidth output columns, each
-// [in][kPanelWidth] contiguous, the last one zero-padded.
+// [in][kPanelWidth] contiguous, the last one zero-padded; elements of the module's storage type
+// (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
+// values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
+// by side, as its elements are).
 struct PackedLinear {
   int in = 0;
   int out = 0;
-  // [ceil(out / 8)][in][8]. Not a std::vector: packing writes every float, and zero-filling
-  // megabytes first would touch each fresh page of WASM memory twice at load time.
-  std::unique_ptr<float[]> panels;
+  StorageType type = StorageType::f32;
+  // [ceil(out / 8)][in][8] elements of `type`. Not a std::vector: packing writes every element,
+  // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
+  std::unique_ptr<unsigned char[]> storage;
+  std::unique_ptr<float[]> scales;  // int8 only
+  // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
+  // widening (widen_simd128.h's load_f16x8_finite).
+  bool finite = true;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
 
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias
@@ -35,16 +46,33 @@ struct PackedLinear {
     std::copy(values, values + n, bias.begin());
   }
 
-  bool empty() const { return !panels; }
+  bool empty() const { return !storage; }
   int panel_count() const { return whole_panels(out) / kPanelWidth; }
-  PanelMatrix<float> matrix() const { return {panels.get(), static_cast<std::size_t>(in)}; }
-  const float* panel(int p) const { return matrix().panel(p); }
-  // Weight W[n][k] in PyTorch's [out, in] indexing.
-  float weight(int n, int k) const { return matrix().at(n, k); }
+  int scale_blocks() const { return (in + storage::kQuantBlock - 1) / storage::kQuantBlock; }
+  // The panels as elements of T (T matching `type`: float, std::uint16_t or std::int8_t).
+  template <class T>
+  PanelMatrix<T> elements() const {
+    return {reinterpret_cast<T*>(storage.get()), static_cast<std::size_t>(in)};
+  }
+  PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
+  const float* panel(int p) const { return matrix().panel(p); }    // f32 only
+  // Panel p's int8 scales: [scale_blocks()][8].
+  const float* panel_scales(int p) const {
+    return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
+  }
+  // Weight W[n][k] in PyTorch's [out, in] indexing, as stored (widened or dequantised to f32).
+  float weight(int n, int k) const;
 };
 
-// Packs a PyTorch weight [out, in] (row-major).
+// Packs a PyTorch weight [out, in] (row-major, f32).
 PackedLinear pack_linear(const float* weight, int out, int in);
+// Packs a PyTorch weight [out, in] of `source` elements (f32, or 16-bit bits) into `storage`
+// (storage_convert.h's rules; bits copied as they are when the types match). int8 storage takes
+// finite values only (the caller checks: kernels never throw).
+PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType storage);
+// Output columns [begin, end) of a packed layer, packed on their own with the same stored values
+// (and scales): the projection kernel then runs over those columns only.
+PackedLinear slice_columns(const PackedLinear& w, int begin, int end);
 
 // One output of a projection: y[r, :out] = x[r, :] Wᵀ + b, row stride y_stride.
 struct LinearTarget {
@@ -57,6 +85,11 @@ struct LinearTarget {
 // shared input read each block of x once). x is [rows, in] with row stride x_stride.
 void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
             int target_count) noexcept;
+// The same for targets of one storage type, one kernel per type (<type>_linear_<ISA>.cpp).
+void f32_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+void bf16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 
 // Scratch (in floats) that attention_unit() needs for this problem.
 std::size_t attention_workspace_floats(const AttentionProblem& p);

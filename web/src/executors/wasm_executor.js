@@ -89,11 +89,15 @@ export class WasmExecutor {
     return JSON.parse(this.handle.parameterSpecs());
   }
 
-  /** entries: [{ name, data }] already checked against parameterSpecs(). */
+  /**
+   * entries: [{ name, data, dtype }] already checked against parameterSpecs(): float32 data, or
+   * 16-bit bits (a Uint16Array) of dtype 'float16' | 'bfloat16', which the core stores as the
+   * module's weightsDtype says (kept, widened, rounded or quantised; no float32 copy of them here).
+   */
   loadStateDict(entries) {
-    for (const { name, data } of entries) {
+    for (const { name, data, dtype = 'float32' } of entries) {
       const error = withHeap(this.core, [{ data }], ([address]) =>
-        this.handle.loadParameter(name, address, data.length));
+        this.handle.loadParameter(name, address, data.length, dtype));
       if (error) throwCoreError(error);
     }
   }
@@ -109,9 +113,9 @@ export class WasmExecutor {
    * A KV cache's storage in this module's core: { handle } for kv_cache.js's KvCache, or a typed
    * error (MemoryError when it cannot be allocated; nothing is left allocated then).
    */
-  createCache({ batchSize, maxLength, window }) {
+  createCache({ batchSize, maxLength, window, dtype }) {
     const handle = new this.core.KvCache();
-    const error = this.handle.createCache(handle, batchSize, maxLength, window);
+    const error = this.handle.createCache(handle, batchSize, maxLength, window, dtype);
     if (error) {
       handle.delete();
       throwCoreError(error);

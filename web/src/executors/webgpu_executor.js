@@ -14,7 +14,6 @@
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from '../webgpu/kernel_config.js';
 import { MemoryError } from '../errors.js';
-import { parameterLayout } from '../parameter_layout.js';
 import { weightsPerBatch } from '../plans.js';
 import { cachedPasses } from '../webgpu/cached_passes.js';
 import { Usage, reusableSize } from '../webgpu/device.js';
@@ -26,12 +25,17 @@ import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from '../webgpu/for
 import { selectsKernels, warmPipelines } from '../webgpu/warm_pipelines.js';
 import { kernelProfile } from '../webgpu/kernel_profile.js';
 import { StagingUploads } from '../webgpu/staging_uploads.js';
+import { packParameters, parameterBufferBytes } from '../webgpu/weight_storage.js';
 
 /** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
 export const cacheHooks = { beforePass: null };
 
 /** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
-const PARAMETER_LABELS = { win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias', sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight' };
+const PARAMETER_LABELS = {
+  win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias',
+  swin: 'in-projection weight scales', swout: 'out_proj.weight scales',
+  sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight',
+};
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
@@ -102,13 +106,14 @@ export class WebGpuExecutor {
     return Promise.race([this.#lostSignal, new Promise((r) => setTimeout(r, 0))]).catch(() => {});
   }
 
-  /** entries: [{ name, data }] checked against the module's parameterSpecs(). */
+  /**
+   * entries: [{ name, data, dtype }] checked against the module's parameterSpecs(), all of them:
+   * packed as the module stores its weights (weight_storage.js), each buffer written whole.
+   */
   loadStateDict(entries) {
     if (!this.#params) return;
-    const offsets = parameterLayout(this.#config).entries;
-    for (const { name, data } of entries) {
-      const [buffer, at] = offsets[name];
-      this.#device.queue.writeBuffer(this.#params[buffer], at * F32, data);
+    for (const [name, bytes] of Object.entries(packParameters(this.#config, entries))) {
+      this.#device.queue.writeBuffer(this.#params[name], 0, bytes);
     }
   }
 
@@ -213,12 +218,12 @@ export class WebGpuExecutor {
     this.#releasePool();
   }
 
-  // The module's parameter buffers (parameter_layout.js): { win, bin, wout, bout }.
+  // The module's parameter buffers (weight_storage.js): { win, bin, wout, bout } (+ swin, swout
+  // for int8 weights).
   #createParams() {
     // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
-    const { buffers } = parameterLayout(this.#config);
-    return Object.fromEntries(Object.entries(buffers).map(([name, floats]) => [name, this.#device.createBuffer({
-      size: Math.max(floats, 1) * F32, usage: STORAGE_IN, label: `webattention ${PARAMETER_LABELS[name]}`,
+    return Object.fromEntries(Object.entries(parameterBufferBytes(this.#config)).map(([name, size]) => [name, this.#device.createBuffer({
+      size, usage: STORAGE_IN, label: `webattention ${PARAMETER_LABELS[name]}`,
     })]));
   }
 

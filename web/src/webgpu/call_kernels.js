@@ -19,11 +19,13 @@ export function callDecisions(plan, config, path, limits) {
   const family = attentionFamily(path);
   const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
   const rows = B * Math.max(L, S);  // the largest projection's
+  // Narrow weights are other kernels (their own timings); float32's classes stay as they were.
+  const weights = config.weightsDtype && config.weightsDtype !== 'float32' ? `:${config.weightsDtype}` : '';
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });
   return [
-    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}`, fittingVariants('linear', limits, {})),
+    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {})),
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
   ];
 }
@@ -31,7 +33,7 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, weights, sinks, qkNorm } (linear: the pipeline of a problem of `problems`, linear_problems.js).
+ * append, widen (a narrow cache's), weights, sinks, qkNorm } (linear: the pipeline of a problem of `problems`, linear_problems.js).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
   const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
@@ -39,19 +41,24 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
   const attention = variants[attentionFamily(path)];
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm] = await Promise.all([
+  // A narrow cache (float16, int8): its own append; the decode kernel reads it where it is
+  // stored (`directKv`), the flash and weights kernels from a widened float32 copy.
+  const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
+  const directKv = narrowCache && path === 'decode' && !plan.needWeights ? narrowCache.dtype : null;
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, widen, weights, sinks, qkNorm] = await Promise.all([
     Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
-    variantPipeline(device, attention, { dk, dv }),
+    variantPipeline(device, attention, directKv ? { dk, dv, kv: directKv } : { dk, dv }),
     path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
     config.rotary ? getPipeline(device, 'rotary') : null,
-    cache ? getPipeline(device, 'cacheAppend') : null,
+    cache ? getPipeline(device, narrowCache ? 'cacheAppendNarrow' : 'cacheAppend', narrowCache ?? {}) : null,
+    narrowCache && !directKv ? getPipeline(device, 'cacheWiden', narrowCache) : null,
     plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
     config.sinks ? getPipeline(device, 'sinks') : null,
     config.qkNorm ? getPipeline(device, 'qkNorm') : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
-    variants, measured,
-    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm },
+    variants, measured, directKv,
+    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, widen, weights, sinks, qkNorm },
   };
 }

@@ -23,12 +23,13 @@ import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
-import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
+import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
+import { NARROW_CACHE_PARAMS, NARROW_CACHE_WORKGROUP, wordsPerHead } from './kernels/cache_narrow.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -53,8 +54,10 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { buffer, upload, uniform, dispatch, params } = ctx;
   const { linear } = kernels.variants;
   for (const { input, out, floats, problem } of problems.input) {
-    dispatch(kernels.pipelines.linear(problem), uniform(packParams(LINEAR_PARAMS, problem)),
-      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out)], linear.grid(problem));
+    // int8 weights: their scales at binding 5 (swin exists for int8 modules only).
+    dispatch(kernels.pipelines.linear(problem), uniform(linearUniforms(problem)),
+      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...(params.swin ? [params.swin] : [])],
+      linear.grid(problem));
   }
   const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
@@ -77,7 +80,9 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     rotate(q, L, H);
     rotate(k, S, G);
   }
-  if (cache) {
+  if (cache && cache.dtype !== 'float32') {
+    [k, v] = appendNarrow(ctx, { plan, config, cache, kernels }, k, v);
+  } else if (cache) {
     // Append in place; attention then reads every cached position from the ring.
     const appendRows = ({ buf, off, stride }, width, to) => dispatch(kernels.pipelines.append,
       uniform(packParams(APPEND_PARAMS, { count: L, width, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
@@ -87,6 +92,31 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     [k, v] = [{ buf: cache.keys, off: 0, stride: G * dk }, { buf: cache.values, off: 0, stride: G * dv }];
   }
   return { q, k, v };
+}
+
+// A float16 or int8 cache: the new K and V rows appended narrow (rounded or quantised). The decode
+// kernel then reads them where they are (kernels.directKv: operands in words per row, with the
+// int8 scales); else the slots in use are widened into float32 buffers of the float32 cache's
+// layout, which the flash and weights kernels read as a float32 cache. Returns the { k, v } operands.
+function appendNarrow(ctx, { plan, config, cache, kernels }, k, v) {
+  const { B, L } = plan;
+  const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
+  const first = plan.cache.lengthBefore;
+  const used = Math.min(first + L, cache.capacity);  // slots holding a position after the append
+  const narrow = ({ buf, off, stride }, d, to, scales, role) => {
+    const values = { heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first };
+    const scaleBinding = scales ? [scales] : [];
+    const words = G * wordsPerHead(cache.dtype, d);
+    ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: L })),
+      [buf, to, ...scaleBinding], [cdiv(words, NARROW_CACHE_WORKGROUP), L, B]);
+    if (kernels.directKv) return { buf: to, off: 0, stride: words, scales };
+    const wide = ctx.buffer(B * cache.capacity * G * d, Usage.STORAGE, role);
+    ctx.dispatch(kernels.pipelines.widen, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: used })),
+      [to, wide, ...scaleBinding], [cdiv(G * d, NARROW_CACHE_WORKGROUP), used, B]);
+    return { buf: wide, off: 0, stride: G * d };
+  };
+  return [narrow(k, dk, cache.keys, cache.keyScales, 'cache keys widened'),
+    narrow(v, dv, cache.values, cache.valueScales, 'cache values widened')];
 }
 
 // Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.
@@ -117,7 +147,9 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     const chunks = cdiv(T - firstKeyOf(0, shape), kernels.variants.decode.chunk);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
-    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
+    // A narrow cache read where stored: int8 scales at bindings 7 and 8.
+    const scales = k.scales ? [k.scales, v.scales] : [];
+    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, ...scales], [chunks, L, B * H]);
     dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
   } else {
     dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],
@@ -150,7 +182,7 @@ export function encodeForward(ctx, call) {
   const { floats, problem } = call.problems.output;
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
   const { linear } = call.kernels.variants;
-  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(packParams(LINEAR_PARAMS, problem)),
-    [heads, ctx.params.wout, ctx.params.bout, out], linear.grid(problem));
+  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)),
+    [heads, ctx.params.wout, ctx.params.bout, out, ...(ctx.params.swout ? [ctx.params.swout] : [])], linear.grid(problem));
   return { out, outFloats: floats, weights, weightFloats };
 }

@@ -3,13 +3,18 @@
 // written in place by the cache append kernel; never re-sent, never re-created per step.
 //
 // Layout [B, capacity, numKvHeads·d] for K and for V: the rows the attention kernels read through
-// keyRow() (position p in slot p mod capacity). Capacity and the rows one pass may append:
+// keyRow() (position p in slot p mod capacity). A float16 or int8 cache (its dtype) stores the
+// same rows narrow, each head in whole u32 words, int8 with a scale per (position, head)
+// (kernels/cache_narrow.wgsl.js); a call widens the rows in use into float32 buffers of the
+// float32 layout for its attention kernels (forward_encode.js). Capacity and the rows one pass may append:
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
 // into passes (cached_passes.js). The same interface as the core's cache handle: length(),
 // reset(), delete(), isDeleted(); read() is the executor's readCache() here.
 import { MemoryError } from '../errors.js';
 import { ringGeometry } from '../kv_ring.js';
+import { widenHalf } from '../half_floats.js';
 import { MAP_READ, Usage } from './device.js';
+import { VALUES_PER_WORD, wordsPerHead } from './kernels/cache_narrow.wgsl.js';
 
 const F32 = 4;
 
@@ -18,17 +23,20 @@ export class GpuKvCache {
   #length = 0;
   #shape;
 
-  /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window }. */
-  constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window }) {
+  /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window, dtype }. */
+  constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window, dtype = 'float32' }) {
     this.#device = device;
     this.window = window;
     this.#shape = { B: batchSize, G, dk, dv };
+    this.dtype = dtype;
     const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
     this.capacity = capacity;
     /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
     this.maxRowsPerPass = rowsPerPass;
-    const make = (width, what) => {
-      const bytes = batchSize * this.capacity * width * F32;
+    // Bytes of one row of `d`-wide heads: float32 values, or whole words of narrow ones.
+    const rowBytes = (d) => (dtype === 'float32' ? G * d * F32 : G * wordsPerHead(dtype, d) * 4);
+    const make = (perRow, what) => {
+      const bytes = batchSize * this.capacity * perRow;
       const limits = device.limits;
       if (bytes > Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)) {
         throw new MemoryError(`createCache: ${what} of ${bytes} bytes do not fit one buffer of this WebGPU device `
@@ -39,13 +47,22 @@ export class GpuKvCache {
       // Zero-initialised, as WebGPU buffers are.
       return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC, label: `webattention cache ${what}` });
     };
-    this.keys = make(G * dk, 'keys');
+    const made = [];
     try {
-      this.values = make(G * dv, 'values');
+      for (const [name, perRow] of [['keys', rowBytes(dk)], ['values', rowBytes(dv)],
+        ...(dtype === 'int8' ? [['keyScales', G * F32], ['valueScales', G * F32]] : [])]) {
+        this[name] = make(perRow, name);
+        made.push(this[name]);
+      }
     } catch (e) {
-      this.keys.destroy();
+      for (const buffer of made) buffer.destroy();
       throw e;
     }
+  }
+
+  /** The buffers the cache owns. */
+  #buffers() {
+    return [this.keys, this.values, this.keyScales, this.valueScales].filter(Boolean);
   }
 
   length() {
@@ -65,7 +82,8 @@ export class GpuKvCache {
    */
   snapshot() {
     const device = this.#device;
-    const copies = [this.keys, this.values].map((buffer) => [buffer, device.createBuffer({
+    // Every buffer the cache owns: an int8 cache's scales belong to its rows.
+    const copies = this.#buffers().map((buffer) => [buffer, device.createBuffer({
       size: buffer.size, usage: Usage.COPY_SRC | Usage.COPY_DST, label: 'webattention cache snapshot',
     })]);
     const copy = (from) => {
@@ -91,49 +109,70 @@ export class GpuKvCache {
   reset() {
     this.#length = 0;
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
-    encoder.clearBuffer(this.keys);
-    encoder.clearBuffer(this.values);
+    for (const buffer of this.#buffers()) encoder.clearBuffer(buffer);
     this.#device.queue.submit([encoder.finish()]);
   }
 
   /**
    * cache.read() on the GPU: positions [first, first + count) of K and V, read back (the queue
    * runs this after every call submitted before it), as { key [B, G, count, dk], value [B, G,
-   * count, dv] } in position order. untilLost(promise) races the device's loss.
+   * count, dv] } float32 in position order: a narrow cache's values widened as its attention
+   * kernels widen them (float16 exactly; int8 q · scale, a float32 product). untilLost(promise)
+   * races the device's loss.
    */
   async read(first, count, untilLost) {
-    const { B, G, dk, dv } = this.#shape;
-    const rows = B * this.capacity;
-    const [keys, values] = await Promise.all([[this.keys, G * dk], [this.values, G * dv]].map(async ([buffer, width]) => {
-      const readback = this.#device.createBuffer({ size: Math.max(rows * width * F32, F32), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention cache read' });
-      try {
-        const encoder = this.#device.createCommandEncoder({ label: 'webattention cache read' });
-        encoder.copyBufferToBuffer(buffer, 0, readback, 0, rows * width * F32);
-        this.#device.queue.submit([encoder.finish()]);
-        await untilLost(readback.mapAsync(MAP_READ));
-        return new Float32Array(readback.getMappedRange().slice(0));
-      } finally {
-        readback.destroy();
-      }
-    }));
-    // Row (b, slot) holds every K/V head of one position: head g's d features at g·d.
-    const unpack = (rowsData, d) => {
-      const out = new Float32Array(B * G * count * d);
-      for (let b = 0; b < B; b++) {
-        for (let i = 0; i < count; i++) {
-          const row = (b * this.capacity + (first + i) % this.capacity) * G * d;
-          for (let g = 0; g < G; g++) out.set(rowsData.subarray(row + g * d, row + (g + 1) * d), ((b * G + g) * count + i) * d);
+    const [keys, values, keyScales, valueScales] = await Promise.all(this.#buffers().map((buffer) => this.#readBack(buffer, untilLost)));
+    return { key: this.#rows(keys, keyScales, this.#shape.dk, first, count), value: this.#rows(values, valueScales, this.#shape.dv, first, count) };
+  }
+
+  /** A copy of `buffer`'s bytes (an ArrayBuffer), after the work queued before it. */
+  async #readBack(buffer, untilLost) {
+    const readback = this.#device.createBuffer({ size: buffer.size, usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention cache read' });
+    try {
+      const encoder = this.#device.createCommandEncoder({ label: 'webattention cache read' });
+      encoder.copyBufferToBuffer(buffer, 0, readback, 0, buffer.size);
+      this.#device.queue.submit([encoder.finish()]);
+      await untilLost(readback.mapAsync(MAP_READ));
+      return readback.getMappedRange().slice(0);
+    } finally {
+      readback.destroy();
+    }
+  }
+
+  /**
+   * Positions [first, first + count) of stored rows (`bytes`: [B, capacity] rows of G heads, each
+   * head's d values in its own slot, whole words for a narrow dtype; `scales` int8's per (row,
+   * head)) as float32 [B, G, count, d].
+   */
+  #rows(bytes, scales, d, first, count) {
+    const { B, G } = this.#shape;
+    const narrow = this.dtype !== 'float32';
+    const perHead = narrow ? wordsPerHead(this.dtype, d) * VALUES_PER_WORD[this.dtype] : d;
+    const stored = this.dtype === 'float32' ? new Float32Array(bytes)
+      : this.dtype === 'float16' ? widenHalf('float16', new Uint16Array(bytes)) : new Int8Array(bytes);
+    const scale = scales ? new Float32Array(scales) : null;
+    const out = new Float32Array(B * G * count * d);
+    for (let b = 0; b < B; b++) {
+      for (let i = 0; i < count; i++) {
+        const row = b * this.capacity + (first + i) % this.capacity;
+        for (let g = 0; g < G; g++) {
+          const at = (row * G + g) * perHead;
+          const to = ((b * G + g) * count + i) * d;
+          if (scale) {
+            for (let c = 0; c < d; c++) out[to + c] = Math.fround(stored[at + c] * scale[row * G + g]);
+          } else {
+            out.set(stored.subarray(at, at + d), to);
+          }
         }
       }
-      return { data: out, shape: [B, G, count, d] };
-    };
-    return { key: unpack(keys, dk), value: unpack(values, dv) };
+    }
+    return { data: out, shape: [B, G, count, d] };
   }
 
   delete() {
-    this.keys?.destroy();
-    this.values?.destroy();
-    this.keys = this.values = null;
+    if (this.keys === null) return;
+    for (const buffer of this.#buffers()) buffer.destroy();
+    this.keys = this.values = this.keyScales = this.valueScales = null;
   }
 
   isDeleted() {

@@ -10,18 +10,21 @@ import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
-import { vec4Aligned } from './kernels/linear_common.wgsl.js';
+import { narrowWeights, vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
 const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 16384;
 
-// problem: { M, N, K, xOff, xStride, wOff } (LINEAR_PARAMS' names).
+// problem: { M, N, K, xOff, xStride, wOff } (LINEAR_PARAMS' names) and `weights`, the module's
+// weightsDtype, which the WGSL compiles in (float32's keys stay as they were).
+const weightsKey = ({ weights }) => (narrowWeights(weights) ? `:${weights}` : '');
+
 function linearVariant(name, spec) {
   if (spec.kernel === 'tile64') {
     return {
-      name, fits: () => true, key: () => `linear:${name}`, shader: () => linearShader(),
+      name, fits: () => true, key: (problem) => `linear:${name}${weightsKey(problem)}`, shader: ({ weights }) => linearShader(weights),
       grid: ({ M, N }) => [cdiv(N, LINEAR_TILE), cdiv(M, LINEAR_TILE), 1],
     };
   }
@@ -29,8 +32,8 @@ function linearVariant(name, spec) {
   return {
     name,
     fits: (limits) => linearTiledBytes(spec) <= workgroupBytes(limits),
-    key: (problem) => `linear:${name}:${vec4Aligned(problem) ? 'vec4' : 'f32'}`,
-    shader: (problem) => linearTiledShader({ ...spec, vec4: vec4Aligned(problem) }),
+    key: (problem) => `linear:${name}:${vec4Aligned(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}`,
+    shader: (problem) => linearTiledShader({ ...spec, vec4: vec4Aligned(problem), weights: problem.weights }),
     grid: ({ M, N }) => [cdiv(N, cols), cdiv(M, rows), 1],
   };
 }
@@ -65,11 +68,13 @@ function attentionVariant(name, spec) {
   };
 }
 
-// Two kernels: partial (problem { dk, dv }) then reduce ({ dv }).
+// Two kernels: partial (problem { dk, dv, kv? }: kv a narrow cache's dtype, read where stored)
+// then reduce ({ dv }).
 function decodeVariant(name, { chunk }) {
   return {
     name, chunk, fits: () => true,
-    key: ({ dk, dv }) => `decodePartial:${name}:${dk}:${dv}`, shader: ({ dk, dv }) => decodePartialShader({ dk, dv, chunk }),
+    key: ({ dk, dv, kv }) => `decodePartial:${name}:${dk}:${dv}${kv ? `:${kv}` : ''}`,
+    shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv }),
     reduceKey: ({ dv }) => `decodeReduce:${name}:${dv}`, reduceShader: ({ dv }) => decodeReduceShader({ dv, chunk }),
   };
 }

@@ -6,7 +6,9 @@
 // Q, K, V land as [rows, width] with head h at columns h·d; K and V have G = numKvHeads heads
 // (grouped-query attention: the attention kernels index them). Self-attention (query, key and
 // value one array) is one product with the stacked [W_q; W_k; W_v]; key and value one array, one
-// product with [W_k; W_v].
+// product with [W_k; W_v]. Each problem carries the module's weightsDtype (`weights`, which its
+// pipeline compiles in) and, for int8 weights, where its matrix's scales start (weight_storage.js).
+import { scaleOffsets } from './weight_storage.js';
 
 /**
  * { input: [{ input, out, floats, problem }] (input: 'query' | 'key' | 'value'; out: the role of
@@ -21,11 +23,19 @@ export function linearProblems(plan, config) {
   const Gdv = G * dv;
   const wOffK = Hdk * E;
   const wOffV = wOffK + Gdk * kdim;
+  const weights = config.weightsDtype ?? 'float32';
+  const scales = scaleOffsets(config);
   const project = (input, out, rows, width, inDim, wOff, bOff) => ({
-    input, out, floats: rows * width, problem: { M: rows, N: width, K: inDim, xStride: inDim, wOff, bOff, yStride: width },
+    input,
+    out,
+    floats: rows * width,
+    problem: {
+      M: rows, N: width, K: inDim, xStride: inDim, wOff, bOff, yStride: width, weights,
+      sOff: wOff === 0 ? scales.q : wOff === wOffK ? scales.k : scales.v,
+    },
   });
   const at = (role, off, stride) => ({ role, off, stride });
-  const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E } };
+  const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E, weights, sOff: 0 } };
   if (plan.query === plan.key && plan.key === plan.value && kdim === E && vdim === E) {
     const width = Hdk + Gdk + Gdv;
     return {

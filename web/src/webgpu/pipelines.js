@@ -7,6 +7,7 @@
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
+import { cacheAppendNarrowShader, cacheWidenShader } from './kernels/cache_narrow.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
@@ -34,14 +35,19 @@ export const variantPipeline = (device, variant, problem) => pipelineFor(device,
 const kinds = {
   rotary: () => rotaryShader(),
   cacheAppend: () => cacheAppendShader(),
+  cacheAppendNarrow: ({ dtype }) => cacheAppendNarrowShader(dtype),
+  cacheWiden: ({ dtype }) => cacheWidenShader(dtype),
   weights: ({ dk }) => attentionWeightsShader({ dk }),
   sinks: () => attentionSinksShader(),
   qkNorm: () => qkNormShader(),
 };
 
-/** The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm' or 'weights' ({ dk }). */
+/**
+ * The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm',
+ * 'weights' ({ dk }), 'cacheAppendNarrow' or 'cacheWiden' ({ dtype }).
+ */
 export function getPipeline(device, kind, shape = {}) {
-  return pipelineFor(device, `${kind}:${shape.dk ?? ''}`, () => kinds[kind](shape));
+  return pipelineFor(device, `${kind}:${shape.dk ?? shape.dtype ?? ''}`, () => kinds[kind](shape));
 }
 
 const layouts = new WeakMap();  // GPUComputePipeline → its bind group layout 0

@@ -14,15 +14,19 @@
 // attention_common's maskedScore, the rule of the other attention kernels.
 //
 // DK sizes the q array in workgroup memory and DV the scratch stride, the chunk (a variant's
-// parameter, kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV).
+// parameter, kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV)
+// and, for a float16 / int8 cache read where it is stored (`kv`), per its dtype
+// (cache_narrow.wgsl.js's kAt / vAt; float32 K and V are read as they were).
 import { attentionCommon } from './attention_common.wgsl.js';
+import { narrowKvReads } from './cache_narrow.wgsl.js';
 
 /** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (kernel_config.js). */
 export const DECODE_CHUNK = 256;
 /** Invocations per workgroup, in both decode kernels. */
 export const DECODE_WORKGROUP = 64;
 
-export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK }) {
+export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK, kv = 'float32' }) {
+  const narrow = kv !== 'float32';
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
 const DV = ${dv}u;
@@ -30,8 +34,10 @@ const CHUNK = ${chunk}u;
 const WG = ${DECODE_WORKGROUP}u;
 
 @group(0) @binding(3) var<storage, read> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
+${narrow ? narrowKvReads(kv, dk, dv) : `@group(0) @binding(4) var<storage, read> k: array<f32>;
 @group(0) @binding(5) var<storage, read> v: array<f32>;
+fn kAt(row: u32, g: u32, d: u32) -> f32 { return k[p.kOff + row * p.kStride + g * DK + d]; }
+fn vAt(row: u32, g: u32, d: u32) -> f32 { return v[p.vOff + row * p.vStride + g * DV + d]; }`}
 // [B·H, L, chunks, DV + 2]: (m_c, l_c, acc_c[DV]) per chunk
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 
@@ -59,9 +65,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var localMax = NEG;
   for (var cc = t; cc < n; cc += WG) {
     let j = j0 + cc;
-    let kAt = p.kOff + keyRow(b, j) * p.kStride + g * DK;
+    let row = keyRow(b, j);
     var dot = 0.0;
-    for (var d = 0u; d < DK; d++) { dot += qs[d] * k[kAt + d]; }
+    for (var d = 0u; d < DK; d++) { dot += qs[d] * kAt(row, g, d); }
     let s = maskedScore(dot, b, h, i, j);
     ps[cc] = s;
     localMax = max(localMax, s);
@@ -95,7 +101,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   for (var d = t; d < DV; d += WG) {
     var a = 0.0;
     if (l > 0.0) {
-      for (var cc = 0u; cc < n; cc++) { a += pv(ps[cc], v[p.vOff + keyRow(b, j0 + cc) * p.vStride + g * DV + d]); }
+      for (var cc = 0u; cc < n; cc++) { a += pv(ps[cc], vAt(keyRow(b, j0 + cc), g, d)); }
     }
     part[base + 2u + d] = a;
   }

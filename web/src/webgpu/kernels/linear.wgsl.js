@@ -12,14 +12,16 @@
 // Uniforms and bindings: linear_common.wgsl.js. Variant 'tile64' (kernel_variants.js).
 // Summation over K runs in order, as the WASM kernels do, so results agree to rounding.
 
-import { linearBindings } from './linear_common.wgsl.js';
+import { linearBindings, narrowWeights } from './linear_common.wgsl.js';
 
 /** Output tile edge (rows and columns) and K-slice width; must match the WGSL below. */
 export const LINEAR_TILE = 64;
 
-export function linearShader() {
+/** weights: the module's weightsDtype (linear_common.wgsl.js reads W for it). */
+export function linearShader(weights = 'float32') {
+  const wAt = narrowWeights(weights) ? 'weight(n0 + r, k)' : 'w[p.wOff + (n0 + r) * p.K + k]';
   return /* wgsl */ `
-${linearBindings()}
+${linearBindings('f32', weights)}
 const T = 64u;   // output tile edge
 const TK = 16u;  // K slice staged per step
 var<workgroup> xs: array<f32, 1024>;  // [TK][T]: xs[k·T + m]
@@ -42,7 +44,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       if (m0 + r < p.M && k < p.K) { xv = x[p.xOff + (m0 + r) * p.xStride + k]; }
       xs[c * T + r] = xv;
       var wv = 0.0;
-      if (n0 + r < p.N && k < p.K) { wv = w[p.wOff + (n0 + r) * p.K + k]; }
+      if (n0 + r < p.N && k < p.K) { wv = ${wAt}; }
       ws[c * T + r] = wv;
     }
     workgroupBarrier();

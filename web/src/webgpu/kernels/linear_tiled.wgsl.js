@@ -14,7 +14,7 @@
 //
 // Exactness: every output sums its K products in order k = 0, 1, …, as linear.wgsl.js and the
 // WASM kernels do, so the variants agree to rounding (fused multiply-add aside).
-import { linearBindings } from './linear_common.wgsl.js';
+import { linearBindings, narrowWeights } from './linear_common.wgsl.js';
 
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
@@ -29,14 +29,20 @@ export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * 
 // through registers: fetch(k) loads the invocation's share of the K slice at k into `reg`
 // (zeros past the edges), put() writes it to workgroup memory `dst` as [k][row/4][row % 4].
 // Element e = t + 256·u of the slice is row e / per-row, K offset e % per-row (per-row: BK, or
-// BK/4 vec4s), so consecutive invocations read consecutive addresses of a row.
-function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4 }) {
+// BK/4 vec4s), so consecutive invocations read consecutive addresses of a row. `read(row, k)`,
+// if given, is the WGSL of one element (narrow weights: weight(n, k)) in place of src[...].
+function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read }) {
   const width = vec4 ? 4 : 1;
   const perRow = bk / width;
   const count = (tile * perRow) / 256;
   if (!Number.isInteger(count)) throw new Error(`linear_tiled: a ${tile}-row tile with BK ${bk} does not split over 256 invocations`);
   const type = vec4 ? 'vec4f' : 'f32';
   const index = (k) => (vec4 ? `(${at(`${row0} + r`)} + ${k}) / 4u` : `${at(`${row0} + r`)} + ${k}`);
+  const row = `${row0} + r`;
+  const load = (k) => {
+    if (!read) return `${src}[${index(k)}]`;
+    return vec4 ? `vec4f(${[0, 1, 2, 3].map((q) => read(row, `${k} + ${q}u`)).join(', ')})` : read(row, k);
+  };
   return {
     declare: `var ${reg}: array<${type}, ${count}>;`,
     fetch: (k0) => `for (var u = 0u; u < ${count}u; u++) {
@@ -44,7 +50,7 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4 }) {
       let r = e / ${perRow}u;
       let k = ${k0} + ${width}u * (e % ${perRow}u);
       ${reg}[u] = ${type}(0.0);
-      if (${row0} + r < ${limit} && k < p.K) { ${reg}[u] = ${src}[${index('k')}]; }
+      if (${row0} + r < ${limit} && k < p.K) { ${reg}[u] = ${load('k')}; }
     }`,
     put: `for (var u = 0u; u < ${count}u; u++) {
       let e = t + 256u * u;
@@ -61,15 +67,16 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4 }) {
  * next K slice is loaded into registers before the current one is multiplied, so its global
  * loads are in flight during the arithmetic (the registers cost occupancy: hence a variant).
  */
-export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false }) {
+export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32' }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
   const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4 });
-  const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4 });
+  const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
+    read: narrowWeights(weights) ? (row, k) => `weight(${row}, ${k})` : undefined });
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
   return /* wgsl */ `
-${linearBindings(vec4 ? 'vec4f' : 'f32')}
+${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}
 const IM = ${im}u;
 const IN = ${jn}u;
 const BK = ${bk}u;

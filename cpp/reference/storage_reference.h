@@ -1,0 +1,21 @@
+// The oracle's storage rules (docs/attention-math.md §11), written from the definitions in double
+// precision, independently of the core's bit-level conversions (cpp/src/storage_convert.h): the
+// values a module or cache of a narrow storage type holds, for the reference to compute with.
+#pragma once
+
+#include <vector>
+
+#include "webattention/storage_type.h"
+
+namespace webattention::reference {
+
+// f32 value x rounded to f16 / bf16 (nearest, ties to even; NaN stays NaN; overflow to ±Inf).
+float round_to_f16(float x);
+float round_to_bf16(float x);
+
+// The stored values of a matrix [rows, cols] (row-major) in `type`: rounded for f16 / bf16;
+// for int8 each row quantised in blocks of `block` values (the last one shorter), each with its
+// own scale max|x| / 127, and dequantised (a block with a non-finite value is NaN).
+std::vector<float> stored(const std::vector<float>& x, int rows, int cols, StorageType type, int block);
+
+}  // namespace webattention::reference

@@ -1,0 +1,18 @@
+// f16 projection kernel, WebAssembly SIMD128: linear_simd128.h over F16Panel (panels_simd128.h),
+// or F16FinitePanel when no weight is Inf or NaN (PackedLinear::finite), almost always.
+#include "kernels/linear_simd128.h"
+
+namespace webattention::kernels {
+
+void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+               int target_count) noexcept {
+  bool finite = true;
+  for (int t = 0; t < target_count; ++t) finite = finite && targets[t].weights->finite;
+  if (finite) {
+    simd128_linear::linear_panels<F16FinitePanel>(x, rows, x_stride, targets, target_count);
+  } else {
+    simd128_linear::linear_panels<F16Panel>(x, rows, x_stride, targets, target_count);
+  }
+}
+
+}  // namespace webattention::kernels

@@ -1,0 +1,11 @@
+// i8 projection kernel, portable C++: linear_scalar.h over its I8Panel.
+#include "kernels/linear_scalar.h"
+
+namespace webattention::kernels {
+
+void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+               int target_count) noexcept {
+  scalar_linear::linear_panels<scalar_linear::I8Panel>(x, rows, x_stride, targets, target_count);
+}
+
+}  // namespace webattention::kernels

@@ -1,0 +1,144 @@
+// Attention over a narrow KV cache (f16, int8; docs/attention-math.md §11), the ISA-independent
+// part: the stored elements are widened to f32 as they are loaded, inside the loops, never into
+// a copy. The 4-row register block's loops are written here once for every ISA (each panel row
+// of 8 elements widened into the block's operand); the one-row loops of a decode step are each
+// ISA's own (Isa::narrow_row_scores, Isa::narrow_row_pv: narrow_rows_simd128.h, and the scalar
+// kernel's). Values come out exactly as storage_convert.h defines them (f16 and bf16 widened,
+// int8 q · scale; int8 keys have one scale per key, values one per slot).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/flash_layout.h"
+#include "storage_convert.h"
+#ifdef __wasm_simd128__
+#include "kernels/widen_simd128.h"
+#endif
+
+namespace webattention::kernels::flash {
+
+// Element (slot, feature f) of a K block of dk features, and of a V block of `capacity` slots.
+inline std::size_t key_index(int dk, int slot, int f) {
+  return (static_cast<std::size_t>(slot / kPanelWidth) * dk + f) * kPanelWidth + slot % kPanelWidth;
+}
+inline std::size_t value_index(int capacity, int slot, int f) {
+  return (static_cast<std::size_t>(f / kPanelWidth) * capacity + slot) * kPanelWidth + f % kPanelWidth;
+}
+
+// Value column c of `slot`, as f32, from the unit's K/V panels whatever their storage type (the
+// rare per-element reads: flash_hidden_keys.h's poisoned keys).
+inline float value_at(const KvPanels& kv, int c, int slot) {
+  const NarrowKv& n = kv.narrow;
+  if (n.type == StorageType::f32) return value_panels(kv.v, kv.v_rows).at(c, slot);
+  const std::size_t i = value_index(n.capacity, slot, c);
+  if (n.type == StorageType::i8) return storage::dequantise(static_cast<const std::int8_t*>(n.v)[i], n.v_scales[slot]);
+  return storage::widen(n.v, n.type, i);
+}
+
+// Elements [i, i + 8) of src (type T) into dst[0 .. 8); an int8 lane l times scales[l].
+template <StorageType T>
+inline void widen8(const void* src, std::size_t i, const float* scales, float* dst) {
+#ifdef __wasm_simd128__
+  v128_t lo, hi;
+  if constexpr (T == StorageType::i8) {
+    load_i8x8(static_cast<const std::int8_t*>(src) + i, wasm_v128_load(scales), wasm_v128_load(scales + 4), lo, hi);
+  } else if constexpr (T == StorageType::f16) {
+    load_f16x8(static_cast<const std::uint16_t*>(src) + i, lo, hi);
+  } else {
+    load_bf16x8(static_cast<const std::uint16_t*>(src) + i, lo, hi);
+  }
+  wasm_v128_store(dst, lo);
+  wasm_v128_store(dst + 4, hi);
+#else
+  for (int l = 0; l < kPanelWidth; ++l) {
+    if constexpr (T == StorageType::i8) {
+      dst[l] = storage::dequantise(static_cast<const std::int8_t*>(src)[i + l], scales[l]);
+    } else {
+      dst[l] = storage::widen(src, T, i + l);
+    }
+  }
+#endif
+}
+
+// Element i of src (type T) as f32; `scale` is an int8 element's.
+template <StorageType T>
+inline float widen1(const void* src, std::size_t i, float scale) {
+  if constexpr (T == StorageType::i8) return storage::dequantise(static_cast<const std::int8_t*>(src)[i], scale);
+  return storage::widen(src, T, i);
+}
+
+// scores[r][0 .. n) = q rows (r0..r0+4) · keys [slot, slot + n) of a narrow block (n a multiple
+// of 8), as tile_scores.
+template <class Isa, StorageType T>
+void narrow_tile_scores(const float* q, int dk, const NarrowKv& c, int slot, int n, float* scores) {
+  const float* q0 = q;
+  const float* q1 = q + dk;
+  const float* q2 = q + 2 * dk;
+  const float* q3 = q + 3 * dk;
+  for (int jb = 0; jb < n; jb += kPanelWidth) {
+    auto acc = Isa::Block::zero();
+    const std::size_t first = key_index(dk, slot + jb, 0);
+    const float* scales = c.k_scales ? c.k_scales + slot + jb : nullptr;
+    for (int f = 0; f < dk; ++f) {
+      alignas(16) float w[kPanelWidth];
+      widen8<T>(c.k, first + static_cast<std::size_t>(f) * kPanelWidth, scales, w);
+      acc.madd(q0[f], q1[f], q2[f], q3[f], w);
+    }
+    for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
+  }
+}
+
+// acc[r][0 .. dv_pad) += Σ_j p[r][j] · V[slot + j][:] over a narrow block, as accumulate_pv.
+template <class Isa, StorageType T>
+void narrow_accumulate_pv(const float* p, int n, const NarrowKv& c, int dv_pad, int slot, float* acc) {
+  for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
+    typename Isa::Block block;
+    for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
+    for (int j = 0; j < n; ++j) {
+      alignas(16) float scales[kPanelWidth];
+      if constexpr (T == StorageType::i8) std::fill(scales, scales + kPanelWidth, c.v_scales[slot + j]);
+      alignas(16) float w[kPanelWidth];
+      widen8<T>(c.v, value_index(c.capacity, slot + j, cb), scales, w);
+      block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j], w);
+    }
+    for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
+  }
+}
+
+// Calls body.template operator()<T>() with the cache's type as a constant.
+template <class Body>
+void with_narrow_type(StorageType type, Body&& body) {
+  switch (type) {
+    case StorageType::f16: body(std::integral_constant<StorageType, StorageType::f16>{}); break;
+    case StorageType::bf16: body(std::integral_constant<StorageType, StorageType::bf16>{}); break;
+    case StorageType::i8: body(std::integral_constant<StorageType, StorageType::i8>{}); break;
+    case StorageType::f32: break;
+  }
+}
+
+// Scores of keys [slot, slot + n) from a narrow cache, for a block of one row or 4.
+template <class Isa>
+void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, int slot, int n, float* s) {
+  with_narrow_type(c.type, [&](auto type) {
+    if (one_row) {
+      Isa::template narrow_row_scores<type.value>(q, dk, c, slot, n, s);
+    } else {
+      narrow_tile_scores<Isa, type.value>(q, dk, c, slot, n, s);
+    }
+  });
+}
+
+// acc += the block's weights of slots [slot, slot + n) · their values from a narrow cache.
+template <class Isa>
+void narrow_weighted_values(bool one_row, const float* p, int n, const NarrowKv& c, int dv_pad, int slot, float* acc) {
+  with_narrow_type(c.type, [&](auto type) {
+    if (one_row) {
+      Isa::template narrow_row_pv<type.value>(p, n, c, dv_pad, slot, acc);
+    } else {
+      narrow_accumulate_pv<Isa, type.value>(p, n, c, dv_pad, slot, acc);
+    }
+  });
+}
+
+}  // namespace webattention::kernels::flash

@@ -1,0 +1,124 @@
+// Projection kernel, WebAssembly SIMD128, written once for every storage type: one Block4x8 of
+// accumulators per 4 input rows × 8 output columns, streaming one packed panel, whose rows a
+// Panel type (panels_simd128.h) loads as f32x4 (widening or dequantising on the way). Each
+// <type>_linear_simd128.cpp instantiates linear_panels<its Panel>.
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <algorithm>
+
+#include "kernels/f32_block_simd128.h"
+#include "kernels/kernels.h"
+#include "kernels/panels_simd128.h"
+
+namespace webattention::kernels::simd128_linear {
+namespace {
+
+constexpr int kRows = 4;
+
+inline v128_t bias_or_zero(const PackedLinear& w, int at) {
+  return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
+}
+
+// y[0..rows)[n0..n0+8) = x rows · panel p (+ bias), rows <= 4; x_rows[r] point at the input rows.
+template <class Panel>
+inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
+                      float* y, std::ptrdiff_t y_stride) {
+  const int n0 = p * kPanelWidth;
+  Block4x8 acc = Block4x8::filled(bias_or_zero(w, n0), bias_or_zero(w, n0 + 4));
+  const float* x0 = x_rows[0];
+  const float* x1 = x_rows[1];
+  const float* x2 = x_rows[2];
+  const float* x3 = x_rows[3];
+  Panel panel(w, p);
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    panel.start(k0);
+    const int k1 = std::min(w.in, k0 + Panel::kBlock);
+    for (int k = k0; k < k1; ++k) {
+      v128_t w0, w1;
+      panel.row(k, w0, w1);
+      acc.madd(x0[k], x1[k], x2[k], x3[k], w0, w1);
+    }
+  }
+  const int cols = std::min(kPanelWidth, w.out - n0);
+  for (int r = 0; r < rows; ++r) {
+    float* yr = y + r * y_stride + n0;
+    if (cols == kPanelWidth) {
+      acc.store_row(r, yr);
+    } else {
+      alignas(16) float tmp[kPanelWidth];
+      acc.store_row(r, tmp);
+      std::copy(tmp, tmp + cols, yr);
+    }
+  }
+}
+
+// Rows [r_begin, r_end) of x times one weight panel: output columns [8p, 8p + 8) of one target.
+// Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
+// first forward() reaches TurboFan code after a few panels only if each panel is its own call
+// (CMakeLists.txt keeps Binaryen from inlining it too).
+template <class Panel>
+__attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end,
+                                          std::ptrdiff_t x_stride, const LinearTarget& target,
+                                          int p) {
+  for (int r0 = r_begin; r0 < r_end; r0 += kRows) {
+    const int block_rows = std::min(kRows, r_end - r0);
+    const float* x_rows[kRows];
+    // A short last block repeats its last row; only block_rows rows are stored.
+    for (int r = 0; r < kRows; ++r) x_rows[r] = x + (r0 + std::min(r, block_rows - 1)) * x_stride;
+    block_4x8<Panel>(x_rows, block_rows, *target.weights, p, target.y + r0 * target.y_stride,
+                     target.y_stride);
+  }
+}
+
+// One input row (a decode step) times kPanels consecutive weight panels from p0
+// (row_times_panel_rows): a matrix-vector product where the 4-row block would compute 3 rows of
+// padding. Never inlined, as panel_rows.
+template <class Panel, int kPanels>
+__attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget& target, int p0) {
+  const PackedLinear& w = *target.weights;
+  v128_t acc[2 * kPanels];
+  for (int i = 0; i < 2 * kPanels; ++i) acc[i] = bias_or_zero(w, p0 * kPanelWidth + 4 * i);
+  Panel panels[kPanels];
+  for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    for (auto& panel : panels) panel.start(k0);
+    row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, acc);
+  }
+  for (int i = 0; i < kPanels; ++i) {
+    const int n0 = (p0 + i) * kPanelWidth;
+    alignas(16) float tmp[kPanelWidth];
+    wasm_v128_store(tmp, acc[2 * i]);
+    wasm_v128_store(tmp + 4, acc[2 * i + 1]);
+    std::copy(tmp, tmp + std::min(kPanelWidth, w.out - n0), target.y + n0);
+  }
+}
+
+template <class Panel>
+void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+                   int target_count) {
+  // Cache blocking: a block of input rows (<= ~192 KiB) stays in L2 while every weight panel
+  // streams past it once; each panel (in × 8 elements) stays in L1 across the block's rows.
+  if (rows == 1) {
+    for (int t = 0; t < target_count; ++t) {
+      const int panels = targets[t].weights->panel_count();
+      int p = 0;
+      for (; p + Panel::kRowPanels <= panels; p += Panel::kRowPanels) one_row_panels<Panel, Panel::kRowPanels>(x, targets[t], p);
+      for (; p < panels; ++p) one_row_panels<Panel, 1>(x, targets[t], p);
+    }
+    return;
+  }
+  const int in = target_count ? targets[0].weights->in : 0;
+  const int row_block = std::max(kRows, std::min(256, (48 * 1024 / std::max(in, 1)) / kRows * kRows));
+  for (int rb = 0; rb < rows; rb += row_block) {
+    const int rb_rows = std::min(row_block, rows - rb);
+    for (int t = 0; t < target_count; ++t) {
+      for (int p = 0; p < targets[t].weights->panel_count(); ++p)
+        panel_rows<Panel>(x, rb, rb + rb_rows, x_stride, targets[t], p);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace webattention::kernels::simd128_linear

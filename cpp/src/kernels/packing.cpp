@@ -1,0 +1,138 @@
+// Weight packing, shared by every projection kernel: PyTorch's W [out, in] into the panel layout
+// (kv_layout.h) in the module's storage type, converted or quantised on the way
+// (storage_convert.h), and column slices of packed weights.
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+
+namespace webattention::kernels {
+namespace {
+
+using storage::kQuantBlock;
+
+// A source matrix [out, in] of `type` elements, read as f32 (exactly).
+struct Source {
+  const void* data;
+  StorageType type;
+  int in;
+  float at(int n, int k) const {
+    return storage::widen(data, type, static_cast<std::size_t>(n) * in + k);
+  }
+  std::uint16_t bits16(int n, int k) const {
+    return static_cast<const std::uint16_t*>(data)[static_cast<std::size_t>(n) * in + k];
+  }
+};
+
+// Panel p: W rows [8p, 8p + 8) (output columns), written [in][8] with zero padding past `out`.
+// One call per panel, never inlined: V8 swaps in optimised code between calls, never during one,
+// so packing a large layer at load time leaves its slow first-tier code after a few panels.
+__attribute__((noinline)) void pack_panel(const Source& src, int out, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in;
+  const int cols = std::min(kPanelWidth, out - n0);
+  switch (w.type) {
+    case StorageType::f32: {
+      const PanelMatrix<float> m = w.elements<float>();
+      for (int k = 0; k < in; ++k)
+        for (int c = 0; c < kPanelWidth; ++c) m.at(n0 + c, k) = c < cols ? src.at(n0 + c, k) : 0.0f;
+      break;
+    }
+    case StorageType::f16:
+    case StorageType::bf16: {
+      const PanelMatrix<std::uint16_t> m = w.elements<std::uint16_t>();
+      const bool same = src.type == w.type;  // bits kept as they are
+      for (int k = 0; k < in; ++k) {
+        for (int c = 0; c < kPanelWidth; ++c) {
+          m.at(n0 + c, k) = c >= cols ? 0 : same ? src.bits16(n0 + c, k) : storage::narrow16(src.at(n0 + c, k), w.type);
+        }
+      }
+      break;
+    }
+    case StorageType::i8: {
+      const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+      float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
+      for (int c = 0; c < kPanelWidth; ++c) {
+        for (int b = 0; b < w.scale_blocks(); ++b) {
+          const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, in - k0);
+          float x[kQuantBlock];
+          std::int8_t q[kQuantBlock];
+          for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
+          scales[b * kPanelWidth + c] = storage::quantise_q8(x, n, q);
+          for (int k = 0; k < n; ++k) m.at(n0 + c, k0 + k) = q[k];
+        }
+      }
+      break;
+    }
+  }
+}
+
+PackedLinear allocate(StorageType type, int out, int in) {
+  PackedLinear w;
+  w.in = in;
+  w.out = out;
+  w.type = type;
+  const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * in;
+  w.storage.reset(new unsigned char[elements * storage_element_bytes(type)]);
+  if (type == StorageType::i8) {
+    w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
+  }
+  return w;
+}
+
+}  // namespace
+
+float PackedLinear::weight(int n, int k) const {
+  switch (type) {
+    case StorageType::f32: return elements<const float>().at(n, k);
+    case StorageType::f16: return storage::f16_to_f32(elements<const std::uint16_t>().at(n, k));
+    case StorageType::bf16: return storage::bf16_to_f32(elements<const std::uint16_t>().at(n, k));
+    case StorageType::i8:
+      return storage::dequantise(elements<const std::int8_t>().at(n, k),
+                                 panel_scales(n / kPanelWidth)[(k / kQuantBlock) * kPanelWidth + n % kPanelWidth]);
+  }
+  return 0.0f;
+}
+
+PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType type) {
+  PackedLinear w = allocate(type, out, in);
+  const Source src{weight, source, in};
+  for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, out, p, w);
+  if (type == StorageType::f16) {
+    const std::uint16_t* bits = w.elements<const std::uint16_t>().data;
+    const std::size_t n = static_cast<std::size_t>(whole_panels(out)) * in;
+    for (std::size_t i = 0; i < n && w.finite; ++i) w.finite = (bits[i] & 0x7C00u) != 0x7C00u;
+  }
+  return w;
+}
+
+PackedLinear pack_linear(const float* weight, int out, int in) {
+  return pack_linear(weight, StorageType::f32, out, in, StorageType::f32);
+}
+
+PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
+  PackedLinear s = allocate(w.type, end - begin, w.in);
+  s.finite = w.finite;  // a slice of finite weights is finite (and a maybe-not stays maybe-not)
+  const int bytes = storage_element_bytes(w.type);
+  const PanelMatrix<unsigned char> from{w.storage.get(), static_cast<std::size_t>(w.in) * bytes};
+  const PanelMatrix<unsigned char> to{s.storage.get(), static_cast<std::size_t>(w.in) * bytes};
+  // Element bytes move as they are: column n at depth k is bytes [k·8·bytes + (n % 8)·bytes, ...)
+  // of its panel, so a panel of `bytes`-wide elements is a panel of bytes with `bytes` rows per k.
+  for (int n = 0; n < whole_panels(s.out); ++n) {
+    const bool real = n < s.out;
+    unsigned char* dst0 = to.panel(n / kPanelWidth) + (n % kPanelWidth) * bytes;
+    const unsigned char* src0 = real ? from.panel((begin + n) / kPanelWidth) + ((begin + n) % kPanelWidth) * bytes : nullptr;
+    for (int k = 0; k < w.in; ++k) {
+      const std::size_t at = static_cast<std::size_t>(k) * kPanelWidth * bytes;
+      for (int i = 0; i < bytes; ++i) dst0[at + i] = real ? src0[at + i] : 0;
+    }
+    if (w.type == StorageType::i8) {
+      float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
+      const float* src = real ? w.panel_scales((begin + n) / kPanelWidth) + (begin + n) % kPanelWidth : nullptr;
+      for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
+    }
+  }
+  if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);
+  return s;
+}
+
+}  // namespace webattention::kernels

@@ -1,0 +1,112 @@
+// One panel of the panel layout (kv_layout.h) read row by row as two f32x4, per storage type:
+// f32 loads, f16 and bf16 widened, int8 dequantised with its scales (widen_simd128.h). The
+// weights of a projection (kernels.h's PackedLinear, for linear_simd128.h): int8 with one scale
+// per block of 32 rows and lane; a narrow KV cache's panels (kv_widen.h): int8 keys with one
+// scale per lane (key), int8 values one per row (slot). Rows are read in blocks of kBlock;
+// start(k0) is called at the first row of each (a weight panel's int8 loads the block's scales).
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "kernels/madd_simd128.h"
+#include "kernels/widen_simd128.h"
+
+namespace webattention::kernels {
+
+struct F32Panel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
+  const float* p = nullptr;
+  F32Panel() = default;
+  F32Panel(const PackedLinear& w, int panel) : p(w.elements<const float>().panel(panel)) {}
+  void start(int) {}
+  void row(int k, v128_t& lo, v128_t& hi) const {
+    lo = wasm_v128_load(p + k * kPanelWidth);
+    hi = wasm_v128_load(p + k * kPanelWidth + 4);
+  }
+};
+
+// f16 and bf16: 8 bit patterns per row, widened by Load (widen_simd128.h).
+template <void (*Load)(const std::uint16_t*, v128_t&, v128_t&)>
+struct HalfPanel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
+  const std::uint16_t* p = nullptr;
+  HalfPanel() = default;
+  HalfPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
+  explicit HalfPanel(const std::uint16_t* panel) : p(panel) {}
+  void start(int) {}
+  void row(int k, v128_t& lo, v128_t& hi) const { Load(p + k * kPanelWidth, lo, hi); }
+};
+using F16Panel = HalfPanel<load_f16x8>;
+using F16FinitePanel = HalfPanel<load_f16x8_finite>;  // weights or a cache with no Inf or NaN
+using BF16Panel = HalfPanel<load_bf16x8>;
+
+struct I8Panel {
+  static constexpr int kBlock = storage::kQuantBlock;
+  static constexpr int kRowPanels = 2;  // its scales take 2 registers a panel: V8 has 16
+  const std::int8_t* p = nullptr;
+  const float* scales = nullptr;
+  v128_t s0, s1;
+  I8Panel() = default;
+  I8Panel(const PackedLinear& w, int panel)
+      : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  void start(int k0) {
+    s0 = wasm_v128_load(scales + (k0 / kBlock) * kPanelWidth);
+    s1 = wasm_v128_load(scales + (k0 / kBlock) * kPanelWidth + 4);
+  }
+  void row(int k, v128_t& lo, v128_t& hi) const { load_i8x8(p + k * kPanelWidth, s0, s1, lo, hi); }
+};
+
+// int8 keys: a K panel's 8 lanes are 8 keys, each with its scale for the whole panel.
+struct I8KeyPanel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 2;  // as I8Panel
+  const std::int8_t* p = nullptr;
+  v128_t s0, s1;
+  I8KeyPanel() = default;
+  I8KeyPanel(const std::int8_t* panel, const float* lane_scales)
+      : p(panel), s0(wasm_v128_load(lane_scales)), s1(wasm_v128_load(lane_scales + 4)) {}
+  void start(int) {}
+  void row(int k, v128_t& lo, v128_t& hi) const { load_i8x8(p + k * kPanelWidth, s0, s1, lo, hi); }
+};
+
+// int8 values: a V panel's row k is one slot, whose scale all 8 lanes share.
+struct I8RowPanel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr int kRowPanels = 4;
+  const std::int8_t* p = nullptr;
+  const float* row_scales = nullptr;
+  I8RowPanel() = default;
+  I8RowPanel(const std::int8_t* panel, const float* scales) : p(panel), row_scales(scales) {}
+  void start(int) {}
+  void row(int k, v128_t& lo, v128_t& hi) const {
+    const v128_t s = wasm_v128_load32_splat(row_scales + k);
+    load_i8x8(p + k * kPanelWidth, s, s, lo, hi);
+  }
+};
+
+// acc[2i], acc[2i + 1] += Σ_k x[k] · row k of panels[i], for k in [k0, k1): one row times kPanels
+// panels side by side (a decode step's matrix-vector loop). kPanels panels give 2·kPanels
+// independent accumulators, so the chain of multiply-adds of one panel does not wait on each
+// add's latency; the count is a template argument so that the loop unrolls and the accumulators
+// stay in registers.
+template <int kPanels, class Panel>
+__attribute__((always_inline)) inline void row_times_panel_rows(const float* x, int k0, int k1,
+                                                                const Panel* panels, v128_t* acc) {
+  for (int k = k0; k < k1; ++k) {
+    const v128_t xk = wasm_f32x4_splat(x[k]);
+    for (int i = 0; i < kPanels; ++i) {
+      v128_t w0, w1;
+      panels[i].row(k, w0, w1);
+      acc[2 * i] = multiply_add(xk, w0, acc[2 * i]);
+      acc[2 * i + 1] = multiply_add(xk, w1, acc[2 * i + 1]);
+    }
+  }
+}
+
+}  // namespace webattention::kernels

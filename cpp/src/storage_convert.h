@@ -1,0 +1,105 @@
+// The storage types' value rules, one scalar place (docs/attention-math.md §11): f32 to and from
+// f16 and bf16 (round to nearest-even, NaN stays NaN, overflow to ±Inf), and the int8 block rule
+// (symmetric, scale = max|x| / 127, q = round-half-to-even(x / scale), llama.cpp's q8_0). Weight
+// packing and the KV cache's append write through these; the SIMD kernels widen with integer
+// vector ops that give the same f32 values (kernels/widen_simd128.h).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "webattention/storage_type.h"
+
+namespace webattention::storage {
+
+constexpr int kQuantBlock = 32;  // int8 weights: one scale per 32 input values of an output column
+
+inline std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+inline float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+// Rounds off the low `shift` bits of m, to nearest with ties to even.
+inline std::uint32_t round_off(std::uint32_t m, int shift) {
+  const std::uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+  return q + ((rem > half || (rem == half && (q & 1u))) ? 1u : 0u);
+}
+
+inline std::uint16_t f32_to_f16(float f) {
+  const std::uint32_t x = bits_of(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u, ax = x & 0x7FFFFFFFu;
+  if (ax > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u | ((ax >> 13) & 0x3FFu));  // quiet NaN
+  if (ax >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // >= 65520: rounds to Inf
+  if (ax < 0x38800000u) {  // below 2^-14: an f16 subnormal (or 0), in units of 2^-24
+    const int e = static_cast<int>(ax >> 23);
+    if (e < 102) return static_cast<std::uint16_t>(sign);  // below 2^-25: rounds to 0
+    return static_cast<std::uint16_t>(sign | round_off((ax & 0x7FFFFFu) | 0x800000u, 126 - e));
+  }
+  // Normal: rebias the exponent (127 → 15), round 23 mantissa bits to 10 (a carry may step the
+  // exponent, which is the right result).
+  return static_cast<std::uint16_t>(sign | round_off(ax - (112u << 23), 13));
+}
+
+inline float f16_to_f32(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e == 0) return sign ? -static_cast<float>(m) * 0x1p-24f : static_cast<float>(m) * 0x1p-24f;
+  if (e == 31) return float_of(sign | 0x7F800000u | (m << 13));
+  return float_of(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+inline std::uint16_t f32_to_bf16(float f) {
+  const std::uint32_t x = bits_of(f);
+  if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  return static_cast<std::uint16_t>((x + 0x7FFFu + ((x >> 16) & 1u)) >> 16);
+}
+
+inline float bf16_to_f32(std::uint16_t b) { return float_of(static_cast<std::uint32_t>(b) << 16); }
+
+// Element i of `count` values of type `type` at data, as f32 (exact: every storage value is an f32).
+inline float widen(const void* data, StorageType type, std::size_t i) {
+  switch (type) {
+    case StorageType::f16: return f16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+    case StorageType::bf16: return bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
+    case StorageType::i8: return static_cast<float>(static_cast<const std::int8_t*>(data)[i]);
+    case StorageType::f32: break;
+  }
+  return static_cast<const float*>(data)[i];
+}
+
+// An f32 value rounded to a 16-bit type's bits (f16 or bf16).
+inline std::uint16_t narrow16(float f, StorageType type) {
+  return type == StorageType::bf16 ? f32_to_bf16(f) : f32_to_f16(f);
+}
+
+// One int8 block or row: q[i] = round-half-to-even(x[i] / scale) in [-127, 127], scale =
+// max|x| / 127 (f32 arithmetic). Returns the scale: 0 for an all-zero block (and for one whose
+// scale underflows to 0: it stores zeros); NaN when a value is not finite (every q 0, so the
+// block dequantises to NaN: q · NaN).
+inline float quantise_q8(const float* x, int n, std::int8_t* q) {
+  float amax = 0.0f;
+  bool finite = true;
+  for (int i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    amax = std::max(amax, std::fabs(x[i]));
+  }
+  const float scale = finite ? amax / 127.0f : NAN;
+  for (int i = 0; i < n; ++i) {
+    const float r = scale > 0.0f ? std::nearbyint(x[i] / scale) : 0.0f;
+    q[i] = static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f));
+  }
+  return scale;
+}
+
+// The stored value of one int8 element: the f32 product q · scale.
+inline float dequantise(std::int8_t q, float scale) { return static_cast<float>(q) * scale; }
+
+}  // namespace webattention::storage

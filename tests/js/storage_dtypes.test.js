@@ -1,0 +1,135 @@
+// 16- and 8-bit storage through the public API against the float64 reference that rounds and
+// dequantises as the module stores (tests/contract/storage.mjs), at the contract's tolerance:
+// random MHA configurations per weightsDtype (state dicts given as float32 and as 16-bit tensors),
+// random decode sequences per weightsDtype × cache dtype, and 16-bit inputs and outputs.
+// scripts/test.sh runs tests/js on every single-threaded module and on the worker pool
+// (WEBATTENTION_THREADS=2), so these run there too.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as api from 'webattention';
+import { compare, randomDecodeCase, randomMhaCase, randomTensor, rng, runCase } from '../contract/contract.mjs';
+import { roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+
+const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8'];
+const CACHES = ['float32', 'float16', 'int8'];
+const SEEDS = 40;
+
+/**
+ * The weight matrices of a case as 16-bit tensors of `dtype` (rounded as the module would round
+ * them); the biases stay float32 (a module keeps them so: rounding them would change the case).
+ */
+const halfStateDict = (stateDict, dtype) => Object.fromEntries(Object.entries(stateDict).map(([name, t]) =>
+  [name, name.endsWith('bias') ? t : { data: roundToHalf(dtype, t.data), shape: t.shape, dtype: dtype === 'float16' ? 'F16' : 'bfloat16' }]));
+
+for (const weightsDtype of WEIGHTS) {
+  test(`${SEEDS} random MHA configurations with ${weightsDtype} weights match the reference of the stored weights`, async () => {
+    const failures = [];
+    for (let seed = 1; seed <= SEEDS; seed++) {
+      const c = randomMhaCase(seed, { weightsDtype });
+      // Every other seed: a 16-bit module given its own kind of 16-bit tensors (kept as given).
+      if (weightsDtype.endsWith('float16') && seed % 2 === 0) c.stateDict = halfStateDict(c.stateDict, weightsDtype);
+      const r = await runCase(api, c);
+      if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
+    }
+    assert.deepEqual(failures, []);
+  });
+}
+
+for (const weightsDtype of WEIGHTS) {
+  for (const cacheDtype of CACHES) {
+    test(`random decode sequences: ${weightsDtype} weights, ${cacheDtype} cache, against the reference of the stored keys and values`, async () => {
+      const failures = [];
+      for (let seed = 1; seed <= 12; seed++) {
+        const c = randomDecodeCase(seed, { weightsDtype, cacheDtype });
+        const r = await runCase(api, c);
+        if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
+      }
+      assert.deepEqual(failures, []);
+    });
+  }
+}
+
+test('the stored values matter: an int8 module differs from the float32 one by more than the tolerance', async () => {
+  const c = randomMhaCase(3, { weightsDtype: 'int8' });
+  const f32 = randomMhaCase(3);
+  assert.ok(!compare({ data: c.expected.output.data, shape: c.expected.output.shape }, f32.expected.output).ok,
+    'the int8 reference equals the float32 one: the cases would not tell the storage apart');
+});
+
+test('16-bit inputs: widened exactly, float16 in gives float16 out (output and weights), bfloat16 likewise', async () => {
+  const next = rng(11);
+  const x = randomTensor([2, 5, 8], next);
+  const mha = await api.MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
+  try {
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)])));
+    for (const dtype of ['float16', 'bfloat16']) {
+      const bits = roundToHalf(dtype, x.data);
+      const widened = { data: widenHalf(dtype, bits), shape: x.shape };
+      const want = await mha.forward(widened, widened, widened, { needWeights: true });
+      const forms = [{ data: bits, shape: x.shape, dtype }, { data: bits, dims: x.shape, type: dtype }];
+      if (dtype === 'float16') forms.push({ data: bits, shape: x.shape, dtype: 'F16' });
+      for (const half of forms) {
+        const got = await mha.forward(half, half, half, { needWeights: true });
+        for (const key of ['output', 'attnWeights']) {
+          assert.equal(got[key].dtype, dtype, key);
+          assert.ok(got[key].data instanceof Uint16Array, key);
+          assert.deepEqual(got[key].shape, want[key].shape, key);
+          assert.deepEqual([...got[key].data], [...roundToHalf(dtype, want[key].data)], `${key}: the float32 result rounded`);
+        }
+      }
+      const sdpa = await api.scaledDotProductAttention({ data: bits, shape: x.shape, dtype }, { data: bits, shape: x.shape, dtype }, { data: bits, shape: x.shape, dtype });
+      assert.deepEqual([...sdpa.output.data], [...roundToHalf(dtype, (await api.scaledDotProductAttention(widened, widened, widened)).output.data)]);
+      const self = await api.selfAttention({ data: bits, shape: x.shape, dtype: dtype === 'float16' ? 'F16' : 'BF16' });
+      assert.equal(self.output.dtype, dtype);
+    }
+  } finally {
+    mha.dispose();
+  }
+});
+
+test('weightsDtype and the cache dtype are reported; a 16-bit module keeps 16-bit weights bit for bit', async () => {
+  const mha = await api.MultiHeadAttention.create({ embedDim: 4, numHeads: 1, weightsDtype: 'bfloat16' });
+  try {
+    assert.equal(mha.config.weightsDtype, 'bfloat16');
+    const cache = mha.createCache({ maxLength: 4, dtype: 'float16' });
+    assert.equal(cache.dtype, 'float16');
+    assert.equal(mha.createCache({ maxLength: 4 }).dtype, 'float32');
+    // W = I as bfloat16 bits, no bias: the output projection of V is exact, so values that are
+    // bfloat16 already come out unchanged; an f32 value between two bfloat16 ones does not.
+    const eye = (n) => Uint16Array.from({ length: n * n }, (_, i) => (i % (n + 1) === 0 ? 0x3f80 : 0));
+    const eye3 = new Uint16Array(48);
+    eye3.set(eye(4), 0); eye3.set(eye(4), 16); eye3.set(eye(4), 32);
+    mha.loadStateDict({
+      in_proj_weight: { data: eye3, shape: [12, 4], dtype: 'BF16' },
+      in_proj_bias: new Float32Array(12),
+      'out_proj.weight': { data: eye(4), shape: [4, 4], dtype: 'bfloat16' },
+      'out_proj.bias': new Float32Array(4),
+    });
+    const x = { data: Float32Array.of(1.5, -2, 0.25, 3), shape: [1, 4] };
+    assert.deepEqual([...(await mha.forward(x, x, x)).output.data], [1.5, -2, 0.25, 3]);
+  } finally {
+    mha.dispose();
+  }
+});
+
+test('16-bit weights given to a float32 or int8 module are widened exactly first: the same module as their float32 values', async () => {
+  const next = rng(21);
+  const x = randomTensor([3, 40], next);
+  for (const weightsDtype of ['float32', 'int8', 'bfloat16']) {
+    for (const dtype of ['float16', 'bfloat16']) {
+      if (weightsDtype === 'bfloat16' && dtype === 'float16') continue;  // the other 16-bit kind: a DTypeError (storage_hostile)
+      const a = await api.MultiHeadAttention.create({ embedDim: 40, numHeads: 4, weightsDtype });
+      const b = await api.MultiHeadAttention.create({ embedDim: 40, numHeads: 4, weightsDtype });
+      try {
+        const halves = Object.fromEntries(a.stateDictShapes.map(({ name, shape }) =>
+          [name, { data: roundToHalf(dtype, randomTensor(shape, next).data), shape, dtype }]));
+        a.loadStateDict(halves);
+        b.loadStateDict(Object.fromEntries(Object.entries(halves).map(([name, t]) => [name, { data: widenHalf(dtype, t.data), shape: t.shape }])));
+        assert.deepEqual((await a.forward(x, x, x)).output, (await b.forward(x, x, x)).output, `${dtype} into ${weightsDtype}`);
+      } finally {
+        a.dispose();
+        b.dispose();
+      }
+    }
+  }
+});

@@ -1,0 +1,62 @@
+// Symmetric 8-bit block quantisation, llama.cpp's q8_0 (docs/attention-math.md): each block of
+// up to 32 values along a row (weights: along the input dimension, the last block of a row may be
+// shorter; a KV cache: one block per (position, K/V head) row) stores one float32 scale
+// d = max|x| / 127 and integers q = x / d rounded half to even, so that x ≈ q · d. An all-zero
+// block has d = 0 (and q = 0), as has a block whose max / 127 underflows float32 (|x| < 127·2⁻¹⁴⁹). The package's WebGPU backend and the tests' float64 reference use
+// these functions; the WASM core quantises with the same rule.
+import { roundHalfEven } from './half_floats.js';
+
+/** Values per block of a weight row (the last block of a row holds what is left). */
+export const Q8_BLOCK = 32;
+
+/** Blocks of a row of `rowLength` values, `blockLength` per block. */
+export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(rowLength / blockLength);
+
+/**
+ * Quantises `values` (a Float32Array of rows of `rowLength`) in blocks of `blockLength` along each
+ * row. Returns { q: Int8Array (one per value), scales: Float32Array (one per block, row-major),
+ * nonFinite: the index of the first NaN or ±inf value, or -1 }. A block holding a NaN or ±inf
+ * has scale NaN (its q are 0), so that it dequantises to NaN: callers that refuse non-finite
+ * values (weights) check `nonFinite` instead.
+ */
+export function quantizeQ8(values, rowLength, blockLength = Q8_BLOCK) {
+  const rows = values.length / rowLength;
+  const perRow = blocksPerRow(rowLength, blockLength);
+  const q = new Int8Array(values.length);
+  const scales = new Float32Array(rows * perRow);
+  let nonFinite = -1;
+  for (let r = 0; r < rows; r++) {
+    for (let b = 0; b < perRow; b++) {
+      const begin = r * rowLength + b * blockLength;
+      const end = Math.min(begin + blockLength, (r + 1) * rowLength);
+      let max = 0;
+      for (let i = begin; i < end; i++) {
+        const a = Math.abs(values[i]);
+        if (!Number.isFinite(a)) {
+          max = NaN;
+          if (nonFinite < 0) nonFinite = i;
+          break;
+        }
+        if (a > max) max = a;
+      }
+      // float32 arithmetic throughout, as the core computes it: d = fl(max / 127), then each
+      // quotient fl(x / d) rounded (a double quotient of two floats rounds to the same float).
+      const d = Math.fround(max / 127);
+      scales[r * perRow + b] = d;
+      if (!(d > 0)) continue;
+      for (let i = begin; i < end; i++) q[i] = roundHalfEven(Math.fround(values[i] / d));
+    }
+  }
+  return { q, scales, nonFinite };
+}
+
+/** The values quantizeQ8() stored, as float32 (q · d): a new Float32Array. */
+export function dequantizeQ8({ q, scales }, rowLength, blockLength = Q8_BLOCK) {
+  const perRow = blocksPerRow(rowLength, blockLength);
+  const out = new Float32Array(q.length);
+  for (let i = 0; i < q.length; i++) {
+    const row = Math.floor(i / rowLength);
+    out[i] = q[i] * scales[row * perRow + Math.floor((i % rowLength) / blockLength)];
+  }
+  return out;
+}
