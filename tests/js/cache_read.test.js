@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { DisposedError, MultiHeadAttention } from '#webattention';
-import { WINDOW_CASE, lastPositions, readWindowAndWhole } from '../contract/cache_read.mjs';
+import { WINDOW_CASE, lastPositions, readNarrowAndFloat32, readWindowAndWhole } from '../contract/cache_read.mjs';
 
 test('a wrapped window ring reads its last `window` positions as a whole cache holds them', async () => {
   const { windowed, whole } = await readWindowAndWhole(api);
@@ -31,3 +31,14 @@ test('an empty cache reads n = 0; a disposed one is a DisposedError', async () =
     mha.dispose();
   }
 });
+
+for (const dtype of ['float16', 'int8']) {
+  test(`a ${dtype} cache reads the float32 cache's keys and values as ${dtype} stores them, its ring wrapped too`, async () => {
+    const { narrow, windowed, expected } = await readNarrowAndFloat32(api, dtype);
+    assert.deepEqual(narrow.key.data, expected.key.data);
+    assert.deepEqual(narrow.value.data, expected.value.data);
+    const { T, window } = WINDOW_CASE;
+    assert.deepEqual(windowed.key.data, lastPositions(expected.key, T - window).data);
+    assert.deepEqual(windowed.value.data, lastPositions(expected.value, T - window).data);
+  });
+}

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   DTypeError, MultiHeadAttention, OptionError, StateDictError, loadSafetensors, scaledDotProductAttention, selfAttention,
-} from 'webattention';
+} from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 import { roundToHalf } from '../../web/src/half_floats.js';
 import { validFile } from './safetensors_files.js';

@@ -4,7 +4,7 @@
 // 2·numKvHeads·4 B of scales).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, wasmMemoryInUse } from 'webattention';
+import { MultiHeadAttention, wasmMemoryInUse } from '#webattention';
 
 const CREATE = { embedDim: 512, numHeads: 8, numKvHeads: 4, threads: 1 };
 const CACHE = { batchSize: 1, maxLength: 4096 };

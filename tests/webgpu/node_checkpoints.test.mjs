@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as api from '#webattention';
 import { compare } from '../contract/compare.mjs';
-import { WINDOW_CASE, lastPositions, readWindowAndWhole } from '../contract/cache_read.mjs';
+import { WINDOW_CASE, lastPositions, readNarrowAndFloat32, readWindowAndWhole } from '../contract/cache_read.mjs';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
 import { gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
@@ -35,6 +35,28 @@ test('cache.read() of a wrapped window ring on WebGPU: the last `window` positio
     assert.deepEqual(gpuRead.windowed[part].data, lastPositions(gpuRead.whole[part], T - window).data, part);
   }
 });
+
+for (const dtype of ['float16', 'int8']) {
+  test(`cache.read() of a ${dtype} cache on WebGPU: the float32 cache's rows as ${dtype} stores them`, async () => {
+    const { float32, narrow, expected } = await readNarrowAndFloat32(api, dtype, { backend: 'webgpu', gpu });
+    for (const part of ['key', 'value']) {
+      if (dtype === 'float16') {
+        assert.deepEqual(narrow[part].data, expected[part].data, part);
+        continue;
+      }
+      // WGSL's division is within 2.5 ulp (docs/webgpu.md): a quotient that close to a tie may
+      // round to the neighbouring integer, one quantum (the row's scale) away, never more.
+      const d = float32[part].shape[3];
+      const got = narrow[part].data, want = expected[part].data, f32 = float32[part].data;
+      for (let row = 0; row < got.length; row += d) {
+        const quantum = Math.max(...f32.subarray(row, row + d).map(Math.abs)) / 127;
+        for (let c = row; c < row + d; c++) {
+          assert.ok(Math.abs(got[c] - want[c]) <= quantum * (1 + 1e-6), `${part}[${c}]: ${got[c]} vs ${want[c]} (quantum ${quantum})`);
+        }
+      }
+    }
+  });
+}
 
 test('sinks on WebGPU as on WASM, flash and decode paths, with a batch whose every key is masked', async () => {
   const S = 40;

@@ -7,7 +7,7 @@
 // reference of the stored keys and values. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import * as api from 'webattention';
+import * as api from '#webattention';
 import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
