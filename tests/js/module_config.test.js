@@ -6,7 +6,8 @@ import { readFileSync } from 'node:fs';
 import { MultiHeadAttention, OptionError } from '#webattention';
 import { CREATE_OPTIONS, coreConfig } from '../internals.mjs';
 
-const dts = readFileSync(new URL('../../web/index.d.ts', import.meta.url), 'utf8');
+// The hand-written types: web/index.d.ts and the files it re-exports (web/types/).
+const dts = ['index.d.ts', 'types/module_options.d.ts'].map((f) => readFileSync(new URL(`../../web/${f}`, import.meta.url), 'utf8')).join('\n');
 
 /** The member names an interface of index.d.ts declares in its own body. */
 function members(name) {

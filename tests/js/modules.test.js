@@ -44,7 +44,7 @@ test('the build scripts and the package read the same list', () => {
   const variants = execFileSync('bash', ['-c', 'source scripts/env.sh && echo "$WASM_VARIANTS"'], { cwd: ROOT, encoding: 'utf8' });
   assert.equal(variants.trim(), modules.map((m) => m.name).join(' '));
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  for (const f of ['web/dist/', 'web/modules.json', 'web/src/', 'web/index.d.ts', 'LICENSE']) assert.ok(pkg.files.includes(f), f);
+  for (const f of ['web/dist/', 'web/modules.json', 'web/src/', 'web/index.d.ts', 'web/types/', 'LICENSE']) assert.ok(pkg.files.includes(f), f);
   assert.equal(pkg.scripts.prepack, 'bash scripts/build.sh');
 });
 

@@ -1,0 +1,24 @@
+// WebGPU kernel variants (docs/webgpu.md): pinned with configure({ gpuKernels }), else chosen by
+// measurement on the device.
+/** Variant names per kernel family. */
+export interface GpuKernelVariants { linear: string[]; attention: string[]; decode: string[] }
+/** A variant name per family to pin (see gpuKernelVariants()). */
+export interface GpuKernelPins { linear?: string | null; attention?: string | null; decode?: string | null }
+/** One shape class of the selection: chosen is null while its candidates are still measured. */
+export interface GpuKernelClass {
+  family: 'linear' | 'attention' | 'decode';
+  shapeClass: string;
+  chosen: string | null;
+  medianMs: Record<string, number | null>;
+  runs: Record<string, number>;
+}
+export interface GpuProfile {
+  adapter: { vendor?: string; architecture?: string; device?: string; description?: string };
+  /** false on a software adapter: the defaults run, nothing is measured. */
+  measuring: boolean;
+  timer: 'timestamp-query' | 'wall';
+  /** The variants run before measurement; linear's second from linearLargeFromRows rows. */
+  defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
+  pinned: GpuKernelPins;
+  classes: GpuKernelClass[];
+}
