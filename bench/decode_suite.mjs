@@ -318,10 +318,10 @@ export async function runDecodeSuite(libs, { dtypes = Object.keys(DTYPES), lengt
     try {
       for (const n of lengths) {
         decode.push(await decodeRow(ctx, config, n, { budgetMs }));
-        log(plainTable(DECODE_COLUMNS(null), perDtype(decode.slice(-1))).split('\n').slice(2).join('\n'));
+        for (const line of plainTable(DECODE_COLUMNS(null), perDtype(decode.slice(-1))).split('\n').slice(2)) log(line);
       }
       prefill.push(await prefillRow(ctx, config, budgetMs));
-      log(plainTable(PREFILL_COLUMNS, perPrefillDtype(prefill.slice(-1))).split('\n').slice(2).join('\n'));
+      for (const line of plainTable(PREFILL_COLUMNS, perPrefillDtype(prefill.slice(-1))).split('\n').slice(2)) log(line);
     } finally {
       await ctx.dispose();
     }
