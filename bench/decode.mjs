@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Decode benchmark: ms per decoded token (one forward with L = 1 on a KV cache holding n
-// positions) for webattention with its cache, webattention without one (recomputing K/V),
+// positions) for webattention with its cache in each storage dtype (f32, f16, int8 weights and
+// cache), webattention without one (recomputing K/V),
 // onnxruntime-web's wasm EP with past/present K/V (com.microsoft.GroupQueryAttention), and the
 // memory bound (bytes a step must read / the measured WASM read bandwidth). Also the prefill of
 // 512 tokens with the cache against a plain causal forward. What is measured and how:
@@ -9,7 +10,7 @@
 //   npm --prefix bench install --no-audit --no-fund      (once: onnxruntime-web, in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
 //   node bench/decode.mjs [--node] [--browser] [--quick] [--budget MS] [--markdown] [--json FILE]
-//                         [--timeout S] [--wasm M]
+//                         [--timeout S] [--wasm M] [--dtypes f32,f16,i8]
 //
 //   (no flag)        run in Node (this process)
 //   --browser        run in headless Chromium instead (bench/browser/decode.html, served by
@@ -18,6 +19,9 @@
 //   --quick          cache lengths 128 and 512 only (the full run has 128, 512, 2048, 8192)
 //   --budget MS      time per cell for the timed steps (default 1500): runs = budget / warm
 //                    time, at least 3, at most 100
+//   --dtypes LIST    the storage dtypes timed with the cache, each a weightsDtype + cache dtype
+//                    pair: f32 (float32 + float32), f16 (float16 + float16), i8 (int8 + int8);
+//                    default all three; f32 is always timed (the others are compared with it)
 //   --markdown       also print the tables as Markdown
 //   --json FILE      also write { node?, browser? } → { header, check, decode, prefill } to FILE
 //   --timeout S      give up on the browser run after S seconds (default 1200)
@@ -28,7 +32,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkText, formatDecode, runDecodeBench } from './decode_suite.mjs';
+import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
+import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
+import { formatDecode } from './decode_table.mjs';
 import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from './run_env.mjs';
 
 const MEMBW_WASM = 'build/membw/membw.wasm';
@@ -43,9 +49,15 @@ function parseOptions(argv) {
     json: { type: 'string' },
     timeout: { type: 'string', default: '1200' },
     wasm: { type: 'string' },
+    dtypes: { type: 'string', default: Object.keys(DTYPES).join(',') },
   });
   const opts = { node: v.node, browser: v.browser, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
-    json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null };
+    json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null, dtypes: null };
+  try {
+    opts.dtypes = parseDtypes(v.dtypes);
+  } catch (e) {
+    usage(e.message);
+  }
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
   if (!opts.browser) opts.node = true;
@@ -68,11 +80,11 @@ function printResults(title, header, result, opts) {
   };
   console.log(`\n== ${title} ==`);
   for (const [k, v] of Object.entries(shown)) console.log(`${k}: ${v}`);
-  console.log(`\n${formatDecode(result, gbps)}`);
+  console.log(`\n${formatDecode(result, LAYOUT, gbps)}`);
   if (opts.markdown) {
     console.log('\nMarkdown:\n');
     console.log(Object.entries(shown).map(([k, v]) => `- ${k}: ${v}`).join('\n'));
-    console.log(`\n${formatDecode(result, gbps, { markdown: true })}`);
+    console.log(`\n${formatDecode(result, LAYOUT, gbps, { markdown: true })}`);
   }
   return { header: shown, ...result };
 }
@@ -86,11 +98,11 @@ function membwWasm() {
 }
 
 async function runNode(opts, common) {
-  const { MultiHeadAttention, capabilities } = await import('../web/src/node.js');
+  const { MultiHeadAttention, wasmMemoryInUse, capabilities } = await import('../web/src/node.js');
   const ort = await import('onnxruntime-web');
   console.log(`\n-- Node ${process.version}`);
-  const result = await runDecodeBench({ MultiHeadAttention, capabilities, ort }, membwWasm(),
-    { quick: opts.quick, budgetMs: opts.budgetMs, log: (line) => console.log(`   ${line}`) });
+  const result = await runDecodeBench({ MultiHeadAttention, wasmMemoryInUse, capabilities, ort }, membwWasm(),
+    { quick: opts.quick, dtypes: opts.dtypes, budgetMs: opts.budgetMs, log: (line) => console.log(`   ${line}`) });
   const header = { ...common, runtime: `Node ${process.version} (V8 ${process.versions.v8})`, libraries: result.libraries };
   return printResults(`Node ${process.version}`, header, result, opts);
 }
@@ -118,7 +130,7 @@ async function runBrowser(opts, common) {
         else if (m.type() === 'error') problems.push(m.text());
       });
       page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), wasm: opts.wasm ?? 'simd' });
+      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), dtypes: opts.dtypes.join(','), wasm: opts.wasm ?? 'simd' });
       console.log(`\n-- Chromium ${version}`);
       await page.goto(`${server.url}/bench/browser/decode.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
       await page.waitForFunction(() => window.__decode?.done, null, { timeout: 0, polling: 500 });

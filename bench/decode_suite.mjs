@@ -26,7 +26,9 @@ import { measureReadBandwidth } from './membw/measure.mjs';
 import { buildGqaStepModel, buildKvProjectionModel } from './onnx_decode_model.mjs';
 import { perfCases } from '../tests/cases/cases.mjs';
 import { DIFF_LIMIT, filled, maxAbsDiff, median } from './suite.mjs';
-import { markdownTable, plainTable } from './table.mjs';
+import { plainTable } from './table.mjs';
+import { DTYPES, REFERENCE_DTYPE, stepBytes } from './decode_dtypes.mjs';
+import { DECODE_COLUMNS, PREFILL_COLUMNS, configText, perDtype, perPrefillDtype } from './decode_table.mjs';
 
 // The timed configurations and cache lengths: the decode perf cases of the one case list
 // (tests/cases/kernel_cases.json). The tables put every configuration at the same lengths and
@@ -73,20 +75,17 @@ function stateDict(specs, W) {
   return sd;
 }
 
-/** Bytes one step must read: f32 weights and biases of the projections; K and V of n positions. */
-export function stepBytes({ E, h, hkv }, n) {
-  const q = h * HEAD_DIM, kv = hkv * HEAD_DIM;
-  return { weights: 4 * (E * q + 2 * E * kv + q * E + q + 2 * kv + E), cache: 4 * 2 * n * kv };
-}
+/** The tables' layout: what formatDecode() needs to know of the suite. */
+export const LAYOUT = { configs: CONFIGS, headDim: HEAD_DIM, prefillLength: PREFILL_LENGTH };
 
 /** Rows [from, to) of x ([T, E]) as a [1, to − from, E] tensor (a view, no copy). */
 const rows = (x, E, from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
 
 // ---- the cells: { name, rewind() (to length n), step(p) → output of the token at position p } --
 
-function cachedCell({ mha, cache, x, E }, n) {
+function cachedCell({ x, E }, { dtype, mha, cache }, n) {
   return {
-    name: 'cache',
+    name: `cache:${dtype}`,
     async rewind() {
       if (cache.length > n) cache.reset();
       if (cache.length < n) {
@@ -101,7 +100,8 @@ function cachedCell({ mha, cache, x, E }, n) {
   };
 }
 
-function recomputeCell({ mha, x, E }) {
+function recomputeCell({ models, x, E }) {
+  const { mha } = models[0];
   return {
     name: 'noCache',
     async rewind() {},
@@ -181,19 +181,45 @@ async function timeCells(cells, { n, span, budgetMs, minRuns = 3, maxRuns = 100 
 }
 
 const summary = ({ ms, best, runs, maxDiff, error }) => ({ ms, best, runs, maxDiff, error });
+/** Cells named `group:dtype` as { dtype: summary } under row[group]; the others by name. */
+function rowCells(cells) {
+  const row = {};
+  for (const c of cells) {
+    const [group, dtype] = c.name.split(':');
+    if (dtype) (row[group] ??= {})[dtype] = summary(c);
+    else row[group] = summary(c);
+  }
+  return row;
+}
 
 // ---- one configuration ------------------------------------------------------------------------
 
-async function setupConfig(libs, config, maxLength) {
+/** One module (and a cache of cacheLength positions, if given) per storage dtype, as listed. */
+async function createModels(libs, { E, h, hkv }, W, dtypes, cacheLength) {
+  const models = [];
+  try {
+    for (const dtype of dtypes) {
+      const mha = await libs.MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm',
+        weightsDtype: DTYPES[dtype].weights });
+      models.push({ dtype, mha, cache: null });
+      mha.loadStateDict(stateDict(mha.stateDictShapes, W));
+      if (cacheLength) models.at(-1).cache = mha.createCache({ batchSize: 1, maxLength: cacheLength, dtype: DTYPES[dtype].cache });
+    }
+  } catch (e) {
+    for (const { mha } of models) mha.dispose();
+    throw e;
+  }
+  return models;
+}
+
+async function setupConfig(libs, config, maxLength, dtypes) {
   const { E, h, hkv } = config;
   const W = makeDecodeWeights(config, 1000 + E);
-  const mha = await libs.MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm' });
-  mha.loadStateDict(stateDict(mha.stateDictShapes, W));
   const options = { executionProviders: ['wasm'], graphOptimizationLevel: 'all' };
   const graph = { E, numHeads: h, numKvHeads: hkv, headDim: HEAD_DIM, weights: W };
   const ctx = {
-    ort: libs.ort, E, mha,
-    cache: mha.createCache({ batchSize: 1, maxLength: maxLength + drift(maxLength) + 1 }),
+    ort: libs.ort, E,
+    models: await createModels(libs, config, W, dtypes, maxLength + drift(maxLength) + 1),
     x: filled((maxLength + drift(maxLength) + 1) * E, 7 + E, 1),
     stepSession: await libs.ort.InferenceSession.create(buildGqaStepModel(graph), options),
     kvSession: await libs.ort.InferenceSession.create(buildKvProjectionModel(graph), options),
@@ -201,30 +227,57 @@ async function setupConfig(libs, config, maxLength) {
   ctx.dispose = async () => {
     await ctx.stepSession.release();
     await ctx.kvSession.release();
-    mha.dispose();  // frees its caches too
+    for (const { mha } of ctx.models) mha.dispose();  // frees their caches too
   };
   return ctx;
 }
 
-/** The three decode cells at length n: a row { ...config, n, cache, noCache, ort, bytes }. */
+/**
+ * The decode cells at length n (the f32 cache first: the others are compared with it): a row
+ * { ...config, n, cache: { dtype: cell }, noCache, ort, bytes: { dtype: stepBytes } }.
+ */
 async function decodeRow(ctx, config, n, timing) {
-  const cells = [cachedCell(ctx, n), recomputeCell(ctx), ortCell(ctx, n)];
+  const cells = [...ctx.models.map((m) => cachedCell(ctx, m, n)), recomputeCell(ctx), ortCell(ctx, n)];
   await timeCells(cells, { n, span: drift(n), ...timing });
-  return { ...config, n, bytes: stepBytes(config, n), ...Object.fromEntries(cells.map((c) => [c.name, summary(c)])) };
+  const bytes = Object.fromEntries(ctx.models.map(({ dtype }) => [dtype, stepBytes(config, HEAD_DIM, n, dtype)]));
+  return { ...config, n, bytes, ...rowCells(cells) };
 }
 
-/** Prefill of PREFILL_LENGTH tokens: into an empty cache vs a plain causal forward. */
-async function prefillRow({ mha, x, E }, config, budgetMs) {
+/**
+ * Prefill of PREFILL_LENGTH tokens: a plain causal forward per weights dtype, and into an empty
+ * f32 cache (all compared with the f32 causal forward).
+ */
+async function prefillRow({ models, x, E }, config, budgetMs) {
   const L = PREFILL_LENGTH, t = rows(x, E, 0, L);
-  const cache = mha.createCache({ batchSize: 1, maxLength: L });
-  const once = (step) => ({ rewind: async () => {}, step });
+  const cache = models[0].mha.createCache({ batchSize: 1, maxLength: L });
+  const once = (name, step) => ({ name, rewind: async () => {}, step });
   const cells = [
-    { name: 'cache', ...once(async () => { cache.reset(); return (await mha.forward(t, t, t, { cache })).output.data; }) },
-    { name: 'causal', ...once(async () => (await mha.forward(t, t, t, { isCausal: true })).output.data) },
+    ...models.map(({ dtype, mha }) => once(`causal:${dtype}`, async () => (await mha.forward(t, t, t, { isCausal: true })).output.data)),
+    once('cache', async () => { cache.reset(); return (await models[0].mha.forward(t, t, t, { cache })).output.data; }),
   ];
   await timeCells(cells, { n: L, span: Infinity, budgetMs });
   cache.dispose();
-  return { ...config, L, ...Object.fromEntries(cells.map((c) => [c.name, summary(c)])) };
+  return { ...config, L, ...rowCells(cells) };
+}
+
+/**
+ * WASM heap bytes a module of dtype holds for its weights (create + loadStateDict) and for a
+ * cache of n positions (createCache), by wasmMemoryInUse() before and after, against §11's count.
+ */
+async function memoryRow(libs, config, dtype, n) {
+  const W = makeDecodeWeights(config, 1000 + config.E);
+  const inUse = () => libs.wasmMemoryInUse();
+  const start = await inUse();
+  const [model] = await createModels(libs, config, W, [dtype], 0);
+  try {
+    const loaded = await inUse();
+    const cache = model.mha.createCache({ batchSize: 1, maxLength: n, dtype: DTYPES[dtype].cache });
+    const cached = await inUse();
+    cache.dispose();
+    return { ...config, dtype, n, expected: stepBytes(config, HEAD_DIM, n, dtype), measured: { weights: loaded - start, cache: cached - loaded } };
+  } finally {
+    model.mha.dispose();
+  }
 }
 
 /**
@@ -232,8 +285,8 @@ async function prefillRow({ mha, x, E }, config, budgetMs) {
  * each cell steps for warmUpMs untimed: engines run WASM on a baseline compiler first and
  * optimize hot functions later (in Chromium ORT's steps were several times slower before).
  */
-async function selfCheck(libs, warmUpMs) {
-  const ctx = await setupConfig(libs, CHECK.config, CHECK.n);
+async function selfCheck(libs, dtypes, warmUpMs) {
+  const ctx = await setupConfig(libs, CHECK.config, CHECK.n, dtypes);
   try {
     const row = await decodeRow(ctx, CHECK.config, CHECK.n, { budgetMs: warmUpMs, maxRuns: Infinity });
     for (const name of ['noCache', 'ort']) {
@@ -252,111 +305,49 @@ async function selfCheck(libs, warmUpMs) {
  * libs: { MultiHeadAttention, ort }. Returns { check (self-check max|Δ|), decode: rows,
  * prefill: rows }; log(line) hears each row as it is done.
  */
-export async function runDecodeSuite(libs, { lengths = LENGTHS, budgetMs = 1500, warmUpMs = 2000, log = () => {} } = {}) {
-  const check = await selfCheck(libs, warmUpMs);  // before any timing: no table from a wrong graph
+export async function runDecodeSuite(libs, { dtypes = Object.keys(DTYPES), lengths = LENGTHS, budgetMs = 1500, warmUpMs = 2000,
+  log = () => {} } = {}) {
+  if (dtypes[0] !== REFERENCE_DTYPE) throw new Error(`runDecodeSuite: dtypes must start with ${REFERENCE_DTYPE}, got ${dtypes.join(',')}`);
+  const check = await selfCheck(libs, dtypes, warmUpMs);  // before any timing: no table from a wrong graph
   log(`self-check ${checkText(check)}`);
-  const decode = [], prefill = [];
+  const decode = [], prefill = [], memory = [];
+  const maxLength = Math.max(...lengths);
   for (const config of CONFIGS) {
-    const ctx = await setupConfig(libs, config, Math.max(...lengths));
+    for (const dtype of dtypes) memory.push(await memoryRow(libs, config, dtype, maxLength));
+    const ctx = await setupConfig(libs, config, maxLength, dtypes);
     try {
       for (const n of lengths) {
         decode.push(await decodeRow(ctx, config, n, { budgetMs }));
-        log(plainTable(DECODE_COLUMNS(null), decode.slice(-1)).split('\n').pop());
+        for (const line of plainTable(DECODE_COLUMNS(null), perDtype(decode.slice(-1))).split('\n').slice(2)) log(line);
       }
       prefill.push(await prefillRow(ctx, config, budgetMs));
-      log(plainTable(PREFILL_COLUMNS, prefill.slice(-1)).split('\n').pop());
+      for (const line of plainTable(PREFILL_COLUMNS, perPrefillDtype(prefill.slice(-1))).split('\n').slice(2)) log(line);
     } finally {
       await ctx.dispose();
     }
   }
-  return { check, decode, prefill };
+  return { check, decode, prefill, memory };
 }
-
-/**
- * One environment's whole run (Node or the page): ORT on one thread, the read bandwidth before
- * and after the suite (membwBytes: build/membw/membw.wasm). libs: { MultiHeadAttention,
- * capabilities, ort }. Resolves to runDecodeSuite's result + { bandwidth: { before, after },
- * libraries (text) }.
- */
-export async function runDecodeBench(libs, membwBytes, { quick = false, budgetMs, log }) {
-  const { ort } = libs;
-  ort.env.wasm.numThreads = 1;
-  ort.env.logLevel = 'error';
-  const before = await measureReadBandwidth(membwBytes);
-  log(`read bandwidth ${before.gbps.toFixed(1)} GB/s`);
-  const result = await runDecodeSuite(libs, { lengths: quick ? QUICK_LENGTHS : LENGTHS, budgetMs, log });
-  const after = await measureReadBandwidth(membwBytes);
-  const libraries = `webattention module '${(await libs.capabilities()).wasmModule}', threads 1; `
-    + `onnxruntime-web ${ort.env.versions?.web ?? '?'} (wasm EP, numThreads 1)`;
-  return { ...result, bandwidth: { before, after }, libraries };
-}
-
-// ---- output -------------------------------------------------------------------------------------
-
-const fixed = (v, digits = v < 10 ? 3 : 1) => (Number.isFinite(v) ? v.toFixed(digits) : '-');
-const ratio = (a, b) => fixed(a / b, 2);
-const diff = ({ maxDiff, error }) => (error ? `ERROR: ${error}` : `${maxDiff.toExponential(1)}${maxDiff > DIFF_LIMIT ? ' !' : ''}`);
-const configText = ({ E, h, hkv }) => `(${E}, ${h}, ${hkv})`;
-const boundMs = (r, gbps) => (r.bytes.weights + r.bytes.cache) / (gbps * 1e6);
 
 /** The self-check's line for the header. */
 export const checkText = (check) => `(E, h, hkv) = ${configText(CHECK.config)}, n = ${CHECK.n}: `
   + `(b) and ORT within ${check.toExponential(1)} of (a)`;
 
-/** Decode table columns; gbps null leaves the bound columns out (the running log). */
-export const DECODE_COLUMNS = (gbps) => [
-  ['(E, h, hkv)', configText, 'l'],
-  ['n', (r) => String(r.n), 'r'],
-  ['(a) cache ms', (r) => fixed(r.cache.ms), 'r'],
-  ['(b) no cache ms', (r) => fixed(r.noCache.ms), 'r'],
-  ['(c) ORT ms', (r) => fixed(r.ort.ms), 'r'],
-  ...(gbps ? [['(d) bound ms', (r) => fixed(boundMs(r, gbps)), 'r']] : []),
-  ['(c)/(a)', (r) => ratio(r.ort.ms, r.cache.ms), 'r'],
-  ...(gbps ? [['(a)/(d)', (r) => ratio(r.cache.ms, boundMs(r, gbps)), 'r']] : []),
-  ['(b)/(a)', (r) => ratio(r.noCache.ms, r.cache.ms), 'r'],
-  ['max|Δ| (b)', (r) => diff(r.noCache), 'r'],
-  ['max|Δ| (c)', (r) => diff(r.ort), 'r'],
-  ['best ms a/b/c', (r) => [r.cache, r.noCache, r.ort].map((c) => fixed(c.best)).join('/'), 'r'],
-  ['runs a/b/c', (r) => [r.cache, r.noCache, r.ort].map((c) => c.runs ?? '-').join('/'), 'r'],
-];
-
-export const PREFILL_COLUMNS = [
-  ['(E, h, hkv)', configText, 'l'],
-  ['L', (r) => String(r.L), 'r'],
-  ['cache ms', (r) => fixed(r.cache.ms), 'r'],
-  ['isCausal ms', (r) => fixed(r.causal.ms), 'r'],
-  ['cache/isCausal', (r) => ratio(r.cache.ms, r.causal.ms), 'r'],
-  ['max|Δ|', (r) => diff(r.cache.error ? r.cache : r.causal), 'r'],
-  ['runs', (r) => `${r.cache.runs ?? '-'}/${r.causal.runs ?? '-'}`, 'r'],
-];
-
 /**
- * Least-squares line through (n, best ms) of a configuration's rows: (a)'s fixed cost (n → 0: the
- * projections and the call) and its cost per 1000 cached positions (the attention over the
- * cache), each against the same split of the bound. The best step, not the median: on a shared
- * machine the medians of the longer steps carry most of the other processes' noise.
+ * One environment's whole run (Node or the page): ORT on one thread, the read bandwidth before
+ * and after the suite (membwBytes: build/membw/membw.wasm). libs: { MultiHeadAttention,
+ * wasmMemoryInUse, capabilities, ort }. Resolves to runDecodeSuite's result + { bandwidth:
+ * { before, after }, libraries (text) }.
  */
-export function splitText(decodeRows, gbps) {
-  return CONFIGS.map((config) => {
-    const r = decodeRows.filter((row) => row.E === config.E && Number.isFinite(row.cache.best));
-    if (r.length < 2) return null;
-    const mean = (f) => r.reduce((s, row) => s + f(row), 0) / r.length;
-    const mn = mean((row) => row.n), mt = mean((row) => row.cache.best);
-    const slope = mean((row) => (row.n - mn) * (row.cache.best - mt)) / mean((row) => (row.n - mn) ** 2);
-    const fixedMs = mt - slope * mn;
-    const b = stepBytes(config, 1000);
-    const boundFixed = b.weights / (gbps * 1e6), boundPer1000 = b.cache / (gbps * 1e6);
-    return `${configText(config)}, (a)'s best steps: fixed part (n → 0) ${fixed(fixedMs)} ms vs ${fixed(boundFixed)} ms to read the weights `
-      + `(${ratio(fixedMs, boundFixed)}×); per 1000 cached positions ${fixed(slope * 1000)} ms vs ${fixed(boundPer1000)} ms `
-      + `to read their K/V (${ratio(slope * 1000, boundPer1000)}×)`;
-  }).filter(Boolean).join('\n');
-}
-
-const breakBetweenConfigs = (r, next) => next.E !== r.E;
-
-export function formatDecode({ decode, prefill }, gbps, { markdown = false } = {}) {
-  const table = markdown ? (columns, rows) => markdownTable(columns, rows)
-    : (columns, rows) => plainTable(columns, rows, { breakAfter: breakBetweenConfigs });
-  return `${table(DECODE_COLUMNS(gbps), decode)}\n\n${splitText(decode, gbps)}\n\n`
-    + `Prefill of ${PREFILL_LENGTH} tokens:\n\n${table(PREFILL_COLUMNS, prefill)}`;
+export async function runDecodeBench(libs, membwBytes, { quick = false, dtypes, budgetMs, log }) {
+  const { ort } = libs;
+  ort.env.wasm.numThreads = 1;
+  ort.env.logLevel = 'error';
+  const before = await measureReadBandwidth(membwBytes);
+  log(`read bandwidth ${before.gbps.toFixed(1)} GB/s`);
+  const result = await runDecodeSuite(libs, { dtypes, lengths: quick ? QUICK_LENGTHS : LENGTHS, budgetMs, log });
+  const after = await measureReadBandwidth(membwBytes);
+  const libraries = `webattention module '${(await libs.capabilities()).wasmModule}', threads 1; `
+    + `onnxruntime-web ${ort.env.versions?.web ?? '?'} (wasm EP, numThreads 1)`;
+  return { ...result, bandwidth: { before, after }, libraries };
 }

@@ -37,6 +37,8 @@ test('bad values are one line each, without a stack trace', () => {
     [['x', '--temperature', '0'], /--temperature: expected a finite number > 0 \(for greedy decoding, --greedy\)/],
     [['x', '--greedy', '--top-k', '3'], /--temperature and --top-k do not apply/],
     [['x', '--bogus'], /Unknown option '--bogus'/],
+    [['x', '--weights-dtype', 'float8'], /OptionError: weightsDtype: expected 'float32' \| 'float16' \| 'bfloat16' \| 'int8', got string "float8"/],
+    [['x', '--cache-dtype', 'bfloat16'], /OptionError: .*dtype.*bfloat16/],
   ];
   for (const [args, message] of bad) {
     const { code, err } = run(...args);
@@ -50,4 +52,13 @@ test('--threads auto is taken, as the library takes it', () => {
   const { code, out, err } = run('In the beginning', '--tokens', '10', '--threads', 'auto');
   assert.equal(code, 0, err);
   assert.ok(out.startsWith('In the beginning'));
+});
+
+test('--weights-dtype float16 --cache-dtype float16: greedy text as float32 gives it, and the dtypes on stderr', () => {
+  const f32 = run('And God said, ', '--tokens', '40', '--greedy');
+  const f16 = run('And God said, ', '--tokens', '40', '--greedy', '--weights-dtype', 'float16', '--cache-dtype', 'float16');
+  for (const r of [f32, f16]) assert.equal(r.code, 0, r.err);
+  assert.equal(f16.out, f32.out);
+  assert.match(f16.err, /float16 weights, float16 cache\)/);
+  assert.match(f32.err, /float32 weights, float32 cache\)/);
 });

@@ -52,19 +52,23 @@ export class CharGpt {
 
   /**
    * The model of a char-gpt .safetensors file (bytes). options: the attention modules' create()
-   * options { threads, backend } (every backend runs its GQA and rotary attention, WebGPU too).
+   * options { threads, backend, weightsDtype } (every backend runs its GQA and rotary attention,
+   * WebGPU too) and cacheDtype, their caches' createCache({ dtype }) (default float32 each).
    */
-  static async load({ MultiHeadAttention, loadSafetensors }, bytes, { threads, backend } = {}) {
+  static async load({ MultiHeadAttention, loadSafetensors }, bytes, { threads, backend, weightsDtype, cacheDtype } = {}) {
     const tensors = loadSafetensors(bytes);
+    // The file is F16: float16 modules take its 16-bit bits as they are (no f32 copy on the
+    // way); every other dtype rounds or quantises from the exactly widened f32 values.
+    const attnTensors = weightsDtype === 'float16' ? loadSafetensors(bytes, { convert: false }) : tensors;
     const config = configFrom(tensors.metadata);
     const { embedDim, numHeads, numKvHeads, rotary, window } = config;
     const blocks = [];
     try {
       for (let i = 0; i < config.layers; i++) {
-        const attn = await MultiHeadAttention.create({ embedDim, numHeads, numKvHeads, rotary, threads, backend });
+        const attn = await MultiHeadAttention.create({ embedDim, numHeads, numKvHeads, rotary, threads, backend, weightsDtype });
         blocks.push({ attn, cache: null });
-        attn.loadStateDict(tensors, { prefix: `layers.${i}.attn.`, strict: false });
-        blocks[i].cache = attn.createCache({ window });
+        attn.loadStateDict(attnTensors, { prefix: `layers.${i}.attn.`, strict: false });
+        blocks[i].cache = attn.createCache({ window, dtype: cacheDtype });
       }
     } catch (e) {
       for (const { attn } of blocks) attn.dispose();

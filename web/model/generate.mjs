@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Continues a prompt with the committed model, in Node:
 //   node web/model/generate.mjs "And God said, " [--tokens N] [--temperature T] [--top-k K] [--greedy] [--seed S] [--threads N|auto]
+//                               [--weights-dtype D] [--cache-dtype D]
 // The continuation goes to stdout as it is generated; the speed (tokens/s, with the prompt's
 // forward counted) and where attention ran go to stderr. It samples by default (temperature 0.8,
 // top-k 20, as the demo page does: greedy decoding of this small model soon repeats itself);
@@ -11,13 +12,16 @@ import { SAMPLING_DEFAULTS } from './sampling.js';
 import { loadNodeModel } from './load_node.js';
 
 const USAGE = `usage: node web/model/generate.mjs "PROMPT" [--tokens N] [--temperature T] [--top-k K] [--greedy] [--seed S] [--threads N|auto]
+                                   [--weights-dtype D] [--cache-dtype D]
   PROMPT           the text to continue, in quotes (one argument)
   --tokens N       characters to generate (default 200)
   --temperature T  sampling temperature > 0 (default ${SAMPLING_DEFAULTS.temperature})
   --top-k K        sample among the K most likely characters; 0: all (default ${SAMPLING_DEFAULTS.topK})
   --greedy         the most likely character each time (no temperature or top-k)
   --seed S         the sampling's seed, an integer (default ${SAMPLING_DEFAULTS.seed})
-  --threads N      attention threads: an integer >= 1, or auto (default 1)`;
+  --threads N      attention threads: an integer >= 1, or auto (default 1)
+  --weights-dtype D  the attention weights' storage: float32, float16, bfloat16 or int8 (default float32)
+  --cache-dtype D    the KV caches' storage: float32, float16 or int8 (default float32)`;
 
 /** Exits with one line (and where it helps, the usage) on stderr. */
 function fail(message, withUsage = false) {
@@ -38,7 +42,7 @@ try {
   parsed = parseArgs({
     allowPositionals: true,
     options: {
-      ...Object.fromEntries(['tokens', 'temperature', 'top-k', 'seed', 'threads'].map((name) => [name, { type: 'string' }])),
+      ...Object.fromEntries(['tokens', 'temperature', 'top-k', 'seed', 'threads', 'weights-dtype', 'cache-dtype'].map((name) => [name, { type: 'string' }])),
       greedy: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -68,7 +72,13 @@ const options = {
 };
 const threads = values.threads === 'auto' ? 'auto' : numberOption(values, 'threads', 1, isInteger(1), "an integer >= 1 or 'auto'");
 
-const model = await loadNodeModel({ threads });
+let model;
+try {
+  // The package checks the dtypes (an OptionError naming the option and its choices).
+  model = await loadNodeModel({ threads, weightsDtype: values['weights-dtype'], cacheDtype: values['cache-dtype'] });
+} catch (e) {
+  fail(`${e.name}: ${e.message}`);
+}
 try {
   let ms = 0;
   let count = 0;
@@ -80,7 +90,8 @@ try {
   }
   process.stdout.write('\n');
   console.error(`${count} tokens in ${(ms / 1000).toFixed(3)} s: ${((count * 1000) / ms).toFixed(1)} tokens/s `
-    + `(attention on ${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'})`);
+    + `(attention on ${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}, `
+    + `${values['weights-dtype'] ?? 'float32'} weights, ${values['cache-dtype'] ?? 'float32'} cache)`);
 } catch (e) {
   console.error(`${e.name}: ${e.message}`);
   process.exitCode = 1;
