@@ -7,7 +7,6 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
-#include <vector>
 
 #include "attention_problem.h"
 
@@ -96,12 +95,8 @@ float store_row(StorageType type, const float* row, int n, Put&& put) {
     case StorageType::bf16:
       for (int i = 0; i < n; ++i) put(i, storage::narrow16(row[i], type));
       return 0.0f;
-    case StorageType::i8: {
-      std::vector<std::int8_t> q(static_cast<std::size_t>(n));
-      const float scale = storage::quantise_q8(row, n, q.data());
-      for (int i = 0; i < n; ++i) put(i, q[i]);
-      return scale;
-    }
+    case StorageType::i8:
+      return storage::quantise_q8(row, n, put);
     case StorageType::f32: break;
   }
   for (int i = 0; i < n; ++i) put(i, row[i]);

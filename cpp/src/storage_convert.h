@@ -81,10 +81,12 @@ inline std::uint16_t narrow16(float f, StorageType type) {
 }
 
 // One int8 block or row: q[i] = round-half-to-even(x[i] / scale) in [-127, 127], scale =
-// max|x| / 127 (f32 arithmetic). Returns the scale: 0 for an all-zero block (and for one whose
-// scale underflows to 0: it stores zeros); NaN when a value is not finite (every q 0, so the
-// block dequantises to NaN: q · NaN).
-inline float quantise_q8(const float* x, int n, std::int8_t* q) {
+// max|x| / 127 (f32 arithmetic), each q[i] handed to put(i, q) where the caller's layout keeps it
+// (no buffer between: the cache quantises a row per head at every decoding step). Returns the
+// scale: 0 for an all-zero block (and for one whose scale underflows to 0: it stores zeros); NaN
+// when a value is not finite (every q 0, so the block dequantises to NaN: q · NaN).
+template <class Put>
+float quantise_q8(const float* x, int n, Put&& put) {
   float amax = 0.0f;
   bool finite = true;
   for (int i = 0; i < n; ++i) {
@@ -94,9 +96,14 @@ inline float quantise_q8(const float* x, int n, std::int8_t* q) {
   const float scale = finite ? amax / 127.0f : NAN;
   for (int i = 0; i < n; ++i) {
     const float r = scale > 0.0f ? std::nearbyint(x[i] / scale) : 0.0f;
-    q[i] = static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f));
+    put(i, static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f)));
   }
   return scale;
+}
+
+// The same into q[0, n).
+inline float quantise_q8(const float* x, int n, std::int8_t* q) {
+  return quantise_q8(x, n, [q](int i, std::int8_t v) { q[i] = v; });
 }
 
 // The stored value of one int8 element: the f32 product q · scale.

@@ -55,10 +55,9 @@ __attribute__((noinline)) void pack_panel(const Source& src, int out, int p, con
         for (int b = 0; b < w.scale_blocks(); ++b) {
           const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, in - k0);
           float x[kQuantBlock];
-          std::int8_t q[kQuantBlock];
           for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
-          scales[b * kPanelWidth + c] = storage::quantise_q8(x, n, q);
-          for (int k = 0; k < n; ++k) m.at(n0 + c, k0 + k) = q[k];
+          scales[b * kPanelWidth + c] =
+              storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
         }
       }
       break;
