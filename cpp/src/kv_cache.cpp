@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <type_traits>
 
 #include "attention_problem.h"
 
@@ -80,6 +79,7 @@ void KvCache::reset() {
     std::fill(k_scales_.get(), k_scales_.get() + blocks * capacity_, 0.0f);
     std::fill(v_scales_.get(), v_scales_.get() + blocks * capacity_, 0.0f);
   }
+  finite_ = true;  // nothing stored any more: the finite f16 widening applies again
   length_ = 0;
 }
 
@@ -103,12 +103,11 @@ float store_row(StorageType type, const float* row, int n, Put&& put) {
   return 0.0f;
 }
 
-// Whether n values stay finite once stored in `type` (f16 rounds values past 65504 to Inf).
-bool stays_finite(StorageType type, const float* row, int n) {
-  for (int i = 0; i < n; ++i) {
-    const float stored = type == StorageType::f16 ? storage::f16_to_f32(storage::f32_to_f16(row[i])) : row[i];
-    if (!std::isfinite(stored)) return false;
-  }
+// Whether n values stay finite once stored as f16: |x| < 65520, the first magnitude f32_to_f16
+// rounds to Inf (a NaN fails the comparison too).
+bool stays_finite_f16(const float* row, int n) {
+  for (int i = 0; i < n; ++i)
+    if (!(std::fabs(row[i]) < 65520.0f)) return false;
   return true;
 }
 
@@ -123,40 +122,11 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
   if (k_scale) k_scale[slot] = ks, v_scale[slot] = vs;
 }
 
-// One (batch, K/V head) block of storage: its K and V panels, and for int8 their row scales.
-struct StoredBlock {
-  unsigned char* k;
-  unsigned char* v;
-  const float* k_scales;
-  const float* v_scales;
-};
-
-// Element e of a row as stored, back to float: widened (f16, bf16) or dequantised (int8) exactly
-// as the attention kernels read it.
-template <class T>
-float stored_value(StorageType type, T e, const float* scales, int slot) {
-  if constexpr (std::is_same_v<T, std::int8_t>) {
-    return storage::dequantise(e, scales[slot]);
-  } else if constexpr (std::is_same_v<T, std::uint16_t>) {
-    return type == StorageType::bf16 ? storage::bf16_to_f32(e) : storage::f16_to_f32(e);
-  } else {
-    return e;
-  }
-}
-
-// Positions [first, first + count) of one block into rows [count][dk] and [count][dv].
-template <class T>
-void read_typed(StorageType type, const StoredBlock& block, int capacity, std::int64_t first,
-                int count, float* krows, int dk, float* vrows, int dv) {
-  const auto keys = kernels::key_panels(reinterpret_cast<T*>(block.k), dk);
-  const auto values = kernels::value_panels(reinterpret_cast<T*>(block.v), capacity);
-  for (int i = 0; i < count; ++i) {
-    const int slot = static_cast<int>((first + i) % capacity);
-    float* krow = krows + static_cast<std::size_t>(i) * dk;
-    float* vrow = vrows + static_cast<std::size_t>(i) * dv;
-    for (int c = 0; c < dk; ++c) krow[c] = stored_value(type, keys.at(slot, c), block.k_scales, slot);
-    for (int c = 0; c < dv; ++c) vrow[c] = stored_value(type, values.at(c, slot), block.v_scales, slot);
-  }
+// Element i of a K or V block as stored, back to f32 as the attention kernels read it: widened
+// (f16, bf16) or dequantised with its row's scale (int8).
+float stored_element(StorageType type, const unsigned char* block, std::size_t i, const float* scales, int slot) {
+  if (type == StorageType::i8) return storage::dequantise(reinterpret_cast<const std::int8_t*>(block)[i], scales[slot]);
+  return storage::widen(block, type, i);
 }
 
 }  // namespace
@@ -179,7 +149,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
         const float* kr = krow + g * dk_;
         const float* vr = vrow + g * dv_;
-        if (finite_ && type == StorageType::f16) finite_ = stays_finite(type, kr, dk_) && stays_finite(type, vr, dv_);
+        if (finite_ && type == StorageType::f16) finite_ = stays_finite_f16(kr, dk_) && stays_finite_f16(vr, dv_);
         if (bytes == 4) {
           append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
         } else if (bytes == 2) {
@@ -205,17 +175,20 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
   for (int b = 0; b < config_.batch; ++b) {
     for (int g = 0; g < kv_heads_; ++g) {
       const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-      const StoredBlock stored{k_.get() + block * k_block_ * bytes, v_.get() + block * v_block_ * bytes,
-                               k_scales_ ? k_scales_.get() + block * capacity_ : nullptr,
-                               v_scales_ ? v_scales_.get() + block * capacity_ : nullptr};
+      const unsigned char* kb = k_.get() + block * k_block_ * bytes;
+      const unsigned char* vb = v_.get() + block * v_block_ * bytes;
+      const float* ks = k_scales_ ? k_scales_.get() + block * capacity_ : nullptr;
+      const float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
       float* krows = k + block * static_cast<std::size_t>(count) * dk_;
       float* vrows = v + block * static_cast<std::size_t>(count) * dv_;
-      if (bytes == 4) {
-        read_typed<float>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
-      } else if (bytes == 2) {
-        read_typed<std::uint16_t>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
-      } else {
-        read_typed<std::int8_t>(type, stored, capacity_, first, count, krows, dk_, vrows, dv_);
+      for (int i = 0; i < count; ++i) {
+        const int slot = static_cast<int>((first + i) % capacity_);
+        for (int c = 0; c < dk_; ++c) {
+          krows[static_cast<std::size_t>(i) * dk_ + c] = stored_element(type, kb, kernels::key_index(dk_, slot, c), ks, slot);
+        }
+        for (int c = 0; c < dv_; ++c) {
+          vrows[static_cast<std::size_t>(i) * dv_ + c] = stored_element(type, vb, kernels::value_index(capacity_, slot, c), vs, slot);
+        }
       }
     }
   }

@@ -62,6 +62,16 @@ PanelMatrix<T> value_panels(T* block, int slots) {
   return {block, static_cast<std::size_t>(slots)};
 }
 
+// Element (slot, feature f) of a K block of dk features, and of a V block of `capacity` slots:
+// key_panels(...).at(slot, f) and value_panels(...).at(f, slot) as flat indices, for blocks whose
+// element type is known only at run time (a narrow cache's).
+inline std::size_t key_index(int dk, int slot, int f) {
+  return (static_cast<std::size_t>(slot / kPanelWidth) * dk + f) * kPanelWidth + slot % kPanelWidth;
+}
+inline std::size_t value_index(int capacity, int slot, int f) {
+  return (static_cast<std::size_t>(f / kPanelWidth) * capacity + slot) * kPanelWidth + f % kPanelWidth;
+}
+
 // Elements of a K block and of a V block of `slots` keys (a multiple of kPanelWidth); V's
 // features padded to whole panels.
 inline std::size_t key_block_elements(int slots, int dk) {

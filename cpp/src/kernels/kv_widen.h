@@ -18,13 +18,8 @@
 
 namespace webattention::kernels::flash {
 
-// Element (slot, feature f) of a K block of dk features, and of a V block of `capacity` slots.
-inline std::size_t key_index(int dk, int slot, int f) {
-  return (static_cast<std::size_t>(slot / kPanelWidth) * dk + f) * kPanelWidth + slot % kPanelWidth;
-}
-inline std::size_t value_index(int capacity, int slot, int f) {
-  return (static_cast<std::size_t>(f / kPanelWidth) * capacity + slot) * kPanelWidth + f % kPanelWidth;
-}
+using kernels::key_index;  // kv_layout.h: the panel layout's element indices
+using kernels::value_index;
 
 // Value column c of `slot`, as f32, from the unit's K/V panels whatever their storage type (the
 // rare per-element reads: flash_hidden_keys.h's poisoned keys).
