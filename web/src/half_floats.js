@@ -125,3 +125,6 @@ export function widenHalf(dtype, halves) {
   }
   return new Float32Array(bits.buffer);
 }
+
+/** data as float32 values: itself when dtype is 'float32', else its 16-bit bits widened exactly. */
+export const asFloat32 = (data, dtype = 'float32') => (dtype === 'float32' ? data : widenHalf(dtype, data));

@@ -6,7 +6,7 @@
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
 import { DTypeError, OptionError, StateDictError, describe, formatShape } from './errors.js';
-import { widenHalf } from './half_floats.js';
+import { asFloat32, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from './tensor_checks.js';
 import { plainView, typedArrayType } from './typed_arrays.js';
@@ -157,7 +157,7 @@ export function resolveModuleStateDict(specs, stateDict, options, weightsDtype =
     // entry is widened exactly first, and the core rounds it back to the module's type unchanged.
     const checkEntry = (name, shape, value) => {
       const { data, dtype } = resolveStateDict([{ name, shape }], new Map([[name, value]]), weightsDtype)[0];
-      return dtype === 'float32' ? data : widenHalf(dtype, data);
+      return asFloat32(data, dtype);
     };
     return resolveLayout(specs, entries, resolved, checkEntry).map((e) => ({ ...e, dtype: 'float32' }));
   }

@@ -4,7 +4,7 @@
 // float32 scale buffer per matrix buffer; biases float32 always. The buffers and offsets are
 // parameter_layout.js's, counted in elements; the linear kernels read them through weight(n, k)
 // (kernels/linear_common.wgsl.js).
-import { roundToHalf, widenHalf } from '../half_floats.js';
+import { asFloat32, roundToHalf } from '../half_floats.js';
 import { parameterLayout } from '../parameter_layout.js';
 import { blocksPerRow, quantizeQ8 } from '../q8_0.js';
 
@@ -46,7 +46,7 @@ function inputWidth(name, { embedDim: E, kdim, vdim, numHeads: H, valueHeadDim: 
   return { in_proj_weight: E, q_proj_weight: E, k_proj_weight: kdim, v_proj_weight: vdim, 'out_proj.weight': H * dv }[name];
 }
 
-const asFloats = ({ data, dtype = 'float32' }) => (dtype === 'float32' ? data : widenHalf(dtype, data));
+const asFloats = ({ data, dtype }) => asFloat32(data, dtype);
 
 /**
  * Every parameter buffer's bytes (name → Uint8Array of parameterBufferBytes() bytes) from the
