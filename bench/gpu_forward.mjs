@@ -7,16 +7,9 @@ import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
 import { passHooks } from '../web/src/webgpu/forward_pass.js';
 import { transferModes } from '../web/src/webgpu/staging_uploads.js';
 import { filled } from '../tests/contract/random.mjs';
+import { makeWeights } from './suite.mjs';
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
-
-function stateDict(E) {
-  const w = 1 / Math.sqrt(E);
-  return {
-    in_proj_weight: filled(3 * E * E, 1, w), in_proj_bias: filled(3 * E, 2, 0.1),
-    'out_proj.weight': filled(E * E, 3, w), 'out_proj.bias': filled(E, 4, 0.1),
-  };
-}
 
 // One configuration: create, first call, (unpinned) the selection's calls, then timed calls;
 // resolves to the row.
@@ -28,7 +21,7 @@ async function timeForward(gpu, { L, E, h }, label, pins, budget, print) {
   let t0 = performance.now();
   const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, backend: 'webgpu', gpu });
   const createMs = performance.now() - t0;
-  mha.loadStateDict(stateDict(E));
+  mha.loadStateDict(makeWeights(E));
   let first = null;
   passHooks.onPhases = label === 'default' ? (p) => { first = p; } : null;
   t0 = performance.now();

@@ -4,17 +4,13 @@
 // Loops are bounded by time (budgetMs) as well as by count.
 import { packParams } from '../web/src/webgpu/kernel_params.js';
 import { variantPipeline } from '../web/src/webgpu/pipelines.js';
+import { filled } from '../tests/contract/random.mjs';
 
 export const Usage = { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 };
 
 /** A storage buffer of `floats` random values in [-scale, scale) (deterministic). */
 export function randomBuffer(device, floats, seed, scale = 1) {
-  const data = new Float32Array(floats);
-  let s = seed >>> 0;
-  for (let i = 0; i < floats; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    data[i] = (s / 2 ** 32 * 2 - 1) * scale;
-  }
+  const data = filled(floats, seed, scale);
   const buffer = device.createBuffer({ size: Math.max(4, floats * 4), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC });
   device.queue.writeBuffer(buffer, 0, data);
   return buffer;

@@ -31,3 +31,13 @@ export function caseFlops(c) {
   const { query, key, value } = c.inputs;
   return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
 }
+
+import { roundToHalf } from '../web/src/half_floats.js';
+/**
+ * A case's state dict with its weight matrices as 16-bit tensors of `dtype` (rounded as a module of
+ * that weightsDtype rounds them), tagged `tag` (a spelling the API takes: 'F16', 'float16', …);
+ * vectors (biases, sinks) stay float32, as a module keeps them and as the case's expected values
+ * were computed. The WASM and WebGPU storage tests both feed their modules through it.
+ */
+export const halfStateDict = (stateDict, dtype, tag = dtype) => Object.fromEntries(Object.entries(stateDict).map(([name, t]) =>
+  [name, t.shape.length !== 2 ? t : { data: roundToHalf(dtype, t.data), shape: t.shape, dtype: tag }]));

@@ -9,18 +9,14 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { compare, randomDecodeCase, randomMhaCase, randomTensor, rng, runCase } from '../contract/contract.mjs';
 import { roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+import { halfStateDict as halfSd } from '../internals.mjs';
 
 const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8'];
 const CACHES = ['float32', 'float16', 'int8'];
 const SEEDS = 40;
 
-/**
- * The weight matrices of a case as 16-bit tensors of `dtype` (rounded as the module would round
- * them); vectors (biases, sinks) stay float32 (a module keeps them so: rounding them would change
- * the case, whose expected values were computed from them).
- */
-const halfStateDict = (stateDict, dtype) => Object.fromEntries(Object.entries(stateDict).map(([name, t]) =>
-  [name, t.shape.length !== 2 ? t : { data: roundToHalf(dtype, t.data), shape: t.shape, dtype: dtype === 'float16' ? 'F16' : 'bfloat16' }]));
+// 16-bit state dicts: float16 tagged with the safetensors spelling 'F16', bfloat16 as 'bfloat16'.
+const halfStateDict = (stateDict, dtype) => halfSd(stateDict, dtype, dtype === 'float16' ? 'F16' : 'bfloat16');
 
 for (const weightsDtype of WEIGHTS) {
   test(`${SEEDS} random MHA configurations with ${weightsDtype} weights match the reference of the stored weights`, async () => {

@@ -15,7 +15,9 @@ const WINDOW = 5;
 // A step longer than a windowed cache's rows per pass runs as several passes.
 const LONG = 3 * ringGeometry({ maxLength: 0, window: WINDOW }).rowsPerPass - 7;
 
-const sd = randomStateDict((await MultiHeadAttention.create(CREATE)).stateDictShapes, 3);
+const shapesOf = await MultiHeadAttention.create(CREATE);
+const sd = randomStateDict(shapesOf.stateDictShapes, 3);
+shapesOf.dispose();
 const modules = [];
 after(() => {
   modules.forEach((m) => m.dispose());

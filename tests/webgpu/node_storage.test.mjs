@@ -9,9 +9,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
-import { selectionHooks } from '../internals.mjs';
+import { halfStateDict, selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
-import { roundToHalf } from '../../web/src/half_floats.js';
 import { adapterName, gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
 const NARROW = ['float16', 'bfloat16', 'int8'];
@@ -22,12 +21,8 @@ for (const weightsDtype of NARROW) {
     const failures = [];
     for (let seed = 1; seed <= COUNT; seed++) {
       const c = randomMhaCase(seed, { finite: true, weightsDtype });
-      if (weightsDtype !== 'int8' && seed % 2 === 0) {
-        // The module's own kind of 16-bit tensors, kept as given (biases stay float32).
-        for (const [name, t] of Object.entries(c.stateDict)) {
-          if (!name.endsWith('bias')) c.stateDict[name] = { data: roundToHalf(weightsDtype, t.data), shape: t.shape, dtype: weightsDtype };
-        }
-      }
+      // The module's own kind of 16-bit tensors, kept as given (vectors stay float32).
+      if (weightsDtype !== 'int8' && seed % 2 === 0) c.stateDict = halfStateDict(c.stateDict, weightsDtype);
       runs.length = 0;
       const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
       if (!r.ok) failures.push(`seed ${seed}: ${r.detail}`);
