@@ -279,6 +279,17 @@ export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, option
 /** convert: false: F16 and BF16 tensors keep their bits (views on `bytes` where 2-byte aligned). */
 export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options: { convert: boolean }): SafetensorsFile<SafetensorsTensor | SafetensorsHalfTensor>;
 
+/**
+ * The bytes of a .safetensors file holding `tensors` (name → tensor): float32 tensors as F32,
+ * 16-bit ones ({ data: Uint16Array, dtype }) as F16 / BF16, their bits as given; `metadata`
+ * becomes the header's __metadata__. F32 tensors come first in the file (aligned, so that
+ * loadSafetensors() views them in place); loadSafetensors() reads the file back bit for bit.
+ */
+export function saveSafetensors(
+  tensors: Map<string, TensorInput | HalfTensorInput> | Record<string, TensorInput | HalfTensorInput>,
+  options?: { metadata?: Map<string, string> | Record<string, string> },
+): Uint8Array;
+
 /** Which module and features this engine uses (loads the core if needed). */
 export function capabilities(): Promise<Capabilities>;
 

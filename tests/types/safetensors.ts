@@ -1,6 +1,6 @@
 // loadSafetensors() and loadStateDict()'s options as a user writes them (tsc --noEmit, with
 // usage.ts): the file's Map goes straight into loadStateDict().
-import { MultiHeadAttention, loadSafetensors, SafetensorsError, type SafetensorsTensor } from 'webattention';
+import { MultiHeadAttention, loadSafetensors, saveSafetensors, SafetensorsError, type SafetensorsTensor } from 'webattention';
 
 async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   const file = loadSafetensors(bytes);
@@ -38,3 +38,18 @@ async function loadLayer(bytes: ArrayBuffer, fromNode: Uint8Array) {
   return [dtype, format, softcap, outBias, hasSinks, eps];
 }
 loadLayer;
+
+// saveSafetensors(): tensors by name (an object or a Map), 16-bit ones with their dtype, and metadata.
+function saveLayer(file: Map<string, SafetensorsTensor>): Uint8Array {
+  const bytes: Uint8Array = saveSafetensors({
+    'q_proj.weight': { data: new Float32Array(4), shape: [2, 2] },
+    'k_proj.weight': { data: new Uint16Array(4), shape: [2, 2], dtype: 'bfloat16' },
+  }, { metadata: { format: 'pt' } });
+  saveSafetensors(file, { metadata: new Map([['format', 'pt']]) });
+  // @ts-expect-error: 16-bit data needs its dtype
+  saveSafetensors({ w: { data: new Uint16Array(4), shape: [4] } });
+  // @ts-expect-error: metadata values are strings
+  saveSafetensors({}, { metadata: { layers: 2 } });
+  return bytes;
+}
+saveLayer;

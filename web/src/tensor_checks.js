@@ -37,12 +37,12 @@ export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
 /**
  * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
  * tensors are): data of one of `dtypes` (element types, read from the array itself:
- * typed_arrays.js), shape an array of positive integers whose product is its length, rank one of
- * `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
+ * typed_arrays.js), shape an array of integers >= minSize (1; saveSafetensors() takes 0, as the
+ * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
  * `views` (original → view) makes the same array passed twice one view, so that aliasing
  * (query === key === value) survives.
  */
-export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map() } = {}) {
+export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map(), minSize = 1 } = {}) {
   const shapeKey = tensor !== null && typeof tensor === 'object' && !('shape' in tensor) && 'dims' in tensor ? 'dims' : 'shape';
   if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !(shapeKey in tensor)) {
     throw new DTypeError(
@@ -57,7 +57,7 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       argument, expected: dtypes, actual: describe(given),
     });
   }
-  const shape = snapshotShape(`${argument}.${shapeKey}`, givenShape);
+  const shape = snapshotShape(`${argument}.${shapeKey}`, givenShape, minSize);
   const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
   const type = shapeKey === 'dims' ? tensor.type : undefined;
   if (shapeKey === 'dims' && type !== undefined && !typeNames.includes(type)) {
@@ -75,7 +75,7 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
       { argument, expected: ranks.map((r) => `${r}-D`), actual: shape });
   }
-  if (isDetached(given)) {
+  if (isDetached(given) && product(shape) > 0) {
     throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${product(shape)} values, data has none `
       + '(its ArrayBuffer is detached, e.g. transferred to a worker, or empty)', {
       argument, expected: product(shape), actual: 'detached',
@@ -115,9 +115,9 @@ export const tensorDtype = (t) => t.dtype ?? 'float32';
  * non-numbers, non-integers, values of 2^53 and above and ranks above MAX_RANK are a ShapeError
  * naming the argument and the index.
  */
-function snapshotShape(where, shape) {
+function snapshotShape(where, shape, minSize) {
   const fail = (got, actual) => {
-    throw new ShapeError(`${where}: expected an array of integers >= 1, got ${got}`, {
+    throw new ShapeError(`${where}: expected an array of integers >= ${minSize}, got ${got}`, {
       argument: where.slice(0, where.lastIndexOf('.')), expected: 'integer[]', actual,
     });
   };
@@ -128,7 +128,7 @@ function snapshotShape(where, shape) {
   for (let i = 0; i < rank; i++) {
     if (!(i in shape)) fail(`an empty slot at index ${i}`, 'hole');
     const n = shape[i];
-    if (!(Number.isSafeInteger(n) && n >= 1)) fail(`${describe(n)} at index ${i}`, describe(n));
+    if (!(Number.isSafeInteger(n) && n >= minSize)) fail(`${describe(n)} at index ${i}`, describe(n));
     dims.push(n);
   }
   return dims;
