@@ -88,13 +88,17 @@ async function runViteApp(where, dir, app) {
   await runPage(`${where} (vite dev)`, await devServer(dir, { configFile: existsSync(join(dir, 'vite.config.js')) }), app);
 }
 
-/** Runs every README block as its tag says; one failed app does not stop the others. */
-export async function readmePart(root, tarball, readme) {
+/**
+ * Runs every README block as its tag says; one failed app does not stop the others. `only`: app
+ * ids ('node:gpt2') or kinds ('node') to run alone, for a contributor checking the blocks they wrote.
+ */
+export async function readmePart(root, tarball, readme, { only = [] } = {}) {
   step('6/6 README: every fenced code block run as pasted (Node, browser, Vite)');
   const { apps, errors } = readmeAppsOf(readme);
   check('every fenced block of the README is tagged with how it runs', errors.length === 0, errors.join('; '));
   info(`${apps.size} apps: ${[...apps].map(([id, a]) => `${id} (${[...a.files.keys()].join(' + ')})`).join(', ')}`);
   for (const [id, app] of apps) {
+    if (only.length && !only.includes(id) && !only.includes(app.kind)) continue;
     const where = `README ${id}`;
     const dir = join(root, 'readme', `${app.kind}-${app.name}`);
     try {
