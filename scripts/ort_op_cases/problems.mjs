@@ -150,8 +150,8 @@ const OPERATORS = { GroupQueryAttention: groupQueryAttention, MultiHeadAttention
 export function problemOf(group, c) {
   const translate = OPERATORS[group.operator];
   if (!translate) return unsupported(`operator ${group.operator}`);
-  if (c.inputs.some((t) => t?.data && t.type !== 'float32' && t.type !== 'float16' && t.type !== 'int32')) {
-    return unsupported(`input type ${c.inputs.find((t) => t?.data && !['float32', 'float16', 'int32'].includes(t.type)).type}`);
+  if (c.inputs.some((t) => t?.data && !['float32', 'float16', 'int32', 'int64'].includes(t.type))) {
+    return unsupported(`input type ${c.inputs.find((t) => t?.data && !['float32', 'float16', 'int32', 'int64'].includes(t.type)).type}`);
   }
   return translate(group.attrs, c.inputs, c.outputs);
 }
