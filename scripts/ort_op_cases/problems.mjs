@@ -84,7 +84,9 @@ function groupQueryAttention(attrs, inputs, outputs) {
   return {
     B, S, L: S, P, hq, hkv, d, dv: d, dtype: query.type, q, k, v, pastK: valid(pastKey), pastV: valid(pastValue), qkvBias: null, projection: null,
     scale: attrs.scale || 1 / Math.sqrt(d), softcap: attrs.softcap ?? 0, sinks, causal: true,
-    window: attrs.local_window_size > 0 ? attrs.local_window_size + 1 : 0,
+    // local_window_size w: each query sees its own key and the w − 1 before it (what onnxruntime's
+    // local-window test file expects: with w = 1 every row is its own value).
+    window: attrs.local_window_size > 0 ? attrs.local_window_size : 0,
     mask: bias ? broadcastBias(bias, B, hq, S, T) : null, rotary, positionIds: positions, expected: expected(outputs),
   };
 }
