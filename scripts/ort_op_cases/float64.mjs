@@ -27,7 +27,7 @@ export function projected(p) {
 
 /**
  * Rotates heads of width d in place, row r at position positionOf(r), by the table's angles:
- * sign 1 rotates, −1 undoes a rotation.
+ * sign 1 rotates, −1 undoes a rotation (the inverse of [c −s; s c], exact for any table).
  */
 export function rotate(x, rows, heads, d, { cos, sin, half, interleaved }, positionOf, sign = 1) {
   for (let r = 0; r < rows; r++) {
@@ -36,7 +36,8 @@ export function rotate(x, rows, heads, d, { cos, sin, half, interleaved }, posit
       const base = (r * heads + h) * d;
       for (let j = 0; j < half; j++) {
         const [a, b] = interleaved ? [base + 2 * j, base + 2 * j + 1] : [base + j, base + j + half];
-        const c = cos[pos * half + j], s = sign * sin[pos * half + j];
+        const norm = sign > 0 ? 1 : cos[pos * half + j] ** 2 + sin[pos * half + j] ** 2;
+        const c = cos[pos * half + j] / norm, s = (sign * sin[pos * half + j]) / norm;
         [x[a], x[b]] = [x[a] * c - x[b] * s, x[b] * c + x[a] * s];
       }
     }
