@@ -13,7 +13,8 @@ function project(x, rows, inDim, W, cols, b, from, n) {
   return out;
 }
 
-const plus = (x, bias, width) => (bias ? x.map((value, i) => value + bias[i % width]) : x);
+/** A copy of x with the bias added (rotate() works in place: the problem's own arrays stay as given). */
+const plus = (x, bias, width) => x.map((value, i) => value + (bias ? bias[i % width] : 0));
 
 /** q, k, v rows after the op's own projection or bias. */
 export function projected(p) {

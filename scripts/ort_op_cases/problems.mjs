@@ -74,9 +74,12 @@ function groupQueryAttention(attrs, inputs, outputs) {
     const row = Math.floor(i / d), c = i % d, pos = row % P, bh = Math.floor(row / P);
     return t.values[(bh * buffered + pos) * d + c];
   }) : null);
+  // position_ids [B, S]: "when processing the first prompt the kernel uses only the first
+  // element" (the schema's words): there row b's positions are ids[b][0] + i.
   let positions = null;
   if (positionIds) {
-    const ids = Array.from({ length: B }, (_, b) => [...positionIds.values.subarray(b * S, (b + 1) * S)]);
+    const ids = Array.from({ length: B }, (_, b) => [...positionIds.values.subarray(b * S, (b + 1) * S)]
+      .map((id, i, row) => (P === 0 ? row[0] + i : id)));
     if (ids.some((row) => row.some((p, i) => p !== P + i))) positions = ids;
   }
   const rotary = attrs.do_rotary ? { cos: cos.values, sin: sin.values, positions: cos.dims[0], half: cos.dims[1], interleaved: Boolean(attrs.rotary_interleaved) } : null;
