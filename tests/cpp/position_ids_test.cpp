@@ -39,12 +39,8 @@ MultiHeadAttention rotary_module(std::mt19937& rng, int rotary_dim = 4) {
 std::vector<float> run(const MultiHeadAttention& m, const std::vector<float>& x, int B, int L,
                        const std::int32_t* ids, bool causal = true, KvCache* cache = nullptr) {
   std::vector<float> out(static_cast<std::size_t>(B) * L * E);
-  MhaForwardArgs a;
-  a.batch = B;
-  a.L = a.S = L;
-  a.query = a.key = a.value = x.data();
+  MhaForwardArgs a = testing::self_attention_args(x.data(), B, L, out.data());
   a.causal = causal;
-  a.output = out.data();
   a.position_ids = ids;
   if (cache) {
     m.forward(a, *cache);
