@@ -8,7 +8,9 @@ import { rows } from './run_decode.mjs';
 /** The module and sequence: GQA, qk-norm before RoPE, a partial rotary dim, a window cache. */
 export const POSITION_CASE = {
   create: { embedDim: 16, numHeads: 4, numKvHeads: 2, rotary: { dim: 2 }, qkNorm: {} },
-  B: 2, T: 11, window: 4, chunks: [5, 1, 5],  // the window cache wraps (ring of < T slots)
+  // The window cache wraps (its ring has fewer than T slots), and the first chunk is more rows
+  // than one of its passes takes (the ids are cut with the rows).
+  B: 2, T: 90, window: 4, chunks: [80, 1, 9],
 };
 
 /** A module of the case (options merged with `create`) with seeded weights. */
@@ -91,14 +93,15 @@ function withId(ids, value) {
 }
 
 /**
- * The hostile ids of HOSTILE_POSITION_IDS, each in a cached call after the case's first chunk,
+ * The hostile ids of HOSTILE_POSITION_IDS, each in a cached step after a short prompt,
  * on a table module (options merged with `create`). Resolves to { refused: [{ what, expected,
  * got: { name, argument } | null }], lengths: the cache's length after each refusal, readBefore
  * and readAfter (read() before and after them), next and fresh: the output of the next chunk on
  * this cache and on a module that never saw a hostile call }.
  */
 export async function hostileIdsRun(api, create = {}) {
-  const { B, T, chunks: [first, next] } = POSITION_CASE;
+  const { B, T } = POSITION_CASE;
+  const [first, next] = [3, 2];  // a prompt and a step, inside the table's TABLE_ROWS positions
   const tableCreate = { rotary: { table: table() }, ...create };
   const [mha, fresh] = [await seededModule(api, tableCreate), await seededModule(api, tableCreate)];
   try {
