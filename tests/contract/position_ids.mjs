@@ -32,7 +32,7 @@ const sequence = (mha) => {
 
 /**
  * The case's calls without positionIds and again with the ids they use by default: a plain causal
- * forward with per-head weights, then the sequence through a window cache in chunks, and the
+ * forward with per-head weights, an unbatched one, then the sequence through a window cache in chunks, and the
  * cache's read(). Resolves to [{ what, without, with }] of Float32Arrays, to be equal bit for bit.
  */
 export async function defaultIdsPairs(api, create = {}) {
@@ -45,6 +45,12 @@ export async function defaultIdsPairs(api, create = {}) {
       await mha.forward(x, x, x, { ...options, positionIds: defaultIds(B, T) })];
     const pairs = [{ what: 'output', without: plain.output.data, with: explicit.output.data },
       { what: 'attnWeights', without: plain.attnWeights.data, with: explicit.attnWeights.data }];
+    // Unbatched: query [L, E], ids [L] (as an onnxruntime-web tensor: dims, type).
+    const E = mha.config.embedDim;
+    const one = { data: x.data.subarray(0, T * E), shape: [T, E] };
+    const unbatchedIds = { data: defaultIds(1, T).data, dims: [T], type: 'int32' };
+    pairs.push({ what: 'unbatched output', without: (await mha.forward(one, one, one)).output.data,
+      with: (await mha.forward(one, one, one, { positionIds: unbatchedIds })).output.data });
     const caches = [mha.createCache({ batchSize: B, window }), mha.createCache({ batchSize: B, window })];
     let at = 0;
     for (const n of chunks) {
@@ -84,6 +90,7 @@ export const HOSTILE_POSITION_IDS = [
   { what: 'one row too many', error: 'ShapeError', ids: (B, L) => ({ data: new Int32Array(B * (L + 1)), shape: [B, L + 1] }) },
   { what: 'a shape its data does not fill', error: 'ShapeError', ids: (B, L) => ({ data: new Int32Array(B * L - 1), shape: [B, L] }) },
   { what: 'rank 1 for a batched call', error: 'ShapeError', ids: (B, L) => ({ data: new Int32Array(B * L), shape: [B * L] }) },
+  { what: 'an ORT tensor of another type', error: 'DTypeError', ids: (B, L) => ({ data: new Int32Array(B * L), dims: [B, L], type: 'int64' }) },
 ];
 
 // Ids with their last value replaced.
