@@ -74,7 +74,7 @@ export interface ForwardOptions {
    * positionIds[b, i] instead of i (cache.length + i with a cache). Integers >= 0, below
    * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows.
    */
-  positionIds?: PositionIds;
+  positionIds?: PositionIds | null;
 }
 
 export interface AttentionResult {

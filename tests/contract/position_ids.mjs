@@ -41,7 +41,7 @@ export async function defaultIdsPairs(api, create = {}) {
   try {
     const x = sequence(mha);
     const options = { isCausal: true, needWeights: true, averageAttnWeights: false };
-    const [plain, explicit] = [await mha.forward(x, x, x, options),
+    const [plain, explicit] = [await mha.forward(x, x, x, { ...options, positionIds: null }),
       await mha.forward(x, x, x, { ...options, positionIds: defaultIds(B, T) })];
     const pairs = [{ what: 'output', without: plain.output.data, with: explicit.output.data },
       { what: 'attnWeights', without: plain.attnWeights.data, with: explicit.attnWeights.data }];

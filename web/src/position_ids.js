@@ -5,13 +5,13 @@ import { OptionError, ShapeError, describe, formatShape } from './errors.js';
 import { checkTensor } from './tensor_checks.js';
 
 /**
- * positionIds: undefined, or a tensor { data: Int32Array, shape: [B, L] } ([L] for an unbatched
+ * positionIds: undefined or null (none, as for the masks), or a tensor { data: Int32Array, shape: [B, L] } ([L] for an unbatched
  * call) of integers >= 0, below rotary.table's rows when the module has a table. Without a cache
  * a query row and the key row beside it share a position, so S must equal L. Returns the ids as
  * an Int32Array view [B·L], or null.
  */
 export function checkPositionIds(positionIds, { rotary, B, L, S, batched }) {
-  if (positionIds === undefined) return null;
+  if (positionIds === undefined || positionIds === null) return null;
   if (!rotary) {
     throw new OptionError('positionIds: the module has no rotary embedding, so there are no positions to set '
       + '(create it with the `rotary` option)', { argument: 'positionIds', expected: 'a module created with rotary', actual: 'no rotary' });
