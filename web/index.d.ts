@@ -7,7 +7,7 @@ export * from './types/tensors.js';
 export * from './types/module_options.js';
 export * from './types/gpu_kernels.js';
 import type {
-  CacheDtype, FloatInput, HalfTensor, HalfTensorInput, Mask, Tensor, TensorInput,
+  CacheDtype, FloatInput, HalfTensor, HalfTensorInput, Mask, PositionIds, Tensor, TensorInput,
 } from './types/tensors.js';
 import type {
   CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig,
@@ -68,6 +68,13 @@ export interface ForwardOptions {
    * WebGPU at createCache(), else on the calling thread's WASM.
    */
   cache?: KvCache;
+  /**
+   * A rotary module's (create({ rotary })) positions of the L rows, [B, L] Int32Array: row i of
+   * batch b (its query and its key, so S must equal L without a cache) is rotated at
+   * positionIds[b, i] instead of i (cache.length + i with a cache). Integers >= 0, below
+   * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows.
+   */
+  positionIds?: PositionIds | null;
 }
 
 export interface AttentionResult {

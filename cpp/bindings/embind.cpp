@@ -90,6 +90,7 @@ struct ForwardWire {
   bool causal = false;
   std::uintptr_t output = 0, weights = 0;
   bool average_weights = true;
+  std::uintptr_t position_ids = 0;  // [B, L] int32, or 0 for the rows' own positions
 
   MhaForwardArgs args() const {
     MhaForwardArgs a;
@@ -105,6 +106,7 @@ struct ForwardWire {
     a.output = at<float>(output);
     a.weights = at<float>(weights);
     a.average_weights = average_weights;
+    a.position_ids = at<const std::int32_t>(position_ids);
     return a;
   }
 };
@@ -356,7 +358,8 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .field("isCausal", &ForwardWire::causal)
       .field("output", &ForwardWire::output)
       .field("weights", &ForwardWire::weights)
-      .field("averageWeights", &ForwardWire::average_weights);
+      .field("averageWeights", &ForwardWire::average_weights)
+      .field("positionIds", &ForwardWire::position_ids);
   emscripten::value_object<SdpaWire>("SdpaArgs")
       .field("N", &SdpaWire::N)
       .field("L", &SdpaWire::L)

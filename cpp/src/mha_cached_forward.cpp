@@ -72,7 +72,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   scratch_.resize(scratch);  // before anything changes: a failed allocation leaves the cache
   float* heads = scratch_.data() + (scratch - heads_floats);
   const Projected x = project_inputs(a, 0, H, *wq_, *wk_, *wv_);
-  rotate(x, B, L, L, first);
+  rotate(x, B, L, L, first, a.position_ids);
 
   // Keys are positions (attention_problem.h): the kernels find position j in slot j mod capacity,
   // and read the key-padding mask [B, total] and write the weights [B, (h,) L, total] in place.

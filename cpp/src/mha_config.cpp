@@ -146,6 +146,32 @@ void MultiHeadAttention::check_forward(const MhaForwardArgs& a) const {
   require_addressable("query", "the projections' scratch",
                       B * (L * qk_width_ + S * (k_width_ + std::int64_t{kv_width_}) + L * v_width_));
   require_addressable("query", "the rows", std::max(B * L * config_.embed_dim, B * S * std::int64_t{std::max(config_.kdim, config_.vdim)}));
+  if (a.position_ids != nullptr) check_position_ids(a);
+}
+
+// MhaForwardArgs::position_ids: a rotary module's, one per query row and key row, each in range.
+void MultiHeadAttention::check_position_ids(const MhaForwardArgs& a) const {
+  const int half = config_.rotary_dim / 2;
+  if (half == 0) {
+    throw ConfigError("position_ids", "position_ids: the module has no rotary embedding (rotary_dim 0), "
+                                      "so there are no positions to set");
+  }
+  if (a.S != a.L) {
+    throw ShapeError("position_ids", "position_ids: a query row and the key row beside it share a position, "
+                                     "so S must equal L = " + std::to_string(a.L) + ", got S = " + std::to_string(a.S));
+  }
+  // A given table has rows for positions 0 … rows − 1; frequencies take any int32 >= 0.
+  const std::int64_t rows = rotary_cos_.empty() ? std::int64_t{INT32_MAX} + 1
+                                                : static_cast<std::int64_t>(rotary_cos_.size() / half);
+  const std::int64_t count = std::int64_t{a.batch} * a.L;
+  for (std::int64_t n = 0; n < count; ++n) {
+    const std::int32_t p = a.position_ids[n];
+    if (p < 0 || p >= rows) {
+      throw ConfigError("position_ids", "position_ids[" + std::to_string(n / a.L) + ", " + std::to_string(n % a.L) +
+                                           "]: expected an integer in [0, " + std::to_string(rows - 1) + "], got " +
+                                           std::to_string(p));
+    }
+  }
 }
 
 }  // namespace webattention

@@ -89,7 +89,7 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
   const MhaConfig& c = config_;
   const int B = a.batch, L = a.L, S = a.S, H = c.num_heads;
   const Projected x = project_inputs(a, head_begin, head_end, wq, wk, wv);
-  rotate(x, B, L, S, 0);
+  rotate(x, B, L, S, 0, a.position_ids);
 
   AttentionProblem p = head_problem(B, x.heads, L, S, x.q, static_cast<std::ptrdiff_t>(L) * x.q_width,
                                     x.q_width, heads_out,
@@ -148,8 +148,8 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
   project(heads, rows, v_width_, &to, 1);
 }
 
-void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
-                                std::int64_t first_position) const {
+void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position,
+                                const std::int32_t* position_ids) const {
   const MhaConfig& c = config_;
   if (c.qk_norm) {
     rms_norm_heads(x.q, static_cast<std::size_t>(batch) * L, x.q_width, c.head_dim, q_norm_.data(), c.qk_norm_eps);
@@ -157,14 +157,14 @@ void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S,
   }
   if (c.rotary_dim == 0) return;
   const std::int64_t table_positions = static_cast<std::int64_t>(rotary_cos_.size()) / (c.rotary_dim / 2);
-  if (!rotary_cos_.empty() && first_position + std::max(L, S) > table_positions) {
+  if (!position_ids && !rotary_cos_.empty() && first_position + std::max(L, S) > table_positions) {
     throw ShapeError("rotary", "rotary table: positions up to " + std::to_string(first_position + std::max(L, S) - 1) +
                                    " are rotated, the table has rows for 0 … " + std::to_string(table_positions - 1));
   }
   const RotaryRows rows[] = {{x.q, L, x.q_width}, {x.k, S, x.k_width}};
   RotarySpec spec{c.head_dim, c.rotary_dim, c.rotary_interleaved, &rotary_frequencies_};
   if (!rotary_cos_.empty()) spec.table_cos = rotary_cos_.data(), spec.table_sin = rotary_sin_.data();
-  apply_rotary(rows, 2, batch, first_position, spec, rotary_table_.data());
+  apply_rotary(rows, 2, batch, first_position, position_ids, spec, rotary_table_.data());
 }
 
 AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, int S,

@@ -8,7 +8,7 @@
 namespace webattention {
 
 void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t first_position,
-                  const RotarySpec& spec, float* table) {
+                  const std::int32_t* position_ids, const RotarySpec& spec, float* table) {
   const int half = spec.dim / 2;
   if (half == 0) return;
   const std::vector<double>& theta = *spec.frequencies;
@@ -20,23 +20,28 @@ void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t 
   const int second_offset = spec.interleaved ? 1 : half;
   int positions = 0;
   for (int t = 0; t < count; ++t) positions = std::max(positions, tensors[t].count);
+  std::int64_t formed = -1;  // the position `table` holds
   for (int i = 0; i < positions; ++i) {
-    if (spec.table_cos) {
-      const std::size_t row = static_cast<std::size_t>(first_position + i) * half;
-      std::copy_n(spec.table_cos + row, half, cosines);
-      std::copy_n(spec.table_sin + row, half, sines);
-    } else {
-      // In double: a float angle at position 10^5 would be off by ~0.01 radian.
-      const double position = static_cast<double>(first_position + i);
-      for (int j = 0; j < half; ++j) {
-        cosines[j] = static_cast<float>(std::cos(position * theta[j]));
-        sines[j] = static_cast<float>(std::sin(position * theta[j]));
+    for (int b = 0; b < batch; ++b) {
+      const std::int64_t position =
+          position_ids ? position_ids[static_cast<std::ptrdiff_t>(b) * positions + i] : first_position + i;
+      if (position != formed) {
+        formed = position;
+        if (spec.table_cos) {
+          const std::size_t row = static_cast<std::size_t>(position) * half;
+          std::copy_n(spec.table_cos + row, half, cosines);
+          std::copy_n(spec.table_sin + row, half, sines);
+        } else {
+          // In double: a float angle at position 10^5 would be off by ~0.01 radian.
+          for (int j = 0; j < half; ++j) {
+            cosines[j] = static_cast<float>(std::cos(static_cast<double>(position) * theta[j]));
+            sines[j] = static_cast<float>(std::sin(static_cast<double>(position) * theta[j]));
+          }
+        }
       }
-    }
-    for (int t = 0; t < count; ++t) {
-      const RotaryRows& r = tensors[t];
-      if (i >= r.count) continue;
-      for (int b = 0; b < batch; ++b) {
+      for (int t = 0; t < count; ++t) {
+        const RotaryRows& r = tensors[t];
+        if (i >= r.count) continue;
         float* row = r.rows + (static_cast<std::ptrdiff_t>(b) * r.count + i) * r.width;
         for (int head = 0; head + spec.head_dim <= r.width; head += spec.head_dim) {
           float* x = row + head;

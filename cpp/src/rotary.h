@@ -28,10 +28,12 @@ struct RotaryRows {
   int count, width;
 };
 
-// Rotates each tensor of `tensors`, row i of each batch at position first_position + i. The
-// angles p·θ_j and their cosines and sines are formed in double once per position, for every head
-// of every tensor (Q and K at the same positions share them). `table` holds spec.dim floats.
+// Rotates each tensor of `tensors`, row i of batch b at position position_ids[b·rows + i] when
+// position_ids is given (rows: the largest count; the caller checked every id is in range), else
+// at first_position + i. The angles p·θ_j and their cosines and sines are formed in double once
+// per run of equal positions, for every head of every tensor (Q and K at the same positions share
+// them). `table` holds spec.dim floats.
 void apply_rotary(const RotaryRows* tensors, int count, int batch, std::int64_t first_position,
-                  const RotarySpec& spec, float* table);
+                  const std::int32_t* position_ids, const RotarySpec& spec, float* table);
 
 }  // namespace webattention

@@ -2,9 +2,9 @@
 // arrays. Plain ESM with atob only: Node (>= 16), Chromium pages and the packed-package apps run
 // it as is. Reading the JSON is the environment's job (readFileSync, fetch or a bundler).
 
-const DTYPES = { float32: Float32Array, uint8: Uint8Array };
+const DTYPES = { float32: Float32Array, uint8: Uint8Array, int32: Int32Array };
 
-/** { dtype, shape, b64 } (little-endian raw bytes) → { data: Float32Array | Uint8Array, shape }. */
+/** { dtype, shape, b64 } (little-endian raw bytes) → { data: Float32Array | Uint8Array | Int32Array, shape }. */
 export function decodeTensor({ dtype, shape, b64 }) {
   const Type = DTYPES[dtype];
   if (!Type) throw new Error(`unknown fixture dtype ${dtype}`);
@@ -19,7 +19,7 @@ const decodeFields = (obj) =>
   Object.fromEntries(Object.entries(obj ?? {}).map(([k, v]) => [k, isEncoded(v) ? decodeTensor(v) : v]));
 
 // create() options with a rotary table ({ cos, sin } encoded) get it decoded.
-const decodeCreate = (create) => (create?.rotary?.table
+export const decodeCreate = (create) => (create?.rotary?.table
   ? { ...create, rotary: { ...create.rotary, table: decodeFields(create.rotary.table) } } : create);
 
 /** One case of the JSON with every tensor decoded (fresh arrays: a caller may change them). */

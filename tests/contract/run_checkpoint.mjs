@@ -1,9 +1,10 @@
 // A checkpoint case (tests/fixtures/make_checkpoint_fixtures.py) the way a user loads one: its
 // safetensors file through loadSafetensors(), loadStateDict({ layout, prefix, strict }), then
 // self-attention over x without a mask, causal, and causal again through a KV cache fed in chunks,
-// whose cache.read() must then give every position's keys and values.
+// whose cache.read() must then give every position's keys and values. A case with positionIds
+// passes them to every call (a chunk's rows of them to the cached ones).
 import { compare } from './compare.mjs';
-import { decodeTensor } from './decode.mjs';
+import { decodeCreate, decodeTensor } from './decode.mjs';
 import { place, rows } from './run_decode.mjs';
 
 /** The chunks the cached pass feeds (rows per call): a prompt, one token, the rest. */
@@ -16,18 +17,21 @@ const CHUNKS = [2, 1, 3];
  */
 export async function runCheckpointCase(api, c, bytes, { create = {} } = {}) {
   const x = decodeTensor(c.x);
-  const mha = await api.MultiHeadAttention.create({ ...c.create, ...create });
+  const ids = c.positionIds && decodeTensor(c.positionIds);
+  const positions = (at, n) => (ids ? { positionIds: at === 0 && n === ids.shape[1] ? ids : rows(ids, at, n) } : {});
+  const mha = await api.MultiHeadAttention.create({ ...decodeCreate(c.create), ...create });
   try {
     mha.loadStateDict(api.loadSafetensors(bytes), c.load);
-    const full = compare((await mha.forward(x, x, x)).output, decodeTensor(c.full));
-    const causal = compare((await mha.forward(x, x, x, { isCausal: true })).output, decodeTensor(c.causal));
-    const [B, T, E] = x.shape;
+    const T = x.shape[1];
+    const full = compare((await mha.forward(x, x, x, positions(0, T))).output, decodeTensor(c.full));
+    const causal = compare((await mha.forward(x, x, x, { isCausal: true, ...positions(0, T) })).output, decodeTensor(c.causal));
+    const [B, , E] = x.shape;
     const cache = mha.createCache({ batchSize: B, maxLength: T });
     const assembled = { data: new Float32Array(B * T * E), shape: [B, T, E] };
     let at = 0;
     for (const n of CHUNKS) {
       const chunk = rows(x, at, n);
-      place(assembled, (await mha.forward(chunk, chunk, chunk, { cache })).output, at, n);
+      place(assembled, (await mha.forward(chunk, chunk, chunk, { cache, ...positions(at, n) })).output, at, n);
       at += n;
     }
     if (at !== T) throw new Error(`case ${c.name}: the chunks cover ${at} of ${T} rows`);

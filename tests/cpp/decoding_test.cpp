@@ -37,13 +37,9 @@ std::vector<std::vector<float>> load_random(MultiHeadAttention& m, std::mt19937&
 std::vector<float> run(const MultiHeadAttention& m, const std::vector<float>& x, int B, int T,
                        MaskArg attn_mask = {}, bool causal = true) {
   std::vector<float> out(static_cast<std::size_t>(B) * T * E);
-  MhaForwardArgs a;
-  a.batch = B;
-  a.L = a.S = T;
-  a.query = a.key = a.value = x.data();
+  MhaForwardArgs a = testing::self_attention_args(x.data(), B, T, out.data());
   a.attn_mask = attn_mask;
   a.causal = causal;
-  a.output = out.data();
   m.forward(a);
   return out;
 }

@@ -233,7 +233,7 @@ TEST_P(RotaryCases, MatchesReference) {
   const RotarySpec spec{c.head_dim, c.rotary_dim, c.interleaved, &frequencies};
   const RotaryRows rows[2] = {{x[0].data(), c.rows, widths[0]}, {x[1].data(), c.rows, widths[1]}};
   std::vector<float> table(c.rotary_dim);
-  apply_rotary(rows, 2, 1, c.position0, spec, table.data());
+  apply_rotary(rows, 2, 1, c.position0, nullptr, spec, table.data());
   for (int t = 0; t < 2; ++t) {
     EXPECT_TRUE(matches_reference(x[t].data(), kernel_reference::rotary(before[t], c.rows, widths[t] / c.head_dim, c.head_dim,
                                                                         c.rotary_dim, c.interleaved, c.base, c.position0)))

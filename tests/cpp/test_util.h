@@ -9,7 +9,20 @@
 #include <string>
 #include <vector>
 
+#include "webattention/multihead_attention.h"
+
 namespace webattention::testing {
+
+// Self-attention over x [batch, L, embed_dim] (query = key = value, S = L) into out: the caller
+// adds masks, causal, weights and position ids.
+inline MhaForwardArgs self_attention_args(const float* x, int batch, int L, float* out) {
+  MhaForwardArgs a;
+  a.batch = batch;
+  a.L = a.S = L;
+  a.query = a.key = a.value = x;
+  a.output = out;
+  return a;
+}
 
 inline std::vector<float> random_floats(std::size_t n, std::mt19937& rng, float scale = 1.0f) {
   std::normal_distribution<float> dist(0.0f, scale);

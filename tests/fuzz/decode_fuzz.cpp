@@ -1,7 +1,8 @@
 // libFuzzer harness of incremental decoding (docs/attention-math.md §7-§9), built with ASan +
 // UBSan (scripts/fuzz.sh). Each input is read as a grouped-query / rotary module, a sequence, a
 // sliding window (or none), a key-padding mask, a way of cutting the sequence into chunks (up to
-// 160 positions: a window's ring of W + 63 slots wraps), and weights averaged, per head or none.
+// 160 positions: a window's ring of W + 63 slots wraps), weights averaged, per head or none, and
+// for a rotary module maybe position ids.
 // Checks: nothing the sanitizers see; the chunks fed to a KV cache give the rows of one plain
 // forward over the whole sequence with the causal window as an additive mask (outputs and
 // weights); appending past max_length is a CacheError that leaves the cache; reset() then a second
@@ -94,6 +95,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int j = window ? std::max(0, i - window + 1) : 0; j <= i; ++j) window_mask[static_cast<std::size_t>(i) * T + j] = 0.0f;
   const bool weights = in.coin(), average = in.coin();
   const int wh = average ? 1 : H;
+  // position_ids (§8) for a rotary module: rows at positions of their own (repeated, out of
+  // order, far, the largest int32), the same ids for the plain forward and the chunks.
+  std::vector<std::int32_t> ids;
+  if (c.rotary_dim > 0 && in.coin()) {
+    const int spread = in.coin() ? 1 : 65537;
+    ids.resize(static_cast<std::size_t>(B) * T);
+    for (auto& id : ids) {
+      const int b = in.u8();
+      id = b == 255 ? std::numeric_limits<std::int32_t>::max() : b * spread;
+    }
+  }
 
   MhaForwardArgs full;
   full.batch = B;
@@ -105,6 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   full.output = expected.data();
   full.weights = weights ? expected_w.data() : nullptr;
   full.average_weights = average;
+  full.position_ids = ids.empty() ? nullptr : ids.data();
   const KvCacheConfig cache_config{B, window && in.coin() ? 0 : T, window, cache_dtype};
   if (cache_dtype == StorageType::f32) {
     mha.forward(full);
@@ -124,9 +137,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (int n : chunks) {
       std::vector<float> part(static_cast<std::size_t>(B) * n * E), out(part.size());
       std::vector<std::uint8_t> pad(padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + n));
+      std::vector<std::int32_t> part_ids(ids.empty() ? 0 : static_cast<std::size_t>(B) * n);
       for (int b = 0; b < B; ++b) {
         std::copy_n(x.begin() + (static_cast<std::size_t>(b) * T + at) * E, n * E, part.begin() + static_cast<std::size_t>(b) * n * E);
         if (!pad.empty()) std::copy_n(padding.begin() + static_cast<std::size_t>(b) * T, at + n, pad.begin() + static_cast<std::size_t>(b) * (at + n));
+        if (!part_ids.empty()) std::copy_n(ids.begin() + static_cast<std::size_t>(b) * T + at, n, part_ids.begin() + static_cast<std::size_t>(b) * n);
       }
       std::vector<float> w(weights ? static_cast<std::size_t>(B) * wh * n * (at + n) : 0);
       MhaForwardArgs a;
@@ -137,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       a.output = out.data();
       a.weights = weights ? w.data() : nullptr;
       a.average_weights = average;
+      a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
       mha.forward(a, *cache);
       for (int b = 0; b < B; ++b)
         std::copy_n(out.begin() + static_cast<std::size_t>(b) * n * E, n * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);

@@ -53,6 +53,11 @@ const SPOIL_OPTIONS = {
   throwingGetter: (o) => [Object.defineProperty({ ...o }, 'needWeights', { get() { throw THROWN; }, enumerable: true }), false],
   badMask: (o, { B, S }) => [{ ...o, keyPaddingMask: { data: new Uint8Array(B * S + 1), shape: [B, S + 1] } }, false],
   badBoolean: (o) => [{ ...o, isCausal: pick(['yes', 1, null]) }, false],
+  badPositionIds: (o, { B, L }) => [{ ...o, positionIds: pick([{ data: new Int32Array(B * L).fill(-1), shape: [B, L] },
+    { data: new Float32Array(B * L), shape: [B, L] }, { data: new Int32Array(B * L + 1), shape: [B, L + 1] }, new Int32Array(B * L)]) }, false],
+  // The ids a call uses anyway: the same bits, where the module has rotary and S = L.
+  defaultPositionIds: (o, { B, L, S, rotary }) => [{ ...o, positionIds: { data: Int32Array.from({ length: B * L }, (_, n) => n % L), shape: [B, L] } },
+    rotary && L === S],
 };
 
 // The modules' score options, biases, sinks, qk-norm and scaled RoPE (issue 20): the spoiled calls
@@ -88,8 +93,8 @@ async function randomCall() {
   const expected = (await mha.forward(q, k, v, options)).output.data;
   if (random() < 0.25) {
     const name = pick(Object.keys(SPOIL_OPTIONS));
-    const [spoiled] = SPOIL_OPTIONS[name](options, { B, S });
-    return { name: `options ${name}`, run: () => mha.forward(q, k, v, spoiled), expected: null };
+    const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, rotary: Boolean(mha.config.rotary) });
+    return { name: `options ${name}`, run: () => mha.forward(q, k, v, spoiled), expected: same ? expected : null };
   }
   const name = pick(Object.keys(SPOIL_TENSOR));
   const which = int(3);

@@ -98,6 +98,13 @@ const cases = [
     })],
   ['unbatched input', { embedDim: 16, numHeads: 2 }, 2, 0, 5, 8, () => ({})],
   ['output projection split by rows too (L = 512, E = 128)', { embedDim: 128, numHeads: 4 }, 2, 1, 512, 512, () => ({ isCausal: true })],
+  // Each batch's ids reach the worker of its rows (sliced with them), each head range all of them.
+  ['batch × head grid with rotary positionIds, GQA (B = 2, 4 threads)', { embedDim: 16, numHeads: 4, numKvHeads: 2, rotary: {} }, 4, 2, 6, 6,
+    () => ({ isCausal: true, positionIds: { data: Int32Array.from([9, 3, 3, 0, 70000, 1, 5, 4, 3, 2, 1, 0]), shape: [2, 6] } })],
+  ['head ranges with positionIds into a rotary table (B = 1)', { embedDim: 16, numHeads: 4, rotary: { table: {
+    cos: { data: Float32Array.from({ length: 10 }, (_, i) => Math.cos(i)), shape: [5, 2] },
+    sin: { data: Float32Array.from({ length: 10 }, (_, i) => Math.sin(i)), shape: [5, 2] } } } }, 2, 1, 5, 5,
+  () => ({ positionIds: { data: Int32Array.from([4, 0, 2, 2, 1]), shape: [1, 5] } })],
 ];
 
 for (const [name, options, threads, B, L, S, makeOptions] of cases) {

@@ -10,6 +10,10 @@ async function decode(prompt: Tensor, token: Tensor) {
   const ring = mha.createCache({ window: 128 });
   await mha.forward(prompt, prompt, prompt, { cache });
   const { output } = await mha.forward(token, token, token, { cache: ring, needWeights: true });
+  await mha.forward(token, token, token, { cache, positionIds: { data: new Int32Array([7]), shape: [1, 1] } });
+  await mha.forward(token, token, token, { positionIds: { data: new Int32Array([7]), dims: [1, 1], type: 'int32' } });
+  // @ts-expect-error: position ids are an Int32Array
+  await mha.forward(token, token, token, { positionIds: { data: new Float32Array([7]), shape: [1, 1] } });
   const length: number = cache.length + ring.window + ring.maxLength + ring.batchSize;
   const dim: number | undefined = mha.config.rotary?.dim;
   const { key, value, firstPosition } = await ring.read();

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
-import { rotaryTable } from '../../web/src/webgpu/rotary_table.js';
+import { consecutivePositions, rotaryTable } from '../../web/src/webgpu/rotary_table.js';
 import { boolMask, gpu, gpuMatchesWasm } from './node_setup.mjs';
 
 describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => {
@@ -38,7 +38,7 @@ describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => 
   test('the rotary table holds cos and sin of a float64 angle, also at position 100000', () => {
     const rotary = { base: 500, dim: 8 };
     const first = 100000;
-    const table = rotaryTable(rotary, first, 3);
+    const table = rotaryTable(rotary, consecutivePositions(first, 3));
     for (let i = 0; i < 3; i++) {
       for (let j = 0; j < 4; j++) {
         const angle = (first + i) * 500 ** (-2 * j / 8);

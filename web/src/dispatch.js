@@ -26,7 +26,8 @@ import { planWithCopies } from './plans.js';
 /**
  * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
  *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
- *   cache (null, or { kvCache, lengthBefore, lengthAfter }), outputShape, weightsShape }
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter }), positionIds (null, or Int32Array
+ *   [B·L]: each row's rotary position), outputShape, weightsShape }
  * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
  *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
  * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()

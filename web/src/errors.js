@@ -126,6 +126,7 @@ const JS_NAMES = {
   value_head_dim: 'valueHeadDim', rotary_dim: 'rotary.dim', rotary_base: 'rotary.base',
   max_length: 'maxLength', batch_size: 'batchSize', key_padding_mask: 'keyPaddingMask',
   attn_mask: 'attnMask', state_dict: 'stateDict', head_bilinear_form: 'headBilinearForm',
+  position_ids: 'positionIds',
 };
 const inJsWords = (text) => text.replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (word) => JS_NAMES[word] ?? word);
 

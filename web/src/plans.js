@@ -5,9 +5,10 @@ import { CacheError, OptionError, ShapeError, describe, formatShape } from './er
 import { KvCache } from './kv_cache.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { widenInputs } from './half_tensors.js';
+import { checkPositionIds } from './position_ids.js';
 import { FLOAT_DATA, MaskKind, checkMask, checkTensor, product, shapeError } from './tensor_checks.js';
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
 
 /** Checks one forward() call against the module's config and returns its plan. */
 export function resolveMhaForward(config, query, key, value, options) {
@@ -31,7 +32,8 @@ export function resolveMhaForward(config, query, key, value, options) {
   const cache = o.cache === undefined ? null
     : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null, isCausal: o.isCausal });
   const T = cache ? cache.lengthAfter : S;
-  checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
+  const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
+  if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
   const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
   if (keyPaddingMask.kind !== MaskKind.none) {
@@ -58,13 +60,14 @@ export function resolveMhaForward(config, query, key, value, options) {
     needWeights,
     averageAttnWeights,
     cache,
+    positionIds,
     outputShape: [...lead(B), L, config.embedDim],
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
   };
 }
 
 /**
- * The plan with its own copies of every input array (query, key, value, mask data; an array
+ * The plan with its own copies of every input array (query, key, value, mask data, position ids; an array
  * passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`, for
  * a transfer list). A call that has to wait before it reads its inputs works on these: an input
  * is read when forward() is called, whatever the caller does with its arrays afterwards.
@@ -80,7 +83,7 @@ export function planWithCopies(plan) {
   const copied = {
     ...plan,
     query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
-    keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask),
+    keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask), positionIds: copy(plan.positionIds),
   };
   return { plan: copied, buffers: [...copies.values()].map((c) => c.buffer) };
 }

@@ -48,7 +48,7 @@ export function splitWork(B, H, count) {
   return tasks;
 }
 
-/** The plan of batches [b0, b1): views on the same data, masks sliced alike. */
+/** The plan of batches [b0, b1): views on the same data, masks and position ids sliced alike. */
 export function sliceBatch(plan, config, b0, b1) {
   if (b0 === 0 && b1 === plan.B) return plan;
   const views = new Map();  // one view per array, so that query === key === value stays true
@@ -69,6 +69,7 @@ export function sliceBatch(plan, config, b0, b1) {
     // [L, S] is shared by every batch; [B·h, L, S] is sliced by batch.
     attnMask: am.data && am.shape.length === 3
       ? { ...am, data: rows(am.data), shape: [n * config.numHeads, plan.L, plan.S] } : am,
+    positionIds: plan.positionIds && rows(plan.positionIds),
   };
 }
 
@@ -82,6 +83,7 @@ function postable(plan) {
       query: copy.query, key: copy.key, value: copy.value,
       keyPaddingMask: mask(copy.keyPaddingMask), attnMask: mask(copy.attnMask),
       isCausal: copy.isCausal, needWeights: copy.needWeights, averageAttnWeights: copy.averageAttnWeights,
+      positionIds: copy.positionIds,
     },
     transfer: buffers,
   };

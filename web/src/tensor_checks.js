@@ -18,7 +18,7 @@ const MAX_RANK = 8;
 
 // What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
 // tensors are { data, dims, type } ('bool' is their boolean mask).
-const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'], Uint16Array: ['float16', 'bfloat16'] };
+const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'], Uint16Array: ['float16', 'bfloat16'], Int32Array: ['int32'] };
 
 /** Element types of a float tensor: float32 values, or 16-bit ones whose dtype says which kind. */
 export const FLOAT_DATA = ['Float32Array', 'Uint16Array'];

@@ -17,7 +17,7 @@ const dataViewByteLength = dataViewGetter('byteLength');
 const bufferLengthGetters = [ArrayBuffer, globalThis.SharedArrayBuffer]
   .filter(Boolean).map((Buffer) => Object.getOwnPropertyDescriptor(Buffer.prototype, 'byteLength').get);
 
-const VIEWS = { Float32Array, Uint8Array, Uint16Array };
+const VIEWS = { Float32Array, Uint8Array, Uint16Array, Int32Array };
 
 /**
  * The element type of a typed array ('Float32Array', 'Uint8Array', ...) from its internal slot,
@@ -33,7 +33,7 @@ export function typedArrayLength(value) {
 }
 
 /**
- * A plain Float32Array, Uint8Array or Uint16Array of this realm on the same memory as `value` (whose type
+ * A plain Float32Array, Uint8Array, Uint16Array or Int32Array of this realm on the same memory as `value` (whose type
  * typedArrayType() said is one of those): the package reads only such views.
  */
 export function plainView(value) {

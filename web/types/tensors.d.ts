@@ -28,6 +28,12 @@ export type TensorInput<T extends Float32Array | Uint8Array = Float32Array> = Sh
 
 export type Mask = TensorInput<Uint8Array> | TensorInput<Float32Array>;
 
+/**
+ * forward()'s positionIds: integers >= 0, [B, L] ([L] for an unbatched call), as a tensor or an
+ * onnxruntime-web / transformers.js one (`dims`, `type` 'int32').
+ */
+export type PositionIds = { data: Int32Array; shape: readonly number[] } | { data: Int32Array; dims: readonly number[]; type?: 'int32' };
+
 /** The kinds of 16-bit float: IEEE binary16 and bfloat16 (a float32's top half). */
 export type HalfDtype = 'float16' | 'bfloat16';
 

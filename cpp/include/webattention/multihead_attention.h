@@ -107,6 +107,11 @@ struct MhaForwardArgs {
   float* output = nullptr;
   float* weights = nullptr;
   bool average_weights = true;
+  // [B, L] (optional, rotary modules only): the rotary position of each query row and of the key
+  // row beside it (without a cache S must equal L), instead of its row index (plus the cache's
+  // length). Integers >= 0, below the table's rows with a given table. Masks, causality and the
+  // cache's order still follow the rows (docs/attention-math.md §8).
+  const std::int32_t* position_ids = nullptr;
 };
 
 class MultiHeadAttention {
@@ -192,9 +197,10 @@ class MultiHeadAttention {
   Projected project_inputs(const MhaForwardArgs& args, int head_begin, int head_end,
                            const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
                            const kernels::PackedLinear& wv) const;
-  // The qk-norm, then RoPE, on the projected Q (L rows per batch) and K (S rows), at positions
-  // first_position + i.
-  void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position) const;
+  // The qk-norm, then RoPE, on the projected Q (L rows per batch) and K (S rows), row i of batch
+  // b at position_ids[b·L + i] when given (check_forward() checked them), else first_position + i.
+  void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position,
+              const std::int32_t* position_ids) const;
   // The attention problem of `heads` query heads whose projected Q rows are at q (batch stride
   // q_batch, row stride q_width) and whose output rows go to out (batch stride out_batch, row
   // stride heads·d_v): sizes, scale and the GQA group; the caller adds K/V, masks and the rest.
@@ -204,6 +210,7 @@ class MultiHeadAttention {
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
+  void check_position_ids(const MhaForwardArgs& args) const;
   void require_loaded() const;  // StateDictError naming the first entry not loaded yet
   void attend(const MhaForwardArgs& args, int head_begin, int head_end,
               const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,

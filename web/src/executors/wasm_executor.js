@@ -190,13 +190,13 @@ export class WasmExecutor {
     const am = plan.attnMask;
     return withHeap(this.core, [
       { data: plan.query }, { data: plan.key }, { data: plan.value },
-      { data: kpm.data }, { data: am.data },
+      { data: kpm.data }, { data: am.data }, { data: plan.positionIds },
       { floats: outFloats }, { floats: weightFloats },
-    ], ([query, key, value, kpmAt, amAt, output, weights]) => {
+    ], ([query, key, value, kpmAt, amAt, positionIds, output, weights]) => {
       const error = call({
         batch: B, L, S, query, key, value,
         keyPaddingMask: maskArgs(kpm, kpmAt), attnMask: maskArgs(am, amAt),
-        isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights,
+        isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights, positionIds,
       });
       if (error) throwCoreError(error);
       return {

@@ -128,7 +128,7 @@ export class WebGpuExecutor {
     const weightFloats = B * weightsPerBatch(plan, H);
     const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
       B * L * (H * dk + G * dk + G * dv), B * S * G * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
-      plan.attnMask.data?.length ?? 0, config.rotary ? Math.max(L, S) * dk : 0);
+      plan.attnMask.data?.length ?? 0, config.rotary ? (plan.positionIds?.length ?? Math.max(L, S)) * dk : 0);
     if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
     const maxGroups = limits.maxComputeWorkgroupsPerDimension;
     const rows = Math.max(B * L, B * S);

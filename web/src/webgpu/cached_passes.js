@@ -35,6 +35,7 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
     passes.push({
       ...plan, L: i1 - i0, S: i1 - i0, T: keys, firstRow: i0,
       query: slice(plan.query, E), key: slice(plan.key, kdim), value: slice(plan.value, vdim),
+      positionIds: plan.positionIds && slice(plan.positionIds, 1),
       keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data, T, 1, 0, keys), shape: [B, keys] } : kpm,
       cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys },
     });

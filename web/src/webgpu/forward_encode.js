@@ -4,7 +4,8 @@
 //                                   into one dispatch when query, key and value are one array,
 //                                   or key and value: linear_problems.js)
 //   rotary (optional)   rotary      Q and K rotated in place at positions 0…L−1 / 0…S−1
-//                                   (with a KV cache: n…n+L−1, n = its length before)
+//                                   (with a KV cache: n…n+L−1, n = its length before), or
+//                                   at the call's positionIds [B, L]
 //   cache (optional)    cacheAppend the new K and V rows written into the cache's ring, which
 //                                   the attention kernels then read (bottom-right causal, window)
 //   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
@@ -21,7 +22,7 @@ import { weightsPerBatch } from '../plans.js';
 import { MaskKind } from '../tensor_checks.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
-import { rotaryTable } from './rotary_table.js';
+import { consecutivePositions, rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
@@ -71,11 +72,14 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     normalize(k, S, G, params.kNorm);
   }
   if (rotary) {
-    // One table for queries (positions first…first+L−1) and keys (first…first+S−1).
+    // One table for queries (positions first…first+L−1) and keys (first…first+S−1), shared by
+    // the batches; with positionIds a row per (batch, row), queries and keys alike (S = L).
     const half = rotary.dim / 2;
-    const table = upload(rotaryTable(rotary, first, Math.max(L, S)), 'rotary table');
+    const ids = plan.positionIds;
+    const table = upload(rotaryTable(rotary, ids ?? consecutivePositions(first, Math.max(L, S))), 'rotary table');
+    const batchRows = ids ? L : 0;
     const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
-      uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0 })),
+      uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
       [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
     rotate(q, L, H);
     rotate(k, S, G);

@@ -5,25 +5,28 @@
 
 import { rotaryFrequencies } from '../rotary_frequencies.js';
 
-/** [count, dim/2, 2] floats: (cos pθ_j, sin pθ_j) for p = first … first + count − 1. */
-export function rotaryTable(rotary, first, count) {
+/** The positions of rows first … first + count − 1: a call's rows without positionIds. */
+export const consecutivePositions = (first, count) => Array.from({ length: count }, (_, i) => first + i);
+
+/**
+ * [positions.length, dim/2, 2] floats: (cos pθ_j, sin pθ_j) for each p of `positions` (integers
+ * >= 0; with a given table, below its rows: plans.js checked them).
+ */
+export function rotaryTable(rotary, positions) {
   const half = rotary.dim / 2;
-  if (rotary.table) {  // a given table: its rows first … first + count − 1 (plans.js checked they exist)
-    const { cos, sin } = rotary.table;
-    const rows = new Float32Array(count * half * 2);
-    for (let k = 0; k < count * half; k++) {
-      rows[2 * k] = cos[first * half + k];
-      rows[2 * k + 1] = sin[first * half + k];
-    }
-    return rows;
-  }
-  const theta = rotaryFrequencies({ scaling: null, ...rotary });
-  const table = new Float32Array(count * half * 2);
-  for (let i = 0; i < count; i++) {
-    const position = first + i;
+  const table = new Float32Array(positions.length * half * 2);
+  const theta = rotary.table ? null : rotaryFrequencies({ scaling: null, ...rotary });
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i];
     for (let j = 0; j < half; j++) {
-      table[(i * half + j) * 2] = Math.cos(position * theta[j]);
-      table[(i * half + j) * 2 + 1] = Math.sin(position * theta[j]);
+      const at = (i * half + j) * 2;
+      if (theta) {
+        table[at] = Math.cos(position * theta[j]);
+        table[at + 1] = Math.sin(position * theta[j]);
+      } else {  // a given table: its row `position`
+        table[at] = rotary.table.cos[position * half + j];
+        table[at + 1] = rotary.table.sin[position * half + j];
+      }
     }
   }
   return table;

@@ -15,14 +15,14 @@ export const ROTARY_WORKGROUP = 64;
 
 /** The kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const ROTARY_PARAMS = [
-  ['count', 'u32', 'rows per batch; row (b, i) is at table row first + i'],
+  ['count', 'u32', 'rows per batch'],
   ['heads', 'u32', 'heads per row'],
   ['headDim', 'u32', 'DK: head h of row (b, i) starts at off + (b·count + i)·stride + h·headDim'],
   ['off', 'u32'],
   ['stride', 'u32'],
   ['half', 'u32', 'rotary.dim / 2 pairs per head'],
   ['interleaved', 'u32', '1: pairs (2j, 2j + 1); 0: (j, j + half)'],
-  ['first', 'u32', 'table row of position of row i = 0'],
+  ['batchRows', 'u32', 'row (b, i) reads table row b·batchRows + i: 0 when every batch shares the positions, count with positionIds'],
 ];
 
 export function rotaryShader() {
@@ -44,7 +44,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     first = 2u * j;
     second = 2u * j + 1u;
   }
-  let t = ((p.first + i) * p.half + j) * 2u;
+  let t = ((gid.z * p.batchRows + i) * p.half + j) * 2u;
   let c = table[t];
   let s = table[t + 1u];
   let a = x[at + first];
