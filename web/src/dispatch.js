@@ -145,8 +145,8 @@ export class Dispatcher {
     const pool = this.#pool;
     // A call with one (batch, K/V head) unit has nothing to split.
     const poolWanted = pool?.working && plan.B * this.#config.numKvHeads > 1 && (!this.#autoThreads || flops >= AUTO_MIN_FLOPS);
-    // 'auto' starts its workers at the first call that wants them (this one runs here meanwhile).
-    if (poolWanted && !pool.started) pool.start();
+    // 'auto' starts its workers after the first call that wants them (which runs here).
+    if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };

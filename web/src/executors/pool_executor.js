@@ -21,6 +21,7 @@ export class PoolExecutor {
   #isReady = false;
   #disposed = false;
   #pendingEntries = null;  // copies of the last loaded state dict, until the pool is started
+  #startTimer = null;      // startSoon()'s timer, until it fires
 
   /**
    * wasm: the calling thread's WasmExecutor (it computes the first share of every call).
@@ -49,9 +50,25 @@ export class PoolExecutor {
     this.#pendingEntries = null;
   }
 
-  /** True once start() has run. */
+  /**
+   * Starts the workers once the current task is over ('auto', at its first call big enough for
+   * them): that call runs on the calling thread anyway, and spawning workers while it runs would
+   * delay its result (the spawn itself, and the workers' start-up competing for the cores with
+   * it and with V8 optimising the WASM code it runs: a cold start's first call). The timer does not
+   * keep Node alive: a process that exits after its first call never starts them.
+   */
+  startSoon() {
+    if (this.#pool || this.#startTimer || this.#disposed) return;
+    this.#startTimer = setTimeout(() => {
+      this.#startTimer = null;
+      this.start();
+    }, 0);
+    this.#startTimer.unref?.();
+  }
+
+  /** True once start() or startSoon() has run. */
   get started() {
-    return this.#pool !== null;
+    return this.#pool !== null || this.#startTimer !== null;
   }
 
   /** False once the pool has failed (or this module was disposed): calls go elsewhere. */
@@ -127,6 +144,8 @@ export class PoolExecutor {
   dispose() {
     this.#disposed = true;
     this.#pendingEntries = null;
+    clearTimeout(this.#startTimer);
+    this.#startTimer = null;
     this.#pool?.detach(this.#id);
   }
 
