@@ -118,7 +118,7 @@ export class Dispatcher {
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
       // Copied, as the WASM core copies: the caller may reuse its arrays before the upload.
-      gpu.pendingEntries = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      gpu.pendingEntries = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
     } else if (this.#gpuUsable()) {
       gpu.executor.loadStateDict(entries);
     }
