@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // Browser cold start: navigation → the demo page's first result (web/demo/: the page runs the
 // package on load and sets <body data-status="ok"> when its first run is shown), in headless
-// Chromium on the repository's own server (scripts/serve.mjs, cross-origin isolated unless
-// --plain). Each run opens the page in a fresh browser context (a first visit: nothing cached),
-// then reloads it in that context (a second visit: what the browser keeps in memory; that server
-// sends no-store, so no HTTP cache and none of V8's code cache that rides on it, which a static
-// host's cacheable answers would add). Prints the median and minimum of each.
+// Chromium or Firefox (tests/browser/browsers.mjs, as the page tests launch them) on the
+// repository's own server (scripts/serve.mjs, cross-origin isolated unless --plain). Each run opens
+// the page in a fresh browser context (a first visit: nothing cached), then reloads it in that
+// context (a second visit: the server sends no-cache with an ETag, so the browser revalidates each
+// file and keeps what it has, with the code caches its engine builds for cached scripts and WASM
+// modules). Prints the median and minimum of each.
 //
-//   node bench/browser_cold_start.mjs [--runs N] [--plain]
+//   node bench/browser_cold_start.mjs [--runs N] [--plain] [--browser chromium|firefox]
 //
 // Per visit: first result (ms from navigation start, performance.now() when data-status turned
 // ok), DOMContentLoaded, when the last .wasm before it had arrived, how many requests the page
@@ -17,10 +18,12 @@ import { commonHeader, parseFlags } from './run_env.mjs';
 const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
   runs: { type: 'string', default: '9' },
   plain: { type: 'boolean', default: false },
+  browser: { type: 'string', default: 'chromium' },
 });
 const runs = Number(values.runs);
-const { CHROMIUM, CHROMIUM_ARGS, startServer } = await import('../tests/browser/harness.mjs');
-const { chromium } = await import('playwright-core');
+if (!['chromium', 'firefox'].includes(values.browser)) throw new Error(`--browser: expected chromium or firefox, got '${values.browser}'`);
+const { startServer } = await import('../tests/browser/harness.mjs');
+const { launchBrowser } = await import('../tests/browser/browsers.mjs');
 
 // Installed before any page script: the moment the first run's verdict lands on <body>.
 function recordFirstResult() {
@@ -49,17 +52,22 @@ async function visit(page, go) {
 }
 
 const server = await startServer({ isolated: !values.plain });
-const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+let browser;
+try {
+  browser = await launchBrowser(values.browser);
+} catch (e) {
+  server.child.kill();
+  throw e;
+}
 const url = `${server.url}/web/demo/`;
 const results = { first: [], second: [] };
 try {
   for (let i = 0; i < runs; i++) {
-    const context = await browser.newContext();
-    const page = await context.newPage();
+    const page = await browser.newPage();  // its own browser context: nothing cached
     await page.addInitScript(recordFirstResult);
     results.first.push(await visit(page, () => page.goto(url)));
     results.second.push(await visit(page, () => page.reload()));
-    await context.close();
+    await page.close();
   }
 } finally {
   await browser.close();
@@ -73,9 +81,9 @@ const stat = (list, key) => {
   return `${v[v.length >> 1].toFixed(0)} (min ${v[0].toFixed(0)})`;
 };
 for (const [k, v] of Object.entries(commonHeader('browser_cold_start.mjs', process.argv.slice(2)))) console.log(`${k}: ${v}`);
-console.log(`${url} (${values.plain ? 'not ' : ''}cross-origin isolated), ${runs} runs, median (min) ms from navigation start`);
-console.log('visit                     first result   DOMContentLoaded   .wasm fetched      requests   page\'s first forward');
+console.log(`${browser.engine}, ${url} (${values.plain ? 'not ' : ''}cross-origin isolated), ${runs} runs, median (min) ms from navigation start`);
+console.log('visit                     first result    DOMContentLoaded   .wasm fetched      requests   page\'s first forward');
 for (const [name, list] of [['first (nothing cached)', results.first], ['second (reload)', results.second]]) {
-  console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(15)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'wasmFetched').padEnd(19)}`
+  console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(16)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'wasmFetched').padEnd(19)}`
     + `${String(list[0].requests).padEnd(11)}${stat(list, 'pageFirstForward')}`);
 }

@@ -82,7 +82,7 @@ async function resolvePath(urlPath) {
     }
   }
   if (!info.isFile()) return { status: 404 };
-  return { status: 200, file, size: info.size };
+  return { status: 200, file, size: info.size, mtime: info.mtime };
 }
 
 const server = createServer(async (req, res) => {
@@ -106,14 +106,28 @@ const server = createServer(async (req, res) => {
     const text = { 400: 'bad request', 403: 'forbidden', 404: 'not found' }[r.status];
     return send(res, r.status, text);
   }
-  res.writeHead(200, {
-    'Content-Type': MIME[extname(r.file).toLowerCase()] ?? 'application/octet-stream',
-    'Content-Length': r.size,
-    'Cache-Control': 'no-store',
+  // no-cache, not no-store: the browser keeps each file but asks again on every use, and gets a
+  // 304 while the file is unchanged. A rebuild changes a file's size or mtime, so its ETag, so
+  // the dev loop never runs a stale file; a reload keeps the HTTP cache, and with it the code
+  // caches the engine attaches to cached scripts and WASM modules.
+  const etag = `W/"${r.size.toString(16)}-${r.mtime.getTime().toString(16)}"`;
+  const headers = {
+    'Cache-Control': 'no-cache',
+    ETag: etag,
+    'Last-Modified': r.mtime.toUTCString(),
     'X-Content-Type-Options': 'nosniff',
     // Cross-origin isolation: the page may use SharedArrayBuffer, so the package picks its
     // pthreads module (ISOLATED=0 serves without, to see the single-threaded path).
     ...(ISOLATED ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
+  };
+  if (req.headers['if-none-match']?.split(',').some((tag) => tag.trim() === etag)) {
+    res.writeHead(304, headers);
+    return res.end();
+  }
+  res.writeHead(200, {
+    'Content-Type': MIME[extname(r.file).toLowerCase()] ?? 'application/octet-stream',
+    'Content-Length': r.size,
+    ...headers,
   });
   if (req.method === 'HEAD') return res.end();
   createReadStream(r.file)

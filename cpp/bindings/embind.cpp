@@ -233,6 +233,13 @@ class MhaBinding {
     });
   }
 
+  // Entry `name` as loaded, widened to f32 (`count` floats at `out`;
+  // MultiHeadAttention::read_parameter): the worker pool's weights, read back from this module
+  // when it starts instead of a copy kept since loadStateDict().
+  std::string read_parameter(const std::string& name, std::uintptr_t out, std::size_t count) const {
+    return guarded([&] { mha_->read_parameter(name, at<float>(out), count); });
+  }
+
   std::string forward(const ForwardWire& w) {
     return guarded([&] { mha_->forward(w.args()); });
   }
@@ -379,6 +386,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("configure", &MhaBinding::configure)
       .function("parameterSpecs", &MhaBinding::parameter_specs)
       .function("loadParameter", &MhaBinding::load_parameter)
+      .function("readParameter", &MhaBinding::read_parameter)
       .function("setRotaryTable", &MhaBinding::set_rotary_table)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)

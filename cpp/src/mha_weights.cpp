@@ -68,11 +68,8 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
   load_parameter(name, data, count, StorageType::f32);
 }
 
-void MultiHeadAttention::load_parameter(const std::string& name, const void* data,
-                                        std::size_t count, StorageType source) {
-  if (source == StorageType::i8) {
-    throw ConfigError("source_dtype", "source_dtype: expected 'float32', 'float16' or 'bfloat16', got 'int8'");
-  }
+const ParameterSpec& MultiHeadAttention::checked_spec(const std::string& name,
+                                                      std::size_t count) const {
   auto it = std::find_if(specs_.begin(), specs_.end(),
                          [&](const ParameterSpec& s) { return s.name == name; });
   if (it == specs_.end()) {
@@ -86,46 +83,88 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
                                    format_shape(it->shape) + " (" + std::to_string(it->size()) +
                                    " values), got " + std::to_string(count) + " values");
   }
-  const EntryData d{data, source};
-  const StorageType st = config_.weights_dtype;
-  const bool is_bias = it->shape.size() == 1;
-  if (st == StorageType::i8 && !is_bias) require_finite(name, d, it->shape);
+  return *it;
+}
+
+std::vector<MultiHeadAttention::EntryPart> MultiHeadAttention::entry_parts(
+    const ParameterSpec& spec) const {
+  using P = EntryPart;
+  using M = MultiHeadAttention;
+  const std::string& name = spec.name;
   const MhaConfig& c = config_;
   const int E = c.embed_dim;
   const std::size_t qk_block = static_cast<std::size_t>(qk_width_) * E;
   if (name == "in_proj_weight") {
-    set_weights(*wq_, d, 0, qk_width_, E, st);
-    set_weights(*wk_, d, qk_block, qk_width_, E, st);
-    set_weights(*wv_, d, 2 * qk_block, v_width_, E, st);
-  } else if (name == "q_proj_weight") {
-    set_weights(*wq_, d, 0, qk_width_, E, st);
-  } else if (name == "k_proj_weight") {
-    set_weights(*wk_, d, 0, k_width_, c.kdim, st);
-  } else if (name == "v_proj_weight") {
-    set_weights(*wv_, d, 0, kv_width_, c.vdim, st);
-  } else if (name == "in_proj_bias") {
-    set_bias(*wq_, d, 0, qk_width_);
-    set_bias(*wk_, d, qk_width_, k_width_);
-    set_bias(*wv_, d, qk_width_ + k_width_, kv_width_);
-  } else if (name == "q_proj_bias") {
-    set_bias(*wq_, d, 0, qk_width_);
-  } else if (name == "k_proj_bias") {
-    set_bias(*wk_, d, 0, k_width_);
-  } else if (name == "v_proj_bias") {
-    set_bias(*wv_, d, 0, kv_width_);
-  } else if (name == "out_proj.weight") {
-    set_weights(*wo_, d, 0, E, v_width_, st);
-  } else if (name == "out_proj.bias") {
-    set_bias(*wo_, d, 0, E);
-  } else if (name == "sinks") {
-    sinks_ = widened(d, 0, count);
-  } else if (name == "q_norm.weight") {
-    q_norm_ = widened(d, 0, count);
-  } else if (name == "k_norm.weight") {
-    k_norm_ = widened(d, 0, count);
+    return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E},
+            {P::kWeights, &M::wk_, nullptr, qk_block, qk_width_, E},
+            {P::kWeights, &M::wv_, nullptr, 2 * qk_block, v_width_, E}};
   }
-  loaded_[static_cast<std::size_t>(it - specs_.begin())] = true;
+  if (name == "q_proj_weight") return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E}};
+  if (name == "k_proj_weight") return {{P::kWeights, &M::wk_, nullptr, 0, k_width_, c.kdim}};
+  if (name == "v_proj_weight") return {{P::kWeights, &M::wv_, nullptr, 0, kv_width_, c.vdim}};
+  if (name == "in_proj_bias") {
+    return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1},
+            {P::kBias, &M::wk_, nullptr, static_cast<std::size_t>(qk_width_), k_width_, 1},
+            {P::kBias, &M::wv_, nullptr, static_cast<std::size_t>(qk_width_) + k_width_, kv_width_, 1}};
+  }
+  if (name == "q_proj_bias") return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1}};
+  if (name == "k_proj_bias") return {{P::kBias, &M::wk_, nullptr, 0, k_width_, 1}};
+  if (name == "v_proj_bias") return {{P::kBias, &M::wv_, nullptr, 0, kv_width_, 1}};
+  if (name == "out_proj.weight") return {{P::kWeights, &M::wo_, nullptr, 0, E, v_width_}};
+  if (name == "out_proj.bias") return {{P::kBias, &M::wo_, nullptr, 0, E, 1}};
+  const int n = static_cast<int>(spec.size());
+  if (name == "sinks") return {{P::kVector, nullptr, &M::sinks_, 0, n, 1}};
+  if (name == "q_norm.weight") return {{P::kVector, nullptr, &M::q_norm_, 0, n, 1}};
+  if (name == "k_norm.weight") return {{P::kVector, nullptr, &M::k_norm_, 0, n, 1}};
+  return {};
+}
+
+void MultiHeadAttention::load_parameter(const std::string& name, const void* data,
+                                        std::size_t count, StorageType source) {
+  if (source == StorageType::i8) {
+    throw ConfigError("source_dtype", "source_dtype: expected 'float32', 'float16' or 'bfloat16', got 'int8'");
+  }
+  const ParameterSpec& spec = checked_spec(name, count);
+  const EntryData d{data, source};
+  const StorageType st = config_.weights_dtype;
+  if (st == StorageType::i8 && spec.shape.size() > 1) require_finite(name, d, spec.shape);
+  for (const EntryPart& part : entry_parts(spec)) {
+    switch (part.kind) {
+      case EntryPart::kWeights: set_weights(*(this->*part.linear), d, part.offset, part.rows, part.cols, st); break;
+      case EntryPart::kBias: set_bias(*(this->*part.linear), d, part.offset, part.rows); break;
+      case EntryPart::kVector: this->*part.values = widened(d, part.offset, static_cast<std::size_t>(part.rows)); break;
+    }
+  }
+  loaded_[static_cast<std::size_t>(&spec - specs_.data())] = true;
   slices_.clear();
+}
+
+void MultiHeadAttention::read_parameter(const std::string& name, float* out,
+                                        std::size_t count) const {
+  const ParameterSpec& spec = checked_spec(name, count);
+  if (!loaded_[static_cast<std::size_t>(&spec - specs_.data())]) {
+    throw StateDictError(name, "state dict: '" + name + "' was not loaded (call loadStateDict() first)");
+  }
+  for (const EntryPart& part : entry_parts(spec)) {
+    float* to = out + part.offset;
+    switch (part.kind) {
+      case EntryPart::kWeights: {
+        const kernels::PackedLinear& w = *(this->*part.linear);
+        const std::size_t cols = static_cast<std::size_t>(part.cols);
+        if (w.type == StorageType::f32) {  // the panels read directly: no conversion per element
+          const kernels::PanelMatrix<const float> m = w.elements<const float>();
+          for (int n = 0; n < part.rows; ++n)
+            for (int k = 0; k < part.cols; ++k) to[n * cols + k] = m.at(n, k);
+        } else {
+          for (int n = 0; n < part.rows; ++n)
+            for (int k = 0; k < part.cols; ++k) to[n * cols + k] = w.weight(n, k);
+        }
+        break;
+      }
+      case EntryPart::kBias: std::copy_n((this->*part.linear)->bias.data(), part.rows, to); break;
+      case EntryPart::kVector: std::copy_n((this->*part.values).data(), part.rows, to); break;
+    }
+  }
 }
 
 std::vector<std::string> MultiHeadAttention::missing_parameters() const {

@@ -75,6 +75,9 @@ class FirefoxPage {
 
   url() { return this.#page.url(); }
   goto(url, { timeout, waitUntil = 'load' } = {}) { return this.#page.goto(url, { timeout, waitUntil }); }
+  reload({ timeout, waitUntil = 'load' } = {}) { return this.#page.reload({ timeout, waitUntil }); }
+  /** As playwright's: `fn` runs in every document the page loads, before its own scripts. */
+  addInitScript(fn) { return this.#page.evaluateOnNewDocument(fn); }
   evaluate(fn, arg) { return this.#page.evaluate(fn, arg); }
   waitForFunction(fn, arg, { timeout } = {}) { return this.#page.waitForFunction(fn, { timeout, polling: 100 }, arg); }
   screenshot({ path, fullPage = false } = {}) { return this.#page.screenshot({ path, fullPage }); }

@@ -234,6 +234,29 @@ TEST(MhaStateDict, ErrorsNameTheKeyAndLeaveTheModuleUsable) {
   EXPECT_NO_THROW(mha.forward(a));
 }
 
+// read_parameter() gives back what load_parameter() took, for every entry of every layout (the
+// packed and the separate one, a bias per projection, sinks, qk-norm weights), as the module
+// stores it (f32 exactly; f16 weights rounded, their biases exact).
+TEST(MhaStateDict, ReadParameterGivesBackEveryEntryAsStored) {
+  std::mt19937 rng(11);
+  MhaConfig qk_norm = with_sinks(scored(config(8, 2, 6, 5), bias_of(true, false, true, true), 0, 0));
+  qk_norm.qk_norm = true;
+  for (const MhaConfig& c : {config(8, 2), config(8, 2, 6, 5), qk_norm,
+                             config(8, 2, 0, 0, true, 0, 0, StorageType::f16)}) {
+    MultiHeadAttention mha(c);
+    const reference::MhaParameters params = load_random(mha, rng);
+    for (const auto& [name, expected] : params.entries) {
+      std::vector<float> actual(expected.size(), -1.0f);
+      mha.read_parameter(name, actual.data(), actual.size());
+      EXPECT_EQ(actual, expected) << name;
+    }
+  }
+  MultiHeadAttention fresh(config(8, 2));
+  std::vector<float> out(8 * 8);
+  EXPECT_THROW(fresh.read_parameter("out_proj.weight", out.data(), out.size()), StateDictError);  // not loaded
+  EXPECT_THROW(fresh.read_parameter("out_proj.weight", out.data(), 3), StateDictError);  // wrong count
+}
+
 TEST(MhaHeadRanges, BadRangesAndRowsThrowNamingTheArgument) {
   std::mt19937 rng(3);
   MultiHeadAttention mha(config(8, 4));

@@ -7,7 +7,7 @@ import { availableParallelism } from 'node:os';
 import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
 } from '#webattention';
-import { poolTestHooks as testHooks } from '../internals.mjs';
+import { halfStateDict, poolTestHooks as testHooks } from '../internals.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';
 
 const randomStateDict = (mha, next) =>
@@ -152,9 +152,12 @@ test('\'auto\' keeps small calls on the calling thread and pools big ones', { sk
     await withHooks({ onPool: (p) => pools.push(p) }, async () => {
       assert.equal(await countingTasks(() => pooled.forward(small, small, small)), 0);
       assert.equal(pools.length, 0, 'a small call starts no workers');
-      // The first big call starts them and, never waiting for them, runs on the calling thread.
+      // The first big call runs on the calling thread and starts them once it has returned (its
+      // result is not delayed by the spawn), never waiting for them.
       assert.equal(await countingTasks(() => pooled.forward(big, big, big)), 0);
-      assert.equal(pools.length, 1, 'a big call starts the workers');
+      assert.equal(pools.length, 0, 'no workers spawned during the big call');
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      assert.equal(pools.length, 1, 'the big call started the workers after it returned');
     });
     await pools[0].memoryInUse();  // answered after the worker made the module: the pool is up
     let actual;
@@ -164,6 +167,42 @@ test('\'auto\' keeps small calls on the calling thread and pools big ones', { sk
     dispose();
   }
 });
+
+// 'auto' starts its workers after the state dict was loaded: float32 weights are read back from
+// the calling thread's core then, 16-bit ones were copied at load time (with their dtype). Either
+// way the workers hold what the caller loaded, not what its arrays hold later.
+for (const [what, options, half] of [
+  ['float32 weights', {}, null], ['float32 weights from float16 tensors', {}, 'float16'],
+  ['float16 weights', { weightsDtype: 'float16' }, null], ['bfloat16 weights from bfloat16 tensors', { weightsDtype: 'bfloat16' }, 'bfloat16'],
+]) {
+  test(`'auto' workers started after loadStateDict() get the loaded weights: ${what}`, { skip: availableParallelism() < 2 && 'one core' }, async () => {
+    const module = { embedDim: 128, numHeads: 4, ...options };
+    const pools = [];
+    const pooled = await withHooks({ onPool: (p) => pools.push(p) }, () => MultiHeadAttention.create({ ...module, threads: 'auto' }));
+    const single = await MultiHeadAttention.create({ ...module, threads: 1 });
+    try {
+      const plain = randomStateDict(single, rng(5));
+      const sd = half ? halfStateDict(plain, half) : plain;
+      pooled.loadStateDict(sd);
+      single.loadStateDict(sd);
+      for (const t of Object.values(sd)) t.data.fill(7);  // the caller reuses its arrays
+      const big = randomTensor([2, 512, 128], rng(6));
+      const expected = await single.forward(big, big, big);
+      await withHooks({ onPool: (p) => pools.push(p) }, async () => {
+        assert.equal(await countingTasks(() => pooled.forward(big, big, big)), 0);
+        await new Promise((resolve) => setTimeout(resolve, 0));
+      });
+      assert.equal(pools.length, 1, 'the workers started');
+      await pools[0].memoryInUse();  // the workers have the module and its weights
+      let actual;
+      assert.ok(await countingTasks(async () => { actual = await pooled.forward(big, big, big); }) >= 1, 'the pool ran');
+      assert.deepEqual(actual.output.data, expected.output.data);
+    } finally {
+      pooled.dispose();
+      single.dispose();
+    }
+  });
+}
 
 test('loadStateDict() reaches the workers, again when reloaded', async () => {
   const { pooled, single, dispose } = await pair({ embedDim: 16, numHeads: 4 }, 2, 1);

@@ -119,7 +119,7 @@ export class Dispatcher {
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
       // Copied, as the WASM core copies: the caller may reuse its arrays before the upload.
-      gpu.pendingEntries = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      gpu.pendingEntries = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
     } else if (this.#gpuUsable()) {
       gpu.executor.loadStateDict(entries);
     }
@@ -146,8 +146,8 @@ export class Dispatcher {
     const pool = this.#pool;
     // A call with one (batch, K/V head) unit has nothing to split.
     const poolWanted = pool?.working && plan.B * this.#config.numKvHeads > 1 && (!this.#autoThreads || flops >= AUTO_MIN_FLOPS);
-    // 'auto' starts its workers at the first call that wants them (this one runs here meanwhile).
-    if (poolWanted && !pool.started) pool.start();
+    // 'auto' starts its workers after the first call that wants them (which runs here).
+    if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };

@@ -53,7 +53,7 @@ export interface MultiHeadAttentionOptions {
    * Threads forward() computes on: 1 = the calling thread only; n > 1 = the calling thread plus
    * n − 1 workers, each with its own WASM instance, work split by batch × head, for every call;
    * 'auto' (default) = min(cores, 4), used for calls big enough to gain from it (the workers
-   * start at the first such call, which runs on the calling thread while they do). No
+   * start once the first such call, which runs on the calling thread, has returned). No
    * SharedArrayBuffer or cross-origin isolation needed. In Node, WEBATTENTION_THREADS sets the
    * default.
    */

@@ -138,6 +138,10 @@ class MultiHeadAttention {
   // copy). Throws ConfigError ("source_dtype") for int8, StateDictError for a non-finite value
   // bound for int8 storage (naming the entry, the row and the block).
   void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
+  // An entry as loaded, widened to f32 (`count` floats, row-major as PyTorch stores it): for a
+  // module with f32 weights, exactly the values load_parameter() took (in f32). Throws
+  // StateDictError for an unknown name, a wrong count or an entry not loaded yet.
+  void read_parameter(const std::string& name, float* out, std::size_t count) const;
 
   // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
   // rotary_dim / 2], row p for position p. Forwards that would rotate a position past the table
@@ -212,6 +216,19 @@ class MultiHeadAttention {
   void check_forward(const MhaForwardArgs& args) const;
   void check_position_ids(const MhaForwardArgs& args) const;
   void require_loaded() const;  // StateDictError naming the first entry not loaded yet
+  // Where one state-dict entry's values live: projection weights or a bias (rows × cols of
+  // `linear`) or a vector, from element `offset` of the entry on. The one mapping of entry names
+  // onto the module's storage: load_parameter() fills it, read_parameter() reads it.
+  struct EntryPart {
+    enum Kind { kWeights, kBias, kVector } kind;
+    std::unique_ptr<kernels::PackedLinear> MultiHeadAttention::*linear;  // kWeights, kBias
+    std::vector<float> MultiHeadAttention::*values;                      // kVector
+    std::size_t offset;
+    int rows, cols;
+  };
+  std::vector<EntryPart> entry_parts(const ParameterSpec& spec) const;
+  // The spec of entry `name` with `count` elements (StateDictError for another name or count).
+  const ParameterSpec& checked_spec(const std::string& name, std::size_t count) const;
   void attend(const MhaForwardArgs& args, int head_begin, int head_end,
               const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
               const kernels::PackedLinear& wv, float* heads_out) const;

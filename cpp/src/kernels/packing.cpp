@@ -25,43 +25,67 @@ struct Source {
 };
 
 // Panel p: W rows [8p, 8p + 8) (output columns), written [in][8] with zero padding past `out`.
-// One call per panel, never inlined: V8 swaps in optimised code between calls, never during one,
-// so packing a large layer at load time leaves its slow first-tier code after a few panels.
-__attribute__((noinline)) void pack_panel(const Source& src, int out, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in;
-  const int cols = std::min(kPanelWidth, out - n0);
+// One call per panel and one function per storage type, never inlined: V8 swaps in optimised code
+// between calls, never during one, so packing a large layer at load time leaves its slow
+// first-tier code after a few panels; a small function per type is compiled by the optimising
+// tier sooner than one that holds every type's loop (a cold start's first loadStateDict packs in
+// the first tier while it waits).
+int panel_columns(int out, int p) { return std::min(kPanelWidth, out - p * kPanelWidth); }
+
+// f32 from f32, the common case: each output column is one contiguous source row, copied down
+// its lane (the loop the first tier runs fastest); the padding columns are zeros.
+__attribute__((noinline)) void pack_panel_f32_copy(const float* src, int out, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+  const PanelMatrix<float> m = w.elements<float>();
+  for (int c = 0; c < cols; ++c) m.set_column(n0 + c, src + static_cast<std::size_t>(n0 + c) * in, in);
+  for (int c = cols; c < kPanelWidth; ++c) {
+    float* dst = &m.at(n0 + c, 0);
+    for (int k = 0; k < in; ++k) dst[static_cast<std::size_t>(k) * kPanelWidth] = 0.0f;
+  }
+}
+
+// f32 storage from a 16-bit or int8 source, widened exactly.
+__attribute__((noinline)) void pack_panel_f32(const Source& src, int out, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+  const PanelMatrix<float> m = w.elements<float>();
+  for (int k = 0; k < in; ++k)
+    for (int c = 0; c < kPanelWidth; ++c) m.at(n0 + c, k) = c < cols ? src.at(n0 + c, k) : 0.0f;
+}
+
+__attribute__((noinline)) void pack_panel_16(const Source& src, int out, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+  const PanelMatrix<std::uint16_t> m = w.elements<std::uint16_t>();
+  const bool same = src.type == w.type;  // bits kept as they are
+  for (int k = 0; k < in; ++k) {
+    for (int c = 0; c < kPanelWidth; ++c) {
+      m.at(n0 + c, k) = c >= cols ? 0 : same ? src.bits16(n0 + c, k) : storage::narrow16(src.at(n0 + c, k), w.type);
+    }
+  }
+}
+
+__attribute__((noinline)) void pack_panel_i8(const Source& src, int out, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+  float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
+  for (int c = 0; c < kPanelWidth; ++c) {
+    for (int b = 0; b < w.scale_blocks(); ++b) {
+      const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, in - k0);
+      float x[kQuantBlock];
+      for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
+      scales[b * kPanelWidth + c] =
+          storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
+    }
+  }
+}
+
+void pack_panel(const Source& src, int out, int p, const PackedLinear& w) {
   switch (w.type) {
-    case StorageType::f32: {
-      const PanelMatrix<float> m = w.elements<float>();
-      for (int k = 0; k < in; ++k)
-        for (int c = 0; c < kPanelWidth; ++c) m.at(n0 + c, k) = c < cols ? src.at(n0 + c, k) : 0.0f;
-      break;
-    }
+    case StorageType::f32:
+      if (src.type == StorageType::f32) return pack_panel_f32_copy(static_cast<const float*>(src.data), out, p, w);
+      return pack_panel_f32(src, out, p, w);
     case StorageType::f16:
-    case StorageType::bf16: {
-      const PanelMatrix<std::uint16_t> m = w.elements<std::uint16_t>();
-      const bool same = src.type == w.type;  // bits kept as they are
-      for (int k = 0; k < in; ++k) {
-        for (int c = 0; c < kPanelWidth; ++c) {
-          m.at(n0 + c, k) = c >= cols ? 0 : same ? src.bits16(n0 + c, k) : storage::narrow16(src.at(n0 + c, k), w.type);
-        }
-      }
-      break;
-    }
-    case StorageType::i8: {
-      const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
-      float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
-      for (int c = 0; c < kPanelWidth; ++c) {
-        for (int b = 0; b < w.scale_blocks(); ++b) {
-          const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, in - k0);
-          float x[kQuantBlock];
-          for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
-          scales[b * kPanelWidth + c] =
-              storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
-        }
-      }
-      break;
-    }
+    case StorageType::bf16: return pack_panel_16(src, out, p, w);
+    case StorageType::i8: return pack_panel_i8(src, out, p, w);
   }
 }
 

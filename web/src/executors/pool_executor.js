@@ -21,6 +21,8 @@ export class PoolExecutor {
   #isReady = false;
   #disposed = false;
   #pendingEntries = null;  // copies of the last loaded state dict, until the pool is started
+  #pendingFromCore = false;  // or: the workers read the calling thread's core when they start
+  #startTimer = null;      // startSoon()'s timer, until it fires
 
   /**
    * wasm: the calling thread's WasmExecutor (it computes the first share of every call).
@@ -45,13 +47,31 @@ export class PoolExecutor {
     this.#pool = this.#makePool();
     this.#ready = this.#pool.attach(this.#id, this.#config, this.#threads - 1, this.#keepAlive)
       .then(() => { this.#isReady = true; }, () => {});
-    if (this.#pendingEntries) this.#pool.load(this.#id, this.#pendingEntries, { owned: true });
+    const pending = this.#pendingFromCore ? this.#wasm.readStateDict() : this.#pendingEntries;
+    if (pending) this.#pool.load(this.#id, pending, { owned: true });
     this.#pendingEntries = null;
+    this.#pendingFromCore = false;
   }
 
-  /** True once start() has run. */
+  /**
+   * Starts the workers once the current task is over ('auto', at its first call big enough for
+   * them): that call runs on the calling thread anyway, and spawning workers while it runs would
+   * delay its result (the spawn itself, and the workers' start-up competing for the cores with
+   * it and with V8 optimising the WASM code it runs: a cold start's first call). The timer does not
+   * keep Node alive: a process that exits after its first call never starts them.
+   */
+  startSoon() {
+    if (this.#pool || this.#startTimer || this.#disposed) return;
+    this.#startTimer = setTimeout(() => {
+      this.#startTimer = null;
+      this.start();
+    }, 0);
+    this.#startTimer.unref?.();
+  }
+
+  /** True once start() or startSoon() has run. */
   get started() {
-    return this.#pool !== null;
+    return this.#pool !== null || this.#startTimer !== null;
   }
 
   /** False once the pool has failed (or this module was disposed): calls go elsewhere. */
@@ -77,9 +97,17 @@ export class PoolExecutor {
   loadStateDict(entries) {
     if (this.#pool) {
       this.#pool.load(this.#id, entries);
+    } else if (this.#config.weightsDtype === 'float32') {
+      // float32 weights come back from the calling thread's core exactly, when the workers start:
+      // no copy of them (4 MB at (512, 8): ~2.5 ms of a cold start's loadStateDict) is kept for
+      // workers that may never start.
+      this.#pendingFromCore = true;
+      this.#pendingEntries = null;
     } else {
       // Copied, as the WASM core copies: the caller may reuse its arrays before the pool starts.
-      this.#pendingEntries = entries.map(({ name, data }) => ({ name, data: data.slice() }));
+      // (The core's 16-bit and int8 weights are rounded: the workers get what the caller gave.)
+      this.#pendingEntries = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
+      this.#pendingFromCore = false;
     }
   }
 
@@ -127,6 +155,9 @@ export class PoolExecutor {
   dispose() {
     this.#disposed = true;
     this.#pendingEntries = null;
+    this.#pendingFromCore = false;
+    clearTimeout(this.#startTimer);
+    this.#startTimer = null;
     this.#pool?.detach(this.#id);
   }
 

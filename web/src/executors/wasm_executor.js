@@ -102,6 +102,22 @@ export class WasmExecutor {
     }
   }
 
+  /**
+   * Every entry as loaded, widened to float32: [{ name, data, dtype: 'float32' }] in
+   * parameterSpecs() order (for float32 weights, exactly the values loadStateDict() took).
+   */
+  readStateDict() {
+    return this.parameterSpecs().map(({ name, shape }) => {
+      const count = shape.reduce((a, b) => a * b, 1);
+      const data = withHeap(this.core, [{ floats: count }], ([at]) => {
+        const error = this.handle.readParameter(name, at, count);
+        if (error) throwCoreError(error);
+        return readFloats(this.core, at, count);
+      });
+      return { name, data, dtype: 'float32' };
+    });
+  }
+
   /** docs/attention-math.md §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
   headBilinearForm(head) {
     const form = this.handle.headBilinearForm(head);
