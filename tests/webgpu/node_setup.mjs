@@ -11,6 +11,8 @@
 //     tiles, causal across tiles, wide free head dims, rows with every key masked, fused Q/K/V
 //     uploads), pipeline caching, loadStateDict();
 //   - node_buffer_cache: per-call GPU buffers cached per module, dropped on dispose and device loss;
+//   - node_storage_buffers: no float32 copy of a float16 / int8 cache, snapshots from the pool, no
+//     buffers for options a module does not have;
 //   - node_decode: the decode path (L <= DECODE_MAX_L) vs WASM;
 //   - node_kernel_cases: the kernel-level cases of tests/cases/kernel_cases.json against their
 //     float64 reference;
