@@ -68,7 +68,7 @@ function concat(...parts) {
 }
 
 /** The state dict the module asks for: in_proj_weight when hkv = h, else q/k/v_proj_weight. */
-function stateDict(specs, W) {
+export function stateDict(specs, W) {
   const sd = { in_proj_bias: concat(W.q.b, W.k.b, W.v.b), 'out_proj.weight': W.o.w, 'out_proj.bias': W.o.b };
   if (specs.some((s) => s.name === 'in_proj_weight')) sd.in_proj_weight = concat(W.q.w, W.k.w, W.v.w);
   else Object.assign(sd, { q_proj_weight: W.q.w, k_proj_weight: W.k.w, v_proj_weight: W.v.w });

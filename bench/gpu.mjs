@@ -20,14 +20,23 @@
 //     selection by measurement), each: create() ms, first call ms, median ms, GFLOP/s
 //     (8·L·E² + 4·L²·E); and for the fastest, where a call's time goes (phases: the pass's
 //     phases as forward_pass.js's passHooks reports them, the GPU's own time, the rest outside);
-// and the linear variants alone at 4096³. Times are the GPU's timestamps where the adapter has
+// and the linear variants alone at 4096³.
+//
+//   node bench/gpu.mjs --decode [--quick] [--json]
+// instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike,
+// bench/decode_dtypes.mjs) at bench/decode.mjs's configurations (768, 12, 12) and (2048, 32, 8)
+// with n = 2048 and 8192 cached positions: per dtype one prefill (its weightsDtype's), then per n
+// the median one-token step, its GB/s (the bytes a step must read, stepBytes()) and max|Δ| against
+// float32 (profileDecodeSteps(), gpu_forward.mjs). --quick: (128, 2, 1) at n = 32, 128. Times are the GPU's timestamps where the adapter has
 // 'timestamp-query' (else wall time); every loop is bounded by time, the full run by about 3 min
 // on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
 // object per line instead of the table.
 import { create, globals } from 'webgpu';
 import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
 import { timeTransfers } from './gpu_kernel_timing.mjs';
-import { profileForward } from './gpu_forward.mjs';
+import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
+import { CONFIGS, HEAD_DIM } from './decode_suite.mjs';
+import { DTYPES } from './decode_dtypes.mjs';
 
 Object.assign(globalThis, globals);
 const args = process.argv.slice(2);
@@ -42,6 +51,11 @@ const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).
 
 function formatRow(r) {
   const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
+  if (r.error) return `${what} ERROR ${r.error}`;
+  if (r.kind === 'prefill') return `${what} ${fmt(r.ms, 2)} ms  ${fmt(r.gflops, 1)} GFLOP/s`;
+  if (r.kind === 'step') {
+    return `${what} median ${fmt(r.medianMs, 4)} ms  best ${fmt(r.bestMs, 4)} ms  ${fmt(r.gbps, 1).padStart(7)} GB/s  max|Δ| vs f32 ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.steps} steps)`;
+  }
   if (r.kind === 'transfer') return `${what} write ${fmt(r.write)}  map ${fmt(r.map)}  copyOut ${fmt(r.copyOut)}  total ${fmt(r.total)} ms`;
   if (r.kind === 'phases') {
     const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'prefault', 'map', 'scopes', 'copyOut', 'gpu'];
@@ -49,9 +63,8 @@ function formatRow(r) {
   }
   if (r.kind === 'forward') {
     const chosen = r.profile?.map((c) => `${c.family}=${c.chosen ?? '?'}`).join(' ');
-    return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}${r.selectionCalls ? `  (after ${r.selectionCalls} selection calls: ${chosen})` : ''}${r.error ? `  ERROR ${r.error}` : ''}`;
+    return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}${r.selectionCalls ? `  (after ${r.selectionCalls} selection calls: ${chosen})` : ''}`;
   }
-  if (r.error) return `${what} ERROR ${r.error}`;
   return `${what} ${fmt(r.ms, 4)} ms  ${fmt(r.gflops, 1).padStart(8)} GFLOP/s  ${fmt(r.gbps, 1).padStart(7)} GB/s  compile ${fmt(r.compileMs, 1)} ms  max|Δ| ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.runs} × ${r.batch}, ${r.clock})`;
 }
 
@@ -81,6 +94,15 @@ device.lost.then((info) => {
 
 const started = performance.now();
 const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
+const finish = () => {
+  console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  process.exit(0);  // (not device.destroy(): the lost handler above would report it)
+};
+if (args.includes('--decode')) {
+  const decode = quick ? { configs: [{ E: 128, h: 2, hkv: 1 }], lengths: [32, 128] } : { configs: CONFIGS, lengths: [2048, 8192] };
+  await profileDecodeSteps(gpu, { ...decode, dtypes: Object.keys(DTYPES), headDim: HEAD_DIM, budget }, print);
+  finish();
+}
 for (const [L, E, h] of SHAPES) {
   const shape = { L, E, h };
   const best = {};
@@ -95,5 +117,4 @@ for (const [L, E, h] of SHAPES) {
   await profileForward(gpu, shape, best, budget, print);
 }
 await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);
-console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
-process.exit(0);  // (not device.destroy(): the lost handler above would report it)
+finish();

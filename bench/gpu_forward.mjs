@@ -1,13 +1,16 @@
-// bench/gpu.mjs's whole-forward profile: MultiHeadAttention.forward host to host (upload,
+// bench/gpu.mjs's whole-forward profiles: MultiHeadAttention.forward host to host (upload,
 // kernels, readback) on backend 'webgpu', with the default variants pinned, the fastest of this
-// run's kernel profiles pinned, and nothing pinned (the selection by measurement picks).
+// run's kernel profiles pinned, and nothing pinned (the selection by measurement picks); and
+// decode steps over a KV cache per storage dtype (profileDecodeSteps()).
 import { MultiHeadAttention, configure } from '../web/src/node.js';
 import { defaultVariant } from '../web/src/webgpu/kernel_config.js';
 import { selectionHooks } from '../web/src/webgpu/kernel_selection.js';
 import { passHooks } from '../web/src/webgpu/forward_pass.js';
 import { transferModes } from '../web/src/webgpu/staging_uploads.js';
 import { filled } from '../tests/contract/random.mjs';
-import { makeWeights } from './suite.mjs';
+import { makeWeights, maxAbsDiff } from './suite.mjs';
+import { DTYPES, REFERENCE_DTYPE, stepBytes } from './decode_dtypes.mjs';
+import { makeDecodeWeights, stateDict } from './decode_suite.mjs';
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
@@ -116,4 +119,81 @@ export async function profileForward(gpu, shape, best, budget, print) {
     }
   }
   configure({ gpuKernels: {} });
+}
+
+/**
+ * Decode steps per storage dtype on backend 'webgpu' (bench/gpu.mjs --decode): for each (E, h,
+ * hkv) of `configs` and dtype of `dtypes` (decode_dtypes.mjs: weightsDtype + cache dtype), a
+ * module and a cache; one prefill of lengths[0] tokens into the empty cache (the weightsDtype's
+ * prefill, timed once), then per n of `lengths` the cache filled to n (an untimed prefill of the
+ * rest), the kernel selection's calls (untimed, bounded) and one-token steps timed: median and
+ * best ms, and GB/s of the bytes a step must read (stepBytes()). max|Δ| is the first timed step's
+ * output against the float32 module's at the same position (the dtypes round differently: a
+ * sanity figure, not a test). Prints one row per prefill and per (config, dtype, n).
+ */
+export async function profileDecodeSteps(gpu, { configs, lengths, dtypes, headDim, budget }, print) {
+  const STEPS = 24;  // timed steps per cell, at most
+  const SELECTION_CALLS = 64;  // untimed steps the kernel selection may take per cell, at most
+  const maxLength = Math.max(...lengths) + lengths.length * (STEPS + SELECTION_CALLS) + 1;
+  for (const config of configs) {
+    const { E, h, hkv } = config;
+    const x = filled(maxLength * E, 11);
+    const tokens = (from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
+    const reference = new Map();  // n → the float32 module's first timed step's output
+    for (const dtype of dtypes) {
+      const { weights, cache: cacheDtype } = DTYPES[dtype];
+      const shape = (n) => `E${E} h${h} hkv${hkv} n${n}`;
+      const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, weightsDtype: weights, backend: 'webgpu', gpu });
+      try {
+        mha.loadStateDict(stateDict(mha.stateDictShapes, makeDecodeWeights(config, 1000 + E)));
+        const cache = mha.createCache({ maxLength, dtype: cacheDtype });
+        const step = async () => {
+          const t = tokens(cache.length, cache.length + 1);
+          return (await mha.forward(t, t, t, { cache })).output.data;
+        };
+        const undecided = () => mha.gpuProfile()?.measuring && mha.gpuProfile().classes.some((c) => c.chosen === null);
+        const prefill = (into, n) => mha.forward(tokens(into.length, n), tokens(into.length, n), tokens(into.length, n), { cache: into });
+        for (const [i, n] of lengths.entries()) {
+          if (i === 0) {
+            // The prefill timed on its second run at least (pipelines compiled, the kernel
+            // selection's calls of its shape class made), in a cache of its own.
+            const scratch = mha.createCache({ maxLength: n, dtype: cacheDtype });
+            for (let calls = 0; calls === 0 || (undecided() && calls < 8); calls++) {
+              await prefill(scratch, n);
+              scratch.reset();
+            }
+            scratch.dispose();
+          }
+          const t0 = performance.now();
+          await prefill(cache, n);
+          if (i === 0) {
+            const ms = performance.now() - t0;
+            print({ kind: 'prefill', variant: `w:${weights}`, shape: shape(n), ms, gflops: (8 * n * E * E + 4 * n * n * E) / ms / 1e6 });
+          }
+          for (let calls = 0, end = performance.now() + budget.selectionMs; undecided() && calls < SELECTION_CALLS && performance.now() < end; calls++) await step();
+          const at = cache.length;
+          const first = await step();
+          if (dtype === REFERENCE_DTYPE) reference.set(n, { at, output: first });
+          const ref = reference.get(n);
+          const times = [];
+          for (const end = performance.now() + budget.forwardMs; times.length < 3 || (times.length < STEPS && performance.now() < end);) {
+            const s0 = performance.now();
+            await step();
+            times.push(performance.now() - s0);
+          }
+          const medianMs = median(times);
+          const bytes = stepBytes(config, headDim, at, dtype);
+          print({
+            kind: 'step', variant: `${dtype}:${cacheDtype}`, shape: shape(at), medianMs, bestMs: Math.min(...times), steps: times.length,
+            gbps: (bytes.weights + bytes.cache) / medianMs / 1e6,
+            maxAbsDiff: ref && ref.at === at ? maxAbsDiff(first, ref.output) : undefined,
+          });
+        }
+      } catch (e) {
+        print({ kind: 'step', variant: dtype, shape: `E${E} h${h} hkv${hkv}`, error: String(e?.message ?? e) });
+      } finally {
+        mha.dispose();
+      }
+    }
+  }
 }

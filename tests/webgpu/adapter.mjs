@@ -3,6 +3,12 @@
 // (Node: VK_ICD_FILENAMES pointing at the GPU's Vulkan driver; Chromium: whatever adapter it
 // offers). Environment-free: the Node tests and page.mjs import it.
 
+/**
+ * The Vulkan driver the Node tests use when none is set (tests/webgpu/node_setup.mjs): Debian's
+ * chromium ships SwiftShader's, so no GPU is needed; scripts/gpu_check.sh falls back to it too.
+ */
+export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+
 /** Fixtures bigger than this (FLOPs of one forward) are not run on WebGPU: SwiftShader is slow. */
 export const MAX_FIXTURE_FLOPS = 2e8;
 

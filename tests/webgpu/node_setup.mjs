@@ -11,6 +11,8 @@
 //     tiles, causal across tiles, wide free head dims, rows with every key masked, fused Q/K/V
 //     uploads), pipeline caching, loadStateDict();
 //   - node_buffer_cache: per-call GPU buffers cached per module, dropped on dispose and device loss;
+//   - node_storage_buffers: no float32 copy of a float16 / int8 cache, snapshots from the pool, no
+//     buffers for options a module does not have;
 //   - node_decode: the decode path (L <= DECODE_MAX_L) vs WASM;
 //   - node_kernel_cases: the kernel-level cases of tests/cases/kernel_cases.json against their
 //     float64 reference;
@@ -25,17 +27,17 @@
 // adapter, installs the test hook that records where each call ran, and registers the
 // process-wide before/after hooks (node --test runs each file in its own process, so each file
 // gets its own Dawn, made here after the Vulkan default is set).
-if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
-  process.env.VK_ICD_FILENAMES = '/usr/lib/chromium/vk_swiftshader_icd.json';  // before Dawn loads
-}
-
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { checkResult, compare, filled } from '../contract/contract.mjs';
 import { webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
-import { adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
+import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
+
+if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
+  process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;  // before Dawn loads (the import below)
+}
 
 const { MultiHeadAttention } = api;
 // A dynamic import: static ones run before this module's body, and Dawn must load after the

@@ -67,6 +67,8 @@ export class WebGpuExecutor {
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
   #pass;                   // the executor as runForwardPass() sees it
   #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
+  #lent = new Map();       // a lent buffer → its pool entry, until given back
+  #lending = { lend: (role, bytes, usage) => this.#lend(role, bytes, usage), giveBack: (role, buffer) => this.#giveBack(role, buffer) };
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
   constructor(config, gpu) {
@@ -192,7 +194,7 @@ export class WebGpuExecutor {
   async #forwardCached(plan, cache) {
     const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
-    const snapshot = passes.length > 1 ? cache.snapshot() : null;
+    const snapshot = passes.length > 1 ? cache.snapshot(this.#lending) : null;
     const results = [];
     let path;
     try {
@@ -238,7 +240,7 @@ export class WebGpuExecutor {
    * The cached buffer of `role`, at least `floats` floats, created (or replaced by a bigger one:
    * next power of two, at least 256 bytes, within the device's limits) when needed.
    */
-  #pooled(role, floats, usage) {
+  #pooled(role, floats, usage, exact = false) {
     const bytes = Math.max(floats, 1) * F32;
     let entry = this.#pool.get(role);
     if (!entry || entry.bytes < bytes || entry.usage !== usage) {
@@ -247,12 +249,34 @@ export class WebGpuExecutor {
       let cap = (usage & Usage.STORAGE)
         ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
       cap -= cap % F32;
-      const size = reusableSize(bytes, cap);
+      const size = exact ? bytes : reusableSize(bytes, cap);
       const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
       entry = { buffer, bytes: size, usage };
       this.#pool.set(role, entry);
     }
     return entry.buffer;
+  }
+
+  // The pool's buffer of `role` (`bytes`, exactly, when made now: a cache's copy can be large),
+  // taken out of the pool for a caller that holds it across passes (GpuKvCache.snapshot()): a
+  // failed pass releases the pool, and a lent buffer must outlive that until giveBack().
+  #lend(role, bytes, usage) {
+    const buffer = this.#pooled(role, Math.ceil(bytes / F32), usage, true);
+    this.#lent.set(buffer, this.#pool.get(role));
+    this.#pool.delete(role);
+    return buffer;
+  }
+
+  // A lent buffer back into the pool (destroyed instead when the pool is gone for good, or when
+  // the role has a buffer again).
+  #giveBack(role, buffer) {
+    const entry = this.#lent.get(buffer);
+    this.#lent.delete(buffer);
+    if (this.#disposed || this.#lost || this.#pool.has(role) || !entry) {
+      buffer.destroy();
+      return;
+    }
+    this.#pool.set(role, entry);
   }
 
   #releasePool() {

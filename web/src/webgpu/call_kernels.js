@@ -33,7 +33,7 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, widen (a narrow cache's), weights, sinks, qkNorm } (linear: the pipeline of a problem of `problems`, linear_problems.js).
+ * append, weights, sinks, qkNorm } (linear: the pipeline of a problem of `problems`, linear_problems.js).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
   const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
@@ -41,24 +41,23 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
   const attention = variants[attentionFamily(path)];
-  // A narrow cache (float16, int8): its own append; the decode kernel reads it where it is
-  // stored (`directKv`), the flash and weights kernels from a widened float32 copy.
+  // A narrow cache (float16, int8): its own append, and every attention kernel (flash, decode,
+  // weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
-  const directKv = narrowCache && path === 'decode' && !plan.needWeights ? narrowCache.dtype : null;
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, widen, weights, sinks, qkNorm] = await Promise.all([
+  const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm] = await Promise.all([
     Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
-    variantPipeline(device, attention, directKv ? { dk, dv, kv: directKv } : { dk, dv }),
+    variantPipeline(device, attention, heads),
     path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
     config.rotary ? getPipeline(device, 'rotary') : null,
     cache ? getPipeline(device, narrowCache ? 'cacheAppendNarrow' : 'cacheAppend', narrowCache ?? {}) : null,
-    narrowCache && !directKv ? getPipeline(device, 'cacheWiden', narrowCache) : null,
-    plan.needWeights ? getPipeline(device, 'weights', { dk }) : null,
+    plan.needWeights ? getPipeline(device, 'weights', narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
     config.sinks ? getPipeline(device, 'sinks') : null,
     config.qkNorm ? getPipeline(device, 'qkNorm') : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
-    variants, measured, directKv,
-    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, widen, weights, sinks, qkNorm },
+    variants, measured,
+    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm },
   };
 }

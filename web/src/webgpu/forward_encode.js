@@ -6,8 +6,9 @@
 //   rotary (optional)   rotary      Q and K rotated in place at positions 0…L−1 / 0…S−1
 //                                   (with a KV cache: n…n+L−1, n = its length before), or
 //                                   at the call's positionIds [B, L]
-//   cache (optional)    cacheAppend the new K and V rows written into the cache's ring, which
-//                                   the attention kernels then read (bottom-right causal, window)
+//   cache (optional)    cacheAppend the new K and V rows written into the cache's ring (float32,
+//                                   or narrow: float16 / int8), which the attention kernels then
+//                                   read where stored (bottom-right causal, window)
 //   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
 //                                   softmax, no L×S buffer; writes each row's max and sum
 //     or, for L <= DECODE_MAX_L     split-K: decode_partial (one workgroup per chunk of keys of
@@ -30,7 +31,8 @@ import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
-import { NARROW_CACHE_PARAMS, NARROW_CACHE_WORKGROUP, wordsPerHead } from './kernels/cache_narrow.wgsl.js';
+import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
+import { wordsOf } from './kernels/packed_values.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -84,43 +86,28 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     rotate(q, L, H);
     rotate(k, S, G);
   }
-  if (cache && cache.dtype !== 'float32') {
-    [k, v] = appendNarrow(ctx, { plan, config, cache, kernels }, k, v);
-  } else if (cache) {
-    // Append in place; attention then reads every cached position from the ring.
-    const appendRows = ({ buf, off, stride }, width, to) => dispatch(kernels.pipelines.append,
-      uniform(packParams(APPEND_PARAMS, { count: L, width, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
-      [buf, to], [cdiv(width, APPEND_WORKGROUP), L, B]);
-    appendRows(k, G * dk, cache.keys);
-    appendRows(v, G * dv, cache.values);
-    [k, v] = [{ buf: cache.keys, off: 0, stride: G * dk }, { buf: cache.values, off: 0, stride: G * dv }];
-  }
+  if (cache) [k, v] = appendToCache(ctx, { plan, config, cache, kernels }, k, v);
   return { q, k, v };
 }
 
-// A float16 or int8 cache: the new K and V rows appended narrow (rounded or quantised). The decode
-// kernel then reads them where they are (kernels.directKv: operands in words per row, with the
-// int8 scales); else the slots in use are widened into float32 buffers of the float32 cache's
-// layout, which the flash and weights kernels read as a float32 cache. Returns the { k, v } operands.
-function appendNarrow(ctx, { plan, config, cache, kernels }, k, v) {
+// The new K and V rows appended to the cache's ring in place (a float16 or int8 cache's rounded or
+// quantised: cache_narrow.wgsl.js); every attention kernel then reads each cached position from
+// the ring where it is stored, in the cache's dtype (kv_reads.wgsl.js): no float32 copy of a
+// narrow cache is made. Returns the { k, v } operands (strides in floats, or in words narrow).
+function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const { B, L } = plan;
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const first = plan.cache.lengthBefore;
-  const used = Math.min(first + L, cache.capacity);  // slots holding a position after the append
-  const narrow = ({ buf, off, stride }, d, to, scales, role) => {
-    const values = { heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first };
-    const scaleBinding = scales ? [scales] : [];
-    const words = G * wordsPerHead(cache.dtype, d);
-    ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: L })),
-      [buf, to, ...scaleBinding], [cdiv(words, NARROW_CACHE_WORKGROUP), L, B]);
-    if (kernels.directKv) return { buf: to, off: 0, stride: words, scales };
-    const wide = ctx.buffer(B * cache.capacity * G * d, Usage.STORAGE, role);
-    ctx.dispatch(kernels.pipelines.widen, ctx.uniform(packParams(NARROW_CACHE_PARAMS, { ...values, count: used })),
-      [to, wide, ...scaleBinding], [cdiv(G * d, NARROW_CACHE_WORKGROUP), used, B]);
-    return { buf: wide, off: 0, stride: G * d };
+  const narrow = cache.dtype !== 'float32';
+  const append = ({ buf, off, stride }, d, to) => {
+    // One invocation per float32 value, or per word of a narrow head's values.
+    const invocations = G * (narrow ? wordsOf(cache.dtype, d) : d);
+    ctx.dispatch(kernels.pipelines.append,
+      ctx.uniform(packParams(APPEND_PARAMS, { count: L, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
+      [buf, to], [cdiv(invocations, APPEND_WORKGROUP), L, B]);
+    return { buf: to, off: 0, stride: G * cacheHeadWords(cache.dtype, d) };
   };
-  return [narrow(k, dk, cache.keys, cache.keyScales, 'cache keys widened'),
-    narrow(v, dv, cache.values, cache.valueScales, 'cache values widened')];
+  return [append(k, dk, cache.keys), append(v, dv, cache.values)];
 }
 
 // Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.
@@ -151,9 +138,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     const chunks = cdiv(T - firstKeyOf(0, shape), kernels.variants.decode.chunk);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
-    // A narrow cache read where stored: int8 scales at bindings 7 and 8.
-    const scales = k.scales ? [k.scales, v.scales] : [];
-    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, ...scales], [chunks, L, B * H]);
+    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
     dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
   } else {
     dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],

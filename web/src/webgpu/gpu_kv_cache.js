@@ -4,9 +4,9 @@
 //
 // Layout [B, capacity, numKvHeads·d] for K and for V: the rows the attention kernels read through
 // keyRow() (position p in slot p mod capacity). A float16 or int8 cache (its dtype) stores the
-// same rows narrow, each head in whole u32 words, int8 with a scale per (position, head)
-// (kernels/cache_narrow.wgsl.js); a call widens the rows in use into float32 buffers of the
-// float32 layout for its attention kernels (forward_encode.js). Capacity and the rows one pass may append:
+// same rows narrow, each head in whole u32 words, int8 with its scale per (position, head) in the
+// word after the head's values (kernels/cache_narrow.wgsl.js); the attention kernels read them
+// there (kernels/kv_reads.wgsl.js), never through a float32 copy. Capacity and the rows one pass may append:
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
 // into passes (cached_passes.js). The same interface as the core's cache handle: length(),
 // reset(), delete(), isDeleted(); read() is the executor's readCache() here.
@@ -14,7 +14,8 @@ import { MemoryError } from '../errors.js';
 import { ringGeometry } from '../kv_ring.js';
 import { widenHalf } from '../half_floats.js';
 import { MAP_READ, Usage } from './device.js';
-import { VALUES_PER_WORD, wordsPerHead } from './kernels/cache_narrow.wgsl.js';
+import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
+import { VALUES_PER_WORD, wordsOf } from './kernels/packed_values.wgsl.js';
 
 const F32 = 4;
 
@@ -33,8 +34,8 @@ export class GpuKvCache {
     this.capacity = capacity;
     /** The most rows one pass may append (the pass splitter, cached_passes.js, cuts at it). */
     this.maxRowsPerPass = rowsPerPass;
-    // Bytes of one row of `d`-wide heads: float32 values, or whole words of narrow ones.
-    const rowBytes = (d) => (dtype === 'float32' ? G * d * F32 : G * wordsPerHead(dtype, d) * 4);
+    // Bytes of one row of `d`-wide heads: float32 values, or whole words of narrow ones (and int8's scales).
+    const rowBytes = (d) => G * cacheHeadWords(dtype, d) * 4;
     const make = (perRow, what) => {
       const bytes = batchSize * this.capacity * perRow;
       const limits = device.limits;
@@ -49,8 +50,7 @@ export class GpuKvCache {
     };
     const made = [];
     try {
-      for (const [name, perRow] of [['keys', rowBytes(dk)], ['values', rowBytes(dv)],
-        ...(dtype === 'int8' ? [['keyScales', G * F32], ['valueScales', G * F32]] : [])]) {
+      for (const [name, perRow] of [['keys', rowBytes(dk)], ['values', rowBytes(dv)]]) {
         this[name] = make(perRow, name);
         made.push(this[name]);
       }
@@ -62,7 +62,7 @@ export class GpuKvCache {
 
   /** The buffers the cache owns. */
   #buffers() {
-    return [this.keys, this.values, this.keyScales, this.valueScales].filter(Boolean);
+    return [this.keys, this.values].filter(Boolean);
   }
 
   length() {
@@ -79,13 +79,13 @@ export class GpuKvCache {
    * in a ring a pass after the first overwrites slots the call's first rows still read, so a call
    * that fails part-way puts the copy back (restore()) and leaves the cache as it was: all or
    * nothing. Queued on the device before the call's passes; discard() when they all succeeded.
+   * The copies are buffers lent by the executor's pool (`pool`: { lend(role, bytes, usage),
+   * giveBack(role, buffer) }), given back by restore() and discard().
    */
-  snapshot() {
+  snapshot(pool) {
     const device = this.#device;
-    // Every buffer the cache owns: an int8 cache's scales belong to its rows.
-    const copies = this.#buffers().map((buffer) => [buffer, device.createBuffer({
-      size: buffer.size, usage: Usage.COPY_SRC | Usage.COPY_DST, label: 'webattention cache snapshot',
-    })]);
+    const roles = ['cache snapshot keys', 'cache snapshot values'];
+    const copies = this.#buffers().map((buffer, i) => [buffer, pool.lend(roles[i], buffer.size, Usage.COPY_SRC | Usage.COPY_DST)]);
     const copy = (from) => {
       const encoder = device.createCommandEncoder({ label: 'webattention cache snapshot' });
       for (const pair of copies) {
@@ -95,7 +95,7 @@ export class GpuKvCache {
       device.queue.submit([encoder.finish()]);
     };
     copy('cache');
-    const discard = () => copies.forEach(([, b]) => b.destroy());
+    const discard = () => copies.forEach(([, b], i) => pool.giveBack(roles[i], b));
     return {
       restore: () => {
         if (!this.isDeleted()) copy('snapshot');
@@ -121,8 +121,8 @@ export class GpuKvCache {
    * races the device's loss.
    */
   async read(first, count, untilLost) {
-    const [keys, values, keyScales, valueScales] = await Promise.all(this.#buffers().map((buffer) => this.#readBack(buffer, untilLost)));
-    return { key: this.#rows(keys, keyScales, this.#shape.dk, first, count), value: this.#rows(values, valueScales, this.#shape.dv, first, count) };
+    const [keys, values] = await Promise.all(this.#buffers().map((buffer) => this.#readBack(buffer, untilLost)));
+    return { key: this.#rows(keys, this.#shape.dk, first, count), value: this.#rows(values, this.#shape.dv, first, count) };
   }
 
   /** A copy of `buffer`'s bytes (an ArrayBuffer), after the work queued before it. */
@@ -141,16 +141,17 @@ export class GpuKvCache {
 
   /**
    * Positions [first, first + count) of stored rows (`bytes`: [B, capacity] rows of G heads, each
-   * head's d values in its own slot, whole words for a narrow dtype; `scales` int8's per (row,
-   * head)) as float32 [B, G, count, d].
+   * head's d values in its own words, cache_narrow.wgsl.js's layout: for int8 the head's scale
+   * in the word after its values) as float32 [B, G, count, d].
    */
-  #rows(bytes, scales, d, first, count) {
+  #rows(bytes, d, first, count) {
     const { B, G } = this.#shape;
-    const narrow = this.dtype !== 'float32';
-    const perHead = narrow ? wordsPerHead(this.dtype, d) * VALUES_PER_WORD[this.dtype] : d;
-    const stored = this.dtype === 'float32' ? new Float32Array(bytes)
-      : this.dtype === 'float16' ? widenHalf('float16', new Uint16Array(bytes)) : new Int8Array(bytes);
-    const scale = scales ? new Float32Array(scales) : null;
+    const { dtype } = this;
+    const perWord = dtype === 'float32' ? 1 : VALUES_PER_WORD[dtype];
+    const perHead = cacheHeadWords(dtype, d) * perWord;  // values (slots) of one head
+    const stored = dtype === 'float32' ? new Float32Array(bytes)
+      : dtype === 'float16' ? widenHalf('float16', new Uint16Array(bytes)) : new Int8Array(bytes);
+    const scaleWords = dtype === 'int8' ? new Float32Array(bytes) : null;
     const out = new Float32Array(B * G * count * d);
     for (let b = 0; b < B; b++) {
       for (let i = 0; i < count; i++) {
@@ -158,8 +159,9 @@ export class GpuKvCache {
         for (let g = 0; g < G; g++) {
           const at = (row * G + g) * perHead;
           const to = ((b * G + g) * count + i) * d;
-          if (scale) {
-            for (let c = 0; c < d; c++) out[to + c] = Math.fround(stored[at + c] * scale[row * G + g]);
+          if (scaleWords) {
+            const scale = scaleWords[at / perWord + wordsOf(dtype, d)];
+            for (let c = 0; c < d; c++) out[to + c] = Math.fround(stored[at + c] * scale);
           } else {
             out.set(stored.subarray(at, at + d), to);
           }
@@ -172,7 +174,7 @@ export class GpuKvCache {
   delete() {
     if (this.keys === null) return;
     for (const buffer of this.#buffers()) buffer.destroy();
-    this.keys = this.values = this.keyScales = this.valueScales = null;
+    this.keys = this.values = null;
   }
 
   isDeleted() {

@@ -38,12 +38,15 @@ function linearVariant(name, spec) {
   };
 }
 
-// problem: { dk, dv, L, BH } (head widths, query rows, batch × heads). Every variant takes 64
-// query rows per workgroup, so the grid is the same.
+// problem: { dk, dv, kv?, L, BH } (head widths, K/V storage dtype when a narrow cache's, query
+// rows, batch × heads). Every variant takes 64 query rows per workgroup, so the grid is the same.
+// kv (absent: float32) is compiled in: K and V are read where stored (kv_reads.wgsl.js).
+const kvKey = ({ kv }) => (kv && kv !== 'float32' ? `:${kv}` : '');
+
 const attentionKernels = {
   row: () => ({
     fits: (limits, { dk, dv }) => flashKeyTile(dk, dv) >= 1,
-    shader: ({ dk, dv }) => flashAttentionShader({ dk, dv }),
+    shader: ({ dk, dv, kv }) => flashAttentionShader({ dk, dv, kv }),
   }),
   // Each invocation keeps ⌈DV/16⌉ vec4 accumulators: past 16 of them registers spill.
   // Q from global memory (qShared false) is for heads too wide for Q in workgroup memory: a
@@ -52,28 +55,27 @@ const attentionKernels = {
   tiled: ({ bc, qShared = true, dot = false, lean = false }) => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean) * 4 <= workgroupBytes(limits)
       && (qShared || Math.max(dk, dv) >= 128 || flashTiledFloats(dk, dv, bc) * 4 > workgroupBytes(limits)),
-    shader: ({ dk, dv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean }),
+    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, kv }),
   }),
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),
-    shader: ({ dk, dv }) => flashQuadShader({ dk, dv }),
+    shader: ({ dk, dv, kv }) => flashQuadShader({ dk, dv, kv }),
   }),
 };
 
 function attentionVariant(name, spec) {
   return {
     name, ...attentionKernels[spec.kernel](spec),
-    key: ({ dk, dv }) => `flash:${name}:${dk}:${dv}`,
+    key: (problem) => `flash:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
     grid: ({ L, BH }) => [cdiv(L, FLASH_BR), BH, 1],
   };
 }
 
-// Two kernels: partial (problem { dk, dv, kv? }: kv a narrow cache's dtype, read where stored)
-// then reduce ({ dv }).
+// Two kernels: partial (problem { dk, dv, kv? }, as the flash variants') then reduce ({ dv }).
 function decodeVariant(name, { chunk }) {
   return {
     name, chunk, fits: () => true,
-    key: ({ dk, dv, kv }) => `decodePartial:${name}:${dk}:${dv}${kv ? `:${kv}` : ''}`,
+    key: (problem) => `decodePartial:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
     shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv }),
     reduceKey: ({ dv }) => `decodeReduce:${name}:${dv}`, reduceShader: ({ dv }) => decodeReduceShader({ dv, chunk }),
   };

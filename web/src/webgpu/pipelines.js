@@ -1,13 +1,13 @@
 // Compute pipelines, made once per device and pipeline key and cached. A key names what the WGSL
 // depends on: the kernel and variant, and the head widths or load flavour a variant compiles in
 // (kernel_variants.js); sizes, strides, masks and causal are uniforms. The rotary, cache append,
-// sinks and qk-norm kernels have one pipeline per device, the weights kernel one per DK; the variants one per key.
+// sinks and qk-norm kernels have one pipeline per device, the weights kernel one per DK (and narrow cache dtype); the variants one per key.
 // Pipelines are compiled with createComputePipelineAsync, so that create() can start (and await)
 // the ones a module will use before its first call (warmPipelines()).
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
-import { cacheAppendNarrowShader, cacheWidenShader } from './kernels/cache_narrow.wgsl.js';
+import { cacheAppendNarrowShader } from './kernels/cache_narrow.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
@@ -36,18 +36,18 @@ const kinds = {
   rotary: () => rotaryShader(),
   cacheAppend: () => cacheAppendShader(),
   cacheAppendNarrow: ({ dtype }) => cacheAppendNarrowShader(dtype),
-  cacheWiden: ({ dtype }) => cacheWidenShader(dtype),
-  weights: ({ dk }) => attentionWeightsShader({ dk }),
+  weights: ({ dk, dtype }) => attentionWeightsShader({ dk, kv: dtype }),
   sinks: () => attentionSinksShader(),
   qkNorm: () => qkNormShader(),
 };
 
 /**
  * The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm',
- * 'weights' ({ dk }), 'cacheAppendNarrow' or 'cacheWiden' ({ dtype }).
+ * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppendNarrow' ({ dtype }).
  */
 export function getPipeline(device, kind, shape = {}) {
-  return pipelineFor(device, `${kind}:${shape.dk ?? shape.dtype ?? ''}`, () => kinds[kind](shape));
+  const key = [shape.dk, shape.dtype].filter((x) => x !== undefined).join(':');
+  return pipelineFor(device, `${kind}:${key}`, () => kinds[kind](shape));
 }
 
 const layouts = new WeakMap();  // GPUComputePipeline → its bind group layout 0

@@ -25,14 +25,17 @@ export function scaleOffsets({ embedDim: E, numHeads: H, numKvHeads: G, kdim, vd
   return { q: 0, k, v, swin: v + G * dv * blocksPerRow(vdim), swout: E * blocksPerRow(H * dv) };
 }
 
+// The buffers of options a module may not have: made only when it has them (nothing binds them else).
+const OPTIONAL = { sinks: (c) => Boolean(c.sinks), qNorm: (c) => Boolean(c.qkNorm), kNorm: (c) => Boolean(c.qkNorm) };
+
 /**
- * The module's GPU buffers, name → bytes (a multiple of 4, at least 4): win, bin, wout, bout, and
- * for int8 weights swin and swout (their scales).
+ * The module's GPU buffers, name → bytes (a multiple of 4, at least 4): win, bin, wout, bout, for
+ * int8 weights swin and swout (their scales), and sinks, qNorm, kNorm when configured.
  */
 export function parameterBufferBytes(config) {
   const dtype = config.weightsDtype ?? 'float32';
-  const { buffers } = parameterLayout(config);
-  const bytes = Object.fromEntries(Object.entries(buffers).map(([name, elements]) =>
+  const buffers = Object.entries(parameterLayout(config).buffers).filter(([name]) => OPTIONAL[name]?.(config) ?? true);
+  const bytes = Object.fromEntries(buffers.map(([name, elements]) =>
     [name, (MATRICES.includes(name) ? elements * ELEMENT_BYTES[dtype] : elements * 4)]));
   if (dtype === 'int8') {
     const { swin, swout } = scaleOffsets(config);

@@ -14,6 +14,7 @@
 // per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
 import { paramsWgsl } from '../kernel_params.js';
+import { kvReads } from './kv_reads.wgsl.js';
 
 /** What a masked entry is stored as, on the JS side. */
 export const MASK_SENTINEL = -3.0e38;
@@ -26,7 +27,7 @@ export const ATTENTION_PARAMS = [
   ['amKind', 'u32', '0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]'],
   ['qOff', 'u32', 'head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK'],
   ['qStride', 'u32'],
-  ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK'],
+  ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK (a narrow cache: in words, kv_reads.wgsl.js)'],
   ['kStride', 'u32'],
   ['vOff', 'u32', 'K/V head g of value j of batch b at vOff + keyRow(b, j)·vStride + g·DV'],
   ['vStride', 'u32'],
@@ -110,11 +111,12 @@ fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
 }
 `;
 
-/** The flash kernels' bindings after the masks (every flash variant has the same). */
-export const flashBindings = /* wgsl */ `
+/**
+ * The flash kernels' bindings after the masks (every flash variant has the same): K and V of
+ * storage `kv` read through kAt / vAt (kv_reads.wgsl.js).
+ */
+export const flashBindings = ({ kv, dk, dv }) => /* wgsl */ `
 @group(0) @binding(3) var<storage, read> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> v: array<f32>;
-@group(0) @binding(6) var<storage, read_write> out: array<f32>;
+${kvReads({ kv, dk, dv })}@group(0) @binding(6) var<storage, read_write> out: array<f32>;
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
 `;

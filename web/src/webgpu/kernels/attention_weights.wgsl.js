@@ -6,18 +6,19 @@
 // (batch, query row, key), looping over heads, so the head average is a plain sum in registers
 // (no atomics); consecutive invocations take consecutive keys, so the writes are coalesced.
 // Masked keys and rows with no allowed key (l = 0) give 0. Only DK is compile-time (the q and
-// k reads); one pipeline per DK, cached.
+// k reads), and the cache's storage dtype K is read in (kv_reads.wgsl.js); one pipeline per
+// (DK, dtype), cached.
 import { attentionCommon } from './attention_common.wgsl.js';
+import { kvReads } from './kv_reads.wgsl.js';
 
 export const WEIGHTS_WORKGROUP = 64;
 
-export function attentionWeightsShader({ dk }) {
+export function attentionWeightsShader({ dk, kv = 'float32' }) {
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
 
 @group(0) @binding(3) var<storage, read> q: array<f32>;
-@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> stats: array<f32>;          // [B, H, L, 2]: (m, l)
+${kvReads({ kv, dk, v: null })}@group(0) @binding(5) var<storage, read> stats: array<f32>;          // [B, H, L, 2]: (m, l)
 @group(0) @binding(6) var<storage, read_write> weights: array<f32>;  // [B, L, S] or [B, H, L, S]
 
 // Grid: (ceil(S / 64), L, B).
@@ -31,9 +32,10 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   var mean = 0.0;
   for (var h = 0u; h < p.H; h++) {
     let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
-    let kAt = p.kOff + keyRow(b, j) * p.kStride + kvHead(h) * DK;
+    let row = keyRow(b, j);
+    let g = kvHead(h);
     var dot = 0.0;
-    for (var d = 0u; d < DK; d++) { dot += q[qAt + d] * k[kAt + d]; }
+    for (var d = 0u; d < DK; d++) { dot += q[qAt + d] * kAt(row, g, d); }
     let s = maskedScore(dot, b, h, i, j);
     let st = ((b * p.H + h) * p.L + i) * 2u;
     let l = stats[st + 1u];

@@ -7,14 +7,18 @@
 
 import { paramsWgsl } from '../kernel_params.js';
 
-/** Invocations per workgroup, along a row's columns. */
+/** Invocations per workgroup, along a row's columns (words, for a narrow cache). */
 export const APPEND_WORKGROUP = 64;
 
-/** The kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
+/**
+ * The uniforms of both append kernels, this float32 one and a float16 / int8 cache's
+ * (cache_narrow.wgsl.js), in order (kernel_params.js makes the struct and the packing).
+ */
 export const APPEND_PARAMS = [
   ['count', 'u32', 'new rows per batch (L)'],
-  ['width', 'u32', 'floats per row (numKvHeads·d)'],
-  ['srcOff', 'u32', 'new row (b, i) at srcOff + (b·count + i)·srcStride'],
+  ['heads', 'u32', 'numKvHeads'],
+  ['d', 'u32', 'values per head (headDim or valueHeadDim)'],
+  ['srcOff', 'u32', 'new row (b, i) at src[srcOff + (b·count + i)·srcStride]'],
   ['srcStride', 'u32'],
   ['capacity', 'u32', 'cache rows per batch'],
   ['first', 'u32', 'position of new row 0 (the cache\'s length before the call)'],
@@ -25,15 +29,16 @@ export function cacheAppendShader() {
 ${paramsWgsl(APPEND_PARAMS)}@group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<f32>;
 
-// Grid: (ceil(width / 64), count, B).
+// Grid: (ceil(heads·d / 64), count, B).
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let width = p.heads * p.d;
   let c = gid.x;
-  if (c >= p.width) { return; }
+  if (c >= width) { return; }
   let i = gid.y;
   let b = gid.z;
   let slot = (p.first + i) % p.capacity;
-  cache[(b * p.capacity + slot) * p.width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
+  cache[(b * p.capacity + slot) * width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
 }
 `;
 }

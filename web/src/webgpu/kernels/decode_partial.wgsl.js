@@ -15,10 +15,9 @@
 //
 // DK sizes the q array in workgroup memory and DV the scratch stride, the chunk (a variant's
 // parameter, kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV)
-// and, for a float16 / int8 cache read where it is stored (`kv`), per its dtype
-// (cache_narrow.wgsl.js's kAt / vAt; float32 K and V are read as they were).
+// and K/V storage dtype (`kv`: K and V read through kv_reads.wgsl.js's kAt / vAt).
 import { attentionCommon } from './attention_common.wgsl.js';
-import { narrowKvReads } from './cache_narrow.wgsl.js';
+import { kvReads } from './kv_reads.wgsl.js';
 
 /** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (kernel_config.js). */
 export const DECODE_CHUNK = 256;
@@ -26,7 +25,6 @@ export const DECODE_CHUNK = 256;
 export const DECODE_WORKGROUP = 64;
 
 export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK, kv = 'float32' }) {
-  const narrow = kv !== 'float32';
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
 const DV = ${dv}u;
@@ -34,10 +32,7 @@ const CHUNK = ${chunk}u;
 const WG = ${DECODE_WORKGROUP}u;
 
 @group(0) @binding(3) var<storage, read> q: array<f32>;
-${narrow ? narrowKvReads(kv, dk, dv) : `@group(0) @binding(4) var<storage, read> k: array<f32>;
-@group(0) @binding(5) var<storage, read> v: array<f32>;
-fn kAt(row: u32, g: u32, d: u32) -> f32 { return k[p.kOff + row * p.kStride + g * DK + d]; }
-fn vAt(row: u32, g: u32, d: u32) -> f32 { return v[p.vOff + row * p.vStride + g * DV + d]; }`}
+${kvReads({ kv, dk, dv })}
 // [B·H, L, chunks, DV + 2]: (m_c, l_c, acc_c[DV]) per chunk
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
 

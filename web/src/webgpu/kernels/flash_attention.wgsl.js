@@ -4,7 +4,8 @@
 // Why this shape: one workgroup takes BR = 64 consecutive query rows of one (batch, head); each
 // invocation owns one query row, keeping the row (DK floats), its output accumulator (DV floats)
 // and its running max m and sum l in registers. The keys are walked in tiles of BC rows: the
-// workgroup copies K and V tiles into workgroup memory once (BC·(DK + DV) floats, sized to stay
+// workgroup copies K and V tiles into workgroup memory once (through kAt / vAt, widening a narrow
+// cache's values as it loads them) (BC·(DK + DV) floats, sized to stay
 // within 16 KiB), then all 64 rows read them from there, a broadcast read. Per tile each row
 // computes its BC scores, and when the tile holds an allowed key rescales acc and l by
 // exp(m − m_new) and adds exp(s − m_new)·v. With isCausal the key loop stops after the tile's
@@ -28,7 +29,7 @@ export function flashKeyTile(dk, dv) {
   return Math.min(64, Math.floor(FLASH_TILE_FLOATS / (dk + dv)));
 }
 
-export function flashAttentionShader({ dk, dv }) {
+export function flashAttentionShader({ dk, dv, kv = 'float32' }) {
   const bc = flashKeyTile(dk, dv);
   if (bc < 1) throw new Error(`flash attention: head widths ${dk} + ${dv} do not fit workgroup memory`);
   return /* wgsl */ `${attentionCommon}
@@ -37,7 +38,7 @@ const DV = ${dv}u;
 const BR = ${FLASH_BR}u;
 const BC = ${bc}u;
 
-${flashBindings}
+${flashBindings({ kv, dk, dv })}
 var<workgroup> ks: array<f32, ${bc * dk}>;  // [BC][DK]
 var<workgroup> vs: array<f32, ${bc * dv}>;  // [BC][DV]
 
@@ -65,8 +66,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   // A window's first key (uniform too): a windowed step visits O(W) keys, not the whole cache.
   for (var j0 = firstKey(wg.x * BR); j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
-    for (var e = t; e < n * DK; e += BR) { ks[e] = k[p.kOff + keyRow(b, j0 + e / DK) * p.kStride + g * DK + e % DK]; }
-    for (var e = t; e < n * DV; e += BR) { vs[e] = v[p.vOff + keyRow(b, j0 + e / DV) * p.vStride + g * DV + e % DV]; }
+    for (var e = t; e < n * DK; e += BR) { ks[e] = kAt(keyRow(b, j0 + e / DK), g, e % DK); }
+    for (var e = t; e < n * DV; e += BR) { vs[e] = vAt(keyRow(b, j0 + e / DV), g, e % DV); }
     workgroupBarrier();
 
     if (live) {

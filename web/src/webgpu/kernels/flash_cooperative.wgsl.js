@@ -33,16 +33,16 @@ ${stageQ ? `
 `;
 
 /**
- * A loop staging `width` values of each of the tile's BC key rows from `src` (k or v, at
- * `off`/`stride`, head width `dim`; zeros past the n keys of the tile and past `dim`): `store`
- * writes value x of key c, element d.
+ * A loop staging `width` values of each of the tile's BC key rows from `src` (k or v, read by
+ * kAt / vAt, head width `dim`; zeros past the n keys of the tile and past `dim`): `store` writes
+ * value x of key c, element d.
  */
 export const stageKeyRows = ({ src, width, dim, store }) => /* wgsl */ `
     for (var e = t; e < BC * ${width}; e += 256u) {
       let c = e / ${width};
       let d = e % ${width};
       var x = 0.0;
-      if (c < n && d < ${dim}) { x = ${src}[p.${src}Off + keyRow(b, j0 + c) * p.${src}Stride + g * ${dim} + d]; }
+      if (c < n && d < ${dim}) { x = ${src}At(keyRow(b, j0 + c), g, d); }
       ${store}
     }`;
 

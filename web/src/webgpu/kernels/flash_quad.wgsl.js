@@ -21,7 +21,7 @@ const BC = 64;
 /** Floats of workgroup memory for head widths dk, dv. */
 export const flashQuadFloats = (dk, dv) => BR * dk + BC * Math.max(dk, 4 * Math.ceil(dv / 4)) + BR * BC;
 
-export function flashQuadShader({ dk, dv }) {
+export function flashQuadShader({ dk, dv, kv = 'float32' }) {
   const dv4 = Math.ceil(dv / 4);
   const cg = Math.ceil(dv4 / 16);
   return /* wgsl */ `${attentionCommon}
@@ -31,7 +31,7 @@ const DV4 = ${dv4}u;  // vec4s per V row
 const CG = ${cg}u;    // output column groups (of 4) per invocation
 const BR = ${BR}u;
 const BC = ${BC}u;
-${flashBindings}
+${flashBindings({ kv, dk, dv })}
 var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;                    // qs[d·16 + row/4][row % 4]
 var<workgroup> kv: array<vec4f, ${(BC / 4) * Math.max(dk, 4 * dv4)}>; // kt[d·16 + key/4][key % 4], then vs[key·DV4 + col/4][col % 4]
 var<workgroup> ss: array<vec4f, ${(BR * BC) / 4}>;                    // ss[row·16 + key/4][key % 4]: s, then p

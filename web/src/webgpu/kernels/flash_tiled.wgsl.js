@@ -117,7 +117,7 @@ ${scores}`,
   };
 }
 
-export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false, lean = false }) {
+export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false, lean = false, kv = 'float32' }) {
   const dc = Math.ceil(dv / 16);
   const kc = bc / 16;
   const layout = layoutOf({ dot, qShared, lean }, dk, dv, bc);
@@ -130,7 +130,7 @@ const BC = ${bc}u;
 const KC = ${kc}u;   // keys per invocation in the score block
 const DC = ${dc}u;   // output columns per invocation
 
-${flashBindings}
+${flashBindings({ kv, dk, dv })}
 ${layout.arrays}
 
 @compute @workgroup_size(256)

@@ -5,8 +5,10 @@
 // of one output buffer. W is stored as the module's weightsDtype says (web/src/webgpu/
 // weight_storage.js): float32, or 16-bit values two per u32 (read with unpack2x16float, or a
 // shift for bfloat16: no shader-f16 needed), or int8 four per u32 with one float32 scale per
-// block of 32 along k; the kernels read it through weight(n, k) and compute in float32.
+// q8_0 block along k (Q8_BLOCK, q8_0.js); the kernels read it through weight(n, k) and compute in
+// float32 (the packed read: packed_values.wgsl.js).
 import { packParams, paramsWgsl } from '../kernel_params.js';
+import { isPacked, packedRead, q8BlockWgsl } from './packed_values.wgsl.js';
 
 /** The linear kernels' uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const LINEAR_PARAMS = [
@@ -19,7 +21,7 @@ export const LINEAR_PARAMS = [
   ['bOff', 'u32', 'b[n] = bias[bOff + n]'],
   ['yOff', 'u32', 'Y[m, n] = y[yOff + m·yStride + n]'],
   ['yStride', 'u32'],
-  ['sOff', 'u32', 'int8 W: W[n, k] = q · scales[sOff + n·⌈K/32⌉ + k/32]'],
+  ['sOff', 'u32', 'int8 W: W[n, k] = q · scales[sOff + n·⌈K/Q8_BLOCK⌉ + k/Q8_BLOCK] (q8_0.js)'],
 ];
 
 /** A linear problem's uniform block: its LINEAR_PARAMS values (not its `weights` dtype, a pipeline key). */
@@ -28,18 +30,19 @@ export function linearUniforms({ weights, ...values }) {
 }
 
 /** Whether W of storage `weights` ('float32' when not given) is read through weight(n, k). */
-export const narrowWeights = (weights) => weights !== undefined && weights !== 'float32';
+export const narrowWeights = isPacked;
 
-// W[n, k] as f32, for each narrow storage: element i = wOff + n·K + k of the packed words.
-const WEIGHT_READS = {
-  float16: 'let i = p.wOff + n * p.K + k;\n  return unpack2x16float(w[i >> 1u])[i & 1u];',
-  // A bfloat16 is the top half of a float32: move it there.
-  bfloat16: 'let i = p.wOff + n * p.K + k;\n  let word = w[i >> 1u];\n  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i & 1u) == 1u));',
-  // extractBits of an i32 sign-extends the byte; q · scale is the stored value exactly as the
-  // WASM core forms it (one f32 product).
-  int8: 'let i = p.wOff + n * p.K + k;\n  let q = extractBits(bitcast<i32>(w[i >> 2u]), 8u * (i & 3u), 8u);\n'
-    + '  return f32(q) * scales[p.sOff + n * ((p.K + 31u) / 32u) + k / 32u];',
-};
+// W[n, k] as f32: element i = wOff + n·K + k of the packed words (int8: times its block's scale,
+// one float32 product, as the WASM core forms it).
+function weightRead(weights) {
+  const int8 = weights === 'int8';
+  const scale = int8 ? ' * scales[p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k / Q8_BLOCK]' : '';
+  return `${packedRead(weights, 'packedW', 'w')}${int8 ? q8BlockWgsl : ''}
+fn weight(n: u32, k: u32) -> f32 {
+  return packedW(p.wOff + n * p.K + k)${scale};
+}
+`;
+}
 
 /**
  * The uniform block and bindings; X as `element` (f32, or vec4f for 4-wide loads), W likewise for
@@ -52,11 +55,7 @@ export function linearBindings(element = 'f32', weights = 'float32') {
 @group(0) @binding(2) var<storage, read> w: array<${narrow ? 'u32' : element}>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-${weights === 'int8' ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : ''}${narrow ? `
-fn weight(n: u32, k: u32) -> f32 {
-  ${WEIGHT_READS[weights]}
-}
-` : ''}`;
+${weights === 'int8' ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : ''}${narrow ? weightRead(weights) : ''}`;
 }
 
 /**

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The WebGPU storage checks on a real GPU, in about 6 minutes, from the repository root:
+#   (a) the WebGPU tests that touch caches, storage dtypes, kernel variants and the kernel cases
+#       (node --test on tests/webgpu/, on the adapter VK_ICD_FILENAMES names: node_setup.mjs);
+#   (b) decode steps per storage dtype (f32, f16, int8) at (768, 12, 12) and (2048, 32, 8) with
+#       n = 2048 and 8192 cached positions, and one prefill per weightsDtype
+#       (node bench/gpu.mjs --decode), as a small table.
+#
+#   bash scripts/gpu_check.sh
+#
+# On a machine with an NVIDIA GPU and gpu_carry/ (node, Dawn for the npm `webgpu` package and
+# libvulkan, not in git) it sources gpu_carry/remote_env.sh first, which puts that node on PATH
+# and points VK_ICD_FILENAMES at the GPU's Vulkan driver. Anywhere else it runs the same on
+# SwiftShader (tests/webgpu/adapter.mjs's SWIFTSHADER_ICD), the bench with --quick shapes: a
+# check that the script works, not a measurement. Needs web/dist (bash scripts/build.sh): the
+# tests compare with the WASM backend. Output: $OUT (or build/gpu_check/): tests.txt, bench.txt,
+# summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only.
+set -u
+cd "$(dirname "$0")/.."
+out="${OUT:-build/gpu_check}"
+mkdir -p "$out"
+
+if [ -f gpu_carry/remote_env.sh ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+  # shellcheck disable=SC1091
+  source gpu_carry/remote_env.sh
+  mode=gpu
+  quick=
+else
+  if [ -z "${VK_ICD_FILENAMES:-}" ]; then
+    VK_ICD_FILENAMES=$(node -e "import('./tests/webgpu/adapter.mjs').then((m) => console.log(m.SWIFTSHADER_ICD))")
+    export VK_ICD_FILENAMES
+  fi
+  mode=swiftshader
+  quick=--quick
+fi
+[ -f web/dist/webattention_core.wasm ] || { echo "gpu_check: web/dist is missing (bash scripts/build.sh)" | tee "$out/summary.txt"; exit 2; }
+
+tests=${GPU_CHECK_TESTS:-node_storage node_storage_buffers node_cache node_cache_binding node_cache_hostile node_decode node_variants node_parity_variants node_kernel_cases}
+files=()
+for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
+
+{
+  echo "gpu_check: $mode, node $(node --version), VK_ICD_FILENAMES=$VK_ICD_FILENAMES, $(git rev-parse --short HEAD 2>/dev/null)"
+  start=$(date +%s)
+  # (a) Each file in its own process (node --test), four at a time; bounded so that (b) runs.
+  timeout 270 node --test --test-concurrency=4 "${files[@]}" > "$out/tests.txt" 2>&1
+  rc_tests=$?
+  echo "tests ($(( $(date +%s) - start )) s, exit $rc_tests): $(grep -E '^# (tests|pass|fail|cancelled) ' "$out/tests.txt" | tr '\n' ' ')"
+  grep -E '^ *not ok' "$out/tests.txt" | head -20
+  # (b) The decode table.
+  start=$(date +%s)
+  timeout 150 node bench/gpu.mjs --decode $quick > "$out/bench.txt" 2>&1
+  rc_bench=$?
+  echo "bench ($(( $(date +%s) - start )) s, exit $rc_bench):"
+  cat "$out/bench.txt"
+} 2>&1 | tee "$out/summary.txt"
+grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q 'bench (.*exit 0)' "$out/summary.txt"

@@ -1,0 +1,39 @@
+// Values stored narrow in u32 words, as the WGSL kernels read them: the one definition of each
+// storage dtype's word layout and of its read, used by the linear kernels (narrow weights,
+// linear_common.wgsl.js) and by every attention kernel over a narrow KV cache (kv_reads.wgsl.js).
+//
+// Value i of a packed array is lane i mod PER of word i / PER (PER values per word, the first in
+// the lowest bits), so a packed array is the narrow values in order, as the CPU packs them.
+// float16 reads with unpack2x16float (no shader-f16 needed); a bfloat16 is the top half of a
+// float32, so a shift moves it there; int8 is a sign-extending extractBits, and the caller
+// multiplies by the value's scale (docs/attention-math.md §11: q · scale is one float32 product,
+// as the WASM core forms it). Arithmetic stays float32.
+import { Q8_BLOCK } from '../../q8_0.js';
+
+/** Values per u32 word of each narrow storage dtype. */
+export const VALUES_PER_WORD = { float16: 2, bfloat16: 2, int8: 4 };
+
+/** Whether values of storage `dtype` ('float32' when not given) are packed in words. */
+export const isPacked = (dtype) => dtype !== undefined && dtype !== 'float32';
+
+/** u32 words of `n` values of `dtype`. */
+export const wordsOf = (dtype, n) => Math.ceil(n / VALUES_PER_WORD[dtype]);
+
+/** WGSL: the q8_0 block (values per int8 scale along a weight row), from the one JS constant. */
+export const q8BlockWgsl = `const Q8_BLOCK = ${Q8_BLOCK}u;\n`;
+
+// The body of a read of value i, given the expression of its word.
+const READS = {
+  float16: (word) => `return unpack2x16float(${word})[i % 2u];`,
+  bfloat16: (word) => `let word = ${word};\n  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i % 2u) == 1u));`,
+  // The integer q as float32 (exact); extractBits of an i32 sign-extends the byte.
+  int8: (word) => `return f32(extractBits(bitcast<i32>(${word}), 8u * (i % 4u), 8u));`,
+};
+
+/**
+ * WGSL `fn name(i: u32) -> f32`: value i of the packed u32 array `array` of `dtype` (int8: q,
+ * unscaled). One function per array, since WGSL passes no storage buffer to a function.
+ */
+export function packedRead(dtype, name, array) {
+  return `fn ${name}(i: u32) -> f32 {\n  ${READS[dtype](`${array}[i / ${VALUES_PER_WORD[dtype]}u]`)}\n}\n`;
+}
