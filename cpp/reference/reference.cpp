@@ -79,6 +79,54 @@ Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
   return out;
 }
 
+// Qwen3's qk-norm (docs/attention-math.md §8's neighbour in MhaConfig): every head_dim-wide head
+// of every row divided by its root mean square (plus eps) and scaled by w.
+void rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps) {
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim) {
+      auto head = x.block(r, h0, 1, head_dim);
+      const double inv = 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
+      for (int c = 0; c < head_dim; ++c) head(0, c) *= inv * w[c];
+    }
+}
+
+// θ_j of §8, scaled as §8 writes it ('linear': / factor; 'llama3': by wavelength).
+double rotary_theta(const MhaConfig& c, int j) {
+  const double theta = std::pow(c.rotary_base, -2.0 * j / c.rotary_dim);
+  if (c.rotary_scaling == MhaConfig::RotaryScaling::kLinear) return theta / c.rotary_factor;
+  if (c.rotary_scaling != MhaConfig::RotaryScaling::kLlama3) return theta;
+  const double wavelength = 2.0 * 3.14159265358979323846 / theta;
+  const double r = c.rotary_original_max_positions / wavelength;
+  const double lo = c.rotary_low_freq_factor, hi = c.rotary_high_freq_factor;
+  if (r >= hi) return theta;
+  if (r <= lo) return theta / c.rotary_factor;
+  const double s = (r - lo) / (hi - lo);
+  return (1.0 - s) * theta / c.rotary_factor + s * theta;
+}
+
+// §8 on rows [B·T, heads·head_dim]: row b·T + i at position ids[b·T + i] (or i without ids), its
+// pairs turned by p·θ_j, or by row p of a given table.
+void rotate(Matrix& x, const MhaConfig& c, int head_dim, int T, const std::int32_t* ids,
+            const MhaParameters& params) {
+  const int half = c.rotary_dim / 2;
+  const int step = c.rotary_interleaved ? 2 : 1, second = c.rotary_interleaved ? 1 : half;
+  for (Eigen::Index r = 0; r < x.rows(); ++r) {
+    const std::int64_t p = ids ? ids[r] : r % T;
+    for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim)
+      for (int j = 0; j < half; ++j) {
+        const bool table = !params.rotary_cos.empty();
+        const double angle = static_cast<double>(p) * rotary_theta(c, j);
+        const double cs = table ? params.rotary_cos[p * half + j] : std::cos(angle);
+        const double sn = table ? params.rotary_sin[p * half + j] : std::sin(angle);
+        double& a = x(r, h0 + j * step);
+        double& b = x(r, h0 + j * step + second);
+        const double x1 = a, x2 = b;
+        a = x1 * cs - x2 * sn;
+        b = x2 * cs + x1 * sn;
+      }
+  }
+}
+
 }  // namespace
 
 void scaled_dot_product_attention(const SdpaArgs& a) {
@@ -151,8 +199,16 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   }
   if (with.out) read_bias("out_proj.bias", 0, bo);
   const int B = a.batch, L = a.L, S = a.S;
-  const Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
-  const Matrix k = (gather(a.key, kdim, B * S, kdim) * wk.transpose()).rowwise() + bk;
+  Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
+  Matrix k = (gather(a.key, kdim, B * S, kdim) * wk.transpose()).rowwise() + bk;
+  if (config.qk_norm) {
+    rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps);
+    rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps);
+  }
+  if (config.rotary_dim > 0) {
+    rotate(q, config, dk, L, a.position_ids, params);
+    rotate(k, config, dk, S, a.position_ids, params);
+  }
   const Matrix v = (gather(a.value, vdim, B * S, vdim) * wv.transpose()).rowwise() + bv;
 
   const std::size_t LS = static_cast<std::size_t>(L) * S;

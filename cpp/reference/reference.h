@@ -21,6 +21,8 @@ void scaled_dot_product_attention(const SdpaArgs& args);
 // contract of MultiHeadAttention::forward().
 struct MhaParameters {
   std::vector<std::pair<std::string, std::vector<float>>> entries;
+  // A given rotary table (set_rotary_table()), [positions, rotary_dim / 2] each; empty: θ_j.
+  std::vector<float> rotary_cos, rotary_sin;
   const std::vector<float>* find(const std::string& name) const;
 };
 void mha_forward(const MhaConfig& config, const MhaParameters& params,

@@ -34,6 +34,11 @@ function checkCase(ops, c) {
   for (const f of Object.keys(c)) if (!COMMON.includes(f) && !(f in fields)) fail(c, `unknown field '${f}'`);
   if (c.kvHeads && c.heads % c.kvHeads !== 0) fail(c, 'kvHeads must divide heads');
   if (c.op === 'decode' && c.mode === 'test' && !(c.length > 0)) fail(c, "a test case needs 'length'");
+  // Given positions name every row from 0, the cached ones (position0 of them) first.
+  if (c.op === 'rotary' && c.positions?.length && (c.positions.length !== (c.position0 ?? 0) + c.rows
+      || !c.positions.every((p) => p >= 0 && p <= 2 ** 31 - 1))) {
+    fail(c, "'positions' must give position0 + rows integers in [0, 2^31 - 1]");
+  }
   if (c.op !== 'flash') return;
   if (![c.keyPadding, c.attnMask].every((m) => m === undefined || MASKS.includes(m))) fail(c, `masks are ${MASKS.join(' | ')}`);
   // The public API reaches a query offset or a window only through a KV cache (causal, the new

@@ -56,7 +56,8 @@ export function publicApiRun(c) {
     case 'linear': return linearRun(c);
     case 'rotary': return attentionRun({ batch: 1, heads: c.heads, kvHeads: c.heads, L: c.rows, S: c.position0 + c.rows,
       dk: c.headDim, dv: c.headDim, causal: true, queryOffset: c.position0, window: 0, keyPadding: 'none', attnMask: 'none',
-      maskedRows: [], amplitude: 1 }, { dim: c.rotaryDim, interleaved: c.interleaved, base: c.base });
+      maskedRows: [], amplitude: 1 }, { dim: c.rotaryDim, interleaved: c.interleaved, base: c.base }, false, null,
+      c.positions.length ? c.positions : null);
     case 'decode': return attentionRun({ ...c, L: 1, S: c.length, causal: true, queryOffset: c.length - 1,
       keyPadding: 'none', attnMask: 'none', maskedRows: [], amplitude: 1 }, null, true);
     case 'cacheAppend': return attentionRun({ ...c, L: 0, S: c.chunks.reduce((a, b) => a + b, 0), causal: true, queryOffset: 0,
@@ -84,9 +85,10 @@ function linearRun(c) {
  * A flash-like case (batch, heads, kvHeads, L, S, dk, dv, causal, queryOffset, window, masks):
  * one forward of L query rows over S keys, or with `cached` (or a query offset or window)
  * chunks [queryOffset, L] (or `chunks`) of S positions on a cache, of which the rows from
- * queryOffset on are checked.
+ * queryOffset on are checked. `positions` (rotary only): the rotary position of every row from 0,
+ * given to forward() as positionIds.
  */
-function attentionRun(c, rope = null, cached = false, chunks = null) {
+function attentionRun(c, rope = null, cached = false, chunks = null, positions = null) {
   const { batch: B, heads: H, kvHeads: G, S: T, dk, dv } = c;
   const E = H * dk;
   const useCache = cached || c.queryOffset > 0 || c.window > 0;
@@ -112,13 +114,16 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
     B, Tq, T, q, k, v,
     chunks: useCache ? chunks ?? [c.queryOffset, c.L].filter((n) => n > 0) : null,
     cache: useCache ? { batchSize: B, ...(c.window ? { window: c.window } : { maxLength: T }), dtype: kv } : null,
-    options: (at, n) => (useCache
-      ? { ...(padding ? { keyPaddingMask: paddingUpTo(at + n) } : {}) }
-      : { isCausal: c.causal, ...(padding ? { keyPaddingMask: padding } : {}), ...(mask ? { attnMask: mask } : {}) }),
+    options: (at, n) => ({
+      ...(useCache
+        ? { ...(padding ? { keyPaddingMask: paddingUpTo(at + n) } : {}) }
+        : { isCausal: c.causal, ...(padding ? { keyPaddingMask: padding } : {}), ...(mask ? { attnMask: mask } : {}) }),
+      ...(positions ? { positionIds: positionIdsOf(positions, B, at, n ?? Tq) } : {}),  // n null: every row
+    }),
     // Rows [at, at + n) of the queries over keys [0, at + n) with a cache; all of them without.
     expected: (at, n) => {
       const S = useCache ? at + n : T;
-      const turn = (x, rows, heads, width) => (rope ? rotary(x, B, rows, heads, width, rope) : x);
+      const turn = (x, rows, heads, width) => (rope ? rotary(x, B, rows, heads, width, rope, 0, positions) : x);
       const qs = rowsOf(turn(rowsOf(q, B, Tq, E, 0, at + n), at + n, H, dk), B, at + n, E, at, at + n);
       const ks = cachedAs(turn(rowsOf(k, B, T, G * dk, 0, S), S, G, dk), G, dk);
       const vs = cachedAs(rowsOf(v, B, T, G * dv, 0, S), G, dv);
@@ -129,6 +134,10 @@ function attentionRun(c, rope = null, cached = false, chunks = null) {
     checked: (at) => !useCache || chunks !== null || at >= c.queryOffset,
   };
 }
+
+/** forward()'s positionIds [B, n] for rows [at, at + n) of every batch: the case's positions of those rows. */
+const positionIdsOf = (positions, B, at, n) =>
+  ({ data: Int32Array.from({ length: B * n }, (_, i) => positions[at + (i % n)]), shape: [B, n] });
 
 /** Rows [from, to) of x [B, T, width] as a new [B, to - from, width] array of x's kind. */
 function rowsOf(x, B, T, width, from, to) {

@@ -100,11 +100,11 @@ export function poisonKeys(x, batch, S, width, keys, value) {
 export const linear = (x, rows, inDim, w, outDim, bias = null) => contractLinear(x, rows, inDim, w, outDim, 0, bias);
 
 /**
- * Rotary embedding of rows [B, T, heads·headDim], row t at position first + t: pair j of each
- * head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by (first + t)·base^(-2j/dim).
- * Returns a Float64Array.
+ * Rotary embedding of rows [B, T, heads·headDim], row t at position p = positions[t] (every
+ * batch alike) or, without positions, first + t: pair j of each head ((j, j + dim/2), or
+ * (2j, 2j + 1) interleaved) turned by p·base^(-2j/dim). Returns a Float64Array.
  */
-export function rotary(x, batch, T, heads, headDim, { dim, interleaved, base }, first = 0) {
+export function rotary(x, batch, T, heads, headDim, { dim, interleaved, base }, first = 0, positions = null) {
   const y = Float64Array.from(x);
   const half = dim / 2;
   for (let b = 0; b < batch; b++) {
@@ -112,7 +112,7 @@ export function rotary(x, batch, T, heads, headDim, { dim, interleaved, base }, 
       for (let h = 0; h < heads; h++) {
         const row = ((b * T + t) * heads + h) * headDim;
         for (let j = 0; j < half; j++) {
-          const angle = (first + t) * base ** (-2 * j / dim);
+          const angle = (positions ? positions[t] : first + t) * base ** (-2 * j / dim);
           const i1 = row + (interleaved ? 2 * j : j), i2 = row + (interleaved ? 2 * j + 1 : j + half);
           const x1 = y[i1], x2 = y[i2];
           y[i1] = x1 * Math.cos(angle) - x2 * Math.sin(angle);

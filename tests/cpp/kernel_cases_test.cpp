@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -221,6 +222,13 @@ TEST_P(DecodeCases, MatchesReference) {
 
 KERNEL_CASES(RotaryCases, RotaryCase, kRotaryCases);
 
+// The rotary positions of a case's rows: its given positions of rows position0 … (the kernel's
+// position ids), or none (the kernel's rows then follow position0).
+std::vector<std::int32_t> given_positions(const RotaryCase& c) {
+  if (c.positions.empty()) return {};
+  return std::vector<std::int32_t>(c.positions.begin() + c.position0, c.positions.end());
+}
+
 // Q (heads wide) and K (one head) rotated in one call, as the core rotates them.
 TEST_P(RotaryCases, MatchesReference) {
   const auto& c = kase();
@@ -233,10 +241,13 @@ TEST_P(RotaryCases, MatchesReference) {
   const RotarySpec spec{c.head_dim, c.rotary_dim, c.interleaved, &frequencies};
   const RotaryRows rows[2] = {{x[0].data(), c.rows, widths[0]}, {x[1].data(), c.rows, widths[1]}};
   std::vector<float> table(c.rotary_dim);
-  apply_rotary(rows, 2, 1, c.position0, nullptr, spec, table.data());
+  const std::vector<std::int32_t> ids = given_positions(c);
+  apply_rotary(rows, 2, 1, c.position0, ids.empty() ? nullptr : ids.data(), spec, table.data());
+  std::vector<std::int64_t> positions(ids.begin(), ids.end());
+  for (int i = 0; ids.empty() && i < c.rows; ++i) positions.push_back(std::int64_t{c.position0} + i);
   for (int t = 0; t < 2; ++t) {
-    EXPECT_TRUE(matches_reference(x[t].data(), kernel_reference::rotary(before[t], c.rows, widths[t] / c.head_dim, c.head_dim,
-                                                                        c.rotary_dim, c.interleaved, c.base, c.position0)))
+    EXPECT_TRUE(matches_reference(x[t].data(), kernel_reference::rotary(before[t], widths[t] / c.head_dim, c.head_dim,
+                                                                        c.rotary_dim, c.interleaved, c.base, positions)))
         << (t ? "K" : "Q");
   }
 }

@@ -72,15 +72,15 @@ std::vector<double> attention(const AttentionShape& s, const std::vector<float>&
   return out;
 }
 
-std::vector<double> rotary(const std::vector<float>& x, int count, int heads, int head_dim, int dim,
-                           bool interleaved, double base, std::int64_t first) {
+std::vector<double> rotary(const std::vector<float>& x, int heads, int head_dim, int dim,
+                           bool interleaved, double base, const std::vector<std::int64_t>& positions) {
   std::vector<double> y(x.begin(), x.end());
   const int half = dim / 2;
-  for (int i = 0; i < count; ++i) {
+  for (std::size_t i = 0; i < positions.size(); ++i) {
     for (int h = 0; h < heads; ++h) {
-      double* row = &y[(static_cast<std::size_t>(i) * heads + h) * head_dim];
+      double* row = &y[(i * heads + h) * head_dim];
       for (int j = 0; j < half; ++j) {
-        const double angle = static_cast<double>(first + i) * std::pow(base, -2.0 * j / dim);
+        const double angle = static_cast<double>(positions[i]) * std::pow(base, -2.0 * j / dim);
         double& a = row[interleaved ? 2 * j : j];
         double& b = row[interleaved ? 2 * j + 1 : j + half];
         const double x1 = a, x2 = b;

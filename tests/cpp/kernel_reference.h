@@ -51,10 +51,10 @@ std::vector<double> attention(const AttentionShape& s, const std::vector<float>&
                               const Mask& key_padding, const Mask& attn_mask,
                               std::vector<double>* weights);
 
-// Rotary position embedding of rows [count, heads·head_dim], row i at position first + i: pair j
-// of each head (features (j, j + dim/2), or (2j, 2j + 1) interleaved) turned by (first + i)·θ_j,
-// θ_j = base^(-2j/dim).
-std::vector<double> rotary(const std::vector<float>& x, int count, int heads, int head_dim, int dim,
-                           bool interleaved, double base, std::int64_t first);
+// Rotary position embedding of rows [positions.size(), heads·head_dim], row i at position
+// positions[i]: pair j of each head (features (j, j + dim/2), or (2j, 2j + 1) interleaved) turned
+// by positions[i]·θ_j, θ_j = base^(-2j/dim).
+std::vector<double> rotary(const std::vector<float>& x, int heads, int head_dim, int dim,
+                           bool interleaved, double base, const std::vector<std::int64_t>& positions);
 
 }  // namespace webattention::kernel_reference

@@ -9,7 +9,11 @@
 // pass gives the same bits. Inputs with NaN or infinities run for memory safety only. Weights
 // and the cache come in every storage type (docs/attention-math.md §11); a narrow cache is
 // compared with one cache of its type fed the whole sequence in one call (the rows it stores are
-// the same whatever the chunks), the f32 cache with the plain forward.
+// the same whatever the chunks), the f32 cache with the plain forward. Issue 20's options come
+// from fuzz_options.h (scale, softcap, sinks, qk-norm with all-zero heads, a bias per projection,
+// RoPE scaling or a given table, position ids): a refusal of positions past the table or of
+// negative ids must come exactly where it is due, for the plain forward and for the first chunk
+// that reaches them, and must leave the cache as it was.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -17,9 +21,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "fuzz_bytes.h"
+#include "fuzz_options.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -58,22 +64,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   c.head_dim = 2 * in.in(1, 5);
   c.value_head_dim = in.in(1, 9);
   c.embed_dim = in.in(1, 12);
-  c.bias = in.coin();
-  if (in.coin()) {
-    c.rotary_dim = 2 * in.in(1, c.head_dim / 2);
-    c.rotary_base = in.coin() ? 10000.0 : 2.0 + in.u8();  // > 1, as the core requires
-    c.rotary_interleaved = in.coin();
-  }
+  fuzz::draw_score_options(in, c);
+  if (in.coin()) fuzz::draw_rotary(in, c, c.head_dim);
   const int B = in.in(1, 2), T = in.coin() ? in.in(1, 20) : in.in(1, 160);
   const int window = in.coin() ? in.in(1, 9) : 0;
   const int E = c.embed_dim, H = c.num_heads;
+  const int zero_head = c.qk_norm && in.coin() ? in.in(0, H - 1) : -1;
   bool non_finite = false;
 
-  MultiHeadAttention mha(c);
+  const std::unique_ptr<MultiHeadAttention> module = fuzz::module_or_refused(c);
+  if (!module) return 0;  // an option value the core refuses (fuzz_options.h draws some)
+  MultiHeadAttention& mha = *module;
   for (const auto& spec : mha.parameter_specs()) {
-    std::vector<float> values(spec.size());
     bool entry_non_finite = false;
-    for (auto& x : values) x = in.value(&entry_non_finite) * 0.25f;
+    std::vector<float> values = fuzz::entry_values(in, spec, &entry_non_finite);
+    if (zero_head >= 0) fuzz::zero_qk_head(spec, values, mha.config(), zero_head);
     try {
       mha.load_parameter(spec.name, values.data(), values.size());
     } catch (const StateDictError&) {
@@ -96,16 +101,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const bool weights = in.coin(), average = in.coin();
   const int wh = average ? 1 : H;
   // position_ids (§8) for a rotary module: rows at positions of their own (repeated, out of
-  // order, far, the largest int32), the same ids for the plain forward and the chunks.
-  std::vector<std::int32_t> ids;
-  if (c.rotary_dim > 0 && in.coin()) {
-    const int spread = in.coin() ? 1 : 65537;
-    ids.resize(static_cast<std::size_t>(B) * T);
-    for (auto& id : ids) {
-      const int b = in.u8();
-      id = b == 255 ? std::numeric_limits<std::int32_t>::max() : b * spread;
-    }
-  }
+  // order, far, the largest int32, -1), the same ids for the plain forward and the chunks; and
+  // maybe a given table, short of the positions now and then.
+  const std::vector<std::int32_t> ids =
+      c.rotary_dim > 0 && in.coin() ? fuzz::draw_position_ids(in, static_cast<std::size_t>(B) * T) : std::vector<std::int32_t>{};
+  const fuzz::RotaryTable table = fuzz::draw_rotary_table(in, c.rotary_dim / 2, 170, &non_finite);
+  if (table.rows > 0) mha.set_rotary_table(table.cos.data(), table.sin.data(), table.rows);
 
   MhaForwardArgs full;
   full.batch = B;
@@ -119,13 +120,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   full.average_weights = average;
   full.position_ids = ids.empty() ? nullptr : ids.data();
   const KvCacheConfig cache_config{B, window && in.coin() ? 0 : T, window, cache_dtype};
-  if (cache_dtype == StorageType::f32) {
-    mha.forward(full);
-  } else {  // the same storage, the whole sequence in one call
-    full.attn_mask = {};
-    auto whole = mha.create_cache(cache_config);
-    mha.forward(full, *whole);
-  }
+  const bool full_refused = fuzz::refused_as_due(fuzz::positions_refused(ids, table, T - 1), "decode_fuzz", [&] {
+    if (cache_dtype == StorageType::f32) {
+      mha.forward(full);
+    } else {  // the same storage, the whole sequence in one call
+      full.attn_mask = {};
+      auto whole = mha.create_cache(cache_config);
+      mha.forward(full, *whole);
+    }
+  });
 
   auto cache = mha.create_cache(cache_config);
   std::vector<int> chunks;
@@ -153,10 +156,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       a.weights = weights ? w.data() : nullptr;
       a.average_weights = average;
       a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
-      mha.forward(a, *cache);
+      if (fuzz::refused_as_due(fuzz::positions_refused(part_ids, table, at + n - 1), "decode_fuzz",
+                               [&] { mha.forward(a, *cache); })) {
+        if (cache->length() != at) fail("a refused append changed the cache's length");
+        return 0;
+      }
       for (int b = 0; b < B; ++b)
         std::copy_n(out.begin() + static_cast<std::size_t>(b) * n * E, n * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);
-      if (weights && !non_finite) {
+      if (weights && !non_finite && !full_refused) {
         for (int g = 0; g < B * wh; ++g)
           for (int i = 0; i < n; ++i)
             check_close("weights", w.data() + (static_cast<std::size_t>(g) * n + i) * (at + n),
@@ -164,6 +171,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
       at += n;
     }
+    if (full_refused) fail("the plain forward was refused, no chunk was");
     if (cache->length() != T) fail("cache length after the sequence");
     if (!non_finite) check_close("output", got.data(), expected.data(), got.size());
     if (pass == 0) {

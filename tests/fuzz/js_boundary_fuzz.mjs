@@ -6,11 +6,15 @@
 // throw a typed WebAttentionError (or, for a getter that throws, that getter's own error, passed
 // through unchanged: the documented choice), or, where the spoiled input still means the same
 // tensor, return exactly the output of the plain input. After every call the WASM memory in use is
-// unchanged and a known call still gives its known answer.
+// unchanged and a known call still gives its known answer. Issue 20's options: modules with
+// softcap, scale, sinks, qk-norm, a bias per projection, RoPE scaled or from a table (too short for
+// some calls: those must be refused), hostile values of each at create(), position ids past the
+// table, and loadStateDict() in the Hugging Face, GPT-2 and BERT layouts (js_boundary_module_calls.mjs).
 //   node tests/fuzz/js_boundary_fuzz.mjs [--seconds S = 30] [--seed N]
 import vm from 'node:vm';
 import { parseArgs } from 'node:util';
 import { MultiHeadAttention, WebAttentionError, scaledDotProductAttention, wasmMemoryInUse } from '#webattention';
+import { hostileCreateCall, layoutLoadCall, rotaryTable } from './js_boundary_module_calls.mjs';
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, seed: { type: 'string', default: String(Date.now() % 1e9) } } });
 let state = Number(values.seed) >>> 0;
@@ -56,25 +60,47 @@ const SPOIL_OPTIONS = {
   badPositionIds: (o, { B, L }) => [{ ...o, positionIds: pick([{ data: new Int32Array(B * L).fill(-1), shape: [B, L] },
     { data: new Float32Array(B * L), shape: [B, L] }, { data: new Int32Array(B * L + 1), shape: [B, L + 1] }, new Int32Array(B * L)]) }, false],
   // The ids a call uses anyway: the same bits, where the module has rotary and S = L.
+  // Past a given table's rows (4), or negative where there is none: refused either way.
+  pastTablePositionIds: (o, { B, L, table }) => [{ ...o, positionIds: { data: new Int32Array(B * L).fill(table ? 4 : -5), shape: [B, L] } }, false],
   defaultPositionIds: (o, { B, L, S, rotary }) => [{ ...o, positionIds: { data: Int32Array.from({ length: B * L }, (_, n) => n % L), shape: [B, L] } },
     rotary && L === S],
 };
 
 // The modules' score options, biases, sinks, qk-norm and scaled RoPE (issue 20): the spoiled calls
 // must behave the same under each.
-const MODULE_OPTIONS = [{}, { bias: { q: true, k: true, v: true } }, { bias: { k: true }, scale: 0.3, softcap: 2 }, { bias: false, softcap: 0.5, sinks: true },
-  { qkNorm: {}, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 4 } } }];
+// A table of 4 positions: calls of more rows are refused.
+const MODULE_OPTIONS = (E) => [{}, { bias: { q: true, k: true, v: true } }, { bias: { k: true }, scale: 0.3, softcap: 2 }, { bias: false, softcap: 0.5, sinks: true },
+  { qkNorm: {}, rotary: { scaling: { type: 'llama3', factor: 8, originalMaxPositions: 4 } } },
+  { bias: { q: true, out: true }, sinks: true, qkNorm: { eps: 1e-3 }, rotary: { interleaved: true, scaling: { type: 'linear', factor: 3 } } },
+  { softcap: 3, rotary: { table: rotaryTable(4, E / 2) } }];
 
 const modules = new Map();
+/** A module of random weights: { mha, E, options, sd (its torch-layout state dict) }. */
 async function moduleOf(E) {
-  const variant = int(MODULE_OPTIONS.length);
+  const variant = int(MODULE_OPTIONS(E).length);
   const key = `${E} ${variant}`;
   if (!modules.has(key)) {
-    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, ...MODULE_OPTIONS[variant] });
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, tensor(...shape)])));
-    modules.set(key, mha);
+    const options = MODULE_OPTIONS(E)[variant];
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, ...options });
+    const sd = Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, tensor(...shape)]));
+    mha.loadStateDict(sd);
+    modules.set(key, { mha, E, options, sd });
   }
   return modules.get(key);
+}
+
+const spoilTensor = (t) => SPOIL_TENSOR[pick(Object.keys(SPOIL_TENSOR))](t);
+const spoilTensorBadly = (t) => { for (;;) { const [spoiled, same] = spoilTensor(t); if (!same) return spoiled; } };
+const TOOLS = { random, int, pick, tensor, spoilTensor, spoilTensorBadly };
+
+/** The plain call's output, or null where it is refused (a call past a rotary table's rows). */
+async function plainOutput(call) {
+  try {
+    return (await call()).output.data;
+  } catch (e) {
+    if (e instanceof WebAttentionError) return null;
+    throw e;
+  }
 }
 
 /** One random call: { name, run: () => the spoiled call's promise, expected: output data or null }. */
@@ -87,13 +113,16 @@ async function randomCall() {
     const [spoiled, same] = SPOIL_TENSOR[name](q);
     return { name: `sdpa ${name}`, run: () => scaledDotProductAttention(spoiled, k, v), expected: same ? expected : null };
   }
-  const mha = await moduleOf(E);
+  const module = await moduleOf(E);
+  const { mha } = module;
+  if (random() < 0.1) return hostileCreateCall(MultiHeadAttention, E, module.options, TOOLS);
   const [q, k, v] = [tensor(B, L, E), tensor(B, S, E), tensor(B, S, E)];
   const options = { needWeights: random() < 0.5, isCausal: L === S && random() < 0.5 };
-  const expected = (await mha.forward(q, k, v, options)).output.data;
+  const expected = await plainOutput(() => mha.forward(q, k, v, options));
+  if (random() < 0.15) return layoutLoadCall(MultiHeadAttention, module, [q, k, v, options], expected, TOOLS);
   if (random() < 0.25) {
     const name = pick(Object.keys(SPOIL_OPTIONS));
-    const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, rotary: Boolean(mha.config.rotary) });
+    const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, rotary: Boolean(mha.config.rotary), table: Boolean(module.options.rotary?.table) });
     return { name: `options ${name}`, run: () => mha.forward(q, k, v, spoiled), expected: same ? expected : null };
   }
   const name = pick(Object.keys(SPOIL_TENSOR));
@@ -132,5 +161,5 @@ while (performance.now() < deadline && findings.length < 20) {
 for (const [key, n] of [...counts].sort()) console.log(`${String(n).padStart(7)}  ${key}`);
 console.log(`${calls} calls in ${values.seconds} s, seed ${values.seed}: ${findings.length} findings`);
 for (const f of findings) console.log(`FINDING ${f}`);
-for (const mha of modules.values()) mha.dispose();
+for (const { mha } of modules.values()) mha.dispose();
 process.exit(findings.length ? 1 : 0);

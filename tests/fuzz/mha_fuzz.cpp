@@ -9,17 +9,23 @@
 // are checked against their own reference by tests/js/differential.test.js). The weights are
 // stored as f32, f16, bf16 or int8 (docs/attention-math.md §11) and given as f32 or as f16 bits;
 // the reference then computes with the stored values, and a non-finite weight bound for int8 must
-// be a StateDictError.
+// be a StateDictError. Issue 20's options come from fuzz_options.h: the score scale, softcap,
+// sinks, qk-norm (with all-zero heads), a bias per projection, RoPE with either scaling or a given
+// table, and position ids; the reference computes all of them, and a refusal of bad option values,
+// of positions past the table or of negative ids is accepted (and demanded where it is due).
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fuzz_bytes.h"
+#include "fuzz_options.h"
 #include "reference/reference.h"
 #include "reference/storage_reference.h"
 #include "storage_convert.h"
@@ -86,20 +92,28 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     c.kdim = in.in(1, 20);
     c.vdim = in.in(1, 20);
   }
-  c.bias = in.coin();
+  fuzz::draw_score_options(in, c);
+  const int dk = free_dims ? c.head_dim : c.embed_dim / c.num_heads;
+  if (dk >= 2 && in.coin()) fuzz::draw_rotary(in, c, dk);
   const int B = in.in(1, 3), L = in.in(1, 20);
-  const int S = in.coin() ? in.in(1, 20) : in.in(1, 300);
+  const bool with_ids = c.rotary_dim > 0 && in.coin();  // position ids need S = L
+  const int S = with_ids ? L : in.coin() ? in.in(1, 20) : in.in(1, 300);
   const int H = c.num_heads;
+  const int zero_head = c.qk_norm && in.coin() ? in.in(0, H - 1) : -1;
   bool non_finite = false;
 
-  MultiHeadAttention mha(c);
+  const std::unique_ptr<MultiHeadAttention> module = fuzz::module_or_refused(c);
+  if (!module) return 0;  // an option value the core refuses (fuzz_options.h draws some)
+  MultiHeadAttention& mha = *module;
   reference::MhaParameters params;
   for (const auto& spec : mha.parameter_specs()) {
-    std::vector<float> values(spec.size());
     std::vector<std::uint16_t> bits(f16_source ? spec.size() : 0);
     bool entry_non_finite = false;
-    for (auto& x : values) x = in.value(&entry_non_finite) * 0.25f;
+    std::vector<float> values = fuzz::entry_values(in, spec, &entry_non_finite);
+    if (zero_head >= 0) fuzz::zero_qk_head(spec, values, mha.config(), zero_head);
     for (std::size_t i = 0; i < bits.size(); ++i) values[i] = storage::f16_to_f32(bits[i] = storage::f32_to_f16(values[i]));
+    // What is loaded: a zeroed head may have dropped a NaN, a huge sink as f16 is Inf.
+    entry_non_finite = std::any_of(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
     non_finite = non_finite || entry_non_finite;
     const bool matrix = spec.shape.size() == 2;
     try {
@@ -119,6 +133,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (matrix) values = reference::stored(values, spec.shape[0], spec.shape[1], c.weights_dtype, 32);
     params.entries.emplace_back(spec.name, std::move(values));
   }
+  const fuzz::RotaryTable table = fuzz::draw_rotary_table(in, c.rotary_dim / 2, 310, &non_finite);
+  if (table.rows > 0) {
+    mha.set_rotary_table(table.cos.data(), table.sin.data(), table.rows);
+    params.rotary_cos = table.cos, params.rotary_sin = table.sin;
+  }
+  const std::vector<std::int32_t> ids = with_ids ? fuzz::draw_position_ids(in, static_cast<std::size_t>(B) * L) : std::vector<std::int32_t>{};
+  const bool refusal_due = fuzz::positions_refused(ids, table, std::max(L, S) - 1);
   const int E = c.embed_dim, kdim = c.kdim ? c.kdim : E, vdim = c.vdim ? c.vdim : E;
   auto inputs = [&](std::size_t n) {
     std::vector<float> v(n);
@@ -140,6 +161,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   args.value = value.data();
   args.key_padding_mask = kpm.arg;
   args.attn_mask = am.arg;
+  args.position_ids = ids.empty() ? nullptr : ids.data();
   args.causal = in.coin();
   args.average_weights = in.coin();
   const bool weights = in.coin();
@@ -149,7 +171,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   args.weights = weights ? w.data() : nullptr;
 
   // A mask of the wrong shape is refused, and the module still runs afterwards.
-  if (in.u8() % 8 == 0 && kpm.arg.kind != MaskKind::kNone) {
+  if (in.u8() % 8 == 0 && kpm.arg.kind != MaskKind::kNone && !refusal_due) {
     MhaForwardArgs bad = args;
     bad.key_padding_mask.shape = {B, S + 1};
     try {
@@ -160,7 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
 
-  mha.forward(args);
+  if (fuzz::refused_as_due(refusal_due, "mha_fuzz", [&] { mha.forward(args); })) return 0;
   if (non_finite) return 0;
   std::vector<float> expected_out(out.size()), expected_w(w.size());
   args.output = expected_out.data();
