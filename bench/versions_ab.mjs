@@ -9,14 +9,15 @@
 //
 //   node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick]
 //                              [--dtype f32|f16|i8] [--decode-only]
-// --dtype: the weights' and the cache's storage (bench/decode_dtypes.mjs), f32 unless given.
+// --dtype: the weights' and the cache's storage (bench/decode_dtypes.mjs), f32 unless given
+// (f32 passes no storage option, so that a build from before them can be A).
 //   e.g. git worktree add ../before <commit> (and build it), then
 //        node bench/versions_ab.mjs ../before .
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { filled } from '../tests/contract/random.mjs';
-import { DTYPES } from './decode_dtypes.mjs';
+import { DTYPES, REFERENCE_DTYPE } from './decode_dtypes.mjs';
 
 const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 // [E, h, hkv, n, window (0: none)]
@@ -52,10 +53,13 @@ async function prefillCase(api, [L, E, h]) {
 }
 
 async function decodeCase(api, [E, h, hkv, n, window], dtype) {
+  // The storage options only when asked for: a build from before them refuses unknown options.
+  const narrow = dtype !== REFERENCE_DTYPE;
   const mha = await makeModule(api, { embedDim: E, numHeads: h, numKvHeads: hkv, rotary: { base: 10000 },
-    weightsDtype: DTYPES[dtype].weights });
+    ...(narrow ? { weightsDtype: DTYPES[dtype].weights } : {}) });
   const drift = Math.max(8, n / 16);
-  const cache = mha.createCache({ ...(window ? { window } : { maxLength: n + drift + 1 }), dtype: DTYPES[dtype].cache });
+  const cache = mha.createCache({ ...(window ? { window } : { maxLength: n + drift + 1 }),
+    ...(narrow ? { dtype: DTYPES[dtype].cache } : {}) });
   const prompt = { data: filled(n * E, 3, 1), shape: [1, n, E] };
   const step = { data: filled(E, 4, 1), shape: [1, 1, E] };
   let last;
