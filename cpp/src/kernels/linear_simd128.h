@@ -118,7 +118,7 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
       for (int i = 0; i < kPanels; ++i) panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], acc[2 * i], acc[2 * i + 1]);
     }
   } else {
-    row_times_panel_rows<kPanels>(x, 0, w.in, panels, acc);
+    row_times_pair_rows<kPanels>(x, w.in, panels, acc);
   }
   for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i) * kPanelWidth;

@@ -104,7 +104,7 @@ void score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, flo
   for (int i = 0; i < kPanels; ++i) panels[i] = key_pairs<T>(c, dk, slot + i * kPanelWidth);
   v128_t acc[2 * kPanels];
   for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-  row_times_panel_rows<kPanels>(q, 0, dk, panels, acc);
+  row_times_pair_rows<kPanels>(q, dk, panels, acc);
   for (int i = 0; i < kPanels; ++i)
     store_scores<T>(acc[2 * i], acc[2 * i + 1], c, slot + i * kPanelWidth, s + i * kPanelWidth);
 }
@@ -117,7 +117,7 @@ void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int s
   for (int i = 0; i < kPanels; ++i) panels[i] = value_pairs<T>(c, column + i * kPanelWidth, slot);
   v128_t acc[2 * kPanels];
   for (int i = 0; i < kPanels; ++i) to_pairs(wasm_v128_load(out + 8 * i), wasm_v128_load(out + 8 * i + 4), acc[2 * i], acc[2 * i + 1]);
-  row_times_panel_rows<kPanels>(p, 0, n, panels, acc);
+  row_times_pair_rows<kPanels>(p, n, panels, acc);
   for (int i = 0; i < kPanels; ++i) {
     v128_t lo, hi;
     from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
@@ -131,12 +131,14 @@ template <StorageType T>
 void tile_score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* scores) {
   for (int jb = 0; jb < n; jb += kPanelWidth) {
     Block4x8 acc = Block4x8::zero();
-    const PairPanelOf<T> panel = key_pairs<T>(c, dk, slot + jb);
-    for (int f = 0; f < dk; ++f) {
+    const AfterFirst<PairPanelOf<T>> panel{key_pairs<T>(c, dk, slot + jb)};
+    const auto step = [&](const auto& reader, int f) {
       v128_t even, odd;
-      panel.row(f, even, odd);
+      reader.row(f, even, odd);
       acc.madd(q[f], q[dk + f], q[2 * dk + f], q[3 * dk + f], even, odd);
-    }
+    };
+    if (dk > 0) step(panel.panel, 0);
+    for (int f = 1; f < dk; ++f) step(panel, f);
     for (int r = 0; r < 4; ++r) store_scores<T>(acc.lo[r], acc.hi[r], c, slot + jb, scores + r * flash::kKeyTile + jb);
   }
 }
@@ -151,12 +153,14 @@ void tile_pv_pairs(const float* p, int n, const flash::NarrowKv& c, int dv_pad, 
       const float* a = acc + r * dv_pad + cb;
       to_pairs(wasm_v128_load(a), wasm_v128_load(a + 4), block.lo[r], block.hi[r]);
     }
-    const PairPanelOf<T> panel = value_pairs<T>(c, cb, slot);
-    for (int j = 0; j < n; ++j) {
+    const AfterFirst<PairPanelOf<T>> panel{value_pairs<T>(c, cb, slot)};
+    const auto step = [&](const auto& reader, int j) {
       v128_t even, odd;
-      panel.row(j, even, odd);
+      reader.row(j, even, odd);
       block.madd(p[j], p[kTile + j], p[2 * kTile + j], p[3 * kTile + j], even, odd);
-    }
+    };
+    if (n > 0) step(panel.panel, 0);
+    for (int j = 1; j < n; ++j) step(panel, j);
     for (int r = 0; r < 4; ++r) {
       v128_t lo, hi;
       from_pairs(block.lo[r], block.hi[r], lo, hi);

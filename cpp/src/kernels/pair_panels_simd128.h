@@ -4,19 +4,23 @@
 // as (even columns 0, 2, 4, 6; odd columns 1, 3, 5, 7), and the caller restores the column order
 // once, when it stores (to_pairs / from_pairs). Each reader's values are the stored ones times a
 // power of two that its caller undoes once per dot product instead of once per element:
-//   f16  (finite only)  value · 2^-112: the caller multiplies x by 2^112 (one_row_x_scale)
+//   f16  (finite only)  value · 2^-112: the caller multiplies x by 2^112 (linear_simd128.h's
+//                       scaled_row, narrow_pairs_simd128.h's key_operand / value_operand)
 //   bf16                value · 1
 //   int8                q · 2^16, and each block of 32 rows times its scale · 2^-16 at its end
-// Operations per 8 elements after the load: f16 5, bf16 2, int8 4 (with its two conversions);
-// the f32x4 pair load + widen of panels_simd128.h takes f16 8, bf16 2, int8 10.
+// Operations per 8 elements after the loads: f16 4 (a second load; a panel's first row 5), bf16 2,
+// int8 4 (with its two conversions); the f32x4 readers of panels_simd128.h take f16 8, bf16 2,
+// int8 10.
 #pragma once
 
 #include <wasm_simd128.h>
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/kernels.h"
+#include "kernels/panels_simd128.h"
 
 namespace webattention::kernels {
 
@@ -48,6 +52,28 @@ struct F16PairPanel {
     const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
     odd = wasm_v128_and(wasm_i32x4_shr(v, 3), mask);
     even = wasm_v128_and(wasm_i32x4_shr(wasm_i32x4_shl(v, 16), 3), mask);
+  }
+  // Row k >= 1: the even elements come from a second load one element earlier, which puts them in
+  // the top halves (the element before, the last of row k - 1, falls under the mask): one shift
+  // less per row. Row 0 has no element before it inside the panel, so it takes row().
+  void row_after_first(int k, v128_t& even, v128_t& odd) const {
+    const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
+    odd = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth), 3), mask);
+    even = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth - 1), 3), mask);
+  }
+};
+
+// A reader's rows after the first: row_after_first() where the reader has one, else row().
+template <class Panel>
+struct AfterFirst {
+  static constexpr int kBlock = Panel::kBlock;
+  Panel panel;
+  void row(int k, v128_t& even, v128_t& odd) const {
+    if constexpr (std::is_same_v<Panel, F16PairPanel>) {
+      panel.row_after_first(k, even, odd);
+    } else {
+      panel.row(k, even, odd);
+    }
   }
 };
 
@@ -96,5 +122,16 @@ struct I8PairPanel {
     acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, wasm_f32x4_mul(s_odd, unit)));
   }
 };
+
+// acc += Σ_{k < k1} x[k] · row k of panels[i] (row_times_panel_rows), the rows after the first
+// through AfterFirst.
+template <int kPanels, class Panel>
+__attribute__((always_inline)) inline void row_times_pair_rows(const float* x, int k1, const Panel* panels,
+                                                               v128_t* acc) {
+  row_times_panel_rows<kPanels>(x, 0, k1 < 1 ? k1 : 1, panels, acc);
+  AfterFirst<Panel> rest[kPanels];
+  for (int i = 0; i < kPanels; ++i) rest[i].panel = panels[i];
+  row_times_panel_rows<kPanels>(x, 1, k1, rest, acc);
+}
 
 }  // namespace webattention::kernels
