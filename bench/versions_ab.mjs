@@ -8,12 +8,16 @@
 // Outputs are compared (max |A − B|) before timing.
 //
 //   node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick]
+//                              [--dtype f32|f16|i8] [--decode-only]
+// --dtype: the weights' and the cache's storage (bench/decode_dtypes.mjs), f32 unless given
+// (f32 passes no storage option, so that a build from before them can be A).
 //   e.g. git worktree add ../before <commit> (and build it), then
 //        node bench/versions_ab.mjs ../before .
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { filled } from '../tests/contract/random.mjs';
+import { DTYPES, REFERENCE_DTYPE } from './decode_dtypes.mjs';
 
 const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 // [E, h, hkv, n, window (0: none)]
@@ -48,10 +52,14 @@ async function prefillCase(api, [L, E, h]) {
   };
 }
 
-async function decodeCase(api, [E, h, hkv, n, window]) {
-  const mha = await makeModule(api, { embedDim: E, numHeads: h, numKvHeads: hkv, rotary: { base: 10000 } });
+async function decodeCase(api, [E, h, hkv, n, window], dtype) {
+  // The storage options only when asked for: a build from before them refuses unknown options.
+  const narrow = dtype !== REFERENCE_DTYPE;
+  const mha = await makeModule(api, { embedDim: E, numHeads: h, numKvHeads: hkv, rotary: { base: 10000 },
+    ...(narrow ? { weightsDtype: DTYPES[dtype].weights } : {}) });
   const drift = Math.max(8, n / 16);
-  const cache = mha.createCache(window ? { window } : { maxLength: n + drift + 1 });
+  const cache = mha.createCache({ ...(window ? { window } : { maxLength: n + drift + 1 }),
+    ...(narrow ? { dtype: DTYPES[dtype].cache } : {}) });
   const prompt = { data: filled(n * E, 3, 1), shape: [1, n, E] };
   const step = { data: filled(E, 4, 1), shape: [1, 1, E] };
   let last;
@@ -92,20 +100,25 @@ async function compare(label, make, apis, rounds) {
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: 'string', default: '41' }, quick: { type: 'boolean', default: false } },
+  options: {
+    rounds: { type: 'string', default: '41' }, quick: { type: 'boolean', default: false },
+    dtype: { type: 'string', default: 'f32' }, 'decode-only': { type: 'boolean', default: false },
+  },
 });
-if (positionals.length !== 2) {
-  console.error('usage: node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick]');
+if (positionals.length !== 2 || !Object.hasOwn(DTYPES, values.dtype)) {
+  console.error('usage: node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick] ' +
+    `[--dtype ${Object.keys(DTYPES).join('|')}] [--decode-only]`);
   process.exit(2);
 }
 const apis = await Promise.all(positionals.map((root) => import(pathToFileURL(resolve(root, 'web/src/node.js')).href)));
 const rounds = Number(values.rounds);
 const caps = await apis[0].capabilities();
-console.log(`A = ${positionals[0]}, B = ${positionals[1]}; module ${caps.wasmModule}, 1 thread, ${rounds} rounds; ms are medians`);
+console.log(`A = ${positionals[0]}, B = ${positionals[1]}; module ${caps.wasmModule}, 1 thread, ${rounds} rounds, ` +
+  `decode storage ${values.dtype}; ms are medians`);
 console.log('| case | A ms | B ms | A/B | max abs diff |\n|---|---:|---:|---:|---:|');
-for (const shape of values.quick ? PREFILL.slice(0, 2) : PREFILL) {
+for (const shape of values['decode-only'] ? [] : values.quick ? PREFILL.slice(0, 2) : PREFILL) {
   await compare(`prefill (L, E, h) = (${shape})`, (api) => prefillCase(api, shape), apis, Math.ceil(rounds / 2));
 }
 for (const shape of values.quick ? DECODE.slice(0, 1) : DECODE) {
-  await compare(`decode (E, h, hkv) = (${shape.slice(0, 3)}), n = ${shape[3]}${shape[4] ? `, window ${shape[4]}` : ''}`, (api) => decodeCase(api, shape), apis, rounds * 3);
+  await compare(`decode (E, h, hkv) = (${shape.slice(0, 3)}), n = ${shape[3]}${shape[4] ? `, window ${shape[4]}` : ''}`, (api) => decodeCase(api, shape, values.dtype), apis, rounds * 3);
 }

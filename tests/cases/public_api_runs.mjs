@@ -70,7 +70,7 @@ function linearRun(c) {
   const w = filled(c.out * c.in, 3, 1 / Math.sqrt(c.in));
   const { weights } = storageOf(c);
   const bias = c.bias ? filled(c.out, 4) : null;
-  const x = filled(c.rows * c.in, 5);
+  const x = filled(c.rows * c.in, 5, c.amplitude);
   return {
     create: { embedDim: c.out, numHeads: 1, kdim: 1, vdim: c.in, headDim: 1, valueHeadDim: c.out, bias: c.bias, weightsDtype: weights },
     sd: (specs) => stateDict(specs, { v: w, out: identity(c.out, c.out), vBias: bias }),

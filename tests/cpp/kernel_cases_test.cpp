@@ -32,7 +32,7 @@ KERNEL_CASES(LinearCases, LinearCase, kLinearCases);
 TEST_P(LinearCases, MatchesReference) {
   const auto& c = kase();
   const int x_stride = c.in + 3;
-  const std::vector<float> x = uniform(static_cast<std::size_t>(c.rows) * x_stride, 1);
+  const std::vector<float> x = uniform(static_cast<std::size_t>(c.rows) * x_stride, 1, c.amplitude);
   std::vector<float> x_dense;
   for (int r = 0; r < c.rows; ++r) x_dense.insert(x_dense.end(), x.begin() + r * x_stride, x.begin() + r * x_stride + c.in);
   const int outs[2] = {c.out, c.out + 3};

@@ -1,5 +1,6 @@
 // f16 projection kernel, WebAssembly SIMD128: linear_simd128.h over F16Panel (panels_simd128.h),
-// or F16FinitePanel when no weight is Inf or NaN (PackedLinear::finite), almost always.
+// or F16FinitePanel when no weight is Inf or NaN (PackedLinear::finite), almost always; a decode
+// step's single row over finite weights reads them in pairs (F16PairPanel), x scaled by 2^112.
 #include "kernels/linear_simd128.h"
 
 namespace webattention::kernels {
@@ -9,6 +10,7 @@ void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearT
   bool finite = true;
   for (int t = 0; t < target_count; ++t) finite = finite && targets[t].weights->finite;
   if (finite) {
+    if (rows == 1 && simd128_linear::one_row_pairs<F16PairPanel>(x, targets, target_count)) return;
     simd128_linear::linear_panels<F16FinitePanel>(x, rows, x_stride, targets, target_count);
   } else {
     simd128_linear::linear_panels<F16Panel>(x, rows, x_stride, targets, target_count);

@@ -79,19 +79,16 @@ struct Scalar {
   template <StorageType T>
   static void narrow_row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
     for (int j = 0; j < n; ++j) {
-      const float scale = c.k_scales ? c.k_scales[slot + j] : 0.0f;
       float sum = 0.0f;
-      for (int f = 0; f < dk; ++f) sum += q[f] * flash::widen1<T>(c.k, flash::key_index(dk, slot + j, f), scale);
-      s[j] = sum;
+      for (int f = 0; f < dk; ++f) sum += q[f] * flash::widen1<T>(c.k, flash::key_index(dk, slot + j, f), 1.0f);
+      s[j] = flash::key_scaled<T>(sum, c, slot + j);
     }
   }
   template <StorageType T>
   static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
     for (int f = 0; f < dv_pad; ++f) {
-      for (int j = 0; j < n; ++j) {
-        const float scale = c.v_scales ? c.v_scales[slot + j] : 0.0f;
-        acc[f] += p[j] * flash::widen1<T>(c.v, flash::value_index(c.capacity, slot + j, f), scale);
-      }
+      for (int j = 0; j < n; ++j)
+        acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, flash::value_index(c.capacity, slot + j, f), 1.0f);
     }
   }
 

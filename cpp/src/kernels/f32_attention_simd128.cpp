@@ -86,7 +86,7 @@ struct Simd128 {
     for (; cb < dv_pad; cb += kPanelWidth) pv_panels<1>(p, width, &values.at(cb, j0), stride, acc + cb);
   }
 
-  // The same two loops over a narrow cache (kv_widen.h), widening as they load.
+  // The same two loops, and the 4-row block's, over a narrow cache (narrow_rows_simd128.h).
   template <StorageType T>
   static void narrow_row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
     simd128_narrow::row_scores<T>(q, dk, c, slot, n, s);
@@ -94,6 +94,14 @@ struct Simd128 {
   template <StorageType T>
   static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
     simd128_narrow::row_pv<T>(p, n, c, dv_pad, slot, acc);
+  }
+  template <StorageType T>
+  static void narrow_tile_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
+    simd128_narrow::tile_scores<Simd128, T>(q, dk, c, slot, n, s);
+  }
+  template <StorageType T>
+  static void narrow_tile_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
+    simd128_narrow::tile_pv<Simd128, T>(p, n, c, dv_pad, slot, acc);
   }
 
   // s[0 .. 8·kPanels) = q · the kPanels key panels at `panel` (`stride` floats apart).

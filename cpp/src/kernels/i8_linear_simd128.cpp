@@ -1,10 +1,13 @@
-// i8 projection kernel, WebAssembly SIMD128: linear_simd128.h over I8Panel (panels_simd128.h).
+// i8 projection kernel, WebAssembly SIMD128: linear_simd128.h over I8Panel (panels_simd128.h); a
+// decode step's single row reads the weights in pairs and scales each block's sum once
+// (I8PairPanel).
 #include "kernels/linear_simd128.h"
 
 namespace webattention::kernels {
 
 void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                int target_count) noexcept {
+  if (rows == 1 && simd128_linear::one_row_pairs<I8PairPanel>(x, targets, target_count)) return;
   simd128_linear::linear_panels<I8Panel>(x, rows, x_stride, targets, target_count);
 }
 

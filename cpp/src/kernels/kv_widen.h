@@ -1,14 +1,17 @@
 // Attention over a narrow KV cache (f16, int8; docs/attention-math.md §11), the ISA-independent
 // part: the stored elements are widened to f32 as they are loaded, inside the loops, never into
 // a copy. The 4-row register block's loops are written here once for every ISA (each panel row
-// of 8 elements widened into the block's operand); the one-row loops of a decode step are each
-// ISA's own (Isa::narrow_row_scores, Isa::narrow_row_pv: narrow_rows_simd128.h, and the scalar
-// kernel's). Values come out exactly as storage_convert.h defines them (f16 and bf16 widened,
-// int8 q · scale; int8 keys have one scale per key, values one per slot).
+// of 8 elements widened into the block's operand), for the scalar kernel and as the SIMD kernel's
+// fallback; the one-row loops of a decode step, and the SIMD kernel's 4-row ones, are each ISA's
+// own (Isa::narrow_row_scores, Isa::narrow_row_pv, Isa::narrow_tile_*: narrow_rows_simd128.h, and
+// the scalar kernel's). Values come out exactly as storage_convert.h defines them (f16 and bf16
+// widened); int8 keys have one scale per key, values one per slot, applied once per dot product
+// (key_scaled, value_weight below).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/flash_layout.h"
 #include "storage_convert.h"
@@ -63,6 +66,18 @@ inline float widen1(const void* src, std::size_t i, float scale) {
   return storage::widen(src, T, i);
 }
 
+// An int8 cache's scales are applied once per dot product, in every module (§11): a key's to its
+// score (key_scaled: the sum of q · its stored q8 values, times its scale), a slot's to its
+// weight p (value_weight: p · scale times the stored q8 values). Other types: unchanged.
+template <StorageType T>
+inline float key_scaled(float score, const NarrowKv& c, int slot) {
+  return T == StorageType::i8 ? score * c.k_scales[slot] : score;
+}
+template <StorageType T>
+inline float value_weight(float p, const NarrowKv& c, int slot) {
+  return T == StorageType::i8 ? p * c.v_scales[slot] : p;
+}
+
 // scores[r][0 .. n) = q rows (r0..r0+4) · keys [slot, slot + n) of a narrow block (n a multiple
 // of 8), as tile_scores.
 template <class Isa, StorageType T>
@@ -71,31 +86,37 @@ void narrow_tile_scores(const float* q, int dk, const NarrowKv& c, int slot, int
   const float* q1 = q + dk;
   const float* q2 = q + 2 * dk;
   const float* q3 = q + 3 * dk;
+  alignas(16) static constexpr float kOnes[kPanelWidth] = {1, 1, 1, 1, 1, 1, 1, 1};
   for (int jb = 0; jb < n; jb += kPanelWidth) {
     auto acc = Isa::Block::zero();
     const std::size_t first = key_index(dk, slot + jb, 0);
-    const float* scales = c.k_scales ? c.k_scales + slot + jb : nullptr;
     for (int f = 0; f < dk; ++f) {
       alignas(16) float w[kPanelWidth];
-      widen8<T>(c.k, first + static_cast<std::size_t>(f) * kPanelWidth, scales, w);
+      widen8<T>(c.k, first + static_cast<std::size_t>(f) * kPanelWidth, kOnes, w);
       acc.madd(q0[f], q1[f], q2[f], q3[f], w);
     }
-    for (int r = 0; r < kRows; ++r) acc.store_row(r, scores + r * kKeyTile + jb);
+    for (int r = 0; r < kRows; ++r) {
+      float* s = scores + r * kKeyTile + jb;
+      acc.store_row(r, s);
+      for (int l = 0; l < kPanelWidth; ++l) s[l] = key_scaled<T>(s[l], c, slot + jb + l);
+    }
   }
 }
 
 // acc[r][0 .. dv_pad) += Σ_j p[r][j] · V[slot + j][:] over a narrow block, as accumulate_pv.
 template <class Isa, StorageType T>
 void narrow_accumulate_pv(const float* p, int n, const NarrowKv& c, int dv_pad, int slot, float* acc) {
+  alignas(16) static constexpr float kOnes[kPanelWidth] = {1, 1, 1, 1, 1, 1, 1, 1};
+  float pw[kRows][kKeyTile];  // the weights times their slots' int8 scales (value_weight)
+  for (int r = 0; r < kRows; ++r)
+    for (int j = 0; j < n; ++j) pw[r][j] = value_weight<T>(p[r * kKeyTile + j], c, slot + j);
   for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
     typename Isa::Block block;
     for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
     for (int j = 0; j < n; ++j) {
-      alignas(16) float scales[kPanelWidth];
-      if constexpr (T == StorageType::i8) std::fill(scales, scales + kPanelWidth, c.v_scales[slot + j]);
       alignas(16) float w[kPanelWidth];
-      widen8<T>(c.v, value_index(c.capacity, slot + j, cb), scales, w);
-      block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j], w);
+      widen8<T>(c.v, value_index(c.capacity, slot + j, cb), kOnes, w);
+      block.madd(pw[0][j], pw[1][j], pw[2][j], pw[3][j], w);
     }
     for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
   }
@@ -112,6 +133,13 @@ void with_narrow_type(StorageType type, Body&& body) {
   }
 }
 
+// Whether the ISA has its own 4-row loops over a narrow cache (Isa::narrow_tile_scores and
+// narrow_tile_pv, as the SIMD kernel has); else those above serve it.
+template <class Isa, class = void>
+struct OwnNarrowTiles : std::false_type {};
+template <class Isa>
+struct OwnNarrowTiles<Isa, std::void_t<decltype(&Isa::template narrow_tile_pv<StorageType::i8>)>> : std::true_type {};
+
 // Scores of keys [slot, slot + n) from a narrow cache, for a block of one row or 4.
 template <class Isa>
 void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, int slot, int n, float* s) {
@@ -119,7 +147,11 @@ void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, 
     if (one_row) {
       Isa::template narrow_row_scores<type.value>(q, dk, c, slot, n, s);
     } else {
-      narrow_tile_scores<Isa, type.value>(q, dk, c, slot, n, s);
+      if constexpr (OwnNarrowTiles<Isa>::value) {
+        Isa::template narrow_tile_scores<type.value>(q, dk, c, slot, n, s);
+      } else {
+        narrow_tile_scores<Isa, type.value>(q, dk, c, slot, n, s);
+      }
     }
   });
 }
@@ -131,7 +163,11 @@ void narrow_weighted_values(bool one_row, const float* p, int n, const NarrowKv&
     if (one_row) {
       Isa::template narrow_row_pv<type.value>(p, n, c, dv_pad, slot, acc);
     } else {
-      narrow_accumulate_pv<Isa, type.value>(p, n, c, dv_pad, slot, acc);
+      if constexpr (OwnNarrowTiles<Isa>::value) {
+        Isa::template narrow_tile_pv<type.value>(p, n, c, dv_pad, slot, acc);
+      } else {
+        narrow_accumulate_pv<Isa, type.value>(p, n, c, dv_pad, slot, acc);
+      }
     }
   });
 }

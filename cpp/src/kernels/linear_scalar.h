@@ -12,7 +12,9 @@
 namespace webattention::kernels::scalar_linear {
 namespace {
 
-// Rows are read in blocks of kBlock input values; start(k0) is called at the first of each.
+// Rows are read in blocks of kBlock input values; start(k0) is called at the first of each, and
+// block_sum(part, c) turns column c's sum over the block into its share of the result (int8: times
+// the block's scale, once per block instead of once per weight).
 template <class T>
 struct PlainPanel {  // f32, f16, bf16: one element, one value
   static constexpr int kBlock = INT_MAX / 2;
@@ -20,6 +22,7 @@ struct PlainPanel {  // f32, f16, bf16: one element, one value
   PlainPanel(const PackedLinear& w, int panel) : p(w.elements<const T>().panel(panel)) {}
   void start(int) {}
   const T& at(int k, int c) const { return p[k * kPanelWidth + c]; }
+  float block_sum(float part, int) const { return part; }
 };
 
 struct F32Panel : PlainPanel<float> {
@@ -42,7 +45,9 @@ struct I8Panel {
   I8Panel(const PackedLinear& w, int panel)
       : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
   void start(int k0) { block_scales = scales + (k0 / kBlock) * kPanelWidth; }
-  float at(int k, int c) const { return storage::dequantise(p[k * kPanelWidth + c], block_scales[c]); }
+  // q itself: the block's scale multiplies its sum once (block_sum), as the SIMD kernels do.
+  float at(int k, int c) const { return static_cast<float>(p[k * kPanelWidth + c]); }
+  float block_sum(float part, int c) const { return part * block_scales[c]; }
 };
 
 template <class Panel>
@@ -59,10 +64,12 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
         for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
           panel.start(k0);
           const int k1 = w.in - k0 < Panel::kBlock ? w.in : k0 + Panel::kBlock;
+          float part[kPanelWidth] = {};
           for (int k = k0; k < k1; ++k) {
             const float a = xr[k];
-            for (int c = 0; c < kPanelWidth; ++c) acc[c] += a * panel.at(k, c);
+            for (int c = 0; c < kPanelWidth; ++c) part[c] += a * panel.at(k, c);
           }
+          for (int c = 0; c < kPanelWidth; ++c) acc[c] += panel.block_sum(part[c], c);
         }
         const int n0 = p * kPanelWidth;
         for (int c = 0; c < kPanelWidth && n0 + c < w.out; ++c)

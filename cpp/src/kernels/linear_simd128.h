@@ -7,9 +7,12 @@
 #include <wasm_simd128.h>
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "kernels/f32_block_simd128.h"
 #include "kernels/kernels.h"
+#include "kernels/pair_panels_simd128.h"
 #include "kernels/panels_simd128.h"
 
 namespace webattention::kernels::simd128_linear {
@@ -93,6 +96,73 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
     wasm_v128_store(tmp + 4, acc[2 * i + 1]);
     std::copy(tmp, tmp + std::min(kPanelWidth, w.out - n0), target.y + n0);
   }
+}
+
+// one_row_panels over panels read in pairs (pair_panels_simd128.h): the accumulators hold even
+// and odd columns; a reader with block scales sums each block apart and scales the sum once.
+template <class Panel, int kPanels>
+__attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearTarget& target, int p0) {
+  const PackedLinear& w = *target.weights;
+  v128_t acc[2 * kPanels];
+  for (int i = 0; i < kPanels; ++i) {
+    const int n0 = (p0 + i) * kPanelWidth;
+    to_pairs(bias_or_zero(w, n0), bias_or_zero(w, n0 + 4), acc[2 * i], acc[2 * i + 1]);
+  }
+  Panel panels[kPanels];
+  for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
+  if constexpr (Panel::kBlockScales) {
+    for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+      v128_t part[2 * kPanels];
+      for (auto& v : part) v = wasm_f32x4_splat(0.0f);
+      row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
+      for (int i = 0; i < kPanels; ++i) panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], acc[2 * i], acc[2 * i + 1]);
+    }
+  } else {
+    row_times_pair_rows<kPanels>(x, w.in, panels, acc);
+  }
+  for (int i = 0; i < kPanels; ++i) {
+    const int n0 = (p0 + i) * kPanelWidth;
+    alignas(16) float tmp[kPanelWidth];
+    v128_t lo, hi;
+    from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
+    wasm_v128_store(tmp, lo);
+    wasm_v128_store(tmp + 4, hi);
+    std::copy(tmp, tmp + std::min(kPanelWidth, w.out - n0), target.y + n0);
+  }
+}
+
+// x[0, n) times `scale` into xs, if exact for every element (no finite x overflows); else false.
+// A power of two scales exactly otherwise, subnormals included, Inf and NaN staying themselves.
+inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& xs) {
+  xs.resize(n);
+  for (int k = 0; k < n; ++k) {
+    xs[k] = x[k] * scale;
+    if (std::isinf(xs[k]) && std::isfinite(x[k])) return false;
+  }
+  return true;
+}
+
+// A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time
+// (2 with block scales: their partial sums take registers too). Returns false, having done
+// nothing, where x times the reader's scale would overflow (f16: |x| >= 2^16): the caller then
+// takes the f32x4 readers, which compute the same values.
+template <class Panel>
+bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
+  constexpr int kGroup = Panel::kBlockScales ? 2 : 4;
+  std::vector<float> scaled;
+  if (Panel::kXScale != 1.0f) {
+    int in = 0;
+    for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
+    if (!scaled_row(x, in, Panel::kXScale, scaled)) return false;
+    x = scaled.data();
+  }
+  for (int t = 0; t < target_count; ++t) {
+    const int panels = targets[t].weights->panel_count();
+    int p = 0;
+    for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(x, targets[t], p);
+    for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(x, targets[t], p);
+  }
+  return true;
 }
 
 template <class Panel>

@@ -1,8 +1,8 @@
 // One panel of the panel layout (kv_layout.h) read row by row as two f32x4, per storage type:
 // f32 loads, f16 and bf16 widened, int8 dequantised with its scales (widen_simd128.h). The
 // weights of a projection (kernels.h's PackedLinear, for linear_simd128.h): int8 with one scale
-// per block of 32 rows and lane; a narrow KV cache's panels (kv_widen.h): int8 keys with one
-// scale per lane (key), int8 values one per row (slot). Rows are read in blocks of kBlock;
+// per block of 32 rows and lane; an f16 KV cache's panels where the pair readers
+// (pair_panels_simd128.h) cannot serve (narrow_rows_simd128.h). Rows are read in blocks of kBlock;
 // start(k0) is called at the first row of each (a weight panel's int8 loads the block's scales).
 #pragma once
 
@@ -60,34 +60,6 @@ struct I8Panel {
     s1 = wasm_v128_load(scales + (k0 / kBlock) * kPanelWidth + 4);
   }
   void row(int k, v128_t& lo, v128_t& hi) const { load_i8x8(p + k * kPanelWidth, s0, s1, lo, hi); }
-};
-
-// int8 keys: a K panel's 8 lanes are 8 keys, each with its scale for the whole panel.
-struct I8KeyPanel {
-  static constexpr int kBlock = INT_MAX / 2;
-  static constexpr int kRowPanels = 2;  // as I8Panel
-  const std::int8_t* p = nullptr;
-  v128_t s0, s1;
-  I8KeyPanel() = default;
-  I8KeyPanel(const std::int8_t* panel, const float* lane_scales)
-      : p(panel), s0(wasm_v128_load(lane_scales)), s1(wasm_v128_load(lane_scales + 4)) {}
-  void start(int) {}
-  void row(int k, v128_t& lo, v128_t& hi) const { load_i8x8(p + k * kPanelWidth, s0, s1, lo, hi); }
-};
-
-// int8 values: a V panel's row k is one slot, whose scale all 8 lanes share.
-struct I8RowPanel {
-  static constexpr int kBlock = INT_MAX / 2;
-  static constexpr int kRowPanels = 4;
-  const std::int8_t* p = nullptr;
-  const float* row_scales = nullptr;
-  I8RowPanel() = default;
-  I8RowPanel(const std::int8_t* panel, const float* scales) : p(panel), row_scales(scales) {}
-  void start(int) {}
-  void row(int k, v128_t& lo, v128_t& hi) const {
-    const v128_t s = wasm_v128_load32_splat(row_scales + k);
-    load_i8x8(p + k * kPanelWidth, s, s, lo, hi);
-  }
 };
 
 // acc[2i], acc[2i + 1] += Σ_k x[k] · row k of panels[i], for k in [k0, k1): one row times kPanels

@@ -33,7 +33,9 @@ inline void load_f16x8(const std::uint16_t* p, v128_t& lo, v128_t& hi) {
 // half moved to the top of its f32 lane (an unpack) and shifted right by 3 arithmetically puts the
 // sign at bit 31, 3 copies of it where the exponent's top bits go (cleared by the mask), and the
 // exponent and fraction where load_f16x8 puts them; then the same multiply by 2^112. The weights
-// and caches that hold no Inf or NaN (known when they are stored) take this path.
+// and caches that hold no Inf or NaN (known when they are stored) take this path where a decode
+// step's pair readers (pair_panels_simd128.h) do not serve: the 4-row projection, and the
+// fallbacks of a query too large to scale.
 inline void load_f16x8_finite(const std::uint16_t* p, v128_t& lo, v128_t& hi) {
   const v128_t h = wasm_v128_load(p);
   const v128_t zero = wasm_i16x8_splat(0);

@@ -1,0 +1,137 @@
+// Narrow panels read for the one-row loops (a decode step) with the fewest operations per element,
+// WebAssembly SIMD128. A panel row's 8 narrow elements sit two to a 32-bit lane (columns 2i and
+// 2i + 1 in lane i); each half is widened where it lies, without unpacking the pair: the row comes
+// as (even columns 0, 2, 4, 6; odd columns 1, 3, 5, 7), and the caller restores the column order
+// once, when it stores (to_pairs / from_pairs). Each reader's values are the stored ones times a
+// power of two that its caller undoes once per dot product instead of once per element:
+//   f16  (finite only)  value · 2^-112: the caller multiplies x by 2^112 (linear_simd128.h's
+//                       scaled_row, narrow_pairs_simd128.h's key_operand / value_operand)
+//   bf16                value · 1
+//   int8                q · 2^16, and each block of 32 rows times its scale · 2^-16 at its end
+// Operations per 8 elements after the loads: f16 4 (a second load; a panel's first row 5), bf16 2,
+// int8 4 (with its two conversions); the f32x4 readers of panels_simd128.h take f16 8, bf16 2,
+// int8 10.
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/kernels.h"
+#include "kernels/panels_simd128.h"
+
+namespace webattention::kernels {
+
+// (columns 0-3, 4-7) ⇄ (even columns, odd columns).
+inline void to_pairs(v128_t lo, v128_t hi, v128_t& even, v128_t& odd) {
+  even = wasm_i32x4_shuffle(lo, hi, 0, 2, 4, 6);
+  odd = wasm_i32x4_shuffle(lo, hi, 1, 3, 5, 7);
+}
+inline void from_pairs(v128_t even, v128_t odd, v128_t& lo, v128_t& hi) {
+  lo = wasm_i32x4_shuffle(even, odd, 0, 4, 1, 5);
+  hi = wasm_i32x4_shuffle(even, odd, 2, 6, 3, 7);
+}
+
+// Finite f16 (no exponent 31). The odd element fills the top half of its lane: an arithmetic shift
+// right by 3 puts its sign at bit 31 and its exponent and fraction at the bottom of an f32's
+// exponent field and the top of its fraction, which read as an f32 are its value times 2^-112
+// exactly (subnormals as f32 subnormals); the mask clears the sign's copies and the even element's
+// bits below. The even element is first shifted up into the top half.
+struct F16PairPanel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr bool kBlockScales = false;
+  static constexpr float kXScale = 0x1p112f;
+  const std::uint16_t* p = nullptr;
+  F16PairPanel() = default;
+  F16PairPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
+  explicit F16PairPanel(const std::uint16_t* panel) : p(panel) {}
+  void row(int k, v128_t& even, v128_t& odd) const {
+    const v128_t v = wasm_v128_load(p + k * kPanelWidth);
+    const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
+    odd = wasm_v128_and(wasm_i32x4_shr(v, 3), mask);
+    even = wasm_v128_and(wasm_i32x4_shr(wasm_i32x4_shl(v, 16), 3), mask);
+  }
+  // Row k >= 1: the even elements come from a second load one element earlier, which puts them in
+  // the top halves (the element before, the last of row k - 1, falls under the mask): one shift
+  // less per row. Row 0 has no element before it inside the panel, so it takes row().
+  void row_after_first(int k, v128_t& even, v128_t& odd) const {
+    const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
+    odd = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth), 3), mask);
+    even = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth - 1), 3), mask);
+  }
+};
+
+// A reader's rows after the first: row_after_first() where the reader has one, else row().
+template <class Panel>
+struct AfterFirst {
+  static constexpr int kBlock = Panel::kBlock;
+  Panel panel;
+  void row(int k, v128_t& even, v128_t& odd) const {
+    if constexpr (std::is_same_v<Panel, F16PairPanel>) {
+      panel.row_after_first(k, even, odd);
+    } else {
+      panel.row(k, even, odd);
+    }
+  }
+};
+
+// bf16 is the top half of its f32: the odd element with the even one's bits cleared, the even one
+// shifted up.
+struct BF16PairPanel {
+  static constexpr int kBlock = INT_MAX / 2;
+  static constexpr bool kBlockScales = false;
+  static constexpr float kXScale = 1.0f;
+  const std::uint16_t* p = nullptr;
+  BF16PairPanel() = default;
+  BF16PairPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
+  explicit BF16PairPanel(const std::uint16_t* panel) : p(panel) {}
+  void row(int k, v128_t& even, v128_t& odd) const {
+    const v128_t v = wasm_v128_load(p + k * kPanelWidth);
+    odd = wasm_v128_and(v, wasm_i32x4_splat(static_cast<int>(0xFFFF0000u)));
+    even = wasm_i32x4_shl(v, 16);
+  }
+};
+
+// int8 weights, sign-extended to 16 bits as they load: each 16-bit half, moved to the top of its
+// lane, is q · 2^16 as an i32, converted exactly (|q · 2^16| < 2^24). Its block's scale (times
+// 2^-16) multiplies the block's partial sums once (scale_block), not each weight.
+struct I8PairPanel {
+  static constexpr int kBlock = storage::kQuantBlock;
+  static constexpr bool kBlockScales = true;
+  static constexpr float kXScale = 1.0f;
+  const std::int8_t* p = nullptr;
+  const float* scales = nullptr;
+  I8PairPanel() = default;
+  I8PairPanel(const PackedLinear& w, int panel)
+      : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  explicit I8PairPanel(const std::int8_t* panel) : p(panel) {}  // a cache's: its caller scales
+  void row(int k, v128_t& even, v128_t& odd) const {
+    const v128_t h = wasm_i16x8_load8x8(p + k * kPanelWidth);
+    odd = wasm_f32x4_convert_i32x4(wasm_v128_and(h, wasm_i32x4_splat(static_cast<int>(0xFFFF0000u))));
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_shl(h, 16));
+  }
+  // acc += part · the scales of the block that starts at row k0 (times 2^-16).
+  void scale_block(int k0, v128_t part_even, v128_t part_odd, v128_t& acc_even, v128_t& acc_odd) const {
+    const float* s = scales + (k0 / kBlock) * kPanelWidth;
+    v128_t s_even, s_odd;
+    to_pairs(wasm_v128_load(s), wasm_v128_load(s + 4), s_even, s_odd);
+    const v128_t unit = wasm_f32x4_splat(0x1p-16f);
+    acc_even = wasm_f32x4_add(acc_even, wasm_f32x4_mul(part_even, wasm_f32x4_mul(s_even, unit)));
+    acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, wasm_f32x4_mul(s_odd, unit)));
+  }
+};
+
+// acc += Σ_{k < k1} x[k] · row k of panels[i] (row_times_panel_rows), the rows after the first
+// through AfterFirst.
+template <int kPanels, class Panel>
+__attribute__((always_inline)) inline void row_times_pair_rows(const float* x, int k1, const Panel* panels,
+                                                               v128_t* acc) {
+  row_times_panel_rows<kPanels>(x, 0, k1 < 1 ? k1 : 1, panels, acc);
+  AfterFirst<Panel> rest[kPanels];
+  for (int i = 0; i < kPanels; ++i) rest[i].panel = panels[i];
+  row_times_panel_rows<kPanels>(x, 1, k1, rest, acc);
+}
+
+}  // namespace webattention::kernels
