@@ -6,14 +6,15 @@
 // all alike. Prints each contender's median ms and GFLOP/s and the median over the rounds of
 // (first contender's ms / its ms): above 1, faster than the first contender.
 //
-//   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser] [--causal] [--quick]
+//   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
 //        [--rounds N] <module>[:<threads>] ...
 //   e.g. node --experimental-wasm-relaxed-simd bench/modules_ab.mjs simd relaxed
 //        node bench/modules_ab.mjs --browser simd relaxed
 //        node bench/modules_ab.mjs --browser simd:2 mt     (pool of 2 workers vs pthreads)
+//        node bench/modules_ab.mjs --firefox simd relaxed  (Firefox ESR, tests/browser/browsers.mjs)
 //
 // Node 20 runs 'relaxed' only with --experimental-wasm-relaxed-simd (passed on to the contender
-// processes). Chromium pages are cross-origin isolated (scripts/serve.mjs), so every module can
+// processes). Browser pages (Chromium or Firefox) are cross-origin isolated (scripts/serve.mjs), so every module can
 // run; the threads modules use navigator.hardwareConcurrency threads.
 import { fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -27,11 +28,14 @@ const WARMUP_ROUNDS = 2;
 function parseOptions(argv) {
   const { values: v, positionals } = parseFlags(import.meta.url, argv, {
     browser: { type: 'boolean', default: false },
+    firefox: { type: 'boolean', default: false },
     causal: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '15' },
   }, { allowPositionals: true });
-  const opts = { browser: v.browser, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
+  if (v.browser && v.firefox) exitWithUsage(import.meta.url, 'name one engine: --browser (Chromium) or --firefox');
+  const engine = v.browser ? 'chromium' : v.firefox ? 'firefox' : null;
+  const opts = { engine, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
   for (const a of positionals) {
     if (!/^[a-z][a-z0-9-]*(:\d+)?$/.test(a)) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
     const [module, threads = '1'] = a.split(':');
@@ -58,13 +62,14 @@ async function nodeContender({ module, threads }) {
   };
 }
 
-/** Chromium: one page per contender; resolves to a factory like nodeContender and a close(). */
-async function chromiumContenders() {
-  const { launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+/** A browser engine: one page per contender; resolves to a factory like nodeContender and a close(). */
+async function browserContenders(engine) {
+  const { startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer({ isolated: true });
-  const browser = await launchChromium();
+  const browser = await launchBrowser(engine);
   const make = async ({ module, threads }) => {
-    const page = await browser.context.newPage();
+    const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'warning' || m.type() === 'error') console.log(`  [${module}] ${m.text()}`); });
     await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}`);
     await page.waitForFunction(() => window.__ab !== undefined, null, { timeout: 60_000 });
@@ -86,12 +91,12 @@ const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
-  const chromium = opts.browser ? await chromiumContenders() : null;
+  const inBrowser = opts.engine ? await browserContenders(opts.engine) : null;
   const contenders = [];
   try {
-    for (const c of opts.contenders) contenders.push(await (chromium ? chromium.make(c) : nodeContender(c)));
+    for (const c of opts.contenders) contenders.push(await (inBrowser ? inBrowser.make(c) : nodeContender(c)));
     const loads = [loadavg()[0]];
-    console.log(`${opts.browser ? 'Chromium' : `Node ${process.version}`}, ${cpus()[0]?.model}, ${cpus().length} cores; `
+    console.log(`${opts.engine ?? `Node ${process.version}`}, ${cpus()[0]?.model}, ${cpus().length} cores; `
       + `${opts.causal ? 'causal' : 'no mask'}, ${opts.rounds} rounds (+${WARMUP_ROUNDS} warm-up)`);
     console.log(`contenders: ${contenders.map((c, k) => `${opts.contenders[k].label} (ran ${c.info.wasmModule}, threads ${c.info.threads})`).join(', ')}`);
     const substituted = contenders.filter((c, k) => c.info.wasmModule !== opts.contenders[k].module);
@@ -116,7 +121,7 @@ async function main() {
     console.log(`load average (1 min) at start / end: ${loads.map((l) => l.toFixed(1)).join(' / ')}`);
   } finally {
     for (const c of contenders) await c.close();
-    await chromium?.close();
+    await inBrowser?.close();
   }
 }
 

@@ -84,6 +84,7 @@ class FirefoxPage {
   $$eval(selector, fn, arg) { return this.#page.$$eval(selector, fn, arg); }
   selectOption(selector, value) { return this.#page.select(selector, value); }
   hover(selector) { return this.#page.hover(selector); }
+  bringToFront() { return this.#page.bringToFront(); }
 
   click(selector, { position } = {}) {
     return this.#page.click(selector, position ? { offset: position } : {});
