@@ -7,11 +7,14 @@
 // (first contender's ms / its ms): above 1, faster than the first contender.
 //
 //   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
-//        [--rounds N] <module>[:<threads>] ...
+//        [--rounds N] <module>[:<threads>][@<package root>] ...
 //   e.g. node --experimental-wasm-relaxed-simd bench/modules_ab.mjs simd relaxed
 //        node bench/modules_ab.mjs --browser simd relaxed
 //        node bench/modules_ab.mjs --browser simd:2 mt     (pool of 2 workers vs pthreads)
 //        node bench/modules_ab.mjs --firefox simd relaxed  (Firefox ESR, tests/browser/browsers.mjs)
+//        node bench/modules_ab.mjs --firefox relaxed@build/before relaxed   (a change's before and
+//            after: @ names another package root inside the repository, e.g. a copy of web/ and
+//            package.json taken before rebuilding; the default is the repository itself)
 //
 // Node 20 runs 'relaxed' only with --experimental-wasm-relaxed-simd (passed on to the contender
 // processes). Browser pages (Chromium or Firefox) are cross-origin isolated (scripts/serve.mjs), so every module can
@@ -37,17 +40,18 @@ function parseOptions(argv) {
   const engine = v.browser ? 'chromium' : v.firefox ? 'firefox' : null;
   const opts = { engine, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
   for (const a of positionals) {
-    if (!/^[a-z][a-z0-9-]*(:\d+)?$/.test(a)) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
-    const [module, threads = '1'] = a.split(':');
-    opts.contenders.push({ module, threads: Number(threads), label: a });
+    const m = a.match(/^([a-z][a-z0-9-]*)(?::(\d+))?(?:@([\w./-]+))?$/);
+    if (!m || m[3]?.split('/').includes('..')) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
+    const [, module, threads = '1', root = '.'] = m;
+    opts.contenders.push({ module, threads: Number(threads), root, label: a });
   }
   if (opts.contenders.length < 2) exitWithUsage(import.meta.url, 'name at least two contenders, e.g. simd relaxed');
   return opts;
 }
 
 /** A Node contender process: { info, time(shape, causal, reps), close() }. */
-async function nodeContender({ module, threads }) {
-  const child = fork(fileURLToPath(import.meta.url), ['--child', String(threads)], {
+async function nodeContender({ module, threads, root }) {
+  const child = fork(fileURLToPath(import.meta.url), ['--child', String(threads), root], {
     env: { ...process.env, WEBATTENTION_WASM: module }, execArgv: process.execArgv,
   });
   let pending = null;  // the one message awaited: requests go one at a time
@@ -68,10 +72,10 @@ async function browserContenders(engine) {
   const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer({ isolated: true });
   const browser = await launchBrowser(engine);
-  const make = async ({ module, threads }) => {
+  const make = async ({ module, threads, root }) => {
     const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'warning' || m.type() === 'error') console.log(`  [${module}] ${m.text()}`); });
-    await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}`);
+    await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}&root=${encodeURIComponent(root)}`);
     await page.waitForFunction(() => window.__ab !== undefined, null, { timeout: 60_000 });
     const error = await page.evaluate(() => window.__ab.error);
     if (error) throw new Error(`contender ${module}: ${error}`);
@@ -127,7 +131,7 @@ async function main() {
 
 if (process.argv[2] === '--child') {
   // A Node contender: WEBATTENTION_WASM (set by the parent) picks the module.
-  const api = await import('../web/src/node.js');
+  const api = await import(new URL(`../${process.argv[4]}/web/src/node.js`, import.meta.url));
   const c = await contender(api, Number(process.argv[3]));
   process.on('message', async ({ shape, causal, reps }) => process.send({ ms: await c.time(shape, causal, reps) }));
   process.on('disconnect', () => process.exit(0));
