@@ -7,7 +7,7 @@
 // (first contender's ms / its ms): above 1, faster than the first contender.
 //
 //   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
-//        [--rounds N] <module>[:<threads>][@<package root>] ...
+//        [--rounds N] [--firefox-pref NAME=VALUE ...] <module>[:<threads>][@<package root>] ...
 //   e.g. node --experimental-wasm-relaxed-simd bench/modules_ab.mjs simd relaxed
 //        node bench/modules_ab.mjs --browser simd relaxed
 //        node bench/modules_ab.mjs --browser simd:2 mt     (pool of 2 workers vs pthreads)
@@ -32,13 +32,20 @@ function parseOptions(argv) {
   const { values: v, positionals } = parseFlags(import.meta.url, argv, {
     browser: { type: 'boolean', default: false },
     firefox: { type: 'boolean', default: false },
+    'firefox-pref': { type: 'string', multiple: true, default: [] },
     causal: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '15' },
   }, { allowPositionals: true });
   if (v.browser && v.firefox) exitWithUsage(import.meta.url, 'name one engine: --browser (Chromium) or --firefox');
   const engine = v.browser ? 'chromium' : v.firefox ? 'firefox' : null;
-  const opts = { engine, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
+  const firefoxPrefs = {};
+  for (const pref of v['firefox-pref']) {
+    const m = pref.match(/^([\w.-]+)=(.*)$/);
+    if (!m || !v.firefox) exitWithUsage(import.meta.url, `--firefox-pref: expected NAME=VALUE with --firefox, got '${pref}'`);
+    firefoxPrefs[m[1]] = m[2] === 'true' ? true : m[2] === 'false' ? false : /^-?\d+$/.test(m[2]) ? Number(m[2]) : m[2];
+  }
+  const opts = { engine, firefoxPrefs, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
   for (const a of positionals) {
     const m = a.match(/^([a-z][a-z0-9-]*)(?::(\d+))?(?:@([\w./-]+))?$/);
     if (!m || m[3]?.split('/').includes('..')) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
@@ -67,11 +74,11 @@ async function nodeContender({ module, threads, root }) {
 }
 
 /** A browser engine: one page per contender; resolves to a factory like nodeContender and a close(). */
-async function browserContenders(engine) {
+async function browserContenders(engine, firefoxPrefs) {
   const { startServer } = await import('../tests/browser/harness.mjs');
   const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer({ isolated: true });
-  const browser = await launchBrowser(engine);
+  const browser = await launchBrowser(engine, { firefoxPrefs });
   const make = async ({ module, threads, root }) => {
     const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'warning' || m.type() === 'error') console.log(`  [${module}] ${m.text()}`); });
@@ -95,13 +102,13 @@ const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
-  const inBrowser = opts.engine ? await browserContenders(opts.engine) : null;
+  const inBrowser = opts.engine ? await browserContenders(opts.engine, opts.firefoxPrefs) : null;
   const contenders = [];
   try {
     for (const c of opts.contenders) contenders.push(await (inBrowser ? inBrowser.make(c) : nodeContender(c)));
     const loads = [loadavg()[0]];
     console.log(`${opts.engine ?? `Node ${process.version}`}, ${cpus()[0]?.model}, ${cpus().length} cores; `
-      + `${opts.causal ? 'causal' : 'no mask'}, ${opts.rounds} rounds (+${WARMUP_ROUNDS} warm-up)`);
+      + `${Object.keys(opts.firefoxPrefs).length ? `prefs ${JSON.stringify(opts.firefoxPrefs)}; ` : ''}${opts.causal ? 'causal' : 'no mask'}, ${opts.rounds} rounds (+${WARMUP_ROUNDS} warm-up)`);
     console.log(`contenders: ${contenders.map((c, k) => `${opts.contenders[k].label} (ran ${c.info.wasmModule}, threads ${c.info.threads})`).join(', ')}`);
     const substituted = contenders.filter((c, k) => c.info.wasmModule !== opts.contenders[k].module);
     if (substituted.length) console.log('WARNING: a contender runs another module than asked (a fallback?)');
