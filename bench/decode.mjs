@@ -9,13 +9,14 @@
 //
 //   npm --prefix bench install --no-audit --no-fund      (once: onnxruntime-web, in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
-//   node bench/decode.mjs [--node] [--browser] [--quick] [--budget MS] [--markdown] [--json FILE]
+//   node bench/decode.mjs [--node] [--browser] [--firefox] [--quick] [--budget MS] [--markdown] [--json FILE]
 //                         [--timeout S] [--wasm M] [--dtypes f32,f16,i8]
 //
 //   (no flag)        run in Node (this process)
 //   --browser        run in headless Chromium instead (bench/browser/decode.html, served by
 //                    scripts/serve.mjs; /usr/bin/chromium unless CHROMIUM= says otherwise)
-//   --node --browser both, one after the other (what docs/benchmarks.md records)
+//   --firefox        run in headless Firefox (firefox-esr, tests/browser/browsers.mjs; FIREFOX=)
+//   --node --browser --firefox  any of them, one after the other (what docs/benchmarks.md records)
 //   --quick          cache lengths 128 and 512 only (the full run has 128, 512, 2048, 8192)
 //   --budget MS      time per cell for the timed steps (default 1500): runs = budget / warm
 //                    time, at least 3, at most 100
@@ -23,7 +24,7 @@
 //                    pair: f32 (float32 + float32), f16 (float16 + float16), i8 (int8 + int8);
 //                    default all three; f32 is always timed (the others are compared with it)
 //   --markdown       also print the tables as Markdown
-//   --json FILE      also write { node?, browser? } → { header, check, decode, prefill } to FILE
+//   --json FILE      also write { node?, browser?, firefox? } → { header, check, decode, prefill } to FILE
 //   --timeout S      give up on the browser run after S seconds (default 1200)
 //   --wasm M         webattention's WASM module (default: the package's choice in Node; 'simd'
 //                    in the page, which is cross-origin isolated and would otherwise load 'mt')
@@ -36,6 +37,7 @@ import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
 import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
 import { formatDecode } from './decode_table.mjs';
 import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from './run_env.mjs';
+import { engineTitle, engineVersion, runBenchPage } from './browser_page.mjs';
 
 const MEMBW_WASM = 'build/membw/membw.wasm';
 
@@ -43,6 +45,7 @@ function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
     node: { type: 'boolean', default: false },
     browser: { type: 'boolean', default: false },
+    firefox: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     markdown: { type: 'boolean', default: false },
     budget: { type: 'string', default: '1500' },
@@ -51,7 +54,7 @@ function parseOptions(argv) {
     wasm: { type: 'string' },
     dtypes: { type: 'string', default: Object.keys(DTYPES).join(',') },
   });
-  const opts = { node: v.node, browser: v.browser, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
+  const opts = { node: v.node, browser: v.browser, firefox: v.firefox, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
     json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null, dtypes: null };
   try {
     opts.dtypes = parseDtypes(v.dtypes);
@@ -60,7 +63,7 @@ function parseOptions(argv) {
   }
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
-  if (!opts.browser) opts.node = true;
+  if (!opts.browser && !opts.firefox) opts.node = true;
   return opts;
 }
 
@@ -107,48 +110,17 @@ async function runNode(opts, common) {
   return printResults(`Node ${process.version}`, header, result, opts);
 }
 
-async function runBrowser(opts, common) {
-  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
-  if (!existsSync(CHROMIUM)) {
-    console.error(`decode.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
-    process.exit(1);
-  }
+async function runBrowser(opts, common, engine) {
   membwWasm();  // the page fetches it
-  const server = await startServer();
-  let browser = null, timer = null;
-  try {
-    const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
-    });
-    const work = (async () => {
-      browser = await launchChromium([], { timeout: 60_000 });
-      const version = browser.context.browser()?.version() ?? '?';
-      const page = await browser.context.newPage();
-      const problems = [];
-      page.on('console', (m) => {
-        if (m.text().startsWith('[decode] ')) console.log(`   ${m.text().slice(9)}`);
-        else if (m.type() === 'error') problems.push(m.text());
-      });
-      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), dtypes: opts.dtypes.join(','), wasm: opts.wasm ?? 'simd' });
-      console.log(`\n-- Chromium ${version}`);
-      await page.goto(`${server.url}/bench/browser/decode.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
-      await page.waitForFunction(() => window.__decode?.done, null, { timeout: 0, polling: 500 });
-      const result = await page.evaluate(() => window.__decode);
-      if (result.error) throw new Error(`in the page: ${result.error}\n${problems.join('\n')}`);
-      const header = {
-        ...common,
-        runtime: `Chromium ${version} headless (${result.env.userAgent})`,
-        libraries: result.libraries,
-      };
-      return printResults(`Chromium ${version}`, header, result, opts);
-    })();
-    return await Promise.race([work, timeout]);
-  } finally {
-    clearTimeout(timer);
-    await browser?.close();
-    server.child.kill('SIGTERM');
-  }
+  const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), dtypes: opts.dtypes.join(','), wasm: opts.wasm ?? 'simd' });
+  console.log(`\n-- ${engineTitle(engine)}`);
+  const { result } = await runBenchPage(engine, {
+    script: 'decode.mjs', path: '/bench/browser/decode.html', query: q, resultName: '__decode', logPrefix: '[decode] ',
+    timeoutS: opts.timeoutS,
+  });
+  const version = engineVersion(engine, result.env.userAgent);
+  const header = { ...common, runtime: `${version} headless (${result.env.userAgent})`, libraries: result.libraries };
+  return printResults(version, header, result, opts);
 }
 
 const opts = parseOptions(process.argv.slice(2));

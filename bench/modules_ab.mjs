@@ -6,14 +6,18 @@
 // all alike. Prints each contender's median ms and GFLOP/s and the median over the rounds of
 // (first contender's ms / its ms): above 1, faster than the first contender.
 //
-//   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser] [--causal] [--quick]
-//        [--rounds N] <module>[:<threads>] ...
+//   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
+//        [--rounds N] [--firefox-pref NAME=VALUE ...] <module>[:<threads>][@<package root>] ...
 //   e.g. node --experimental-wasm-relaxed-simd bench/modules_ab.mjs simd relaxed
 //        node bench/modules_ab.mjs --browser simd relaxed
 //        node bench/modules_ab.mjs --browser simd:2 mt     (pool of 2 workers vs pthreads)
+//        node bench/modules_ab.mjs --firefox simd relaxed  (Firefox ESR, tests/browser/browsers.mjs)
+//        node bench/modules_ab.mjs --firefox relaxed@build/before relaxed   (a change's before and
+//            after: @ names another package root inside the repository, e.g. a copy of web/ and
+//            package.json taken before rebuilding; the default is the repository itself)
 //
 // Node 20 runs 'relaxed' only with --experimental-wasm-relaxed-simd (passed on to the contender
-// processes). Chromium pages are cross-origin isolated (scripts/serve.mjs), so every module can
+// processes). Browser pages (Chromium or Firefox) are cross-origin isolated (scripts/serve.mjs), so every module can
 // run; the threads modules use navigator.hardwareConcurrency threads.
 import { fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
@@ -27,23 +31,34 @@ const WARMUP_ROUNDS = 2;
 function parseOptions(argv) {
   const { values: v, positionals } = parseFlags(import.meta.url, argv, {
     browser: { type: 'boolean', default: false },
+    firefox: { type: 'boolean', default: false },
+    'firefox-pref': { type: 'string', multiple: true, default: [] },
     causal: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '15' },
   }, { allowPositionals: true });
-  const opts = { browser: v.browser, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
+  if (v.browser && v.firefox) exitWithUsage(import.meta.url, 'name one engine: --browser (Chromium) or --firefox');
+  const engine = v.browser ? 'chromium' : v.firefox ? 'firefox' : null;
+  const firefoxPrefs = {};
+  for (const pref of v['firefox-pref']) {
+    const m = pref.match(/^([\w.-]+)=(.*)$/);
+    if (!m || !v.firefox) exitWithUsage(import.meta.url, `--firefox-pref: expected NAME=VALUE with --firefox, got '${pref}'`);
+    firefoxPrefs[m[1]] = m[2] === 'true' ? true : m[2] === 'false' ? false : /^-?\d+$/.test(m[2]) ? Number(m[2]) : m[2];
+  }
+  const opts = { engine, firefoxPrefs, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
   for (const a of positionals) {
-    if (!/^[a-z][a-z0-9-]*(:\d+)?$/.test(a)) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
-    const [module, threads = '1'] = a.split(':');
-    opts.contenders.push({ module, threads: Number(threads), label: a });
+    const m = a.match(/^([a-z][a-z0-9-]*)(?::(\d+))?(?:@([\w./-]+))?$/);
+    if (!m || m[3]?.split('/').includes('..')) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
+    const [, module, threads = '1', root = '.'] = m;
+    opts.contenders.push({ module, threads: Number(threads), root, label: a });
   }
   if (opts.contenders.length < 2) exitWithUsage(import.meta.url, 'name at least two contenders, e.g. simd relaxed');
   return opts;
 }
 
 /** A Node contender process: { info, time(shape, causal, reps), close() }. */
-async function nodeContender({ module, threads }) {
-  const child = fork(fileURLToPath(import.meta.url), ['--child', String(threads)], {
+async function nodeContender({ module, threads, root }) {
+  const child = fork(fileURLToPath(import.meta.url), ['--child', String(threads), root], {
     env: { ...process.env, WEBATTENTION_WASM: module }, execArgv: process.execArgv,
   });
   let pending = null;  // the one message awaited: requests go one at a time
@@ -58,15 +73,16 @@ async function nodeContender({ module, threads }) {
   };
 }
 
-/** Chromium: one page per contender; resolves to a factory like nodeContender and a close(). */
-async function chromiumContenders() {
-  const { launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+/** A browser engine: one page per contender; resolves to a factory like nodeContender and a close(). */
+async function browserContenders(engine, firefoxPrefs) {
+  const { startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer({ isolated: true });
-  const browser = await launchChromium();
-  const make = async ({ module, threads }) => {
-    const page = await browser.context.newPage();
+  const browser = await launchBrowser(engine, { firefoxPrefs });
+  const make = async ({ module, threads, root }) => {
+    const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'warning' || m.type() === 'error') console.log(`  [${module}] ${m.text()}`); });
-    await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}`);
+    await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}&root=${encodeURIComponent(root)}`);
     await page.waitForFunction(() => window.__ab !== undefined, null, { timeout: 60_000 });
     const error = await page.evaluate(() => window.__ab.error);
     if (error) throw new Error(`contender ${module}: ${error}`);
@@ -86,13 +102,13 @@ const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
 
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
-  const chromium = opts.browser ? await chromiumContenders() : null;
+  const inBrowser = opts.engine ? await browserContenders(opts.engine, opts.firefoxPrefs) : null;
   const contenders = [];
   try {
-    for (const c of opts.contenders) contenders.push(await (chromium ? chromium.make(c) : nodeContender(c)));
+    for (const c of opts.contenders) contenders.push(await (inBrowser ? inBrowser.make(c) : nodeContender(c)));
     const loads = [loadavg()[0]];
-    console.log(`${opts.browser ? 'Chromium' : `Node ${process.version}`}, ${cpus()[0]?.model}, ${cpus().length} cores; `
-      + `${opts.causal ? 'causal' : 'no mask'}, ${opts.rounds} rounds (+${WARMUP_ROUNDS} warm-up)`);
+    console.log(`${opts.engine ?? `Node ${process.version}`}, ${cpus()[0]?.model}, ${cpus().length} cores; `
+      + `${Object.keys(opts.firefoxPrefs).length ? `prefs ${JSON.stringify(opts.firefoxPrefs)}; ` : ''}${opts.causal ? 'causal' : 'no mask'}, ${opts.rounds} rounds (+${WARMUP_ROUNDS} warm-up)`);
     console.log(`contenders: ${contenders.map((c, k) => `${opts.contenders[k].label} (ran ${c.info.wasmModule}, threads ${c.info.threads})`).join(', ')}`);
     const substituted = contenders.filter((c, k) => c.info.wasmModule !== opts.contenders[k].module);
     if (substituted.length) console.log('WARNING: a contender runs another module than asked (a fallback?)');
@@ -116,13 +132,13 @@ async function main() {
     console.log(`load average (1 min) at start / end: ${loads.map((l) => l.toFixed(1)).join(' / ')}`);
   } finally {
     for (const c of contenders) await c.close();
-    await chromium?.close();
+    await inBrowser?.close();
   }
 }
 
 if (process.argv[2] === '--child') {
   // A Node contender: WEBATTENTION_WASM (set by the parent) picks the module.
-  const api = await import('../web/src/node.js');
+  const api = await import(new URL(`../${process.argv[4]}/web/src/node.js`, import.meta.url));
   const c = await contender(api, Number(process.argv[3]));
   process.on('message', async ({ shape, causal, reps }) => process.send({ ms: await c.time(shape, causal, reps) }));
   process.on('disconnect', () => process.exit(0));

@@ -4,7 +4,7 @@
 //
 //   npm --prefix bench install --no-audit --no-fund      (once: the peers live in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
-//   node bench/run.mjs [--quick] [--browser] [--node] [--threads N] [--webgpu [--webgpu-max-gflop G]]
+//   node bench/run.mjs [--quick] [--browser] [--firefox] [--node] [--threads N] [--webgpu [--webgpu-max-gflop G]]
 //                      [--budget MS] [--ort-graph contrib|plain] [--ort-webgpu-graph plain|contrib]
 //                      [--tfjs-graph per-head|batched]
 //                      [--markdown] [--json FILE] [--timeout S] [--wasm simd|relaxed|scalar|mt]
@@ -13,7 +13,9 @@
 //   --browser        run in headless Chromium instead (/usr/bin/chromium via playwright-core,
 //                    page served from 127.0.0.1 by scripts/serve.mjs with COOP/COEP so
 //                    ORT/tfjs threads can work)
-//   --node --browser run in both, one after the other
+//   --firefox        run in headless Firefox (Debian's firefox-esr over WebDriver BiDi,
+//                    tests/browser/browsers.mjs; FIREFOX= to change), same page
+//   --node --browser --firefox  any of them, one after the other (one table each)
 //   --quick          shapes (64,256,4), (128,512,8), (512,512,8) only (drops the two largest)
 //   --threads N      threads for webattention (its worker pool), onnxruntime-web
 //                    (ort.env.wasm.numThreads) and tfjs-wasm
@@ -40,20 +42,20 @@
 //                    form tfjs-wasm sends to XNNPACK) or 'batched' ([h, L, d] tensors and
 //                    matMul(q, k, false, true): the textbook form, ~12x slower in tfjs-wasm 4.22)
 //   --wasm M         force webattention's WASM module (WEBATTENTION_WASM in Node, the page's
-//                    globalThis.WEBATTENTION_WASM in Chromium): the page is cross-origin isolated,
-//                    so Chromium picks 'mt' unless told. Node 20 runs 'relaxed' only when started
+//                    globalThis.WEBATTENTION_WASM in a browser): the page is cross-origin isolated,
+//                    so a browser picks 'mt-relaxed' or 'mt' unless told. Node 20 runs 'relaxed' only when started
 //                    with --experimental-wasm-relaxed-simd.
 //   --markdown       also print each table as Markdown (what docs/benchmarks.md holds)
-//   --json FILE      also write { node?, browser? } → { header, rows } as JSON to FILE
+//   --json FILE      also write { node?, browser?, firefox? } → { header, rows } as JSON to FILE
 //   --timeout S      give up on the browser run after S seconds (default 600)
-//   CHROMIUM=/path   another Chromium binary
+//   CHROMIUM=/path, FIREFOX=/path   other browser binaries
 //
 // Shapes (L, E, h), B = 1, self-attention (query = key = value), each without mask and causal
 // (isCausal: true for webattention, an additive -inf band for the peers). GFLOP/s counts
 // 8·L·E² + 4·L²·E for both masks, so a causal speedup shows as a higher rate. "ours/peer" is
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
-import { existsSync } from 'node:fs';
+import { engineTitle, engineVersion, runBenchPage } from './browser_page.mjs';
 import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from './run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
@@ -63,6 +65,7 @@ function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
     quick: { type: 'boolean', default: false },
     browser: { type: 'boolean', default: false },
+    firefox: { type: 'boolean', default: false },
     node: { type: 'boolean', default: false },
     markdown: { type: 'boolean', default: false },
     webgpu: { type: 'boolean', default: false },
@@ -77,7 +80,7 @@ function parseOptions(argv) {
     wasm: { type: 'string' },
   });
   const opts = {
-    quick: v.quick, browser: v.browser, node: v.node, threads: Number(v.threads), budgetMs: Number(v.budget),
+    quick: v.quick, browser: v.browser, firefox: v.firefox, node: v.node, threads: Number(v.threads), budgetMs: Number(v.budget),
     ortGraph: v['ort-graph'], ortWebgpuGraph: v['ort-webgpu-graph'], tfjsGraph: v['tfjs-graph'], markdown: v.markdown,
     json: v.json ?? null, timeoutS: Number(v.timeout), webgpu: v.webgpu,
     webgpuMaxGflop: v['webgpu-max-gflop'] === undefined ? null : Number(v['webgpu-max-gflop']), wasm: v.wasm ?? null,
@@ -89,7 +92,7 @@ function parseOptions(argv) {
   if (!['per-head', 'batched'].includes(opts.tfjsGraph)) usage("--tfjs-graph must be 'per-head' or 'batched'");
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
   if (opts.webgpuMaxGflop !== null && !(opts.webgpuMaxGflop >= 0)) usage('--webgpu-max-gflop must be a number >= 0');
-  if (!opts.browser) opts.node = true;
+  if (!opts.browser && !opts.firefox) opts.node = true;
   return opts;
 }
 
@@ -183,77 +186,35 @@ async function runNode(opts, common) {
   return { header: printResults(`Node ${process.version}`, header, rows, opts), rows };
 }
 
-// ---- Chromium -------------------------------------------------------------------------------
+// ---- Chromium and Firefox ---------------------------------------------------------------
 
-async function runBrowser(opts, common) {
-  // The browser tests' harness: scripts/serve.mjs on a free port (the repository root, so the
-  // page reaches bench/node_modules and web/dist, with COOP/COEP so that ORT, tfjs and
-  // webattention can use threads) and headless Chromium on a fresh profile. Imported here rather
-  // than at the top so that a Node-only run does not load playwright-core.
-  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
-  if (!existsSync(CHROMIUM)) {
-    console.error(`run.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
-    process.exit(1);
-  }
-  const server = await startServer();
-  let browser = null;
-  let timer = null;
-  const cleanup = async () => {
-    clearTimeout(timer);
-    await browser?.close();  // also removes the profile
-    server.child.kill('SIGTERM');
+async function runBrowser(opts, common, engine) {
+  // The page (bench/browser/index.html) reaches bench/node_modules and web/dist through
+  // scripts/serve.mjs, cross-origin isolated so that ORT, tfjs and webattention can use threads.
+  const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
+    budget: String(opts.budgetMs), ortGraph: opts.ortGraph, ortWebgpuGraph: opts.ortWebgpuGraph, tfjsGraph: opts.tfjsGraph });
+  if (opts.webgpu) q.set('webgpu', '1');
+  if (opts.wasm) q.set('wasm', opts.wasm);
+  if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
+  console.log(`\n-- ${engineTitle(engine)}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 5 : 3} libraries`);
+  const { result, problems, wasmFiles } = await runBenchPage(engine, {
+    script: 'run.mjs', path: '/bench/browser/index.html', query: q, resultName: '__bench', logPrefix: '[bench] ',
+    timeoutS: opts.timeoutS, chromiumArgs: opts.webgpu ? ['--enable-unsafe-webgpu'] : [],
+  });
+  const env = result.env;
+  const version = engineVersion(engine, env.userAgent);
+  const header = {
+    ...common,
+    runtime: `${version} headless (${env.userAgent}); crossOriginIsolated ${env.crossOriginIsolated}, `
+      + `hardwareConcurrency ${env.hardwareConcurrency}`,
+    libraries: librariesText(env.info, opts),
+    ...webgpuHeader(env.info, opts, opts.shapes),
+    'wasm files fetched': wasmFiles.join(', '),
   };
-  try {
-    const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
-    });
-    const work = (async () => {
-      const extraArgs = opts.webgpu ? ['--enable-unsafe-webgpu'] : [];
-      browser = await launchChromium(extraArgs, { timeout: 60_000 });
-      const { context } = browser;
-      const version = context.browser()?.version() ?? '?';
-      const page = await context.newPage();
-      const problems = [];
-      page.on('console', (m) => {
-        const text = m.text();
-        if (text.startsWith('[bench] ')) console.log(`   ${text.slice(8)}`);
-        else if (m.type() === 'error' || m.type() === 'warning') problems.push(`console.${m.type()}: ${text}`);
-      });
-      page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-      const wasmFiles = new Set();
-      page.on('response', (r) => {
-        if (r.status() >= 400) problems.push(`HTTP ${r.status()}: ${r.url()}`);
-        else if (r.url().endsWith('.wasm')) wasmFiles.add(new URL(r.url()).pathname.split('/').pop());
-      });
-      const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', threads: String(opts.threads),
-        budget: String(opts.budgetMs), ortGraph: opts.ortGraph, ortWebgpuGraph: opts.ortWebgpuGraph, tfjsGraph: opts.tfjsGraph });
-      if (opts.webgpu) q.set('webgpu', '1');
-      if (opts.wasm) q.set('wasm', opts.wasm);
-      if (opts.webgpuMaxGflop !== null) q.set('webgpuMaxGflop', String(opts.webgpuMaxGflop));
-      console.log(`\n-- Chromium ${version}: running ${opts.shapes.length} shapes × 2 masks × ${opts.webgpu ? 5 : 3} libraries`);
-      await page.goto(`${server.url}/bench/browser/index.html?${q}`,
-        { waitUntil: 'load', timeout: 60_000 });
-      await page.waitForFunction(() => window.__bench?.done, null, { timeout: 0, polling: 500 });
-      const result = await page.evaluate(() => window.__bench);
-      if (result.error) throw new Error(`in the page: ${result.error}\n${problems.join('\n')}`);
-      const env = result.env;
-      const header = {
-        ...common,
-        runtime: `Chromium ${version} headless (${env.userAgent}); crossOriginIsolated ${env.crossOriginIsolated}, `
-          + `hardwareConcurrency ${env.hardwareConcurrency}`,
-        libraries: librariesText(env.info, opts),
-        ...webgpuHeader(env.info, opts, opts.shapes),
-        'wasm files fetched': [...wasmFiles].join(', '),
-      };
-      const shown = printResults(`Chromium ${version}`, header, result.rows, opts);
-      const noise = problems.filter((p) => !/Download the React DevTools|favicon/.test(p));
-      if (noise.length) console.log(`\nbrowser console:\n${noise.slice(0, 20).join('\n')}`);
-      return { header: shown, rows: result.rows };
-    })();
-    return await Promise.race([work, timeout]);
-  } finally {
-    await cleanup();
-  }
+  const shown = printResults(version, header, result.rows, opts);
+  const noise = problems.filter((p) => !/Download the React DevTools|favicon/.test(p));
+  if (noise.length) console.log(`\nbrowser console:\n${noise.slice(0, 20).join('\n')}`);
+  return { header: shown, rows: result.rows };
 }
 
 // ---- main -----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ export function commonHeader(script, argv) {
 
 /**
  * A benchmark's main: prints the header, runs runNode(opts, header) and/or runBrowser(opts,
- * header) as opts.node / opts.browser say, writes their results to opts.json if given, prints the
+ * header, engine) as opts.node / opts.browser (Chromium) / opts.firefox say, writes their results to opts.json if given, prints the
  * total time and exits (ORT and tfjs may keep worker threads alive).
  */
 export async function runAndExit(script, opts, { runNode, runBrowser }) {
@@ -110,7 +110,8 @@ export async function runAndExit(script, opts, { runNode, runBrowser }) {
   try {
     const results = {};
     if (opts.node) results.node = await runNode(opts, common);
-    if (opts.browser) results.browser = await runBrowser(opts, common);
+    if (opts.browser) results.browser = await runBrowser(opts, common, 'chromium');
+    if (opts.firefox) results.firefox = await runBrowser(opts, common, 'firefox');
     if (opts.json) {
       writeFileSync(opts.json, `${JSON.stringify(results, null, 1)}\n`);
       console.log(`\nwrote ${opts.json}`);

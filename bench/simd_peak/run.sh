@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The SIMD limit of this CPU, one core: f32x4 mul+add natively (SSE, no FMA) and in WASM SIMD128
 # under Node (V8), plus native 128-bit FMA for comparison (what relaxed SIMD would allow).
-# Usage: bash bench/simd_peak/run.sh     (needs gcc and emcc: bash scripts/setup.sh)
+# Usage: bash bench/simd_peak/run.sh     (needs gcc and emcc: bash scripts/setup.sh; ENGINES="node chromium"
+# runs the register blocks in those engines only)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/env.sh
@@ -21,3 +22,10 @@ if grep -qw avx512vl /proc/cpuinfo; then
   gcc -O2 -mavx512f -mavx512vl bench/simd_peak/simd_peak_avx512vl.c -o "$out/native_mul_add_24_registers"
   echo "native f32x4 mul+add, 24 registers (hand-written): $("$out/native_mul_add_24_registers" 200000000)"
 fi
+# Register blocks (acc[r][c] += broadcast(x[r][k]) · w[k][c]) and FMA / mul+add chains, in
+# relaxed SIMD and SIMD128 in Node, Chromium and Firefox (bench/simd_peak/register_blocks.cpp).
+# clang 14 emits the prototype FMA opcode: rewritten as in the package's build.
+em++ -std=c++17 -O3 -msimd128 -mrelaxed-simd -sENVIRONMENT=web,node bench/simd_peak/register_blocks.cpp \
+  -o "$out/register_blocks.cjs"
+python3 scripts/relaxed_simd_opcodes.py "$out/register_blocks.wasm"
+node bench/simd_peak/engines.mjs ${ENGINES:-node chromium firefox}

@@ -25,9 +25,10 @@ export const binaryOf = (engine) => BINARIES[engine];
 /**
  * Starts `engine` headless; resolves to { engine, newPage(viewport?), close() }. Every page gets a
  * fresh browser context (no cache or storage shared between pages). chromiumArgs: extra
- * Chromium flags (Firefox takes none).
+ * Chromium flags; firefoxPrefs: Firefox preferences ({ name: value }, e.g. the
+ * javascript.options.wasm_* ones a benchmark compares).
  */
-export async function launchBrowser(engine, { chromiumArgs = [], timeout = 30_000 } = {}) {
+export async function launchBrowser(engine, { chromiumArgs = [], firefoxPrefs = {}, timeout = 30_000 } = {}) {
   if (engine === 'chromium') {
     const { chromium } = await import('playwright-core');
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...chromiumArgs], timeout });
@@ -38,7 +39,9 @@ export async function launchBrowser(engine, { chromiumArgs = [], timeout = 30_00
     };
   }
   const { default: puppeteer } = await import('puppeteer-core');
-  const browser = await puppeteer.launch({ browser: 'firefox', protocol: 'webDriverBiDi', executablePath: FIREFOX, headless: true, timeout });
+  const browser = await puppeteer.launch({
+    browser: 'firefox', protocol: 'webDriverBiDi', executablePath: FIREFOX, headless: true, timeout, extraPrefsFirefox: firefoxPrefs,
+  });
   return {
     engine,
     newPage: async (viewport) => {
@@ -87,6 +90,7 @@ class FirefoxPage {
   $$eval(selector, fn, arg) { return this.#page.$$eval(selector, fn, arg); }
   selectOption(selector, value) { return this.#page.select(selector, value); }
   hover(selector) { return this.#page.hover(selector); }
+  bringToFront() { return this.#page.bringToFront(); }
 
   click(selector, { position } = {}) {
     return this.#page.click(selector, position ? { offset: position } : {});

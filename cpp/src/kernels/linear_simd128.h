@@ -45,16 +45,18 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
     }
   }
   const int cols = std::min(kPanelWidth, w.out - n0);
-  for (int r = 0; r < rows; ++r) {
-    float* yr = y + r * y_stride + n0;
-    if (cols == kPanelWidth) {
-      acc.store_row(r, yr);
-    } else {
-      alignas(16) float tmp[kPanelWidth];
-      acc.store_row(r, tmp);
-      std::copy(tmp, tmp + cols, yr);
-    }
+  if (cols == kPanelWidth) {
+    for (int r = 0; r < rows; ++r) acc.store_row(r, y + r * y_stride + n0);
+    return;
   }
+  // A last panel narrower than 8: every row out of the registers before the first copy. A copy
+  // may be a call (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack
+  // frame for its whole life: the rows still in registers at the copies used to be, so row 3's
+  // accumulators went through memory at every k of the loop above in Firefox (1.4-3x slower
+  // prefill; bench/firefox_hot_code.mjs shows the loop, docs/benchmarks.md the numbers).
+  alignas(16) float tmp[kRows][kPanelWidth];
+  for (int r = 0; r < kRows; ++r) acc.store_row(r, tmp[r]);
+  for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
 }
 
 // Rows [r_begin, r_end) of x times one weight panel: output columns [8p, 8p + 8) of one target.
