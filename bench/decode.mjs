@@ -108,7 +108,8 @@ async function runNode(opts, common) {
 }
 
 async function runBrowser(opts, common) {
-  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+  const { CHROMIUM, startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   if (!existsSync(CHROMIUM)) {
     console.error(`decode.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
     process.exit(1);
@@ -121,9 +122,9 @@ async function runBrowser(opts, common) {
       timer = setTimeout(() => reject(new Error(`browser run still going after ${opts.timeoutS} s: gave up`)), opts.timeoutS * 1000);
     });
     const work = (async () => {
-      browser = await launchChromium([], { timeout: 60_000 });
-      const version = browser.context.browser()?.version() ?? '?';
-      const page = await browser.context.newPage();
+      browser = await launchBrowser('chromium', { timeout: 60_000 });
+      const { version } = browser;
+      const page = await browser.newPage();
       const problems = [];
       page.on('console', (m) => {
         if (m.text().startsWith('[decode] ')) console.log(`   ${m.text().slice(9)}`);

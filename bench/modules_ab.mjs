@@ -60,11 +60,12 @@ async function nodeContender({ module, threads }) {
 
 /** Chromium: one page per contender; resolves to a factory like nodeContender and a close(). */
 async function chromiumContenders() {
-  const { launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+  const { startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer({ isolated: true });
-  const browser = await launchChromium();
+  const browser = await launchBrowser('chromium');
   const make = async ({ module, threads }) => {
-    const page = await browser.context.newPage();
+    const page = await browser.newPage();
     page.on('console', (m) => { if (m.type() === 'warning' || m.type() === 'error') console.log(`  [${module}] ${m.text()}`); });
     await page.goto(`${server.url}/bench/browser/ab.html?wasm=${module}&threads=${threads}`);
     await page.waitForFunction(() => window.__ab !== undefined, null, { timeout: 60_000 });

@@ -188,9 +188,11 @@ async function runNode(opts, common) {
 async function runBrowser(opts, common) {
   // The browser tests' harness: scripts/serve.mjs on a free port (the repository root, so the
   // page reaches bench/node_modules and web/dist, with COOP/COEP so that ORT, tfjs and
-  // webattention can use threads) and headless Chromium on a fresh profile. Imported here rather
-  // than at the top so that a Node-only run does not load playwright-core.
-  const { CHROMIUM, launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+  // webattention can use threads) and headless Chromium (tests/browser/browsers.mjs, a fresh
+  // context per page). Imported here rather than at the top so that a Node-only run does not load
+  // playwright-core.
+  const { CHROMIUM, startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   if (!existsSync(CHROMIUM)) {
     console.error(`run.mjs: no Chromium at ${CHROMIUM} (set CHROMIUM=...)`);
     process.exit(1);
@@ -200,7 +202,7 @@ async function runBrowser(opts, common) {
   let timer = null;
   const cleanup = async () => {
     clearTimeout(timer);
-    await browser?.close();  // also removes the profile
+    await browser?.close();
     server.child.kill('SIGTERM');
   };
   try {
@@ -209,10 +211,9 @@ async function runBrowser(opts, common) {
     });
     const work = (async () => {
       const extraArgs = opts.webgpu ? ['--enable-unsafe-webgpu'] : [];
-      browser = await launchChromium(extraArgs, { timeout: 60_000 });
-      const { context } = browser;
-      const version = context.browser()?.version() ?? '?';
-      const page = await context.newPage();
+      browser = await launchBrowser('chromium', { chromiumArgs: extraArgs, timeout: 60_000 });
+      const { version } = browser;
+      const page = await browser.newPage();
       const problems = [];
       page.on('console', (m) => {
         const text = m.text();

@@ -23,9 +23,9 @@ export const installed = (engine) => existsSync(BINARIES[engine]);
 export const binaryOf = (engine) => BINARIES[engine];
 
 /**
- * Starts `engine` headless; resolves to { engine, newPage(viewport?), close() }. Every page gets a
- * fresh browser context (no cache or storage shared between pages). chromiumArgs: extra
- * Chromium flags (Firefox takes none).
+ * Starts `engine` headless; resolves to { engine, version, newPage(viewport?), close() }. Every
+ * page gets a fresh browser context (no cache or storage shared between pages). chromiumArgs:
+ * extra Chromium flags (Firefox takes none). The tests and bench/ launch browsers only here.
  */
 export async function launchBrowser(engine, { chromiumArgs = [], timeout = 30_000 } = {}) {
   if (engine === 'chromium') {
@@ -33,6 +33,7 @@ export async function launchBrowser(engine, { chromiumArgs = [], timeout = 30_00
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...chromiumArgs], timeout });
     return {
       engine,
+      version: browser.version(),
       newPage: (viewport) => browser.newPage(viewport ? { viewport } : {}),
       close: () => browser.close().catch(() => {}),
     };
@@ -41,6 +42,7 @@ export async function launchBrowser(engine, { chromiumArgs = [], timeout = 30_00
   const browser = await puppeteer.launch({ browser: 'firefox', protocol: 'webDriverBiDi', executablePath: FIREFOX, headless: true, timeout });
   return {
     engine,
+    version: await browser.version(),
     newPage: async (viewport) => {
       const context = await browser.createBrowserContext();
       const page = await context.newPage();
