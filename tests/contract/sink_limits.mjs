@@ -1,7 +1,7 @@
 // Attention sinks at their limits on any backend (tests/js/sink_limits.test.js on the WASM modules
 // and the pool, tests/webgpu/node_sink_limits.test.mjs on WebGPU), docs/attention-math.md §10: a
 // +Inf sink is a StateDictError naming `sinks` (as float32 and as float16 bits 0x7c00) that leaves
-// the module with its previous weights; -Inf is no sink; a NaN sink makes its head's rows NaN
+// the module with its previous weights; -Inf (or the lowest float32) is no sink; a NaN sink makes its head's rows NaN
 // (WASM only: on WebGPU NaN follows no rule, docs/webgpu.md).
 import { filled } from './random.mjs';
 
@@ -62,15 +62,19 @@ export async function assertInfiniteSinkRefused(api, create = {}) {
   }
 }
 
+/** Sinks that take no mass: -Inf, and the lowest float32 (below WebGPU's mask sentinel). */
+export const NO_MASS_SINKS = [-Infinity, -3.4028234663852886e38];
+
 /**
- * Sinks of -Inf against the same weights without sinks: the same outputs and weights, a row with
- * every key masked included (zero heads, zero weights). Resolves to [{ what, actual, expected }].
+ * Both heads' sinks `sink` (one of NO_MASS_SINKS) against the same weights without sinks: the
+ * same outputs and weights, a row with every key masked included (zero heads, zero weights).
+ * Resolves to [{ what, actual, expected }].
  */
-export async function minusInfinityPairs(api, create = {}) {
+export async function noMassSinkPairs(api, sink, create = {}) {
   const withSinks = await api.MultiHeadAttention.create({ ...CREATE, ...create });
   const without = await api.MultiHeadAttention.create({ ...CREATE, ...create, sinks: false });
   try {
-    withSinks.loadStateDict(stateDict(withSinks, 10, { data: new Float32Array([-Infinity, -Infinity]), shape: [2] }));
+    withSinks.loadStateDict(stateDict(withSinks, 10, { data: new Float32Array([sink, sink]), shape: [2] }));
     const plain = stateDict(without, 10);
     without.loadStateDict(plain);
     const [a, b] = [await run(withSinks), await run(without)];

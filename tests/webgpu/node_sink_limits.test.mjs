@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
-import { assertInfiniteSinkRefused, minusInfinityPairs } from '../contract/sink_limits.mjs';
+import { assertInfiniteSinkRefused, noMassSinkPairs, NO_MASS_SINKS } from '../contract/sink_limits.mjs';
 import { gpu, runs } from './node_setup.mjs';
 
 const onGpu = { backend: 'webgpu', gpu };
@@ -16,10 +16,12 @@ test('a +Inf sink (float32, float16 0x7c00, prefixed) is a StateDictError naming
   assert.ok(runs.length === 4 && runs.every((where) => where === 'webgpu'), `every call on the GPU: ${runs}`);
 });
 
-test('a -Inf sink is no sink on WebGPU: the outputs and weights of the module without sinks, a fully masked row included', async () => {
+test('a -Inf sink (or the lowest float32) is no sink on WebGPU: the outputs and weights of the module without sinks, a fully masked row included', async () => {
   runs.length = 0;
-  for (const { what, actual, expected } of await minusInfinityPairs(api, onGpu)) {
-    assert.ok(actual.every((x, i) => Math.abs(x - expected[i]) <= 1e-6 + 1e-5 * Math.abs(expected[i])), `${what}: ${actual} vs ${expected}`);
+  for (const sink of NO_MASS_SINKS) {
+    for (const { what, actual, expected } of await noMassSinkPairs(api, sink, onGpu)) {
+      assert.ok(actual.every((x, i) => Math.abs(x - expected[i]) <= 1e-6 + 1e-5 * Math.abs(expected[i])), `${sink} ${what}: ${actual} vs ${expected}`);
+    }
   }
-  assert.ok(runs.length === 2 && runs.every((where) => where === 'webgpu'), `every call on the GPU: ${runs}`);
+  assert.ok(runs.length === 4 && runs.every((where) => where === 'webgpu'), `every call on the GPU: ${runs}`);
 });

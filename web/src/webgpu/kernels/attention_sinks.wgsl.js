@@ -5,9 +5,10 @@
 //   o ← o · l·e^(m − m') / l',   stats ← (m', l'),
 // so the weights kernel, which computes exp(s − m) / l from the stats, needs no change either. A
 // row with no allowed key (m = NEG, l = 0) gets o = 0 and l' = 1: zero output, zero weights. Every
-// exp's argument is <= 0. A sink of -Inf is no sink: where it meets a row with no allowed key
-// (l' = 0, 0 / 0) the row stays as it was. (+Inf is refused at loadStateDict(); a NaN follows no
-// rule on the GPU, docs/webgpu.md.) One invocation per (batch, head, query row).
+// exp's argument is <= 0. A sink of -Inf (no sink) arrives as the masks' finite sentinel
+// (weight_storage.js); where a sink below the sentinel (-3.4e38) meets a row with no allowed key,
+// l' = 0 and the row stays as it was instead of 0 / 0. (+Inf is refused at loadStateDict(); a NaN
+// follows no rule on the GPU, docs/webgpu.md.) One invocation per (batch, head, query row).
 import { paramsWgsl } from '../kernel_params.js';
 
 export const SINKS_WORKGROUP = 64;
