@@ -46,17 +46,18 @@ async function runNode() {
 }
 
 async function runBrowser() {
-  const { launchChromium, startServer } = await import('../tests/browser/harness.mjs');
+  const { startServer } = await import('../tests/browser/harness.mjs');
+  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
   const server = await startServer();
-  const browser = await launchChromium([], { timeout: 60_000 });
+  const browser = await launchBrowser('chromium', { timeout: 60_000 });
   try {
-    const page = await browser.context.newPage();
+    const page = await browser.newPage();
     const q = new URLSearchParams({ tokens: String(opts.tokens), runs: String(opts.runs) });
     await page.goto(`${server.url}/bench/browser/char_dtypes.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
     await page.waitForFunction(() => window.__charDtypes?.done, null, { timeout: 300_000, polling: 250 });
     const result = await page.evaluate(() => window.__charDtypes);
     if (result.error) throw new Error(`in the page: ${result.error}`);
-    return print(`Chromium ${browser.context.browser()?.version() ?? '?'} headless`, result.rows);
+    return print(`Chromium ${browser.version} headless`, result.rows);
   } finally {
     await browser.close();
     server.child.kill('SIGTERM');

@@ -228,6 +228,9 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
       };
       const double scale = config.scale > 0.0 ? config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
       const double sink = config.sinks ? need("sinks")[h] : 0.0;
+      // The module refuses a +Inf sink at load_parameter() (docs/attention-math.md §10): the
+      // oracle does not give it a meaning either.
+      if (sink == -kNegInf) throw std::invalid_argument("reference: a +Inf sink is refused");
       Matrix hidden;
       const Matrix p = probabilities(q.block(b * L, h * dk, L, dk), k.block(b * S, h * dk, S, dk),
                                      scale, config.softcap, a.causal, bias, hidden, config.sinks ? &sink : nullptr);

@@ -61,6 +61,17 @@ void require_finite(const std::string& name, const EntryData& d, const std::vect
   }
 }
 
+// A sink of +Inf would take all of its head's softmax mass, but the running max would compute
+// Inf − Inf = NaN on every backend: refused (docs/attention-math.md §10, attention sinks). NaN
+// stays a NaN input (NaN rows) and −Inf means no sink (exp(−Inf) = 0).
+void require_no_infinite_sink(const std::vector<float>& sinks) {
+  for (std::size_t h = 0; h < sinks.size(); ++h) {
+    if (!(std::isinf(sinks[h]) && sinks[h] > 0)) continue;
+    throw StateDictError("sinks", "state dict 'sinks': expected logits below +Infinity (-Infinity: no sink), got " +
+                                      std::to_string(sinks[h]) + " at [" + std::to_string(h) + "]");
+  }
+}
+
 }  // namespace
 
 void MultiHeadAttention::load_parameter(const std::string& name, const float* data,
@@ -128,6 +139,7 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
   const EntryData d{data, source};
   const StorageType st = config_.weights_dtype;
   if (st == StorageType::i8 && spec.shape.size() > 1) require_finite(name, d, spec.shape);
+  if (name == "sinks") require_no_infinite_sink(widened(d, 0, spec.size()));
   for (const EntryPart& part : entry_parts(spec)) {
     switch (part.kind) {
       case EntryPart::kWeights: set_weights(*(this->*part.linear), d, part.offset, part.rows, part.cols, st); break;

@@ -23,10 +23,11 @@ export const installed = (engine) => existsSync(BINARIES[engine]);
 export const binaryOf = (engine) => BINARIES[engine];
 
 /**
- * Starts `engine` headless; resolves to { engine, newPage(viewport?), close() }. Every page gets a
- * fresh browser context (no cache or storage shared between pages). chromiumArgs: extra
- * Chromium flags; firefoxPrefs: Firefox preferences ({ name: value }, e.g. the
- * javascript.options.wasm_* ones a benchmark compares).
+ * Starts `engine` headless; resolves to { engine, version, newPage(viewport?), close() }. Every
+ * page gets a fresh browser context (no cache or storage shared between pages). chromiumArgs:
+ * extra Chromium flags; firefoxPrefs: Firefox preferences ({ name: value }, e.g. the
+ * javascript.options.wasm_* ones a benchmark compares). The tests and bench/ launch browsers
+ * only here.
  */
 export async function launchBrowser(engine, { chromiumArgs = [], firefoxPrefs = {}, timeout = 30_000 } = {}) {
   if (engine === 'chromium') {
@@ -34,6 +35,7 @@ export async function launchBrowser(engine, { chromiumArgs = [], firefoxPrefs = 
     const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...chromiumArgs], timeout });
     return {
       engine,
+      version: browser.version(),
       newPage: (viewport) => browser.newPage(viewport ? { viewport } : {}),
       close: () => browser.close().catch(() => {}),
     };
@@ -44,6 +46,7 @@ export async function launchBrowser(engine, { chromiumArgs = [], firefoxPrefs = 
   });
   return {
     engine,
+    version: await browser.version(),
     newPage: async (viewport) => {
       const context = await browser.createBrowserContext();
       const page = await context.newPage();

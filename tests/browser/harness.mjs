@@ -1,13 +1,10 @@
 // What the browser tests share: the repo's static server (scripts/serve.mjs, cross-origin
-// isolated unless isolated: false), headless Chromium on a fresh profile (the engines the demo
-// tests run in, Chromium and Firefox, are browsers.mjs's) and opening the demo page. bench/run.mjs
-// --browser uses both; tests/package/run.mjs takes the Chromium binary and flags.
+// isolated unless isolated: false), the Chromium binary and flags (browsers.mjs launches it, and
+// Firefox: the one launcher of the tests and bench/) and opening the demo page. bench/ uses the
+// server too; tests/package/run.mjs takes the Chromium binary and flags.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -33,24 +30,6 @@ export function startServer({ isolated = true } = {}) {
     child.on('exit', (code) => reject(new Error(`serve.mjs exited (${code}) before listening:\n${out}`)));
     setTimeout(() => reject(new Error(`serve.mjs did not report its URL within 10 s:\n${out}`)), 10_000).unref();
   });
-}
-
-/**
- * Headless Chromium on a fresh user-data dir; close() also removes the profile. `timeout` (ms)
- * bounds the launch (bench/run.mjs keeps the 60 s it has always allowed).
- */
-export async function launchChromium(extraArgs = [], { timeout = 30_000 } = {}) {
-  const userDataDir = mkdtempSync(join(tmpdir(), 'webattention-chromium-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...extraArgs], timeout,
-  });
-  return {
-    context,
-    close: async () => {
-      await context.close().catch(() => {});
-      rmSync(userDataDir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** Collects what should never happen on a page: console errors, page errors, failed requests

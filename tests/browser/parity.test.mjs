@@ -4,7 +4,8 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FEATURES, MODULES } from '../../web/dist/modules.js';
-import { launchChromium, startServer } from './harness.mjs';
+import { launchBrowser } from './browsers.mjs';
+import { startServer } from './harness.mjs';
 
 /**
  * One run per module of web/modules.json: threads modules on a cross-origin-isolated page, the
@@ -37,7 +38,7 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
     watchdog.unref();
     servers.isolated = await startServer({ isolated: true });
     servers.plain = await startServer({ isolated: false });
-    browser = await launchChromium();
+    browser = await launchBrowser('chromium');
   });
   after(async () => {
     clearTimeout(watchdog);
@@ -48,7 +49,7 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
   const runs = modulesToRun();
   for (const run of runs) {
     test(run.name, async () => {
-      const page = await browser.context.newPage();
+      const page = await browser.newPage();
       const problems = [];
       page.on('pageerror', (e) => problems.push(e.message));
       page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text()); });

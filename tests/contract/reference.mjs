@@ -69,6 +69,8 @@ function maskedScore(score, o, H, L, S, b, h, i, j) {
  * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
  */
 function softmaxRow(scores, sink = -Infinity) {
+  // The package refuses a +Inf sink at loadStateDict() (docs/attention-math.md §10): so does this.
+  if (sink === Infinity) throw new Error('reference: a +Inf sink is refused');
   if (scores.some(Number.isNaN)) return scores.map(() => NaN);
   const max = Math.max(...scores, sink);
   if (max === -Infinity) return scores.map(() => 0);

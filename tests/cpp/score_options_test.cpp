@@ -59,6 +59,52 @@ TEST(MhaSinks, FullyMaskedRowGivesZeroHeadsAndWeights) {
   }
 }
 
+// A +Inf sink is refused, naming the entry, as float32 and as float16 bits (0x7c00), and the
+// sinks loaded before stay: the module's forward is bit-identical after the refusal.
+TEST(MhaSinks, RefusesInfiniteSinkKeepingTheLoadedOnes) {
+  std::mt19937 rng(11);
+  MultiHeadAttention mha(with_sinks(config(8, 2)));
+  load_random(mha, rng);
+  std::vector<float> before(2), after(2);
+  mha.read_parameter("sinks", before.data(), before.size());
+  const std::vector<float> f32 = {0.5f, HUGE_VALF};
+  const std::vector<std::uint16_t> f16 = {0x3800, 0x7c00};
+  for (int source = 0; source < 2; ++source) {
+    try {
+      if (source == 0) mha.load_parameter("sinks", f32.data(), f32.size());
+      else mha.load_parameter("sinks", f16.data(), f16.size(), StorageType::f16);
+      ADD_FAILURE() << "a +Inf sink was loaded, source " << source;
+    } catch (const StateDictError& e) {
+      EXPECT_EQ(e.argument(), "sinks");
+      EXPECT_NE(std::string(e.what()).find("[1]"), std::string::npos) << e.what();
+    }
+    mha.read_parameter("sinks", after.data(), after.size());
+    EXPECT_EQ(after, before);
+  }
+}
+
+// -Inf is no sink: the same outputs and weights as the module without sinks.
+TEST(MhaSinks, MinusInfinityIsNoSink) {
+  std::mt19937 rng(12), same(12);
+  MultiHeadAttention with(with_sinks(config(8, 2))), without(config(8, 2));
+  load_random(with, rng);
+  load_random(without, same);
+  const std::vector<float> none = {-HUGE_VALF, -HUGE_VALF};
+  with.load_parameter("sinks", none.data(), none.size());
+  const int L = 3, S = 4;
+  const auto x = random_floats(L * 8, rng), y = random_floats(S * 8, rng);
+  MhaForwardArgs a;
+  a.batch = 1, a.L = L, a.S = S, a.query = x.data(), a.key = a.value = y.data();
+  a.average_weights = false;
+  std::vector<float> out(L * 8), w(2 * L * S), plain_out(out.size()), plain_w(w.size());
+  a.output = out.data(), a.weights = w.data();
+  with.forward(a);
+  a.output = plain_out.data(), a.weights = plain_w.data();
+  without.forward(a);
+  EXPECT_TRUE(all_close(out, plain_out, 1e-6, 1e-5));
+  EXPECT_TRUE(all_close(w, plain_w, 1e-6, 1e-5));
+}
+
 TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
   for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
     for (const char* argument : {"scale", "softcap"}) {

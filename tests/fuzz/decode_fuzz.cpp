@@ -82,8 +82,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       mha.load_parameter(spec.name, values.data(), values.size());
     } catch (const StateDictError&) {
-      if (!(entry_non_finite && c.weights_dtype == StorageType::i8 && spec.shape.size() == 2)) throw;
-      return 0;  // a non-finite int8 weight is refused (§11)
+      if (!fuzz::refused_entry(spec, values, c)) throw;
+      return 0;  // a non-finite int8 weight (§11) or a +Inf sink (§10) is refused
     }
     non_finite = non_finite || entry_non_finite;
   }

@@ -122,13 +122,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       } else {
         mha.load_parameter(spec.name, values.data(), values.size());
       }
-      if (matrix && entry_non_finite && c.weights_dtype == StorageType::i8) {
-        std::fprintf(stderr, "mha_fuzz: a non-finite int8 weight was accepted\n");
+      if (fuzz::refused_entry(spec, values, c)) {
+        std::fprintf(stderr, "mha_fuzz: a non-finite int8 weight or a +Inf sink was accepted\n");
         std::abort();
       }
     } catch (const StateDictError&) {
-      if (!(matrix && entry_non_finite && c.weights_dtype == StorageType::i8)) throw;
-      return 0;  // refused, as §11 says
+      if (!fuzz::refused_entry(spec, values, c)) throw;
+      return 0;  // refused, as §10 and §11 say
     }
     if (matrix) values = reference::stored(values, spec.shape[0], spec.shape[1], c.weights_dtype, 32);
     params.entries.emplace_back(spec.name, std::move(values));

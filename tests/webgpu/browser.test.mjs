@@ -12,7 +12,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { CHROMIUM, ROOT, launchChromium, startServer } from '../browser/harness.mjs';
+import { launchBrowser } from '../browser/browsers.mjs';
+import { CHROMIUM, ROOT, startServer } from '../browser/harness.mjs';
 import { caseFlops, webgpuCases } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { MAX_FIXTURE_FLOPS, autoBackendForLargeCalls } from './adapter.mjs';
@@ -45,8 +46,8 @@ describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adap
     }, OVERALL_MS);
     watchdog.unref();
     server = await startServer({ isolated: false });
-    browser = await launchChromium(WEBGPU_ARGS);
-    const page = await browser.context.newPage();
+    browser = await launchBrowser('chromium', { chromiumArgs: WEBGPU_ARGS });
+    const page = await browser.newPage();
     page.on('console', (m) => { pageLog += `console.${m.type()}: ${m.text()}\n`; });
     page.on('pageerror', (e) => { pageLog += `page error: ${e.message}\n`; });
     await page.goto(`${server.url}/tests/webgpu/page.html`, { waitUntil: 'load', timeout: 20_000 });
@@ -122,8 +123,8 @@ describe('backend auto in Chromium without WebGPU enabled (navigator.gpu finds n
 
   before(async () => {
     plainServer = await startServer({ isolated: false });
-    plainBrowser = await launchChromium();
-    const page = await plainBrowser.context.newPage();
+    plainBrowser = await launchBrowser('chromium');
+    const page = await plainBrowser.newPage();
     page.on('console', (m) => messages.push(`${m.type()}: ${m.text()}`));
     page.on('pageerror', (e) => messages.push(`page error: ${e.message}`));
     await page.goto(`${plainServer.url}/tests/webgpu/page.html?mode=noadapter`, { waitUntil: 'load', timeout: 20_000 });

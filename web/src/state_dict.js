@@ -150,6 +150,28 @@ function packSeparateWeights(entries, prefix, packedShape, weightsDtype) {
  */
 export function resolveModuleStateDict(specs, stateDict, options, weightsDtype = 'float32') {
   const resolved = resolveOptions(options);
+  return refuseInfiniteSink(resolveEntries(specs, stateDict, resolved, weightsDtype), resolved.prefix);
+}
+
+/**
+ * A +Inf sink would take all of its head's softmax mass, but every backend's running max would
+ * compute Inf − Inf = NaN: refused here, before any backend loads anything, so the module keeps
+ * its weights (the C++ core refuses it too, for C++ callers). NaN stays a NaN input (NaN rows);
+ * −Inf is no sink (docs/attention-math.md §10).
+ */
+function refuseInfiniteSink(entries, prefix) {
+  const sinks = entries.find((e) => e.name === 'sinks');
+  const head = sinks ? asFloat32(sinks.data, sinks.dtype).indexOf(Infinity) : -1;
+  if (head >= 0) {
+    throw new StateDictError(`stateDict['${prefix}sinks']: expected logits below +Infinity (-Infinity: no sink), got Infinity at [${head}]`, {
+      argument: `${prefix}sinks`, expected: 'logits < +Infinity', actual: { index: head, value: Infinity },
+    });
+  }
+  return entries;
+}
+
+/** resolveModuleStateDict() with its options resolved. */
+function resolveEntries(specs, stateDict, resolved, weightsDtype) {
   const { prefix, strict, layout } = resolved;
   let entries = stateDictEntries(stateDict);
   if (layout !== 'torch') {

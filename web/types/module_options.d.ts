@@ -40,7 +40,8 @@ export interface MultiHeadAttentionOptions {
   /**
    * Attention sinks (gpt-oss; zeros give onnxruntime's smooth softmax): a state-dict entry
    * `sinks` [numHeads], each head's logit in its softmax's denominator with no value. A row with
-   * no allowed key then gives zero output and zero weights. Default false.
+   * no allowed key then gives zero output and zero weights. A +Infinity logit is a StateDictError
+   * at loadStateDict(); -Infinity is no sink. Default false.
    */
   sinks?: boolean;
   /**

@@ -63,7 +63,8 @@ struct MhaConfig {
   double softcap = 0.0;
   // Attention sinks (gpt-oss; ORT's smooth softmax with zeros): a logit per query head, state-dict
   // entry "sinks" [num_heads], that joins its softmax's denominator and carries no value:
-  // p_j = exp(s_j) / (Σ_k exp(s_k) + exp(sink_h)).
+  // p_j = exp(s_j) / (Σ_k exp(s_k) + exp(sink_h)). A +Inf sink is refused at load_parameter();
+  // -Inf is no sink.
   bool sinks = false;
   // Qwen3 / Gemma 3's RMSNorm of every query and key head after its projection (and bias), before
   // RoPE: x <- x / sqrt(mean(x²) + qk_norm_eps) · w, w the entries "q_norm.weight" and
@@ -131,12 +132,12 @@ class MultiHeadAttention {
   const std::vector<ParameterSpec>& parameter_specs() const { return specs_; }
 
   // Copies one entry in (`count` floats, row-major as PyTorch stores it). Throws
-  // StateDictError for an unknown name or a wrong count.
+  // StateDictError for an unknown name, a wrong count or a +Inf sink (nothing is changed then).
   void load_parameter(const std::string& name, const float* data, std::size_t count);
   // The same from `count` elements of `source` type (f32, or f16 / bf16 bit patterns), converted
   // to the module's weights_dtype (§11; bits kept as they are when the types match, with no f32
   // copy). Throws ConfigError ("source_dtype") for int8, StateDictError for a non-finite value
-  // bound for int8 storage (naming the entry, the row and the block).
+  // bound for int8 storage (naming the entry, the row and the block) and for a +Inf sink.
   void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
   // An entry as loaded, widened to f32 (`count` floats, row-major as PyTorch stores it): for a
   // module with f32 weights, exactly the values load_parameter() took (in f32). Throws

@@ -81,7 +81,7 @@ void tile_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, 4 * dk, buf, qx)) {
     tile_score_pairs<T>(qx, dk, c, slot, n, s);
-  } else {
+  } else if constexpr (T == StorageType::f16) {  // key_operand fails for f16 only
     flash::narrow_tile_scores<Isa, T>(q, dk, c, slot, n, s);
   }
 }
@@ -91,7 +91,7 @@ void tile_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int sl
   if (T != StorageType::f16 || c.finite) {
     alignas(16) float buf[4 * flash::kKeyTile];
     tile_pv_pairs<T>(value_operand<T>(p, 4, flash::kKeyTile, n, c, slot, buf), n, c, dv_pad, slot, acc);
-  } else {
+  } else if constexpr (T == StorageType::f16) {  // an f16 cache with an Inf or NaN only
     flash::narrow_accumulate_pv<Isa, T>(p, n, c, dv_pad, slot, acc);
   }
 }

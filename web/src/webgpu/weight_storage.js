@@ -7,6 +7,7 @@
 import { asFloat32, roundToHalf } from '../half_floats.js';
 import { parameterLayout } from '../parameter_layout.js';
 import { blocksPerRow, quantizeQ8 } from '../q8_0.js';
+import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 
 /** Bytes per weight element of each weightsDtype. */
 const ELEMENT_BYTES = { float32: 4, float16: 2, bfloat16: 2, int8: 1 };
@@ -64,7 +65,11 @@ export function packParameters(config, entries) {
   const view = (Type, name) => new Type(bytes[name].buffer, 0, bytes[name].byteLength / Type.BYTES_PER_ELEMENT);
   for (const entry of entries) {
     const [buffer, at] = layout[entry.name];
-    if (!MATRICES.includes(buffer) || dtype === 'float32') {
+    if (buffer === 'sinks') {
+      // A -Inf sink (no sink) goes up as the masks' finite sentinel, so that no infinity enters
+      // the shaders (WGSL lets a GPU assume none): e^(sentinel − m) is 0 all the same.
+      view(Float32Array, buffer).set(asFloats(entry).map((x) => (x === -Infinity ? MASK_SENTINEL : x)), at);
+    } else if (!MATRICES.includes(buffer) || dtype === 'float32') {
       view(Float32Array, buffer).set(asFloats(entry), at);
     } else if (dtype === 'int8') {
       const { q, scales: s } = quantizeQ8(asFloats(entry), inputWidth(entry.name, config));

@@ -5,7 +5,10 @@
 //   o ← o · l·e^(m − m') / l',   stats ← (m', l'),
 // so the weights kernel, which computes exp(s − m) / l from the stats, needs no change either. A
 // row with no allowed key (m = NEG, l = 0) gets o = 0 and l' = 1: zero output, zero weights. Every
-// exp's argument is <= 0. One invocation per (batch, head, query row).
+// exp's argument is <= 0. A sink of -Inf (no sink) arrives as the masks' finite sentinel
+// (weight_storage.js); where a sink below the sentinel (-3.4e38) meets a row with no allowed key,
+// l' = 0 and the row stays as it was instead of 0 / 0. (+Inf is refused at loadStateDict(); a NaN
+// follows no rule on the GPU, docs/webgpu.md.) One invocation per (batch, head, query row).
 import { paramsWgsl } from '../kernel_params.js';
 
 export const SINKS_WORKGROUP = 64;
@@ -36,6 +39,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let m2 = max(m, sink);
   let kept = l * exp(m - m2);
   let l2 = kept + exp(sink - m2);
+  if (l2 == 0.0) { return; }
   let factor = kept / l2;
   let at = (b * p.L + i) * p.H * p.DV + h * p.DV;
   for (var c = 0u; c < p.DV; c++) { heads[at + c] *= factor; }
