@@ -4,9 +4,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, StateDictError, configure } from '#webattention';
 import { filled } from '../contract/contract.mjs';
-import { DECODE_MAX_L, pipelineCount } from '../internals.mjs';
+import { DECODE_MAX_L, DEFAULT_VARIANTS, pipelineCount } from '../internals.mjs';
 import { boolMask, checkAgainstFixture, device, fixtures, gpu, gpuMatchesWasm, kind, randomStateDict } from './node_setup.mjs';
-import { DEFAULT_VARIANTS } from '../../web/src/webgpu/kernel_config.js';
 
 describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
   test('several query and key tiles (L 70, S 130, d_k 32), weights per head', () => gpuMatchesWasm({
@@ -52,9 +51,9 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
 
   test('pipelines are made at create() and reused: a call creates none but the weights kernel', async () => {
     const create = { embedDim: 16, numHeads: 2, backend: 'webgpu', gpu: device };
-    // A GPU that selects kernels by measurement also compiles every candidate in the background
-    // from create(), so its count would follow the driver's timing: there each family is pinned
-    // to its (small-problem) default, which create() compiles alone: one linear variant, not two.
+    // A GPU that selects kernels by measurement also compiles every candidate of a family in the
+    // background from create(): there each family is pinned to its (small-problem) default, which
+    // create() then compiles alone (one linear variant, not two) and nothing in the background.
     const selects = kind === 'hardware';
     if (selects) configure({ gpuKernels: Object.fromEntries(Object.entries(DEFAULT_VARIANTS).map(([f, [small]]) => [f, small])) });
     const before = pipelineCount(device);

@@ -51,11 +51,13 @@ export async function warmPipelines(device, config) {
     const pinned = pinnedVariant(family);
     const names = fitting.map((v) => v.name);
     // The defaults for small and for large calls (one and the same but for linear).
-    const wanted = pinned && names.includes(pinned) ? [pinned]
+    const pinnedFits = Boolean(pinned) && names.includes(pinned);
+    const wanted = pinnedFits ? [pinned]
       : [preferredVariant(family, 0, names), preferredVariant(family, LINEAR_LARGE_ROWS, names)];
     const first = fitting.filter((v) => wanted.includes(v.name));
     for (const v of first) defaults.push(...compile(family, v));
-    if (selectsKernels(device)) {
+    // The other candidates only where they will be measured: a pinned family never is.
+    if (selectsKernels(device) && !pinnedFits) {
       for (const v of fitting) if (!first.includes(v)) compile(family, v).forEach((p) => p.catch(() => {}));
     }
   }
