@@ -16,8 +16,8 @@ export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(row
  * Quantises `values` (a Float32Array of rows of `rowLength`) in blocks of `blockLength` along each
  * row. Returns { q: Int8Array (one per value), scales: Float32Array (one per block, row-major),
  * nonFinite: the index of the first NaN or ±inf value, or -1 }. A block holding a NaN or ±inf
- * has scale NaN (its q are 0), so that it dequantises to NaN: callers that refuse non-finite
- * values (weights) check `nonFinite` instead.
+ * has scale NaN (its q are 0), so that it dequantises to NaN (a cache row's rule; weights with
+ * such a value never get here: loadStateDict() refuses them first, state_dict.js).
  */
 export function quantizeQ8(values, rowLength, blockLength = Q8_BLOCK) {
   const rows = values.length / rowLength;

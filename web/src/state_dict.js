@@ -50,8 +50,9 @@ function stateDictEntries(stateDict) {
  * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), as given, no copy. Nothing is
  * loaded unless every entry is right. weightsDtype: the module's, against which a 16-bit weight
  * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
- * silently: F16 overflows past 65504, BF16 keeps 8 significant bits); vectors (biases, sinks, norm
- * weights) are float32 in every module, so any dtype widens into them exactly.
+ * silently: F16 overflows past 65504, BF16 keeps 8 significant bits), and a non-finite value in an
+ * int8 weight matrix a StateDictError (refuseNonFiniteInt8); vectors (biases, sinks, norm weights)
+ * are float32 in every module, so any dtype widens into them exactly.
  */
 export function resolveStateDict(specs, stateDict, weightsDtype = 'float32') {
   const entries = stateDictEntries(stateDict);
@@ -68,49 +69,73 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32') {
     }
   }
   return specs.map(({ name, shape }) => {
-    if (!entries.has(name)) {
-      throw new StateDictError(`stateDict: missing key '${name}' (expected shape ${formatShape(shape)})`, {
-        argument: name, expected: shape, actual: 'missing',
-      });
-    }
-    const value = entries.get(name);
-    if (typedArrayType(value) === 'Float32Array') {
-      const data = plainView(value);
-      if (data.length !== product(shape)) {
-        throw new StateDictError(
-          `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
-          { argument: name, expected: shape, actual: data.length });
-      }
-      return { name, data, dtype: 'float32' };
-    }
-    if (typedArrayType(value) === 'Uint16Array') {
-      throw new DTypeError(`stateDict['${name}']: a bare Uint16Array does not say which 16-bit floats it holds; `
-        + `expected { data, shape, dtype: 'float16' | 'bfloat16' }, got ${describe(value)}`, {
-        argument: `stateDict['${name}']`, expected: '{ data, shape, dtype }', actual: describe(value),
-      });
-    }
-    let t;
-    try {
-      t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA });
-    } catch (e) {
-      // A 16-bit tensor without its dtype is a DTypeError wherever it is given.
-      if (e.expected === HALF_DTYPE_NAMES) throw e;
-      throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
-    }
-    if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
-      throw new StateDictError(
-        `stateDict['${name}']: expected shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
-        { argument: name, expected: shape, actual: t.shape });
-    }
-    const dtype = tensorDtype(t);
-    if (HALF_DTYPES.includes(dtype) && HALF_DTYPES.includes(weightsDtype) && dtype !== weightsDtype && shape.length === 2) {
-      throw new DTypeError(`stateDict['${name}']: the module stores ${weightsDtype} weights (create({ weightsDtype })), got ${dtype}; `
-        + `a ${dtype} weight is not rounded to ${weightsDtype} silently (widen it to a Float32Array to have it rounded)`, {
-        argument: `stateDict['${name}']`, expected: weightsDtype, actual: dtype,
-      });
-    }
-    return { name, data: t.data, dtype };
+    const entry = checkedEntry(name, shape, entries, weightsDtype);
+    if (weightsDtype === 'int8' && shape.length === 2) refuseNonFiniteInt8(entry, shape);
+    return entry;
   });
+}
+
+/** One entry of resolveStateDict(): { name, data, dtype }, its key, shape and dtype checked. */
+function checkedEntry(name, shape, entries, weightsDtype) {
+  if (!entries.has(name)) {
+    throw new StateDictError(`stateDict: missing key '${name}' (expected shape ${formatShape(shape)})`, {
+      argument: name, expected: shape, actual: 'missing',
+    });
+  }
+  const value = entries.get(name);
+  if (typedArrayType(value) === 'Float32Array') {
+    const data = plainView(value);
+    if (data.length !== product(shape)) {
+      throw new StateDictError(
+        `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
+        { argument: name, expected: shape, actual: data.length });
+    }
+    return { name, data, dtype: 'float32' };
+  }
+  if (typedArrayType(value) === 'Uint16Array') {
+    throw new DTypeError(`stateDict['${name}']: a bare Uint16Array does not say which 16-bit floats it holds; `
+      + `expected { data, shape, dtype: 'float16' | 'bfloat16' }, got ${describe(value)}`, {
+      argument: `stateDict['${name}']`, expected: '{ data, shape, dtype }', actual: describe(value),
+    });
+  }
+  let t;
+  try {
+    t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA });
+  } catch (e) {
+    // A 16-bit tensor without its dtype is a DTypeError wherever it is given.
+    if (e.expected === HALF_DTYPE_NAMES) throw e;
+    throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
+  }
+  if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {
+    throw new StateDictError(
+      `stateDict['${name}']: expected shape ${formatShape(shape)}, got ${formatShape(t.shape)}`,
+      { argument: name, expected: shape, actual: t.shape });
+  }
+  const dtype = tensorDtype(t);
+  if (HALF_DTYPES.includes(dtype) && HALF_DTYPES.includes(weightsDtype) && dtype !== weightsDtype && shape.length === 2) {
+    throw new DTypeError(`stateDict['${name}']: the module stores ${weightsDtype} weights (create({ weightsDtype })), got ${dtype}; `
+      + `a ${dtype} weight is not rounded to ${weightsDtype} silently (widen it to a Float32Array to have it rounded)`, {
+      argument: `stateDict['${name}']`, expected: weightsDtype, actual: dtype,
+    });
+  }
+  return { name, data: t.data, dtype };
+}
+
+/**
+ * int8 storage quantises blocks of 32 values of a row by their largest magnitude, which a NaN or
+ * an infinity makes meaningless (docs/attention-math.md §11): refused here, for every entry before
+ * any backend loads one, so that a refused state dict leaves the module's weights as they were
+ * (the C++ core refuses them too, for C++ callers, but one entry at a time). The index is in the
+ * tensor as the caller gave it (GPT-2's Conv1D keeps [in, out]).
+ */
+function refuseNonFiniteInt8({ name, data, dtype }, shape) {
+  const values = asFloat32(data, dtype);
+  let i = 0;
+  while (i < values.length && Number.isFinite(values[i])) i++;  // a plain loop: weights run to millions
+  if (i === values.length) return;
+  const at = [Math.floor(i / shape[1]), i % shape[1]];
+  throw new StateDictError(`stateDict['${name}']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, `
+    + `got ${values[i]} at [${at.join(', ')}]`, { argument: name, expected: 'finite values', actual: { index: at, value: values[i] } });
 }
 
 /**

@@ -55,7 +55,7 @@ const asFloats = ({ data, dtype }) => asFloat32(data, dtype);
 /**
  * Every parameter buffer's bytes (name → Uint8Array of parameterBufferBytes() bytes) from the
  * state-dict entries ([{ name, data, dtype }], checked and complete, as loadStateDict() gives
- * them; the WASM executor has refused non-finite int8 weights already).
+ * them: state_dict.js has refused non-finite int8 weights already, before anything was loaded).
  */
 export function packParameters(config, entries) {
   const dtype = config.weightsDtype ?? 'float32';
