@@ -3,25 +3,8 @@
 // GPU is needed (Debian's chromium ships it; VK_ICD_FILENAMES points Vulkan at it). A
 // VK_ICD_FILENAMES (or VK_DRIVER_FILES) already set wins: pointed at a GPU's Vulkan driver (its
 // ICD .json) the same command tests that GPU; the suite detects its adapter (adapter.mjs) and
-// asserts what holds there. The files check:
-//   - node_parity: every PyTorch MHA fixture through the test contract's runCase() with
-//     { backend: 'webgpu', gpu } (all of them are small enough for software WebGPU; a case over
-//     MAX_FIXTURE_FLOPS would be listed by name in the test that says which were left out);
-//   - node_gpu_vs_wasm: GPU vs WASM on shapes the fixtures do not reach (several query and key
-//     tiles, causal across tiles, wide free head dims, rows with every key masked, fused Q/K/V
-//     uploads), pipeline caching, loadStateDict();
-//   - node_buffer_cache: per-call GPU buffers cached per module, dropped on dispose and device loss;
-//   - node_storage_buffers: no float32 copy of a float16 / int8 cache, snapshots from the pool, no
-//     buffers for options a module does not have;
-//   - node_decode: the decode path (L <= DECODE_MAX_L) vs WASM;
-//   - node_kernel_cases: the kernel-level cases of tests/cases/kernel_cases.json against their
-//     float64 reference;
-//   - node_device_loss: a device lost mid-sequence (device.destroy() while a call is in flight,
-//     and between calls): every call still returns the right result, through the WASM fallback;
-//   - node_backend_selection: 'webgpu' without an adapter throws BackendError, 'auto' declines
-//     SwiftShader by default and takes a hardware GPU above its threshold, honours
-//     webgpuMinFlops, option checks.
-//   node --test tests/webgpu/       (needs web/dist: bash scripts/build.sh)
+// asserts what holds there. Each node_*.test.mjs says in its
+// first lines what it checks (a list here only drifted from the files).
 //
 // Importing this module sets the Vulkan driver default, creates the GPU object and finds the
 // adapter, installs the test hook that records where each call ran, and registers the
