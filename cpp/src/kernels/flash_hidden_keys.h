@@ -57,9 +57,6 @@ inline KeyRange columns_seen_by_all(const AttentionProblem& p, int g, int r0, in
 inline void find_poisoned(const AttentionProblem& p, int g, int r0, const float* scores, int rows,
                           const KvPanels& kv, int j0, int width, PoisonedKeys& out) {
   out.count = 0;
-  // A cache that never stored an Inf or NaN (KvCache's finite flag; its unwritten slots hold
-  // zeros) has no poisoned key in any slot: nothing to look at, on every decode step.
-  if (!p.cache.empty() && p.cache.finite) return;
   const KeyRange all = columns_seen_by_all(p, g, r0, rows, j0, width);
   const std::uint8_t everyone = static_cast<std::uint8_t>((1u << rows) - 1u);
   const auto look = [&](int j) {
