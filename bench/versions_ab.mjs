@@ -8,7 +8,8 @@
 // Outputs are compared (max |A − B|) before timing.
 //
 //   node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick]
-//                              [--dtype f32|f16|i8] [--decode-only]
+//                              [--dtype f32|f16|i8] [--decode-only] [--positions N,N,...]
+// --positions: the decode cases become (768, 12, 12) and (2048, 32, 8) at each n given, no window.
 // --dtype: the weights' and the cache's storage (bench/decode_dtypes.mjs), f32 unless given
 // (f32 passes no storage option, so that a build from before them can be A).
 //   e.g. git worktree add ../before <commit> (and build it), then
@@ -22,6 +23,7 @@ import { DTYPES, REFERENCE_DTYPE } from './decode_dtypes.mjs';
 const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 // [E, h, hkv, n, window (0: none)]
 const DECODE = [[768, 12, 12, 128, 0], [768, 12, 12, 2048, 0], [768, 12, 12, 2048, 256], [2048, 32, 8, 128, 0], [2048, 32, 8, 2048, 0]];
+const DECODE_SHAPES = [[768, 12, 12], [2048, 32, 8]];  // with --positions
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 const maxAbsDiff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
@@ -103,6 +105,7 @@ const { values, positionals } = parseArgs({
   options: {
     rounds: { type: 'string', default: '41' }, quick: { type: 'boolean', default: false },
     dtype: { type: 'string', default: 'f32' }, 'decode-only': { type: 'boolean', default: false },
+    positions: { type: 'string' },
   },
 });
 if (positionals.length !== 2 || !Object.hasOwn(DTYPES, values.dtype)) {
@@ -119,6 +122,9 @@ console.log('| case | A ms | B ms | A/B | max abs diff |\n|---|---:|---:|---:|--
 for (const shape of values['decode-only'] ? [] : values.quick ? PREFILL.slice(0, 2) : PREFILL) {
   await compare(`prefill (L, E, h) = (${shape})`, (api) => prefillCase(api, shape), apis, Math.ceil(rounds / 2));
 }
-for (const shape of values.quick ? DECODE.slice(0, 1) : DECODE) {
+const decodeCases = values.positions
+  ? DECODE_SHAPES.flatMap((s) => values.positions.split(',').map((n) => [...s, Number(n), 0]))
+  : DECODE;
+for (const shape of values.quick ? decodeCases.slice(0, 1) : decodeCases) {
   await compare(`decode (E, h, hkv) = (${shape.slice(0, 3)}), n = ${shape[3]}${shape[4] ? `, window ${shape[4]}` : ''}`, (api) => decodeCase(api, shape, values.dtype), apis, rounds * 3);
 }

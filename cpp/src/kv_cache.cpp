@@ -111,6 +111,12 @@ bool stays_finite_f16(const float* row, int n) {
   return true;
 }
 
+bool all_finite(const float* row, int n) {
+  for (int i = 0; i < n; ++i)
+    if (!std::isfinite(row[i])) return false;
+  return true;
+}
+
 template <class T>
 void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_block, float* k_scale,
                   float* v_scale, int slot, int capacity, const float* krow, int dk,
@@ -127,6 +133,17 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
 float stored_element(StorageType type, const unsigned char* block, std::size_t i, const float* scales, int slot) {
   if (type == StorageType::i8) return storage::dequantise(reinterpret_cast<const std::int8_t*>(block)[i], scales[slot]);
   return storage::widen(block, type, i);
+}
+
+// Whether the K row (dk values) and V row (dv values) stored in `slot` of these blocks read back
+// finite, as the attention kernels read them.
+bool stored_row_finite(StorageType type, const unsigned char* k_block, const unsigned char* v_block,
+                       const float* k_scales, const float* v_scales, int slot, int dk, int dv, int capacity) {
+  for (int c = 0; c < dk; ++c)
+    if (!std::isfinite(stored_element(type, k_block, kernels::key_index(dk, slot, c), k_scales, slot))) return false;
+  for (int c = 0; c < dv; ++c)
+    if (!std::isfinite(stored_element(type, v_block, kernels::value_index(capacity, slot, c), v_scales, slot))) return false;
+  return true;
 }
 
 }  // namespace
@@ -149,6 +166,9 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
         const float* kr = krow + g * dk_;
         const float* vr = vrow + g * dv_;
+        // f32 and f16 know from the input whether what they store is finite; bf16 (rounding up
+        // to Inf) and int8 (scale · 127) are read back as the kernels will read them.
+        if (finite_ && type == StorageType::f32) finite_ = all_finite(kr, dk_) && all_finite(vr, dv_);
         if (finite_ && type == StorageType::f16) finite_ = stays_finite_f16(kr, dk_) && stays_finite_f16(vr, dv_);
         if (bytes == 4) {
           append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
@@ -157,6 +177,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         } else {
           append_typed<std::int8_t>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
         }
+        if (finite_ && (type == StorageType::bf16 || type == StorageType::i8)) finite_ = stored_row_finite(type, kb, vb, ks, vs, slot, dk_, dv_, capacity_);
       }
     }
   }

@@ -89,3 +89,34 @@ test('chunked (cached) and full forwards give the same rows with a NaN at token 
     mha.dispose();
   }
 });
+
+// A cache that never stored an Inf or NaN skips the search for hidden non-finite keys (its finite
+// flag, set by every append): once token 13's NaN is appended, the steps after it must search
+// again, here for a stale ring slot that still holds the NaN outside every later row's window.
+for (const dtype of ['float32', 'float16', 'int8']) {
+  test(`decoding token by token through a windowed ${dtype} ring: rows whose window has left the NaN token are exactly the finite run's`, async () => {
+    const mha = await gqaModule();
+    const window = 4;
+    const decode = async (x) => {
+      const cache = mha.createCache({ batchSize: 1, window, dtype });
+      const rows = [];
+      for (let i = 0; i < T; i++) {
+        const step = { data: x.data.slice(i * E, (i + 1) * E), shape: [1, 1, E] };
+        rows.push(Array.from((await mha.forward(step, step, step, { cache })).output.data));
+      }
+      cache.dispose();
+      return rows;
+    };
+    try {
+      const poisoned = await decode(tokens(NaN));
+      const clean = await decode(tokens(0.5));
+      for (let i = 0; i < T; i++) {
+        const seesIt = i >= POISONED && i < POISONED + window;
+        if (seesIt) assert.ok(poisoned[i].every(Number.isNaN), `row ${i} sees the NaN`);
+        else assert.deepEqual(poisoned[i], clean[i], `row ${i}`);
+      }
+    } finally {
+      mha.dispose();
+    }
+  });
+}

@@ -77,7 +77,10 @@ class KvCache {
   // scale per (batch, K/V head, slot): [batch·kv_heads][capacity] for K and for V.
   std::unique_ptr<unsigned char[]> k_, v_;
   std::unique_ptr<float[]> k_scales_, v_scales_;
-  bool finite_ = true;  // nothing stored is Inf or NaN (cleared by an append that stores one)
+  // Nothing stored, in any slot, reads back as Inf or NaN (cleared by an append that stores one;
+  // unwritten slots are zeros): the f16 kernels' cheap widening, and no hidden key to keep out of
+  // P·V (kernels/flash_hidden_keys.h).
+  bool finite_ = true;
   std::size_t k_block_ = 0, v_block_ = 0;  // elements
 };
 

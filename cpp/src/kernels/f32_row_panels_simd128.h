@@ -1,7 +1,8 @@
 // One f32 row times f32 panels of 8 columns side by side (kv_layout.h), WebAssembly SIMD128: the
-// matrix-vector loop of attention's one-row path (a decode step): one query row's scores against
-// key panels and its weighted sum of value panels (f32_attention_simd128.cpp; the projection's
-// one-row loop, over panels of any storage type, is linear_simd128.h's one_row_panels). kPanels panels give 2·kPanels independent
+// matrix-vector loop of every f32 one-row path (a decode step): one query row's scores against
+// key panels and its weighted sum of value panels (f32_attention_simd128.cpp), and the projection
+// of one input row over f32 weights (linear_simd128.h's one_row_panels; other storage types read
+// their panels through panels_simd128.h). kPanels panels give 2·kPanels independent
 // accumulators, so the chain of multiply-adds of one panel does not wait on each add's latency;
 // the count is a template argument so that the loop unrolls and the accumulators stay in
 // registers (indexed by a count known only at run time they would live in memory).

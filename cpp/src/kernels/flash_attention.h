@@ -104,11 +104,11 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
 
 // Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
 // them (slot_runs), softcapped when the problem asks.
-template <class Isa>
+template <class Isa, bool kNarrow>
 void key_scores(const AttentionProblem& p, bool one_row, const float* q, const KvPanels& kv,
                 int j0, int width, float* scores) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    if (kv.narrow.type != StorageType::f32) {
+    if constexpr (kNarrow) {
       narrow_key_scores<Isa>(one_row, q, p.dk, kv.narrow, slot, n, scores + offset);
     } else if (one_row) {
       Isa::row_scores(q, p.dk, kv.kt, slot, n, scores + offset);
@@ -122,11 +122,11 @@ void key_scores(const AttentionProblem& p, bool one_row, const float* q, const K
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
-template <class Isa>
+template <class Isa, bool kNarrow>
 void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
                      const KvPanels& kv, int dv_pad, int j0, int width, float* acc) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
-    if (kv.narrow.type != StorageType::f32) {
+    if constexpr (kNarrow) {
       narrow_weighted_values<Isa>(one_row, scores + offset, n, kv.narrow, dv_pad, slot, acc);
     } else if (one_row) {
       Isa::row_pv(scores + offset, n, kv.v, kv.v_rows, dv_pad, slot, acc);
@@ -138,15 +138,15 @@ void weighted_values(const AttentionProblem& p, bool one_row, const float* score
 
 // weighted_values() of a tile with poisoned keys (flash_hidden_keys.h): the fast loops over the
 // stretches between them, each poisoned key only to the rows that see it.
-template <class Isa>
+template <class Isa, bool kNarrow>
 void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const float* scores,
                                 const PoisonedKeys& poisoned, int rows, const KvPanels& kv,
                                 int dv_pad, int j0, int width, float* acc) {
-  if (poisoned.count == 0) return weighted_values<Isa>(p, one_row, scores, kv, dv_pad, j0, width, acc);
+  if (poisoned.count == 0) return weighted_values<Isa, kNarrow>(p, one_row, scores, kv, dv_pad, j0, width, acc);
   for (int a = 0; a < width;) {
     int b = a;
     while (b < width && !poisoned.poisoned[b]) ++b;
-    if (b > a) weighted_values<Isa>(p, one_row, scores + a, kv, dv_pad, j0 + a, b - a, acc);
+    if (b > a) weighted_values<Isa, kNarrow>(p, one_row, scores + a, kv, dv_pad, j0 + a, b - a, acc);
     if (b < width) add_poisoned_key(p, scores, poisoned, rows, kv, dv_pad, j0, b, acc);
     a = b + 1;
   }
@@ -154,7 +154,7 @@ void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const f
 
 // Second pass, only when weights are asked for: p = exp(s - max) / sum with the final stats.
 // Keys outside `keys` (never computed) get 0, or NaN in a NaN row.
-template <class Isa>
+template <class Isa, bool kNarrow>
 void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, KeyRange keys,
                    const float* q, const KvPanels& kv, float* scores,
                    const float* max, const float* sum) {
@@ -164,7 +164,7 @@ void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, Ke
     const int width = std::min(kKeyTile, whole_panels(cols) - j0);
     const bool computed = j0 < keys.end && j0 + width > keys.begin;
     if (computed) {
-      key_scores<Isa>(p, false, q, kv, j0, width, scores);
+      key_scores<Isa, kNarrow>(p, false, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
     }
     for (int r = 0; r < rows; ++r) {
@@ -197,12 +197,11 @@ void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, Ke
 
 inline std::size_t workspace_floats(const AttentionProblem& p) { return Layout(p).total; }
 
-template <class Isa>
-void attention_unit(const AttentionProblem& p, int unit, float* ws) {
-  const int b = unit / p.kv_heads(), g = unit % p.kv_heads();
-  const Layout lay(p);
-  pack_queries(p, b, g, lay, ws);
-  const KvPanels kv = unit_kv(p, b, g, lay, ws);
+// The blocks of rows of unit (b, g), over K/V panels of f32 or of a narrow cache (kNarrow), with
+// or without the search for hidden non-finite keys (kMayPoison, flash_hidden_keys.h).
+template <class Isa, bool kNarrow, bool kMayPoison>
+__attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b, int g,
+                                                const Layout& lay, const KvPanels& kv, float* ws) {
   float* scores = ws + lay.scores;
   float* acc = ws + lay.acc;
 
@@ -225,9 +224,9 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
     for (int j0 = keys.begin / kPanelWidth * kPanelWidth; j0 < keys.end; j0 += kKeyTile) {
       const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
-      key_scores<Isa>(p, one_row, q, kv, j0, width, scores);
+      key_scores<Isa, kNarrow>(p, one_row, q, kv, j0, width, scores);
       mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
-      find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
+      if constexpr (kMayPoison) find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
       for (int r = 0; r < active; ++r) {
         float* s = scores + r * kKeyTile;
         const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
@@ -244,7 +243,11 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
         if (correction != 1.0f) Isa::scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
         max[r] = new_max;
       }
-      weighted_values_unpoisoned<Isa>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
+      if constexpr (kMayPoison) {
+        weighted_values_unpoisoned<Isa, kNarrow>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
+      } else {
+        weighted_values<Isa, kNarrow>(p, one_row, scores, kv, lay.dv_pad, j0, width, acc);
+      }
     }
 
     for (int r = 0; r < rows; ++r) {
@@ -259,7 +262,30 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
       for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * lay.dv_pad + c] * inv;
       if (nan_row[r]) max[r] = kNaN;
     }
-    if (p.weights) write_weights<Isa>(p, b, g, r0, rows, keys, q, kv, scores, max, sum);
+    if (p.weights) write_weights<Isa, kNarrow>(p, b, g, r0, rows, keys, q, kv, scores, max, sum);
+  }
+}
+
+template <class Isa>
+void attention_unit(const AttentionProblem& p, int unit, float* ws) {
+  const int b = unit / p.kv_heads(), g = unit % p.kv_heads();
+  const Layout lay(p);
+  pack_queries(p, b, g, lay, ws);
+  const KvPanels kv = unit_kv(p, b, g, lay, ws);
+  // The loops' variant is chosen once per unit, not per tile: with every variant's branches in
+  // one function, V8's code for the f32 loops ran ~10 % slower at n = 8192
+  // (docs/benchmarks.md, 2026-11-26 13:30). A cache that never stored an Inf or NaN (KvCache's
+  // finite flag; its unwritten slots hold zeros) has no hidden non-finite key to search for.
+  const bool narrow = kv.narrow.type != StorageType::f32;
+  const bool may_poison = p.cache.empty() || !p.cache.finite;
+  if (narrow && may_poison) {
+    attention_blocks<Isa, true, true>(p, b, g, lay, kv, ws);
+  } else if (narrow) {
+    attention_blocks<Isa, true, false>(p, b, g, lay, kv, ws);
+  } else if (may_poison) {
+    attention_blocks<Isa, false, true>(p, b, g, lay, kv, ws);
+  } else {
+    attention_blocks<Isa, false, false>(p, b, g, lay, kv, ws);
   }
 }
 

@@ -8,9 +8,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/f32_block_simd128.h"
+#include "kernels/f32_row_panels_simd128.h"
 #include "kernels/kernels.h"
 #include "kernels/pair_panels_simd128.h"
 #include "kernels/panels_simd128.h"
@@ -85,11 +87,19 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
   const PackedLinear& w = *target.weights;
   v128_t acc[2 * kPanels];
   for (int i = 0; i < 2 * kPanels; ++i) acc[i] = bias_or_zero(w, p0 * kPanelWidth + 4 * i);
-  Panel panels[kPanels];
-  for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
-  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
-    for (auto& panel : panels) panel.start(k0);
-    row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, acc);
+  if constexpr (std::is_same_v<Panel, F32Panel>) {
+    // f32 panels lie in·8 floats apart: one pointer and a constant stride (attention's one-row
+    // loop, f32_row_panels_simd128.h) instead of a pointer per panel, which V8 keeps in fewer
+    // registers; the per-panel readers made an f32 decode step ~10 % slower (docs/benchmarks.md).
+    row_times_panels<kPanels>(x, w.in, w.elements<const float>().panel(p0),
+                              static_cast<std::size_t>(w.in) * kPanelWidth, acc);
+  } else {
+    Panel panels[kPanels];
+    for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
+    for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+      for (auto& panel : panels) panel.start(k0);
+      row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, acc);
+    }
   }
   for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i) * kPanelWidth;
