@@ -70,9 +70,9 @@ void widen_panel(const PackedLinear& w, int p, float* out) {
 
 // Rows [r_begin, r_end) of x times one weight panel: output columns [8p, 8p + 8) of one target.
 // A narrow panel is widened once into `widened` (w.in × 8 floats) for all these rows: the inner
-// loop is then f32's, and the widening (f16 8 operations per row of 8, int8 10) is shared by up
-// to 256 rows instead of 4, where the narrow readers in the 4-row loop ran the prefill
-// projections at 2-3x f32's time (docs/benchmarks.md). Exact: the values are the stored ones.
+// loop is then f32's, and the widening (f16 8 operations per row of 8, int8 10) is shared by the
+// block's rows (64 at in = 768, up to 256) instead of 4: narrow readers in the 4-row loop kept
+// the whole prefill at 1.8-2.1x f32's time (docs/benchmarks.md). Exact: the stored values.
 // Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
 // first forward() reaches TurboFan code after a few panels only if each panel is its own call
 // (CMakeLists.txt keeps Binaryen from inlining it too).
