@@ -130,3 +130,25 @@ test('16-bit weights given to a float32 or int8 module are widened exactly first
     }
   }
 });
+
+test('prefill over 16-bit weights is bit for bit the float32 module given the same values (projections widened exactly, f32 loop)', async () => {
+  const next = rng(23);
+  // 9 rows: two 4-row blocks and a short one; E = 44: a last panel of 4 columns.
+  const x = randomTensor([9, 44], next);
+  for (const dtype of ['float16', 'bfloat16']) {
+    const half = await api.MultiHeadAttention.create({ embedDim: 44, numHeads: 4, weightsDtype: dtype });
+    const f32 = await api.MultiHeadAttention.create({ embedDim: 44, numHeads: 4 });
+    try {
+      const weights = Object.fromEntries(half.stateDictShapes.map(({ name, shape }) => {
+        const data = randomTensor(shape, next).data;
+        return [name, { data: shape.length === 2 ? widenHalf(dtype, roundToHalf(dtype, data)) : data, shape }];
+      }));
+      half.loadStateDict(weights);
+      f32.loadStateDict(weights);
+      assert.deepEqual((await half.forward(x, x, x)).output, (await f32.forward(x, x, x)).output, dtype);
+    } finally {
+      half.dispose();
+      f32.dispose();
+    }
+  }
+});

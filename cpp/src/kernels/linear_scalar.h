@@ -1,11 +1,14 @@
 // Projection kernel, portable C++ (native builds and the no-SIMD WASM module), written once for
-// every storage type: per row, per panel, an 8-wide accumulator the compiler can keep in
+// every storage type: per panel, per row, an 8-wide accumulator the compiler can keep in
 // registers or vectorise, over a panel whose elements a Panel type reads as f32 (widened or
-// dequantised by storage_convert.h's rules). Each <type>_linear_scalar.cpp instantiates it.
+// dequantised by storage_convert.h's rules; for more than one row, once per panel into an f32
+// copy). Each <type>_linear_scalar.cpp instantiates it.
 #pragma once
 
 #include <climits>
 #include <cstdint>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/kernels.h"
 
@@ -20,6 +23,7 @@ struct PlainPanel {  // f32, f16, bf16: one element, one value
   static constexpr int kBlock = INT_MAX / 2;
   const T* p;
   PlainPanel(const PackedLinear& w, int panel) : p(w.elements<const T>().panel(panel)) {}
+  explicit PlainPanel(const T* panel) : p(panel) {}
   void start(int) {}
   const T& at(int k, int c) const { return p[k * kPanelWidth + c]; }
   float block_sum(float part, int) const { return part; }
@@ -50,30 +54,60 @@ struct I8Panel {
   float block_sum(float part, int c) const { return part * block_scales[c]; }
 };
 
+// Panel p's elements as the f32 values they store, into out (w.in × 8; read back as an F32Panel):
+// int8 q times its block's scale, the dequantised value.
+template <class Panel>
+void widen_panel(const PackedLinear& w, int p, float* out) {
+  Panel panel(w, p);
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    panel.start(k0);
+    const int k1 = w.in - k0 < Panel::kBlock ? w.in : k0 + Panel::kBlock;
+    for (int k = k0; k < k1; ++k)
+      for (int c = 0; c < kPanelWidth; ++c) out[k * kPanelWidth + c] = panel.block_sum(panel.at(k, c), c);
+  }
+}
+
+// yr[8p, 8p + 8) (those below w.out) = the row xr times panel p (+ bias), by blocks of rows.
+template <class Panel>
+void row_times_panel(const float* xr, const PackedLinear& w, int p, Panel panel, float* yr) {
+  float acc[kPanelWidth] = {};
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    panel.start(k0);
+    const int k1 = w.in - k0 < Panel::kBlock ? w.in : k0 + Panel::kBlock;
+    float part[kPanelWidth] = {};
+    for (int k = k0; k < k1; ++k) {
+      const float a = xr[k];
+      for (int c = 0; c < kPanelWidth; ++c) part[c] += a * panel.at(k, c);
+    }
+    for (int c = 0; c < kPanelWidth; ++c) acc[c] += panel.block_sum(part[c], c);
+  }
+  const int n0 = p * kPanelWidth;
+  for (int c = 0; c < kPanelWidth && n0 + c < w.out; ++c)
+    yr[n0 + c] = acc[c] + (w.bias.empty() ? 0.0f : w.bias[n0 + c]);
+}
+
+// One row (a decode step) reads each panel as it is stored (int8: each block's sum times its
+// scale); more rows widen each narrow panel once for all of them, as the SIMD128 kernel does
+// (linear_simd128.h's panel_rows).
 template <class Panel>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                    int target_count) {
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + r * x_stride;
-    for (int t = 0; t < target_count; ++t) {
-      const PackedLinear& w = *targets[t].weights;
-      float* yr = targets[t].y + r * targets[t].y_stride;
-      for (int p = 0; p < w.panel_count(); ++p) {
-        float acc[kPanelWidth] = {};
-        Panel panel(w, p);
-        for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
-          panel.start(k0);
-          const int k1 = w.in - k0 < Panel::kBlock ? w.in : k0 + Panel::kBlock;
-          float part[kPanelWidth] = {};
-          for (int k = k0; k < k1; ++k) {
-            const float a = xr[k];
-            for (int c = 0; c < kPanelWidth; ++c) part[c] += a * panel.at(k, c);
-          }
-          for (int c = 0; c < kPanelWidth; ++c) acc[c] += panel.block_sum(part[c], c);
+  constexpr bool kWiden = !std::is_same_v<Panel, F32Panel>;
+  std::vector<float> widened;
+  for (int t = 0; t < target_count; ++t) {
+    const PackedLinear& w = *targets[t].weights;
+    for (int p = 0; p < w.panel_count(); ++p) {
+      if (kWiden && rows > 1) {
+        widened.resize(static_cast<std::size_t>(w.in) * kPanelWidth);
+        widen_panel<Panel>(w, p, widened.data());
+      }
+      for (int r = 0; r < rows; ++r) {
+        float* yr = targets[t].y + r * targets[t].y_stride;
+        if (kWiden && rows > 1) {
+          row_times_panel(x + r * x_stride, w, p, F32Panel(widened.data()), yr);
+        } else {
+          row_times_panel(x + r * x_stride, w, p, Panel(w, p), yr);
         }
-        const int n0 = p * kPanelWidth;
-        for (int c = 0; c < kPanelWidth && n0 + c < w.out; ++c)
-          yr[n0 + c] = acc[c] + (w.bias.empty() ? 0.0f : w.bias[n0 + c]);
       }
     }
   }

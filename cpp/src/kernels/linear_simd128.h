@@ -1,7 +1,8 @@
 // Projection kernel, WebAssembly SIMD128, written once for every storage type: one Block4x8 of
 // accumulators per 4 input rows × 8 output columns, streaming one packed panel, whose rows a
-// Panel type (panels_simd128.h) loads as f32x4 (widening or dequantising on the way). Each
-// <type>_linear_simd128.cpp instantiates linear_panels<its Panel>.
+// Panel type (panels_simd128.h) loads as f32x4 (widening or dequantising on the way: a narrow
+// panel once per block of input rows, panel_rows). Each <type>_linear_simd128.cpp instantiates
+// linear_panels<its Panel>.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -26,26 +27,17 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
   return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
 }
 
-// y[0..rows)[n0..n0+8) = x rows · panel p (+ bias), rows <= 4; x_rows[r] point at the input rows.
-template <class Panel>
+// y[0..rows)[n0..n0+8) = x rows · panel p (+ bias), rows <= 4; x_rows[r] point at the input rows;
+// `panel` holds panel p's rows as f32 (the packed f32 weights, or a narrow panel widened).
 inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
-                      float* y, std::ptrdiff_t y_stride) {
+                      const float* panel, float* y, std::ptrdiff_t y_stride) {
   const int n0 = p * kPanelWidth;
   Block4x8 acc = Block4x8::filled(bias_or_zero(w, n0), bias_or_zero(w, n0 + 4));
   const float* x0 = x_rows[0];
   const float* x1 = x_rows[1];
   const float* x2 = x_rows[2];
   const float* x3 = x_rows[3];
-  Panel panel(w, p);
-  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
-    panel.start(k0);
-    const int k1 = std::min(w.in, k0 + Panel::kBlock);
-    for (int k = k0; k < k1; ++k) {
-      v128_t w0, w1;
-      panel.row(k, w0, w1);
-      acc.madd(x0[k], x1[k], x2[k], x3[k], w0, w1);
-    }
-  }
+  for (int k = 0; k < w.in; ++k) acc.madd(x0[k], x1[k], x2[k], x3[k], panel + k * kPanelWidth);
   const int cols = std::min(kPanelWidth, w.out - n0);
   if (cols == kPanelWidth) {
     for (int r = 0; r < rows; ++r) acc.store_row(r, y + r * y_stride + n0);
@@ -61,21 +53,47 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
 }
 
+// Panel p's w.in rows as f32, by the f32x4 reader Panel, into out (w.in × 8 floats).
+template <class Panel>
+void widen_panel(const PackedLinear& w, int p, float* out) {
+  Panel panel(w, p);
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    panel.start(k0);
+    const int k1 = std::min(w.in, k0 + Panel::kBlock);
+    for (int k = k0; k < k1; ++k) {
+      v128_t lo, hi;
+      panel.row(k, lo, hi);
+      wasm_v128_store(out + k * kPanelWidth, lo);
+      wasm_v128_store(out + k * kPanelWidth + 4, hi);
+    }
+  }
+}
+
 // Rows [r_begin, r_end) of x times one weight panel: output columns [8p, 8p + 8) of one target.
+// A narrow panel is widened once into `widened` (w.in × 8 floats) for all these rows: the inner
+// loop is then f32's, and the widening (f16 8 operations per row of 8, int8 10) is shared by the
+// block's rows (64 at in = 768, up to 256) instead of 4: narrow readers in the 4-row loop kept
+// the whole prefill at 1.8-2.1x f32's time (docs/benchmarks.md). Exact: the stored values.
 // Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
 // first forward() reaches TurboFan code after a few panels only if each panel is its own call
 // (CMakeLists.txt keeps Binaryen from inlining it too).
 template <class Panel>
 __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end,
                                           std::ptrdiff_t x_stride, const LinearTarget& target,
-                                          int p) {
+                                          int p, float* widened) {
+  const PackedLinear& w = *target.weights;
+  const float* panel = widened;
+  if constexpr (std::is_same_v<Panel, F32Panel>) {
+    panel = w.elements<const float>().panel(p);
+  } else {
+    widen_panel<Panel>(w, p, widened);
+  }
   for (int r0 = r_begin; r0 < r_end; r0 += kRows) {
     const int block_rows = std::min(kRows, r_end - r0);
     const float* x_rows[kRows];
     // A short last block repeats its last row; only block_rows rows are stored.
     for (int r = 0; r < kRows; ++r) x_rows[r] = x + (r0 + std::min(r, block_rows - 1)) * x_stride;
-    block_4x8<Panel>(x_rows, block_rows, *target.weights, p, target.y + r0 * target.y_stride,
-                     target.y_stride);
+    block_4x8(x_rows, block_rows, w, p, panel, target.y + r0 * target.y_stride, target.y_stride);
   }
 }
 
@@ -193,11 +211,14 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
   }
   const int in = target_count ? targets[0].weights->in : 0;
   const int row_block = std::max(kRows, std::min(256, (48 * 1024 / std::max(in, 1)) / kRows * kRows));
+  int widest = 0;  // the longest panel, for the narrow types' widened copy
+  for (int t = 0; t < target_count; ++t) widest = std::max(widest, targets[t].weights->in);
+  std::vector<float> widened(std::is_same_v<Panel, F32Panel> ? 0 : static_cast<std::size_t>(widest) * kPanelWidth);
   for (int rb = 0; rb < rows; rb += row_block) {
     const int rb_rows = std::min(row_block, rows - rb);
     for (int t = 0; t < target_count; ++t) {
       for (int p = 0; p < targets[t].weights->panel_count(); ++p)
-        panel_rows<Panel>(x, rb, rb + rb_rows, x_stride, targets[t], p);
+        panel_rows<Panel>(x, rb, rb + rb_rows, x_stride, targets[t], p, widened.data());
     }
   }
 }

@@ -131,14 +131,7 @@ template <StorageType T>
 void tile_score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* scores) {
   for (int jb = 0; jb < n; jb += kPanelWidth) {
     Block4x8 acc = Block4x8::zero();
-    const AfterFirst<PairPanelOf<T>> panel{key_pairs<T>(c, dk, slot + jb)};
-    const auto step = [&](const auto& reader, int f) {
-      v128_t even, odd;
-      reader.row(f, even, odd);
-      acc.madd(q[f], q[dk + f], q[2 * dk + f], q[3 * dk + f], even, odd);
-    };
-    if (dk > 0) step(panel.panel, 0);
-    for (int f = 1; f < dk; ++f) step(panel, f);
+    block_times_pair_rows(q, q + dk, q + 2 * dk, q + 3 * dk, dk, key_pairs<T>(c, dk, slot + jb), acc);
     for (int r = 0; r < 4; ++r) store_scores<T>(acc.lo[r], acc.hi[r], c, slot + jb, scores + r * flash::kKeyTile + jb);
   }
 }
@@ -153,14 +146,7 @@ void tile_pv_pairs(const float* p, int n, const flash::NarrowKv& c, int dv_pad, 
       const float* a = acc + r * dv_pad + cb;
       to_pairs(wasm_v128_load(a), wasm_v128_load(a + 4), block.lo[r], block.hi[r]);
     }
-    const AfterFirst<PairPanelOf<T>> panel{value_pairs<T>(c, cb, slot)};
-    const auto step = [&](const auto& reader, int j) {
-      v128_t even, odd;
-      reader.row(j, even, odd);
-      block.madd(p[j], p[kTile + j], p[2 * kTile + j], p[3 * kTile + j], even, odd);
-    };
-    if (n > 0) step(panel.panel, 0);
-    for (int j = 1; j < n; ++j) step(panel, j);
+    block_times_pair_rows(p, p + kTile, p + 2 * kTile, p + 3 * kTile, n, value_pairs<T>(c, cb, slot), block);
     for (int r = 0; r < 4; ++r) {
       v128_t lo, hi;
       from_pairs(block.lo[r], block.hi[r], lo, hi);

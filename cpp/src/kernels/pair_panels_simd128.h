@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/f32_block_simd128.h"
 #include "kernels/kernels.h"
 #include "kernels/panels_simd128.h"
 
@@ -132,6 +133,23 @@ __attribute__((always_inline)) inline void row_times_pair_rows(const float* x, i
   AfterFirst<Panel> rest[kPanels];
   for (int i = 0; i < kPanels; ++i) rest[i].panel = panels[i];
   row_times_panel_rows<kPanels>(x, 1, k1, rest, acc);
+}
+
+// acc row r += Σ_{k < n} x_r[k] · row k of panel (even, odd columns): the 4-row register block
+// over one pair reader, each row widened once for the 4 rows (a GQA group's scores and P·V,
+// narrow_pairs_simd128.h). Row 0 through row(), the rows after it through AfterFirst.
+template <class Panel>
+__attribute__((always_inline)) inline void block_times_pair_rows(const float* x0, const float* x1, const float* x2,
+                                                                 const float* x3, int n, const Panel& panel,
+                                                                 Block4x8& acc) {
+  const auto step = [&](const auto& reader, int k) {
+    v128_t even, odd;
+    reader.row(k, even, odd);
+    acc.madd(x0[k], x1[k], x2[k], x3[k], even, odd);
+  };
+  if (n > 0) step(panel, 0);
+  const AfterFirst<Panel> rest{panel};
+  for (int k = 1; k < n; ++k) step(rest, k);
 }
 
 }  // namespace webattention::kernels
