@@ -1,12 +1,15 @@
 // Backend selection in Node: 'webgpu' without an adapter throws BackendError; 'auto' and its
 // threshold (webgpuMinFlops) on this adapter; option checks. Set-up: node_setup.mjs.
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { DEFAULT_WEBGPU_MIN_FLOPS, forwardFlops, resolveMhaForward } from '../internals.mjs';
 import { autoBackendForLargeCalls } from './adapter.mjs';
-import { assertClose, checkAgainstFixture, fixtures, gpu, kind, randomStateDict, runs } from './node_setup.mjs';
+import { assertClose, checkAgainstFixture, fixtures, gpu, kind, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
+
+// Calls compared bit for bit run the same kernels (pinned where the GPU selects by measurement).
+after(pinDefaultsWhereSelecting().undo);
 
 describe('backend selection', () => {
   const base = { embedDim: 8, numHeads: 2 };

@@ -1,10 +1,13 @@
 // Per-call GPU buffers are cached per module: reused, grown, destroyed on dispose() and dropped on
 // device loss, with results equal to WASM throughout. Set-up: node_setup.mjs.
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
-import { assertClose, boolMask, freshDevice, randomStateDict, runs } from './node_setup.mjs';
+import { assertClose, boolMask, freshDevice, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
+
+// Calls compared bit for bit run the same kernels (pinned where the GPU selects by measurement).
+after(pinDefaultsWhereSelecting().undo);
 
 describe('per-call GPU buffers are cached per module', () => {
   /** A fresh device whose createBuffer() is counted and whose buffers' destroy() is tracked. */

@@ -2,10 +2,10 @@
 // masked rows), pipeline caching and loadStateDict(). Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention, StateDictError, configure } from '#webattention';
+import { MultiHeadAttention, StateDictError } from '#webattention';
 import { filled } from '../contract/contract.mjs';
-import { DECODE_MAX_L, DEFAULT_VARIANTS, pipelineCount } from '../internals.mjs';
-import { boolMask, checkAgainstFixture, device, fixtures, gpu, gpuMatchesWasm, kind, randomStateDict } from './node_setup.mjs';
+import { DECODE_MAX_L, pipelineCount } from '../internals.mjs';
+import { boolMask, checkAgainstFixture, device, fixtures, gpu, gpuMatchesWasm, pinDefaultsWhereSelecting, randomStateDict } from './node_setup.mjs';
 
 describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
   test('several query and key tiles (L 70, S 130, d_k 32), weights per head', () => gpuMatchesWasm({
@@ -52,15 +52,14 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
   test('pipelines are made at create() and reused: a call creates none but the weights kernel', async () => {
     const create = { embedDim: 16, numHeads: 2, backend: 'webgpu', gpu: device };
     // A GPU that selects kernels by measurement also compiles every candidate of a family in the
-    // background from create(): there each family is pinned to its (small-problem) default, which
-    // create() then compiles alone (one linear variant, not two) and nothing in the background.
-    const selects = kind === 'hardware';
-    if (selects) configure({ gpuKernels: Object.fromEntries(Object.entries(DEFAULT_VARIANTS).map(([f, [small]]) => [f, small])) });
+    // background from create(): there each family is pinned to its default, which create() then
+    // compiles alone (one linear variant, not two) and nothing in the background.
+    const { pinned, undo } = pinDefaultsWhereSelecting();
     const before = pipelineCount(device);
     const mha = await MultiHeadAttention.create(create);
     try {
       const count = pipelineCount(device);
-      assert.equal(count - before, selects ? 4 : 5, 'the linear defaults (two; one pinned), flash(8, 8), decode partial and reduce, at create()');
+      assert.equal(count - before, pinned ? 4 : 5, 'the linear defaults (two; one pinned), flash(8, 8), decode partial and reduce, at create()');
       mha.loadStateDict(randomStateDict(mha.stateDictShapes, 3));
       const x = (L) => ({ data: filled(L * 16, L), shape: [1, L, 16] });
       await mha.forward(x(DECODE_MAX_L + 1), x(7), x(7));
@@ -73,7 +72,7 @@ describe('WebGPU vs WASM on shapes the fixtures do not reach', () => {
       assert.equal(pipelineCount(device), count + 1, 'decode: no new pipeline');
     } finally {
       mha.dispose();
-      if (selects) configure({ gpuKernels: {} });
+      undo();
     }
   });
 

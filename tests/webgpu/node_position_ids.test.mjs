@@ -2,11 +2,14 @@
 // row)): the contract of tests/contract/position_ids.mjs, as the WASM modules and the pool run it
 // (tests/js/position_ids.test.js); the checkpoint fixtures with ids (float64 truth) run in
 // node_checkpoints.test.mjs. Set-up: node_setup.mjs.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { assertDefaultIdsChangeNothing, assertHostileIdsRefused, assertMisplacedIdsRefused } from '../contract/position_ids_asserts.mjs';
-import { gpu, paths, runs } from './node_setup.mjs';
+import { gpu, paths, pinDefaultsWhereSelecting, runs } from './node_setup.mjs';
+
+// Calls compared bit for bit run the same kernels (pinned where the GPU selects by measurement).
+after(pinDefaultsWhereSelecting().undo);
 
 const onGpu = { backend: 'webgpu', gpu };
 

@@ -14,7 +14,7 @@ import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { checkResult, compare, filled } from '../contract/contract.mjs';
-import { webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
+import { DEFAULT_VARIANTS, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
 
@@ -36,6 +36,17 @@ export let gpu = createGpu([]);  // the npm webgpu package's GPU object
 export const adapter = await requestTestAdapter(gpu);
 export const kind = adapter ? adapterKind(adapter) : null;
 export const adapterName = adapter ? `${kind}: ${JSON.stringify(adapterInfo(adapter))}` : 'no adapter';
+/**
+ * Where the adapter selects kernels by measurement (a hardware GPU), pins every family to its
+ * small-problem default (configure({ gpuKernels })), so that calls a test compares bit for bit
+ * run the same kernels and create() compiles the defaults alone; returns the undo. SwiftShader
+ * never measures and always runs the defaults: nothing to pin. pinned: whether it pinned.
+ */
+export function pinDefaultsWhereSelecting() {
+  if (kind !== 'hardware') return { pinned: false, undo: () => {} };
+  api.configure({ gpuKernels: Object.fromEntries(Object.entries(DEFAULT_VARIANTS).map(([f, [small]]) => [f, small])) });
+  return { pinned: true, undo: () => api.configure({ gpuKernels: {} }) };
+}
 export let device;    // a device of ours, passed as `gpu` where a test needs to reach it
 export const runs = [];
 export const paths = [];  // the attention path of each GPU run: 'flash' | 'decode'

@@ -2,11 +2,14 @@
 // attention, attention_sinks.wgsl.js): the contract of tests/contract/sink_limits.mjs, as the WASM
 // modules and the pool run it (tests/js/sink_limits.test.js), but for a NaN sink, which follows no
 // rule on the GPU (docs/webgpu.md). Set-up: node_setup.mjs.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { assertInfiniteSinkRefused, noMassSinkPairs, NO_MASS_SINKS } from '../contract/sink_limits.mjs';
-import { gpu, runs } from './node_setup.mjs';
+import { gpu, pinDefaultsWhereSelecting, runs } from './node_setup.mjs';
+
+// Calls compared bit for bit run the same kernels (pinned where the GPU selects by measurement).
+after(pinDefaultsWhereSelecting().undo);
 
 const onGpu = { backend: 'webgpu', gpu };
 
