@@ -1,21 +1,22 @@
-// The Embind surface of the npm package. Every entry point catches C++ errors and returns them as
-// "<ErrorClass>|<message>" ("" on success), so no C++ exception ever reaches JS as a bare number.
-// Tensors cross the boundary as WASM heap addresses the JS side has filled (no per-element copy);
-// each call's arguments come as one JS object (an Embind value_object below), named field by
-// field, so the JS and C++ sides cannot silently disagree on an argument's position.
+// The Embind surface of the npm package: the module and cache classes and their registration.
+// Every entry point runs in guarded() (error_wire.h), so C++ errors come back as
+// "<ErrorClass>|<argument>|<message>" ("" on success). Tensors cross the boundary as WASM heap
+// addresses the JS side has filled (no per-element copy); each call's arguments come as one JS
+// object (argument_wire.h, registered as a value_object below), named field by field, so the JS
+// and C++ sides cannot silently disagree on an argument's position.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <malloc.h>
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <exception>
 #include <initializer_list>
 #include <memory>
 #include <string>
 
+#include "argument_wire.h"
+#include "error_wire.h"
 #include "parallel.h"
 #include "webattention/attention.h"
 #include "webattention/errors.h"
@@ -26,125 +27,7 @@ namespace webattention {
 namespace {
 
 using emscripten::val;
-
-template <typename T>
-T* at(std::uintptr_t address) {
-  return reinterpret_cast<T*>(address);
-}
-
-// "Class|argument|message": the error string the JS layer rethrows (errors.js throwCoreError(),
-// which puts the C++ argument names into the caller's JS words).
-std::string wire(const char* kind, const Error& e) {
-  return std::string(kind) + "|" + e.argument() + "|" + e.what();
-}
-
-// Runs `body` and turns any exception into the error string the JS layer rethrows.
-template <typename F>
-std::string guarded(F&& body) {
-  try {
-    body();
-    return "";
-  } catch (const ShapeError& e) {
-    return wire("ShapeError", e);
-  } catch (const StateDictError& e) {
-    return wire("StateDictError", e);
-  } catch (const ConfigError& e) {
-    return wire("ConfigError", e);
-  } catch (const MemoryError& e) {
-    return wire("MemoryError", e);
-  } catch (const CacheError& e) {
-    return wire("CacheError", e);
-  } catch (const std::bad_alloc&) {
-    return "MemoryError||out of WASM memory";
-  } catch (const std::exception& e) {
-    return std::string("WebAttentionError||") + e.what();
-  }
-}
-
-// A mask as the JS side describes it: { kind (MaskKind's number), address, rank, shape } with
-// the first `rank` of shape's three dims used (address 0 and rank 0 for no mask). A fixed-size
-// shape, not a JS array of any length: Embind converts it with three element setters, where an
-// array read through emscripten::val cost 1 µs more per call (measured).
-struct MaskWire {
-  int kind = 0;
-  std::uintptr_t address = 0;
-  int rank = 0;
-  std::array<int, 3> shape{};
-
-  MaskArg arg() const {
-    MaskArg m;
-    m.kind = static_cast<MaskKind>(kind);
-    m.data = at<const void>(address);
-    m.shape.assign(shape.begin(), shape.begin() + std::clamp(rank, 0, 3));
-    return m;
-  }
-};
-
-// forward() and forwardHeads(): the inputs, masks and outputs of MhaForwardArgs as heap
-// addresses. `output` is the module output [B, L, E] for forward(), the heads
-// [B, L, (head_end - head_begin)·d_v] for forwardHeads(); `weights` is 0 unless asked for.
-struct ForwardWire {
-  int batch = 1, L = 0, S = 0;
-  std::uintptr_t query = 0, key = 0, value = 0;
-  MaskWire key_padding_mask, attn_mask;
-  bool causal = false;
-  std::uintptr_t output = 0, weights = 0;
-  bool average_weights = true;
-  std::uintptr_t position_ids = 0;  // [B, L] int32, or 0 for the rows' own positions
-
-  MhaForwardArgs args() const {
-    MhaForwardArgs a;
-    a.batch = batch;
-    a.L = L;
-    a.S = S;
-    a.query = at<const float>(query);
-    a.key = at<const float>(key);
-    a.value = at<const float>(value);
-    a.key_padding_mask = key_padding_mask.arg();
-    a.attn_mask = attn_mask.arg();
-    a.causal = causal;
-    a.output = at<float>(output);
-    a.weights = at<float>(weights);
-    a.average_weights = average_weights;
-    a.position_ids = at<const std::int32_t>(position_ids);
-    return a;
-  }
-};
-
-// sdpa(): SdpaArgs with heap addresses.
-struct SdpaWire {
-  int N = 1, L = 0, S = 0, dk = 0, dv = 0;
-  std::uintptr_t q = 0, k = 0, v = 0;
-  MaskWire attn_mask;
-  bool causal = false;
-  float scale = 0.0f;
-  std::uintptr_t out = 0, weights = 0;
-
-  SdpaArgs args() const {
-    SdpaArgs a;
-    a.N = N;
-    a.L = L;
-    a.S = S;
-    a.dk = dk;
-    a.dv = dv;
-    a.q = at<const float>(q);
-    a.k = at<const float>(k);
-    a.v = at<const float>(v);
-    a.attn_mask = attn_mask.arg();
-    a.causal = causal;
-    a.scale = scale;
-    a.out = at<float>(out);
-    a.weights = at<float>(weights);
-    return a;
-  }
-};
-
-// MhaConfig as JS passes it: the storage type as its JS spelling ('float32' | 'float16' |
-// 'bfloat16' | 'int8'), turned into the C++ enum by configure(), where a bad one is a ConfigError
-// naming weightsDtype (a value_object's setter has nowhere to report it).
-struct MhaConfigWire : MhaConfig {
-  std::string weights_dtype_name = "float32";
-};
+using namespace bindings;  // the argument structs and guarded() (argument_wire.h, error_wire.h)
 
 // The element types a caller's 16-bit or f32 data may come in (loadParameter's sourceDtype).
 constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
