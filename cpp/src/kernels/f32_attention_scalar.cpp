@@ -91,6 +91,15 @@ struct Scalar {
         acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, flash::value_index(c.capacity, slot + j, f), 1.0f);
     }
   }
+  // The 4-row block's: kv_widen.h's loops over this ISA's row operations.
+  template <StorageType T>
+  static void narrow_tile_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* s) {
+    flash::narrow_tile_scores<Scalar, T>(q, dk, c, slot, n, s);
+  }
+  template <StorageType T>
+  static void narrow_tile_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
+    flash::narrow_accumulate_pv<Scalar, T>(p, n, c, dv_pad, slot, acc);
+  }
 
   static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
                      float* acc) {

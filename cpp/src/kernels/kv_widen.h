@@ -133,26 +133,12 @@ void with_narrow_type(StorageType type, Body&& body) {
   }
 }
 
-// Whether the ISA has its own 4-row loops over a narrow cache (Isa::narrow_tile_scores and
-// narrow_tile_pv, as the SIMD kernel has); else those above serve it.
-template <class Isa, class = void>
-struct OwnNarrowTiles : std::false_type {};
-template <class Isa>
-struct OwnNarrowTiles<Isa, std::void_t<decltype(&Isa::template narrow_tile_pv<StorageType::i8>)>> : std::true_type {};
-
 // Scores of keys [slot, slot + n) from a narrow cache, for a block of one row or 4.
 template <class Isa>
 void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, int slot, int n, float* s) {
   with_narrow_type(c.type, [&](auto type) {
-    if (one_row) {
-      Isa::template narrow_row_scores<type.value>(q, dk, c, slot, n, s);
-    } else {
-      if constexpr (OwnNarrowTiles<Isa>::value) {
-        Isa::template narrow_tile_scores<type.value>(q, dk, c, slot, n, s);
-      } else {
-        narrow_tile_scores<Isa, type.value>(q, dk, c, slot, n, s);
-      }
-    }
+    if (one_row) Isa::template narrow_row_scores<type.value>(q, dk, c, slot, n, s);
+    else Isa::template narrow_tile_scores<type.value>(q, dk, c, slot, n, s);
   });
 }
 
@@ -160,15 +146,8 @@ void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, 
 template <class Isa>
 void narrow_weighted_values(bool one_row, const float* p, int n, const NarrowKv& c, int dv_pad, int slot, float* acc) {
   with_narrow_type(c.type, [&](auto type) {
-    if (one_row) {
-      Isa::template narrow_row_pv<type.value>(p, n, c, dv_pad, slot, acc);
-    } else {
-      if constexpr (OwnNarrowTiles<Isa>::value) {
-        Isa::template narrow_tile_pv<type.value>(p, n, c, dv_pad, slot, acc);
-      } else {
-        narrow_accumulate_pv<Isa, type.value>(p, n, c, dv_pad, slot, acc);
-      }
-    }
+    if (one_row) Isa::template narrow_row_pv<type.value>(p, n, c, dv_pad, slot, acc);
+    else Isa::template narrow_tile_pv<type.value>(p, n, c, dv_pad, slot, acc);
   });
 }
 
