@@ -370,12 +370,6 @@ TEST(BilinearForm, RankIsCappedByEmbedDimAndNeedsWeights) {
   EXPECT_EQ(wide.head_bilinear_form(0).rank, 4);
 }
 
-}  // namespace
-}  // namespace webattention
-
-namespace webattention {
-namespace {
-
 // 16-bit and int8 weights (§11): the module computes what f32 weights replaced by their stored
 // values compute. Widths around the int8 block of 32: shorter, one block and a short one (40),
 // several (72); separate Q/K/V weights of other widths.
