@@ -6,6 +6,7 @@ import { preferredVariant } from './kernel_config.js';
 import { chooseKernels } from './kernel_selection.js';
 import { fittingVariants } from './kernel_variants.js';
 import { getPipeline, variantPipeline } from './pipelines.js';
+import { packedKey } from './kernels/packed_values.wgsl.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -20,7 +21,7 @@ export function callDecisions(plan, config, path, limits) {
   const causal = plan.isCausal || plan.cache ? 'causal' : 'full';
   const rows = B * Math.max(L, S);  // the largest projection's
   // Narrow weights are other kernels (their own timings); float32's classes stay as they were.
-  const weights = config.weightsDtype && config.weightsDtype !== 'float32' ? `:${config.weightsDtype}` : '';
+  const weights = packedKey(config.weightsDtype);
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });

@@ -10,7 +10,8 @@ import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
-import { narrowWeights, vec4Aligned } from './kernels/linear_common.wgsl.js';
+import { vec4Aligned } from './kernels/linear_common.wgsl.js';
+import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 
@@ -19,7 +20,7 @@ const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 1638
 
 // problem: { M, N, K, xOff, xStride, wOff } (LINEAR_PARAMS' names) and `weights`, the module's
 // weightsDtype, which the WGSL compiles in (float32's keys stay as they were).
-const weightsKey = ({ weights }) => (narrowWeights(weights) ? `:${weights}` : '');
+const weightsKey = ({ weights }) => packedKey(weights);
 
 function linearVariant(name, spec) {
   if (spec.kernel === 'tile64') {
@@ -41,7 +42,7 @@ function linearVariant(name, spec) {
 // problem: { dk, dv, kv?, L, BH } (head widths, K/V storage dtype when a narrow cache's, query
 // rows, batch × heads). Every variant takes 64 query rows per workgroup, so the grid is the same.
 // kv (absent: float32) is compiled in: K and V are read where stored (kv_reads.wgsl.js).
-const kvKey = ({ kv }) => (kv && kv !== 'float32' ? `:${kv}` : '');
+const kvKey = ({ kv }) => packedKey(kv);
 
 const attentionKernels = {
   row: () => ({

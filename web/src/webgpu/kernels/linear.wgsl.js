@@ -12,14 +12,15 @@
 // Uniforms and bindings: linear_common.wgsl.js. Variant 'tile64' (kernel_variants.js).
 // Summation over K runs in order, as the WASM kernels do, so results agree to rounding.
 
-import { linearBindings, narrowWeights } from './linear_common.wgsl.js';
+import { linearBindings } from './linear_common.wgsl.js';
+import { isPacked } from './packed_values.wgsl.js';
 
 /** Output tile edge (rows and columns) and K-slice width; must match the WGSL below. */
 export const LINEAR_TILE = 64;
 
 /** weights: the module's weightsDtype (linear_common.wgsl.js reads W for it). */
 export function linearShader(weights = 'float32') {
-  const wAt = narrowWeights(weights) ? 'weight(n0 + r, k)' : 'w[p.wOff + (n0 + r) * p.K + k]';
+  const wAt = isPacked(weights) ? 'weight(n0 + r, k)' : 'w[p.wOff + (n0 + r) * p.K + k]';
   return /* wgsl */ `
 ${linearBindings('f32', weights)}
 const T = 64u;   // output tile edge

@@ -29,9 +29,6 @@ export function linearUniforms({ weights, ...values }) {
   return packParams(LINEAR_PARAMS, values);
 }
 
-/** Whether W of storage `weights` ('float32' when not given) is read through weight(n, k). */
-export const narrowWeights = isPacked;
-
 // W[n, k] as f32: element i = wOff + n·K + k of the packed words (int8: times its block's scale,
 // one float32 product, as the WASM core forms it).
 function weightRead(weights) {
@@ -49,7 +46,7 @@ fn weight(n: u32, k: u32) -> f32 {
  * float32 `weights`, else packed words read by weight(n, k) (int8: with its scales at binding 5).
  */
 export function linearBindings(element = 'f32', weights = 'float32') {
-  const narrow = narrowWeights(weights);
+  const narrow = isPacked(weights);
   return `${paramsWgsl(LINEAR_PARAMS)}
 @group(0) @binding(1) var<storage, read> x: array<${element}>;
 @group(0) @binding(2) var<storage, read> w: array<${narrow ? 'u32' : element}>;

@@ -14,7 +14,8 @@
 //
 // Exactness: every output sums its K products in order k = 0, 1, …, as linear.wgsl.js and the
 // WASM kernels do, so the variants agree to rounding (fused multiply-add aside).
-import { linearBindings, narrowWeights } from './linear_common.wgsl.js';
+import { linearBindings } from './linear_common.wgsl.js';
+import { isPacked } from './packed_values.wgsl.js';
 
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
@@ -71,7 +72,7 @@ export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weig
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
   const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4 });
   const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
-    read: narrowWeights(weights) ? (row, k) => `weight(${row}, ${k})` : undefined });
+    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined });
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };

@@ -16,6 +16,9 @@ export const VALUES_PER_WORD = { float16: 2, bfloat16: 2, int8: 4 };
 /** Whether values of storage `dtype` ('float32' when not given) are packed in words. */
 export const isPacked = (dtype) => dtype !== undefined && dtype !== 'float32';
 
+/** A packed dtype's part of a pipeline or shape-class key (`:float16`), '' for float32 / none. */
+export const packedKey = (dtype) => (isPacked(dtype) ? `:${dtype}` : '');
+
 /** u32 words of `n` values of `dtype`. */
 export const wordsOf = (dtype, n) => Math.ceil(n / VALUES_PER_WORD[dtype]);
 
