@@ -5,7 +5,7 @@ import { MAX_CACHE_POSITIONS } from './kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from './option_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-export const CACHE_DTYPES = ['float32', 'float16', 'int8'];
+const CACHE_DTYPES = ['float32', 'float16', 'int8'];
 
 /**
  * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength

@@ -20,8 +20,9 @@ export class PoolExecutor {
   #ready = null;
   #isReady = false;
   #disposed = false;
-  #pendingEntries = null;  // copies of the last loaded state dict, until the pool is started
-  #pendingFromCore = false;  // or: the workers read the calling thread's core when they start
+  // What the workers load when the pool starts: null (nothing loaded yet), 'core' (read back
+  // from the calling thread's core then) or copies of the last loaded state dict's entries.
+  #pending = null;
   #startTimer = null;      // startSoon()'s timer, until it fires
 
   /**
@@ -47,10 +48,9 @@ export class PoolExecutor {
     this.#pool = this.#makePool();
     this.#ready = this.#pool.attach(this.#id, this.#config, this.#threads - 1, this.#keepAlive)
       .then(() => { this.#isReady = true; }, () => {});
-    const pending = this.#pendingFromCore ? this.#wasm.readStateDict() : this.#pendingEntries;
+    const pending = this.#pending === 'core' ? this.#wasm.readStateDict() : this.#pending;
     if (pending) this.#pool.load(this.#id, pending, { owned: true });
-    this.#pendingEntries = null;
-    this.#pendingFromCore = false;
+    this.#pending = null;
   }
 
   /**
@@ -101,13 +101,11 @@ export class PoolExecutor {
       // float32 weights come back from the calling thread's core exactly, when the workers start:
       // no copy of them (4 MB at (512, 8): ~2.5 ms of a cold start's loadStateDict) is kept for
       // workers that may never start.
-      this.#pendingFromCore = true;
-      this.#pendingEntries = null;
+      this.#pending = 'core';
     } else {
       // Copied, as the WASM core copies: the caller may reuse its arrays before the pool starts.
       // (The core's 16-bit and int8 weights are rounded: the workers get what the caller gave.)
-      this.#pendingEntries = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
-      this.#pendingFromCore = false;
+      this.#pending = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
     }
   }
 
@@ -154,8 +152,7 @@ export class PoolExecutor {
   /** Detaches from the pool (the calling thread's executor is the dispatcher's to dispose). */
   dispose() {
     this.#disposed = true;
-    this.#pendingEntries = null;
-    this.#pendingFromCore = false;
+    this.#pending = null;
     clearTimeout(this.#startTimer);
     this.#startTimer = null;
     this.#pool?.detach(this.#id);
