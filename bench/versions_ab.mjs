@@ -110,7 +110,7 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length !== 2 || !Object.hasOwn(DTYPES, values.dtype)) {
   console.error('usage: node bench/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick] ' +
-    `[--dtype ${Object.keys(DTYPES).join('|')}] [--decode-only]`);
+    `[--dtype ${Object.keys(DTYPES).join('|')}] [--decode-only] [--positions N,N,...]`);
   process.exit(2);
 }
 const apis = await Promise.all(positionals.map((root) => import(pathToFileURL(resolve(root, 'web/src/node.js')).href)));

@@ -11,6 +11,7 @@
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as api from '../web/src/node.js';
+import { ATOL, RTOL } from '../tests/contract/compare.mjs';
 import { readOpFile } from './ort_op_cases/jsonc.mjs';
 import { evaluate } from './ort_op_cases/float64.mjs';
 import { problemOf } from './ort_op_cases/problems.mjs';
@@ -35,10 +36,10 @@ function maxDiff(a, b, { heads = 1, tail = false } = {}) {
   return worst;
 }
 
-/** Within onnxruntime's printed values: float32 1e-4 + 1e-4·|x|, float16 one step of x's binade (2^-10·|x|, at least 2^-14) plus 1e-4. */
+/** Within onnxruntime's printed values: float32 the contract's ATOL + RTOL·|x|, float16 one step of x's binade (2^-10·|x|, at least 2^-14) plus 1e-4. */
 function within(a, b, dtype) {
   if (!a || !b) return true;
-  return a.every((x, i) => Math.abs(x - b[i]) <= (dtype === 'float16' ? 1e-4 + Math.max(2 ** -14, 2 ** (Math.floor(Math.log2(Math.abs(b[i]) || 1)) - 10)) : 1e-4 + 1e-4 * Math.abs(b[i])));
+  return a.every((x, i) => Math.abs(x - b[i]) <= (dtype === 'float16' ? 1e-4 + Math.max(2 ** -14, 2 ** (Math.floor(Math.log2(Math.abs(b[i]) || 1)) - 10)) : ATOL + RTOL * Math.abs(b[i])));
 }
 
 const results = [];

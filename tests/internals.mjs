@@ -6,6 +6,7 @@
 import { forwardFlops } from '../web/src/cost_model.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';
 import { resolveMhaForward } from '../web/src/plans.js';
+import { roundToHalf } from '../web/src/half_floats.js';
 
 export { forwardFlops, resolveMhaConfig, resolveMhaForward };
 export { CREATE_OPTIONS, coreConfig } from '../web/src/module_config.js';
@@ -32,7 +33,6 @@ export function caseFlops(c) {
   return forwardFlops(resolveMhaForward(config, query, key, value, c.options), config);
 }
 
-import { roundToHalf } from '../web/src/half_floats.js';
 /**
  * A case's state dict with its weight matrices as 16-bit tensors of `dtype` (rounded as a module of
  * that weightsDtype rounds them), tagged `tag` (a spelling the API takes: 'F16', 'float16', …);

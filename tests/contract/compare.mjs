@@ -6,6 +6,9 @@
 export const ATOL = 1e-4;
 export const RTOL = 1e-4;
 
+/** Whether two arrays hold the same values bit for bit (NaN equals NaN; -0 is not 0). */
+export const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+
 /**
  * Compares { data, shape } tensors; never throws. Returns { ok, ratio, abs,
  * detail }, ratio = the largest |a − b| / (ATOL + RTOL·|b|) (ok when <= 1; Infinity for a missing

@@ -12,7 +12,7 @@
 // A new feature adds its cases to tests/fixtures/make_fixtures.py (and, for a new kind, a branch
 // in runCall()); every environment then runs them.
 export { decodeCase, decodeFixtures, decodeTensor } from './decode.mjs';
-export { ATOL, RTOL, checkResult, compare } from './compare.mjs';
+export { ATOL, RTOL, checkResult, compare, sameBits } from './compare.mjs';
 export { runCall, runCase } from './run_case.mjs';
 export { filled, randomTensor, rng } from './random.mjs';
 export { randomMhaCase } from './random_cases.mjs';

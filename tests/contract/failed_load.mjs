@@ -5,6 +5,7 @@
 // stores them. Each bad state dict changes every entry (so that a half-done load would show) and
 // breaks its last one: a non-finite int8 weight (docs/attention-math.md §11), a 16-bit weight of
 // the other 16-bit kind, a +Inf sink, a wrong shape.
+import { sameBits } from './compare.mjs';
 import { filled } from './random.mjs';
 
 export const WEIGHTS_DTYPES = ['int8', 'float16', 'bfloat16', 'float32'];
@@ -78,7 +79,6 @@ async function observe(mha) {
   return [both.output.data, both.attnWeights.data, one.output.data, mha.headBilinearForm(0).matrix.data, mha.headBilinearForm(1).matrix.data];
 }
 
-const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 
 /**
  * For each module (packed and GQA) storing `weightsDtype`: loads a good state dict, then each bad

@@ -3,7 +3,7 @@
 // where the full causal forward has them so that the contract's comparator checks them all at
 // once. Then the cache is reset and the sequence fed again: it must give the same bits (or, on a
 // GPU that picks kernels by measurement, the reference's values: see repeatDiffers).
-import { checkResult } from './compare.mjs';
+import { checkResult, sameBits } from './compare.mjs';
 
 // Rows [at, at + n) of every batch of a [B, T, ...] tensor, as a tensor of its own (also run_checkpoint.mjs).
 export function rows({ data, shape }, at, n) {
@@ -106,7 +106,7 @@ function repeatDiffers(mha, c, first, again) {
   }
   for (const key of ['output', 'attnWeights']) {
     const a = first[key]?.data, b = again[key]?.data;
-    if (a && !a.every((x, i) => Object.is(x, b[i]))) return `${key}: not the same bits`;
+    if (a && !sameBits(a, b)) return `${key}: not the same bits`;
   }
   return null;
 }

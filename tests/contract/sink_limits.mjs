@@ -3,6 +3,7 @@
 // +Inf sink is a StateDictError naming `sinks` (as float32 and as float16 bits 0x7c00) that leaves
 // the module with its previous weights; -Inf (or the lowest float32) is no sink; a NaN sink makes its head's rows NaN
 // (WASM only: on WebGPU NaN follows no rule, docs/webgpu.md).
+import { sameBits } from './compare.mjs';
 import { filled } from './random.mjs';
 
 const CREATE = { embedDim: 8, numHeads: 2, sinks: true };
@@ -24,7 +25,6 @@ async function run(mha) {
   return { output: output.data, weights: attnWeights.data };
 }
 
-const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 
 /**
  * Loads a +Inf sink three ways (float32; float16 0x7c00; under a prefix, with every other entry
