@@ -85,7 +85,20 @@ class FirefoxPage {
   /** As playwright's: `fn` runs in every document the page loads, before its own scripts. */
   addInitScript(fn) { return this.#page.evaluateOnNewDocument(fn); }
   evaluate(fn, arg) { return this.#page.evaluate(fn, arg); }
-  waitForFunction(fn, arg, { timeout } = {}) { return this.#page.waitForFunction(fn, { timeout, polling: 100 }, arg); }
+  /**
+   * Polls fn(arg) in the page every 100 ms until it is truthy or `timeout` ms pass. Not
+   * puppeteer's waitForFunction: over WebDriver BiDi it gave up ("Waiting failed") on a busy
+   * Firefox page that a later poll would have found done (bench/browser_page.mjs polls alike).
+   */
+  async waitForFunction(fn, arg, { timeout = 30_000 } = {}) {
+    const end = Date.now() + timeout;
+    for (;;) {
+      const value = await this.#page.evaluate(fn, arg).catch(() => false);  // mid-navigation: not yet
+      if (value) return value;
+      if (Date.now() > end) throw new Error(`waitForFunction: not true within ${timeout} ms: ${fn}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
   screenshot({ path, fullPage = false } = {}) { return this.#page.screenshot({ path, fullPage }); }
   setViewportSize(viewport) { return this.#page.setViewport(viewport); }
   textContent(selector) { return this.#page.$eval(selector, (el) => el.textContent); }
