@@ -11,6 +11,8 @@
 #      WEBATTENTION_THREADS=2)
 #   4. the demo page in headless Chromium; the WebGPU backend without a GPU (Node with npm
 #      `webgpu` on SwiftShader's Vulkan driver, and headless Chromium's SwiftShader adapter)
+#   (node --test through scripts/node_test.mjs: a test file that hangs is stopped and named, not
+#   waited on)
 #   5. as a user would: npm pack, install, Node ESM, Vite build, headless Chromium; then every
 #      code block of the README run as pasted against that tarball (Node, Chromium, Vite)
 set -euo pipefail
@@ -46,21 +48,21 @@ step "Types: web/index.d.ts against a user's TypeScript"
 npx tsc -p tests/types/tsconfig.json
 
 step "JS API and demo page (node --test), the module Node picks"
-node --test tests/js/ tests/browser/
+node scripts/node_test.mjs tests/js/ tests/browser/
 default_module="$(node --input-type=module -e "import('./web/src/variant.js').then((v) => console.log(v.pickVariant()))")"
 
 for variant in $SINGLE_THREADED_MODULES; do
   [ "$variant" = "$default_module" ] && continue
   step "JS API again on the $variant module"
   # shellcheck disable=SC2046  # the flags are words or nothing
-  WEBATTENTION_WASM="$variant" node $(node_flags_for_module "$variant") --test tests/js/
+  WEBATTENTION_WASM="$variant" node $(node_flags_for_module "$variant") scripts/node_test.mjs tests/js/
 done
 
 step "JS API again on the worker pool: every module made with threads: 2"
-WEBATTENTION_THREADS=2 node --test tests/js/
+WEBATTENTION_THREADS=2 node scripts/node_test.mjs tests/js/
 
 step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
-node --test tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
+node scripts/node_test.mjs tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 
 step "Package as a user installs it, and every README code block as pasted"
 node tests/package/run.mjs

@@ -1,0 +1,72 @@
+// `node --test <folders or files>` as scripts/test.sh runs it, with a bound on hangs.
+//
+// One CI run sat for 90 minutes after a test file's last test had passed: the file's process never
+// ended, so `node --test` waited on it forever and nothing said which file it was (the known class
+// of Node-on-WASM exit hangs; it never happened here in hundreds of runs). So every file and test
+// gets a time limit (a file past it is killed and named, not waited for), and a file that was
+// stopped by the limit runs once more, said aloud in the log. A test that fails is never run
+// again: only a hang is retried, once. (Not node's forceExit: on Node 20 it ended files before all
+// their tests had run, silently: 65 of safetensors_hostile's 78.)
+//
+//   node [flags for the files' processes] scripts/node_test.mjs tests/js/ tests/browser/
+import { readdirSync, statSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join, resolve, basename, extname, sep } from 'node:path';
+import { run } from 'node:test';
+import { spec, tap } from 'node:test/reporters';
+
+// The longest file here (tests/webgpu/node_storage.test.mjs on SwiftShader) takes ~85 s on two cores.
+const LIMIT_MS = 5 * 60 * 1000;
+
+// node --test's own file patterns: test.js, test-*.js, *.test.js, *-test.js, *_test.js, and every
+// script under a folder named test.
+function isTestFile(path) {
+  if (!['.js', '.mjs', '.cjs'].includes(extname(path))) return false;
+  const stem = basename(path, extname(path));
+  return stem === 'test' || stem.startsWith('test-') || /[.\-_]test$/.test(stem) || path.split(sep).includes('test');
+}
+
+function testFiles(paths) {
+  const files = [];
+  const walk = (path) => {
+    if (statSync(path).isDirectory()) {
+      for (const name of readdirSync(path).sort()) if (name !== 'node_modules') walk(join(path, name));
+    } else if (isTestFile(path)) {
+      files.push(path);
+    }
+  };
+  for (const path of paths) {
+    if (statSync(path).isDirectory()) walk(resolve(path));
+    else files.push(resolve(path));  // named on the command line: run whatever its name
+  }
+  return files;
+}
+
+// Runs the files, the report on stdout; resolves to { failed, hung: files stopped by the limit }.
+function runFiles(files) {
+  const stream = run({ files, timeout: LIMIT_MS, concurrency: Math.max(availableParallelism() - 1, 1) });
+  let failed = 0;
+  const hung = new Set();
+  stream.on('test:fail', ({ file, name, details }) => {
+    if (details?.error?.failureType === 'testTimeoutFailure') hung.add(file ?? name);
+    else failed++;
+  });
+  return new Promise((done) => {
+    stream.compose(process.stdout.isTTY ? spec : tap).on('end', () => done({ failed, hung: [...hung] })).pipe(process.stdout);
+  });
+}
+
+const files = testFiles(process.argv.slice(2));
+if (files.length === 0) {
+  console.error(`node_test.mjs: no test files in ${process.argv.slice(2).join(' ') || '(no paths given)'}`);
+  process.exit(1);
+}
+let { failed, hung } = await runFiles(files);
+if (failed === 0 && hung.length > 0) {
+  console.error(`\nnode_test.mjs: HUNG past ${LIMIT_MS / 1000} s, so stopped: ${hung.join(', ')}. Running ${hung.length === 1 ? 'it' : 'them'} once more.\n`);
+  ({ failed, hung } = await runFiles(hung));
+}
+if (failed > 0 || hung.length > 0) {
+  console.error(`\nnode_test.mjs: ${failed} failed${hung.length ? `, hung: ${hung.join(', ')}` : ''}`);
+  process.exit(1);
+}
