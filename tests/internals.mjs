@@ -20,6 +20,7 @@ export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';
 export { cacheHooks } from '../web/src/executors/webgpu_executor.js';
+export { heapHooks } from '../web/src/executors/wasm_executor.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
 

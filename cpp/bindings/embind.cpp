@@ -116,6 +116,9 @@ class MhaBinding {
     });
   }
 
+  // After a load that failed part-way (wasm_executor.js): MultiHeadAttention::forget_parameters.
+  void forget_parameters() { mha_->forget_parameters(); }
+
   // Entry `name` as loaded, widened to f32 (`count` floats at `out`;
   // MultiHeadAttention::read_parameter): the worker pool's weights, read back from this module
   // when it starts instead of a copy kept since loadStateDict().
@@ -270,6 +273,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("parameterSpecs", &MhaBinding::parameter_specs)
       .function("loadParameter", &MhaBinding::load_parameter)
       .function("readParameter", &MhaBinding::read_parameter)
+      .function("forgetParameters", &MhaBinding::forget_parameters)
       .function("setRotaryTable", &MhaBinding::set_rotary_table)
       .function("headBilinearForm", &MhaBinding::head_bilinear_form)
       .function("forward", &MhaBinding::forward)

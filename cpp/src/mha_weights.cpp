@@ -179,6 +179,11 @@ void MultiHeadAttention::read_parameter(const std::string& name, float* out,
   }
 }
 
+void MultiHeadAttention::forget_parameters() {
+  loaded_.assign(specs_.size(), false);
+  slices_.clear();
+}
+
 std::vector<std::string> MultiHeadAttention::missing_parameters() const {
   std::vector<std::string> missing;
   for (std::size_t i = 0; i < specs_.size(); ++i)

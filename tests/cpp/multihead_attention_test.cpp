@@ -232,6 +232,14 @@ TEST(MhaStateDict, ErrorsNameTheKeyAndLeaveTheModuleUsable) {
   EXPECT_THROW(mha.forward(a), ShapeError);
   a.key_padding_mask = {};
   EXPECT_NO_THROW(mha.forward(a));
+  // forget_parameters() (a load that failed part-way): refused as before the first load, again
+  // usable once every entry is back.
+  mha.forget_parameters();
+  EXPECT_THROW(mha.forward(a), StateDictError);
+  mha.load_parameter("in_proj_weight", values.data(), mha.parameter_specs()[0].size());
+  EXPECT_THROW(mha.forward(a), StateDictError);
+  for (const auto& s : mha.parameter_specs()) mha.load_parameter(s.name, values.data(), s.size());
+  EXPECT_NO_THROW(mha.forward(a));
 }
 
 // read_parameter() gives back what load_parameter() took, for every entry of every layout (the

@@ -7,7 +7,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { WEIGHTS_DTYPES, assertFailedLoadsChangeNothing } from '../contract/failed_load.mjs';
-import { poolTestHooks } from '../internals.mjs';
+import { heapHooks, poolTestHooks } from '../internals.mjs';
+import { filled } from '../contract/random.mjs';
 
 for (const weightsDtype of WEIGHTS_DTYPES) {
   test(`${weightsDtype} weights: a refused state dict leaves the module's outputs as its earlier weights gave them`, async () => {
@@ -56,3 +57,40 @@ test('a non-finite int8 weight is named as the caller gave it: a separate q/k/v 
     mha.dispose();
   }
 });
+
+// Out of memory part-way (the second entry's copy): the first entry is in, the others are not, so
+// the module would mix two state dicts. It forgets every entry instead: forward() refuses as before
+// a first load, on the calling thread and with workers, and the next load gives exactly what a
+// fresh module with that state dict gives.
+for (const threads of [1, 2]) {
+  test(`threads: ${threads}: a load that runs out of memory part-way leaves no mix of two state dicts; the next load works`, async () => {
+    const options = { embedDim: 8, numHeads: 2, threads };
+    const stateDict = (mha, seed) => Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
+      [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, 0.5), shape }]));
+    const x = { data: filled(2 * 3 * 8, 5), shape: [2, 3, 8] };
+    const fresh = await api.MultiHeadAttention.create(options);
+    const mha = await api.MultiHeadAttention.create(options);
+    try {
+      fresh.loadStateDict(stateDict(fresh, 200));
+      const expected = (await fresh.forward(x, x, x)).output.data;
+      mha.loadStateDict(stateDict(mha, 100));
+      await mha.forward(x, x, x);
+      const before = await api.wasmMemoryInUse();
+      let mallocs = 0;
+      heapHooks.malloc = (core, bytes) => (++mallocs === 2 ? 0 : core._malloc(bytes));
+      try {
+        assert.throws(() => mha.loadStateDict(stateDict(mha, 200)), api.MemoryError);
+      } finally {
+        heapHooks.malloc = null;
+      }
+      assert.equal(mallocs, 2, 'the hook did not see the load');
+      assert.equal(await api.wasmMemoryInUse(), before, 'the failed load leaked');
+      await assert.rejects(mha.forward(x, x, x), (e) => e instanceof api.StateDictError && /was not loaded \(call loadStateDict\(\) first\)/.test(e.message));
+      mha.loadStateDict(stateDict(mha, 200));
+      assert.deepEqual((await mha.forward(x, x, x)).output.data, expected);
+    } finally {
+      mha.dispose();
+      fresh.dispose();
+    }
+  });
+}

@@ -113,8 +113,13 @@ export class Dispatcher {
 
   /** entries: checked against parameterSpecs(). The wasm executor throws before others see them. */
   loadStateDict(entries) {
-    this.#wasm.loadStateDict(entries);
-    this.#loaded = true;
+    try {
+      this.#wasm.loadStateDict(entries);
+    } finally {
+      // False after a load that failed part-way: the core forgot its entries, and calls go to it,
+      // which refuses them (the pool's and the GPU's weights, the earlier ones, stay unused).
+      this.#loaded = this.#wasm.complete;
+    }
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {

@@ -143,6 +143,11 @@ class MultiHeadAttention {
   // module with f32 weights, exactly the values load_parameter() took (in f32). Throws
   // StateDictError for an unknown name, a wrong count or an entry not loaded yet.
   void read_parameter(const std::string& name, float* out, std::size_t count) const;
+  // Forgets that any entry was loaded: forward() refuses, naming a missing entry, as before the
+  // first load, until every entry is loaded again. For a state dict whose load failed part-way
+  // (memory ran out after some entries went in): a module holding a mix of two state dicts must
+  // not compute.
+  void forget_parameters();
 
   // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
   // rotary_dim / 2], row p for position p. Forwards that would rotate a position past the table

@@ -8,6 +8,9 @@ import { weightsPerBatch } from '../plans.js';
 
 const F32 = 4;
 
+/** Test seam: malloc(core, bytes) in place of core._malloc (a 0 from it is an out-of-memory). */
+export const heapHooks = { malloc: null };
+
 // "64 + 4294967296": the byte sizes a call's block is made of, for the error message.
 const describeParts = (sizes) => sizes.filter((b) => b > 0).join(' + ');
 
@@ -32,7 +35,7 @@ function withHeap(core, parts, body) {
     throw new MemoryError(`out of WASM memory: a call needs ${total} bytes (${describeParts(sizes)}), `
       + `more than a WASM heap holds (${WASM_MAX_BYTES})`, { argument: 'inputs', expected: `< ${WASM_MAX_BYTES} bytes`, actual: total });
   }
-  const base = core._malloc(Math.max(total, 16));
+  const base = (heapHooks.malloc ?? ((c, bytes) => c._malloc(bytes)))(core, Math.max(total, 16));
   if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
   try {
     const addresses = [];
@@ -66,6 +69,9 @@ export class WasmExecutor {
   /** Threads of the pthreads module's own pool this module uses (set by createExecutors(); 1 elsewhere). */
   threads = 1;
 
+  /** Every entry is loaded (false before the first load, and after a load that failed part-way). */
+  complete = false;
+
   /** core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved. */
   constructor(core, config) {
     this.core = core;
@@ -95,10 +101,25 @@ export class WasmExecutor {
    * module's weightsDtype says (kept, widened, rounded or quantised; no float32 copy of them here).
    */
   loadStateDict(entries) {
-    for (const { name, data, dtype = 'float32' } of entries) {
-      const error = withHeap(this.core, [{ data }], ([address]) =>
-        this.handle.loadParameter(name, address, data.length, dtype));
-      if (error) throwCoreError(error);
+    let loaded = 0;
+    try {
+      for (const { name, data, dtype = 'float32' } of entries) {
+        const error = withHeap(this.core, [{ data }], ([address]) =>
+          this.handle.loadParameter(name, address, data.length, dtype));
+        if (error) throwCoreError(error);
+        loaded += 1;
+      }
+      this.complete = true;
+    } catch (e) {
+      // Every refusal comes before the first entry (state_dict.js checks them all), so past it
+      // only memory fails (an entry's copy, the core's storage): the entries already in would
+      // leave a mix of two state dicts, so the core forgets them all and refuses to compute, as
+      // before a first load, until a load succeeds.
+      if (loaded > 0) {
+        this.handle.forgetParameters();
+        this.complete = false;
+      }
+      throw e;
     }
   }
 
