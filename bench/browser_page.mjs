@@ -1,6 +1,6 @@
 // Runs one benchmark page in a headless browser engine and hands back what the page left in
-// window[resultName] once its `done` is true: the one place where bench/run.mjs and
-// bench/decode.mjs start a browser (Chromium or Firefox, tests/browser/browsers.mjs), serve the
+// window[resultName] once its `done` is true: the one place where bench/run.mjs,
+// bench/decode.mjs and bench/char_dtypes.mjs start a browser (Chromium or Firefox, tests/browser/browsers.mjs), serve the
 // repository (scripts/serve.mjs, cross-origin isolated so that threads can work), forward the
 // page's log lines and give up after a timeout.
 import { setTimeout as sleep } from 'node:timers/promises';

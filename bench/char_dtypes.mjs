@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // The committed char-level GPT (web/model/) with its attention modules' weights and caches in
 // each storage dtype, against the same model in float32:
-//   node bench/char_dtypes.mjs [--node] [--browser] [--tokens N] [--runs R] [--markdown]
+//   node bench/char_dtypes.mjs [--node] [--browser] [--firefox] [--tokens N] [--runs R] [--markdown] [--timeout S]
 // Per (weightsDtype, cache dtype): the greedy continuation of web/model/golden.json's prompt
 // (whether it equals float32's, else the first character where it differs), the max |logit
 // difference| from float32 over the prompt's positions and N − 1 steps fed float32's greedy
@@ -13,27 +13,37 @@
 //
 //   (no flag)     run in Node
 //   --browser     run in headless Chromium instead (bench/browser/char_dtypes.html; the page
-//                 loads the package's 'simd' module, one thread); --node --browser: both
+//                 loads the package's 'simd' module, one thread)
+//   --firefox     run in headless Firefox (firefox-esr, tests/browser/browsers.mjs; FIREFOX=)
+//   --node --browser --firefox  any of them, one after the other (one table each)
 //   --tokens N    greedy characters (default 200: golden.json's continuation)
 //   --runs R      timed generate() runs per dtype, best reported (default 5)
 //   --markdown    also print the tables as Markdown
+//   --timeout S   give up on a browser run after S seconds (default 600)
 import { readFile } from 'node:fs/promises';
 import { loadNodeModel } from '../web/model/load_node.js';
 import { formatDtypes, measureDtypes } from './char_dtypes_suite.mjs';
 import { exitWithUsage, parseFlags, runAndExit } from './run_env.mjs';
+import { engineVersion, runBenchPage } from './browser_page.mjs';
 
 const golden = JSON.parse(await readFile(new URL('../web/model/golden.json', import.meta.url), 'utf8'));
 
 const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
   node: { type: 'boolean', default: false },
   browser: { type: 'boolean', default: false },
+  firefox: { type: 'boolean', default: false },
   tokens: { type: 'string', default: String(golden.continuationLength) },
   runs: { type: 'string', default: '5' },
   markdown: { type: 'boolean', default: false },
+  timeout: { type: 'string', default: '600' },
 });
-const opts = { node: values.node || !values.browser, browser: values.browser, tokens: Number(values.tokens), runs: Number(values.runs), markdown: values.markdown };
+const opts = {
+  node: values.node || !(values.browser || values.firefox), browser: values.browser, firefox: values.firefox,
+  tokens: Number(values.tokens), runs: Number(values.runs), markdown: values.markdown, timeoutS: Number(values.timeout),
+};
 if (!Number.isInteger(opts.tokens) || opts.tokens < 1) exitWithUsage(import.meta.url, `--tokens: expected an integer >= 1, got '${values.tokens}'`);
 if (!Number.isInteger(opts.runs) || opts.runs < 1) exitWithUsage(import.meta.url, `--runs: expected an integer >= 1, got '${values.runs}'`);
+if (!(opts.timeoutS > 0)) exitWithUsage(import.meta.url, `--timeout: expected a positive number of seconds, got '${values.timeout}'`);
 
 function print(title, rows) {
   console.log(`\n== ${title} ==\n\n${formatDtypes(rows, golden, opts.tokens)}`);
@@ -45,23 +55,12 @@ async function runNode() {
   return print(`Node ${process.version}`, await measureDtypes(loadNodeModel, golden, opts));
 }
 
-async function runBrowser() {
-  const { startServer } = await import('../tests/browser/harness.mjs');
-  const { launchBrowser } = await import('../tests/browser/browsers.mjs');
-  const server = await startServer();
-  const browser = await launchBrowser('chromium', { timeout: 60_000 });
-  try {
-    const page = await browser.newPage();
-    const q = new URLSearchParams({ tokens: String(opts.tokens), runs: String(opts.runs) });
-    await page.goto(`${server.url}/bench/browser/char_dtypes.html?${q}`, { waitUntil: 'load', timeout: 60_000 });
-    await page.waitForFunction(() => window.__charDtypes?.done, null, { timeout: 300_000, polling: 250 });
-    const result = await page.evaluate(() => window.__charDtypes);
-    if (result.error) throw new Error(`in the page: ${result.error}`);
-    return print(`Chromium ${browser.version} headless`, result.rows);
-  } finally {
-    await browser.close();
-    server.child.kill('SIGTERM');
-  }
+async function runBrowser(_opts, _common, engine) {
+  const { result } = await runBenchPage(engine, {
+    script: 'char_dtypes.mjs', path: '/bench/browser/char_dtypes.html', query: new URLSearchParams({ tokens: String(opts.tokens), runs: String(opts.runs) }),
+    resultName: '__charDtypes', logPrefix: '[char_dtypes] ', timeoutS: opts.timeoutS,
+  });
+  return print(`${engineVersion(engine, result.userAgent)} headless`, result.rows);
 }
 
 await runAndExit('char_dtypes.mjs', { ...opts, json: null }, { runNode, runBrowser });

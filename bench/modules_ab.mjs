@@ -2,9 +2,10 @@
 // WASM module against WASM module in the same engine, interleaved: each contender (a module and
 // a `threads` count) runs in its own Node process or Chromium page (the package's public API,
 // bench/ab_contender.mjs); per shape, each round times every contender once, in an order that
-// rotates from round to round, so a slow spell of the machine (other processes on it) hits them
-// all alike. Prints each contender's median ms and GFLOP/s and the median over the rounds of
-// (first contender's ms / its ms): above 1, faster than the first contender.
+// rotates from round to round (bench/interleave.mjs), so a slow spell of the machine (other
+// processes on it) hits them all alike. Prints each contender's median ms and GFLOP/s and the
+// median over the rounds of (first contender's ms / its ms): above 1, faster than the first
+// contender.
 //
 //   node [--experimental-wasm-relaxed-simd] bench/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
 //        [--rounds N] [--firefox-pref NAME=VALUE ...] <module>[:<threads>][@<package root>] ...
@@ -23,6 +24,7 @@ import { fork } from 'node:child_process';
 import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { contender } from './ab_contender.mjs';
+import { interleavedRounds, median, roundRatio } from './interleave.mjs';
 import { exitWithUsage, parseFlags } from './run_env.mjs';
 import { flops, mhaShapes } from './suite.mjs';
 
@@ -98,8 +100,6 @@ async function browserContenders(engine, firefoxPrefs) {
   return { make, close: async () => { await browser.close(); server.child.kill(); } };
 }
 
-const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-
 async function main() {
   const opts = parseOptions(process.argv.slice(2));
   const inBrowser = opts.engine ? await browserContenders(opts.engine, opts.firefoxPrefs) : null;
@@ -116,16 +116,10 @@ async function main() {
     for (const shape of mhaShapes('modules_ab', { quick: opts.quick })) {
       const [L, E] = shape;
       const reps = L >= 1024 ? 1 : 3;
-      const ms = contenders.map(() => []);
-      for (let r = 0; r < WARMUP_ROUNDS + opts.rounds; r++) {
-        for (let i = 0; i < contenders.length; i++) {
-          const k = (i + r) % contenders.length;
-          const t = median(await contenders[k].time(shape, opts.causal, reps));
-          if (r >= WARMUP_ROUNDS) ms[k].push(t);
-        }
-      }
+      const runs = contenders.map((c) => async () => median(await c.time(shape, opts.causal, reps)));
+      const ms = await interleavedRounds(runs, opts.rounds, WARMUP_ROUNDS);
       const cells = ms.map((t) => `${median(t).toFixed(2)} ms ${(flops(L, E) / median(t) / 1e6).toFixed(1)}`);
-      const speed = ms.slice(1).map((t) => median(t.map((x, r) => ms[0][r] / x)).toFixed(2));
+      const speed = ms.slice(1).map((t) => roundRatio(ms[0], t).toFixed(2));
       console.log(`(${shape.join(', ')})`.padEnd(18), cells.join(' | '), '|', speed.join(' '));
     }
     loads.push(loadavg()[0]);

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { f32BitsToBf16, f32BitsToF16, roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/half_floats.js';
 import { dequantizeQ8, quantizeQ8 } from '../../web/src/q8_0.js';
 import { stored } from '../contract/storage.mjs';
 
@@ -76,7 +76,28 @@ for (const dtype of Object.keys(FORMATS)) {
     assert.equal(round(bitsOf(-Infinity)), 0x8000 | infinity);
     assert.equal(round(bitsOf(3.4028234663852886e38)), infinity, 'float32 max');
   });
+
+  test(`${dtype}: firstNonFinite tests the bits: every pattern is non-finite exactly when its widened value is`, () => {
+    const all = Uint16Array.from({ length: 65536 }, (_, h) => h);
+    const widened = widenHalf(dtype, all);
+    let nonFinite = 0;
+    for (let h = 0; h < all.length; h++) {
+      const want = Number.isFinite(widened[h]) ? -1 : 2;
+      if (want >= 0) nonFinite++;
+      if (firstNonFinite(new Uint16Array([0x0001, 0x8000, h]), dtype) !== want) assert.fail(`0x${h.toString(16)}: expected ${want}`);
+    }
+    // ±inf and the NaNs: the sign times every mantissa of the all-ones exponent.
+    assert.equal(nonFinite, 2 * (0x8000 - FORMATS[dtype].infinity));
+    assert.equal(firstNonFinite(all.filter((h) => Number.isFinite(widened[h])), dtype), -1, 'every finite pattern at once');
+  });
 }
+
+test('firstNonFinite of float32 values: the first NaN or ±inf, -1 for none', () => {
+  assert.equal(firstNonFinite(new Float32Array([1, -0, 3.4028234663852886e38, -1e-45, NaN, Infinity])), 4);
+  assert.equal(firstNonFinite(new Float32Array([0, -Infinity]), 'float32'), 1);
+  assert.equal(firstNonFinite(new Float32Array([-3.4028234663852886e38, 2 ** -149])), -1);
+  assert.equal(firstNonFinite(new Float32Array(0)), -1);
+});
 
 test('float16 by hand: 65504 and 65519.996 stay, 65520 is inf; the smallest subnormal and its halves', () => {
   const f16 = (value) => f32BitsToF16(bitsOf(value));

@@ -97,6 +97,39 @@ test('a NaN or ±inf in an int8 weight block is a StateDictError naming the entr
   }
 });
 
+test('16-bit int8 weights are refused by their bits: each format\'s largest finite values load, its infinities and NaNs do not', async () => {
+  const { mha, stateDict } = await module({ weightsDtype: 'int8' });
+  // [dtype, largest finite bits (±), non-finite bits → the value the message names]
+  const FORMATS = [
+    ['float16', [0x7bff, 0xfbff], [[0x7c00, 'Infinity'], [0xfc00, '-Infinity'], [0x7c01, 'NaN'], [0xfe00, 'NaN']]],
+    ['bfloat16', [0x7f7f, 0xff7f], [[0x7f80, 'Infinity'], [0xff80, '-Infinity'], [0x7f81, 'NaN'], [0xffc0, 'NaN']]],
+  ];
+  const HALF = { float16: 0x3800, bfloat16: 0x3f00 };  // 0.5
+  const half = (dtype, shape, bits, at) => {
+    const data = new Uint16Array(shape[0] * shape[1]).fill(HALF[dtype]);
+    data[at] = bits;
+    return { data, shape, dtype };
+  };
+  const rest = { ...stateDict };
+  delete rest.in_proj_weight;
+  try {
+    for (const [dtype, largest, nonFinite] of FORMATS) {
+      for (const bits of largest) mha.loadStateDict({ ...stateDict, 'out_proj.weight': half(dtype, [8, 8], bits, 9) });
+      for (const [bits, value] of nonFinite) {
+        assert.throws(() => mha.loadStateDict({ ...stateDict, 'out_proj.weight': half(dtype, [8, 8], bits, 9) }), (e) => e instanceof StateDictError
+          && e.message === `stateDict['out_proj.weight']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, got ${value} at [1, 1]`);
+        // Separate q/k/v weights, stacked into in_proj_weight: the one given is named, not the stack.
+        const separate = { ...rest, q_proj_weight: half(dtype, [8, 8], 0, 0), k_proj_weight: half(dtype, [8, 8], bits, 63), v_proj_weight: half(dtype, [8, 8], 0, 0) };
+        assert.throws(() => mha.loadStateDict(separate), (e) => e instanceof StateDictError && e.argument === 'k_proj_weight'
+          && e.message.endsWith(`got ${value} at [7, 7]`), `${dtype} 0x${bits.toString(16)}`);
+      }
+    }
+    mha.loadStateDict({ ...rest, q_proj_weight: half('float16', [8, 8], 0x7bff, 0), k_proj_weight: half('float16', [8, 8], 0, 0), v_proj_weight: half('float16', [8, 8], 0xfbff, 63) });
+  } finally {
+    mha.dispose();
+  }
+});
+
 test('weightsDtype and the cache dtype outside their lists are OptionErrors naming the option', async () => {
   await assert.rejects(MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'fp16' }),
     (e) => e instanceof OptionError && e.argument === 'weightsDtype' && /'float32' \| 'float16' \| 'bfloat16' \| 'int8'/.test(e.message));

@@ -126,5 +126,22 @@ export function widenHalf(dtype, halves) {
   return new Float32Array(bits.buffer);
 }
 
+// Each 16-bit format's exponent field: all ones is an infinity (mantissa 0) or a NaN, as in float32.
+const EXPONENT_BITS = { float16: 0x7c00, bfloat16: 0x7f80 };
+
+/**
+ * Index of the first NaN or ±Infinity in data (-1: none): float32 values (dtype 'float32') or a
+ * 16-bit dtype's bits, tested as bits, so that a scan of millions of weights allocates nothing.
+ */
+export function firstNonFinite(data, dtype = 'float32') {
+  if (dtype === 'float32') {
+    for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i])) return i;
+    return -1;
+  }
+  const exponent = EXPONENT_BITS[dtype];
+  for (let i = 0; i < data.length; i++) if ((data[i] & exponent) === exponent) return i;
+  return -1;
+}
+
 /** data as float32 values: itself when dtype is 'float32', else its 16-bit bits widened exactly. */
 export const asFloat32 = (data, dtype = 'float32') => (dtype === 'float32' ? data : widenHalf(dtype, data));

@@ -6,7 +6,7 @@
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
 import { DTypeError, OptionError, StateDictError, describe, formatShape } from './errors.js';
-import { asFloat32, widenHalf } from './half_floats.js';
+import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from './tensor_checks.js';
 import { plainView, typedArrayType } from './typed_arrays.js';
@@ -52,9 +52,10 @@ function stateDictEntries(stateDict) {
  * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
  * silently: F16 overflows past 65504, BF16 keeps 8 significant bits), and a non-finite value in an
  * int8 weight matrix a StateDictError (refuseNonFiniteInt8); vectors (biases, sinks, norm weights)
- * are float32 in every module, so any dtype widens into them exactly.
+ * are float32 in every module, so any dtype widens into them exactly. scanned: names of int8
+ * weight matrices already checked finite (in_proj_weight stacked from checked q/k/v weights).
  */
-export function resolveStateDict(specs, stateDict, weightsDtype = 'float32') {
+export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', scanned = []) {
   const entries = stateDictEntries(stateDict);
   const expectedNames = specs.map((s) => s.name);
   for (const name of entries.keys()) {
@@ -70,7 +71,7 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32') {
   }
   return specs.map(({ name, shape }) => {
     const entry = checkedEntry(name, shape, entries, weightsDtype);
-    if (weightsDtype === 'int8' && shape.length === 2) refuseNonFiniteInt8(entry, shape);
+    if (weightsDtype === 'int8' && shape.length === 2 && !scanned.includes(name)) refuseNonFiniteInt8(entry, shape);
     return entry;
   });
 }
@@ -129,24 +130,24 @@ function checkedEntry(name, shape, entries, weightsDtype) {
  * tensor as the caller gave it (GPT-2's Conv1D keeps [in, out]).
  */
 function refuseNonFiniteInt8({ name, data, dtype }, shape) {
-  const values = asFloat32(data, dtype);
-  let i = 0;
-  while (i < values.length && Number.isFinite(values[i])) i++;  // a plain loop: weights run to millions
-  if (i === values.length) return;
+  const i = firstNonFinite(data, dtype);
+  if (i < 0) return;
+  const value = asFloat32(data.subarray(i, i + 1), dtype)[0];  // the one value the message names
   const at = [Math.floor(i / shape[1]), i % shape[1]];
   throw new StateDictError(`stateDict['${name}']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, `
-    + `got ${values[i]} at [${at.join(', ')}]`, { argument: name, expected: 'finite values', actual: { index: at, value: values[i] } });
+    + `got ${value} at [${at.join(', ')}]`, { argument: name, expected: 'finite values', actual: { index: at, value } });
 }
 
 /**
  * Where the module packs W_Q, W_K, W_V into in_proj_weight [3E, E] (every width equals E), the
  * three separate [E, E] weights are stacked into it, as PyTorch's in_proj_weight stacks them.
- * Returns the entries with them replaced, or as they were when none is given.
+ * Returns the entries with them replaced (each checked as an entry of its own, an int8 module's
+ * non-finite values included, under its own name), or null when none is given.
  */
 function packSeparateWeights(entries, prefix, packedShape, weightsDtype) {
   const names = SEPARATE.map((name) => prefix + name);
   const given = names.filter((name) => entries.has(name));
-  if (given.length === 0) return entries;
+  if (given.length === 0) return null;
   if (entries.has(prefix + PACKED)) {
     throw new StateDictError(
       `stateDict: both '${prefix}${PACKED}' and '${given[0]}' given; expected ${PACKED} ${formatShape(packedShape)} `
@@ -209,7 +210,8 @@ function resolveEntries(specs, stateDict, resolved, weightsDtype) {
     return resolveLayout(specs, entries, resolved, checkEntry).map((e) => ({ ...e, dtype: 'float32' }));
   }
   const packed = specs.find((s) => s.name === PACKED);
-  if (packed) entries = packSeparateWeights(entries, prefix, packed.shape, weightsDtype);
+  const stacked = packed && packSeparateWeights(entries, prefix, packed.shape, weightsDtype);
+  if (stacked) entries = stacked;
   const expected = specs.map(({ name, shape }) => ({ name: prefix + name, shape }));
   const foreign = [...entries.keys()].find((name) => name.startsWith(prefix) && otherLayoutHint(name.slice(prefix.length), 'torch'));
   if (strict && foreign && !expected.some((s) => s.name === foreign)) {
@@ -220,5 +222,7 @@ function resolveEntries(specs, stateDict, resolved, weightsDtype) {
     const names = new Set(expected.map((s) => s.name));
     entries = new Map([...entries].filter(([name]) => names.has(name)));
   }
-  return resolveStateDict(expected, entries, weightsDtype).map((e) => ({ ...e, name: e.name.slice(prefix.length) }));
+  // A stacked in_proj_weight's values were scanned as the q/k/v weights: not scanned twice.
+  return resolveStateDict(expected, entries, weightsDtype, stacked ? [prefix + PACKED] : [])
+    .map((e) => ({ ...e, name: e.name.slice(prefix.length) }));
 }
