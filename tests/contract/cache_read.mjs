@@ -1,7 +1,7 @@
 // cache.read() of a sliding-window cache whose ring has wrapped, against the same positions read
 // from a cache that keeps everything: the module and inputs are seeded, so WASM and WebGPU run the
 // very same sequence (tests/js/cache_read.test.js, tests/webgpu/node_checkpoints.test.mjs).
-import { filled } from './random.mjs';
+import { filled, seededStateDict } from './random.mjs';
 import { rows } from './run_decode.mjs';
 import { stored } from './storage.mjs';
 
@@ -18,8 +18,7 @@ export async function readWindowAndWhole(api, create = {}, cacheOptions = {}) {
   const { B, T, window, chunks } = WINDOW_CASE;
   const mha = await api.MultiHeadAttention.create({ ...WINDOW_CASE.create, ...create });
   try {
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-      [name, { data: filled(shape.reduce((a, b) => a * b, 1), 40 + i, 0.5), shape }])));
+    mha.loadStateDict(seededStateDict(mha, 40));
     const E = mha.config.embedDim;
     const x = { data: filled(B * T * E, 77), shape: [B, T, E] };
     const caches = {

@@ -6,7 +6,7 @@
 // breaks its last one: a non-finite int8 weight (docs/attention-math.md §11), a 16-bit weight of
 // the other 16-bit kind, a +Inf sink, a wrong shape.
 import { sameBits } from './compare.mjs';
-import { filled } from './random.mjs';
+import { filled, seededStateDict } from './random.mjs';
 
 export const WEIGHTS_DTYPES = ['int8', 'float16', 'bfloat16', 'float32'];
 
@@ -54,7 +54,7 @@ const BAD = [
 
 /** Seeded entries (seed offset `seed`), the sinks finite. */
 function stateDict(mha, seed) {
-  return Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(size(shape), seed + i, 0.5), shape }]));
+  return seededStateDict(mha, seed);
 }
 
 /** Every entry other than the good one's, then `bad.key` (last) replaced by the bad value, under bad.prefix. */

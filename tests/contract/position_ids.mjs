@@ -2,7 +2,7 @@
 // the pool, tests/webgpu/node_position_ids.test.mjs on WebGPU): the ids a call would use anyway
 // change no bit, and hostile ids are typed errors that leave the module and its cache as they
 // were. The float64 truth of ids that do move rows is the checkpoint fixtures' (run_checkpoint.mjs).
-import { filled } from './random.mjs';
+import { filled, seededStateDict } from './random.mjs';
 import { rows } from './run_decode.mjs';
 
 /** The module and sequence: GQA, qk-norm before RoPE, a partial rotary dim, a window cache. */
@@ -16,8 +16,7 @@ export const POSITION_CASE = {
 /** A module of the case (options merged with `create`) with seeded weights. */
 async function seededModule(api, create) {
   const mha = await api.MultiHeadAttention.create({ ...POSITION_CASE.create, ...create });
-  mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-    [name, { data: filled(shape.reduce((a, b) => a * b, 1), 60 + i, 0.5), shape }])));
+  mha.loadStateDict(seededStateDict(mha, 60));
   return mha;
 }
 

@@ -23,3 +23,12 @@ export function filled(n, seed, scale = 1) {
   for (let i = 0; i < n; i++) a[i] = next() * 2 * scale;
   return a;
 }
+
+/**
+ * A module's state dict of seeded entries: entry i of mha.stateDictShapes is filled(its size,
+ * seed + i, scale), so that two modules of one configuration get the same weights from one seed.
+ */
+export function seededStateDict(mha, seed, scale = 0.5) {
+  return Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
+    [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, scale), shape }]));
+}

@@ -4,15 +4,14 @@
 // the module with its previous weights; -Inf (or the lowest float32) is no sink; a NaN sink makes its head's rows NaN
 // (WASM only: on WebGPU NaN follows no rule, docs/webgpu.md).
 import { sameBits } from './compare.mjs';
-import { filled } from './random.mjs';
+import { filled, seededStateDict } from './random.mjs';
 
 const CREATE = { embedDim: 8, numHeads: 2, sinks: true };
 const B = 2, L = 3;
 
 /** The state dict of a module with seeded entries (seed offset `seed`), sinks replaced by `sinks`. */
 function stateDict(mha, seed, sinks) {
-  const sd = Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-    [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, 0.5), shape }]));
+  const sd = seededStateDict(mha, seed);
   if (sinks) sd.sinks = sinks;
   return sd;
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { WEIGHTS_DTYPES, assertFailedLoadsChangeNothing } from '../contract/failed_load.mjs';
 import { heapHooks, poolTestHooks } from '../internals.mjs';
-import { filled } from '../contract/random.mjs';
+import { filled, seededStateDict as stateDict } from '../contract/random.mjs';
 
 for (const weightsDtype of WEIGHTS_DTYPES) {
   test(`${weightsDtype} weights: a refused state dict leaves the module's outputs as its earlier weights gave them`, async () => {
@@ -65,8 +65,6 @@ test('a non-finite int8 weight is named as the caller gave it: a separate q/k/v 
 for (const threads of [1, 2]) {
   test(`threads: ${threads}: a load that runs out of memory part-way leaves no mix of two state dicts; the next load works`, async () => {
     const options = { embedDim: 8, numHeads: 2, threads };
-    const stateDict = (mha, seed) => Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-      [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, 0.5), shape }]));
     const x = { data: filled(2 * 3 * 8, 5), shape: [2, 3, 8] };
     const fresh = await api.MultiHeadAttention.create(options);
     const mha = await api.MultiHeadAttention.create(options);

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, OptionError } from '#webattention';
 import { compare } from '../contract/compare.mjs';
-import { filled } from '../contract/random.mjs';
+import { filled, seededStateDict } from '../contract/random.mjs';
 
 const base = { embedDim: 8, numHeads: 2 };
 
@@ -47,8 +47,7 @@ test('the resolved config and the state-dict entries follow the options', async 
 async function output(options, w = 1) {
   const mha = await MultiHeadAttention.create({ ...base, ...options });
   try {
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-      [name, { data: filled(shape.reduce((a, b) => a * b, 1), 3 + i, w), shape }])));
+    mha.loadStateDict(seededStateDict(mha, 3, w));
     const x = { data: filled(2 * 5 * 8, 11), shape: [2, 5, 8] };
     return (await mha.forward(x, x, x, { isCausal: true })).output;
   } finally {
@@ -61,7 +60,7 @@ test('qkNorm: its weights are state-dict entries [headDim]; no bilinear form (th
   try {
     assert.deepEqual(mha.config.qkNorm, { eps: 1e-6 });
     assert.deepEqual(mha.stateDictShapes.slice(-2), [{ name: 'q_norm.weight', shape: [4] }, { name: 'k_norm.weight', shape: [4] }]);
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), i), shape }])));
+    mha.loadStateDict(seededStateDict(mha, 0, 1));
     assert.throws(() => mha.headBilinearForm(0), (e) => e instanceof OptionError && /qkNorm/.test(e.message));
   } finally {
     mha.dispose();
@@ -83,7 +82,7 @@ test('logits in the thousands under a softcap stay finite (tanh saturates, no in
 test('sinks: a row with every key masked gives zero heads (output = out_proj.bias) and zero weights; other rows sum below 1', async () => {
   const mha = await MultiHeadAttention.create({ ...base, sinks: true });
   try {
-    const sd = Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), 20 + i), shape }]));
+    const sd = seededStateDict(mha, 20, 1);
     sd.sinks = { data: new Float32Array([2, -1]), shape: [2] };
     mha.loadStateDict(sd);
     const x = { data: filled(2 * 3 * 8, 12), shape: [2, 3, 8] };
