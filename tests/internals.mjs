@@ -26,6 +26,10 @@ export { parameterBufferBytes, parameterWrites, scaleOffsets } from '../web/src/
 export { parameterLayout } from '../web/src/parameter_layout.js';
 export { MASK_SENTINEL } from '../web/src/webgpu/kernels/attention_common.wgsl.js';
 export { quantizeQ8 } from '../web/src/q8_0.js';
+export { Usage } from '../web/src/webgpu/device.js';
+export { packParams } from '../web/src/webgpu/kernel_params.js';
+export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
+export { cacheAppendGrid, cacheAppendNarrowShader, cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
 
 /** The fixture cases a WebGPU module runs: every 'mha' case. */
 export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');
