@@ -6,9 +6,9 @@
 import { forwardFlops } from '../web/src/cost_model.js';
 import { resolveMhaConfig } from '../web/src/module_config.js';
 import { resolveMhaForward } from '../web/src/plans.js';
-import { roundToHalf } from '../web/src/half_floats.js';
+import { asFloat32, roundToHalf } from '../web/src/half_floats.js';
 
-export { forwardFlops, resolveMhaConfig, resolveMhaForward };
+export { asFloat32, forwardFlops, resolveMhaConfig, resolveMhaForward, roundToHalf };
 export { CREATE_OPTIONS, coreConfig } from '../web/src/module_config.js';
 export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/kv_ring.js';
 export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.js';
@@ -23,6 +23,14 @@ export { cacheHooks } from '../web/src/executors/webgpu_executor.js';
 export { heapHooks } from '../web/src/executors/wasm_executor.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
+export { parameterBufferBytes, parameterWrites, scaleOffsets } from '../web/src/webgpu/weight_storage.js';
+export { parameterLayout } from '../web/src/parameter_layout.js';
+export { MASK_SENTINEL } from '../web/src/webgpu/kernels/attention_common.wgsl.js';
+export { quantizeQ8 } from '../web/src/q8_0.js';
+export { Usage } from '../web/src/webgpu/device.js';
+export { packParams } from '../web/src/webgpu/kernel_params.js';
+export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
+export { cacheAppendGrid, cacheAppendNarrowShader, cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
 
 /** The fixture cases a WebGPU module runs: every 'mha' case. */
 export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');

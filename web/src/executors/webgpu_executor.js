@@ -25,7 +25,7 @@ import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from '../webgpu/for
 import { selectsKernels, warmPipelines } from '../webgpu/warm_pipelines.js';
 import { kernelProfile } from '../webgpu/kernel_profile.js';
 import { StagingUploads } from '../webgpu/staging_uploads.js';
-import { packParameters, parameterBufferBytes } from '../webgpu/weight_storage.js';
+import { parameterBufferBytes, parameterWrites } from '../webgpu/weight_storage.js';
 
 /** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
 export const cacheHooks = { beforePass: null };
@@ -109,13 +109,16 @@ export class WebGpuExecutor {
   }
 
   /**
-   * entries: [{ name, data, dtype }] checked against the module's parameterSpecs(), all of them:
-   * packed as the module stores its weights (weight_storage.js), each buffer written whole.
+   * entries: [{ name, data, dtype }] checked against the module's parameterSpecs(), all of them
+   * (the WASM executor refused a bad state dict before this one saw it): stored as the module
+   * stores its weights (weight_storage.js's parameterWrites(), every conversion done before the
+   * first write), each entry written where it goes, from the caller's memory where it needs no
+   * conversion (writeBuffer() copies it before returning: the caller may reuse its arrays).
    */
   loadStateDict(entries) {
     if (!this.#params) return;
-    for (const [name, bytes] of Object.entries(packParameters(this.#config, entries))) {
-      this.#device.queue.writeBuffer(this.#params[name], 0, bytes);
+    for (const { buffer, offset, data } of parameterWrites(this.#config, entries)) {
+      this.#device.queue.writeBuffer(this.#params[buffer], offset, data.buffer, data.byteOffset, data.byteLength);
     }
   }
 

@@ -28,11 +28,10 @@ import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
-import { APPEND_PARAMS, APPEND_WORKGROUP } from './kernels/cache_append.wgsl.js';
+import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
-import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
-import { wordsOf } from './kernels/packed_values.wgsl.js';
+import { cacheAppendGrid, cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -98,13 +97,10 @@ function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const { B, L } = plan;
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const first = plan.cache.lengthBefore;
-  const narrow = cache.dtype !== 'float32';
   const append = ({ buf, off, stride }, d, to) => {
-    // One invocation per float32 value, or per word of a narrow head's values.
-    const invocations = G * (narrow ? wordsOf(cache.dtype, d) : d);
     ctx.dispatch(kernels.pipelines.append,
       ctx.uniform(packParams(APPEND_PARAMS, { count: L, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
-      [buf, to], [cdiv(invocations, APPEND_WORKGROUP), L, B]);
+      [buf, to], cacheAppendGrid(cache.dtype, { heads: G, d, count: L, B }));
     return { buf: to, off: 0, stride: G * cacheHeadWords(cache.dtype, d) };
   };
   return [append(k, dk, cache.keys), append(v, dv, cache.values)];

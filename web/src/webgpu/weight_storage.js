@@ -52,33 +52,64 @@ function inputWidth(name, { embedDim: E, kdim, vdim, numHeads: H, valueHeadDim: 
 
 const asFloats = ({ data, dtype }) => asFloat32(data, dtype);
 
-/**
- * Every parameter buffer's bytes (name → Uint8Array of parameterBufferBytes() bytes) from the
- * state-dict entries ([{ name, data, dtype }], checked and complete, as loadStateDict() gives
- * them: state_dict.js has refused non-finite int8 weights already, before anything was loaded).
- */
-export function packParameters(config, entries) {
-  const dtype = config.weightsDtype ?? 'float32';
-  const layout = parameterLayout(config).entries;
-  const scales = scaleOffsets(config);
-  const bytes = Object.fromEntries(Object.entries(parameterBufferBytes(config)).map(([name, n]) => [name, new Uint8Array(n)]));
-  const view = (Type, name) => new Type(bytes[name].buffer, 0, bytes[name].byteLength / Type.BYTES_PER_ELEMENT);
-  for (const entry of entries) {
-    const [buffer, at] = layout[entry.name];
-    if (buffer === 'sinks') {
-      // A -Inf sink (no sink) goes up as the masks' finite sentinel, so that no infinity enters
-      // the shaders (WGSL lets a GPU assume none): e^(sentinel − m) is 0 all the same.
-      view(Float32Array, buffer).set(asFloats(entry).map((x) => (x === -Infinity ? MASK_SENTINEL : x)), at);
-    } else if (!MATRICES.includes(buffer) || dtype === 'float32') {
-      view(Float32Array, buffer).set(asFloats(entry), at);
-    } else if (dtype === 'int8') {
-      const { q, scales: s } = quantizeQ8(asFloats(entry), inputWidth(entry.name, config));
-      view(Int8Array, buffer).set(q, at);
-      const first = buffer === 'wout' ? 0 : { 0: scales.q, [layout.k_proj_weight[1]]: scales.k, [layout.v_proj_weight[1]]: scales.v }[at];
-      view(Float32Array, `s${buffer}`).set(s, first);
+// An entry's values as its buffer stores them, [{ buffer, at (bytes), values (a typed array) }]:
+// the caller's own array where no conversion is needed (float32 data for a float32 buffer, 16-bit
+// data of the module's kind), else the conversion's result (rounded, quantised with its scales,
+// the sinks' -Inf mapped).
+function storedParts(entry, { config, dtype, layout, scales }) {
+  const [buffer, at] = layout[entry.name];
+  if (buffer === 'sinks') {
+    // A -Inf sink (no sink) goes up as the masks' finite sentinel, so that no infinity enters
+    // the shaders (WGSL lets a GPU assume none): e^(sentinel − m) is 0 all the same.
+    const values = asFloats(entry);
+    return [{ buffer, at: at * 4, values: values.includes(-Infinity) ? values.map((x) => (x === -Infinity ? MASK_SENTINEL : x)) : values }];
+  }
+  if (!MATRICES.includes(buffer) || dtype === 'float32') return [{ buffer, at: at * 4, values: asFloats(entry) }];
+  if (dtype === 'int8') {
+    const { q, scales: s } = quantizeQ8(asFloats(entry), inputWidth(entry.name, config));
+    const first = buffer === 'wout' ? 0 : { 0: scales.q, [layout.k_proj_weight[1]]: scales.k, [layout.v_proj_weight[1]]: scales.v }[at];
+    return [{ buffer, at: at * ELEMENT_BYTES.int8, values: q }, { buffer: `s${buffer}`, at: first * 4, values: s }];
+  }
+  return [{ buffer, at: at * ELEMENT_BYTES[dtype], values: entry.dtype === dtype ? entry.data : roundToHalf(dtype, asFloats(entry)) }];
+}
+
+const WORD = 4;  // writeBuffer's alignment: offset and size multiples of 4 bytes
+const aligned = ({ at, values }) => at % WORD === 0 && values.byteLength % WORD === 0;
+
+// Parts that start or end inside a u32 word (16-bit or int8 values at an odd place: they share a
+// word with their neighbour) packed into runs of whole words, neighbours in one run.
+function packedRuns(parts) {
+  const runs = [];
+  for (const part of [...parts].sort((a, b) => a.buffer.localeCompare(b.buffer) || a.at - b.at)) {
+    const begin = part.at - (part.at % WORD), end = Math.ceil((part.at + part.values.byteLength) / WORD) * WORD;
+    const last = runs.at(-1);
+    if (last && last.buffer === part.buffer && begin < last.end) {
+      last.end = Math.max(last.end, end);
+      last.parts.push(part);
     } else {
-      view(Uint16Array, buffer).set(entry.dtype === dtype ? entry.data : roundToHalf(dtype, asFloats(entry)), at);
+      runs.push({ buffer: part.buffer, begin, end, parts: [part] });
     }
   }
-  return bytes;
+  return runs.map(({ buffer, begin, end, parts: inRun }) => {
+    const bytes = new Uint8Array(end - begin);
+    for (const { at, values } of inRun) bytes.set(new Uint8Array(values.buffer, values.byteOffset, values.byteLength), at - begin);
+    return { buffer, offset: begin, data: bytes };
+  });
+}
+
+/**
+ * The writes that load the state-dict entries ([{ name, data, dtype }], checked and complete, as
+ * loadStateDict() gives them: state_dict.js has refused non-finite int8 weights already, before
+ * anything was loaded) into the parameter buffers: [{ buffer (name), offset (bytes), data (an
+ * ArrayBufferView) }], offsets and sizes multiples of 4, all of them computed before the caller
+ * writes any. An entry that needs no conversion (every float32 entry of a float32 buffer, 16-bit
+ * data of the module's kind where it lies on whole words) is written from the caller's own
+ * memory: no second copy of float32 weights is made; what must be converted is, once. Bytes of a
+ * buffer that no write covers stay as they are (zero: no entry goes there).
+ */
+export function parameterWrites(config, entries) {
+  const context = { config, dtype: config.weightsDtype ?? 'float32', layout: parameterLayout(config).entries, scales: scaleOffsets(config) };
+  const parts = entries.flatMap((entry) => storedParts(entry, context));
+  const direct = parts.filter(aligned).map(({ buffer, at, values }) => ({ buffer, offset: at, data: values }));
+  return [...direct, ...packedRuns(parts.filter((part) => !aligned(part)))];
 }

@@ -14,7 +14,12 @@
 // Rounding is the package's: float16 to nearest-even computed on the float32 bits (not
 // pack2x16float, whose rounding WGSL leaves to the implementation); int8 q = round(x / scale)
 // (WGSL's round() is half to even), scale = max|x| / 127 (WGSL's division is not correctly
-// rounded: within 2.5 ulp, which only matters for a quotient that close to a tie).
+// rounded: within 2.5 ulp, which only matters for a quotient that close to a tie), an all-zero
+// head (or one whose scale underflows) scale 0 and q 0. An int8 head holding a NaN or an
+// infinity gets the WASM core's bits (storage_convert.h's quantise_q8): scale NaN (0x7fc00000),
+// every q 0, so that it dequantises to NaN. The kernel finds such a head from the values' bits,
+// in integer arithmetic, and never computes with a non-finite float (WGSL lets a GPU assume there
+// is none).
 import { paramsWgsl } from '../kernel_params.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './cache_append.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './packed_values.wgsl.js';
@@ -40,45 +45,87 @@ fn f16Bits(x: f32) -> u32 {
 `;
 
 /**
- * The append kernel of `dtype` ('float16' | 'int8'), APPEND_PARAMS' uniforms. Grid: (⌈heads ·
- * value words per head / 64⌉, count, B): one invocation per word of values.
+ * The append kernel's grid for `count` new rows of `heads` heads of `d` values, B batches (a
+ * float32 cache's kernel, cache_append.wgsl.js, too): one invocation per float32 value or per
+ * word of float16 values, in workgroups of APPEND_WORKGROUP along a row; int8 one workgroup per
+ * (head, row, batch), which finds the head's scale once and writes all of its words.
  */
-export function cacheAppendNarrowShader(dtype) {
-  const int8 = dtype === 'int8';
-  return /* wgsl */ `
-${paramsWgsl(APPEND_PARAMS)}
-const PER = ${VALUES_PER_WORD[dtype]}u;  // values per word
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<u32>;
-${int8 ? '' : F16_BITS}
-@compute @workgroup_size(${APPEND_WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let perHead = (p.d + PER - 1u) / PER;  // words of a head's values
-  let headWords = perHead${int8 ? ' + 1u' : ''};  // and its scale's
-  let w = gid.x;
-  if (w >= p.heads * perHead) { return; }
-  let i = gid.y;
-  let b = gid.z;
-  let h = w / perHead;
-  let j0 = (w % perHead) * PER;  // the first of this word's values in its head
-  let row = p.srcOff + (b * p.count + i) * p.srcStride + h * p.d;
-  let slot = (p.first + i) % p.capacity;
-  let head = ((b * p.capacity + slot) * p.heads + h) * headWords;  // the head's first word
-  ${int8 ? `// The head's scale, from all of its values (each word's invocation finds the same one).
-  var amax = 0.0;
-  for (var j = 0u; j < p.d; j++) { amax = max(amax, abs(src[row + j])); }
-  let scale = amax / 127.0;
-  if (j0 == 0u) { cache[head + perHead] = bitcast<u32>(scale); }
-  var word = 0u;
-  for (var t = 0u; t < PER; t++) {
-    if (j0 + t < p.d && scale > 0.0) {
-      let q = i32(clamp(round(src[row + j0 + t] / scale), -127.0, 127.0));
-      word |= (bitcast<u32>(q) & 0xffu) << (8u * t);
-    }
-  }` : `var word = f16Bits(src[row + j0]);
-  if (j0 + 1u < p.d) { word |= f16Bits(src[row + j0 + 1u]) << 16u; }`}
-  cache[head + w % perHead] = word;
-}
-`;
+export function cacheAppendGrid(dtype, { heads, d, count, B }) {
+  if (dtype === 'int8') return [heads, count, B];
+  return [Math.ceil(heads * (dtype === 'float32' ? d : wordsOf(dtype, d)) / APPEND_WORKGROUP), count, B];
 }
 
+// The source row and the head's first cache word of new row i, batch b, head h.
+const HEAD_PLACE = `let row = p.srcOff + (b * p.count + i) * p.srcStride + h * p.d;
+  let slot = (p.first + i) % p.capacity;
+  let head = ((b * p.capacity + slot) * p.heads + h) * headWords;`;
+
+// One invocation per word of a head's values: each word holds two values, rounded on their own.
+const FLOAT16_APPEND = `
+const PER = ${VALUES_PER_WORD.float16}u;  // values per word
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<u32>;
+${F16_BITS}
+@compute @workgroup_size(${APPEND_WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let headWords = (p.d + PER - 1u) / PER;
+  let w = gid.x;
+  if (w >= p.heads * headWords) { return; }
+  let i = gid.y;
+  let b = gid.z;
+  let h = w / headWords;
+  let j0 = (w % headWords) * PER;  // the first of this word's values in its head
+  ${HEAD_PLACE}
+  var word = f16Bits(src[row + j0]);
+  if (j0 + 1u < p.d) { word |= f16Bits(src[row + j0 + 1u]) << 16u; }
+  cache[head + w % headWords] = word;
+}
+`;
+
+// One workgroup per (head, row, batch): its invocations find max |x| together, each over every
+// APPEND_WORKGROUP-th value, as integers (|x|'s bits: for non-negative floats integer order is
+// value order, and every infinity or NaN lies above the largest finite value), then each writes
+// every APPEND_WORKGROUP-th word of the head's values, and the first the scale. The source is
+// read as u32 so that a NaN or infinity is never a float in the shader.
+const INT8_APPEND = `
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> cache: array<u32>;
+const PER = ${VALUES_PER_WORD.int8}u;  // values per word
+const WG = ${APPEND_WORKGROUP}u;
+const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
+const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it
+var<workgroup> topBits: atomic<u32>;  // zero at the workgroup's start, as WGSL's workgroup memory is
+
+@compute @workgroup_size(${APPEND_WORKGROUP})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let perHead = (p.d + PER - 1u) / PER;  // words of the head's values; the scale's is the next
+  let headWords = perHead + 1u;
+  let h = wg.x;
+  let i = wg.y;
+  let b = wg.z;
+  ${HEAD_PLACE}
+  var top = 0u;
+  for (var j = t; j < p.d; j += WG) { top = max(top, src[row + j] & 0x7fffffffu); }
+  atomicMax(&topBits, top);
+  workgroupBarrier();
+  let amax = atomicLoad(&topBits);
+  let finite = amax < FINITE_END;
+  let scale = bitcast<f32>(select(0u, amax, finite)) / 127.0;
+  if (t == 0u) { cache[head + perHead] = select(NAN_BITS, bitcast<u32>(scale), finite); }
+  for (var w = t; w < perHead; w += WG) {
+    var word = 0u;
+    if (scale > 0.0) {
+      for (var k = 0u; k < PER && w * PER + k < p.d; k++) {
+        let q = i32(clamp(round(bitcast<f32>(src[row + w * PER + k]) / scale), -127.0, 127.0));
+        word |= (bitcast<u32>(q) & 0xffu) << (8u * k);
+      }
+    }
+    cache[head + w] = word;
+  }
+}
+`;
+
+/** The append kernel of `dtype` ('float16' | 'int8'), APPEND_PARAMS' uniforms; grid: cacheAppendGrid(). */
+export function cacheAppendNarrowShader(dtype) {
+  return `${paramsWgsl(APPEND_PARAMS)}${dtype === 'int8' ? INT8_APPEND : FLOAT16_APPEND}`;
+}
