@@ -10,14 +10,25 @@ export const consecutivePositions = (first, count) => Array.from({ length: count
 
 /**
  * [positions.length, dim/2, 2] floats: (cos pθ_j, sin pθ_j) for each p of `positions` (integers
- * >= 0; with a given table, below its rows: plans.js checked them).
+ * >= 0; with a given table, below its rows: plans.js checked them). Each distinct position is
+ * computed once and its row copied where it repeats: positionIds give a row per (batch, query),
+ * and a padded batch repeats one range in every batch row (B·L rows, about L distinct), so the
+ * float64 cos and sin, not the copies, would set this table's cost.
  */
 export function rotaryTable(rotary, positions) {
   const half = rotary.dim / 2;
-  const table = new Float32Array(positions.length * half * 2);
+  const width = half * 2;
+  const table = new Float32Array(positions.length * width);
   const theta = rotary.table ? null : rotaryFrequencies({ scaling: null, ...rotary });
+  const rowOf = new Map();  // position → the first row that holds it
   for (let i = 0; i < positions.length; i++) {
     const position = positions[i];
+    const earlier = rowOf.get(position);
+    if (earlier !== undefined) {
+      table.copyWithin(i * width, earlier * width, (earlier + 1) * width);
+      continue;
+    }
+    rowOf.set(position, i);
     for (let j = 0; j < half; j++) {
       const at = (i * half + j) * 2;
       if (theta) {
