@@ -51,7 +51,6 @@ export class Dispatcher {
   #pool;
   #autoThreads;
   #gpu;              // null, or the GPU slot (below)
-  #loaded = false;   // loadStateDict() succeeded: before, the wasm executor reports what is missing
   #disposed = false;
   #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
 
@@ -113,13 +112,7 @@ export class Dispatcher {
 
   /** entries: checked against parameterSpecs(). The wasm executor throws before others see them. */
   loadStateDict(entries) {
-    try {
-      this.#wasm.loadStateDict(entries);
-    } finally {
-      // False after a load that failed part-way: the core forgot its entries, and calls go to it,
-      // which refuses them (the pool's and the GPU's weights, the earlier ones, stay unused).
-      this.#loaded = this.#wasm.complete;
-    }
+    this.#wasm.loadStateDict(entries);
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
@@ -137,7 +130,9 @@ export class Dispatcher {
    * executor waits for them).
    */
   route(plan) {
-    if (!this.#loaded) return { where: 'wasm', fallback: 'wasm' };
+    // Until the core has every entry (before a first load, after one that failed part-way), calls
+    // go to it, which refuses them naming what is missing (the pool's and GPU's weights unused).
+    if (!this.#wasm.complete) return { where: 'wasm', fallback: 'wasm' };
     // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
     // step over workers each would have to hold its heads' part of the cache and get every new
     // row; one step takes 0.5–7 ms on one thread (docs/benchmarks.md, "Incremental decoding"),
@@ -230,7 +225,7 @@ export class Dispatcher {
   // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
   // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
   #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
-    return this.#loaded && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
+    return this.#wasm.complete && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
   }
 
   #gpuUsable() {

@@ -35,7 +35,8 @@ function withHeap(core, parts, body) {
     throw new MemoryError(`out of WASM memory: a call needs ${total} bytes (${describeParts(sizes)}), `
       + `more than a WASM heap holds (${WASM_MAX_BYTES})`, { argument: 'inputs', expected: `< ${WASM_MAX_BYTES} bytes`, actual: total });
   }
-  const base = (heapHooks.malloc ?? ((c, bytes) => c._malloc(bytes)))(core, Math.max(total, 16));
+  const bytes = Math.max(total, 16);
+  const base = heapHooks.malloc ? heapHooks.malloc(core, bytes) : core._malloc(bytes);
   if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
   try {
     const addresses = [];
