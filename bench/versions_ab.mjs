@@ -26,6 +26,8 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { filled } from '../tests/contract/random.mjs';
+// --prefill-dtypes: every weightsDtype create() takes, float32 first (the others are divided by it).
+import { WEIGHTS_DTYPES } from '../web/src/module_config.js';
 import { DTYPES, REFERENCE_DTYPE } from './decode_dtypes.mjs';
 import { interleavedRounds, median, roundRatio } from './interleave.mjs';
 import { exitWithUsage, loadAverage, parseFlags } from './run_env.mjs';
@@ -34,8 +36,6 @@ const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]]
 // [E, h, hkv, n, window (0: none)]
 const DECODE = [[768, 12, 12, 128, 0], [768, 12, 12, 2048, 0], [768, 12, 12, 2048, 256], [2048, 32, 8, 128, 0], [2048, 32, 8, 2048, 0]];
 const DECODE_SHAPES = [[768, 12, 12], [2048, 32, 8]];  // with --positions
-// --prefill-dtypes; float32 first: the others are divided by it.
-const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
 
 const maxAbsDiff = (a, b) => a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i])), 0);
 
