@@ -18,7 +18,7 @@ export async function readWindowAndWhole(api, create = {}, cacheOptions = {}) {
   const { B, T, window, chunks } = WINDOW_CASE;
   const mha = await api.MultiHeadAttention.create({ ...WINDOW_CASE.create, ...create });
   try {
-    mha.loadStateDict(seededStateDict(mha, 40));
+    mha.loadStateDict(seededStateDict(mha.stateDictShapes, 40));
     const E = mha.config.embedDim;
     const x = { data: filled(B * T * E, 77), shape: [B, T, E] };
     const caches = {

@@ -14,7 +14,7 @@
 export { decodeCase, decodeFixtures, decodeTensor } from './decode.mjs';
 export { ATOL, RTOL, checkResult, compare, sameBits } from './compare.mjs';
 export { runCall, runCase } from './run_case.mjs';
-export { filled, randomTensor, rng } from './random.mjs';
+export { filled, randomTensor, rng, seededStateDict } from './random.mjs';
 export { randomMhaCase } from './random_cases.mjs';
 export { randomDecodeCase } from './random_decode_cases.mjs';
 export { mhaReference } from './reference.mjs';

@@ -54,7 +54,7 @@ const BAD = [
 
 /** Seeded entries (seed offset `seed`), the sinks finite. */
 function stateDict(mha, seed) {
-  return seededStateDict(mha, seed);
+  return seededStateDict(mha.stateDictShapes, seed);
 }
 
 /** Every entry other than the good one's, then `bad.key` (last) replaced by the bad value, under bad.prefix. */

@@ -16,7 +16,7 @@ export const POSITION_CASE = {
 /** A module of the case (options merged with `create`) with seeded weights. */
 async function seededModule(api, create) {
   const mha = await api.MultiHeadAttention.create({ ...POSITION_CASE.create, ...create });
-  mha.loadStateDict(seededStateDict(mha, 60));
+  mha.loadStateDict(seededStateDict(mha.stateDictShapes, 60));
   return mha;
 }
 

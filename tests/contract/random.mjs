@@ -25,10 +25,11 @@ export function filled(n, seed, scale = 1) {
 }
 
 /**
- * A module's state dict of seeded entries: entry i of mha.stateDictShapes is filled(its size,
- * seed + i, scale), so that two modules of one configuration get the same weights from one seed.
+ * A state dict of seeded entries for `shapes` (a module's stateDictShapes): entry i is
+ * filled(its size, seed + i, scale), scale a number or a function of the entry's shape, so that
+ * two modules of one configuration get the same weights from one seed.
  */
-export function seededStateDict(mha, seed, scale = 0.5) {
-  return Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) =>
-    [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, scale), shape }]));
+export function seededStateDict(shapes, seed, scale = 0.5) {
+  return Object.fromEntries(shapes.map(({ name, shape }, i) =>
+    [name, { data: filled(shape.reduce((a, b) => a * b, 1), seed + i, typeof scale === 'function' ? scale(shape) : scale), shape }]));
 }

@@ -11,7 +11,7 @@ const B = 2, L = 3;
 
 /** The state dict of a module with seeded entries (seed offset `seed`), sinks replaced by `sinks`. */
 function stateDict(mha, seed, sinks) {
-  const sd = seededStateDict(mha, seed);
+  const sd = seededStateDict(mha.stateDictShapes, seed);
   if (sinks) sd.sinks = sinks;
   return sd;
 }

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { WEIGHTS_DTYPES, assertFailedLoadsChangeNothing } from '../contract/failed_load.mjs';
 import { heapHooks, poolTestHooks } from '../internals.mjs';
-import { filled, seededStateDict as stateDict } from '../contract/random.mjs';
+import { filled, seededStateDict } from '../contract/random.mjs';
 
 for (const weightsDtype of WEIGHTS_DTYPES) {
   test(`${weightsDtype} weights: a refused state dict leaves the module's outputs as its earlier weights gave them`, async () => {
@@ -69,22 +69,22 @@ for (const threads of [1, 2]) {
     const fresh = await api.MultiHeadAttention.create(options);
     const mha = await api.MultiHeadAttention.create(options);
     try {
-      fresh.loadStateDict(stateDict(fresh, 200));
+      fresh.loadStateDict(seededStateDict(fresh.stateDictShapes, 200));
       const expected = (await fresh.forward(x, x, x)).output.data;
-      mha.loadStateDict(stateDict(mha, 100));
+      mha.loadStateDict(seededStateDict(mha.stateDictShapes, 100));
       await mha.forward(x, x, x);
       const before = await api.wasmMemoryInUse();
       let mallocs = 0;
       heapHooks.malloc = (core, bytes) => (++mallocs === 2 ? 0 : core._malloc(bytes));
       try {
-        assert.throws(() => mha.loadStateDict(stateDict(mha, 200)), api.MemoryError);
+        assert.throws(() => mha.loadStateDict(seededStateDict(mha.stateDictShapes, 200)), api.MemoryError);
       } finally {
         heapHooks.malloc = null;
       }
       assert.equal(mallocs, 2, 'the hook did not see the load');
       assert.equal(await api.wasmMemoryInUse(), before, 'the failed load leaked');
       await assert.rejects(mha.forward(x, x, x), (e) => e instanceof api.StateDictError && /was not loaded \(call loadStateDict\(\) first\)/.test(e.message));
-      mha.loadStateDict(stateDict(mha, 200));
+      mha.loadStateDict(seededStateDict(mha.stateDictShapes, 200));
       assert.deepEqual((await mha.forward(x, x, x)).output.data, expected);
     } finally {
       mha.dispose();

@@ -47,7 +47,7 @@ test('the resolved config and the state-dict entries follow the options', async 
 async function output(options, w = 1) {
   const mha = await MultiHeadAttention.create({ ...base, ...options });
   try {
-    mha.loadStateDict(seededStateDict(mha, 3, w));
+    mha.loadStateDict(seededStateDict(mha.stateDictShapes, 3, w));
     const x = { data: filled(2 * 5 * 8, 11), shape: [2, 5, 8] };
     return (await mha.forward(x, x, x, { isCausal: true })).output;
   } finally {
@@ -60,7 +60,7 @@ test('qkNorm: its weights are state-dict entries [headDim]; no bilinear form (th
   try {
     assert.deepEqual(mha.config.qkNorm, { eps: 1e-6 });
     assert.deepEqual(mha.stateDictShapes.slice(-2), [{ name: 'q_norm.weight', shape: [4] }, { name: 'k_norm.weight', shape: [4] }]);
-    mha.loadStateDict(seededStateDict(mha, 0, 1));
+    mha.loadStateDict(seededStateDict(mha.stateDictShapes, 0, 1));
     assert.throws(() => mha.headBilinearForm(0), (e) => e instanceof OptionError && /qkNorm/.test(e.message));
   } finally {
     mha.dispose();
@@ -82,7 +82,7 @@ test('logits in the thousands under a softcap stay finite (tanh saturates, no in
 test('sinks: a row with every key masked gives zero heads (output = out_proj.bias) and zero weights; other rows sum below 1', async () => {
   const mha = await MultiHeadAttention.create({ ...base, sinks: true });
   try {
-    const sd = seededStateDict(mha, 20, 1);
+    const sd = seededStateDict(mha.stateDictShapes, 20, 1);
     sd.sinks = { data: new Float32Array([2, -1]), shape: [2] };
     mha.loadStateDict(sd);
     const x = { data: filled(2 * 3 * 8, 12), shape: [2, 3, 8] };

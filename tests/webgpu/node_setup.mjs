@@ -13,7 +13,7 @@
 import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
-import { checkResult, compare, filled } from '../contract/contract.mjs';
+import { checkResult, compare, filled, seededStateDict } from '../contract/contract.mjs';
 import { DEFAULT_VARIANTS, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
@@ -96,12 +96,8 @@ export function checkAgainstFixture(c, result) {
   assert.ok(ok, detail);
 }
 
-export function randomStateDict(shapes, seed) {
-  return Object.fromEntries(shapes.map(({ name, shape }, i) => {
-    const n = shape.reduce((a, b) => a * b, 1);
-    return [name, { data: filled(n, seed + i, 1 / Math.sqrt(shape.at(-1))), shape }];
-  }));
-}
+/** Seeded weights of about unit output scale: each entry's values within ±1/√(its input width). */
+export const randomStateDict = (shapes, seed) => seededStateDict(shapes, seed, (shape) => 1 / Math.sqrt(shape.at(-1)));
 
 /** Runs the same call on 'wasm' and on 'webgpu' and compares (1e-4 abs + 1e-4 rel). */
 export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path, nonFiniteKeys = [] }) {
