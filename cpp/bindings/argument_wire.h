@@ -1,12 +1,18 @@
-// The arguments of the Embind surface (embind.cpp) as JS passes them: one object per call, named
-// field by field (registered as value_objects there), with tensors as WASM heap addresses that
-// the JS side has filled, turned here into the core's argument structs.
+// The arguments of the exported surface (exports.cpp) as JS passes them: a call's many arguments
+// come as one record, an array of doubles that JS fills field by field by NAME, from the field
+// list this file gives (wa_record_fields(), read once per module by web/src/core_exports.js), so
+// the JS and C++ sides cannot silently disagree on an argument's position. Tensors are WASM heap
+// addresses the JS side has filled; numbers, booleans (0 / 1) and addresses are all exact in a
+// double. The records become the core's argument structs here.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <cmath>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "webattention/attention.h"
 #include "webattention/multihead_attention.h"
@@ -20,10 +26,38 @@ T* at(std::uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
+// A double from JS as `F`: NaN and out-of-range integers saturate (never undefined behaviour; the
+// JS side has checked the values, and the core checks them again).
+template <typename F>
+F from_double(double v) {
+  if constexpr (std::is_same_v<F, bool>) {
+    return v != 0.0;
+  } else if constexpr (std::is_floating_point_v<F>) {
+    return static_cast<F>(v);
+  } else {
+    if (std::isnan(v)) return 0;
+    const double lo = static_cast<double>(std::numeric_limits<F>::min());
+    const double hi = static_cast<double>(std::numeric_limits<F>::max());
+    return static_cast<F>(std::clamp(std::trunc(v), lo, hi));
+  }
+}
+
+// One field of a record of type T: its JS name and how its double is stored.
+template <typename T>
+struct RecordField {
+  const char* name;
+  void (*set)(T&, double);
+};
+
+// The setter of data member `Member` of T (or of a base of T).
+template <typename T, auto Member>
+void set_member(T& record, double v) {
+  using F = std::remove_reference_t<decltype(record.*Member)>;
+  record.*Member = from_double<F>(v);
+}
+
 // A mask as the JS side describes it: { kind (MaskKind's number), address, rank, shape } with
-// the first `rank` of shape's three dims used (address 0 and rank 0 for no mask). A fixed-size
-// shape, not a JS array of any length: Embind converts it with three element setters, where an
-// array read through emscripten::val cost 1 µs more per call (measured).
+// the first `rank` of shape's three dims used (address 0 and rank 0 for no mask).
 struct MaskWire {
   int kind = 0;
   std::uintptr_t address = 0;
@@ -38,6 +72,16 @@ struct MaskWire {
     return m;
   }
 };
+
+// Field `F` of mask member `Mask` of T: 0 kind, 1 address, 2 rank, 3 + i shape[i].
+template <typename T, MaskWire T::*Mask, int F>
+void set_mask(T& record, double v) {
+  MaskWire& m = record.*Mask;
+  if constexpr (F == 0) m.kind = from_double<int>(v);
+  else if constexpr (F == 1) m.address = from_double<std::uintptr_t>(v);
+  else if constexpr (F == 2) m.rank = from_double<int>(v);
+  else m.shape[F - 3] = from_double<int>(v);
+}
 
 // forward() and forwardHeads(): the inputs, masks and outputs of MhaForwardArgs as heap
 // addresses. `output` is the module output [B, L, E] for forward(), the heads
@@ -70,6 +114,32 @@ struct ForwardWire {
   }
 };
 
+inline constexpr RecordField<ForwardWire> kForwardFields[] = {
+    {"batch", set_member<ForwardWire, &ForwardWire::batch>},
+    {"L", set_member<ForwardWire, &ForwardWire::L>},
+    {"S", set_member<ForwardWire, &ForwardWire::S>},
+    {"query", set_member<ForwardWire, &ForwardWire::query>},
+    {"key", set_member<ForwardWire, &ForwardWire::key>},
+    {"value", set_member<ForwardWire, &ForwardWire::value>},
+    {"keyPaddingMask.kind", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 0>},
+    {"keyPaddingMask.address", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 1>},
+    {"keyPaddingMask.rank", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 2>},
+    {"keyPaddingMask.shape.0", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 3>},
+    {"keyPaddingMask.shape.1", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 4>},
+    {"keyPaddingMask.shape.2", set_mask<ForwardWire, &ForwardWire::key_padding_mask, 5>},
+    {"attnMask.kind", set_mask<ForwardWire, &ForwardWire::attn_mask, 0>},
+    {"attnMask.address", set_mask<ForwardWire, &ForwardWire::attn_mask, 1>},
+    {"attnMask.rank", set_mask<ForwardWire, &ForwardWire::attn_mask, 2>},
+    {"attnMask.shape.0", set_mask<ForwardWire, &ForwardWire::attn_mask, 3>},
+    {"attnMask.shape.1", set_mask<ForwardWire, &ForwardWire::attn_mask, 4>},
+    {"attnMask.shape.2", set_mask<ForwardWire, &ForwardWire::attn_mask, 5>},
+    {"isCausal", set_member<ForwardWire, &ForwardWire::causal>},
+    {"output", set_member<ForwardWire, &ForwardWire::output>},
+    {"weights", set_member<ForwardWire, &ForwardWire::weights>},
+    {"averageWeights", set_member<ForwardWire, &ForwardWire::average_weights>},
+    {"positionIds", set_member<ForwardWire, &ForwardWire::position_ids>},
+};
+
 // sdpa(): SdpaArgs with heap addresses.
 struct SdpaWire {
   int N = 1, L = 0, S = 0, dk = 0, dv = 0;
@@ -98,12 +168,77 @@ struct SdpaWire {
   }
 };
 
-// MhaConfig as JS passes it: the storage type as its JS spelling ('float32' | 'float16' |
-// 'bfloat16' | 'int8'), turned into the C++ enum by configure(), where a bad one is a ConfigError
-// naming weightsDtype (a value_object's setter has nowhere to report it).
-struct MhaConfigWire : MhaConfig {
-  std::string weights_dtype_name = "float32";
+inline constexpr RecordField<SdpaWire> kSdpaFields[] = {
+    {"N", set_member<SdpaWire, &SdpaWire::N>},
+    {"L", set_member<SdpaWire, &SdpaWire::L>},
+    {"S", set_member<SdpaWire, &SdpaWire::S>},
+    {"dk", set_member<SdpaWire, &SdpaWire::dk>},
+    {"dv", set_member<SdpaWire, &SdpaWire::dv>},
+    {"q", set_member<SdpaWire, &SdpaWire::q>},
+    {"k", set_member<SdpaWire, &SdpaWire::k>},
+    {"v", set_member<SdpaWire, &SdpaWire::v>},
+    {"attnMask.kind", set_mask<SdpaWire, &SdpaWire::attn_mask, 0>},
+    {"attnMask.address", set_mask<SdpaWire, &SdpaWire::attn_mask, 1>},
+    {"attnMask.rank", set_mask<SdpaWire, &SdpaWire::attn_mask, 2>},
+    {"attnMask.shape.0", set_mask<SdpaWire, &SdpaWire::attn_mask, 3>},
+    {"attnMask.shape.1", set_mask<SdpaWire, &SdpaWire::attn_mask, 4>},
+    {"attnMask.shape.2", set_mask<SdpaWire, &SdpaWire::attn_mask, 5>},
+    {"isCausal", set_member<SdpaWire, &SdpaWire::causal>},
+    {"scale", set_member<SdpaWire, &SdpaWire::scale>},
+    {"output", set_member<SdpaWire, &SdpaWire::out>},
+    {"weights", set_member<SdpaWire, &SdpaWire::weights>},
 };
+
+// MhaConfig as JS passes it (web/src/module_config.js's coreConfig()): numbers and booleans; the
+// weights' storage type comes as its own string argument of configure() (a ConfigError naming
+// weightsDtype when it is not one). This is the one list of MhaConfig's fields: nothing reads a
+// config back from the core.
+inline void set_rotary_scaling(MhaConfig& c, double scaling) {
+  // 0 none, 1 linear, 2 llama3 (module_config.js).
+  c.rotary_scaling = scaling == 1 ? MhaConfig::RotaryScaling::kLinear
+                     : scaling == 2 ? MhaConfig::RotaryScaling::kLlama3 : MhaConfig::RotaryScaling::kNone;
+}
+inline constexpr RecordField<MhaConfig> kConfigFields[] = {
+    {"embedDim", set_member<MhaConfig, &MhaConfig::embed_dim>},
+    {"numHeads", set_member<MhaConfig, &MhaConfig::num_heads>},
+    {"kdim", set_member<MhaConfig, &MhaConfig::kdim>},
+    {"vdim", set_member<MhaConfig, &MhaConfig::vdim>},
+    {"headDim", set_member<MhaConfig, &MhaConfig::head_dim>},
+    {"valueHeadDim", set_member<MhaConfig, &MhaConfig::value_head_dim>},
+    {"bias.q", [](MhaConfig& c, double v) { c.bias.q = v != 0.0; }},
+    {"bias.k", [](MhaConfig& c, double v) { c.bias.k = v != 0.0; }},
+    {"bias.v", [](MhaConfig& c, double v) { c.bias.v = v != 0.0; }},
+    {"bias.out", [](MhaConfig& c, double v) { c.bias.out = v != 0.0; }},
+    {"numKvHeads", set_member<MhaConfig, &MhaConfig::num_kv_heads>},
+    {"rotaryDim", set_member<MhaConfig, &MhaConfig::rotary_dim>},
+    {"rotaryBase", set_member<MhaConfig, &MhaConfig::rotary_base>},
+    {"rotaryInterleaved", set_member<MhaConfig, &MhaConfig::rotary_interleaved>},
+    {"rotaryScaling", set_rotary_scaling},
+    {"rotaryFactor", set_member<MhaConfig, &MhaConfig::rotary_factor>},
+    {"rotaryLowFreqFactor", set_member<MhaConfig, &MhaConfig::rotary_low_freq_factor>},
+    {"rotaryHighFreqFactor", set_member<MhaConfig, &MhaConfig::rotary_high_freq_factor>},
+    {"rotaryOriginalMaxPositions", set_member<MhaConfig, &MhaConfig::rotary_original_max_positions>},
+    {"scale", set_member<MhaConfig, &MhaConfig::scale>},
+    {"softcap", set_member<MhaConfig, &MhaConfig::softcap>},
+    {"sinks", set_member<MhaConfig, &MhaConfig::sinks>},
+    {"qkNorm", set_member<MhaConfig, &MhaConfig::qk_norm>},
+    {"qkNormEps", set_member<MhaConfig, &MhaConfig::qk_norm_eps>},
+};
+
+// The record at `values` (one double per field of `fields`, in order) as a T.
+template <typename T, std::size_t N>
+T read_record(const RecordField<T> (&fields)[N], const double* values, T record = T{}) {
+  for (std::size_t i = 0; i < N; ++i) fields[i].set(record, values[i]);
+  return record;
+}
+
+// "name,name,…": the field order JS writes a record in.
+template <typename T, std::size_t N>
+std::string field_names(const RecordField<T> (&fields)[N]) {
+  std::string names;
+  for (std::size_t i = 0; i < N; ++i) names += (i ? "," : "") + std::string(fields[i].name);
+  return names;
+}
 
 }  // namespace bindings
 }  // namespace webattention

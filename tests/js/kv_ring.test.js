@@ -21,7 +21,7 @@ test('ringGeometry: maxLength alone; a ring of window + 63 that wraps; a smaller
   for (const g of [largest, ringGeometry({ maxLength: 5, window: 0 })]) assert.ok(Number.isInteger(g.rowsPerPass));
 });
 
-test('ringGeometry agrees with the core (Embind kvRingGeometry) over a grid of lengths and windows', async () => {
+test('ringGeometry agrees with the core (core.kvRingGeometry) over a grid of lengths and windows', async () => {
   const { core } = await loadNodeCore(pickVariant());
   const values = [0, 1, 2, 7, 8, 9, 15, 16, 17, 55, 56, 57, 63, 64, 65, 71, 72, 79, 80, 100, 1000, 4096];
   let compared = 0;
