@@ -56,6 +56,14 @@ void tile_scores(const float* q, int dk, const float* kp, int j0, int width, flo
   }
 }
 
+// s[j] = −∞ where mask[j], j in [lo, hi). Kept out of mask_tile, which every tile runs: the
+// compiler's vectorised form of this loop made mask_tile the third slowest function for V8's
+// optimising tier to compile, on the other core while a cold start's first forward runs.
+__attribute__((noinline)) inline void mask_boolean(const std::uint8_t* mask, int lo, int hi, float* s) {
+  for (int j = lo; j < hi; ++j)
+    if (mask[j]) s[j] = kNegInf;
+}
+
 // Masks one tile: keys the position rule forbids (past S, causal, window), then each mask. Rows
 // >= `rows` are padding, left alone.
 template <class Isa>
@@ -79,9 +87,7 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
       const MaskView& v = p.masks[m];
       if (v.empty()) continue;
       if (v.kind == MaskKind::kBoolean) {
-        const std::uint8_t* mask = v.boolean() + at[m];
-        for (int j = lo; j < hi; ++j)
-          if (mask[j]) s[j] = kNegInf;
+        mask_boolean(v.boolean() + at[m], lo, hi, s);
       } else {
         Isa::add_row(s + lo, v.additive() + at[m] + lo, hi - lo);
       }
@@ -102,6 +108,13 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
   }
 }
 
+// softcap · tanh(s / softcap) on `rows` rows of a tile: a call of its own, so that the tanh
+// polynomial does not grow key_scores (every tile runs it) for models without a softcap.
+template <class Isa>
+__attribute__((noinline)) void softcap_rows(int rows, int width, float softcap, float* scores) {
+  for (int r = 0; r < rows; ++r) Isa::softcap_row(scores + r * kKeyTile, width, softcap);
+}
+
 // Scores of keys [j0, j0 + width) for a block of one row or 4, run by run of the slots that hold
 // them (slot_runs), softcapped when the problem asks.
 template <class Isa, bool kNarrow>
@@ -117,8 +130,7 @@ void key_scores(const AttentionProblem& p, bool one_row, const float* q, const K
     }
   });
   // Logit softcapping on the scaled scores (Q is pre-scaled), before mask_tile adds the masks.
-  if (p.softcap > 0.0f)
-    for (int r = 0; r < (one_row ? 1 : kRows); ++r) Isa::softcap_row(scores + r * kKeyTile, width, p.softcap);
+  if (p.softcap > 0.0f) softcap_rows<Isa>(one_row ? 1 : kRows, width, p.softcap, scores);
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
@@ -137,12 +149,12 @@ void weighted_values(const AttentionProblem& p, bool one_row, const float* score
 }
 
 // weighted_values() of a tile with poisoned keys (flash_hidden_keys.h): the fast loops over the
-// stretches between them, each poisoned key only to the rows that see it.
+// stretches between them, each poisoned key only to the rows that see it. Rare, so a call of its
+// own: inlined, it doubled the code V8's optimising tier compiles for attention_blocks.
 template <class Isa, bool kNarrow>
-void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const float* scores,
-                                const PoisonedKeys& poisoned, int rows, const KvPanels& kv,
-                                int dv_pad, int j0, int width, float* acc) {
-  if (poisoned.count == 0) return weighted_values<Isa, kNarrow>(p, one_row, scores, kv, dv_pad, j0, width, acc);
+__attribute__((noinline)) void weighted_values_around(const AttentionProblem& p, bool one_row, const float* scores,
+                                                      const PoisonedKeys& poisoned, int rows, const KvPanels& kv,
+                                                      int dv_pad, int j0, int width, float* acc) {
   for (int a = 0; a < width;) {
     int b = a;
     while (b < width && !poisoned.poisoned[b]) ++b;
@@ -150,6 +162,14 @@ void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const f
     if (b < width) add_poisoned_key(p, scores, poisoned, rows, kv, dv_pad, j0, b, acc);
     a = b + 1;
   }
+}
+
+template <class Isa, bool kNarrow>
+void weighted_values_unpoisoned(const AttentionProblem& p, bool one_row, const float* scores,
+                                const PoisonedKeys& poisoned, int rows, const KvPanels& kv,
+                                int dv_pad, int j0, int width, float* acc) {
+  if (poisoned.count == 0) return weighted_values<Isa, kNarrow>(p, one_row, scores, kv, dv_pad, j0, width, acc);
+  weighted_values_around<Isa, kNarrow>(p, one_row, scores, poisoned, rows, kv, dv_pad, j0, width, acc);
 }
 
 // Second pass, only when weights are asked for: p = exp(s - max) / sum with the final stats.
@@ -196,6 +216,25 @@ void write_weights(const AttentionProblem& p, int b, int g, int r0, int rows, Ke
 }
 
 inline std::size_t workspace_floats(const AttentionProblem& p) { return Layout(p).total; }
+
+// The block's output rows: acc / sum. A row with no allowed key: zero output, not NaN
+// (documented difference from PyTorch). A row that saw a NaN score is NaN, output and weights
+// (its max says so to the weights): seen when the NaN scores were all the row had, else
+// through its sum. Once per block of rows, so a call of its own: attention_blocks stays small
+// enough for V8's optimising tier to compile quickly.
+__attribute__((noinline)) inline void write_outputs(const AttentionProblem& p, int b, int g, int r0, int rows,
+                                                    int dv_pad, const float* acc, const float* sum,
+                                                    bool* nan_row, float* max) {
+  for (int r = 0; r < rows; ++r) {
+    nan_row[r] = nan_row[r] || std::isnan(sum[r]);
+    const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
+    const Row row = row_of(p, g, r0 + r);
+    float* o = p.out + b * p.out_batch_stride + row.head * p.out_head_stride +
+               static_cast<std::ptrdiff_t>(row.i) * p.out_row_stride;
+    for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * dv_pad + c] * inv;
+    if (nan_row[r]) max[r] = kNaN;
+  }
+}
 
 // The blocks of rows of unit (b, g), over K/V panels of f32 or of a narrow cache (kNarrow), with
 // or without the search for hidden non-finite keys (kMayPoison, flash_hidden_keys.h).
@@ -250,18 +289,7 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
       }
     }
 
-    for (int r = 0; r < rows; ++r) {
-      // A row with no allowed key: zero output, not NaN (documented difference from PyTorch).
-      // A row that saw a NaN score is NaN, output and weights (its max says so to the weights):
-      // seen above when the NaN scores were all the row had, else through its sum.
-      nan_row[r] = nan_row[r] || std::isnan(sum[r]);
-      const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
-      const Row row = row_of(p, g, r0 + r);
-      float* o = p.out + b * p.out_batch_stride + row.head * p.out_head_stride +
-                 static_cast<std::ptrdiff_t>(row.i) * p.out_row_stride;
-      for (int c = 0; c < p.dv; ++c) o[c] = nan_row[r] ? kNaN : acc[r * lay.dv_pad + c] * inv;
-      if (nan_row[r]) max[r] = kNaN;
-    }
+    write_outputs(p, b, g, r0, rows, lay.dv_pad, acc, sum, nan_row, max);
     if (p.weights) write_weights<Isa, kNarrow>(p, b, g, r0, rows, keys, q, kv, scores, max, sum);
   }
 }
