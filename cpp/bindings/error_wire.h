@@ -15,16 +15,16 @@ namespace bindings {
 
 // "Class|argument|message": the error string the JS layer rethrows (errors.js throwCoreError(),
 // which puts the C++ argument names into the caller's JS words).
-std::string wire(const char* kind, const Error& e) {
+inline std::string wire(const char* kind, const Error& e) {
   return std::string(kind) + "|" + e.argument() + "|" + e.what();
 }
 
-// Runs `body` and turns any exception into the error string the JS layer rethrows.
-template <typename F>
-std::string guarded(F&& body) {
+// The exception being handled as that error string (called from a catch block only). One
+// function for every entry point, out of line: inlined into each, its catch clauses were most of
+// the code V8 compiles for an entry point's first call.
+[[gnu::noinline, gnu::cold]] inline std::string current_error() {
   try {
-    body();
-    return "";
+    throw;
   } catch (const ShapeError& e) {
     return wire("ShapeError", e);
   } catch (const StateDictError& e) {
@@ -39,6 +39,17 @@ std::string guarded(F&& body) {
     return "MemoryError||out of WASM memory";
   } catch (const std::exception& e) {
     return std::string("WebAttentionError||") + e.what();
+  }
+}
+
+// Runs `body` and turns any exception into the error string the JS layer rethrows.
+template <typename F>
+std::string guarded(F&& body) {
+  try {
+    body();
+    return "";
+  } catch (...) {
+    return current_error();
   }
 }
 

@@ -148,8 +148,8 @@ void MultiHeadAttention::project_output(const float* heads, int rows, float* out
   project(heads, rows, v_width_, &to, 1);
 }
 
-void MultiHeadAttention::rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position,
-                                const std::int32_t* position_ids) const {
+void MultiHeadAttention::rotate_rows(const Projected& x, int batch, int L, int S, std::int64_t first_position,
+                                     const std::int32_t* position_ids) const {
   const MhaConfig& c = config_;
   if (c.qk_norm) {
     rms_norm_heads(x.q, static_cast<std::size_t>(batch) * L, x.q_width, c.head_dim, q_norm_.data(), c.qk_norm_eps);

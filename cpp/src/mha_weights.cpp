@@ -79,21 +79,32 @@ void MultiHeadAttention::load_parameter(const std::string& name, const float* da
   load_parameter(name, data, count, StorageType::f32);
 }
 
+namespace {
+
+// checked_spec()'s errors, out of line: V8 compiles a WASM function on its first call, so code
+// that never runs costs a cold start's loadStateDict nothing here, where inlined it would.
+[[noreturn, gnu::noinline, gnu::cold]] void unexpected_key(const std::string& name,
+                                                        const std::vector<ParameterSpec>& specs) {
+  std::string expected;
+  for (const auto& s : specs) expected += (expected.empty() ? "" : ", ") + s.name;
+  throw StateDictError(name, "state dict: unexpected key '" + name + "'; expected keys: " + expected);
+}
+
+[[noreturn, gnu::noinline, gnu::cold]] void wrong_count(const std::string& name, const ParameterSpec& spec,
+                                                     std::size_t count) {
+  throw StateDictError(name, "state dict '" + name + "': expected " + format_shape(spec.shape) + " (" +
+                                 std::to_string(spec.size()) + " values), got " + std::to_string(count) +
+                                 " values");
+}
+
+}  // namespace
+
 const ParameterSpec& MultiHeadAttention::checked_spec(const std::string& name,
                                                       std::size_t count) const {
   auto it = std::find_if(specs_.begin(), specs_.end(),
                          [&](const ParameterSpec& s) { return s.name == name; });
-  if (it == specs_.end()) {
-    std::string expected;
-    for (const auto& s : specs_) expected += (expected.empty() ? "" : ", ") + s.name;
-    throw StateDictError(name, "state dict: unexpected key '" + name + "'; expected keys: " +
-                                   expected);
-  }
-  if (count != it->size()) {
-    throw StateDictError(name, "state dict '" + name + "': expected " +
-                                   format_shape(it->shape) + " (" + std::to_string(it->size()) +
-                                   " values), got " + std::to_string(count) + " values");
-  }
+  if (it == specs_.end()) unexpected_key(name, specs_);
+  if (count != it->size()) wrong_count(name, *it, count);
   return *it;
 }
 

@@ -209,8 +209,14 @@ class MultiHeadAttention {
                            const kernels::PackedLinear& wv) const;
   // The qk-norm, then RoPE, on the projected Q (L rows per batch) and K (S rows), row i of batch
   // b at position_ids[b·L + i] when given (check_forward() checked them), else first_position + i.
+  // Inline, so that a module with neither never calls (so never compiles: V8 compiles a WASM
+  // function on its first call) the work, rotate_rows().
   void rotate(const Projected& x, int batch, int L, int S, std::int64_t first_position,
-              const std::int32_t* position_ids) const;
+              const std::int32_t* position_ids) const {
+    if (config_.qk_norm || config_.rotary_dim > 0) rotate_rows(x, batch, L, S, first_position, position_ids);
+  }
+  void rotate_rows(const Projected& x, int batch, int L, int S, std::int64_t first_position,
+                   const std::int32_t* position_ids) const;
   // The attention problem of `heads` query heads whose projected Q rows are at q (batch stride
   // q_batch, row stride q_width) and whose output rows go to out (batch stride out_batch, row
   // stride heads·d_v): sizes, scale and the GQA group; the caller adds K/V, masks and the rest.
