@@ -48,21 +48,21 @@ step "Types: web/index.d.ts against a user's TypeScript"
 npx tsc -p tests/types/tsconfig.json
 
 step "JS API and demo page (node --test), the module Node picks"
-node scripts/node_test.mjs tests/js/ tests/browser/
+node $NODE_TEST_FLAGS scripts/node_test.mjs tests/js/ tests/browser/
 default_module="$(node --input-type=module -e "import('./web/src/variant.js').then((v) => console.log(v.pickVariant()))")"
 
 for variant in $SINGLE_THREADED_MODULES; do
   [ "$variant" = "$default_module" ] && continue
   step "JS API again on the $variant module"
   # shellcheck disable=SC2046  # the flags are words or nothing
-  WEBATTENTION_WASM="$variant" node $(node_flags_for_module "$variant") scripts/node_test.mjs tests/js/
+  WEBATTENTION_WASM="$variant" node $NODE_TEST_FLAGS $(node_flags_for_module "$variant") scripts/node_test.mjs tests/js/
 done
 
 step "JS API again on the worker pool: every module made with threads: 2"
-WEBATTENTION_THREADS=2 node scripts/node_test.mjs tests/js/
+WEBATTENTION_THREADS=2 node $NODE_TEST_FLAGS scripts/node_test.mjs tests/js/
 
 step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
-node scripts/node_test.mjs tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
+node $NODE_TEST_FLAGS scripts/node_test.mjs tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 
 step "Package as a user installs it, and every README code block as pasted"
 node tests/package/run.mjs
