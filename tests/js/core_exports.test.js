@@ -3,24 +3,17 @@
 // frees, and handles that refuse use after delete().
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { coreConfig, resolveMhaConfig } from '../internals.mjs';
+import { RECORD, coreConfig, recordFieldNames, resolveMhaConfig } from '../internals.mjs';
 import { loadNodeCore } from '../../web/src/node_core.js';
 import { pickVariant } from '../../web/src/variant.js';
 
 const { core } = await loadNodeCore(pickVariant());
 const config = (options) => coreConfig(resolveMhaConfig({ embedDim: 8, numHeads: 2, ...options }));
 
-/** The core's field names of record `kind` (0 MhaConfig, 1 forward, 2 sdpa). */
-function fieldNames(kind) {
-  const address = core._wa_record_fields(kind) >>> 0;
-  const end = core.HEAPU8.indexOf(0, address);
-  const names = new TextDecoder().decode(core.HEAPU8.slice(address, end)).split(',');
-  core._wa_free_text(address);
-  return names;
-}
+const fieldNames = (kind) => recordFieldNames(core, kind);
 
 test('every MhaConfig field the core reads is one that coreConfig() writes, and none is unread', () => {
-  const names = fieldNames(0);
+  const names = fieldNames(RECORD.config);
   const written = config({ rotary: { dim: 2 }, qkNorm: {}, softcap: 30, sinks: true });
   const paths = (o, prefix = '') => Object.entries(o).flatMap(([k, v]) =>
     (v !== null && typeof v === 'object' ? paths(v, `${prefix}${k}.`) : [`${prefix}${k}`]));
@@ -31,10 +24,10 @@ test('every MhaConfig field the core reads is one that coreConfig() writes, and 
 
 test('the forward and sdpa records list the fields the executors write, masks as dotted paths', () => {
   const mask = ['kind', 'address', 'rank', 'shape.0', 'shape.1', 'shape.2'];
-  assert.deepEqual(fieldNames(1), ['batch', 'L', 'S', 'query', 'key', 'value',
+  assert.deepEqual(fieldNames(RECORD.forward), ['batch', 'L', 'S', 'query', 'key', 'value',
     ...mask.map((m) => `keyPaddingMask.${m}`), ...mask.map((m) => `attnMask.${m}`),
     'isCausal', 'output', 'weights', 'averageWeights', 'positionIds']);
-  assert.deepEqual(fieldNames(2), ['N', 'L', 'S', 'dk', 'dv', 'q', 'k', 'v', ...mask.map((m) => `attnMask.${m}`),
+  assert.deepEqual(fieldNames(RECORD.sdpa), ['N', 'L', 'S', 'dk', 'dv', 'q', 'k', 'v', ...mask.map((m) => `attnMask.${m}`),
     'isCausal', 'scale', 'output', 'weights']);
 });
 

@@ -7,7 +7,7 @@
 // list the core gives (argument_wire.h), so neither side depends on the other's field order.
 import { MemoryError } from './errors.js';
 
-const RECORD = { config: 0, forward: 1, sdpa: 2 };
+export const RECORD = { config: 0, forward: 1, sdpa: 2 };
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
@@ -22,15 +22,16 @@ function readText(core, pointer) {
   return text;
 }
 
+/** The core's field names of record `kind` (RECORD), in the order it reads them. */
+export const recordFieldNames = (core, kind) => readText(core, core._wa_record_fields(kind)).split(',');
+
 // Per core: each record's fields as paths into the JS object ('attnMask.shape.0' →
 // ['attnMask', 'shape', '0']), read from the core once.
 const fieldCache = new WeakMap();
 function recordFields(core, kind) {
   let byKind = fieldCache.get(core);
   if (!byKind) fieldCache.set(core, (byKind = new Map()));
-  if (!byKind.has(kind)) {
-    byKind.set(kind, readText(core, core._wa_record_fields(kind)).split(',').map((name) => name.split('.')));
-  }
+  if (!byKind.has(kind)) byKind.set(kind, recordFieldNames(core, kind).map((name) => name.split('.')));
   return byKind.get(kind);
 }
 
@@ -43,20 +44,30 @@ function fieldValue(object, path) {
   return Number(v);
 }
 
+// The most bytes one call's arguments take on the WASM stack: the records are ~25 doubles and
+// the strings are names and dtypes the JS side has already checked.
+const SCRATCH_MAX_BYTES = 4096;
+
 /**
- * One heap block for a call's arguments: `record` written as record `kind`'s fields (kind
- * undefined: none), `outDoubles` doubles for the core to fill, and `strings` (NUL-terminated).
- * Returns fn({ record, out, strings }) with their addresses, and always frees the block.
+ * A call's arguments on the WASM stack (a pointer bump, as Emscripten's ccall does, not a
+ * malloc and free per call): `record` written as record `kind`'s fields (kind undefined: none),
+ * `outDoubles` doubles for the core to fill, and `strings` (NUL-terminated). Returns
+ * fn({ record, out, strings }) with their addresses, and always restores the stack.
  */
 function withScratch(core, { kind, record, outDoubles = 0, strings = [] }, fn) {
   const fields = kind === undefined ? [] : recordFields(core, kind);
   const encoded = strings.map((s) => encoder.encode(`${s}\0`));
   const doubles = fields.length + outDoubles;
   const bytes = doubles * 8 + encoded.reduce((n, e) => n + e.length, 0);
-  const base = core._malloc(Math.max(bytes, 8)) >>> 0;  // 8-aligned: the doubles come first
-  if (!base) throw new MemoryError('out of WASM memory: no room for a call\'s arguments');
+  if (bytes > SCRATCH_MAX_BYTES) {
+    throw new MemoryError(`webattention: a call's arguments take ${bytes} bytes, more than ${SCRATCH_MAX_BYTES}`);
+  }
+  const top = core.stackSave();
   try {
-    if (fields.length) core.HEAPF64.set(fields.map((path) => fieldValue(record, path)), base >>> 3);
+    const base = core.stackAlloc(bytes) >>> 0;  // 16-aligned: the doubles come first
+    const f64 = core.HEAPF64;
+    let i = base >>> 3;
+    for (const path of fields) f64[i++] = fieldValue(record, path);
     const addresses = [];
     let at = base + doubles * 8;
     for (const e of encoded) {
@@ -66,7 +77,7 @@ function withScratch(core, { kind, record, outDoubles = 0, strings = [] }, fn) {
     }
     return fn({ record: base, out: base + fields.length * 8, strings: addresses });
   } finally {
-    core._free(base);
+    core.stackRestore(top);
   }
 }
 

@@ -59,8 +59,8 @@ function withHeap(core, parts, body) {
 // slice() straight off HEAPF32: no intermediate view to allocate on every call.
 const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
 
-// A plan's mask as the core's mask record fields (cpp/bindings/argument_wire.h): its kind, where its data was copied, its
-// rank and its shape padded to the three dims MaskArgs holds.
+// A plan's mask as the core's mask record fields (cpp/bindings/argument_wire.h): its kind, where
+// its data was copied, its rank and its shape padded to the three dims the record holds.
 function maskArgs(mask, address) {
   const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
   return { kind: mask.kind, address, rank: mask.shape.length, shape: [d0, d1, d2] };
