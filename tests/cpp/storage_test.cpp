@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "reference/storage_reference.h"
@@ -223,6 +224,46 @@ TEST(StorageCache, NonFiniteRows) {
     x[40 + 3] = 0.5f;
     m.forward(a, *cache);
     for (float v : out) EXPECT_FALSE(std::isnan(v));
+  }
+}
+
+// A sequence fed to a cache one position at a time (decode steps: one-row projections) stores the
+// same bits as the same sequence in one call (a prefill: the 4-row block), for every weights and
+// cache type: a next step over either cache gives the same output bit for bit. Else a stored
+// value at an exact rounding tie of a narrow cache would move by a whole step (found by
+// decode_fuzz: int8 weights, whose one-row loop scaled each block's sum while the block loop
+// multiplied dequantised weights).
+TEST(StorageCache, DecodeStepsStoreWhatAPrefillStores) {
+  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8}) {
+    MultiHeadAttention m(small_config(weights));  // embed_dim 40: an int8 row's blocks of 32 and 8
+    std::mt19937 rng(7);
+    for (const auto& spec : m.parameter_specs()) {
+      const std::vector<float> w = random_floats(spec.size(), rng, 0.3f);
+      m.load_parameter(spec.name, w.data(), w.size());
+    }
+    const int T = 6, E = 40;
+    const std::vector<float> x = random_floats(static_cast<std::size_t>(T + 1) * E, rng);
+    for (StorageType kv : {StorageType::f32, StorageType::f16, StorageType::i8}) {
+      SCOPED_TRACE(std::string("weights ") + storage_type_name(weights) + ", cache " + storage_type_name(kv));
+      KvCacheConfig c;
+      c.batch = 1;
+      c.max_length = T + 1;
+      c.dtype = kv;
+      auto stepped = m.create_cache(c), whole = m.create_cache(c);
+      std::vector<float> out(static_cast<std::size_t>(T) * E), next_stepped(E), next_whole(E);
+      const auto step = [&](KvCache& cache, const float* rows, int L, float* y) {
+        MhaForwardArgs a;
+        a.L = a.S = L;
+        a.query = a.key = a.value = rows;
+        a.output = y;
+        m.forward(a, cache);
+      };
+      for (int t = 0; t < T; ++t) step(*stepped, x.data() + t * E, 1, out.data() + t * E);
+      step(*whole, x.data(), T, out.data());
+      step(*stepped, x.data() + T * E, 1, next_stepped.data());
+      step(*whole, x.data() + T * E, 1, next_whole.data());
+      for (int f = 0; f < E; ++f) EXPECT_PRED2(same_value, next_stepped[f], next_whole[f]) << "feature " << f;
+    }
   }
 }
 

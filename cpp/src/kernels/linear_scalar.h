@@ -1,8 +1,8 @@
 // Projection kernel, portable C++ (native builds and the no-SIMD WASM module), written once for
 // every storage type: per panel, per row, an 8-wide accumulator the compiler can keep in
-// registers or vectorise, over a panel whose elements a Panel type reads as f32 (widened or
-// dequantised by storage_convert.h's rules; for more than one row, once per panel into an f32
-// copy). Each <type>_linear_scalar.cpp instantiates it.
+// registers or vectorise, over a panel whose elements a Panel type reads as f32 (f16 and bf16
+// widened by storage_convert.h's rules, int8 as q with each block's sum times its scale; for more
+// than one row, once per panel into an f32 copy). Each <type>_linear_scalar.cpp instantiates it.
 #pragma once
 
 #include <climits>
@@ -54,18 +54,22 @@ struct I8Panel {
   float block_sum(float part, int c) const { return part * block_scales[c]; }
 };
 
-// Panel p's elements as the f32 values they store, into out (w.in × 8; read back as an F32Panel):
-// int8 q times its block's scale, the dequantised value.
+// Panel p's elements as Panel reads them (f16 / bf16 widened, int8 q as an f32) into out (w.in ×
+// 8), to be read back through Widened<Panel>, which keeps Panel's block sums: a row gives the same
+// bits alone (a decode step) or among others, so a narrow cache stores the same rows whatever the
+// chunks a sequence comes in.
 template <class Panel>
 void widen_panel(const PackedLinear& w, int p, float* out) {
   Panel panel(w, p);
-  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
-    panel.start(k0);
-    const int k1 = w.in - k0 < Panel::kBlock ? w.in : k0 + Panel::kBlock;
-    for (int k = k0; k < k1; ++k)
-      for (int c = 0; c < kPanelWidth; ++c) out[k * kPanelWidth + c] = panel.block_sum(panel.at(k, c), c);
-  }
+  for (int k = 0; k < w.in; ++k)
+    for (int c = 0; c < kPanelWidth; ++c) out[k * kPanelWidth + c] = panel.at(k, c);
 }
+template <class Panel>
+struct Widened : Panel {
+  const float* values;
+  Widened(const PackedLinear& w, int panel, const float* widened) : Panel(w, panel), values(widened) {}
+  float at(int k, int c) const { return values[k * kPanelWidth + c]; }
+};
 
 // yr[8p, 8p + 8) (those below w.out) = the row xr times panel p (+ bias), by blocks of rows.
 template <class Panel>
@@ -88,7 +92,7 @@ void row_times_panel(const float* xr, const PackedLinear& w, int p, Panel panel,
 
 // One row (a decode step) reads each panel as it is stored (int8: each block's sum times its
 // scale); more rows widen each narrow panel once for all of them, as the SIMD128 kernel does
-// (linear_simd128.h's panel_rows).
+// (linear_simd128.h's panel_rows), with the same arithmetic.
 template <class Panel>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                    int target_count) {
@@ -104,7 +108,7 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
       for (int r = 0; r < rows; ++r) {
         float* yr = targets[t].y + r * targets[t].y_stride;
         if (kWiden && rows > 1) {
-          row_times_panel(x + r * x_stride, w, p, F32Panel(widened.data()), yr);
+          row_times_panel(x + r * x_stride, w, p, Widened<Panel>(w, p, widened.data()), yr);
         } else {
           row_times_panel(x + r * x_stride, w, p, Panel(w, p), yr);
         }

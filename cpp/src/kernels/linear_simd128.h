@@ -53,6 +53,40 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
 }
 
+// block_4x8 over int8 weights (I8Panel: q · 2^16 in `panel`): each block of 32 input values
+// summed apart, from zero, and added times its scales to accumulators that start at the bias,
+// exactly the decode step's arithmetic (one_row_pair_panels, I8PairPanel::scale_block). So a row
+// projects to the same bits whether it comes alone or among others, and a narrow cache stores the
+// same rows whatever the chunks a sequence comes in (at an exact rounding tie of the cache's type,
+// an ulp of difference would move a stored value by a whole step). The accumulators stay in
+// memory: two register blocks would not fit V8's 16 registers.
+inline void block_4x8_scaled(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
+                             const I8Panel& reader, const float* panel, float* y, std::ptrdiff_t y_stride) {
+  const int n0 = p * kPanelWidth;
+  alignas(16) float acc[kRows][kPanelWidth];
+  for (auto& row : acc) {
+    wasm_v128_store(row, bias_or_zero(w, n0));
+    wasm_v128_store(row + 4, bias_or_zero(w, n0 + 4));
+  }
+  const float* x0 = x_rows[0];
+  const float* x1 = x_rows[1];
+  const float* x2 = x_rows[2];
+  const float* x3 = x_rows[3];
+  for (int k0 = 0; k0 < w.in; k0 += I8Panel::kBlock) {
+    Block4x8 part = Block4x8::zero();
+    const int k1 = std::min(w.in, k0 + I8Panel::kBlock);
+    for (int k = k0; k < k1; ++k) part.madd(x0[k], x1[k], x2[k], x3[k], panel + k * kPanelWidth);
+    v128_t s0, s1;
+    reader.block_scales(k0, s0, s1);
+    for (int r = 0; r < kRows; ++r) {
+      wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), wasm_f32x4_mul(part.lo[r], s0)));
+      wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), wasm_f32x4_mul(part.hi[r], s1)));
+    }
+  }
+  const int cols = std::min(kPanelWidth, w.out - n0);
+  for (int r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + cols, y + r * y_stride + n0);
+}
+
 // Panel p's w.in rows as f32, by the f32x4 reader Panel, into out (w.in × 8 floats).
 template <class Panel>
 void widen_panel(const PackedLinear& w, int p, float* out) {
@@ -73,7 +107,8 @@ void widen_panel(const PackedLinear& w, int p, float* out) {
 // A narrow panel is widened once into `widened` (w.in × 8 floats) for all these rows: the inner
 // loop is then f32's, and the widening (f16 8 operations per row of 8, int8 10) is shared by the
 // block's rows (64 at in = 768, up to 256) instead of 4: narrow readers in the 4-row loop kept
-// the whole prefill at 1.8-2.1x f32's time (docs/benchmarks.md). Exact: the stored values.
+// the whole prefill at 1.8-2.1x f32's time (docs/benchmarks.md). Exact: the stored values (int8:
+// q · 2^16, its scales applied per block by block_4x8_scaled).
 // Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
 // first forward() reaches TurboFan code after a few panels only if each panel is its own call
 // (CMakeLists.txt keeps Binaryen from inlining it too).
@@ -93,7 +128,11 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
     const float* x_rows[kRows];
     // A short last block repeats its last row; only block_rows rows are stored.
     for (int r = 0; r < kRows; ++r) x_rows[r] = x + (r0 + std::min(r, block_rows - 1)) * x_stride;
-    block_4x8(x_rows, block_rows, w, p, panel, target.y + r0 * target.y_stride, target.y_stride);
+    if constexpr (Panel::kBlockScales) {
+      block_4x8_scaled(x_rows, block_rows, w, p, Panel(w, p), panel, target.y + r0 * target.y_stride, target.y_stride);
+    } else {
+      block_4x8(x_rows, block_rows, w, p, panel, target.y + r0 * target.y_stride, target.y_stride);
+    }
   }
 }
 
@@ -198,17 +237,21 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
 template <class Panel>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                    int target_count) {
+  // One row: the matrix-vector loop. int8's is one_row_pairs, which its caller takes; were it to
+  // come here, the 4-row block below gives the same bits.
+  if constexpr (!Panel::kBlockScales) {
+    if (rows == 1) {
+      for (int t = 0; t < target_count; ++t) {
+        const int panels = targets[t].weights->panel_count();
+        int p = 0;
+        for (; p + Panel::kRowPanels <= panels; p += Panel::kRowPanels) one_row_panels<Panel, Panel::kRowPanels>(x, targets[t], p);
+        for (; p < panels; ++p) one_row_panels<Panel, 1>(x, targets[t], p);
+      }
+      return;
+    }
+  }
   // Cache blocking: a block of input rows (<= ~192 KiB) stays in L2 while every weight panel
   // streams past it once; each panel (in × 8 elements) stays in L1 across the block's rows.
-  if (rows == 1) {
-    for (int t = 0; t < target_count; ++t) {
-      const int panels = targets[t].weights->panel_count();
-      int p = 0;
-      for (; p + Panel::kRowPanels <= panels; p += Panel::kRowPanels) one_row_panels<Panel, Panel::kRowPanels>(x, targets[t], p);
-      for (; p < panels; ++p) one_row_panels<Panel, 1>(x, targets[t], p);
-    }
-    return;
-  }
   const int in = target_count ? targets[0].weights->in : 0;
   const int row_block = std::max(kRows, std::min(256, (48 * 1024 / std::max(in, 1)) / kRows * kRows));
   int widest = 0;  // the longest panel, for the narrow types' widened copy

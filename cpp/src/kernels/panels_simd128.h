@@ -1,9 +1,10 @@
 // One panel of the panel layout (kv_layout.h) read row by row as two f32x4, per storage type:
-// f32 loads, f16 and bf16 widened, int8 dequantised with its scales (widen_simd128.h). The
-// weights of a projection (kernels.h's PackedLinear, for linear_simd128.h): int8 with one scale
-// per block of 32 rows and lane; an f16 KV cache's panels where the pair readers
-// (pair_panels_simd128.h) cannot serve (narrow_rows_simd128.h). Rows are read in blocks of kBlock;
-// start(k0) is called at the first row of each (a weight panel's int8 loads the block's scales).
+// f32 loads, f16 and bf16 widened (widen_simd128.h), int8 as q · 2^16 with its scales applied to
+// each block's sums by the caller (kBlockScales). The weights of a projection (kernels.h's
+// PackedLinear, for linear_simd128.h): int8 with one scale per block of 32 rows and lane; an f16
+// KV cache's panels where the pair readers (pair_panels_simd128.h) cannot serve
+// (narrow_rows_simd128.h). Rows are read in blocks of kBlock; start(k0) is called at the first row
+// of each.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -19,6 +20,7 @@ namespace webattention::kernels {
 
 struct F32Panel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr bool kBlockScales = false;
   static constexpr int kRowPanels = 4;
   const float* p = nullptr;
   F32Panel() = default;
@@ -34,6 +36,7 @@ struct F32Panel {
 template <void (*Load)(const std::uint16_t*, v128_t&, v128_t&)>
 struct HalfPanel {
   static constexpr int kBlock = INT_MAX / 2;
+  static constexpr bool kBlockScales = false;
   static constexpr int kRowPanels = 4;
   const std::uint16_t* p = nullptr;
   HalfPanel() = default;
@@ -46,20 +49,29 @@ using F16Panel = HalfPanel<load_f16x8>;
 using F16FinitePanel = HalfPanel<load_f16x8_finite>;  // weights or a cache with no Inf or NaN
 using BF16Panel = HalfPanel<load_bf16x8>;
 
+// int8 weights as q · 2^16 (exact), the values the decode step's pair reader (I8PairPanel) gives
+// in even / odd order: the caller multiplies each block's partial sums by block_scales() once, as
+// the decode step does, so that a prefill and a decode step round alike (linear_simd128.h).
 struct I8Panel {
   static constexpr int kBlock = storage::kQuantBlock;
-  static constexpr int kRowPanels = 2;  // its scales take 2 registers a panel: V8 has 16
+  static constexpr bool kBlockScales = true;
   const std::int8_t* p = nullptr;
   const float* scales = nullptr;
-  v128_t s0, s1;
   I8Panel() = default;
   I8Panel(const PackedLinear& w, int panel)
       : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
-  void start(int k0) {
-    s0 = wasm_v128_load(scales + (k0 / kBlock) * kPanelWidth);
-    s1 = wasm_v128_load(scales + (k0 / kBlock) * kPanelWidth + 4);
+  void start(int) {}
+  void row(int k, v128_t& lo, v128_t& hi) const {
+    const v128_t unit = wasm_f32x4_splat(0x1p16f);
+    load_i8x8(p + k * kPanelWidth, unit, unit, lo, hi);
   }
-  void row(int k, v128_t& lo, v128_t& hi) const { load_i8x8(p + k * kPanelWidth, s0, s1, lo, hi); }
+  // The scales of the block that starts at row k0, times 2^-16, columns 0-3 and 4-7.
+  void block_scales(int k0, v128_t& lo, v128_t& hi) const {
+    const float* s = scales + (k0 / kBlock) * kPanelWidth;
+    const v128_t unit = wasm_f32x4_splat(0x1p-16f);
+    lo = wasm_f32x4_mul(wasm_v128_load(s), unit);
+    hi = wasm_f32x4_mul(wasm_v128_load(s + 4), unit);
+  }
 };
 
 // acc[2i], acc[2i + 1] += Σ_k x[k] · row k of panels[i], for k in [k0, k1): one row times kPanels
