@@ -146,16 +146,23 @@ inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) 
   return {static_cast<int>(begin), static_cast<int>(end)};
 }
 
-// The keys a block of rows [r0, r0 + rows) of unit g must compute: the union of their allowed
-// ranges (with a window, W + 3 positions at most, whatever the cache's length).
-inline KeyRange block_keys(const AttentionProblem& p, int g, int r0, int rows) {
-  KeyRange all{p.S, 0};
+// The keys of a block of rows [r0, r0 + rows) of unit g: `any`, those it must compute (the union
+// of the rows' allowed ranges; with a window, W + 3 positions at most, whatever the cache's
+// length), and `all`, those every row may see (their intersection; empty where a row sees none).
+// A tile inside `all`, with no mask given, needs no masking (attention_blocks then skips
+// mask_tile). Out of line: attention_blocks stays small for V8's optimising tier.
+struct BlockKeys {
+  KeyRange any, all;
+};
+__attribute__((noinline)) inline BlockKeys block_keys(const AttentionProblem& p, int g, int r0, int rows) {
+  KeyRange any{p.S, 0}, all{0, p.S};
   for (int r = r0; r < r0 + rows; ++r) {
     const KeyRange k = allowed_keys(p, p.positions.query0 + row_of(p, g, r).i);
+    all = {std::max(all.begin, k.begin), std::min(all.end, k.end)};
     if (k.empty()) continue;
-    all = {std::min(all.begin, k.begin), std::max(all.end, k.end)};
+    any = {std::min(any.begin, k.begin), std::max(any.end, k.end)};
   }
-  return all.empty() ? KeyRange{0, 0} : all;
+  return {any.empty() ? KeyRange{0, 0} : any, all};
 }
 
 // Where keys [j0, j0 + width) live: calls run(offset, slot, n) for each stretch of n keys held in
