@@ -27,6 +27,11 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
     format: 'esm',
     platform: 'node',
     target: 'node18',  // package.json engines
+    // Without whitespace and comments, in shorter equivalent syntax; names stay as written (stack
+    // traces, error classes). V8 parses the import in 7.1 ms instead of 8.4 (270 → 197 KB; median
+    // of 15 imports each, docs/benchmarks.md). Renaming identifiers too would save 0.3 ms more.
+    minifyWhitespace: true,
+    minifySyntax: true,
     banner: { js: BANNER },
     logLevel: 'warning',
   });
