@@ -143,6 +143,27 @@ EMSCRIPTEN_KEEPALIVE const char* wa_mha_load_parameter(MhaBinding* m, const char
   }));
 }
 
+// MultiHeadAttention::begin_load_in_place: on success `out` receives the part count, then
+// (address, offset, count) per part (3 at most: in_proj_weight's Q, K and V); a count of 0 means
+// "load with wa_mha_load_parameter instead".
+EMSCRIPTEN_KEEPALIVE const char* wa_mha_begin_load_in_place(MhaBinding* m, const char* name, std::size_t count,
+                                                            const char* source_dtype, double* out) {
+  return error_of(guarded([&] {
+    const StorageType source = parse_storage_type(source_dtype, "sourceDtype", kSourceTypes);
+    const auto parts = m->mha->begin_load_in_place(name, count, source);
+    out[0] = static_cast<double>(parts.size());
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      out[1 + 3 * i] = static_cast<double>(reinterpret_cast<std::uintptr_t>(parts[i].to));
+      out[2 + 3 * i] = static_cast<double>(parts[i].offset);
+      out[3 + 3 * i] = static_cast<double>(parts[i].count);
+    }
+  }));
+}
+
+EMSCRIPTEN_KEEPALIVE const char* wa_mha_finish_load_in_place(MhaBinding* m) {
+  return error_of(guarded([&] { m->mha->finish_load_in_place(); }));
+}
+
 // After a load that failed part-way (wasm_executor.js): MultiHeadAttention::forget_parameters.
 EMSCRIPTEN_KEEPALIVE void wa_mha_forget_parameters(MhaBinding* m) { m->mha->forget_parameters(); }
 

@@ -162,6 +162,42 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
   slices_.clear();
 }
 
+std::vector<MultiHeadAttention::InPlacePart> MultiHeadAttention::begin_load_in_place(
+    const std::string& name, std::size_t count, StorageType source) {
+  pending_.clear();
+  const ParameterSpec& spec = checked_spec(name, count);
+  const std::vector<EntryPart> parts = entry_parts(spec);
+  const auto weights = [](const EntryPart& p) { return p.kind == EntryPart::kWeights; };
+  if (source != StorageType::f32 || config_.weights_dtype != StorageType::f32 || !std::all_of(parts.begin(), parts.end(), weights)) {
+    return {};
+  }
+  std::vector<std::unique_ptr<kernels::PackedLinear>> storage;
+  std::vector<InPlacePart> places;
+  for (const EntryPart& part : parts) {
+    storage.push_back(std::make_unique<kernels::PackedLinear>(kernels::rows_for_packing(part.rows, part.cols)));
+    places.push_back({storage.back()->elements<float>().data, part.offset,
+                      static_cast<std::size_t>(part.rows) * part.cols});
+  }
+  pending_ = std::move(storage);
+  pending_entry_ = static_cast<std::size_t>(&spec - specs_.data());
+  return places;
+}
+
+void MultiHeadAttention::finish_load_in_place() {
+  if (pending_.empty()) throw StateDictError("", "state dict: finish_load_in_place() without begin_load_in_place()");
+  const std::vector<EntryPart> parts = entry_parts(specs_[pending_entry_]);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    kernels::PackedLinear& w = *pending_[i];
+    kernels::pack_rows_in_place(w);
+    std::unique_ptr<kernels::PackedLinear>& target = this->*parts[i].linear;
+    w.bias = std::move(target->bias);
+    *target = std::move(w);
+  }
+  pending_.clear();
+  loaded_[pending_entry_] = true;
+  slices_.clear();
+}
+
 void MultiHeadAttention::read_parameter(const std::string& name, float* out,
                                         std::size_t count) const {
   const ParameterSpec& spec = checked_spec(name, count);

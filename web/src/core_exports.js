@@ -44,6 +44,9 @@ function fieldValue(object, path) {
   return Number(v);
 }
 
+// The most parts one state-dict entry has (in_proj_weight: Q, K and V; exports.cpp).
+const MAX_IN_PLACE_PARTS = 3;
+
 // The most bytes one call's arguments take on the WASM stack: the records are ~25 doubles and
 // the strings are names and dtypes the JS side has already checked.
 const SCRATCH_MAX_BYTES = 4096;
@@ -122,6 +125,24 @@ class MhaHandle extends Handle {
     return withScratch(this.core, { strings: [name, sourceDtype] }, ({ strings: [n, dtype] }) =>
       readText(this.core, this.core._wa_mha_load_parameter(this.address, n, data, count, dtype)));
   }
+
+  /**
+   * An f32 entry written straight into the core's new storage (no staging copy): { parts:
+   * [{ address, offset, count }] } (elements [offset, offset + count) of the entry go to byte
+   * address `address`; no parts: load it with loadParameter), or { error }.
+   */
+  beginLoadInPlace(name, count, sourceDtype) {
+    return withScratch(this.core, { strings: [name, sourceDtype], outDoubles: 1 + 3 * MAX_IN_PLACE_PARTS }, ({ strings: [n, dtype], out }) => {
+      const error = readText(this.core, this.core._wa_mha_begin_load_in_place(this.address, n, count, dtype, out));
+      if (error) return { error };
+      const values = this.core.HEAPF64.slice(out >>> 3, (out >>> 3) + 1 + 3 * MAX_IN_PLACE_PARTS);
+      const parts = [];
+      for (let i = 0; i < values[0]; i++) parts.push({ address: values[1 + 3 * i], offset: values[2 + 3 * i], count: values[3 + 3 * i] });
+      return { parts };
+    });
+  }
+
+  finishLoadInPlace() { return readText(this.core, this.core._wa_mha_finish_load_in_place(this.address)); }
 
   readParameter(name, out, count) {
     return withScratch(this.core, { strings: [name] }, ({ strings: [n] }) =>

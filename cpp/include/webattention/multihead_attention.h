@@ -139,6 +139,22 @@ class MultiHeadAttention {
   // copy). Throws ConfigError ("source_dtype") for int8, StateDictError for a non-finite value
   // bound for int8 storage (naming the entry, the row and the block) and for a +Inf sink.
   void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
+  // An f32 weight entry loaded into an f32 module with no copy of it besides the caller's (the JS
+  // side must copy a caller's array into WASM memory anyway: written straight into the storage,
+  // a load needs one copy of the weights instead of two). begin_load_in_place() makes the entry's
+  // new storage and returns where each part of its values goes: elements [offset, offset +
+  // count) of the entry, row-major as PyTorch stores it, at `to`. The caller writes them there;
+  // finish_load_in_place() packs them where they lie and puts them in, as load_parameter() would.
+  // Returns no parts, changing nothing, where this does not apply (another source or storage
+  // type; a bias or a vector): load_parameter() then. Throws StateDictError for an unknown name or
+  // a wrong count, std::bad_alloc when there is no room (nothing is changed either way). The
+  // weights stay as they were until finish; another begin drops the parts not finished.
+  struct InPlacePart {
+    float* to;
+    std::size_t offset, count;
+  };
+  std::vector<InPlacePart> begin_load_in_place(const std::string& name, std::size_t count, StorageType source);
+  void finish_load_in_place();
   // An entry as loaded, widened to f32 (`count` floats, row-major as PyTorch stores it): for a
   // module with f32 weights, exactly the values load_parameter() took (in f32). Throws
   // StateDictError for an unknown name, a wrong count or an entry not loaded yet.
@@ -260,6 +276,9 @@ class MultiHeadAttention {
   std::vector<float> q_norm_, k_norm_;  // the qk-norm weights [head_dim] (config_.qk_norm)
   std::vector<ParameterSpec> specs_;
   std::vector<bool> loaded_;
+  // begin_load_in_place()'s entry (its index in specs_) and its parts' new storage, until finish.
+  std::size_t pending_entry_ = 0;
+  std::vector<std::unique_ptr<kernels::PackedLinear>> pending_;
   // Projection weights packed for the kernels at load time (biases inside).
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;

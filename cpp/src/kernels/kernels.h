@@ -70,6 +70,12 @@ PackedLinear pack_linear(const float* weight, int out, int in);
 // (storage_convert.h's rules; bits copied as they are when the types match). int8 storage takes
 // finite values only (the caller checks: kernels never throw).
 PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType storage);
+// Packing in place, without a copy of the source (the JS side's loadStateDict, which must copy a
+// caller's f32 weights into WASM memory anyway): rows_for_packing() makes f32 storage for
+// [out, in] weights, the caller writes W there row-major (PyTorch's [out, in], out × in floats
+// from the storage's start), and pack_rows_in_place() packs them where they lie.
+PackedLinear rows_for_packing(int out, int in);
+void pack_rows_in_place(PackedLinear& w);
 // Output columns [begin, end) of a packed layer, packed on their own with the same stored values
 // (and scales): the projection kernel then runs over those columns only.
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end);

@@ -3,6 +3,7 @@
 // (storage_convert.h), and column slices of packed weights.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/kernels.h"
 
@@ -32,12 +33,13 @@ struct Source {
 // the first tier while it waits).
 int panel_columns(int out, int p) { return std::min(kPanelWidth, out - p * kPanelWidth); }
 
-// f32 from f32, the common case: each output column is one contiguous source row, copied down
-// its lane (the loop the first tier runs fastest); the padding columns are zeros.
-__attribute__((noinline)) void pack_panel_f32_copy(const float* src, int out, int p, const PackedLinear& w) {
+// f32 from f32, the common case: each output column is one contiguous source row (`rows`: the
+// panel's first, W row 8p), copied down its lane (the loop the first tier runs fastest); the
+// padding columns are zeros.
+__attribute__((noinline)) void pack_panel_f32_copy(const float* rows, int out, int p, const PackedLinear& w) {
   const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
   const PanelMatrix<float> m = w.elements<float>();
-  for (int c = 0; c < cols; ++c) m.set_column(n0 + c, src + static_cast<std::size_t>(n0 + c) * in, in);
+  for (int c = 0; c < cols; ++c) m.set_column(n0 + c, rows + static_cast<std::size_t>(c) * in, in);
   for (int c = cols; c < kPanelWidth; ++c) {
     float* dst = &m.at(n0 + c, 0);
     for (int k = 0; k < in; ++k) dst[static_cast<std::size_t>(k) * kPanelWidth] = 0.0f;
@@ -81,7 +83,9 @@ __attribute__((noinline)) void pack_panel_i8(const Source& src, int out, int p, 
 void pack_panel(const Source& src, int out, int p, const PackedLinear& w) {
   switch (w.type) {
     case StorageType::f32:
-      if (src.type == StorageType::f32) return pack_panel_f32_copy(static_cast<const float*>(src.data), out, p, w);
+      if (src.type == StorageType::f32) {
+        return pack_panel_f32_copy(static_cast<const float*>(src.data) + static_cast<std::size_t>(p) * kPanelWidth * src.in, out, p, w);
+      }
       return pack_panel_f32(src, out, p, w);
     case StorageType::f16:
     case StorageType::bf16: return pack_panel_16(src, out, p, w);
@@ -126,6 +130,19 @@ PackedLinear pack_linear(const void* weight, StorageType source, int out, int in
     for (std::size_t i = 0; i < n && w.finite; ++i) w.finite = (bits[i] & 0x7C00u) != 0x7C00u;
   }
   return w;
+}
+
+PackedLinear rows_for_packing(int out, int in) { return allocate(StorageType::f32, out, in); }
+
+void pack_rows_in_place(PackedLinear& w) {
+  // Panel p takes the same floats, [8p·in, (8p + 8)·in), as W rows [8p, 8p + 8) do: each panel's
+  // rows go through a copy the size of one panel, then down their lanes.
+  std::vector<float> rows(static_cast<std::size_t>(kPanelWidth) * w.in);
+  for (int p = 0; p < w.panel_count(); ++p) {
+    const float* panel = w.panel(p);
+    std::copy(panel, panel + static_cast<std::size_t>(panel_columns(w.out, p)) * w.in, rows.begin());
+    pack_panel_f32_copy(rows.data(), w.out, p, w);
+  }
 }
 
 PackedLinear pack_linear(const float* weight, int out, int in) {

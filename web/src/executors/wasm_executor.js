@@ -105,7 +105,7 @@ export class WasmExecutor {
     let loaded = 0;
     try {
       for (const { name, data, dtype = 'float32' } of entries) {
-        const error = withHeap(this.core, [{ data }], ([address]) =>
+        const error = this.#loadInPlace(name, data, dtype) ?? withHeap(this.core, [{ data }], ([address]) =>
           this.handle.loadParameter(name, address, data.length, dtype));
         if (error) throwCoreError(error);
         loaded += 1;
@@ -122,6 +122,21 @@ export class WasmExecutor {
       }
       throw e;
     }
+  }
+
+  /**
+   * Entry `name` written straight into the core's new storage where the core takes it that way
+   * (f32 weights into an f32 module): the load then holds one copy of the weights in WASM memory,
+   * not a staging copy beside the packed one (a cold start's loadStateDict touches half the fresh
+   * pages). Returns the core's error text ('' on success), or null: load it the other way.
+   */
+  #loadInPlace(name, data, dtype) {
+    const begun = this.handle.beginLoadInPlace(name, data.length, dtype);
+    if (begun.error) return begun.error;
+    if (begun.parts.length === 0) return null;
+    // HEAPF32 read after the call: the storage may have grown the memory (a new buffer).
+    for (const { address, offset, count } of begun.parts) this.core.HEAPF32.set(data.subarray(offset, offset + count), address / 4);
+    return this.handle.finishLoadInPlace();
   }
 
   /**
