@@ -7,7 +7,9 @@
 // inputs the output and weights match the float64 reference (cpp/reference). NaN and infinities
 // come in through a few byte values; such inputs are run for memory safety only (the NaN rules
 // are checked against their own reference by tests/js/differential.test.js). The weights are
-// stored as f32, f16, bf16 or int8 (docs/attention-math.md §11) and given as f32 or as f16 bits;
+// stored as f32, f16, bf16 or int8 (docs/attention-math.md §11) and given as f32 or as f16 bits
+// (f32 weight matrices of an f32 module written in place, as the JS side loads them;
+// decode_fuzz.cpp loads through load_parameter());
 // the reference then computes with the stored values, and a non-finite weight bound for int8 must
 // be a StateDictError. Issue 20's options come from fuzz_options.h: the score scale, softcap,
 // sinks, qk-norm (with all-zero heads), a bias per projection, RoPE with either scaling or a given
@@ -47,6 +49,15 @@ void check_close(const char* what, const std::vector<float>& got, const std::vec
     const double a = got[i], b = expected[i];
     if (!(std::fabs(a - b) <= 1e-3 + 1e-3 * std::fabs(b))) fail(what, i, a, b);
   }
+}
+
+// Entry `name` written in place (begin_load_in_place), as the JS side loads f32 weight matrices
+// into an f32 module; false, having changed nothing, for an entry not taken that way.
+bool load_in_place(MultiHeadAttention& m, const std::string& name, const std::vector<float>& v) {
+  const auto parts = m.begin_load_in_place(name, v.size(), StorageType::f32);
+  for (const auto& p : parts) std::copy_n(v.data() + p.offset, p.count, p.to);
+  if (!parts.empty()) m.finish_load_in_place();
+  return !parts.empty();
 }
 
 struct Mask {
@@ -119,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
       if (f16_source) {
         mha.load_parameter(spec.name, bits.data(), bits.size(), StorageType::f16);
-      } else {
+      } else if (!load_in_place(mha, spec.name, values)) {
         mha.load_parameter(spec.name, values.data(), values.size());
       }
       if (fuzz::refused_entry(spec, values, c)) {
