@@ -9,7 +9,7 @@ bash scripts/setup.sh
 # here (the stamp in build/): an unchanged tree serves in about a second instead of relinking all
 # five modules (about 17 s). A full build is always `npm run build`.
 stamp=build/wasm-modules.stamp
-sources=(cpp CMakeLists.txt web/modules.json scripts/build.sh scripts/env.sh scripts/gen_modules.mjs scripts/relaxed_simd_opcodes.py)
+sources=(cpp CMakeLists.txt web/modules.json scripts/build.sh scripts/env.sh scripts/gen_modules.mjs scripts/relaxed_simd_opcodes.py scripts/wasm_code.py)
 if [ ! -f "$stamp" ] || [ ! -f web/dist/browser_modules.js ] || [ -n "$(find "${sources[@]}" -newer "$stamp" -print -quit)" ]; then
   bash scripts/build.sh
   mkdir -p build && touch "$stamp"
