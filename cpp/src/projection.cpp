@@ -5,15 +5,55 @@
 #include "parallel.h"
 
 namespace webattention {
+namespace {
+
+constexpr int kMaxTargets = 3;  // Q, K and V of one input
+constexpr int kBlockRows = 4;   // the kernel's register block
+
+// A few rows (a decode step: one per batch entry) split over the threads by weight panels: each
+// thread reads its share of the weights, which is what bounds such a step, instead of one thread
+// reading them all. Panels [begin, end) count across the targets, one after the other.
+void project_by_panels(const float* x, int rows, std::ptrdiff_t x_stride,
+                       const kernels::LinearTarget* targets, int target_count, int threads) {
+  int total = 0;
+  for (int t = 0; t < target_count; ++t) total += targets[t].weights->panel_count();
+  // About two chunks per thread, each a multiple of 4 panels (the one-row loops' group).
+  const int grain = std::max(4, ((total + 2 * threads - 1) / (2 * threads) + 3) / 4 * 4);
+  parallel_for(total, grain, [&](int begin, int end) {
+    kernels::LinearTarget part[kMaxTargets];
+    int parts = 0, first = 0;
+    for (int t = 0; t < target_count; ++t) {
+      const int count = targets[t].weights->panel_count();
+      const int b = std::max(begin - first, 0), e = std::min(end - first, count);
+      if (b < e) {
+        part[parts] = targets[t];
+        part[parts].panel_begin = b;
+        part[parts].panel_end = e;
+        ++parts;
+      }
+      first += count;
+    }
+    kernels::linear(x, rows, x_stride, part, parts);
+  });
+}
+
+}  // namespace
 
 void project(const float* x, int rows, std::ptrdiff_t x_stride,
              const kernels::LinearTarget* targets, int target_count) {
-  constexpr int kMaxTargets = 3;  // Q, K and V of one input
+  const int threads = thread_count();
+  // Split by panels where rows are too few for a 4-row block per thread, and the weights many
+  // enough (about 1 MiB of f32) to be worth waking the threads for.
+  std::size_t weights = 0;
+  for (int t = 0; t < target_count; ++t) weights += static_cast<std::size_t>(targets[t].weights->in) * targets[t].weights->out;
+  if (threads > 1 && rows < kBlockRows * threads && weights >= (std::size_t{1} << 18)) {
+    project_by_panels(x, rows, x_stride, targets, target_count, threads);
+    return;
+  }
   // About two chunks per thread (dynamic balance), each a multiple of the kernel's 4-row block
   // and at least 32 rows so every chunk amortises its pass over the weights.
-  const int threads = thread_count();
   const int per_chunk = (rows + 2 * threads - 1) / (2 * threads);
-  const int chunk = std::max(32, (per_chunk + 3) / 4 * 4);
+  const int chunk = std::max(32, (per_chunk + kBlockRows - 1) / kBlockRows * kBlockRows);
   parallel_for(rows, chunk, [&](int begin, int end) {  // one call fn(0, rows) on one thread
     kernels::LinearTarget shifted[kMaxTargets];
     for (int t = 0; t < target_count; ++t) {

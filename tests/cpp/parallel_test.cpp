@@ -1,10 +1,14 @@
-// The thread pool behind the multi-threaded builds: every index exactly once, nested calls safe.
+// The thread pool behind the multi-threaded builds: every index exactly once, nested calls safe;
+// work split over its threads gives the same bits as on one.
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <random>
 #include <vector>
 
 #include "parallel.h"
+#include "test_util.h"
+#include "webattention/multihead_attention.h"
 
 namespace webattention {
 namespace {
@@ -32,6 +36,47 @@ TEST(ParallelFor, NestedCallsRunAndRepeatedJobsDoNotMix) {
   }
   EXPECT_EQ(sum.load(), 200L * 4 * 36);
   EXPECT_GE(thread_count(), 1);
+}
+
+// Decode steps of a module large enough for projection.cpp to split a step's projections over
+// the threads by weight panels (and a prefill split by rows): the same outputs, bit for bit, as
+// with one thread, for every weights type. (With one thread in the build, both runs are serial.)
+TEST(ParallelSplit, DecodeStepsGiveTheSameBitsOnAnyThreadCount) {
+  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::i8}) {
+    SCOPED_TRACE(storage_type_name(weights));
+    MhaConfig c;
+    c.embed_dim = 512;  // each projection's weights reach projection.cpp's threshold for a split
+    c.num_heads = 8;
+    c.weights_dtype = weights;
+    MultiHeadAttention m(c);
+    std::mt19937 rng(5);
+    for (const auto& spec : m.parameter_specs()) {
+      const std::vector<float> w = testing::random_floats(spec.size(), rng, 0.1f);
+      m.load_parameter(spec.name, w.data(), w.size());
+    }
+    const int T = 6, E = c.embed_dim;
+    const std::vector<float> x = testing::random_floats(static_cast<std::size_t>(T) * E, rng);
+    std::vector<float> outputs[2];
+    for (int run = 0; run < 2; ++run) {
+      set_thread_limit(run == 0 ? 1 : thread_count());
+      KvCacheConfig kc;
+      kc.batch = 1;
+      kc.max_length = T;
+      auto cache = m.create_cache(kc);
+      outputs[run].resize(static_cast<std::size_t>(T) * E);
+      const auto step = [&](int at, int L) {
+        MhaForwardArgs a;
+        a.L = a.S = L;
+        a.query = a.key = a.value = x.data() + at * E;
+        a.output = outputs[run].data() + at * E;
+        m.forward(a, *cache);
+      };
+      step(0, 3);  // a prefill, then one position at a time
+      for (int t = 3; t < T; ++t) step(t, 1);
+    }
+    set_thread_limit(thread_count());
+    EXPECT_EQ(outputs[0], outputs[1]);
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cstddef>
 #include <memory>
 #include <vector>
@@ -85,6 +86,12 @@ struct LinearTarget {
   const PackedLinear* weights;
   float* y;
   std::ptrdiff_t y_stride;
+  // The weight panels computed, [panel_begin, panel_end) (clamped to panel_count()): output
+  // columns [8·panel_begin, 8·panel_end). A few rows (a decode step) are split over threads by
+  // panels (projection.cpp); each panel's results are the same whoever computes them.
+  int panel_begin = 0;
+  int panel_end = INT_MAX;
+  int panels_end() const { return std::min(panel_end, weights->panel_count()); }
 };
 
 // Runs every target over the same input rows in one pass over x (Q, K and V projections of a

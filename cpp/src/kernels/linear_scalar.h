@@ -100,7 +100,7 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
   std::vector<float> widened;
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
-    for (int p = 0; p < w.panel_count(); ++p) {
+    for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) {
       if (kWiden && rows > 1) {
         widened.resize(static_cast<std::size_t>(w.in) * kPanelWidth);
         widen_panel<Panel>(w, p, widened.data());

@@ -226,8 +226,8 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     x = scaled.data();
   }
   for (int t = 0; t < target_count; ++t) {
-    const int panels = targets[t].weights->panel_count();
-    int p = 0;
+    const int panels = targets[t].panels_end();
+    int p = targets[t].panel_begin;
     for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(x, targets[t], p);
     for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(x, targets[t], p);
   }
@@ -242,8 +242,8 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
   if constexpr (!Panel::kBlockScales) {
     if (rows == 1) {
       for (int t = 0; t < target_count; ++t) {
-        const int panels = targets[t].weights->panel_count();
-        int p = 0;
+        const int panels = targets[t].panels_end();
+        int p = targets[t].panel_begin;
         for (; p + Panel::kRowPanels <= panels; p += Panel::kRowPanels) one_row_panels<Panel, Panel::kRowPanels>(x, targets[t], p);
         for (; p < panels; ++p) one_row_panels<Panel, 1>(x, targets[t], p);
       }
@@ -260,7 +260,7 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
   for (int rb = 0; rb < rows; rb += row_block) {
     const int rb_rows = std::min(row_block, rows - rb);
     for (int t = 0; t < target_count; ++t) {
-      for (int p = 0; p < targets[t].weights->panel_count(); ++p)
+      for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p)
         panel_rows<Panel>(x, rb, rb + rb_rows, x_stride, targets[t], p, widened.data());
     }
   }
