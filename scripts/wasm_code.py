@@ -35,11 +35,11 @@ class Reader:
             if b < 0x80:
                 return value
 
-    def skip_leb(self):  # a signed LEB (s32, s33, s64): only its length matters here
+    def pass_leb(self):  # a signed LEB (s32, s33, s64): only its length matters here
         while self.byte() & 0x80:
             pass
 
-    def skip(self, n):
+    def advance(self, n):  # past n bytes of an immediate
         if self.at + n > self.end:
             raise WasmDecodeError(f'unexpected end at byte {self.at}')
         self.at += n
@@ -62,13 +62,13 @@ def code_section(data):
     raise WasmDecodeError('no code section')
 
 
-# Single-byte opcodes and how to skip their immediates.
+# Single-byte opcodes and how to read past their immediates.
 def _blocktype(r):
     b = r.data[r.at]
     if b == 0x40 or b in VALUE_TYPES:
-        r.skip(1)
+        r.advance(1)
     else:
-        r.skip_leb()  # a type index (s33)
+        r.pass_leb()  # a type index (s33)
 
 
 def _br_table(r):
@@ -77,7 +77,7 @@ def _br_table(r):
 
 
 def _select_types(r):
-    r.skip(r.uleb())
+    r.advance(r.uleb())
 
 
 _NONE = lambda r: None  # noqa: E731
@@ -87,9 +87,9 @@ OPCODES = {0x00: _NONE, 0x01: _NONE, 0x02: _blocktype, 0x03: _blocktype, 0x04: _
            0x0C: _U32, 0x0D: _U32, 0x0E: _br_table, 0x0F: _NONE, 0x10: _U32,
            0x11: lambda r: (r.uleb(), r.uleb()), 0x18: _U32, 0x19: _NONE, 0x1A: _NONE,
            0x1B: _NONE, 0x1C: _select_types, 0x3F: _U32, 0x40: _U32,
-           0x41: lambda r: r.skip_leb(), 0x42: lambda r: r.skip_leb(),
-           0x43: lambda r: r.skip(4), 0x44: lambda r: r.skip(8),
-           0xD0: lambda r: r.skip(1), 0xD1: _NONE, 0xD2: _U32}
+           0x41: lambda r: r.pass_leb(), 0x42: lambda r: r.pass_leb(),
+           0x43: lambda r: r.advance(4), 0x44: lambda r: r.advance(8),
+           0xD0: lambda r: r.advance(1), 0xD1: _NONE, 0xD2: _U32}
 for op in range(0x20, 0x27):  # local.get … global.set, table.get, table.set
     OPCODES[op] = _U32
 for op in range(0x28, 0x3F):  # loads and stores
@@ -116,12 +116,12 @@ def _simd(r):  # 0xfd prefix; returns the sub-opcode
     if sub <= 11 or sub in (92, 93):  # loads and stores
         r.memarg()
     elif sub in (12, 13):  # v128.const, i8x16.shuffle
-        r.skip(16)
+        r.advance(16)
     elif 21 <= sub <= 34:  # extract / replace lane
-        r.skip(1)
+        r.advance(1)
     elif 84 <= sub <= 91:  # load / store lane
         r.memarg()
-        r.skip(1)
+        r.advance(1)
     elif sub > 0x113:
         raise WasmDecodeError(f'unknown 0xfd {sub} at byte {r.at}')
     return sub
@@ -130,7 +130,7 @@ def _simd(r):  # 0xfd prefix; returns the sub-opcode
 def _atomic(r):  # 0xfe prefix
     sub = r.uleb()
     if sub == 0x03:  # atomic.fence
-        r.skip(1)
+        r.advance(1)
     elif sub <= 0x02 or 0x10 <= sub <= 0x4E:
         r.memarg()
     else:
@@ -147,7 +147,7 @@ def simd_instruction_offsets(data, begin, end, sub_opcode):
         body = Reader(data, r.at, body_end)
         for _ in range(body.uleb()):  # local declarations: count, type
             body.uleb()
-            body.skip(1)
+            body.advance(1)
         while body.at < body_end:
             at = body.at
             op = body.byte()

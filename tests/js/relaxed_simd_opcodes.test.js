@@ -14,7 +14,7 @@ const PATCHER = new URL('../../scripts/relaxed_simd_opcodes.py', import.meta.url
 // (func (param v128) (result v128)): the prototype FMA of the parameter with itself twice, then
 // an i32.const whose LEB immediate is the bytes fd af 01, dropped.
 function moduleBytes() {
-  const body = [0x00, // no locals
+  const body = [0x01, 0x01, 0x7f, // one i32 local (the walker reads past local declarations)
     0x20, 0x00, 0x20, 0x00, 0x20, 0x00, 0xfd, 0xaf, 0x01, // local.get 0 ×3, f32x4.relaxed_fma (prototype)
     0x41, 0xfd, 0xaf, 0x01, 0x1a, // i32.const 0x57fd, drop
     0x0b];
