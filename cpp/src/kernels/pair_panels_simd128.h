@@ -115,12 +115,11 @@ struct I8PairPanel {
   }
   // acc += part · the scales of the block that starts at row k0 (times 2^-16).
   void scale_block(int k0, v128_t part_even, v128_t part_odd, v128_t& acc_even, v128_t& acc_odd) const {
-    const float* s = scales + (k0 / kBlock) * kPanelWidth;
-    v128_t s_even, s_odd;
-    to_pairs(wasm_v128_load(s), wasm_v128_load(s + 4), s_even, s_odd);
-    const v128_t unit = wasm_f32x4_splat(0x1p-16f);
-    acc_even = wasm_f32x4_add(acc_even, wasm_f32x4_mul(part_even, wasm_f32x4_mul(s_even, unit)));
-    acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, wasm_f32x4_mul(s_odd, unit)));
+    v128_t lo, hi, s_even, s_odd;
+    i8_block_scales(scales, k0, lo, hi);
+    to_pairs(lo, hi, s_even, s_odd);
+    acc_even = wasm_f32x4_add(acc_even, wasm_f32x4_mul(part_even, s_even));
+    acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, s_odd));
   }
 };
 

@@ -49,6 +49,16 @@ using F16Panel = HalfPanel<load_f16x8>;
 using F16FinitePanel = HalfPanel<load_f16x8_finite>;  // weights or a cache with no Inf or NaN
 using BF16Panel = HalfPanel<load_bf16x8>;
 
+// The int8 scales of the block of 32 rows that starts at row k0 of a panel (`scales`: the panel's,
+// [blocks][8]), times 2^-16, columns 0-3 and 4-7: what multiplies a block's partial sums of
+// x · (q · 2^16), in the 4-row block (I8Panel) and in a decode step (I8PairPanel) alike.
+inline void i8_block_scales(const float* scales, int k0, v128_t& lo, v128_t& hi) {
+  const float* s = scales + (k0 / storage::kQuantBlock) * kPanelWidth;
+  const v128_t unit = wasm_f32x4_splat(0x1p-16f);
+  lo = wasm_f32x4_mul(wasm_v128_load(s), unit);
+  hi = wasm_f32x4_mul(wasm_v128_load(s + 4), unit);
+}
+
 // int8 weights as q · 2^16 (exact), the values the decode step's pair reader (I8PairPanel) gives
 // in even / odd order: the caller multiplies each block's partial sums by block_scales() once, as
 // the decode step does, so that a prefill and a decode step round alike (linear_simd128.h).
@@ -65,13 +75,7 @@ struct I8Panel {
     const v128_t unit = wasm_f32x4_splat(0x1p16f);
     load_i8x8(p + k * kPanelWidth, unit, unit, lo, hi);
   }
-  // The scales of the block that starts at row k0, times 2^-16, columns 0-3 and 4-7.
-  void block_scales(int k0, v128_t& lo, v128_t& hi) const {
-    const float* s = scales + (k0 / kBlock) * kPanelWidth;
-    const v128_t unit = wasm_f32x4_splat(0x1p-16f);
-    lo = wasm_f32x4_mul(wasm_v128_load(s), unit);
-    hi = wasm_f32x4_mul(wasm_v128_load(s + 4), unit);
-  }
+  void block_scales(int k0, v128_t& lo, v128_t& hi) const { i8_block_scales(scales, k0, lo, hi); }
 };
 
 // acc[2i], acc[2i + 1] += Σ_k x[k] · row k of panels[i], for k in [k0, k1): one row times kPanels
