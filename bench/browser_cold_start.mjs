@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// Browser cold start: navigation → the demo page's first result (web/demo/: the page runs the
+// Browser cold start: navigation → the demo page's first result (web/demo/, or with --static the
+// static deploy that scripts/build_demo.mjs writes into build/demo/: the page runs the
 // package on load and sets <body data-status="ok"> when its first run is shown), in headless
 // Chromium or Firefox (tests/browser/browsers.mjs, as the page tests launch them) on the
 // repository's own server (scripts/serve.mjs, cross-origin isolated unless --plain). Each run opens
@@ -8,7 +9,11 @@
 // file and keeps what it has, with the code caches its engine builds for cached scripts and WASM
 // modules). Prints the median and minimum of each.
 //
-//   node bench/browser_cold_start.mjs [--runs N] [--plain] [--browser chromium|firefox]
+//   node bench/browser_cold_start.mjs [--runs N] [--plain] [--static] [--browser chromium|firefox]
+//
+// web/demo/ is the page as written (every module of web/src a request of its own: what `npm start`
+// serves first); build/demo/ is what a visitor of a static deploy loads (one bundle per page,
+// node scripts/build_demo.mjs).
 //
 // Per visit: first result (ms from navigation start, performance.now() when data-status turned
 // ok), DOMContentLoaded, when the last .wasm before it had arrived, how many requests the page
@@ -18,6 +23,7 @@ import { commonHeader, parseFlags } from './run_env.mjs';
 const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
   runs: { type: 'string', default: '9' },
   plain: { type: 'boolean', default: false },
+  static: { type: 'boolean', default: false },
   browser: { type: 'string', default: 'chromium' },
 });
 const runs = Number(values.runs);
@@ -59,7 +65,7 @@ try {
   server.child.kill();
   throw e;
 }
-const url = `${server.url}/web/demo/`;
+const url = `${server.url}/${values.static ? 'build' : 'web'}/demo/`;
 const results = { first: [], second: [] };
 try {
   for (let i = 0; i < runs; i++) {

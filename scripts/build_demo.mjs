@@ -5,9 +5,14 @@
 // The folder keeps the repository's layout (web/demo, web/src, web/dist, web/model, docs), so
 // every path the page uses stays relative and the folder works from any sub-path; its index.html
 // forwards to web/demo/. Needs the WASM build (web/dist): `npm run build` first.
+// The page's scripts (demo.js, doc_page.js) are bundled by esbuild in place, the parts the page
+// imports lazily (the package, the model, the backend comparison) as chunks beside them: a
+// visitor's browser makes 102 requests before its first result from the files as written, the
+// deeper of them one round trip after another (bench/browser_cold_start.mjs --static).
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { DOCUMENTS } from '../web/demo/documents.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -40,6 +45,7 @@ for (const path of COPIED) {
     filter: (source) => !SKIPPED.test(source.slice(ROOT.length).replaceAll('\\', '/')),
   });
 }
+await bundlePageScripts();
 const page = join(out, 'web/demo/index.html');
 const html = readFileSync(page, 'utf8');
 if (!html.includes(PEERS_ATTRIBUTE)) {
@@ -55,3 +61,31 @@ writeFileSync(join(out, 'index.html'), `<!doctype html>
 <a href="web/demo/">webattention demo</a>
 `);
 console.log(`build:demo: wrote ${out} (open web/demo/ under any static server)`);
+
+// Each page script with what it imports, over the copied one. The bundles sit in web/demo/, as
+// deep as web/src/ and web/model/, so the relative URLs their code builds at run time
+// (new URL('../dist/…', import.meta.url), '../model/…') still name the same files. The one module
+// kept apart is web/dist/browser_modules.js, whose URLs are relative to web/dist/ itself: the
+// bundles import it by the path the package's code writes ('../dist/browser_modules.js'). The
+// copies of web/src/ stay: the pool's workers (web/dist/pool_worker_*.js) import from them.
+async function bundlePageScripts() {
+  await build({
+    entryPoints: ['web/demo/demo.js', 'web/demo/doc_page.js'].map((file) => join(ROOT, file)),
+    outdir: join(out, 'web/demo'),
+    allowOverwrite: true,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: 'error',
+    plugins: [{
+      name: 'browser-modules-apart',
+      setup(b) {
+        b.onResolve({ filter: /\/dist\/browser_modules\.js$/ }, (args) => ({ path: args.path, external: true }));
+      },
+    }],
+  });
+}
