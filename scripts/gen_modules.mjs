@@ -8,6 +8,9 @@
 //                               and new Worker(new URL('./w.js', import.meta.url)) that bundlers
 //                               (Vite, webpack) follow (they only follow literals, so these cannot
 //                               be computed at run time), and the pthreads worker script's text
+//   madd_probe.js               the bytes of the relaxed-SIMD probe (cpp/probe/, built beside the
+//                               relaxed module; null before the build), which web/src/madd_probe.js
+//                               times to decide whether relaxed SIMD pays on this device
 //   pool_worker_<name>.js       one browser pool worker entry per single-threaded module, importing
 //                               its glue statically (no code splitting in workers; a worker runs
 //                               only the module the calling thread picked)
@@ -127,12 +130,24 @@ serveBrowserWorker(${quote(m.name)}, create);
 `;
 }
 
+// The probe's bytes inline: a ~1 KB module compiled synchronously where the package picks its
+// module, with no request of its own (and nothing for a bundler to copy).
+const PROBE_WASM = 'madd_probe_relaxed.wasm';
+function maddProbeJs(dist) {
+  const file = join(dist, PROBE_WASM);
+  const bytes = existsSync(file) ? `new Uint8Array([${[...readFileSync(file)].join(',')}])` : 'null';
+  return `${HEADER}// cpp/probe/madd_probe_relaxed.cpp as built (null before the build): web/src/madd_probe.js.
+export const MADD_PROBE = ${bytes};
+`;
+}
+
 /** File name in web/dist/ → its text (`dist`: where the built modules are, for their worker scripts). */
 export function render(modules, dist = DIST) {
   const files = {
     'modules.js': modulesJs(modules),
     'modules.d.ts': modulesDts(modules),
     'browser_modules.js': browserModulesJs(modules, dist),
+    'madd_probe.js': maddProbeJs(dist),
   };
   for (const m of modules) if (m.worker) files[m.worker] = poolWorkerJs(m);
   return files;

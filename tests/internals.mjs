@@ -15,7 +15,9 @@ export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.
 export { testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool.js';
-export { pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
+export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
+export { RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/madd_probe.js';
+export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';

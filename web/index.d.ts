@@ -270,11 +270,18 @@ export interface Capabilities {
   /**
    * The module loaded (web/modules.json). 'mt': SIMD128 + pthreads, picked on cross-origin-isolated
    * pages (served as is or bundled). 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
-   * where the engine validates it; 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
+   * where the engine validates it (and, in a browser whose clock can time it, where it measured
+   * faster: relaxedSimdSpeedup); 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
    */
   wasmModule: WasmModuleName;
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
+  /**
+   * How much faster relaxed SIMD's fused multiply-add ran the projection's register block than
+   * mul + add on this device when the module was picked (relaxed modules from 1.1 up), or null
+   * where that was not measured (Node, engines without relaxed SIMD, a coarse clock, a forced module).
+   */
+  relaxedSimdSpeedup: number | null;
 }
 
 /**

@@ -12,6 +12,7 @@ import { createExecutors } from './executors/create_executors.js';
 import { wasmSdpa } from './executors/wasm_executor.js';
 import { resolveCacheOptions } from './kv_cache.js';
 import { resolveMhaConfig } from './module_config.js';
+import { measuredFusedSpeedup } from './madd_probe.js';
 import { checkIndex } from './option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
 import { Runtime } from './runtime.js';
@@ -183,13 +184,15 @@ export async function wasmHeapBytes() {
 
 /**
  * What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'relaxed' | 'scalar' |
- * 'mt' | 'mt-relaxed', threads } (threads: what a module created without the `threads` option
- * uses at most).
+ * 'mt' | 'mt-relaxed', threads, relaxedSimdSpeedup } (threads: what a module created without the
+ * `threads` option uses at most; relaxedSimdSpeedup: how much faster relaxed SIMD's fused
+ * multiply-add ran the projection's register block than mul + add when the module was picked,
+ * or null where that was not measured: variant.js chooseVariant).
  */
 export async function capabilities() {
   const { variant, core } = await runtime.load();
   const threads = moduleEntry(variant).threads ? core.threadCount() : runtime.threads(undefined).threads;
-  return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads };
+  return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads, relaxedSimdSpeedup: measuredFusedSpeedup() };
 }
 
 /** Resolves once the core is loaded, without handing out its internals. */

@@ -10,7 +10,7 @@
 import { LOADERS } from '../dist/browser_modules.js';
 import { bindApi } from './api.js';
 import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
-import { THREADS_VARIANTS, moduleEntry, pickVariant } from './variant.js';
+import { THREADS_VARIANTS, chooseVariant, moduleEntry } from './variant.js';
 import { instantiateCore } from './instantiate_core.js';
 import { fetchWasmModule, loadError } from './wasm_fetch.js';
 import { warnOnce } from './warn_once.js';
@@ -69,7 +69,7 @@ async function loadThreadsModule(variant) {
 }
 
 const api = bindApi(async () => {
-  let variant = pickVariant(globalThis.WEBATTENTION_WASM, { threadsModule: true });
+  let variant = await chooseVariant(globalThis.WEBATTENTION_WASM, { threadsModule: true });
   if (THREADS_VARIANTS.includes(variant)) {
     try {
       return { core: await loadThreadsModule(variant), variant };

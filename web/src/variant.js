@@ -3,9 +3,11 @@
 // pthreads build ('mt-relaxed' where the engine validates relaxed SIMD, else 'mt'), else the
 // relaxed-SIMD build ('relaxed': SIMD128 with f32x4.relaxed_madd) where the engine validates
 // relaxed SIMD, else the SIMD128 build where it validates SIMD code, else the scalar build.
-// `forced` (a module's name) overrides detection (tests, debugging).
+// `forced` (a module's name) overrides detection (tests, debugging). Relaxed SIMD must also pay
+// on this device where the package can measure it (chooseVariant, madd_probe.js).
 import { FEATURES, MODULES } from '../dist/modules.js';
 import { OptionError } from './errors.js';
+import { RELAXED_MIN_SPEEDUP, measureFusedSpeedup } from './madd_probe.js';
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -45,8 +47,12 @@ export const moduleEntry = (name) => MODULES.find((m) => m.name === name);
 // with a more valued feature outranks any without it.
 const rank = (m) => FEATURES.reduce((sum, f, i) => sum + (m[f] ? 2 ** (FEATURES.length - 1 - i) : 0), 0);
 
-/** threadsModule: whether this platform can run the pthreads modules at all (browsers only). */
-export function pickVariant(forced, { threadsModule = false } = {}) {
+/**
+ * threadsModule: whether this platform can run the pthreads modules at all (browsers only).
+ * relaxed: whether detection may pick the relaxed-SIMD modules (by default: where the engine has
+ * relaxed SIMD; chooseVariant also rules them out where they measured no faster).
+ */
+export function pickVariant(forced, { threadsModule = false, relaxed = relaxedSimdSupported() } = {}) {
   const usable = MODULES.filter((m) => threadsModule || !m.threads);
   if (forced !== undefined && forced !== '') {
     if (!usable.some((m) => m.name === forced)) {
@@ -61,9 +67,21 @@ export function pickVariant(forced, { threadsModule = false } = {}) {
   // only when forced).
   const has = {
     simd: simdSupported(),
-    relaxed: relaxedSimdSupported(),
+    relaxed,
     threads: threadsModule && sharedMemorySupported(),
   };
   const runnable = usable.filter((m) => FEATURES.every((f) => !m[f] || has[f]));
   return runnable.reduce((best, m) => (rank(m) > rank(best) ? m : best)).name;
+}
+
+/**
+ * pickVariant(), with relaxed SIMD picked only where it pays: where the engine has it, `measure()`
+ * (madd_probe.js: fused over separate multiply-add speed, or null where it cannot tell) decides,
+ * relaxed from RELAXED_MIN_SPEEDUP up. A forced module is never measured. The browser entry
+ * measures; Node keeps the plain rule (a process's cold start would pay the probe's ~5 ms).
+ */
+export async function chooseVariant(forced, { threadsModule = false, measure = measureFusedSpeedup, relaxed = relaxedSimdSupported() } = {}) {
+  if ((forced !== undefined && forced !== '') || !relaxed) return pickVariant(forced, { threadsModule, relaxed });
+  const speedup = await measure();
+  return pickVariant(undefined, { threadsModule, relaxed: speedup === null || speedup >= RELAXED_MIN_SPEEDUP });
 }

@@ -1,0 +1,93 @@
+// Whether relaxed SIMD pays on this device, measured. The relaxed-SIMD modules differ from the
+// SIMD128 ones in one thing: their matrix kernels multiply-add with f32x4.relaxed_madd (one fused
+// instruction where the CPU has FMA) instead of f32x4.mul + f32x4.add. Whether that is faster
+// depends on the CPU, not the engine: the projection's register block ran 1.6x faster fused on an
+// Intel Xeon (the relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose
+// separate adders keep mul + add at the same rate (the relaxed module 0.96-0.98x;
+// docs/benchmarks.md). So the package times that block both ways (cpp/probe/, ~1 KB, embedded in
+// web/dist/madd_probe.js) before it picks a module (variant.js chooseVariant), in a few ms.
+import { MADD_PROBE } from '../dist/madd_probe.js';
+
+/** Fused must run the block at least this much faster than separate for relaxed SIMD to be picked. */
+export const RELAXED_MIN_SPEEDUP = 1.1;
+
+// The clock must resolve a call of ~0.1-0.3 ms: Node and cross-origin-isolated pages (5-20 µs)
+// do; other pages (100 µs or coarser) would need calls long enough to cost tens of ms, so there
+// the package keeps the unmeasured rule (relaxed SIMD wherever the engine has it).
+const MAX_CLOCK_STEP_MS = 0.02;
+const MEASURED_CALL_MS = 0.15;  // each timed call, at least (and 20 clock steps)
+const WARM_MS = 3;              // the warm-up's time, at least
+const WARM_LIMIT_MS = 12;       // and at most
+
+let lastSpeedup = null;
+
+/** The speed-up the last measurement found (capabilities().relaxedSimdSpeedup), or null. */
+export const measuredFusedSpeedup = () => lastSpeedup;
+
+/** The smallest step performance.now() takes here, in ms (Infinity if it does not move in 5 ms). */
+function clockStep() {
+  const start = performance.now();
+  let last = start, step = Infinity;
+  for (let changes = 0; changes < 3 && last - start < 5;) {
+    const now = performance.now();
+    if (now !== last) {
+      step = Math.min(step, now - last);
+      last = now;
+      changes += 1;
+    }
+  }
+  return step;
+}
+
+const timed = (f, reps) => {
+  const t = performance.now();
+  f(reps);
+  return performance.now() - t;
+};
+
+/**
+ * Times the probe's register block fused and separate: resolves to fused's speed over separate's
+ * (above 1: relaxed SIMD's multiply-add is faster here), or null where it cannot tell (no probe
+ * built, an engine without relaxed SIMD, a clock too coarse).
+ */
+export async function measureFusedSpeedup() {
+  lastSpeedup = null;
+  if (!MADD_PROBE) return null;
+  let probe;
+  try {
+    probe = new WebAssembly.Instance(new WebAssembly.Module(MADD_PROBE), {}).exports;
+  } catch {
+    return null;  // no relaxed SIMD here
+  }
+  const step = clockStep();
+  if (!(step <= MAX_CLOCK_STEP_MS)) return null;
+  probe._initialize();
+  probe.fill(1e-3);
+  // Engines run a function's baseline code first and swap in optimised code, compiled on another
+  // thread, once it has run a while (V8: after ~1-2 ms here, the separate one sometimes later than
+  // the fused one): call both for WARM_MS at least, then until neither has got faster for 4 rounds.
+  const WARM_REPS = 200;
+  const best = { fused: Infinity, separate: Infinity };
+  const warmStart = performance.now();
+  for (let still = 0, elapsed = 0; (still < 4 || elapsed < WARM_MS) && elapsed < WARM_LIMIT_MS;) {
+    let faster = false;
+    for (const name of ['fused', 'separate']) {
+      const ms = timed(probe[name], WARM_REPS);
+      if (ms < 0.9 * best[name]) faster = true;
+      best[name] = Math.min(best[name], ms);
+    }
+    still = faster ? 0 : still + 1;
+    elapsed = performance.now() - warmStart;
+  }
+  // Then the two in turn, each call long enough for the clock, and the best of each.
+  const perRep = Math.max(best.fused, best.separate, step) / WARM_REPS;
+  const reps = Math.ceil(Math.max(MEASURED_CALL_MS, 20 * step) / perRep);
+  const ms = { fused: Infinity, separate: Infinity };
+  for (let i = 0; i < 5; i += 1) {
+    for (const name of ['fused', 'separate']) ms[name] = Math.min(ms[name], timed(probe[name], reps));
+  }
+  // The other contexts' clocks: a call that reads as 0 ms tells nothing.
+  if (!(ms.fused > 0 && ms.separate > 0)) return null;
+  lastSpeedup = ms.separate / ms.fused;
+  return lastSpeedup;
+}
