@@ -16,7 +16,7 @@ export { testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool.js';
 export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
-export { RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/madd_probe.js';
+export { PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/madd_probe.js';
 export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';

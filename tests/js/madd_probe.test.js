@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  MADD_PROBE, RELAXED_MIN_SPEEDUP, chooseVariant, measureFusedSpeedup, measuredFusedSpeedup, relaxedSimdSupported,
+  MADD_PROBE, PLAUSIBLE, RELAXED_MIN_SPEEDUP, chooseVariant, measureFusedSpeedup, measuredFusedSpeedup, relaxedSimdSupported,
 } from '../internals.mjs';
 
 const measuring = (speedup) => {
@@ -39,17 +39,22 @@ test('chooseVariant measures nothing where relaxed SIMD is not there, or for a f
   assert.equal(await chooseVariant(undefined, { threadsModule: true, measure: async () => 0.97, relaxed: true }), 'simd');
 });
 
-test('the probe module is built, and measures where the engine runs relaxed SIMD (a number near the hardware ratio), else says null', async () => {
+test('the probe module is built, and measures where the engine runs relaxed SIMD (a number within what fusing can give), else says null', async () => {
   assert.ok(MADD_PROBE instanceof Uint8Array && MADD_PROBE.length > 0, 'web/dist/madd_probe.js holds the probe (bash scripts/build.sh)');
-  const start = performance.now();
-  const speedup = await measureFusedSpeedup();
-  const ms = performance.now() - start;
   if (!relaxedSimdSupported()) {
-    assert.equal(speedup, null, 'no relaxed SIMD: the probe does not compile');
+    assert.equal(await measureFusedSpeedup(), null, 'no relaxed SIMD: the probe does not compile');
+    assert.equal(measuredFusedSpeedup(), null);
     return;
   }
-  // Fusing can at most halve the multiply-adds' instructions; it is never 3x slower.
-  assert.ok(speedup > 0.33 && speedup < 2.5, `speedup ${speedup}`);
+  // A measurement says null where one of the two functions had not reached optimised code within
+  // the warm-up's limit (a busy machine): up to three tries, each bounded (its loops stop by time).
+  let speedup = null;
+  for (let tries = 0; tries < 3 && speedup === null; tries += 1) {
+    const start = performance.now();
+    speedup = await measureFusedSpeedup();
+    const ms = performance.now() - start;
+    assert.ok(ms < 250, `the probe took ${ms.toFixed(1)} ms`);
+  }
+  assert.ok(speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1], `speedup ${speedup}`);
   assert.equal(measuredFusedSpeedup(), speedup);
-  assert.ok(ms < 100, `the probe took ${ms.toFixed(1)} ms`);
 });

@@ -18,6 +18,8 @@ const MAX_CLOCK_STEP_MS = 0.02;
 const MEASURED_CALL_MS = 0.15;  // each timed call, at least (and 20 clock steps)
 const WARM_MS = 3;              // the warm-up's time, at least
 const WARM_LIMIT_MS = 12;       // and at most
+/** The speed-ups a measurement can give: outside them it says null. */
+export const PLAUSIBLE = [0.5, 2.2];
 
 let lastSpeedup = null;
 
@@ -86,8 +88,10 @@ export async function measureFusedSpeedup() {
   for (let i = 0; i < 5; i += 1) {
     for (const name of ['fused', 'separate']) ms[name] = Math.min(ms[name], timed(probe[name], reps));
   }
-  // The other contexts' clocks: a call that reads as 0 ms tells nothing.
-  if (!(ms.fused > 0 && ms.separate > 0)) return null;
-  lastSpeedup = ms.separate / ms.fused;
+  // A call that reads as 0 ms tells nothing; nor does a ratio fusing cannot give (it saves at most
+  // half the multiply-adds' instructions), which means one of the two still ran baseline code.
+  const speedup = ms.separate / ms.fused;
+  if (!(ms.fused > 0 && ms.separate > 0 && speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1])) return null;
+  lastSpeedup = speedup;
   return lastSpeedup;
 }
