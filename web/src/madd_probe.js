@@ -16,8 +16,8 @@ export const RELAXED_MIN_SPEEDUP = 1.1;
 // the package keeps the unmeasured rule (relaxed SIMD wherever the engine has it).
 const MAX_CLOCK_STEP_MS = 0.02;
 const MEASURED_CALL_MS = 0.15;  // each timed call, at least (and 20 clock steps)
-const WARM_MS = 3;              // the warm-up's time, at least
-const WARM_LIMIT_MS = 12;       // and at most
+const WARM_LIMIT_MS = 40;       // the warm-up's time, at most
+const TIER_UP_GAIN = 3;         // optimised code runs the block at least this much faster
 /** The speed-ups a measurement can give: outside them it says null. */
 export const PLAUSIBLE = [0.5, 2.2];
 
@@ -50,7 +50,8 @@ const timed = (f, reps) => {
 /**
  * Times the probe's register block fused and separate: resolves to fused's speed over separate's
  * (above 1: relaxed SIMD's multiply-add is faster here), or null where it cannot tell (no probe
- * built, an engine without relaxed SIMD, a clock too coarse).
+ * built, an engine without relaxed SIMD, a clock too coarse, no optimised code seen in time: a
+ * second measurement in one process finds the engine's code already optimised and says null).
  */
 export async function measureFusedSpeedup() {
   lastSpeedup = null;
@@ -66,23 +67,37 @@ export async function measureFusedSpeedup() {
   probe._initialize();
   probe.fill(1e-3);
   // Engines run a function's baseline code first and swap in optimised code, compiled on another
-  // thread, once it has run a while (V8: after ~1-2 ms here, the separate one sometimes later than
-  // the fused one): call both for WARM_MS at least, then until neither has got faster for 4 rounds.
-  const WARM_REPS = 200;
+  // thread, once it has run a while (V8: within ~1-2 ms here). Baseline code runs this block 3-4x
+  // slower, fused or not, so timing it would say nothing: warm both until each runs TIER_UP_GAIN
+  // faster than the slowest round either made (a baseline one: the first, with the baseline
+  // compile, takes ~2x a later baseline round, less than TIER_UP_GAIN; V8 sometimes optimises
+  // both within it, pausing ~1 ms), yielding between rounds so that on a busy machine the
+  // compiler's thread gets a core. No optimised code within WARM_LIMIT_MS (or code optimised from
+  // the start, as in a second measurement in one process): no measurement.
+  // A round is 10 short calls of each: V8's tier-up budget is spent over a few rounds, so the
+  // baseline code's speed shows in the rounds before.
+  const WARM_REPS = 20;
+  const warmRound = (f) => {
+    const t = performance.now();
+    for (let i = 0; i < 10; i += 1) f(WARM_REPS);
+    return performance.now() - t;
+  };
+  const names = ['fused', 'separate'];
   const best = { fused: Infinity, separate: Infinity };
+  let slowest = 0;
   const warmStart = performance.now();
-  for (let still = 0, elapsed = 0; (still < 4 || elapsed < WARM_MS) && elapsed < WARM_LIMIT_MS;) {
-    let faster = false;
-    for (const name of ['fused', 'separate']) {
-      const ms = timed(probe[name], WARM_REPS);
-      if (ms < 0.9 * best[name]) faster = true;
+  for (let round = 0; round < 3 || !names.every((n) => best[n] * TIER_UP_GAIN <= slowest); round += 1) {
+    for (const name of names) {
+      const ms = warmRound(probe[name]);
+      slowest = Math.max(slowest, ms);
       best[name] = Math.min(best[name], ms);
     }
-    still = faster ? 0 : still + 1;
-    elapsed = performance.now() - warmStart;
+    const elapsed = performance.now() - warmStart;
+    if (elapsed > WARM_LIMIT_MS) return null;
+    if (elapsed > 1) await new Promise((resolve) => setTimeout(resolve, 0));
   }
   // Then the two in turn, each call long enough for the clock, and the best of each.
-  const perRep = Math.max(best.fused, best.separate, step) / WARM_REPS;
+  const perRep = Math.max(best.fused, best.separate, step) / (10 * WARM_REPS);
   const reps = Math.ceil(Math.max(MEASURED_CALL_MS, 20 * step) / perRep);
   const ms = { fused: Infinity, separate: Infinity };
   for (let i = 0; i < 5; i += 1) {
