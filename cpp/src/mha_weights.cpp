@@ -23,12 +23,16 @@ struct EntryData {
   }
 };
 
-// Packs new weights [out, in] into `w` in the module's storage type, keeping a bias loaded earlier.
+// New packed weights into `w`, keeping a bias loaded earlier (entries come in any order).
+void replace_weights(kernels::PackedLinear& w, kernels::PackedLinear packed) {
+  packed.bias = std::move(w.bias);
+  w = std::move(packed);
+}
+
+// Packs new weights [out, in] into `w` in the module's storage type.
 void set_weights(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, int out, int in,
                  StorageType storage) {
-  std::vector<float> bias = std::move(w.bias);
-  w = kernels::pack_linear(d.at(offset), d.source, out, in, storage);
-  w.bias = std::move(bias);
+  replace_weights(w, kernels::pack_linear(d.at(offset), d.source, out, in, storage));
 }
 
 // n values from offset, widened to f32 (biases, sinks and norm weights are always f32).
@@ -187,11 +191,8 @@ void MultiHeadAttention::finish_load_in_place() {
   if (pending_.empty()) throw StateDictError("", "state dict: finish_load_in_place() without begin_load_in_place()");
   const std::vector<EntryPart> parts = entry_parts(specs_[pending_entry_]);
   for (std::size_t i = 0; i < parts.size(); ++i) {
-    kernels::PackedLinear& w = *pending_[i];
-    kernels::pack_rows_in_place(w);
-    std::unique_ptr<kernels::PackedLinear>& target = this->*parts[i].linear;
-    w.bias = std::move(target->bias);
-    *target = std::move(w);
+    kernels::pack_rows_in_place(*pending_[i]);
+    replace_weights(*(this->*parts[i].linear), std::move(*pending_[i]));
   }
   pending_.clear();
   loaded_[pending_entry_] = true;
