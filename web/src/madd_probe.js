@@ -41,11 +41,14 @@ function clockStep() {
   return step;
 }
 
-const timed = (f, reps) => {
+// ms that `calls` calls of f(reps) take.
+const timed = (f, reps, calls = 1) => {
   const t = performance.now();
-  f(reps);
+  for (let i = 0; i < calls; i += 1) f(reps);
   return performance.now() - t;
 };
+
+const NAMES = ['fused', 'separate'];  // the probe's two functions
 
 /**
  * Times the probe's register block fused and separate: resolves to fused's speed over separate's
@@ -76,19 +79,13 @@ export async function measureFusedSpeedup() {
   // the start, as in a second measurement in one process): no measurement.
   // A round is 10 short calls of each: V8's tier-up budget is spent over a few rounds, so the
   // baseline code's speed shows in the rounds before.
-  const WARM_REPS = 20;
-  const warmRound = (f) => {
-    const t = performance.now();
-    for (let i = 0; i < 10; i += 1) f(WARM_REPS);
-    return performance.now() - t;
-  };
-  const names = ['fused', 'separate'];
+  const WARM_REPS = 20, WARM_CALLS = 10;
   const best = { fused: Infinity, separate: Infinity };
   let slowest = 0;
   const warmStart = performance.now();
-  for (let round = 0; round < 3 || !names.every((n) => best[n] * TIER_UP_GAIN <= slowest); round += 1) {
-    for (const name of names) {
-      const ms = warmRound(probe[name]);
+  for (let round = 0; round < 3 || !NAMES.every((n) => best[n] * TIER_UP_GAIN <= slowest); round += 1) {
+    for (const name of NAMES) {
+      const ms = timed(probe[name], WARM_REPS, WARM_CALLS);
       slowest = Math.max(slowest, ms);
       best[name] = Math.min(best[name], ms);
     }
@@ -97,11 +94,11 @@ export async function measureFusedSpeedup() {
     if (elapsed > 1) await new Promise((resolve) => setTimeout(resolve, 0));
   }
   // Then the two in turn, each call long enough for the clock, and the best of each.
-  const perRep = Math.max(best.fused, best.separate, step) / (10 * WARM_REPS);
+  const perRep = Math.max(best.fused, best.separate, step) / (WARM_CALLS * WARM_REPS);
   const reps = Math.ceil(Math.max(MEASURED_CALL_MS, 20 * step) / perRep);
   const ms = { fused: Infinity, separate: Infinity };
   for (let i = 0; i < 5; i += 1) {
-    for (const name of ['fused', 'separate']) ms[name] = Math.min(ms[name], timed(probe[name], reps));
+    for (const name of NAMES) ms[name] = Math.min(ms[name], timed(probe[name], reps));
   }
   // A call that reads as 0 ms tells nothing; nor does a ratio fusing cannot give (it saves at most
   // half the multiply-adds' instructions), which means one of the two still ran baseline code.
