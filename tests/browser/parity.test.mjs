@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FEATURES, MODULES } from '../../web/dist/modules.js';
-import { RELAXED_MIN_SPEEDUP } from '../../web/src/madd_probe.js';
+import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/madd_probe.js';
 import { launchBrowser } from './browsers.mjs';
 import { startServer } from './harness.mjs';
 
@@ -31,8 +31,6 @@ function modulesToRun() {
     module: (speedup) => MODULES.filter((m) => m.threads === threads && (!m.relaxed || speedup === null || speedup >= RELAXED_MIN_SPEEDUP))
       .reduce((best, m) => (rank(m) > rank(best) ? m : best)).name,
     minThreads: threads ? 2 : 1,
-    // Chromium has relaxed SIMD, and an isolated page's clock (5 µs) times the probe.
-    measured: threads,
   }));
   return [...forced, ...detected];
 }
@@ -69,7 +67,9 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
       assert.equal(r.status, 'ok', r.error);
       const speedup = r.relaxedSimdSpeedup === 'null' ? null : Number(r.relaxedSimdSpeedup);
       assert.equal(r.module, run.module(speedup), `relaxedSimdSpeedup ${r.relaxedSimdSpeedup}`);
-      if (run.measured) assert.ok(speedup > 0, `relaxedSimdSpeedup ${r.relaxedSimdSpeedup}: the isolated page measured nothing`);
+      // Measured (an isolated page, where the probe's times settled within its limit: about half
+      // of Chromium page loads here) or not (null: the feature rule).
+      if (speedup !== null) assert.ok(speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1], `relaxedSimdSpeedup ${speedup}`);
       assert.ok(Number(r.threads) >= run.minThreads, `threads ${r.threads}`);
       assert.ok(Number(r.cases) >= 40, `only ${r.cases} cases`);
       assert.ok(Number(r.worst) <= 1, `worst error ${r.worst}× the tolerance\n${r.failures}`);

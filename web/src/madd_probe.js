@@ -15,9 +15,9 @@ export const RELAXED_MIN_SPEEDUP = 1.1;
 // do; other pages (100 µs or coarser) would need calls long enough to cost tens of ms, so there
 // the package keeps the unmeasured rule (relaxed SIMD wherever the engine has it).
 const MAX_CLOCK_STEP_MS = 0.02;
-const MEASURED_CALL_MS = 0.15;  // each timed call, at least (and 20 clock steps)
-const WARM_LIMIT_MS = 40;       // the warm-up's time, at most
-const TIER_UP_GAIN = 3;         // optimised code runs the block at least this much faster
+const MEASURED_CALL_MS = 0.3;   // each timed call, at least (and 20 clock steps)
+const WARM_MS = 8;              // the warm-up's time, at least
+const WARM_LIMIT_MS = 40;       // and at most
 /** The speed-ups a measurement can give: outside them it says null. */
 export const PLAUSIBLE = [0.5, 2.2];
 
@@ -53,8 +53,8 @@ const NAMES = ['fused', 'separate'];  // the probe's two functions
 /**
  * Times the probe's register block fused and separate: resolves to fused's speed over separate's
  * (above 1: relaxed SIMD's multiply-add is faster here), or null where it cannot tell (no probe
- * built, an engine without relaxed SIMD, a clock too coarse, no optimised code seen in time: a
- * second measurement in one process finds the engine's code already optimised and says null).
+ * built, an engine without relaxed SIMD, a clock too coarse, times still changing at the end of
+ * the warm-up).
  */
 export async function measureFusedSpeedup() {
   lastSpeedup = null;
@@ -69,33 +69,32 @@ export async function measureFusedSpeedup() {
   if (!(step <= MAX_CLOCK_STEP_MS)) return null;
   probe._initialize();
   probe.fill(1e-3);
-  // Engines run a function's baseline code first and swap in optimised code, compiled on another
-  // thread, once it has run a while (V8: within ~1-2 ms here). Baseline code runs this block 3-4x
-  // slower, fused or not, so timing it would say nothing: warm both until each runs TIER_UP_GAIN
-  // faster than the slowest round either made (a baseline one: the first, with the baseline
-  // compile, takes ~2x a later baseline round, less than TIER_UP_GAIN; V8 sometimes optimises
-  // both within it, pausing ~1 ms), yielding between rounds so that on a busy machine the
-  // compiler's thread gets a core. No optimised code within WARM_LIMIT_MS (or code optimised from
-  // the start, as in a second measurement in one process): no measurement.
-  // A round is 10 short calls of each: V8's tier-up budget is spent over a few rounds, so the
-  // baseline code's speed shows in the rounds before.
+  // Engines run a function's baseline code first (3-4x slower here, and alike fused or not) and
+  // swap in optimised code, compiled on another thread, once it has run a while: warm both in
+  // rounds for WARM_MS at least, then until neither has got faster for 4 rounds, yielding between
+  // rounds so that on a busy machine the compiler's thread gets a core; still changing after
+  // WARM_LIMIT_MS: no measurement.
   const WARM_REPS = 20, WARM_CALLS = 10;
   const best = { fused: Infinity, separate: Infinity };
-  let slowest = 0;
   const warmStart = performance.now();
-  for (let round = 0; round < 3 || !NAMES.every((n) => best[n] * TIER_UP_GAIN <= slowest); round += 1) {
+  for (let still = 0, elapsed = 0; still < 4 || elapsed < WARM_MS;) {
+    let faster = false;
     for (const name of NAMES) {
       const ms = timed(probe[name], WARM_REPS, WARM_CALLS);
-      slowest = Math.max(slowest, ms);
+      if (ms < 0.9 * best[name] - 2 * step) faster = true;  // beyond the clock's steps
       best[name] = Math.min(best[name], ms);
     }
-    const elapsed = performance.now() - warmStart;
+    still = faster ? 0 : still + 1;
+    elapsed = performance.now() - warmStart;
     if (elapsed > WARM_LIMIT_MS) return null;
-    if (elapsed > 1) await new Promise((resolve) => setTimeout(resolve, 0));
+    await new Promise((resolve) => setTimeout(resolve, 0));
   }
-  // Then the two in turn, each call long enough for the clock, and the best of each.
-  const perRep = Math.max(best.fused, best.separate, step) / (WARM_CALLS * WARM_REPS);
-  const reps = Math.ceil(Math.max(MEASURED_CALL_MS, 20 * step) / perRep);
+  // Then the two in turn, 5 times, the best of each: calls long enough for the clock, sized on
+  // the code as it runs now (a size from the warm-up's slower rounds gave calls of a few clock
+  // steps in Chromium, and ratios from 0.7 to 1.9).
+  const minimum = Math.max(MEASURED_CALL_MS, 20 * step);
+  let reps = WARM_REPS * WARM_CALLS;
+  while (timed(probe.fused, reps) < minimum) reps *= 2;
   const ms = { fused: Infinity, separate: Infinity };
   for (let i = 0; i < 5; i += 1) {
     for (const name of NAMES) ms[name] = Math.min(ms[name], timed(probe[name], reps));
