@@ -26,11 +26,14 @@ let lastSpeedup = null;
 /** The speed-up the last measurement found (capabilities().relaxedSimdSpeedup), or null. */
 export const measuredFusedSpeedup = () => lastSpeedup;
 
-/** The smallest step performance.now() takes here, in ms (Infinity if it does not move in 5 ms). */
+/**
+ * The smallest step performance.now() takes here, in ms (Infinity if it does not move 3 times in
+ * 5 ms, or in a million reads: a clock that never moves must not hang the load).
+ */
 function clockStep() {
   const start = performance.now();
   let last = start, step = Infinity;
-  for (let changes = 0; changes < 3 && last - start < 5;) {
+  for (let changes = 0, reads = 0; changes < 3 && last - start < 5 && reads < 1e6; reads += 1) {
     const now = performance.now();
     if (now !== last) {
       step = Math.min(step, now - last);
