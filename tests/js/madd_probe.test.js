@@ -68,14 +68,31 @@ test('the probe module is built, and measures where the engine runs relaxed SIMD
   assert.ok(speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1], `speedup ${speedup}`);
 });
 
-test('a clock that never moves gives no measurement, and does not hang the load', async () => {
-  const now = Object.getOwnPropertyDescriptor(performance, 'now');
-  Object.defineProperty(performance, 'now', { value: () => 42, configurable: true, writable: true });
+// measureFusedSpeedup() with performance.now() replaced by `now` (restored after).
+async function measureWithClock(now) {
+  const own = Object.getOwnPropertyDescriptor(performance, 'now');
+  Object.defineProperty(performance, 'now', { value: now, configurable: true, writable: true });
   try {
-    assert.equal(await measureFusedSpeedup(), null);
+    return await measureFusedSpeedup();
   } finally {
-    if (now) Object.defineProperty(performance, 'now', now);
+    if (own) Object.defineProperty(performance, 'now', own);
     else delete performance.now;
   }
+}
+
+test('a clock that never moves gives no measurement, and does not hang the load', async () => {
+  assert.equal(await measureWithClock(() => 42), null);
   assert.ok(performance.now() !== 42);
+});
+
+test('a clock that stops, or that moves without time passing, gives no measurement and does not hang the load', async () => {
+  // (Without relaxed SIMD the probe does not compile and says null before it reads the clock.)
+  // Moves 5 µs a read for its first 20 reads (its step is found), then stops (the warm-up's
+  // rounds leave it where it was).
+  let reads = 0;
+  assert.equal(await measureWithClock(() => 5e-3 * Math.min(reads++, 20)), null);
+  // Moves 5 µs at every read whatever runs between two: the warm-up ends once its reads add up to
+  // its 8 ms, and no call, however long, reaches the timed call's minimum.
+  reads = 0;
+  assert.equal(await measureWithClock(() => 5e-3 * reads++), null);
 });

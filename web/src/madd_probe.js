@@ -18,6 +18,14 @@ const MAX_CLOCK_STEP_MS = 0.02;
 const MEASURED_CALL_MS = 0.3;   // each timed call, at least (and 20 clock steps)
 const WARM_MS = 8;              // the warm-up's time, at least
 const WARM_LIMIT_MS = 40;       // and at most
+// Every loop here stops by count as well as by the clock, so that a clock that stops moving (or
+// moves without time passing) gives no measurement instead of a load that never ends: reads of
+// the clock while finding its step, warm-up rounds in a row that left it where it was (each round
+// runs 400 repetitions of the block, longer than a 20 µs step), and the timed call's length (6400
+// repetitions on this machine; the probe's argument is an i32).
+const MAX_CLOCK_READS = 1e6;
+const MAX_STALE_ROUNDS = 100;
+const MAX_REPS = 1 << 20;
 /** The speed-ups a measurement can give: outside them it says null. */
 export const PLAUSIBLE = [0.5, 2.2];
 
@@ -28,12 +36,12 @@ export const measuredFusedSpeedup = () => lastSpeedup;
 
 /**
  * The smallest step performance.now() takes here, in ms (Infinity if it does not move 3 times in
- * 5 ms, or in a million reads: a clock that never moves must not hang the load).
+ * 5 ms, or in MAX_CLOCK_READS reads).
  */
 function clockStep() {
   const start = performance.now();
   let last = start, step = Infinity;
-  for (let changes = 0, reads = 0; changes < 3 && last - start < 5 && reads < 1e6; reads += 1) {
+  for (let changes = 0, reads = 0; changes < 3 && last - start < 5 && reads < MAX_CLOCK_READS; reads += 1) {
     const now = performance.now();
     if (now !== last) {
       step = Math.min(step, now - last);
@@ -80,7 +88,7 @@ export async function measureFusedSpeedup() {
   const WARM_REPS = 20, WARM_CALLS = 10;
   const best = { fused: Infinity, separate: Infinity };
   const warmStart = performance.now();
-  for (let still = 0, elapsed = 0; still < 4 || elapsed < WARM_MS;) {
+  for (let still = 0, elapsed = 0, stale = 0; still < 4 || elapsed < WARM_MS;) {
     let faster = false;
     for (const name of NAMES) {
       const ms = timed(probe[name], WARM_REPS, WARM_CALLS);
@@ -88,8 +96,10 @@ export async function measureFusedSpeedup() {
       best[name] = Math.min(best[name], ms);
     }
     still = faster ? 0 : still + 1;
-    elapsed = performance.now() - warmStart;
-    if (elapsed > WARM_LIMIT_MS) return null;
+    const now = performance.now() - warmStart;
+    stale = now === elapsed ? stale + 1 : 0;
+    elapsed = now;
+    if (elapsed > WARM_LIMIT_MS || stale === MAX_STALE_ROUNDS) return null;
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
   // Then the two in turn, 5 times, the best of each: calls long enough for the clock, sized on
@@ -97,7 +107,10 @@ export async function measureFusedSpeedup() {
   // steps in Chromium, and ratios from 0.7 to 1.9).
   const minimum = Math.max(MEASURED_CALL_MS, 20 * step);
   let reps = WARM_REPS * WARM_CALLS;
-  while (timed(probe.fused, reps) < minimum) reps *= 2;
+  while (timed(probe.fused, reps) < minimum) {
+    reps *= 2;
+    if (reps > MAX_REPS) return null;
+  }
   const ms = { fused: Infinity, separate: Infinity };
   for (let i = 0; i < 5; i += 1) {
     for (const name of NAMES) ms[name] = Math.min(ms[name], timed(probe[name], reps));
