@@ -15,9 +15,9 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIREFOX, launchBrowser } from '../tests/browser/browsers.mjs';
+import { CROSS_ORIGIN_ISOLATED } from '../tests/package/static_server.mjs';
 
 const N = Number(process.argv[2] ?? 150);
-const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
 const FILES = {
   '/': ['text/html', `<!doctype html><script type="module">
 const w = new Worker('/outer.js', { type: 'module' });
@@ -36,7 +36,7 @@ let reports = 0;
 const server = createServer((req, res) => {
   if (req.url === '/report') reports += 1;
   const [type, body] = FILES[req.url] ?? ['text/plain', ''];
-  res.writeHead(FILES[req.url] ? 200 : 204, { ...ISOLATED, 'content-type': type }).end(body);
+  res.writeHead(FILES[req.url] ? 200 : 204, { ...CROSS_ORIGIN_ISOLATED, 'content-type': type }).end(body);
 }).listen(0, '127.0.0.1');
 await new Promise((r) => server.on('listening', r));
 const url = `http://127.0.0.1:${server.address().port}/`;

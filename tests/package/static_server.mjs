@@ -16,6 +16,9 @@ const MIME = {
   '.wasm': 'application/wasm',
 };
 
+/** The headers that make a page cross-origin isolated (SharedArrayBuffer: the pthreads modules). */
+export const CROSS_ORIGIN_ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+
 /**
  * Serves `root` on 127.0.0.1 at a free port, with `headers` on every answer (COOP / COEP for a
  * cross-origin-isolated page, CORS for files fetched from another origin); resolves to

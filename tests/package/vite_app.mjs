@@ -13,12 +13,10 @@ import { listFiles } from './files.mjs';
 import { describeRun, exec, onCleanup, tail, withTimeout } from './processes.mjs';
 import { check, info, require_, step } from './reporting.mjs';
 import { HERE, VITE } from './settings.mjs';
-import { serveStatic } from './static_server.mjs';
+import { CROSS_ORIGIN_ISOLATED as ISOLATED, serveStatic } from './static_server.mjs';
 
-// A cross-origin-isolated page (SharedArrayBuffer: the pthreads modules), and what a server of
-// the package's files for another origin must send: CORS alone (the glue, the .wasm and the pool
-// worker are fetched in CORS mode, which an isolated page accepts without CORP).
-const ISOLATED = { 'cross-origin-opener-policy': 'same-origin', 'cross-origin-embedder-policy': 'require-corp' };
+// What a server of the package's files for another origin must send: CORS alone (the glue, the
+// .wasm and the pool worker are fetched in CORS mode, which an isolated page accepts without CORP).
 const OTHER_ORIGIN = { 'access-control-allow-origin': '*' };
 
 /**
