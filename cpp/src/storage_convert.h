@@ -56,6 +56,36 @@ inline float f16_to_f32(std::uint16_t h) {
   return float_of(sign | ((e + 112u) << 23) | (m << 13));
 }
 
+// Finite f16 weights are stored with every exponent raised by kF16Rebias (PackedLinear::f16_rebias)
+// where no weight reaches 64 in magnitude: a subnormal is stored normalised (its fraction shifted
+// up, its exponent below the f16 range raised into it), so every nonzero stored value has a
+// nonzero exponent field. The SIMD decode step widens a weight by moving its bits into an f32
+// (kernels/pair_panels_simd128.h); an f16 subnormal read that way is an f32 subnormal, which the
+// multiply takes in a slow microcode path on x86 (a decode step ~12 % slower with 0.2 % of its
+// weights subnormal, docs/benchmarks.md). The values are unchanged: rebiased_f16_to_f32 gives back
+// exactly the f16 value.
+constexpr int kF16Rebias = 10;
+constexpr std::uint16_t kF16RebiasLimit = (30 - kF16Rebias) << 10;  // largest exponent field rebiased
+
+// h (finite, exponent field <= kF16RebiasLimit) stored with its exponent raised by kF16Rebias.
+inline std::uint16_t rebias_f16(std::uint16_t h) {
+  const std::uint32_t sign = h & 0x8000u, e = (h >> 10) & 0x1Fu, m = h & 0x3FFu;
+  if (e != 0) return static_cast<std::uint16_t>(sign | ((e + kF16Rebias) << 10) | m);
+  if (m == 0) return h;  // ±0
+  // m · 2^-24 = 1.f · 2^(t - 24), t the position of m's top bit: exponent field t - 9 + kF16Rebias.
+  int t = 9;
+  while (!(m >> t)) --t;
+  const std::uint32_t f = (m << (10 - t)) & 0x3FFu;
+  return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(t - 9 + kF16Rebias) << 10) | f);
+}
+
+// The value of a stored f16 element of weights rebiased by `rebias` (0 or kF16Rebias): read as
+// an f16, it is the value times 2^rebias (a normal f32, so the power-of-two product is exact).
+inline float rebiased_f16_to_f32(std::uint16_t code, int rebias) {
+  return rebias ? f16_to_f32(code) * 0x1p-10f : f16_to_f32(code);
+}
+static_assert(kF16Rebias == 10, "rebiased_f16_to_f32 scales by 2^-kF16Rebias");
+
 inline std::uint16_t f32_to_bf16(float f) {
   const std::uint32_t x = bits_of(f);
   if ((x & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);  // quiet NaN

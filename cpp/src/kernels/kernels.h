@@ -38,6 +38,10 @@ struct PackedLinear {
   // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
   // widening (widen_simd128.h's load_f16x8_finite).
   bool finite = true;
+  // f16 only: 0, or storage::kF16Rebias where the weights are stored rebiased (storage_convert.h's
+  // rebias_f16): finite and all below 64 in magnitude, almost always. Readers widen through
+  // storage::rebiased_f16_to_f32; the SIMD readers scale by 2^(112 - f16_rebias) instead of 2^112.
+  int f16_rebias = 0;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
 
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias

@@ -34,8 +34,9 @@ struct F32Panel : PlainPanel<float> {
   float at(int k, int c) const { return PlainPanel::at(k, c); }
 };
 struct F16Panel : PlainPanel<std::uint16_t> {
-  using PlainPanel::PlainPanel;
-  float at(int k, int c) const { return storage::f16_to_f32(PlainPanel::at(k, c)); }
+  int rebias;  // PackedLinear::f16_rebias
+  F16Panel(const PackedLinear& w, int panel) : PlainPanel(w, panel), rebias(w.f16_rebias) {}
+  float at(int k, int c) const { return storage::rebiased_f16_to_f32(PlainPanel::at(k, c), rebias); }
 };
 struct BF16Panel : PlainPanel<std::uint16_t> {
   using PlainPanel::PlainPanel;

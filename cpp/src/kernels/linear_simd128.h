@@ -212,24 +212,33 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 }
 
 // A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time
-// (2 with block scales: their partial sums take registers too). Returns false, having done
-// nothing, where x times the reader's scale would overflow (f16: |x| >= 2^16): the caller then
-// takes the f32x4 readers, which compute the same values.
+// (2 with block scales: their partial sums take registers too). x is multiplied by each target's
+// reader scale (Panel::x_scale: f16 2^112, or 2^102 for rebiased weights); returns false, having
+// done nothing, where x times the largest would overflow (f16: |x| >= 2^16, or 2^26): the caller
+// then takes the f32x4 readers, which compute the same values.
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
   constexpr int kGroup = Panel::kBlockScales ? 2 : 4;
-  std::vector<float> scaled;
-  if (Panel::kXScale != 1.0f) {
-    int in = 0;
-    for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
-    if (!scaled_row(x, in, Panel::kXScale, scaled)) return false;
-    x = scaled.data();
-  }
+  int in = 0;
+  float largest = 1.0f;
   for (int t = 0; t < target_count; ++t) {
+    in = std::max(in, targets[t].weights->in);
+    largest = std::max(largest, Panel::x_scale(*targets[t].weights));
+  }
+  std::vector<float> scaled;
+  float scaled_by = largest;  // a smaller scale cannot overflow where the largest does not
+  if (largest != 1.0f && !scaled_row(x, in, largest, scaled)) return false;
+  for (int t = 0; t < target_count; ++t) {
+    const float scale = Panel::x_scale(*targets[t].weights);
+    if (scale != 1.0f && scale != scaled_by) {
+      scaled_row(x, in, scale, scaled);
+      scaled_by = scale;
+    }
+    const float* xt = scale == 1.0f ? x : scaled.data();
     const int panels = targets[t].panels_end();
     int p = targets[t].panel_begin;
-    for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(x, targets[t], p);
-    for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(x, targets[t], p);
+    for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(xt, targets[t], p);
+    for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(xt, targets[t], p);
   }
   return true;
 }

@@ -111,7 +111,7 @@ PackedLinear allocate(StorageType type, int out, int in) {
 float PackedLinear::weight(int n, int k) const {
   switch (type) {
     case StorageType::f32: return elements<const float>().at(n, k);
-    case StorageType::f16: return storage::f16_to_f32(elements<const std::uint16_t>().at(n, k));
+    case StorageType::f16: return storage::rebiased_f16_to_f32(elements<const std::uint16_t>().at(n, k), f16_rebias);
     case StorageType::bf16: return storage::bf16_to_f32(elements<const std::uint16_t>().at(n, k));
     case StorageType::i8:
       return storage::dequantise(elements<const std::int8_t>().at(n, k),
@@ -125,9 +125,15 @@ PackedLinear pack_linear(const void* weight, StorageType source, int out, int in
   const Source src{weight, source, in};
   for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, out, p, w);
   if (type == StorageType::f16) {
-    const std::uint16_t* bits = w.elements<const std::uint16_t>().data;
+    std::uint16_t* bits = w.elements<std::uint16_t>().data;
     const std::size_t n = static_cast<std::size_t>(whole_panels(out)) * in;
-    for (std::size_t i = 0; i < n && w.finite; ++i) w.finite = (bits[i] & 0x7C00u) != 0x7C00u;
+    std::uint16_t widest = 0;  // the largest exponent field
+    for (std::size_t i = 0; i < n; ++i) widest = std::max<std::uint16_t>(widest, bits[i] & 0x7C00u);
+    w.finite = widest != 0x7C00u;
+    if (widest <= storage::kF16RebiasLimit) {
+      for (std::size_t i = 0; i < n; ++i) bits[i] = storage::rebias_f16(bits[i]);
+      w.f16_rebias = storage::kF16Rebias;
+    }
   }
   return w;
 }
@@ -152,6 +158,7 @@ PackedLinear pack_linear(const float* weight, int out, int in) {
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   PackedLinear s = allocate(w.type, end - begin, w.in);
   s.finite = w.finite;  // a slice of finite weights is finite (and a maybe-not stays maybe-not)
+  s.f16_rebias = w.f16_rebias;  // the bits are copied as they are
   const int bytes = storage_element_bytes(w.type);
   const PanelMatrix<unsigned char> from{w.storage.get(), static_cast<std::size_t>(w.in) * bytes};
   const PanelMatrix<unsigned char> to{s.storage.get(), static_cast<std::size_t>(w.in) * bytes};

@@ -5,7 +5,8 @@
 // once, when it stores (to_pairs / from_pairs). Each reader's values are the stored ones times a
 // power of two that its caller undoes once per dot product instead of once per element:
 //   f16  (finite only)  value · 2^-112: the caller multiplies x by 2^112 (linear_simd128.h's
-//                       scaled_row, narrow_pairs_simd128.h's key_operand / value_operand)
+//                       scaled_row, narrow_pairs_simd128.h's key_operand / value_operand);
+//                       weights stored rebiased (PackedLinear::f16_rebias) value · 2^-102, x by 2^102
 //   bf16                value · 1
 //   int8                q · 2^16, and each block of 32 rows times its scale · 2^-16 at its end
 // Operations per 8 elements after the loads: f16 4 (a second load; a panel's first row 5), bf16 2,
@@ -43,7 +44,8 @@ inline void from_pairs(v128_t even, v128_t odd, v128_t& lo, v128_t& hi) {
 struct F16PairPanel {
   static constexpr int kBlock = INT_MAX / 2;
   static constexpr bool kBlockScales = false;
-  static constexpr float kXScale = 0x1p112f;
+  // The rows read as the weights' values over f16_bits_scale(PackedLinear::f16_rebias): x times it.
+  static float x_scale(const PackedLinear& w) { return f16_bits_scale(w.f16_rebias); }
   const std::uint16_t* p = nullptr;
   F16PairPanel() = default;
   F16PairPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
@@ -83,7 +85,7 @@ struct AfterFirst {
 struct BF16PairPanel {
   static constexpr int kBlock = INT_MAX / 2;
   static constexpr bool kBlockScales = false;
-  static constexpr float kXScale = 1.0f;
+  static float x_scale(const PackedLinear&) { return 1.0f; }
   const std::uint16_t* p = nullptr;
   BF16PairPanel() = default;
   BF16PairPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
@@ -101,7 +103,7 @@ struct BF16PairPanel {
 struct I8PairPanel {
   static constexpr int kBlock = storage::kQuantBlock;
   static constexpr bool kBlockScales = true;
-  static constexpr float kXScale = 1.0f;
+  static float x_scale(const PackedLinear&) { return 1.0f; }
   const std::int8_t* p = nullptr;
   const float* scales = nullptr;
   I8PairPanel() = default;

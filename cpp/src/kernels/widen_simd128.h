@@ -7,7 +7,15 @@
 
 #include <cstdint>
 
+#include "storage_convert.h"
+
 namespace webattention::kernels {
+
+// What the finite widening below multiplies an f16's moved bits by to give its value: 2^112, or
+// 2^(112 - rebias) for weights stored rebiased (PackedLinear::f16_rebias, storage::rebias_f16). The
+// decode step's pair readers multiply x by it instead (pair_panels_simd128.h).
+inline float f16_bits_scale(int rebias) { return rebias ? 0x1p102f : 0x1p112f; }
+static_assert(storage::kF16Rebias == 10, "f16_bits_scale: 2^(112 - kF16Rebias)");
 
 // 8 f16 at p to (lo, hi), by integer ops and one multiply. The exponent and fraction, moved to
 // the top of an f32's exponent and fraction fields, read as an f32 2^112 too small (subnormals
@@ -36,13 +44,16 @@ inline void load_f16x8(const std::uint16_t* p, v128_t& lo, v128_t& hi) {
 // and caches that hold no Inf or NaN (known when they are stored) take this path where a decode
 // step's pair readers (pair_panels_simd128.h) do not serve: the 4-row projection, and the
 // fallbacks of a query too large to scale.
-inline void load_f16x8_finite(const std::uint16_t* p, v128_t& lo, v128_t& hi) {
+// `scale`: f16_bits_scale(the rebias of the bits).
+inline void load_f16x8_finite_scaled(const std::uint16_t* p, v128_t& lo, v128_t& hi, v128_t scale) {
   const v128_t h = wasm_v128_load(p);
   const v128_t zero = wasm_i16x8_splat(0);
   const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
-  const v128_t scale = wasm_f32x4_splat(0x1p112f);
   lo = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(wasm_i16x8_shuffle(zero, h, 0, 8, 1, 9, 2, 10, 3, 11), 3), mask), scale);
   hi = wasm_f32x4_mul(wasm_v128_and(wasm_i32x4_shr(wasm_i16x8_shuffle(zero, h, 4, 12, 5, 13, 6, 14, 7, 15), 3), mask), scale);
+}
+inline void load_f16x8_finite(const std::uint16_t* p, v128_t& lo, v128_t& hi) {
+  load_f16x8_finite_scaled(p, lo, hi, wasm_f32x4_splat(f16_bits_scale(0)));
 }
 
 // 8 bf16 at p to (lo, hi): each is the top half of its f32, so interleaving zeros below them is
