@@ -136,6 +136,25 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
   }
 }
 
+// Panel p's 8 results (lo: columns 0-3, hi: 4-7) of a decode step into the target's output: a
+// whole panel stored straight, the narrower last one (past w.out) kept in `last` for
+// copy_last_panel. No call while the caller's other accumulators are live: a copy may be a call
+// (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack frame for its
+// whole life, so accumulators still in registers at a copy went through memory at every step of
+// the loop before it (Firefox's f16 decode kernel ran at 14 GFLOP/s against 21 after this;
+// block_4x8 has the same rule).
+inline void store_panel_row(const PackedLinear& w, const LinearTarget& target, int p, v128_t lo, v128_t hi,
+                            float* last) {
+  float* at = w.out - p * kPanelWidth >= kPanelWidth ? target.y + p * kPanelWidth : last;
+  wasm_v128_store(at, lo);
+  wasm_v128_store(at + 4, hi);
+}
+// The last panel's columns below w.out, if its panel is among [p0, p0 + count).
+inline void copy_last_panel(const PackedLinear& w, const LinearTarget& target, int p0, int count, const float* last) {
+  const int p = w.panel_count() - 1, n0 = p * kPanelWidth;
+  if (p >= p0 && p < p0 + count && w.out - n0 < kPanelWidth) std::copy(last, last + (w.out - n0), target.y + n0);
+}
+
 // One input row (a decode step) times kPanels consecutive weight panels from p0
 // (row_times_panel_rows): a matrix-vector product where the 4-row block would compute 3 rows of
 // padding. Never inlined, as panel_rows.
@@ -158,13 +177,9 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
       row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, acc);
     }
   }
-  for (int i = 0; i < kPanels; ++i) {
-    const int n0 = (p0 + i) * kPanelWidth;
-    alignas(16) float tmp[kPanelWidth];
-    wasm_v128_store(tmp, acc[2 * i]);
-    wasm_v128_store(tmp + 4, acc[2 * i + 1]);
-    std::copy(tmp, tmp + std::min(kPanelWidth, w.out - n0), target.y + n0);
-  }
+  alignas(16) float last[kPanelWidth];
+  for (int i = 0; i < kPanels; ++i) store_panel_row(w, target, p0 + i, acc[2 * i], acc[2 * i + 1], last);
+  copy_last_panel(w, target, p0, kPanels, last);
 }
 
 // one_row_panels over panels read in pairs (pair_panels_simd128.h): the accumulators hold even
@@ -189,15 +204,13 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
   } else {
     row_times_pair_rows<kPanels>(x, w.in, panels, acc);
   }
+  alignas(16) float last[kPanelWidth];
   for (int i = 0; i < kPanels; ++i) {
-    const int n0 = (p0 + i) * kPanelWidth;
-    alignas(16) float tmp[kPanelWidth];
     v128_t lo, hi;
     from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
-    wasm_v128_store(tmp, lo);
-    wasm_v128_store(tmp + 4, hi);
-    std::copy(tmp, tmp + std::min(kPanelWidth, w.out - n0), target.y + n0);
+    store_panel_row(w, target, p0 + i, lo, hi, last);
   }
+  copy_last_panel(w, target, p0, kPanels, last);
 }
 
 // x[0, n) times `scale` into xs, if exact for every element (no finite x overflows); else false.
