@@ -73,18 +73,17 @@ inline std::uint16_t rebias_f16(std::uint16_t h) {
   if (e != 0) return static_cast<std::uint16_t>(sign | ((e + kF16Rebias) << 10) | m);
   if (m == 0) return h;  // ±0
   // m · 2^-24 = 1.f · 2^(t - 24), t the position of m's top bit: exponent field t - 9 + kF16Rebias.
-  int t = 9;
-  while (!(m >> t)) --t;
+  const int t = 31 - __builtin_clz(m);
   const std::uint32_t f = (m << (10 - t)) & 0x3FFu;
   return static_cast<std::uint16_t>(sign | (static_cast<std::uint32_t>(t - 9 + kF16Rebias) << 10) | f);
 }
 
-// The value of a stored f16 element of weights rebiased by `rebias` (0 or kF16Rebias): read as
-// an f16, it is the value times 2^rebias (a normal f32, so the power-of-two product is exact).
-inline float rebiased_f16_to_f32(std::uint16_t code, int rebias) {
-  return rebias ? f16_to_f32(code) * 0x1p-10f : f16_to_f32(code);
-}
-static_assert(kF16Rebias == 10, "rebiased_f16_to_f32 scales by 2^-kF16Rebias");
+// 2^-rebias (rebias 0 or kF16Rebias): what a stored element of weights rebiased by `rebias`, read
+// as an f16, is multiplied by to give its value (exactly: the f16 reading is a normal f32).
+inline float rebias_unit(int rebias) { return rebias ? 0x1p-10f : 1.0f; }
+static_assert(kF16Rebias == 10, "rebias_unit: 2^-kF16Rebias");
+
+inline float rebiased_f16_to_f32(std::uint16_t code, int rebias) { return f16_to_f32(code) * rebias_unit(rebias); }
 
 inline std::uint16_t f32_to_bf16(float f) {
   const std::uint32_t x = bits_of(f);

@@ -14,8 +14,7 @@ namespace webattention::kernels {
 // What the finite widening below multiplies an f16's moved bits by to give its value: 2^112, or
 // 2^(112 - rebias) for weights stored rebiased (PackedLinear::f16_rebias, storage::rebias_f16). The
 // decode step's pair readers multiply x by it instead (pair_panels_simd128.h).
-inline float f16_bits_scale(int rebias) { return rebias ? 0x1p102f : 0x1p112f; }
-static_assert(storage::kF16Rebias == 10, "f16_bits_scale: 2^(112 - kF16Rebias)");
+inline float f16_bits_scale(int rebias) { return 0x1p112f * storage::rebias_unit(rebias); }
 
 // 8 f16 at p to (lo, hi), by integer ops and one multiply. The exponent and fraction, moved to
 // the top of an f32's exponent and fraction fields, read as an f32 2^112 too small (subnormals
