@@ -50,16 +50,11 @@ using BF16Panel = HalfPanel<load_bf16x8>;
 
 // Finite f16 weights (PackedLinear::finite), stored as they are or rebiased
 // (PackedLinear::f16_rebias): the finite widening, its multiply by f16_bits_scale(rebias).
-struct F16WeightPanel {
-  static constexpr int kBlock = INT_MAX / 2;
-  static constexpr bool kBlockScales = false;
-  static constexpr int kRowPanels = 4;
-  const std::uint16_t* p = nullptr;
+struct F16WeightPanel : HalfPanel<load_f16x8_finite> {
   v128_t scale;
   F16WeightPanel() = default;
   F16WeightPanel(const PackedLinear& w, int panel)
-      : p(w.elements<const std::uint16_t>().panel(panel)), scale(wasm_f32x4_splat(f16_bits_scale(w.f16_rebias))) {}
-  void start(int) {}
+      : HalfPanel(w, panel), scale(wasm_f32x4_splat(f16_bits_scale(w.f16_rebias))) {}
   void row(int k, v128_t& lo, v128_t& hi) const { load_f16x8_finite_scaled(p + k * kPanelWidth, lo, hi, scale); }
 };
 
