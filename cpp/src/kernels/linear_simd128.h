@@ -38,7 +38,7 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   const float* x2 = x_rows[2];
   const float* x3 = x_rows[3];
   for (int k = 0; k < w.in; ++k) acc.madd(x0[k], x1[k], x2[k], x3[k], panel + k * kPanelWidth);
-  const int cols = std::min(kPanelWidth, w.out - n0);
+  const int cols = w.panel_columns(p);
   if (cols == kPanelWidth) {
     for (int r = 0; r < rows; ++r) acc.store_row(r, y + r * y_stride + n0);
     return;
@@ -83,7 +83,7 @@ inline void block_4x8_scaled(const float* const x_rows[kRows], int rows, const P
       wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), wasm_f32x4_mul(part.hi[r], s1)));
     }
   }
-  const int cols = std::min(kPanelWidth, w.out - n0);
+  const int cols = w.panel_columns(p);
   for (int r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + cols, y + r * y_stride + n0);
 }
 
@@ -137,22 +137,23 @@ __attribute__((noinline)) void panel_rows(const float* x, int r_begin, int r_end
 }
 
 // Panel p's 8 results (lo: columns 0-3, hi: 4-7) of a decode step into the target's output: a
-// whole panel stored straight, the narrower last one (past w.out) kept in `last` for
-// copy_last_panel. No call while the caller's other accumulators are live: a copy may be a call
-// (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack frame for its
-// whole life, so accumulators still in registers at a copy went through memory at every step of
-// the loop before it (Firefox's f16 decode kernel ran at 14 GFLOP/s against 21 after this;
+// whole panel stored straight, the narrower last one into `last`, for copy_if_narrow once every
+// accumulator is stored. No call while the caller's other accumulators are live: a copy may be a
+// call (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack frame for
+// its whole life, so accumulators still in registers at a copy went through memory at every step
+// of the loop before it (Firefox's f16 decode kernel ran at 14 GFLOP/s against 21 after this;
 // block_4x8 has the same rule).
 inline void store_panel_row(const PackedLinear& w, const LinearTarget& target, int p, v128_t lo, v128_t hi,
                             float* last) {
-  float* at = w.out - p * kPanelWidth >= kPanelWidth ? target.y + p * kPanelWidth : last;
+  float* at = w.panel_columns(p) == kPanelWidth ? target.y + p * kPanelWidth : last;
   wasm_v128_store(at, lo);
   wasm_v128_store(at + 4, hi);
 }
-// The last panel's columns below w.out, if its panel is among [p0, p0 + count).
-inline void copy_last_panel(const PackedLinear& w, const LinearTarget& target, int p0, int count, const float* last) {
-  const int p = w.panel_count() - 1, n0 = p * kPanelWidth;
-  if (p >= p0 && p < p0 + count && w.out - n0 < kPanelWidth) std::copy(last, last + (w.out - n0), target.y + n0);
+// Panel p's columns from `last` into the output if store_panel_row put them there. Only a
+// group's last panel can be narrow: the one narrow panel is the weights' last.
+inline void copy_if_narrow(const PackedLinear& w, const LinearTarget& target, int p, const float* last) {
+  const int cols = w.panel_columns(p);
+  if (cols < kPanelWidth) std::copy(last, last + cols, target.y + p * kPanelWidth);
 }
 
 // One input row (a decode step) times kPanels consecutive weight panels from p0
@@ -179,7 +180,7 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
   }
   alignas(16) float last[kPanelWidth];
   for (int i = 0; i < kPanels; ++i) store_panel_row(w, target, p0 + i, acc[2 * i], acc[2 * i + 1], last);
-  copy_last_panel(w, target, p0, kPanels, last);
+  copy_if_narrow(w, target, p0 + kPanels - 1, last);
 }
 
 // one_row_panels over panels read in pairs (pair_panels_simd128.h): the accumulators hold even
@@ -210,7 +211,7 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
     from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
     store_panel_row(w, target, p0 + i, lo, hi, last);
   }
-  copy_last_panel(w, target, p0, kPanels, last);
+  copy_if_narrow(w, target, p0 + kPanels - 1, last);
 }
 
 // x[0, n) times `scale` into xs, if exact for every element (no finite x overflows); else false.

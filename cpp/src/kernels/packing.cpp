@@ -31,13 +31,12 @@ struct Source {
 // first-tier code after a few panels; a small function per type is compiled by the optimising
 // tier sooner than one that holds every type's loop (a cold start's first loadStateDict packs in
 // the first tier while it waits).
-int panel_columns(int out, int p) { return std::min(kPanelWidth, out - p * kPanelWidth); }
 
 // f32 from f32, the common case: each output column is one contiguous source row (`rows`: the
 // panel's first, W row 8p), copied down its lane (the loop the first tier runs fastest); the
 // padding columns are zeros.
-__attribute__((noinline)) void pack_panel_f32_copy(const float* rows, int out, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+__attribute__((noinline)) void pack_panel_f32_copy(const float* rows, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
   const PanelMatrix<float> m = w.elements<float>();
   for (int c = 0; c < cols; ++c) m.set_column(n0 + c, rows + static_cast<std::size_t>(c) * in, in);
   for (int c = cols; c < kPanelWidth; ++c) {
@@ -47,15 +46,15 @@ __attribute__((noinline)) void pack_panel_f32_copy(const float* rows, int out, i
 }
 
 // f32 storage from a 16-bit or int8 source, widened exactly.
-__attribute__((noinline)) void pack_panel_f32(const Source& src, int out, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+__attribute__((noinline)) void pack_panel_f32(const Source& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
   const PanelMatrix<float> m = w.elements<float>();
   for (int k = 0; k < in; ++k)
     for (int c = 0; c < kPanelWidth; ++c) m.at(n0 + c, k) = c < cols ? src.at(n0 + c, k) : 0.0f;
 }
 
-__attribute__((noinline)) void pack_panel_16(const Source& src, int out, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+__attribute__((noinline)) void pack_panel_16(const Source& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
   const PanelMatrix<std::uint16_t> m = w.elements<std::uint16_t>();
   const bool same = src.type == w.type;  // bits kept as they are
   for (int k = 0; k < in; ++k) {
@@ -65,8 +64,8 @@ __attribute__((noinline)) void pack_panel_16(const Source& src, int out, int p, 
   }
 }
 
-__attribute__((noinline)) void pack_panel_i8(const Source& src, int out, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = panel_columns(out, p);
+__attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
   const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
   float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
   for (int c = 0; c < kPanelWidth; ++c) {
@@ -80,16 +79,16 @@ __attribute__((noinline)) void pack_panel_i8(const Source& src, int out, int p, 
   }
 }
 
-void pack_panel(const Source& src, int out, int p, const PackedLinear& w) {
+void pack_panel(const Source& src, int p, const PackedLinear& w) {
   switch (w.type) {
     case StorageType::f32:
       if (src.type == StorageType::f32) {
-        return pack_panel_f32_copy(static_cast<const float*>(src.data) + static_cast<std::size_t>(p) * kPanelWidth * src.in, out, p, w);
+        return pack_panel_f32_copy(static_cast<const float*>(src.data) + static_cast<std::size_t>(p) * kPanelWidth * src.in, p, w);
       }
-      return pack_panel_f32(src, out, p, w);
+      return pack_panel_f32(src, p, w);
     case StorageType::f16:
-    case StorageType::bf16: return pack_panel_16(src, out, p, w);
-    case StorageType::i8: return pack_panel_i8(src, out, p, w);
+    case StorageType::bf16: return pack_panel_16(src, p, w);
+    case StorageType::i8: return pack_panel_i8(src, p, w);
   }
 }
 
@@ -123,7 +122,7 @@ float PackedLinear::weight(int n, int k) const {
 PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType type) {
   PackedLinear w = allocate(type, out, in);
   const Source src{weight, source, in};
-  for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, out, p, w);
+  for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, p, w);
   if (type == StorageType::f16) {
     std::uint16_t* bits = w.elements<std::uint16_t>().data;
     const std::size_t n = static_cast<std::size_t>(whole_panels(out)) * in;
@@ -146,8 +145,8 @@ void pack_rows_in_place(PackedLinear& w) {
   std::vector<float> rows(static_cast<std::size_t>(kPanelWidth) * w.in);
   for (int p = 0; p < w.panel_count(); ++p) {
     const float* panel = w.panel(p);
-    std::copy(panel, panel + static_cast<std::size_t>(panel_columns(w.out, p)) * w.in, rows.begin());
-    pack_panel_f32_copy(rows.data(), w.out, p, w);
+    std::copy(panel, panel + static_cast<std::size_t>(w.panel_columns(p)) * w.in, rows.begin());
+    pack_panel_f32_copy(rows.data(), p, w);
   }
 }
 
