@@ -10,6 +10,7 @@ import { loadavg } from 'node:os';
 import { launchBrowser } from '../../tests/browser/browsers.mjs';
 import { startServer } from '../../tests/browser/harness.mjs';
 import { exitWithUsage, parseFlags, ROOT } from '../run_env.mjs';
+import { markdownTable } from '../table.mjs';
 
 const { values: v, positionals: builds } = parseFlags(import.meta.url, process.argv.slice(2), {
   engine: { type: 'string', default: 'node' },
@@ -69,9 +70,10 @@ async function inBrowser(engine) {
 const load = loadavg()[0];
 const rows = v.engine === 'node' ? await inNode() : await inBrowser(v.engine);
 console.log(`${v.engine}, one thread; GFLOP/s (2 per weight) of the best round; load average ${load.toFixed(1)} → ${loadavg()[0].toFixed(1)}`);
-console.log(`| (E, h, hkv) | weights | ${builds.map((b) => b.split('/').pop()).join(' | ')} |${builds.length > 1 ? ' last ÷ first |' : ''}`);
-console.log(`|---|---|${builds.map(() => '---:').join('|')}|${builds.length > 1 ? '---:|' : ''}`);
-for (const { shape, type, weights, ms } of rows) {
-  const cells = ms.map((t) => (2 * weights / t / 1e6).toFixed(1));
-  console.log(`| (${shape.join(', ')}) | ${type} | ${cells.join(' | ')} |${builds.length > 1 ? ` ${(ms[0] / ms.at(-1)).toFixed(2)} |` : ''}`);
-}
+const gflops = (r, i) => (2 * r.weights / r.ms[i] / 1e6).toFixed(1);
+console.log(markdownTable([
+  ['(E, h, hkv)', (r) => `(${r.shape.join(', ')})`, 'l'],
+  ['weights', (r) => r.type, 'l'],
+  ...builds.map((b, i) => [b.split('/').pop(), (r) => gflops(r, i), 'r']),
+  ...(builds.length > 1 ? [['last ÷ first', (r) => (r.ms[0] / r.ms.at(-1)).toFixed(2), 'r']] : []),
+], rows));
