@@ -227,25 +227,21 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 
 // A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time
 // (2 with block scales: their partial sums take registers too). x is multiplied by each target's
-// reader scale (Panel::x_scale: f16 2^112, or 2^102 for rebiased weights); returns false, having
-// done nothing, where x times the largest would overflow (f16: |x| >= 2^16, or 2^26): the caller
-// then takes the f32x4 readers, which compute the same values.
+// reader scale (Panel::x_scale: f16 2^112, or 2^102 for rebiased weights), once per run of
+// targets with the same scale. Returns false where x times a scale would overflow (f16: |x| >=
+// 2^16, or 2^26): the caller then takes the f32x4 readers for every target, which compute the
+// same values (over whatever this wrote).
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
   constexpr int kGroup = Panel::kBlockScales ? 2 : 4;
-  int in = 0;
-  float largest = 1.0f;
-  for (int t = 0; t < target_count; ++t) {
-    in = std::max(in, targets[t].weights->in);
-    largest = std::max(largest, Panel::x_scale(*targets[t].weights));
-  }
+  int in = 0;  // the x values any target reads
+  for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
   std::vector<float> scaled;
-  float scaled_by = largest;  // a smaller scale cannot overflow where the largest does not
-  if (largest != 1.0f && !scaled_row(x, in, largest, scaled)) return false;
+  float scaled_by = 1.0f;
   for (int t = 0; t < target_count; ++t) {
     const float scale = Panel::x_scale(*targets[t].weights);
     if (scale != 1.0f && scale != scaled_by) {
-      scaled_row(x, in, scale, scaled);
+      if (!scaled_row(x, in, scale, scaled)) return false;
       scaled_by = scale;
     }
     const float* xt = scale == 1.0f ? x : scaled.data();
