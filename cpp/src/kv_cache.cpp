@@ -122,7 +122,7 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
                   float* v_scale, int slot, int capacity, const float* krow, int dk,
                   const float* vrow, int dv) {
   const auto keys = kernels::key_panels(reinterpret_cast<T*>(k_block), dk);
-  const auto values = kernels::value_panels(reinterpret_cast<T*>(v_block), capacity);
+  const auto values = kernels::value_panels(reinterpret_cast<T*>(v_block), capacity, kernels::whole_panels(dv));
   const float ks = store_row(type, krow, dk, [&](int c, auto e) { keys.at(slot, c) = static_cast<T>(e); });
   const float vs = store_row(type, vrow, dv, [&](int c, auto e) { values.at(c, slot) = static_cast<T>(e); });
   if (k_scale) k_scale[slot] = ks, v_scale[slot] = vs;
@@ -142,7 +142,7 @@ bool stored_row_finite(StorageType type, const unsigned char* k_block, const uns
   for (int c = 0; c < dk; ++c)
     if (!std::isfinite(stored_element(type, k_block, kernels::key_index(dk, slot, c), k_scales, slot))) return false;
   for (int c = 0; c < dv; ++c)
-    if (!std::isfinite(stored_element(type, v_block, kernels::value_index(capacity, slot, c), v_scales, slot))) return false;
+    if (!std::isfinite(stored_element(type, v_block, kernels::value_index(capacity, kernels::whole_panels(dv), slot, c), v_scales, slot))) return false;
   return true;
 }
 
@@ -208,7 +208,7 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
           krows[static_cast<std::size_t>(i) * dk_ + c] = stored_element(type, kb, kernels::key_index(dk_, slot, c), ks, slot);
         }
         for (int c = 0; c < dv_; ++c) {
-          vrows[static_cast<std::size_t>(i) * dv_ + c] = stored_element(type, vb, kernels::value_index(capacity_, slot, c), vs, slot);
+          vrows[static_cast<std::size_t>(i) * dv_ + c] = stored_element(type, vb, kernels::value_index(capacity_, dv_pad_, slot, c), vs, slot);
         }
       }
     }

@@ -75,7 +75,7 @@ MaskView view(const kernel_reference::Mask& m, std::ptrdiff_t batch, std::ptrdif
 }
 
 // K [B, S, H_kv, dk] and V [B, S, H_kv, dv] as a KV cache of `type` packs them (attention_problem.h's
-// PackedKv; capacity S rounded up to whole panels, so key j sits in slot j): the elements and the
+// PackedKv, in kv_layout.h's layout; capacity S rounded up to whole panels, so key j sits in slot j): the elements and the
 // int8 scales, one per (batch, K/V head, slot).
 struct NarrowCache {
   std::vector<unsigned char> k, v;
@@ -96,9 +96,9 @@ struct NarrowCache {
         for (int j = 0; j < c.S; ++j) {
           const std::size_t row = (static_cast<std::size_t>(b) * c.S + j) * c.kv_heads + g;
           k_scales[static_cast<std::size_t>(block) * capacity + j] =
-              store(type, keys.data() + row * c.dk, c.dk, k.data() + block * k_block * bytes, [&](int f) { return (static_cast<std::size_t>(j / 8) * c.dk + f) * 8 + j % 8; });
+              store(type, keys.data() + row * c.dk, c.dk, k.data() + block * k_block * bytes, [&](int f) { return kernels::key_index(c.dk, j, f); });
           v_scales[static_cast<std::size_t>(block) * capacity + j] =
-              store(type, values.data() + row * c.dv, c.dv, v.data() + block * v_block * bytes, [&](int f) { return (static_cast<std::size_t>(f / 8) * capacity + j) * 8 + f % 8; });
+              store(type, values.data() + row * c.dv, c.dv, v.data() + block * v_block * bytes, [&](int f) { return kernels::value_index(capacity, kernels::whole_panels(c.dv), j, f); });
         }
       }
     }

@@ -88,7 +88,7 @@ struct Scalar {
   static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
     for (int f = 0; f < dv_pad; ++f) {
       for (int j = 0; j < n; ++j)
-        acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, flash::value_index(c.capacity, slot + j, f), 1.0f);
+        acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, flash::value_index(c.capacity, c.dv_pad, slot + j, f), 1.0f);
     }
   }
   // The 4-row block's: kv_widen.h's loops over this ISA's row operations.
@@ -101,10 +101,8 @@ struct Scalar {
     flash::narrow_accumulate_pv<Scalar, T>(p, n, c, dv_pad, slot, acc);
   }
 
-  static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
-                     float* acc) {
-    const PanelMatrix<const float> values = value_panels(v, v_rows);
-    for (int c = 0; c < dv_pad; ++c)
+  static void row_pv(const float* p, int width, const ValueMatrix<const float>& values, int j0, float* acc) {
+    for (int c = 0; c < values.columns; ++c)
       for (int j = 0; j < width; ++j) acc[c] += p[j] * values.at(c, j0 + j);
   }
 };

@@ -76,10 +76,9 @@ struct Simd128 {
   }
 
   // acc += p · V for one row, 4 column panels (32 values) at a time.
-  static void row_pv(const float* p, int width, const float* v, int v_rows, int dv_pad, int j0,
-                     float* acc) {
-    const PanelMatrix<const float> values = value_panels(v, v_rows);
-    const std::size_t stride = values.panel_elements();
+  static void row_pv(const float* p, int width, const ValueMatrix<const float>& values, int j0, float* acc) {
+    const int dv_pad = values.columns;
+    const std::size_t stride = values.panel_stride(j0);
     int cb = 0;
     for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth)
       pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);

@@ -19,7 +19,7 @@
 //   Isa::scale_row(a, n, factor)         a[c] *= factor for c < n (n a multiple of 8)
 //   Isa::softcap_row(s, width, cap)      s[j] = cap · tanh(s[j] / cap) (logit softcapping)
 //   Isa::row_scores(q, dk, kp, j0, width, s)       one query row: s[j] = q · K[j0 + j]
-//   Isa::row_pv(p, width, v, v_rows, dv_pad, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c]
+//   Isa::row_pv(p, width, v, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c], c < v.columns
 //   Isa::narrow_row_scores<T>, narrow_row_pv<T>    the same two over a narrow (f16, bf16, int8)
 //                               cache, widening as they load (kv_widen.h has the 4-row loops)
 // The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
@@ -101,7 +101,7 @@ void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, in
   for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
     typename Isa::Block block;
     for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
-    const float* vrow = &value_panels(kv.v, kv.v_rows).at(cb, j0);
+    const float* vrow = &kv.v.at(cb, j0);
     for (int j = 0; j < width; ++j, vrow += kPanelWidth)
       block.madd(p[j], p[kKeyTile + j], p[2 * kKeyTile + j], p[3 * kKeyTile + j], vrow);
     for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);
@@ -150,7 +150,7 @@ void weighted_values(const AttentionProblem& p, bool one_row, const float* score
     if constexpr (kNarrow) {
       narrow_weighted_values<Isa>(one_row, scores + offset, n, kv.narrow, dv_pad, slot, acc);
     } else if (one_row) {
-      Isa::row_pv(scores + offset, n, kv.v, kv.v_rows, dv_pad, slot, acc);
+      Isa::row_pv(scores + offset, n, kv.v, slot, acc);
     } else {
       accumulate_pv<Isa>(scores + offset, n, kv, dv_pad, slot, acc);
     }

@@ -21,6 +21,7 @@ namespace webattention::kernels::flash {
 
 constexpr int kRows = 4;        // query rows per register block
 constexpr int kKeyTile = 256;   // keys per tile: Kᵀ and V tiles of 256·d floats stay in L1/L2
+static_assert(kKeyTile == kValueTile, "a tile of keys reads one tile of a V block (kv_layout.h)");
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
@@ -60,7 +61,7 @@ inline Row row_of(const AttentionProblem& p, int g, int r) {
   return {g * p.kv_group + r / p.L, r % p.L};
 }
 
-// The unit's K and V in the panel layout (kv_layout.h): `v_rows` slots per V panel. From a
+// The unit's K and V in the panel layout (kv_layout.h). From a
 // cache of a narrow type, `narrow` is the cache's block (kt and v unused), whose elements the
 // loops of kv_widen.h widen as they load them.
 struct NarrowKv {
@@ -70,12 +71,12 @@ struct NarrowKv {
   const float* k_scales = nullptr;  // int8: one per slot
   const float* v_scales = nullptr;
   int capacity = 0;
+  int dv_pad = 0;  // V's columns: d_v in whole panels
   bool finite = false;  // no Inf or NaN stored (f16: the cheap widening may be used)
 };
 struct KvPanels {
   const float* kt;
-  const float* v;
-  int v_rows;
+  ValueMatrix<const float> v;
   NarrowKv narrow;
 };
 
@@ -98,7 +99,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
     if (c.type == StorageType::f32) {
       return {static_cast<const float*>(c.k) + block * c.k_block,
-              static_cast<const float*>(c.v) + block * c.v_block, c.capacity, {}};
+              value_panels(static_cast<const float*>(c.v) + block * c.v_block, c.capacity, lay.dv_pad), {}};
     }
     const std::ptrdiff_t bytes = storage_element_bytes(c.type);
     NarrowKv n;
@@ -110,13 +111,14 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
       n.v_scales = c.v_scales + block * c.capacity;
     }
     n.capacity = c.capacity;
+    n.dv_pad = lay.dv_pad;
     n.finite = c.finite;
-    return {nullptr, nullptr, c.capacity, n};
+    return {nullptr, {}, n};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
   const PanelMatrix<float> kp = key_panels(ws + lay.kt, p.dk);
-  const PanelMatrix<float> vp = value_panels(ws + lay.v, lay.S_pad);
+  const ValueMatrix<float> vp = value_panels(ws + lay.v, lay.S_pad, lay.dv_pad);
   for (int j = 0; j < lay.S_pad; ++j) {
     const float* kj = k + j * p.k.row_stride;
     for (int c = 0; c < p.dk; ++c) kp.at(j, c) = j < p.S ? kj[c] : 0.0f;
@@ -125,7 +127,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const float* vj = v + j * p.v.row_stride;
     for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
-  return {ws + lay.kt, ws + lay.v, lay.S_pad, {}};
+  return {ws + lay.kt, value_panels<const float>(ws + lay.v, lay.S_pad, lay.dv_pad), {}};
 }
 
 // Keys [begin, end): the ones a row (or a block of rows) may see, or must at least be computed.
@@ -167,14 +169,16 @@ __attribute__((noinline)) inline BlockKeys block_keys(const AttentionProblem& p,
 
 // Where keys [j0, j0 + width) live: calls run(offset, slot, n) for each stretch of n keys held in
 // consecutive slots from `slot` on, key j0 + offset first. Without a cache the slot is the key;
-// a cache's ring holds key j in slot j mod capacity, so a stretch ends where the ring wraps.
-// j0, width and the capacity are multiples of kPanelWidth: every stretch is whole panels.
+// a cache's ring holds key j in slot j mod capacity, so a stretch ends where the ring wraps, and
+// where a tile of its V block ends (kv_layout.h: the next tile's panels lie elsewhere). j0, width and the capacity are multiples of
+// kPanelWidth: every stretch is whole panels.
 template <class Run>
 void slot_runs(const AttentionProblem& p, int j0, int width, Run&& run) {
   const int capacity = p.cache.empty() ? 0 : p.cache.capacity;
   for (int offset = 0; offset < width;) {
     const int slot = capacity ? (j0 + offset) % capacity : j0 + offset;
-    const int n = capacity ? std::min(width - offset, capacity - slot) : width - offset;
+    int n = std::min(width - offset, kValueTile - slot % kValueTile);
+    if (capacity) n = std::min(n, capacity - slot);
     run(offset, slot, n);
     offset += n;
   }

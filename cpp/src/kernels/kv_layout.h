@@ -4,13 +4,18 @@
 // width (2 f32x4). The same layout holds
 //  - a K block (a KV cache's, or the keys the flash kernel packs): Kᵀ, columns = key slots,
 //    depth = d_k, so key j's feature c is at [j/8][c][j%8] (key_panels);
-//  - a V block: columns = value features, depth = the slots, so value column c of slot j is at
-//    [c/8][j][c%8] (value_panels);
+//  - a V block: columns = value features, depth = the slots, cut into tiles of kValueTile slots
+//    stored one after another, each tile's panels side by side: value column c of slot j is at
+//    [j/kValueTile][c/8][j%kValueTile][c%8] (value_panels). A tile is contiguous, so the P·V loops,
+//    which read a tile's panels one after another, stream one run of memory instead of dv/8 runs
+//    a whole cache apart (on an AMD Zen 4, a decode step's P·V over an f32 cache of 8192 slots
+//    stalled on its loads in that layout);
 //  - the weights of a linear layer, PyTorch's W [out, in] (kernels.h's PackedLinear):
 //    columns = output features, depth = in.
 // Templated on the element type T, the type of storage: the layout does not change with it.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 
 namespace webattention::kernels {
@@ -43,11 +48,6 @@ struct PanelMatrix {
     T* dst = &at(column, 0);
     for (int k = 0; k < n; ++k) dst[static_cast<std::size_t>(k) * kPanelWidth] = static_cast<T>(src[k]);
   }
-  // Depth k of columns [0, n) from src[0 .. n): one slot of a V block.
-  template <class Src>
-  void set_row(int k, const Src* src, int n) const {
-    for (int c = 0; c < n; ++c) at(c, k) = static_cast<T>(src[c]);
-  }
 };
 
 // K block of d_k features per key: columns = key slots.
@@ -56,20 +56,44 @@ PanelMatrix<T> key_panels(T* block, int dk) {
   return {block, static_cast<std::size_t>(dk)};
 }
 
-// V block of `slots` keys (a multiple of kPanelWidth): columns = value features.
+// Slots per tile of a V block: the flash kernel's key tile (flash_layout.h asserts it).
+constexpr int kValueTile = 256;
+
+// A view of a V block of `slots` slots (a multiple of kPanelWidth) and `columns` value features
+// (whole panels), of element type T. Within one tile, consecutive slots of a panel are
+// kPanelWidth elements apart; the tile's next panel is panel_stride(slot) further on.
 template <class T>
-PanelMatrix<T> value_panels(T* block, int slots) {
-  return {block, static_cast<std::size_t>(slots)};
+struct ValueMatrix {
+  T* data = nullptr;
+  int slots = 0;
+  int columns = 0;
+
+  // Slots in the tile that holds `slot` (the last tile may be shorter).
+  int tile_slots(int slot) const { return std::min(kValueTile, slots - slot / kValueTile * kValueTile); }
+  std::size_t panel_stride(int slot) const { return static_cast<std::size_t>(tile_slots(slot)) * kPanelWidth; }
+  std::size_t index(int column, int slot) const {
+    const int first = slot / kValueTile * kValueTile;
+    return static_cast<std::size_t>(first) * columns + (column / kPanelWidth) * panel_stride(slot) +
+           static_cast<std::size_t>(slot - first) * kPanelWidth + column % kPanelWidth;
+  }
+  T& at(int column, int slot) const { return data[index(column, slot)]; }
+};
+
+// V block of `slots` slots (a multiple of kPanelWidth) and `columns` features (whole panels).
+template <class T>
+ValueMatrix<T> value_panels(T* block, int slots, int columns) {
+  return {block, slots, columns};
 }
 
-// Element (slot, feature f) of a K block of dk features, and of a V block of `capacity` slots:
-// key_panels(...).at(slot, f) and value_panels(...).at(f, slot) as flat indices, for blocks whose
-// element type is known only at run time (a narrow cache's).
+// Element (slot, feature f) of a K block of dk features, and of a V block of `capacity` slots
+// and `columns` features (whole panels): key_panels(...).at(slot, f) and value_panels(...).at(f,
+// slot) as flat indices, for blocks whose element type is known only at run time (a narrow
+// cache's).
 inline std::size_t key_index(int dk, int slot, int f) {
   return (static_cast<std::size_t>(slot / kPanelWidth) * dk + f) * kPanelWidth + slot % kPanelWidth;
 }
-inline std::size_t value_index(int capacity, int slot, int f) {
-  return (static_cast<std::size_t>(f / kPanelWidth) * capacity + slot) * kPanelWidth + f % kPanelWidth;
+inline std::size_t value_index(int capacity, int columns, int slot, int f) {
+  return ValueMatrix<const char>{nullptr, capacity, columns}.index(f, slot);
 }
 
 // Elements of a K block and of a V block of `slots` keys (a multiple of kPanelWidth); V's

@@ -44,7 +44,7 @@ inline PairPanelOf<T> key_pairs(const flash::NarrowKv& c, int dk, int slot) {
 // Value columns [column, column + 8) from slot `slot` on, as a reader of one row per slot.
 template <StorageType T>
 inline PairPanelOf<T> value_pairs(const flash::NarrowKv& c, int column, int slot) {
-  return PairPanelOf<T>(static_cast<const Element<T>*>(c.v) + flash::value_index(c.capacity, slot, column));
+  return PairPanelOf<T>(static_cast<const Element<T>*>(c.v) + flash::value_index(c.capacity, c.dv_pad, slot, column));
 }
 
 // q rows (n floats) as the key readers need them: f16 times 2^112 into buf, or false where a

@@ -33,7 +33,7 @@ template <bool kFinite, int kPanels>
 void f16_pv_panels(const float* p, int n, const flash::NarrowKv& c, int column, int slot, float* out) {
   F16Of<kFinite> panels[kPanels];
   for (int i = 0; i < kPanels; ++i)
-    panels[i] = F16Of<kFinite>(static_cast<const std::uint16_t*>(c.v) + flash::value_index(c.capacity, slot, column + i * kPanelWidth));
+    panels[i] = F16Of<kFinite>(static_cast<const std::uint16_t*>(c.v) + flash::value_index(c.capacity, c.dv_pad, slot, column + i * kPanelWidth));
   v128_t acc[2 * kPanels];
   for (int i = 0; i < 2 * kPanels; ++i) acc[i] = wasm_v128_load(out + 4 * i);
   row_times_panel_rows<kPanels>(p, 0, n, panels, acc);
