@@ -63,26 +63,30 @@ struct Simd128 {
 
   static void softcap_row(float* s, int width, float cap) { softcap_row_simd128(s, width, cap); }
 
-  // One query row against 4 key panels (32 keys) at a time (f32_row_panels_simd128.h).
+  // One query row's loops (a decode step) read one panel at a time (f32_row_panels_simd128.h):
+  // they stream the cache from memory, and the hardware prefetcher keeps up with one sequential
+  // stream where it did not with 4 panels read side by side (keys 2 KB apart, value panels 8 KB
+  // apart). On an AMD Zen 4, a step at (768, 12, 12) over an f32 cache of 8192 slots took
+  // 4.9 ms with 4 panels at a time, 3.2 with one key panel, 2.6 with one value panel too; with
+  // 2 key panels 4.3.
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const PanelMatrix<const float> keys = key_panels(kp, dk);
-    const std::size_t stride = keys.panel_elements();
-    const int first = j0 / kPanelWidth;  // the panel of key j0
-    int jb = 0;
-    for (; jb + 4 * kPanelWidth <= width; jb += 4 * kPanelWidth)
-      score_panels<4>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
-    for (; jb < width; jb += kPanelWidth)
-      score_panels<1>(q, dk, keys.panel(first + jb / kPanelWidth), stride, s + jb);
+    for (int jb = 0; jb < width; jb += kPanelWidth) {
+      v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+      row_times_panels<1>(q, dk, keys.panel((j0 + jb) / kPanelWidth), 0, acc);
+      wasm_v128_store(s + jb, acc[0]);
+      wasm_v128_store(s + jb + 4, acc[1]);
+    }
   }
 
-  // acc += p · V for one row, 4 column panels (32 values) at a time.
+  // acc += p · V for one row, a value panel (8 columns) at a time.
   static void row_pv(const float* p, int width, const ValueMatrix<const float>& values, int j0, float* acc) {
-    const int dv_pad = values.columns;
-    const std::size_t stride = values.panel_stride(j0);
-    int cb = 0;
-    for (; cb + 4 * kPanelWidth <= dv_pad; cb += 4 * kPanelWidth)
-      pv_panels<4>(p, width, &values.at(cb, j0), stride, acc + cb);
-    for (; cb < dv_pad; cb += kPanelWidth) pv_panels<1>(p, width, &values.at(cb, j0), stride, acc + cb);
+    for (int cb = 0; cb < values.columns; cb += kPanelWidth) {
+      v128_t sum[2] = {wasm_v128_load(acc + cb), wasm_v128_load(acc + cb + 4)};
+      row_times_panels<1>(p, width, &values.at(cb, j0), 0, sum);
+      wasm_v128_store(acc + cb, sum[0]);
+      wasm_v128_store(acc + cb + 4, sum[1]);
+    }
   }
 
   // The same two loops, and the 4-row block's, over a narrow cache (narrow_rows_simd128.h).
@@ -101,24 +105,6 @@ struct Simd128 {
   template <StorageType T>
   static void narrow_tile_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
     simd128_narrow::tile_pv<Simd128, T>(p, n, c, dv_pad, slot, acc);
-  }
-
-  // s[0 .. 8·kPanels) = q · the kPanels key panels at `panel` (`stride` floats apart).
-  template <int kPanels>
-  static void score_panels(const float* q, int dk, const float* panel, std::size_t stride, float* s) {
-    v128_t acc[2 * kPanels];
-    for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-    row_times_panels<kPanels>(q, dk, panel, stride, acc);
-    for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(s + 4 * i, acc[i]);
-  }
-
-  // out[0 .. 8·kPanels) += Σ_j p[j] · the kPanels value panels at vp (`stride` floats apart).
-  template <int kPanels>
-  static void pv_panels(const float* p, int width, const float* vp, std::size_t stride, float* out) {
-    v128_t acc[2 * kPanels];
-    for (int i = 0; i < 2 * kPanels; ++i) acc[i] = wasm_v128_load(out + 4 * i);
-    row_times_panels<kPanels>(p, width, vp, stride, acc);
-    for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(out + 4 * i, acc[i]);
   }
 };
 

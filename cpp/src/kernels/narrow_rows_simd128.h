@@ -40,12 +40,13 @@ void f16_pv_panels(const float* p, int n, const flash::NarrowKv& c, int column, 
   for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(out + 4 * i, acc[i]);
 }
 
-// Calls body(count, offset) for groups of 4 panels of 8, then single panels, over [0, n).
+// Calls body(offset) for each panel of 8 over [0, n): one panel at a time, so that a decode step
+// streams the cache as one sequential run, which the hardware prefetcher follows (4 panels side
+// by side, as the projections read their weights, ran a step at (768, 12, 12) over an f16 cache
+// of 8192 slots at 4.0 ms against 2.5 on an AMD Zen 4; f32_attention_simd128.cpp's row loops).
 template <class Body>
 inline void by_panels(int n, Body&& body) {
-  int at = 0;
-  for (; at + 4 * kPanelWidth <= n; at += 4 * kPanelWidth) body(std::integral_constant<int, 4>{}, at);
-  for (; at < n; at += kPanelWidth) body(std::integral_constant<int, 1>{}, at);
+  for (int at = 0; at < n; at += kPanelWidth) body(at);
 }
 
 template <StorageType T>
@@ -53,12 +54,12 @@ void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int 
   alignas(16) float buf[kMaxOperand];
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, dk, buf, qx)) {
-    by_panels(n, [&](auto count, int jb) { score_pairs<T, count.value>(qx, dk, c, slot + jb, s + jb); });
+    by_panels(n, [&](int jb) { score_pairs<T, 1>(qx, dk, c, slot + jb, s + jb); });
   } else if constexpr (T == StorageType::f16) {  // key_operand fails for f16 only
     if (c.finite) {
-      by_panels(n, [&](auto count, int jb) { f16_score_panels<true, count.value>(q, dk, c, slot + jb, s + jb); });
+      by_panels(n, [&](int jb) { f16_score_panels<true, 1>(q, dk, c, slot + jb, s + jb); });
     } else {
-      by_panels(n, [&](auto count, int jb) { f16_score_panels<false, count.value>(q, dk, c, slot + jb, s + jb); });
+      by_panels(n, [&](int jb) { f16_score_panels<false, 1>(q, dk, c, slot + jb, s + jb); });
     }
   }
 }
@@ -68,9 +69,9 @@ void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slo
   if (T != StorageType::f16 || c.finite) {
     alignas(16) float buf[flash::kKeyTile];
     const float* px = value_operand<T>(p, 1, 0, n, c, slot, buf);
-    by_panels(dv_pad, [&](auto count, int cb) { pv_pairs<T, count.value>(px, n, c, cb, slot, acc + cb); });
+    by_panels(dv_pad, [&](int cb) { pv_pairs<T, 1>(px, n, c, cb, slot, acc + cb); });
   } else if constexpr (T == StorageType::f16) {
-    by_panels(dv_pad, [&](auto count, int cb) { f16_pv_panels<false, count.value>(p, n, c, cb, slot, acc + cb); });
+    by_panels(dv_pad, [&](int cb) { f16_pv_panels<false, 1>(p, n, c, cb, slot, acc + cb); });
   }
 }
 
