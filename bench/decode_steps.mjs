@@ -1,0 +1,60 @@
+#!/usr/bin/env node
+// Whole decode steps over a long cache, for profiling and A/B runs: a module of (E, h, hkv) with
+// random weights, its cache filled to n positions (prefill in chunks of 512), then `steps` decode
+// steps (each appends a position, so the cache ends at n + steps); prints their mean ms per step.
+// Unlike bench/decode.mjs (medians per cell, cells interleaved, peers), one configuration in one
+// process, long enough to attach a profiler:
+//
+//   node bench/decode_steps.mjs [--config 2048,32,8] [--positions 8192] [--steps 1500]
+//                               [--weights float32|float16|bfloat16|int8] [--cache float32|float16|int8]
+//                               [--ready FILE]
+//
+//   --ready FILE   write FILE when the timed steps start (a script then attaches `perf record -p`)
+//
+// Which WASM module runs: the package's choice, or WEBATTENTION_WASM=simd|relaxed|scalar. For an
+// A/B of two builds, run it alternately with each build's web/dist/*.wasm in place.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { ROOT, parseFlags } from './run_env.mjs';
+
+const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
+  config: { type: 'string', default: '2048,32,8' },
+  positions: { type: 'string', default: '8192' },
+  steps: { type: 'string', default: '1500' },
+  weights: { type: 'string', default: 'float32' },
+  cache: { type: 'string', default: 'float32' },
+  ready: { type: 'string' },
+});
+const [E, h, hkv] = v.config.split(',').map(Number);
+const n = Number(v.positions), steps = Number(v.steps);
+const { MultiHeadAttention } = await import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
+
+let seed = 1;  // a fixed LCG: the same weights and inputs every run
+const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
+
+const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm',
+  weightsDtype: v.weights });
+const stateDict = {};
+for (const { name, shape } of mha.stateDictShapes) {
+  const bound = 1 / Math.sqrt(shape.at(-1));
+  stateDict[name] = Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => random() * bound);
+}
+mha.loadStateDict(stateDict);
+const cache = mha.createCache({ batchSize: 1, maxLength: n + steps, dtype: v.cache });
+const x = Float32Array.from({ length: (n + steps) * E }, random);
+const rows = (from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
+for (let at = 0; at < n; at += 512) {
+  const t = rows(at, Math.min(n, at + 512));
+  await mha.forward(t, t, t, { cache });
+}
+
+if (v.ready) writeFileSync(v.ready, 'timing\n');
+const start = performance.now();
+for (let p = n; p < n + steps; p++) {
+  const t = rows(p, p + 1);
+  await mha.forward(t, t, t, { cache });
+}
+const ms = (performance.now() - start) / steps;
+console.log(`(${E}, ${h}, ${hkv}) ${v.weights} weights, ${v.cache} cache, n = ${n} → ${n + steps}: ${ms.toFixed(3)} ms per step`);
+mha.dispose();
