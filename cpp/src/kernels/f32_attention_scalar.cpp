@@ -88,7 +88,7 @@ struct Scalar {
   static void narrow_row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
     for (int f = 0; f < dv_pad; ++f) {
       for (int j = 0; j < n; ++j)
-        acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, flash::value_index(c.capacity, c.dv_pad, slot + j, f), 1.0f);
+        acc[f] += flash::value_weight<T>(p[j], c, slot + j) * flash::widen1<T>(c.v, c.value_index(slot + j, f), 1.0f);
     }
   }
   // The 4-row block's: kv_widen.h's loops over this ISA's row operations.

@@ -73,6 +73,9 @@ struct NarrowKv {
   int capacity = 0;
   int dv_pad = 0;  // V's columns: d_v in whole panels
   bool finite = false;  // no Inf or NaN stored (f16: the cheap widening may be used)
+
+  // Element (slot, value column f) of v (kv_layout.h's value_index).
+  std::size_t value_index(int slot, int f) const { return kernels::value_index(capacity, dv_pad, slot, f); }
 };
 struct KvPanels {
   const float* kt;
@@ -170,8 +173,9 @@ __attribute__((noinline)) inline BlockKeys block_keys(const AttentionProblem& p,
 // Where keys [j0, j0 + width) live: calls run(offset, slot, n) for each stretch of n keys held in
 // consecutive slots from `slot` on, key j0 + offset first. Without a cache the slot is the key;
 // a cache's ring holds key j in slot j mod capacity, so a stretch ends where the ring wraps, and
-// where a tile of its V block ends (kv_layout.h: the next tile's panels lie elsewhere). j0, width and the capacity are multiples of
-// kPanelWidth: every stretch is whole panels.
+// every stretch ends where a tile of the V block ends (kv_layout.h: the next tile's panels lie
+// elsewhere). j0, width and the capacity are multiples of kPanelWidth: every stretch is whole
+// panels.
 template <class Run>
 void slot_runs(const AttentionProblem& p, int j0, int width, Run&& run) {
   const int capacity = p.cache.empty() ? 0 : p.cache.capacity;

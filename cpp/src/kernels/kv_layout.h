@@ -68,11 +68,13 @@ struct ValueMatrix {
   int slots = 0;
   int columns = 0;
 
-  // Slots in the tile that holds `slot` (the last tile may be shorter).
-  int tile_slots(int slot) const { return std::min(kValueTile, slots - slot / kValueTile * kValueTile); }
-  std::size_t panel_stride(int slot) const { return static_cast<std::size_t>(tile_slots(slot)) * kPanelWidth; }
+  // Elements from one panel of the tile that holds `slot` to the next: the tile's slots (the last
+  // tile may be shorter) times kPanelWidth.
+  std::size_t panel_stride(int slot) const {
+    return static_cast<std::size_t>(std::min(kValueTile, slots - slot / kValueTile * kValueTile)) * kPanelWidth;
+  }
   std::size_t index(int column, int slot) const {
-    const int first = slot / kValueTile * kValueTile;
+    const int first = slot / kValueTile * kValueTile;  // the tile's first slot
     return static_cast<std::size_t>(first) * columns + (column / kPanelWidth) * panel_stride(slot) +
            static_cast<std::size_t>(slot - first) * kPanelWidth + column % kPanelWidth;
   }

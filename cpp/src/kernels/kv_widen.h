@@ -22,14 +22,13 @@
 namespace webattention::kernels::flash {
 
 using kernels::key_index;  // kv_layout.h: the panel layout's element indices
-using kernels::value_index;
 
 // Value column c of `slot`, as f32, from the unit's K/V panels whatever their storage type (the
 // rare per-element reads: flash_hidden_keys.h's poisoned keys).
 inline float value_at(const KvPanels& kv, int c, int slot) {
   const NarrowKv& n = kv.narrow;
   if (n.type == StorageType::f32) return kv.v.at(c, slot);
-  const std::size_t i = value_index(n.capacity, n.dv_pad, slot, c);
+  const std::size_t i = n.value_index(slot, c);
   if (n.type == StorageType::i8) return storage::dequantise(static_cast<const std::int8_t*>(n.v)[i], n.v_scales[slot]);
   return storage::widen(n.v, n.type, i);
 }
@@ -115,7 +114,7 @@ void narrow_accumulate_pv(const float* p, int n, const NarrowKv& c, int dv_pad, 
     for (int r = 0; r < kRows; ++r) block.load_row(r, acc + r * dv_pad + cb);
     for (int j = 0; j < n; ++j) {
       alignas(16) float w[kPanelWidth];
-      widen8<T>(c.v, value_index(c.capacity, c.dv_pad, slot + j, cb), kOnes, w);
+      widen8<T>(c.v, c.value_index(slot + j, cb), kOnes, w);
       block.madd(pw[0][j], pw[1][j], pw[2][j], pw[3][j], w);
     }
     for (int r = 0; r < kRows; ++r) block.store_row(r, acc + r * dv_pad + cb);

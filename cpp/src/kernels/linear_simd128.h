@@ -236,7 +236,8 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
   constexpr int kGroup = Panel::kBlockScales ? 2 : 4;
   int in = 0;  // the x values any target reads
   for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
-  std::vector<float> scaled;
+  // Kept between calls (one per thread): a decode step would otherwise allocate it every step.
+  static thread_local std::vector<float> scaled;
   float scaled_by = 1.0f;
   for (int t = 0; t < target_count; ++t) {
     const float scale = Panel::x_scale(*targets[t].weights);

@@ -44,7 +44,7 @@ inline PairPanelOf<T> key_pairs(const flash::NarrowKv& c, int dk, int slot) {
 // Value columns [column, column + 8) from slot `slot` on, as a reader of one row per slot.
 template <StorageType T>
 inline PairPanelOf<T> value_pairs(const flash::NarrowKv& c, int column, int slot) {
-  return PairPanelOf<T>(static_cast<const Element<T>*>(c.v) + flash::value_index(c.capacity, c.dv_pad, slot, column));
+  return PairPanelOf<T>(static_cast<const Element<T>*>(c.v) + c.value_index(slot, column));
 }
 
 // q rows (n floats) as the key readers need them: f16 times 2^112 into buf, or false where a
@@ -97,33 +97,28 @@ inline void store_scores(v128_t even, v128_t odd, const flash::NarrowKv& c, int 
   wasm_v128_store(s + 4, hi);
 }
 
-// One row: s[0 .. 8·kPanels) = q · the keys [slot, slot + 8·kPanels) (q from key_operand).
-template <StorageType T, int kPanels>
+// One row, one panel (narrow_rows_simd128.h's by_panels): s[0 .. 8) = q · the keys [slot, slot +
+// 8) (q from key_operand).
+template <StorageType T>
 void score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, float* s) {
-  PairPanelOf<T> panels[kPanels];
-  for (int i = 0; i < kPanels; ++i) panels[i] = key_pairs<T>(c, dk, slot + i * kPanelWidth);
-  v128_t acc[2 * kPanels];
-  for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-  row_times_pair_rows<kPanels>(q, dk, panels, acc);
-  for (int i = 0; i < kPanels; ++i)
-    store_scores<T>(acc[2 * i], acc[2 * i + 1], c, slot + i * kPanelWidth, s + i * kPanelWidth);
+  const PairPanelOf<T> panel = key_pairs<T>(c, dk, slot);
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  row_times_pair_rows<1>(q, dk, &panel, acc);
+  store_scores<T>(acc[0], acc[1], c, slot, s);
 }
 
-// One row: out[0 .. 8·kPanels) += Σ_j p[j] · value columns [column, column + 8·kPanels) of slot + j
+// One row, one panel: out[0 .. 8) += Σ_j p[j] · value columns [column, column + 8) of slot + j
 // (p from value_operand).
-template <StorageType T, int kPanels>
+template <StorageType T>
 void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int slot, float* out) {
-  PairPanelOf<T> panels[kPanels];
-  for (int i = 0; i < kPanels; ++i) panels[i] = value_pairs<T>(c, column + i * kPanelWidth, slot);
-  v128_t acc[2 * kPanels];
-  for (int i = 0; i < kPanels; ++i) to_pairs(wasm_v128_load(out + 8 * i), wasm_v128_load(out + 8 * i + 4), acc[2 * i], acc[2 * i + 1]);
-  row_times_pair_rows<kPanels>(p, n, panels, acc);
-  for (int i = 0; i < kPanels; ++i) {
-    v128_t lo, hi;
-    from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
-    wasm_v128_store(out + 8 * i, lo);
-    wasm_v128_store(out + 8 * i + 4, hi);
-  }
+  const PairPanelOf<T> panel = value_pairs<T>(c, column, slot);
+  v128_t acc[2];
+  to_pairs(wasm_v128_load(out), wasm_v128_load(out + 4), acc[0], acc[1]);
+  row_times_pair_rows<1>(p, n, &panel, acc);
+  v128_t lo, hi;
+  from_pairs(acc[0], acc[1], lo, hi);
+  wasm_v128_store(out, lo);
+  wasm_v128_store(out + 4, hi);
 }
 
 // 4 rows (q rows dk apart, from key_operand): scores[r][0 .. n) = q_r · keys [slot, slot + n).

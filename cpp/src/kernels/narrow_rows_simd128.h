@@ -18,26 +18,22 @@ namespace webattention::kernels::simd128_narrow {
 template <bool kFinite>
 using F16Of = HalfPanel<kFinite ? load_f16x8_finite : load_f16x8>;
 
-template <bool kFinite, int kPanels>
-void f16_score_panels(const float* q, int dk, const flash::NarrowKv& c, int slot, float* s) {
-  F16Of<kFinite> panels[kPanels];
-  for (int i = 0; i < kPanels; ++i)
-    panels[i] = F16Of<kFinite>(static_cast<const std::uint16_t*>(c.k) + flash::key_index(dk, slot + i * kPanelWidth, 0));
-  v128_t acc[2 * kPanels];
-  for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
-  row_times_panel_rows<kPanels>(q, 0, dk, panels, acc);
-  for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(s + 4 * i, acc[i]);
+template <bool kFinite>
+void f16_score_panel(const float* q, int dk, const flash::NarrowKv& c, int slot, float* s) {
+  const F16Of<kFinite> panel(static_cast<const std::uint16_t*>(c.k) + flash::key_index(dk, slot, 0));
+  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
+  row_times_panel_rows<1>(q, 0, dk, &panel, acc);
+  wasm_v128_store(s, acc[0]);
+  wasm_v128_store(s + 4, acc[1]);
 }
 
-template <bool kFinite, int kPanels>
-void f16_pv_panels(const float* p, int n, const flash::NarrowKv& c, int column, int slot, float* out) {
-  F16Of<kFinite> panels[kPanels];
-  for (int i = 0; i < kPanels; ++i)
-    panels[i] = F16Of<kFinite>(static_cast<const std::uint16_t*>(c.v) + flash::value_index(c.capacity, c.dv_pad, slot, column + i * kPanelWidth));
-  v128_t acc[2 * kPanels];
-  for (int i = 0; i < 2 * kPanels; ++i) acc[i] = wasm_v128_load(out + 4 * i);
-  row_times_panel_rows<kPanels>(p, 0, n, panels, acc);
-  for (int i = 0; i < 2 * kPanels; ++i) wasm_v128_store(out + 4 * i, acc[i]);
+template <bool kFinite>
+void f16_pv_panel(const float* p, int n, const flash::NarrowKv& c, int column, int slot, float* out) {
+  const F16Of<kFinite> panel(static_cast<const std::uint16_t*>(c.v) + c.value_index(slot, column));
+  v128_t acc[2] = {wasm_v128_load(out), wasm_v128_load(out + 4)};
+  row_times_panel_rows<1>(p, 0, n, &panel, acc);
+  wasm_v128_store(out, acc[0]);
+  wasm_v128_store(out + 4, acc[1]);
 }
 
 // Calls body(offset) for each panel of 8 over [0, n): one panel at a time, so that a decode step
@@ -54,12 +50,12 @@ void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int 
   alignas(16) float buf[kMaxOperand];
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, dk, buf, qx)) {
-    by_panels(n, [&](int jb) { score_pairs<T, 1>(qx, dk, c, slot + jb, s + jb); });
+    by_panels(n, [&](int jb) { score_pairs<T>(qx, dk, c, slot + jb, s + jb); });
   } else if constexpr (T == StorageType::f16) {  // key_operand fails for f16 only
     if (c.finite) {
-      by_panels(n, [&](int jb) { f16_score_panels<true, 1>(q, dk, c, slot + jb, s + jb); });
+      by_panels(n, [&](int jb) { f16_score_panel<true>(q, dk, c, slot + jb, s + jb); });
     } else {
-      by_panels(n, [&](int jb) { f16_score_panels<false, 1>(q, dk, c, slot + jb, s + jb); });
+      by_panels(n, [&](int jb) { f16_score_panel<false>(q, dk, c, slot + jb, s + jb); });
     }
   }
 }
@@ -69,9 +65,9 @@ void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slo
   if (T != StorageType::f16 || c.finite) {
     alignas(16) float buf[flash::kKeyTile];
     const float* px = value_operand<T>(p, 1, 0, n, c, slot, buf);
-    by_panels(dv_pad, [&](int cb) { pv_pairs<T, 1>(px, n, c, cb, slot, acc + cb); });
+    by_panels(dv_pad, [&](int cb) { pv_pairs<T>(px, n, c, cb, slot, acc + cb); });
   } else if constexpr (T == StorageType::f16) {
-    by_panels(dv_pad, [&](int cb) { f16_pv_panels<false, 1>(p, n, c, cb, slot, acc + cb); });
+    by_panels(dv_pad, [&](int cb) { f16_pv_panel<false>(p, n, c, cb, slot, acc + cb); });
   }
 }
 
