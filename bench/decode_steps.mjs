@@ -12,11 +12,14 @@
 //   --ready FILE   write FILE when the timed steps start (a script then attaches `perf record -p`)
 //
 // Which WASM module runs: the package's choice, or WEBATTENTION_WASM=simd|relaxed|scalar. For an
-// A/B of two builds, run it alternately with each build's web/dist/*.wasm in place.
+// A/B of two builds, run it alternately with each build's web/dist/*.wasm in place. Weights and
+// inputs are bench/decode.mjs's (decode_suite.mjs), so E / h must be its head width.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { ROOT, parseFlags } from './run_env.mjs';
+import { HEAD_DIM, makeDecodeWeights, stateDict } from './decode_suite.mjs';
+import { ROOT, exitWithUsage, parseFlags } from './run_env.mjs';
+import { filled } from './suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   config: { type: 'string', default: '2048,32,8' },
@@ -27,22 +30,15 @@ const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   ready: { type: 'string' },
 });
 const [E, h, hkv] = v.config.split(',').map(Number);
+if (E !== h * HEAD_DIM) exitWithUsage(import.meta.url, `--config: E must be h · ${HEAD_DIM}, got ${v.config}`);
 const n = Number(v.positions), steps = Number(v.steps);
 const { MultiHeadAttention } = await import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
 
-let seed = 1;  // a fixed LCG: the same weights and inputs every run
-const random = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 2 ** 32) * 2 - 1;
-
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm',
   weightsDtype: v.weights });
-const stateDict = {};
-for (const { name, shape } of mha.stateDictShapes) {
-  const bound = 1 / Math.sqrt(shape.at(-1));
-  stateDict[name] = Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => random() * bound);
-}
-mha.loadStateDict(stateDict);
+mha.loadStateDict(stateDict(mha.stateDictShapes, makeDecodeWeights({ E, h, hkv })));
 const cache = mha.createCache({ batchSize: 1, maxLength: n + steps, dtype: v.cache });
-const x = Float32Array.from({ length: (n + steps) * E }, random);
+const x = filled((n + steps) * E, 7 + E, 1);
 const rows = (from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
 for (let at = 0; at < n; at += 512) {
   const t = rows(at, Math.min(n, at + 512));
