@@ -17,7 +17,9 @@ build() {
   [ -f "$dir/CMakeCache.txt" ] || emcmake cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=Release -DWEBATTENTION_MODULE="$3" \
     -DCMAKE_CROSSCOMPILING_EMULATOR="$(command -v node)" >/dev/null
   cmake --build "$dir" --target webattention_core -j "$JOBS" >/dev/null
-  local flags=(-msimd128)
+  # The package's link options (CMakeLists.txt), so that Binaryen inlines the same calls: with its
+  # default it inlined the one-row kernel into its one caller, which V8 then compiled otherwise.
+  local flags=(-msimd128 "$(grep -o -- '-sBINARYEN_EXTRA_PASSES=[^)]*' CMakeLists.txt)")
   [ "$3" = relaxed ] && flags+=(-mrelaxed-simd)
   em++ -std=c++17 -O3 "${flags[@]}" -fwasm-exceptions -I"$src/cpp/src" -I"$src/cpp/include" -sENVIRONMENT=web,node \
     -sMODULARIZE -sALLOW_MEMORY_GROWTH -sEXPORTED_FUNCTIONS=_setup,_run,_weights \

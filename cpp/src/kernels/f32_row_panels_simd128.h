@@ -29,6 +29,7 @@ __attribute__((always_inline)) inline void row_times_panels(const float* x, int 
       const float* w = panels + i * stride + k * kPanelWidth;
       acc[2 * i] = multiply_add(xk, wasm_v128_load(w), acc[2 * i]);
       acc[2 * i + 1] = multiply_add(xk, wasm_v128_load(w + 4), acc[2 * i + 1]);
+      __asm__ volatile("" ::: "memory");
     }
   }
 }
