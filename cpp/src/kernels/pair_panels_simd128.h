@@ -50,19 +50,23 @@ struct F16PairPanel {
   F16PairPanel() = default;
   F16PairPanel(const PackedLinear& w, int panel) : p(w.elements<const std::uint16_t>().panel(panel)) {}
   explicit F16PairPanel(const std::uint16_t* panel) : p(panel) {}
-  void row(int k, v128_t& even, v128_t& odd) const {
-    const v128_t v = wasm_v128_load(p + k * kPanelWidth);
-    const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
-    odd = wasm_v128_and(wasm_i32x4_shr(v, 3), mask);
-    even = wasm_v128_and(wasm_i32x4_shr(wasm_i32x4_shl(v, 16), 3), mask);
+  // The f16 elements in the top halves of v's lanes, widened.
+  static v128_t widen_top(v128_t v) {
+    return wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat(static_cast<int>(0x8FFFE000u)));
+  }
+  v128_t odd(int k) const { return widen_top(wasm_v128_load(p + k * kPanelWidth)); }
+  v128_t even(int k) const { return widen_top(wasm_i32x4_shl(wasm_v128_load(p + k * kPanelWidth), 16)); }
+  void row(int k, v128_t& even_columns, v128_t& odd_columns) const {
+    odd_columns = odd(k);
+    even_columns = even(k);
   }
   // Row k >= 1: the even elements come from a second load one element earlier, which puts them in
   // the top halves (the element before, the last of row k - 1, falls under the mask): one shift
   // less per row. Row 0 has no element before it inside the panel, so it takes row().
-  void row_after_first(int k, v128_t& even, v128_t& odd) const {
-    const v128_t mask = wasm_i32x4_splat(static_cast<int>(0x8FFFE000u));
-    odd = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth), 3), mask);
-    even = wasm_v128_and(wasm_i32x4_shr(wasm_v128_load(p + k * kPanelWidth - 1), 3), mask);
+  v128_t even_after_first(int k) const { return widen_top(wasm_v128_load(p + k * kPanelWidth - 1)); }
+  void row_after_first(int k, v128_t& even_columns, v128_t& odd_columns) const {
+    odd_columns = odd(k);
+    even_columns = even_after_first(k);
   }
 };
 
@@ -71,13 +75,16 @@ template <class Panel>
 struct AfterFirst {
   static constexpr int kBlock = Panel::kBlock;
   Panel panel;
-  void row(int k, v128_t& even, v128_t& odd) const {
+  void row(int k, v128_t& even_columns, v128_t& odd_columns) const {
     if constexpr (std::is_same_v<Panel, F16PairPanel>) {
-      panel.row_after_first(k, even, odd);
+      panel.row_after_first(k, even_columns, odd_columns);
     } else {
-      panel.row(k, even, odd);
+      panel.row(k, even_columns, odd_columns);
     }
   }
+  // F16PairPanel's halves apart (block_times_pair_rows).
+  v128_t odd(int k) const { return panel.odd(k); }
+  v128_t even(int k) const { return panel.even_after_first(k); }
 };
 
 // bf16 is the top half of its f32: the odd element with the even one's bits cleared, the even one
@@ -144,9 +151,25 @@ __attribute__((always_inline)) inline void block_times_pair_rows(const float* x0
                                                                  const float* x3, int n, const Panel& panel,
                                                                  Block4x8& acc) {
   const auto step = [&](const auto& reader, int k) {
-    v128_t even, odd;
-    reader.row(k, even, odd);
-    acc.madd(x0[k], x1[k], x2[k], x3[k], even, odd);
+    if constexpr (std::is_same_v<Panel, F16PairPanel>) {
+      // f16: the even columns for the 4 rows, then the odd, each half from its own load (an empty
+      // asm that may touch memory keeps clang from loading the odd half first). Node 20's V8
+      // (15 XMM registers) keeps one of this block's accumulators on the stack either way, but
+      // compiles this order to a loop that made a decode step over a long f16 cache at (2048,
+      // 32, 8) 14-15 % faster; Chromium's V8 (no spill) runs both alike (docs/benchmarks.md).
+      // int8 keeps one load per row: its halves apart were 4 % slower in Chromium.
+      const v128_t s[4] = {wasm_f32x4_splat(x0[k]), wasm_f32x4_splat(x1[k]), wasm_f32x4_splat(x2[k]),
+                           wasm_f32x4_splat(x3[k])};
+      const v128_t even = reader.even(k);
+      for (int r = 0; r < 4; ++r) acc.lo[r] = multiply_add(s[r], even, acc.lo[r]);
+      __asm__ volatile("" ::: "memory");
+      const v128_t odd = reader.odd(k);
+      for (int r = 0; r < 4; ++r) acc.hi[r] = multiply_add(s[r], odd, acc.hi[r]);
+    } else {
+      v128_t even, odd;
+      reader.row(k, even, odd);
+      acc.madd(x0[k], x1[k], x2[k], x3[k], even, odd);
+    }
   };
   if (n > 0) step(panel, 0);
   const AfterFirst<Panel> rest{panel};
