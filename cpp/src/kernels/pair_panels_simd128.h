@@ -54,37 +54,36 @@ struct F16PairPanel {
   static v128_t widen_top(v128_t v) {
     return wasm_v128_and(wasm_i32x4_shr(v, 3), wasm_i32x4_splat(static_cast<int>(0x8FFFE000u)));
   }
+  // Row k's halves apart (block_times_pair_rows), and together from one load (row).
   v128_t odd(int k) const { return widen_top(wasm_v128_load(p + k * kPanelWidth)); }
   v128_t even(int k) const { return widen_top(wasm_i32x4_shl(wasm_v128_load(p + k * kPanelWidth), 16)); }
   void row(int k, v128_t& even_columns, v128_t& odd_columns) const {
-    odd_columns = odd(k);
-    even_columns = even(k);
+    const v128_t v = wasm_v128_load(p + k * kPanelWidth);
+    odd_columns = widen_top(v);
+    even_columns = widen_top(wasm_i32x4_shl(v, 16));
   }
-  // Row k >= 1: the even elements come from a second load one element earlier, which puts them in
-  // the top halves (the element before, the last of row k - 1, falls under the mask): one shift
-  // less per row. Row 0 has no element before it inside the panel, so it takes row().
+  // Row k >= 1's even elements: a second load one element earlier puts them in the top halves (the
+  // element before, the last of row k - 1, falls under the mask): one shift less per row. Row 0 has
+  // no element before it inside the panel, so it takes even().
   v128_t even_after_first(int k) const { return widen_top(wasm_v128_load(p + k * kPanelWidth - 1)); }
-  void row_after_first(int k, v128_t& even_columns, v128_t& odd_columns) const {
-    odd_columns = odd(k);
-    even_columns = even_after_first(k);
-  }
 };
 
-// A reader's rows after the first: row_after_first() where the reader has one, else row().
+// A reader's rows after the first: F16PairPanel's even halves through even_after_first(), every
+// other reader's rows as they are.
 template <class Panel>
 struct AfterFirst {
   static constexpr int kBlock = Panel::kBlock;
   Panel panel;
+  v128_t odd(int k) const { return panel.odd(k); }  // f16 only
+  v128_t even(int k) const { return panel.even_after_first(k); }
   void row(int k, v128_t& even_columns, v128_t& odd_columns) const {
     if constexpr (std::is_same_v<Panel, F16PairPanel>) {
-      panel.row_after_first(k, even_columns, odd_columns);
+      odd_columns = odd(k);
+      even_columns = even(k);
     } else {
       panel.row(k, even_columns, odd_columns);
     }
   }
-  // F16PairPanel's halves apart (block_times_pair_rows).
-  v128_t odd(int k) const { return panel.odd(k); }
-  v128_t even(int k) const { return panel.even_after_first(k); }
 };
 
 // bf16 is the top half of its f32: the odd element with the even one's bits cleared, the even one
