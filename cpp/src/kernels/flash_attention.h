@@ -143,8 +143,11 @@ __attribute__((noinline)) void key_scores(const AttentionProblem& p, bool one_ro
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
+// A call of its own, as online_softmax: inlined, a first forward ran its P·V in V8's baseline
+// code for all heads (attention_blocks is called once per head, and its optimised code took
+// ~11 ms to compile on the other core, arriving after the forward had finished).
 template <class Isa, bool kNarrow>
-void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
+__attribute__((noinline)) void weighted_values(const AttentionProblem& p, bool one_row, const float* scores,
                      const KvPanels& kv, int dv_pad, int j0, int width, float* acc) {
   slot_runs(p, j0, width, [&](int offset, int slot, int n) {
     if constexpr (kNarrow) {
@@ -245,6 +248,30 @@ __attribute__((noinline)) inline void write_outputs(const AttentionProblem& p, i
   }
 }
 
+// The online softmax's step over one tile of the block's rows: each row's new max, its scores
+// exponentiated in place, its sum and its accumulators rescaled. A call of its own, so that V8
+// can swap in its optimised code between tiles of a first forward.
+template <class Isa>
+__attribute__((noinline)) void online_softmax(int rows, int active, int width, int dv_pad, float* scores,
+                                              float* max, float* sum, bool* nan_row, float* acc) {
+  for (int r = 0; r < active; ++r) {
+    float* s = scores + r * kKeyTile;
+    const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
+    if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
+      // row_max lets no NaN win, so a tile of NaN scores (a NaN in the query, or in the keys)
+      // looks fully masked here: look for one, in this rare branch only. NaN in, NaN out.
+      if (r < rows) nan_row[r] = nan_row[r] || has_nan(s, width);
+      std::fill(s, s + width, 0.0f);
+      continue;
+    }
+    const float correction = std::exp(max[r] - new_max);  // 0 on the first allowed tile
+    const float tile_sum = Isa::exp_row(s, width, new_max, 1.0f);
+    sum[r] = sum[r] * correction + tile_sum;
+    if (correction != 1.0f) Isa::scale_row(acc + r * dv_pad, dv_pad, correction);
+    max[r] = new_max;
+  }
+}
+
 // The blocks of rows of unit (b, g), over K/V panels of f32 or of a narrow cache (kNarrow), with
 // or without the search for hidden non-finite keys (kMayPoison, flash_hidden_keys.h).
 template <class Isa, bool kNarrow, bool kMayPoison>
@@ -279,22 +306,7 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
       // tier-up, which would then compile mask_tile on the other core during a first forward.
       if (!no_masks || j0 < common.begin || j0 + width > common.end) mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
       if constexpr (kMayPoison) find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
-      for (int r = 0; r < active; ++r) {
-        float* s = scores + r * kKeyTile;
-        const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
-        if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
-          // row_max lets no NaN win, so a tile of NaN scores (a NaN in the query, or in the keys)
-          // looks fully masked here: look for one, in this rare branch only. NaN in, NaN out.
-          if (r < rows) nan_row[r] = nan_row[r] || has_nan(s, width);
-          std::fill(s, s + width, 0.0f);
-          continue;
-        }
-        const float correction = std::exp(max[r] - new_max);  // 0 on the first allowed tile
-        const float tile_sum = Isa::exp_row(s, width, new_max, 1.0f);
-        sum[r] = sum[r] * correction + tile_sum;
-        if (correction != 1.0f) Isa::scale_row(acc + r * lay.dv_pad, lay.dv_pad, correction);
-        max[r] = new_max;
-      }
+      online_softmax<Isa>(rows, active, width, lay.dv_pad, scores, max, sum, nan_row, acc);
       if constexpr (kMayPoison) {
         weighted_values_unpoisoned<Isa, kNarrow>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
       } else {
@@ -316,9 +328,10 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
   // The loops' variant is chosen once per unit, not per tile: with every variant's branches in
   // one function, V8's code for the f32 loops ran ~10 % slower at n = 8192
   // (docs/benchmarks.md, 2026-11-26 13:30). A cache that never stored an Inf or NaN (KvCache's
-  // finite flag; its unwritten slots hold zeros) has no hidden non-finite key to search for.
+  // finite flag; its unwritten slots hold zeros), or packed values with none (unit_kv checks),
+  // have no hidden non-finite key to search for.
   const bool narrow = kv.narrow.type != StorageType::f32;
-  const bool may_poison = p.cache.empty() || !p.cache.finite;
+  const bool may_poison = !kv.finite_values;
   if (narrow && may_poison) {
     attention_blocks<Isa, true, true>(p, b, g, lay, kv, ws);
   } else if (narrow) {

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "kernels/kernels.h"
@@ -81,7 +82,22 @@ struct KvPanels {
   const float* kt;
   ValueMatrix<const float> v;
   NarrowKv narrow;
+  // No Inf or NaN among the values (and, from a cache, the keys): no key can poison a row that
+  // must not see it (flash_hidden_keys.h), so the loops need not look for one.
+  bool finite_values = false;
 };
+
+// Whether n floats are all finite: exponent bits not all ones, by an integer test that clang
+// vectorises (std::isfinite per element would be a compare and a branch each).
+inline bool all_finite(const float* x, std::size_t n) {
+  std::uint32_t non_finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, x + i, sizeof bits);
+    non_finite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
+  }
+  return non_finite == 0;
+}
 
 // Copies the unit's query rows ·scale into the workspace (padding rows repeat the last row).
 inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
@@ -102,7 +118,8 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const std::ptrdiff_t block = static_cast<std::ptrdiff_t>(b) * p.kv_heads() + g;
     if (c.type == StorageType::f32) {
       return {static_cast<const float*>(c.k) + block * c.k_block,
-              value_panels(static_cast<const float*>(c.v) + block * c.v_block, c.capacity, lay.dv_pad), {}};
+              value_panels(static_cast<const float*>(c.v) + block * c.v_block, c.capacity, lay.dv_pad), {},
+              c.finite};
     }
     const std::ptrdiff_t bytes = storage_element_bytes(c.type);
     NarrowKv n;
@@ -116,7 +133,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     n.capacity = c.capacity;
     n.dv_pad = lay.dv_pad;
     n.finite = c.finite;
-    return {nullptr, {}, n};
+    return {nullptr, {}, n, c.finite};
   }
   const float* k = p.k.data + b * p.k.batch_stride + g * p.k.head_stride;
   const float* v = p.v.data + b * p.v.batch_stride + g * p.v.head_stride;
@@ -130,7 +147,9 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     const float* vj = v + j * p.v.row_stride;
     for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
-  return {ws + lay.kt, value_panels<const float>(ws + lay.v, lay.S_pad, lay.dv_pad), {}};
+  // Packed V, padding included (zeros): a few µs against the keys' and values' own loops.
+  const bool finite = all_finite(ws + lay.v, value_block_elements(lay.S_pad, p.dv));
+  return {ws + lay.kt, value_panels<const float>(ws + lay.v, lay.S_pad, lay.dv_pad), {}, finite};
 }
 
 // Keys [begin, end): the ones a row (or a block of rows) may see, or must at least be computed.
