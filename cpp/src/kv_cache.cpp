@@ -111,12 +111,6 @@ bool stays_finite_f16(const float* row, int n) {
   return true;
 }
 
-bool all_finite(const float* row, int n) {
-  for (int i = 0; i < n; ++i)
-    if (!std::isfinite(row[i])) return false;
-  return true;
-}
-
 template <class T>
 void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_block, float* k_scale,
                   float* v_scale, int slot, int capacity, const float* krow, int dk,
@@ -168,7 +162,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         const float* vr = vrow + g * dv_;
         // f32 and f16 know from the input whether what they store is finite; bf16 (rounding up
         // to Inf) and int8 (scale · 127) are read back as the kernels will read them.
-        if (finite_ && type == StorageType::f32) finite_ = all_finite(kr, dk_) && all_finite(vr, dv_);
+        if (finite_ && type == StorageType::f32) finite_ = storage::all_finite(kr, dk_) && storage::all_finite(vr, dv_);
         if (finite_ && type == StorageType::f16) finite_ = stays_finite_f16(kr, dk_) && stays_finite_f16(vr, dv_);
         if (bytes == 4) {
           append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);

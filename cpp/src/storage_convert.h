@@ -138,4 +138,14 @@ inline float quantise_q8(const float* x, int n, std::int8_t* q) {
 // The stored value of one int8 element: the f32 product q · scale.
 inline float dequantise(std::int8_t q, float scale) { return static_cast<float>(q) * scale; }
 
+// Whether n f32 values are all finite (no Inf, no NaN): an exponent that is not all ones, an
+// integer test clang vectorises, where std::isfinite would be a compare and a branch per element.
+inline bool all_finite(const float* x, std::size_t n) {
+  std::uint32_t non_finite = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    non_finite |= static_cast<std::uint32_t>((bits_of(x[i]) & 0x7f800000u) == 0x7f800000u);
+  }
+  return non_finite == 0;
+}
+
 }  // namespace webattention::storage

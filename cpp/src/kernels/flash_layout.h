@@ -13,10 +13,10 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 
 #include "kernels/kernels.h"
+#include "storage_convert.h"
 
 namespace webattention::kernels::flash {
 
@@ -87,18 +87,6 @@ struct KvPanels {
   bool finite_values = false;
 };
 
-// Whether n floats are all finite: exponent bits not all ones, by an integer test that clang
-// vectorises (std::isfinite per element would be a compare and a branch each).
-inline bool all_finite(const float* x, std::size_t n) {
-  std::uint32_t non_finite = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t bits;
-    std::memcpy(&bits, x + i, sizeof bits);
-    non_finite |= static_cast<std::uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return non_finite == 0;
-}
-
 // Copies the unit's query rows ·scale into the workspace (padding rows repeat the last row).
 inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& lay, float* ws) {
   float* qp = ws + lay.q;
@@ -148,7 +136,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
     for (int c = 0; c < lay.dv_pad; ++c) vp.at(c, j) = (j < p.S && c < p.dv) ? vj[c] : 0.0f;
   }
   // Packed V, padding included (zeros): a few µs against the keys' and values' own loops.
-  const bool finite = all_finite(ws + lay.v, value_block_elements(lay.S_pad, p.dv));
+  const bool finite = storage::all_finite(ws + lay.v, value_block_elements(lay.S_pad, p.dv));
   return {ws + lay.kt, value_panels<const float>(ws + lay.v, lay.S_pad, lay.dv_pad), {}, finite};
 }
 
