@@ -2,11 +2,15 @@
 // pair each short name stands for, and the bytes a decode step of each must read (its memory
 // bound's numerator). The byte counts follow docs/attention-math.md §11 ("Memory").
 
-/** Short name → create({ weightsDtype }) and createCache({ dtype }); f32 is the reference. */
+/**
+ * Short name → create({ weightsDtype }) and createCache({ dtype }); f32 is the reference. `ort`:
+ * onnxruntime-web's step graph with its weights stored alike (onnx_decode_model.mjs's
+ * ORT_WEIGHTS; its wasm EP keeps the K/V cache in f32 whatever the weights).
+ */
 export const DTYPES = {
-  f32: { weights: 'float32', cache: 'float32' },
-  f16: { weights: 'float16', cache: 'float16' },
-  i8: { weights: 'int8', cache: 'int8' },
+  f32: { weights: 'float32', cache: 'float32', ort: 'f32' },
+  f16: { weights: 'float16', cache: 'float16', ort: 'f16' },
+  i8: { weights: 'int8', cache: 'int8', ort: 'q8' },
 };
 export const REFERENCE_DTYPE = 'f32';
 

@@ -14,23 +14,65 @@
 // kv graph: x [1, n, E] → past_key, past_value [1, hkv, n, d], the K/V projections alone, to fill
 //   ORT's past for n positions without an O(n²) prefill (ORT's CPU GQA materialises the n × n
 //   scores per head: 8192² · 32 heads of float32 do not fit in wasm32 memory).
-import { INT32, float, floatTensor, int64Tensor, model, node, transpose, valueInfo } from './onnx_model.mjs';
+import { FLOAT, FLOAT16, INT32, float, float16Tensor, floatTensor, int64Tensor, model, node, transpose, uint8Tensor, valueInfo } from './onnx_model.mjs';
+import { Q8_BLOCK, quantizeQ8 } from '../web/src/q8_0.js';
+import { roundToHalf } from '../web/src/half_floats.js';
 
 const OPSETS = [['', 17], ['com.microsoft', 1]];
 
 /** MatMul(input, Wᵀ) + b → name: a [rows, cols] PyTorch weight as a [cols, rows] initializer. */
-function linear(nodes, init, input, name, { w, b }, rows, cols) {
+function linearF32(nodes, init, input, name, { w, b }, rows, cols) {
   init.push(floatTensor(`W${name}`, [cols, rows], transpose(w, rows, cols)));
   init.push(floatTensor(`b${name}`, [rows], b));
   nodes.push(node('MatMul', [input, `W${name}`], [`${name}_mm`]));
   nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
 }
 
+/**
+ * The same with 8-bit weights: com.microsoft.MatMulNBits (bits 8, blocks of 32 along the input),
+ * the package's int8 rule exactly (q8_0, web/src/q8_0.js: ORT's default zero point for 8 bits is
+ * 128, so B = q + 128), so ORT multiplies by the same stored values as an int8 module.
+ * accuracyLevel: ORT's attribute (0: f32 arithmetic on the dequantised weights; 4: the input
+ * quantised to int8 too, integer dot products: faster, not exact).
+ */
+function linearQ8(nodes, init, input, name, { w, b }, rows, cols, accuracyLevel) {
+  const { q, scales } = quantizeQ8(w, cols);
+  const blob = Uint8Array.from(q, (v) => v + 128);
+  init.push(uint8Tensor(`W${name}`, [rows, cols / Q8_BLOCK, Q8_BLOCK], blob));
+  init.push(floatTensor(`s${name}`, [rows * (cols / Q8_BLOCK)], scales));
+  init.push(floatTensor(`b${name}`, [rows], b));
+  nodes.push(node('MatMulNBits', [input, `W${name}`, `s${name}`], [`${name}_mm`],
+    { K: cols, N: rows, bits: 8, block_size: Q8_BLOCK, accuracy_level: accuracyLevel }, 'com.microsoft'));
+  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
+}
+
+/** The same with float16 weights, as an f16 model runs: Cast the input to f16, MatMul, Cast back. */
+function linearF16(nodes, init, input, name, { w, b }, rows, cols) {
+  init.push(float16Tensor(`W${name}`, [cols, rows], roundToHalf('float16', transpose(w, rows, cols))));
+  init.push(floatTensor(`b${name}`, [rows], b));
+  nodes.push(node('Cast', [input], [`${name}_in16`], { to: FLOAT16 }));
+  nodes.push(node('MatMul', [`${name}_in16`, `W${name}`], [`${name}_mm16`]));
+  nodes.push(node('Cast', [`${name}_mm16`], [`${name}_mm`], { to: FLOAT }));
+  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
+}
+
+/**
+ * The step graph's projections by the weights' storage: 'f32' (MatMul), 'f16' (an f16 model's
+ * Cast + MatMul), 'q8' (MatMulNBits, the package's int8 values exactly). accuracy_level 4 (int8
+ * arithmetic) ran no faster than 0 in ORT 1.30's wasm EP (docs/benchmarks.md), so q8 keeps 0.
+ */
+export const ORT_WEIGHTS = {
+  f32: linearF32,
+  f16: linearF16,
+  q8: (nodes, init, input, name, weights, rows, cols) => linearQ8(nodes, init, input, name, weights, rows, cols, 0),
+};
+
 const kvDims = (numKvHeads, headDim, length) => [1, numKvHeads, length, headDim];
 
-/** Serialized ModelProto of one GQA decode step (header comment). */
-export function buildGqaStepModel({ E, numHeads, numKvHeads, headDim, weights }) {
+/** Serialized ModelProto of one GQA decode step (header comment), projections as ORT_WEIGHTS names. */
+export function buildGqaStepModel({ E, numHeads, numKvHeads, headDim, weights, projections = 'f32' }) {
   const nodes = [], init = [];
+  const linear = ORT_WEIGHTS[projections];
   linear(nodes, init, 'x', 'q', weights.q, numHeads * headDim, E);
   linear(nodes, init, 'x', 'k', weights.k, numKvHeads * headDim, E);
   linear(nodes, init, 'x', 'v', weights.v, numKvHeads * headDim, E);
@@ -54,6 +96,7 @@ export function buildGqaStepModel({ E, numHeads, numKvHeads, headDim, weights })
 
 /** Serialized ModelProto of the K/V projections into ORT's past layout (header comment). */
 export function buildKvProjectionModel({ E, numKvHeads, headDim, weights }) {
+  const linear = linearF32;
   const nodes = [], init = [int64Tensor('heads', [0, 0, numKvHeads, headDim])];  // 0: keep B, n
   for (const [name, out] of [['k', 'past_key'], ['v', 'past_value']]) {
     linear(nodes, init, 'x', name, weights[name], numKvHeads * headDim, E);
@@ -65,3 +108,4 @@ export function buildKvProjectionModel({ E, numKvHeads, headDim, weights }) {
     valueInfo('past_value', kvDims(numKvHeads, headDim, 'n')),
   ], OPSETS);
 }
+

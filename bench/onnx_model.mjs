@@ -78,7 +78,7 @@ function encode(fields) {
 
 // ---- ONNX messages (field numbers from onnx/onnx.proto) ---------------------------------------
 
-export const FLOAT = 1, INT32 = 6, INT64 = 7;   // TensorProto.DataType
+export const FLOAT = 1, UINT8 = 2, INT32 = 6, INT64 = 7, FLOAT16 = 10;   // TensorProto.DataType
 const ATTR_FLOAT = 1, ATTR_INT = 2, ATTR_INTS = 7;  // AttributeProto.AttributeType
 
 function tensorProto(name, dims, dataType, raw) {
@@ -90,6 +90,9 @@ function tensorProto(name, dims, dataType, raw) {
   ]);
 }
 export const floatTensor = (name, dims, f32) => tensorProto(name, dims, FLOAT, f32);
+export const uint8Tensor = (name, dims, u8) => tensorProto(name, dims, UINT8, u8);
+/** f16 bits (a Uint16Array) as a FLOAT16 tensor. */
+export const float16Tensor = (name, dims, bits) => tensorProto(name, dims, FLOAT16, bits);
 export const int64Tensor = (name, values) => tensorProto(name, [values.length], INT64, BigInt64Array.from(values.map(BigInt)));
 
 /** Attribute: an integer → INT, an array of integers → INTS, float(x) → FLOAT. */
