@@ -11,6 +11,8 @@ apt_install_missing setup "${packages[@]}"
 
 # `npm install` (which keeps to package-lock.json), not `npm ci`: the registry reachable here
 # lacks some of rollup's optional per-platform packages, and `npm ci` refuses a lock without them.
+# --no-save: without it npm writes those packages' entries into package-lock.json, so every
+# `npm start` or `npm test` left the checkout with a modified lock file.
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm install --no-audit --no-fund
+  npm install --no-audit --no-fund --no-save
 fi
