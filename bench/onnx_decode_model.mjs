@@ -20,67 +20,59 @@ import { roundToHalf } from '../web/src/half_floats.js';
 
 const OPSETS = [['', 17], ['com.microsoft', 1]];
 
-/** MatMul(input, Wᵀ) + b → name: a [rows, cols] PyTorch weight as a [cols, rows] initializer. */
-function linearF32(nodes, init, input, name, { w, b }, rows, cols) {
+// The product x Wᵀ of a [rows, cols] PyTorch weight into `${name}_mm`, by how the weight is stored.
+
+/** f32: MatMul with W as a [cols, rows] initializer. */
+function matmulF32(nodes, init, input, name, w, rows, cols) {
   init.push(floatTensor(`W${name}`, [cols, rows], transpose(w, rows, cols)));
-  init.push(floatTensor(`b${name}`, [rows], b));
   nodes.push(node('MatMul', [input, `W${name}`], [`${name}_mm`]));
-  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
 }
 
-/**
- * The same with 8-bit weights: com.microsoft.MatMulNBits (bits 8, blocks of 32 along the input),
- * the package's int8 rule exactly (q8_0, web/src/q8_0.js: ORT's default zero point for 8 bits is
- * 128, so B = q + 128), so ORT multiplies by the same stored values as an int8 module.
- * accuracyLevel: ORT's attribute (0: f32 arithmetic on the dequantised weights; 4: the input
- * quantised to int8 too, integer dot products: faster, not exact).
- */
-function linearQ8(nodes, init, input, name, { w, b }, rows, cols, accuracyLevel) {
-  const { q, scales } = quantizeQ8(w, cols);
-  const blob = Uint8Array.from(q, (v) => v + 128);
-  init.push(uint8Tensor(`W${name}`, [rows, cols / Q8_BLOCK, Q8_BLOCK], blob));
-  init.push(floatTensor(`s${name}`, [rows * (cols / Q8_BLOCK)], scales));
-  init.push(floatTensor(`b${name}`, [rows], b));
-  nodes.push(node('MatMulNBits', [input, `W${name}`, `s${name}`], [`${name}_mm`],
-    { K: cols, N: rows, bits: 8, block_size: Q8_BLOCK, accuracy_level: accuracyLevel }, 'com.microsoft'));
-  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
-}
-
-/** The same with float16 weights, as an f16 model runs: Cast the input to f16, MatMul, Cast back. */
-function linearF16(nodes, init, input, name, { w, b }, rows, cols) {
+/** f16, as an f16 model runs: Cast the input to f16, MatMul on float16 W, Cast back. */
+function matmulF16(nodes, init, input, name, w, rows, cols) {
   init.push(float16Tensor(`W${name}`, [cols, rows], roundToHalf('float16', transpose(w, rows, cols))));
-  init.push(floatTensor(`b${name}`, [rows], b));
   nodes.push(node('Cast', [input], [`${name}_in16`], { to: FLOAT16 }));
   nodes.push(node('MatMul', [`${name}_in16`, `W${name}`], [`${name}_mm16`]));
   nodes.push(node('Cast', [`${name}_mm16`], [`${name}_mm`], { to: FLOAT }));
-  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
 }
 
 /**
- * The step graph's projections by the weights' storage: 'f32' (MatMul), 'f16' (an f16 model's
- * Cast + MatMul), 'q8' (MatMulNBits, the package's int8 values exactly). accuracy_level 4 (int8
- * arithmetic) ran no faster than 0 in ORT 1.30's wasm EP (docs/benchmarks.md), so q8 keeps 0.
+ * 8-bit: com.microsoft.MatMulNBits (bits 8, blocks of 32 along the input) holding the package's
+ * int8 values exactly (q8_0, web/src/q8_0.js; ORT's default zero point for 8 bits is 128, so
+ * B = q + 128). accuracy_level 0 (f32 arithmetic on the dequantised weights): level 4 (the input
+ * quantised to int8 too) ran no faster in ORT 1.30's wasm EP (docs/benchmarks.md).
  */
-export const ORT_WEIGHTS = {
-  f32: linearF32,
-  f16: linearF16,
-  q8: (nodes, init, input, name, weights, rows, cols) => linearQ8(nodes, init, input, name, weights, rows, cols, 0),
-};
+function matmulQ8(nodes, init, input, name, w, rows, cols) {
+  const { q, scales } = quantizeQ8(w, cols);
+  init.push(uint8Tensor(`W${name}`, [rows, cols / Q8_BLOCK, Q8_BLOCK], Uint8Array.from(q, (v) => v + 128)));
+  init.push(floatTensor(`s${name}`, [rows * (cols / Q8_BLOCK)], scales));
+  nodes.push(node('MatMulNBits', [input, `W${name}`, `s${name}`], [`${name}_mm`],
+    { K: cols, N: rows, bits: 8, block_size: Q8_BLOCK, accuracy_level: 0 }, 'com.microsoft'));
+}
+
+/** The step graph's projections by the weights' storage (decode_dtypes.mjs names them). */
+export const ORT_WEIGHTS = { f32: matmulF32, f16: matmulF16, q8: matmulQ8 };
+
+/** x Wᵀ + b → name, W stored as ORT_WEIGHTS[storage] says. */
+function linear(nodes, init, input, name, { w, b }, rows, cols, storage = 'f32') {
+  ORT_WEIGHTS[storage](nodes, init, input, name, w, rows, cols);
+  init.push(floatTensor(`b${name}`, [rows], b));
+  nodes.push(node('Add', [`${name}_mm`, `b${name}`], [name]));
+}
 
 const kvDims = (numKvHeads, headDim, length) => [1, numKvHeads, length, headDim];
 
 /** Serialized ModelProto of one GQA decode step (header comment), projections as ORT_WEIGHTS names. */
 export function buildGqaStepModel({ E, numHeads, numKvHeads, headDim, weights, projections = 'f32' }) {
   const nodes = [], init = [];
-  const linear = ORT_WEIGHTS[projections];
-  linear(nodes, init, 'x', 'q', weights.q, numHeads * headDim, E);
-  linear(nodes, init, 'x', 'k', weights.k, numKvHeads * headDim, E);
-  linear(nodes, init, 'x', 'v', weights.v, numKvHeads * headDim, E);
+  linear(nodes, init, 'x', 'q', weights.q, numHeads * headDim, E, projections);
+  linear(nodes, init, 'x', 'k', weights.k, numKvHeads * headDim, E, projections);
+  linear(nodes, init, 'x', 'v', weights.v, numKvHeads * headDim, E, projections);
   nodes.push(node('GroupQueryAttention',
     ['q', 'k', 'v', 'past_key', 'past_value', 'seqlens_k', 'total_sequence_length'],
     ['attn', 'present_key', 'present_value'],
     { num_heads: numHeads, kv_num_heads: numKvHeads, scale: float(1 / Math.sqrt(headDim)) }, 'com.microsoft'));
-  linear(nodes, init, 'attn', 'y', weights.o, E, numHeads * headDim);
+  linear(nodes, init, 'attn', 'y', weights.o, E, numHeads * headDim, projections);
   return model(nodes, init, [
     valueInfo('x', [1, 'L', E]),
     valueInfo('past_key', kvDims(numKvHeads, headDim, 'past')),
@@ -96,7 +88,6 @@ export function buildGqaStepModel({ E, numHeads, numKvHeads, headDim, weights, p
 
 /** Serialized ModelProto of the K/V projections into ORT's past layout (header comment). */
 export function buildKvProjectionModel({ E, numKvHeads, headDim, weights }) {
-  const linear = linearF32;
   const nodes = [], init = [int64Tensor('heads', [0, 0, numKvHeads, headDim])];  // 0: keep B, n
   for (const [name, out] of [['k', 'past_key'], ['v', 'past_value']]) {
     linear(nodes, init, 'x', name, weights[name], numKvHeads * headDim, E);
@@ -108,4 +99,3 @@ export function buildKvProjectionModel({ E, numKvHeads, headDim, weights }) {
     valueInfo('past_value', kvDims(numKvHeads, headDim, 'n')),
   ], OPSETS);
 }
-
