@@ -115,6 +115,10 @@ __attribute__((noinline)) void softcap_rows(int rows, int width, float softcap, 
   for (int r = 0; r < rows; ++r) Isa::softcap_row(scores + r * kKeyTile, width, softcap);
 }
 
+// The score rows a block computes: its one row alone, else the whole register block (padding
+// rows repeat the last query row, and are never stored).
+constexpr int scored_rows(bool one_row) { return one_row ? 1 : kRows; }
+
 // One row's scores (a decode step, or a block's single last row), out of line: key_scores, which
 // every tile of a prefill runs, stays small for V8's optimising tier, which compiles it on the
 // other core while a cold start's first forward runs.
@@ -139,7 +143,7 @@ __attribute__((noinline)) void key_scores(const AttentionProblem& p, bool one_ro
     }
   });
   // Logit softcapping on the scaled scores (Q is pre-scaled), before mask_tile adds the masks.
-  if (p.softcap > 0.0f) softcap_rows<Isa>(one_row ? 1 : kRows, width, p.softcap, scores);
+  if (p.softcap > 0.0f) softcap_rows<Isa>(scored_rows(one_row), width, p.softcap, scores);
 }
 
 // acc += the block's weights of keys [j0, j0 + width) · their values, run by run of slots.
@@ -252,9 +256,9 @@ __attribute__((noinline)) inline void write_outputs(const AttentionProblem& p, i
 // exponentiated in place, its sum and its accumulators rescaled. A call of its own, so that V8
 // can swap in its optimised code between tiles of a first forward.
 template <class Isa>
-__attribute__((noinline)) void online_softmax(int rows, int active, int width, int dv_pad, float* scores,
+__attribute__((noinline)) void online_softmax(int rows, int width, int dv_pad, float* scores,
                                               float* max, float* sum, bool* nan_row, float* acc) {
-  for (int r = 0; r < active; ++r) {
+  for (int r = 0; r < scored_rows(rows == 1); ++r) {
     float* s = scores + r * kKeyTile;
     const float new_max = r < rows ? std::max(max[r], Isa::row_max(s, width)) : kNegInf;
     if (new_max == kNegInf) {  // nothing allowed yet in this row (or a padding row)
@@ -297,7 +301,6 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
 
     PoisonedKeys poisoned;
     const bool one_row = rows == 1;
-    const int active = one_row ? 1 : kRows;  // rows whose scores are computed
     // Tiles start on a panel of 8 keys; keys before `keys.begin` in the first one are masked.
     for (int j0 = keys.begin / kPanelWidth * kPanelWidth; j0 < keys.end; j0 += kKeyTile) {
       const int width = std::min(kKeyTile, whole_panels(keys.end) - j0);
@@ -306,7 +309,7 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
       // tier-up, which would then compile mask_tile on the other core during a first forward.
       if (!no_masks || j0 < common.begin || j0 + width > common.end) mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
       if constexpr (kMayPoison) find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
-      online_softmax<Isa>(rows, active, width, lay.dv_pad, scores, max, sum, nan_row, acc);
+      online_softmax<Isa>(rows, width, lay.dv_pad, scores, max, sum, nan_row, acc);
       if constexpr (kMayPoison) {
         weighted_values_unpoisoned<Isa, kNarrow>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
       } else {
