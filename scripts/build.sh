@@ -18,7 +18,7 @@ for variant in $WASM_VARIANTS; do
 done
 # Again, now that the pthreads modules' worker scripts are built: browser_modules.js embeds them.
 node scripts/gen_modules.mjs
-# The Node entry as one file (web/dist/node.js, package.json's "node" export) and its pool
-# worker's: a cold start loads one file instead of the ~40 of web/src.
+# The Node entry (web/dist/node.js, package.json's "node" export, with its chunks) and its pool
+# worker's: a cold start loads two files instead of the ~40 of web/src.
 node scripts/bundle_node.mjs
 ls -l web/dist/

@@ -1,7 +1,9 @@
-// The package's Node entry as users load it: web/dist/node.js, the one file scripts/bundle_node.mjs
-// makes of web/src/node.js (and web/dist/node_worker.js, its pool worker's). Bundled afresh here
-// from the working tree, so that this checks the bundling, not a past build: the same exports as
-// the source entry, no import of another package file, and the same results, worker pool included.
+// The package's Node entry as users load it: web/dist/node.js, which scripts/bundle_node.mjs makes
+// of web/src/node.js with two chunks beside it (node_chunk.js, imported; node_webgpu_executor.js,
+// imported only when there is a GPU), and web/dist/node_worker.js, its pool worker's. Bundled
+// afresh here from the working tree, so that this checks the bundling, not a past build: the same
+// exports as the source entry, no import of any other package file, and the same results, worker
+// pool included.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
@@ -24,14 +26,19 @@ async function freshBundle() {
   return { dist, remove: () => rmSync(root, { recursive: true, force: true }) };
 }
 
-test('the bundled Node entry: the source entry\'s exports, one file, the same results on one thread and on the pool', async () => {
+test('the bundled Node entry: the source entry\'s exports, its own chunks only, the same results on one thread and on the pool', async () => {
   const { dist, remove } = await freshBundle();
   try {
-    for (const file of ['node.js', 'node_worker.js']) {
-      // Static import statements wherever they stand: the bundle is minified (statements share lines).
-      const imports = [...readFileSync(join(dist, file), 'utf8').matchAll(/(?:^|[;}])\s*import\b[^;"'()]*?from\s*"([^"]+)"/gm)].map((m) => m[1]);
-      assert.ok(imports.length > 0 && imports.every((s) => s.startsWith('node:')), `${file} imports only node: builtins, got ${imports}`);
+    // Static import statements wherever they stand: the bundle is minified (statements share lines).
+    const staticImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/(?:^|[;}])\s*import\b[^;"'()]*?from\s*"([^"]+)"/gm)].map((m) => m[1]);
+    const dynamicImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g)].map((m) => m[1]);
+    const builtins = (list) => list.filter((s) => !s.startsWith('node:'));
+    assert.deepEqual(builtins(staticImports('node.js')), ['./node_chunk.js'], 'node.js: node: builtins and its shared chunk');
+    assert.deepEqual(dynamicImports('node.js'), ['./node_webgpu_executor.js'], 'node.js: the WebGPU executor, lazily');
+    for (const file of ['node_chunk.js', 'node_worker.js']) {
+      assert.deepEqual(builtins(staticImports(file)), [], `${file} imports only node: builtins`);
     }
+    assert.deepEqual(builtins(staticImports('node_webgpu_executor.js')), ['./node_chunk.js']);
     const bundled = await import(pathToFileURL(join(dist, 'node.js')).href);
     assert.deepEqual(Object.keys(bundled).sort(), Object.keys(source).sort());
     for (const name of Object.keys(source)) assert.equal(typeof bundled[name], typeof source[name], name);
