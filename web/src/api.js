@@ -206,5 +206,6 @@ export async function ready() {
  */
 export function bindApi(loadCore, platform) {
   runtime = new Runtime(loadCore, platform);
+  if (platform.preload) runtime.preload();
   return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready };
 }

@@ -10,6 +10,7 @@ export class Runtime {
   #loadCore;
   #platform;
   #loaded = null;
+  #preloaded = null;
   #pool = null;
 
   /**
@@ -17,16 +18,33 @@ export class Runtime {
    * module }. platform: { autoThreads: number ('auto'; 1 where workers cannot run),
    * defaultThreads() (the `threads` option's default: 'auto' unless overridden),
    * spawnWorker(variant) (pool.js), loadWebGpuExecutor() (resolves to the WebGpuExecutor class:
-   * the browser entry imports it statically, Node lazily) }.
+   * the browser entry imports it statically, Node lazily), preload (true: start loading the WASM
+   * module when the entry binds the API, preload() below) }.
    */
   constructor(loadCore, platform) {
     this.#loadCore = loadCore;
     this.#platform = platform;
   }
 
+  /**
+   * Starts loading the WASM module before anything asks for it (Node's entry, at import): its file
+   * is read and compiled while the app goes on, and the first create() finds it loaded or on its
+   * way. Settings stay open until then; a failure shows at that first call, which loads again.
+   */
+  preload() {
+    if (this.#preloaded || this.#loaded) return;
+    const preloaded = (async () => this.#loadCore())();  // a throw becomes a rejection: import never throws
+    this.#preloaded = preloaded;
+    preloaded.catch(() => {
+      if (this.#preloaded === preloaded) this.#preloaded = null;
+    });
+  }
+
   /** Loads (once) the WASM module: { core, variant, module }. A failed load may be retried. */
   load() {
-    this.#loaded ??= this.#loadCore().then((loaded) => {
+    const preloaded = this.#preloaded;
+    this.#preloaded = null;
+    this.#loaded ??= (preloaded ?? this.#loadCore()).then((loaded) => {
       lockSettings();  // configure() can no longer change where the files come from
       return loaded;
     }, (e) => {
