@@ -1,0 +1,54 @@
+// The Node entry starts loading its WASM module at import (runtime.js's preload()): an import never
+// throws for it, a failed preload shows at the first create(), which loads again, and configure()'s
+// settings stay open until a module is used, as before there was a preload.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs `script` as an ES module in a fresh Node process at the repository root; its stdout lines. */
+function run(script, env = {}) {
+  // The child runs the same module as this process: pass on its V8 wasm flags (relaxed SIMD).
+  const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
+  const r = spawnSync(process.execPath, [...wasmFlags, '--input-type=module', '-e', script],
+    { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.trim().split('\n');
+}
+
+test('a preload that fails (a bad WEBATTENTION_WASM) throws nothing at import; create() throws it, and loads again', () => {
+  const lines = run(`
+    const api = await import('#webattention');
+    console.log('imported');
+    await new Promise((resolve) => setTimeout(resolve, 50));  // the preload has failed by now
+    try {
+      await api.MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
+      console.log('created');
+    } catch (e) {
+      console.log(e.name, e.argument, e.message);
+    }
+    process.env.WEBATTENTION_WASM = 'simd';
+    const mha = await api.MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
+    console.log('then', mha.config.embedDim);`, { WEBATTENTION_WASM: 'avx512' });
+  assert.equal(lines[0], 'imported');
+  assert.match(lines[1], /^OptionError WEBATTENTION_WASM WEBATTENTION_WASM: expected 'simd' or 'relaxed' or 'scalar', got 'avx512'$/);
+  assert.equal(lines[2], 'then 8');
+});
+
+test('the preload leaves configure() open until the first create()', () => {
+  const lines = run(`
+    const api = await import('#webattention');
+    await new Promise((resolve) => setTimeout(resolve, 200));  // the preload is done by now
+    api.configure({ wasmPaths: '/assets/' });
+    console.log('configured');
+    await api.MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
+    try {
+      api.configure({ wasmPaths: '/elsewhere/' });
+      console.log('configured again');
+    } catch (e) {
+      console.log(e.name);
+    }`);
+  assert.deepEqual(lines, ['configured', 'OptionError']);
+});
