@@ -1,6 +1,7 @@
 // MultiHeadAttention's weights: state-dict entries packed for the projection kernel as they are
 // loaded, and the per-head-range slices of them that forward_heads() runs on.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -162,8 +163,7 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
       case EntryPart::kVector: this->*part.values = widened(d, part.offset, static_cast<std::size_t>(part.rows)); break;
     }
   }
-  loaded_[static_cast<std::size_t>(&spec - specs_.data())] = true;
-  slices_.clear();
+  entry_loaded(static_cast<std::size_t>(&spec - specs_.data()));
 }
 
 std::vector<MultiHeadAttention::InPlacePart> MultiHeadAttention::begin_load_in_place(
@@ -195,8 +195,18 @@ void MultiHeadAttention::finish_load_in_place() {
     replace_weights(*(this->*parts[i].linear), std::move(*pending_[i]));
   }
   pending_.clear();
-  loaded_[pending_entry_] = true;
+  entry_loaded(pending_entry_);
+}
+
+void MultiHeadAttention::entry_loaded(std::size_t index) {
+  loaded_[index] = true;
   slices_.clear();
+  // The first module of this instance to have all its weights asks for the projection kernel's
+  // optimised code (kernels.h): compiled while the app goes on to its first forward.
+  static std::atomic<bool> requested{false};
+  if (std::find(loaded_.begin(), loaded_.end(), false) == loaded_.end() && !requested.exchange(true)) {
+    kernels::request_optimised_linear(*wq_);
+  }
 }
 
 void MultiHeadAttention::read_parameter(const std::string& name, float* out,

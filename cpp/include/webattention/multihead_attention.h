@@ -244,6 +244,7 @@ class MultiHeadAttention {
   void check_forward(const MhaForwardArgs& args) const;
   void check_position_ids(const MhaForwardArgs& args) const;
   void require_loaded() const;  // StateDictError naming the first entry not loaded yet
+  void entry_loaded(std::size_t index);  // marks entry `index` loaded (mha_weights.cpp)
   // Where one state-dict entry's values live: projection weights or a bias (rows × cols of
   // `linear`) or a vector, from element `offset` of the entry on. The one mapping of entry names
   // onto the module's storage: load_parameter() fills it, read_parameter() reads it.

@@ -113,6 +113,8 @@ std::size_t attention_workspace_floats(const AttentionProblem& p) {
   return flash::workspace_floats(p);
 }
 
+void request_optimised_attention() noexcept { flash::request_optimised_code<Scalar>(); }
+
 void attention_unit(const AttentionProblem& p, int unit, float* ws) noexcept {
   flash::attention_unit<Scalar>(p, unit, ws);
 }

@@ -114,6 +114,8 @@ std::size_t attention_workspace_floats(const AttentionProblem& p) {
   return flash::workspace_floats(p);
 }
 
+void request_optimised_attention() noexcept { flash::request_optimised_code<Simd128>(); }
+
 void attention_unit(const AttentionProblem& p, int unit, float* ws) noexcept {
   flash::attention_unit<Simd128>(p, unit, ws);
 }

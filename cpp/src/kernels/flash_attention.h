@@ -322,6 +322,19 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
   }
 }
 
+// kernels.h's request_optimised_attention(): the two per-tile kernels a prefill spends its
+// attention in, each on an empty tile (no keys), kRequestCalls times.
+template <class Isa>
+void request_optimised_code() {
+  const AttentionProblem p;
+  const KvPanels kv{};
+  alignas(16) float block[kRows * kPanelWidth] = {};
+  for (int i = 0; i < kRequestCalls; ++i) {
+    key_scores<Isa, false>(p, false, block, kv, 0, 0, block);
+    weighted_values<Isa, false>(p, false, block, kv, kPanelWidth, 0, 0, block);
+  }
+}
+
 template <class Isa>
 void attention_unit(const AttentionProblem& p, int unit, float* ws) {
   const int b = unit / p.kv_heads(), g = unit % p.kv_heads();

@@ -110,6 +110,19 @@ void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearT
 void bf16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 
+// Optimised code early, for a cold start. V8 runs a WASM function in its baseline tier first and
+// compiles it optimised, in the background, once the function has used a budget (~1.8 MB of
+// baseline code run; each return counts the function's whole size, 3.6-4.4 KB for these kernels
+// in V8 11.3, so ~500 calls). A kernel called with no work kRequestCalls times thus asks for its
+// optimised code at once, which is then ready when the work comes, where a first forward used to
+// run its projection's first panels and all its attention in the baseline tier while the compiler
+// caught up (docs/benchmarks.md, 2026-11-27 evening). Other engines only run the empty calls.
+constexpr int kRequestCalls = 800;
+// The projection kernel of w's storage type (f32 on the SIMD128 modules; a no-op elsewhere).
+void request_optimised_linear(const PackedLinear& w) noexcept;
+// The flash attention's per-tile kernels over f32 K/V (key scores, weighted values).
+void request_optimised_attention() noexcept;
+
 // Scratch (in floats) that attention_unit() needs for this problem.
 std::size_t attention_workspace_floats(const AttentionProblem& p);
 
