@@ -23,7 +23,7 @@ export class PoolExecutor {
   // What the workers load when the pool starts: null (nothing loaded yet), 'core' (read back
   // from the calling thread's core then) or copies of the last loaded state dict's entries.
   #pending = null;
-  #startTimer = null;      // startSoon()'s timer, until it fires
+  #startTimer = null;      // startSoon()'s cancel function, until its start runs
 
   /**
    * wasm: the calling thread's WasmExecutor (it computes the first share of every call).
@@ -57,16 +57,25 @@ export class PoolExecutor {
    * Starts the workers once the current task is over ('auto', at its first call big enough for
    * them): that call runs on the calling thread anyway, and spawning workers while it runs would
    * delay its result (the spawn itself, and the workers' start-up competing for the cores with
-   * it and with V8 optimising the WASM code it runs: a cold start's first call). The timer does not
+   * it and with V8 optimising the WASM code it runs: a cold start's first call). The wait does not
    * keep Node alive: a process that exits after its first call never starts them.
    */
   startSoon() {
     if (this.#pool || this.#startTimer || this.#disposed) return;
-    this.#startTimer = setTimeout(() => {
+    const start = () => {
       this.#startTimer = null;
       this.start();
-    }, 0);
-    this.#startTimer.unref?.();
+    };
+    // Node's setImmediate: its first setTimeout cost a cold start's first call ~1 ms of compiling
+    // Node's own timer code. Browsers have no setImmediate, and a cheap setTimeout.
+    if (typeof setImmediate === 'function') {
+      const immediate = setImmediate(start);
+      immediate.unref?.();
+      this.#startTimer = () => clearImmediate(immediate);
+    } else {
+      const timer = setTimeout(start, 0);
+      this.#startTimer = () => clearTimeout(timer);
+    }
   }
 
   /** True once start() or startSoon() has run. */
@@ -153,7 +162,7 @@ export class PoolExecutor {
   dispose() {
     this.#disposed = true;
     this.#pending = null;
-    clearTimeout(this.#startTimer);
+    this.#startTimer?.();
     this.#startTimer = null;
     this.#pool?.detach(this.#id);
   }
