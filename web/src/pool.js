@@ -93,7 +93,7 @@ function postable(plan) {
  * The workers of one loaded WASM module, shared by every module (MultiHeadAttention) made with
  * threads > 1: a module with n threads uses workers 0 … n − 2, and each worker holds one WASM
  * instance with one MultiHeadAttention per module using it. spawnWorker(variant) gives an
- * endpoint: post(message, transfer), onMessage(fn), onFailure(fn(reason)), terminate(), and
+ * endpoint (or a promise of one): post(message, transfer), onMessage(fn), onFailure(fn(reason)), terminate(), and
  * optionally ref()/unref() (an idle worker never keeps Node alive). The workers stop when the
  * last module detaches, or all at once when one fails (`failure` then says why, and every module
  * using the pool carries on on its calling thread).
@@ -196,15 +196,21 @@ export class WorkerPool {
   // first forward() in one go are not slowed down by its start; messages wait for it meanwhile.
   #spawn(index) {
     const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0, watchdog: null };
-    setTimeout(() => {
+    setTimeout(async () => {
       if (this.#closed) return;
+      let endpoint;
       try {
-        w.endpoint = (testHooks.spawnWorker ?? this.#spawnWorker)(this.#variant);
+        endpoint = await (testHooks.spawnWorker ?? this.#spawnWorker)(this.#variant);
       } catch (e) {
         // No Worker support, or a blocked script: nothing to run on, the modules fall back.
         this.#fail(`could not be started (${e?.message ?? e})`, index);
         return;
       }
+      if (this.#closed) {  // stopped while the platform made it (Node's spawn is async)
+        endpoint.terminate();
+        return;
+      }
+      w.endpoint = endpoint;
       w.endpoint.onMessage((m) => this.#receive(w, m));
       w.endpoint.onFailure((reason) => this.#fail(reason, index));
       if (w.keepAlive === 0) w.endpoint.unref?.();  // after onMessage: Node's 'message' listener refs
