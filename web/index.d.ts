@@ -307,7 +307,7 @@ export function saveSafetensors(
 /** Which module and features this engine uses (loads the core if needed). */
 export function capabilities(): Promise<Capabilities>;
 
-/** Resolves once the WASM core is loaded (optional: every call loads it on demand). */
+/** Resolves once the WASM core is loaded (optional: every call loads it on demand; under Node it starts loading at import). */
 export function ready(): Promise<void>;
 
 export class WebAttentionError extends Error {
