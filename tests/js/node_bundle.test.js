@@ -32,13 +32,13 @@ test('the bundled Node entry: the source entry\'s exports, its own chunks only, 
     // Static import statements wherever they stand: the bundle is minified (statements share lines).
     const staticImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/(?:^|[;}])\s*import\b[^;"'()]*?from\s*"([^"]+)"/gm)].map((m) => m[1]);
     const dynamicImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g)].map((m) => m[1]);
-    const builtins = (list) => list.filter((s) => !s.startsWith('node:'));
-    assert.deepEqual(builtins(staticImports('node.js')), ['./node_chunk.js'], 'node.js: node: builtins and its shared chunk');
-    assert.deepEqual(dynamicImports('node.js'), ['./node_webgpu_executor.js'], 'node.js: the WebGPU executor, lazily');
+    const packageFiles = (list) => list.filter((s) => !s.startsWith('node:'));
+    assert.deepEqual(packageFiles(staticImports('node.js')), ['./node_chunk.js'], 'node.js: node: builtins and its shared chunk');
+    assert.deepEqual(packageFiles(dynamicImports('node.js')), ['./node_webgpu_executor.js'], 'node.js: the WebGPU executor, lazily');
     for (const file of ['node_chunk.js', 'node_worker.js']) {
-      assert.deepEqual(builtins(staticImports(file)), [], `${file} imports only node: builtins`);
+      assert.deepEqual(packageFiles(staticImports(file)), [], `${file} imports only node: builtins`);
     }
-    assert.deepEqual(builtins(staticImports('node_webgpu_executor.js')), ['./node_chunk.js']);
+    assert.deepEqual(packageFiles(staticImports('node_webgpu_executor.js')), ['./node_chunk.js']);
     const bundled = await import(pathToFileURL(join(dist, 'node.js')).href);
     assert.deepEqual(Object.keys(bundled).sort(), Object.keys(source).sort());
     for (const name of Object.keys(source)) assert.equal(typeof bundled[name], typeof source[name], name);
