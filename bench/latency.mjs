@@ -4,7 +4,8 @@
 //   --entry FILE  the Node entry to import (default: the package's "node" export, web/dist/node.js,
 //                 what a user's import loads; web/src/node.js is the unbundled source). Given more
 //                 than once, the cold starts alternate between them run by run (an A/B on a busy
-//                 machine) and the ratio of each one's medians to the first's is printed.
+//                 machine) and the ratio of each one's medians to the first's is printed, and the
+//                 median over runs of its total over the first entry's total in the same run.
 //   --runs N      cold starts per entry (default 9)
 //   --cold-only   skip the small-input latency
 import { spawnSync } from 'node:child_process';
@@ -57,7 +58,15 @@ for (let i = 0; i < runs; i++) {
 }
 const median = (e, kind, key) => cold[e].map((c) => c[kind][key]).sort((a, b) => a - b)[runs >> 1];
 const KEYS = ['total', ...PHASES];
-const ratios = (e, kind) => (e === 0 ? '' : ` (ratio to the first entry: ${KEYS.map((k) => `${k} ${(median(e, kind, k) / median(0, kind, k)).toFixed(2)}`).join(', ')})`);
+// Also the median over runs of (this entry's total / the first's in the same run): the entries
+// of a run start within a fraction of a second of each other, so a machine whose speed drifts
+// over the batch moves both sides of each run's ratio alike.
+const pairedRatio = (e, kind) => {
+  const r = cold[e].map((c, i) => c[kind].total / cold[0][i][kind].total).sort((a, b) => a - b);
+  return r[runs >> 1];
+};
+const ratios = (e, kind) => (e === 0 ? '' : ` (ratio to the first entry: ${KEYS.map((k) => `${k} ${(median(e, kind, k) / median(0, kind, k)).toFixed(2)}`).join(', ')}; `
+  + `total per run, median ${pairedRatio(e, kind).toFixed(3)})`);
 entries.forEach((entry, e) => {
   const totals = cold[e].map((c) => c.wall.total).sort((a, b) => a - b);
   console.log(`cold start, import → first result (${coldL}, ${coldE}, ${coldH}), ${entry}: median ${median(e, 'wall', 'total').toFixed(1)} ms (min ${totals[0].toFixed(1)}, max ${totals[runs - 1].toFixed(1)}); ` +
