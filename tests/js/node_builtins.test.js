@@ -2,10 +2,7 @@
 // where that is missing (older Node): the pool starts either way, with the same results.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+import { runNodeScript } from './child_node.js';
 
 const script = `
   const { MultiHeadAttention } = await import('#webattention');
@@ -19,10 +16,8 @@ const script = `
 
 /** Runs the script in a fresh Node process, with process.getBuiltinModule removed first when asked. */
 function run(withoutGetBuiltinModule) {
-  const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
   const remove = withoutGetBuiltinModule ? ['--import', 'data:text/javascript,delete process.getBuiltinModule'] : [];
-  const r = spawnSync(process.execPath, [...wasmFlags, ...remove, '--input-type=module', '-e', script],
-    { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
+  const r = runNodeScript(script, { flags: remove });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim().split(' ');
 }

@@ -3,17 +3,11 @@
 // settings stay open until a module is used, as before there was a preload.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { runNodeScript } from './child_node.js';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-/** Runs `script` as an ES module in a fresh Node process at the repository root; its stdout lines. */
+/** Runs `script` in a fresh Node process (child_node.js); its stdout lines. */
 function run(script, env = {}) {
-  // The child runs the same module as this process: pass on its V8 wasm flags (relaxed SIMD).
-  const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
-  const r = spawnSync(process.execPath, [...wasmFlags, '--input-type=module', '-e', script],
-    { cwd: ROOT, encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
+  const r = runNodeScript(script, { env });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.trim().split('\n');
 }

@@ -2,13 +2,13 @@
 // typed errors from workers, worker failures, dispose() and leaks.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import {
   MultiHeadAttention, wasmMemoryInUse, OptionError, ShapeError, DisposedError, WorkerError, WebAttentionError,
 } from '#webattention';
 import { halfStateDict, poolTestHooks as testHooks } from '../internals.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';
+import { runNodeScript } from './child_node.js';
 
 const randomStateDict = (mha, next) =>
   Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
@@ -356,9 +356,7 @@ test('node exits on its own: after dispose(), without it, and with workers still
       ${forward ? 'const { output } = await mha.forward(x, x, x); console.log(mha.threads, output.data.length);' : ''}
       ${dispose ? 'mha.dispose();' : ''}`;
     const t0 = Date.now();
-    // The child runs the same module as this process: pass on its V8 wasm flags (relaxed SIMD).
-    const wasmFlags = process.execArgv.filter((a) => a.startsWith('--experimental-wasm-'));
-    const r = spawnSync(process.execPath, [...wasmFlags, ...flags, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 30_000 });
+    const r = runNodeScript(script, { flags });
     assert.equal(r.signal, null, `${what}: killed after ${Date.now() - t0} ms (node did not exit)`);
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), forward ? '3 160' : '', what);
