@@ -1,7 +1,6 @@
 // MultiHeadAttention's forward without a cache: project, attend per head on strided views of the
 // projections, project out (mha_cached_forward.cpp has the forward over a KV cache).
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 
@@ -37,13 +36,6 @@ MaskView from_head(MaskView m, int head) {
   const std::size_t element = m.kind == MaskKind::kBoolean ? 1 : sizeof(float);
   m.data = static_cast<const char*>(m.data) + static_cast<std::size_t>(head) * m.head_stride * element;
   return m;
-}
-
-// The first forward of this instance asks for the attention kernels' optimised code (kernels.h)
-// before it projects: compiled while the projections run, ready for the attention after them.
-void request_optimised_attention_once() {
-  static std::atomic<bool> requested{false};
-  if (!requested.exchange(true)) kernels::request_optimised_attention();
 }
 
 }  // namespace
@@ -116,7 +108,9 @@ void MultiHeadAttention::attend(const MhaForwardArgs& a, int head_begin, int hea
 
 void MultiHeadAttention::forward(const MhaForwardArgs& a) const {
   check_forward(a);
-  request_optimised_attention_once();
+  // The attention kernels' optimised code (kernels.h), asked for before the projections: compiled
+  // while they run, ready for the attention after them.
+  kernels::request_optimised_attention();
   // Scratch: the projections at the front (attend), the heads after them.
   const std::size_t heads_floats = static_cast<std::size_t>(a.batch) * a.L * v_width_;
   const std::size_t total = scratch_floats(a.batch, a.L, a.S);
@@ -142,7 +136,7 @@ void MultiHeadAttention::forward_heads(const MhaForwardArgs& a, int head_begin, 
                                     std::to_string(head_begin) + ", " + std::to_string(head_end));
   }
   check_forward(a);
-  request_optimised_attention_once();
+  kernels::request_optimised_attention();  // as forward() does
   if (head_begin == 0 && head_end == H) {
     attend(a, 0, H, *wq_, *wk_, *wv_, heads_out);
     return;

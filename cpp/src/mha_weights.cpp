@@ -1,7 +1,6 @@
 // MultiHeadAttention's weights: state-dict entries packed for the projection kernel as they are
 // loaded, and the per-head-range slices of them that forward_heads() runs on.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -201,12 +200,9 @@ void MultiHeadAttention::finish_load_in_place() {
 void MultiHeadAttention::entry_loaded(std::size_t index) {
   loaded_[index] = true;
   slices_.clear();
-  // The first module of this instance to have all its weights asks for the projection kernel's
-  // optimised code (kernels.h): compiled while the app goes on to its first forward.
-  static std::atomic<bool> requested{false};
-  if (std::find(loaded_.begin(), loaded_.end(), false) == loaded_.end() && !requested.exchange(true)) {
-    kernels::request_optimised_linear(*wq_);
-  }
+  // A module with all its weights asks for the projection kernel's optimised code (kernels.h):
+  // compiled while the app goes on to its first forward.
+  if (std::find(loaded_.begin(), loaded_.end(), false) == loaded_.end()) kernels::request_optimised_linear(*wq_);
 }
 
 void MultiHeadAttention::read_parameter(const std::string& name, float* out,

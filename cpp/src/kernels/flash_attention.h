@@ -30,6 +30,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -326,6 +327,8 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
 // attention in, each on an empty tile (no keys), kRequestCalls times.
 template <class Isa>
 void request_optimised_code() {
+  static std::atomic<bool> requested{false};
+  if (requested.load(std::memory_order_relaxed) || requested.exchange(true)) return;
   const AttentionProblem p;
   const KvPanels kv{};
   alignas(16) float block[kRows * kPanelWidth] = {};
