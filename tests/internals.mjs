@@ -23,7 +23,7 @@ export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';
 export { cacheHooks } from '../web/src/executors/webgpu_executor.js';
 export { heapHooks } from '../web/src/executors/wasm_executor.js';
-export { RECORD, recordFieldNames } from '../web/src/core_exports.js';
+export { CoreMha } from '../web/src/core_binding.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
 export { parameterBufferBytes, parameterWrites, scaleOffsets } from '../web/src/webgpu/weight_storage.js';

@@ -1,4 +1,4 @@
-// The error convention of the exported surface (exports.cpp): every entry point runs its body in
+// The error convention of the binding (embind.cpp): every entry point runs its body in
 // guarded(), which turns any C++ exception into "<ErrorClass>|<argument>|<message>" ("" on
 // success), so no C++ exception ever reaches JS as a bare number; errors.js throwCoreError()
 // rethrows it as the typed JS error.

@@ -131,7 +131,7 @@ void rotate(Matrix& x, const MhaConfig& c, int head_dim, int T, const std::int32
 
 void scaled_dot_product_attention(const SdpaArgs& a) {
   const int L = a.L, S = a.S;
-  const double scale = a.scale > 0.0f ? a.scale : 1.0 / std::sqrt(static_cast<double>(a.dk));
+  const double scale = a.scale ? static_cast<double>(*a.scale) : 1.0 / std::sqrt(static_cast<double>(a.dk));
   const std::size_t LS = static_cast<std::size_t>(L) * S;
   for (int n = 0; n < a.N; ++n) {
     // attn_mask [L, S] is shared by every n; [N, L, S] has one [L, S] block per n.
@@ -226,7 +226,7 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
         return mask_term(kpm, kpm_row + j) +
                mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
       };
-      const double scale = config.scale > 0.0 ? config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
+      const double scale = config.scale ? *config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
       const double sink = config.sinks ? need("sinks")[h] : 0.0;
       // The module refuses a +Inf sink at load_parameter() (docs/attention-math.md §10): the
       // oracle does not give it a meaning either.

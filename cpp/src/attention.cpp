@@ -3,6 +3,7 @@
 #include "webattention/attention.h"
 
 #include <cmath>
+#include <string>
 
 #include "attention_problem.h"
 #include "checks.h"
@@ -28,7 +29,10 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
   p.out = a.out;
   p.out_batch_stride = static_cast<std::ptrdiff_t>(a.L) * a.dv;
   p.out_row_stride = a.dv;
-  p.scale = (a.scale > 0.0f) ? a.scale : 1.0f / std::sqrt(static_cast<float>(a.dk));
+  if (a.scale && !(std::isfinite(*a.scale) && *a.scale > 0.0f)) {
+    throw ConfigError("scale", "scale: expected a finite number > 0, got " + std::to_string(*a.scale));
+  }
+  p.scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(a.dk));
   p.causal = a.causal;
   p.masks[0] = attn_mask_view(a.attn_mask, a.N, 1, a.L, a.S, "attn_mask");
   p.weights = a.weights;

@@ -1,7 +1,10 @@
-// docs/attention-math.md §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its rank and parameter counts.
+// docs/attention-math.md §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its singular values and
+// rank (Eigen, in double), and its parameter counts.
 #include <algorithm>
 #include <cmath>
 #include <string>
+
+#include <Eigen/Dense>
 
 #include "checks.h"
 #include "kernels/kernels.h"
@@ -11,28 +14,19 @@
 namespace webattention {
 namespace {
 
-// Rank by Gaussian elimination with full pivoting in double; entries below a tolerance scaled to
-// float precision count as zero.
-int numerical_rank(const std::vector<float>& m, int rows, int cols) {
-  std::vector<double> a(m.begin(), m.end());
-  double largest = 0.0;
-  for (double x : a) largest = std::max(largest, std::fabs(x));
-  const double tolerance = largest * std::max(rows, cols) * 1e-6;
-  int rank = 0;
-  for (; rank < std::min(rows, cols); ++rank) {
-    int pr = rank, pc = rank;
-    for (int r = rank; r < rows; ++r)
-      for (int c = rank; c < cols; ++c)
-        if (std::fabs(a[r * cols + c]) > std::fabs(a[pr * cols + pc])) pr = r, pc = c;
-    if (!(std::fabs(a[pr * cols + pc]) > tolerance)) break;
-    for (int c = 0; c < cols; ++c) std::swap(a[rank * cols + c], a[pr * cols + c]);
-    for (int r = 0; r < rows; ++r) std::swap(a[r * cols + rank], a[r * cols + pc]);
-    for (int r = rank + 1; r < rows; ++r) {
-      const double f = a[r * cols + rank] / a[rank * cols + rank];
-      for (int c = rank; c < cols; ++c) a[r * cols + c] -= f * a[rank * cols + c];
-    }
-  }
-  return rank;
+// The singular values of W = A Bᵀ (A [E, d_k] = W_i^Q, B [kdim, d_k] = W_i^K), largest first,
+// in double by Eigen: with thin QR factors A = Q_a R_a and B = Q_b R_b, W = Q_a (R_a R_bᵀ) Q_bᵀ
+// and Q_a, Q_b have orthonormal columns, so W has the singular values of the d_k × d_k matrix
+// R_a R_bᵀ (and zeros). An SVD of that small core costs O(d_k³) where one of W would cost
+// O(E·kdim·min(E, kdim)), and it is as exact: no rounding of W to f32 comes in.
+Eigen::VectorXd factored_singular_values(const Eigen::MatrixXd& a, const Eigen::MatrixXd& b) {
+  const Eigen::HouseholderQR<Eigen::MatrixXd> qa(a), qb(b);
+  const auto upper = [](const Eigen::HouseholderQR<Eigen::MatrixXd>& qr) {
+    const Eigen::Index k = std::min(qr.rows(), qr.cols());
+    return Eigen::MatrixXd(qr.matrixQR().topRows(k).triangularView<Eigen::Upper>());
+  };
+  const Eigen::MatrixXd core = upper(qa) * upper(qb).transpose();
+  return Eigen::JacobiSVD<Eigen::MatrixXd>(core).singularValues();
 }
 
 }  // namespace
@@ -69,7 +63,21 @@ BilinearForm MultiHeadAttention::head_bilinear_form(int head) const {
       f.matrix[static_cast<std::size_t>(a) * f.cols + b] = static_cast<float>(sum);
     }
   }
-  f.rank = numerical_rank(f.matrix, f.rows, f.cols);
+  // W_i^Q's rows of this head and W_i^K's of its K/V head, as columns (PyTorch keeps [out, in]).
+  Eigen::MatrixXd a(f.rows, c.head_dim), b(f.cols, c.head_dim);
+  for (int d = 0; d < c.head_dim; ++d) {
+    for (int r = 0; r < f.rows; ++r) a(r, d) = wq_->weight(offset + d, r);
+    for (int r = 0; r < f.cols; ++r) b(r, d) = wk_->weight(k_offset + d, r);
+  }
+  const Eigen::VectorXd sigma = factored_singular_values(a, b);
+  f.singular_values.assign(sigma.data(), sigma.data() + sigma.size());
+  // §5's tolerance: a singular value at or below max|W_ab| · max(E, kdim) · 1e-6 (f32 precision,
+  // scaled to the matrix) counts as zero.
+  double largest = 0.0;
+  for (float x : f.matrix) largest = std::max(largest, std::fabs(static_cast<double>(x)));
+  const double tolerance = largest * std::max(f.rows, f.cols) * 1e-6;
+  f.rank = static_cast<int>(std::count_if(f.singular_values.begin(), f.singular_values.end(),
+                                          [&](double s) { return s > tolerance; }));
   f.factored_parameters = static_cast<std::size_t>(f.rows + f.cols) * c.head_dim;
   f.full_parameters = static_cast<std::size_t>(f.rows) * f.cols;
   return f;

@@ -31,6 +31,13 @@ void require(bool ok, const char* argument, Message message) {
   if (!ok) fail(argument, message);
 }
 
+// The kernels compute in float32: a positive option must stay finite and non-zero there (1e-46
+// would become 0, 1e39 +Inf, and either would silently change what the option means).
+bool positive_in_float(double v) {
+  const float f = static_cast<float>(v);
+  return std::isfinite(v) && v > 0.0 && std::isfinite(f) && f > 0.0f;
+}
+
 }  // namespace
 
 std::size_t ParameterSpec::size() const {
@@ -68,7 +75,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
               std::to_string(c.rotary_dim); });
   require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base", [&] { return "expected a finite number > 1, got " + std::to_string(c.rotary_base); });
   if (c.rotary_scaling != MhaConfig::RotaryScaling::kNone) {
-    require(std::isfinite(c.rotary_factor) && c.rotary_factor > 0.0, "rotary_factor", [&] { return "expected a finite number > 0, got " + std::to_string(c.rotary_factor); });
+    require(positive_in_float(c.rotary_factor), "rotary_factor", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.rotary_factor); });
   }
   if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
     require(std::isfinite(c.rotary_low_freq_factor) && std::isfinite(c.rotary_high_freq_factor) &&
@@ -79,9 +86,9 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
             "rotary_original_max_positions", [&] { return "expected a number >= 1, got " +
                 std::to_string(c.rotary_original_max_positions); });
   }
-  require(!c.qk_norm || (std::isfinite(c.qk_norm_eps) && c.qk_norm_eps > 0.0), "qk_norm_eps", [&] { return "expected a finite number > 0, got " + std::to_string(c.qk_norm_eps); });
-  require(std::isfinite(c.scale) && c.scale >= 0.0, "scale", [&] { return "expected a finite number > 0 (0: 1/sqrt(head_dim)), got " + std::to_string(c.scale); });
-  require(std::isfinite(c.softcap) && c.softcap >= 0.0, "softcap", [&] { return "expected a finite number > 0 (0: none), got " + std::to_string(c.softcap); });
+  require(!c.qk_norm || positive_in_float(c.qk_norm_eps), "qk_norm_eps", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.qk_norm_eps); });
+  require(!c.scale || positive_in_float(*c.scale), "scale", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(*c.scale); });
+  require(c.softcap == 0.0 || positive_in_float(c.softcap), "softcap", [&] { return "expected a finite number > 0 as float32 (0: none), got " + std::to_string(c.softcap); });
 
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;

@@ -189,7 +189,7 @@ AttentionProblem MultiHeadAttention::head_problem(int batch, int heads, int L, i
   p.out_batch_stride = out_batch;
   p.out_head_stride = c.value_head_dim;
   p.out_row_stride = static_cast<std::ptrdiff_t>(heads) * c.value_head_dim;
-  p.scale = c.scale > 0.0 ? static_cast<float>(c.scale) : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  p.scale = c.scale ? static_cast<float>(*c.scale) : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   p.softcap = static_cast<float>(c.softcap);
   p.sinks = sinks_.empty() ? nullptr : sinks_.data();  // from head 0: attend() moves it to its range
   return p;

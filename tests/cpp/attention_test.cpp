@@ -98,6 +98,24 @@ TEST(Sdpa, ExplicitScaleIsUsed) {
   EXPECT_FALSE(all_close(w_scaled, w_default));
 }
 
+// A given scale of 0 (or one a double rounded to 0 on its way to float32) is refused: only an
+// absent scale means 1/√dk.
+TEST(Sdpa, GivenScaleMustBePositiveAndFinite) {
+  std::vector<float> q(3 * 4, 1.0f), k(5 * 4, 1.0f), v(5 * 2, 1.0f), out(6);
+  SdpaArgs a;
+  a.L = 3, a.S = 5, a.dk = 4, a.dv = 2;
+  a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data();
+  for (float bad : {0.0f, -1.0f, std::numeric_limits<float>::infinity(), std::nanf("")}) {
+    a.scale = bad;
+    try {
+      scaled_dot_product_attention(a);
+      ADD_FAILURE() << "scale " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.argument(), "scale") << e.what();
+    }
+  }
+}
+
 TEST(Sdpa, FullyMaskedRowGivesZerosNotNaN) {
   std::vector<float> q(2 * 2, 1.0f), k(3 * 2, 1.0f), v(3 * 2, 1.0f), out(4, -1.0f), w(6, -1.0f);
   std::vector<std::uint8_t> mask = {1, 1, 1, 0, 1, 0};  // row 0: all keys masked

@@ -36,10 +36,10 @@ inline MhaConfig config(int E, int h, int kdim = 0, int vdim = 0, bool bias = tr
   return c;
 }
 
-// `c` with a bias flag per projection, a score scale (0: 1/sqrt(d_k)) and a softcap (0: none).
+// `c` with a bias flag per projection, a score scale (0: none given, so 1/sqrt(d_k)) and a softcap (0: none).
 inline MhaConfig scored(MhaConfig c, ProjectionBias bias, double scale, double softcap) {
   c.bias = bias;
-  c.scale = scale;
+  if (scale != 0.0) c.scale = scale;
   c.softcap = softcap;
   return c;
 }

@@ -106,10 +106,12 @@ TEST(MhaSinks, MinusInfinityIsNoSink) {
 }
 
 TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
-  for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
+  // 1e-46 rounds to 0 and 1e39 overflows in float32: never the default, never a NaN output.
+  for (double bad : {-1.0, std::nan(""), HUGE_VAL, 1e-46, 1e39}) {
     for (const char* argument : {"scale", "softcap"}) {
       MhaConfig c = config(8, 2);
-      (std::string(argument) == "scale" ? c.scale : c.softcap) = bad;
+      if (std::string(argument) == "scale") c.scale = bad;
+      else c.softcap = bad;
       try {
         MultiHeadAttention mha(c);
         ADD_FAILURE() << argument << " " << bad;

@@ -1,11 +1,9 @@
 // Instantiating a WASM module's Emscripten glue on a compiled WebAssembly.Module: the one way the
 // calling thread (node_core.js, browser.js) and the pool's workers (worker_core.js) make a core.
-import { attachCoreApi } from './core_exports.js';
-
 /**
  * Instantiates the Emscripten glue `create` on an already compiled WebAssembly.Module (the
- * calling thread compiles it once; workers receive it), resolving to the core (with its objects,
- * core_exports.js) or rejecting.
+ * calling thread compiles it once; workers receive it), resolving to the core (with its Embind
+ * objects: cpp/bindings/embind.cpp, core_binding.js) or rejecting.
  * moduleOptions: more Emscripten Module settings (the pthreads modules' locateFile).
  */
 export function instantiateCore(create, module, moduleOptions = {}) {
@@ -18,5 +16,5 @@ export function instantiateCore(create, module, moduleOptions = {}) {
       return {};
     },
   });
-  return Promise.race([core.then(attachCoreApi), failed]);
+  return Promise.race([core, failed]);
 }

@@ -9,7 +9,7 @@ import { resolveRotary, rotaryCore } from './rotary_options.js';
 /**
  * The fields of a module's config, the one list of them: each is a create() option resolved by
  * `resolve(options, fieldsBefore)` in this order (a default may read the fields before it) and
- * given to the core's MhaConfig (cpp/bindings/argument_wire.h, kConfigFields) as `core(value)`
+ * given to the core's MhaConfig (cpp/bindings/embind.cpp, its value_object) as `core(value)`
  * says, or under its own name. index.d.ts's MultiHeadAttentionOptions and
  * ResolvedMultiHeadAttentionConfig name the same fields (tests/js/module_config.test.js).
  */

@@ -125,7 +125,7 @@ export function resolveSdpa(q, k, v, options) {
     }
     attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [N, L, S];
   }
-  let scale = 0;
+  let scale;  // undefined: 1/√dk (the core takes no scale then, never a 0)
   if (o.scale !== undefined) {
     if (typeof o.scale !== 'number' || !Number.isFinite(o.scale) || o.scale <= 0) {
       throw new OptionError(`scale: expected a finite number > 0, got ${describe(o.scale)}`, {

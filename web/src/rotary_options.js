@@ -40,7 +40,7 @@ export function resolveRotary(options, { headDim }) {
   return { base, interleaved, dim, scaling: resolveRotaryScaling(r.scaling), table: null };
 }
 
-/** The resolved rotary option as the core's MhaConfig fields (cpp/bindings/argument_wire.h). */
+/** The resolved rotary option as the core's MhaConfig fields (cpp/bindings/embind.cpp). */
 export function rotaryCore(r) {
   return {
     rotaryDim: r?.dim ?? 0, rotaryBase: r?.base ?? 10000, rotaryInterleaved: r?.interleaved ?? false,

@@ -5,13 +5,15 @@
 // output row (and zero weights) instead of NaN.
 #pragma once
 
+#include <optional>
+
 #include "webattention/mask.h"
 
 namespace webattention {
 
 // Functional scaled dot-product attention on contiguous tensors with flattened leading dims:
-// q [N, L, dk], k [N, S, dk], v [N, S, dv] -> out [N, L, dv]. `scale` <= 0 or NaN means
-// 1/√dk. attn_mask is [L, S] or [N, L, S]. weights, if not null, receives [N, L, S].
+// q [N, L, dk], k [N, S, dk], v [N, S, dv] -> out [N, L, dv]. No `scale` means 1/√dk; a given
+// one must be finite and > 0 (ConfigError "scale" otherwise). attn_mask is [L, S] or [N, L, S]. weights, if not null, receives [N, L, S].
 struct SdpaArgs {
   int N = 1, L = 0, S = 0, dk = 0, dv = 0;
   const float* q = nullptr;
@@ -19,7 +21,7 @@ struct SdpaArgs {
   const float* v = nullptr;
   MaskArg attn_mask;
   bool causal = false;
-  float scale = 0.0f;
+  std::optional<float> scale;
   float* out = nullptr;
   float* weights = nullptr;
 };

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,10 @@ struct MhaConfig {
   double rotary_low_freq_factor = 1.0;
   double rotary_high_freq_factor = 4.0;
   double rotary_original_max_positions = 8192.0;
-  // The score scale (docs/attention-math.md §3); 0 = 1/sqrt(head_dim). Gemma sets its own
-  // (query_pre_attn_scalar^-1/2).
-  double scale = 0.0;
+  // The score scale (docs/attention-math.md §3); none = 1/sqrt(head_dim). Gemma sets its own
+  // (query_pre_attn_scalar^-1/2). A given scale is used as it is: it must be finite and > 0 as
+  // float32 (a value that rounds to 0 or overflows there is a ConfigError, never the default).
+  std::optional<double> scale;
   // Logit softcapping (Gemma 2): score <- softcap * tanh(score / softcap) after the scale and
   // before the masks; 0 = none.
   double softcap = 0.0;
@@ -90,7 +92,8 @@ struct ParameterSpec {
 struct BilinearForm {
   int rows = 0, cols = 0;     // embed_dim, kdim
   std::vector<float> matrix;  // W_i, row-major [rows, cols]
-  int rank = 0;               // numerical rank of W_i
+  int rank = 0;               // numerical rank of W_i (docs/attention-math.md §5's tolerance)
+  std::vector<double> singular_values;  // of W_i, largest first: min(d_k, E, kdim) of them
   std::size_t factored_parameters = 0;
   std::size_t full_parameters = 0;
 };

@@ -2,6 +2,7 @@
 // too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
 // block per call, runs the core, copies the results out and frees the block, on every path (so a
 // failing call leaks nothing).
+import { CoreMha, coreMaskKind } from '../core_binding.js';
 import { throwCoreError, MemoryError } from '../errors.js';
 import { WASM_MAX_BYTES, coreConfig } from '../module_config.js';
 import { weightsPerBatch } from '../plans.js';
@@ -59,11 +60,11 @@ function withHeap(core, parts, body) {
 // slice() straight off HEAPF32: no intermediate view to allocate on every call.
 const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
 
-// A plan's mask as the core's mask record fields (cpp/bindings/argument_wire.h): its kind, where
-// its data was copied, its rank and its shape padded to the three dims the record holds.
-function maskArgs(mask, address) {
+// A plan's mask as the core's MaskWire (cpp/bindings/embind.cpp): its kind, where its data was
+// copied, its rank and its shape padded to the three dims the wire holds.
+function maskArgs(core, mask, address) {
   const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
-  return { kind: mask.kind, address, rank: mask.shape.length, shape: [d0, d1, d2] };
+  return { kind: coreMaskKind(core, mask.kind), address, rank: mask.shape.length, shape: [d0, d1, d2] };
 }
 
 export class WasmExecutor {
@@ -77,7 +78,7 @@ export class WasmExecutor {
   constructor(core, config) {
     this.core = core;
     this.config = config;
-    this.handle = new core.Mha();
+    this.handle = new CoreMha(core);
     const error = this.handle.configure(coreConfig(config)) || this.#setRotaryTable(config.rotary?.table);
     if (error) {
       this.handle.delete();
@@ -248,7 +249,7 @@ export class WasmExecutor {
     ], ([query, key, value, kpmAt, amAt, positionIds, output, weights]) => {
       const error = call({
         batch: B, L, S, query, key, value,
-        keyPaddingMask: maskArgs(kpm, kpmAt), attnMask: maskArgs(am, amAt),
+        keyPaddingMask: maskArgs(this.core, kpm, kpmAt), attnMask: maskArgs(this.core, am, amAt),
         isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights, positionIds,
       });
       if (error) throwCoreError(error);
@@ -275,8 +276,8 @@ export function wasmSdpa(core, plan) {
     { floats: outFloats }, { floats: weightFloats },
   ], ([q, k, v, mask, output, weights]) => {
     const error = core.sdpa({
-      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(attnMask, mask),
-      isCausal: plan.isCausal, scale: plan.scale, output, weights,
+      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(core, attnMask, mask),
+      isCausal: plan.isCausal, hasScale: plan.scale !== undefined, scale: plan.scale ?? 0, output, weights,
     });
     if (error) throwCoreError(error);
     return {
