@@ -148,6 +148,9 @@ export interface SafetensorsFile<T = SafetensorsTensor> extends Map<string, T> {
 
 export interface HeadBilinearForm {
   matrix: Tensor;
+  /** Singular values of W_i, largest first: min(headDim, embedDim, kdim) of them (computed in double). */
+  singularValues: Float64Array;
+  /** How many singular values exceed max|W_i| · max(embedDim, kdim) · 1e-6 (docs/attention-math.md §5). */
   rank: number;
   /** (embedDim + kdim) · headDim */
   factoredParameters: number;

@@ -101,6 +101,9 @@ for (const engine of ENGINES) describe(`demo page (${engine})`, { timeout: OVERA
       const ranks = d[key].split(',').map(Number);
       assert.ok(ranks.length >= 2 && ranks.every((r) => r === dk), `${key} = ${d[key]}, d_k = ${dk}`);
     }
+    // The library's singular values (Eigen, in the core) beside the page's own JS SVD of W_i.
+    const sigmaDiff = Number(d.bilinearSigmaDiff);
+    assert.ok(Number.isFinite(sigmaDiff) && sigmaDiff < 1e-5, `§5 max |σ_library − σ_JS| / σ_1 = ${d.bilinearSigmaDiff}`);
     const [factored, full] = d.bilinearParams.split('/').map(Number);
     assert.ok(factored > 0 && factored < full, `parameters factored/full = ${d.bilinearParams}`);
     assert.match(await page.textContent('#bil-rank'), new RegExp(`^${dk} `));

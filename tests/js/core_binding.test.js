@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { CoreMha, coreConfig, resolveMhaConfig } from '../internals.mjs';
+import { coreRingGeometry, newCoreCache, requireGroup } from '../../web/src/core_binding.js';
 import { loadNodeCore } from '../../web/src/node_core.js';
 import { pickVariant } from '../../web/src/variant.js';
 import { MaskKind } from '../../web/src/tensor_checks.js';
@@ -43,6 +44,8 @@ test('the core\'s enums have the JS spellings: mask kinds, storage types, RoPE s
 test('error texts come back whole, and failing calls leave the heap as it was', () => {
   const mha = new CoreMha(core);
   assert.equal(mha.configure(config()), '');
+  // A group's registration allocates once, for good: not a call's leak.
+  for (const group of ['sdpa', 'cache', 'inspection', 'heads']) requireGroup(core, group);
   const before = core.memoryInUse();
   for (let i = 0; i < 200; i++) {
     const error = mha.loadParameter(`no_such_entry_${i}`, 0, 1, 'float32');
@@ -50,10 +53,10 @@ test('error texts come back whole, and failing calls leave the heap as it was', 
   }
   assert.match(mha.configure({ ...config(), embedDim: 0 }), /^ConfigError\|embed_dim\|embed_dim: expected an integer >= 1, got 0$/);
   assert.match(mha.configure({ ...config(), scale: 1e-46 }), /^ConfigError\|scale\|/, 'a scale that is 0 in float32 is refused, not the default');
-  const cache = new core.KvCache();
+  const cache = newCoreCache(core);
   assert.match(mha.createCache(cache, 1, 4, 0, 'bfloat16'), /^ConfigError\|dtype\|/);
   cache.delete();
-  assert.match(core.kvRingGeometry(0, 0).error, /^ConfigError\|/);
+  assert.match(coreRingGeometry(core, 0, 0).error, /^ConfigError\|/);
   assert.match(mha.beginLoadInPlace('nope', 1, 'float32').error, /^StateDictError\|nope\|/);
   assert.match(mha.headBilinearForm(9).error, /^ConfigError\|head\|/);
   assert.equal(core.memoryInUse(), before);
@@ -62,7 +65,7 @@ test('error texts come back whole, and failing calls leave the heap as it was', 
 
 test('a handle refuses use after delete(), with Embind\'s error', () => {
   const mha = new CoreMha(core);
-  const cache = new core.KvCache();
+  const cache = newCoreCache(core);
   assert.equal(cache.length(), 0, 'a cache without storage is empty');
   cache.delete();
   mha.delete();
@@ -81,4 +84,15 @@ test('the hand-written binding does not come back: no wa_* export, no record pro
   const banned = /EMSCRIPTEN_KEEPALIVE|argument_wire|recordFieldNames|withScratch|read_record/;
   assert.deepEqual(files.filter((f) => banned.test(readFileSync(new URL(f, root), 'utf8'))), []);
   assert.deepEqual(readdirSync(new URL('cpp/bindings/', root)).filter((f) => f.endsWith('.cpp')), ['embind.cpp'], 'one binding file');
+});
+
+test('a fresh core registers only the cold-start calls; each other group once, when first needed', async () => {
+  const { core: fresh } = await loadNodeCore(pickVariant());
+  assert.ok(fresh.Mha && fresh.MhaConfig === undefined, 'the Mha class is there at load');
+  for (const name of ['sdpa', 'KvCache', 'mhaReadParameter', 'mhaForwardHeads']) assert.equal(fresh[name], undefined, name);
+  assert.ok(newCoreCache(fresh).length() === 0 && fresh.KvCache && fresh.mhaCreateCache && fresh.kvRingGeometry);
+  const cacheClass = fresh.KvCache;
+  fresh.registerCache();  // again: nothing is registered twice
+  assert.equal(fresh.KvCache, cacheClass);
+  assert.equal(fresh.sdpa, undefined, 'one group does not register another');
 });

@@ -3,6 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, selfAttention, OptionError } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
+import { singularValues as jsSingularValues } from '../../web/demo/bilinear_math.js';
 
 async function moduleWithRandomWeights(options, next) {
   const mha = await MultiHeadAttention.create(options);
@@ -38,6 +39,10 @@ test('§5: scores through each head\'s W_i equal the factored scores; rank and p
     assert.equal(form.rank, dk);
     assert.equal(form.factoredParameters, (E + kdim) * dk);
     assert.equal(form.fullParameters, E * kdim);
+    // The core's singular values (Eigen, from the factors) against the page's JS SVD of W_i.
+    assert.ok(form.singularValues instanceof Float64Array && form.singularValues.length === dk);
+    const sigma = jsSingularValues(form.matrix.data, E, kdim);
+    form.singularValues.forEach((s, k) => assert.ok(Math.abs(s - sigma[k]) <= 1e-5 * sigma[0], `head ${h} σ_${k}: ${s} vs ${sigma[k]}`));
     for (let i = 0; i < L; i++) {
       const scores = Array.from({ length: S }, (_, j) => {
         let dot = 0;

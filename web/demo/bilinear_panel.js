@@ -14,12 +14,12 @@ const BIL = { embedDim: 16, kdim: 24, vdim: 20, numHeads: 4, L: 8, S: 12 };
 const RANK_TOL = 1e-4;  // numerical rank in JS: σ_k > RANK_TOL · σ_1
 let bilState = null;    // { E, kdim, dk, L, S, heads: [{ form, sigma, jsRank, js, diff }], weights, scale }
 
-const BIL_IDS = ['bil-config', 'bil-shape', 'bil-rank', 'bil-js-rank', 'bil-params', 'bil-row', 'bil-diff'];
+const BIL_IDS = ['bil-config', 'bil-shape', 'bil-rank', 'bil-js-rank', 'bil-sigma-pair', 'bil-params', 'bil-row', 'bil-diff'];
 
 /** §5 on a small seeded cross-attention module without biases. Sets data-bilinear-max-diff (max
  *  |JS − module| over every head and weight), data-bilinear-ranks (library, per head),
- *  data-bilinear-js-ranks (σ count in JS), data-bilinear-head-dim, data-bilinear-params
- *  ("factored/full"). */
+ *  data-bilinear-js-ranks (σ count in JS), data-bilinear-sigma-diff (max |σ_library − σ_JS| / σ_1
+ *  over every head), data-bilinear-head-dim, data-bilinear-params ("factored/full"). */
 export async function runBilinear() {
   const rand = prng(SEED + 5);
   const { L, S, ...options } = BIL;
@@ -43,7 +43,9 @@ export async function runBilinear() {
       for (let k = 0; k < L * S; k++) diff = Math.max(diff, Math.abs(js[k] - attnWeights.data[i * L * S + k]));
       if (!Number.isFinite(diff)) throw new Error(`head ${i}: non-finite weights`);
       for (const w of form.matrix.data) scale = Math.max(scale, Math.abs(w));
-      heads.push({ form, sigma, jsRank: sigma.filter((s) => s > RANK_TOL * sigma[0]).length, js, diff });
+      // The library's singular values (Eigen, from the factors) beside this JS SVD of W_i.
+      const sigmaDiff = Math.max(...Array.from(sigma, (s, k) => Math.abs((form.singularValues[k] ?? 0) - s))) / sigma[0];
+      heads.push({ form, sigma, sigmaDiff, jsRank: sigma.filter((s) => s > RANK_TOL * sigma[0]).length, js, diff });
     }
     bilState = { E, kdim, dk, L, S, heads, weights: attnWeights.data, scale };
     const maxDiff = Math.max(...heads.map((hd) => hd.diff));
@@ -56,6 +58,7 @@ export async function runBilinear() {
       bilinearMaxDiff: String(maxDiff),
       bilinearRanks: heads.map((hd) => hd.form.rank).join(','),
       bilinearJsRanks: heads.map((hd) => hd.jsRank).join(','),
+      bilinearSigmaDiff: String(Math.max(...heads.map((hd) => hd.sigmaDiff))),
       bilinearHeadDim: String(dk),
       bilinearParams: `${heads[0].form.factoredParameters}/${heads[0].form.fullParameters}`,
     });
@@ -69,13 +72,15 @@ function drawBilinearHead() {
   if (!bilState) return;
   const { E, kdim, dk, L, S, heads, weights, scale } = bilState;
   const i = Number($('bil-head').value) || 0;
-  const { form, sigma, jsRank, js, diff } = heads[i];
+  const { form, sigma, sigmaDiff, jsRank, js, diff } = heads[i];
   heatmap($('heat-bil'), form.matrix.data, E, kdim, { colorOf: signedColor(scale) });
   heatmap($('heat-bil-js'), js, L, S);
   heatmap($('heat-bil-mha'), weights, L, S, { offset: i * L * S });
   $('bil-shape').textContent = `[${form.matrix.shape.join(', ')}]`;
   $('bil-rank').textContent = `${form.rank}   (min(E, kdim) = ${Math.min(E, kdim)}, d_k = ${dk})`;
   $('bil-js-rank').textContent = `${jsRank}   (σ_${dk} = ${sigma[dk - 1].toExponential(2)}, σ_${dk + 1} = ${(sigma[dk] ?? 0).toExponential(2)})`;
+  const first = (xs) => Array.from(xs).slice(0, 3).map((s) => s.toFixed(4)).join(' ');
+  $('bil-sigma-pair').textContent = `${first(form.singularValues)} … | ${first(sigma)} …  (max |Δ|/σ₁ ${sigmaDiff.toExponential(1)})`;
   $('bil-params').textContent = `factored (E+kdim)·d_k = ${form.factoredParameters}  vs  full E·kdim = ${form.fullParameters}`;
   const row = (xs) => Array.from(xs).slice(0, 5).map((w) => w.toFixed(4)).join(' ');
   $('bil-row').textContent = `JS     ${row(js)}\nmodule ${row(weights.subarray(i * L * S, i * L * S + S))}`;
@@ -113,7 +118,7 @@ function drawSigma(canvas, sigma, dk) {
 /** Blanks the panel after a failed run; the head <select> has nothing left to redraw. */
 export function clearBilinearPanel() {
   clearPanel(['heat-bil', 'heat-bil-js', 'heat-bil-mha', 'bil-sigma'], BIL_IDS,
-    ['bilinearMaxDiff', 'bilinearRanks', 'bilinearJsRanks', 'bilinearHeadDim', 'bilinearParams']);
+    ['bilinearMaxDiff', 'bilinearRanks', 'bilinearJsRanks', 'bilinearSigmaDiff', 'bilinearHeadDim', 'bilinearParams']);
   bilState = null;
 }
 

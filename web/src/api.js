@@ -107,14 +107,15 @@ export class MultiHeadAttention {
 
   /**
    * docs/attention-math.md §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim],
-   * so that the head's scores are x W_i yᵀ / √d_k without biases), its rank (<= headDim) and the
-   * parameter counts of the factored and the full form.
+   * so that the head's scores are x W_i yᵀ / √d_k without biases), its singular values (a
+   * Float64Array, largest first) and rank (<= headDim), and the parameter counts of the factored
+   * and the full form.
    */
   headBilinearForm(head) {
     const dispatcher = this.#live('headBilinearForm');
     const h = checkIndex('head', head, this.#config.numHeads);
-    const { matrix, shape, rank, factoredParameters, fullParameters } = dispatcher.headBilinearForm(h);
-    return { matrix: tensor(matrix, shape), rank, factoredParameters, fullParameters };
+    const { matrix, shape, rank, singularValues, factoredParameters, fullParameters } = dispatcher.headBilinearForm(h);
+    return { matrix: tensor(matrix, shape), rank, singularValues, factoredParameters, fullParameters };
   }
 
   /**

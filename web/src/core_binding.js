@@ -1,10 +1,14 @@
-// The binding's JS side (cpp/bindings/embind.cpp is the other). The executors call Embind's
-// objects on the core (KvCache, sdpa, kvRingGeometry, memoryInUse, threadCount, setThreadLimit)
-// as they are, and its Mha through CoreMha, which looks the enums up by their JS spelling and
-// copies results out of the heap.
+// The binding's JS side (cpp/bindings/embind.cpp is the other). The executors call the core's
+// Mha through CoreMha, which looks the enums up by their JS spelling and copies results out of
+// the heap, and the rest through the functions below. embind.cpp registers at load only what a
+// first create(), load and forward call; requireGroup() registers each other group (sdpa, cache,
+// inspection, heads) the first time it is needed.
 // Methods that can fail return the core's error text ("<ErrorClass>|<argument>|<message>",
 // errors.js throwCoreError()) or '' on success, as Embind hands it over.
-import { OptionError } from './errors.js';
+import { MemoryError, OptionError } from './errors.js';
+
+// The most parts one state-dict entry has (in_proj_weight's Q, K and V): binding_objects.h.
+const IN_PLACE_DOUBLES = 1 + 3 * 3;
 
 /** The value of Embind enum `type` named `name` (a JS spelling: 'float16', …), else an OptionError. */
 function enumValue(type, name, argument) {
@@ -17,14 +21,44 @@ function enumValue(type, name, argument) {
   return value;
 }
 
+// Each group with the name it registers first (present once the group is).
+const GROUPS = {
+  sdpa: ['sdpa', 'registerSdpa'],
+  cache: ['KvCache', 'registerCache'],
+  inspection: ['mhaReadParameter', 'registerInspection'],
+  heads: ['mhaForwardHeads', 'registerHeads'],
+};
+
+/** `core` with binding group `name` registered (embind.cpp). */
+export function requireGroup(core, name) {
+  const [probe, register] = GROUPS[name];
+  if (!core[probe]) core[register]();
+  return core;
+}
+
+/** core.sdpa(args) (embind.cpp's SdpaWire). */
+export const coreSdpa = (core, args) => requireGroup(core, 'sdpa').sdpa(args);
+
+/** A new, empty core KvCache (a Mha's createCache() gives it storage). */
+export const newCoreCache = (core) => new (requireGroup(core, 'cache').KvCache)();
+
+/** The KV cache's ring geometry as the core computes it: { capacity, rowsPerPass } or { error }. */
+export const coreRingGeometry = (core, maxLength, window) => requireGroup(core, 'cache').kvRingGeometry(maxLength, window);
+
 /** One core MultiHeadAttention (Embind's Mha), with its arguments in the core's enums. */
 export class CoreMha {
   #core;
   #native;
+  #inPlaceParts;  // heap doubles beginLoadInPlace() writes: [count, (address, offset, count) × 3]
 
   constructor(core) {
     this.#core = core;
     this.#native = new core.Mha();
+    this.#inPlaceParts = core._malloc(IN_PLACE_DOUBLES * 8);
+    if (!this.#inPlaceParts) {
+      this.#native.delete();
+      throw new MemoryError(`out of WASM memory: a module needs ${IN_PLACE_DOUBLES * 8} bytes`);
+    }
   }
 
   /** config: module_config.js's coreConfig(). */
@@ -48,19 +82,28 @@ export class CoreMha {
    * address `address`; no parts: load it with loadParameter), or { error }.
    */
   beginLoadInPlace(name, count, sourceDtype) {
-    const { error, count: n, parts } = this.#native.beginLoadInPlace(name, count,
-      enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype'));
-    return error ? { error } : { parts: parts.slice(0, n) };
+    const error = this.#native.beginLoadInPlace(name, count, enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype'),
+      this.#inPlaceParts);
+    if (error) return { error };
+    const at = this.#inPlaceParts >>> 3;
+    const v = this.#core.HEAPF64;  // read after the call: the core's new storage may have grown the memory
+    return { parts: Array.from({ length: v[at] }, (_, i) => ({ address: v[at + 1 + 3 * i], offset: v[at + 2 + 3 * i], count: v[at + 3 + 3 * i] })) };
   }
 
   finishLoadInPlace() { return this.#native.finishLoadInPlace(); }
-  readParameter(name, out, count) { return this.#native.readParameter(name, out, count); }
   forgetParameters() { this.#native.forgetParameters(); }
-  setRotaryTable(cos, sin, positions) { return this.#native.setRotaryTable(cos, sin, positions); }
+
+  readParameter(name, out, count) {
+    return requireGroup(this.#core, 'inspection').mhaReadParameter(this.#native, name, out, count);
+  }
+
+  setRotaryTable(cos, sin, positions) {
+    return requireGroup(this.#core, 'heads').mhaSetRotaryTable(this.#native, cos, sin, positions);
+  }
 
   /** { matrix, shape, rank, singularValues, factoredParameters, fullParameters }, or { error }. */
   headBilinearForm(head) {
-    const f = this.#native.headBilinearForm(head);
+    const f = requireGroup(this.#core, 'inspection').mhaHeadBilinearForm(this.#native, head);
     if (f.error) return { error: f.error };
     const core = this.#core;
     return {
@@ -75,18 +118,26 @@ export class CoreMha {
 
   forward(args) { return this.#native.forward(args); }
   forwardHeads(args, headBegin, headEnd) {
-    return this.#native.forwardHeads(args, headBegin, headEnd);
+    return requireGroup(this.#core, 'heads').mhaForwardHeads(this.#native, args, headBegin, headEnd);
   }
-  projectOutput(heads, rows, out) { return this.#native.projectOutput(heads, rows, out); }
 
-  /** cache: a core.KvCache. */
-  createCache(cache, batch, maxLength, window, dtype) {
-    return this.#native.createCache(cache, batch, maxLength, window, enumValue(this.#core.StorageType, dtype, 'dtype'));
+  projectOutput(heads, rows, out) {
+    return requireGroup(this.#core, 'heads').mhaProjectOutput(this.#native, heads, rows, out);
   }
-  forwardCached(args, cache) { return this.#native.forwardCached(args, cache); }
+
+  /** cache: from newCoreCache(). */
+  createCache(cache, batch, maxLength, window, dtype) {
+    return requireGroup(this.#core, 'cache').mhaCreateCache(this.#native, cache, batch, maxLength, window,
+      enumValue(this.#core.StorageType, dtype, 'dtype'));
+  }
+
+  forwardCached(args, cache) { return requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, args, cache); }
 
   isDeleted() { return this.#native.isDeleted(); }
-  delete() { this.#native.delete(); }
+  delete() {
+    this.#native.delete();
+    this.#core._free(this.#inPlaceParts);
+  }
 }
 
 /** A mask's kind as the core's enum (tensor_checks.js's MaskKind numbers are its values). */

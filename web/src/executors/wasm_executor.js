@@ -2,7 +2,7 @@
 // too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
 // block per call, runs the core, copies the results out and frees the block, on every path (so a
 // failing call leaks nothing).
-import { CoreMha, coreMaskKind } from '../core_binding.js';
+import { CoreMha, coreMaskKind, coreSdpa, newCoreCache } from '../core_binding.js';
 import { throwCoreError, MemoryError } from '../errors.js';
 import { WASM_MAX_BYTES, coreConfig } from '../module_config.js';
 import { weightsPerBatch } from '../plans.js';
@@ -64,7 +64,7 @@ const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (
 // copied, its rank and its shape padded to the three dims the wire holds.
 function maskArgs(core, mask, address) {
   const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
-  return { kind: coreMaskKind(core, mask.kind), address, rank: mask.shape.length, shape: [d0, d1, d2] };
+  return { kind: coreMaskKind(core, mask.kind), address, rank: mask.shape.length, shape0: d0, shape1: d1, shape2: d2 };
 }
 
 export class WasmExecutor {
@@ -168,7 +168,7 @@ export class WasmExecutor {
    * error (MemoryError when it cannot be allocated; nothing is left allocated then).
    */
   createCache({ batchSize, maxLength, window, dtype }) {
-    const handle = new this.core.KvCache();
+    const handle = newCoreCache(this.core);
     const error = this.handle.createCache(handle, batchSize, maxLength, window, dtype);
     if (error) {
       handle.delete();
@@ -275,7 +275,7 @@ export function wasmSdpa(core, plan) {
     { data: plan.q }, { data: plan.k }, { data: plan.v }, { data: attnMask.data },
     { floats: outFloats }, { floats: weightFloats },
   ], ([q, k, v, mask, output, weights]) => {
-    const error = core.sdpa({
+    const error = coreSdpa(core, {
       N, L, S, dk, dv, q, k, v, attnMask: maskArgs(core, attnMask, mask),
       isCausal: plan.isCausal, hasScale: plan.scale !== undefined, scale: plan.scale ?? 0, output, weights,
     });

@@ -1,0 +1,274 @@
+// The objects and argument structs the binding (embind.cpp) registers: the module and cache
+// handles JS holds, and each call's arguments and results as Embind hands them over.
+// Conventions:
+// - Tensors cross as WASM heap addresses that JS has filled (no per-element conversion either
+//   way); outputs are read back from heap addresses the call returns or was given.
+// - Methods that can fail run in guarded() (error_wire.h) and return the error as
+//   "<ErrorClass>|<argument>|<message>" ('' on success): no C++ exception reaches JS, and a
+//   failed call leaves nothing allocated.
+#pragma once
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+
+#include "error_wire.h"
+#include "parallel.h"
+#include "webattention/attention.h"
+#include "webattention/errors.h"
+#include "webattention/kv_cache.h"
+#include "webattention/multihead_attention.h"
+#include "webattention/storage_type.h"
+
+namespace webattention {
+namespace bindings {
+template <typename T>
+T* at(std::uintptr_t address) {
+  return reinterpret_cast<T*>(address);
+}
+
+// The storage types each argument takes: the enum's values are all the spellings, the core
+// refuses the ones an argument has no use for (a ConfigError naming it).
+inline StorageType allowed(StorageType type, const char* argument, std::initializer_list<StorageType> types) {
+  return parse_storage_type(storage_type_name(type), argument, types);
+}
+inline constexpr std::initializer_list<StorageType> kWeightTypes = {StorageType::f32, StorageType::f16, StorageType::bf16,
+                                                             StorageType::i8};
+inline constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
+inline constexpr std::initializer_list<StorageType> kCacheTypes = {StorageType::f32, StorageType::f16, StorageType::i8};
+
+// A mask as JS describes it: its kind, where its data lies, and its shape (`rank` of the three
+// dims used; address 0 and rank 0 for none). Three fields, not an array: Embind's value_array
+// cost more at registration than all the value_objects' fields together.
+struct MaskWire {
+  MaskKind kind = MaskKind::kNone;
+  std::uintptr_t address = 0;
+  int rank = 0;
+  int shape0 = 0, shape1 = 0, shape2 = 0;
+
+  MaskArg arg() const {
+    const int dims[] = {shape0, shape1, shape2};
+    return {kind, at<const void>(address), {dims, dims + std::clamp(rank, 0, 3)}};
+  }
+};
+
+// forward(), forwardHeads() and forwardCached(): MhaForwardArgs with heap addresses. `output` is
+// [B, L, E] for forward(), the heads [B, L, (head_end − head_begin)·d_v] for forwardHeads().
+struct ForwardWire {
+  int batch = 1, L = 0, S = 0;
+  std::uintptr_t query = 0, key = 0, value = 0;
+  MaskWire key_padding_mask, attn_mask;
+  bool causal = false;
+  std::uintptr_t output = 0, weights = 0;
+  bool average_weights = true;
+  std::uintptr_t position_ids = 0;  // [B, L] int32, or 0 for the rows' own positions
+
+  MhaForwardArgs args() const {
+    MhaForwardArgs a;
+    a.batch = batch, a.L = L, a.S = S;
+    a.query = at<const float>(query), a.key = at<const float>(key), a.value = at<const float>(value);
+    a.key_padding_mask = key_padding_mask.arg();
+    a.attn_mask = attn_mask.arg();
+    a.causal = causal;
+    a.output = at<float>(output), a.weights = at<float>(weights);
+    a.average_weights = average_weights;
+    a.position_ids = at<const std::int32_t>(position_ids);
+    return a;
+  }
+};
+
+// sdpa(): SdpaArgs with heap addresses; `hasScale` false means 1/√dk (never a scale of 0).
+struct SdpaWire {
+  int N = 1, L = 0, S = 0, dk = 0, dv = 0;
+  std::uintptr_t q = 0, k = 0, v = 0;
+  MaskWire attn_mask;
+  bool causal = false;
+  bool has_scale = false;
+  double scale = 0.0;
+  std::uintptr_t output = 0, weights = 0;
+
+  SdpaArgs args() const {
+    SdpaArgs a;
+    a.N = N, a.L = L, a.S = S, a.dk = dk, a.dv = dv;
+    a.q = at<const float>(q), a.k = at<const float>(k), a.v = at<const float>(v);
+    a.attn_mask = attn_mask.arg();
+    a.causal = causal;
+    if (has_scale) a.scale = static_cast<float>(scale);
+    a.out = at<float>(output), a.weights = at<float>(weights);
+    return a;
+  }
+};
+
+// head_bilinear_form(): the numbers, and the heap addresses of the matrix [rows, cols] (f32) and
+// of its singular values (f64, largest first), valid until the module's next call.
+struct BilinearWire {
+  std::string error;
+  int rows = 0, cols = 0, rank = 0;
+  double factored_parameters = 0, full_parameters = 0;
+  std::uintptr_t matrix = 0, singular_values = 0;
+  int singular_value_count = 0;
+};
+
+struct RingWire {
+  std::string error;
+  double capacity = 0, rows_per_pass = 0;
+};
+
+// A KV cache: empty until an Mha's createCache() fills it, then used only with that module (the
+// core checks; JS also keeps the pairing).
+class KvCacheBinding {
+ public:
+  double length() const { return cache ? static_cast<double>(cache->length()) : 0.0; }
+  void reset() {
+    if (cache) cache->reset();
+  }
+  // Positions [first, first + count) into k [B, h_kv, count, d_k] and v [B, h_kv, count, d_v].
+  std::string read(double first, int count, std::uintptr_t k, std::uintptr_t v) {
+    return guarded([&] { storage().read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v)); });
+  }
+  KvCache& storage() {
+    if (!cache) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
+    return *cache;
+  }
+  std::unique_ptr<KvCache> cache;
+};
+
+// One MultiHeadAttention: empty until configure() succeeds.
+class MhaBinding {
+ public:
+  std::string configure(const MhaConfig& config) {
+    return guarded([&] {
+      MhaConfig c = config;
+      c.weights_dtype = allowed(c.weights_dtype, "weightsDtype", kWeightTypes);
+      mha = std::make_unique<MultiHeadAttention>(c);
+    });
+  }
+
+  // [{name, shape}] in PyTorch's state_dict() order, as JSON (the names are the module's own
+  // identifiers: nothing in them needs escaping).
+  std::string parameterSpecs() const {
+    std::string json = "[";
+    for (const auto& spec : mha->parameter_specs()) {
+      if (json.size() > 1) json += ",";
+      json += "{\"name\":\"" + spec.name + "\",\"shape\":[";
+      for (std::size_t i = 0; i < spec.shape.size(); ++i) json += (i ? "," : "") + std::to_string(spec.shape[i]);
+      json += "]}";
+    }
+    return json + "]";
+  }
+
+  std::string setRotaryTable(std::uintptr_t cos, std::uintptr_t sin, int positions) {
+    return guarded([&] { mha->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
+  }
+
+  // `count` elements of `source` (f32, or f16 / bf16 bit patterns) at `data`, converted to the
+  // module's storage.
+  std::string loadParameter(const std::string& name, std::uintptr_t data, double count, StorageType source) {
+    return guarded([&] {
+      mha->load_parameter(name, at<const void>(data), static_cast<std::size_t>(count),
+                          allowed(source, "sourceDtype", kSourceTypes));
+    });
+  }
+
+  // Where begin_load_in_place() wants the entry's parts: `out` (kInPlaceDoubles doubles JS
+  // reads back) receives their count, then (address, offset, count) per part; a count of 0 means
+  // "load it with loadParameter() instead". Numbers into JS's array, not a value_object: its
+  // fields would cost every cold start their registration.
+  static constexpr int kInPlaceParts = 3;  // in_proj_weight's Q, K and V at most
+  std::string beginLoadInPlace(const std::string& name, double count, StorageType source, std::uintptr_t out) {
+    return guarded([&] {
+      const auto parts = mha->begin_load_in_place(name, static_cast<std::size_t>(count),
+                                                  allowed(source, "sourceDtype", kSourceTypes));
+      double* o = at<double>(out);
+      const std::size_t n = std::min<std::size_t>(parts.size(), kInPlaceParts);
+      o[0] = static_cast<double>(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        o[1 + 3 * i] = static_cast<double>(reinterpret_cast<std::uintptr_t>(parts[i].to));
+        o[2 + 3 * i] = static_cast<double>(parts[i].offset);
+        o[3 + 3 * i] = static_cast<double>(parts[i].count);
+      }
+    });
+  }
+
+  std::string finishLoadInPlace() {
+    return guarded([&] { mha->finish_load_in_place(); });
+  }
+
+  // After a load that ran out of memory part-way: a module holding a mix of two state dicts
+  // must not compute.
+  void forgetParameters() { mha->forget_parameters(); }
+
+  // Entry `name` as loaded, widened to f32: `count` floats at `out`.
+  std::string readParameter(const std::string& name, std::uintptr_t out, double count) {
+    return guarded([&] { mha->read_parameter(name, at<float>(out), static_cast<std::size_t>(count)); });
+  }
+
+  BilinearWire headBilinearForm(int head) {
+    BilinearWire w;
+    w.error = guarded([&] {
+      form = mha->head_bilinear_form(head);
+      w.rows = form.rows, w.cols = form.cols, w.rank = form.rank;
+      w.factored_parameters = static_cast<double>(form.factored_parameters);
+      w.full_parameters = static_cast<double>(form.full_parameters);
+      w.matrix = reinterpret_cast<std::uintptr_t>(form.matrix.data());
+      w.singular_values = reinterpret_cast<std::uintptr_t>(form.singular_values.data());
+      w.singular_value_count = static_cast<int>(form.singular_values.size());
+    });
+    return w;
+  }
+
+  std::string forward(const ForwardWire& args) {
+    return guarded([&] { mha->forward(args.args()); });
+  }
+
+  std::string forwardHeads(const ForwardWire& args, int head_begin, int head_end) {
+    return guarded([&] { mha->forward_heads(args.args(), head_begin, head_end, at<float>(args.output)); });
+  }
+
+  // out [rows, E] = heads [rows, h·d_v] · W_Oᵀ + b_O.
+  std::string projectOutput(std::uintptr_t heads, int rows, std::uintptr_t out) {
+    return guarded([&] { mha->project_output(at<const float>(heads), rows, at<float>(out)); });
+  }
+
+  std::string createCache(KvCacheBinding& target, int batch, int max_length, int window, StorageType dtype) {
+    return guarded([&] {
+      KvCacheConfig config{batch, max_length, window};
+      config.dtype = allowed(dtype, "dtype", kCacheTypes);
+      target.cache = mha->create_cache(config);
+    });
+  }
+
+  // One decoding step: appends the rows to `cache` and attends over it.
+  std::string forwardCached(const ForwardWire& args, KvCacheBinding& cache) {
+    return guarded([&] { mha->forward(args.args(), cache.storage()); });
+  }
+
+ private:
+  std::unique_ptr<MultiHeadAttention> mha;
+  BilinearForm form;  // the last headBilinearForm(), which JS reads before the next call
+};
+
+inline std::string sdpa(const SdpaWire& args) {
+  return guarded([&] { scaled_dot_product_attention(args.args()); });
+}
+
+// The KV cache's storage rule (webattention/kv_cache.h; web/src/kv_ring.js is its JS twin).
+inline RingWire kvRingGeometry(int max_length, int window) {
+  RingWire w;
+  w.error = guarded([&] {
+    const RingGeometry g = ring_geometry(max_length, window);
+    w.capacity = static_cast<double>(g.capacity);
+    w.rows_per_pass = static_cast<double>(g.rows_per_pass);
+  });
+  return w;
+}
+
+// Bytes allocated on the WASM heap, for leak checks.
+inline double memoryInUse() { return static_cast<double>(mallinfo().uordblks); }
+
+}  // namespace bindings
+}  // namespace webattention
