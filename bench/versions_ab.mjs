@@ -3,7 +3,8 @@
 // each package root is imported as its own ES module graph with its own WASM instance, and the
 // contenders are timed interleaved (bench/interleave.mjs: each round times every one once, in an
 // order that rotates from round to round), so a slow spell of the machine hits them alike.
-// Prefill: a self-attention forward [1, L, E]; decode: one step (L = 1) of a KV cache that holds
+// Small call: (L, E, h) = (16, 64, 4), the per-call overhead, SMALL_CALLS calls per timing;
+// prefill: a self-attention forward [1, L, E]; decode: one step (L = 1) of a KV cache that holds
 // n positions (after `drift` steps it is reset and refilled, untimed). Prints each side's median
 // ms and the median over rounds of (A ms / B ms): above 1, B is faster. Outputs are compared
 // (max |A − B|) before timing.
@@ -32,6 +33,8 @@ import { DTYPES, REFERENCE_DTYPE } from './decode_dtypes.mjs';
 import { interleavedRounds, median, roundRatio } from './interleave.mjs';
 import { exitWithUsage, loadAverage, parseFlags } from './run_env.mjs';
 
+const SMALL = [16, 64, 4];
+const SMALL_CALLS = 200;
 const PREFILL = [[128, 512, 8], [512, 512, 8], [1024, 768, 12], [2048, 768, 12]];
 // [E, h, hkv, n, window (0: none)]
 const DECODE = [[768, 12, 12, 128, 0], [768, 12, 12, 2048, 0], [768, 12, 12, 2048, 256], [2048, 32, 8, 128, 0], [2048, 32, 8, 2048, 0]];
@@ -63,6 +66,19 @@ async function prefillCase(api, [L, E, h], weightsDtype = 'float32') {
     },
     output: () => last,
     dispose: () => mha.dispose(),
+  };
+}
+
+/** The small call: SMALL_CALLS forwards per timing, so that one timing is well above the clock's step. */
+async function smallCase(api) {
+  const one = await prefillCase(api, SMALL);
+  return {
+    ...one,
+    async run() {
+      let ms = 0;
+      for (let i = 0; i < SMALL_CALLS; i++) ms += await one.run();
+      return ms;
+    },
   };
 }
 
@@ -149,6 +165,9 @@ if (values['prefill-dtypes']) {
   for (const shape of prefillShapes) await compareDtypes(shape, apis, Math.ceil(rounds / 2));
 } else {
   console.log('| case | A ms | B ms | A/B | max abs diff |\n|---|---:|---:|---:|---:|');
+  if (!values['decode-only']) {
+    await compare(`small call (L, E, h) = (${SMALL}), ${SMALL_CALLS} calls`, smallCase, apis, rounds);
+  }
   for (const shape of values['decode-only'] ? [] : prefillShapes) {
     await compare(`prefill (L, E, h) = (${shape})`, (api) => prefillCase(api, shape), apis, Math.ceil(rounds / 2));
   }

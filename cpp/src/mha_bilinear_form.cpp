@@ -26,7 +26,13 @@ Eigen::VectorXd factored_singular_values(const Eigen::MatrixXd& a, const Eigen::
     return Eigen::MatrixXd(qr.matrixQR().topRows(k).triangularView<Eigen::Upper>());
   };
   const Eigen::MatrixXd core = upper(qa) * upper(qb).transpose();
-  return Eigen::JacobiSVD<Eigen::MatrixXd>(core).singularValues();
+  // Square (zero-padded: the extra singular values are zeros, and are dropped), so that the SVD
+  // needs no QR preconditioner: ~25 KB less code in every WASM module.
+  const Eigen::Index n = std::max(core.rows(), core.cols());
+  Eigen::MatrixXd square = Eigen::MatrixXd::Zero(n, n);
+  square.topLeftCorner(core.rows(), core.cols()) = core;
+  const Eigen::VectorXd sigma = Eigen::JacobiSVD<Eigen::MatrixXd, Eigen::NoQRPreconditioner>(square).singularValues();
+  return sigma.head(std::min(core.rows(), core.cols()));
 }
 
 }  // namespace
