@@ -41,9 +41,13 @@ inline constexpr std::initializer_list<StorageType> kWeightTypes = {StorageType:
 inline constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
 inline constexpr std::initializer_list<StorageType> kCacheTypes = {StorageType::f32, StorageType::f16, StorageType::i8};
 
-// A mask as JS describes it: its kind, where its data lies, and its shape (`rank` of the three
-// dims used; address 0 and rank 0 for none). Three fields, not an array: Embind's value_array
-// cost more at registration than all the value_objects' fields together.
+// A call's arguments come as positional numbers and addresses, not as a value_object: Embind
+// converts a value_object field by field (a call into WASM each: ~3 µs for a forward's 25, a
+// sixth of a small call), where a bound function's plain numbers cost ~0.3 µs together. JS
+// names them in one place (web/src/core_binding.js), C++ here.
+
+// A mask: its kind, where its data lies, and its shape (`rank` of the three dims used; address
+// 0 and rank 0 for none).
 struct MaskWire {
   MaskKind kind = MaskKind::kNone;
   std::uintptr_t address = 0;
@@ -56,8 +60,8 @@ struct MaskWire {
   }
 };
 
-// forward(), forwardHeads() and forwardCached(): MhaForwardArgs with heap addresses. `output` is
-// [B, L, E] for forward(), the heads [B, L, (head_end − head_begin)·d_v] for forwardHeads().
+// MhaBinding::setCall(): MhaForwardArgs with heap addresses. `output` is [B, L, E] for
+// forward(), the heads [B, L, (head_end − head_begin)·d_v] for forwardHeads().
 struct ForwardWire {
   int batch = 1, L = 0, S = 0;
   std::uintptr_t query = 0, key = 0, value = 0;
@@ -81,7 +85,7 @@ struct ForwardWire {
   }
 };
 
-// sdpa(): SdpaArgs with heap addresses; `hasScale` false means 1/√dk (never a scale of 0).
+// sdpa(): SdpaArgs with heap addresses; `has_scale` false means 1/√dk (never a scale of 0).
 struct SdpaWire {
   int N = 1, L = 0, S = 0, dk = 0, dv = 0;
   std::uintptr_t q = 0, k = 0, v = 0;
@@ -221,12 +225,22 @@ class MhaBinding {
     return w;
   }
 
-  std::string forward(const ForwardWire& args) {
-    return guarded([&] { mha->forward(args.args()); });
+  // The arguments of the next forward(), forwardHeads() or forwardCached() (JS calls the two
+  // back to back): query, key, value [B, L | S, ·], the two masks, then the outputs.
+  void setCall(int batch, int L, int S, std::uintptr_t query, std::uintptr_t key, std::uintptr_t value,
+               MaskKind kpm_kind, std::uintptr_t kpm, int kpm_rank, int kpm0, int kpm1, int kpm2,
+               MaskKind am_kind, std::uintptr_t am, int am_rank, int am0, int am1, int am2, bool causal,
+               std::uintptr_t output, std::uintptr_t weights, bool average_weights, std::uintptr_t position_ids) {
+    call = {batch, L, S, query, key, value, {kpm_kind, kpm, kpm_rank, kpm0, kpm1, kpm2},
+            {am_kind, am, am_rank, am0, am1, am2}, causal, output, weights, average_weights, position_ids};
   }
 
-  std::string forwardHeads(const ForwardWire& args, int head_begin, int head_end) {
-    return guarded([&] { mha->forward_heads(args.args(), head_begin, head_end, at<float>(args.output)); });
+  std::string forward() {
+    return guarded([&] { mha->forward(call.args()); });
+  }
+
+  std::string forwardHeads(int head_begin, int head_end) {
+    return guarded([&] { mha->forward_heads(call.args(), head_begin, head_end, at<float>(call.output)); });
   }
 
   // out [rows, E] = heads [rows, h·d_v] · W_Oᵀ + b_O.
@@ -243,17 +257,23 @@ class MhaBinding {
   }
 
   // One decoding step: appends the rows to `cache` and attends over it.
-  std::string forwardCached(const ForwardWire& args, KvCacheBinding& cache) {
-    return guarded([&] { mha->forward(args.args(), cache.storage()); });
+  std::string forwardCached(KvCacheBinding& cache) {
+    return guarded([&] { mha->forward(call.args(), cache.storage()); });
   }
 
  private:
   std::unique_ptr<MultiHeadAttention> mha;
+  ForwardWire call;  // setCall()'s
   BilinearForm form;  // the last headBilinearForm(), which JS reads before the next call
 };
 
-inline std::string sdpa(const SdpaWire& args) {
-  return guarded([&] { scaled_dot_product_attention(args.args()); });
+// q [N, L, dk], k [N, S, dk], v [N, S, dv], the mask, then the options and the outputs.
+inline std::string sdpa(int N, int L, int S, int dk, int dv, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
+                        MaskKind mask_kind, std::uintptr_t mask, int mask_rank, int mask0, int mask1, int mask2,
+                        bool causal, bool has_scale, double scale, std::uintptr_t output, std::uintptr_t weights) {
+  const SdpaWire w{N, L, S, dk, dv, q, k, v, {mask_kind, mask, mask_rank, mask0, mask1, mask2},
+                   causal, has_scale, scale, output, weights};
+  return guarded([&] { scaled_dot_product_attention(w.args()); });
 }
 
 // The KV cache's storage rule (webattention/kv_cache.h; web/src/kv_ring.js is its JS twin).

@@ -1,7 +1,7 @@
 // The one place where JavaScript meets the core: the Embind registrations of the npm package's
 // WASM modules (the objects they register: binding_objects.h; the JS side: web/src/core_binding.js).
-// A call's many arguments come as one value_object matched by field name (MhaConfig, ForwardWire,
-// SdpaWire), so neither side depends on the other's field order.
+// The config comes as one value_object matched by field name (MhaConfig); a call's arguments as
+// positional numbers and addresses (binding_objects.h says why).
 //
 // Every registration costs every cold start (Embind builds its converters and callers in JS,
 // about 30 µs a value_object field and 70 µs a method), so EMSCRIPTEN_BINDINGS registers only
@@ -69,47 +69,8 @@ void register_config() {
       .field("weightsDtype", &MhaConfig::weights_dtype);
 }
 
-void register_forward_arguments() {
-  value_object<MaskWire>("MaskWire")
-      .field("kind", &MaskWire::kind)
-      .field("address", &MaskWire::address)
-      .field("rank", &MaskWire::rank)
-      .field("shape0", &MaskWire::shape0)
-      .field("shape1", &MaskWire::shape1)
-      .field("shape2", &MaskWire::shape2);
-  value_object<ForwardWire>("ForwardWire")
-      .field("batch", &ForwardWire::batch)
-      .field("L", &ForwardWire::L)
-      .field("S", &ForwardWire::S)
-      .field("query", &ForwardWire::query)
-      .field("key", &ForwardWire::key)
-      .field("value", &ForwardWire::value)
-      .field("keyPaddingMask", &ForwardWire::key_padding_mask)
-      .field("attnMask", &ForwardWire::attn_mask)
-      .field("isCausal", &ForwardWire::causal)
-      .field("output", &ForwardWire::output)
-      .field("weights", &ForwardWire::weights)
-      .field("averageWeights", &ForwardWire::average_weights)
-      .field("positionIds", &ForwardWire::position_ids);
-}
-
 // Group "sdpa": scaledDotProductAttention() and selfAttention().
 void register_sdpa() {
-  value_object<SdpaWire>("SdpaWire")
-      .field("N", &SdpaWire::N)
-      .field("L", &SdpaWire::L)
-      .field("S", &SdpaWire::S)
-      .field("dk", &SdpaWire::dk)
-      .field("dv", &SdpaWire::dv)
-      .field("q", &SdpaWire::q)
-      .field("k", &SdpaWire::k)
-      .field("v", &SdpaWire::v)
-      .field("attnMask", &SdpaWire::attn_mask)
-      .field("isCausal", &SdpaWire::causal)
-      .field("hasScale", &SdpaWire::has_scale)
-      .field("scale", &SdpaWire::scale)
-      .field("output", &SdpaWire::output)
-      .field("weights", &SdpaWire::weights);
   function("sdpa", &sdpa);
 }
 
@@ -124,9 +85,7 @@ void register_cache() {
                                                   int window, StorageType dtype) {
              return m.createCache(cache, batch, max_length, window, dtype);
            }));
-  function("mhaForwardCached", optional_override([](MhaBinding& m, const ForwardWire& args, KvCacheBinding& cache) {
-             return m.forwardCached(args, cache);
-           }));
+  function("mhaForwardCached", optional_override([](MhaBinding& m, KvCacheBinding& cache) { return m.forwardCached(cache); }));
   value_object<RingWire>("RingGeometry")
       .field("error", &RingWire::error)
       .field("capacity", &RingWire::capacity)
@@ -155,8 +114,9 @@ void register_inspection() {
 // Group "heads": a worker's share of the heads, the output projection of the shares, and a
 // rotary table given by the caller.
 void register_heads() {
-  function("mhaForwardHeads", optional_override([](MhaBinding& m, const ForwardWire& args, int head_begin,
-                                                   int head_end) { return m.forwardHeads(args, head_begin, head_end); }));
+  function("mhaForwardHeads", optional_override([](MhaBinding& m, int head_begin, int head_end) {
+             return m.forwardHeads(head_begin, head_end);
+           }));
   function("mhaProjectOutput", optional_override([](MhaBinding& m, std::uintptr_t heads, int rows, std::uintptr_t out) {
              return m.projectOutput(heads, rows, out);
            }));
@@ -177,7 +137,6 @@ void register_once() {
 EMSCRIPTEN_BINDINGS(webattention) {
   register_enums();
   register_config();
-  register_forward_arguments();
   class_<MhaBinding>("Mha")
       .constructor<>()
       .function("configure", &MhaBinding::configure)
@@ -186,6 +145,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("beginLoadInPlace", &MhaBinding::beginLoadInPlace)
       .function("finishLoadInPlace", &MhaBinding::finishLoadInPlace)
       .function("forgetParameters", &MhaBinding::forgetParameters)
+      .function("setCall", &MhaBinding::setCall)
       .function("forward", &MhaBinding::forward);
   function("memoryInUse", &memoryInUse);
   // Threads of the core's own pool: more than 1 only in the pthreads modules.

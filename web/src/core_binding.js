@@ -36,8 +36,14 @@ export function requireGroup(core, name) {
   return core;
 }
 
-/** core.sdpa(args) (embind.cpp's SdpaWire). */
-export const coreSdpa = (core, args) => requireGroup(core, 'sdpa').sdpa(args);
+// A call's arguments go to the core as positional numbers (cpp/bindings/binding_objects.h says
+// why): these two functions are the one place JS names them, in the core's order. A mask is
+// { kind (tensor_checks.js's MaskKind), address, rank, shape0, shape1, shape2 }.
+const maskNumbers = (core, m) => [core.MaskKind.values[m.kind], m.address, m.rank, m.shape0, m.shape1, m.shape2];
+
+/** args: { N, L, S, dk, dv, q, k, v, attnMask, isCausal, hasScale, scale, output, weights }. */
+export const coreSdpa = (core, a) => requireGroup(core, 'sdpa').sdpa(a.N, a.L, a.S, a.dk, a.dv, a.q, a.k, a.v,
+  ...maskNumbers(core, a.attnMask), a.isCausal, a.hasScale, a.scale, a.output, a.weights);
 
 /** A new, empty core KvCache (a Mha's createCache() gives it storage). */
 export const newCoreCache = (core) => new (requireGroup(core, 'cache').KvCache)();
@@ -116,9 +122,24 @@ export class CoreMha {
     };
   }
 
-  forward(args) { return this.#native.forward(args); }
+  /**
+   * args: { batch, L, S, query, key, value, keyPaddingMask, attnMask, isCausal, output, weights,
+   * averageWeights, positionIds } (addresses and numbers).
+   */
+  #setCall(a) {
+    const core = this.#core;
+    this.#native.setCall(a.batch, a.L, a.S, a.query, a.key, a.value, ...maskNumbers(core, a.keyPaddingMask),
+      ...maskNumbers(core, a.attnMask), a.isCausal, a.output, a.weights, a.averageWeights, a.positionIds);
+  }
+
+  forward(args) {
+    this.#setCall(args);
+    return this.#native.forward();
+  }
+
   forwardHeads(args, headBegin, headEnd) {
-    return requireGroup(this.#core, 'heads').mhaForwardHeads(this.#native, args, headBegin, headEnd);
+    this.#setCall(args);
+    return requireGroup(this.#core, 'heads').mhaForwardHeads(this.#native, headBegin, headEnd);
   }
 
   projectOutput(heads, rows, out) {
@@ -131,7 +152,10 @@ export class CoreMha {
       enumValue(this.#core.StorageType, dtype, 'dtype'));
   }
 
-  forwardCached(args, cache) { return requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, args, cache); }
+  forwardCached(args, cache) {
+    this.#setCall(args);
+    return requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, cache);
+  }
 
   isDeleted() { return this.#native.isDeleted(); }
   delete() {
@@ -140,5 +164,3 @@ export class CoreMha {
   }
 }
 
-/** A mask's kind as the core's enum (tensor_checks.js's MaskKind numbers are its values). */
-export const coreMaskKind = (core, kind) => core.MaskKind.values[kind];

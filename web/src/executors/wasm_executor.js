@@ -2,7 +2,7 @@
 // too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
 // block per call, runs the core, copies the results out and frees the block, on every path (so a
 // failing call leaks nothing).
-import { CoreMha, coreMaskKind, coreSdpa, newCoreCache } from '../core_binding.js';
+import { CoreMha, coreSdpa, newCoreCache } from '../core_binding.js';
 import { throwCoreError, MemoryError } from '../errors.js';
 import { WASM_MAX_BYTES, coreConfig } from '../module_config.js';
 import { weightsPerBatch } from '../plans.js';
@@ -60,11 +60,11 @@ function withHeap(core, parts, body) {
 // slice() straight off HEAPF32: no intermediate view to allocate on every call.
 const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
 
-// A plan's mask as the core's MaskWire (cpp/bindings/embind.cpp): its kind, where its data was
-// copied, its rank and its shape padded to the three dims the wire holds.
-function maskArgs(core, mask, address) {
+// A plan's mask as core_binding.js takes it: its kind, where its data was copied, its rank and its
+// shape padded to three dims.
+function maskArgs(mask, address) {
   const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
-  return { kind: coreMaskKind(core, mask.kind), address, rank: mask.shape.length, shape0: d0, shape1: d1, shape2: d2 };
+  return { kind: mask.kind, address, rank: mask.shape.length, shape0: d0, shape1: d1, shape2: d2 };
 }
 
 export class WasmExecutor {
@@ -249,7 +249,7 @@ export class WasmExecutor {
     ], ([query, key, value, kpmAt, amAt, positionIds, output, weights]) => {
       const error = call({
         batch: B, L, S, query, key, value,
-        keyPaddingMask: maskArgs(this.core, kpm, kpmAt), attnMask: maskArgs(this.core, am, amAt),
+        keyPaddingMask: maskArgs(kpm, kpmAt), attnMask: maskArgs(am, amAt),
         isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights, positionIds,
       });
       if (error) throwCoreError(error);
@@ -276,7 +276,7 @@ export function wasmSdpa(core, plan) {
     { floats: outFloats }, { floats: weightFloats },
   ], ([q, k, v, mask, output, weights]) => {
     const error = coreSdpa(core, {
-      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(core, attnMask, mask),
+      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(attnMask, mask),
       isCausal: plan.isCausal, hasScale: plan.scale !== undefined, scale: plan.scale ?? 0, output, weights,
     });
     if (error) throwCoreError(error);
