@@ -21,7 +21,6 @@
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
 import { KvCache } from './kv_cache.js';
-import { planWithCopies } from './plans.js';
 
 /**
  * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
@@ -105,7 +104,7 @@ export class Dispatcher {
    */
   createCache(options) {
     const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
-    const cache = new KvCache(owner, owner.createCache(options), options);
+    const cache = KvCache.make(owner, owner.createCache(options), options);
     this.#caches.add(new WeakRef(cache));
     return cache;
   }
@@ -156,17 +155,14 @@ export class Dispatcher {
   /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
   async forward(plan) {
     // The waiting first: a large call of an 'auto' module whose GPU has not been looked for yet
-    // looks for it now. A call that waits before its inputs are read (for the GPU to be found,
-    // for earlier GPU calls of this module, for the workers to start) reads them now: into copies.
-    let copied = false;
+    // looks for it now. The plan's inputs are the package's own copies, taken when the call was
+    // made (tensor_checks.js), so any waiting (for the GPU, for earlier GPU calls, for the
+    // workers) leaves them as they were.
     if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
-      plan = planWithCopies(plan).plan;
-      copied = true;
       await this.#acquireGpu();
       this.#live();
     }
     const { where, fallback } = this.route(plan);
-    if (!copied && (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady))) plan = planWithCopies(plan).plan;
     if (plan.cache) {
       // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
       if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);

@@ -1,8 +1,8 @@
 // Tensor checks shared by every plan and the state dict: a caller's { data, shape } (or
-// { data, dims, type }) tensor checked and turned into a plain view, 16-bit tensors' dtypes,
+// { data, dims, type }) tensor checked and copied (its data read once), 16-bit tensors' dtypes,
 // masks, and the ShapeError of a tensor of the wrong shape.
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
-import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
+import { isDetached, snapshot, typedArrayType } from './typed_arrays.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
@@ -38,8 +38,9 @@ export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
  * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
  * tensors are): data of one of `dtypes` (element types, read from the array itself:
  * typed_arrays.js), shape an array of integers >= minSize (1; saveSafetensors() takes 0, as the
- * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
- * `views` (original → view) makes the same array passed twice one view, so that aliasing
+ * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data
+ * a copy of this realm (typed_arrays.js snapshot()), taken when the call is made, which everything
+ * after the checks reads; `views` (original → copy) makes the same array passed twice one copy, so that aliasing
  * (query === key === value) survives.
  */
 export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map(), minSize = 1 } = {}) {
@@ -81,7 +82,9 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       argument, expected: product(shape), actual: 'detached',
     });
   }
-  if (!views.has(given)) views.set(given, plainView(given));
+  // The copy is taken after every getter of this tensor ran; later tensors' getters cannot
+  // reach it (they may shrink or detach `given`: the call still computes on what was checked).
+  if (!views.has(given)) views.set(given, snapshot(given));
   const data = views.get(given);
   if (product(shape) !== data.length) {
     throw new ShapeError(
