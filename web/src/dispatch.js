@@ -11,7 +11,8 @@
 // route(plan) picks one per call, once, from the thresholds of cost_model.js (all in FLOPs of
 // forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
 // large call find the GPU; a pool whose workers are still starting is waited for by the pool
-// executor, after the decision.
+// executor, after the decision. A plain call with a NaN or an infinity in view stays on the CPU
+// (finite_inputs.js: the GPU kernels promise nothing for them).
 //
 // Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
 // routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
@@ -20,6 +21,7 @@
 // once and the caller gets a correct result.
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
+import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { KvCache } from './kv_cache.js';
 
 /**
@@ -56,6 +58,7 @@ export class Dispatcher {
   // workers, for earlier GPU calls, for a deferred load), and the load waiting for them, if any.
   #unbound = new Set();
   #loading = null;
+  #finiteWeights = true;  // the loaded weights hold no NaN or ±Inf (finite_inputs.js): the GPU may take calls
 
   /**
    * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
@@ -138,6 +141,7 @@ export class Dispatcher {
 
   #load(entries) {
     this.#wasm.loadStateDict(entries);
+    this.#finiteWeights = finiteWeights(entries);
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
@@ -173,7 +177,9 @@ export class Dispatcher {
     // 'auto' starts its workers after the first call that wants them (which runs here).
     if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
-    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
+    // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
+    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
+      && this.#finiteWeights && finiteInputs(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
 
