@@ -141,7 +141,9 @@ export class Dispatcher {
 
   #load(entries) {
     this.#wasm.loadStateDict(entries);
-    this.#finiteWeights = finiteWeights(entries);
+    // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
+    // would pay ~1 ms per 4 MB of weights for nothing).
+    if (this.#gpu) this.#finiteWeights = finiteWeights(entries);
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {

@@ -13,13 +13,8 @@ import { MaskKind } from './tensor_checks.js';
 // costs L·h per row, and the CPU's answer is right either way.
 const MAX_ROWS_SEARCHED = 64;
 
-// x − x is 0 for every finite x and NaN for NaN and ±Infinity: one subtraction per element.
-const finite = (x) => x - x === 0;
-
-function allFinite(data) {
-  for (let i = 0; i < data.length; i++) if (!finite(data[i])) return false;
-  return true;
-}
+const finite = Number.isFinite;
+const allFinite = (data) => firstNonFinite(data) < 0;
 
 // An additive mask adds its entries to the scores: -Inf masks the key, NaN and +Inf reach the row.
 function maskEntriesFinite(mask) {

@@ -51,9 +51,9 @@ export function plainView(value) {
 export function snapshot(value) {
   const View = VIEWS[typeOf.call(value)];
   const length = lengthOf.call(value);
-  const copy = new View(length);
-  if (length > 0) copy.set(new View(bufferOf.call(value), byteOffsetOf.call(value), length));
-  return copy;
+  // slice() of a view made here (this realm's own constructor, never the caller's subclass or its
+  // species): one copy, no zero-filled array first.
+  return length > 0 ? new View(bufferOf.call(value), byteOffsetOf.call(value), length).slice() : new View(0);
 }
 
 /** Whether the typed array's memory is gone (its ArrayBuffer was transferred or detached). */
