@@ -10,11 +10,18 @@
 // softcap, scale, sinks, qk-norm, a bias per projection, RoPE scaled or from a table (too short for
 // some calls: those must be refused), hostile values of each at create(), position ids past the
 // table, and loadStateDict() in the Hugging Face, GPT-2 and BERT layouts (js_boundary_module_calls.mjs).
+// Issue 34's (js_boundary_read_once.mjs): resizable and growable shared buffers, inputs shrunk,
+// transferred or overwritten after the call or by a later argument's getter, state dicts with
+// number or Symbol keys or a later entry's getter spoiling an earlier one, scalar options float32
+// cannot hold, and saveSafetensors() → loadSafetensors() round trips of odd names and metadata.
 //   node tests/fuzz/js_boundary_fuzz.mjs [--seconds S = 30] [--seed N]
 import vm from 'node:vm';
 import { parseArgs } from 'node:util';
-import { MultiHeadAttention, WebAttentionError, scaledDotProductAttention, wasmMemoryInUse } from '#webattention';
+import * as api from '#webattention';
 import { hostileCreateCall, layoutLoadCall, rotaryTable } from './js_boundary_module_calls.mjs';
+import { READ_ONCE_SPOILERS, extremeScaleCall, saveLoadCall, spoiledAfterCheckCall, stateDictCall } from './js_boundary_read_once.mjs';
+
+const { MultiHeadAttention, WebAttentionError, scaledDotProductAttention, wasmMemoryInUse } = api;
 
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '30' }, seed: { type: 'string', default: String(Date.now() % 1e9) } } });
 let state = Number(values.seed) >>> 0;
@@ -49,6 +56,7 @@ const SPOIL_TENSOR = {
   wrongType: (t) => [{ data: pick([Float64Array.from(t.data), [...t.data], new Uint16Array(t.data.length), null]), shape: t.shape }, false],
   offByOne: (t) => [{ data: t.data.subarray(0, t.data.length - 1), shape: t.shape }, false],
   dataProxy: (t) => [{ data: new Proxy(t.data, {}), shape: t.shape }, false],
+  ...READ_ONCE_SPOILERS(pick),
 };
 
 // Spoilers of the options object of a forward().
@@ -106,9 +114,12 @@ async function plainOutput(call) {
 /** One random call: { name, run: () => the spoiled call's promise, expected: output data or null }. */
 async function randomCall() {
   const [B, L, S, E] = [1 + int(2), 1 + int(5), 1 + int(5), pick([4, 8, 12])];
+  if (random() < 0.05) return saveLoadCall(api, TOOLS);
   if (random() < 0.3) {  // SDPA on [B, L, E]
     const [q, k, v] = [tensor(B, L, E), tensor(B, S, E), tensor(B, S, E)];
     const expected = (await scaledDotProductAttention(q, k, v)).output.data;
+    if (random() < 0.1) return extremeScaleCall(scaledDotProductAttention, [q, k, v], TOOLS);
+    if (random() < 0.2) return spoiledAfterCheckCall('sdpa', (args) => scaledDotProductAttention(...args), [q, k, v], expected, TOOLS);
     const name = pick(Object.keys(SPOIL_TENSOR));
     const [spoiled, same] = SPOIL_TENSOR[name](q);
     return { name: `sdpa ${name}`, run: () => scaledDotProductAttention(spoiled, k, v), expected: same ? expected : null };
@@ -120,6 +131,8 @@ async function randomCall() {
   const options = { needWeights: random() < 0.5, isCausal: L === S && random() < 0.5 };
   const expected = await plainOutput(() => mha.forward(q, k, v, options));
   if (random() < 0.15) return layoutLoadCall(MultiHeadAttention, module, [q, k, v, options], expected, TOOLS);
+  if (random() < 0.1) return stateDictCall(MultiHeadAttention, module, [q, k, v, options], expected, TOOLS);
+  if (random() < 0.15 && expected) return spoiledAfterCheckCall('forward', (args) => mha.forward(...args, options), [q, k, v], expected, TOOLS);
   if (random() < 0.25) {
     const name = pick(Object.keys(SPOIL_OPTIONS));
     const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, rotary: Boolean(mha.config.rotary), table: Boolean(module.options.rotary?.table) });

@@ -5,6 +5,8 @@
 // or not. A load that still means the same weights must give exactly the output of the module
 // loaded in the torch layout; any other must be refused with a typed error.
 
+import { EXTREME_SCALARS } from './js_boundary_read_once.mjs';
+
 /** A table of `rows` positions for heads of width headDim (its cos and sin [rows, headDim / 2]). */
 export const rotaryTable = (rows, headDim) => {
   const half = headDim / 2;
@@ -20,10 +22,11 @@ const table = (cosShape, sinShape) => ({ cos: { data: new Float32Array(cosShape[
 const hostileOptions = (E, { pick, tensor, spoilTensorBadly }) => {
   const half = E / 4;
   return pick([
-    { softcap: pick([0, -1, NaN, Infinity, '2']) }, { scale: pick([0, -1, NaN, Infinity, '0.5']) },
-    { sinks: pick(['yes', 1, {}]) }, { qkNorm: pick([5, true, { eps: 0 }, { eps: -1 }, { eps: NaN }, { epsilon: 1e-6 }]) },
+    { softcap: pick([0, -1, NaN, Infinity, '2', ...EXTREME_SCALARS]) }, { scale: pick([0, -1, NaN, Infinity, '0.5', ...EXTREME_SCALARS]) },
+    { sinks: pick(['yes', 1, {}]) }, { qkNorm: pick([5, true, { eps: 0 }, { eps: -1 }, { eps: NaN }, { eps: pick(EXTREME_SCALARS) }, { epsilon: 1e-6 }]) },
+    { rotary: { base: pick([1, 1 + 1e-9, 1e39]) } },
     { bias: pick([{ q: 'yes' }, { x: true }, 'true', 1]) },
-    { rotary: { scaling: pick([{ type: 'cubic', factor: 2 }, { factor: 2 }, 'linear', { type: 'linear', factor: pick([0, -2, NaN, Infinity]) },
+    { rotary: { scaling: pick([{ type: 'cubic', factor: 2 }, { factor: 2 }, 'linear', { type: 'linear', factor: pick([0, -2, NaN, Infinity, ...EXTREME_SCALARS]) },
       { type: 'linear', factor: 2, lowFreqFactor: 1 }, { type: 'llama3', factor: 8, lowFreqFactor: 4, highFreqFactor: 1 },
       { type: 'llama3', factor: 8, originalMaxPositions: pick([0, -1, 0.5, NaN]) }]) } },
     { rotary: { table: pick([table([3, half + 1], [3, half + 1]), table([3, half], [2, half]), table([0, half], [0, half]),

@@ -16,6 +16,10 @@ async function halves(bytes: Uint8Array) {
   const out: HalfTensor = output;
   const ort = { data: new Uint16Array(16), dims: [2, 8], type: 'float16' } as const;
   const sdpa: HalfTensor = (await scaledDotProductAttention(ort, ort, ort)).output;
+  // `type` is taken wherever `dtype` is: beside shape, and in safetensors' spelling beside dims.
+  const typed = { data: new Uint16Array(16), shape: [2, 8], type: 'BF16' } as const;
+  const viaType: HalfTensor = (await selfAttention(typed)).output;
+  const ortF16: HalfTensor = (await selfAttention({ data: new Uint16Array(16), dims: [2, 8], type: 'F16' })).output;
   const self: HalfTensor | null = (await selfAttention(x, { needWeights: true })).attnWeights;
   const cache: KvCache = mha.createCache({ maxLength: 16, dtype: 'int8' });
   const stored: 'float32' | 'float16' | 'int8' = cache.dtype;
@@ -26,6 +30,6 @@ async function halves(bytes: Uint8Array) {
   await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'fp16' });
   // @ts-expect-error: a Uint16Array needs its dtype
   await selfAttention({ data: new Uint16Array(16), shape: [2, 8] });
-  return [tensor, out, sdpa, self, stored, weights];
+  return [tensor, out, sdpa, viaType, ortF16, self, stored, weights];
 }
 halves;

@@ -149,6 +149,8 @@ export class MultiHeadAttention {
  * Resolves to { output [..., L, dv], attnWeights [..., L, S] | null }.
  */
 export async function scaledDotProductAttention(q, k, v, options) {
+  // The plan holds copies of the inputs, taken here before the await (tensor_checks.js): what the
+  // caller does with its arrays while the core loads cannot reach the call.
   const plan = resolveSdpa(q, k, v, options);
   return results(wasmSdpa(await runtime.core(), plan), plan);
 }

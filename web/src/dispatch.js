@@ -11,7 +11,8 @@
 // route(plan) picks one per call, once, from the thresholds of cost_model.js (all in FLOPs of
 // forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
 // large call find the GPU; a pool whose workers are still starting is waited for by the pool
-// executor, after the decision.
+// executor, after the decision. A plain call with a NaN or an infinity in view stays on the CPU
+// (finite_inputs.js: the GPU kernels promise nothing for them).
 //
 // Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
 // routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
@@ -20,8 +21,8 @@
 // once and the caller gets a correct result.
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
+import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { KvCache } from './kv_cache.js';
-import { planWithCopies } from './plans.js';
 
 /**
  * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
@@ -53,6 +54,11 @@ export class Dispatcher {
   #gpu;              // null, or the GPU slot (below)
   #disposed = false;
   #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
+  // Order of effects: calls that have not read their weights yet (waiting for the GPU, for the
+  // workers, for earlier GPU calls, for a deferred load), and the load waiting for them, if any.
+  #unbound = new Set();
+  #loading = null;
+  #finiteWeights = true;  // the loaded weights hold no NaN or ±Inf (finite_inputs.js): the GPU may take calls
 
   /**
    * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
@@ -105,19 +111,43 @@ export class Dispatcher {
    */
   createCache(options) {
     const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
-    const cache = new KvCache(owner, owner.createCache(options), options);
+    const cache = KvCache.make(owner, owner.createCache(options), options);
     this.#caches.add(new WeakRef(cache));
     return cache;
   }
 
-  /** entries: checked against parameterSpecs(). The wasm executor throws before others see them. */
+  /**
+   * entries: checked against parameterSpecs(), the package's own copies. A call made before this
+   * load computes with the weights it was made under: while such calls still wait (the GPU, the
+   * workers), the load waits for them, and calls made after it wait for the load. Else it loads
+   * now, and the wasm executor throws (memory only) before the others see the entries.
+   */
   loadStateDict(entries) {
+    if (this.#unbound.size === 0 && !this.#loading) {
+      this.#load(entries);
+      return;
+    }
+    const loading = Promise.allSettled([...this.#unbound, this.#loading]).then(() => {
+      if (!this.#disposed) this.#load(entries);
+    }).catch((e) => {
+      // Only memory fails past the checks (the documented reset); no caller awaits a load.
+      console.warn(`webattention: a loadStateDict() that waited for earlier calls failed (${e?.message ?? e}); `
+        + 'the module has no weights until a load succeeds');
+    }).finally(() => {
+      if (this.#loading === loading) this.#loading = null;
+    });
+    this.#loading = loading;
+  }
+
+  #load(entries) {
     this.#wasm.loadStateDict(entries);
+    // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
+    // would pay ~1 ms per 4 MB of weights for nothing).
+    if (this.#gpu) this.#finiteWeights = finiteWeights(entries);
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
-      // Copied, as the WASM core copies: the caller may reuse its arrays before the upload.
-      gpu.pendingEntries = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
+      gpu.pendingEntries = entries;  // the package's copies (state_dict.js), uploaded once the GPU is there
     } else if (this.#gpuUsable()) {
       gpu.executor.loadStateDict(entries);
     }
@@ -149,29 +179,49 @@ export class Dispatcher {
     // 'auto' starts its workers after the first call that wants them (which runs here).
     if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
-    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan);
+    // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
+    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
+      && this.#finiteWeights && finiteInputs(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
 
-  /** plan: from resolveMhaForward(). Resolves to a ForwardResult. */
-  async forward(plan) {
-    // The waiting first: a large call of an 'auto' module whose GPU has not been looked for yet
-    // looks for it now. A call that waits before its inputs are read (for the GPU to be found,
-    // for earlier GPU calls of this module, for the workers to start) reads them now: into copies.
-    let copied = false;
+  /**
+   * plan: from resolveMhaForward(). Resolves to a ForwardResult. A call that has not read its
+   * weights when this returns (it waits, or runs on the GPU) holds back later loads until it
+   * settles (loadStateDict()).
+   */
+  forward(plan) {
+    const call = { bound: false };
+    const result = this.#forward(plan, call);
+    if (!call.bound) {
+      this.#unbound.add(result);
+      const done = () => this.#unbound.delete(result);
+      result.then(done, done);
+    }
+    return result;
+  }
+
+  // forward()'s body; sets call.bound where the call reads its weights before its first await.
+  async #forward(plan, call) {
+    // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at
+    // its first large call. The plan's inputs are the package's own copies, taken when the call
+    // was made (tensor_checks.js), so any waiting leaves them as they were.
+    if (this.#loading) {
+      await this.#loading;
+      this.#live();
+    }
     if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
-      plan = planWithCopies(plan).plan;
-      copied = true;
       await this.#acquireGpu();
       this.#live();
     }
     const { where, fallback } = this.route(plan);
-    if (!copied && (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady))) plan = planWithCopies(plan).plan;
     if (plan.cache) {
       // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
       if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
-      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(plan, where));
+      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(plan, where, call));
     }
+    // The calling thread computes at once; a ready pool starts every share before its first await.
+    call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
     if (where === 'webgpu') {
       try {
         const result = await this.#gpu.executor.forward(plan);
@@ -190,9 +240,10 @@ export class Dispatcher {
   // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it
   // runs synchronously; a GPU call that fails cannot move to WASM (the storage is on the device),
   // so it rejects (the module's other calls follow the failure policy).
-  #forwardCached(plan, where) {
+  #forwardCached(plan, where, call) {
     this.#live();
     if (where !== 'webgpu') {
+      call.bound = true;  // too late to matter when the cache's queue ran it later
       const result = this.#wasm.forward(plan);
       if (this.#gpu) testHooks.onRun?.('wasm', plan);
       return result;

@@ -48,6 +48,9 @@ const registry = new FinalizationRegistry((handle) => {
  * fails appends nothing, so the calls queued behind it, planned on its rows, reject with a
  * CacheError rather than run at the wrong positions.
  */
+// True only inside KvCache.make(): the constructor refuses every other caller.
+let making = false;
+
 export class KvCache {
   #owner;
   #handle;
@@ -58,12 +61,30 @@ export class KvCache {
   #planned = 0;   // the length once every queued call has appended (while #queued > 0)
   #epoch = 0;     // reset() count: a failure before a reset does not change the planned length
 
-  /** Use mha.createCache(options). */
+  /**
+   * Use mha.createCache(options) (which calls KvCache.make()). Exported for instanceof only: one
+   * made any other way would pass the brand check with no storage behind it, so it is refused.
+   */
   constructor(owner, handle, options) {
+    if (!making) {
+      throw new CacheError('KvCache: a cache is made by mha.createCache(options), not by new KvCache()', {
+        argument: 'KvCache', expected: 'mha.createCache(options)', actual: 'new KvCache()',
+      });
+    }
     this.#owner = owner;
     this.#handle = handle;
     this.#options = options;
     registry.register(this, handle, this);
+  }
+
+  /** The cache of `owner` (an executor) on its storage `handle`: Dispatcher.createCache()'s. */
+  static make(owner, handle, options) {
+    making = true;
+    try {
+      return new KvCache(owner, handle, options);
+    } finally {
+      making = false;
+    }
   }
 
   /**

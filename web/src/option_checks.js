@@ -55,11 +55,22 @@ export function checkIndex(argument, value, count) {
   return value;
 }
 
-/** A finite number > 0 (scale, softcap, qkNorm.eps, rotary scaling factors). */
-export function checkPositive(argument, value) {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new OptionError(`${argument}: expected a finite number > 0, got ${describe(value)}`, {
-      argument, expected: 'finite number > 0', actual: describe(value),
+// The float32 range: the core and the GPU store every scalar option as a float32, where a
+// double past FLT_MAX is Infinity (1e39 as a scale gave all-NaN outputs) and one under 2^-149
+// (the least subnormal) is 0 (a scale of 1e-46 was read as "no scale given").
+const FLT_MAX = 3.4028234663852886e38;
+const FLT_TRUE_MIN = 2 ** -149;
+
+/**
+ * A finite number > `above` (0: scale, softcap, qkNorm.eps, rotary scaling factors; 1:
+ * rotary.base) that float32 holds: its magnitude in [2^-149, FLT_MAX], and still > `above` once
+ * rounded to float32 (1 + 1e-9 is 1 there). The one check of every scalar option the core stores.
+ */
+export function checkPositive(argument, value, above = 0) {
+  if (typeof value !== 'number' || !(value >= FLT_TRUE_MIN && value <= FLT_MAX) || !(Math.fround(value) > above)) {
+    throw new OptionError(`${argument}: expected a finite number > ${above}, got ${describe(value)} (it is stored as a `
+      + `float32: in [2^-149, ${FLT_MAX}], > ${above} once rounded)`, {
+      argument, expected: `finite number > ${above}, float32`, actual: describe(value),
     });
   }
   return value;

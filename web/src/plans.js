@@ -3,7 +3,7 @@
 // scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
 import { CacheError, OptionError, ShapeError, describe, formatShape } from './errors.js';
 import { KvCache } from './kv_cache.js';
-import { checkBoolean, checkOptions } from './option_checks.js';
+import { checkBoolean, checkOptions, checkPositive } from './option_checks.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { FLOAT_DATA, MaskKind, checkMask, checkTensor, product, shapeError } from './tensor_checks.js';
@@ -67,10 +67,10 @@ export function resolveMhaForward(config, query, key, value, options) {
 }
 
 /**
- * The plan with its own copies of every input array (query, key, value, mask data, position ids; an array
- * passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`, for
- * a transfer list). A call that has to wait before it reads its inputs works on these: an input
- * is read when forward() is called, whatever the caller does with its arrays afterwards.
+ * The plan with fresh copies of every input array (query, key, value, mask data, position ids; an
+ * array passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`,
+ * for a transfer list): a worker's share owns its arrays (pool.js). The plan's own arrays are
+ * already the package's (checkTensor() copied them when the call was made).
  */
 export function planWithCopies(plan) {
   const copies = new Map();
@@ -125,15 +125,9 @@ export function resolveSdpa(q, k, v, options) {
     }
     attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [N, L, S];
   }
-  let scale;  // undefined: 1/√dk (the core takes no scale then, never a 0)
-  if (o.scale !== undefined) {
-    if (typeof o.scale !== 'number' || !Number.isFinite(o.scale) || o.scale <= 0) {
-      throw new OptionError(`scale: expected a finite number > 0, got ${describe(o.scale)}`, {
-        argument: 'scale', expected: 'number > 0', actual: o.scale,
-      });
-    }
-    scale = o.scale;
-  }
+  // undefined: 1/√dk (the core then takes no scale, never a 0); checkPositive() refuses what
+  // float32 would round to 0 or overflow.
+  const scale = o.scale === undefined ? undefined : checkPositive('scale', o.scale);
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   return {
     N, L, S, dk, dv,

@@ -29,14 +29,9 @@ export function resolveRotary(options, { headDim }) {
       argument: 'rotary.dim', expected: `even, <= ${headDim}`, actual: dim,
     });
   }
-  const base = r.base ?? 10000;
   // > 1: the frequencies base^(−2j/dim) must fall with j; a base in (0, 1] gives rising ones, and
   // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math.md §8).
-  if (typeof base !== 'number' || !Number.isFinite(base) || base <= 1) {
-    throw new OptionError(`rotary.base: expected a finite number > 1, got ${describe(base)}`, {
-      argument: 'rotary.base', expected: 'number > 1', actual: describe(base),
-    });
-  }
+  const base = checkPositive('rotary.base', r.base ?? 10000, 1);
   return { base, interleaved, dim, scaling: resolveRotaryScaling(r.scaling), table: null };
 }
 
@@ -52,8 +47,8 @@ export function rotaryCore(r) {
 }
 
 // rotary.table { cos, sin }: two Float32Array tensors of one shape [positions, half], half <=
-// headDim / 2 (dim, when given, 2·half); no base or scaling beside it. Copied: the module keeps
-// its own. Returns { dim, table: { cos, sin, positions } }.
+// headDim / 2 (dim, when given, 2·half); no base or scaling beside it. checkTensor() copies
+// them: the module keeps its own. Returns { dim, table: { cos, sin, positions } }.
 function resolveTable(r, headDim) {
   for (const other of ['base', 'scaling']) {
     if (r[other] !== undefined) {
@@ -78,7 +73,7 @@ function resolveTable(r, headDim) {
       argument: 'rotary.table.sin', expected: cos.shape, actual: sin.shape,
     });
   }
-  return { dim: 2 * half, table: { cos: cos.data.slice(), sin: sin.data.slice(), positions } };
+  return { dim: 2 * half, table: { cos: cos.data, sin: sin.data, positions } };
 }
 
 // rotary.scaling: null (not given), { type: 'linear', factor } or { type: 'llama3', factor,
@@ -105,7 +100,8 @@ function resolveRotaryScaling(scaling) {
   }
   const lowFreqFactor = s.lowFreqFactor === undefined ? 1 : checkPositive('rotary.scaling.lowFreqFactor', s.lowFreqFactor);
   const highFreqFactor = s.highFreqFactor === undefined ? 4 : checkPositive('rotary.scaling.highFreqFactor', s.highFreqFactor);
-  if (highFreqFactor <= lowFreqFactor) {
+  // Compared as the core stores them: equal float32s would divide by zero in the blend.
+  if (Math.fround(highFreqFactor) <= Math.fround(lowFreqFactor)) {
     throw new OptionError(`rotary.scaling.highFreqFactor: expected a number > lowFreqFactor (${lowFreqFactor}), got ${highFreqFactor}`, {
       argument: 'rotary.scaling.highFreqFactor', expected: `> ${lowFreqFactor}`, actual: highFreqFactor,
     });

@@ -12,13 +12,36 @@ import { FLOAT_DATA, checkTensor, tensorDtype } from './tensor_checks.js';
 const FILE_DTYPES = { float32: 'F32', float16: 'F16', bfloat16: 'BF16' };
 const METADATA_KEY = '__metadata__';
 
-/** name → value pairs of a Map or a plain object, or a DTypeError naming `argument`. */
+/**
+ * name → value pairs of a Map or a plain object, or a DTypeError naming `argument`. An object's
+ * enumerable Symbol key comes as a pair of its own, for the callers' name checks to refuse: names
+ * are the header's JSON keys, which must be strings (a Map's 1 and '1' would be one key there, a
+ * Symbol would vanish).
+ */
 function pairsOf(argument, value, what) {
-  if (value instanceof Map) return [...value];
-  if (value !== null && typeof value === 'object' && !Array.isArray(value) && !ArrayBuffer.isView(value)) return Object.entries(value);
-  throw new DTypeError(`${argument}: expected a Map or a plain object of ${what}, got ${describe(value)}`, {
-    argument, expected: 'Map | object', actual: describe(value),
-  });
+  let pairs;
+  if (value instanceof Map) {
+    pairs = [...value];
+  } else if (value !== null && typeof value === 'object' && !Array.isArray(value) && !ArrayBuffer.isView(value)) {
+    const symbol = Object.getOwnPropertySymbols(value).find((key) => Object.prototype.propertyIsEnumerable.call(value, key));
+    pairs = symbol === undefined ? Object.entries(value) : [[symbol]];
+  } else {
+    throw new DTypeError(`${argument}: expected a Map or a plain object of ${what}, got ${describe(value)}`, {
+      argument, expected: 'Map | object', actual: describe(value),
+    });
+  }
+  return pairs;
+}
+
+// A lone surrogate (one half of a pair, alone) is no Unicode text: JSON.stringify escapes it, and
+// loadSafetensors() refuses the escape, as serde_json does (safetensors_header.js).
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+/** Refuses a header string (a name, a metadata value) that holds a lone surrogate. */
+function checkText(argument, where, text) {
+  if (!LONE_SURROGATE.test(text)) return;
+  throw new SafetensorsError(`${argument}: ${where} ${JSON.stringify(text)} holds a lone surrogate (not Unicode text; `
+    + 'loadSafetensors() refuses it, as the format does)', { argument, expected: 'well-formed Unicode', actual: JSON.stringify(text) });
 }
 
 /** The checked tensors, { name, dtype, shape, bytes } each, F32 ones first (each kind in the caller's order). */
@@ -30,6 +53,7 @@ function checkedTensors(tensors) {
         argument: 'tensors', expected: 'tensor name', actual: describe(name),
       });
     }
+    checkText('tensors', 'the name', name);
     const t = checkTensor(`tensors[${JSON.stringify(name)}]`, tensor, { dtypes: FLOAT_DATA, views, minSize: 0 });
     return { name, dtype: FILE_DTYPES[tensorDtype(t)], shape: t.shape, data: t.data };
   });
@@ -41,14 +65,25 @@ function checkedMetadata(metadata) {
   if (metadata === undefined) return undefined;
   const pairs = pairsOf('metadata', metadata, 'strings');
   for (const [key, text] of pairs) {
+    if (typeof key !== 'string') {
+      throw new DTypeError(`metadata: expected string keys, got the key ${describe(key)}`, {
+        argument: 'metadata', expected: 'string keys', actual: describe(key),
+      });
+    }
     if (typeof text !== 'string') {
       throw new DTypeError(`metadata[${JSON.stringify(key)}]: expected a string, got ${describe(text)}`, {
         argument: 'metadata', expected: 'string', actual: describe(text),
       });
     }
+    checkText('metadata', 'the key', key);
+    checkText('metadata', `[${JSON.stringify(key)}]`, text);
   }
-  return Object.fromEntries(pairs);
+  return headerObject(pairs);
 }
+
+// An object of `pairs` for JSON.stringify() without a prototype: a name such as '__proto__' is an
+// own key like any other (on a plain object, assigning it would set the prototype instead).
+const headerObject = (pairs) => Object.assign(Object.create(null), ...pairs.map(([key, value]) => ({ [key]: value })));
 
 /** Little-endian bytes of `data` at `at` (a plain copy on little-endian hosts, which are nearly all). */
 function writeData(file, at, data) {
@@ -71,12 +106,12 @@ function writeData(file, at, data) {
 export function saveSafetensors(tensors, options) {
   const metadata = checkedMetadata(checkOptions('saveSafetensors', options, ['metadata']).metadata);
   const entries = checkedTensors(tensors);
-  const header = metadata ? { [METADATA_KEY]: metadata } : {};
   let dataBytes = 0;
-  for (const t of entries) {
-    header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [dataBytes, dataBytes + t.data.byteLength] };
+  const header = headerObject([...(metadata ? [[METADATA_KEY, metadata]] : []), ...entries.map((t) => {
+    const entry = [t.name, { dtype: t.dtype, shape: t.shape, data_offsets: [dataBytes, dataBytes + t.data.byteLength] }];
     dataBytes += t.data.byteLength;
-  }
+    return entry;
+  })]);
   const json = new TextEncoder().encode(JSON.stringify(header));
   const headerBytes = Math.ceil(json.length / 8) * 8;
   if (headerBytes > MAX_HEADER_BYTES) {

@@ -5,11 +5,11 @@
 // entry. The expected names carry the prefix through those checks, so every message names the key
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
-import { DTypeError, OptionError, StateDictError, describe, formatShape } from './errors.js';
+import { DTypeError, OptionError, StateDictError, WebAttentionError, describe, formatShape } from './errors.js';
 import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from './tensor_checks.js';
-import { plainView, typedArrayType } from './typed_arrays.js';
+import { isDetached, snapshot, typedArrayType } from './typed_arrays.js';
 
 const HALF_DTYPES = ['float16', 'bfloat16'];
 
@@ -41,13 +41,23 @@ function stateDictEntries(stateDict) {
       argument: 'stateDict', expected: 'object', actual: describe(stateDict),
     });
   }
-  return stateDict instanceof Map ? stateDict : new Map(Object.entries(stateDict));
+  if (!(stateDict instanceof Map)) return new Map(Object.entries(stateDict));
+  // An object's keys are strings; a Map's may be anything, and names are compared as strings.
+  for (const key of stateDict.keys()) {
+    if (typeof key !== 'string') {
+      throw new StateDictError(`stateDict: expected string keys, got the key ${describe(key)}`, {
+        argument: 'stateDict', expected: 'string keys', actual: describe(key),
+      });
+    }
+  }
+  return stateDict;
 }
 
 /**
  * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
  * [{ name, data, dtype }] in that order: data a Float32Array (dtype 'float32') or a 16-bit
- * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), as given, no copy. Nothing is
+ * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), copies taken as each entry is
+ * checked, so every check (int8's finite scan too) sees what is loaded. Nothing is
  * loaded unless every entry is right. weightsDtype: the module's, against which a 16-bit weight
  * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
  * silently: F16 overflows past 65504, BF16 keeps 8 significant bits), and a non-finite value in an
@@ -85,11 +95,13 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   }
   const value = entries.get(name);
   if (typedArrayType(value) === 'Float32Array') {
-    const data = plainView(value);
+    // Copied now, as checkTensor() copies: a later entry's getter cannot change what was checked.
+    const data = snapshot(value);
     if (data.length !== product(shape)) {
+      const got = isDetached(value) ? 'a detached Float32Array (its ArrayBuffer was transferred)' : `Float32Array(${data.length})`;
       throw new StateDictError(
-        `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got Float32Array(${data.length})`,
-        { argument: name, expected: shape, actual: data.length });
+        `stateDict['${name}']: expected ${formatShape(shape)} (${product(shape)} values), got ${got}`,
+        { argument: name, expected: shape, actual: isDetached(value) ? 'detached' : data.length });
     }
     return { name, data, dtype: 'float32' };
   }
@@ -103,8 +115,9 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   try {
     t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA });
   } catch (e) {
-    // A 16-bit tensor without its dtype is a DTypeError wherever it is given.
-    if (e.expected === HALF_DTYPE_NAMES) throw e;
+    // A getter's own error (whatever it throws, null included) passes through unwrapped, as the
+    // README says; a 16-bit tensor without its dtype is a DTypeError wherever it is given.
+    if (!(e instanceof WebAttentionError) || e.expected === HALF_DTYPE_NAMES) throw e;
     throw new StateDictError(e.message, { argument: name, expected: shape, actual: e.actual });
   }
   if (t.shape.length !== shape.length || t.shape.some((d, i) => d !== shape[i])) {

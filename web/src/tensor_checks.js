@@ -1,8 +1,8 @@
 // Tensor checks shared by every plan and the state dict: a caller's { data, shape } (or
-// { data, dims, type }) tensor checked and turned into a plain view, 16-bit tensors' dtypes,
+// { data, dims, type }) tensor checked and copied (its data read once), 16-bit tensors' dtypes,
 // masks, and the ShapeError of a tensor of the wrong shape.
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
-import { isDetached, plainView, typedArrayType } from './typed_arrays.js';
+import { isDetached, snapshot, typedArrayType } from './typed_arrays.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
@@ -16,9 +16,12 @@ export const product = (shape) => shape.reduce((a, b) => a * b, 1);
  */
 const MAX_RANK = 8;
 
-// What a tensor's optional `type` may say for each data type: onnxruntime-web and transformers.js
-// tensors are { data, dims, type } ('bool' is their boolean mask).
-const TYPE_NAMES = { Float32Array: ['float32'], Uint8Array: ['bool', 'uint8'], Uint16Array: ['float16', 'bfloat16'], Int32Array: ['int32'] };
+// What a tensor's optional dtype (`dtype`, or `type` as onnxruntime-web and transformers.js
+// tensors say it; 'bool' is their boolean mask) may say for each data type but 16-bit floats
+// (HALF_KINDS below). loadSafetensors() tags float32 data with its file's dtype, 'F16' and 'BF16'
+// included (widened exactly): those say where the values came from, so they stay float32 here;
+// the API's 'float16' / 'bfloat16' on float32 data is a DTypeError, never ignored.
+const TYPE_NAMES = { Float32Array: ['float32', 'F32', 'F16', 'BF16'], Uint8Array: ['bool', 'uint8'], Int32Array: ['int32'] };
 
 /** Element types of a float tensor: float32 values, or 16-bit ones whose dtype says which kind. */
 export const FLOAT_DATA = ['Float32Array', 'Uint16Array'];
@@ -38,8 +41,9 @@ export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
  * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
  * tensors are): data of one of `dtypes` (element types, read from the array itself:
  * typed_arrays.js), shape an array of integers >= minSize (1; saveSafetensors() takes 0, as the
- * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data a plain view of this realm on the caller's memory;
- * `views` (original → view) makes the same array passed twice one view, so that aliasing
+ * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data
+ * a copy of this realm (typed_arrays.js snapshot()), taken when the call is made, which everything
+ * after the checks reads; `views` (original → copy) makes the same array passed twice one copy, so that aliasing
  * (query === key === value) survives.
  */
 export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map(), minSize = 1 } = {}) {
@@ -49,7 +53,7 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       `${argument}: expected a tensor { data: ${dtypes.join(' | ')}, shape: number[] } (or { data, dims }), got ${describe(tensor)}`,
       { argument, expected: 'tensor', actual: describe(tensor) });
   }
-  // Each field is read once (a getter or a Proxy answers once): the dtype only where it matters.
+  // Each field is read once (a getter or a Proxy answers once).
   const { data: given, [shapeKey]: givenShape } = tensor;
   if (!dtypes.includes(typedArrayType(given))) {
     const names = dtypes.map((d) => (d === 'Uint16Array' ? 'Uint16Array (16-bit floats, with a dtype)' : d));
@@ -58,18 +62,7 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
     });
   }
   const shape = snapshotShape(`${argument}.${shapeKey}`, givenShape, minSize);
-  const typeNames = TYPE_NAMES[typedArrayType(given)] ?? [];
-  const type = shapeKey === 'dims' ? tensor.type : undefined;
-  if (shapeKey === 'dims' && type !== undefined && !typeNames.includes(type)) {
-    // 16-bit data takes the 16-bit names only, other data any name of the other element types.
-    const expected = typedArrayType(given) === 'Uint16Array' ? typeNames
-      : dtypes.filter((d) => d !== 'Uint16Array').flatMap((d) => TYPE_NAMES[d] ?? []);
-    throw new DTypeError(`${argument}.type: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
-      + `(with ${typedArrayType(given)} data), got ${describe(type)}`, {
-      argument, expected, actual: describe(type),
-    });
-  }
-  const dtype = typedArrayType(given) === 'Uint16Array' ? halfKind(argument, shapeKey === 'dims' ? 'type' : 'dtype', shapeKey === 'dims' ? type : tensor.dtype) : undefined;
+  const dtype = elementKind(argument, typedArrayType(given), readTag(argument, tensor, shapeKey), dtypes);
   if (ranks && !ranks.includes(shape.length)) {
     throw new ShapeError(
       `${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`,
@@ -81,7 +74,9 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       argument, expected: product(shape), actual: 'detached',
     });
   }
-  if (!views.has(given)) views.set(given, plainView(given));
+  // The copy is taken after every getter of this tensor ran; later tensors' getters cannot
+  // reach it (they may shrink or detach `given`: the call still computes on what was checked).
+  if (!views.has(given)) views.set(given, snapshot(given));
   const data = views.get(given);
   if (product(shape) !== data.length) {
     throw new ShapeError(
@@ -89,6 +84,43 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
       { argument, expected: product(shape), actual: data.length });
   }
   return dtype ? { data, shape, dtype } : { data, shape };
+}
+
+/**
+ * A tensor's dtype as it says it: `dtype` (this API's key) or `type` (onnxruntime-web's and
+ * transformers.js's), taken under either key in either form, each read once. Returns { key, value }:
+ * the key given (the form's own when neither is: 'type' beside dims, else 'dtype'), value
+ * undefined when neither is; both given must name one kind.
+ */
+function readTag(argument, tensor, shapeKey) {
+  const dtype = 'dtype' in tensor ? tensor.dtype : undefined;
+  const type = 'type' in tensor ? tensor.type : undefined;
+  const kind = (name) => (Object.hasOwn(HALF_KINDS, name) ? HALF_KINDS[name] : name);
+  if (dtype !== undefined && type !== undefined && kind(dtype) !== kind(type)) {
+    throw new DTypeError(`${argument}: dtype ${describe(dtype)} and type ${describe(type)} disagree; give one`, {
+      argument, expected: 'one dtype', actual: `${describe(dtype)} and ${describe(type)}`,
+    });
+  }
+  if (dtype !== undefined) return { key: 'dtype', value: dtype };
+  return { key: type !== undefined || shapeKey === 'dims' ? 'type' : 'dtype', value: type };
+}
+
+/**
+ * The kind of a tensor's elements from its data type and its dtype tag (readTag()): a 16-bit
+ * tensor's ('float16' | 'bfloat16', halfKind()), or undefined for the other types, whose tag may
+ * only name them (float32 data tagged 'float16' or 'bfloat16' would be read as something it is
+ * not, so it is a DTypeError rather than ignored).
+ */
+function elementKind(argument, dataType, { key, value }, dtypes) {
+  if (dataType === 'Uint16Array') return halfKind(argument, key, value);
+  if (value === undefined || TYPE_NAMES[dataType].includes(value)) return undefined;
+  const half = Object.hasOwn(HALF_KINDS, value) ? ' (16-bit floats are given as a Uint16Array of their bits)' : '';
+  // The safetensors tags are accepted, not advertised: the API's names are what a caller writes.
+  const expected = dtypes.filter((d) => d !== 'Uint16Array').flatMap((d) => TYPE_NAMES[d] ?? []).filter((t) => !/^B?F\d+$/.test(t));
+  throw new DTypeError(`${argument}.${key}: expected ${expected.map((t) => `'${t}'`).join(' or ')} `
+    + `(with ${dataType} data), got ${describe(value)}${half}`, {
+    argument, expected, actual: describe(value),
+  });
 }
 
 /**

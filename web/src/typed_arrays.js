@@ -41,6 +41,21 @@ export function plainView(value) {
   return new View(bufferOf.call(value), byteOffsetOf.call(value), lengthOf.call(value));
 }
 
+/**
+ * A copy of a typed array's elements in a plain array of this realm (the type typedArrayType()
+ * said): the one read of the caller's memory a call makes, at the moment the call is made. Its
+ * length is read once from the internal slot, so a buffer shrunk (resizable), grown (growable
+ * shared) or detached later cannot change what the checks saw; a detached buffer, or one already
+ * shrunk past the view, gives an empty copy. No caller code runs here (no species, no getters).
+ */
+export function snapshot(value) {
+  const View = VIEWS[typeOf.call(value)];
+  const length = lengthOf.call(value);
+  // slice() of a view made here (this realm's own constructor, never the caller's subclass or its
+  // species): one copy, no zero-filled array first.
+  return length > 0 ? new View(bufferOf.call(value), byteOffsetOf.call(value), length).slice() : new View(0);
+}
+
 /** Whether the typed array's memory is gone (its ArrayBuffer was transferred or detached). */
 export function isDetached(value) {
   const buffer = bufferOf.call(value);

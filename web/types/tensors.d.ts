@@ -47,11 +47,21 @@ export interface HalfInput {
   dtype: HalfDtype | 'F16' | 'BF16';
 }
 
-/** A 16-bit tensor as onnxruntime-web and transformers.js make it. */
+/**
+ * A 16-bit tensor as onnxruntime-web and transformers.js make it, or with `type` beside `shape`:
+ * `type` is taken wherever `dtype` is (both given must agree).
+ */
 export interface HalfDimsInput {
   data: Uint16Array;
   dims: readonly number[];
-  type: HalfDtype;
+  type: HalfDtype | 'F16' | 'BF16';
+}
+
+/** A 16-bit tensor with `shape` and onnxruntime-web's `type` key. */
+export interface HalfTypedInput {
+  data: Uint16Array;
+  shape: readonly number[];
+  type: HalfDtype | 'F16' | 'BF16';
 }
 
 /** A 16-bit tensor result: the inputs' kind, values rounded to nearest-even from float32. */
@@ -62,8 +72,8 @@ export interface HalfTensor {
 }
 
 /** What forward(), scaledDotProductAttention() and selfAttention() take: one dtype per call. */
-export type FloatInput = TensorInput | HalfInput | HalfDimsInput;
-export type HalfTensorInput = HalfInput | HalfDimsInput;
+export type FloatInput = TensorInput | HalfInput | HalfDimsInput | HalfTypedInput;
+export type HalfTensorInput = HalfInput | HalfDimsInput | HalfTypedInput;
 
 /** create()'s weightsDtype: how the weight matrices are stored (biases are float32). */
 export type WeightsDtype = 'float32' | 'float16' | 'bfloat16' | 'int8';
