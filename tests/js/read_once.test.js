@@ -85,20 +85,33 @@ async function loaded(weightsDtype) {
 const x = tensor(filled(2 * 3 * 8, 4), [2, 3, 8]);
 
 for (const weightsDtype of ['float32', 'int8']) {
+  // The state dict is read once every getter has run (no copy of the weights is made: the load
+  // reads them before returning): what a getter did to an earlier entry is what is loaded, or a
+  // typed error naming that entry, with the module's weights as they were; never a load that
+  // breaks part-way.
   test(`${weightsDtype}: a later entry's getter that transfers an earlier, checked entry, or writes a NaN into it, cannot break the load`, async () => {
     const mha = await loaded(weightsDtype);
     try {
       const sd = seededStateDict(mha.stateDictShapes, 2);
       mha.loadStateDict(sd);
       const expected = (await mha.forward(x, x, x)).output.data;
-      for (const [what, spoil] of [['transferred', (a) => detach(a)], ['NaN written', (a) => a.fill(NaN)]]) {
+      const spoiled = (spoil) => {
         const fresh = seededStateDict(mha.stateDictShapes, 2);
         const first = fresh.in_proj_weight.data;
         const last = fresh['out_proj.bias'];
         // A Map: its entries are read as each is checked, after in_proj_weight's check.
-        const map = new Map(Object.entries({ ...fresh, 'out_proj.bias': spoilingGetter(last.data, last.shape, () => spoil(first)) }));
-        mha.loadStateDict(map);
-        assert.ok(sameBits((await mha.forward(x, x, x)).output.data, expected), what);
+        return new Map(Object.entries({ ...fresh, 'out_proj.bias': spoilingGetter(last.data, last.shape, () => spoil(first)) }));
+      };
+      assert.throws(() => mha.loadStateDict(spoiled(detach)),
+        (e) => e instanceof StateDictError && e.argument === 'in_proj_weight' && /detached/.test(e.message), 'transferred');
+      assert.ok(sameBits((await mha.forward(x, x, x)).output.data, expected), 'the weights as they were');
+      const nan = spoiled((a) => a.fill(NaN));
+      if (weightsDtype === 'int8') {
+        assert.throws(() => mha.loadStateDict(nan), (e) => e instanceof StateDictError && e.argument === 'in_proj_weight', 'NaN');
+        assert.ok(sameBits((await mha.forward(x, x, x)).output.data, expected), 'the weights as they were');
+      } else {
+        mha.loadStateDict(nan);  // float32 weights may be NaN: the NaN is what the getter left
+        assert.ok((await mha.forward(x, x, x)).output.data.every(Number.isNaN), 'the NaN weights loaded, read once');
       }
     } finally {
       mha.dispose();

@@ -22,6 +22,7 @@
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
+import { copyEntries } from './state_dict.js';
 import { KvCache } from './kv_cache.js';
 
 /**
@@ -127,8 +128,10 @@ export class Dispatcher {
       this.#load(entries);
       return;
     }
+    // Kept for later: copies (the entries may be the caller's memory: state_dict.js).
+    const kept = copyEntries(entries);
     const loading = Promise.allSettled([...this.#unbound, this.#loading]).then(() => {
-      if (!this.#disposed) this.#load(entries);
+      if (!this.#disposed) this.#load(kept);
     }).catch((e) => {
       // Only memory fails past the checks (the documented reset); no caller awaits a load.
       console.warn(`webattention: a loadStateDict() that waited for earlier calls failed (${e?.message ?? e}); `
@@ -147,7 +150,7 @@ export class Dispatcher {
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
-      gpu.pendingEntries = entries;  // the package's copies (state_dict.js), uploaded once the GPU is there
+      gpu.pendingEntries = copyEntries(entries);  // uploaded once the GPU is there
     } else if (this.#gpuUsable()) {
       gpu.executor.loadStateDict(entries);
     }

@@ -9,7 +9,7 @@ import { DTypeError, OptionError, StateDictError, WebAttentionError, describe, f
 import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from './option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from './tensor_checks.js';
-import { isDetached, snapshot, typedArrayType } from './typed_arrays.js';
+import { borrowed, isDetached, stillWhole, typedArrayType } from './typed_arrays.js';
 
 const HALF_DTYPES = ['float16', 'bfloat16'];
 
@@ -56,8 +56,11 @@ function stateDictEntries(stateDict) {
 /**
  * Checks a state dict against the module's expected entries ([{ name, shape }]) and returns
  * [{ name, data, dtype }] in that order: data a Float32Array (dtype 'float32') or a 16-bit
- * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), copies taken as each entry is
- * checked, so every check (int8's finite scan too) sees what is loaded. Nothing is
+ * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), the caller's memory where only its
+ * own code could change it (typed_arrays.js borrowed(); else a copy), looked at again once every
+ * getter ran, so every check (int8's finite scan too) sees what is loaded, as long as the load
+ * reads it before the caller's code runs again: whoever keeps entries for later copies them
+ * (copyEntries()). Nothing is
  * loaded unless every entry is right. weightsDtype: the module's, against which a 16-bit weight
  * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
  * silently: F16 overflows past 65504, BF16 keeps 8 significant bits), and a non-finite value in an
@@ -79,12 +82,22 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', sca
         { argument: name, expected: expectedNames, actual: name });
     }
   }
-  return specs.map(({ name, shape }) => {
-    const entry = checkedEntry(name, shape, entries, weightsDtype);
+  const resolved = specs.map(({ name, shape }) => checkedEntry(name, shape, entries, weightsDtype));
+  // Every getter has run: what each entry holds now is what is loaded (no caller code runs until
+  // the load has read it), so the finite scan and a last look at each borrowed view come here.
+  specs.forEach(({ name, shape }, i) => {
+    const entry = resolved[i];
+    if (!stillWhole(entry.data, product(shape))) {
+      throw new StateDictError(`stateDict['${name}']: its ArrayBuffer was detached (transferred) while the state dict `
+        + 'was read, by a later entry\'s getter', { argument: name, expected: shape, actual: 'detached' });
+    }
     if (weightsDtype === 'int8' && shape.length === 2 && !scanned.includes(name)) refuseNonFiniteInt8(entry, shape);
-    return entry;
   });
+  return resolved;
 }
+
+/** Entries of resolveStateDict() with copies of their data, for a load that happens later. */
+export const copyEntries = (entries) => entries.map((e) => ({ ...e, data: e.data.slice() }));
 
 /** One entry of resolveStateDict(): { name, data, dtype }, its key, shape and dtype checked. */
 function checkedEntry(name, shape, entries, weightsDtype) {
@@ -95,8 +108,9 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   }
   const value = entries.get(name);
   if (typedArrayType(value) === 'Float32Array') {
-    // Copied now, as checkTensor() copies: a later entry's getter cannot change what was checked.
-    const data = snapshot(value);
+    // Borrowed (typed_arrays.js): a load reads it before returning; resolveStateDict() looks again
+    // once every getter ran.
+    const data = borrowed(value);
     if (data.length !== product(shape)) {
       const got = isDetached(value) ? 'a detached Float32Array (its ArrayBuffer was transferred)' : `Float32Array(${data.length})`;
       throw new StateDictError(
@@ -113,7 +127,7 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   }
   let t;
   try {
-    t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA });
+    t = checkTensor(`stateDict['${name}']`, value, { dtypes: FLOAT_DATA, borrow: true });
   } catch (e) {
     // A getter's own error (whatever it throws, null included) passes through unwrapped, as the
     // README says; a 16-bit tensor without its dtype is a DTypeError wherever it is given.

@@ -2,7 +2,7 @@
 // { data, dims, type }) tensor checked and copied (its data read once), 16-bit tensors' dtypes,
 // masks, and the ShapeError of a tensor of the wrong shape.
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
-import { isDetached, snapshot, typedArrayType } from './typed_arrays.js';
+import { borrowed, isDetached, snapshot, typedArrayType } from './typed_arrays.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
@@ -43,10 +43,11 @@ export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
  * typed_arrays.js), shape an array of integers >= minSize (1; saveSafetensors() takes 0, as the
  * format does) whose product is its length, rank one of `ranks`. Returns { data, shape } with data
  * a copy of this realm (typed_arrays.js snapshot()), taken when the call is made, which everything
- * after the checks reads; `views` (original → copy) makes the same array passed twice one copy, so that aliasing
- * (query === key === value) survives.
+ * after the checks reads (borrow: the caller's memory instead where typed_arrays.js borrowed() may,
+ * for a caller that consumes it before returning); `views` (original → copy) makes the same array
+ * passed twice one copy, so that aliasing (query === key === value) survives.
  */
-export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map(), minSize = 1 } = {}) {
+export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks, views = new Map(), minSize = 1, borrow = false } = {}) {
   const shapeKey = tensor !== null && typeof tensor === 'object' && !('shape' in tensor) && 'dims' in tensor ? 'dims' : 'shape';
   if (tensor === null || typeof tensor !== 'object' || !('data' in tensor) || !(shapeKey in tensor)) {
     throw new DTypeError(
@@ -76,7 +77,7 @@ export function checkTensor(argument, tensor, { dtypes = ['Float32Array'], ranks
   }
   // The copy is taken after every getter of this tensor ran; later tensors' getters cannot
   // reach it (they may shrink or detach `given`: the call still computes on what was checked).
-  if (!views.has(given)) views.set(given, snapshot(given));
+  if (!views.has(given)) views.set(given, borrow ? borrowed(given) : snapshot(given));
   const data = views.get(given);
   if (product(shape) !== data.length) {
     throw new ShapeError(

@@ -56,6 +56,34 @@ export function snapshot(value) {
   return length > 0 ? new View(bufferOf.call(value), byteOffsetOf.call(value), length).slice() : new View(0);
 }
 
+// ArrayBuffer.prototype.resizable (absent before resizable buffers existed: none is resizable then).
+const resizableOf = Object.getOwnPropertyDescriptor(ArrayBuffer.prototype, 'resizable')?.get ?? (() => false);
+
+/**
+ * The caller's memory itself (a plain view of this realm, no copy) where, once the caller's own
+ * code has stopped running, nothing can change it: a fixed-size, unshared ArrayBuffer. Else (a
+ * SharedArrayBuffer another thread may write, a resizable buffer) snapshot(). For a synchronous
+ * call that consumes the data before it returns (a state dict's load), checking the result with
+ * stillWhole() after every getter ran then makes the read as good as a copy, without one.
+ */
+export function borrowed(value) {
+  const buffer = bufferOf.call(value);
+  if (lengthOf.call(value) === 0) return new VIEWS[typeOf.call(value)](0);  // empty or detached: nothing to view
+  let fixed;
+  try {
+    fixed = !resizableOf.call(buffer);  // throws for a SharedArrayBuffer
+  } catch {
+    fixed = false;
+  }
+  return fixed ? plainView(value) : snapshot(value);
+}
+
+/**
+ * Whether a view from borrowed() still holds its `length` elements: a later getter of the call
+ * may have detached (transferred) its buffer, which empties the view.
+ */
+export const stillWhole = (view, length) => lengthOf.call(view) === length;
+
 /** Whether the typed array's memory is gone (its ArrayBuffer was transferred or detached). */
 export function isDetached(value) {
   const buffer = bufferOf.call(value);
