@@ -67,8 +67,11 @@ export function spoiledAfterCheckCall(label, call, args, expected, { pick }) {
 /**
  * loadStateDict() of a module's weights as a Map, into a fresh module of its options (a reload
  * may move the allocator's small blocks, which the fuzzer's memory check would flag): with a
- * number or Symbol key (refused), or with the last entry's getter spoiling the first entry's array
- * (loaded as checked: the module then computes exactly `expected`). forwardArgs: [q, k, v, options].
+ * number or Symbol key (refused), or with the last entry's getter spoiling the first entry's array.
+ * A state dict is read once every getter has run (state_dict.js): a transferred entry is a typed
+ * error; an overwritten one is loaded as the getter left it, so the module must then compute
+ * exactly what a module given those weights plainly computes (run() sets `expected` to that).
+ * forwardArgs: [q, k, v, options].
  */
 export function stateDictCall(MultiHeadAttention, { E, options, sd }, forwardArgs, expected, { pick, random }) {
   const entries = Object.entries(sd).map(([name, t]) => [name, { data: t.data.slice(), shape: t.shape }]);
@@ -82,19 +85,27 @@ export function stateDictCall(MultiHeadAttention, { E, options, sd }, forwardArg
     const [lastName, last] = entries[entries.length - 1];
     entries[entries.length - 1] = [lastName, { data: last.data, get shape() { spoilArray(first, pick); return last.shape; } }];
   }
-  return {
+  const withWeights = async (weights) => {
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, ...options });
+    try {
+      mha.loadStateDict(weights);
+      return await mha.forward(...forwardArgs);
+    } finally {
+      mha.dispose();
+    }
+  };
+  const call = {
     name,
     run: async () => {
-      const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, ...options });
-      try {
-        mha.loadStateDict(new Map(entries));
-        return await mha.forward(...forwardArgs);
-      } finally {
-        mha.dispose();
-      }
+      const result = await withWeights(new Map(entries));
+      // Loaded: the weights as the getters left them, given plainly, must compute the same.
+      const plain = entries.map(([key, t]) => [key, { data: t.data.slice(), shape: t.shape }]);
+      call.expected = (await withWeights(new Map(plain))).output.data;
+      return result;
     },
     expected: name.endsWith('key') ? null : expected,
   };
+  return call;
 }
 
 /** scaledDotProductAttention() with a scale float32 cannot hold: must be an OptionError. */
