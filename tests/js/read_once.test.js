@@ -148,3 +148,32 @@ test('new KvCache() from outside is a CacheError (its storage comes from mha.cre
   assert.throws(() => new KvCache(), (e) => e instanceof CacheError && e.argument === 'KvCache');
   assert.throws(() => new (class extends KvCache {})(), CacheError);
 });
+
+// forward() borrows plain (fixed, unshared) arrays instead of copying them (plans.js): the calling
+// thread's WASM reads them before the call returns, once every getter ran. A later getter that
+// transfers one is a typed error naming it; changes after the call never reach it, also where the
+// call runs later (threads: 2, its workers still starting: it owns copies taken at the call).
+for (const threads of [1, 2]) {
+  test(`threads: ${threads}: forward() on plain arrays: transferred by a later getter is a ShapeError; changed after the call, unchanged`, async () => {
+    const values = filled(2 * 3 * 8, 9);
+    const reference = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 1 });
+    const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads });
+    try {
+      const plain = () => tensor(values.slice(), [2, 3, 8]);
+      reference.loadStateDict(seededStateDict(reference.stateDictShapes, 3));
+      const expected = (await reference.forward(plain(), plain(), plain())).output.data;
+      mha.loadStateDict(seededStateDict(mha.stateDictShapes, 3));
+      const q = values.slice();
+      await assert.rejects(mha.forward(tensor(q, [2, 3, 8]), plain(), spoilingGetter(values, [2, 3, 8], () => detach(q))),
+        (e) => e instanceof ShapeError && e.argument === 'query' && /detached/.test(e.message));
+      const [a, b, c] = [values.slice(), values.slice(), values.slice()];
+      const call = mha.forward(tensor(a, [2, 3, 8]), tensor(b, [2, 3, 8]), tensor(c, [2, 3, 8]));
+      for (const x of [a, b, c]) x.fill(NaN);
+      detach(b);
+      assert.ok(sameBits((await call).output.data, expected));
+    } finally {
+      mha.dispose();
+      reference.dispose();
+    }
+  });
+}

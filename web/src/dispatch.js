@@ -22,6 +22,7 @@
 import { AUTO_MIN_FLOPS, forwardFlops } from './cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from './errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
+import { ownedPlan } from './plans.js';
 import { copyEntries } from './state_dict.js';
 import { KvCache } from './kv_cache.js';
 
@@ -205,10 +206,14 @@ export class Dispatcher {
   }
 
   // forward()'s body; sets call.bound where the call reads its weights before its first await.
-  async #forward(plan, call) {
+  async #forward(given, call) {
     // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at
-    // its first large call. The plan's inputs are the package's own copies, taken when the call
-    // was made (tensor_checks.js), so any waiting leaves them as they were.
+    // its first large call. A call that waits, or runs anywhere but on this thread's WASM at
+    // once, owns copies of its inputs first (plans.js ownedPlan()): the caller may change its
+    // arrays once this returns.
+    let plan = given;
+    const waits = this.#loading || (this.#gpu?.state === 'pending' && this.#gpuWanted(plan));
+    if (waits) plan = ownedPlan(plan);
     if (this.#loading) {
       await this.#loading;
       this.#live();
@@ -221,8 +226,11 @@ export class Dispatcher {
     if (plan.cache) {
       // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
       if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
-      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(plan, where, call));
+      if (where === 'webgpu' || plan.cache.kvCache.busy) plan = ownedPlan(plan);
+      const queued = plan;
+      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call));
     }
+    if (where !== 'wasm') plan = ownedPlan(plan);
     // The calling thread computes at once; a ready pool starts every share before its first await.
     call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
     if (where === 'webgpu') {

@@ -113,6 +113,9 @@ export class KvCache {
    * lengthAfter }) after the calls made before it: at once when none is running (a WASM call then
    * runs synchronously, reading its inputs at the call), else queued. Resolves to run()'s result.
    */
+  /** Whether calls are queued or running on it (a call enqueued now would run later). */
+  get busy() { return this.#queued > 0; }
+
   enqueue(planned, run) {
     const epoch = this.#epoch;
     const rows = planned.lengthAfter - planned.lengthBefore;

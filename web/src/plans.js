@@ -7,19 +7,25 @@ import { checkBoolean, checkOptions, checkPositive } from './option_checks.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { FLOAT_DATA, MaskKind, checkMask, checkTensor, product, shapeError } from './tensor_checks.js';
+import { stillWhole } from './typed_arrays.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
 
-/** Checks one forward() call against the module's config and returns its plan. */
+/**
+ * Checks one forward() call against the module's config and returns its plan. The plan borrows
+ * the caller's arrays where typed_arrays.js borrowed() may (`borrowed: true`), looked at again
+ * once every getter ran: a call that computes before returning (the calling thread's WASM) reads
+ * them then, once; whoever runs it later takes ownedPlan() first.
+ */
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
   const views = new Map();
-  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views });
+  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
   const batched = given.shape.length === 3;
   const rank = given.shape.length;
   const { tensors: [q, k, v], dtype } = widenInputs([['query', given],
-    ['key', checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [rank], views })],
-    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views })]]);
+    ['key', checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })],
+    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })]]);
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -35,13 +41,13 @@ export function resolveMhaForward(config, query, key, value, options) {
   const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
   if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
-  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views);
+  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views, true);
   if (keyPaddingMask.kind !== MaskKind.none) {
     const want = [...lead(B), T];
     if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
     keyPaddingMask.shape = [B, T];
   }
-  const attnMask = checkMask('attnMask', o.attnMask, views);
+  const attnMask = checkMask('attnMask', o.attnMask, views, true);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     const perHead = [B * H, L, S];
@@ -51,7 +57,14 @@ export function resolveMhaForward(config, query, key, value, options) {
   }
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
+  // Every getter has run: a borrowed view a later one detached is an error, never a short read.
+  requireWhole('query', q);
+  requireWhole('key', k);
+  requireWhole('value', v);
+  requireWhole('keyPaddingMask', keyPaddingMask);
+  requireWhole('attnMask', attnMask);
   return {
+    borrowed: true,
     B, L, S, T, batched,
     dtype,
     query: q.data, key: k.data, value: v.data,
@@ -66,11 +79,21 @@ export function resolveMhaForward(config, query, key, value, options) {
   };
 }
 
+/** ShapeError unless tensor `t`'s data (if any) still holds its shape's values (typed_arrays.js stillWhole()). */
+function requireWhole(argument, t) {
+  if (t.data && !stillWhole(t.data, product(t.shape))) {
+    throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
+      + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
+  }
+}
+
+/** The plan itself if it owns its arrays, else planWithCopies()'s: for a call that runs later. */
+export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).plan, borrowed: false } : plan);
+
 /**
  * The plan with fresh copies of every input array (query, key, value, mask data, position ids; an
  * array passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`,
- * for a transfer list): a worker's share owns its arrays (pool.js). The plan's own arrays are
- * already the package's (checkTensor() copied them when the call was made).
+ * for a transfer list): a worker's share owns its arrays (pool.js).
  */
 export function planWithCopies(plan) {
   const copies = new Map();
@@ -117,7 +140,7 @@ export function resolveSdpa(q, k, v, options) {
   if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
   if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
   const N = product(leading);
-  const attnMask = checkMask('attnMask', o.attnMask, views);
+  const attnMask = checkMask('attnMask', o.attnMask, views, true);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {

@@ -175,9 +175,9 @@ export function shapeError(argument, expected, actual) {
 }
 
 /** A boolean (Uint8Array) or additive (Float32Array) mask, or none. */
-export function checkMask(argument, mask, views) {
+export function checkMask(argument, mask, views, borrow = false) {
   if (mask === undefined || mask === null) return { kind: MaskKind.none, data: null, shape: [] };
-  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views });
+  const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views, borrow });
   const kind = typedArrayType(t.data) === 'Uint8Array' ? MaskKind.boolean : MaskKind.additive;
   return { kind, ...t };
 }
