@@ -177,6 +177,30 @@ export class WasmExecutor {
     return handle;
   }
 
+  /** cache.truncate(): drops positions >= length of a cache of this core (kv_cache.js has checked it). */
+  truncateCache(handle, length) {
+    const error = handle.truncate(length);
+    if (error) throwCoreError(error);
+  }
+
+  /** cache.fork(): a new cache of this core holding a copy of `handle`'s storage. */
+  forkCache(handle) {
+    const fork = newCoreCache(this.core);
+    try {
+      return this.copyCache(handle, fork);
+    } catch (e) {
+      fork.delete();
+      throw e;
+    }
+  }
+
+  /** `to` (a cache handle of this core) becomes a copy of `from` (MemoryError: unchanged); returns it. */
+  copyCache(from, to) {
+    const error = from.fork(to);
+    if (error) throwCoreError(error);
+    return to;
+  }
+
   /**
    * cache.read(): positions [first, first + count) of a cache of this core, as { key [B, h_kv,
    * count, d_k], value [B, h_kv, count, d_v] } in position order.

@@ -170,6 +170,23 @@ export class WebGpuExecutor {
     return new GpuKvCache(this.#device, this.#config, options);
   }
 
+  /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
+  truncateCache(handle, length) {
+    handle.truncate(length);
+  }
+
+  /** cache.fork(): a new cache of `options` (its source's) holding a device copy of `handle`. */
+  forkCache(handle, options) {
+    const fork = this.createCache(options);
+    fork.copyFrom(handle);
+    return fork;
+  }
+
+  /** A queued fork's copy (kv_cache.js): `to`, made by createCache(), becomes a copy of `from`. */
+  copyCache(from, to) {
+    to.copyFrom(from);
+  }
+
   /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
   readCache(handle, first, count) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
