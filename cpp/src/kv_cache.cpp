@@ -257,19 +257,42 @@ void KvCache::truncate(std::int64_t length) {
 }
 
 void KvCache::clear_positions(std::int64_t first, std::int64_t last) {
+  if (first >= last) return;
+  // Their slots: one run from first's on, and a second from slot 0 where they wrap.
+  const int from = static_cast<int>(first % capacity_);
+  const int count = static_cast<int>(last - first);
+  const int tail = std::min(count, capacity_ - from);
+  clear_slots(from, from + tail);
+  clear_slots(0, count - tail);
+}
+
+void KvCache::clear_slots(int first, int last) {
   const std::size_t bytes = storage_element_bytes(config_.dtype);
   const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
+  const int whole_first = kernels::whole_panels(first), whole_last = last / kernels::kPanelWidth * kernels::kPanelWidth;
   for (std::size_t block = 0; block < blocks; ++block) {
     unsigned char* kb = k_.get() + block * k_block_ * bytes;
     unsigned char* vb = v_.get() + block * v_block_ * bytes;
-    for (std::int64_t p = first; p < last; ++p) {
-      const int slot = static_cast<int>(p % capacity_);
+    // Keys: the whole 8-slot panels in one run, the slots of partial panels a feature at a time.
+    if (whole_first < whole_last) {
+      std::memset(kb + kernels::key_index(dk_, whole_first, 0) * bytes, 0, static_cast<std::size_t>(whole_last - whole_first) * dk_ * bytes);
+    }
+    for (int slot = first; slot < last; ++slot) {
+      if (slot >= whole_first && slot < whole_last) continue;
       for (int c = 0; c < dk_; ++c) std::memset(kb + kernels::key_index(dk_, slot, c) * bytes, 0, bytes);
-      // A slot's value columns lie in runs of one panel's width.
+    }
+    // Values: within a tile, a column panel's consecutive slots are one run.
+    for (int slot = first; slot < last;) {
+      const int end = std::min(last, (slot / kernels::kValueTile + 1) * kernels::kValueTile);
       for (int c = 0; c < dv_pad_; c += kernels::kPanelWidth) {
-        std::memset(vb + kernels::value_index(capacity_, dv_pad_, slot, c) * bytes, 0, kernels::kPanelWidth * bytes);
+        std::memset(vb + kernels::value_index(capacity_, dv_pad_, slot, c) * bytes, 0,
+                    static_cast<std::size_t>(end - slot) * kernels::kPanelWidth * bytes);
       }
-      if (k_scales_) k_scales_[block * capacity_ + slot] = v_scales_[block * capacity_ + slot] = 0.0f;
+      slot = end;
+    }
+    if (k_scales_) {
+      std::fill(k_scales_.get() + block * capacity_ + first, k_scales_.get() + block * capacity_ + last, 0.0f);
+      std::fill(v_scales_.get() + block * capacity_ + first, v_scales_.get() + block * capacity_ + last, 0.0f);
     }
   }
 }

@@ -93,24 +93,29 @@ TEST(CacheTruncate, ContinuesAsIfTheDroppedPositionsWereNeverAppended) {
   }
 }
 
+// T positions of layout `l`, the one at `poison` an Inf, cut back to `kept`, then `more` others:
+// the same bits as a cache that never held the Inf.
+void expect_no_trace(const MultiHeadAttention& m, const Layout& l, int T, int poison, int kept, int more) {
+  std::mt19937 rng(T);
+  const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
+  auto poisoned = x;
+  poisoned[static_cast<std::size_t>(poison) * E] = std::numeric_limits<float>::infinity();  // batch 0
+  auto cache = m.create_cache(config_of(l)), fresh = m.create_cache(config_of(l));
+  prefill(m, *cache, poisoned, T, T);
+  cache->truncate(kept);
+  prefill(m, *fresh, x, T, kept);
+  EXPECT_EQ(step(m, *cache, x, T, kept, more), step(m, *fresh, x, T, kept, more))
+      << static_cast<int>(l.dtype) << " window " << l.window;
+}
+
 // A dropped Inf does not stay in the cache: a truncated cache computes as one that never held it.
 TEST(CacheTruncate, DroppedNonFiniteRowsLeaveNoTrace) {
   const MultiHeadAttention m = make_module();
-  std::mt19937 rng(4);
-  for (StorageType dtype : {StorageType::f32, StorageType::f16}) {
-    const int T = 12;
-    auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
-    auto poisoned = x;
-    // Batch 0, row 11: its slot is not written again, and the next step reads it as padding.
-    poisoned[11 * E] = std::numeric_limits<float>::infinity();
-    KvCacheConfig c{B, 16, 0};
-    c.dtype = dtype;
-    auto cache = m.create_cache(c), fresh = m.create_cache(c);
-    prefill(m, *cache, poisoned, T, 12);
-    cache->truncate(10);
-    prefill(m, *fresh, x, T, 10);
-    EXPECT_EQ(step(m, *cache, x, T, 10, 1), step(m, *fresh, x, T, 10, 1)) << static_cast<int>(dtype);
-  }
+  // Row 11 of 12 in 16 slots: not written again, the next step reads its slot as padding.
+  for (StorageType dtype : {StorageType::f32, StorageType::f16}) expect_no_trace(m, {dtype, 16, 0}, 12, 11, 10, 1);
+  // Where the dropped positions wrap past the ring's last slot (window 8: 72 slots): the Inf at
+  // 147 (slot 3); the step reaching position 144 (slot 0) reads that panel.
+  for (StorageType dtype : {StorageType::f32, StorageType::i8}) expect_no_trace(m, {dtype, 0, 8}, 150, 147, 140, 5);
 }
 
 // Out of range, or below what the ring still holds: a CacheError naming the length; nothing changes.

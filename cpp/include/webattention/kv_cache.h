@@ -73,6 +73,7 @@ class KvCache {
   KvCache(const KvCache& from, bool);  // fork()'s copy (the public copy constructor is deleted)
   // Zeroes the slots of positions [first, last) (all in the ring: last - first <= capacity).
   void clear_positions(std::int64_t first, std::int64_t last);
+  void clear_slots(int first, int last);  // slots [first, last) of every block
   bool held_rows_finite() const;  // whether every slot held reads back finite
 
   // Rows that one append-and-attend pass may take (RingGeometry::rows_per_pass).
