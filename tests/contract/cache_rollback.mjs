@@ -186,3 +186,23 @@ export function poisonedTruncateRun(api, create = {}) {
     return { truncated: await outputs(feed(mha, cache, x, 10, 1)), fresh: await outputs(feed(mha, fresh, x, 10, 1)) };
   });
 }
+
+/**
+ * fork() then dispose() of its source at once, while the calls before them may still be queued
+ * (dispose() lets the running one finish and rejects the rest): the fork holds what the source
+ * held at the fork's turn, every position those calls appended. { fork, fresh }: read() of the
+ * fork and of a cache fed the same tokens as the calls that succeeded.
+ */
+export function forkThenDisposeRun(api, create = {}) {
+  return withModule(api, create, async (mha) => {
+    const x = { data: filled(B * 20 * 16, 96), shape: [B, 20, 16] };
+    const cache = mha.createCache({ batchSize: B, maxLength: 24 });
+    const calls = feed(mha, cache, x, 0, 20);
+    const fork = cache.fork();
+    cache.dispose();
+    const appended = (await Promise.allSettled(calls)).filter((c) => c.status === 'fulfilled').map((c) => c.value.output.shape[1]);
+    const fresh = mha.createCache({ batchSize: B, maxLength: 24 });
+    await Promise.all(feed(mha, fresh, x, 0, appended.reduce((a, n) => a + n, 0)));
+    return { fork: await fork.read(), fresh: await fresh.read() };
+  });
+}

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DisposedError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { HOSTILE_LENGTHS, ROLLBACK_LAYOUTS, forkRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
+import { HOSTILE_LENGTHS, ROLLBACK_LAYOUTS, forkRun, forkThenDisposeRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
 
 const describeLayout = ({ cache }) => JSON.stringify(cache);
 
@@ -51,4 +51,9 @@ test('a dropped position of Inf leaves no trace in the next call', async () => {
   const r = await poisonedTruncateRun(api);
   assert.ok(r.truncated.data.every(Number.isFinite));
   assert.ok(sameBits(r.truncated.data, r.fresh.data));
+});
+
+test('a fork made before its source\'s dispose() holds every position appended before it', async () => {
+  const r = await forkThenDisposeRun(api);
+  assert.ok(sameBits(r.fork.key.data, r.fresh.key.data) && sameBits(r.fork.value.data, r.fresh.value.data));
 });

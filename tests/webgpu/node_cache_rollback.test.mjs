@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DisposedError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { ROLLBACK_LAYOUTS, forkRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
+import { ROLLBACK_LAYOUTS, forkRun, forkThenDisposeRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
 import { gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
@@ -53,4 +53,9 @@ test('WebGPU: a dropped position of Inf leaves no trace in the next call', async
   const r = await poisonedTruncateRun(api, ON_GPU);
   assert.ok(r.truncated.data.every(Number.isFinite));
   assert.ok(sameBits(r.truncated.data, r.fresh.data));
+});
+
+test('WebGPU: a fork made before its source\'s dispose() holds every position appended before it', async () => {
+  const r = await forkThenDisposeRun(api, ON_GPU);
+  assert.ok(sameBits(r.fork.key.data, r.fresh.key.data) && sameBits(r.fork.value.data, r.fresh.value.data));
 });

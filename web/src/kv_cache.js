@@ -266,14 +266,13 @@ export class KvCache {
     return fork;
   }
 
-  // Runs op() after the calls queued on it (not if the cache was disposed by then), counted as a
-  // queued call so that a call made meanwhile waits for it. A failure (a GPU's lost device) is
-  // reported by the next call. Returns op()'s promise.
+  // Runs op() after the calls queued on it, counted as a queued call so that a call made meanwhile
+  // waits for it, and so does the storage's delete() by a dispose() made meanwhile (a fork made
+  // before it still gets its copy). A failure (a GPU's lost device) is reported by the next call.
+  // Returns op()'s promise.
   #turn(op) {
     this.#queued += 1;
-    const done = this.#queue.then(() => {
-      if (!this.#dead) op();
-    });
+    const done = this.#queue.then(op);
     this.#queue = done.then(() => this.#settle(0), () => this.#settle(0));
     return done;
   }
