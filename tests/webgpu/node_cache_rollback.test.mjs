@@ -3,12 +3,14 @@
 // runs make them while the calls before them are still queued). Same runs and assertions as
 // tests/js/cache_rollback.test.js on WASM (tests/contract/cache_rollback.mjs), fewer layouts:
 // SwiftShader is slow. Set-up: node_setup.mjs.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DisposedError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
 import { ROLLBACK_LAYOUTS, forkRun, forkThenDisposeRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
+import { filled } from '../contract/random.mjs';
+import { cacheHooks } from '../internals.mjs';
 import { gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
@@ -59,3 +61,39 @@ test('WebGPU: a fork made before its source\'s dispose() holds every position ap
   const r = await forkThenDisposeRun(api, ON_GPU);
   assert.ok(sameBits(r.fork.key.data, r.fresh.key.data) && sameBits(r.fork.value.data, r.fresh.value.data));
 });
+
+// A call queued before a truncate() fails and appends nothing: the truncate cuts what is there if
+// it can (the calls after it then run at its length), else the calls planned after it reject, as
+// behind any failed call. Each outcome against a cache fed the same successful calls.
+for (const [cut, outcome] of [[8, 'runs at 8'], [12, 'rejects: 12 was never reached']]) {
+  test(`WebGPU: truncate(${cut}) queued behind a call that fails: the next call ${outcome}`, async () => {
+    const mha = await api.MultiHeadAttention.create({ embedDim: 16, numHeads: 4, ...ON_GPU });
+    after(() => mha.dispose());
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), 60 + i), shape }])));
+    const x = (n, seed) => ({ data: filled(n * 16, seed), shape: [1, n, 16] });
+    const step = (cache, t) => mha.forward(t, t, t, { cache });
+    const [cache, fresh] = [0, 1].map(() => mha.createCache({ maxLength: 32 }));
+    await Promise.all([step(cache, x(10, 1)), step(fresh, x(10, 1))]);
+    let failures = 1;
+    cacheHooks.beforePass = () => {
+      if (failures-- > 0) throw new Error('injected failure');
+    };
+    try {
+      const failing = step(cache, x(4, 2));
+      cache.truncate(cut);
+      const next = step(cache, x(2, 3));
+      await assert.rejects(failing, /injected failure/);
+      if (cut === 12) {
+        await assert.rejects(next, (e) => e instanceof CacheError);
+        assert.equal(cache.length, 10);
+        return;
+      }
+      assert.equal(cache.length, cut + 2, 'the failed call planned before the truncate() is not taken off its length');
+      fresh.truncate(cut);
+      assert.ok(sameBits((await next).output.data, (await step(fresh, x(2, 3))).output.data));
+      assert.equal(cache.length, cut + 2);
+    } finally {
+      cacheHooks.beforePass = null;
+    }
+  });
+}
