@@ -6,12 +6,12 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
-import { CacheError, DisposedError } from '#webattention';
+import { BackendError, CacheError, DisposedError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
 import { ROLLBACK_LAYOUTS, forkRun, forkThenDisposeRun, hostileRun, outsideTolerance, poisonedTruncateRun, truncateRun } from '../contract/cache_rollback.mjs';
 import { filled } from '../contract/random.mjs';
 import { cacheHooks } from '../internals.mjs';
-import { gpu, runs } from './node_setup.mjs';
+import { freshDevice, gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
 const onlyGpu = (before) => runs.slice(before).every((where) => where === 'webgpu');
@@ -97,3 +97,14 @@ for (const [cut, outcome] of [[8, 'runs at 8'], [12, 'rejects: 12 was never reac
     }
   });
 }
+
+test('WebGPU: fork() once the cache\'s device is lost is a BackendError; the cache keeps its length', async () => {
+  const own = await freshDevice();
+  const mha = await api.MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', gpu: own });
+  after(() => mha.dispose());
+  const cache = mha.createCache({ maxLength: 8 });
+  own.destroy();
+  await own.lost;
+  assert.throws(() => cache.fork(), (e) => e instanceof BackendError && e.argument === 'cache');
+  assert.equal(cache.length, 0);
+});

@@ -257,7 +257,7 @@ export class KvCache {
     if (this.#queued === 0) return KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
     // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
     // copy at its turn; the fork's own calls, planned on this planned length, wait for the copy.
-    const fork = KvCache.make(owner, owner.createCache(this.#options), this.#options, this.#adopt);
+    const fork = KvCache.make(owner, owner.forkStorage(this.#options), this.#options, this.#adopt);
     const target = fork.#handle;
     const copied = this.#turn(() => owner.copyCache(handle, target));
     fork.#queued = 1;

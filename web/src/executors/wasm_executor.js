@@ -185,13 +185,18 @@ export class WasmExecutor {
 
   /** cache.fork(): a new cache of this core holding a copy of `handle`'s storage. */
   forkCache(handle) {
-    const fork = newCoreCache(this.core);
+    const fork = this.forkStorage();
     try {
       return this.copyCache(handle, fork);
     } catch (e) {
       fork.delete();
       throw e;
     }
+  }
+
+  /** A fork's storage: an empty handle of this core, which copyCache() fills. */
+  forkStorage() {
+    return newCoreCache(this.core);
   }
 
   /** `to` (a cache handle of this core) becomes a copy of `from` (MemoryError: unchanged); returns it. */
