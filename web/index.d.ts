@@ -44,6 +44,19 @@ export class KvCache {
   read(): Promise<CacheContents>;
   /** Back to length 0 without freeing, after the calls made before it. */
   reset(): void;
+  /**
+   * Drops positions >= length (an integer, one for every row; at most `length`, and with a window
+   * whose ring has wrapped at least the oldest position held plus the window), after the calls
+   * made before it: later calls continue as if they had never been appended. CacheError otherwise,
+   * the cache unchanged.
+   */
+  truncate(length: number): void;
+  /**
+   * A new cache of the same module (same dtype, backend and options) holding a copy of this
+   * one's positions, after the calls made before it; later calls on either leave the other as it
+   * was. Freed by its own dispose() or the module's.
+   */
+  fork(): KvCache;
   /** Frees the storage once the calls made before it finish; later use throws DisposedError (as after the module's dispose()). */
   dispose(): void;
 }

@@ -134,6 +134,14 @@ class KvCacheBinding {
   std::string read(double first, int count, std::uintptr_t k, std::uintptr_t v) {
     return guarded([&] { storage().read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v)); });
   }
+  // Drops positions >= length (KvCache::truncate()): a CacheError naming `length` if it cannot.
+  std::string truncate(double length) {
+    return guarded([&] { storage().truncate(static_cast<std::int64_t>(length)); });
+  }
+  // Fills `target` (a new, empty handle) with a copy of this cache (KvCache::fork()).
+  std::string fork(KvCacheBinding& target) {
+    return guarded([&] { target.cache = storage().fork(); });
+  }
   KvCache& storage() {
     if (!cache) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
     return *cache;

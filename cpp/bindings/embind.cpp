@@ -80,7 +80,9 @@ void register_cache() {
       .constructor<>()
       .function("length", &KvCacheBinding::length)
       .function("reset", &KvCacheBinding::reset)
-      .function("read", &KvCacheBinding::read);
+      .function("read", &KvCacheBinding::read)
+      .function("truncate", &KvCacheBinding::truncate)
+      .function("fork", &KvCacheBinding::fork);
   function("mhaCreateCache", optional_override([](MhaBinding& m, KvCacheBinding& cache, int batch, int max_length,
                                                   int window, StorageType dtype) {
              return m.createCache(cache, batch, max_length, window, dtype);

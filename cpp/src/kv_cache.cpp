@@ -209,6 +209,110 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
   }
 }
 
+KvCache::KvCache(const KvCache& from, bool)
+    : owner_(from.owner_), config_(from.config_), kv_heads_(from.kv_heads_), dk_(from.dk_), dv_(from.dv_),
+      dv_pad_(from.dv_pad_), capacity_(from.capacity_), rows_per_pass_(from.rows_per_pass_),
+      length_(from.length_), finite_(from.finite_), k_block_(from.k_block_), v_block_(from.v_block_) {
+  // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
+  const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
+  const std::size_t bytes = storage_element_bytes(config_.dtype);
+  k_.reset(new unsigned char[blocks * k_block_ * bytes]);
+  v_.reset(new unsigned char[blocks * v_block_ * bytes]);
+  std::memcpy(k_.get(), from.k_.get(), blocks * k_block_ * bytes);
+  std::memcpy(v_.get(), from.v_.get(), blocks * v_block_ * bytes);
+  if (from.k_scales_) {
+    k_scales_.reset(new float[blocks * capacity_]);
+    v_scales_.reset(new float[blocks * capacity_]);
+    std::memcpy(k_scales_.get(), from.k_scales_.get(), blocks * capacity_ * sizeof(float));
+    std::memcpy(v_scales_.get(), from.v_scales_.get(), blocks * capacity_ * sizeof(float));
+  }
+}
+
+std::unique_ptr<KvCache> KvCache::fork() const {
+  return std::unique_ptr<KvCache>(new KvCache(*this, true));
+}
+
+std::int64_t KvCache::min_truncated_length() const {
+  const std::int64_t oldest = std::max<std::int64_t>(0, length_ - capacity_);
+  return oldest == 0 ? 0 : oldest + config_.window;
+}
+
+void KvCache::truncate(std::int64_t length) {
+  const std::int64_t lowest = min_truncated_length();
+  if (length < lowest || length > length_) {
+    const std::string held = "[" + std::to_string(lowest) + ", " + std::to_string(length_) + "]";
+    throw CacheError("length", length > length_ || lowest == 0
+        ? "cache.truncate: expected a length in " + held + ", got " + std::to_string(length)
+        : "cache.truncate: positions below " + std::to_string(lowest - config_.window) + " have left the ring of the "
+          "window (" + std::to_string(config_.window) + "), and a later query would need them; expected a length in " +
+          held + ", got " + std::to_string(length));
+  }
+  // The dropped positions the ring still holds read back as zeros, as never-written slots do (a
+  // kernel's padding multiplies them by a weight of 0, so an old Inf or NaN there would leak).
+  clear_positions(std::max(length, length_ - capacity_), length_);
+  length_ = length;
+  // A dropped Inf or NaN no longer disables the finite-only paths: the flag is what a cache that
+  // never held it has (checked only when it is off: a scan of the held rows).
+  if (!finite_) finite_ = held_rows_finite();
+}
+
+void KvCache::clear_positions(std::int64_t first, std::int64_t last) {
+  if (first >= last) return;
+  // Their slots: one run from first's on, and a second from slot 0 where they wrap.
+  const int from = static_cast<int>(first % capacity_);
+  const int count = static_cast<int>(last - first);
+  const int tail = std::min(count, capacity_ - from);
+  clear_slots(from, from + tail);
+  clear_slots(0, count - tail);
+}
+
+void KvCache::clear_slots(int first, int last) {
+  const std::size_t bytes = storage_element_bytes(config_.dtype);
+  const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
+  const int whole_first = kernels::whole_panels(first), whole_last = last / kernels::kPanelWidth * kernels::kPanelWidth;
+  for (std::size_t block = 0; block < blocks; ++block) {
+    unsigned char* kb = k_.get() + block * k_block_ * bytes;
+    unsigned char* vb = v_.get() + block * v_block_ * bytes;
+    // Keys: the whole 8-slot panels in one run, the slots of partial panels a feature at a time.
+    if (whole_first < whole_last) {
+      std::memset(kb + kernels::key_index(dk_, whole_first, 0) * bytes, 0, static_cast<std::size_t>(whole_last - whole_first) * dk_ * bytes);
+    }
+    for (int slot = first; slot < last; ++slot) {
+      if (slot >= whole_first && slot < whole_last) continue;
+      for (int c = 0; c < dk_; ++c) std::memset(kb + kernels::key_index(dk_, slot, c) * bytes, 0, bytes);
+    }
+    // Values: within a tile, a column panel's consecutive slots are one run.
+    for (int slot = first; slot < last;) {
+      const int end = std::min(last, (slot / kernels::kValueTile + 1) * kernels::kValueTile);
+      for (int c = 0; c < dv_pad_; c += kernels::kPanelWidth) {
+        std::memset(vb + kernels::value_index(capacity_, dv_pad_, slot, c) * bytes, 0,
+                    static_cast<std::size_t>(end - slot) * kernels::kPanelWidth * bytes);
+      }
+      slot = end;
+    }
+    if (k_scales_) {
+      std::fill(k_scales_.get() + block * capacity_ + first, k_scales_.get() + block * capacity_ + last, 0.0f);
+      std::fill(v_scales_.get() + block * capacity_ + first, v_scales_.get() + block * capacity_ + last, 0.0f);
+    }
+  }
+}
+
+bool KvCache::held_rows_finite() const {
+  const StorageType type = config_.dtype;
+  const std::size_t bytes = storage_element_bytes(type);
+  const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
+  for (std::size_t block = 0; block < blocks; ++block) {
+    const unsigned char* kb = k_.get() + block * k_block_ * bytes;
+    const unsigned char* vb = v_.get() + block * v_block_ * bytes;
+    const float* ks = k_scales_ ? k_scales_.get() + block * capacity_ : nullptr;
+    const float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
+    for (std::int64_t p = std::max<std::int64_t>(0, length_ - capacity_); p < length_; ++p) {
+      if (!stored_row_finite(type, kb, vb, ks, vs, static_cast<int>(p % capacity_), dk_, dv_, capacity_)) return false;
+    }
+  }
+  return true;
+}
+
 PackedKv KvCache::packed() const {
   return {k_.get(), v_.get(), static_cast<std::ptrdiff_t>(k_block_),
           static_cast<std::ptrdiff_t>(v_block_), capacity_, config_.dtype, k_scales_.get(),

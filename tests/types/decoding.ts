@@ -20,6 +20,11 @@ async function decode(prompt: Tensor, token: Tensor) {
   const presentShape: number[] = [...key.shape, ...value.shape, firstPosition];
   // @ts-expect-error: read() resolves to a promise, not the tensors
   cache.read().key;
+  cache.truncate(3);
+  const fork: KvCache = ring.fork();
+  fork.dispose();
+  // @ts-expect-error: one length for every row (per-row lengths are not supported)
+  cache.truncate([3, 3]);
   cache.reset();
   cache.dispose();
   try {

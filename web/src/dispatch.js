@@ -113,9 +113,7 @@ export class Dispatcher {
    */
   createCache(options) {
     const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
-    const cache = KvCache.make(owner, owner.createCache(options), options);
-    this.#caches.add(new WeakRef(cache));
-    return cache;
+    return KvCache.make(owner, owner.createCache(options), options, (cache) => this.#caches.add(new WeakRef(cache)));
   }
 
   /**

@@ -1,7 +1,7 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
 // incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
-import { CacheError, DisposedError, OptionError } from './errors.js';
-import { MAX_CACHE_POSITIONS } from './kv_ring.js';
+import { CacheError, DisposedError, OptionError, describe } from './errors.js';
+import { MAX_CACHE_POSITIONS, truncationFloor } from './kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from './option_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
@@ -32,6 +32,29 @@ export function resolveCacheOptions(options) {
   return { batchSize, maxLength, window, dtype: checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32') };
 }
 
+/**
+ * cache.truncate(length)'s argument, for a cache of `current` positions (options: its
+ * createCache() options): a CacheError naming `length` unless it is an integer the cache can be
+ * cut back to (truncationFloor()).
+ */
+function checkTruncation(length, current, options) {
+  const refuse = (message, expected) => {
+    throw new CacheError(`cache.truncate: ${message}`, { argument: 'length', expected, actual: describe(length) });
+  };
+  if (Array.isArray(length) || ArrayBuffer.isView(length)) {
+    refuse('expected one length for every row of the batch; per-row lengths (truncate(lengths)) are not supported, '
+      + `got ${describe(length)}`, 'an integer');
+  }
+  if (!Number.isInteger(length)) refuse(`expected an integer length, got ${describe(length)}`, 'an integer');
+  const { lowest, oldest } = truncationFloor(current, options);
+  const range = `[${lowest}, ${current}]`;
+  if (length > current || (length < lowest && oldest === 0)) refuse(`expected a length in ${range}, got ${length}`, range);
+  if (length < lowest) {
+    refuse(`positions below ${oldest} have left the ring of the window (${options.window}), and a later query would `
+      + `need them; expected a length in ${range}, got ${length}`, range);
+  }
+}
+
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
 const registry = new FinalizationRegistry((handle) => {
   if (!handle.isDeleted()) handle.delete();
@@ -59,7 +82,8 @@ export class KvCache {
   #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
   #queued = 0;    // calls queued or running
   #planned = 0;   // the length once every queued call has appended (while #queued > 0)
-  #epoch = 0;     // reset() count: a failure before a reset does not change the planned length
+  #epoch = 0;     // reset() and truncate() count: a failure before one does not change the planned length
+  #adopt;         // make()'s
 
   /**
    * Use mha.createCache(options) (which calls KvCache.make()). Exported for instanceof only: one
@@ -77,14 +101,22 @@ export class KvCache {
     registry.register(this, handle, this);
   }
 
-  /** The cache of `owner` (an executor) on its storage `handle`: Dispatcher.createCache()'s. */
-  static make(owner, handle, options) {
+  /**
+   * The cache of `owner` (an executor) on its storage `handle`: Dispatcher.createCache()'s.
+   * adopt(cache): the module's record of its caches (it releases them when disposed), for this
+   * one and its forks.
+   */
+  static make(owner, handle, options, adopt = () => {}) {
     making = true;
+    let cache;
     try {
-      return new KvCache(owner, handle, options);
+      cache = new KvCache(owner, handle, options);
     } finally {
       making = false;
     }
+    cache.#adopt = adopt;
+    adopt(cache);
+    return cache;
   }
 
   /**
@@ -190,6 +222,59 @@ export class KvCache {
     this.#queue = this.#queue.then(() => {
       if (!this.#dead) handle.reset();
     }).catch(() => {});  // a GPU reset fails only with its device, which the next call reports
+  }
+
+  /**
+   * Drops positions >= length (an integer in [lowest, this.length]; lowest is 0 unless a window's
+   * ring has wrapped: see docs/attention-math.md §9), keeping the storage: a later call continues
+   * at `length`, exactly as if the dropped positions had never been appended. One length for every
+   * row. After the calls made before it, as reset(); a misuse is a CacheError that changes nothing.
+   */
+  truncate(length) {
+    const handle = this.#live('KvCache.truncate');
+    checkTruncation(length, this.#queued ? this.#planned : handle.length(), this.#options);
+    if (this.#queued === 0) {
+      this.#owner.truncateCache(handle, length);
+      return;
+    }
+    this.#epoch += 1;
+    this.#planned = length;
+    // A call before it that failed appended less than planned: cut only what is there (the calls
+    // planned after it then reject, as behind any failed call).
+    this.#turn(() => {
+      if (handle.length() >= length) this.#owner.truncateCache(handle, length);
+    });
+  }
+
+  /**
+   * A new KvCache of the same module holding a copy of this one's positions (same dtype, backend
+   * and options), after the calls made before it: a later call on either leaves the other as it
+   * was. A copy on the cache's device (a GPU buffer copy for a cache on WebGPU).
+   */
+  fork() {
+    const handle = this.#live('KvCache.fork');
+    const owner = this.#owner;
+    if (this.#queued === 0) return KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
+    // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
+    // copy at its turn; the fork's own calls, planned on this planned length, wait for the copy.
+    const fork = KvCache.make(owner, owner.forkStorage(this.#options), this.#options, this.#adopt);
+    const target = fork.#handle;
+    const copied = this.#turn(() => owner.copyCache(handle, target));
+    fork.#queued = 1;
+    fork.#planned = this.#planned;
+    fork.#queue = copied.then(() => fork.#settle(0), () => fork.#settle(0));
+    return fork;
+  }
+
+  // Runs op() after the calls queued on it, counted as a queued call so that a call made meanwhile
+  // waits for it, and so does the storage's delete() by a dispose() made meanwhile (a fork made
+  // before it still gets its copy). A failure (a GPU's lost device) is reported by the next call.
+  // Returns op()'s promise.
+  #turn(op) {
+    this.#queued += 1;
+    const done = this.#queue.then(op);
+    this.#queue = done.then(() => this.#settle(0), () => this.#settle(0));
+    return done;
   }
 
   /** Frees the storage; later use throws DisposedError. */

@@ -29,3 +29,15 @@ export function ringGeometry({ maxLength, window }) {
   const wraps = window > 0 && (!maxLength || capacity < maxLength);
   return { capacity, rowsPerPass: wraps ? capacity - window + 1 : capacity };
 }
+
+/**
+ * The lowest length a cache of `length` positions (createCache()'s { maxLength, window }) may be
+ * truncated to (cache.truncate()), as the core's KvCache::min_truncated_length(): 0 until its ring
+ * has wrapped; then the oldest position the ring holds, length − capacity, plus the window, since
+ * the next query (and read()) needs the window's positions before the new length, and those below
+ * the oldest were overwritten. { lowest, oldest }.
+ */
+export function truncationFloor(length, { maxLength, window }) {
+  const oldest = Math.max(0, length - ringGeometry({ maxLength, window }).capacity);
+  return { lowest: oldest === 0 ? 0 : oldest + window, oldest };
+}

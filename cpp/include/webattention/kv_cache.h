@@ -52,6 +52,15 @@ class KvCache {
   const KvCacheConfig& config() const { return config_; }
   int capacity() const { return capacity_; }  // slots of storage, a multiple of 8 (RingGeometry)
   void reset();  // back to length 0; keeps the storage
+  // The first length truncate() accepts: 0 unless the ring has wrapped, else the oldest position
+  // held plus the window (a later query, and read(), need the window's keys before `length`).
+  std::int64_t min_truncated_length() const;
+  // Drops positions >= length: a later append continues there, exactly as if they had never been
+  // appended (their slots are zeroed). Throws CacheError, changing nothing, unless
+  // min_truncated_length() <= length <= length().
+  void truncate(std::int64_t length);
+  // A new cache of the same module holding a copy of this one's storage and length.
+  std::unique_ptr<KvCache> fork() const;
   // Copies positions [first, first + count) out in position order: keys into k [batch, kv_heads,
   // count, d_k], values into v [batch, kv_heads, count, d_v] (keys as stored: rotated). Throws
   // CacheError unless they are all held (a ring holds the last `capacity` positions).
@@ -60,6 +69,12 @@ class KvCache {
  private:
   friend class MultiHeadAttention;
   KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv);
+
+  KvCache(const KvCache& from, bool);  // fork()'s copy (the public copy constructor is deleted)
+  // Zeroes the slots of positions [first, last) (all in the ring: last - first <= capacity).
+  void clear_positions(std::int64_t first, std::int64_t last);
+  void clear_slots(int first, int last);  // slots [first, last) of every block
+  bool held_rows_finite() const;  // whether every slot held reads back finite
 
   // Rows that one append-and-attend pass may take (RingGeometry::rows_per_pass).
   int rows_per_pass() const { return rows_per_pass_; }

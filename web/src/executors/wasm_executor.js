@@ -177,6 +177,35 @@ export class WasmExecutor {
     return handle;
   }
 
+  /** cache.truncate(): drops positions >= length of a cache of this core (kv_cache.js has checked it). */
+  truncateCache(handle, length) {
+    const error = handle.truncate(length);
+    if (error) throwCoreError(error);
+  }
+
+  /** cache.fork(): a new cache of this core holding a copy of `handle`'s storage. */
+  forkCache(handle) {
+    const fork = this.forkStorage();
+    try {
+      return this.copyCache(handle, fork);
+    } catch (e) {
+      fork.delete();
+      throw e;
+    }
+  }
+
+  /** A fork's storage: an empty handle of this core, which copyCache() fills. */
+  forkStorage() {
+    return newCoreCache(this.core);
+  }
+
+  /** `to` (a cache handle of this core) becomes a copy of `from` (MemoryError: unchanged); returns it. */
+  copyCache(from, to) {
+    const error = from.fork(to);
+    if (error) throwCoreError(error);
+    return to;
+  }
+
   /**
    * cache.read(): positions [first, first + count) of a cache of this core, as { key [B, h_kv,
    * count, d_k], value [B, h_kv, count, d_v] } in position order.

@@ -13,7 +13,7 @@
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from '../webgpu/kernel_config.js';
-import { MemoryError } from '../errors.js';
+import { BackendError, MemoryError } from '../errors.js';
 import { weightsPerBatch } from '../plans.js';
 import { cachedPasses } from '../webgpu/cached_passes.js';
 import { Usage, reusableSize } from '../webgpu/device.js';
@@ -168,6 +168,36 @@ export class WebGpuExecutor {
   createCache(options) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
     return new GpuKvCache(this.#device, this.#config, options);
+  }
+
+  /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
+  truncateCache(handle, length) {
+    handle.truncate(length);
+  }
+
+  /** cache.fork(): a new cache of `options` (its source's) holding a device copy of `handle`. */
+  forkCache(handle, options) {
+    const fork = this.forkStorage(options);
+    fork.copyFrom(handle);
+    return fork;
+  }
+
+  /**
+   * A fork's storage, its copy to come (copyCache()): a BackendError once the device is gone (the
+   * cache's storage was there: it cannot move to WASM).
+   */
+  forkStorage(options) {
+    if (this.#lost || this.#disposed) {
+      throw new BackendError('cache.fork: the WebGPU device of this cache was lost; its storage was there', {
+        argument: 'cache', expected: 'a working WebGPU device', actual: this.#lost?.message || 'lost',
+      });
+    }
+    return this.createCache(options);
+  }
+
+  /** A fork's copy: `to` (from forkStorage()) becomes a copy of `from`, on the device. */
+  copyCache(from, to) {
+    to.copyFrom(from);
   }
 
   /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */

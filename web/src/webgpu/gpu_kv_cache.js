@@ -114,6 +114,24 @@ export class GpuKvCache {
   }
 
   /**
+   * cache.truncate(length) (kv_cache.js has checked it): the length alone. The dropped positions'
+   * slots are written again before any call reads them, and until then the kernels give a stale
+   * slot exactly 0 (pv() in kernels/attention_common.wgsl.js), so nothing needs clearing.
+   */
+  truncate(length) {
+    this.#length = length;
+  }
+
+  /** This cache becomes a copy of `source` (a cache of the same options): a buffer copy on the device. */
+  copyFrom(source) {
+    const encoder = this.#device.createCommandEncoder({ label: 'webattention cache fork' });
+    const from = source.#buffers();
+    this.#buffers().forEach((buffer, i) => encoder.copyBufferToBuffer(from[i], 0, buffer, 0, buffer.size));
+    this.#device.queue.submit([encoder.finish()]);
+    this.#length = source.#length;
+  }
+
+  /**
    * cache.read() on the GPU: positions [first, first + count) of K and V, read back (the queue
    * runs this after every call submitted before it), as { key [B, G, count, dk], value [B, G,
    * count, dv] } float32 in position order: a narrow cache's values widened as its attention
