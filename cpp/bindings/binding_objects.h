@@ -3,9 +3,10 @@
 // Conventions:
 // - Tensors cross as WASM heap addresses that JS has filled (no per-element conversion either
 //   way); outputs are read back from heap addresses the call returns or was given.
-// - Methods that can fail run in guarded() (error_wire.h) and return the error as
-//   "<ErrorClass>|<argument>|<message>" ('' on success): no C++ exception reaches JS, and a
-//   failed call leaves nothing allocated.
+// - Methods that can fail run in status() (below, over error_wire.h's guarded()) and return 0,
+//   or 1 with the error text left for takeError(): no C++ exception reaches JS, and once JS has
+//   taken the text a failed call has left nothing allocated. (Results that carry their own
+//   error field, read back rarely, keep it there.)
 #pragma once
 
 #include <malloc.h>
@@ -15,6 +16,7 @@
 #include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "error_wire.h"
 #include "parallel.h"
@@ -40,6 +42,28 @@ inline constexpr std::initializer_list<StorageType> kWeightTypes = {StorageType:
                                                              StorageType::i8};
 inline constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
 inline constexpr std::initializer_list<StorageType> kCacheTypes = {StorageType::f32, StorageType::f16, StorageType::i8};
+
+// A failing call returns 1 and leaves its error text ("<ErrorClass>|<argument>|<message>",
+// error_wire.h) here for JS to take (takeError()); a call that succeeds returns 0. A number, not
+// the text itself: Embind hands a returned std::string over through the heap (a malloc in C++, a
+// free from JS) on every call, a failing one or not.
+inline std::string& last_error() {
+  static std::string text;
+  return text;
+}
+template <typename F>
+int status(F&& body) {
+  std::string error = guarded(std::forward<F>(body));
+  if (error.empty()) return 0;
+  last_error() = std::move(error);
+  return 1;
+}
+// The last failed call's error text, once (its storage freed: WASM memory is as before the call).
+inline std::string take_error() {
+  std::string text;
+  text.swap(last_error());
+  return text;
+}
 
 // A call's arguments come as positional numbers and addresses, not as a value_object: Embind
 // converts a value_object field by field (a call into WASM each: ~3 µs for a forward's 25, a
@@ -131,16 +155,16 @@ class KvCacheBinding {
     if (cache) cache->reset();
   }
   // Positions [first, first + count) into k [B, h_kv, count, d_k] and v [B, h_kv, count, d_v].
-  std::string read(double first, int count, std::uintptr_t k, std::uintptr_t v) {
-    return guarded([&] { storage().read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v)); });
+  int read(double first, int count, std::uintptr_t k, std::uintptr_t v) {
+    return status([&] { storage().read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v)); });
   }
   // Drops positions >= length (KvCache::truncate()): a CacheError naming `length` if it cannot.
-  std::string truncate(double length) {
-    return guarded([&] { storage().truncate(static_cast<std::int64_t>(length)); });
+  int truncate(double length) {
+    return status([&] { storage().truncate(static_cast<std::int64_t>(length)); });
   }
   // Fills `target` (a new, empty handle) with a copy of this cache (KvCache::fork()).
-  std::string fork(KvCacheBinding& target) {
-    return guarded([&] { target.cache = storage().fork(); });
+  int fork(KvCacheBinding& target) {
+    return status([&] { target.cache = storage().fork(); });
   }
   KvCache& storage() {
     if (!cache) throw CacheError("cache", "cache: has no storage (createCache() failed?)");
@@ -152,8 +176,8 @@ class KvCacheBinding {
 // One MultiHeadAttention: empty until configure() succeeds.
 class MhaBinding {
  public:
-  std::string configure(const MhaConfig& config) {
-    return guarded([&] {
+  int configure(const MhaConfig& config) {
+    return status([&] {
       MhaConfig c = config;
       c.weights_dtype = allowed(c.weights_dtype, "weightsDtype", kWeightTypes);
       mha = std::make_unique<MultiHeadAttention>(c);
@@ -173,14 +197,14 @@ class MhaBinding {
     return json + "]";
   }
 
-  std::string setRotaryTable(std::uintptr_t cos, std::uintptr_t sin, int positions) {
-    return guarded([&] { mha->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
+  int setRotaryTable(std::uintptr_t cos, std::uintptr_t sin, int positions) {
+    return status([&] { mha->set_rotary_table(at<const float>(cos), at<const float>(sin), positions); });
   }
 
   // `count` elements of `source` (f32, or f16 / bf16 bit patterns) at `data`, converted to the
   // module's storage.
-  std::string loadParameter(const std::string& name, std::uintptr_t data, double count, StorageType source) {
-    return guarded([&] {
+  int loadParameter(const std::string& name, std::uintptr_t data, double count, StorageType source) {
+    return status([&] {
       mha->load_parameter(name, at<const void>(data), static_cast<std::size_t>(count),
                           allowed(source, "sourceDtype", kSourceTypes));
     });
@@ -191,8 +215,8 @@ class MhaBinding {
   // "load it with loadParameter() instead". Numbers into JS's array, not a value_object: its
   // fields would cost every cold start their registration.
   static constexpr int kInPlaceParts = 3;  // in_proj_weight's Q, K and V at most
-  std::string beginLoadInPlace(const std::string& name, double count, StorageType source, std::uintptr_t out) {
-    return guarded([&] {
+  int beginLoadInPlace(const std::string& name, double count, StorageType source, std::uintptr_t out) {
+    return status([&] {
       const auto parts = mha->begin_load_in_place(name, static_cast<std::size_t>(count),
                                                   allowed(source, "sourceDtype", kSourceTypes));
       double* o = at<double>(out);
@@ -206,8 +230,8 @@ class MhaBinding {
     });
   }
 
-  std::string finishLoadInPlace() {
-    return guarded([&] { mha->finish_load_in_place(); });
+  int finishLoadInPlace() {
+    return status([&] { mha->finish_load_in_place(); });
   }
 
   // After a load that ran out of memory part-way: a module holding a mix of two state dicts
@@ -215,8 +239,8 @@ class MhaBinding {
   void forgetParameters() { mha->forget_parameters(); }
 
   // Entry `name` as loaded, widened to f32: `count` floats at `out`.
-  std::string readParameter(const std::string& name, std::uintptr_t out, double count) {
-    return guarded([&] { mha->read_parameter(name, at<float>(out), static_cast<std::size_t>(count)); });
+  int readParameter(const std::string& name, std::uintptr_t out, double count) {
+    return status([&] { mha->read_parameter(name, at<float>(out), static_cast<std::size_t>(count)); });
   }
 
   BilinearWire headBilinearForm(int head) {
@@ -243,21 +267,21 @@ class MhaBinding {
             {am_kind, am, am_rank, am0, am1, am2}, causal, output, weights, average_weights, position_ids};
   }
 
-  std::string forward() {
-    return guarded([&] { mha->forward(call.args()); });
+  int forward() {
+    return status([&] { mha->forward(call.args()); });
   }
 
-  std::string forwardHeads(int head_begin, int head_end) {
-    return guarded([&] { mha->forward_heads(call.args(), head_begin, head_end, at<float>(call.output)); });
+  int forwardHeads(int head_begin, int head_end) {
+    return status([&] { mha->forward_heads(call.args(), head_begin, head_end, at<float>(call.output)); });
   }
 
   // out [rows, E] = heads [rows, h·d_v] · W_Oᵀ + b_O.
-  std::string projectOutput(std::uintptr_t heads, int rows, std::uintptr_t out) {
-    return guarded([&] { mha->project_output(at<const float>(heads), rows, at<float>(out)); });
+  int projectOutput(std::uintptr_t heads, int rows, std::uintptr_t out) {
+    return status([&] { mha->project_output(at<const float>(heads), rows, at<float>(out)); });
   }
 
-  std::string createCache(KvCacheBinding& target, int batch, int max_length, int window, StorageType dtype) {
-    return guarded([&] {
+  int createCache(KvCacheBinding& target, int batch, int max_length, int window, StorageType dtype) {
+    return status([&] {
       KvCacheConfig config{batch, max_length, window};
       config.dtype = allowed(dtype, "dtype", kCacheTypes);
       target.cache = mha->create_cache(config);
@@ -265,8 +289,8 @@ class MhaBinding {
   }
 
   // One decoding step: appends the rows to `cache` and attends over it.
-  std::string forwardCached(KvCacheBinding& cache) {
-    return guarded([&] { mha->forward(call.args(), cache.storage()); });
+  int forwardCached(KvCacheBinding& cache) {
+    return status([&] { mha->forward(call.args(), cache.storage()); });
   }
 
  private:
@@ -276,12 +300,12 @@ class MhaBinding {
 };
 
 // q [N, L, dk], k [N, S, dk], v [N, S, dv], the mask, then the options and the outputs.
-inline std::string sdpa(int N, int L, int S, int dk, int dv, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
+inline int sdpa(int N, int L, int S, int dk, int dv, std::uintptr_t q, std::uintptr_t k, std::uintptr_t v,
                         MaskKind mask_kind, std::uintptr_t mask, int mask_rank, int mask0, int mask1, int mask2,
                         bool causal, bool has_scale, double scale, std::uintptr_t output, std::uintptr_t weights) {
   const SdpaWire w{N, L, S, dk, dv, q, k, v, {mask_kind, mask, mask_rank, mask0, mask1, mask2},
                    causal, has_scale, scale, output, weights};
-  return guarded([&] { scaled_dot_product_attention(w.args()); });
+  return status([&] { scaled_dot_product_attention(w.args()); });
 }
 
 // The KV cache's storage rule (webattention/kv_cache.h; web/src/kv_ring.js is its JS twin).

@@ -149,6 +149,7 @@ EMSCRIPTEN_BINDINGS(webattention) {
       .function("forgetParameters", &MhaBinding::forgetParameters)
       .function("setCall", &MhaBinding::setCall)
       .function("forward", &MhaBinding::forward);
+  function("takeError", &take_error);
   function("memoryInUse", &memoryInUse);
   // Threads of the core's own pool: more than 1 only in the pthreads modules.
   function("threadCount", &thread_count);

@@ -96,3 +96,14 @@ test('a fresh core registers only the cold-start calls; each other group once, w
   assert.equal(fresh.KvCache, cacheClass);
   assert.equal(fresh.sdpa, undefined, 'one group does not register another');
 });
+
+test('a failed call returns 1 and leaves its text for takeError(), once; a call that succeeds returns 0', () => {
+  const native = new core.Mha();
+  const before = core.memoryInUse();
+  assert.equal(native.configure({ ...config(), weightsDtype: core.StorageType.float32, rotaryScaling: core.RotaryScaling.none, embedDim: 0 }), 1);
+  assert.match(core.takeError(), /^ConfigError\|embed_dim\|/);
+  assert.equal(core.takeError(), '', 'taken once');
+  assert.equal(core.memoryInUse(), before, 'the text is freed once taken');
+  assert.equal(native.configure({ ...config(), weightsDtype: core.StorageType.float32, rotaryScaling: core.RotaryScaling.none }), 0);
+  native.delete();
+});

@@ -41,12 +41,37 @@ export function requireGroup(core, name) {
 // { kind (tensor_checks.js's MaskKind), address, rank, shape0, shape1, shape2 }.
 const maskNumbers = (core, m) => [core.MaskKind.values[m.kind], m.address, m.rank, m.shape0, m.shape1, m.shape2];
 
+/**
+ * A failing core call returns 1 and leaves its error text for takeError() (binding_objects.h):
+ * the text ('' for 0), as the executors take it (errors.js throwCoreError()).
+ */
+const errorText = (core, status) => (status ? core.takeError() : '');
+
 /** args: { N, L, S, dk, dv, q, k, v, attnMask, isCausal, hasScale, scale, output, weights }. */
-export const coreSdpa = (core, a) => requireGroup(core, 'sdpa').sdpa(a.N, a.L, a.S, a.dk, a.dv, a.q, a.k, a.v,
-  ...maskNumbers(core, a.attnMask), a.isCausal, a.hasScale, a.scale, a.output, a.weights);
+export const coreSdpa = (core, a) => errorText(core, requireGroup(core, 'sdpa').sdpa(a.N, a.L, a.S, a.dk, a.dv,
+  a.q, a.k, a.v, ...maskNumbers(core, a.attnMask), a.isCausal, a.hasScale, a.scale, a.output, a.weights));
+
+/** One core KvCache (Embind's), empty until a CoreMha's createCache() or fork() gives it storage. */
+class CoreCache {
+  #core;
+
+  constructor(core) {
+    this.#core = core;
+    this.native = new (requireGroup(core, 'cache').KvCache)();
+  }
+
+  length() { return this.native.length(); }
+  reset() { this.native.reset(); }
+  read(first, count, k, v) { return errorText(this.#core, this.native.read(first, count, k, v)); }
+  truncate(length) { return errorText(this.#core, this.native.truncate(length)); }
+  /** Fills `target` (a new CoreCache) with a copy of this one. */
+  fork(target) { return errorText(this.#core, this.native.fork(target.native)); }
+  isDeleted() { return this.native.isDeleted(); }
+  delete() { this.native.delete(); }
+}
 
 /** A new, empty core KvCache (a Mha's createCache() gives it storage). */
-export const newCoreCache = (core) => new (requireGroup(core, 'cache').KvCache)();
+export const newCoreCache = (core) => new CoreCache(core);
 
 /** The KV cache's ring geometry as the core computes it: { capacity, rowsPerPass } or { error }. */
 export const coreRingGeometry = (core, maxLength, window) => requireGroup(core, 'cache').kvRingGeometry(maxLength, window);
@@ -73,13 +98,13 @@ export class CoreMha {
     const wire = { ...config, weightsDtype: enumValue(StorageType, config.weightsDtype, 'weightsDtype') };
     // An absent field stays absent, so that Embind's error names it.
     if ('rotaryScaling' in config) wire.rotaryScaling = RotaryScaling.values[config.rotaryScaling];
-    return this.#native.configure(wire);
+    return errorText(this.#core, this.#native.configure(wire));
   }
 
   parameterSpecs() { return this.#native.parameterSpecs(); }
 
   loadParameter(name, data, count, sourceDtype) {
-    return this.#native.loadParameter(name, data, count, enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype'));
+    return errorText(this.#core, this.#native.loadParameter(name, data, count, enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype')));
   }
 
   /**
@@ -88,23 +113,23 @@ export class CoreMha {
    * address `address`; no parts: load it with loadParameter), or { error }.
    */
   beginLoadInPlace(name, count, sourceDtype) {
-    const error = this.#native.beginLoadInPlace(name, count, enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype'),
-      this.#inPlaceParts);
+    const source = enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype');
+    const error = errorText(this.#core, this.#native.beginLoadInPlace(name, count, source, this.#inPlaceParts));
     if (error) return { error };
     const at = this.#inPlaceParts >>> 3;
     const v = this.#core.HEAPF64;  // read after the call: the core's new storage may have grown the memory
     return { parts: Array.from({ length: v[at] }, (_, i) => ({ address: v[at + 1 + 3 * i], offset: v[at + 2 + 3 * i], count: v[at + 3 + 3 * i] })) };
   }
 
-  finishLoadInPlace() { return this.#native.finishLoadInPlace(); }
+  finishLoadInPlace() { return errorText(this.#core, this.#native.finishLoadInPlace()); }
   forgetParameters() { this.#native.forgetParameters(); }
 
   readParameter(name, out, count) {
-    return requireGroup(this.#core, 'inspection').mhaReadParameter(this.#native, name, out, count);
+    return errorText(this.#core, requireGroup(this.#core, 'inspection').mhaReadParameter(this.#native, name, out, count));
   }
 
   setRotaryTable(cos, sin, positions) {
-    return requireGroup(this.#core, 'heads').mhaSetRotaryTable(this.#native, cos, sin, positions);
+    return errorText(this.#core, requireGroup(this.#core, 'heads').mhaSetRotaryTable(this.#native, cos, sin, positions));
   }
 
   /** { matrix, shape, rank, singularValues, factoredParameters, fullParameters }, or { error }. */
@@ -134,27 +159,28 @@ export class CoreMha {
 
   forward(args) {
     this.#setCall(args);
-    return this.#native.forward();
+    return errorText(this.#core, this.#native.forward());
   }
 
   forwardHeads(args, headBegin, headEnd) {
     this.#setCall(args);
-    return requireGroup(this.#core, 'heads').mhaForwardHeads(this.#native, headBegin, headEnd);
+    return errorText(this.#core, requireGroup(this.#core, 'heads').mhaForwardHeads(this.#native, headBegin, headEnd));
   }
 
   projectOutput(heads, rows, out) {
-    return requireGroup(this.#core, 'heads').mhaProjectOutput(this.#native, heads, rows, out);
+    return errorText(this.#core, requireGroup(this.#core, 'heads').mhaProjectOutput(this.#native, heads, rows, out));
   }
 
   /** cache: from newCoreCache(). */
   createCache(cache, batch, maxLength, window, dtype) {
-    return requireGroup(this.#core, 'cache').mhaCreateCache(this.#native, cache, batch, maxLength, window,
-      enumValue(this.#core.StorageType, dtype, 'dtype'));
+    const storage = enumValue(this.#core.StorageType, dtype, 'dtype');
+    return errorText(this.#core, requireGroup(this.#core, 'cache').mhaCreateCache(this.#native, cache.native, batch, maxLength,
+      window, storage));
   }
 
   forwardCached(args, cache) {
     this.#setCall(args);
-    return requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, cache);
+    return errorText(this.#core, requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, cache.native));
   }
 
   isDeleted() { return this.#native.isDeleted(); }
