@@ -177,7 +177,8 @@ export class MultiHeadAttention {
   static create(options: MultiHeadAttentionOptions): Promise<MultiHeadAttention>;
   /**
    * Layer `layer` of a Hugging Face config.json (attentionOptionsFromConfig()'s options), created;
-   * its loadStateDict() then defaults to the checkpoint's layout and prefix. OptionError naming the
+   * its loadStateDict() then defaults to the checkpoint's layout and prefix (and adds qkNormWeightOffset
+   * to the q/k norm weights). OptionError naming the
    * config field for an unknown model_type or an attention field it does not understand.
    */
   static fromConfig(config: HfConfig, options: FromConfigModuleOptions): Promise<MultiHeadAttention>;
@@ -251,7 +252,10 @@ export interface FromConfigResult {
   causal: boolean;
   /** loadStateDict()'s layout and prefix for the published checkpoint. */
   load: { layout: 'hf' | 'gpt2' | 'bert'; prefix: string };
-  /** Add to the file's q_norm/k_norm weights before loading: 1 for Gemma 3 (its norm scales by 1 + w), else 0. */
+  /**
+   * What the file's q_norm/k_norm weights lack: 1 for Gemma 3 (its norm scales by 1 + w), else 0. A fromConfig()
+   * module's loadStateDict() adds it; a create()d one needs it added to the weights before the load.
+   */
   qkNormWeightOffset: number;
 }
 

@@ -11,6 +11,7 @@ import * as api from '#webattention';
 import { resolveMhaConfig } from '../../web/src/module_config.js';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
 import { decodeCreate } from '../contract/decode.mjs';
+import { randomTensor, rng } from '../contract/contract.mjs';
 
 const { MultiHeadAttention, OptionError, attentionOptionsFromConfig } = api;
 const configDir = new URL('../fixtures/hf_configs/', import.meta.url);
@@ -161,6 +162,33 @@ test('fromConfig(): the module\'s config is create()\'s, its loadStateDict() opt
     // The call's layout replaces the checkpoint's: 'torch' names in_proj_weight, not q_proj.
     assert.throws(() => mha.loadStateDict({}, { layout: 'torch' }), { name: 'StateDictError', message: /in_proj_weight|q_proj_weight/ });
     assert.throws(() => mha.loadStateDict({}), { name: 'StateDictError', message: /language_model\.model\.layers\.5\.self_attn\.q_proj\.weight/ });
+  } finally {
+    mha.dispose();
+    reference.dispose();
+  }
+});
+
+test('a Gemma 3 fromConfig() module adds 1 to the file\'s q_norm/k_norm weights (stored as w − 1), not to the caller\'s arrays', async () => {
+  const config = { ...fixture('gemma-3-4b') };
+  config.text_config = { ...config.text_config, hidden_size: 32, num_attention_heads: 4, num_key_value_heads: 2, head_dim: 8 };
+  const { options, load } = attentionOptionsFromConfig(config, { layer: 0 });
+  const mha = await MultiHeadAttention.fromConfig(config, { layer: 0, threads: 1 });
+  const reference = await MultiHeadAttention.create({ ...options, threads: 1 });
+  try {
+    const next = rng(38);
+    const shapes = { q_proj: [32, 32], k_proj: [16, 32], v_proj: [16, 32], o_proj: [32, 32], q_norm: [8], k_norm: [8] };
+    const file = Object.fromEntries(Object.entries(shapes).map(([name, shape]) => [`${load.prefix}${name}.weight`, randomTensor(shape, next)]));
+    const stored = file[`${load.prefix}q_norm.weight`].data.slice();
+    mha.loadStateDict(file);
+    assert.deepEqual(file[`${load.prefix}q_norm.weight`].data, stored, 'the caller\'s array is unchanged');
+    const plusOne = (t) => ({ data: t.data.map((w) => w + 1), shape: t.shape });
+    reference.loadStateDict({
+      ...file, [`${load.prefix}q_norm.weight`]: plusOne(file[`${load.prefix}q_norm.weight`]),
+      [`${load.prefix}k_norm.weight`]: plusOne(file[`${load.prefix}k_norm.weight`]),
+    }, load);
+    const x = randomTensor([1, 5, 32], next);
+    const [ours, expected] = await Promise.all([mha.forward(x, x, x, { isCausal: true }), reference.forward(x, x, x, { isCausal: true })]);
+    assert.deepEqual(ours.output.data, expected.output.data);
   } finally {
     mha.dispose();
     reference.dispose();

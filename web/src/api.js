@@ -9,7 +9,7 @@ import { Dispatcher } from './dispatch.js';
 import { outputTensor } from './half_tensors.js';
 import { DisposedError } from './errors.js';
 import { createExecutors } from './executors/create_executors.js';
-import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig } from './hf_config.js';
+import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig, offsetQkNorm } from './hf_config.js';
 import { wasmSdpa } from './executors/wasm_executor.js';
 import { resolveCacheOptions } from './kv_cache.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from './module_config.js';
@@ -57,8 +57,9 @@ export class MultiHeadAttention {
    * Layer `layer` of a Hugging Face config.json (hf_config.js; docs/checkpoints.md): created with
    * that layer's options. options: { layer, prefix?, rotary? (replaces the config's RoPE: a
    * { table } for scalings fromConfig does not compute), weightsDtype?, threads?, backend?, gpu?,
-   * webgpuMinFlops? }. The module's `checkpoint` keeps the layout, prefix, window and causality,
-   * and its loadStateDict() takes that layout and prefix unless told otherwise.
+   * webgpuMinFlops? }. The module's `checkpoint` keeps the layout, prefix, window and causality;
+   * its loadStateDict() takes that layout and prefix unless told otherwise, and adds
+   * qkNormWeightOffset to the q/k norm weights (Gemma 3's are stored as w − 1).
    */
   static async fromConfig(config, options) {
     const own = ['weightsDtype', ...PLACEMENT_OPTIONS];
@@ -114,7 +115,8 @@ export class MultiHeadAttention {
     // A fromConfig() module's naming is its checkpoint's unless the call says otherwise.
     const named = this.#checkpoint && (options === undefined || options === null || typeof options === 'object')
       ? { layout: this.#checkpoint.layout, prefix: this.#checkpoint.prefix, ...options } : options;
-    dispatcher.loadStateDict(resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, named, this.#config.weightsDtype));
+    const entries = resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, named, this.#config.weightsDtype);
+    dispatcher.loadStateDict(offsetQkNorm(entries, this.#checkpoint?.qkNormWeightOffset));
   }
 
   /**

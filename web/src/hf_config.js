@@ -4,6 +4,7 @@
 // which the family's row does not read, or a value this package cannot compute exactly is an
 // OptionError naming the field as config.json spells it ('config.rope_scaling.rope_type').
 import { OptionError, describe } from './errors.js';
+import { asFloat32 } from './half_floats.js';
 import { FAMILIES } from './hf_families.js';
 import { resolveMhaConfig } from './module_config.js';
 import { checkOptions } from './option_checks.js';
@@ -221,4 +222,16 @@ function checkCreatable(options, family, at) {
     if (!source) throw e;
     throw new OptionError(`config.${at}${source}: ${e.message}`, { argument: `config.${at}${source}`, expected: e.expected, actual: e.actual });
   }
+}
+
+/**
+ * A loaded state dict's entries ([{ name, data, dtype }], resolveModuleStateDict()'s) with
+ * `offset` added to the qk-norm weights: Gemma 3 stores them as w − 1 (its RMSNorm scales by
+ * 1 + w), and a fromConfig() module computes with 1 + w as the model does. New arrays: the data
+ * may be the caller's own memory.
+ */
+export function offsetQkNorm(entries, offset) {
+  if (!offset) return entries;
+  return entries.map((e) => (e.name === 'q_norm.weight' || e.name === 'k_norm.weight'
+    ? { ...e, data: asFloat32(e.data, e.dtype).map((w) => w + offset), dtype: 'float32' } : e));
 }
