@@ -231,6 +231,12 @@ const HOSTILE = [
   ['Gemma 3 text_config of another model', { model_type: 'gemma3', text_config: { ...fixture('gemma-3-4b').text_config, model_type: 'llama' } }, { layer: 0 }, 'config.text_config.model_type'],
   ['Gemma 3 query_pre_attn_scalar negative', { model_type: 'gemma3', text_config: { ...fixture('gemma-3-4b').text_config, query_pre_attn_scalar: -1 } }, { layer: 0 }, 'config.text_config.query_pre_attn_scalar'],
   ['a non-string prefix', llama, { layer: 0, prefix: 3 }, 'prefix'],
+  // Values only create()'s checks refuse, named by the field they came from.
+  ['a rope_theta of 1 (rising frequencies)', { ...llama, rope_theta: 1 }, { layer: 0 }, 'config.rope_theta'],
+  ['a Gemma 3 local base of 1', { model_type: 'gemma3', text_config: { ...fixture('gemma-3-4b').text_config, rope_local_base_freq: 1 } }, { layer: 0 }, 'config.text_config.rope_local_base_freq'],
+  ['llama3 factors out of order', { ...llama, rope_scaling: { ...llama.rope_scaling, high_freq_factor: 0.5 } }, { layer: 0 }, 'config.rope_scaling'],
+  ['an rms_norm_eps float32 cannot hold', { ...fixture('qwen3-8b'), rms_norm_eps: 1e-50 }, { layer: 0 }, 'config.rms_norm_eps'],
+  ['the caller\'s rotary, wrong', llama, { layer: 0, rotary: { base: 0.5 } }, 'rotary.base'],
 ];
 
 test('hostile configs and options: an OptionError naming the field, before any WASM', async () => {

@@ -63,7 +63,7 @@ export function attentionOptionsFromConfig(config, options) {
     ...scoreOptions(family, c, layer, at),
     ...(family.rope ? { rotary: rotary ?? ropeOption(family, c, sliding, at) } : rotary === undefined ? {} : { rotary }),
   };
-  checkCreatable(created, family, at);
+  checkCreatable(created, family, at, rotary === undefined && family.rope ? (sliding && family.localRope) || 'rope_theta' : null);
   return {
     modelType, layer, options: created,
     window: sliding ? size(c, 'sliding_window', at) : null,
@@ -210,17 +210,24 @@ function ropeScaling(s, at) {
   };
 }
 
-// create()'s own checks over the options (sizes that do not divide, numKvHeads not a divisor),
-// named by the config field the option came from.
-function checkCreatable(options, family, at) {
+// create()'s own checks over the options (sizes that do not divide, numKvHeads not a divisor,
+// a base or eps float32 cannot hold), named by the config field the option came from. rotary:
+// the field its base came from, or null where the caller gave rotary (its errors are its own).
+function checkCreatable(options, family, at, rotary) {
   try {
     resolveMhaConfig(options);
   } catch (e) {
     if (!(e instanceof OptionError)) throw e;
-    const option = String(e.argument).split('.')[0];
-    const source = { ...family.sizes, headDim: 'head_dim', valueHeadDim: 'head_dim', rotary: 'rope_theta', scale: family.scale, softcap: family.softcap }[option];
-    if (!source) throw e;
-    throw new OptionError(`config.${at}${source}: ${e.message}`, { argument: `config.${at}${source}`, expected: e.expected, actual: e.actual });
+    const sources = {
+      ...family.sizes, headDim: 'head_dim', valueHeadDim: 'head_dim', scale: family.scale, softcap: family.softcap, 'qkNorm.eps': 'rms_norm_eps',
+      ...(rotary && { 'rotary.base': rotary, 'rotary.dim': 'partial_rotary_factor', 'rotary.scaling': 'rope_scaling' }),
+    };
+    // The longest option path that names a source: 'rotary.scaling.highFreqFactor' → rope_scaling.
+    const path = String(e.argument).split('.');
+    const key = path.map((_, i) => path.slice(0, path.length - i).join('.')).find((k) => sources[k]);
+    if (!key) throw e;
+    const field = `config.${at}${sources[key]}`;
+    throw new OptionError(`${field}: ${e.message}`, { argument: field, expected: e.expected, actual: e.actual });
   }
 }
 
