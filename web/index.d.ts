@@ -10,7 +10,7 @@ import type {
   CacheDtype, FloatInput, HalfTensor, HalfTensorInput, Mask, PositionIds, Tensor, TensorInput,
 } from './types/tensors.js';
 import type {
-  CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig,
+  CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
 
@@ -175,6 +175,15 @@ export class MultiHeadAttention {
   private constructor();
   /** Loads the WASM core on first use. Weights are undefined until loadStateDict(). */
   static create(options: MultiHeadAttentionOptions): Promise<MultiHeadAttention>;
+  /**
+   * Layer `layer` of a Hugging Face config.json (attentionOptionsFromConfig()'s options), created;
+   * its loadStateDict() then defaults to the checkpoint's layout and prefix (and adds qkNormWeightOffset
+   * to the q/k norm weights). OptionError naming the
+   * config field for an unknown model_type or an attention field it does not understand.
+   */
+  static fromConfig(config: HfConfig, options: FromConfigModuleOptions): Promise<MultiHeadAttention>;
+  /** Where a fromConfig() module came from; null for a create()d one. */
+  readonly checkpoint: CheckpointInfo | null;
   readonly config: ResolvedMultiHeadAttentionConfig;
   /**
    * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
@@ -215,6 +224,53 @@ export class MultiHeadAttention {
   /** Frees the WASM memory of this module; later calls throw DisposedError. */
   dispose(): void;
 }
+
+/** A Hugging Face config.json, parsed (only the attention's fields are read). */
+export type HfConfig = Record<string, unknown>;
+
+export interface FromConfigOptions {
+  /** The decoder or encoder layer, in [0, num_hidden_layers). */
+  layer: number;
+  /** The layer's state-dict prefix, if not the published checkpoint's ('model.layers.3.self_attn.'). */
+  prefix?: string;
+  /** Replaces the config's RoPE, e.g. a { table } for a rope_scaling fromConfig does not compute (yarn, longrope). */
+  rotary?: RotaryOptions;
+}
+
+export type FromConfigModuleOptions = FromConfigOptions
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+
+export interface FromConfigResult {
+  /** config.model_type ('llama' for SmolLM too). */
+  modelType: string;
+  layer: number;
+  /** create()'s options for the layer. */
+  options: MultiHeadAttentionOptions;
+  /** createCache()'s window for a sliding-window layer; null for full attention. */
+  window: number | null;
+  /** Whether the model's self-attention is causal (forward's isCausal, or a cache). */
+  causal: boolean;
+  /** loadStateDict()'s layout and prefix for the published checkpoint. */
+  load: { layout: 'hf' | 'gpt2' | 'bert'; prefix: string };
+  /**
+   * What the file's q_norm/k_norm weights lack: 1 for Gemma 3 (its norm scales by 1 + w), else 0. A fromConfig()
+   * module's loadStateDict() adds it; a create()d one needs it added to the weights before the load.
+   */
+  qkNormWeightOffset: number;
+}
+
+export interface CheckpointInfo {
+  modelType: string;
+  layer: number;
+  window: number | null;
+  causal: boolean;
+  layout: 'hf' | 'gpt2' | 'bert';
+  prefix: string;
+  qkNormWeightOffset: number;
+}
+
+/** The mapping MultiHeadAttention.fromConfig() uses, without creating anything (docs/checkpoints.md). */
+export function attentionOptionsFromConfig(config: HfConfig, options: FromConfigOptions): FromConfigResult;
 
 export interface ScaledDotProductAttentionOptions {
   /** [L, S] or [..., L, S]. */

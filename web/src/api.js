@@ -9,11 +9,12 @@ import { Dispatcher } from './dispatch.js';
 import { outputTensor } from './half_tensors.js';
 import { DisposedError } from './errors.js';
 import { createExecutors } from './executors/create_executors.js';
+import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig, offsetQkNorm } from './hf_config.js';
 import { wasmSdpa } from './executors/wasm_executor.js';
 import { resolveCacheOptions } from './kv_cache.js';
-import { resolveMhaConfig } from './module_config.js';
+import { PLACEMENT_OPTIONS, resolveMhaConfig } from './module_config.js';
 import { measuredFusedSpeedup } from './madd_probe.js';
-import { checkIndex } from './option_checks.js';
+import { checkIndex, checkOptions } from './option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from './plans.js';
 import { Runtime } from './runtime.js';
 import { resolveModuleStateDict } from './state_dict.js';
@@ -31,11 +32,13 @@ const registry = new FinalizationRegistry((dispatcher) => dispatcher.dispose());
 export class MultiHeadAttention {
   #dispatcher;
   #config;
+  #checkpoint;
 
-  /** Use MultiHeadAttention.create(options). */
-  constructor(dispatcher, config) {
+  /** Use MultiHeadAttention.create(options) or fromConfig(config, { layer }). */
+  constructor(dispatcher, config, checkpoint = null) {
     this.#dispatcher = dispatcher;
     this.#config = config;
+    this.#checkpoint = checkpoint;
     registry.register(this, dispatcher, this);
   }
 
@@ -48,6 +51,33 @@ export class MultiHeadAttention {
     const config = resolveMhaConfig(options);
     const dispatcher = new Dispatcher(config, await createExecutors(config, options, runtime));
     return new MultiHeadAttention(dispatcher, config);
+  }
+
+  /**
+   * Layer `layer` of a Hugging Face config.json (hf_config.js; docs/checkpoints.md): created with
+   * that layer's options. options: { layer, prefix?, rotary? (replaces the config's RoPE: a
+   * { table } for scalings fromConfig does not compute), weightsDtype?, threads?, backend?, gpu?,
+   * webgpuMinFlops? }. The module's `checkpoint` keeps the layout, prefix, window and causality;
+   * its loadStateDict() takes that layout and prefix unless told otherwise, and adds
+   * qkNormWeightOffset to the q/k norm weights (Gemma 3's are stored as w − 1).
+   */
+  static async fromConfig(config, options) {
+    const own = ['weightsDtype', ...PLACEMENT_OPTIONS];
+    const o = checkOptions('MultiHeadAttention.fromConfig', options, [...FROM_CONFIG_OPTIONS, ...own]);
+    const mapped = attentionOptionsFromConfig(config, Object.fromEntries(FROM_CONFIG_OPTIONS.filter((k) => k in o).map((k) => [k, o[k]])));
+    const createOptions = { ...mapped.options, ...Object.fromEntries(own.filter((k) => k in o).map((k) => [k, o[k]])) };
+    const resolved = resolveMhaConfig(createOptions);
+    const dispatcher = new Dispatcher(resolved, await createExecutors(resolved, createOptions, runtime));
+    const { modelType, layer, window, causal, load, qkNormWeightOffset } = mapped;
+    return new MultiHeadAttention(dispatcher, resolved, Object.freeze({ modelType, layer, window, causal, ...load, qkNormWeightOffset }));
+  }
+
+  /**
+   * Where a fromConfig() module came from: { modelType, layer, window (createCache()'s, or null),
+   * causal, layout, prefix, qkNormWeightOffset }; null for a create()d module.
+   */
+  get checkpoint() {
+    return this.#checkpoint;
   }
 
   /** Resolved configuration (defaults filled in). */
@@ -76,12 +106,17 @@ export class MultiHeadAttention {
 
   /**
    * Loads torch.nn.MultiheadAttention.state_dict() entries (tensors or Float32Arrays; a Map from
-   * loadSafetensors() too). options: { prefix? = '', strict? = true, layout? = 'torch' } (state_dict.js;
+   * loadSafetensors() too). options: { prefix? = '', strict? = true, layout? = 'torch' } (a fromConfig()
+   * module's: its checkpoint's prefix and layout) (state_dict.js;
    * the 'hf', 'gpt2' and 'bert' namings: checkpoint_layouts.js).
    */
   loadStateDict(stateDict, options) {
     const dispatcher = this.#live('loadStateDict');
-    dispatcher.loadStateDict(resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, options, this.#config.weightsDtype));
+    // A fromConfig() module's naming is its checkpoint's unless the call says otherwise.
+    const named = this.#checkpoint && (options === undefined || options === null || typeof options === 'object')
+      ? { layout: this.#checkpoint.layout, prefix: this.#checkpoint.prefix, ...options } : options;
+    const entries = resolveModuleStateDict(dispatcher.parameterSpecs(), stateDict, named, this.#config.weightsDtype);
+    dispatcher.loadStateDict(offsetQkNorm(entries, this.#checkpoint?.qkNormWeightOffset));
   }
 
   /**

@@ -41,7 +41,7 @@ const CONFIG_FIELDS = [
 export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
-const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
+export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
 
 /** Every option MultiHeadAttention.create() takes. */
 export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];

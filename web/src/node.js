@@ -55,3 +55,4 @@ export { configure } from './configure.js';
 export { gpuKernelVariants } from './webgpu/gpu_kernel_pins.js';
 export * from './public_errors.js';
 export { KvCache } from './kv_cache.js';
+export { attentionOptionsFromConfig } from './hf_config.js';
