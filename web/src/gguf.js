@@ -77,6 +77,8 @@ class Reader {
   /** A uint64 count or size, as a number: larger than the file is refused by `limit` first. */
   count(argument, limit, what) {
     const n = this.scalar(argument, 10);
+    // A limit below 0 (fewer bytes left than the smallest item) allows 0 items, not fewer.
+    limit = Math.max(0, limit);
     if (n > BigInt(limit)) throw fail(argument, `${n} ${what}, more than the ${limit} the rest of the file can hold`, `<= ${limit}`, n);
     return Number(n);
   }
