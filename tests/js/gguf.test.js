@@ -91,6 +91,20 @@ test('Q4_1, Q5_0, Q5_1: a GgufError naming the tensor and its type, float32 by l
   }
 });
 
+test('Q5_0 and Q4_0 keep llama.cpp\'s sign of zero: a code of 0 times a negative d is −0 (no + 0 after x·d)', () => {
+  // One Q5_0 block: d = −1 (F16 0xbc00), qh 0, every nibble 0 → code 0 − 16 = −16 → 16; and
+  // elements with code 16 (nibble 0, fifth bit 1) → 0 · −1 = −0.
+  const q5 = new Uint8Array(22);
+  q5.set([0x00, 0xbc, 0xff, 0xff, 0xff, 0xff]);
+  const q4 = new Uint8Array(18);
+  q4.set([0x00, 0xbc]);
+  q4.fill(0x88, 2);
+  const file = loadGguf(ggufBytes({ tensors: [{ name: 'a', ne: [32], type: 'Q5_0', data: q5 }, { name: 'b', ne: [32], type: 'Q4_0', data: q4 }] }),
+    { dequantize: true });
+  assert.ok(file.get('a').data.every((v) => Object.is(v, -0)), Array.from(file.get('a').data).join());
+  assert.ok(file.get('b').data.every((v) => Object.is(v, -0)), Array.from(file.get('b').data).join());
+});
+
 test('types without a dequantiser (Q4_K, Q6_K, Q8_1): a GgufError naming the tensor and its type, with or without dequantize', () => {
   for (const [type, block, size] of [['Q4_K', 256, 144], ['Q6_K', 256, 210], ['Q8_1', 32, 36]]) {
     const bytes = ggufBytes({ tensors: [{ name: 'w', ne: [block], type, data: new Uint8Array(size) }] });

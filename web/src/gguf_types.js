@@ -64,8 +64,9 @@ function dequantizeQ5(bytes, at, blocks, out, withMin) {
       const q = bytes[p + high + 4 + j];
       const x0 = ((q & 0x0f) | (((qh >>> j) << 4) & 0x10)) + offset;
       const x1 = ((q >> 4) | ((qh >>> (j + 12)) & 0x10)) + offset;
-      out[o + j] = x0 * d + m;
-      out[o + j + 16] = x1 * d + m;
+      // Q5_0 is x·d alone, as llama.cpp's: + 0 would turn its −0 into +0.
+      out[o + j] = withMin ? x0 * d + m : x0 * d;
+      out[o + j + 16] = withMin ? x1 * d + m : x1 * d;
     }
   }
 }
