@@ -17,6 +17,7 @@ const MAX_NAME_BYTES = 63;         // GGML_MAX_NAME 64, with its terminating zer
 // Arrays of arrays recurse; a file of nested array headers (12 bytes a level) must not exhaust
 // the stack. Real files nest at most once.
 const MAX_ARRAY_DEPTH = 16;
+const ENCODER = new TextEncoder();
 const VALUE_TYPES = ['UINT8', 'INT8', 'UINT16', 'INT16', 'UINT32', 'INT32', 'FLOAT32', 'BOOL', 'STRING', 'ARRAY', 'UINT64', 'INT64', 'FLOAT64'];
 // Bytes of one value of each type, at least (a string is its 8-byte length, an array its 12-byte
 // header): what an array count is checked against before a single element is read.
@@ -163,7 +164,7 @@ function checkAlignment(type, a) {
 function readTensorInfo(r, i) {
   const name = r.string(`tensor ${i} name`);
   const at = `tensor ${JSON.stringify(name)}`;
-  const nameBytes = new TextEncoder().encode(name).length;
+  const nameBytes = ENCODER.encode(name).length;
   if (nameBytes > MAX_NAME_BYTES) throw fail(`${at} name`, `${nameBytes} bytes, over llama.cpp's ${MAX_NAME_BYTES}`, `<= ${MAX_NAME_BYTES}`, nameBytes);
   const nDims = r.u32(`${at} n_dims`);
   if (nDims < 1 || nDims > MAX_DIMS) throw fail(`${at} n_dims`, `${nDims}; expected 1 to ${MAX_DIMS}`, `1..${MAX_DIMS}`, nDims);
