@@ -4,7 +4,8 @@
 #      (libFuzzer, ASan + UBSan; scripts/fuzz.sh)
 #   2. the same GoogleTest suite compiled to WASM, one build per module of web/modules.json
 #      (SIMD128, relaxed SIMD, scalar, pthreads, pthreads + relaxed SIMD), run by node (CTest)
-#   3. the safetensors loader fuzzed for 15 s (tests/fuzz/safetensors_fuzz.mjs), the JS boundary for
+#   3. the safetensors loader fuzzed for 15 s (tests/fuzz/safetensors_fuzz.mjs), the GGUF loader
+#      for 10 s (tests/fuzz/gguf_fuzz.mjs), the JS boundary for
 #      30 s (tests/fuzz/js_boundary_fuzz.mjs: hostile shapes, proxies, getters, realms); the
 #      hand-written types (tsc), then the JS API: PyTorch parity fixtures, bad inputs, leaks
 #      (on every single-threaded module of web/modules.json, and on the worker pool with
@@ -40,6 +41,9 @@ done
 
 step "loadSafetensors() under a mutation fuzzer, 15 s (node tests/fuzz/safetensors_fuzz.mjs 1000000 for a long run)"
 node tests/fuzz/safetensors_fuzz.mjs --seconds 15
+
+step "loadGguf() under a mutation fuzzer, 10 s (node tests/fuzz/gguf_fuzz.mjs 1000000 for a long run)"
+node tests/fuzz/gguf_fuzz.mjs --seconds 10
 
 step "The JS boundary under a property-based fuzzer, 30 s: hostile tensors and options give a typed error or the right answer (node tests/fuzz/js_boundary_fuzz.mjs --seconds 600 for a long run)"
 node tests/fuzz/js_boundary_fuzz.mjs --seconds 30

@@ -365,6 +365,40 @@ export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, option
 /** convert: false: F16 and BF16 tensors keep their bits (views on `bytes` where 2-byte aligned). */
 export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options: { convert: boolean }): SafetensorsFile<SafetensorsTensor | SafetensorsHalfTensor>;
 
+/** Q8_0 or Q4_0 blocks of a GGUF file as stored (llama.cpp's layout), `shape` row-major. */
+export interface GgufBlockTensor {
+  /** q8_0: 34-byte blocks (f16 d, 32 int8; value q·d). q4_0: 18-byte blocks (f16 d, 16 bytes: low nibbles elements 0–15, high nibbles 16–31; value (q − 8)·d). */
+  dtype: 'q8_0' | 'q4_0';
+  data: Uint8Array;
+  shape: number[];
+}
+
+/** A metadata value of a GGUF file: UINT64 / INT64 as bigint, BOOL as boolean, ARRAY as an array. */
+export type GgufValue = number | bigint | boolean | string | GgufValue[];
+
+/** loadGguf()'s result: name → tensor in the file's order, with the file's metadata. */
+export interface GgufFile<T = Tensor | HalfTensor | GgufBlockTensor> extends Map<string, T> {
+  /** The key-value pairs in the file's order (general.architecture, llama.attention.head_count, ...). */
+  readonly metadata: Map<string, GgufValue>;
+  /** name → the GGML type the file stores it as ('F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', ...). */
+  readonly types: Map<string, string>;
+  readonly version: 2 | 3;
+  /** general.alignment, 32 when absent. */
+  readonly alignment: number;
+}
+
+/**
+ * The tensors and metadata of a GGUF file (llama.cpp's format, versions 2 and 3, little-endian),
+ * checked strictly: a broken file is a GgufError naming the problem. Shapes are row-major, as
+ * PyTorch's: GGUF's ne (innermost first) reversed, so a matrix is [ne[1], ne[0]]. F32 is float32,
+ * F16 / BF16 16-bit tensors, Q8_0 / Q4_0 their blocks as stored (views on `bytes` where aligned);
+ * any other type is a GgufError naming the tensor and its type.
+ */
+export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options?: { dequantize?: false }): GgufFile;
+/** dequantize: true: every tensor float32 by llama.cpp's dequantisation (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; others a GgufError). */
+export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options: { dequantize: true }): GgufFile<Tensor>;
+export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options: { dequantize: boolean }): GgufFile;
+
 /**
  * The bytes of a .safetensors file holding `tensors` (name → tensor): float32 tensors as F32,
  * 16-bit ones ({ data: Uint16Array, dtype }) as F16 / BF16, their bits as given; `metadata`
@@ -402,6 +436,8 @@ export class WorkerError extends WebAttentionError {}
 export class BackendError extends WebAttentionError {}
 /** A .safetensors file that breaks the format (loadSafetensors()); `argument` names the part. */
 export class SafetensorsError extends WebAttentionError {}
+/** A GGUF file that breaks the format, or a tensor type loadGguf() cannot return; `argument` names the part. */
+export class GgufError extends WebAttentionError {}
 /**
  * A file of the package could not be fetched or is not what it should be (HTML served instead
  * of the .wasm: Vite's dev server without optimizeDeps.exclude); the message names the URL and

@@ -51,7 +51,8 @@ function split(bytes) {
 }
 
 const join = (header, data) => safetensorsBytes(header, data);
-function splice(bytes, at, remove, insert = new Uint8Array(0)) {
+/** bytes with `remove` bytes at `at` replaced by `insert` (a new array). */
+export function splice(bytes, at, remove, insert = new Uint8Array(0)) {
   const tail = bytes.subarray(Math.min(bytes.length, at + remove));
   const out = new Uint8Array(at + insert.length + tail.length);
   out.set(bytes.subarray(0, at));

@@ -90,6 +90,7 @@ const api = bindApi(async () => {
 });
 
 export { loadSafetensors } from './safetensors.js';
+export { loadGguf } from './gguf.js';
 export { saveSafetensors } from './safetensors_writer.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './configure.js';

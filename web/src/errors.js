@@ -31,6 +31,10 @@ export class StateDictError extends WebAttentionError {
 export class SafetensorsError extends WebAttentionError {
   static errorName = 'SafetensorsError';
 }
+/** A GGUF file that breaks the format (loadGguf), or a tensor type it cannot return: its message names the problem. */
+export class GgufError extends WebAttentionError {
+  static errorName = 'GgufError';
+}
 /** An unknown option, or an option value out of range. */
 export class OptionError extends WebAttentionError {
   static errorName = 'OptionError';
@@ -74,7 +78,7 @@ export class LoadError extends WebAttentionError {
   static errorName = 'LoadError';
 }
 
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, LoadError, SafetensorsError };
+const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, LoadError, SafetensorsError, GgufError };
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

@@ -2,5 +2,5 @@
 // errors.js's helpers (message formatting, the core's error strings), which are internal.
 export {
   WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError,
-  WorkerError, BackendError, LoadError, SafetensorsError,
+  WorkerError, BackendError, LoadError, SafetensorsError, GgufError,
 } from './errors.js';

@@ -192,6 +192,17 @@ function tensorData(file, entries, dataStart, keepHalves) {
   });
 }
 
+/** A file's bytes as a Uint8Array (a view, no copy), or the DTypeError of `caller` (loadGguf too). */
+export function fileBytes(caller, bytes) {
+  const file = byteView(bytes);
+  if (file === null) {
+    throw new DTypeError(`${caller}: expected an ArrayBuffer or a typed array of the file's bytes, got ${describe(bytes)}`, {
+      argument: 'bytes', expected: 'ArrayBuffer | ArrayBufferView', actual: describe(bytes),
+    });
+  }
+  return file;
+}
+
 /**
  * bytes: ArrayBuffer, SharedArrayBuffer, typed array or DataView holding a .safetensors file.
  * Returns a Map name → { data: Float32Array, shape: number[], dtype: 'F32' | 'F16' | 'BF16' } in
@@ -203,12 +214,7 @@ function tensorData(file, entries, dataStart, keepHalves) {
  */
 export function loadSafetensors(bytes, options) {
   const convert = checkBoolean('convert', checkOptions('loadSafetensors', options, ['convert']).convert, true);
-  const file = byteView(bytes);
-  if (file === null) {
-    throw new DTypeError(`loadSafetensors: expected an ArrayBuffer or a typed array of the file's bytes, got ${describe(bytes)}`, {
-      argument: 'bytes', expected: 'ArrayBuffer | ArrayBufferView', actual: describe(bytes),
-    });
-  }
+  const file = fileBytes('loadSafetensors', bytes);
   const { text, dataStart } = headerText(file);
   const { value: header, order, entryOrder } = parseHeader(text);
   const dataBytes = file.length - dataStart;
