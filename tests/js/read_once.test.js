@@ -177,3 +177,15 @@ for (const threads of [1, 2]) {
     }
   });
 }
+
+// scaledDotProductAttention() waits for the core before it computes: its mask is copied at the call.
+test('scaledDotProductAttention(): an attnMask changed right after the call changes nothing', async () => {
+  const values = filled(4 * 8, 5);
+  const q = () => tensor(values.slice(), [4, 8]);
+  const mask = () => ({ data: new Float32Array(16), shape: [4, 4] });
+  const expected = (await scaledDotProductAttention(q(), q(), q(), { attnMask: mask() })).output.data;
+  const attnMask = mask();
+  const call = scaledDotProductAttention(q(), q(), q(), { attnMask });
+  attnMask.data.fill(NaN);
+  assert.ok(sameBits((await call).output.data, expected));
+});

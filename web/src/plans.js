@@ -140,7 +140,8 @@ export function resolveSdpa(q, k, v, options) {
   if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
   if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
   const N = product(leading);
-  const attnMask = checkMask('attnMask', o.attnMask, views, true);
+  // Copied, not borrowed: the call waits for the core before it computes.
+  const attnMask = checkMask('attnMask', o.attnMask, views);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {
