@@ -37,9 +37,10 @@ export function requireGroup(core, name) {
 }
 
 // A call's arguments go to the core as positional numbers (cpp/bindings/binding_objects.h says
-// why): these two functions are the one place JS names them, in the core's order. A mask is
+// why): coreSdpa() and CoreMha's #setCall() are the one place JS names them, in the core's order,
+// each field written out (no array and spread per call: this is every call's path). A mask is
 // { kind (tensor_checks.js's MaskKind), address, rank, shape0, shape1, shape2 }.
-const maskNumbers = (core, m) => [core.MaskKind.values[m.kind], m.address, m.rank, m.shape0, m.shape1, m.shape2];
+const maskKind = (core, m) => core.MaskKind.values[m.kind];
 
 /**
  * A failing core call returns 1 and leaves its error text for takeError() (binding_objects.h):
@@ -49,7 +50,8 @@ const errorText = (core, status) => (status ? core.takeError() : '');
 
 /** args: { N, L, S, dk, dv, q, k, v, attnMask, isCausal, hasScale, scale, output, weights }. */
 export const coreSdpa = (core, a) => errorText(core, requireGroup(core, 'sdpa').sdpa(a.N, a.L, a.S, a.dk, a.dv,
-  a.q, a.k, a.v, ...maskNumbers(core, a.attnMask), a.isCausal, a.hasScale, a.scale, a.output, a.weights));
+  a.q, a.k, a.v, maskKind(core, a.attnMask), a.attnMask.address, a.attnMask.rank, a.attnMask.shape0, a.attnMask.shape1,
+  a.attnMask.shape2, a.isCausal, a.hasScale, a.scale, a.output, a.weights));
 
 /** One core KvCache (Embind's), empty until a CoreMha's createCache() or fork() gives it storage. */
 class CoreCache {
@@ -153,8 +155,11 @@ export class CoreMha {
    */
   #setCall(a) {
     const core = this.#core;
-    this.#native.setCall(a.batch, a.L, a.S, a.query, a.key, a.value, ...maskNumbers(core, a.keyPaddingMask),
-      ...maskNumbers(core, a.attnMask), a.isCausal, a.output, a.weights, a.averageWeights, a.positionIds);
+    const { keyPaddingMask: p, attnMask: m } = a;
+    this.#native.setCall(a.batch, a.L, a.S, a.query, a.key, a.value,
+      maskKind(core, p), p.address, p.rank, p.shape0, p.shape1, p.shape2,
+      maskKind(core, m), m.address, m.rank, m.shape0, m.shape1, m.shape2,
+      a.isCausal, a.output, a.weights, a.averageWeights, a.positionIds);
   }
 
   forward(args) {
