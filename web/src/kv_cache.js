@@ -219,7 +219,9 @@ export class KvCache {
     }
     this.#epoch += 1;
     this.#planned = 0;
-    this.#queue = this.#queue.then(() => {
+    // A turn like truncate()'s and fork()'s, counted while it waits: until it has run, `length` is
+    // 0 and a call made meanwhile queues behind it.
+    this.#turn(() => {
       if (!this.#dead) handle.reset();
     }).catch(() => {});  // a GPU reset fails only with its device, which the next call reports
   }
