@@ -14,6 +14,7 @@
 // entry imports: one copy of every module (error classes among them) for both. The worker is
 // bundled apart: a chunk shared with it would be a third file for the entry to load.
 // The tests and the repository's scripts import web/src itself, never these files.
+import { writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -37,10 +38,28 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
     banner: { js: BANNER },
     logLevel: 'warning',
   };
+  // The early load (web/src/node_early.js) is a file of its own, which both the entry and the
+  // bundle import: one instance, so the bundle finds the load the entry started.
+  const early = { name: 'node-early', setup: (b) => b.onResolve({ filter: /\/node_early\.js$/ }, () => ({ path: './node_early.js', external: true })) };
+  await build({ ...common, entryPoints: { node_early: join(ROOT, 'web/src/node_early.js') } });
   // Fixed chunk names: a rebuild overwrites them instead of leaving old hashed files beside them
   // (two shared chunks would collide on node_chunk.js and fail the build, not pass unnoticed).
-  await build({ ...common, entryPoints: { node: join(ROOT, 'web/src/node.js') }, splitting: true, chunkNames: 'node_[name]' });
+  const { metafile } = await build({
+    ...common, entryPoints: { node_main: join(ROOT, 'web/src/node.js') }, splitting: true, chunkNames: 'node_[name]',
+    plugins: [early], metafile: true,
+  });
+  writeFileSync(join(outDir, 'node.js'), entryModule(metafile.outputs[Object.keys(metafile.outputs).find((f) => f.endsWith('/node_main.js'))].exports));
   await build({ ...common, entryPoints: { node_worker: join(ROOT, 'web/src/node_worker.js') } });
+}
+
+// The entry, web/dist/node.js: the early load first, then the bundle, whose exports it passes on
+// (names from esbuild's metafile: the source entry's, no list to keep).
+function entryModule(names) {
+  return `${BANNER}
+import "./node_early.js";
+const bundle = await import("./node_main.js");
+export const { ${[...names].sort().join(', ')} } = bundle;
+`;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

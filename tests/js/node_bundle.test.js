@@ -1,6 +1,8 @@
 // The package's Node entry as users load it: web/dist/node.js, which scripts/bundle_node.mjs makes
-// of web/src/node.js with two chunks beside it (node_chunk.js, imported; node_webgpu_executor.js,
-// imported only when there is a GPU), and web/dist/node_worker.js, its pool worker's. Bundled
+// of web/src/node.js: a small entry that imports node_early.js (the WASM module's load, started
+// first) and then the bundle node_main.js, which has two chunks beside it (node_chunk.js,
+// imported; node_webgpu_executor.js, imported only when there is a GPU), and
+// web/dist/node_worker.js, its pool worker's. Bundled
 // afresh here from the working tree, so that this checks the bundling, not a past build: the same
 // exports as the source entry, no import of any other package file, and the same results, worker
 // pool included.
@@ -29,13 +31,16 @@ async function freshBundle() {
 test('the bundled Node entry: the source entry\'s exports, its own chunks only, the same results on one thread and on the pool', async () => {
   const { dist, remove } = await freshBundle();
   try {
-    // Static import statements wherever they stand: the bundle is minified (statements share lines).
-    const staticImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/(?:^|[;}])\s*import\b[^;"'()]*?from\s*"([^"]+)"/gm)].map((m) => m[1]);
+    // Static import statements (bare ones too) wherever they stand: the bundle is minified (statements share lines).
+    const staticImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/(?:^|[;}])\s*import\b(?:[^;"'()]*?from)?\s*"([^"]+)"/gm)].map((m) => m[1]);
     const dynamicImports = (file) => [...readFileSync(join(dist, file), 'utf8').matchAll(/\bimport\(\s*"([^"]+)"\s*\)/g)].map((m) => m[1]);
     const packageFiles = (list) => list.filter((s) => !s.startsWith('node:'));
-    assert.deepEqual(packageFiles(staticImports('node.js')), ['./node_chunk.js'], 'node.js: node: builtins and its shared chunk');
-    assert.deepEqual(packageFiles(dynamicImports('node.js')), ['./node_webgpu_executor.js'], 'node.js: the WebGPU executor, lazily');
-    for (const file of ['node_chunk.js', 'node_worker.js']) {
+    // The entry starts the WASM module's load (node_early.js) before Node parses the bundle.
+    assert.deepEqual(packageFiles(staticImports('node.js')), ['./node_early.js'], 'node.js: the early load first');
+    assert.deepEqual(packageFiles(dynamicImports('node.js')), ['./node_main.js'], 'node.js: then the bundle');
+    assert.deepEqual(packageFiles(staticImports('node_main.js')).sort(), ['./node_chunk.js', './node_early.js'], 'node_main.js: node: builtins, the early load and its shared chunk');
+    assert.deepEqual(packageFiles(dynamicImports('node_main.js')), ['./node_webgpu_executor.js'], 'node_main.js: the WebGPU executor, lazily');
+    for (const file of ['node_chunk.js', 'node_worker.js', 'node_early.js']) {
       assert.deepEqual(packageFiles(staticImports(file)), [], `${file} imports only node: builtins`);
     }
     assert.deepEqual(packageFiles(staticImports('node_webgpu_executor.js')), ['./node_chunk.js']);
@@ -62,6 +67,40 @@ test('the bundled Node entry: the source entry\'s exports, its own chunks only, 
       } finally {
         mha.dispose();
       }
+    }
+  } finally {
+    remove();
+  }
+});
+
+// The early load is the one the first create() uses: one read and one compile of the .wasm per
+// process, the read started before Node has parsed the bundle (node_early.js). With
+// WEBATTENTION_WASM set, node.js loads on its own, once too.
+test('the bundled entry reads and compiles its WASM module once, from the early load', async () => {
+  const { dist, remove } = await freshBundle();
+  try {
+    const script = `
+      const compiled = [], reads = [];
+      const compile = WebAssembly.compile;
+      WebAssembly.compile = (bytes) => { compiled.push(bytes.byteLength); return compile(bytes); };
+      const fs = await import('node:fs/promises');
+      const readFile = fs.default.readFile;
+      fs.default.readFile = (file, ...rest) => { reads.push(String(file)); return readFile(file, ...rest); };
+      (await import('node:module')).syncBuiltinESMExports();  // the named export too
+      const { MultiHeadAttention } = await import(process.argv[1]);
+      const wasmReadsAtImport = reads.filter((f) => f.endsWith('.wasm')).length;
+      const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 1 });
+      mha.dispose();
+      console.log(JSON.stringify({ compiled: compiled.length, wasmReadsAtImport, wasmReads: reads.filter((f) => f.endsWith('.wasm')).length }));`;
+    const { spawnSync } = await import('node:child_process');
+    for (const forced of [undefined, 'scalar']) {
+      const env = { ...process.env };
+      if (forced) env.WEBATTENTION_WASM = forced; else delete env.WEBATTENTION_WASM;
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, pathToFileURL(join(dist, 'node.js')).href], { env, encoding: 'utf8' });
+      assert.equal(r.status, 0, r.stderr);
+      const seen = JSON.parse(r.stdout.trim().split('\n').pop());
+      // Read at import either way (the runtime's preload where the early load did not start).
+      assert.deepEqual(seen, { compiled: 1, wasmReadsAtImport: 1, wasmReads: 1 }, `WEBATTENTION_WASM=${forced}`);
     }
   } finally {
     remove();

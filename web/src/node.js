@@ -4,6 +4,7 @@
 import os from 'node:os';
 import { bindApi } from './api.js';
 import { loadNodeCore } from './node_core.js';
+import { takeEarlyLoad } from './node_early.js';
 import { pickVariant } from './variant.js';
 
 // Pool workers get no node flags (execArgv: []). By default a Worker inherits the process's, and
@@ -34,7 +35,11 @@ async function spawnWorker(variant) {
   };
 }
 
-const api = bindApi(() => loadNodeCore(pickVariant(process.env.WEBATTENTION_WASM)), {
+const loadCore = () => {
+  const variant = pickVariant(process.env.WEBATTENTION_WASM);
+  return takeEarlyLoad(variant) ?? loadNodeCore(variant);
+};
+const api = bindApi(loadCore, {
   autoThreads: Math.min(os.availableParallelism?.() ?? os.cpus().length, 4),
   defaultThreads: () => {
     const env = process.env.WEBATTENTION_THREADS;
