@@ -1,5 +1,5 @@
 // The oracle's storage rules (docs/attention-math.md §11), written from the definitions in double
-// precision, independently of the core's bit-level conversions (cpp/src/storage_convert.h): the
+// precision, independently of the core's bit-level conversions (cpp/src/kernels/storage_convert.h): the
 // values a module or cache of a narrow storage type holds, for the reference to compute with.
 #pragma once
 

@@ -5,7 +5,8 @@
 #include <cmath>
 #include <string>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
+#include "mask_checks.h"
 #include "checks.h"
 #include "webattention/errors.h"
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
 #include "kernels/kernels.h"
 #include "parallel.h"
 

@@ -7,11 +7,11 @@
 #include <cstring>
 #include <string>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
 
 #include "checks.h"
 #include "kernels/kernels.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 #include "webattention/errors.h"
 
 namespace webattention {

@@ -3,7 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
+#include "mask_checks.h"
 #include "cache_passes.h"
 #include "checks.h"
 #include "webattention/errors.h"

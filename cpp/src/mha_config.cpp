@@ -16,7 +16,7 @@
 namespace webattention {
 namespace {
 
-// The failing side of require(), out of line: the constructor below then holds only the checks.
+// The failing side of require(), out of line: the checks below then hold only the checks.
 // V8 compiles a WASM function on its first call, so code that never runs (the messages) costs a
 // cold start nothing, where inlined it made the constructor 16.7 KB to compile in every create().
 template <typename Message>
@@ -38,17 +38,8 @@ bool positive_in_float(double v) {
   return std::isfinite(v) && v > 0.0 && std::isfinite(f) && f > 0.0f;
 }
 
-}  // namespace
-
-std::size_t ParameterSpec::size() const {
-  return std::accumulate(shape.begin(), shape.end(), std::size_t{1},
-                         [](std::size_t a, int b) { return a * static_cast<std::size_t>(b); });
-}
-
-MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config) {
-  static std::atomic<std::uint64_t> next_id{1};
-  id_ = next_id++;
-  MhaConfig& c = config_;
+// The shape options checked, and the defaults they imply filled in (kdim, vdim, head dims, KV heads).
+void resolve_shape_options(MhaConfig& c) {
   require(c.embed_dim >= 1, "embed_dim", [&] { return "expected an integer >= 1, got " +
                                              std::to_string(c.embed_dim); });
   require(c.num_heads >= 1, "num_heads", [&] { return "expected an integer >= 1, got " +
@@ -73,6 +64,10 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
                               "), got " + std::to_string(c.num_kv_heads); });
   require(c.rotary_dim >= 0 && c.rotary_dim % 2 == 0 && c.rotary_dim <= c.head_dim, "rotary_dim", [&] { return "expected an even integer in [0, head_dim = " + std::to_string(c.head_dim) + "], got " +
               std::to_string(c.rotary_dim); });
+}
+
+// The score and position options (RoPE, qk-norm, scale, softcap) checked.
+void check_score_options(const MhaConfig& c) {
   require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base", [&] { return "expected a finite number > 1, got " + std::to_string(c.rotary_base); });
   if (c.rotary_scaling != MhaConfig::RotaryScaling::kNone) {
     require(positive_in_float(c.rotary_factor), "rotary_factor", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.rotary_factor); });
@@ -89,7 +84,57 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   require(!c.qk_norm || positive_in_float(c.qk_norm_eps), "qk_norm_eps", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.qk_norm_eps); });
   require(!c.scale || positive_in_float(*c.scale), "scale", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(*c.scale); });
   require(c.softcap == 0.0 || positive_in_float(c.softcap), "softcap", [&] { return "expected a finite number > 0 as float32 (0: none), got " + std::to_string(c.softcap); });
+}
 
+// The projections' output widths: query and key rows (h·dk, h_kv·dk), value rows (h_kv·dv), the
+// heads' output (h·dv), and the query heads per K/V head.
+struct ProjectionWidths {
+  int qk, k, kv, v, group;
+};
+
+// The state-dict entries a configuration implies, in PyTorch's order and names.
+std::vector<ParameterSpec> state_dict_entries(const MhaConfig& c, const ProjectionWidths& w) {
+  const int E = c.embed_dim;
+  std::vector<ParameterSpec> specs;
+  // PyTorch packs the input projections only when every width equals embed_dim.
+  const bool packed = c.kdim == E && c.vdim == E && w.qk == E && w.v == E && w.group == 1;
+  if (packed) {
+    specs.push_back({"in_proj_weight", {3 * E, E}});
+  } else {
+    specs.push_back({"q_proj_weight", {w.qk, E}});
+    specs.push_back({"k_proj_weight", {w.k, c.kdim}});
+    specs.push_back({"v_proj_weight", {w.kv, c.vdim}});
+  }
+  if (c.bias.all_inputs()) {
+    specs.push_back({"in_proj_bias", {w.qk + w.k + w.kv}});
+  } else {
+    if (c.bias.q) specs.push_back({"q_proj_bias", {w.qk}});
+    if (c.bias.k) specs.push_back({"k_proj_bias", {w.k}});
+    if (c.bias.v) specs.push_back({"v_proj_bias", {w.kv}});
+  }
+  specs.push_back({"out_proj.weight", {E, w.v}});
+  if (c.bias.out) specs.push_back({"out_proj.bias", {E}});
+  if (c.qk_norm) {
+    specs.push_back({"q_norm.weight", {c.head_dim}});
+    specs.push_back({"k_norm.weight", {c.head_dim}});
+  }
+  if (c.sinks) specs.push_back({"sinks", {c.num_heads}});
+  return specs;
+}
+
+}  // namespace
+
+std::size_t ParameterSpec::size() const {
+  return std::accumulate(shape.begin(), shape.end(), std::size_t{1},
+                         [](std::size_t a, int b) { return a * static_cast<std::size_t>(b); });
+}
+
+MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config) {
+  static std::atomic<std::uint64_t> next_id{1};
+  id_ = next_id++;
+  MhaConfig& c = config_;
+  resolve_shape_options(c);
+  check_score_options(c);
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
   const std::int64_t qk = H * c.head_dim, vw = H * c.value_head_dim;
@@ -104,30 +149,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   kv_group_ = c.num_heads / c.num_kv_heads;
   rotary_frequencies_ = rotary_frequencies(c);
   rotary_table_.resize(c.rotary_dim);
-  const int E = c.embed_dim;
-  // PyTorch packs the input projections only when every width equals embed_dim.
-  const bool packed = c.kdim == E && c.vdim == E && qk_width_ == E && v_width_ == E && kv_group_ == 1;
-  if (packed) {
-    specs_.push_back({"in_proj_weight", {3 * E, E}});
-  } else {
-    specs_.push_back({"q_proj_weight", {qk_width_, E}});
-    specs_.push_back({"k_proj_weight", {k_width_, c.kdim}});
-    specs_.push_back({"v_proj_weight", {kv_width_, c.vdim}});
-  }
-  if (c.bias.all_inputs()) {
-    specs_.push_back({"in_proj_bias", {qk_width_ + k_width_ + kv_width_}});
-  } else {
-    if (c.bias.q) specs_.push_back({"q_proj_bias", {qk_width_}});
-    if (c.bias.k) specs_.push_back({"k_proj_bias", {k_width_}});
-    if (c.bias.v) specs_.push_back({"v_proj_bias", {kv_width_}});
-  }
-  specs_.push_back({"out_proj.weight", {E, v_width_}});
-  if (c.bias.out) specs_.push_back({"out_proj.bias", {E}});
-  if (c.qk_norm) {
-    specs_.push_back({"q_norm.weight", {c.head_dim}});
-    specs_.push_back({"k_norm.weight", {c.head_dim}});
-  }
-  if (c.sinks) specs_.push_back({"sinks", {c.num_heads}});
+  specs_ = state_dict_entries(c, {qk_width_, k_width_, kv_width_, v_width_, kv_group_});
   loaded_.assign(specs_.size(), false);
   wq_ = std::make_unique<kernels::PackedLinear>();
   wk_ = std::make_unique<kernels::PackedLinear>();

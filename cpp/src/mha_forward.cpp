@@ -4,7 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
+#include "mask_checks.h"
 #include "checks.h"
 #include "head_slice.h"
 #include "kernels/kernels.h"

@@ -1,4 +1,4 @@
-// The softmax's vector exp (kernels/exp_simd128.h) against std::exp in double precision: its
+// The softmax's vector exp (kernels/simd128/exp_simd128.h) against std::exp in double precision: its
 // accuracy over the range a softmax uses, its exact zeros (masked keys get no weight at all) and
 // its special values. SIMD builds only.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/exp_simd128.h"
+#include "kernels/simd128/exp_simd128.h"
 
 namespace webattention::kernels {
 namespace {

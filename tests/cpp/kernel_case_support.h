@@ -17,7 +17,7 @@
 #include "kernel_cases.h"
 #include "kernel_reference.h"
 #include "reference/storage_reference.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 #include "webattention/storage_type.h"
 
 namespace webattention::cases {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
 #include "kernel_case_support.h"
 #include "kernels/kernels.h"
 #include "rotary.h"

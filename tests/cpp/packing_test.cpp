@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 
 namespace webattention::kernels {
 namespace {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "reference/storage_reference.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 #include "test_util.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/tanh_simd128.h"
+#include "kernels/simd128/tanh_simd128.h"
 
 namespace webattention::kernels {
 namespace {

@@ -1,4 +1,4 @@
-// The SIMD128 widening loads (kernels/widen_simd128.h) against the scalar rules of
+// The SIMD128 widening loads (kernels/simd128/widen_simd128.h) against the scalar rules of
 // storage_convert.h, bit for bit: every f16 and bf16 pattern (every finite one for the finite-only
 // f16 load), and every int8 value times scales
 // of every kind (zero, subnormal, large, NaN).
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/widen_simd128.h"
-#include "storage_convert.h"
+#include "kernels/simd128/widen_simd128.h"
+#include "kernels/storage_convert.h"
 
 namespace webattention {
 namespace {

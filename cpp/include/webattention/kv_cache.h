@@ -10,7 +10,7 @@
 
 namespace webattention {
 
-struct PackedKv;  // the kernels' view of the storage (private: cpp/src/attention_problem.h)
+struct PackedKv;  // the kernels' view of the storage (private: cpp/src/kernels/attention_problem.h)
 
 struct KvCacheConfig {
   int batch = 1;

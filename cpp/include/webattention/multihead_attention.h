@@ -18,7 +18,7 @@ struct PackedLinear;
 
 namespace webattention {
 
-struct AttentionProblem;  // the kernels' problem (private: cpp/src/attention_problem.h)
+struct AttentionProblem;  // the kernels' problem (private: cpp/src/kernels/attention_problem.h)
 
 // Which projections add a bias: PyTorch's `bias` is all four; Qwen2 has q, k and v only. A bool
 // sets all four (`config.bias = false`).

@@ -1,6 +1,6 @@
 // bf16 projection kernel, WebAssembly SIMD128: linear_simd128.h over BF16Panel (panels_simd128.h);
 // a decode step's single row reads the weights in pairs (BF16PairPanel).
-#include "kernels/linear_simd128.h"
+#include "kernels/simd128/linear_simd128.h"
 
 namespace webattention::kernels {
 

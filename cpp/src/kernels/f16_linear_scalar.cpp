@@ -1,5 +1,5 @@
 // f16 projection kernel, portable C++: linear_scalar.h over its F16Panel.
-#include "kernels/linear_scalar.h"
+#include "kernels/scalar/linear_scalar.h"
 
 namespace webattention::kernels {
 

@@ -2,7 +2,7 @@
 // or F16WeightPanel when no weight is Inf or NaN (PackedLinear::finite), almost always; a decode
 // step's single row over finite weights reads them in pairs (F16PairPanel), x scaled by 2^112
 // (2^102 for weights stored rebiased, PackedLinear::f16_rebias).
-#include "kernels/linear_simd128.h"
+#include "kernels/simd128/linear_simd128.h"
 
 namespace webattention::kernels {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstddef>
 
-#include "kernels/flash_attention.h"
+#include "kernels/flash/flash_attention.h"
 #include "kernels/kernels.h"
 
 namespace webattention::kernels {

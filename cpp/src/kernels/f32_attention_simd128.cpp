@@ -4,13 +4,13 @@
 
 #include <cstddef>
 
-#include "kernels/f32_block_simd128.h"
-#include "kernels/exp_simd128.h"
-#include "kernels/flash_attention.h"
+#include "kernels/simd128/f32_block_simd128.h"
+#include "kernels/simd128/exp_simd128.h"
+#include "kernels/flash/flash_attention.h"
 #include "kernels/kernels.h"
-#include "kernels/f32_row_panels_simd128.h"
-#include "kernels/tanh_simd128.h"
-#include "kernels/narrow_rows_simd128.h"
+#include "kernels/simd128/f32_row_panels_simd128.h"
+#include "kernels/simd128/tanh_simd128.h"
+#include "kernels/simd128/narrow_rows_simd128.h"
 
 namespace webattention::kernels {
 namespace {

@@ -1,5 +1,5 @@
 // f32 projection kernel, portable C++: linear_scalar.h over its F32Panel.
-#include "kernels/linear_scalar.h"
+#include "kernels/scalar/linear_scalar.h"
 
 namespace webattention::kernels {
 

@@ -1,7 +1,7 @@
 // f32 projection kernel, WebAssembly SIMD128: linear_simd128.h over F32Panel (panels_simd128.h).
 #include <atomic>
 
-#include "kernels/linear_simd128.h"
+#include "kernels/simd128/linear_simd128.h"
 
 namespace webattention::kernels {
 

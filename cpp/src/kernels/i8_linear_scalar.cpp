@@ -1,5 +1,5 @@
 // i8 projection kernel, portable C++: linear_scalar.h over its I8Panel.
-#include "kernels/linear_scalar.h"
+#include "kernels/scalar/linear_scalar.h"
 
 namespace webattention::kernels {
 

@@ -1,7 +1,7 @@
 // i8 projection kernel, WebAssembly SIMD128: linear_simd128.h over I8Panel (panels_simd128.h); a
 // decode step's single row reads the weights in pairs and scales each block's sum once
 // (I8PairPanel).
-#include "kernels/linear_simd128.h"
+#include "kernels/simd128/linear_simd128.h"
 
 namespace webattention::kernels {
 

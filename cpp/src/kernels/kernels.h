@@ -14,9 +14,9 @@
 #include <memory>
 #include <vector>
 
-#include "attention_problem.h"
+#include "kernels/attention_problem.h"
 #include "kernels/kv_layout.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 #include "webattention/storage_type.h"
 
 namespace webattention::kernels {

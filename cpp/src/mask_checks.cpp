@@ -1,5 +1,5 @@
-// Shape checks for masks, and their strided views (mask_view.h).
-#include "mask_view.h"
+// Shape checks for masks, and their strided views (mask_checks.h).
+#include "mask_checks.h"
 
 #include <string>
 

@@ -20,9 +20,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/f32_block_simd128.h"
+#include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/kernels.h"
-#include "kernels/panels_simd128.h"
+#include "kernels/simd128/panels_simd128.h"
 
 namespace webattention::kernels {
 

@@ -1,6 +1,7 @@
 // Attention masks as the kernels see them: a view with broadcast strides, so a key-padding mask
 // [B, S], a 2-D mask [L, S] and a per-head mask [B*H, L, S] all reach the kernels the same way.
-// Private to the core: callers hand masks over as MaskArg (webattention/mask.h).
+// Private to the core: callers hand masks over as MaskArg (webattention/mask.h), which
+// mask_checks.h checks and turns into these views.
 #pragma once
 
 #include <cstddef>
@@ -24,15 +25,5 @@ struct MaskView {
   const std::uint8_t* boolean() const { return static_cast<const std::uint8_t*>(data); }
   const float* additive() const { return static_cast<const float*>(data); }
 };
-
-// The functions below check a MaskArg's shape against the problem and return the strided view,
-// or throw ShapeError naming `argument`.
-
-// Key-padding mask: [batch, S] (or [S] when batch == 1 and the input was unbatched).
-MaskView key_padding_view(const MaskArg& mask, int batch, int S, const char* argument);
-
-// Attention mask: [L, S] shared by every batch and head, or [batch * heads, L, S] per head.
-MaskView attn_mask_view(const MaskArg& mask, int batch, int heads, int L, int S,
-                        const char* argument);
 
 }  // namespace webattention

@@ -16,7 +16,7 @@
 #include <limits>
 
 #include "kernels/kernels.h"
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 
 namespace webattention::kernels::flash {
 

@@ -12,11 +12,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/f32_block_simd128.h"
-#include "kernels/f32_row_panels_simd128.h"
+#include "kernels/simd128/f32_block_simd128.h"
+#include "kernels/simd128/f32_row_panels_simd128.h"
 #include "kernels/kernels.h"
-#include "kernels/pair_panels_simd128.h"
-#include "kernels/panels_simd128.h"
+#include "kernels/simd128/pair_panels_simd128.h"
+#include "kernels/simd128/panels_simd128.h"
 
 namespace webattention::kernels::simd128_linear {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mask_view.h"
+#include "kernels/mask_view.h"
 #include "webattention/storage_type.h"
 
 namespace webattention {

@@ -8,9 +8,9 @@
 
 #include <wasm_simd128.h>
 
-#include "kernels/kv_widen.h"
-#include "kernels/narrow_pairs_simd128.h"
-#include "kernels/panels_simd128.h"
+#include "kernels/flash/kv_widen.h"
+#include "kernels/simd128/narrow_pairs_simd128.h"
+#include "kernels/simd128/panels_simd128.h"
 
 namespace webattention::kernels::simd128_narrow {
 

@@ -13,7 +13,7 @@
 #include <cstddef>
 
 #include "kernels/kv_layout.h"
-#include "kernels/madd_simd128.h"
+#include "kernels/simd128/madd_simd128.h"
 
 namespace webattention::kernels {
 

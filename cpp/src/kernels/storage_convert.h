@@ -2,7 +2,7 @@
 // f16 and bf16 (round to nearest-even, NaN stays NaN, overflow to ±Inf), and the int8 block rule
 // (symmetric, scale = max|x| / 127, q = round-half-to-even(x / scale), llama.cpp's q8_0). Weight
 // packing and the KV cache's append write through these; the SIMD kernels widen with integer
-// vector ops that give the same f32 values (kernels/widen_simd128.h).
+// vector ops that give the same f32 values (kernels/simd128/widen_simd128.h).
 #pragma once
 
 #include <algorithm>

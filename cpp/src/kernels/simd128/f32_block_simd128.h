@@ -5,7 +5,7 @@
 
 #include <wasm_simd128.h>
 
-#include "kernels/madd_simd128.h"
+#include "kernels/simd128/madd_simd128.h"
 
 namespace webattention::kernels {
 

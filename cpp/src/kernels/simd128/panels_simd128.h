@@ -13,8 +13,8 @@
 #include <cstdint>
 
 #include "kernels/kernels.h"
-#include "kernels/madd_simd128.h"
-#include "kernels/widen_simd128.h"
+#include "kernels/simd128/madd_simd128.h"
+#include "kernels/simd128/widen_simd128.h"
 
 namespace webattention::kernels {
 

@@ -35,10 +35,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/flash_hidden_keys.h"
-#include "kernels/flash_layout.h"
+#include "kernels/flash/flash_hidden_keys.h"
+#include "kernels/flash/flash_layout.h"
 #include "kernels/kernels.h"
-#include "kernels/kv_widen.h"
+#include "kernels/flash/kv_widen.h"
 
 namespace webattention::kernels::flash {
 

@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/flash_layout.h"
-#include "storage_convert.h"
+#include "kernels/flash/flash_layout.h"
+#include "kernels/storage_convert.h"
 #ifdef __wasm_simd128__
-#include "kernels/widen_simd128.h"
+#include "kernels/simd128/widen_simd128.h"
 #endif
 
 namespace webattention::kernels::flash {

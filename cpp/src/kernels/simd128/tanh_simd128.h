@@ -11,7 +11,7 @@
 
 #include <wasm_simd128.h>
 
-#include "kernels/exp_simd128.h"
+#include "kernels/simd128/exp_simd128.h"
 
 namespace webattention::kernels {
 

@@ -18,10 +18,10 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/f32_block_simd128.h"
+#include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/kv_layout.h"
-#include "kernels/pair_panels_simd128.h"
-#include "kernels/panels_simd128.h"
+#include "kernels/simd128/pair_panels_simd128.h"
+#include "kernels/simd128/panels_simd128.h"
 
 namespace webattention::kernels::simd128_narrow {
 

@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "storage_convert.h"
+#include "kernels/storage_convert.h"
 
 namespace webattention::kernels {
 

@@ -15,8 +15,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/flash_layout.h"
-#include "kernels/kv_widen.h"
+#include "kernels/flash/flash_layout.h"
+#include "kernels/flash/kv_widen.h"
 
 namespace webattention::kernels::flash {
 
