@@ -47,7 +47,7 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   // may be a call (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack
   // frame for its whole life: the rows still in registers at the copies used to be, so row 3's
   // accumulators went through memory at every k of the loop above in Firefox (1.4-3x slower
-  // prefill; bench/firefox_hot_code.mjs shows the loop, docs/benchmarks.md the numbers).
+  // prefill; bench/prefill/firefox_hot_code.mjs shows the loop, docs/benchmarks.md the numbers).
   alignas(16) float tmp[kRows][kPanelWidth];
   for (int r = 0; r < kRows; ++r) acc.store_row(r, tmp[r]);
   for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
