@@ -8,14 +8,17 @@
 //                 median over runs of its total over the first entry's total in the same run.
 //   --runs N      cold starts per entry (default 9)
 //   --cold-only   skip the small-input latency
+//   --markdown    also print the results as Markdown tables (docs/performance.md#cold-start)
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { parseFlags } from '../lib/run_env.mjs';
 import { mhaShapes } from '../lib/suite.mjs';
+import { markdownTable } from '../lib/table.mjs';
 
 const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
   entry: { type: 'string', multiple: true }, runs: { type: 'string', default: '9' }, 'cold-only': { type: 'boolean' },
+  markdown: { type: 'boolean' },
 });
 const packageEntry = () => {
   const { exports } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
@@ -75,6 +78,19 @@ entries.forEach((entry, e) => {
     console.log(`  main thread's CPU time: median ${median(e, 'cpu', 'total').toFixed(1)} ms; phase medians: ${PHASES.map((k) => `${k} ${median(e, 'cpu', k).toFixed(1)}`).join(', ')} ms${ratios(e, 'cpu')}`);
   }
 });
+if (values.markdown) {
+  // One row per entry and clock (wall; main-thread CPU where Linux gives it), medians in ms.
+  const rows = entries.flatMap((entry, e) => ['wall', 'cpu'].filter((kind) => !Number.isNaN(median(e, kind, 'total')))
+    .map((kind) => ({ entry, e, kind })));
+  const ms = (k) => (r) => median(r.e, r.kind, k).toFixed(1);
+  console.log(`\n${markdownTable([
+    ['entry', (r) => (entries.length > 1 ? `${r.e + 1}: ${r.entry.split('/').slice(-3).join('/')}` : r.entry.split('/').slice(-3).join('/')), 'l'],
+    ['clock', (r) => (r.kind === 'wall' ? 'wall' : 'main-thread CPU'), 'l'],
+    ...PHASES.map((k) => [k === 'forward' ? 'first forward' : k, ms(k), 'r']),
+    ['total', ms('total'), 'r'],
+    ...(entries.length > 1 ? [['total ÷ first entry (per run)', (r) => pairedRatio(r.e, r.kind).toFixed(3), 'r']] : []),
+  ], rows)}\n\n(${coldL}, ${coldE}, ${coldH}), median of ${runs} fresh processes per entry, ms`);
+}
 
 if (values['cold-only']) process.exit(0);
 const { MultiHeadAttention } = await import(entries[0]);
@@ -91,3 +107,6 @@ for (let b = 0; b < 15; b++) {
 }
 batches.sort((a, b) => a - b);
 console.log(`small input (${L}, ${E}, ${h}): median ${batches[7].toFixed(1)} µs per forward (min ${batches[0].toFixed(1)})`);
+if (values.markdown) {
+  console.log(`\n| (L, E, h) | µs per forward, median | min |\n|---|---:|---:|\n| (${L}, ${E}, ${h}) | ${batches[7].toFixed(1)} | ${batches[0].toFixed(1)} |`);
+}
