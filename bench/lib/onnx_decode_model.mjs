@@ -40,7 +40,7 @@ function matmulF16(nodes, init, input, name, w, rows, cols) {
  * 8-bit: com.microsoft.MatMulNBits (bits 8, blocks of 32 along the input) holding the package's
  * int8 values exactly (q8_0, web/src/q8_0.js; ORT's default zero point for 8 bits is 128, so
  * B = q + 128). accuracy_level 0 (f32 arithmetic on the dequantised weights): level 4 (the input
- * quantised to int8 too) ran no faster in ORT 1.30's wasm EP (docs/benchmarks.md).
+ * quantised to int8 too) ran no faster in ORT 1.30's wasm EP (docs/performance.md#decode-against-orts-best-path).
  */
 function matmulQ8(nodes, init, input, name, w, rows, cols) {
   const { q, scales } = quantizeQ8(w, cols);

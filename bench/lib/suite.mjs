@@ -372,7 +372,7 @@ export function formatTable(rows) {
   });
 }
 
-/** Markdown table (for docs/benchmarks.md). */
+/** Markdown table (for docs/performance.md#prefill). */
 export function formatMarkdown(rows) {
   return markdownTable(COLUMNS, rows, {
     edit: (r, cells) => {

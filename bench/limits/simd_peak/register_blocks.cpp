@@ -8,7 +8,7 @@
 // and the latency-bound limit: N independent chains c = c·x + y with no loads.
 // Built by run.sh (one module, relaxed SIMD; the mul + add rows are what the SIMD128 module can do)
 // and run in Node, Chromium and Firefox (bench/limits/simd_peak/engines.mjs). Prints one line per case.
-// Measured results and what they mean: docs/benchmarks.md (relaxed SIMD).
+// Measured results and what they mean: docs/performance.md#relaxed-simd and #machine-limits.
 #include <emscripten.h>
 #include <wasm_simd128.h>
 
