@@ -8,7 +8,8 @@
 // contender.
 //
 //   node [--experimental-wasm-relaxed-simd] bench/ab/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
-//        [--rounds N] [--firefox-pref NAME=VALUE ...] <module>[:<threads>][@<package root>] ...
+//        [--rounds N] [--markdown] [--firefox-pref NAME=VALUE ...] <module>[:<threads>][@<package root>] ...
+//   --markdown  also print the results as a Markdown table (docs/performance.md#wasm-modules)
 //   e.g. node --experimental-wasm-relaxed-simd bench/ab/modules_ab.mjs simd relaxed
 //        node bench/ab/modules_ab.mjs --browser simd relaxed
 //        node bench/ab/modules_ab.mjs --browser simd:2 mt     (pool of 2 workers vs pthreads)
@@ -38,6 +39,7 @@ function parseOptions(argv) {
     causal: { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     rounds: { type: 'string', default: '15' },
+    markdown: { type: 'boolean', default: false },
   }, { allowPositionals: true });
   if (v.browser && v.firefox) exitWithUsage(import.meta.url, 'name one engine: --browser (Chromium) or --firefox');
   const engine = v.browser ? 'chromium' : v.firefox ? 'firefox' : null;
@@ -47,7 +49,7 @@ function parseOptions(argv) {
     if (!m || !v.firefox) exitWithUsage(import.meta.url, `--firefox-pref: expected NAME=VALUE with --firefox, got '${pref}'`);
     firefoxPrefs[m[1]] = m[2] === 'true' ? true : m[2] === 'false' ? false : /^-?\d+$/.test(m[2]) ? Number(m[2]) : m[2];
   }
-  const opts = { engine, firefoxPrefs, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), contenders: [] };
+  const opts = { engine, firefoxPrefs, causal: v.causal, quick: v.quick, rounds: Number(v.rounds), markdown: v.markdown, contenders: [] };
   for (const a of positionals) {
     const m = a.match(/^([a-z][a-z0-9-]*)(?::(\d+))?(?:@([\w./-]+))?$/);
     if (!m || m[3]?.split('/').includes('..')) exitWithUsage(import.meta.url, `unknown argument '${a}'`);
@@ -113,6 +115,7 @@ async function main() {
     const substituted = contenders.filter((c, k) => c.info.wasmModule !== opts.contenders[k].module);
     if (substituted.length) console.log('WARNING: a contender runs another module than asked (a fallback?)');
     console.log(`shape (L, E, h)   ${opts.contenders.map((c) => `${c.label}: median ms, GFLOP/s`).join(' | ')} | speed vs ${opts.contenders[0].label} (median of rounds)`);
+    const rows = [];
     for (const shape of mhaShapes('modules_ab', { quick: opts.quick })) {
       const [L, E] = shape;
       const reps = L >= 1024 ? 1 : 3;
@@ -121,6 +124,13 @@ async function main() {
       const cells = ms.map((t) => `${median(t).toFixed(2)} ms ${(flops(L, E) / median(t) / 1e6).toFixed(1)}`);
       const speed = ms.slice(1).map((t) => roundRatio(ms[0], t).toFixed(2));
       console.log(`(${shape.join(', ')})`.padEnd(18), cells.join(' | '), '|', speed.join(' '));
+      rows.push({ shape, cells, speed });
+    }
+    if (opts.markdown) {
+      const others = opts.contenders.slice(1).map((c) => c.label);
+      console.log(`\n| shape (L, E, h) | ${opts.contenders.map((c) => `${c.label}: ms, GFLOP/s`).join(' | ')} | ${others.map((l) => `${l} vs ${opts.contenders[0].label}`).join(' | ')} |`);
+      console.log(`|---|${opts.contenders.map(() => '---:').join('|')}|${others.map(() => '---:').join('|')}|`);
+      for (const r of rows) console.log(`| (${r.shape.join(', ')}) | ${r.cells.join(' | ')} | ${r.speed.join(' | ')} |`);
     }
     loads.push(loadavg()[0]);
     console.log(`load average (1 min) at start / end: ${loads.map((l) => l.toFixed(1)).join(' / ')}`);

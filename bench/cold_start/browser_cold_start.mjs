@@ -9,7 +9,8 @@
 // file and keeps what it has, with the code caches its engine builds for cached scripts and WASM
 // modules). Prints the median and minimum of each.
 //
-//   node bench/cold_start/browser_cold_start.mjs [--runs N] [--plain] [--static] [--browser chromium|firefox]
+//   node bench/cold_start/browser_cold_start.mjs [--runs N] [--plain] [--static] [--browser chromium|firefox] [--markdown]
+//   --markdown    also print the table as Markdown (docs/performance.md#cold-start)
 //
 // web/demo/ is the page as written (every module of web/src a request of its own: what `npm start`
 // serves first); build/demo/ is what a visitor of a static deploy loads (one bundle per page,
@@ -25,6 +26,7 @@ const { values } = parseFlags(import.meta.url, process.argv.slice(2), {
   plain: { type: 'boolean', default: false },
   static: { type: 'boolean', default: false },
   browser: { type: 'string', default: 'chromium' },
+  markdown: { type: 'boolean', default: false },
 });
 const runs = Number(values.runs);
 if (!['chromium', 'firefox'].includes(values.browser)) throw new Error(`--browser: expected chromium or firefox, got '${values.browser}'`);
@@ -92,4 +94,11 @@ console.log('visit                     first result    DOMContentLoaded   .wasm 
 for (const [name, list] of [['first (nothing cached)', results.first], ['second (reload)', results.second]]) {
   console.log(`${name.padEnd(26)}${stat(list, 'ms').padEnd(16)}${stat(list, 'domContentLoaded').padEnd(19)}${stat(list, 'wasmFetched').padEnd(19)}`
     + `${String(list[0].requests).padEnd(11)}${stat(list, 'pageFirstForward')}`);
+}
+if (values.markdown) {
+  console.log(`\n| engine | visit | first result | DOMContentLoaded | \`.wasm\` fetched | requests | page's first forward |\n|---|---|---:|---:|---:|---:|---:|`);
+  for (const [name, list] of [['first', results.first], ['reload', results.second]]) {
+    const cell = (k) => stat(list, k).replace(' (min ', ' (');  // median (min)
+    console.log(`| ${browser.engine} | ${name} | ${cell('ms')} | ${cell('domContentLoaded')} | ${cell('wasmFetched')} | ${list[0].requests} | ${cell('pageFirstForward')} |`);
+  }
 }
