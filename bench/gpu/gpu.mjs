@@ -22,7 +22,7 @@
 //     phases as forward_pass.js's passHooks reports them, the GPU's own time, the rest outside);
 // and the linear variants alone at 4096³.
 //
-//   node bench/gpu/gpu.mjs --decode [--quick] [--json]
+//   node bench/gpu/gpu.mjs --decode [--quick] [--json] [--markdown]
 // instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike,
 // bench/decode/decode_dtypes.mjs) at bench/decode/decode.mjs's configurations (768, 12, 12) and (2048, 32, 8)
 // with n = 2048 and 8192 cached positions: per dtype one prefill (its weightsDtype's), then per n
@@ -30,7 +30,8 @@
 // float32 (profileDecodeSteps(), gpu_forward.mjs). --quick: (128, 2, 1) at n = 32, 128. Times are the GPU's timestamps where the adapter has
 // 'timestamp-query' (else wall time); every loop is bounded by time, the full run by about 3 min
 // on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
-// object per line instead of the table.
+// object per line instead of the table. --markdown (with --decode): also the decode steps as a
+// Markdown table at the end (docs/performance.md#gpu).
 import { create, globals } from 'webgpu';
 import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
 import { timeTransfers } from './gpu_kernel_timing.mjs';
@@ -46,7 +47,12 @@ const json = args.includes('--json');
 const SHAPES = quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
 const CUBE = quick ? 256 : 4096;
 
-const print = (row) => console.log(json ? JSON.stringify(row) : formatRow(row));
+const markdown = args.includes('--markdown');
+const steps = [];
+const print = (row) => {
+  if (row.kind === 'step' && !row.error) steps.push(row);
+  console.log(json ? JSON.stringify(row) : formatRow(row));
+};
 const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).toFixed(digits));
 
 function formatRow(r) {
@@ -101,6 +107,12 @@ const finish = () => {
 if (args.includes('--decode')) {
   const decode = quick ? { configs: [{ E: 128, h: 2, hkv: 1 }], lengths: [32, 128] } : { configs: CONFIGS, lengths: [2048, 8192] };
   await profileDecodeSteps(gpu, { ...decode, dtypes: Object.keys(DTYPES), headDim: HEAD_DIM, budget }, print);
+  if (markdown) {
+    console.log('\n| weights:cache | shape | median ms | best ms | GB/s | max\\|Δ\\| vs f32 | steps |\n|---|---|---:|---:|---:|---:|---:|');
+    for (const r of steps) {
+      console.log(`| ${r.variant} | ${r.shape} | ${fmt(r.medianMs)} | ${fmt(r.bestMs)} | ${fmt(r.gbps, 1)} | ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)} | ${r.steps} |`);
+    }
+  }
   finish();
 }
 for (const [L, E, h] of SHAPES) {
