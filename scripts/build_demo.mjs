@@ -8,7 +8,7 @@
 // The page's scripts (demo.js, doc_page.js) are bundled by esbuild in place, the parts the page
 // imports lazily (the package, the model, the backend comparison) as chunks beside them: a
 // visitor's browser makes 102 requests before its first result from the files as written, the
-// deeper of them one round trip after another (bench/browser_cold_start.mjs --static).
+// deeper of them one round trip after another (bench/cold_start/browser_cold_start.mjs --static).
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -10,7 +10,7 @@
 // file (imported by a computed URL, one per module).
 // The WebGPU executor (~80 KB with its WGSL), which Node imports only when there is a GPU, is a
 // chunk of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
-// (docs/benchmarks.md). What it shares with the entry is one more chunk, node_chunk.js, which the
+// (docs/performance.md#cold-start). What it shares with the entry is one more chunk, node_chunk.js, which the
 // entry imports: one copy of every module (error classes among them) for both. The worker is
 // bundled apart: a chunk shared with it would be a third file for the entry to load.
 // The tests and the repository's scripts import web/src itself, never these files.
@@ -32,7 +32,7 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
     target: 'node18',  // package.json engines
     // Without whitespace and comments, in shorter equivalent syntax; names stay as written (stack
     // traces, error classes). V8 parses the import in 7.1 ms instead of 8.4 (270 → 197 KB; median
-    // of 15 imports each, docs/benchmarks.md). Renaming identifiers too would save 0.3 ms more.
+    // of 15 imports each, docs/performance.md#cold-start). Renaming identifiers too would save 0.3 ms more.
     minifyWhitespace: true,
     minifySyntax: true,
     banner: { js: BANNER },

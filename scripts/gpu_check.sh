@@ -4,7 +4,7 @@
 #       VK_ICD_FILENAMES names: node_setup.mjs; 426 tests in 34 s on an H100);
 #   (b) decode steps per storage dtype (f32, f16, int8) at (768, 12, 12) and (2048, 32, 8) with
 #       n = 2048 and 8192 cached positions, and one prefill per weightsDtype
-#       (node bench/gpu.mjs --decode), as a small table.
+#       (node bench/gpu/gpu.mjs --decode), as a small table.
 #
 #   bash scripts/gpu_check.sh
 #
@@ -50,7 +50,7 @@ for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
   grep -E '^ *not ok' "$out/tests.txt" | head -20
   # (b) The decode table.
   start=$(date +%s)
-  timeout 150 node bench/gpu.mjs --decode $quick > "$out/bench.txt" 2>&1
+  timeout 150 node bench/gpu/gpu.mjs --decode $quick > "$out/bench.txt" 2>&1
   rc_bench=$?
   echo "bench ($(( $(date +%s) - start )) s, exit $rc_bench):"
   cat "$out/bench.txt"

@@ -1,4 +1,4 @@
-// Runs bench/suite.mjs in the page; bench/run.mjs --browser reads window.__bench when done.
+// Runs bench/lib/suite.mjs in the page; bench/prefill/run.mjs --browser reads window.__bench when done.
 // Query: ?quick=0|1&threads=N&budget=MS&ortGraph=contrib|plain&tfjsGraph=per-head|batched
 //        &webgpu=1 (add the WebGPU rows, navigator.gpu)&webgpuMaxGflop=G&ortWebgpuGraph=plain|contrib
 //        &wasm=simd|relaxed|scalar|mt (webattention's module; it is loaded at the first create())
@@ -6,7 +6,7 @@ import * as webattention from 'webattention';
 import * as ort from 'onnxruntime-web';
 import * as tf from '@tensorflow/tfjs-core';
 import * as tfwasm from '@tensorflow/tfjs-backend-wasm';
-import { QUICK_SHAPES, SHAPES, formatTable, runSuite, setupLibraries } from '../suite.mjs';
+import { QUICK_SHAPES, SHAPES, formatTable, runSuite, setupLibraries } from '../lib/suite.mjs';
 
 const q = new URLSearchParams(location.search);
 const threads = Number(q.get('threads') ?? 1);

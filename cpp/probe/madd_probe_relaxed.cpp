@@ -4,7 +4,7 @@
 // own (~1 KB, embedded in web/dist/madd_probe.js), which web/src/madd_probe.js times on the user's
 // device before the package picks its WASM module: the relaxed-SIMD modules run these kernels
 // fused, and pay only where fusing is faster (1.6x on an Intel Xeon; 0.97x on AMD Zen 5, whose
-// separate adders keep mul + add as fast: docs/benchmarks.md).
+// separate adders keep mul + add as fast: docs/performance.md#relaxed-simd).
 #include <wasm_simd128.h>
 
 namespace {

@@ -88,7 +88,7 @@ class FirefoxPage {
   /**
    * Polls fn(arg) in the page every 100 ms until it is truthy or `timeout` ms pass. Not
    * puppeteer's waitForFunction: over WebDriver BiDi it gave up ("Waiting failed") on a busy
-   * Firefox page that a later poll would have found done (bench/browser_page.mjs polls alike).
+   * Firefox page that a later poll would have found done (bench/lib/browser_page.mjs polls alike).
    */
   async waitForFunction(fn, arg, { timeout = 30_000 } = {}) {
     const end = Date.now() + timeout;

@@ -2,7 +2,7 @@
 // WebGPU and WASM tests through the public API (test mode) and bench/ (perf mode). Checks the
 // list once when loaded, so that a misspelt field or an unknown op fails every runner instead of
 // being read as a default.
-// Environment-free: Node reads the file, a page fetches it (bench/browser/ imports bench/suite.mjs).
+// Environment-free: Node reads the file, a page fetches it (bench/browser/ imports bench/lib/suite.mjs).
 
 // Fields every case may have beside its op's (the op's fields, types and defaults are the list's
 // own "ops" table, which the C++ generator reads too).

@@ -4,7 +4,7 @@
 // is F16, so float16 weights hold exactly the values float32 weights do: the golden tolerance
 // (1e-4) and the golden greedy text. The other dtypes round or quantise: their greedy
 // 200-character continuation must still be golden's, and their logits must differ from the
-// float32 model's (the narrow storage is in use). bench/char_dtypes.mjs prints each dtype's
+// float32 model's (the narrow storage is in use). bench/prefill/char_dtypes.mjs prints each dtype's
 // logit difference and tokens/s.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';

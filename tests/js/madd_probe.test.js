@@ -11,7 +11,7 @@ import {
   MADD_PROBE, PLAUSIBLE, RELAXED_MIN_SPEEDUP, chooseVariant, measureFusedSpeedup, measuredFusedSpeedup, relaxedSimdSupported,
 } from '../internals.mjs';
 
-const BENCH = fileURLToPath(new URL('../../bench/madd_probe.mjs', import.meta.url));
+const BENCH = fileURLToPath(new URL('../../bench/limits/madd_probe.mjs', import.meta.url));
 const RELAXED_FLAG = '--experimental-wasm-relaxed-simd';  // what this process runs with where it has relaxed SIMD (Node 20)
 
 const measuring = (speedup) => {
@@ -54,7 +54,7 @@ test('the probe module is built, and measures where the engine runs relaxed SIMD
   // A measurement says null where the two functions had not both reached optimised code within
   // the warm-up's limit (a very busy machine); within one process the engine's code is optimised
   // from then on and a second measurement says null too, so further tries run in fresh processes
-  // (bench/madd_probe.mjs --once, as a page would).
+  // (bench/limits/madd_probe.mjs --once, as a page would).
   const start = performance.now();
   let speedup = await measureFusedSpeedup();
   const ms = performance.now() - start;

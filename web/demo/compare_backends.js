@@ -16,7 +16,7 @@ import { forwardFlops } from '../src/cost_model.js';
 // Where onnxruntime-web would be: the bench's own install, served by the same server as the demo
 // (scripts/serve.mjs serves the repository; a static copy of the demo has no bench/).
 const ORT_URL = new URL('../../bench/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs', import.meta.url);
-const ONNX_MODEL_URL = new URL('../../bench/onnx_model.mjs', import.meta.url);
+const ONNX_MODEL_URL = new URL('../../bench/lib/onnx_model.mjs', import.meta.url);
 
 // A software adapter (SwiftShader: about 0.2 GFLOP/s) would take minutes on the largest shape.
 const SOFTWARE_GPU_MAX_FLOPS = 1e9;

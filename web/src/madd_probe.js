@@ -4,7 +4,7 @@
 // depends on the CPU, not the engine: the projection's register block ran 1.6x faster fused on an
 // Intel Xeon (the relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose
 // separate adders keep mul + add at the same rate (the relaxed module 0.96-0.98x;
-// docs/benchmarks.md). So the package times that block both ways (cpp/probe/, ~1 KB, embedded in
+// docs/performance.md#relaxed-simd). So the package times that block both ways (cpp/probe/, ~1 KB, embedded in
 // web/dist/madd_probe.js) before it picks a module (variant.js chooseVariant), in a few ms.
 import { MADD_PROBE } from '../dist/madd_probe.js';
 

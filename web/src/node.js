@@ -48,7 +48,7 @@ const api = bindApi(loadCore, {
   spawnWorker,
   loadWebGpuExecutor: async () => (await import('./executors/webgpu_executor.js')).WebGpuExecutor,
   // The module's file is read and compiled from the import on (its read, compile and instantiate
-  // were ~4 ms of a cold start's first create(), docs/benchmarks.md): a process that imports the
+  // were ~4 ms of a cold start's first create(), docs/performance.md#cold-start): a process that imports the
   // package means to compute with it, and configure()'s wasmPaths, which Node ignores, stays open.
   preload: true,
 });

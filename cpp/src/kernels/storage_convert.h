@@ -62,7 +62,7 @@ inline float f16_to_f32(std::uint16_t h) {
 // nonzero exponent field. The SIMD decode step widens a weight by moving its bits into an f32
 // (kernels/pair_panels_simd128.h); an f16 subnormal read that way is an f32 subnormal, which the
 // multiply takes in a slow microcode path on x86 (a decode step ~12 % slower with 0.2 % of its
-// weights subnormal, docs/benchmarks.md). The values are unchanged: rebiased_f16_to_f32 gives back
+// weights subnormal, docs/performance.md#decode-kernels). The values are unchanged: rebiased_f16_to_f32 gives back
 // exactly the f16 value.
 constexpr int kF16Rebias = 10;
 constexpr std::uint16_t kF16RebiasLimit = (30 - kF16Rebias) << 10;  // largest exponent field rebiased

@@ -31,7 +31,7 @@ const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAM
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
 /**
- * Profiling (bench/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
+ * Profiling (bench/gpu/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
  * (choosing the variants, awaiting their pipelines), encode (uploads, encoding, submit; of which
  * upload: the inputs' writeBuffer() calls or staging copies), prefault (the result arrays made
  * ahead, transferModes.prefault), map (until

@@ -59,7 +59,7 @@ export const DECODE_VARIANTS = {
 
 /**
  * The variants each family runs before (or without) measurement, as measured on an NVIDIA H100
- * (Dawn/Vulkan, bench/gpu.mjs, 2026-11-26; docs/webgpu.md has the table): linear r64x64k16
+ * (Dawn/Vulkan, bench/gpu/gpu.mjs; docs/webgpu.md has the table): linear r64x64k16
  * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
  * 1.7–1.8× tile64) and r128x128k8p from there (fastest at 4096 and 16384 rows: 37–39 TFLOP/s,
  * 2.6–2.9× tile64); attention tile64x16 (fastest without a mask at every L from 1024, within 7%

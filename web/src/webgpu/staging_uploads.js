@@ -11,7 +11,7 @@
 // GPU works (forward_pass.js), instead of allocating them after the readback is mapped.
 //
 // Both are on ('auto') for transfers of TRANSFER_AUTO_BYTES and more. Measured on an H100
-// (bench/gpu.mjs, second run): with both, (2048, 768, 12) 8.6 → 4.6 ms host to host, (4096, 1024,
+// (bench/gpu/gpu.mjs, second run): with both, (2048, 768, 12) 8.6 → 4.6 ms host to host, (4096, 1024,
 // 16) 26.8 → 16.9 ms, (16384, 768, 12) 157 → 110 ms (writeBuffer() ran at ~2 GB/s there; the
 // staging copy at ~10); at (128, 512, 8), 256 KiB each way, they cost 0.08 ms, hence the size.
 

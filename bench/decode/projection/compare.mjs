@@ -1,0 +1,79 @@
+#!/usr/bin/env node
+// Times projection.cpp's builds (run.sh makes them) side by side: per shape and weights type,
+// every build's run() in turn, 9 rounds of about 50 ms each, best round per build, in Node (this
+// process) or in headless Chromium or Firefox. Builds alternate round by round, so a machine that
+// drifts moves them alike.
+//   node bench/decode/projection/compare.mjs [--engine node|chromium|firefox] build/decode_projection/NAME ...
+import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { launchBrowser } from '../../../tests/browser/browsers.mjs';
+import { startServer } from '../../../tests/browser/harness.mjs';
+import { exitWithUsage, parseFlags, ROOT } from '../../lib/run_env.mjs';
+import { markdownTable } from '../../lib/table.mjs';
+
+const { values: v, positionals: builds } = parseFlags(import.meta.url, process.argv.slice(2), {
+  engine: { type: 'string', default: 'node' },
+}, { allowPositionals: true });
+if (!builds.length) exitWithUsage(import.meta.url, 'name at least one build');
+
+/** In the engine: per shape and type, each build's best ms per step (its rounds interleaved). */
+async function measure(modules) {
+  const SHAPES = [[768, 12, 12], [2048, 32, 8]];
+  const TYPES = { f32: 0, f16: 1, int8: 3 };
+  const rows = [];
+  for (const shape of SHAPES) {
+    for (const [type, code] of Object.entries(TYPES)) {
+      for (const m of modules) m._setup(...shape, code);
+      const weights = modules[0]._weights();
+      const time = (m, steps) => { const t0 = performance.now(); m._run(steps); return performance.now() - t0; };
+      let steps = 1;
+      while (time(modules[0], steps) < 50) steps *= 2;
+      const best = modules.map(() => Infinity);
+      for (let round = 0; round < 9; round++) modules.forEach((m, i) => { best[i] = Math.min(best[i], time(m, steps) / steps); });
+      rows.push({ shape: [...shape], type, weights, ms: best });  // a copy: WebDriver BiDi sends a repeated object as a reference
+    }
+  }
+  return rows;
+}
+
+async function inNode() {
+  const require = createRequire(import.meta.url);
+  const modules = [];
+  for (const b of builds) modules.push(await require(`${ROOT}/${b}.cjs`)({ wasmBinary: readFileSync(`${ROOT}/${b}.wasm`) }));
+  return measure(modules);
+}
+
+async function inBrowser(engine) {
+  const server = await startServer();
+  const browser = await launchBrowser(engine);
+  try {
+    const page = await browser.newPage();
+    await page.goto(`${server.url}/bench/decode/projection/page.html`);
+    return await page.evaluate(async ([names, source]) => {
+      const modules = [];
+      for (const name of names) {
+        const glue = await (await fetch(`/${name}.cjs`)).text();
+        const wasmBinary = await (await fetch(`/${name}.wasm`)).arrayBuffer();
+        // Emscripten's MODULARIZE glue as a classic script: it defines `Module`, a factory.
+        const factory = new Function(`${glue}; return Module;`)();
+        modules.push(await factory({ wasmBinary }));
+      }
+      return (0, eval)(`(${source})`)(modules);
+    }, [builds, measure.toString()]);
+  } finally {
+    await browser.close();
+    server.child.kill();
+  }
+}
+
+const load = loadavg()[0];
+const rows = v.engine === 'node' ? await inNode() : await inBrowser(v.engine);
+console.log(`${v.engine}, one thread; GFLOP/s (2 per weight) of the best round; load average ${load.toFixed(1)} → ${loadavg()[0].toFixed(1)}`);
+const gflops = (r, i) => (2 * r.weights / r.ms[i] / 1e6).toFixed(1);
+console.log(markdownTable([
+  ['(E, h, hkv)', (r) => `(${r.shape.join(', ')})`, 'l'],
+  ['weights', (r) => r.type, 'l'],
+  ...builds.map((b, i) => [b.split('/').pop(), (r) => gflops(r, i), 'r']),
+  ...(builds.length > 1 ? [['last ÷ first', (r) => (r.ms[0] / r.ms.at(-1)).toFixed(2), 'r']] : []),
+], rows));

@@ -1,0 +1,132 @@
+#!/usr/bin/env node
+// The WebGPU profile bench: every kernel variant (kernel_config.js's catalogue) timed alone, and
+// the whole forward host to host, on the machine's GPU through npm `webgpu` (Dawn).
+//
+//   node bench/gpu/gpu.mjs [--quick] [--json]
+//   VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/nvidia_icd.json node bench/gpu/gpu.mjs   (an NVIDIA GPU)
+//   VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/gpu/gpu.mjs --quick  (a check on the CPU)
+//
+// Prints the adapter (info, features, limits), then per shape (L, E, h), batch 1, self-attention:
+//   - linear: each variant on the Q/K/V projection (L × 3E × E) and the output projection
+//     (L × E × E); ms per dispatch, GFLOP/s (2·M·N·K), GB/s (X, W and Y once), compile ms and
+//     max |Δ| against the first variant (the default) on the same inputs;
+//   - attention: each flash variant, not causal and causal (GFLOP/s over the keys each row
+//     attends: 4·L·S·E, about half with causal); GB/s: Q, K, V and the output once;
+//   - decode: each decode variant for one query row against S = L keys;
+//   - transfer: the floor of a call's traffic with no kernel (writeBuffer of the input, a copy
+//     into a MAP_READ buffer of the output's size, mapAsync, the copy out of the mapped range);
+//   - forward: MultiHeadAttention.forward host to host (upload, kernels, readback) with the
+//     default variants pinned, with the fastest variants of this run pinned, and unpinned (the
+//     selection by measurement), each: create() ms, first call ms, median ms, GFLOP/s
+//     (8·L·E² + 4·L²·E); and for the fastest, where a call's time goes (phases: the pass's
+//     phases as forward_pass.js's passHooks reports them, the GPU's own time, the rest outside);
+// and the linear variants alone at 4096³.
+//
+//   node bench/gpu/gpu.mjs --decode [--quick] [--json] [--markdown]
+// instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike,
+// bench/decode/decode_dtypes.mjs) at bench/decode/decode.mjs's configurations (768, 12, 12) and (2048, 32, 8)
+// with n = 2048 and 8192 cached positions: per dtype one prefill (its weightsDtype's), then per n
+// the median one-token step, its GB/s (the bytes a step must read, stepBytes()) and max|Δ| against
+// float32 (profileDecodeSteps(), gpu_forward.mjs). --quick: (128, 2, 1) at n = 32, 128. Times are the GPU's timestamps where the adapter has
+// 'timestamp-query' (else wall time); every loop is bounded by time, the full run by about 3 min
+// on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
+// object per line instead of the table. --markdown (with --decode): also the decode steps as a
+// Markdown table at the end (docs/performance.md#gpu).
+import { create, globals } from 'webgpu';
+import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
+import { timeTransfers } from './gpu_kernel_timing.mjs';
+import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
+import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
+import { DTYPES } from '../decode/decode_dtypes.mjs';
+
+Object.assign(globalThis, globals);
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const json = args.includes('--json');
+
+const SHAPES = quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
+const CUBE = quick ? 256 : 4096;
+
+const markdown = args.includes('--markdown');
+const steps = [];
+const print = (row) => {
+  if (row.kind === 'step' && !row.error) steps.push(row);
+  console.log(json ? JSON.stringify(row) : formatRow(row));
+};
+const fmt = (x, digits = 3) => (x === undefined || x === null ? '-' : Number(x).toFixed(digits));
+
+function formatRow(r) {
+  const what = `${r.kind.padEnd(9)} ${String(r.variant).padEnd(12)} ${r.shape.padEnd(26)}`;
+  if (r.error) return `${what} ERROR ${r.error}`;
+  if (r.kind === 'prefill') return `${what} ${fmt(r.ms, 2)} ms  ${fmt(r.gflops, 1)} GFLOP/s`;
+  if (r.kind === 'step') {
+    return `${what} median ${fmt(r.medianMs, 4)} ms  best ${fmt(r.bestMs, 4)} ms  ${fmt(r.gbps, 1).padStart(7)} GB/s  max|Δ| vs f32 ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.steps} steps)`;
+  }
+  if (r.kind === 'transfer') return `${what} write ${fmt(r.write)}  map ${fmt(r.map)}  copyOut ${fmt(r.copyOut)}  total ${fmt(r.total)} ms`;
+  if (r.kind === 'phases') {
+    const names = ['total', 'outside', 'pipelines', 'encode', 'upload', 'prefault', 'map', 'scopes', 'copyOut', 'gpu'];
+    return `${what} ${names.map((n) => `${n} ${fmt(r[n])}`).join('  ')} ms`;
+  }
+  if (r.kind === 'forward') {
+    const chosen = r.profile?.map((c) => `${c.family}=${c.chosen ?? '?'}`).join(' ');
+    return `${what} create ${fmt(r.createMs, 1)} ms  first ${fmt(r.firstMs, 1)} ms  median ${fmt(r.medianMs)} ms  ${fmt(r.gflops, 1)} GFLOP/s  ${r.kernels ?? ''}${r.selectionCalls ? `  (after ${r.selectionCalls} selection calls: ${chosen})` : ''}`;
+  }
+  return `${what} ${fmt(r.ms, 4)} ms  ${fmt(r.gflops, 1).padStart(8)} GFLOP/s  ${fmt(r.gbps, 1).padStart(7)} GB/s  compile ${fmt(r.compileMs, 1)} ms  max|Δ| ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.runs} × ${r.batch}, ${r.clock})`;
+}
+
+const gpu = create(['enable-dawn-features=allow_unsafe_apis']);
+const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+if (!adapter) {
+  console.log('NO ADAPTER (is VK_ICD_FILENAMES a GPU\'s Vulkan ICD?)');
+  process.exit(2);
+}
+const info = adapter.info ?? {};
+const limitNames = ['maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxStorageBufferBindingSize', 'maxBufferSize'];
+const head = {
+  kind: 'adapter', vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,
+  subgroupMinSize: info.subgroupMinSize, subgroupMaxSize: info.subgroupMaxSize,
+  features: [...adapter.features].sort(), limits: Object.fromEntries(limitNames.map((n) => [n, adapter.limits[n]])),
+  node: process.version, date: new Date().toISOString(), quick,
+};
+console.log(json ? JSON.stringify(head) : `adapter: ${JSON.stringify({ vendor: head.vendor, architecture: head.architecture, device: head.device, description: head.description })}\nfeatures: ${head.features.join(',')}\nlimits: ${JSON.stringify(head.limits)}`);
+const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features.has(f));
+const requiredLimits = Object.fromEntries(limitNames.filter((n) => n !== 'maxComputeInvocationsPerWorkgroup').map((n) => [n, adapter.limits[n]]));
+const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
+device.addEventListener?.('uncapturederror', (e) => console.log('GPU error:', e.error?.message));
+device.lost.then((info) => {
+  console.log(`DEVICE LOST (${info.reason}: ${info.message}): the run stops here`);
+  process.exit(3);
+});
+
+const started = performance.now();
+const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
+const finish = () => {
+  console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  process.exit(0);  // (not device.destroy(): the lost handler above would report it)
+};
+if (args.includes('--decode')) {
+  const decode = quick ? { configs: [{ E: 128, h: 2, hkv: 1 }], lengths: [32, 128] } : { configs: CONFIGS, lengths: [2048, 8192] };
+  await profileDecodeSteps(gpu, { ...decode, dtypes: Object.keys(DTYPES), headDim: HEAD_DIM, budget }, print);
+  if (markdown) {
+    console.log('\n| weights:cache | shape | median ms | best ms | GB/s | max\\|Δ\\| vs f32 | steps |\n|---|---|---:|---:|---:|---:|---:|');
+    for (const r of steps) {
+      console.log(`| ${r.variant} | ${r.shape} | ${fmt(r.medianMs)} | ${fmt(r.bestMs)} | ${fmt(r.gbps, 1)} | ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)} | ${r.steps} |`);
+    }
+  }
+  finish();
+}
+for (const [L, E, h] of SHAPES) {
+  const shape = { L, E, h };
+  const best = {};
+  best.linear = (await profileLinear(device, { M: L, N: 3 * E, K: E }, `qkv ${L}x${3 * E}x${E}`, budget, print)).fastest;
+  await profileLinear(device, { M: L, N: E, K: E }, `out ${L}x${E}x${E}`, budget, print);
+  for (const causal of [false, true]) {
+    const fastest = (await profileAttention(device, shape, causal, budget, print)).fastest;
+    if (!causal) best.attention = fastest;
+  }
+  await profileDecode(device, shape, budget, print);
+  print({ kind: 'transfer', variant: 'no kernel', shape: `in ${L}x${E} out ${L}x${E}`, ...await timeTransfers(device, L * E, L * E) });
+  await profileForward(gpu, shape, best, budget, print);
+}
+await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);
+finish();

@@ -1,0 +1,122 @@
+// bench/gpu/gpu.mjs's per-kernel profiles: each variant of a family that fits the device, on the
+// same random inputs, timed (gpu_kernel_timing.mjs) and checked against the family's first
+// variant (the default). Each returns { fastest: variant name }.
+import { fittingVariants } from '../../web/src/webgpu/kernel_variants.js';
+import { ATTENTION_PARAMS } from '../../web/src/webgpu/kernels/attention_common.wgsl.js';
+import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
+import {
+  compiledPipeline, maxAbsDiff, preparedKernel, randomBuffer, readBack, timeKernel, zeroBuffer,
+} from './gpu_kernel_timing.mjs';
+
+const cdiv = (a, b) => Math.ceil(a / b);
+
+// Times every variant: make(variant) resolves to { kernel, compileMs, output: () => Promise<Float32Array> }.
+async function profileVariants(device, variants, make, row, budget, print) {
+  let reference = null;
+  let fastest = null;
+  for (const variant of variants) {
+    try {
+      const { kernel, compileMs, output } = await make(variant);
+      const probe = await timeKernel(device, kernel, { batch: 1, minRuns: 1, maxRuns: 1, budgetMs: 0 });
+      const batch = Math.max(1, Math.min(20, Math.floor(20 / Math.max(probe.ms, 1e-3))));
+      const timing = await timeKernel(device, kernel, { batch, budgetMs: budget.kernelMs });
+      const out = await output();
+      let maxAbs;
+      if (reference) maxAbs = maxAbsDiff(out, reference);
+      else reference = out;
+      kernel.destroy();
+      const r = { variant: variant.name, ...timing, batch, compileMs, maxAbsDiff: maxAbs, ...row(timing.ms) };
+      print(r);
+      if (!fastest || r.ms < fastest.ms) fastest = r;
+    } catch (e) {
+      print({ ...row(NaN), variant: variant.name, error: String(e?.message ?? e) });
+    }
+  }
+  return { fastest: fastest?.variant };
+}
+
+/** The linear variants on Y[M, N] = X[M, K] · W[N, K]ᵀ + b. */
+export async function profileLinear(device, { M, N, K }, shape, budget, print) {
+  const x = randomBuffer(device, M * K, 1);
+  const w = randomBuffer(device, N * K, 2, 1 / Math.sqrt(K));
+  const b = randomBuffer(device, N, 3, 0.1);
+  const y = zeroBuffer(device, M * N);
+  const problem = { M, N, K, xStride: K, yStride: N };
+  const row = (ms) => ({
+    kind: 'linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: ((M * K + N * K + M * N) * 4) / ms / 1e6,
+  });
+  const make = async (variant) => {
+    const { pipeline, compileMs } = await compiledPipeline(device, variant, problem);
+    const kernel = preparedKernel(device, [{ pipeline, params: LINEAR_PARAMS, values: problem, bindings: [x, w, b, y], groups: variant.grid(problem) }]);
+    return { kernel, compileMs, output: () => readBack(device, y, M * N) };
+  };
+  const result = await profileVariants(device, fittingVariants('linear', device.limits, problem), make, row, budget, print);
+  [x, w, b, y].forEach((buf) => buf.destroy());
+  return result;
+}
+
+// Self-attention operands of (L, E, h) as the forward lays them out: one [L, 3E] Q|K|V buffer.
+function attentionOperands(device, { L, E, h }, queryRows, causal) {
+  const dk = E / h;
+  const qkv = randomBuffer(device, L * 3 * E, 4);
+  const none = zeroBuffer(device, 1);
+  const values = {
+    B: 1, L: queryRows, S: L, H: h, causal: causal ? 1 : 0, qOff: 0, qStride: 3 * E, kOff: E, kStride: 3 * E,
+    vOff: 2 * E, vStride: 3 * E, oStride: E, group: 1, kvRows: L, scale: 1 / Math.sqrt(dk),
+  };
+  return { dk, qkv, none, values, destroy: () => [qkv, none].forEach((buf) => buf.destroy()) };
+}
+
+/** The flash variants on self-attention of (L, E, h), not causal or causal. */
+export async function profileAttention(device, shape, causal, budget, print) {
+  const { L, E, h } = shape;
+  const ops = attentionOperands(device, shape, L, causal);
+  const out = zeroBuffer(device, L * E);
+  const stats = zeroBuffer(device, h * L * 2);
+  const pairs = causal ? (L * (L + 1)) / 2 : L * L;
+  const row = (ms) => ({
+    kind: 'attention', shape: `L${L} E${E} h${h}${causal ? ' causal' : ''}`, ms,
+    gflops: (4 * pairs * E) / ms / 1e6, gbps: (4 * L * E * 4) / ms / 1e6,
+  });
+  const heads = { dk: ops.dk, dv: ops.dk };
+  const make = async (variant) => {
+    const { pipeline, compileMs } = await compiledPipeline(device, variant, heads);
+    const bindings = [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, out, stats];
+    const kernel = preparedKernel(device, [{ pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings, groups: variant.grid({ L, BH: h }) }]);
+    return { kernel, compileMs, output: () => readBack(device, out, L * E) };
+  };
+  const result = await profileVariants(device, fittingVariants('attention', device.limits, heads), make, row, budget, print);
+  ops.destroy();
+  [out, stats].forEach((buf) => buf.destroy());
+  return result;
+}
+
+/** The decode variants: one query row against S = L keys (both kernels of the split-K path). */
+export async function profileDecode(device, shape, budget, print) {
+  const { L, E, h } = shape;
+  const ops = attentionOperands(device, shape, 1, false);
+  const heads = zeroBuffer(device, E);
+  const stats = zeroBuffer(device, h * 2);
+  const row = (ms) => ({ kind: 'decode', shape: `L1 S${L} E${E} h${h}`, ms, gflops: (4 * L * E) / ms / 1e6, gbps: (2 * L * E * 4) / ms / 1e6 });
+  const dims = { dk: ops.dk, dv: ops.dk };
+  let partials = null;
+  const make = async (variant) => {
+    const chunks = cdiv(L, variant.chunk);
+    partials?.destroy();
+    partials = zeroBuffer(device, h * chunks * (ops.dk + 2));
+    const t0 = performance.now();
+    const [partial, reduce] = await Promise.all([
+      compiledPipeline(device, variant, dims),
+      compiledPipeline(device, { key: variant.reduceKey, shader: variant.reduceShader }, dims),
+    ]);
+    const kernel = preparedKernel(device, [
+      { pipeline: partial.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, partials], groups: [chunks, 1, h] },
+      { pipeline: reduce.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [partials, heads, stats], groups: [1, h, 1] },
+    ]);
+    return { kernel, compileMs: performance.now() - t0, output: () => readBack(device, heads, E) };
+  };
+  const result = await profileVariants(device, fittingVariants('decode', device.limits, dims), make, row, budget, print);
+  ops.destroy();
+  [heads, stats, partials].forEach((buf) => buf?.destroy());
+  return result;
+}

@@ -1,0 +1,148 @@
+// What code comments may cite about measurements: a section of docs/performance.md by its anchor
+// (docs/performance.md#decode), which stays put when a table is measured anew. Not a date (the
+// dated notes of docs/bench-log/ are history, and a date says nothing about where to look), and
+// not docs/benchmarks.md, the lab log those two replaced. Every anchor cited must be a heading of
+// docs/performance.md (GitHub's anchors, as the demo's Markdown converter makes them).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, existsSync } from 'node:fs';
+import { join, relative, extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { slug } from '../../web/demo/markdown.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CODE_FOLDERS = ['web/src', 'cpp', 'bench', 'scripts'];
+const SKIP = new Set(['node_modules', 'dist', 'build', '.git']);
+const C_LIKE = new Set(['.js', '.mjs', '.cjs', '.ts', '.h', '.hpp', '.c', '.cc', '.cpp', '.wgsl']);
+const HASH = new Set(['.sh', '.py', '.cmake']);
+const DATE = /\b(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b/;
+const CITATION = /docs\/performance\.md#([\w-]+)/g;
+
+function* files(dir) {
+  if (!existsSync(dir)) return;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    if (SKIP.has(entry.name)) continue;
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) yield* files(path);
+    else if (C_LIKE.has(extname(path)) || HASH.has(extname(path)) || extname(path) === '.html') yield path;
+  }
+}
+
+/**
+ * The comments of a source file, as [line number, text]: `//` to the line's end (not `://`, nor
+ * inside a quoted string that opens before it on that line), every line of a block comment that
+ * starts a line (`/*`, ` * `), `#` comments in shell and Python, `<!-- -->` in HTML.
+ */
+export function comments(source, ext) {
+  const out = [];
+  let inBlock = false;
+  source.split('\n').forEach((line, i) => {
+    const n = i + 1;
+    const trimmed = line.trim();
+    if (ext === '.html') {
+      if (inBlock || trimmed.includes('<!--')) out.push([n, line]);
+      if (trimmed.includes('<!--')) inBlock = !trimmed.includes('-->', trimmed.indexOf('<!--'));
+      else if (inBlock && trimmed.includes('-->')) inBlock = false;
+      // Scripts inside a page: their line comments too.
+      const m = line.match(/(?:^|[^:'"`\\])\/\/(.*)$/);
+      if (m) out.push([n, m[1]]);
+      return;
+    }
+    if (HASH.has(ext)) {
+      const m = line.match(/(?:^|\s)#(?!!)(.*)$/);
+      if (m) out.push([n, m[1]]);
+      return;
+    }
+    if (inBlock) {
+      out.push([n, line]);
+      if (line.includes('*/')) inBlock = false;
+      return;
+    }
+    if (trimmed.startsWith('/*')) {
+      out.push([n, line]);
+      inBlock = !trimmed.includes('*/', 2);
+      return;
+    }
+    // A line comment: `//` outside the line's quoted strings (a URL's `://` is not one).
+    let quote = null;
+    for (let k = 0; k < line.length; k++) {
+      const c = line[k];
+      if (quote) {
+        if (c === '\\') k++;
+        else if (c === quote) quote = null;
+      } else if (c === '"' || c === "'" || c === '`') quote = c;
+      else if (c === '/' && line[k + 1] === '/' && line[k - 1] !== ':') {
+        out.push([n, line.slice(k + 2)]);
+        break;
+      }
+    }
+  });
+  return out;
+}
+
+const codeFiles = CODE_FOLDERS.flatMap((folder) => [...files(join(ROOT, folder))]);
+
+test('the comment reader finds dates in comments, not in strings or URLs', () => {
+  const found = (src, ext) => comments(src, ext).filter(([, text]) => DATE.test(text)).map(([n]) => n);
+  assert.deepEqual(found([
+    'const d = "2026-11-27"; // measured on 2026-11-27',
+    "fetch('https://example.org/2026-11-27');",
+    '/* a block',
+    ' * 2026-11-26 13:30 */',
+    'x = 1;  // nothing dated here',
+  ].join('\n'), '.js'), [1, 4]);
+  assert.deepEqual(found('echo 2026-11-27\n# run 2026-11-27 evening\n', '.sh'), [2]);
+  assert.deepEqual(found('// (docs/benchmarks.md, 2026-11-27, afternoon)\n', '.h'), [1]);
+  assert.deepEqual(found('<!-- 2026-11-21 -->\n<p>2026-11-21</p>\n', '.html'), [1]);
+});
+
+test('no comment in web/src, cpp/, bench/ or scripts/ cites a date', () => {
+  assert.ok(codeFiles.length > 100, `${codeFiles.length} files`);
+  const dated = codeFiles.flatMap((file) => comments(readFileSync(file, 'utf8'), extname(file))
+    .filter(([, text]) => DATE.test(text))
+    .map(([n, text]) => `${relative(ROOT, file)}:${n}: ${text.trim()}`));
+  assert.deepEqual(dated, [], 'cite a section of docs/performance.md (docs/performance.md#anchor) instead');
+});
+
+test('nothing cites docs/benchmarks.md (now docs/performance.md and docs/bench-log/)', () => {
+  const others = [join(ROOT, 'README.md'), ...[...files(join(ROOT, 'tests'))]];
+  const docs = readdirSync(join(ROOT, 'docs'), { recursive: true }).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f));
+  const citing = [...codeFiles, ...others, ...docs].filter((file) => file !== fileURLToPath(import.meta.url))
+    .filter((file) => readFileSync(file, 'utf8').includes('docs/benchmarks.md'))
+    .map((file) => relative(ROOT, file));
+  assert.deepEqual(citing, []);
+});
+
+test('every docs/performance.md#anchor cited in code and docs is a heading of docs/performance.md', () => {
+  const page = readFileSync(join(ROOT, 'docs/performance.md'), 'utf8');
+  let fenced = false;
+  const anchors = new Set();
+  for (const line of page.split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const m = !fenced && line.match(/^#{1,6}\s+(.*)$/);
+    if (m) anchors.add(slug(m[1].trim()));
+  }
+  assert.ok(anchors.has('decode') && anchors.has('prefill') && anchors.has('cold-start'), [...anchors].join(', '));
+  const docs = readdirSync(join(ROOT, 'docs'), { recursive: true }).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f));
+  const cited = [];
+  for (const file of [...codeFiles, join(ROOT, 'README.md'), ...docs]) {
+    const text = readFileSync(file, 'utf8');
+    for (const m of text.matchAll(CITATION)) cited.push([relative(ROOT, file), m[1]]);
+    // Links between the docs: performance.md#x from docs/, ../performance.md#x from bench-log/,
+    // and #x inside performance.md itself.
+    for (const m of text.matchAll(/\]\((?:\.\.\/)?performance\.md#([\w-]+)\)/g)) cited.push([relative(ROOT, file), m[1]]);
+    if (file.endsWith('docs/performance.md')) for (const m of text.matchAll(/\]\(#([\w-]+)\)/g)) cited.push(['docs/performance.md', m[1]]);
+  }
+  assert.ok(cited.length >= 15, `${cited.length} citations`);
+  const missing = cited.filter(([, anchor]) => !anchors.has(anchor)).map(([file, anchor]) => `${file}: #${anchor}`);
+  assert.deepEqual(missing, [], `headings: ${[...anchors].join(', ')}`);
+});
+
+test('every note of docs/bench-log/ is listed in its README.md, and every line there names a note', () => {
+  const dir = join(ROOT, 'docs/bench-log');
+  const notes = readdirSync(dir).filter((f) => f.endsWith('.md') && f !== 'README.md').sort();
+  const listed = [...readFileSync(join(dir, 'README.md'), 'utf8').matchAll(/^- \[([^\]]+)\]\(([^)]+)\)/gm)];
+  assert.deepEqual(listed.map((m) => m[2]).sort(), notes);
+  for (const m of listed) assert.equal(m[1], m[2], 'the link text is the file name');
+  for (const note of notes) assert.match(note, /^\d{4}-\d\d-\d\d-[a-z0-9-]+\.md$/, note);
+});
