@@ -288,7 +288,16 @@ class MhaBinding {
     });
   }
 
-  // One decoding step: appends the rows to `cache` and attends over it.
+  // Cross-attention: `target` (a new, empty handle) holds the encoder's projected key [batch, S,
+  // kdim] and value [batch, S, vdim], read-only (MultiHeadAttention::encode()).
+  int encode(KvCacheBinding& target, std::uintptr_t key, std::uintptr_t value, int batch, int S, StorageType dtype) {
+    return status([&] {
+      target.cache = mha->encode(at<const float>(key), at<const float>(value), batch, S, allowed(dtype, "dtype", kCacheTypes));
+    });
+  }
+
+  // One decoding step: appends the rows to `cache` and attends over it (an encoded cache: attends
+  // only).
   int forwardCached(KvCacheBinding& cache) {
     return status([&] { mha->forward(call.args(), cache.storage()); });
   }

@@ -88,6 +88,10 @@ void register_cache() {
              return m.createCache(cache, batch, max_length, window, dtype);
            }));
   function("mhaForwardCached", optional_override([](MhaBinding& m, KvCacheBinding& cache) { return m.forwardCached(cache); }));
+  function("mhaEncode", optional_override([](MhaBinding& m, KvCacheBinding& cache, std::uintptr_t key, std::uintptr_t value,
+                                             int batch, int S, StorageType dtype) {
+    return m.encode(cache, key, value, batch, S, dtype);
+  }));
   value_object<RingWire>("RingGeometry")
       .field("error", &RingWire::error)
       .field("capacity", &RingWire::capacity)

@@ -212,7 +212,7 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
 KvCache::KvCache(const KvCache& from, bool)
     : owner_(from.owner_), config_(from.config_), kv_heads_(from.kv_heads_), dk_(from.dk_), dv_(from.dv_),
       dv_pad_(from.dv_pad_), capacity_(from.capacity_), rows_per_pass_(from.rows_per_pass_),
-      length_(from.length_), finite_(from.finite_), k_block_(from.k_block_), v_block_(from.v_block_) {
+      length_(from.length_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_) {
   // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
   const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
   const std::size_t bytes = storage_element_bytes(config_.dtype);
@@ -238,6 +238,10 @@ std::int64_t KvCache::min_truncated_length() const {
 }
 
 void KvCache::truncate(std::int64_t length) {
+  if (read_only_) {
+    throw CacheError("cache", "cache.truncate: an encoded cache (encode()) holds an encoder's keys and values "
+                              "and is read-only");
+  }
   const std::int64_t lowest = min_truncated_length();
   if (length < lowest || length > length_) {
     const std::string held = "[" + std::to_string(lowest) + ", " + std::to_string(length_) + "]";

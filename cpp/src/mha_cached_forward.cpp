@@ -62,6 +62,7 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
 }
 
 void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const {
+  if (cache.read_only()) return forward_encoded(a, cache);  // cross-attention (mha_cross_attention.cpp)
   check_cached_forward(a, cache);
   const MhaConfig& c = config_;
   const int B = a.batch, L = a.L, H = c.num_heads;

@@ -49,6 +49,9 @@ class KvCache {
   KvCache& operator=(const KvCache&) = delete;
 
   std::int64_t length() const { return length_; }  // positions appended so far
+  // Made by MultiHeadAttention::encode(): an encoder's keys and values, attended to, never appended
+  // to or truncated (a forward that would change it throws CacheError).
+  bool read_only() const { return read_only_; }
   const KvCacheConfig& config() const { return config_; }
   int capacity() const { return capacity_; }  // slots of storage, a multiple of 8 (RingGeometry)
   void reset();  // back to length 0; keeps the storage
@@ -96,6 +99,7 @@ class KvCache {
   // unwritten slots are zeros): the f16 kernels' cheap widening, and no hidden key to keep out of
   // P·V (kernels/flash_hidden_keys.h).
   bool finite_ = true;
+  bool read_only_ = false;
   std::size_t k_block_ = 0, v_block_ = 0;  // elements
 };
 

@@ -190,6 +190,14 @@ class MultiHeadAttention {
   // args.attn_mask must be empty and args.causal is implied. Weights, when asked for, are
   // [B, (h,) L, length after the append]. Throws before changing the cache.
   void forward(const MhaForwardArgs& args, KvCache& cache) const;
+  // Cross-attention over an encoder's output (docs/attention-math.md §9): its keys
+  // [batch, S, kdim] and values [batch, S, vdim] projected once (K and V projections with their
+  // biases, and the k-norm of a qk-norm module; no RoPE: a rotary module is a ConfigError) into a
+  // read-only cache of `dtype` (f32, f16 or i8) holding S positions. forward(args, cache) with
+  // it projects only the queries (args.key, args.value unused, args.S = 0) and attends to every
+  // position, with no causal rule and args.key_padding_mask [batch, S] applied; it appends nothing.
+  std::unique_ptr<KvCache> encode(const float* key, const float* value, int batch, int S,
+                                  StorageType dtype = StorageType::f32) const;
 
   // The part of forward() that belongs to heads [head_begin, head_end): the Q/K/V projections
   // restricted to those heads' columns and attention for those heads only, so that workers can
@@ -243,6 +251,8 @@ class MultiHeadAttention {
                                 std::ptrdiff_t q_batch, int q_width, float* out,
                                 std::ptrdiff_t out_batch) const;
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
+  void check_encoded_forward(const MhaForwardArgs& args, const KvCache& cache) const;
+  void forward_encoded(const MhaForwardArgs& args, const KvCache& cache) const;  // cross-attention
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)
   void check_forward(const MhaForwardArgs& args) const;
   void check_position_ids(const MhaForwardArgs& args) const;
