@@ -4,8 +4,8 @@
 // Usage: node bench/linear.mjs
 //        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/linear.mjs
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig } from '../web/src/module_config.js';
-import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
+import { resolveMhaConfig } from '../web/src/checks/module_config.js';
+import { WasmExecutor } from '../web/src/wasm/wasm_executor.js';
 import { perfCases } from '../tests/cases/cases.mjs';
 import { parseFlags } from './run_env.mjs';
 import { filled } from './suite.mjs';

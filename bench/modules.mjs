@@ -4,9 +4,9 @@
 // Usage: node --experimental-wasm-relaxed-simd bench/modules.mjs [--causal]   (Node 20 needs
 // the flag for relaxed SIMD; Node 22 does not)
 import { loadNodeCore } from '../web/src/node_core.js';
-import { resolveMhaConfig } from '../web/src/module_config.js';
-import { resolveMhaForward } from '../web/src/plans.js';
-import { WasmExecutor } from '../web/src/executors/wasm_executor.js';
+import { resolveMhaConfig } from '../web/src/checks/module_config.js';
+import { resolveMhaForward } from '../web/src/checks/plans.js';
+import { WasmExecutor } from '../web/src/wasm/wasm_executor.js';
 import { parseFlags } from './run_env.mjs';
 import { filled, flops, makeWeights, mhaShapes } from './suite.mjs';
 

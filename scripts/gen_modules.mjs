@@ -19,7 +19,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { moduleFiles } from '../web/src/module_files.js';
+import { moduleFiles } from '../web/src/wasm/module_files.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const MANIFEST = join(ROOT, 'web/modules.json');
@@ -124,7 +124,7 @@ function poolWorkerJs(m) {
   return `${HEADER}// The browser pool worker of the '${m.name}' module (web/src/pool.js, worker_core.js). Its glue
 // is imported statically: bundlers need no code splitting in workers, and it runs only this module.
 import create from ${quote(`./${m.stem}.mjs`)};
-import { serveBrowserWorker } from '../src/worker_core.js';
+import { serveBrowserWorker } from '../src/pool/worker_core.js';
 
 serveBrowserWorker(${quote(m.name)}, create);
 `;

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FEATURES, MODULES } from '../../web/dist/modules.js';
-import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/madd_probe.js';
+import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/wasm/madd_probe.js';
 import { launchBrowser } from './browsers.mjs';
 import { startServer } from './harness.mjs';
 

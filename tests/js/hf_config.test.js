@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import * as api from '#webattention';
-import { resolveMhaConfig } from '../../web/src/module_config.js';
+import { resolveMhaConfig } from '../../web/src/checks/module_config.js';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
 import { decodeCreate } from '../contract/decode.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';

@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/half_floats.js';
-import { dequantizeQ8, quantizeQ8 } from '../../web/src/q8_0.js';
+import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
+import { dequantizeQ8, quantizeQ8 } from '../../web/src/storage/q8_0.js';
 import { stored } from '../contract/storage.mjs';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/narrowing/narrowing.json', import.meta.url), 'utf8'));

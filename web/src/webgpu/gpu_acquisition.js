@@ -1,6 +1,6 @@
 // Acquiring a module's GPU executor as create()'s backend options (module_config.js) ask: at
 // create() for backend 'webgpu', at the first large call for 'auto' (gpuSide(), for dispatch.js).
-import { DEFAULT_WEBGPU_MIN_FLOPS } from '../cost_model.js';
+import { DEFAULT_WEBGPU_MIN_FLOPS } from '../base/cost_model.js';
 import { acquireGpu, findGpu } from './device.js';
 
 /**
