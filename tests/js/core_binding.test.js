@@ -8,7 +8,7 @@ import { CoreMha, coreConfig, resolveMhaConfig } from '../internals.mjs';
 import { coreRingGeometry, newCoreCache, requireGroup } from '../../web/src/wasm/core_binding.js';
 import { loadNodeCore } from '../../web/src/node_core.js';
 import { pickVariant } from '../../web/src/wasm/variant.js';
-import { MaskKind } from '../../web/src/base/tensor_checks.js';
+import { MaskKind } from '../../web/src/base/call_plan.js';
 
 const { core, module } = await loadNodeCore(pickVariant());
 const config = (options) => coreConfig(resolveMhaConfig({ embedDim: 8, numHeads: 2, ...options }));

@@ -2,7 +2,7 @@
 // WasmExecutor (always), a PoolExecutor (threads > 1 on a single-threaded WASM module) and the
 // WebGpuExecutor (now for backend 'webgpu', at the first large call for 'auto'). dispatch.js
 // then routes each call to one of them.
-import { resolveBackendOptions } from '../checks/module_config.js';
+import { coreConfig, resolveBackendOptions } from '../checks/module_config.js';
 import { moduleEntry } from '../wasm/variant.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
 import { PoolExecutor } from '../pool/pool_executor.js';
@@ -26,7 +26,7 @@ export async function createExecutors(config, options, runtime) {
     return executor;
   });
   const loaded = await runtime.load();
-  const wasm = new WasmExecutor(loaded.core, config);
+  const wasm = new WasmExecutor(loaded.core, config, coreConfig(config));
   let pool = null;
   if (moduleEntry(loaded.variant).threads) {
     // The pthreads module splits work over its own threads in shared memory: no worker pool.

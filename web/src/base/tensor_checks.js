@@ -1,11 +1,9 @@
 // Tensor checks shared by every plan and the state dict: a caller's { data, shape } (or
 // { data, dims, type }) tensor checked and copied (its data read once), 16-bit tensors' dtypes,
 // masks, and the ShapeError of a tensor of the wrong shape.
+import { MaskKind } from './call_plan.js';
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
 import { borrowed, isDetached, snapshot, typedArrayType } from './typed_arrays.js';
-
-/** Mask kinds as the core numbers them. */
-export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
 
 /** Elements of a tensor of `shape`. */
 export const product = (shape) => shape.reduce((a, b) => a * b, 1);

@@ -4,6 +4,7 @@
 import { OptionError, describe } from '../base/errors.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } from '../base/option_checks.js';
 import { parameterFloats } from '../storage/parameter_layout.js';
+import { WASM_MAX_BYTES } from '../wasm/core_binding.js';
 import { resolveRotary, rotaryCore } from './rotary_options.js';
 
 /**
@@ -86,13 +87,6 @@ export function resolveMhaConfig(options) {
   }
   return config;
 }
-
-/**
- * The most bytes a WASM heap holds: the modules are wasm32 with MAXIMUM_MEMORY=4GB
- * (CMakeLists.txt). Every request is checked against it in exact JS arithmetic before it reaches
- * the core, whose sizes would wrap at 2^32.
- */
-export const WASM_MAX_BYTES = 2 ** 32;
 
 /** The config as the core's MhaConfig takes it (WasmExecutor configures the core with it). */
 export function coreConfig(config) {

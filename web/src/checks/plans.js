@@ -6,7 +6,8 @@ import { KvCache } from '../dispatch/kv_cache.js';
 import { checkBoolean, checkOptions, checkPositive } from '../base/option_checks.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
-import { FLOAT_DATA, MaskKind, checkMask, checkTensor, product, shapeError } from '../base/tensor_checks.js';
+import { MaskKind } from '../base/call_plan.js';
+import { FLOAT_DATA, checkMask, checkTensor, product, shapeError } from '../base/tensor_checks.js';
 import { stillWhole } from '../base/typed_arrays.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
@@ -15,7 +16,7 @@ const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeig
  * Checks one forward() call against the module's config and returns its plan. The plan borrows
  * the caller's arrays where typed_arrays.js borrowed() may (`borrowed: true`), looked at again
  * once every getter ran: a call that computes before returning (the calling thread's WASM) reads
- * them then, once; whoever runs it later takes ownedPlan() first.
+ * them then, once; whoever runs it later takes ownedPlan() (base/call_plan.js) first.
  */
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
@@ -85,40 +86,6 @@ function requireWhole(argument, t) {
     throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
       + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
   }
-}
-
-/** The plan itself if it owns its arrays, else planWithCopies()'s: for a call that runs later. */
-export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).plan, borrowed: false } : plan);
-
-/**
- * The plan with fresh copies of every input array (query, key, value, mask data, position ids; an
- * array passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`,
- * for a transfer list): a worker's share owns its arrays (pool.js).
- */
-export function planWithCopies(plan) {
-  const copies = new Map();
-  const copy = (data) => {
-    if (!data) return data;
-    if (!copies.has(data)) copies.set(data, data.slice());
-    return copies.get(data);
-  };
-  const mask = (m) => ({ ...m, data: copy(m.data) });
-  const copied = {
-    ...plan,
-    query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
-    keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask), positionIds: copy(plan.positionIds),
-  };
-  return { plan: copied, buffers: [...copies.values()].map((c) => c.buffer) };
-}
-
-/**
- * Floats of the attention weights a forward() of `heads` heads returns for one batch entry:
- * 0 without needWeights, L·T averaged, heads·L·T per head (T = S, or the cache's length after
- * the append). Every backend sizes its buffers by it.
- */
-export function weightsPerBatch(plan, heads) {
-  if (!plan.needWeights) return 0;
-  return (plan.averageAttnWeights ? 1 : heads) * plan.L * (plan.T ?? plan.S);
 }
 
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */

@@ -22,14 +22,15 @@
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
-import { ownedPlan } from '../checks/plans.js';
+import { ownedPlan } from '../base/call_plan.js';
 import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
 
 /**
- * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (plans.js): { B, L, S, T,
+ * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (checks/plans.js): { B, L, S, T,
  *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
- *   cache (null, or { kvCache, lengthBefore, lengthAfter }), positionIds (null, or Int32Array
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter, storage }: storage, the cache's on the
+ *   executor that runs the call, set by forward() below), positionIds (null, or Int32Array
  *   [B·L]: each row's rotary position), outputShape, weightsShape }
  * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
  *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
@@ -207,7 +208,7 @@ export class Dispatcher {
   async #forward(given, call) {
     // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at
     // its first large call. A call that waits, or runs anywhere but on this thread's WASM at
-    // once, owns copies of its inputs first (plans.js ownedPlan()): the caller may change its
+    // once, owns copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change its
     // arrays once this returns.
     let plan = given;
     const waits = this.#loading || (this.#gpu?.state === 'pending' && this.#gpuWanted(plan));
@@ -221,13 +222,7 @@ export class Dispatcher {
       this.#live();
     }
     const { where, fallback } = this.route(plan);
-    if (plan.cache) {
-      // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
-      if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
-      if (where === 'webgpu' || plan.cache.kvCache.busy) plan = ownedPlan(plan);
-      const queued = plan;
-      return plan.cache.kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call));
-    }
+    if (plan.cache) return this.#enqueueCached(plan, where, call);
     if (where !== 'wasm') plan = ownedPlan(plan);
     // The calling thread computes at once; a ready pool starts every share before its first await.
     call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
@@ -244,6 +239,17 @@ export class Dispatcher {
     const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
+  }
+
+  // A call with a cache: its storage on the executor `where` names, looked up here once and put in
+  // the plan (cache.storage: the executor never asks the KvCache), then the call is queued on it.
+  #enqueueCached(plan, where, call) {
+    const { kvCache } = plan.cache;
+    plan.cache.storage = kvCache.handleFor(where === 'webgpu' ? this.#gpu.executor : this.#wasm);
+    // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
+    if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
+    const queued = where === 'webgpu' || kvCache.busy ? ownedPlan(plan) : plan;
+    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call));
   }
 
   // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it

@@ -7,7 +7,7 @@
 // weight; a NaN sink (-Inf means "no sink", which the GPU handles). A key row masked for every
 // query row never reaches a row on any backend (masked means absent), so it stays on the GPU.
 import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
-import { MaskKind } from '../base/tensor_checks.js';
+import { MaskKind } from '../base/call_plan.js';
 
 // Past this many non-finite key rows the call goes to the CPU without looking at each: the search
 // costs L·h per row, and the CPU's answer is right either way.

@@ -14,7 +14,7 @@
 // WorkerError; the pool is then shut down and its modules carry on on the calling thread.
 import { DisposedError, WorkerError, errorFromData } from '../base/errors.js';
 import { workerAnswerMs } from '../base/cost_model.js';
-import { planWithCopies } from '../checks/plans.js';
+import { planWithCopies } from '../base/call_plan.js';
 import { warnOnce } from '../base/warn_once.js';
 
 /**
@@ -126,13 +126,14 @@ export class WorkerPool {
   }
 
   /**
-   * Makes module `id` (its resolved config) on workers 0 … count − 1, spawning those missing.
-   * Resolves once they all have it; rejects if a worker fails. keepAlive: someone will wait.
+   * Makes module `id` ({ config, coreConfig }: its resolved config, and the core's words for it)
+   * on workers 0 … count − 1, spawning those missing. Resolves once they all have it; rejects if
+   * a worker fails. keepAlive: someone will wait.
    */
-  attach(id, config, count, keepAlive) {
+  attach(id, { config, coreConfig }, count, keepAlive) {
     while (this.#workers.length < count) this.#workers.push(this.#spawn(this.#workers.length));
     this.#modules.set(id, count);
-    const ready = Promise.all(this.#workers.slice(0, count).map((w) => this.#request(w, id, { type: 'create', config }, [], keepAlive)));
+    const ready = Promise.all(this.#workers.slice(0, count).map((w) => this.#request(w, id, { type: 'create', config, coreConfig }, [], keepAlive)));
     ready.catch(() => {});  // failures also reach every caller through `failure`
     return ready;
   }

@@ -4,7 +4,7 @@
 // splits, runs and joins.
 import { SPLIT_PROJECTION_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { DisposedError } from '../base/errors.js';
-import { weightsPerBatch } from '../checks/plans.js';
+import { weightsPerBatch } from '../base/call_plan.js';
 import { sliceBatch, splitWork } from './pool.js';
 
 let nextModuleId = 1;
@@ -46,7 +46,8 @@ export class PoolExecutor {
   start() {
     if (this.#pool || this.#disposed) return;
     this.#pool = this.#makePool();
-    this.#ready = this.#pool.attach(this.#id, this.#config, this.#threads - 1, this.#keepAlive)
+    const module = { config: this.#config, coreConfig: this.#wasm.coreConfig };
+    this.#ready = this.#pool.attach(this.#id, module, this.#threads - 1, this.#keepAlive)
       .then(() => { this.#isReady = true; }, () => {});
     const pending = this.#pending === 'core' ? this.#wasm.readStateDict() : this.#pending;
     if (pending) this.#pool.load(this.#id, pending, { owned: true });

@@ -24,8 +24,8 @@ export function serve(endpoint, loadGlue) {
       core = await instantiateCore(await loadGlue(variant), module);
       return {};
     },
-    create({ mhaId, config }) {
-      modules.set(mhaId, new WasmExecutor(core, config));
+    create({ mhaId, config, coreConfig }) {
+      modules.set(mhaId, new WasmExecutor(core, config, coreConfig));
       return {};
     },
     load({ mhaId, entries }) {

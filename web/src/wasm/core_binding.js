@@ -7,6 +7,13 @@
 // errors.js throwCoreError()) or '' on success, as Embind hands it over.
 import { MemoryError, OptionError } from '../base/errors.js';
 
+/**
+ * The most bytes a WASM heap holds: the modules are wasm32 with MAXIMUM_MEMORY=4GB
+ * (CMakeLists.txt). Every request is checked against it in exact JS arithmetic before it reaches
+ * the core, whose sizes would wrap at 2^32.
+ */
+export const WASM_MAX_BYTES = 2 ** 32;
+
 // The most parts one state-dict entry has (in_proj_weight's Q, K and V): binding_objects.h.
 const IN_PLACE_DOUBLES = 1 + 3 * 3;
 

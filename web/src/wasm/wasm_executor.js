@@ -2,10 +2,9 @@
 // too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
 // block per call, runs the core, copies the results out and frees the block, on every path (so a
 // failing call leaks nothing).
-import { CoreMha, coreSdpa, newCoreCache } from './core_binding.js';
+import { CoreMha, WASM_MAX_BYTES, coreSdpa, newCoreCache } from './core_binding.js';
 import { throwCoreError, MemoryError } from '../base/errors.js';
-import { WASM_MAX_BYTES, coreConfig } from '../checks/module_config.js';
-import { weightsPerBatch } from '../checks/plans.js';
+import { weightsPerBatch } from '../base/call_plan.js';
 
 const F32 = 4;
 
@@ -74,12 +73,17 @@ export class WasmExecutor {
   /** Every entry is loaded (false before the first load, and after a load that failed part-way). */
   complete = false;
 
-  /** core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved. */
-  constructor(core, config) {
+  /**
+   * core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved;
+   * coreConfig: the same as the core's MhaConfig takes it (checks/module_config.js coreConfig(),
+   * given by whoever makes the executor: the pool's workers get it with the config).
+   */
+  constructor(core, config, coreConfig) {
     this.core = core;
     this.config = config;
+    this.coreConfig = coreConfig;
     this.handle = new CoreMha(core);
-    const error = this.handle.configure(coreConfig(config)) || this.#setRotaryTable(config.rotary?.table);
+    const error = this.handle.configure(coreConfig) || this.#setRotaryTable(config.rotary?.table);
     if (error) {
       this.handle.delete();
       throwCoreError(error);
@@ -225,7 +229,7 @@ export class WasmExecutor {
 
   /** plan: from resolveMhaForward(). Returns { output: Float32Array, weights: Float32Array | null }. */
   forward(plan) {
-    const cache = plan.cache?.kvCache.handleFor(this);
+    const cache = plan.cache?.storage;
     return this.#run(plan, plan.B * plan.L * this.config.embedDim, this.config.numHeads,
       cache ? (args) => this.handle.forwardCached(args, cache) : (args) => this.handle.forward(args));
   }

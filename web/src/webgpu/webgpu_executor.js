@@ -14,7 +14,7 @@
 // call (whose buffers may be left mapped or half-written).
 import { DECODE_MAX_L } from './kernel_config.js';
 import { BackendError, MemoryError } from '../base/errors.js';
-import { weightsPerBatch } from '../checks/plans.js';
+import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
 import { Usage, reusableSize } from './device.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
@@ -148,12 +148,9 @@ export class WebGpuExecutor {
   async forward(plan) {
     const config = this.#config;
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
-    if (plan.cache) {
-      // The handle now, as the cache's queue starts the call: a dispose() of the cache from here
-      // on waits for this call (KvCache.release()).
-      const cache = plan.cache.kvCache.handleFor(this);
-      return this.#serialised(() => this.#forwardCached(plan, cache));
-    }
+    // A cached call runs as the cache's queue starts it: a dispose() of the cache from then on
+    // waits for this call (KvCache.release()).
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, plan.cache.storage));
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
@@ -211,8 +208,7 @@ export class WebGpuExecutor {
    * device (fits()): a cache on the GPU cannot move a call to WASM.
    */
   checkCachedFits(plan) {
-    const cache = plan.cache.kvCache.handleFor(this);
-    const misfit = cachedPasses(plan, cache.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
+    const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
     if (misfit) {
       throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
         + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
