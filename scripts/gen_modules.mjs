@@ -121,7 +121,7 @@ ${modules.map(entry).join('\n')}
 }
 
 function poolWorkerJs(m) {
-  return `${HEADER}// The browser pool worker of the '${m.name}' module (web/src/pool.js, worker_core.js). Its glue
+  return `${HEADER}// The browser pool worker of the '${m.name}' module (web/src/pool/: pool.js, worker_core.js). Its glue
 // is imported statically: bundlers need no code splitting in workers, and it runs only this module.
 import create from ${quote(`./${m.stem}.mjs`)};
 import { serveBrowserWorker } from '../src/pool/worker_core.js';

@@ -1,7 +1,7 @@
 // The public API, independent of how the WASM core is loaded and how workers are made: node.js
 // and browser.js each call bindApi() with their loader and platform (it makes the package's
 // Runtime, runtime.js) and export what it returns. create() resolves the module's config
-// (module_config.js) and makes its executors (executors/create_executors.js); every call is
+// (module_config.js) and makes its executors (create_executors.js); every call is
 // checked into a plan (plans.js) before any executor sees it; MultiHeadAttention.forward() then
 // goes through its Dispatcher (dispatch.js), which picks the executor (calling thread, worker
 // pool or GPU).

@@ -66,7 +66,7 @@ export class Runtime {
     return this.#pool;
   }
 
-  /** Resolves to the WebGpuExecutor class (executors/webgpu_executor.js). */
+  /** Resolves to the WebGpuExecutor class (webgpu/webgpu_executor.js). */
   loadWebGpuExecutor() {
     return this.#platform.loadWebGpuExecutor();
   }

@@ -1,6 +1,6 @@
 // Where each MultiHeadAttention.forward() runs, decided here and nowhere else.
 //
-// A module has up to three executors (executors/, all made by create_executors.js), each
+// A module has up to three executors (pool/, wasm/, webgpu/; made by api/create_executors.js), each
 // implementing the Executor interface below:
 //   wasm    the calling thread's WASM instance (WasmExecutor). Always there: it also answers
 //           parameterSpecs() and headBilinearForm(), and reports a missing state dict.

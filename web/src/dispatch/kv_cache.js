@@ -303,7 +303,10 @@ export class KvCache {
     return owner === this.#owner;
   }
 
-  /** The storage handle of `owner` (the core's, or the GPU's), or a typed error. */
+  /**
+   * The storage handle of `owner` (the core's, or the GPU's), or a typed error: dispatch.js looks
+   * it up once per call and puts it in the plan (cache.storage), where the executor reads it.
+   */
   handleFor(owner) {
     const handle = this.#live('forward: cache');
     if (owner !== this.#owner) {

@@ -10,7 +10,7 @@ import { acquireGpu, findGpu } from './device.js';
  * at the first large call and resolves to an executor, or to null for WASM); and gpuMinFlops,
  * the calls under which stay on WASM. With backend 'auto' or 'webgpu', a `gpu` option of the
  * wrong kind throws OptionError here. makeExecutor(found) resolves to the WebGpuExecutor on
- * acquireGpu()'s { device } (executors/create_executors.js makes it).
+ * acquireGpu()'s { device } (api/create_executors.js makes it).
  */
 export async function gpuSide({ backend, gpu, minFlops }, makeExecutor) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
