@@ -1,4 +1,4 @@
-// The binding (cpp/bindings/embind.cpp, web/src/core_binding.js): Embind's objects matched by field
+// The binding (cpp/bindings/embind.cpp, web/src/wasm/core_binding.js): Embind's objects matched by field
 // name, error texts that leave the heap as it was, handles that refuse use after delete(), and
 // nothing of the hand-written surface it replaced.
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// MultiHeadAttention.fromConfig() and attentionOptionsFromConfig() (web/src/hf_config.js) over
+// MultiHeadAttention.fromConfig() and attentionOptionsFromConfig() (web/src/checks/hf_config.js) over
 // the config.json of each family, written into tests/fixtures/hf_configs/ from the published
 // files: per fixture and layer, the options, window, causality and checkpoint naming equal the
 // table below (docs/checkpoints.md's, written out); fromConfig() modules load checkpoint fixtures

@@ -1,4 +1,4 @@
-// The KV cache's ring geometry (web/src/kv_ring.js), which the GPU cache and createCache()'s
+// The KV cache's ring geometry (web/src/storage/kv_ring.js), which the GPU cache and createCache()'s
 // limits read: capacity and rows per pass for every kind of cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// float32 → F16 / BF16 rounding (web/src/half_floats.js) and q8_0 quantisation (web/src/q8_0.js),
+// float32 → F16 / BF16 rounding (web/src/storage/half_floats.js) and q8_0 quantisation (web/src/storage/q8_0.js),
 // the conversions behind 16- and 8-bit storage: every tie, overflow boundary and subnormal of
 // both formats checked against their definition and against PyTorch (SHA-256 of its bits), q8_0
 // against NumPy (tests/fixtures/make_narrowing.py), NaNs and non-finite blocks by hand.
