@@ -2,14 +2,14 @@
 // Writes the loaders of the WASM modules listed in web/modules.json into web/dist/ (run by
 // scripts/build.sh before the build and again after it, when the pthreads modules' worker scripts
 // are there to embed; `node scripts/gen_modules.mjs [outDir]`):
-//   modules.js / modules.d.ts   the manifest as an ES module (web/src/variant.js and node_core.js
+//   modules.js / modules.d.ts   the manifest as an ES module (web/src/wasm/variant.js and node_core.js
 //                               import it: browsers cannot import JSON everywhere the package runs)
 //   browser_modules.js          per module, the literal new URL('./x.mjs' | './x.wasm', import.meta.url)
 //                               and new Worker(new URL('./w.js', import.meta.url)) that bundlers
 //                               (Vite, webpack) follow (they only follow literals, so these cannot
 //                               be computed at run time), and the pthreads worker script's text
 //   madd_probe.js               the bytes of the relaxed-SIMD probe (cpp/probe/, built beside the
-//                               relaxed module; null before the build), which web/src/madd_probe.js
+//                               relaxed module; null before the build), which web/src/wasm/madd_probe.js
 //                               times to decide whether relaxed SIMD pays on this device
 //   pool_worker_<name>.js       one browser pool worker entry per single-threaded module, importing
 //                               its glue statically (no code splitting in workers; a worker runs
@@ -19,13 +19,13 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { moduleFiles } from '../web/src/module_files.js';
+import { moduleFiles } from '../web/src/wasm/module_files.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const MANIFEST = join(ROOT, 'web/modules.json');
 export const DIST = join(ROOT, 'web/dist');
 // What a module is built with and an engine must have to run it, in the order feature detection
-// values them (web/src/variant.js): threads first, then relaxed SIMD, then SIMD128.
+// values them (web/src/wasm/variant.js): threads first, then relaxed SIMD, then SIMD128.
 const FLAGS = ['threads', 'relaxed', 'simd'];
 
 /** The manifest's modules, checked: throws on anything the loaders or the build could not use. */
@@ -113,7 +113,7 @@ function browserModulesJs(modules, dist) {
 // for what the package loads by URL (glue, .wasm: copied as they are), and new Worker(new URL(...))
 // for the pool workers (bundled); the pthreads glue's worker script as text. No import(): a
 // bundle of the package is one chunk, so an app's own worker can import it with Vite's default
-// worker format ('iife'). The file names: web/src/module_files.js.
+// worker format ('iife'). The file names: web/src/wasm/module_files.js.
 export const LOADERS = {
 ${modules.map(entry).join('\n')}
 };
@@ -121,10 +121,10 @@ ${modules.map(entry).join('\n')}
 }
 
 function poolWorkerJs(m) {
-  return `${HEADER}// The browser pool worker of the '${m.name}' module (web/src/pool.js, worker_core.js). Its glue
+  return `${HEADER}// The browser pool worker of the '${m.name}' module (web/src/pool/: pool.js, worker_core.js). Its glue
 // is imported statically: bundlers need no code splitting in workers, and it runs only this module.
 import create from ${quote(`./${m.stem}.mjs`)};
-import { serveBrowserWorker } from '../src/worker_core.js';
+import { serveBrowserWorker } from '../src/pool/worker_core.js';
 
 serveBrowserWorker(${quote(m.name)}, create);
 `;
@@ -136,7 +136,7 @@ const PROBE_WASM = 'madd_probe_relaxed.wasm';
 function maddProbeJs(dist) {
   const file = join(dist, PROBE_WASM);
   const bytes = existsSync(file) ? `new Uint8Array([${[...readFileSync(file)].join(',')}])` : 'null';
-  return `${HEADER}// cpp/probe/madd_probe_relaxed.cpp as built (null before the build): web/src/madd_probe.js.
+  return `${HEADER}// cpp/probe/madd_probe_relaxed.cpp as built (null before the build): web/src/wasm/madd_probe.js.
 export const MADD_PROBE = ${bytes};
 `;
 }

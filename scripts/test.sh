@@ -53,7 +53,7 @@ npx tsc -p tests/types/tsconfig.json
 
 step "JS API and demo page (node --test), the module Node picks"
 node $NODE_TEST_FLAGS scripts/node_test.mjs tests/js/ tests/browser/
-default_module="$(node --input-type=module -e "import('./web/src/variant.js').then((v) => console.log(v.pickVariant()))")"
+default_module="$(node --input-type=module -e "import('./web/src/wasm/variant.js').then((v) => console.log(v.pickVariant()))")"
 
 for variant in $SINGLE_THREADED_MODULES; do
   [ "$variant" = "$default_module" ] && continue

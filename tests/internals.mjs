@@ -3,33 +3,33 @@
 // Tests import the public API from '#webattention' (package.json "imports": web/src/node.js, the
 // source, where users get its bundle web/dist/node.js; web/src/browser.js in pages), and
 // everything else from here. Environment-free, like the modules it re-exports: pages load it too.
-import { forwardFlops } from '../web/src/cost_model.js';
-import { resolveMhaConfig } from '../web/src/module_config.js';
-import { resolveMhaForward } from '../web/src/plans.js';
-import { asFloat32, roundToHalf } from '../web/src/half_floats.js';
+import { forwardFlops } from '../web/src/base/cost_model.js';
+import { resolveMhaConfig } from '../web/src/checks/module_config.js';
+import { resolveMhaForward } from '../web/src/checks/plans.js';
+import { asFloat32, roundToHalf } from '../web/src/storage/half_floats.js';
 
 export { asFloat32, forwardFlops, resolveMhaConfig, resolveMhaForward, roundToHalf };
-export { CREATE_OPTIONS, coreConfig } from '../web/src/module_config.js';
-export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/kv_ring.js';
-export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/cost_model.js';
-export { testHooks as webgpuTestHooks } from '../web/src/dispatch.js';
+export { CREATE_OPTIONS, coreConfig } from '../web/src/checks/module_config.js';
+export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/storage/kv_ring.js';
+export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/base/cost_model.js';
+export { testHooks as webgpuTestHooks } from '../web/src/dispatch/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/kernel_config.js';
-export { testHooks as poolTestHooks } from '../web/src/pool.js';
-export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/variant.js';
-export { PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/madd_probe.js';
+export { testHooks as poolTestHooks } from '../web/src/pool/pool.js';
+export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/wasm/variant.js';
+export { PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/wasm/madd_probe.js';
 export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';
-export { cacheHooks } from '../web/src/executors/webgpu_executor.js';
-export { heapHooks } from '../web/src/executors/wasm_executor.js';
-export { CoreMha } from '../web/src/core_binding.js';
+export { cacheHooks } from '../web/src/webgpu/webgpu_executor.js';
+export { heapHooks } from '../web/src/wasm/wasm_executor.js';
+export { CoreMha } from '../web/src/wasm/core_binding.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/kernel_config.js';
 export { parameterBufferBytes, parameterWrites, scaleOffsets } from '../web/src/webgpu/weight_storage.js';
-export { parameterLayout } from '../web/src/parameter_layout.js';
+export { parameterLayout } from '../web/src/storage/parameter_layout.js';
 export { MASK_SENTINEL } from '../web/src/webgpu/kernels/attention_common.wgsl.js';
-export { quantizeQ8 } from '../web/src/q8_0.js';
+export { quantizeQ8 } from '../web/src/storage/q8_0.js';
 export { Usage } from '../web/src/webgpu/device.js';
 export { packParams } from '../web/src/webgpu/kernel_params.js';
 export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';

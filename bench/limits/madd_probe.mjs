@@ -6,7 +6,7 @@
 //   node --experimental-wasm-relaxed-simd bench/limits/madd_probe.mjs     (Node 20 needs the flag)
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { RELAXED_MIN_SPEEDUP, measureFusedSpeedup } from '../../web/src/madd_probe.js';
+import { RELAXED_MIN_SPEEDUP, measureFusedSpeedup } from '../../web/src/wasm/madd_probe.js';
 
 if (process.argv[2] === '--once') {
   const start = performance.now();

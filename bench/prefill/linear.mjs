@@ -4,8 +4,8 @@
 // Usage: node bench/prefill/linear.mjs
 //        WEBATTENTION_WASM=relaxed node --experimental-wasm-relaxed-simd bench/prefill/linear.mjs
 import { loadNodeCore } from '../../web/src/node_core.js';
-import { resolveMhaConfig } from '../../web/src/module_config.js';
-import { WasmExecutor } from '../../web/src/executors/wasm_executor.js';
+import { coreConfig, resolveMhaConfig } from '../../web/src/checks/module_config.js';
+import { WasmExecutor } from '../../web/src/wasm/wasm_executor.js';
 import { perfCases } from '../../tests/cases/cases.mjs';
 import { parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
@@ -19,7 +19,7 @@ console.log(`module ${variant}`);
 // The list's square layers (in = out = E): the MHA's output projection is E × E.
 for (const { rows, in: E } of perfCases('linear', 'linear')) {
   const config = resolveMhaConfig({ embedDim: E, numHeads: E / 64 });
-  const mha = new WasmExecutor(core, config);
+  const mha = new WasmExecutor(core, config, coreConfig(config));
   mha.loadStateDict(mha.parameterSpecs().map(({ name, shape }, i) =>
     ({ name, data: filled(shape.reduce((a, b) => a * b, 1), i + 1, 1 / Math.sqrt(E)) })));
   const x = filled(rows * E, 7, 1);

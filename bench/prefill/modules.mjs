@@ -4,9 +4,9 @@
 // Usage: node --experimental-wasm-relaxed-simd bench/prefill/modules.mjs [--causal]   (Node 20 needs
 // the flag for relaxed SIMD; Node 22 does not)
 import { loadNodeCore } from '../../web/src/node_core.js';
-import { resolveMhaConfig } from '../../web/src/module_config.js';
-import { resolveMhaForward } from '../../web/src/plans.js';
-import { WasmExecutor } from '../../web/src/executors/wasm_executor.js';
+import { coreConfig, resolveMhaConfig } from '../../web/src/checks/module_config.js';
+import { resolveMhaForward } from '../../web/src/checks/plans.js';
+import { WasmExecutor } from '../../web/src/wasm/wasm_executor.js';
 import { parseFlags } from '../lib/run_env.mjs';
 import { filled, flops, makeWeights, mhaShapes } from '../lib/suite.mjs';
 
@@ -19,7 +19,7 @@ for (const [L, E, h] of mhaShapes('modules')) {
   const config = resolveMhaConfig({ embedDim: E, numHeads: h });
   const entries = Object.entries(makeWeights(E)).map(([name, data]) => ({ name, data }));
   const mhas = cores.map((core) => {
-    const mha = new WasmExecutor(core, config);
+    const mha = new WasmExecutor(core, config, coreConfig(config));
     mha.threads = 1;
     mha.loadStateDict(entries);
     return mha;

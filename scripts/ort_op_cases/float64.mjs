@@ -1,6 +1,8 @@
 // A problem (problems.mjs) evaluated in float64 from the operators' definitions, sharing no code
 // with the package: the truth that both onnxruntime's expected outputs and the package's are
-// measured against (where onnxruntime's own rounding is the question).
+// measured against (where onnxruntime's own rounding is the question). Each query row is the
+// contract reference's attendRow(), the tests' one float64 attention rule.
+import { attendRow } from '../../tests/contract/reference.mjs';
 
 /** x [rows, inDim] · W [inDim, cols] + b, columns [from, from + n). */
 function project(x, rows, inDim, W, cols, b, from, n) {
@@ -87,15 +89,7 @@ export function evaluate(p) {
         for (let c = 0; c < d; c++) s += q[((b * S + i) * hq + h) * d + c] * K[((b * hkv + g) * T + j) * d + c];
         scores[j] = cap(s * p.scale) + (p.mask ? p.mask[((b * hq + h) * S + i) * T + j] : 0);
       }
-      const sink = p.sinks ? p.sinks[h] : -Infinity;
-      const max = Math.max(sink, ...scores);
-      if (max === -Infinity) continue;  // no key allowed: a zero row
-      const e = scores.map((s) => Math.exp(s - max));
-      const sum = e.reduce((a, x) => a + x, 0) + Math.exp(sink - max);
-      for (let j = 0; j < T; j++) {
-        if (!e[j]) continue;
-        for (let c = 0; c < dv; c++) output[((b * S + i) * hq + h) * dv + c] += (e[j] / sum) * V[((b * hkv + g) * T + j) * dv + c];
-      }
+      attendRow(scores, p.sinks ? p.sinks[h] : -Infinity, V, (j) => ((b * hkv + g) * T + j) * dv, dv, output, ((b * S + i) * hq + h) * dv);
     }
   }
   return { output, presentKey: K, presentValue: V };

@@ -4,7 +4,7 @@
 // data null). Read here into plain objects; tensors' values as float64, float16 ones rounded to
 // float16 first (what onnxruntime-web's test runner hands the kernel).
 import { readFileSync } from 'node:fs';
-import { roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+import { roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 
 /** The text without comments; a // or /* inside a string stays. */
 export function stripComments(text) {

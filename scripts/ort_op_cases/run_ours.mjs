@@ -6,7 +6,7 @@
 // read() gives present_key / present_value. Resolves to { output, presentKey, presentValue }
 // (float64 copies; presents null where the case has none) or { reason } where the package has no
 // way to say what the case asks.
-import { roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+import { roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 import { rotate } from './float64.mjs';
 import { toRows } from './problems.mjs';
 

@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FEATURES, MODULES } from '../../web/dist/modules.js';
-import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/madd_probe.js';
+import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/wasm/madd_probe.js';
 import { launchBrowser } from './browsers.mjs';
 import { startServer } from './harness.mjs';
 
@@ -13,7 +13,7 @@ import { startServer } from './harness.mjs';
  * cross-origin-isolated page, the others on a plain one. Then one run per kind of page as feature
  * detection picks: the most valued module (Chromium has every feature), except that a relaxed-SIMD
  * one only where the page measured relaxed SIMD paying (capabilities().relaxedSimdSpeedup: at least
- * RELAXED_MIN_SPEEDUP, or null where it could not measure; web/src/madd_probe.js).
+ * RELAXED_MIN_SPEEDUP, or null where it could not measure; web/src/wasm/madd_probe.js).
  */
 function modulesToRun() {
   const forced = MODULES.map((m) => ({

@@ -1,8 +1,9 @@
 // The float64 reference of the kernel-level cases for the JS runners (C++ has its own,
 // tests/cpp/kernel_reference.h): attention with grouped-query heads, the position rule (causal,
 // query offset, window), the list's masks (their rule: README.md) and rotary embedding, written
-// from the formulas (docs/attention-math.md §1, §7, §8), sharing no code with the package.
-import { linear as contractLinear } from '../contract/reference.mjs';
+// from the formulas (docs/attention-math.md §1, §7, §8), sharing no code with the package; each
+// query row is the contract reference's attendRow().
+import { attendRow, linear as contractLinear } from '../contract/reference.mjs';
 
 /** A mask entry of kind 'bool' | 'additive' | 'additive-inf' (the additive value, -Infinity where
  * the boolean rule masks) from the boolean rule's answer and the additive value. */
@@ -55,15 +56,13 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
   const group = heads / kvHeads;
   const scale = 1 / Math.sqrt(dk);
   const out = new Float64Array(batch * L * heads * dv);
-  const p = new Float64Array(S);
-  const hidden = new Uint8Array(S);
+  const scores = new Float64Array(S);
   for (let b = 0; b < batch; b++) {
     for (let h = 0; h < heads; h++) {
       const g = Math.floor(h / group);
       for (let i = 0; i < L; i++) {
         const position = queryOffset + i;
         const qi = ((b * L + i) * heads + h) * dk;
-        let max = -Infinity;
         for (let j = 0; j < S; j++) {
           const kj = ((b * S + j) * kvHeads + g) * dk;
           let dot = 0;
@@ -71,19 +70,9 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
           const allowed = (!causal || j <= position) && (window <= 0 || j > position - window);
           let s = allowed ? dot * scale : -Infinity;
           s = applyMask(keyPadding, b * S + j, s);
-          p[j] = applyMask(mask, ((b * heads + h) * L + i) * S + j, s);
-          max = Math.max(max, p[j]);
+          scores[j] = applyMask(mask, ((b * heads + h) * L + i) * S + j, s);
         }
-        if (max === -Infinity) continue;
-        for (let j = 0; j < S; j++) hidden[j] = p[j] === -Infinity ? 1 : 0;
-        let sum = 0;
-        for (let j = 0; j < S; j++) sum += (p[j] = Math.exp(p[j] - max));
-        const o = ((b * L + i) * heads + h) * dv;
-        for (let j = 0; j < S; j++) {
-          if (hidden[j]) continue;  // a masked key adds nothing, not 0 · its (maybe NaN) value
-          const vj = ((b * S + j) * kvHeads + g) * dv;
-          for (let c = 0; c < dv; c++) out[o + c] += (p[j] / sum) * v[vj + c];
-        }
+        attendRow(scores, -Infinity, v, (j) => ((b * S + j) * kvHeads + g) * dv, dv, out, ((b * L + i) * heads + h) * dv);
       }
     }
   }

@@ -68,7 +68,7 @@ function maskedScore(score, o, H, L, S, b, h, i, j) {
  * Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero.
  * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
  */
-function softmaxRow(scores, sink = -Infinity) {
+export function softmaxRow(scores, sink = -Infinity) {
   // The package refuses a +Inf sink at loadStateDict() (docs/attention-math.md §10): so does this.
   if (sink === Infinity) throw new Error('reference: a +Inf sink is refused');
   if (scores.some(Number.isNaN)) return scores.map(() => NaN);
@@ -77,6 +77,24 @@ function softmaxRow(scores, sink = -Infinity) {
   const e = scores.map((s) => Math.exp(s - max));
   const sum = e.reduce((a, b) => a + b, Math.exp(sink - max));
   return e.map((x) => x / sum);
+}
+
+/**
+ * One query row of attention, the one float64 rule every JS reference uses (this file's
+ * mhaReference(), the kernel cases' tests/cases/reference.mjs, the onnxruntime cases'
+ * scripts/ort_op_cases/float64.mjs): scores[j] is key j's logit after the scale, the softcap and
+ * the masks (-Infinity: the key is absent), sink one more logit with no value (-Infinity: none).
+ * Adds Σ_j p_j · V[valueAt(j) + c] to out[at + c], c < dv, over the keys present only (a masked
+ * key adds nothing, not 0 · its value: NaN stays out); returns p (softmaxRow()).
+ */
+export function attendRow(scores, sink, V, valueAt, dv, out, at) {
+  const p = softmaxRow(scores, sink);
+  for (let j = 0; j < scores.length; j++) {
+    if (scores[j] === -Infinity) continue;
+    const row = valueAt(j);
+    for (let c = 0; c < dv; c++) out[at + c] += p[j] * V[row + c];
+  }
+  return p;
 }
 
 /**
@@ -112,14 +130,8 @@ export function mhaReference(config, sd, query, key, value, options = {}, kvDtyp
           for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * H * dk + h * dk + c];
           scores.push(maskedScore(cap(s * scale), options, H, L, S, b, h, i, j));
         }
-        const p = softmaxRow(scores, w.sinks ? w.sinks[h] : -Infinity);
+        const p = attendRow(scores, w.sinks ? w.sinks[h] : -Infinity, V, (j) => j * H * dv + h * dv, dv, heads, i * H * dv + h * dv);
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
-        for (let c = 0; c < dv; c++) {
-          let s = 0;
-          // A masked key adds nothing, not 0 · its value (masked means absent: NaN stays out).
-          for (let j = 0; j < S; j++) if (scores[j] !== -Infinity) s += p[j] * V[j * H * dv + h * dv + c];
-          heads[i * H * dv + h * dv + c] = s;
-        }
       }
     }
     out.set(linear(heads, L, H * dv, w.outW, E, 0, w.outB), b * L * E);

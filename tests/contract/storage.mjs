@@ -3,7 +3,7 @@
 // states the rules: float32 rounded to nearest-even into float16 / bfloat16, int8 as llama.cpp's
 // q8_0 (weights: blocks of 32 along the input dimension; cache: one block per (position, K/V
 // head) row). Written from the rules in plain arithmetic, sharing no code with the package's
-// bit-level conversions (web/src/half_floats.js, q8_0.js; tests/js/narrowing.test.js checks the
+// bit-level conversions (web/src/storage/half_floats.js, q8_0.js; tests/js/narrowing.test.js checks the
 // two against each other), and environment-free like the rest of the contract.
 
 /** Significant bits after the point, smallest normal exponent and largest finite value. */

@@ -1,14 +1,14 @@
-// The binding (cpp/bindings/embind.cpp, web/src/core_binding.js): Embind's objects matched by field
+// The binding (cpp/bindings/embind.cpp, web/src/wasm/core_binding.js): Embind's objects matched by field
 // name, error texts that leave the heap as it was, handles that refuse use after delete(), and
 // nothing of the hand-written surface it replaced.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { CoreMha, coreConfig, resolveMhaConfig } from '../internals.mjs';
-import { coreRingGeometry, newCoreCache, requireGroup } from '../../web/src/core_binding.js';
+import { coreRingGeometry, newCoreCache, requireGroup } from '../../web/src/wasm/core_binding.js';
 import { loadNodeCore } from '../../web/src/node_core.js';
-import { pickVariant } from '../../web/src/variant.js';
-import { MaskKind } from '../../web/src/tensor_checks.js';
+import { pickVariant } from '../../web/src/wasm/variant.js';
+import { MaskKind } from '../../web/src/base/call_plan.js';
 
 const { core, module } = await loadNodeCore(pickVariant());
 const config = (options) => coreConfig(resolveMhaConfig({ embedDim: 8, numHeads: 2, ...options }));

@@ -1,4 +1,4 @@
-// MultiHeadAttention.fromConfig() and attentionOptionsFromConfig() (web/src/hf_config.js) over
+// MultiHeadAttention.fromConfig() and attentionOptionsFromConfig() (web/src/checks/hf_config.js) over
 // the config.json of each family, written into tests/fixtures/hf_configs/ from the published
 // files: per fixture and layer, the options, window, causality and checkpoint naming equal the
 // table below (docs/checkpoints.md's, written out); fromConfig() modules load checkpoint fixtures
@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import * as api from '#webattention';
-import { resolveMhaConfig } from '../../web/src/module_config.js';
+import { resolveMhaConfig } from '../../web/src/checks/module_config.js';
 import { runCheckpointCase } from '../contract/run_checkpoint.mjs';
 import { decodeCreate } from '../contract/decode.mjs';
 import { randomTensor, rng } from '../contract/contract.mjs';

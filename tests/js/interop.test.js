@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { DTypeError, MultiHeadAttention, OptionError, ShapeError, configure, scaledDotProductAttention, selfAttention } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
-import * as errors from '../../web/src/errors.js';
+import * as errors from '../../web/src/base/errors.js';
 
 /** console.warn's messages while `body` runs. */
 async function warnings(body) {

@@ -1,12 +1,12 @@
-// The KV cache's ring geometry (web/src/kv_ring.js), which the GPU cache and createCache()'s
+// The KV cache's ring geometry (web/src/storage/kv_ring.js), which the GPU cache and createCache()'s
 // limits read: capacity and rows per pass for every kind of cache.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, OptionError } from '#webattention';
 import { MAX_CACHE_POSITIONS, ringGeometry } from '../internals.mjs';
 import { loadNodeCore } from '../../web/src/node_core.js';
-import { pickVariant } from '../../web/src/variant.js';
-import { coreRingGeometry } from '../../web/src/core_binding.js';
+import { pickVariant } from '../../web/src/wasm/variant.js';
+import { coreRingGeometry } from '../../web/src/wasm/core_binding.js';
 
 test('ringGeometry: maxLength alone; a ring of window + 63 that wraps; a smaller maxLength that never does', () => {
   assert.deepEqual(ringGeometry({ maxLength: 100, window: 0 }), { capacity: 104, rowsPerPass: 104 });

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { LoadError, MultiHeadAttention, WorkerError } from '#webattention';
 import { poolTestHooks as testHooks } from '../internals.mjs';
-import { fetchWasmModule } from '../../web/src/wasm_fetch.js';
+import { fetchWasmModule } from '../../web/src/wasm/wasm_fetch.js';
 
 /** Runs body with globalThis.fetch answering `response` (a function of the URL). */
 async function withFetch(response, body) {

@@ -1,5 +1,5 @@
 // Relaxed SIMD must pay its way: where a browser can time it, the package measures relaxed SIMD's
-// fused multiply-add against mul + add in the projection's register block (web/src/madd_probe.js,
+// fused multiply-add against mul + add in the projection's register block (web/src/wasm/madd_probe.js,
 // the probe module cpp/probe/madd_probe_relaxed.cpp) and picks a relaxed module only from
 // RELAXED_MIN_SPEEDUP up (variant.js chooseVariant). Here: the choice for given measurements,
 // and the probe itself where this Node runs relaxed SIMD (--experimental-wasm-relaxed-simd).

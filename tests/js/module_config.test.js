@@ -1,4 +1,4 @@
-// A module's config fields, listed once (web/src/module_config.js), against what else names them:
+// A module's config fields, listed once (web/src/checks/module_config.js), against what else names them:
 // the options create() takes, the resolved config, the core's MhaConfig, and index.d.ts.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

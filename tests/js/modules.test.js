@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DIST, readManifest, render } from '../../scripts/gen_modules.mjs';
-import { THREADS_VARIANTS, moduleEntry, pickVariant } from '../../web/src/variant.js';
+import { THREADS_VARIANTS, moduleEntry, pickVariant } from '../../web/src/wasm/variant.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const modules = readManifest();

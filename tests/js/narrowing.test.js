@@ -1,4 +1,4 @@
-// float32 → F16 / BF16 rounding (web/src/half_floats.js) and q8_0 quantisation (web/src/q8_0.js),
+// float32 → F16 / BF16 rounding (web/src/storage/half_floats.js) and q8_0 quantisation (web/src/storage/q8_0.js),
 // the conversions behind 16- and 8-bit storage: every tie, overflow boundary and subnormal of
 // both formats checked against their definition and against PyTorch (SHA-256 of its bits), q8_0
 // against NumPy (tests/fixtures/make_narrowing.py), NaNs and non-finite blocks by hand.
@@ -6,8 +6,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/half_floats.js';
-import { dequantizeQ8, quantizeQ8 } from '../../web/src/q8_0.js';
+import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
+import { dequantizeQ8, quantizeQ8 } from '../../web/src/storage/q8_0.js';
 import { stored } from '../contract/storage.mjs';
 
 const fixture = JSON.parse(readFileSync(new URL('../fixtures/narrowing/narrowing.json', import.meta.url), 'utf8'));

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { compare, randomDecodeCase, randomMhaCase, randomTensor, rng, runCase } from '../contract/contract.mjs';
-import { roundToHalf, widenHalf } from '../../web/src/half_floats.js';
+import { roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 import { halfStateDict as halfSd } from '../internals.mjs';
 
 const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8'];

@@ -9,7 +9,7 @@ import {
   DTypeError, MultiHeadAttention, OptionError, StateDictError, loadSafetensors, scaledDotProductAttention, selfAttention,
 } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
-import { roundToHalf } from '../../web/src/half_floats.js';
+import { roundToHalf } from '../../web/src/storage/half_floats.js';
 import { validFile } from './safetensors_files.js';
 
 const f16 = (t) => ({ data: roundToHalf('float16', t.data), shape: t.shape, dtype: 'float16' });

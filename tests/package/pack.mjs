@@ -1,7 +1,7 @@
 // Part 1 of the packed-package test: a clean copy of the repository, `npm pack` there (its prepack
 // step builds the WASM modules from scratch), and what the tarball must hold.
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import { listFiles } from './files.mjs';
 import { describeRun, exec } from './processes.mjs';
@@ -52,9 +52,9 @@ export async function packPart(root) {
     + `${(meta.unpackedSize / 1024).toFixed(1)} KiB unpacked, ${files.length} files`);
 
   for (const f of REQUIRED_FILES) check(`tarball lists ${f}`, files.includes(f));
-  const srcJs = readdirSync(join(clone, 'web/src')).filter((f) => f.endsWith('.js')).map((f) => `web/src/${f}`);
+  const srcJs = listFiles(join(clone, 'web/src')).filter((f) => f.endsWith('.js')).map((f) => `web/src/${f}`);
   const missingSrc = srcJs.filter((f) => !files.includes(f));
-  check(`tarball lists all ${srcJs.length} web/src/*.js`, srcJs.length > 0 && missingSrc.length === 0,
+  check(`tarball lists all ${srcJs.length} web/src/**/*.js`, srcJs.length > 0 && missingSrc.length === 0,
     missingSrc.length ? `missing ${missingSrc.join(', ')}` : srcJs.map((f) => f.slice(8)).join(' '));
   // web/dist as the prepack build left it, whole: every module of web/modules.json and its loaders.
   const built = listFiles(join(clone, 'web/dist')).map((f) => `web/dist/${f}`);

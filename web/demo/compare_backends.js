@@ -11,7 +11,7 @@ import { MultiHeadAttention } from './loaded_package.js';
 import { $, fmtMs, errorText } from './page.js';
 import { SEED, prng, makeStateDict, gaussianTensor } from './seeded_data.js';
 import { timeWarm } from './stats.js';
-import { forwardFlops } from '../src/cost_model.js';
+import { forwardFlops } from '../src/base/cost_model.js';
 
 // Where onnxruntime-web would be: the bench's own install, served by the same server as the demo
 // (scripts/serve.mjs serves the repository; a static copy of the demo has no bench/).

@@ -6,7 +6,7 @@
 // ('1' | '0') and data-machine-gpu ('hardware' | 'software' | 'none').
 import { capabilities, loadPackage } from './loaded_package.js';
 import { $, errorText } from './page.js';
-import { moduleEntry } from '../src/variant.js';
+import { moduleEntry } from '../src/wasm/variant.js';
 import { requestAdapter } from '../src/webgpu/device.js';
 
 let gpuProbe = null;  // the adapter probe, made once: { kind, text, adapter }

@@ -5,7 +5,7 @@
 //
 // The package is passed in ({ MultiHeadAttention, loadSafetensors }) so that the same model runs
 // in Node (web/src/node.js) and in the page (web/src/browser.js).
-import { StateDictError } from '../src/errors.js';
+import { StateDictError } from '../src/base/errors.js';
 import { addInPlace, gelu, layerNorm, linear } from './tensor_ops.js';
 import { Tokenizer } from './tokenizer.js';
 

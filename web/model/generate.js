@@ -2,7 +2,7 @@
 // one forward (prefill), then each token one forward of that token alone (the KV caches hold the
 // rest). Each step says what it cost and, with { attention: true }, where every head of every
 // layer looked when it predicted the token.
-import { OptionError } from '../src/errors.js';
+import { OptionError } from '../src/base/errors.js';
 import { makeSampler } from './sampling.js';
 
 /** The last row of a [rows, width] Float64Array. */

@@ -1,7 +1,7 @@
 // Picking the next token from a row of logits: greedy (temperature 0), or a draw from
 // softmax(logits / temperature) over the top-k logits, with a seeded generator so that a run can
 // be repeated.
-import { OptionError } from '../src/errors.js';
+import { OptionError } from '../src/base/errors.js';
 
 /** What a front end (the demo page's form) offers by default: sampling, since greedy decoding of
  *  this small model soon repeats one phrase. makeSampler() itself stays greedy unless asked. */

@@ -1,7 +1,7 @@
 // Characters ↔ token ids: the id of a character is its index in the model's vocabulary string
 // (the safetensors metadata's `vocab`, README.md). A prompt character outside it is an
 // OptionError naming it, since the model has no "unknown" token to fall back on.
-import { OptionError } from '../src/errors.js';
+import { OptionError } from '../src/base/errors.js';
 
 export class Tokenizer {
   #ids;

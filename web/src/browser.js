@@ -8,14 +8,14 @@
 // 'mt-relaxed') and WEBATTENTION_THREADS ('auto' | n) override the defaults, as the environment
 // variables do in Node.
 import { LOADERS } from '../dist/browser_modules.js';
-import { bindApi } from './api.js';
+import { bindApi } from './api/api.js';
 import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
-import { THREADS_VARIANTS, chooseVariant, moduleEntry } from './variant.js';
-import { instantiateCore } from './instantiate_core.js';
-import { fetchWasmModule, loadError } from './wasm_fetch.js';
-import { warnOnce } from './warn_once.js';
+import { THREADS_VARIANTS, chooseVariant, moduleEntry } from './wasm/variant.js';
+import { instantiateCore } from './wasm/instantiate_core.js';
+import { fetchWasmModule, loadError } from './wasm/wasm_fetch.js';
+import { warnOnce } from './base/warn_once.js';
 // Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
-import { WebGpuExecutor } from './executors/webgpu_executor.js';
+import { WebGpuExecutor } from './webgpu/webgpu_executor.js';
 
 /** `variant`'s Emscripten factory and compiled .wasm; a LoadError names a file that is not there. */
 async function fetchModule(variant) {
@@ -89,12 +89,12 @@ const api = bindApi(async () => {
   loadWebGpuExecutor: async () => WebGpuExecutor,
 });
 
-export { loadSafetensors } from './safetensors.js';
-export { loadGguf } from './gguf.js';
-export { saveSafetensors } from './safetensors_writer.js';
+export { loadSafetensors } from './storage/safetensors.js';
+export { loadGguf } from './storage/gguf.js';
+export { saveSafetensors } from './storage/safetensors_writer.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
-export { configure } from './configure.js';
+export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/gpu_kernel_pins.js';
-export * from './public_errors.js';
-export { KvCache } from './kv_cache.js';
-export { attentionOptionsFromConfig } from './hf_config.js';
+export * from './api/public_errors.js';
+export { KvCache } from './dispatch/kv_cache.js';
+export { attentionOptionsFromConfig } from './checks/hf_config.js';

@@ -3,9 +3,9 @@
 // next to the package's code, or where the bundler copied it). And worker scripts that live on
 // another origin than the page's (which `new Worker(url)` refuses) behind a same-origin blob: URL.
 import { LOADERS } from '../dist/browser_modules.js';
-import { wasmPaths } from './configure.js';
-import { moduleFiles } from './module_files.js';
-import { moduleEntry } from './variant.js';
+import { wasmPaths } from './api/configure.js';
+import { moduleFiles } from './wasm/module_files.js';
+import { moduleEntry } from './wasm/variant.js';
 
 const pageUrl = () => globalThis.location?.href;
 

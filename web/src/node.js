@@ -2,10 +2,10 @@
 // module). WEBATTENTION_WASM=<name> forces a module (web/modules.json: simd|relaxed|scalar);
 // WEBATTENTION_THREADS=auto|<n> sets the default of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import os from 'node:os';
-import { bindApi } from './api.js';
+import { bindApi } from './api/api.js';
 import { loadNodeCore } from './node_core.js';
 import { takeEarlyLoad } from './node_early.js';
-import { pickVariant } from './variant.js';
+import { pickVariant } from './wasm/variant.js';
 
 // Pool workers get no node flags (execArgv: []). By default a Worker inherits the process's, and
 // it refuses those that are per process (--max-old-space-size, --expose-gc, V8's
@@ -46,19 +46,19 @@ const api = bindApi(loadCore, {
     return env === undefined || env === '' ? 'auto' : /^[0-9]+$/.test(env) ? Number(env) : env;
   },
   spawnWorker,
-  loadWebGpuExecutor: async () => (await import('./executors/webgpu_executor.js')).WebGpuExecutor,
+  loadWebGpuExecutor: async () => (await import('./webgpu/webgpu_executor.js')).WebGpuExecutor,
   // The module's file is read and compiled from the import on (its read, compile and instantiate
   // were ~4 ms of a cold start's first create(), docs/performance.md#cold-start): a process that imports the
   // package means to compute with it, and configure()'s wasmPaths, which Node ignores, stays open.
   preload: true,
 });
 
-export { loadSafetensors } from './safetensors.js';
-export { loadGguf } from './gguf.js';
-export { saveSafetensors } from './safetensors_writer.js';
+export { loadSafetensors } from './storage/safetensors.js';
+export { loadGguf } from './storage/gguf.js';
+export { saveSafetensors } from './storage/safetensors_writer.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
-export { configure } from './configure.js';
+export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/gpu_kernel_pins.js';
-export * from './public_errors.js';
-export { KvCache } from './kv_cache.js';
-export { attentionOptionsFromConfig } from './hf_config.js';
+export * from './api/public_errors.js';
+export { KvCache } from './dispatch/kv_cache.js';
+export { attentionOptionsFromConfig } from './checks/hf_config.js';

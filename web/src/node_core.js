@@ -4,8 +4,8 @@
 // manifest. The .wasm is read and compiled here, not by the glue: 3.1.6's own file loading fails
 // under Node >= 18.
 import { readFile } from 'node:fs/promises';
-import { moduleEntry } from './variant.js';
-import { instantiateCore } from './instantiate_core.js';
+import { moduleEntry } from './wasm/variant.js';
+import { instantiateCore } from './wasm/instantiate_core.js';
 
 /** web/dist/<stem><ext> of single-threaded module `variant`. */
 function distUrl(variant, ext) {

@@ -7,7 +7,7 @@
 // The module is the one node.js picks when WEBATTENTION_WASM names none; with it set, or after
 // a failure here, node.js loads on its own (and reports a bad name as a typed error at create()).
 import { loadNodeCore } from './node_core.js';
-import { pickVariant } from './variant.js';
+import { pickVariant } from './wasm/variant.js';
 
 const forced = process.env.WEBATTENTION_WASM;
 let early = null;

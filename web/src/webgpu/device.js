@@ -2,7 +2,7 @@
 // app provides, in this order: the `gpu` option of create() (a GPU, i.e. navigator.gpu or the
 // object of the npm `webgpu` package's create(), or a GPUDevice the app already has), then
 // navigator.gpu, then globalThis.gpu. So Node gets WebGPU only when the app brings it.
-import { BackendError, OptionError, describe } from '../errors.js';
+import { BackendError, OptionError, describe } from '../base/errors.js';
 
 const backendError = (message, fields) => new BackendError(message, fields);
 

@@ -19,8 +19,7 @@
 //
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
 // family takes the same uniforms (packed from the family's list) and bindings.
-import { weightsPerBatch } from '../plans.js';
-import { MaskKind } from '../tensor_checks.js';
+import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { consecutivePositions, rotaryTable } from './rotary_table.js';

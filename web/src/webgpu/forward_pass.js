@@ -4,7 +4,7 @@
 // into one compute pass of one command buffer, submits it and reads the output (and weights)
 // back. A call that measures a candidate for the kernel selection is timed (gpu_timer.js).
 //
-// The executor (executors/webgpu_executor.js) owns the device, the parameter buffers and the
+// The executor (webgpu_executor.js) owns the device, the parameter buffers and the
 // per-call buffer cache; this file only runs one call on them.
 import { MAP_READ, Usage } from './device.js';
 import { callKernels } from './call_kernels.js';

@@ -1,6 +1,6 @@
 // Acquiring a module's GPU executor as create()'s backend options (module_config.js) ask: at
 // create() for backend 'webgpu', at the first large call for 'auto' (gpuSide(), for dispatch.js).
-import { DEFAULT_WEBGPU_MIN_FLOPS } from '../cost_model.js';
+import { DEFAULT_WEBGPU_MIN_FLOPS } from '../base/cost_model.js';
 import { acquireGpu, findGpu } from './device.js';
 
 /**
@@ -10,7 +10,7 @@ import { acquireGpu, findGpu } from './device.js';
  * at the first large call and resolves to an executor, or to null for WASM); and gpuMinFlops,
  * the calls under which stay on WASM. With backend 'auto' or 'webgpu', a `gpu` option of the
  * wrong kind throws OptionError here. makeExecutor(found) resolves to the WebGpuExecutor on
- * acquireGpu()'s { device } (executors/create_executors.js makes it).
+ * acquireGpu()'s { device } (api/create_executors.js makes it).
  */
 export async function gpuSide({ backend, gpu, minFlops }, makeExecutor) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);

@@ -10,9 +10,9 @@
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
 // into passes (cached_passes.js). The same interface as the core's cache handle: length(),
 // reset(), delete(), isDeleted(); read() is the executor's readCache() here.
-import { MemoryError } from '../errors.js';
-import { ringGeometry } from '../kv_ring.js';
-import { widenHalf } from '../half_floats.js';
+import { MemoryError } from '../base/errors.js';
+import { ringGeometry } from '../storage/kv_ring.js';
+import { widenHalf } from '../storage/half_floats.js';
 import { MAP_READ, Usage } from './device.js';
 import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './kernels/packed_values.wgsl.js';

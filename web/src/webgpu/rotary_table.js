@@ -3,7 +3,7 @@
 // (cpp/src/rotary.cpp), and only cos and sin are rounded to f32.
 // An f32 angle would be off by about 10⁻² radian at p = 10⁵ (docs/attention-math.md §8).
 
-import { rotaryFrequencies } from '../rotary_frequencies.js';
+import { rotaryFrequencies } from './rotary_frequencies.js';
 
 /** The positions of rows first … first + count − 1: a call's rows without positionIds. */
 export const consecutivePositions = (first, count) => Array.from({ length: count }, (_, i) => first + i);

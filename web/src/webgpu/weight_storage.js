@@ -4,9 +4,9 @@
 // float32 scale buffer per matrix buffer; biases float32 always. The buffers and offsets are
 // parameter_layout.js's, counted in elements; the linear kernels read them through weight(n, k)
 // (kernels/linear_common.wgsl.js).
-import { asFloat32, roundToHalf } from '../half_floats.js';
-import { parameterLayout } from '../parameter_layout.js';
-import { blocksPerRow, quantizeQ8 } from '../q8_0.js';
+import { asFloat32, roundToHalf } from '../storage/half_floats.js';
+import { parameterLayout } from '../storage/parameter_layout.js';
+import { blocksPerRow, quantizeQ8 } from '../storage/q8_0.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 
 /** Bytes per weight element of each weightsDtype. */

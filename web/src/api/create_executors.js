@@ -1,0 +1,40 @@
+// Every executor of a module is made here, by createExecutors(): the calling thread's
+// WasmExecutor (always), a PoolExecutor (threads > 1 on a single-threaded WASM module) and the
+// WebGpuExecutor (now for backend 'webgpu', at the first large call for 'auto'). dispatch.js
+// then routes each call to one of them.
+import { coreConfig, resolveBackendOptions } from '../checks/module_config.js';
+import { moduleEntry } from '../wasm/variant.js';
+import { gpuSide } from '../webgpu/gpu_acquisition.js';
+import { PoolExecutor } from '../pool/pool_executor.js';
+import { WasmExecutor } from '../wasm/wasm_executor.js';
+
+/**
+ * The executors of a module of resolved `config`, from its create() `options` (threads and the
+ * backend options, checked here) and the package's `runtime` (runtime.js). Resolves to what the
+ * Dispatcher takes: { wasm, pool, autoThreads, gpu, gpuMinFlops }.
+ */
+export async function createExecutors(config, options, runtime) {
+  const { threads, auto } = runtime.threads(options.threads);
+  // The GPU is looked for before any WASM memory is taken: a BackendError leaves nothing behind.
+  // The WebGpuExecutor class (with its WGSL) comes from the entry file: Node imports it only
+  // when there is a GPU (importing it costs ~9 ms of a Node cold start that most processes,
+  // having no GPU, would pay for nothing); browsers import it statically, since a lazy import
+  // would split the package into two chunks for a bundler.
+  const { gpu, gpuMinFlops } = await gpuSide(resolveBackendOptions(options), async (found) => {
+    const executor = new (await runtime.loadWebGpuExecutor())(config, found);
+    await executor.ready;  // the module's pipelines, compiled before its first call
+    return executor;
+  });
+  const loaded = await runtime.load();
+  const wasm = new WasmExecutor(loaded.core, config, coreConfig(config));
+  let pool = null;
+  if (moduleEntry(loaded.variant).threads) {
+    // The pthreads module splits work over its own threads in shared memory: no worker pool.
+    wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
+  } else if (threads > 1) {
+    // 'auto' never waits for the workers, so they need not keep Node alive while they start, and
+    // starts them only at its first call big enough to use them (dispatch.js).
+    pool = new PoolExecutor(wasm, config, { threads, makePool: () => runtime.pool(loaded), keepAlive: !auto });
+  }
+  return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops };
+}

@@ -1,0 +1,167 @@
+// A module's configuration: MultiHeadAttention.create()'s options checked and resolved (sizes,
+// grouped-query and rotary options, threads, backend options), the limits they are checked
+// against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
+import { OptionError, describe } from '../base/errors.js';
+import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } from '../base/option_checks.js';
+import { parameterFloats } from '../storage/parameter_layout.js';
+import { WASM_MAX_BYTES } from '../wasm/core_binding.js';
+import { resolveRotary, rotaryCore } from './rotary_options.js';
+
+/**
+ * The fields of a module's config, the one list of them: each is a create() option resolved by
+ * `resolve(options, fieldsBefore)` in this order (a default may read the fields before it) and
+ * given to the core's MhaConfig (cpp/bindings/embind.cpp, its value_object) as `core(value)`
+ * says, or under its own name. index.d.ts's MultiHeadAttentionOptions and
+ * ResolvedMultiHeadAttentionConfig name the same fields (tests/js/module_config.test.js).
+ */
+const CONFIG_FIELDS = [
+  { name: 'embedDim', resolve: (o) => checkSize('embedDim', o.embedDim) },
+  { name: 'numHeads', resolve: resolveNumHeads },
+  { name: 'kdim', resolve: (o, c) => checkSize('kdim', o.kdim, c.embedDim) },
+  { name: 'vdim', resolve: (o, c) => checkSize('vdim', o.vdim, c.embedDim) },
+  { name: 'headDim', resolve: (o, c) => checkSize('headDim', o.headDim, c.embedDim / c.numHeads) },
+  { name: 'valueHeadDim', resolve: (o, c) => checkSize('valueHeadDim', o.valueHeadDim, c.embedDim / c.numHeads) },
+  { name: 'bias', resolve: resolveBias },
+  { name: 'numKvHeads', resolve: resolveNumKvHeads },
+  {
+    name: 'rotary',
+    resolve: resolveRotary,
+    // 0 rotaryDim: no rotary.
+    core: rotaryCore,
+  },
+  { name: 'scale', resolve: (o, c) => (o.scale === undefined ? 1 / Math.sqrt(c.headDim) : checkPositive('scale', o.scale)) },
+  { name: 'sinks', resolve: (o) => checkBoolean('sinks', o.sinks, false) },
+  { name: 'qkNorm', resolve: resolveQkNorm, core: (q) => ({ qkNorm: q !== null, qkNormEps: q?.eps ?? 1e-6 }) },
+  // null: no softcap (the core's 0).
+  { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
+  // How the weight matrices are stored (biases are always float32): docs/attention-math.md.
+  { name: 'weightsDtype', resolve: (o) => checkChoice('weightsDtype', o.weightsDtype, WEIGHTS_DTYPES, 'float32') },
+];
+
+/** create()'s weightsDtype: how a module stores its weight matrices. */
+export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
+
+/** create()'s options that choose where the module runs rather than what it computes. */
+export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
+
+/** Every option MultiHeadAttention.create() takes. */
+export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
+
+/** Most threads (workers + the calling thread) one module may use. */
+export const MAX_THREADS = 64;
+
+/**
+ * The `threads` option: 'auto' (autoCount, chosen per call) or an integer in [1, MAX_THREADS]
+ * (always that many). Returns { threads, auto }.
+ */
+export function resolveThreads(argument, value, autoCount) {
+  if (value === 'auto') return { threads: autoCount, auto: true };
+  if (!Number.isInteger(value) || value < 1 || value > MAX_THREADS) {
+    throw new OptionError(`${argument}: expected 'auto' or an integer in [1, ${MAX_THREADS}], got ${describe(value)}`, {
+      argument, expected: `'auto' or [1, ${MAX_THREADS}]`, actual: describe(value),
+    });
+  }
+  return { threads: value, auto: false };
+}
+
+/** MultiHeadAttention.create() options, with defaults resolved as PyTorch does (threads aside). */
+export function resolveMhaConfig(options) {
+  if (options === undefined) {
+    throw new OptionError('MultiHeadAttention.create: expected options { embedDim, numHeads, ... }, got undefined', {
+      argument: 'options', expected: 'object', actual: 'undefined',
+    });
+  }
+  const o = checkOptions('MultiHeadAttention.create', options, CREATE_OPTIONS);
+  const config = {};
+  for (const { name, resolve } of CONFIG_FIELDS) config[name] = resolve(o, config);
+  const { embedDim, numHeads } = config;
+  // Sizes are exact here (JS numbers up to 2^53); the core's are 32-bit. A module whose weights
+  // cannot fit a WASM heap is refused before any size reaches it.
+  const bytes = parameterFloats(config) * 4;
+  if (bytes >= WASM_MAX_BYTES) {
+    const { kdim, vdim, headDim, valueHeadDim } = config;
+    throw new OptionError(`MultiHeadAttention.create: embedDim ${embedDim}, numHeads ${numHeads}, kdim ${kdim}, vdim ${vdim}, `
+      + `headDim ${headDim}, valueHeadDim ${valueHeadDim}: the weights need ${bytes} bytes, more than a WASM heap holds (${WASM_MAX_BYTES})`, {
+      argument: 'embedDim', expected: `weights under ${WASM_MAX_BYTES} bytes`, actual: bytes,
+    });
+  }
+  return config;
+}
+
+/** The config as the core's MhaConfig takes it (WasmExecutor configures the core with it). */
+export function coreConfig(config) {
+  return Object.assign({}, ...CONFIG_FIELDS.map(({ name, core }) => (core ? core(config[name]) : { [name]: config[name] })));
+}
+
+/** The projections that have a bias: { q, k, v, out }, each a boolean. */
+export const BIAS_FLAGS = ['q', 'k', 'v', 'out'];
+
+// bias: true (default) or false for all four projections, or { q, k, v, out } for each (an
+// omitted one has none: { q: true, k: true, v: true } is Qwen2's).
+function resolveBias(options) {
+  const { bias } = options;
+  if (bias === undefined || typeof bias === 'boolean') {
+    const all = bias ?? true;
+    return Object.fromEntries(BIAS_FLAGS.map((f) => [f, all]));
+  }
+  if (bias === null || typeof bias !== 'object') {
+    throw new OptionError(`bias: expected a boolean or { q, k, v, out } of booleans, got ${describe(bias)}`, {
+      argument: 'bias', expected: 'boolean or { q, k, v, out }', actual: describe(bias),
+    });
+  }
+  const flags = checkOptions('bias', bias, BIAS_FLAGS);
+  return Object.fromEntries(BIAS_FLAGS.map((f) => [f, checkBoolean(`bias.${f}`, flags[f], false)]));
+}
+
+// numHeads; embedDim must be a multiple of it unless both head widths are given.
+function resolveNumHeads(options, { embedDim }) {
+  const numHeads = checkSize('numHeads', options.numHeads);
+  const freeDims = options.headDim !== undefined && options.valueHeadDim !== undefined;
+  if (!freeDims && embedDim % numHeads !== 0) {
+    throw new OptionError(
+      `embedDim: expected a multiple of numHeads (${numHeads}), got ${embedDim} (or give headDim and valueHeadDim)`,
+      { argument: 'embedDim', expected: `multiple of ${numHeads}`, actual: embedDim });
+  }
+  return numHeads;
+}
+
+// numKvHeads: a divisor of numHeads, default numHeads (grouped-query attention).
+function resolveNumKvHeads(options, { numHeads }) {
+  const numKvHeads = checkSize('numKvHeads', options.numKvHeads, numHeads);
+  if (numHeads % numKvHeads !== 0) {
+    throw new OptionError(`numKvHeads: expected a divisor of numHeads (${numHeads}), got ${numKvHeads}`, {
+      argument: 'numKvHeads', expected: `divisor of ${numHeads}`, actual: numKvHeads,
+    });
+  }
+  return numKvHeads;
+}
+
+// qkNorm: null (not given) or { eps = 1e-6 }: an RMSNorm of every q and k head before RoPE.
+function resolveQkNorm(options) {
+  if (options.qkNorm === undefined) return null;
+  if (options.qkNorm === null) {
+    throw new OptionError('qkNorm: expected an options object { eps? }, got null', { argument: 'qkNorm', expected: 'object', actual: 'null' });
+  }
+  const q = checkOptions('qkNorm', options.qkNorm, ['eps']);
+  return { eps: q.eps === undefined ? 1e-6 : checkPositive('qkNorm.eps', q.eps) };
+}
+
+const BACKENDS = ['auto', 'wasm', 'webgpu'];
+
+/** Checks the backend options; returns { backend, gpu, minFlops (undefined: not given) }. */
+export function resolveBackendOptions(options) {
+  const backend = options.backend ?? 'auto';
+  if (!BACKENDS.includes(backend)) {
+    throw new OptionError(`backend: expected one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${describe(backend)}`, {
+      argument: 'backend', expected: BACKENDS, actual: describe(backend),
+    });
+  }
+  const minFlops = options.webgpuMinFlops;
+  if (minFlops !== undefined && !(typeof minFlops === 'number' && minFlops >= 0)) {
+    throw new OptionError(`webgpuMinFlops: expected a number >= 0, got ${describe(minFlops)}`, {
+      argument: 'webgpuMinFlops', expected: 'number >= 0', actual: describe(minFlops),
+    });
+  }
+  return { backend, gpu: options.gpu, minFlops };
+}
+

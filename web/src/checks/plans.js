@@ -1,0 +1,200 @@
+// Each public call checked into a plain "plan" (sizes, resolved options, checked typed arrays)
+// before any executor sees it: forward() (resolveMhaForward, with its cache option),
+// scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
+import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
+import { KvCache } from '../dispatch/kv_cache.js';
+import { checkBoolean, checkOptions, checkPositive } from '../base/option_checks.js';
+import { widenInputs } from './half_tensors.js';
+import { checkPositionIds } from './position_ids.js';
+import { MaskKind } from '../base/call_plan.js';
+import { FLOAT_DATA, checkMask, checkTensor, product, shapeError } from '../base/tensor_checks.js';
+import { stillWhole } from '../base/typed_arrays.js';
+
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
+
+/**
+ * Checks one forward() call against the module's config and returns its plan. The plan borrows
+ * the caller's arrays where typed_arrays.js borrowed() may (`borrowed: true`), looked at again
+ * once every getter ran: a call that computes before returning (the calling thread's WASM) reads
+ * them then, once; whoever runs it later takes ownedPlan() (base/call_plan.js) first.
+ */
+export function resolveMhaForward(config, query, key, value, options) {
+  const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
+  const views = new Map();
+  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
+  const batched = given.shape.length === 3;
+  const rank = given.shape.length;
+  const { tensors: [q, k, v], dtype } = widenInputs([['query', given],
+    ['key', checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })],
+    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })]]);
+  const [B, L, E] = batched ? q.shape : [1, ...q.shape];
+  const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
+  const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
+  const H = config.numHeads;
+  const lead = (n) => (batched ? [n] : []);
+  if (E !== config.embedDim) shapeError('query', formatShape([...lead(B), L, config.embedDim]), q.shape);
+  if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
+  if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
+  // With a cache the keys attended are every cached position after the append (T of them).
+  const cache = o.cache === undefined ? null
+    : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null, isCausal: o.isCausal });
+  const T = cache ? cache.lengthAfter : S;
+  const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
+  if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
+
+  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views, true);
+  if (keyPaddingMask.kind !== MaskKind.none) {
+    const want = [...lead(B), T];
+    if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
+    keyPaddingMask.shape = [B, T];
+  }
+  const attnMask = checkMask('attnMask', o.attnMask, views, true);
+  if (attnMask.kind !== MaskKind.none) {
+    const s = formatShape(attnMask.shape);
+    const perHead = [B * H, L, S];
+    if (s !== formatShape([L, S]) && s !== formatShape(perHead)) {
+      shapeError('attnMask', `${formatShape([L, S])} or ${formatShape(perHead)}`, attnMask.shape);
+    }
+  }
+  const needWeights = checkBoolean('needWeights', o.needWeights, false);
+  const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
+  // Every getter has run: a borrowed view a later one detached is an error, never a short read.
+  requireWhole('query', q);
+  requireWhole('key', k);
+  requireWhole('value', v);
+  requireWhole('keyPaddingMask', keyPaddingMask);
+  requireWhole('attnMask', attnMask);
+  return {
+    borrowed: true,
+    B, L, S, T, batched,
+    dtype,
+    query: q.data, key: k.data, value: v.data,
+    keyPaddingMask, attnMask,
+    isCausal: checkBoolean('isCausal', o.isCausal, false),
+    needWeights,
+    averageAttnWeights,
+    cache,
+    positionIds,
+    outputShape: [...lead(B), L, config.embedDim],
+    weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
+  };
+}
+
+/** ShapeError unless tensor `t`'s data (if any) still holds its shape's values (typed_arrays.js stillWhole()). */
+function requireWhole(argument, t) {
+  if (t.data && !stillWhole(t.data, product(t.shape))) {
+    throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
+      + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
+  }
+}
+
+/** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
+export function resolveSdpa(q, k, v, options) {
+  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);
+  const views = new Map();
+  const given = checkTensor('q', q, { dtypes: FLOAT_DATA, views });
+  const rank = given.shape.length;
+  if (rank < 2) shapeError('q', '[..., L, dk]', given.shape);
+  const { tensors: [qt, kt, vt], dtype } = widenInputs([['q', given],
+    ['k', checkTensor('k', k, { dtypes: FLOAT_DATA, ranks: [rank], views })],
+    ['v', checkTensor('v', v, { dtypes: FLOAT_DATA, ranks: [rank], views })]]);
+  const leading = qt.shape.slice(0, -2);
+  const [L, dk] = qt.shape.slice(-2);
+  const [S, dkk] = kt.shape.slice(-2);
+  const [Sv, dv] = vt.shape.slice(-2);
+  const lead = formatShape(leading).slice(1, -1);
+  const prefix = lead ? `${lead}, ` : '';
+  if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
+  if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
+  const N = product(leading);
+  // Copied, not borrowed: the call waits for the core before it computes.
+  const attnMask = checkMask('attnMask', o.attnMask, views);
+  if (attnMask.kind !== MaskKind.none) {
+    const s = formatShape(attnMask.shape);
+    if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {
+      shapeError('attnMask', `${formatShape([L, S])} or ${formatShape([...leading, L, S])}`, attnMask.shape);
+    }
+    attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [N, L, S];
+  }
+  // undefined: 1/√dk (the core then takes no scale, never a 0); checkPositive() refuses what
+  // float32 would round to 0 or overflow.
+  const scale = o.scale === undefined ? undefined : checkPositive('scale', o.scale);
+  const needWeights = checkBoolean('needWeights', o.needWeights, false);
+  return {
+    N, L, S, dk, dv,
+    dtype,
+    q: qt.data, k: kt.data, v: vt.data,
+    attnMask,
+    isCausal: checkBoolean('isCausal', o.isCausal, false),
+    scale,
+    needWeights,
+    outputShape: [...leading, L, dv],
+    weightsShape: needWeights ? [...leading, L, S] : null,
+  };
+}
+
+/**
+ * selfAttention(x, { needWeights }): x is [L, C] or [..., L, C]. `returnWeights` is needWeights'
+ * old name (still taken, with a deprecation warning from api.js; not both at once).
+ */
+export function resolveSelfAttention(x, options) {
+  const o = checkOptions('selfAttention', options, ['needWeights', 'returnWeights']);
+  if (o.needWeights !== undefined && o.returnWeights !== undefined) {
+    throw new OptionError('selfAttention: give needWeights only (returnWeights is its deprecated old name), not both', {
+      argument: 'returnWeights', expected: 'needWeights alone', actual: 'both',
+    });
+  }
+  const t = checkTensor('x', x, { dtypes: FLOAT_DATA });
+  if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
+  const needWeights = o.returnWeights !== undefined
+    ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);
+  return { x: t, needWeights, deprecatedReturnWeights: o.returnWeights !== undefined };
+}
+
+// A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.
+function checkRotaryTable(table, first, rows) {
+  if (!table || first + rows <= table.positions) return;
+  throw new ShapeError(`rotary.table: this call rotates positions ${first} … ${first + rows - 1}, the table has rows `
+    + `for 0 … ${table.positions - 1}`, { argument: 'rotary.table', expected: `>= ${first + rows} rows`, actual: table.positions });
+}
+
+/**
+ * forward()'s `cache` option against the call: L new positions for query, key and value, the
+ * cache's batch size, no attnMask (causal is implied), room left. Returns the plan's `cache`:
+ * { kvCache (the KvCache), lengthBefore, lengthAfter }.
+ */
+function checkCacheOption(cache, { B, L, S, hasAttnMask, isCausal }) {
+  if (!KvCache.isKvCache(cache)) {
+    throw new OptionError(`cache: expected a KvCache from mha.createCache(), got ${describe(cache)}`, {
+      argument: 'cache', expected: 'KvCache', actual: describe(cache),
+    });
+  }
+  const lengthBefore = cache.lengthForCall();
+  if (B !== cache.batchSize) {
+    throw new ShapeError(`query: expected batch ${cache.batchSize} (the cache's batchSize), got ${B}`, {
+      argument: 'query', expected: cache.batchSize, actual: B,
+    });
+  }
+  if (S !== L) {
+    throw new ShapeError(`key: with a cache, expected the L = ${L} new positions, got S = ${S}`, {
+      argument: 'key', expected: L, actual: S,
+    });
+  }
+  if (isCausal === false) {
+    throw new OptionError('isCausal: false is not supported with a cache (a cached step is causal: each new position '
+      + 'attends to the cached ones and to itself and those before it); leave isCausal out or true', {
+      argument: 'isCausal', expected: 'true or undefined', actual: false,
+    });
+  }
+  if (hasAttnMask) {
+    throw new OptionError('attnMask: not supported with a cache (causal is implied; use keyPaddingMask)', {
+      argument: 'attnMask', expected: 'undefined', actual: 'a mask',
+    });
+  }
+  if (cache.maxLength && lengthBefore + L > cache.maxLength) {
+    throw new CacheError(`cache: appending ${L} positions to length ${lengthBefore} would pass maxLength ${cache.maxLength}`, {
+      argument: 'cache', expected: `<= ${cache.maxLength - lengthBefore} positions`, actual: L,
+    });
+  }
+  return { kvCache: cache, lengthBefore, lengthAfter: lengthBefore + L };
+}

@@ -1,0 +1,346 @@
+// Where each MultiHeadAttention.forward() runs, decided here and nowhere else.
+//
+// A module has up to three executors (pool/, wasm/, webgpu/; made by api/create_executors.js), each
+// implementing the Executor interface below:
+//   wasm    the calling thread's WASM instance (WasmExecutor). Always there: it also answers
+//           parameterSpecs() and headBilinearForm(), and reports a missing state dict.
+//   pool    the same module on workers of the shared worker pool (PoolExecutor), for threads > 1
+//           on a single-threaded WASM module (the pthreads modules split work inside the wasm
+//           executor instead).
+//   webgpu  the GPU (WebGpuExecutor), for backend 'webgpu', or 'auto' where WebGPU exists.
+// route(plan) picks one per call, once, from the thresholds of cost_model.js (all in FLOPs of
+// forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
+// large call find the GPU; a pool whose workers are still starting is waited for by the pool
+// executor, after the decision. A plain call with a NaN or an infinity in view stays on the CPU
+// (finite_inputs.js: the GPU kernels promise nothing for them).
+//
+// Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
+// routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
+// fallback (pool or wasm); if the device was lost the module stays off the GPU for good
+// ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
+// once and the caller gets a correct result.
+import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
+import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
+import { finiteInputs, finiteWeights } from './finite_inputs.js';
+import { ownedPlan } from '../base/call_plan.js';
+import { copyEntries } from '../storage/state_dict.js';
+import { KvCache } from './kv_cache.js';
+
+/**
+ * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (checks/plans.js): { B, L, S, T,
+ *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter, storage }: storage, the cache's on the
+ *   executor that runs the call, set by forward() below), positionIds (null, or Int32Array
+ *   [B·L]: each row's rotary position), outputShape, weightsShape }
+ * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
+ *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
+ * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
+ * @typedef {object} Executor
+ * @property {(entries: StateDictEntry[]) => void} loadStateDict  copies what it keeps
+ * @property {(plan: ForwardPlan) => ForwardResult | Promise<ForwardResult>} forward
+ * @property {() => void} dispose  frees what the executor holds (never shared resources)
+ */
+
+/**
+ * Test seam: onRun(where, plan, path) after each forward() of a module that has a GPU (none is
+ * reported for a module without one): where = 'webgpu' | 'wasm' (calling thread or pool), path =
+ * the GPU attention kernels ('flash' | 'decode').
+ */
+export const testHooks = { onRun: null };
+
+/** One module's executors and the rules that pick one per call. */
+export class Dispatcher {
+  #config;
+  #wasm;
+  #pool;
+  #autoThreads;
+  #gpu;              // null, or the GPU slot (below)
+  #disposed = false;
+  #caches = new Set();  // WeakRefs to this module's KV caches: released with the module
+  // Order of effects: calls that have not read their weights yet (waiting for the GPU, for the
+  // workers, for earlier GPU calls, for a deferred load), and the load waiting for them, if any.
+  #unbound = new Set();
+  #loading = null;
+  #finiteWeights = true;  // the loaded weights hold no NaN or ±Inf (finite_inputs.js): the GPU may take calls
+
+  /**
+   * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
+   * 'auto' (the pool only takes calls of AUTO_MIN_FLOPS once its workers are up, never waiting).
+   * gpu: null (WASM only), { executor } (a device is there), or { acquire } (backend 'auto': a
+   * function resolving to an executor or null, called at the first call that would use it);
+   * gpuMinFlops: calls under it stay on WASM.
+   */
+  constructor(config, { wasm, pool = null, autoThreads = false, gpu = null, gpuMinFlops = 0 }) {
+    this.#config = config;
+    this.#wasm = wasm;
+    this.#pool = pool;
+    this.#autoThreads = autoThreads;
+    // state: 'pending' (not asked for yet) | 'ready' | 'none' ('auto' found nothing to use)
+    this.#gpu = gpu && {
+      state: gpu.acquire ? 'pending' : 'ready', executor: gpu.executor ?? null, acquire: gpu.acquire ?? null,
+      acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, warned: false,
+    };
+  }
+
+  /** 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). */
+  get backend() {
+    return this.#gpuUsable() ? 'webgpu' : 'wasm';
+  }
+
+  /** Threads forward() computes on: 1 once the pool has failed. */
+  get threads() {
+    if (this.#pool) return this.#pool.working ? this.#pool.threads : 1;
+    return this.#wasm.threads;
+  }
+
+  parameterSpecs() {
+    return this.#wasm.parameterSpecs();
+  }
+
+  /** The GPU executor's kernel profile, or null without one in use. */
+  gpuProfile() {
+    return this.#gpuUsable() ? this.#gpu.executor.gpuProfile() : null;
+  }
+
+  headBilinearForm(head) {
+    return this.#wasm.headBilinearForm(head);
+  }
+
+  /**
+   * A KV cache (options from resolveCacheOptions()), bound at creation to where the module runs
+   * then: on the GPU while its WebGPU executor is in use (backend 'webgpu', or 'auto' once a
+   * large call has acquired it), else in the calling thread's WASM instance (so an 'auto' cache
+   * made before the GPU was acquired stays on WASM). Its calls run there (route() below).
+   */
+  createCache(options) {
+    const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
+    return KvCache.make(owner, owner.createCache(options), options, (cache) => this.#caches.add(new WeakRef(cache)));
+  }
+
+  /**
+   * entries: checked against parameterSpecs(), the package's own copies. A call made before this
+   * load computes with the weights it was made under: while such calls still wait (the GPU, the
+   * workers), the load waits for them, and calls made after it wait for the load. Else it loads
+   * now, and the wasm executor throws (memory only) before the others see the entries.
+   */
+  loadStateDict(entries) {
+    if (this.#unbound.size === 0 && !this.#loading) {
+      this.#load(entries);
+      return;
+    }
+    // Kept for later: copies (the entries may be the caller's memory: state_dict.js).
+    const kept = copyEntries(entries);
+    const loading = Promise.allSettled([...this.#unbound, this.#loading]).then(() => {
+      if (!this.#disposed) this.#load(kept);
+    }).catch((e) => {
+      // Only memory fails past the checks (the documented reset); no caller awaits a load.
+      console.warn(`webattention: a loadStateDict() that waited for earlier calls failed (${e?.message ?? e}); `
+        + 'the module has no weights until a load succeeds');
+    }).finally(() => {
+      if (this.#loading === loading) this.#loading = null;
+    });
+    this.#loading = loading;
+  }
+
+  #load(entries) {
+    this.#wasm.loadStateDict(entries);
+    // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
+    // would pay ~1 ms per 4 MB of weights for nothing).
+    if (this.#gpu) this.#finiteWeights = finiteWeights(entries);
+    if (this.#pool?.working) this.#pool.loadStateDict(entries);
+    const gpu = this.#gpu;
+    if (gpu?.state === 'pending') {
+      gpu.pendingEntries = copyEntries(entries);  // uploaded once the GPU is there
+    } else if (this.#gpuUsable()) {
+      gpu.executor.loadStateDict(entries);
+    }
+  }
+
+  /**
+   * Where a call runs, decided once per call from the state after forward()'s waiting: { where:
+   * 'webgpu' | 'pool' | 'wasm', fallback: where a call whose GPU attempt failed runs, 'pool' |
+   * 'wasm' }. 'pool' before the workers are up (explicit threads) runs once they are (the pool
+   * executor waits for them).
+   */
+  route(plan) {
+    // Until the core has every entry (before a first load, after one that failed part-way), calls
+    // go to it, which refuses them naming what is missing (the pool's and GPU's weights unused).
+    if (!this.#wasm.complete) return { where: 'wasm', fallback: 'wasm' };
+    // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
+    // step over workers each would have to hold its heads' part of the cache and get every new
+    // row; one step takes 0.5–7 ms on one thread (docs/performance.md#decode),
+    // so a split could save at most part of the attention, less a round trip per step. A cache
+    // made on the GPU runs there (whatever its size: its storage is there) and cannot fall back.
+    if (plan.cache) {
+      const onGpu = this.#gpu?.executor && plan.cache.kvCache.isOf(this.#gpu.executor);
+      return { where: onGpu ? 'webgpu' : 'wasm', fallback: null };
+    }
+    const flops = forwardFlops(plan, this.#config);
+    const pool = this.#pool;
+    // A call with one (batch, K/V head) unit has nothing to split.
+    const poolWanted = pool?.working && plan.B * this.#config.numKvHeads > 1 && (!this.#autoThreads || flops >= AUTO_MIN_FLOPS);
+    // 'auto' starts its workers after the first call that wants them (which runs here).
+    if (poolWanted && !pool.started) pool.startSoon();
+    const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
+    // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
+    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
+      && this.#finiteWeights && finiteInputs(plan);
+    return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
+  }
+
+  /**
+   * plan: from resolveMhaForward(). Resolves to a ForwardResult. A call that has not read its
+   * weights when this returns (it waits, or runs on the GPU) holds back later loads until it
+   * settles (loadStateDict()).
+   */
+  forward(plan) {
+    const call = { bound: false };
+    const result = this.#forward(plan, call);
+    if (!call.bound) {
+      this.#unbound.add(result);
+      const done = () => this.#unbound.delete(result);
+      result.then(done, done);
+    }
+    return result;
+  }
+
+  // forward()'s body; sets call.bound where the call reads its weights before its first await.
+  async #forward(given, call) {
+    // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at
+    // its first large call. A call that waits, or runs anywhere but on this thread's WASM at
+    // once, owns copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change its
+    // arrays once this returns.
+    let plan = given;
+    const waits = this.#loading || (this.#gpu?.state === 'pending' && this.#gpuWanted(plan));
+    if (waits) plan = ownedPlan(plan);
+    if (this.#loading) {
+      await this.#loading;
+      this.#live();
+    }
+    if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
+      await this.#acquireGpu();
+      this.#live();
+    }
+    const { where, fallback } = this.route(plan);
+    if (plan.cache) return this.#enqueueCached(plan, where, call);
+    if (where !== 'wasm') plan = ownedPlan(plan);
+    // The calling thread computes at once; a ready pool starts every share before its first await.
+    call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
+    if (where === 'webgpu') {
+      try {
+        const result = await this.#gpu.executor.forward(plan);
+        testHooks.onRun?.('webgpu', plan, result.path);
+        return result;
+      } catch (e) {
+        this.#live();  // disposed during the call: a DisposedError, whatever the GPU said
+        await this.#gpuFailed(e);
+      }
+    }
+    const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
+    if (this.#gpu) testHooks.onRun?.('wasm', plan);
+    return result;
+  }
+
+  // A call with a cache: its storage on the executor `where` names, looked up here once and put in
+  // the plan (cache.storage: the executor never asks the KvCache), then the call is queued on it.
+  #enqueueCached(plan, where, call) {
+    const { kvCache } = plan.cache;
+    plan.cache.storage = kvCache.handleFor(where === 'webgpu' ? this.#gpu.executor : this.#wasm);
+    // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
+    if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
+    const queued = where === 'webgpu' || kvCache.busy ? ownedPlan(plan) : plan;
+    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call));
+  }
+
+  // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it
+  // runs synchronously; a GPU call that fails cannot move to WASM (the storage is on the device),
+  // so it rejects (the module's other calls follow the failure policy).
+  #forwardCached(plan, where, call) {
+    this.#live();
+    if (where !== 'webgpu') {
+      call.bound = true;  // too late to matter when the cache's queue ran it later
+      const result = this.#wasm.forward(plan);
+      if (this.#gpu) testHooks.onRun?.('wasm', plan);
+      return result;
+    }
+    return this.#gpu.executor.forward(plan).then((result) => {
+      testHooks.onRun?.('webgpu', plan, result.path);
+      return result;
+    }, (e) => {
+      this.#live();
+      if (e instanceof WebAttentionError) throw e;  // CacheError, DisposedError
+      throw new BackendError(`cache: the WebGPU call on it failed (${e?.message ?? e}); its storage is on that device`, {
+        argument: 'cache', expected: 'a working WebGPU device', actual: e?.message ?? String(e),
+      });
+    });
+  }
+
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (this.#gpu) {
+      this.#gpu.executor?.dispose();
+      this.#gpu.pendingEntries = null;
+    }
+    for (const ref of this.#caches) ref.deref()?.release('its module was disposed');
+    this.#caches.clear();
+    this.#pool?.dispose();
+    this.#wasm.dispose();
+  }
+
+  // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
+  // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
+  #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
+    return this.#wasm.complete && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
+  }
+
+  #gpuUsable() {
+    const gpu = this.#gpu;
+    return gpu?.state === 'ready' && !gpu.executor.lost;
+  }
+
+  // Backend 'auto', first large call: ask for the GPU once (concurrent calls share the asking).
+  #acquireGpu() {
+    const gpu = this.#gpu;
+    gpu.acquiring ??= (async () => {
+      let executor = null;
+      try {
+        executor = await gpu.acquire();
+      } catch {
+        executor = null;  // 'auto' never fails over WebGPU: WASM it is
+      }
+      if (this.#disposed || gpu.state !== 'pending') {
+        executor?.dispose();
+        return;
+      }
+      gpu.state = executor ? 'ready' : 'none';
+      gpu.executor = executor;
+      if (executor && gpu.pendingEntries) executor.loadStateDict(gpu.pendingEntries);
+      gpu.pendingEntries = null;
+    })();
+    return gpu.acquiring;
+  }
+
+  // The failure policy of a GPU call (see the top of this file).
+  async #gpuFailed(error) {
+    const { executor } = this.#gpu;
+    // A lost device reports through device.lost, which may settle a moment after the failed
+    // call: give it that moment before deciding.
+    await executor.settleLoss();
+    if (executor.lost) {
+      const { reason, message } = executor.lost;
+      console.warn(`webattention: the WebGPU device was lost (${reason}${message ? `: ${message}` : ''}); `
+        + 'this module computes on WASM from now on (mha.backend is \'wasm\')');
+      executor.dispose();
+    } else if (!this.#gpu.warned) {
+      this.#gpu.warned = true;
+      console.warn(`webattention: a WebGPU forward() failed (${error?.message ?? error}); that call ran on WASM`);
+    }
+  }
+
+  #live() {
+    if (this.#disposed) {
+      throw new DisposedError('MultiHeadAttention.forward: the module was disposed during the call');
+    }
+  }
+}

@@ -1,0 +1,72 @@
+// The WebGPU backend's NaN rule (README, "Limits"): WGSL lets a GPU assume no float is NaN or
+// infinite, so the kernels promise nothing for such a value where a row can see it. A call whose
+// visible inputs hold one runs on the CPU instead (dispatch.js route()), where the WASM rule holds:
+// a row that sees a NaN is NaN, infinities as IEEE gives them. Visible: any query element; a key or
+// value row that some query row may attend to (not key-padded, not after the causal diagonal, not
+// masked by attnMask for every head); additive mask entries other than -Inf (which masks); every
+// weight; a NaN sink (-Inf means "no sink", which the GPU handles). A key row masked for every
+// query row never reaches a row on any backend (masked means absent), so it stays on the GPU.
+import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
+import { MaskKind } from '../base/call_plan.js';
+
+// Past this many non-finite key rows the call goes to the CPU without looking at each: the search
+// costs L·h per row, and the CPU's answer is right either way.
+const MAX_ROWS_SEARCHED = 64;
+
+const finite = Number.isFinite;
+const allFinite = (data) => firstNonFinite(data) < 0;
+
+// An additive mask adds its entries to the scores: -Inf masks the key, NaN and +Inf reach the row.
+function maskEntriesFinite(mask) {
+  if (mask.kind !== MaskKind.additive) return true;
+  for (let i = 0; i < mask.data.length; i++) if (mask.data[i] !== -Infinity && !finite(mask.data[i])) return false;
+  return true;
+}
+
+const masks = (mask, i) => (mask.kind === MaskKind.boolean ? mask.data[i] !== 0 : mask.data[i] === -Infinity);
+
+/** The rows b·S + s of `data` ([B·S, width]) that hold a NaN or an infinity, up to `limit` + 1 of them. */
+function nonFiniteRows(data, rows, limit, found) {
+  const width = data.length / rows;
+  for (let r = 0; r < rows && found.size <= limit; r++) {
+    for (let i = r * width; i < (r + 1) * width; i++) {
+      if (!finite(data[i])) {
+        found.add(r);
+        break;
+      }
+    }
+  }
+  return found;
+}
+
+// Whether some query row of batch b may attend to key row s (attnMask [L, S] or [B·h, L, S]).
+function keyVisible(plan, b, s) {
+  const { L, S, keyPaddingMask: kpm, attnMask: am } = plan;
+  if (kpm.kind !== MaskKind.none && masks(kpm, b * S + s)) return false;
+  const heads = am.kind === MaskKind.none || am.shape.length === 2 ? 1 : am.shape[0] / plan.B;
+  for (let l = plan.isCausal ? s : 0; l < L; l++) {
+    if (am.kind === MaskKind.none) return true;
+    for (let h = 0; h < heads; h++) {
+      const at = am.shape.length === 2 ? l * S + s : ((b * heads + h) * L + l) * S + s;
+      if (!masks(am, at)) return true;
+    }
+  }
+  return false;
+}
+
+/** Whether a plain forward plan's inputs are finite wherever a row sees them (see the top). */
+export function finiteInputs(plan) {
+  if (!allFinite(plan.query) || !maskEntriesFinite(plan.keyPaddingMask) || !maskEntriesFinite(plan.attnMask)) return false;
+  const rows = plan.B * plan.S;
+  const found = nonFiniteRows(plan.value, rows, MAX_ROWS_SEARCHED, nonFiniteRows(plan.key, rows, MAX_ROWS_SEARCHED, new Set()));
+  if (found.size > MAX_ROWS_SEARCHED) return false;
+  for (const r of found) if (keyVisible(plan, Math.floor(r / plan.S), r % plan.S)) return false;
+  return true;
+}
+
+/** Whether checked state-dict entries ([{ name, data, dtype }]) are all finite (sinks: all but -Inf). */
+export function finiteWeights(entries) {
+  return entries.every(({ name, data, dtype }) => (name === 'sinks'
+    ? !asFloat32(data, dtype).some(Number.isNaN)
+    : firstNonFinite(data, dtype) < 0));
+}

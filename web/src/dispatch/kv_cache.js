@@ -1,0 +1,325 @@
+// The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
+// incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
+import { CacheError, DisposedError, OptionError, describe } from '../base/errors.js';
+import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
+import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
+
+/** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
+const CACHE_DTYPES = ['float32', 'float16', 'int8'];
+
+/**
+ * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength
+ * optional with a window.
+ */
+export function resolveCacheOptions(options) {
+  const o = checkOptions('createCache', options, ['batchSize', 'maxLength', 'window', 'dtype']);
+  const batchSize = checkSize('batchSize', o.batchSize, 1);
+  if (o.maxLength === undefined && o.window === undefined) {
+    throw new OptionError('createCache: expected maxLength (the most positions the cache holds) or window (a sliding '
+      + 'window of that many keys, maxLength then optional), got neither', {
+      argument: 'maxLength', expected: 'maxLength or window', actual: 'neither',
+    });
+  }
+  const window = o.window === undefined ? 0 : checkSize('window', o.window);
+  const maxLength = window && o.maxLength === undefined ? 0 : checkSize('maxLength', o.maxLength);
+  for (const [argument, value] of [['maxLength', maxLength], ['window', window]]) {
+    if (value > MAX_CACHE_POSITIONS) {
+      throw new OptionError(`${argument}: expected an integer <= ${MAX_CACHE_POSITIONS}, got ${value}`, {
+        argument, expected: `<= ${MAX_CACHE_POSITIONS}`, actual: value,
+      });
+    }
+  }
+  return { batchSize, maxLength, window, dtype: checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32') };
+}
+
+/**
+ * cache.truncate(length)'s argument, for a cache of `current` positions (options: its
+ * createCache() options): a CacheError naming `length` unless it is an integer the cache can be
+ * cut back to (truncationFloor()).
+ */
+function checkTruncation(length, current, options) {
+  const refuse = (message, expected) => {
+    throw new CacheError(`cache.truncate: ${message}`, { argument: 'length', expected, actual: describe(length) });
+  };
+  if (Array.isArray(length) || ArrayBuffer.isView(length)) {
+    refuse('expected one length for every row of the batch; per-row lengths (truncate(lengths)) are not supported, '
+      + `got ${describe(length)}`, 'an integer');
+  }
+  if (!Number.isInteger(length)) refuse(`expected an integer length, got ${describe(length)}`, 'an integer');
+  const { lowest, oldest } = truncationFloor(current, options);
+  const range = `[${lowest}, ${current}]`;
+  if (length > current || (length < lowest && oldest === 0)) refuse(`expected a length in ${range}, got ${length}`, range);
+  if (length < lowest) {
+    refuse(`positions below ${oldest} have left the ring of the window (${options.window}), and a later query would `
+      + `need them; expected a length in ${range}, got ${length}`, range);
+  }
+}
+
+// Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
+const registry = new FinalizationRegistry((handle) => {
+  if (!handle.isDeleted()) handle.delete();
+});
+
+/**
+ * Storage for incremental decoding, made by mha.createCache(): the keys and values of every
+ * position appended so far, allocated once. Pass it as forward()'s `cache` option.
+ *
+ * Calls on one cache run in the order they were made, awaited or not, on every backend: a WASM
+ * call runs at once; a GPU call is queued behind the ones still running (enqueue()). Each call is
+ * planned on the length the calls before it leave (`length` reads that), reset() and dispose()
+ * take their turn in the same queue (they wait for the calls made before them), and a call that
+ * fails appends nothing, so the calls queued behind it, planned on its rows, reject with a
+ * CacheError rather than run at the wrong positions.
+ */
+// True only inside KvCache.make(): the constructor refuses every other caller.
+let making = false;
+
+export class KvCache {
+  #owner;
+  #handle;
+  #options;
+  #dead = null;  // why it can no longer be used
+  #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
+  #queued = 0;    // calls queued or running
+  #planned = 0;   // the length once every queued call has appended (while #queued > 0)
+  #epoch = 0;     // reset() and truncate() count: a failure before one does not change the planned length
+  #adopt;         // make()'s
+
+  /**
+   * Use mha.createCache(options) (which calls KvCache.make()). Exported for instanceof only: one
+   * made any other way would pass the brand check with no storage behind it, so it is refused.
+   */
+  constructor(owner, handle, options) {
+    if (!making) {
+      throw new CacheError('KvCache: a cache is made by mha.createCache(options), not by new KvCache()', {
+        argument: 'KvCache', expected: 'mha.createCache(options)', actual: 'new KvCache()',
+      });
+    }
+    this.#owner = owner;
+    this.#handle = handle;
+    this.#options = options;
+    registry.register(this, handle, this);
+  }
+
+  /**
+   * The cache of `owner` (an executor) on its storage `handle`: Dispatcher.createCache()'s.
+   * adopt(cache): the module's record of its caches (it releases them when disposed), for this
+   * one and its forks.
+   */
+  static make(owner, handle, options, adopt = () => {}) {
+    making = true;
+    let cache;
+    try {
+      cache = new KvCache(owner, handle, options);
+    } finally {
+      making = false;
+    }
+    cache.#adopt = adopt;
+    adopt(cache);
+    return cache;
+  }
+
+  /**
+   * Whether `value` is a KvCache this package made: a brand check on the private field, so an
+   * Object.create(KvCache.prototype) or another realm's look-alike is not one (instanceof says it
+   * is, and its first private read would then throw an untyped TypeError).
+   */
+  static isKvCache(value) {
+    return value !== null && typeof value === 'object' && #owner in value;
+  }
+
+  /** Positions appended so far, counting the calls made and still running (they run in order). */
+  get length() {
+    const handle = this.#live('KvCache.length');
+    return this.#queued ? this.#planned : handle.length();
+  }
+
+  /** The length, for a forward() call: a disposed cache's error names that call's option. */
+  lengthForCall() {
+    const handle = this.#live('forward: cache');
+    return this.#queued ? this.#planned : handle.length();
+  }
+
+  /**
+   * Runs `run()` (a forward() on this cache, planned by `planned` = the plan's { lengthBefore,
+   * lengthAfter }) after the calls made before it: at once when none is running (a WASM call then
+   * runs synchronously, reading its inputs at the call), else queued. Resolves to run()'s result.
+   */
+  /** Whether calls are queued or running on it (a call enqueued now would run later). */
+  get busy() { return this.#queued > 0; }
+
+  enqueue(planned, run) {
+    const epoch = this.#epoch;
+    const rows = planned.lengthAfter - planned.lengthBefore;
+    const start = () => {
+      if (this.#dead) throw new DisposedError(`forward: cache: ${this.#dead}`, 'cache');
+      const length = this.#handle.length();
+      if (length !== planned.lengthBefore) {
+        throw new CacheError(`cache: this call was planned at length ${planned.lengthBefore}, but a call queued before it on `
+          + `the cache failed and appended nothing (length ${length}); it did not run`, {
+          argument: 'cache', expected: planned.lengthBefore, actual: length,
+        });
+      }
+      return run();
+    };
+    let call;
+    if (this.#queued === 0) {
+      try {
+        call = start();
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
+    } else {
+      call = this.#queue.then(start);
+    }
+    this.#queued += 1;
+    this.#planned = planned.lengthAfter;
+    const settled = call.then(() => this.#settle(0), () => this.#settle(epoch === this.#epoch ? rows : 0));
+    this.#queue = settled;
+    return call;
+  }
+
+  // A queued call settled; `unappended` rows it planned and did not append come off the plan.
+  #settle(unappended) {
+    this.#queued -= 1;
+    this.#planned -= unappended;
+  }
+
+  get batchSize() { return this.#options.batchSize; }
+  /** 0: no limit (a window without maxLength). */
+  get maxLength() { return this.#options.maxLength; }
+  /** 0: no window. */
+  get window() { return this.#options.window; }
+  /** How keys and values are stored: 'float32' | 'float16' | 'int8'. */
+  get dtype() { return this.#options.dtype; }
+
+  /**
+   * The keys (as stored: rotated) and values of the positions held, in position order: every one
+   * appended, or with a window the last min(length, window), those the last query saw; after the
+   * calls made before it. Resolves to { key [B, h_kv, n, d_k], value [B, h_kv, n, d_v],
+   * firstPosition } (onnxruntime's present_key / present_value).
+   */
+  async read() {
+    this.#live('KvCache.read');
+    if (this.#queued) await this.#queue;
+    const handle = this.#live('KvCache.read');
+    const length = handle.length();
+    const count = this.window ? Math.min(length, this.window) : length;
+    const first = length - count;
+    return { ...(await this.#owner.readCache(handle, first, count, this.batchSize)), firstPosition: first };
+  }
+
+  /** Back to length 0, keeping the storage; after the calls made before it, if any still run. */
+  reset() {
+    const handle = this.#live('KvCache.reset');
+    if (this.#queued === 0) {
+      handle.reset();
+      return;
+    }
+    this.#epoch += 1;
+    this.#planned = 0;
+    // A turn like truncate()'s and fork()'s, counted while it waits: until it has run, `length` is
+    // 0 and a call made meanwhile queues behind it.
+    this.#turn(() => {
+      if (!this.#dead) handle.reset();
+    }).catch(() => {});  // a GPU reset fails only with its device, which the next call reports
+  }
+
+  /**
+   * Drops positions >= length (an integer in [lowest, this.length]; lowest is 0 unless a window's
+   * ring has wrapped: see docs/attention-math.md §9), keeping the storage: a later call continues
+   * at `length`, exactly as if the dropped positions had never been appended. One length for every
+   * row. After the calls made before it, as reset(); a misuse is a CacheError that changes nothing.
+   */
+  truncate(length) {
+    const handle = this.#live('KvCache.truncate');
+    checkTruncation(length, this.#queued ? this.#planned : handle.length(), this.#options);
+    if (this.#queued === 0) {
+      this.#owner.truncateCache(handle, length);
+      return;
+    }
+    this.#epoch += 1;
+    this.#planned = length;
+    // A call before it that failed appended less than planned: cut only what is there (the calls
+    // planned after it then reject, as behind any failed call).
+    this.#turn(() => {
+      if (handle.length() >= length) this.#owner.truncateCache(handle, length);
+    });
+  }
+
+  /**
+   * A new KvCache of the same module holding a copy of this one's positions (same dtype, backend
+   * and options), after the calls made before it: a later call on either leaves the other as it
+   * was. A copy on the cache's device (a GPU buffer copy for a cache on WebGPU).
+   */
+  fork() {
+    const handle = this.#live('KvCache.fork');
+    const owner = this.#owner;
+    if (this.#queued === 0) return KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
+    // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
+    // copy at its turn; the fork's own calls, planned on this planned length, wait for the copy.
+    const fork = KvCache.make(owner, owner.forkStorage(this.#options), this.#options, this.#adopt);
+    const target = fork.#handle;
+    const copied = this.#turn(() => owner.copyCache(handle, target));
+    fork.#queued = 1;
+    fork.#planned = this.#planned;
+    fork.#queue = copied.then(() => fork.#settle(0), () => fork.#settle(0));
+    return fork;
+  }
+
+  // Runs op() after the calls queued on it, counted as a queued call so that a call made meanwhile
+  // waits for it, and so does the storage's delete() by a dispose() made meanwhile (a fork made
+  // before it still gets its copy). A failure (a GPU's lost device) is reported by the next call.
+  // Returns op()'s promise.
+  #turn(op) {
+    this.#queued += 1;
+    const done = this.#queue.then(op);
+    this.#queue = done.then(() => this.#settle(0), () => this.#settle(0));
+    return done;
+  }
+
+  /** Frees the storage; later use throws DisposedError. */
+  dispose() {
+    this.release('the cache was disposed');
+  }
+
+  /**
+   * Frees the storage for `reason` (also when its module is disposed): at once, or after the
+   * call that is running (it finishes; the calls queued behind it reject with a DisposedError).
+   */
+  release(reason) {
+    if (this.#dead) return;
+    this.#dead = reason;
+    registry.unregister(this);
+    const handle = this.#handle;
+    this.#handle = null;
+    if (this.#queued === 0) handle.delete();
+    else this.#queue = this.#queue.then(() => handle.delete());
+  }
+
+  /** Whether `owner` (an executor) made it: where its calls run. */
+  isOf(owner) {
+    return owner === this.#owner;
+  }
+
+  /**
+   * The storage handle of `owner` (the core's, or the GPU's), or a typed error: dispatch.js looks
+   * it up once per call and puts it in the plan (cache.storage), where the executor reads it.
+   */
+  handleFor(owner) {
+    const handle = this.#live('forward: cache');
+    if (owner !== this.#owner) {
+      throw new CacheError('cache: made by another module (use the createCache() of the module that runs it)', {
+        argument: 'cache', expected: 'a cache of this module', actual: 'a cache of another module',
+      });
+    }
+    return handle;
+  }
+
+  /** The handle, or a DisposedError saying `where` it was used. */
+  #live(where) {
+    if (this.#dead) throw new DisposedError(`${where}: ${this.#dead}`, 'cache');
+    return this.#handle;
+  }
+}

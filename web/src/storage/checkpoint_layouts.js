@@ -1,0 +1,197 @@
+// Checkpoint namings other than PyTorch's nn.MultiheadAttention: loadStateDict(sd, { layout })
+// with 'hf' (Llama, Mistral, Qwen, Gemma, Phi-3), 'gpt2' or 'bert'. Each layout is a list of the
+// keys it knows; a key gives one or more of the module's parts (the q/k/v/out weights and
+// biases), stacked along the output rows, or for GPT-2's Conv1D stored transposed ([in, out]).
+// The keys are checked under their own names (shape, dtype, missing, unexpected), then copied
+// into the module's own entries (its parameterSpecs(): in_proj_weight or q/k/v_proj_weight,
+// in_proj_bias or q/k/v_proj_bias, out_proj.*).
+import { StateDictError, formatShape } from '../base/errors.js';
+
+/** Every layout loadStateDict() takes; 'torch' is state_dict.js's own path. */
+export const LAYOUTS = ['torch', 'hf', 'gpt2', 'bert'];
+
+const weights = ['q.weight', 'k.weight', 'v.weight'];
+const biases = ['q.bias', 'k.bias', 'v.bias'];
+
+/**
+ * Each layout's keys: { name, parts, conv1d? } (a module without one of the parts refuses the
+ * key, naming the option that would give it).
+ */
+const LAYOUT_KEYS = {
+  hf: [
+    { name: 'q_proj.weight', parts: ['q.weight'] }, { name: 'k_proj.weight', parts: ['k.weight'] },
+    { name: 'v_proj.weight', parts: ['v.weight'] }, { name: 'o_proj.weight', parts: ['out.weight'] },
+    { name: 'q_proj.bias', parts: ['q.bias'] }, { name: 'k_proj.bias', parts: ['k.bias'] },
+    { name: 'v_proj.bias', parts: ['v.bias'] }, { name: 'o_proj.bias', parts: ['out.bias'] },
+    // Phi-3 packs the three input projections.
+    { name: 'qkv_proj.weight', parts: weights }, { name: 'qkv_proj.bias', parts: biases },
+    // gpt-oss: a logit per query head in its softmax's denominator.
+    { name: 'sinks', parts: ['sinks'] },
+    // Qwen3 and Gemma 3: a per-head RMSNorm of q and k before RoPE.
+    { name: 'q_norm.weight', parts: ['q_norm'] }, { name: 'k_norm.weight', parts: ['k_norm'] },
+  ],
+  // GPT-2's Conv1D keeps its weight as [in, out]: the transpose of nn.Linear's.
+  gpt2: [
+    { name: 'c_attn.weight', parts: weights, conv1d: true }, { name: 'c_attn.bias', parts: biases },
+    { name: 'c_proj.weight', parts: ['out.weight'], conv1d: true }, { name: 'c_proj.bias', parts: ['out.bias'] },
+  ],
+  // BERT's attention block: prefix '...attention.' ('bert.encoder.layer.0.attention.').
+  bert: [
+    { name: 'self.query.weight', parts: ['q.weight'] }, { name: 'self.key.weight', parts: ['k.weight'] },
+    { name: 'self.value.weight', parts: ['v.weight'] }, { name: 'output.dense.weight', parts: ['out.weight'] },
+    { name: 'self.query.bias', parts: ['q.bias'] }, { name: 'self.key.bias', parts: ['k.bias'] },
+    { name: 'self.value.bias', parts: ['v.bias'] }, { name: 'output.dense.bias', parts: ['out.bias'] },
+  ],
+};
+
+/** The torch layout's names, for the hint when its keys are given under another layout. */
+const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias',
+  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias', 'sinks', 'q_norm.weight', 'k_norm.weight'];
+
+/**
+ * The module's parts from its entries (specs [{ name, shape }]): part → { entry, offset (floats),
+ * rows, cols }; a bias has cols 0. Parts of biases the module lacks are absent.
+ */
+function moduleParts(specs) {
+  const shapes = Object.fromEntries(specs.map((s) => [s.name, s.shape]));
+  const parts = {};
+  const stack = (entry, names, rowsOf, cols) => {
+    let offset = 0;
+    names.forEach((part, i) => {
+      parts[part] = { entry, offset, rows: rowsOf[i], cols: cols[i] };
+      offset += rowsOf[i] * (cols[i] || 1);
+    });
+  };
+  if (shapes.in_proj_weight) {
+    const [rows3, E] = shapes.in_proj_weight;
+    stack('in_proj_weight', weights, [rows3 / 3, rows3 / 3, rows3 / 3], [E, E, E]);
+  } else {
+    ['q', 'k', 'v'].forEach((p) => stack(`${p}_proj_weight`, [`${p}.weight`], [shapes[`${p}_proj_weight`][0]], [shapes[`${p}_proj_weight`][1]]));
+  }
+  const rows = weights.map((w) => parts[w].rows);
+  if (shapes.in_proj_bias) stack('in_proj_bias', biases, rows, [0, 0, 0]);
+  ['q', 'k', 'v'].forEach((p, i) => {
+    if (shapes[`${p}_proj_bias`]) stack(`${p}_proj_bias`, [`${p}.bias`], [rows[i]], [0]);
+  });
+  stack('out_proj.weight', ['out.weight'], [shapes['out_proj.weight'][0]], [shapes['out_proj.weight'][1]]);
+  if (shapes['out_proj.bias']) stack('out_proj.bias', ['out.bias'], [shapes['out_proj.bias'][0]], [0]);
+  if (shapes.sinks) stack('sinks', ['sinks'], [shapes.sinks[0]], [0]);
+  for (const p of ['q', 'k']) if (shapes[`${p}_norm.weight`]) stack(`${p}_norm.weight`, [`${p}_norm`], [shapes[`${p}_norm.weight`][0]], [0]);
+  return parts;
+}
+
+/**
+ * The create() option that would have (on) or not have (off) `part`: the module's bias flags
+ * with that one changed, or sinks.
+ */
+function optionFor(parts, part, on) {
+  if (part === 'sinks') return `create({ sinks: ${on} })`;
+  if (part.endsWith('_norm')) return on ? 'create({ qkNorm: { eps } })' : 'create() without qkNorm';
+  const flag = part.split('.')[0];
+  const flags = ['q', 'k', 'v', 'out'].map((f) => `${f}: ${f === flag ? on : `${f}.bias` in parts}`);
+  return `create({ bias: { ${flags.join(', ')} } })`;
+}
+
+/** The shape a key of `parts` has in the file, or a reason it cannot fit this module. */
+function keyShape(key, parts) {
+  const own = key.parts.map((p) => parts[p]);
+  if (own[0].cols === 0) return { shape: [own.reduce((n, p) => n + p.rows, 0)] };
+  if (own.some((p) => p.cols !== own[0].cols)) {
+    return { reason: `packs ${key.parts.join(', ')}, whose input widths differ in this module (kdim, vdim != embedDim); give them apart` };
+  }
+  const rows = own.reduce((n, p) => n + p.rows, 0);
+  return { shape: key.conv1d ? [own[0].cols, rows] : [rows, own[0].cols] };
+}
+
+/** ' (a 'hf' key: loadStateDict(sd, { layout: 'hf' }))' when another layout knows `local`, else ''. */
+export function otherLayoutHint(local, layout) {
+  const other = LAYOUTS.find((l) => l !== layout && (l === 'torch' ? TORCH_KEYS : LAYOUT_KEYS[l].map((k) => k.name)).includes(local));
+  return other ? ` (a '${other}' key: loadStateDict(sd, { layout: '${other}' }))` : '';
+}
+
+// A key the layout does not know: which layout would take it, or strict: false.
+function unexpectedKey(name, local, layout, known) {
+  const hint = otherLayoutHint(local, layout) || ' (the rest of a model? loadStateDict(sd, { strict: false }) ignores it)';
+  return new StateDictError(`stateDict: unexpected key '${name}' for layout '${layout}'${hint}; expected keys: ${known.join(', ')}`,
+    { argument: name, expected: known, actual: name });
+}
+
+/**
+ * Maps a state dict in `layout`'s naming onto the module's entries. entries: Map of the caller's
+ * keys; checkEntry(name, shape, value) → Float32Array of the checked tensor. Returns
+ * [{ name, data }] in specs' order.
+ */
+export function resolveLayout(specs, entries, { prefix, strict, layout }, checkEntry) {
+  const parts = moduleParts(specs);
+  const keys = LAYOUT_KEYS[layout];
+  const given = [];
+  for (const [name, value] of entries) {
+    const local = name.startsWith(prefix) ? name.slice(prefix.length) : null;
+    const key = keys.find((k) => k.name === local);
+    if (!key || !key.parts.every((p) => p in parts)) {
+      const known = keys.filter((k) => k.parts.every((p) => p in parts)).map((k) => prefix + k.name);
+      if (key) {
+        const part = key.parts.find((p) => !(p in parts));
+        const what = part === 'sinks' ? 'attention sinks' : part.endsWith('_norm') ? 'a qk-norm weight (Qwen3, Gemma 3)' : 'a bias';
+        throw new StateDictError(`stateDict: '${name}' is ${what} this module was created without; `
+          + `${optionFor(parts, part, true)} takes it`, { argument: name, expected: known, actual: name });
+      }
+      if (strict) throw unexpectedKey(name, local ?? name, layout, known);
+      continue;
+    }
+    const { shape, reason } = keyShape(key, parts);
+    if (reason) throw new StateDictError(`stateDict: '${name}' ${reason}`, { argument: name, expected: 'separate keys', actual: name });
+    given.push({ key, name, data: checkEntry(name, shape, value), rows: shape[key.conv1d ? 1 : 0] });
+  }
+  const out = Object.fromEntries(specs.map((s) => [s.name, new Float32Array(s.shape.reduce((a, b) => a * b, 1))]));
+  const source = {};  // part → the key that gave it
+  for (const { key, name, data, rows } of given) {
+    let row0 = 0;
+    for (const part of key.parts) {
+      if (source[part]) {
+        throw new StateDictError(`stateDict: both '${source[part]}' and '${name}' give ${part}; expected one of them`,
+          { argument: name, expected: source[part], actual: [source[part], name] });
+      }
+      source[part] = name;
+      copyPart(data, parts[part], row0, rows, key.conv1d, out[parts[part].entry]);
+      row0 += parts[part].rows;
+    }
+  }
+  for (const part of Object.keys(parts)) {
+    if (!source[part]) throw missingPart(part, parts, keys, prefix, layout);
+  }
+  return specs.map(({ name }) => ({ name, data: out[name] }));
+}
+
+// The error for a part no key gave: the key that holds it (a single-part key first), its shape,
+// and for a bias the option of a module without it.
+function missingPart(part, parts, keys, prefix, layout) {
+  const fits = keys.filter((k) => k.parts.includes(part) && k.parts.every((p) => p in parts));
+  const key = fits.find((k) => k.parts.length === 1) ?? fits[0];
+  const optional = part.endsWith('.bias') || part === 'sinks' || part.endsWith('_norm');
+  const fix = optional ? `; a checkpoint without it: ${optionFor(parts, part, false)}` : '';
+  if (!keys.some((k) => k.parts.includes(part))) {
+    return new StateDictError(`stateDict: layout '${layout}' has no ${part}${fix}`, { argument: part, expected: part, actual: 'missing' });
+  }
+  if (!key) {
+    const packed = keys.find((k) => k.parts.includes(part)).name;
+    return new StateDictError(`stateDict: layout '${layout}' keeps ${part} in '${prefix}${packed}' with others this module lacks${fix}`,
+      { argument: prefix + packed, expected: part, actual: 'missing' });
+  }
+  const { shape } = keyShape(key, parts);
+  return new StateDictError(`stateDict: missing key '${prefix}${key.name}' (expected shape ${formatShape(shape ?? [])})${fix}`,
+    { argument: prefix + key.name, expected: shape, actual: 'missing' });
+}
+
+// Copies one part (its rows row0 .. row0 + part.rows of the key's `rows`) into its module entry.
+function copyPart(data, part, row0, rows, conv1d, target) {
+  const cols = part.cols || 1;
+  if (!conv1d) {
+    target.set(data.subarray(row0 * cols, (row0 + part.rows) * cols), part.offset);
+    return;
+  }
+  // Conv1D [in, out]: element (r, c) of the nn.Linear weight [out, in] is data[c · rows + r].
+  for (let r = 0; r < part.rows; ++r) {
+    for (let c = 0; c < cols; ++c) target[part.offset + r * cols + c] = data[c * rows + row0 + r];
+  }
+}

@@ -1,0 +1,322 @@
+// The WebGPU executor (dispatch.js's Executor): one module's state on a GPUDevice — its weights,
+// uploaded by loadStateDict() and kept on the GPU, and a cache of per-call buffers — and
+// forward() on it (forward_pass.js encodes the kernels). It never falls back by itself: a call
+// it cannot take is refused by fits(), a call that fails throws, and dispatch.js decides what
+// happens then (its failure policy), reading `lost` to tell a lost device from other errors.
+//
+// Per-call buffers (inputs, masks, Q/K/V, heads, row stats, decode partials, weights, output,
+// readback, uniforms) come from a cache keyed by role: a role's buffer is reused while it is big
+// enough and replaced by one of the next power of two (at least 256 bytes, capped at the device's
+// limits) when a call needs more. Storage bindings name the bytes the call uses, so a larger
+// buffer is harmless. GPU calls of one module are serialised (a promise chain) so that two
+// overlapping forward() calls never share those buffers; calls of different modules still
+// overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
+// call (whose buffers may be left mapped or half-written).
+import { DECODE_MAX_L } from './kernel_config.js';
+import { BackendError, MemoryError } from '../base/errors.js';
+import { weightsPerBatch } from '../base/call_plan.js';
+import { cachedPasses } from './cached_passes.js';
+import { Usage, reusableSize } from './device.js';
+import { GpuKvCache } from './gpu_kv_cache.js';
+import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
+import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
+import { LINEAR_TILE } from './kernels/linear.wgsl.js';
+import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+import { selectsKernels, warmPipelines } from './warm_pipelines.js';
+import { kernelProfile } from './kernel_profile.js';
+import { StagingUploads } from './staging_uploads.js';
+import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
+
+/** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
+export const cacheHooks = { beforePass: null };
+
+/** The parameter buffers' labels (tests tell them from the per-call buffers by these). */
+const PARAMETER_LABELS = {
+  win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias',
+  swin: 'in-projection weight scales', swout: 'out_proj.weight scales',
+  sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight',
+};
+
+/** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
+const MAX_HEAD_WIDTHS = 1024;
+
+/**
+ * The attention kernels a call uses, decided here only: 'decode' (decode_partial +
+ * decode_reduce) for L <= DECODE_MAX_L when its scratch buffer and grid fit the device's limits,
+ * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
+ */
+export function attentionPath(plan, config, limits) {
+  const { B, L, T } = plan;
+  if (L > DECODE_MAX_L) return 'flash';
+  const chunks = cdiv(T, DECODE_CHUNK);
+  const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
+  const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+  const maxGroups = limits.maxComputeWorkgroupsPerDimension;
+  const fits = scratch * F32 <= maxBytes && chunks <= maxGroups && B * config.numHeads <= maxGroups;
+  return fits ? 'decode' : 'flash';
+}
+
+export class WebGpuExecutor {
+  #config;
+  #device;
+  #lost = null;            // GPUDeviceLostInfo-like { reason, message } once lost
+  #lostSignal;             // rejects with DeviceLost when the device is lost
+  #params;                 // { win, bin, wout, bout } GPU buffers, null once released
+  #disposed = false;
+  #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
+  #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
+  #pass;                   // the executor as runForwardPass() sees it
+  #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
+  #lent = new Map();       // a lent buffer → its pool entry, until given back
+  #lending = { lend: (role, bytes, usage) => this.#lend(role, bytes, usage), giveBack: (role, buffer) => this.#giveBack(role, buffer) };
+
+  /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
+  constructor(config, gpu) {
+    this.#config = config;
+    this.#device = gpu.device;
+    this.#lostSignal = gpu.device.lost.then((info) => {
+      if (!this.#disposed) this.#lost = { reason: info?.reason ?? 'unknown', message: info?.message ?? '' };
+      this.#releasePool();
+      throw new DeviceLost(`the WebGPU device was lost (${info?.reason ?? 'unknown'}${info?.message ? `: ${info.message}` : ''})`);
+    });
+    this.#lostSignal.catch(() => {});
+    this.#params = this.#createParams();
+    this.#staging = new StagingUploads(gpu.device);
+    /** Resolves once the module's default pipelines are compiled (create() awaits it). */
+    this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
+    // What forward_pass.js reads of this executor, made once (not per call).
+    const executor = this;
+    this.#pass = {
+      device: this.#device,
+      get params() { return executor.#params; },
+      pooled: (role, floats, usage) => this.#pooled(role, floats, usage),
+      releasePool: () => this.#releasePool(),
+      untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
+      gone: () => this.#lost !== null || this.#disposed,
+      selecting: selectsKernels(this.#device),
+      staging: this.#staging,
+    };
+  }
+
+  /** { reason, message } once the device was lost, else null. */
+  get lost() {
+    return this.#lost;
+  }
+
+  /** Resolves once a loss that is on its way has been seen (device.lost may settle a moment late). */
+  settleLoss() {
+    return Promise.race([this.#lostSignal, new Promise((r) => setTimeout(r, 0))]).catch(() => {});
+  }
+
+  /**
+   * entries: [{ name, data, dtype }] checked against the module's parameterSpecs(), all of them
+   * (the WASM executor refused a bad state dict before this one saw it): stored as the module
+   * stores its weights (weight_storage.js's parameterWrites(), every conversion done before the
+   * first write), each entry written where it goes, from the caller's memory where it needs no
+   * conversion (writeBuffer() copies it before returning: the caller may reuse its arrays).
+   */
+  loadStateDict(entries) {
+    if (!this.#params) return;
+    for (const { buffer, offset, data } of parameterWrites(this.#config, entries)) {
+      this.#device.queue.writeBuffer(this.#params[buffer], offset, data.buffer, data.byteOffset, data.byteLength);
+    }
+  }
+
+  /** Whether this call fits the device: buffer sizes, dispatch sizes, workgroup memory. */
+  fits(plan) {
+    const config = this.#config;
+    const { B, L, S } = plan;
+    const { embedDim: E, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
+    if (dk + dv > MAX_HEAD_WIDTHS || flashKeyTile(dk, dv) < 1) return false;
+    const limits = this.#device.limits;
+    const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
+    const weightFloats = B * weightsPerBatch(plan, H);
+    const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
+      B * L * (H * dk + G * dk + G * dv), B * S * G * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
+      plan.attnMask.data?.length ?? 0, config.rotary ? (plan.positionIds?.length ?? Math.max(L, S)) * dk : 0);
+    if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
+    const maxGroups = limits.maxComputeWorkgroupsPerDimension;
+    const rows = Math.max(B * L, B * S);
+    return cdiv(rows, LINEAR_TILE) <= maxGroups && B * H <= maxGroups && L <= maxGroups && B <= maxGroups
+      && cdiv(Math.max(L, S), FLASH_BR) <= maxGroups && (!config.rotary || S <= maxGroups);
+  }
+
+  /**
+   * plan: a call fits() accepted, or any call with a cache this executor made (createCache()).
+   * Resolves to { output, weights, path } or throws.
+   */
+  async forward(plan) {
+    const config = this.#config;
+    if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
+    // A cached call runs as the cache's queue starts it: a dispose() of the cache from then on
+    // waits for this call (KvCache.release()).
+    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, plan.cache.storage));
+    const path = attentionPath(plan, config, this.#device.limits);
+    const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
+    return { ...result, path };
+  }
+
+  /** mha.gpuProfile(): the kernel selection on this module's device (kernel_profile.js). */
+  gpuProfile() {
+    return kernelProfile(this.#device);
+  }
+
+  /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
+  createCache(options) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return new GpuKvCache(this.#device, this.#config, options);
+  }
+
+  /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
+  truncateCache(handle, length) {
+    handle.truncate(length);
+  }
+
+  /** cache.fork(): a new cache of `options` (its source's) holding a device copy of `handle`. */
+  forkCache(handle, options) {
+    const fork = this.forkStorage(options);
+    fork.copyFrom(handle);
+    return fork;
+  }
+
+  /**
+   * A fork's storage, its copy to come (copyCache()): a BackendError once the device is gone (the
+   * cache's storage was there: it cannot move to WASM).
+   */
+  forkStorage(options) {
+    if (this.#lost || this.#disposed) {
+      throw new BackendError('cache.fork: the WebGPU device of this cache was lost; its storage was there', {
+        argument: 'cache', expected: 'a working WebGPU device', actual: this.#lost?.message || 'lost',
+      });
+    }
+    return this.createCache(options);
+  }
+
+  /** A fork's copy: `to` (from forkStorage()) becomes a copy of `from`, on the device. */
+  copyCache(from, to) {
+    to.copyFrom(from);
+  }
+
+  /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
+  readCache(handle, first, count) {
+    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    return this.#serialised(() => handle.read(first, count, this.#pass.untilLost));
+  }
+
+  /**
+   * Throws a MemoryError, before anything runs, unless every pass of a cached call fits the
+   * device (fits()): a cache on the GPU cannot move a call to WASM.
+   */
+  checkCachedFits(plan) {
+    const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
+    if (misfit) {
+      throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
+        + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
+        argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
+      });
+    }
+  }
+
+  // A cached call (the cache's queue has checked its length): its passes (cachedPasses()) one
+  // after the other, each appending its rows; the length advances once every pass succeeded, and
+  // a call of several passes that fails puts the storage back (GpuKvCache.snapshot()).
+  async #forwardCached(plan, cache) {
+    const config = this.#config;
+    const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
+    const snapshot = passes.length > 1 ? cache.snapshot(this.#lending) : null;
+    const results = [];
+    let path;
+    try {
+      for (const [index, pass] of passes.entries()) {
+        await cacheHooks.beforePass?.(index);
+        path = attentionPath(pass, config, this.#device.limits);
+        results.push(await runForwardPass(this.#pass, pass, config, path, cache));
+      }
+    } catch (e) {
+      snapshot?.restore();
+      throw e;
+    }
+    snapshot?.discard();
+    cache.advance(plan.L);
+    return { ...merge(results), path };
+  }
+
+  /** Frees the module's GPU buffers (the device is shared and stays). */
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.#releaseParams();
+    this.#releasePool();
+  }
+
+  // The module's parameter buffers (weight_storage.js): { win, bin, wout, bout } (+ swin, swout
+  // for int8 weights).
+  #createParams() {
+    // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
+    return Object.fromEntries(Object.entries(parameterBufferBytes(this.#config)).map(([name, size]) => [name, this.#device.createBuffer({
+      size, usage: STORAGE_IN, label: `webattention ${PARAMETER_LABELS[name]}`,
+    })]));
+  }
+
+  // Runs fn after this module's earlier GPU calls have settled (resolved or not).
+  #serialised(fn) {
+    const run = this.#queue.then(fn);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  /**
+   * The cached buffer of `role`, at least `floats` floats, created (or replaced by a bigger one:
+   * next power of two, at least 256 bytes, within the device's limits) when needed.
+   */
+  #pooled(role, floats, usage, exact = false) {
+    const bytes = Math.max(floats, 1) * F32;
+    let entry = this.#pool.get(role);
+    if (!entry || entry.bytes < bytes || entry.usage !== usage) {
+      entry?.buffer.destroy();
+      const limits = this.#device.limits;
+      let cap = (usage & Usage.STORAGE)
+        ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
+      cap -= cap % F32;
+      const size = exact ? bytes : reusableSize(bytes, cap);
+      const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
+      entry = { buffer, bytes: size, usage };
+      this.#pool.set(role, entry);
+    }
+    return entry.buffer;
+  }
+
+  // The pool's buffer of `role` (`bytes`, exactly, when made now: a cache's copy can be large),
+  // taken out of the pool for a caller that holds it across passes (GpuKvCache.snapshot()): a
+  // failed pass releases the pool, and a lent buffer must outlive that until giveBack().
+  #lend(role, bytes, usage) {
+    const buffer = this.#pooled(role, Math.ceil(bytes / F32), usage, true);
+    this.#lent.set(buffer, this.#pool.get(role));
+    this.#pool.delete(role);
+    return buffer;
+  }
+
+  // A lent buffer back into the pool (destroyed instead when the pool is gone for good, or when
+  // the role has a buffer again).
+  #giveBack(role, buffer) {
+    const entry = this.#lent.get(buffer);
+    this.#lent.delete(buffer);
+    if (this.#disposed || this.#lost || this.#pool.has(role) || !entry) {
+      buffer.destroy();
+      return;
+    }
+    this.#pool.set(role, entry);
+  }
+
+  #releasePool() {
+    for (const { buffer } of this.#pool.values()) buffer.destroy();
+    this.#pool.clear();
+    this.#staging?.destroy();
+  }
+
+  #releaseParams() {
+    if (!this.#params) return;
+    for (const buffer of Object.values(this.#params)) buffer.destroy();
+    this.#params = null;
+  }
+}
