@@ -36,6 +36,8 @@ export class KvCache {
   /** 0: no window. */
   readonly window: number;
   readonly dtype: CacheDtype;
+  /** Made by mha.encode(): an encoder's keys and values, read-only (reset() and truncate() throw CacheError). */
+  readonly encoded: boolean;
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: all of
    * them, or with a window the last min(length, window); after the calls made before it.
@@ -212,6 +214,15 @@ export class MultiHeadAttention {
    * query [B, L, embedDim] (or [L, embedDim]), key [B, S, kdim], value [B, S, vdim].
    * A query row whose keys are all masked gives zero attention output (PyTorch: NaN).
    */
+  /**
+   * Cross-attention: an encoder's output key [B, S, kdim] (or [S, kdim]) and value [B, S, vdim]
+   * projected once into a read-only cache of S positions (not rotated: a rotary module throws
+   * OptionError). forward(query, null, null, { cache }) then attends to all of them, with no
+   * causal rule and keyPaddingMask [B, S]; weights [B, (numHeads,) L, S]. On WebGPU modules the
+   * encoded cache is stored and attended on the calling thread's WASM.
+   */
+  encode(key: TensorInput | HalfTensorInput, value: TensorInput | HalfTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
+  forward(query: TensorInput | HalfTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
   forward(query: HalfTensorInput, key: HalfTensorInput, value: HalfTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
   forward(query: TensorInput, key: TensorInput, value: TensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
   forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;

@@ -50,3 +50,14 @@ async function decode(prompt: Tensor, token: Tensor) {
   return [output, length, dim, presentShape, factor, rows];
 }
 decode;
+
+// Cross-attention: an encoder's keys and values projected once, attended to at every step.
+async function crossAttend(encoderOutput: Tensor, token: Tensor, padding: Uint8Array) {
+  const mha = await MultiHeadAttention.create({ embedDim: 64, numHeads: 4 });
+  const encoded: KvCache = await mha.encode(encoderOutput, encoderOutput, { dtype: 'float16' });
+  const isEncoded: boolean = encoded.encoded;
+  const { output } = await mha.forward(token, null, null, { cache: encoded, keyPaddingMask: { data: padding, shape: [1, encoded.length] } });
+  // @ts-expect-error: null key and value only with a cache
+  await mha.forward(token, null, null);
+  return [isEncoded, output];
+}

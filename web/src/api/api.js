@@ -16,6 +16,7 @@ import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js'
 import { measuredFusedSpeedup } from '../wasm/madd_probe.js';
 import { checkIndex, checkOptions } from '../base/option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from '../checks/plans.js';
+import { resolveEncode } from '../checks/encode_plans.js';
 import { Runtime } from './runtime.js';
 import { resolveModuleStateDict } from '../storage/state_dict.js';
 import { moduleEntry } from '../wasm/variant.js';
@@ -126,6 +127,16 @@ export class MultiHeadAttention {
   createCache(options) {
     const dispatcher = this.#live('createCache');
     return dispatcher.createCache(resolveCacheOptions(options));
+  }
+
+  /**
+   * Cross-attention (docs/attention-math.md §9): an encoder's output key [B, S, kdim] (or [S,
+   * kdim]) and value [B, S, vdim] projected once into a read-only KvCache (options { dtype }),
+   * which forward(query, null, null, { cache }) then attends to at every decoder step.
+   */
+  async encode(key, value, options) {
+    const dispatcher = this.#live('encode');
+    return dispatcher.encode(resolveEncode(this.#config, key, value, options));
   }
 
   /**

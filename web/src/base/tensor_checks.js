@@ -3,7 +3,7 @@
 // masks, and the ShapeError of a tensor of the wrong shape.
 import { MaskKind } from './call_plan.js';
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
-import { borrowed, isDetached, snapshot, typedArrayType } from './typed_arrays.js';
+import { borrowed, isDetached, snapshot, stillWhole, typedArrayType } from './typed_arrays.js';
 
 /** Elements of a tensor of `shape`. */
 export const product = (shape) => shape.reduce((a, b) => a * b, 1);
@@ -178,4 +178,15 @@ export function checkMask(argument, mask, views, borrow = false) {
   const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views, borrow });
   const kind = typedArrayType(t.data) === 'Uint8Array' ? MaskKind.boolean : MaskKind.additive;
   return { kind, ...t };
+}
+
+/**
+ * ShapeError unless tensor `t`'s data (if any) still holds its shape's values (typed_arrays.js
+ * stillWhole()): a borrowed view looked at again once every getter of the call has run.
+ */
+export function requireWhole(argument, t) {
+  if (t.data && !stillWhole(t.data, product(t.shape))) {
+    throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
+      + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
+  }
 }

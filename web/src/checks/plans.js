@@ -6,9 +6,9 @@ import { KvCache } from '../dispatch/kv_cache.js';
 import { checkBoolean, checkOptions, checkPositive } from '../base/option_checks.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
+import { resolveEncodedForward } from './encode_plans.js';
 import { MaskKind } from '../base/call_plan.js';
-import { FLOAT_DATA, checkMask, checkTensor, product, shapeError } from '../base/tensor_checks.js';
-import { stillWhole } from '../base/typed_arrays.js';
+import { FLOAT_DATA, checkMask, checkTensor, product, requireWhole, shapeError } from '../base/tensor_checks.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
 
@@ -20,6 +20,8 @@ const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeig
  */
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
+  // Cross-attention: the encoder's keys and values are in the cache (encode_plans.js).
+  if (KvCache.isKvCache(o.cache) && o.cache.encoded) return resolveEncodedForward(config, query, key, value, o);
   const views = new Map();
   const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
   const batched = given.shape.length === 3;
@@ -78,14 +80,6 @@ export function resolveMhaForward(config, query, key, value, options) {
     outputShape: [...lead(B), L, config.embedDim],
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
   };
-}
-
-/** ShapeError unless tensor `t`'s data (if any) still holds its shape's values (typed_arrays.js stillWhole()). */
-function requireWhole(argument, t) {
-  if (t.data && !stillWhole(t.data, product(t.shape))) {
-    throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
-      + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
-  }
 }
 
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */

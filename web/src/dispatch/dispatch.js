@@ -118,6 +118,23 @@ export class Dispatcher {
   }
 
   /**
+   * encode()'s cache (plan from resolveEncode()), after a load made before it: always in the
+   * calling thread's WASM instance, where its calls then run (route()); a GPU-stored encoded
+   * cache is not built yet. The plan's arrays are copied first when it waits.
+   */
+  async encode(plan) {
+    let owned = plan;
+    if (this.#loading) {
+      const key = plan.key.slice();  // one copy of a tensor passed as both: the core projects it once
+      owned = { ...plan, key, value: plan.value === plan.key ? key : plan.value.slice(), borrowed: false };
+      await this.#loading;
+      this.#live();
+    }
+    const options = { batchSize: owned.B, maxLength: owned.S, window: 0, dtype: owned.dtype, encoded: true };
+    return KvCache.make(this.#wasm, this.#wasm.encode(owned), options, (cache) => this.#caches.add(new WeakRef(cache)));
+  }
+
+  /**
    * entries: checked against parameterSpecs(), the package's own copies. A call made before this
    * load computes with the weights it was made under: while such calls still wait (the GPU, the
    * workers), the load waits for them, and calls made after it wait for the load. Else it loads

@@ -5,7 +5,8 @@ import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-const CACHE_DTYPES = ['float32', 'float16', 'int8'];
+/** How a cache may store its keys and values. */
+export const CACHE_DTYPES = ['float32', 'float16', 'int8'];
 
 /**
  * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength
@@ -193,6 +194,11 @@ export class KvCache {
   get window() { return this.#options.window; }
   /** How keys and values are stored: 'float32' | 'float16' | 'int8'. */
   get dtype() { return this.#options.dtype; }
+  /**
+   * Whether mha.encode() made it: an encoder's keys and values, which forward() attends to with
+   * null key and value, never appending; reset() and truncate() refuse.
+   */
+  get encoded() { return this.#options.encoded === true; }
 
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: every one
@@ -213,6 +219,7 @@ export class KvCache {
   /** Back to length 0, keeping the storage; after the calls made before it, if any still run. */
   reset() {
     const handle = this.#live('KvCache.reset');
+    this.#refuseEncoded('reset');
     if (this.#queued === 0) {
       handle.reset();
       return;
@@ -234,6 +241,7 @@ export class KvCache {
    */
   truncate(length) {
     const handle = this.#live('KvCache.truncate');
+    this.#refuseEncoded('truncate');
     checkTruncation(length, this.#queued ? this.#planned : handle.length(), this.#options);
     if (this.#queued === 0) {
       this.#owner.truncateCache(handle, length);
@@ -315,6 +323,14 @@ export class KvCache {
       });
     }
     return handle;
+  }
+
+  // An encoded cache holds what its encoder gave, for as long as it lives.
+  #refuseEncoded(method) {
+    if (!this.encoded) return;
+    throw new CacheError(`cache.${method}: an encoded cache (mha.encode()) is read-only; encode again for another input`, {
+      argument: 'cache', expected: 'a cache from createCache()', actual: 'an encoded cache',
+    });
   }
 
   /** The handle, or a DisposedError saying `where` it was used. */

@@ -137,6 +137,12 @@ export class CoreMha {
     return errorText(this.#core, requireGroup(this.#core, 'inspection').mhaReadParameter(this.#native, name, out, count));
   }
 
+  /** encode(): `target` (a new CoreCache) holds key and value (heap addresses) projected, read-only. */
+  encode(target, key, value, batch, S, dtype) {
+    const core = requireGroup(this.#core, 'cache');
+    return errorText(core, core.mhaEncode(this.#native, target.native, key, value, batch, S, enumValue(core.StorageType, dtype, 'dtype')));
+  }
+
   setRotaryTable(cos, sin, positions) {
     return errorText(this.#core, requireGroup(this.#core, 'heads').mhaSetRotaryTable(this.#native, cos, sin, positions));
   }

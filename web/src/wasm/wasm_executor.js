@@ -181,6 +181,21 @@ export class WasmExecutor {
     return handle;
   }
 
+  /** encode(): a new cache of this core holding the plan's projected key and value (read-only). */
+  encode({ B, S, key, value, dtype }) {
+    const handle = newCoreCache(this.core);
+    try {
+      withHeap(this.core, [{ data: key }, { data: value }], ([k, v]) => {
+        const error = this.handle.encode(handle, k, v, B, S, dtype);
+        if (error) throwCoreError(error);
+      });
+      return handle;
+    } catch (e) {
+      handle.delete();
+      throw e;
+    }
+  }
+
   /** cache.truncate(): drops positions >= length of a cache of this core (kv_cache.js has checked it). */
   truncateCache(handle, length) {
     const error = handle.truncate(length);
