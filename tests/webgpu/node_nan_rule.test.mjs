@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
-import { checkResult, filled, mhaReference, randomDecodeCase, randomMhaCase, rng, runCase, sameBits, seededStateDict } from '../contract/contract.mjs';
+import { checkResult, compare, filled, mhaReference, randomDecodeCase, randomMhaCase, rng, runCase, sameBits, seededStateDict } from '../contract/contract.mjs';
 import { runDecode } from '../contract/run_decode.mjs';
 import { adapterName, gpu, runs } from './node_setup.mjs';
 
@@ -127,3 +127,77 @@ for (const cacheDtype of ['float32', 'float16', 'int8']) {
     assert.deepEqual(failures, [], 'replay one with poisonedDecodeCase(seed, cacheDtype)');
   });
 }
+
+// The same steps on a GPU cache and on a WASM cache: each step's output and weights compared
+// (NaN where NaN). steps: [name, (mha, caches) => a forward's promise, or null for a cache op].
+async function sameOnBoth(create, stateDict, cacheOptions, steps) {
+  const failures = [];
+  const modules = [await api.MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu }), await api.MultiHeadAttention.create(create)];
+  try {
+    const caches = modules.map((mha) => { mha.loadStateDict(stateDict); return { a: mha.createCache(cacheOptions) }; });
+    let nan = 0;
+    for (const [name, step] of steps) {
+      runs.length = 0;
+      const [onGpu, onWasm] = [await step(modules[0], caches[0]), await step(modules[1], caches[1])];
+      if (!onGpu) continue;
+      if (runs[0] !== 'webgpu') failures.push(`${name}: ran on ${runs[0]}`);
+      nan += onWasm.output.data.some(Number.isNaN) ? 1 : 0;
+      for (const key of ['output', 'attnWeights']) {
+        const r = onWasm[key] && compare(onGpu[key], onWasm[key]);
+        if (r && !r.ok) failures.push(`${name} ${key}: ${r.detail}`);
+      }
+    }
+    return { failures, nan };
+  } finally {
+    modules.forEach((mha) => mha.dispose());
+  }
+}
+
+// Rows of x [1, n, 8] from `seed`, rows `poisoned` ([row, value]) filled with the value.
+function rowsOf(n, seed, poisoned = []) {
+  const data = filled(n * 8, seed);
+  for (const [row, x] of poisoned) data.fill(x, row * 8, row * 8 + 8);
+  return { data, shape: [1, n, 8] };
+}
+
+test("a GPU cache's flags follow fork(), truncate() and reset(), and a window's slide: the WASM cache's outputs", async () => {
+  const create = { embedDim: 8, numHeads: 2 };
+  const sd = seededStateDict((await api.MultiHeadAttention.create(create)).stateDictShapes, 3);
+  const call = (x, options = {}) => (mha, caches, which = 'a') => mha.forward(x, x, x, { cache: caches[which], needWeights: true, averageAttnWeights: false, ...options });
+  const { failures, nan } = await sameOnBoth(create, sd, { maxLength: 16 }, [
+    ['4 finite rows', call(rowsOf(4, 1))],
+    ['a NaN row, an Inf row, a finite one', call(rowsOf(3, 2, [[0, NaN], [1, Infinity]]))],
+    ['fork, one row', (mha, caches) => { caches.b = caches.a.fork(); return call(rowsOf(1, 3))(mha, caches, 'b'); }],
+    ['truncate(4): the poisoned positions gone', (mha, caches) => { caches.a.truncate(4); return null; }],
+    ['2 finite rows after truncate', call(rowsOf(2, 4))],
+    ['the fork again: still poisoned', (mha, caches) => call(rowsOf(1, 5))(mha, caches, 'b')],
+    ['reset the fork, 2 finite rows', (mha, caches) => { caches.b.reset(); return call(rowsOf(2, 6))(mha, caches, 'b'); }],
+  ]);
+  assert.equal(nan, 3, 'the poisoned call and the fork\'s two');
+  assert.deepEqual(failures, []);
+  const slide = await sameOnBoth(create, sd, { window: 3 }, [
+    ['a -Inf row among finite ones', call(rowsOf(3, 7, [[1, -Infinity]]))],
+    ...[8, 9, 10, 11, 12].map((seed) => [`one row (seed ${seed})`, call(rowsOf(1, seed))]),
+  ]);
+  assert.ok(slide.nan >= 1 && slide.nan < 6, `${slide.nan} NaN steps: the window slides past the poisoned row`);
+  assert.deepEqual(slide.failures, []);
+});
+
+test('a cached GPU call with a NaN or +Inf key-padding entry, or a NaN sink: the WASM cache\'s outputs', async () => {
+  const create = { embedDim: 8, numHeads: 2, sinks: true };
+  const sd = seededStateDict((await api.MultiHeadAttention.create(create)).stateDictShapes, 5);
+  const kpm = (values) => ({ data: Float32Array.from(values), shape: [1, values.length] });
+  const call = (x, options) => (mha, caches) => mha.forward(x, x, x, { cache: caches.a, needWeights: true, ...options });
+  const { failures, nan } = await sameOnBoth(create, sd, { maxLength: 16 }, [
+    ['finite rows, a -Inf entry', call(rowsOf(3, 1), { keyPaddingMask: kpm([0, -Infinity, 0.5]) })],
+    ['a NaN entry', call(rowsOf(1, 2), { keyPaddingMask: kpm([0, 0, NaN, 1]) })],
+    ['a +Inf entry', call(rowsOf(1, 3), { keyPaddingMask: kpm([Infinity, -Infinity, 0, 0, 0]) })],
+    ['masked NaN entries only (-Inf masks)', call(rowsOf(1, 4), { keyPaddingMask: kpm([0, -Infinity, 0, 0, 0, 2]) })],
+  ]);
+  assert.equal(nan, 2);
+  assert.deepEqual(failures, []);
+  sd.sinks.data[1] = NaN;
+  const sink = await sameOnBoth(create, sd, { maxLength: 8 }, [['a NaN sink', call(rowsOf(2, 5), {})]]);
+  assert.equal(sink.nan, 1);
+  assert.deepEqual(sink.failures, []);
+});
