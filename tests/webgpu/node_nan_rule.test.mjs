@@ -3,7 +3,9 @@
 // loaded weights, a NaN sink) runs on the CPU, where a row that sees a NaN is NaN, as on WASM; the
 // same random contract cases the WASM differential test runs (tests/js/differential.test.js) must
 // match the float64 reference there, NaN rows included. On 1aa1392 they ran on the GPU, which
-// promised nothing for them. Set-up: node_setup.mjs.
+// promised nothing for them. A call on a cache stored on the GPU stays there, and the GPU applies
+// the rule itself (the tests after the first two; they failed before nonfinite_rows.wgsl.js).
+// Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
@@ -154,11 +156,12 @@ async function sameOnBoth(create, stateDict, cacheOptions, steps) {
   }
 }
 
-// Rows of x [1, n, 8] from `seed`, rows `poisoned` ([row, value]) filled with the value.
-function rowsOf(n, seed, poisoned = []) {
-  const data = filled(n * 8, seed);
-  for (const [row, x] of poisoned) data.fill(x, row * 8, row * 8 + 8);
-  return { data, shape: [1, n, 8] };
+// Rows of x [1, n, E] from `seed`, rows `poisoned` ([row, value, count]) holding the value in
+// their first `count` elements (all of them when not given).
+function rowsOf(n, seed, poisoned = [], E = 8) {
+  const data = filled(n * E, seed);
+  for (const [row, x, count = E] of poisoned) data.fill(x, row * E, row * E + count);
+  return { data, shape: [1, n, E] };
 }
 
 test("a GPU cache's flags follow fork(), truncate() and reset(), and a window's slide: the WASM cache's outputs", async () => {
@@ -201,4 +204,24 @@ test('a cached GPU call with a NaN or +Inf key-padding entry, or a NaN sink: the
   const sink = await sameOnBoth(create, sd, { maxLength: 8 }, [['a NaN sink', call(rowsOf(2, 5), {})]]);
   assert.equal(sink.nan, 1);
   assert.deepEqual(sink.failures, []);
+});
+
+test('a GPU cache with grouped-query heads and RoPE, float16, and a non-finite weight: the WASM cache\'s outputs', async () => {
+  const create = { embedDim: 16, numHeads: 4, numKvHeads: 2, rotary: {} };
+  const shapes = (await api.MultiHeadAttention.create(create)).stateDictShapes;
+  const call = (x) => (mha, caches) => mha.forward(x, x, x, { cache: caches.a, needWeights: true });
+  const rope = await sameOnBoth(create, seededStateDict(shapes, 7), { maxLength: 12, dtype: 'float16' }, [
+    ['3 finite rows', call(rowsOf(3, 1, [], 16))],
+    ['an element of +Inf, then finite rows', call(rowsOf(3, 2, [[0, Infinity, 1]], 16))],
+    ['one row of 1e30 (an infinity in float16)', call(rowsOf(1, 3, [[0, 1e30]], 16))],
+  ]);
+  assert.equal(rope.nan, 2);
+  assert.deepEqual(rope.failures, []);
+  for (const [name, at, value] of [['k_proj_weight', 17, Infinity], ['out_proj.weight', 3, NaN]]) {
+    const sd = seededStateDict(shapes, 8);
+    sd[name].data[at] = value;
+    const r = await sameOnBoth(create, sd, { maxLength: 4 }, [['2 rows', call(rowsOf(2, 4, [], 16))]]);
+    assert.equal(r.nan, 1, `${name}[${at}] = ${value}`);
+    assert.deepEqual(r.failures, [], `${name}[${at}] = ${value}`);
+  }
 });
