@@ -133,6 +133,13 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   var nan = p.hasSinks != 0u && isNan(sinks[h]);
   var sink = NEG;  // a -Inf sink arrives as the sentinel: none
   if (p.hasSinks != 0u && !nan) { sink = max(sink, bitcast<f32>(sinks[h])); }
+  // Most such rows are NaN, for a flagged key's score: found first, a dot product per flagged
+  // key, before the scan of every key's (a NaN query finds its NaN at the first key there).
+  for (var j = firstKey(i); j < j1 && !nan; j++) {
+    if (k[p.flagsOff + keyRow(b, j)] == 0u) { continue; }
+    let s = score(b, h, i, j);
+    nan = s != MASKED && (isNan(s) || s == POS_INF);
+  }
   var m = sink;
   var live = sink > MASKED_AT;  // a finite score or a sink: the row has a max
   for (var j = firstKey(i); j < j1 && !nan; j++) {
