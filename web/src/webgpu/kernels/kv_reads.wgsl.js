@@ -7,7 +7,9 @@
 //     packed_values.wgsl.js's reads): head g of row `row` starts at word
 //     kOff + row·kStride + g·(words per head), strides in words; int8 multiplies q by the head's
 //     scale, the word after its values (one float32 product, docs/attention-math.md §11).
-// No float32 copy of a narrow cache is ever made: each kernel widens the values it loads.
+// No float32 copy of a narrow cache is ever made: each kernel widens the values it loads. The NaN
+// rule's kernels (nonfinite_rows.wgsl.js) read the same heads as float32 bits instead
+// (kBits / vBits, kvBitsReads()), so that a NaN or an infinity is never a float there.
 import { cacheHeadWords } from './cache_narrow.wgsl.js';
 import { VALUES_PER_WORD, packedRead, wordsOf } from './packed_values.wgsl.js';
 
@@ -53,8 +55,8 @@ const BITS = {
   return bitcast<u32>(unpack2x16float(h16).x);`,
   int8: (name, width) => `let scale = ${name}[head + ${wordsOf('int8', width)}u];
   if ((scale & 0x7f800000u) == 0x7f800000u) { return 0x7fc00000u; }
-  let q = f32(extractBits(bitcast<i32>(${name}[head + d / 4u]), 8u * (d % 4u), 8u));
-  return bitcast<u32>(q * bitcast<f32>(scale));`,
+  let stored = f32(extractBits(bitcast<i32>(${name}[head + d / 4u]), 8u * (d % 4u), 8u));
+  return bitcast<u32>(stored * bitcast<f32>(scale));`,
 };
 
 /**
