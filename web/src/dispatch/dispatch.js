@@ -12,7 +12,9 @@
 // forwardFlops()) and the state after the waiting: forward() first lets an 'auto' module's first
 // large call find the GPU; a pool whose workers are still starting is waited for by the pool
 // executor, after the decision. A plain call with a NaN or an infinity in view stays on the CPU
-// (finite_inputs.js: the GPU kernels promise nothing for them).
+// (finite_inputs.js: the GPU's attention kernels promise nothing for them); a call on a cache
+// stored on the GPU stays there, where the NaN rule's kernels apply the rule
+// (webgpu/kernels/nonfinite_rows.wgsl.js).
 //
 // Failure policy (one place): a worker that fails stops the pool (pool.js) and every later call
 // routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its

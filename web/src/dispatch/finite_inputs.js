@@ -6,6 +6,9 @@
 // masked by attnMask for every head); additive mask entries other than -Inf (which masks); every
 // weight; a NaN sink (-Inf means "no sink", which the GPU handles). A key row masked for every
 // query row never reaches a row on any backend (masked means absent), so it stays on the GPU.
+// A call on a KV cache stored on the GPU cannot move (its keys and values are on the device): the
+// GPU applies the rule itself there (webgpu/kernels/nonfinite_rows.wgsl.js), and this check is
+// not asked.
 import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
 import { MaskKind } from '../base/call_plan.js';
 

@@ -34,7 +34,8 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, weights, sinks, qkNorm } (linear: the pipeline of a problem of `problems`, linear_problems.js).
+ * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows } (linear: the pipeline of a problem of
+ * `problems`, linear_problems.js; the last two a cached call's NaN rule).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
   const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
@@ -46,7 +47,8 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   // weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm] = await Promise.all([
+  const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows] = await Promise.all([
     Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
     variantPipeline(device, attention, heads),
     path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
@@ -55,10 +57,15 @@ export async function callKernels(device, { plan, config, path, cache, problems,
     plan.needWeights ? getPipeline(device, 'weights', narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
     config.sinks ? getPipeline(device, 'sinks') : null,
     config.qkNorm ? getPipeline(device, 'qkNorm') : null,
+    nanRule && getPipeline(device, 'cacheFlags', nanRule),
+    nanRule && getPipeline(device, 'nonFiniteRows', nanRule),
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
     variants, measured,
-    pipelines: { linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm },
+    pipelines: {
+      linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
+      cacheFlags, nonFiniteRows,
+    },
   };
 }

@@ -15,6 +15,9 @@
 //                       decode      each row: chunk max, sum, Σ p·v) then decode_reduce
 //                                   (rescales and combines the chunks; same outputs and stats)
 //   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
+//   NaN rule (cache)    cacheFlags  (after the append) a flag per new slot: K or V non-finite;
+//                       nonFiniteRows  each row that sees a non-finite value computed again,
+//                                   IEEE on the bits (kernels/nonfinite_rows.wgsl.js)
 //   output projection   linear      heads·W_oᵀ + b_o
 //
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
@@ -30,6 +33,7 @@ import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
+import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
 import { cacheAppendGrid, cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
@@ -113,16 +117,23 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   // Masks as f32 (a 1-float placeholder when absent: the bindings always exist).
   const kpm = plan.keyPaddingMask.data ? upload(maskToF32(plan.keyPaddingMask), 'keyPaddingMask') : null;
   const am = plan.attnMask.data ? upload(maskToF32(plan.attnMask), 'attnMask') : null;
-  const placeholder = kpm && am ? null : buffer(1, Usage.STORAGE, 'no mask');
-  const attention = (average) => uniform(packParams(ATTENTION_PARAMS, {
+  const placeholder = kpm && am && !cache ? null : buffer(1, Usage.STORAGE, 'no mask');
+  const values = {
     B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
     amKind: am ? (plan.attnMask.shape.length === 2 ? 1 : 2) : 0,
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
-    oStride: H * dv, average: average ? 1 : 0, group: H / G, kvRows: cache ? cache.capacity : S,
+    oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
     shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: config.scale,
     softcap: config.softcap ?? 0,
-  }));
+  };
+  const attention = (average) => uniform(packParams(ATTENTION_PARAMS, { ...values, average: average ? 1 : 0 }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
+  // A cached call's NaN rule, first the flags of the slots just appended (nonfinite_rows.wgsl.js).
+  const nanRule = cache && uniform(packParams(NONFINITE_PARAMS, {
+    ...values, average: plan.averageAttnWeights ? 1 : 0, flagsOff: cache.flagsOffset,
+    hasSinks: config.sinks ? 1 : 0, hasWeights: plan.needWeights ? 1 : 0,
+  }));
+  if (cache) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf], [L, B, 1]);
 
   const heads = buffer(B * L * H * dv, Usage.STORAGE, 'heads');
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
@@ -150,6 +161,11 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   if (weights) {
     dispatch(kernels.pipelines.weights, attention(plan.averageAttnWeights), [...maskBindings, q.buf, k.buf, stats, weights],
       [cdiv(T, WEIGHTS_WORKGROUP), L, B]);
+  }
+  // Then the rows that see a non-finite value, computed again over what the kernels above wrote.
+  if (cache) {
+    dispatch(kernels.pipelines.nonFiniteRows, nanRule, [...maskBindings, q.buf, k.buf, v.buf, ctx.params.sinks ?? placeholder,
+      heads, weights ?? buffer(1, Usage.STORAGE, 'no weights')], [L, B, 1]);
   }
   return { heads, weights, weightFloats };
 }

@@ -21,12 +21,13 @@ import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
 import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
 import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
+import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
 
 export { cdiv } from './forward_encode.js';
 export const F32 = 4;
 const UNIFORM_SLOT = 256;  // minUniformBufferOffsetAlignment's largest allowed value
 // The largest uniform block of the kernels a call binds (a slot holds any of them).
-const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS].map(paramsBytes));
+const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS].map(paramsBytes));
 /** Usage of the buffers the kernels read that the CPU writes. */
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 

@@ -8,8 +8,9 @@
 // word after the head's values (kernels/cache_narrow.wgsl.js); the attention kernels read them
 // there (kernels/kv_reads.wgsl.js), never through a float32 copy. Capacity and the rows one pass may append:
 // ringGeometry() (kv_ring.js), as the WASM core sizes its cache; the executor cuts longer steps
-// into passes (cached_passes.js). The same interface as the core's cache handle: length(),
-// reset(), delete(), isDeleted(); read() is the executor's readCache() here.
+// into passes (cached_passes.js). K's buffer ends in one u32 flag per slot (flagsOffset, in words)
+// for the NaN rule (kernels/nonfinite_rows.wgsl.js). The same interface as the core's cache
+// handle: length(), reset(), delete(), isDeleted(); read() is the executor's readCache() here.
 import { MemoryError } from '../base/errors.js';
 import { ringGeometry } from '../storage/kv_ring.js';
 import { widenHalf } from '../storage/half_floats.js';
@@ -48,9 +49,12 @@ export class GpuKvCache {
       // Zero-initialised, as WebGPU buffers are.
       return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC, label: `webattention cache ${what}` });
     };
+    // The flags (whether a slot's K or V row holds a NaN or an infinity) in K's buffer, so that
+    // every copy, clear and snapshot of K carries them.
+    this.flagsOffset = batchSize * this.capacity * rowBytes(dk) / 4;
     const made = [];
     try {
-      for (const [name, perRow] of [['keys', rowBytes(dk)], ['values', rowBytes(dv)]]) {
+      for (const [name, perRow] of [['keys', rowBytes(dk) + 4], ['values', rowBytes(dv)]]) {
         this[name] = make(perRow, name);
         made.push(this[name]);
       }
@@ -115,8 +119,10 @@ export class GpuKvCache {
 
   /**
    * cache.truncate(length) (kv_cache.js has checked it): the length alone. The dropped positions'
-   * slots are written again before any call reads them, and until then the kernels give a stale
-   * slot exactly 0 (pv() in kernels/attention_common.wgsl.js), so nothing needs clearing.
+   * slots (and their flags) are written again before any call reads them, and until then the
+   * kernels give a stale slot exactly 0 (pv() in kernels/attention_common.wgsl.js) and the NaN
+   * rule's post-pass never looks at its flag (the slot is after every row's last key), so nothing
+   * needs clearing.
    */
   truncate(length) {
     this.#length = length;

@@ -1,13 +1,15 @@
 // Compute pipelines, made once per device and pipeline key and cached. A key names what the WGSL
 // depends on: the kernel and variant, and the head widths or load flavour a variant compiles in
 // (kernel_variants.js); sizes, strides, masks and causal are uniforms. The rotary, cache append,
-// sinks and qk-norm kernels have one pipeline per device, the weights kernel one per DK (and narrow cache dtype); the variants one per key.
+// sinks and qk-norm kernels have one pipeline per device, the weights kernel one per DK (and narrow cache dtype), the NaN rule's
+// two one per (DK, DV, cache dtype); the variants one per key.
 // Pipelines are compiled with createComputePipelineAsync, so that create() can start (and await)
 // the ones a module will use before its first call (warmPipelines()).
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
 import { cacheAppendNarrowShader } from './kernels/cache_narrow.wgsl.js';
+import { cacheFlagsShader, nonFiniteRowsShader } from './kernels/nonfinite_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 
@@ -39,14 +41,17 @@ const kinds = {
   weights: ({ dk, dtype }) => attentionWeightsShader({ dk, kv: dtype }),
   sinks: () => attentionSinksShader(),
   qkNorm: () => qkNormShader(),
+  cacheFlags: (shape) => cacheFlagsShader(shape),
+  nonFiniteRows: (shape) => nonFiniteRowsShader(shape),
 };
 
 /**
  * The pipeline of a kernel without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm',
- * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppendNarrow' ({ dtype }).
+ * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppendNarrow' ({ dtype }),
+ * 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached call's NaN rule).
  */
 export function getPipeline(device, kind, shape = {}) {
-  const key = [shape.dk, shape.dtype].filter((x) => x !== undefined).join(':');
+  const key = [shape.dk, shape.dv, shape.dtype].filter((x) => x !== undefined).join(':');
   return pipelineFor(device, `${kind}:${key}`, () => kinds[kind](shape));
 }
 

@@ -24,6 +24,7 @@ import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
 import { selectsKernels, warmPipelines } from './warm_pipelines.js';
 import { kernelProfile } from './kernel_profile.js';
+import { getPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
@@ -164,7 +165,12 @@ export class WebGpuExecutor {
   /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
   createCache(options) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
-    return new GpuKvCache(this.#device, this.#config, options);
+    const cache = new GpuKvCache(this.#device, this.#config, options);
+    // The NaN rule's two pipelines (kernels/nonfinite_rows.wgsl.js), compiled from now on rather
+    // than at the first cached call, which awaits them (a failed compile is tried again there).
+    const { headDim: dk, valueHeadDim: dv } = this.#config;
+    for (const kind of ['cacheFlags', 'nonFiniteRows']) getPipeline(this.#device, kind, { dk, dv, dtype: cache.dtype }).catch(() => {});
+    return cache;
   }
 
   /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */

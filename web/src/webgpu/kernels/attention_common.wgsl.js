@@ -51,9 +51,11 @@ export function firstKeyOf(i0, { causal, shift, window }) {
   return causal && window && i0 + shift >= window ? i0 + shift + 1 - window : 0;
 }
 
-/** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
-export const attentionParams = /* wgsl */ `
-${paramsWgsl(ATTENTION_PARAMS)}
+/**
+ * The helpers of the uniform block's fields (a kernel whose block extends ATTENTION_PARAMS puts
+ * them after its own struct: kernels/nonfinite_rows.wgsl.js).
+ */
+export const attentionHelpers = /* wgsl */ `
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
 
@@ -80,6 +82,9 @@ fn pv(w: f32, x: f32) -> f32 { return select(0.0, w * x, w > 0.0); }
 fn pvRows(w: vec4f, x: f32) -> vec4f { return select(vec4f(0.0), w * x, w > vec4f(0.0)); }
 fn pvCols(w: f32, x: vec4f) -> vec4f { return select(vec4f(0.0), w * x, w > 0.0); }
 `;
+
+/** The uniform block alone (the decode reduce kernel uses it without the mask bindings). */
+export const attentionParams = `\n${paramsWgsl(ATTENTION_PARAMS)}${attentionHelpers}`;
 
 export const attentionCommon = /* wgsl */ `${attentionParams}
 @group(0) @binding(1) var<storage, read> kpm: array<f32>;

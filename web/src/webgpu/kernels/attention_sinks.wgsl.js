@@ -8,7 +8,8 @@
 // exp's argument is <= 0. A sink of -Inf (no sink) arrives as the masks' finite sentinel
 // (weight_storage.js); where a sink below the sentinel (-3.4e38) meets a row with no allowed key,
 // l' = 0 and the row stays as it was instead of 0 / 0. (+Inf is refused at loadStateDict(); a NaN
-// follows no rule on the GPU, docs/webgpu.md.) One invocation per (batch, head, query row).
+// sink sends a plain call to the CPU, and a cached call's rows to nonfinite_rows.wgsl.js.) One
+// invocation per (batch, head, query row).
 import { paramsWgsl } from '../kernel_params.js';
 
 export const SINKS_WORKGROUP = 64;
