@@ -8,9 +8,7 @@
 //
 //   bash scripts/build.sh                        (once: web/dist)
 //   node bench/decode/cache_ops.mjs [--config E,h,hkv] [--positions 512,2048] [--dtype float32] [--reps 30]
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { ROOT, parseFlags } from '../lib/run_env.mjs';
+import { importBuiltPackage, parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -21,7 +19,7 @@ const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
 });
 const [E, h, hkv] = v.config.split(',').map(Number);
 const reps = Number(v.reps);
-const { MultiHeadAttention } = await import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
+const { MultiHeadAttention } = await importBuiltPackage();
 
 const median = (xs) => xs.slice().sort((a, b) => a - b)[xs.length >> 1];
 /**

@@ -7,9 +7,7 @@
 //
 //   bash scripts/build.sh                        (once: web/dist)
 //   node bench/decode/cross_attention.mjs [--config E,h] [--positions 1500] [--steps 40] [--dtype float32]
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { ROOT, parseFlags } from '../lib/run_env.mjs';
+import { importBuiltPackage, parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -20,7 +18,7 @@ const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
 });
 const [E, h] = v.config.split(',').map(Number);
 const S = Number(v.positions), steps = Number(v.steps);
-const { MultiHeadAttention } = await import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
+const { MultiHeadAttention } = await importBuiltPackage();
 
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, threads: 1 });
 mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) =>

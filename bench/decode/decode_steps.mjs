@@ -18,10 +18,8 @@
 // A/B of two builds, run it alternately with each build's web/dist/*.wasm in place. Weights and
 // inputs are bench/decode/decode.mjs's (decode_suite.mjs), so E / h must be its head width.
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { HEAD_DIM, makeDecodeWeights, stateDict } from './decode_suite.mjs';
-import { ROOT, exitWithUsage, parseFlags } from '../lib/run_env.mjs';
+import { exitWithUsage, importBuiltPackage, parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -37,7 +35,7 @@ const [E, h, hkv] = v.config.split(',').map(Number);
 if (E !== h * HEAD_DIM) exitWithUsage(import.meta.url, `--config: E must be h · ${HEAD_DIM}, got ${v.config}`);
 const window = v.window === undefined ? 0 : Number(v.window);
 const n = window || Number(v.positions), steps = Number(v.steps);
-const { MultiHeadAttention } = await import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
+const { MultiHeadAttention } = await importBuiltPackage();
 
 const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm',
   weightsDtype: v.weights });

@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 
 export const ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -122,4 +122,9 @@ export async function runAndExit(script, opts, { runNode, runBrowser }) {
   }
   console.log(`\ntotal ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   process.exit(0);
+}
+
+/** The built package's Node entry (web/dist/node.js, what a user's import loads): its exports. */
+export function importBuiltPackage() {
+  return import(pathToFileURL(join(ROOT, 'web/dist/node.js')).href);
 }
