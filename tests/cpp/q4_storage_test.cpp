@@ -134,16 +134,26 @@ TEST(Q4Packing, RoundTripAndSlices) {
 TEST(Q4Packing, PerBlockZeroPoints) {
   const std::vector<float> W(8 * 40, 0.0f);
   kernels::PackedLinear w = kernels::pack_linear(W.data(), StorageType::f32, 8, 40, StorageType::q4);
-  w.scales[1 * 8 + 3] = 0.5f;                         // column 3, block 1 (depths 32-39)
-  storage::set_q4_code(w.panel_zero_points(0)[1], 3, 5);  // its zero point 5: code 8 is 3 · 0.5
-  EXPECT_EQ(w.weight(3, 35), 1.5f);
+  // Block 1 (depths 32-39) of an even and an odd column (the SIMD readers' two halves).
+  w.scales[1 * 8 + 2] = 0.5f;
+  storage::set_q4_code(w.panel_zero_points(0)[1], 2, 5);   // code 8 is (8 - 5) · 0.5
+  w.scales[1 * 8 + 3] = 0.25f;
+  storage::set_q4_code(w.panel_zero_points(0)[1], 3, 11);  // code 8 is (8 - 11) · 0.25
+  EXPECT_EQ(w.weight(2, 35), 1.5f);
+  EXPECT_EQ(w.weight(3, 35), -0.75f);
   EXPECT_EQ(w.weight(3, 3), 0.0f);
-  std::vector<float> x(40, 0.0f), y(8, -1.0f);
-  x[35] = 2.0f;
-  const kernels::LinearTarget target{&w, y.data(), 8};
-  kernels::linear(x.data(), 1, 40, &target, 1);
-  EXPECT_EQ(y[3], 3.0f);
-  EXPECT_EQ(y[2], 0.0f);
+  // One row (a decode step's reader) and 5 (a prefill's 4-row blocks): the same results.
+  for (const int rows : {1, 5}) {
+    std::vector<float> x(static_cast<std::size_t>(rows) * 40, 0.0f), y(static_cast<std::size_t>(rows) * 8, -1.0f);
+    for (int r = 0; r < rows; ++r) x[r * 40 + 35] = 2.0f;
+    const kernels::LinearTarget target{&w, y.data(), 8};
+    kernels::linear(x.data(), rows, 40, &target, 1);
+    for (int r = 0; r < rows; ++r) {
+      EXPECT_EQ(y[r * 8 + 2], 3.0f) << rows << " rows, row " << r;
+      EXPECT_EQ(y[r * 8 + 3], -1.5f) << rows << " rows, row " << r;
+      EXPECT_EQ(y[r * 8 + 4], 0.0f) << rows << " rows, row " << r;
+    }
+  }
 }
 
 MhaConfig q4_config() {
