@@ -6,7 +6,7 @@
 // process, long enough to attach a profiler:
 //
 //   node bench/decode/decode_steps.mjs [--config 2048,32,8] [--positions 8192] [--steps 1500]
-//                               [--weights float32|float16|bfloat16|int8] [--cache float32|float16|int8]
+//                               [--weights float32|float16|bfloat16|int8|int4] [--cache float32|float16|int8]
 //                               [--window W] [--ready FILE]
 //
 //   --window W     a sliding-window cache of W positions instead (filled to W; every step then

@@ -39,7 +39,7 @@ inline StorageType allowed(StorageType type, const char* argument, std::initiali
   return parse_storage_type(storage_type_name(type), argument, types);
 }
 inline constexpr std::initializer_list<StorageType> kWeightTypes = {StorageType::f32, StorageType::f16, StorageType::bf16,
-                                                             StorageType::i8};
+                                                             StorageType::i8, StorageType::q4};
 inline constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
 inline constexpr std::initializer_list<StorageType> kCacheTypes = {StorageType::f32, StorageType::f16, StorageType::i8};
 

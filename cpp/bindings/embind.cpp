@@ -27,7 +27,8 @@ void register_enums() {
       .value("float32", StorageType::f32)
       .value("float16", StorageType::f16)
       .value("bfloat16", StorageType::bf16)
-      .value("int8", StorageType::i8);
+      .value("int8", StorageType::i8)
+      .value("int4", StorageType::q4);
   enum_<MhaConfig::RotaryScaling>("RotaryScaling")
       .value("none", MhaConfig::RotaryScaling::kNone)
       .value("linear", MhaConfig::RotaryScaling::kLinear)

@@ -15,7 +15,8 @@ float round_to_bf16(float x);
 
 // The stored values of a matrix [rows, cols] (row-major) in `type`: rounded for f16 / bf16;
 // for int8 each row quantised in blocks of `block` values (the last one shorter), each with its
-// own scale max|x| / 127, and dequantised (a block with a non-finite value is NaN).
+// own scale max|x| / 127, and dequantised (a block with a non-finite value is NaN); for int4 the
+// same blocks by llama.cpp's q4_0 rule (docs/attention-math.md §11).
 std::vector<float> stored(const std::vector<float>& x, int rows, int cols, StorageType type, int block);
 
 }  // namespace webattention::reference

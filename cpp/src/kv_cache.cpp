@@ -97,6 +97,7 @@ float store_row(StorageType type, const float* row, int n, Put&& put) {
       return 0.0f;
     case StorageType::i8:
       return storage::quantise_q8(row, n, put);
+    case StorageType::q4:  // never a cache type (createCache refuses it)
     case StorageType::f32: break;
   }
   for (int i = 0; i < n; ++i) put(i, row[i]);

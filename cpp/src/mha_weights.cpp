@@ -48,16 +48,16 @@ void set_bias(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, 
   w.set_bias(values.data(), n);
 }
 
-// int8 storage quantises blocks of 32 values by their largest magnitude, which a NaN or an
-// infinity would make meaningless: refused, naming the first one's row and block.
-void require_finite(const std::string& name, const EntryData& d, const std::vector<int>& shape) {
+// int8 and int4 storage quantise blocks of 32 values by their largest magnitude, which a NaN or
+// an infinity would make meaningless: refused, naming the first one's row and block.
+void require_finite(const std::string& name, const EntryData& d, const std::vector<int>& shape, StorageType storage) {
   const std::size_t cols = shape.size() > 1 ? static_cast<std::size_t>(shape[1]) : 1;
   const std::size_t count = static_cast<std::size_t>(shape[0]) * cols;
   for (std::size_t i = 0; i < count; ++i) {
     const float x = storage::widen(d.data, d.source, i);
     if (std::isfinite(x)) continue;
     const std::size_t row = i / cols, col = i % cols;
-    throw StateDictError(name, "state dict '" + name + "': int8 weights must be finite, got " +
+    throw StateDictError(name, "state dict '" + name + "': " + storage_type_name(storage) + " weights must be finite, got " +
                                    std::to_string(x) + " at [" + std::to_string(row) + ", " +
                                    std::to_string(col) + "] (block " +
                                    std::to_string(col / storage::kQuantBlock) + " of row " +
@@ -147,13 +147,14 @@ std::vector<MultiHeadAttention::EntryPart> MultiHeadAttention::entry_parts(
 
 void MultiHeadAttention::load_parameter(const std::string& name, const void* data,
                                         std::size_t count, StorageType source) {
-  if (source == StorageType::i8) {
-    throw ConfigError("source_dtype", "source_dtype: expected 'float32', 'float16' or 'bfloat16', got 'int8'");
+  if (source == StorageType::i8 || source == StorageType::q4) {
+    throw ConfigError("source_dtype", std::string("source_dtype: expected 'float32', 'float16' or 'bfloat16', got '") +
+                                          storage_type_name(source) + "'");
   }
   const ParameterSpec& spec = checked_spec(name, count);
   const EntryData d{data, source};
   const StorageType st = config_.weights_dtype;
-  if (st == StorageType::i8 && spec.shape.size() > 1) require_finite(name, d, spec.shape);
+  if ((st == StorageType::i8 || st == StorageType::q4) && spec.shape.size() > 1) require_finite(name, d, spec.shape, st);
   if (name == "sinks") require_no_infinite_sink(widened(d, 0, spec.size()));
   for (const EntryPart& part : entry_parts(spec)) {
     switch (part.kind) {

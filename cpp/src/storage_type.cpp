@@ -10,6 +10,7 @@ const char* storage_type_name(StorageType type) {
     case StorageType::f16: return "float16";
     case StorageType::bf16: return "bfloat16";
     case StorageType::i8: return "int8";
+    case StorageType::q4: return "int4";
   }
   return "?";
 }
@@ -20,6 +21,7 @@ int storage_element_bytes(StorageType type) {
     case StorageType::f16:
     case StorageType::bf16: return 2;
     case StorageType::i8: return 1;
+    case StorageType::q4: return 0;
   }
   return 4;
 }

@@ -14,7 +14,7 @@ import { stored } from '../contract/storage.mjs';
 import { attention, attnMask, keyPaddingMask, linear, poisonKeys, rotary } from './reference.mjs';
 
 /** The list's type names as the API's dtypes. */
-const DTYPES = { f32: 'float32', f16: 'float16', bf16: 'bfloat16', i8: 'int8' };
+const DTYPES = { f32: 'float32', f16: 'float16', bf16: 'bfloat16', i8: 'int8', q4: 'int4' };
 
 /** A case's { weights, kv } as the API's dtypes (float32 where the case has no type set). */
 const storageOf = (c) => ({ weights: DTYPES[c.types?.weights ?? 'f32'], kv: DTYPES[c.types?.kv ?? 'f32'] });

@@ -1,8 +1,9 @@
-// What a module with 16- or 8-bit storage holds, for the float64 reference (reference.mjs): the
+// What a module with 16-, 8- or 4-bit storage holds, for the float64 reference (reference.mjs): the
 // values its weight matrices and its KV cache rows store, as numbers. docs/attention-math.md
 // states the rules: float32 rounded to nearest-even into float16 / bfloat16, int8 as llama.cpp's
 // q8_0 (weights: blocks of 32 along the input dimension; cache: one block per (position, K/V
-// head) row). Written from the rules in plain arithmetic, sharing no code with the package's
+// head) row), int4 weights as llama.cpp's q4_0 (the same blocks). Written from the rules in plain
+// arithmetic, sharing no code with the package's
 // bit-level conversions (web/src/storage/half_floats.js, q8_0.js; tests/js/narrowing.test.js checks the
 // two against each other), and environment-free like the rest of the contract.
 
@@ -49,18 +50,40 @@ function q8Block(values) {
 }
 
 /**
+ * One q4_0 block (float32 values) as stored: m = the first value of largest magnitude, its sign
+ * kept; d = fl(m / −8) and id = fl(1 / d); each x is the code q = min(15, trunc(fl(fl(x · id) +
+ * 8.5))) (never negative: |x · id| ≤ 8 up to rounding), stored as fl((q − 8) · d); all zeros
+ * when d is 0, all NaN when the block holds a NaN or ±inf.
+ */
+function q4Block(values) {
+  if (!values.every(Number.isFinite)) return values.map(() => NaN);
+  let m = 0;
+  for (const x of values) if (Math.abs(x) > Math.abs(m)) m = x;
+  const d = Math.fround(m / -8);
+  if (d === 0) return values.map(() => 0);
+  const id = Math.fround(1 / d);
+  return values.map((x) => {
+    const q = Math.min(15, Math.trunc(Math.fround(Math.fround(x * id) + 8.5)));
+    return Math.fround((q - 8) * d);
+  });
+}
+
+const BLOCK_RULES = { int8: q8Block, int4: q4Block };
+
+/**
  * `values` (float32 numbers, rows of `rowLength`) as `dtype` storage holds them, a Float64Array:
- * as given ('float32'), rounded to 16 bits, or q8_0 in blocks of `blockLength` along each row.
+ * as given ('float32'), rounded to 16 bits, or q8_0 / q4_0 in blocks of `blockLength` along each row.
  */
 export function stored(values, dtype, rowLength, blockLength = Q8_BLOCK) {
   if (dtype === 'float32') return values;
   const out = Float64Array.from(values);
   if (dtype in FORMATS) return out.map((x) => roundToFormat(x, dtype));
-  if (dtype !== 'int8') throw new Error(`unknown storage dtype ${dtype}`);
+  const block = BLOCK_RULES[dtype];
+  if (!block) throw new Error(`unknown storage dtype ${dtype}`);
   for (let row = 0; row < out.length; row += rowLength) {
     for (let b = 0; b < rowLength; b += blockLength) {
       const end = Math.min(b + blockLength, rowLength);
-      out.set(q8Block([...out.subarray(row + b, row + end)]), row + b);
+      out.set(block([...out.subarray(row + b, row + end)]), row + b);
     }
   }
   return out;
@@ -89,7 +112,7 @@ export function floatValues(value) {
 
 /**
  * A state dict as a module of `weightsDtype` stores it: every weight matrix (shape [out, in]:
- * q8_0 blocks run along `in`) replaced by its stored values; vectors (biases, sinks, norm weights)
+ * q8_0 and q4_0 blocks run along `in`) replaced by its stored values; vectors (biases, sinks, norm weights)
  * as given (float32).
  */
 export function storedStateDict(stateDict, weightsDtype = 'float32') {

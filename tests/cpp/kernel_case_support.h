@@ -26,10 +26,10 @@ namespace webattention::cases {
 // relaxed.
 inline const char* family() { return WEBATTENTION_KERNEL_FAMILY; }
 
-// A type set's storage type names ("f32", "f16", "bf16", "i8") as the core's; false for another.
+// A type set's storage type names ("f32", "f16", "bf16", "i8", "q4") as the core's; false for another.
 inline bool storage_type(const std::string& name, StorageType& type) {
   static const std::pair<const char*, StorageType> kNames[] = {
-      {"f32", StorageType::f32}, {"f16", StorageType::f16}, {"bf16", StorageType::bf16}, {"i8", StorageType::i8}};
+      {"f32", StorageType::f32}, {"f16", StorageType::f16}, {"bf16", StorageType::bf16}, {"i8", StorageType::i8}, {"q4", StorageType::q4}};
   for (const auto& [spelling, t] : kNames) {
     if (name == spelling) {
       type = t;
@@ -49,12 +49,12 @@ inline StorageType kv_type(const TypeSet& t) {
   return type;
 }
 
-// Whether this build has kernels for a type set: weights f32, f16, bf16 or int8; a cache f32,
+// Whether this build has kernels for a type set: weights f32, f16, bf16, int8 or int4; a cache f32,
 // f16 or int8; f32 inputs and outputs (the JS side converts 16-bit ones). A type set it lacks
 // fails the case (the list must not name types no kernel has).
 inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
   StorageType weights, kv;
-  if (storage_type(t.weights, weights) && storage_type(t.kv, kv) && kv != StorageType::bf16 && t.io == "f32") {
+  if (storage_type(t.weights, weights) && storage_type(t.kv, kv) && kv != StorageType::bf16 && kv != StorageType::q4 && t.io == "f32") {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no " << family() << " kernels for weights " << t.weights
@@ -62,7 +62,7 @@ inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
 }
 
 // The values a weight matrix [out, in] or K/V rows [rows, d] hold in `type` (the reference's
-// rule: cpp/reference/storage_reference.h): int8 weights in blocks of 32 along a row, a cache
+// rule: cpp/reference/storage_reference.h): int8 and int4 weights in blocks of 32 along a row, a cache
 // row one block.
 inline std::vector<float> stored_weights(const std::vector<float>& w, int out, int in, StorageType type) {
   return reference::stored(w, out, in, type, storage::kQuantBlock);

@@ -42,7 +42,7 @@ TEST(ParallelFor, NestedCallsRunAndRepeatedJobsDoNotMix) {
 // the threads by weight panels (and a prefill split by rows): the same outputs, bit for bit, as
 // with one thread, for every weights type. (With one thread in the build, both runs are serial.)
 TEST(ParallelSplit, DecodeStepsGiveTheSameBitsOnAnyThreadCount) {
-  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::i8}) {
+  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::i8, StorageType::q4}) {
     SCOPED_TRACE(storage_type_name(weights));
     MhaConfig c;
     c.embed_dim = 512;  // each projection's weights reach projection.cpp's threshold for a split

@@ -234,8 +234,8 @@ TEST(StorageCache, NonFiniteRows) {
 // decode_fuzz: int8 weights, whose one-row loop scaled each block's sum while the block loop
 // multiplied dequantised weights).
 TEST(StorageCache, DecodeStepsStoreWhatAPrefillStores) {
-  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8}) {
-    MultiHeadAttention m(small_config(weights));  // embed_dim 40: an int8 row's blocks of 32 and 8
+  for (StorageType weights : {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4}) {
+    MultiHeadAttention m(small_config(weights));  // embed_dim 40: an int8 / int4 row's blocks of 32 and 8
     std::mt19937 rng(7);
     for (const auto& spec : m.parameter_specs()) {
       const std::vector<float> w = random_floats(spec.size(), rng, 0.3f);
@@ -280,15 +280,16 @@ std::size_t heap_in_use() {
 
 // What a (256, 4) module with its weights loaded and a 1024-position cache hold, per dtype: half
 // for 16-bit, under 1/3.5 for int8 (1 byte and 1/32 of a scale per weight, 1 + 4/64 per cached
-// value), with no f32 copy kept anywhere.
+// value), under 1/6 for int4 weights (4 + 1 + 1/8 bits per weight; its cache is int8's), with no
+// f32 copy kept anywhere.
 TEST(StorageMemory, NarrowModulesAndCachesHoldLess) {
   MhaConfig config;
   config.embed_dim = 256;
   config.num_heads = 4;
-  std::size_t weights[4], caches[4];
-  const StorageType types[4] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8};
+  std::size_t weights[5], caches[5];
+  const StorageType types[5] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4};
   std::mt19937 rng(10);
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < 5; ++t) {
     config.weights_dtype = types[t];
     const std::size_t before = heap_in_use();
     {
@@ -300,16 +301,17 @@ TEST(StorageMemory, NarrowModulesAndCachesHoldLess) {
       weights[t] = heap_in_use() - before;
       KvCacheConfig c;
       c.max_length = 1024;
-      c.dtype = types[t] == StorageType::bf16 ? StorageType::f16 : types[t];
+      c.dtype = types[t] == StorageType::bf16 ? StorageType::f16 : types[t] == StorageType::q4 ? StorageType::i8 : types[t];
       const std::size_t before_cache = heap_in_use();
       auto cache = m.create_cache(c);
       caches[t] = heap_in_use() - before_cache;
     }
   }
-  for (int t = 1; t < 4; ++t) {
+  for (int t = 1; t < 5; ++t) {
     SCOPED_TRACE(storage_type_name(types[t]));
-    const double least = types[t] == StorageType::i8 ? 3.5 : 1.99;  // biases stay f32
-    EXPECT_GE(static_cast<double>(weights[0]) / weights[t], least) << weights[0] << " vs " << weights[t];
+    const bool quantised = types[t] == StorageType::i8 || types[t] == StorageType::q4;
+    const double least = quantised ? 3.5 : 1.99;  // biases stay f32
+    EXPECT_GE(static_cast<double>(weights[0]) / weights[t], types[t] == StorageType::q4 ? 6.0 : least) << weights[0] << " vs " << weights[t];
     EXPECT_GE(static_cast<double>(caches[0]) / caches[t], least) << caches[0] << " vs " << caches[t];
   }
 }

@@ -54,8 +54,8 @@ void check_close(const char* what, const float* got, const float* expected, std:
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
-  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8};
-  c.weights_dtype = types[in.in(0, 3)];
+  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4};
+  c.weights_dtype = types[in.in(0, 4)];
   const StorageType cache_types[] = {StorageType::f32, StorageType::f16, StorageType::i8};
   const StorageType cache_dtype = cache_types[in.in(0, 2)];
   const int groups[] = {1, 2, 3, 4};
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       mha.load_parameter(spec.name, values.data(), values.size());
     } catch (const StateDictError&) {
       if (!fuzz::refused_entry(spec, values, c)) throw;
-      return 0;  // a non-finite int8 weight (§11) or a +Inf sink (§10) is refused
+      return 0;  // a non-finite int8 / int4 weight (§11) or a +Inf sink (§10) is refused
     }
     non_finite = non_finite || entry_non_finite;
   }

@@ -102,12 +102,13 @@ inline std::vector<float> entry_values(Bytes& in, const ParameterSpec& spec, boo
   return values;
 }
 
-// Whether load_parameter() refuses these values (a StateDictError): a non-finite int8 weight
-// matrix (§11) or a +Inf sink (§10, attention sinks).
+// Whether load_parameter() refuses these values (a StateDictError): a non-finite int8 or int4
+// weight matrix (§11) or a +Inf sink (§10, attention sinks).
 inline bool refused_entry(const ParameterSpec& spec, const std::vector<float>& values, const MhaConfig& c) {
   const auto any = [&](auto pred) { return std::any_of(values.begin(), values.end(), pred); };
   if (spec.name == "sinks") return any([](float v) { return std::isinf(v) && v > 0; });
-  return c.weights_dtype == StorageType::i8 && spec.shape.size() == 2 && any([](float v) { return !std::isfinite(v); });
+  const bool quantised = c.weights_dtype == StorageType::i8 || c.weights_dtype == StorageType::q4;
+  return quantised && spec.shape.size() == 2 && any([](float v) { return !std::isfinite(v); });
 }
 
 // A given rotary table [rows, half], or none (rows 0): sometimes fewer rows than the harness's

@@ -7,10 +7,10 @@
 // inputs the output and weights match the float64 reference (cpp/reference). NaN and infinities
 // come in through a few byte values; such inputs are run for memory safety only (the NaN rules
 // are checked against their own reference by tests/js/differential.test.js). The weights are
-// stored as f32, f16, bf16 or int8 (docs/attention-math.md §11) and given as f32 or as f16 bits
+// stored as f32, f16, bf16, int8 or int4 (docs/attention-math.md §11) and given as f32 or as f16 bits
 // (f32 weight matrices of an f32 module written in place, as the JS side loads them;
 // decode_fuzz.cpp loads through load_parameter());
-// the reference then computes with the stored values, and a non-finite weight bound for int8 must
+// the reference then computes with the stored values, and a non-finite weight bound for int8 or int4 must
 // be a StateDictError. Issue 20's options come from fuzz_options.h: the score scale, softcap,
 // sinks, qk-norm (with all-zero heads), a bias per projection, RoPE with either scaling or a given
 // table, and position ids; the reference computes all of them, and a refusal of bad option values,
@@ -28,9 +28,9 @@
 
 #include "fuzz_bytes.h"
 #include "fuzz_options.h"
+#include "kernels/storage_convert.h"
 #include "reference/reference.h"
 #include "reference/storage_reference.h"
-#include "storage_convert.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -90,8 +90,8 @@ Mask make_mask(Bytes& in, std::vector<int> shape, bool* non_finite) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
-  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8};
-  c.weights_dtype = types[in.in(0, 3)];
+  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4};
+  c.weights_dtype = types[in.in(0, 4)];
   const bool f16_source = in.coin();
   c.num_heads = in.in(1, 4);
   const bool free_dims = in.coin();
@@ -134,7 +134,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         mha.load_parameter(spec.name, values.data(), values.size());
       }
       if (fuzz::refused_entry(spec, values, c)) {
-        std::fprintf(stderr, "mha_fuzz: a non-finite int8 weight or a +Inf sink was accepted\n");
+        std::fprintf(stderr, "mha_fuzz: a non-finite int8 / int4 weight or a +Inf sink was accepted\n");
         std::abort();
       }
     } catch (const StateDictError&) {

@@ -33,11 +33,11 @@ test('every MhaConfig field coreConfig() writes is one the core reads: without i
 
 test('the core\'s enums have the JS spellings: mask kinds, storage types, RoPE scalings', () => {
   for (const [name, value] of Object.entries(MaskKind)) assert.equal(core.MaskKind[name].value, value, name);
-  for (const name of ['float32', 'float16', 'bfloat16', 'int8']) assert.ok(core.StorageType[name] instanceof core.StorageType, name);
+  for (const name of ['float32', 'float16', 'bfloat16', 'int8', 'int4']) assert.ok(core.StorageType[name] instanceof core.StorageType, name);
   assert.deepEqual(['none', 'linear', 'llama3'].map((n) => core.RotaryScaling[n].value), [0, 1, 2]);
   const mha = new CoreMha(core);
   assert.throws(() => mha.configure({ ...config(), weightsDtype: 'values' }), { name: 'OptionError', argument: 'weightsDtype' });
-  assert.throws(() => mha.configure({ ...config(), weightsDtype: 'int4' }), /weightsDtype: expected one of float32, float16, bfloat16, int8, got int4/);
+  assert.throws(() => mha.configure({ ...config(), weightsDtype: 'int2' }), /weightsDtype: expected one of float32, float16, bfloat16, int8, int4, got int2/);
   mha.delete();
 });
 

@@ -42,9 +42,9 @@ test('a non-finite int8 weight is named as the caller gave it: a separate q/k/v 
   const gpt2 = { 'c_attn.weight': tensor([8, 24], 30), 'c_attn.bias': bias(24), 'c_proj.weight': tensor([8, 8]), 'c_proj.bias': bias(8) };
   try {
     for (const [sd, options, key, says] of [
-      [separate, undefined, 'v_proj_weight', 'got NaN at [1, 2]'],
-      [hf, { layout: 'hf', prefix: 'm.' }, 'm.o_proj.weight', 'got Infinity at [7, 7]'],
-      [gpt2, { layout: 'gpt2' }, 'c_attn.weight', 'got NaN at [1, 6]'],
+      [separate, undefined, 'v_proj_weight', 'got NaN at [1, 2] (block 0 of row 1)'],
+      [hf, { layout: 'hf', prefix: 'm.' }, 'm.o_proj.weight', 'got Infinity at [7, 7] (block 0 of row 7)'],
+      [gpt2, { layout: 'gpt2' }, 'c_attn.weight', 'got NaN at [1, 6] (block 0 of row 6)'],
     ]) {
       assert.throws(() => mha.loadStateDict(sd, options), (e) => {
         assert.ok(e instanceof api.StateDictError, `${key}: ${e}`);

@@ -37,7 +37,7 @@ test('bad values are one line each, without a stack trace', () => {
     [['x', '--temperature', '0'], /--temperature: expected a finite number > 0 \(for greedy decoding, --greedy\)/],
     [['x', '--greedy', '--top-k', '3'], /--temperature and --top-k do not apply/],
     [['x', '--bogus'], /Unknown option '--bogus'/],
-    [['x', '--weights-dtype', 'float8'], /OptionError: weightsDtype: expected 'float32' \| 'float16' \| 'bfloat16' \| 'int8', got string "float8"/],
+    [['x', '--weights-dtype', 'float8'], /OptionError: weightsDtype: expected 'float32' \| 'float16' \| 'bfloat16' \| 'int8' \| 'int4', got string "float8"/],
     [['x', '--cache-dtype', 'bfloat16'], /OptionError: .*dtype.*bfloat16/],
   ];
   for (const [args, message] of bad) {

@@ -11,7 +11,7 @@ import { compare, randomDecodeCase, randomMhaCase, randomTensor, rng, runCase } 
 import { roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 import { halfStateDict as halfSd } from '../internals.mjs';
 
-const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8'];
+const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8', 'int4'];
 const CACHES = ['float32', 'float16', 'int8'];
 const SEEDS = 40;
 

@@ -117,11 +117,11 @@ test('16-bit int8 weights are refused by their bits: each format\'s largest fini
       for (const bits of largest) mha.loadStateDict({ ...stateDict, 'out_proj.weight': half(dtype, [8, 8], bits, 9) });
       for (const [bits, value] of nonFinite) {
         assert.throws(() => mha.loadStateDict({ ...stateDict, 'out_proj.weight': half(dtype, [8, 8], bits, 9) }), (e) => e instanceof StateDictError
-          && e.message === `stateDict['out_proj.weight']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, got ${value} at [1, 1]`);
+          && e.message === `stateDict['out_proj.weight']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, got ${value} at [1, 1] (block 0 of row 1)`);
         // Separate q/k/v weights, stacked into in_proj_weight: the one given is named, not the stack.
         const separate = { ...rest, q_proj_weight: half(dtype, [8, 8], 0, 0), k_proj_weight: half(dtype, [8, 8], bits, 63), v_proj_weight: half(dtype, [8, 8], 0, 0) };
         assert.throws(() => mha.loadStateDict(separate), (e) => e instanceof StateDictError && e.argument === 'k_proj_weight'
-          && e.message.endsWith(`got ${value} at [7, 7]`), `${dtype} 0x${bits.toString(16)}`);
+          && e.message.endsWith(`got ${value} at [7, 7] (block 0 of row 7)`), `${dtype} 0x${bits.toString(16)}`);
       }
     }
     mha.loadStateDict({ ...rest, q_proj_weight: half('float16', [8, 8], 0x7bff, 0), k_proj_weight: half('float16', [8, 8], 0, 0), v_proj_weight: half('float16', [8, 8], 0xfbff, 63) });

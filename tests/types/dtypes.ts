@@ -23,7 +23,7 @@ async function halves(bytes: Uint8Array) {
   const self: HalfTensor | null = (await selfAttention(x, { needWeights: true })).attnWeights;
   const cache: KvCache = mha.createCache({ maxLength: 16, dtype: 'int8' });
   const stored: 'float32' | 'float16' | 'int8' = cache.dtype;
-  const weights: 'float32' | 'float16' | 'bfloat16' | 'int8' = mha.config.weightsDtype;
+  const weights: 'float32' | 'float16' | 'bfloat16' | 'int8' | 'int4' = mha.config.weightsDtype;
   // @ts-expect-error: a cache has no bfloat16 storage
   mha.createCache({ maxLength: 16, dtype: 'bfloat16' });
   // @ts-expect-error: 'fp16' is transformers.js's option spelling, not a dtype here

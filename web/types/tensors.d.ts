@@ -76,6 +76,6 @@ export type FloatInput = TensorInput | HalfInput | HalfDimsInput | HalfTypedInpu
 export type HalfTensorInput = HalfInput | HalfDimsInput | HalfTypedInput;
 
 /** create()'s weightsDtype: how the weight matrices are stored (biases are float32). */
-export type WeightsDtype = 'float32' | 'float16' | 'bfloat16' | 'int8';
+export type WeightsDtype = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'int4';
 /** createCache()'s dtype: how keys and values are stored. */
 export type CacheDtype = 'float32' | 'float16' | 'int8';

@@ -74,7 +74,7 @@ struct MhaConfig {
   bool qk_norm = false;
   double qk_norm_eps = 1e-6;
   // How the weight matrices are stored (docs/attention-math.md §11): f32, f16 or bf16 (rounded
-  // to nearest-even) or int8 (quantised in blocks of 32 input values). Biases stay f32.
+  // to nearest-even), int8 or int4 (quantised in blocks of 32 input values). Biases stay f32.
   StorageType weights_dtype = StorageType::f32;
 };
 
@@ -139,8 +139,8 @@ class MultiHeadAttention {
   void load_parameter(const std::string& name, const float* data, std::size_t count);
   // The same from `count` elements of `source` type (f32, or f16 / bf16 bit patterns), converted
   // to the module's weights_dtype (§11; bits kept as they are when the types match, with no f32
-  // copy). Throws ConfigError ("source_dtype") for int8, StateDictError for a non-finite value
-  // bound for int8 storage (naming the entry, the row and the block) and for a +Inf sink.
+  // copy). Throws ConfigError ("source_dtype") for int8 and int4, StateDictError for a non-finite
+  // value bound for int8 or int4 storage (naming the entry, the row and the block) and for a +Inf sink.
   void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
   // An f32 weight entry loaded into an f32 module with no copy of it besides the caller's (the JS
   // side must copy a caller's array into WASM memory anyway: written straight into the storage,

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -26,7 +27,12 @@ namespace webattention::kernels {
 // [in][kPanelWidth] contiguous, the last one zero-padded; elements of the module's storage type
 // (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
 // values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
-// by side, as its elements are).
+// by side, as its elements are). int4 stores a panel row's 8 codes in one 32-bit word
+// (storage_convert.h's q4_shift: the nibble order), [ceil(out / 8)][in] words, so 4 bytes per
+// 8 weights; int8's scales; and each block's 8 zero points as one word laid out as a row of
+// codes, [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per weight. A block's zero point
+// is 8 where the weights were quantised at load (storage::kQ4Zero); it is stored per block for
+// checkpoints that carry their own (ORT's MatMulNBits).
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -34,7 +40,8 @@ struct PackedLinear {
   // [ceil(out / 8)][in][8] elements of `type`. Not a std::vector: packing writes every element,
   // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
   std::unique_ptr<unsigned char[]> storage;
-  std::unique_ptr<float[]> scales;  // int8 only
+  std::unique_ptr<float[]> scales;  // int8 and int4 only
+  std::unique_ptr<std::uint32_t[]> zero_points;  // int4 only
   // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
   // widening (widen_simd128.h's load_f16x8_finite).
   bool finite = true;
@@ -63,9 +70,16 @@ struct PackedLinear {
   }
   PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
   const float* panel(int p) const { return matrix().panel(p); }    // f32 only
-  // Panel p's int8 scales: [scale_blocks()][8].
+  // Panel p's int8 or int4 scales: [scale_blocks()][8].
   const float* panel_scales(int p) const {
     return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
+  }
+  // Panel p's int4 code words ([in]) and zero-point words ([scale_blocks()]).
+  std::uint32_t* q4_panel(int p) const {
+    return reinterpret_cast<std::uint32_t*>(storage.get()) + static_cast<std::size_t>(p) * in;
+  }
+  std::uint32_t* panel_zero_points(int p) const {
+    return zero_points.get() + static_cast<std::size_t>(p) * scale_blocks();
   }
   // Weight W[n][k] in PyTorch's [out, in] indexing, as stored (widened or dequantised to f32).
   float weight(int n, int k) const;
@@ -109,6 +123,7 @@ void f32_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearT
 void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void bf16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+void q4_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 
 // Optimised code early, for a cold start. V8 runs a WASM function in its baseline tier first and
 // compiles it optimised, in the background, once the function has used a budget (~1.8 MB of

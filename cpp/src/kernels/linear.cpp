@@ -15,6 +15,7 @@ void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarge
       case StorageType::f16: f16_linear(x, rows, x_stride, targets + t, end - t); break;
       case StorageType::bf16: bf16_linear(x, rows, x_stride, targets + t, end - t); break;
       case StorageType::i8: i8_linear(x, rows, x_stride, targets + t, end - t); break;
+      case StorageType::q4: q4_linear(x, rows, x_stride, targets + t, end - t); break;
     }
     t = end;
   }

@@ -100,19 +100,42 @@ __attribute__((noinline)) void pack_panel_16(const Source& src, int p, const Pac
   }
 }
 
-__attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
-  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+// The quantised types' blocks of panel p: each column's blocks of 32 (padding columns all
+// zeros) handed to quantise(c, k0, x, n), x[0, n) the block's values from depth k0, which stores
+// the codes and returns the block's scale, stored here.
+template <class Quantise>
+void quantise_blocks(const Source& src, int p, const PackedLinear& w, Quantise&& quantise) {
+  const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
   float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
   for (int c = 0; c < kPanelWidth; ++c) {
     for (int b = 0; b < w.scale_blocks(); ++b) {
-      const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, in - k0);
+      const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, w.in - k0);
       float x[kQuantBlock];
       for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
-      scales[b * kPanelWidth + c] =
-          storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
+      scales[b * kPanelWidth + c] = quantise(c, k0, x, n);
     }
   }
+}
+
+__attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const PackedLinear& w) {
+  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+  const int n0 = p * kPanelWidth;
+  quantise_blocks(src, p, w, [&](int c, int k0, const float* x, int n) {
+    return storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
+  });
+}
+
+// int4: each block's codes (storage::quantise_q4) into their nibbles of the panel's row words
+// (padding columns: scale 0, code 8); zero points 8.
+__attribute__((noinline)) void pack_panel_q4(const Source& src, int p, const PackedLinear& w) {
+  std::uint32_t* words = w.q4_panel(p);
+  std::fill(words, words + w.in, 0u);
+  std::uint32_t* zeros = w.panel_zero_points(p);
+  static_assert(storage::kQ4Zero == 8, "the zero-point words are 8 in every nibble");
+  std::fill(zeros, zeros + w.scale_blocks(), 0x88888888u);
+  quantise_blocks(src, p, w, [&](int c, int k0, const float* x, int n) {
+    return storage::quantise_q4(x, n, [&](int k, std::uint8_t q) { storage::set_q4_code(words[k0 + k], c, q); });
+  });
 }
 
 void pack_panel(const Source& src, int p, const PackedLinear& w) {
@@ -125,6 +148,7 @@ void pack_panel(const Source& src, int p, const PackedLinear& w) {
     case StorageType::f16:
     case StorageType::bf16: return pack_panel_16(src, p, w);
     case StorageType::i8: return pack_panel_i8(src, p, w);
+    case StorageType::q4: return pack_panel_q4(src, p, w);
   }
 }
 
@@ -134,10 +158,12 @@ PackedLinear allocate(StorageType type, int out, int in) {
   w.out = out;
   w.type = type;
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * in;
-  w.storage.reset(new unsigned char[elements * storage_element_bytes(type)]);
-  if (type == StorageType::i8) {
+  // int4: one 32-bit word per panel row, half a byte per element.
+  w.storage.reset(new unsigned char[type == StorageType::q4 ? elements / 2 : elements * storage_element_bytes(type)]);
+  if (type == StorageType::i8 || type == StorageType::q4) {
     w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
   }
+  if (type == StorageType::q4) w.zero_points.reset(new std::uint32_t[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks()]);
   return w;
 }
 
@@ -151,6 +177,12 @@ float PackedLinear::weight(int n, int k) const {
     case StorageType::i8:
       return storage::dequantise(elements<const std::int8_t>().at(n, k),
                                  panel_scales(n / kPanelWidth)[(k / kQuantBlock) * kPanelWidth + n % kPanelWidth]);
+    case StorageType::q4: {
+      const int p = n / kPanelWidth, c = n % kPanelWidth;
+      return storage::dequantise_q4(storage::q4_code(q4_panel(p)[k], c),
+                                    storage::q4_code(panel_zero_points(p)[k / kQuantBlock], c),
+                                    panel_scales(p)[(k / kQuantBlock) * kPanelWidth + c]);
+    }
   }
   return 0.0f;
 }
@@ -190,8 +222,36 @@ PackedLinear pack_linear(const float* weight, int out, int in) {
   return pack_linear(weight, StorageType::f32, out, in, StorageType::f32);
 }
 
+namespace {
+
+// slice_columns for int4: each column's codes, scales and zero points moved nibble by nibble into
+// its new panel and lane (padding columns: all-zero blocks, as packing writes them).
+void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
+  for (int n = 0; n < whole_panels(s.out); ++n) {
+    const bool real = n < s.out;
+    const int from = begin + n, c = n % kPanelWidth, fc = from % kPanelWidth;
+    std::uint32_t* words = s.q4_panel(n / kPanelWidth);
+    std::uint32_t* zeros = s.panel_zero_points(n / kPanelWidth);
+    float* scales = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + c;
+    for (int k = 0; k < w.in; ++k) {
+      storage::set_q4_code(words[k], c, real ? storage::q4_code(w.q4_panel(from / kPanelWidth)[k], fc) : storage::kQ4Zero);
+    }
+    for (int b = 0; b < s.scale_blocks(); ++b) {
+      storage::set_q4_code(zeros[b], c, real ? storage::q4_code(w.panel_zero_points(from / kPanelWidth)[b], fc) : storage::kQ4Zero);
+      scales[b * kPanelWidth] = real ? w.panel_scales(from / kPanelWidth)[b * kPanelWidth + fc] : 0.0f;
+    }
+  }
+}
+
+}  // namespace
+
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   PackedLinear s = allocate(w.type, end - begin, w.in);
+  if (w.type == StorageType::q4) {
+    slice_q4_columns(w, begin, s);
+    if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);
+    return s;
+  }
   s.finite = w.finite;  // a slice of finite weights is finite (and a maybe-not stays maybe-not)
   s.f16_rebias = w.f16_rebias;  // the bits are copied as they are
   const int bytes = storage_element_bytes(w.type);

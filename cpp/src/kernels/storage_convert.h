@@ -1,6 +1,7 @@
 // The storage types' value rules, one scalar place (docs/attention-math.md §11): f32 to and from
 // f16 and bf16 (round to nearest-even, NaN stays NaN, overflow to ±Inf), and the int8 block rule
-// (symmetric, scale = max|x| / 127, q = round-half-to-even(x / scale), llama.cpp's q8_0). Weight
+// (symmetric, scale = max|x| / 127, q = round-half-to-even(x / scale), llama.cpp's q8_0), and the
+// int4 block rule (llama.cpp's q4_0: codes 0-15 about a zero point, d = the signed extreme / -8). Weight
 // packing and the KV cache's append write through these; the SIMD kernels widen with integer
 // vector ops that give the same f32 values (kernels/simd128/widen_simd128.h).
 #pragma once
@@ -14,7 +15,7 @@
 
 namespace webattention::storage {
 
-constexpr int kQuantBlock = 32;  // int8 weights: one scale per 32 input values of an output column
+constexpr int kQuantBlock = 32;  // int8 and int4 weights: one scale per 32 input values of an output column
 
 inline std::uint32_t bits_of(float f) {
   std::uint32_t u;
@@ -99,6 +100,7 @@ inline float widen(const void* data, StorageType type, std::size_t i) {
     case StorageType::f16: return f16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
     case StorageType::bf16: return bf16_to_f32(static_cast<const std::uint16_t*>(data)[i]);
     case StorageType::i8: return static_cast<float>(static_cast<const std::int8_t*>(data)[i]);
+    case StorageType::q4:  // never a source (the core refuses it as one)
     case StorageType::f32: break;
   }
   return static_cast<const float*>(data)[i];
@@ -137,6 +139,49 @@ inline float quantise_q8(const float* x, int n, std::int8_t* q) {
 
 // The stored value of one int8 element: the f32 product q · scale.
 inline float dequantise(std::int8_t q, float scale) { return static_cast<float>(q) * scale; }
+
+// One int4 block: llama.cpp's quantize_row_q4_0 rule, in f32 as it computes it. m = the value of
+// largest magnitude, with its sign (the first of equal magnitudes); d = m / -8, id = 1 / d (0 for
+// d = 0); q[i] = min(15, trunc(x[i] · id + 8.5)), handed to put(i, q); zero point 8, so the value
+// of code q is (q - 8) · d: m itself is code 0, exactly, and -m would be 16, clamped to 15 (one
+// step short). Returns d: 0 for an all-zero block (every code 8); NaN where a value is not finite
+// (every code 8: the block dequantises to NaN). Where d is so small that 1 / d overflows, llama.cpp's
+// cast of ±Inf or NaN is undefined; here an infinite t clamps to 0 or 15 and a NaN (0 · Inf) is
+// code 8: the values that a finite id would round to.
+constexpr int kQ4Zero = 8;  // the zero point of weights quantised at load
+template <class Put>
+float quantise_q4(const float* x, int n, Put&& put) {
+  float amax = 0.0f, m = 0.0f;
+  bool finite = true;
+  for (int i = 0; i < n; ++i) {
+    finite = finite && std::isfinite(x[i]);
+    if (amax < std::fabs(x[i])) {
+      amax = std::fabs(x[i]);
+      m = x[i];
+    }
+  }
+  const float d = finite ? m / -8.0f : NAN;
+  const float id = finite && d != 0.0f ? 1.0f / d : 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float t = x[i] * id + 8.5f;
+    const int q = t >= 15.0f ? 15 : t >= 0.0f ? static_cast<int>(t) : std::isnan(t) ? kQ4Zero : 0;
+    put(i, static_cast<std::uint8_t>(q));
+  }
+  return d;
+}
+
+// An int4 weight panel row holds its 8 columns' codes in one 32-bit word (kernels.h's
+// PackedLinear): column 2i at bits [4i, 4i + 4), column 2i + 1 at [16 + 4i, 20 + 4i), so that the
+// even columns and the odd ones each mask out of the word in the same lanes
+// (kernels/simd128/pair_panels_simd128.h's Q4PairPanel). A block's 8 zero points lie the same way.
+constexpr int q4_shift(int column) { return (column & 1) * 16 + (column >> 1) * 4; }
+inline int q4_code(std::uint32_t word, int column) { return static_cast<int>((word >> q4_shift(column)) & 0xFu); }
+inline void set_q4_code(std::uint32_t& word, int column, int code) {
+  word = (word & ~(0xFu << q4_shift(column))) | (static_cast<std::uint32_t>(code) << q4_shift(column));
+}
+
+// The stored value of one int4 element: the f32 product (q - z) · scale.
+inline float dequantise_q4(int q, int z, float scale) { return static_cast<float>(q - z) * scale; }
 
 // Whether n f32 values are all finite (no Inf, no NaN): an exponent that is not all ones, an
 // integer test clang vectorises, where std::isfinite would be a compare and a branch per element.

@@ -39,7 +39,7 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s weightsDtype: how a module stores its weight matrices. */
-export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8'];
+export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8', 'int4'];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];

@@ -118,7 +118,8 @@ function unexpectedKey(name, local, layout, known) {
 
 /**
  * Maps a state dict in `layout`'s naming onto the module's entries. entries: Map of the caller's
- * keys; checkEntry(name, shape, value) → Float32Array of the checked tensor. Returns
+ * keys; checkEntry(name, shape, value, conv1d) → Float32Array of the checked tensor ([in, out]
+ * where conv1d). Returns
  * [{ name, data }] in specs' order.
  */
 export function resolveLayout(specs, entries, { prefix, strict, layout }, checkEntry) {
@@ -141,7 +142,7 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
     }
     const { shape, reason } = keyShape(key, parts);
     if (reason) throw new StateDictError(`stateDict: '${name}' ${reason}`, { argument: name, expected: 'separate keys', actual: name });
-    given.push({ key, name, data: checkEntry(name, shape, value), rows: shape[key.conv1d ? 1 : 0] });
+    given.push({ key, name, data: checkEntry(name, shape, value, key.conv1d), rows: shape[key.conv1d ? 1 : 0] });
   }
   const out = Object.fromEntries(specs.map((s) => [s.name, new Float32Array(s.shape.reduce((a, b) => a * b, 1))]));
   const source = {};  // part → the key that gave it

@@ -58,15 +58,16 @@ function stateDictEntries(stateDict) {
  * [{ name, data, dtype }] in that order: data a Float32Array (dtype 'float32') or a 16-bit
  * tensor's Uint16Array of bits (dtype 'float16' | 'bfloat16'), the caller's memory where only its
  * own code could change it (typed_arrays.js borrowed(); else a copy), looked at again once every
- * getter ran, so every check (int8's finite scan too) sees what is loaded, as long as the load
+ * getter ran, so every check (int8's and int4's finite scan too) sees what is loaded, as long as the load
  * reads it before the caller's code runs again: whoever keeps entries for later copies them
  * (copyEntries()). Nothing is
  * loaded unless every entry is right. weightsDtype: the module's, against which a 16-bit weight
  * matrix of the other 16-bit kind is a DTypeError (re-rounding it would change its values
  * silently: F16 overflows past 65504, BF16 keeps 8 significant bits), and a non-finite value in an
- * int8 weight matrix a StateDictError (refuseNonFiniteInt8); vectors (biases, sinks, norm weights)
- * are float32 in every module, so any dtype widens into them exactly. scanned: names of int8
- * weight matrices already checked finite (in_proj_weight stacked from checked q/k/v weights).
+ * int8 or int4 weight matrix a StateDictError (refuseNonFiniteQuantised); vectors (biases, sinks,
+ * norm weights) are float32 in every module, so any dtype widens into them exactly. scanned: names
+ * of such weight matrices already checked finite (in_proj_weight stacked from checked q/k/v
+ * weights). A spec's `transposed`: the caller's tensor is [in, out] (GPT-2's Conv1D).
  */
 export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', scanned = []) {
   const entries = stateDictEntries(stateDict);
@@ -91,7 +92,9 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', sca
       throw new StateDictError(`stateDict['${name}']: its ArrayBuffer was detached (transferred) while the state dict `
         + 'was read, by a later entry\'s getter', { argument: name, expected: shape, actual: 'detached' });
     }
-    if (weightsDtype === 'int8' && shape.length === 2 && !scanned.includes(name)) refuseNonFiniteInt8(entry, shape);
+    if (QUANTISED.includes(weightsDtype) && shape.length === 2 && !scanned.includes(name)) {
+      refuseNonFiniteQuantised(entry, shape, weightsDtype, specs[i].transposed);
+    }
   });
   return resolved;
 }
@@ -149,20 +152,27 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   return { name, data: t.data, dtype };
 }
 
+/** The weights dtypes quantised in blocks of 32 along a weight's input dimension. */
+const QUANTISED = ['int8', 'int4'];
+
 /**
- * int8 storage quantises blocks of 32 values of a row by their largest magnitude, which a NaN or
- * an infinity makes meaningless (docs/attention-math.md §11): refused here, for every entry before
- * any backend loads one, so that a refused state dict leaves the module's weights as they were
- * (the C++ core refuses them too, for C++ callers, but one entry at a time). The index is in the
- * tensor as the caller gave it (GPT-2's Conv1D keeps [in, out]).
+ * int8 and int4 storage quantise blocks of 32 values of a row by their largest magnitude, which a
+ * NaN or an infinity makes meaningless (docs/attention-math.md §11): refused here, for every entry
+ * before any backend loads one, so that a refused state dict leaves the module's weights as they
+ * were (the C++ core refuses them too, for C++ callers, but one entry at a time). The index is in
+ * the tensor as the caller gave it; the row and block in the module's [out, in] weight, where a
+ * transposed tensor (GPT-2's Conv1D, [in, out]) has them the other way round.
  */
-function refuseNonFiniteInt8({ name, data, dtype }, shape) {
+function refuseNonFiniteQuantised({ name, data, dtype }, shape, weightsDtype, transposed = false) {
   const i = firstNonFinite(data, dtype);
   if (i < 0) return;
   const value = asFloat32(data.subarray(i, i + 1), dtype)[0];  // the one value the message names
   const at = [Math.floor(i / shape[1]), i % shape[1]];
-  throw new StateDictError(`stateDict['${name}']: int8 weights (create({ weightsDtype: 'int8' })) must be finite, `
-    + `got ${value} at [${at.join(', ')}]`, { argument: name, expected: 'finite values', actual: { index: at, value } });
+  const [row, col] = transposed ? [at[1], at[0]] : at;
+  const block = Math.floor(col / 32);
+  throw new StateDictError(`stateDict['${name}']: ${weightsDtype} weights (create({ weightsDtype: '${weightsDtype}' })) must be finite, `
+    + `got ${value} at [${at.join(', ')}] (block ${block} of row ${row})`,
+  { argument: name, expected: 'finite values', actual: { index: at, value, row, block } });
 }
 
 /**
@@ -230,8 +240,8 @@ function resolveEntries(specs, stateDict, resolved, weightsDtype) {
   if (layout !== 'torch') {
     // Another checkpoint's naming is rearranged (transposed, split) into float32 arrays: a 16-bit
     // entry is widened exactly first, and the core rounds it back to the module's type unchanged.
-    const checkEntry = (name, shape, value) => {
-      const { data, dtype } = resolveStateDict([{ name, shape }], new Map([[name, value]]), weightsDtype)[0];
+    const checkEntry = (name, shape, value, transposed) => {
+      const { data, dtype } = resolveStateDict([{ name, shape, transposed }], new Map([[name, value]]), weightsDtype)[0];
       return asFloat32(data, dtype);
     };
     return resolveLayout(specs, entries, resolved, checkEntry).map((e) => ({ ...e, dtype: 'float32' }));

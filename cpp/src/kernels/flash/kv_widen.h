@@ -128,6 +128,7 @@ void with_narrow_type(StorageType type, Body&& body) {
     case StorageType::f16: body(std::integral_constant<StorageType, StorageType::f16>{}); break;
     case StorageType::bf16: body(std::integral_constant<StorageType, StorageType::bf16>{}); break;
     case StorageType::i8: body(std::integral_constant<StorageType, StorageType::i8>{}); break;
+    case StorageType::q4:  // never a cache type
     case StorageType::f32: break;
   }
 }

@@ -1,7 +1,7 @@
 // Projection kernel, portable C++ (native builds and the no-SIMD WASM module), written once for
 // every storage type: per panel, per row, an 8-wide accumulator the compiler can keep in
 // registers or vectorise, over a panel whose elements a Panel type reads as f32 (f16 and bf16
-// widened by storage_convert.h's rules, int8 as q with each block's sum times its scale; for more
+// widened by storage_convert.h's rules, int8 as q and int4 as q - z with each block's sum times its scale; for more
 // than one row, once per panel into an f32 copy). Each <type>_linear_scalar.cpp instantiates it.
 #pragma once
 
@@ -16,7 +16,7 @@ namespace webattention::kernels::scalar_linear {
 namespace {
 
 // Rows are read in blocks of kBlock input values; start(k0) is called at the first of each, and
-// block_sum(part, c) turns column c's sum over the block into its share of the result (int8: times
+// block_sum(part, c) turns column c's sum over the block into its share of the result (int8, int4: times
 // the block's scale, once per block instead of once per weight).
 template <class T>
 struct PlainPanel {  // f32, f16, bf16: one element, one value
@@ -42,28 +42,49 @@ struct BF16Panel : PlainPanel<std::uint16_t> {
   using PlainPanel::PlainPanel;
   float at(int k, int c) const { return storage::bf16_to_f32(PlainPanel::at(k, c)); }
 };
-struct I8Panel {
+// The quantised types' blocks: each block's sum times its column's scale, once per block instead
+// of once per weight, as the SIMD kernels do.
+struct BlockScaled {
   static constexpr int kBlock = storage::kQuantBlock;
-  const std::int8_t* p;
   const float* scales;
   const float* block_scales = nullptr;
-  I8Panel(const PackedLinear& w, int panel)
-      : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  explicit BlockScaled(const float* panel_scales) : scales(panel_scales) {}
   void start(int k0) { block_scales = scales + (k0 / kBlock) * kPanelWidth; }
-  // q itself: the block's scale multiplies its sum once (block_sum), as the SIMD kernels do.
-  float at(int k, int c) const { return static_cast<float>(p[k * kPanelWidth + c]); }
   float block_sum(float part, int c) const { return part * block_scales[c]; }
 };
+struct I8Panel : BlockScaled {
+  const std::int8_t* p;
+  I8Panel(const PackedLinear& w, int panel)
+      : BlockScaled(w.panel_scales(panel)), p(w.elements<const std::int8_t>().panel(panel)) {}
+  float at(int k, int c) const { return static_cast<float>(p[k * kPanelWidth + c]); }  // q itself
+};
+// int4: q - z, exact in f32, with the zero points of the block start() begins.
+struct Q4Panel : BlockScaled {
+  const std::uint32_t* words;
+  const std::uint32_t* zero_points;
+  std::uint32_t block_zeros = 0;
+  Q4Panel(const PackedLinear& w, int panel)
+      : BlockScaled(w.panel_scales(panel)), words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)) {}
+  void start(int k0) {
+    BlockScaled::start(k0);
+    block_zeros = zero_points[k0 / kBlock];
+  }
+  float at(int k, int c) const {
+    return static_cast<float>(storage::q4_code(words[k], c) - storage::q4_code(block_zeros, c));
+  }
+};
 
-// Panel p's elements as Panel reads them (f16 / bf16 widened, int8 q as an f32) into out (w.in ×
+// Panel p's elements as Panel reads them (f16 / bf16 widened, int8 q, int4 q - z as an f32) into out (w.in ×
 // 8), to be read back through Widened<Panel>, which keeps Panel's block sums: a row gives the same
 // bits alone (a decode step) or among others, so a narrow cache stores the same rows whatever the
 // chunks a sequence comes in.
 template <class Panel>
 void widen_panel(const PackedLinear& w, int p, float* out) {
   Panel panel(w, p);
-  for (int k = 0; k < w.in; ++k)
+  for (int k = 0; k < w.in; ++k) {
+    if (k % Panel::kBlock == 0) panel.start(k);
     for (int c = 0; c < kPanelWidth; ++c) out[k * kPanelWidth + c] = panel.at(k, c);
+  }
 }
 template <class Panel>
 struct Widened : Panel {

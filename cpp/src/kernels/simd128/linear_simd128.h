@@ -53,15 +53,16 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
 }
 
-// block_4x8 over int8 weights (I8Panel: q · 2^16 in `panel`): each block of 32 input values
+// block_4x8 over int8 or int4 weights (I8Panel: q · 2^16 in `panel`; Q4Panel): each block of 32 input values
 // summed apart, from zero, and added times its scales to accumulators that start at the bias,
 // exactly the decode step's arithmetic (one_row_pair_panels, I8PairPanel::scale_block). So a row
 // projects to the same bits whether it comes alone or among others, and a narrow cache stores the
 // same rows whatever the chunks a sequence comes in (at an exact rounding tie of the cache's type,
 // an ulp of difference would move a stored value by a whole step). The accumulators stay in
 // memory: two register blocks would not fit V8's 16 registers.
-inline void block_4x8_scaled(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
-                             const I8Panel& reader, const float* panel, float* y, std::ptrdiff_t y_stride) {
+template <class Panel>
+void block_4x8_scaled(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
+                      const Panel& reader, const float* panel, float* y, std::ptrdiff_t y_stride) {
   const int n0 = p * kPanelWidth;
   alignas(16) float acc[kRows][kPanelWidth];
   for (auto& row : acc) {
@@ -72,9 +73,9 @@ inline void block_4x8_scaled(const float* const x_rows[kRows], int rows, const P
   const float* x1 = x_rows[1];
   const float* x2 = x_rows[2];
   const float* x3 = x_rows[3];
-  for (int k0 = 0; k0 < w.in; k0 += I8Panel::kBlock) {
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
     Block4x8 part = Block4x8::zero();
-    const int k1 = std::min(w.in, k0 + I8Panel::kBlock);
+    const int k1 = std::min(w.in, k0 + Panel::kBlock);
     for (int k = k0; k < k1; ++k) part.madd(x0[k], x1[k], x2[k], x3[k], panel + k * kPanelWidth);
     v128_t s0, s1;
     reader.block_scales(k0, s0, s1);
@@ -199,6 +200,7 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
     for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
       v128_t part[2 * kPanels];
       for (auto& v : part) v = wasm_f32x4_splat(0.0f);
+      for (auto& panel : panels) panel.start(k0);
       row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
       for (int i = 0; i < kPanels; ++i) panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], acc[2 * i], acc[2 * i + 1]);
     }

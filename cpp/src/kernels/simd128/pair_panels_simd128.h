@@ -9,6 +9,7 @@
 //                       weights stored rebiased (PackedLinear::f16_rebias) value · 2^-102, x by 2^102
 //   bf16                value · 1
 //   int8                q · 2^16, and each block of 32 rows times its scale · 2^-16 at its end
+//   int4                (q - z) · 16^i in lane i, each block times its scales · 16^-i at its end
 // Operations per 8 elements after the loads: f16 4 (a second load; a panel's first row 5), bf16 2,
 // int8 4 (with its two conversions); the f32x4 readers of panels_simd128.h take f16 8, bf16 2,
 // int8 10.
@@ -116,6 +117,7 @@ struct I8PairPanel {
   I8PairPanel(const PackedLinear& w, int panel)
       : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
   explicit I8PairPanel(const std::int8_t* panel) : p(panel) {}  // a cache's: its caller scales
+  void start(int) {}
   void row(int k, v128_t& even, v128_t& odd) const {
     const v128_t h = wasm_i16x8_load8x8(p + k * kPanelWidth);
     odd = wasm_f32x4_convert_i32x4(wasm_v128_and(h, wasm_i32x4_splat(static_cast<int>(0xFFFF0000u))));
@@ -128,6 +130,70 @@ struct I8PairPanel {
     to_pairs(lo, hi, s_even, s_odd);
     acc_even = wasm_f32x4_add(acc_even, wasm_f32x4_mul(part_even, s_even));
     acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, s_odd));
+  }
+};
+
+// int4 codes, a row's 8 in one 32-bit word (storage_convert.h's q4_shift): the word splat to every
+// lane, the even columns' nibbles masked out at bits [4i, 4i + 4) of lane i, the odd columns' the
+// same after a shift by 16. Each lane is then q · 16^i; the block's zero points, masked alike at
+// start(), are subtracted as integers ((q - z) · 16^i, |·| < 2^16) and the result converted
+// exactly. The block's scales times 16^-i multiply its partial sums once (scale_block), as int8's
+// times 2^-16 do. Operations per row of 8 after its load: 7 (int8's pair reader: 4).
+struct Q4PairPanel {
+  static constexpr int kBlock = storage::kQuantBlock;
+  static constexpr bool kBlockScales = true;
+  static float x_scale(const PackedLinear&) { return 1.0f; }
+  const std::uint32_t* p = nullptr;
+  const std::uint32_t* zero_points = nullptr;
+  const float* scales = nullptr;
+  v128_t z_even = wasm_i32x4_splat(0), z_odd = wasm_i32x4_splat(0);
+  Q4PairPanel() = default;
+  Q4PairPanel(const PackedLinear& w, int panel)
+      : p(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+  static v128_t nibbles() { return wasm_i32x4_make(0xF, 0xF0, 0xF00, 0xF000); }
+  // A word's (even, odd) columns as q · 16^i in lane i.
+  static void split(v128_t word, v128_t& even, v128_t& odd) {
+    even = wasm_v128_and(word, nibbles());
+    odd = wasm_v128_and(wasm_u32x4_shr(word, 16), nibbles());
+  }
+  void start(int k0) { split(wasm_i32x4_splat(static_cast<int>(zero_points[k0 / kBlock])), z_even, z_odd); }
+  void row(int k, v128_t& even, v128_t& odd) const {
+    v128_t q_even, q_odd;
+    split(wasm_v128_load32_splat(p + k), q_even, q_odd);
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(q_even, z_even));
+    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(q_odd, z_odd));
+  }
+  // The scales of the block that starts at row k0, times 16^-i in lane i, even and odd columns.
+  void pair_scales(int k0, v128_t& s_even, v128_t& s_odd) const {
+    const float* s = scales + (k0 / kBlock) * kPanelWidth;
+    const v128_t unit = wasm_f32x4_make(1.0f, 0x1p-4f, 0x1p-8f, 0x1p-12f);
+    to_pairs(wasm_v128_load(s), wasm_v128_load(s + 4), s_even, s_odd);
+    s_even = wasm_f32x4_mul(s_even, unit);
+    s_odd = wasm_f32x4_mul(s_odd, unit);
+  }
+  // acc += part · the block's scales (I8PairPanel::scale_block's arithmetic).
+  void scale_block(int k0, v128_t part_even, v128_t part_odd, v128_t& acc_even, v128_t& acc_odd) const {
+    v128_t s_even, s_odd;
+    pair_scales(k0, s_even, s_odd);
+    acc_even = wasm_f32x4_add(acc_even, wasm_f32x4_mul(part_even, s_even));
+    acc_odd = wasm_f32x4_add(acc_odd, wasm_f32x4_mul(part_odd, s_odd));
+  }
+};
+
+// Q4PairPanel in column order (columns 0-3, 4-7), for the 4-row block (linear_simd128.h's
+// block_4x8_scaled, as I8Panel): the same values and block scales, so a row projects to the same
+// bits in a prefill and in a decode step.
+struct Q4Panel : Q4PairPanel {
+  using Q4PairPanel::Q4PairPanel;
+  void row(int k, v128_t& lo, v128_t& hi) const {
+    v128_t even, odd;
+    Q4PairPanel::row(k, even, odd);
+    from_pairs(even, odd, lo, hi);
+  }
+  void block_scales(int k0, v128_t& lo, v128_t& hi) const {
+    v128_t even, odd;
+    pair_scales(k0, even, odd);
+    from_pairs(even, odd, lo, hi);
   }
 };
 
