@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, StateDictError } from '#webattention';
 import { compare, randomMhaCase, randomTensor, rng } from '../contract/contract.mjs';
-import { roundToHalf } from '../../web/src/half_floats.js';
+import { roundToHalf } from '../../web/src/storage/half_floats.js';
 
 const E = 64;  // two blocks of 32 per weight row
 
