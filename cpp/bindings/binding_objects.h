@@ -33,15 +33,15 @@ T* at(std::uintptr_t address) {
   return reinterpret_cast<T*>(address);
 }
 
-// The storage types each argument takes: the enum's values are all the spellings, the core
-// refuses the ones an argument has no use for (a ConfigError naming it).
-inline StorageType allowed(StorageType type, const char* argument, std::initializer_list<StorageType> types) {
-  return parse_storage_type(storage_type_name(type), argument, types);
+// The storage types each argument takes (their rows' flags in kStorageTypes): the enum's values
+// are all the spellings, the core refuses the ones an argument has no use for (a ConfigError
+// naming it).
+inline StorageType allowed(StorageType type, const char* argument, bool StorageTypeInfo::*use) {
+  return parse_storage_type(storage_type_name(type), argument, use);
 }
-inline constexpr std::initializer_list<StorageType> kWeightTypes = {StorageType::f32, StorageType::f16, StorageType::bf16,
-                                                             StorageType::i8, StorageType::q4};
-inline constexpr std::initializer_list<StorageType> kSourceTypes = {StorageType::f32, StorageType::f16, StorageType::bf16};
-inline constexpr std::initializer_list<StorageType> kCacheTypes = {StorageType::f32, StorageType::f16, StorageType::i8};
+constexpr bool StorageTypeInfo::*kWeightTypes = &StorageTypeInfo::weights;
+constexpr bool StorageTypeInfo::*kSourceTypes = &StorageTypeInfo::source;
+constexpr bool StorageTypeInfo::*kCacheTypes = &StorageTypeInfo::cache;
 
 // A failing call returns 1 and leaves its error text ("<ErrorClass>|<argument>|<message>",
 // error_wire.h) here for JS to take (takeError()); a call that succeeds returns 0. A number, not
@@ -326,6 +326,19 @@ inline RingWire kvRingGeometry(int max_length, int window) {
     w.rows_per_pass = static_cast<double>(g.rows_per_pass);
   });
   return w;
+}
+
+// The core's storage-type table (webattention/storage_type.h) as JSON, for the test that ties it
+// to its JS twin (web/src/storage/storage_types.js).
+inline std::string storageTypeTable() {
+  std::string json = "[";
+  for (const StorageTypeInfo& t : kStorageTypes) {
+    if (json.size() > 1) json += ",";
+    json += std::string("{\"name\":\"") + t.name + "\",\"bits\":" + std::to_string(t.bits) + ",\"block\":" +
+            std::to_string(t.block) + ",\"weights\":" + (t.weights ? "true" : "false") + ",\"cache\":" +
+            (t.cache ? "true" : "false") + ",\"source\":" + (t.source ? "true" : "false") + "}";
+  }
+  return json + "]";
 }
 
 // Bytes allocated on the WASM heap, for leak checks.

@@ -115,6 +115,7 @@ void register_inspection() {
       .field("matrix", &BilinearWire::matrix)
       .field("singularValues", &BilinearWire::singular_values)
       .field("singularValueCount", &BilinearWire::singular_value_count);
+  function("storageTypeTable", &storageTypeTable);
   function("mhaHeadBilinearForm", optional_override([](MhaBinding& m, int head) { return m.headBilinearForm(head); }));
 }
 

@@ -16,10 +16,8 @@ std::unique_ptr<KvCache> MultiHeadAttention::create_cache(const KvCacheConfig& c
     throw ConfigError("batch_size", "batch_size: expected an integer >= 1, got " +
                                         std::to_string(config.batch));
   }
-  if (config.dtype != StorageType::f32 && config.dtype != StorageType::f16 && config.dtype != StorageType::i8) {
-    throw ConfigError("dtype", std::string("dtype: expected 'float32' | 'float16' | 'int8', got '") +
-                                   storage_type_name(config.dtype) + "'");
-  }
+  // A type a cache cannot hold: the ConfigError naming the ones it can.
+  parse_storage_type(storage_type_name(config.dtype), "dtype", &StorageTypeInfo::cache);
   const MhaConfig& c = config_;
   return std::unique_ptr<KvCache>(
       new KvCache(id_, config, c.num_kv_heads, c.head_dim, c.value_head_dim));

@@ -15,7 +15,9 @@
 
 namespace webattention::storage {
 
-constexpr int kQuantBlock = 32;  // int8 and int4 weights: one scale per 32 input values of an output column
+// int8 and int4 weights: one scale per 32 input values of an output column (storage_type.h's table).
+constexpr int kQuantBlock = storage_type_info(StorageType::i8).block;
+static_assert(storage_type_info(StorageType::q4).block == kQuantBlock, "int8 and int4 share the block the kernels assume");
 
 inline std::uint32_t bits_of(float f) {
   std::uint32_t u;

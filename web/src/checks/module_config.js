@@ -1,6 +1,7 @@
 // A module's configuration: MultiHeadAttention.create()'s options checked and resolved (sizes,
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
+import { WEIGHTS_DTYPES } from '../storage/storage_types.js';
 import { OptionError, describe } from '../base/errors.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } from '../base/option_checks.js';
 import { parameterFloats } from '../storage/parameter_layout.js';
@@ -39,7 +40,7 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s weightsDtype: how a module stores its weight matrices. */
-export const WEIGHTS_DTYPES = ['float32', 'float16', 'bfloat16', 'int8', 'int4'];
+export { WEIGHTS_DTYPES };  // storage/storage_types.js, the one list
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];

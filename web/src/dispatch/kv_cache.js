@@ -1,12 +1,12 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
 // incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
+import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { CacheError, DisposedError, OptionError, describe } from '../base/errors.js';
 import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-/** How a cache may store its keys and values. */
-export const CACHE_DTYPES = ['float32', 'float16', 'int8'];
+export { CACHE_DTYPES };  // storage/storage_types.js, the one list
 
 /**
  * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength

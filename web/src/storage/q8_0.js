@@ -4,10 +4,11 @@
 // d = max|x| / 127 and integers q = x / d rounded half to even, so that x ≈ q · d. An all-zero
 // block has d = 0 (and q = 0), as has a block whose max / 127 underflows float32 (|x| < 127·2⁻¹⁴⁹). The package's WebGPU backend and the tests' float64 reference use
 // these functions; the WASM core quantises with the same rule.
+import { Q8_BLOCK } from './storage_types.js';
 import { roundHalfEven } from './half_floats.js';
 
 /** Values per block of a weight row (the last block of a row holds what is left). */
-export const Q8_BLOCK = 32;
+export { Q8_BLOCK };  // storage_types.js, the one table
 
 /** Blocks of a row of `rowLength` values, `blockLength` per block. */
 export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(rowLength / blockLength);

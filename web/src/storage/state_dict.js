@@ -4,6 +4,7 @@
 // state dict is mapped onto the names the module expects, then resolveStateDict() checks every
 // entry. The expected names carry the prefix through those checks, so every message names the key
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
+import { HALF_DTYPES } from './storage_types.js';
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
 import { DTypeError, OptionError, StateDictError, WebAttentionError, describe, formatShape } from '../base/errors.js';
 import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
@@ -11,7 +12,6 @@ import { checkBoolean, checkOptions } from '../base/option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from '../base/tensor_checks.js';
 import { borrowed, isDetached, stillWhole, typedArrayType } from '../base/typed_arrays.js';
 
-const HALF_DTYPES = ['float16', 'bfloat16'];
 
 const OPTIONS = ['prefix', 'strict', 'layout'];
 const PACKED = 'in_proj_weight';
