@@ -89,12 +89,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;
     p.masks[0] = padding;
-    if (a.weights) {
-      p.weights = a.weights + static_cast<std::ptrdiff_t>(r0) * total;
-      p.weights_rows = L;
-      p.weights_cols = total;
-    }
-    p.average_weights = a.average_weights;
+    p.write_weights(a.weights ? a.weights + static_cast<std::ptrdiff_t>(r0) * total : nullptr, L, total, a.average_weights);
     run_attention(p);
   });
   project_output(heads, B * L, a.output);

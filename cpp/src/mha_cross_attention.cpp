@@ -100,12 +100,7 @@ void MultiHeadAttention::forward_encoded(const MhaForwardArgs& a, const KvCache&
   p.cache = cache.packed();
   p.causal = false;
   p.masks[0] = key_padding_view(a.key_padding_mask, B, S, "key_padding_mask");
-  if (a.weights) {
-    p.weights = a.weights;
-    p.weights_rows = L;
-    p.weights_cols = S;
-  }
-  p.average_weights = a.average_weights;
+  p.write_weights(a.weights, L, S, a.average_weights);
   run_attention(p);
   project_output(heads, B * L, a.output);
 }

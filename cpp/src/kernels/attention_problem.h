@@ -86,6 +86,12 @@ struct AttentionProblem {
   // larger module passes the module's head count, so the ranges' shares add up to its average.
   int averaged_heads = 0;
   float average_share() const { return 1.0f / static_cast<float>(averaged_heads ? averaged_heads : heads); }
+  // Weights asked for (`to` non-null) go to `to` with rows and columns of their own (a cache's
+  // step writes its rows of the [rows, cols] block); else none.
+  void write_weights(float* to, int rows, int cols, bool average) {
+    if (!to) return;
+    weights = to, weights_rows = rows, weights_cols = cols, average_weights = average;
+  }
   int weight_rows() const { return weights_rows ? weights_rows : L; }
   int weight_cols() const { return weights_cols ? weights_cols : S; }
   int kv_heads() const { return heads / kv_group; }
