@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The WebGPU profile bench: every kernel variant (kernel_config.js's catalogue) timed alone, and
+// The WebGPU profile bench: every kernel variant (selection/kernel_config.js's catalogue) timed alone, and
 // the whole forward host to host, on the machine's GPU through npm `webgpu` (Dawn).
 //
 //   node bench/gpu/gpu.mjs [--quick] [--json]

@@ -3,8 +3,8 @@
 // run's kernel profiles pinned, and nothing pinned (the selection by measurement picks); and
 // decode steps over a KV cache per storage dtype (profileDecodeSteps()).
 import { MultiHeadAttention, configure } from '../../web/src/node.js';
-import { defaultVariant } from '../../web/src/webgpu/kernel_config.js';
-import { selectionHooks } from '../../web/src/webgpu/kernel_selection.js';
+import { defaultVariant } from '../../web/src/webgpu/selection/kernel_config.js';
+import { selectionHooks } from '../../web/src/webgpu/selection/kernel_selection.js';
 import { passHooks } from '../../web/src/webgpu/forward_pass.js';
 import { transferModes } from '../../web/src/webgpu/staging_uploads.js';
 import { filled } from '../../tests/contract/random.mjs';

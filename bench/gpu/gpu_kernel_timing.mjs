@@ -3,7 +3,7 @@
 // where the device has 'timestamp-query', else by wall time from submit to onSubmittedWorkDone.
 // Loops are bounded by time (budgetMs) as well as by count.
 import { packParams } from '../../web/src/webgpu/kernel_params.js';
-import { variantPipeline } from '../../web/src/webgpu/pipelines.js';
+import { programPipeline } from '../../web/src/webgpu/pipelines.js';
 import { filled } from '../../tests/contract/random.mjs';
 
 export const Usage = { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 };
@@ -116,7 +116,7 @@ export async function timeKernel(device, kernel, { batch = 5, minRuns = 3, maxRu
 /** The pipeline of a variant descriptor, compiled now (timed: the first-compile cost). */
 export async function compiledPipeline(device, variant, problem) {
   const t0 = performance.now();
-  const pipeline = await variantPipeline(device, variant, problem);
+  const pipeline = await programPipeline(device, variant, problem);
   return { pipeline, compileMs: performance.now() - t0 };
 }
 

@@ -1,7 +1,7 @@
 // bench/gpu/gpu.mjs's per-kernel profiles: each variant of a family that fits the device, on the
 // same random inputs, timed (gpu_kernel_timing.mjs) and checked against the family's first
 // variant (the default). Each returns { fastest: variant name }.
-import { fittingVariants } from '../../web/src/webgpu/kernel_variants.js';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { ATTENTION_PARAMS } from '../../web/src/webgpu/kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
 import {
@@ -107,7 +107,7 @@ export async function profileDecode(device, shape, budget, print) {
     const t0 = performance.now();
     const [partial, reduce] = await Promise.all([
       compiledPipeline(device, variant, dims),
-      compiledPipeline(device, { key: variant.reduceKey, shader: variant.reduceShader }, dims),
+      compiledPipeline(device, variant.reduce, dims),
     ]);
     const kernel = preparedKernel(device, [
       { pipeline: partial.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, partials], groups: [chunks, 1, h] },

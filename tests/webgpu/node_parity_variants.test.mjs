@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { caseFlops, resolveMhaConfig, selectionHooks } from '../internals.mjs';
-import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
+import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import { MAX_FIXTURE_FLOPS } from './adapter.mjs';
 import { adapter, adapterName, fixtures, gpu } from './node_setup.mjs';
 

@@ -1,4 +1,4 @@
-// The kernel selection by measurement (kernel_selection.js) with an injected clock
+// The kernel selection by measurement (selection/kernel_selection.js) with an injected clock
 // (selectionHooks.clock: the "time" of a call from the variants it ran): it picks the fastest
 // candidate of each family, measures nothing once chosen, shares the choice with every module on
 // the device, and pinned families (configure({ gpuKernels })) are never measured. The selection
@@ -7,8 +7,8 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention, OptionError, configure, gpuKernelVariants } from '#webattention';
 import { SELECTION_RUNS, selectionHooks } from '../internals.mjs';
-import { chooseKernels, recordTime } from '../../web/src/webgpu/kernel_selection.js';
-import { LINEAR_LARGE_ROWS, preferredVariant } from '../../web/src/webgpu/kernel_config.js';
+import { chooseKernels, recordTime } from '../../web/src/webgpu/selection/kernel_selection.js';
+import { LINEAR_LARGE_ROWS, preferredVariant } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, freshDevice, kind, randomStateDict } from './node_setup.mjs';
 

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
 import { halfStateDict, selectionHooks } from '../internals.mjs';
-import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
+import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import { adapterName, gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
 const NARROW = ['float16', 'bfloat16', 'int8'];

@@ -1,4 +1,4 @@
-// Every WebGPU kernel variant (kernel_config.js's catalogue), pinned with configure({ gpuKernels }),
+// Every WebGPU kernel variant (selection/kernel_config.js's catalogue), pinned with configure({ gpuKernels }),
 // against WASM on shapes that reach its edges: ragged tiles (rows, columns and K not multiples
 // of the tile; odd widths take the scalar-load flavour, multiples of 4 the vec4 one), several key
 // tiles, causal across tiles, masks, rows with every key masked, d_k ≠ d_v, grouped-query heads.
@@ -7,7 +7,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
-import { VARIANTS } from '../../web/src/webgpu/kernel_variants.js';
+import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import { adapter, adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';
 
 const ran = [];

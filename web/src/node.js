@@ -58,7 +58,7 @@ export { loadGguf } from './storage/gguf.js';
 export { saveSafetensors } from './storage/safetensors_writer.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './api/configure.js';
-export { gpuKernelVariants } from './webgpu/gpu_kernel_pins.js';
+export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';
 export * from './api/public_errors.js';
 export { KvCache } from './dispatch/kv_cache.js';
 export { attentionOptionsFromConfig } from './checks/hf_config.js';

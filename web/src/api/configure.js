@@ -3,11 +3,11 @@
 // URL (the folder the package's web/dist/ files are served from, like onnxruntime-web's
 // env.wasm.wasmPaths) or a map from file name to URL; Node reads the installed files and ignores
 // it, so that code shared with a server-side render runs there unchanged. gpuKernels pins WebGPU
-// kernel variants (webgpu/gpu_kernel_pins.js) and may change at any time.
+// kernel variants (webgpu/selection/gpu_kernel_pins.js) and may change at any time.
 import { MODULES } from '../../dist/modules.js';
 import { OptionError, describe } from '../base/errors.js';
 import { moduleFiles } from '../wasm/module_files.js';
-import { checkGpuKernels, pinGpuKernels } from '../webgpu/gpu_kernel_pins.js';
+import { checkGpuKernels, pinGpuKernels } from '../webgpu/selection/gpu_kernel_pins.js';
 
 const OPTIONS = ['wasmPaths', 'gpuKernels'];
 /**

@@ -1,19 +1,17 @@
-// Which kernel variants one forward runs and their pipelines. The choice (kernel_selection.js)
-// is per shape class: for the linear family the rows of the call (bucketed to a power of two) and
-// the module's widths; for attention the head widths, batch × heads, query rows and keys
-// (bucketed) and causal. Everything is resolved before the call encodes anything.
-import { preferredVariant } from './kernel_config.js';
-import { chooseKernels } from './kernel_selection.js';
-import { fittingVariants } from './kernel_variants.js';
-import { getPipeline, variantPipeline } from './pipelines.js';
+// Which kernel variants one forward runs and their pipelines. The choice
+// (selection/kernel_selection.js) is per shape class: for the linear family the rows of the call
+// (bucketed to a power of two) and the module's widths; for attention the head widths, batch ×
+// heads, query rows and keys (bucketed) and causal. Everything is resolved before the call encodes anything.
+import { attentionFamily } from './selection/attention_path.js';
+import { preferredVariant } from './selection/kernel_config.js';
+import { chooseKernels } from './selection/kernel_selection.js';
+import { KERNELS, fittingVariants } from './programs.js';
+import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
-/** The attention family of a path: 'decode' or 'attention' (flash). */
-export const attentionFamily = (path) => (path === 'decode' ? 'decode' : 'attention');
-
-/** The decisions of one call, in the order they are measured (kernel_selection.js). */
+/** The decisions of one call, in the order they are measured (selection/kernel_selection.js). */
 export function callDecisions(plan, config, path, limits) {
   const { B, L, S, T } = plan;
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
@@ -49,16 +47,16 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
   const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows] = await Promise.all([
-    Promise.all(linearProblems.map((problem) => variantPipeline(device, linear, problem))),
-    variantPipeline(device, attention, heads),
-    path === 'decode' ? variantPipeline(device, { key: attention.reduceKey, shader: attention.reduceShader }, { dv }) : null,
-    config.rotary ? getPipeline(device, 'rotary') : null,
-    cache ? getPipeline(device, narrowCache ? 'cacheAppendNarrow' : 'cacheAppend', narrowCache ?? {}) : null,
-    plan.needWeights ? getPipeline(device, 'weights', narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
-    config.sinks ? getPipeline(device, 'sinks') : null,
-    config.qkNorm ? getPipeline(device, 'qkNorm') : null,
-    nanRule && getPipeline(device, 'cacheFlags', nanRule),
-    nanRule && getPipeline(device, 'nonFiniteRows', nanRule),
+    Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
+    programPipeline(device, attention, heads),
+    path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
+    config.rotary ? programPipeline(device, KERNELS.rotary) : null,
+    cache ? programPipeline(device, narrowCache ? KERNELS.cacheAppendNarrow : KERNELS.cacheAppend, narrowCache ?? {}) : null,
+    plan.needWeights ? programPipeline(device, KERNELS.weights, narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
+    config.sinks ? programPipeline(device, KERNELS.sinks) : null,
+    config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
+    nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),
+    nanRule && programPipeline(device, KERNELS.nonFiniteRows, nanRule),
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {

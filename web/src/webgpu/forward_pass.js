@@ -11,7 +11,7 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
-import { recordTime, selectionHooks } from './kernel_selection.js';
+import { recordTime, selectionHooks } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
 import { paramsBytes } from './kernel_params.js';
@@ -137,9 +137,9 @@ function reportPhases(marks, uploadMs, gpuMs) {
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
  * the device goes), gone() (lost or disposed), selecting (whether this device's kernel selection
- * measures) }. path: 'flash' | 'decode' (attentionPath()). cache: a GpuKvCache for a plan with a
- * cache (one pass: at most its maxRowsPerPass rows), else null. Resolves to { output, weights,
- * kernels: { family: variant name } }.
+ * measures) }. path: 'flash' | 'decode' (selection/attention_path.js's attentionPath()). cache:
+ * a GpuKvCache for a plan with a cache (one pass: at most its maxRowsPerPass rows), else null.
+ * Resolves to { output, weights, kernels: { family: variant name } }.
  */
 export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;

@@ -1,4 +1,4 @@
-// Times one submission for the kernel selection (kernel_selection.js): the GPU's own timestamps
+// Times one submission for the kernel selection (selection/kernel_selection.js): the GPU's own timestamps
 // at the start and end of the call's compute pass where the device has 'timestamp-query', else
 // the wall time from submit until the readback is mapped (onSubmittedWorkDone's moment, plus the
 // copy). The selection compares a class's candidates with each other, always on the same clock.

@@ -1,7 +1,7 @@
 // The linear (Y = X·Wᵀ + b) problems of one forward, as data: which input each projection reads,
 // where its weights and bias start in the module's stacked buffers, and where Q, K and V land.
 // Computed before anything is encoded, so the pipelines they need (one per variant and load
-// flavour, kernel_variants.js) can be awaited first and the encoding then runs without a pause.
+// flavour, programs.js) can be awaited first and the encoding then runs without a pause.
 //
 // Q, K, V land as [rows, width] with head h at columns h·d; K and V have G = numKvHeads heads
 // (grouped-query attention: the attention kernels index them). Self-attention (query, key and

@@ -4,19 +4,12 @@
 // (selectsKernels()), every other candidate starts compiling in the background, so that the
 // calls that try them find them ready or nearly so. A pinned variant (configure({ gpuKernels }))
 // is compiled in place of its family's default.
-import { LINEAR_LARGE_ROWS, preferredVariant } from './kernel_config.js';
-import { pinnedVariant } from './gpu_kernel_pins.js';
-import { isSoftwareAdapter } from './device.js';
-import { VARIANTS, fittingVariants } from './kernel_variants.js';
+import { LINEAR_LARGE_ROWS, preferredVariant } from './selection/kernel_config.js';
+import { pinnedVariant } from './selection/gpu_kernel_pins.js';
+import { selectsKernels } from './selection/kernel_selection.js';
+import { KERNELS, VARIANTS, fittingVariants } from './programs.js';
 import { linearProblems } from './linear_problems.js';
-import { getPipeline, variantPipeline } from './pipelines.js';
-
-/**
- * Whether the kernel selection measures on `device`: not on a software adapter (SwiftShader runs
- * the shaders on the CPU; its timings say nothing about a GPU, and the candidates' compiles would
- * only cost time).
- */
-export const selectsKernels = (device) => !isSoftwareAdapter({ info: device.adapterInfo ?? {} });
+import { programPipeline } from './pipelines.js';
 
 // The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
 // arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
@@ -40,9 +33,9 @@ export async function warmPipelines(device, config) {
   const limits = device.limits;
   const linear = moduleLinearProblems(config);
   const compile = (family, variant) => {
-    const made = family === 'linear' ? linear.map((problem) => variantPipeline(device, variant, problem))
-      : [variantPipeline(device, variant, heads)];
-    if (family === 'decode') made.push(variantPipeline(device, { key: variant.reduceKey, shader: variant.reduceShader }, { dv }));
+    const made = family === 'linear' ? linear.map((problem) => programPipeline(device, variant, problem))
+      : [programPipeline(device, variant, heads)];
+    if (family === 'decode') made.push(programPipeline(device, variant.reduce, { dv }));
     return made;
   };
   const defaults = [];
@@ -61,8 +54,6 @@ export async function warmPipelines(device, config) {
       for (const v of fitting) if (!first.includes(v)) compile(family, v).forEach((p) => p.catch(() => {}));
     }
   }
-  if (config.rotary) defaults.push(getPipeline(device, 'rotary'));
-  if (config.sinks) defaults.push(getPipeline(device, 'sinks'));
-  if (config.qkNorm) defaults.push(getPipeline(device, 'qkNorm'));
+  for (const kind of ['rotary', 'sinks', 'qkNorm']) if (config[kind]) defaults.push(programPipeline(device, KERNELS[kind]));
   await Promise.all(defaults);
 }

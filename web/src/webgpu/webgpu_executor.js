@@ -12,19 +12,20 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { DECODE_MAX_L } from './kernel_config.js';
 import { BackendError, MemoryError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
 import { Usage, reusableSize } from './device.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
-import { DECODE_CHUNK } from './kernels/decode_partial.wgsl.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
-import { selectsKernels, warmPipelines } from './warm_pipelines.js';
-import { kernelProfile } from './kernel_profile.js';
-import { getPipeline } from './pipelines.js';
+import { warmPipelines } from './warm_pipelines.js';
+import { attentionPath } from './selection/attention_path.js';
+import { kernelProfile } from './selection/kernel_profile.js';
+import { selectsKernels } from './selection/kernel_selection.js';
+import { KERNELS } from './programs.js';
+import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
@@ -40,22 +41,6 @@ const PARAMETER_LABELS = {
 
 /** Largest d_k + d_v the flash kernel takes: at least 4 key rows per 16 KiB tile. */
 const MAX_HEAD_WIDTHS = 1024;
-
-/**
- * The attention kernels a call uses, decided here only: 'decode' (decode_partial +
- * decode_reduce) for L <= DECODE_MAX_L when its scratch buffer and grid fit the device's limits,
- * else 'flash'. needWeights does not change it: the weights kernel reads the same row stats.
- */
-export function attentionPath(plan, config, limits) {
-  const { B, L, T } = plan;
-  if (L > DECODE_MAX_L) return 'flash';
-  const chunks = cdiv(T, DECODE_CHUNK);
-  const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
-  const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
-  const maxGroups = limits.maxComputeWorkgroupsPerDimension;
-  const fits = scratch * F32 <= maxBytes && chunks <= maxGroups && B * config.numHeads <= maxGroups;
-  return fits ? 'decode' : 'flash';
-}
 
 export class WebGpuExecutor {
   #config;
@@ -157,7 +142,7 @@ export class WebGpuExecutor {
     return { ...result, path };
   }
 
-  /** mha.gpuProfile(): the kernel selection on this module's device (kernel_profile.js). */
+  /** mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js). */
   gpuProfile() {
     return kernelProfile(this.#device);
   }
@@ -169,7 +154,7 @@ export class WebGpuExecutor {
     // The NaN rule's two pipelines (kernels/nonfinite_rows.wgsl.js), compiled from now on rather
     // than at the first cached call, which awaits them (a failed compile is tried again there).
     const { headDim: dk, valueHeadDim: dv } = this.#config;
-    for (const kind of ['cacheFlags', 'nonFiniteRows']) getPipeline(this.#device, kind, { dk, dv, dtype: cache.dtype }).catch(() => {});
+    for (const kind of ['cacheFlags', 'nonFiniteRows']) programPipeline(this.#device, KERNELS[kind], { dk, dv, dtype: cache.dtype }).catch(() => {});
     return cache;
   }
 

@@ -14,12 +14,12 @@
 // attention_common's maskedScore, the rule of the other attention kernels.
 //
 // DK sizes the q array in workgroup memory and DV the scratch stride, the chunk (a variant's
-// parameter, kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV)
+// parameter, selection/kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV)
 // and K/V storage dtype (`kv`: K and V read through kv_reads.wgsl.js's kAt / vAt).
 import { attentionCommon } from './attention_common.wgsl.js';
 import { kvReads } from './kv_reads.wgsl.js';
 
-/** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (kernel_config.js). */
+/** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (selection/kernel_config.js). */
 export const DECODE_CHUNK = 256;
 /** Invocations per workgroup, in both decode kernels. */
 export const DECODE_WORKGROUP = 64;

@@ -1,5 +1,5 @@
 // WGSL kernel: flash attention as a cooperative 64 × 64 tile read in vec4s (variant 'quad64',
-// kernel_variants.js), for GPUs with at least 48 KiB of workgroup memory (at d = 64): the
+// programs.js), for GPUs with at least 48 KiB of workgroup memory (at d = 64): the
 // cooperative tile of flash_tiled.wgsl.js with every workgroup-memory read a vec4 and more work
 // per read. Where flash_tiled reads one Q vec4 and BC/16 scalar keys per 4·BC/16 multiply-adds,
 // here each step of QKᵀ reads one vec4 of 4 rows and one of 4 keys for 16, and each step of PV

@@ -1,5 +1,5 @@
 // WGSL kernel: flash attention as a cooperative tile (variant 'tile64x32' / 'tile64x16',
-// kernel_variants.js), for GPUs where flash_attention.wgsl.js's one row per invocation (q, the
+// programs.js), for GPUs where flash_attention.wgsl.js's one row per invocation (q, the
 // output accumulator and a tile of scores in registers, 64 invocations per workgroup) leaves the
 // GPU mostly idle: register pressure caps occupancy and there are only ⌈L/64⌉·B·h workgroups.
 //

@@ -9,7 +9,7 @@
 // (coalesced global writes, no workgroup-memory bank conflicts). Ragged edges are zero-filled on
 // load and skipped on store, so M, N and K are free.
 //
-// Uniforms and bindings: linear_common.wgsl.js. Variant 'tile64' (kernel_variants.js).
+// Uniforms and bindings: linear_common.wgsl.js. Variant 'tile64' (programs.js).
 // Summation over K runs in order, as the WASM kernels do, so results agree to rounding.
 
 import { linearBindings } from './linear_common.wgsl.js';

@@ -1,6 +1,6 @@
 // WGSL kernel: Y = X · Wᵀ + b with larger register blocks than linear.wgsl.js, for GPUs where
 // that kernel is bound by workgroup-memory traffic (its 4×4 block does 16 multiply-adds per 8
-// workgroup-memory reads). Variants 'r64x128k16', 'r128x128k8', … (kernel_variants.js).
+// workgroup-memory reads). Variants 'r64x128k16', 'r128x128k8', … (programs.js).
 //
 // Shape: a workgroup of 16×16 invocations owns a TM×TN tile of Y (TM = 64·IM, TN = 64·IN,
 // IM, IN ∈ {1, 2}); each invocation accumulates (4·IM)×(4·IN) outputs as vec4s: rows

@@ -2,8 +2,7 @@
 // device, with the pins in force and whether the device measures at all.
 import { DEFAULT_VARIANTS, LINEAR_LARGE_ROWS } from './kernel_config.js';
 import { pinnedVariant } from './gpu_kernel_pins.js';
-import { selectionProfile } from './kernel_selection.js';
-import { selectsKernels } from './warm_pipelines.js';
+import { selectionProfile, selectsKernels } from './kernel_selection.js';
 
 /**
  * { adapter: GPUAdapterInfo fields, measuring (false on a software adapter: the defaults run),

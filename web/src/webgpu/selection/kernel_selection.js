@@ -6,14 +6,22 @@
 // GPU object share one device). Afterwards nothing is measured again. A candidate far slower
 // than the best on its first run is not run again (SELECTION_PRUNE_RATIO).
 //
-// A shape class is (family, bucketed sizes, head widths: callKernels.js builds its key). One call
+// A shape class is (family, bucketed sizes, head widths: call_kernels.js builds its key). One call
 // measures one family at most (the first in the call's order whose class is undecided): the other
 // families run their kept choice or default, so the call's time differs between candidates only
 // by the candidate. A pinned family (configure({ gpuKernels })) skips all of this.
 import { SELECTION_PRUNE_RATIO, SELECTION_RUNS } from './kernel_config.js';
 import { pinnedVariant } from './gpu_kernel_pins.js';
+import { isSoftwareAdapter } from '../device.js';
 
 const boards = new WeakMap();  // GPUDevice → Map(`family|shapeClass` → board)
+
+/**
+ * Whether the kernel selection measures on `device`: not on a software adapter (SwiftShader runs
+ * the shaders on the CPU; its timings say nothing about a GPU, and the candidates' compiles would
+ * only cost time).
+ */
+export const selectsKernels = (device) => !isSoftwareAdapter({ info: device.adapterInfo ?? {} });
 
 /**
  * Tests: clock(variants) returns the milliseconds a measured call "took" ({ family: name } of the
@@ -53,7 +61,7 @@ function live(board) {
 
 /**
  * The variants of one call. decisions: [{ family, shapeClass, candidates, preferred }]
- * (candidates: the descriptors that fit, kernel_variants.js; preferred: the default's name), in
+ * (candidates: the descriptors that fit, programs.js's VARIANTS; preferred: the default's name), in
  * the order their families are measured. measuring:
  * whether this device selects at all (a hardware adapter, or a test's clock). Returns
  * { variants: { family: descriptor }, measured: { family, shapeClass, name } | null }.

@@ -1,10 +1,19 @@
-// The kernel variants as descriptors, built from kernel_config.js's catalogue: for each family
-// (linear, attention, decode) and variant name, whether it fits a device, its pipeline key, its
-// WGSL and its grid. Variants of one family share their uniforms and bindings (linear_common's
-// LINEAR_PARAMS, attention_common's ATTENTION_PARAMS), so the pass that dispatches them does not
-// know which one runs. The pipeline key holds what the WGSL depends on (head widths, the
-// vec4-load flavour), so one pipeline serves a whole shape class.
-import { ATTENTION_VARIANTS, DECODE_VARIANTS, LINEAR_VARIANTS } from './kernel_config.js';
+// The program registry: every WGSL program of the WebGPU backend as a descriptor of one shape,
+// { name, fits(limits, problem), key(problem), shader(problem) } (+ grid(problem) where the pass
+// dispatches by it), whose pipeline pipelines.js's programPipeline() makes and caches by key.
+// VARIANTS: the kernel variants, built from selection/kernel_config.js's catalogue, for each
+// family (linear, attention, decode) and variant name; the selection (selection/) picks one per
+// call. Variants of one family share their uniforms and bindings (linear_common's LINEAR_PARAMS,
+// attention_common's ATTENTION_PARAMS), so the pass that dispatches them does not know which one
+// runs. KERNELS: the kernels without variants, one descriptor each. A key holds what the WGSL
+// depends on (head widths, the vec4-load flavour, a narrow dtype), so one pipeline serves a whole
+// shape class; sizes, strides, masks and causal are uniforms.
+import { ATTENTION_VARIANTS, DECODE_VARIANTS, LINEAR_VARIANTS } from './selection/kernel_config.js';
+import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
+import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
+import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
+import { cacheAppendNarrowShader } from './kernels/cache_narrow.wgsl.js';
+import { cacheFlagsShader, nonFiniteRowsShader } from './kernels/nonfinite_rows.wgsl.js';
 import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
@@ -14,6 +23,8 @@ import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
+import { qkNormShader } from './kernels/qk_norm.wgsl.js';
+import { rotaryShader } from './kernels/rotary.wgsl.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
 const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 16384;
@@ -72,13 +83,16 @@ function attentionVariant(name, spec) {
   };
 }
 
-// Two kernels: partial (problem { dk, dv, kv? }, as the flash variants') then reduce ({ dv }).
+// Two programs: partial (problem { dk, dv, kv? }, as the flash variants') then `reduce`, a
+// descriptor of its own ({ dv }).
 function decodeVariant(name, { chunk }) {
   return {
     name, chunk, fits: () => true,
     key: (problem) => `decodePartial:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
     shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv }),
-    reduceKey: ({ dv }) => `decodeReduce:${name}:${dv}`, reduceShader: ({ dv }) => decodeReduceShader({ dv, chunk }),
+    reduce: {
+      name, fits: () => true, key: ({ dv }) => `decodeReduce:${name}:${dv}`, shader: ({ dv }) => decodeReduceShader({ dv, chunk }),
+    },
   };
 }
 
@@ -93,3 +107,27 @@ export const VARIANTS = {
 
 /** The variants of `family` that fit `limits` for `problem`, in the catalogue's order. */
 export const fittingVariants = (family, limits, problem) => Object.values(VARIANTS[family]).filter((v) => v.fits(limits, problem));
+
+// A kernel without variants: its key is its name and, where given, the problem's dk, dv and dtype
+// ('weights:64', 'cacheFlags:64:64:int8'); it fits every device the module does.
+function kernel(name, shader) {
+  const key = ({ dk, dv, dtype } = {}) => `${name}:${[dk, dv, dtype].filter((x) => x !== undefined).join(':')}`;
+  return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
+}
+
+/**
+ * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
+ * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
+ * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
+ * call's NaN rule).
+ */
+export const KERNELS = Object.fromEntries(Object.entries({
+  rotary: () => rotaryShader(),
+  cacheAppend: () => cacheAppendShader(),
+  cacheAppendNarrow: ({ dtype }) => cacheAppendNarrowShader(dtype),
+  weights: ({ dk, dtype }) => attentionWeightsShader({ dk, kv: dtype }),
+  sinks: () => attentionSinksShader(),
+  qkNorm: () => qkNormShader(),
+  cacheFlags: (problem) => cacheFlagsShader(problem),
+  nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
+}).map(([name, shader]) => [name, kernel(name, shader)]));

@@ -2,7 +2,7 @@
 // name (kernel_config.js's catalogue), for deterministic runs and tests. A pinned family skips
 // the selection by measurement (kernel_selection.js); where a pinned variant does not fit the
 // device or the call (workgroup memory, head widths), the family's default runs instead.
-import { OptionError, describe } from '../base/errors.js';
+import { OptionError, describe } from '../../base/errors.js';
 import { variantNames } from './kernel_config.js';
 
 let pins = {};

@@ -1,7 +1,9 @@
-// Every choice of WebGPU kernel in one place: which kernel family a call takes (flash or decode),
-// the variants of each family (what kernel_variants.js builds), the default variant of each, and
-// how many timed runs the selection (kernel_selection.js) gives a candidate. No WGSL here: this
-// file is light enough for configure() to check variant names against.
+// The WebGPU kernel catalogue and its constants: up to which query length a call takes the decode
+// kernels (DECODE_MAX_L; attention_path.js's attentionPath() is the one function that decides
+// flash or decode), the variants of each family (what ../programs.js builds into descriptors),
+// the default variant of each, and how many timed runs the selection (kernel_selection.js) gives a
+// candidate. No WGSL here: this file is light enough for configure() to check variant names
+// against.
 
 /**
  * On the GPU, query lengths up to this take the decode kernels (split-K over keys) instead of the

@@ -1,0 +1,68 @@
+// The WebGPU program registry (web/src/webgpu/programs.js) and the flash-or-decode decision
+// (selection/attention_path.js), without a GPU: every WGSL program is a descriptor of one shape,
+// programPipeline() makes one pipeline per device and key, the kernels without variants keep the
+// keys (and pipeline labels) they had, and attentionPath() takes decode up to DECODE_MAX_L rows
+// where its scratch and grid fit the device.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { KERNELS, VARIANTS } from '../../web/src/webgpu/programs.js';
+import { pipelineCount, programPipeline } from '../../web/src/webgpu/pipelines.js';
+import { attentionFamily, attentionPath } from '../../web/src/webgpu/selection/attention_path.js';
+import { DECODE_MAX_L } from '../../web/src/webgpu/selection/kernel_config.js';
+
+const descriptors = () => [
+  ...Object.values(VARIANTS).flatMap((family) => Object.values(family)),
+  ...Object.values(VARIANTS.decode).map((v) => v.reduce),
+  ...Object.values(KERNELS),
+];
+
+test('every program is a descriptor { name, fits, key, shader }', () => {
+  const all = descriptors();
+  assert.ok(all.length > 20, `${all.length} descriptors`);
+  for (const d of all) {
+    assert.equal(typeof d.name, 'string');
+    for (const f of ['fits', 'key', 'shader']) assert.equal(typeof d[f], 'function', `${d.name}.${f}`);
+  }
+});
+
+test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows']);
+  assert.equal(KERNELS.rotary.key(), 'rotary:');
+  assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');
+  assert.equal(KERNELS.cacheAppendNarrow.key({ dtype: 'int8' }), 'cacheAppendNarrow:int8');
+  assert.equal(KERNELS.weights.key({ dk: 64 }), 'weights:64');
+  assert.equal(KERNELS.weights.key({ dk: 64, dtype: 'float16' }), 'weights:64:float16');
+  assert.equal(KERNELS.cacheFlags.key({ dk: 64, dv: 32, dtype: 'float32' }), 'cacheFlags:64:32:float32');
+  assert.equal(VARIANTS.decode.split256.reduce.key({ dv: 48 }), 'decodeReduce:split256:48');
+  for (const d of Object.values(KERNELS)) assert.equal(d.fits({}), true);
+});
+
+test('programPipeline(): one pipeline per device and key, labelled by its key, compiled from the descriptor\'s WGSL', async () => {
+  const modules = [];
+  const device = {
+    createShaderModule: (d) => (modules.push(d), { label: d.label }),
+    createComputePipelineAsync: (d) => Promise.resolve({ label: d.label }),
+  };
+  const a = programPipeline(device, KERNELS.weights, { dk: 64 });
+  assert.equal(programPipeline(device, KERNELS.weights, { dk: 64 }), a, 'the same key: the same pipeline');
+  programPipeline(device, KERNELS.weights, { dk: 32 });
+  programPipeline(device, VARIANTS.decode.split256.reduce, { dv: 64 });
+  assert.equal(pipelineCount(device), 3);
+  assert.equal((await a).label, 'webattention weights:64');
+  assert.equal(modules[0].code, KERNELS.weights.shader({ dk: 64 }));
+  assert.equal(modules[2].code, VARIANTS.decode.split256.reduce.shader({ dv: 64 }));
+});
+
+test('attentionPath(): decode up to DECODE_MAX_L rows where its scratch and grid fit, else flash', () => {
+  const config = { numHeads: 4, valueHeadDim: 64 };
+  const limits = { maxStorageBufferBindingSize: 2 ** 27, maxBufferSize: 2 ** 28, maxComputeWorkgroupsPerDimension: 65535 };
+  const plan = (L, T = 100, B = 1) => ({ B, L, T });
+  assert.equal(attentionPath(plan(1), config, limits), 'decode');
+  assert.equal(attentionPath(plan(DECODE_MAX_L), config, limits), 'decode');
+  assert.equal(attentionPath(plan(DECODE_MAX_L + 1), config, limits), 'flash');
+  // B·h·L·⌈T/256⌉·(d_v + 2) floats of partials: over the binding limit → flash.
+  assert.equal(attentionPath(plan(1, 256 * 2000, 64), config, { ...limits, maxStorageBufferBindingSize: 2 ** 20 }), 'flash');
+  assert.equal(attentionPath(plan(1, 256 * 10), config, { ...limits, maxComputeWorkgroupsPerDimension: 9 }), 'flash');
+  assert.equal(attentionFamily('decode'), 'decode');
+  assert.equal(attentionFamily('flash'), 'attention');
+});
