@@ -243,6 +243,14 @@ class MhaBinding {
     return status([&] { mha->read_parameter(name, at<float>(out), static_cast<std::size_t>(count)); });
   }
 
+  // RoPE's θ_j (rotary_dim / 2 doubles) into `out`; returns how many: the test that ties them to
+  // the JS rule (web/src/webgpu/rotary_frequencies.js) reads them.
+  int rotaryThetas(std::uintptr_t out) const {
+    const auto& theta = mha->rotary_thetas();
+    std::copy(theta.begin(), theta.end(), at<double>(out));
+    return static_cast<int>(theta.size());
+  }
+
   BilinearWire headBilinearForm(int head) {
     BilinearWire w;
     w.error = guarded([&] {

@@ -116,6 +116,7 @@ void register_inspection() {
       .field("singularValues", &BilinearWire::singular_values)
       .field("singularValueCount", &BilinearWire::singular_value_count);
   function("storageTypeTable", &storageTypeTable);
+  function("mhaRotaryThetas", optional_override([](MhaBinding& m, std::uintptr_t out) { return m.rotaryThetas(out); }));
   function("mhaHeadBilinearForm", optional_override([](MhaBinding& m, int head) { return m.headBilinearForm(head); }));
 }
 

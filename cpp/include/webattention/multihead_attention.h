@@ -126,6 +126,8 @@ class MultiHeadAttention {
   MultiHeadAttention& operator=(MultiHeadAttention&&) noexcept;
 
   const MhaConfig& config() const { return config_; }
+  // RoPE's θ_j, j < rotary_dim / 2, scaling applied (docs/attention-math.md §8; rotary.cpp).
+  const std::vector<double>& rotary_thetas() const { return rotary_frequencies_; }
 
   // The entries load_parameter() accepts, in PyTorch's state_dict() order. When key, value and
   // query widths and head dims are all equal PyTorch packs W_Q, W_K, W_V into in_proj_weight

@@ -143,6 +143,19 @@ export class CoreMha {
     return errorText(core, core.mhaEncode(this.#native, target.native, key, value, batch, S, enumValue(core.StorageType, dtype, 'dtype')));
   }
 
+  /** RoPE's θ_j as the core computed them (a Float64Array of rotaryDim / 2; rotary.cpp). */
+  rotaryThetas(count) {
+    const core = requireGroup(this.#core, 'inspection');
+    const at = core._malloc(Math.max(1, count) * 8);
+    if (!at) throw new MemoryError(`out of WASM memory: ${count * 8} bytes`);
+    try {
+      const n = core.mhaRotaryThetas(this.#native, at);
+      return core.HEAPF64.slice(at >>> 3, (at >>> 3) + n);
+    } finally {
+      core._free(at);
+    }
+  }
+
   setRotaryTable(cos, sin, positions) {
     return errorText(this.#core, requireGroup(this.#core, 'heads').mhaSetRotaryTable(this.#native, cos, sin, positions));
   }
