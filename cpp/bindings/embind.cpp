@@ -39,13 +39,46 @@ void register_enums() {
       .value("additive", MaskKind::kAdditive);
 }
 
+// The MhaConfig fields as registered, in order: the one list of them in C++, which JS's own
+// (module_config.js's CONFIG_FIELDS through coreConfig()) is checked against
+// (configFieldNames(), core_binding.test.js). Pointers to the literals: no allocation at load.
+struct ConfigFieldNames {
+  const char* names[32];
+  int count = 0;
+};
+ConfigFieldNames& config_field_names() {
+  static ConfigFieldNames names;
+  return names;
+}
+
+// value_object::field(), which also records the name.
+template <typename Object>
+struct NamingFields {
+  Object& object;
+  template <typename... Access>
+  NamingFields& field(const char* name, Access... access) {
+    object.field(name, access...);
+    ConfigFieldNames& n = config_field_names();
+    n.names[n.count++] = name;
+    return *this;
+  }
+};
+
+std::string configFieldNames() {
+  std::string json = "[";
+  const ConfigFieldNames& n = config_field_names();
+  for (int i = 0; i < n.count; ++i) json += std::string(i ? "," : "") + "\"" + n.names[i] + "\"";
+  return json + "]";
+}
+
 void register_config() {
   value_object<ProjectionBias>("ProjectionBias")
       .field("q", &ProjectionBias::q)
       .field("k", &ProjectionBias::k)
       .field("v", &ProjectionBias::v)
       .field("out", &ProjectionBias::out);
-  value_object<MhaConfig>("MhaConfig")
+  value_object<MhaConfig> config("MhaConfig");
+  NamingFields<value_object<MhaConfig>>{config}
       .field("embedDim", &MhaConfig::embed_dim)
       .field("numHeads", &MhaConfig::num_heads)
       .field("kdim", &MhaConfig::kdim)
@@ -116,6 +149,7 @@ void register_inspection() {
       .field("singularValues", &BilinearWire::singular_values)
       .field("singularValueCount", &BilinearWire::singular_value_count);
   function("storageTypeTable", &storageTypeTable);
+  function("configFieldNames", &configFieldNames);
   function("mhaRotaryThetas", optional_override([](MhaBinding& m, std::uintptr_t out) { return m.rotaryThetas(out); }));
   function("mhaHeadBilinearForm", optional_override([](MhaBinding& m, int head) { return m.headBilinearForm(head); }));
 }

@@ -107,3 +107,13 @@ test('a failed call returns 1 and leaves its text for takeError(), once; a call 
   assert.equal(native.configure({ ...config(), weightsDtype: core.StorageType.float32, rotaryScaling: core.RotaryScaling.none }), 0);
   native.delete();
 });
+
+// The config's fields are one list per language (issue 36): module_config.js's CONFIG_FIELDS (what
+// coreConfig() sends) and the value_object's registration in embind.cpp (configFieldNames()).
+test('the config fields JS sends are exactly those the core registers, for every kind of module', () => {
+  const registered = JSON.parse(requireGroup(core, 'inspection').configFieldNames());
+  for (const options of [{}, { rotary: { scaling: { type: 'llama3', factor: 8 } }, qkNorm: {}, sinks: true, scale: 0.5, softcap: 30 }]) {
+    assert.deepEqual(Object.keys(config(options)).sort(), [...registered].sort(), JSON.stringify(options));
+  }
+  assert.equal(new Set(registered).size, registered.length);
+});
