@@ -28,7 +28,7 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { filled } from '../../tests/contract/random.mjs';
 // --prefill-dtypes: every weightsDtype create() takes, float32 first (the others are divided by it).
-import { WEIGHTS_DTYPES } from '../../web/src/checks/module_config.js';
+import { WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
 import { DTYPES, REFERENCE_DTYPE } from '../decode/decode_dtypes.mjs';
 import { interleavedRounds, median, roundRatio } from './interleave.mjs';
 import { exitWithUsage, loadAverage, parseFlags } from '../lib/run_env.mjs';

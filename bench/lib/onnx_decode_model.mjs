@@ -15,7 +15,8 @@
 //   ORT's past for n positions without an O(n²) prefill (ORT's CPU GQA materialises the n × n
 //   scores per head: 8192² · 32 heads of float32 do not fit in wasm32 memory).
 import { FLOAT, FLOAT16, INT32, float, float16Tensor, floatTensor, int64Tensor, model, node, transpose, uint8Tensor, valueInfo } from './onnx_model.mjs';
-import { Q8_BLOCK, quantizeQ8 } from '../../web/src/storage/q8_0.js';
+import { quantizeQ8 } from '../../web/src/storage/q8_0.js';
+import { Q8_BLOCK } from '../../web/src/storage/storage_types.js';
 import { roundToHalf } from '../../web/src/storage/half_floats.js';
 
 const OPSETS = [['', 17], ['com.microsoft', 1]];

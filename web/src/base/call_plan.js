@@ -31,7 +31,7 @@ export function planWithCopies(plan) {
     if (!copies.has(data)) copies.set(data, data.slice());
     return copies.get(data);
   };
-  const mask = (m) => ({ ...m, data: copy(m.data) });
+  const mask = (m) => (m ? { ...m, data: copy(m.data) } : m);  // encode()'s plan has none
   const copied = {
     ...plan,
     query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),

@@ -181,6 +181,20 @@ export function checkMask(argument, mask, views, borrow = false) {
 }
 
 /**
+ * forward()'s keyPaddingMask checked against the T keys a call attends to: [B, T], or [T]
+ * unbatched (then given the shape [1, T]); none when absent.
+ */
+export function checkKeyPaddingMask(mask, views, { B, T, batched }) {
+  const checked = checkMask('keyPaddingMask', mask, views, true);
+  if (checked.kind !== MaskKind.none) {
+    const want = batched ? [B, T] : [T];
+    if (formatShape(checked.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), checked.shape);
+    checked.shape = [B, T];
+  }
+  return checked;
+}
+
+/**
  * ShapeError unless tensor `t`'s data (if any) still holds its shape's values (typed_arrays.js
  * stillWhole()): a borrowed view looked at again once every getter of the call has run.
  */

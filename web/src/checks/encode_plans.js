@@ -4,9 +4,8 @@
 // its own words; these are the messages users see.
 import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { checkBoolean, checkChoice, checkOptions } from '../base/option_checks.js';
-import { MaskKind } from '../base/call_plan.js';
-import { FLOAT_DATA, checkMask, checkTensor, requireWhole, shapeError } from '../base/tensor_checks.js';
-import { CACHE_DTYPES } from '../dispatch/kv_cache.js';
+import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, requireWhole, shapeError } from '../base/tensor_checks.js';
+import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { widenInputs } from './half_tensors.js';
 
 /**
@@ -66,11 +65,7 @@ export function resolveEncodedForward(config, query, key, value, o) {
       argument: 'query', expected: cache.batchSize, actual: B,
     });
   }
-  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views, true);
-  if (keyPaddingMask.kind !== MaskKind.none) {
-    if (formatShape(keyPaddingMask.shape) !== formatShape([...lead, T])) shapeError('keyPaddingMask', formatShape([...lead, T]), keyPaddingMask.shape);
-    keyPaddingMask.shape = [B, T];
-  }
+  const keyPaddingMask = checkKeyPaddingMask(o.keyPaddingMask, views, { B, T, batched });
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
   requireWhole('query', q);

@@ -40,7 +40,6 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s weightsDtype: how a module stores its weight matrices. */
-export { WEIGHTS_DTYPES };  // storage/storage_types.js, the one list
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];

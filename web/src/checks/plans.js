@@ -8,7 +8,7 @@ import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { resolveEncodedForward } from './encode_plans.js';
 import { MaskKind } from '../base/call_plan.js';
-import { FLOAT_DATA, checkMask, checkTensor, product, requireWhole, shapeError } from '../base/tensor_checks.js';
+import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError } from '../base/tensor_checks.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
 
@@ -44,12 +44,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
   if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
-  const keyPaddingMask = checkMask('keyPaddingMask', o.keyPaddingMask, views, true);
-  if (keyPaddingMask.kind !== MaskKind.none) {
-    const want = [...lead(B), T];
-    if (formatShape(keyPaddingMask.shape) !== formatShape(want)) shapeError('keyPaddingMask', formatShape(want), keyPaddingMask.shape);
-    keyPaddingMask.shape = [B, T];
-  }
+  const keyPaddingMask = checkKeyPaddingMask(o.keyPaddingMask, views, { B, T, batched });
   const attnMask = checkMask('attnMask', o.attnMask, views, true);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);

@@ -116,7 +116,7 @@ export class Dispatcher {
    */
   createCache(options) {
     const owner = this.#gpuUsable() ? this.#gpu.executor : this.#wasm;
-    return KvCache.make(owner, owner.createCache(options), options, (cache) => this.#caches.add(new WeakRef(cache)));
+    return KvCache.make(owner, owner.createCache(options), options, this.#adoptCache);
   }
 
   /**
@@ -124,16 +124,18 @@ export class Dispatcher {
    * calling thread's WASM instance, where its calls then run (route()); a GPU-stored encoded
    * cache is not built yet. The plan's arrays are copied first when it waits.
    */
+  // A cache of this module, made or forked: released with the module (dispose()).
+  #adoptCache = (cache) => this.#caches.add(new WeakRef(cache));
+
   async encode(plan) {
     let owned = plan;
     if (this.#loading) {
-      const key = plan.key.slice();  // one copy of a tensor passed as both: the core projects it once
-      owned = { ...plan, key, value: plan.value === plan.key ? key : plan.value.slice(), borrowed: false };
+      owned = ownedPlan(plan);  // one copy of a tensor passed as both key and value: projected once
       await this.#loading;
       this.#live();
     }
     const options = { batchSize: owned.B, maxLength: owned.S, window: 0, dtype: owned.dtype, encoded: true };
-    return KvCache.make(this.#wasm, this.#wasm.encode(owned), options, (cache) => this.#caches.add(new WeakRef(cache)));
+    return KvCache.make(this.#wasm, this.#wasm.encode(owned), options, this.#adoptCache);
   }
 
   /**

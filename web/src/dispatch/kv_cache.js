@@ -6,7 +6,6 @@ import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-export { CACHE_DTYPES };  // storage/storage_types.js, the one list
 
 /**
  * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength

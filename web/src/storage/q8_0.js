@@ -7,9 +7,6 @@
 import { Q8_BLOCK } from './storage_types.js';
 import { roundHalfEven } from './half_floats.js';
 
-/** Values per block of a weight row (the last block of a row holds what is left). */
-export { Q8_BLOCK };  // storage_types.js, the one table
-
 /** Blocks of a row of `rowLength` values, `blockLength` per block. */
 export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(rowLength / blockLength);
 

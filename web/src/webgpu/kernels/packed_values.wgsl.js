@@ -8,7 +8,7 @@
 // float32, so a shift moves it there; int8 is a sign-extending extractBits, and the caller
 // multiplies by the value's scale (docs/attention-math.md §11: q · scale is one float32 product,
 // as the WASM core forms it). Arithmetic stays float32.
-import { Q8_BLOCK } from '../../storage/q8_0.js';
+import { Q8_BLOCK } from '../../storage/storage_types.js';
 
 /** Values per u32 word of each narrow storage dtype. */
 export const VALUES_PER_WORD = { float16: 2, bfloat16: 2, int8: 4 };
