@@ -30,16 +30,12 @@
 //                    in the page, which is cross-origin isolated and would otherwise load 'mt')
 //
 // The bandwidth kernel (bench/limits/membw/membw.c) is built into build/membw/ on first use (emcc).
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
 import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
 import { formatDecode } from './decode_table.mjs';
-import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
+import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
-
-const MEMBW_WASM = 'build/membw/membw.wasm';
+import { membwWasm } from '../limits/membw/wasm_file.mjs';
 
 function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
@@ -90,14 +86,6 @@ function printResults(title, header, result, opts) {
     console.log(`\n${formatDecode(result, LAYOUT, gbps, { markdown: true })}`);
   }
   return { header: shown, ...result };
-}
-
-function membwWasm() {
-  if (!existsSync(join(ROOT, MEMBW_WASM))) {
-    console.log(`(building ${MEMBW_WASM})`);
-    execFileSync('bash', [join(ROOT, 'bench/limits/membw/build.sh')], { stdio: 'inherit' });
-  }
-  return readFileSync(join(ROOT, MEMBW_WASM));
 }
 
 async function runNode(opts, common) {

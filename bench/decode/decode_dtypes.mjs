@@ -11,15 +11,19 @@ export const DTYPES = {
   f32: { weights: 'float32', cache: 'float32', ort: 'f32' },
   f16: { weights: 'float16', cache: 'float16', ort: 'f16' },
   i8: { weights: 'int8', cache: 'int8', ort: 'q8' },
+  // int4 weights have no cache dtype of their own: the narrowest cache, int8. No ORT graph yet.
+  i4: { weights: 'int4', cache: 'int8', ort: null },
 };
 export const REFERENCE_DTYPE = 'f32';
 
-// Bytes per weight-matrix entry: int8 stores one byte plus one f32 scale per block of 32 inputs
-// (every row length here is a multiple of 32). Biases stay f32 in every dtype.
-const WEIGHT_BYTES = { f32: 4, f16: 2, i8: 1 + 4 / 32 };
+// Bytes per weight-matrix entry: int8 stores one byte plus one f32 scale per block of 32 inputs,
+// int4 half a byte plus an f32 scale and a 4-bit zero point per block (5.125 bits; every row
+// length here is a multiple of 32). Biases stay f32 in every dtype.
+const WEIGHT_BYTES = { f32: 4, f16: 2, i8: 1 + 4 / 32, i4: 0.5 + 4.5 / 32 };
 // Bytes per cached position and K/V head for head width d (dk = dv = d, a multiple of 8 so no
 // padding): K and V elements, plus for int8 one f32 scale for the keys and one for the values.
-const CACHE_BYTES = { f32: (d) => 4 * 2 * d, f16: (d) => 2 * 2 * d, i8: (d) => 2 * d + 2 * 4 };
+const INT8_CACHE_BYTES = (d) => 2 * d + 2 * 4;
+const CACHE_BYTES = { f32: (d) => 4 * 2 * d, f16: (d) => 2 * 2 * d, i8: INT8_CACHE_BYTES, i4: INT8_CACHE_BYTES };
 
 /**
  * '--dtypes' text ('f32,f16,i8') → the list, f32 first (added when missing: the speed-ups and

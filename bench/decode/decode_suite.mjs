@@ -229,8 +229,10 @@ async function setupConfig(libs, config, maxLength, dtypes) {
   };
   for (const dtype of dtypes) {
     // A graph the wasm EP cannot run (an op or a type it lacks) makes a cell with an error, not a failed run.
-    ctx.stepSessions[dtype] = await libs.ort.InferenceSession.create(buildGqaStepModel({ ...graph, projections: DTYPES[dtype].ort }), options)
-      .catch((error) => ({ error }));
+    const projections = DTYPES[dtype].ort;
+    ctx.stepSessions[dtype] = projections
+      ? await libs.ort.InferenceSession.create(buildGqaStepModel({ ...graph, projections }), options).catch((error) => ({ error }))
+      : { error: new Error(`no ORT graph for ${dtype} weights`) };
   }
   ctx.dispose = async () => {
     for (const session of Object.values(ctx.stepSessions)) await session.release?.();

@@ -1,0 +1,13 @@
+// A bench page's frame: runs `work(query, log)` and leaves { done: true, ...its result, env } or
+// { done: true, error } in window[resultName], which bench/lib/browser_page.mjs polls for. Lines
+// logged start with `[prefix] `, which the runner prints.
+export async function runPage(resultName, prefix, work) {
+  const log = (line) => console.log(`[${prefix}] ${line}`);
+  try {
+    const result = await work(new URLSearchParams(location.search), log);
+    window[resultName] = { done: true, ...result, env: { userAgent: navigator.userAgent } };
+  } catch (e) {
+    console.error(e);
+    window[resultName] = { done: true, error: String(e?.stack ?? e) };
+  }
+}

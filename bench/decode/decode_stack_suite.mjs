@@ -1,0 +1,115 @@
+// The model-sized decode benchmark, shared by Node (bench/decode/decode_stack.mjs) and the browser
+// page (bench/browser/decode_stack.html): the library and the measured bandwidth come in as
+// arguments.
+//
+// Why a stack: one layer's weights fit in the CPU's last-level cache, where float32 is not bound
+// by memory and narrow storage cannot show what it saves. A model is many layers, each read once
+// per token from memory. So: `layers` attention modules (default 24 at E 2048, 32 heads, 8 KV
+// heads, RoPE, head width 64: 1 GB of float32 weights), each with a KV cache already holding
+// `cacheLength` positions, each layer fed the previous one's output, as a model's residual stream
+// would be (without its feed-forward: attention alone is timed). One token = one forward of
+// L = 1 through every layer, from a JS Float32Array to a JS Float32Array.
+//
+// Every storage setting (a weights dtype, its cache dtype and the activations mode) has a stack
+// of its own, all in one WASM memory, built from the same float32 weights. The settings are timed
+// interleaved, one token each per round in a rotating order, so a slow spell of the machine
+// hits them alike; after `drift` tokens every cache is truncated back to cacheLength, untimed,
+// so the timed lengths stay within drift of it. The first token of each setting is compared with
+// float32's (max |Δ|, a sanity check: the exact comparisons are the tests').
+// The bound: the bytes one token must read (every layer's weights, scales and biases, and its
+// cached K/V: decode_dtypes.mjs's stepBytes) / the measured one-thread read bandwidth.
+import { measureReadBandwidth } from '../limits/membw/measure.mjs';
+import { filled, maxAbsDiff, median } from '../lib/suite.mjs';
+import { DTYPES, stepBytes } from './decode_dtypes.mjs';
+import { stateDict } from './decode_suite.mjs';
+
+export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64, cacheLength: 512, tokens: 24, drift: 8 };
+
+const now = () => performance.now();
+
+/** Layer `i`'s float32 weights (PyTorch's [out, in]; ~U(±1/√in), so activations stay O(1)). */
+function layerWeights({ E, h, hkv, headDim }, i) {
+  const linear = (rows, cols, s) => ({ w: filled(rows * cols, s, 1 / Math.sqrt(cols)), b: filled(rows, s + 1, 0.05) });
+  const seed = 100 + 10 * i;
+  return { q: linear(h * headDim, E, seed), k: linear(hkv * headDim, E, seed + 2), v: linear(hkv * headDim, E, seed + 4),
+    o: linear(E, h * headDim, seed + 6) };
+}
+
+/** One stack per setting name (DTYPES), layer by layer so that one layer's float32 weights live at a time. */
+async function createStacks(MultiHeadAttention, shape, settings, log) {
+  const stacks = settings.map((name) => ({ name, layers: [] }));
+  const maxLength = shape.cacheLength + shape.drift + 1;
+  for (let i = 0; i < shape.layers; i++) {
+    const W = layerWeights(shape, i);
+    for (const stack of stacks) {
+      const { weights, cache, activations } = DTYPES[stack.name];
+      const mha = await MultiHeadAttention.create({
+        embedDim: shape.E, numHeads: shape.h, numKvHeads: shape.hkv, rotary: { base: 10000 }, threads: shape.threads,
+        backend: 'wasm', weightsDtype: weights, ...(activations ? { activations } : {}),
+      });
+      mha.loadStateDict(stateDict(mha.stateDictShapes, W));
+      stack.layers.push({ mha, cache: mha.createCache({ batchSize: 1, maxLength, dtype: cache }) });
+    }
+    if ((i + 1) % 6 === 0) log(`created layer ${i + 1} of ${shape.layers}`);
+  }
+  return stacks;
+}
+
+/** One token through every layer of a stack: the last layer's output. */
+async function token(stack, x, E) {
+  let h = x;
+  for (const { mha, cache } of stack.layers) {
+    h = (await mha.forward({ data: h, shape: [1, 1, E] }, { data: h, shape: [1, 1, E] }, { data: h, shape: [1, 1, E] }, { cache })).output.data;
+  }
+  return h;
+}
+
+/** Fills every layer's cache with cacheLength positions: one prefill call per layer, fed forward. */
+async function prefill(stack, { E, cacheLength }) {
+  let h = filled(cacheLength * E, 7, 1);
+  for (const { mha, cache } of stack.layers) {
+    const x = { data: h, shape: [1, cacheLength, E] };
+    h = (await mha.forward(x, x, x, { cache })).output.data;
+  }
+}
+
+const rewind = (stack, length) => { for (const { cache } of stack.layers) cache.truncate(length); };
+
+/**
+ * Runs the benchmark. libs: { MultiHeadAttention }; membwBytes: build/membw/membw.wasm's bytes.
+ * settings: DTYPES names, the first the reference. Resolves to { shape, bandwidth, rows: [{ name,
+ * ms (median per token), best, diff (first token vs the reference), bytes, boundMs }] }.
+ */
+export async function runDecodeStack(libs, membwBytes, { settings, log = () => {}, ...options }) {
+  const shape = { ...STACK_DEFAULTS, threads: 1, ...options };
+  const bandwidth = await measureReadBandwidth(membwBytes, { megabytes: 1024, passes: 12 });
+  log(`read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s; creating ${settings.length} stacks of ${shape.layers} layers`);
+  const stacks = await createStacks(libs.MultiHeadAttention, shape, settings, log);
+  try {
+    for (const stack of stacks) await prefill(stack, shape);
+    log(`prefilled ${shape.cacheLength} positions per layer`);
+    const x = filled(shape.E, 11, 1);
+    const firsts = [];
+    for (const stack of stacks) { firsts.push(await token(stack, x, shape.E)); rewind(stack, shape.cacheLength); }
+    const times = stacks.map(() => []);
+    for (let t = 0; t < shape.tokens; t++) {
+      if (t % shape.drift === 0) stacks.forEach((s) => rewind(s, shape.cacheLength));
+      for (let k = 0; k < stacks.length; k++) {
+        const s = (t + k) % stacks.length;
+        const t0 = now();
+        await token(stacks[s], x, shape.E);
+        times[s].push(now() - t0);
+      }
+    }
+    return { shape, bandwidth, rows: stacks.map((stack, s) => row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth)) };
+  } finally {
+    for (const stack of stacks) for (const { mha } of stack.layers) mha.dispose();
+  }
+}
+
+function row(name, times, diff, shape, bandwidth) {
+  const sorted = [...times].sort((a, b) => a - b);
+  const perLayer = stepBytes(shape, shape.headDim, shape.cacheLength + shape.drift / 2, name);
+  const bytes = shape.layers * (perLayer.weights + perLayer.cache);
+  return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bytes / (bandwidth.gbps * 1e6) };
+}
