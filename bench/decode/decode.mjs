@@ -36,22 +36,16 @@ import { join } from 'node:path';
 import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
 import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
 import { formatDecode } from './decode_table.mjs';
-import { ROOT, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
+import { ROOT, SUITE_FLAGS, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
 
 const MEMBW_WASM = 'build/membw/membw.wasm';
 
 function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
-    node: { type: 'boolean', default: false },
-    browser: { type: 'boolean', default: false },
-    firefox: { type: 'boolean', default: false },
-    quick: { type: 'boolean', default: false },
-    markdown: { type: 'boolean', default: false },
-    budget: { type: 'string', default: '1500' },
-    json: { type: 'string' },
-    timeout: { type: 'string', default: '1200' },
-    wasm: { type: 'string' },
+    ...SUITE_FLAGS,
+    budget: '1500',
+    timeout: '1200',
     dtypes: { type: 'string', default: Object.keys(DTYPES).join(',') },
   });
   const opts = { node: v.node, browser: v.browser, firefox: v.firefox, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
