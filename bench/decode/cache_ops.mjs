@@ -12,10 +12,10 @@ import { importBuiltPackage, parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
-  config: { type: 'string', default: '1024,8,8' },
-  positions: { type: 'string', default: '512,2048' },
-  dtype: { type: 'string', default: 'float32' },
-  reps: { type: 'string', default: '30' },
+  config: '1024,8,8',
+  positions: '512,2048',
+  dtype: 'float32',
+  reps: '30',
 });
 const [E, h, hkv] = v.config.split(',').map(Number);
 const reps = Number(v.reps);

@@ -11,10 +11,10 @@ import { importBuiltPackage, parseFlags } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
-  config: { type: 'string', default: '768,12' },
-  positions: { type: 'string', default: '1500' },
-  steps: { type: 'string', default: '40' },
-  dtype: { type: 'string', default: 'float32' },
+  config: '768,12',
+  positions: '1500',
+  steps: '40',
+  dtype: 'float32',
 });
 const [E, h] = v.config.split(',').map(Number);
 const S = Number(v.positions), steps = Number(v.steps);

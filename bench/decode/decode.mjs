@@ -33,21 +33,15 @@
 import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
 import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
 import { formatDecode } from './decode_table.mjs';
-import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
+import { SUITE_FLAGS, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
 import { membwWasm } from '../limits/membw/wasm_file.mjs';
 
 function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
-    node: { type: 'boolean', default: false },
-    browser: { type: 'boolean', default: false },
-    firefox: { type: 'boolean', default: false },
-    quick: { type: 'boolean', default: false },
-    markdown: { type: 'boolean', default: false },
-    budget: { type: 'string', default: '1500' },
-    json: { type: 'string' },
-    timeout: { type: 'string', default: '1200' },
-    wasm: { type: 'string' },
+    ...SUITE_FLAGS,
+    budget: '1500',
+    timeout: '1200',
     dtypes: { type: 'string', default: Object.keys(DTYPES).join(',') },
   });
   const opts = { node: v.node, browser: v.browser, firefox: v.firefox, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,

@@ -23,11 +23,11 @@ import { exitWithUsage, importBuiltPackage, parseFlags } from '../lib/run_env.mj
 import { filled } from '../lib/suite.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
-  config: { type: 'string', default: '2048,32,8' },
-  positions: { type: 'string', default: '8192' },
-  steps: { type: 'string', default: '1500' },
-  weights: { type: 'string', default: 'float32' },
-  cache: { type: 'string', default: 'float32' },
+  config: '2048,32,8',
+  positions: '8192',
+  steps: '1500',
+  weights: 'float32',
+  cache: 'float32',
   window: { type: 'string' },
   ready: { type: 'string' },
 });

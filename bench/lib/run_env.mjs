@@ -68,15 +68,26 @@ export function exitWithUsage(scriptUrl, error) {
 }
 
 /**
- * A bench script's flags, by node:util's parseArgs (strict): `options` as parseArgs takes them,
- * plus --help / -h, which prints the script's usage (its header comment) and exits. A flag it
+ * The flags of the suites that compare engines (prefill/run.mjs, decode/decode.mjs): where they
+ * run (--node, --browser, --firefox; Node when none), --quick, --markdown, --json FILE, --wasm NAME.
+ */
+export const SUITE_FLAGS = Object.freeze(Object.fromEntries([
+  ...['node', 'browser', 'firefox', 'quick', 'markdown'].map((name) => [name, { type: 'boolean', default: false }]),
+  ...['json', 'wasm'].map((name) => [name, { type: 'string' }]),
+]));
+
+/**
+ * A bench script's flags, by node:util's parseArgs (strict): `options` as parseArgs takes them (or,
+ * for a string flag with a default, that default alone: `reps: '30'`), plus --help / -h, which prints the script's usage (its header comment) and exits. A flag it
  * does not know, or one missing its value, exits with that one-line error above the usage.
  * Returns { values, positionals }.
  */
 export function parseFlags(scriptUrl, argv, options, { allowPositionals = false } = {}) {
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options: { ...options, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
+    const full = Object.fromEntries(Object.entries(options).map(([name, o]) =>
+      [name, typeof o === 'string' ? { type: 'string', default: o } : o]));
+    parsed = parseArgs({ args: argv, options: { ...full, help: { type: 'boolean', short: 'h' } }, allowPositionals, strict: true });
   } catch (e) {
     exitWithUsage(scriptUrl, e.message);
   }

@@ -16,10 +16,10 @@ import { startServer } from '../../tests/browser/harness.mjs';
 import { exitWithUsage, parseFlags } from '../lib/run_env.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
-  wasm: { type: 'string', default: 'relaxed' },
-  shape: { type: 'string', default: '512,512,8' },
-  seconds: { type: 'string', default: '30' },
-  regions: { type: 'string', default: '3' },
+  wasm: 'relaxed',
+  shape: '512,512,8',
+  seconds: '30',
+  regions: '3',
   'firefox-pref': { type: 'string', multiple: true, default: [] },
 });
 const shape = v.shape.split(',').map(Number);

@@ -56,28 +56,22 @@
 // peer ms / webattention ms: above 1, webattention is faster. max|Δ| is the largest absolute
 // difference from webattention's output; '!' flags > 1e-3.
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
-import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
+import { SUITE_FLAGS, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import {
   DIFF_LIMIT, QUICK_SHAPES, SHAPES, flops, formatMarkdown, formatTable, runSuite, setupLibraries,
 } from '../lib/suite.mjs';
 
 function parseOptions(argv) {
   const { values: v } = parseFlags(import.meta.url, argv, {
-    quick: { type: 'boolean', default: false },
-    browser: { type: 'boolean', default: false },
-    firefox: { type: 'boolean', default: false },
-    node: { type: 'boolean', default: false },
-    markdown: { type: 'boolean', default: false },
+    ...SUITE_FLAGS,
     webgpu: { type: 'boolean', default: false },
     'webgpu-max-gflop': { type: 'string' },
-    threads: { type: 'string', default: '1' },
-    budget: { type: 'string', default: '2000' },
-    'ort-graph': { type: 'string', default: 'contrib' },
-    'ort-webgpu-graph': { type: 'string', default: 'plain' },
-    'tfjs-graph': { type: 'string', default: 'per-head' },
-    json: { type: 'string' },
-    timeout: { type: 'string', default: '600' },
-    wasm: { type: 'string' },
+    threads: '1',
+    budget: '2000',
+    'ort-graph': 'contrib',
+    'ort-webgpu-graph': 'plain',
+    'tfjs-graph': 'per-head',
+    timeout: '600',
   });
   const opts = {
     quick: v.quick, browser: v.browser, firefox: v.firefox, node: v.node, threads: Number(v.threads), budgetMs: Number(v.budget),

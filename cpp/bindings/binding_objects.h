@@ -349,6 +349,18 @@ inline std::string storageTypeTable() {
   return json + "]";
 }
 
+// A JSON array of names (identifiers: nothing in them needs escaping).
+inline std::string jsonNames(const char* const* names, int count) {
+  std::string json = "[";
+  for (int i = 0; i < count; ++i) json += std::string(i ? "," : "") + "\"" + names[i] + "\"";
+  return json + "]";
+}
+
+// Every state-dict entry name the core knows (state_dict_entries.h), for the JS list's test.
+inline std::string stateDictEntryNames() {
+  return jsonNames(kStateDictEntryNames, static_cast<int>(StateDictEntry::kCount));
+}
+
 // Bytes allocated on the WASM heap, for leak checks.
 inline double memoryInUse() { return static_cast<double>(mallinfo().uordblks); }
 

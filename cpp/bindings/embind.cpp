@@ -65,10 +65,8 @@ struct NamingFields {
 };
 
 std::string configFieldNames() {
-  std::string json = "[";
   const ConfigFieldNames& n = config_field_names();
-  for (int i = 0; i < n.count; ++i) json += std::string(i ? "," : "") + "\"" + n.names[i] + "\"";
-  return json + "]";
+  return jsonNames(n.names, n.count);
 }
 
 void register_config() {
@@ -133,8 +131,8 @@ void register_cache() {
   function("kvRingGeometry", &kvRingGeometry);
 }
 
-// Group "inspection": the weights read back (the pool's workers, readStateDict()) and a head's
-// bilinear form.
+// Group "inspection": the weights read back (the pool's workers, readStateDict()), a head's
+// bilinear form, and the core's own lists for the tests that tie JS's to them.
 void register_inspection() {
   function("mhaReadParameter", optional_override([](MhaBinding& m, const std::string& name, std::uintptr_t out,
                                                     double count) { return m.readParameter(name, out, count); }));
@@ -150,6 +148,7 @@ void register_inspection() {
       .field("singularValueCount", &BilinearWire::singular_value_count);
   function("storageTypeTable", &storageTypeTable);
   function("configFieldNames", &configFieldNames);
+  function("stateDictEntryNames", &stateDictEntryNames);
   function("mhaRotaryThetas", optional_override([](MhaBinding& m, std::uintptr_t out) { return m.rotaryThetas(out); }));
   function("mhaHeadBilinearForm", optional_override([](MhaBinding& m, int head) { return m.headBilinearForm(head); }));
 }

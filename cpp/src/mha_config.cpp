@@ -11,6 +11,7 @@
 #include "rotary.h"
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
+#include "webattention/state_dict_entries.h"
 #include "webattention/multihead_attention.h"
 
 namespace webattention {
@@ -94,31 +95,33 @@ struct ProjectionWidths {
 
 // The state-dict entries a configuration implies, in PyTorch's order and names.
 std::vector<ParameterSpec> state_dict_entries(const MhaConfig& c, const ProjectionWidths& w) {
+  using S = StateDictEntry;
   const int E = c.embed_dim;
   std::vector<ParameterSpec> specs;
+  const auto add = [&](S entry, std::vector<int> shape) { specs.push_back({entry_name(entry), std::move(shape)}); };
   // PyTorch packs the input projections only when every width equals embed_dim.
   const bool packed = c.kdim == E && c.vdim == E && w.qk == E && w.v == E && w.group == 1;
   if (packed) {
-    specs.push_back({"in_proj_weight", {3 * E, E}});
+    add(S::kInProjWeight, {3 * E, E});
   } else {
-    specs.push_back({"q_proj_weight", {w.qk, E}});
-    specs.push_back({"k_proj_weight", {w.k, c.kdim}});
-    specs.push_back({"v_proj_weight", {w.kv, c.vdim}});
+    add(S::kQProjWeight, {w.qk, E});
+    add(S::kKProjWeight, {w.k, c.kdim});
+    add(S::kVProjWeight, {w.kv, c.vdim});
   }
   if (c.bias.all_inputs()) {
-    specs.push_back({"in_proj_bias", {w.qk + w.k + w.kv}});
+    add(S::kInProjBias, {w.qk + w.k + w.kv});
   } else {
-    if (c.bias.q) specs.push_back({"q_proj_bias", {w.qk}});
-    if (c.bias.k) specs.push_back({"k_proj_bias", {w.k}});
-    if (c.bias.v) specs.push_back({"v_proj_bias", {w.kv}});
+    if (c.bias.q) add(S::kQProjBias, {w.qk});
+    if (c.bias.k) add(S::kKProjBias, {w.k});
+    if (c.bias.v) add(S::kVProjBias, {w.kv});
   }
-  specs.push_back({"out_proj.weight", {E, w.v}});
-  if (c.bias.out) specs.push_back({"out_proj.bias", {E}});
+  add(S::kOutProjWeight, {E, w.v});
+  if (c.bias.out) add(S::kOutProjBias, {E});
   if (c.qk_norm) {
-    specs.push_back({"q_norm.weight", {c.head_dim}});
-    specs.push_back({"k_norm.weight", {c.head_dim}});
+    add(S::kQNormWeight, {c.head_dim});
+    add(S::kKNormWeight, {c.head_dim});
   }
-  if (c.sinks) specs.push_back({"sinks", {c.num_heads}});
+  if (c.sinks) add(S::kSinks, {c.num_heads});
   return specs;
 }
 

@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
+#include "webattention/state_dict_entries.h"
 
 namespace webattention {
 namespace {
@@ -116,32 +117,33 @@ std::vector<MultiHeadAttention::EntryPart> MultiHeadAttention::entry_parts(
     const ParameterSpec& spec) const {
   using P = EntryPart;
   using M = MultiHeadAttention;
-  const std::string& name = spec.name;
+  using S = StateDictEntry;
   const MhaConfig& c = config_;
   const int E = c.embed_dim;
   const std::size_t qk_block = static_cast<std::size_t>(qk_width_) * E;
-  if (name == "in_proj_weight") {
-    return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E},
-            {P::kWeights, &M::wk_, nullptr, qk_block, qk_width_, E},
-            {P::kWeights, &M::wv_, nullptr, 2 * qk_block, v_width_, E}};
-  }
-  if (name == "q_proj_weight") return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E}};
-  if (name == "k_proj_weight") return {{P::kWeights, &M::wk_, nullptr, 0, k_width_, c.kdim}};
-  if (name == "v_proj_weight") return {{P::kWeights, &M::wv_, nullptr, 0, kv_width_, c.vdim}};
-  if (name == "in_proj_bias") {
-    return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1},
-            {P::kBias, &M::wk_, nullptr, static_cast<std::size_t>(qk_width_), k_width_, 1},
-            {P::kBias, &M::wv_, nullptr, static_cast<std::size_t>(qk_width_) + k_width_, kv_width_, 1}};
-  }
-  if (name == "q_proj_bias") return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1}};
-  if (name == "k_proj_bias") return {{P::kBias, &M::wk_, nullptr, 0, k_width_, 1}};
-  if (name == "v_proj_bias") return {{P::kBias, &M::wv_, nullptr, 0, kv_width_, 1}};
-  if (name == "out_proj.weight") return {{P::kWeights, &M::wo_, nullptr, 0, E, v_width_}};
-  if (name == "out_proj.bias") return {{P::kBias, &M::wo_, nullptr, 0, E, 1}};
   const int n = static_cast<int>(spec.size());
-  if (name == "sinks") return {{P::kVector, nullptr, &M::sinks_, 0, n, 1}};
-  if (name == "q_norm.weight") return {{P::kVector, nullptr, &M::q_norm_, 0, n, 1}};
-  if (name == "k_norm.weight") return {{P::kVector, nullptr, &M::k_norm_, 0, n, 1}};
+  switch (state_dict_entry(spec.name.c_str())) {
+    case S::kInProjWeight:
+      return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E},
+              {P::kWeights, &M::wk_, nullptr, qk_block, qk_width_, E},
+              {P::kWeights, &M::wv_, nullptr, 2 * qk_block, v_width_, E}};
+    case S::kQProjWeight: return {{P::kWeights, &M::wq_, nullptr, 0, qk_width_, E}};
+    case S::kKProjWeight: return {{P::kWeights, &M::wk_, nullptr, 0, k_width_, c.kdim}};
+    case S::kVProjWeight: return {{P::kWeights, &M::wv_, nullptr, 0, kv_width_, c.vdim}};
+    case S::kInProjBias:
+      return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1},
+              {P::kBias, &M::wk_, nullptr, static_cast<std::size_t>(qk_width_), k_width_, 1},
+              {P::kBias, &M::wv_, nullptr, static_cast<std::size_t>(qk_width_) + k_width_, kv_width_, 1}};
+    case S::kQProjBias: return {{P::kBias, &M::wq_, nullptr, 0, qk_width_, 1}};
+    case S::kKProjBias: return {{P::kBias, &M::wk_, nullptr, 0, k_width_, 1}};
+    case S::kVProjBias: return {{P::kBias, &M::wv_, nullptr, 0, kv_width_, 1}};
+    case S::kOutProjWeight: return {{P::kWeights, &M::wo_, nullptr, 0, E, v_width_}};
+    case S::kOutProjBias: return {{P::kBias, &M::wo_, nullptr, 0, E, 1}};
+    case S::kSinks: return {{P::kVector, nullptr, &M::sinks_, 0, n, 1}};
+    case S::kQNormWeight: return {{P::kVector, nullptr, &M::q_norm_, 0, n, 1}};
+    case S::kKNormWeight: return {{P::kVector, nullptr, &M::k_norm_, 0, n, 1}};
+    case S::kCount: break;
+  }
   return {};
 }
 
@@ -155,7 +157,7 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
   const EntryData d{data, source};
   const StorageType st = config_.weights_dtype;
   if ((st == StorageType::i8 || st == StorageType::q4) && spec.shape.size() > 1) require_finite(name, d, spec.shape, st);
-  if (name == "sinks") require_no_infinite_sink(widened(d, 0, spec.size()));
+  if (name == entry_name(StateDictEntry::kSinks)) require_no_infinite_sink(widened(d, 0, spec.size()));
   for (const EntryPart& part : entry_parts(spec)) {
     switch (part.kind) {
       case EntryPart::kWeights: set_weights(*(this->*part.linear), d, part.offset, part.rows, part.cols, st); break;

@@ -66,6 +66,15 @@ std::vector<float> run_cached(const MultiHeadAttention& m, KvCache& cache, const
   return out;
 }
 
+// A fresh cache of T positions fed x [B, T, E] in `chunks`: its outputs must be one causal
+// forward's over the whole sequence. Returns the cache, filled.
+std::unique_ptr<KvCache> expect_chunks_match(const MultiHeadAttention& m, const std::vector<float>& x, int B, int T,
+                                             const std::vector<int>& chunks) {
+  auto cache = m.create_cache({B, T, 0});
+  EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, chunks), run(m, x, B, T)));
+  return cache;
+}
+
 TEST(Decoding, GroupedQueryAttentionIsMhaWithRepeatedKeyValueHeads) {
   std::mt19937 rng(1);
   MhaConfig gqa_config{E, H};
@@ -107,8 +116,7 @@ TEST(Decoding, ChunkedCacheEqualsTheFullCausalForward) {
     load_random(m, rng);
     const int B = 2, T = 12;
     const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
-    auto cache = m.create_cache({B, T, 0});
-    EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {5, 1, 1, 4, 1}), run(m, x, B, T)));
+    auto cache = expect_chunks_match(m, x, B, T, {5, 1, 1, 4, 1});
     EXPECT_EQ(cache->length(), T);
     // Full: nothing changes on a refused append.
     EXPECT_THROW(run_cached(m, *cache, x, B, 1, {1}), CacheError);
@@ -133,9 +141,7 @@ TEST(Decoding, SoftcapScaleAndBiasesCacheEqualsTheFullCausalForward) {
   MultiHeadAttention m(c);
   load_random(m, rng);
   const int B = 2, T = 11;
-  const auto x = random_floats(static_cast<std::size_t>(B) * T * E, rng);
-  auto cache = m.create_cache({B, T, 0});
-  EXPECT_TRUE(all_close(run_cached(m, *cache, x, B, T, {4, 1, 6}), run(m, x, B, T)));
+  expect_chunks_match(m, random_floats(static_cast<std::size_t>(B) * T * E, rng), B, T, {4, 1, 6});
 }
 
 // E, H with 2 K/V heads and rotary on the first rotary_dim features.

@@ -152,6 +152,9 @@ TEST_P(MhaVsReference, HeadRangesAssembleToForward) {
 constexpr auto kNo = MaskKind::kNone;
 constexpr auto kBool = MaskKind::kBoolean;
 constexpr auto kAdd = MaskKind::kAdditive;
+constexpr auto kF16 = StorageType::f16;
+constexpr auto kBF16 = StorageType::bf16;
+constexpr auto kI8 = StorageType::i8;
 
 INSTANTIATE_TEST_SUITE_P(
     Cases, MhaVsReference,
@@ -381,9 +384,6 @@ TEST(BilinearForm, RankIsCappedByEmbedDimAndNeedsWeights) {
 // 16-bit and int8 weights (§11): the module computes what f32 weights replaced by their stored
 // values compute. Widths around the int8 block of 32: shorter, one block and a short one (40),
 // several (72); separate Q/K/V weights of other widths.
-constexpr auto kF16 = StorageType::f16;
-constexpr auto kBF16 = StorageType::bf16;
-constexpr auto kI8 = StorageType::i8;
 INSTANTIATE_TEST_SUITE_P(
     Storage, MhaVsReference,
     ::testing::Values(

@@ -5,10 +5,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
 namespace webattention::testing {
@@ -57,6 +59,19 @@ inline ::testing::AssertionResult all_close(const std::vector<float>& actual,
     }
   }
   return ::testing::AssertionSuccess();
+}
+
+// load_parameter(name, values) must throw a StateDictError naming `name` whose text holds each
+// of `fragments`.
+inline void expect_refused_entry(MultiHeadAttention& m, const std::string& name, const std::vector<float>& values,
+                                 std::initializer_list<const char*> fragments) {
+  try {
+    m.load_parameter(name, values.data(), values.size());
+    ADD_FAILURE() << "no error";
+  } catch (const StateDictError& e) {
+    EXPECT_EQ(e.argument(), name);
+    for (const char* f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace webattention::testing

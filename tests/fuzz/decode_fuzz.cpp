@@ -54,10 +54,8 @@ void check_close(const char* what, const float* got, const float* expected, std:
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
-  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4};
-  c.weights_dtype = types[in.in(0, 4)];
-  const StorageType cache_types[] = {StorageType::f32, StorageType::f16, StorageType::i8};
-  const StorageType cache_dtype = cache_types[in.in(0, 2)];
+  c.weights_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::weights);
+  const StorageType cache_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::cache);
   const int groups[] = {1, 2, 3, 4};
   c.num_kv_heads = in.in(1, 3);
   c.num_heads = c.num_kv_heads * groups[in.in(0, 3)];

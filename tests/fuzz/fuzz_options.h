@@ -38,6 +38,17 @@ inline double option_value(Bytes& in, double typical, double huge) {
   }
 }
 
+// A storage type that kStorageTypes admits for `use` (&StorageTypeInfo::weights or ::cache), in
+// the table's order.
+inline StorageType draw_storage_type(Bytes& in, bool StorageTypeInfo::*use) {
+  StorageType admitted[sizeof(kStorageTypes) / sizeof(*kStorageTypes)];
+  int n = 0;
+  for (const StorageTypeInfo& t : kStorageTypes) {
+    if (t.*use) admitted[n++] = t.type;
+  }
+  return admitted[in.in(0, n - 1)];
+}
+
 // Scale, softcap, sinks, qk-norm and the bias flags of one module. The scale's largest value is
 // kept where float32 scores of the harnesses' inputs stay comparable with the float64 reference.
 inline void draw_score_options(Bytes& in, MhaConfig& c) {

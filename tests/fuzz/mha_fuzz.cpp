@@ -90,8 +90,7 @@ Mask make_mask(Bytes& in, std::vector<int> shape, bool* non_finite) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
   MhaConfig c;
-  const StorageType types[] = {StorageType::f32, StorageType::f16, StorageType::bf16, StorageType::i8, StorageType::q4};
-  c.weights_dtype = types[in.in(0, 4)];
+  c.weights_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::weights);
   const bool f16_source = in.coin();
   c.num_heads = in.in(1, 4);
   const bool free_dims = in.coin();

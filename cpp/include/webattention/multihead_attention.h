@@ -10,6 +10,7 @@
 
 #include "webattention/kv_cache.h"
 #include "webattention/mask.h"
+#include "webattention/state_dict_entries.h"
 #include "webattention/storage_type.h"
 
 namespace webattention::kernels {
@@ -129,9 +130,9 @@ class MultiHeadAttention {
   // RoPE's θ_j, j < rotary_dim / 2, scaling applied (docs/attention-math.md §8; rotary.cpp).
   const std::vector<double>& rotary_thetas() const { return rotary_frequencies_; }
 
-  // The entries load_parameter() accepts, in PyTorch's state_dict() order. When key, value and
-  // query widths and head dims are all equal PyTorch packs W_Q, W_K, W_V into in_proj_weight
-  // [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight. The input biases
+  // The entries load_parameter() accepts, in PyTorch's state_dict() order (their names:
+  // state_dict_entries.h). When key, value and query widths and head dims are all equal PyTorch
+  // packs W_Q, W_K, W_V into in_proj_weight [3E, E]; otherwise they are q_proj_weight, k_proj_weight and v_proj_weight. The input biases
   // are in_proj_bias when q, k and v all have one, else q_proj_bias, k_proj_bias, v_proj_bias
   // for those that do.
   const std::vector<ParameterSpec>& parameter_specs() const { return specs_; }

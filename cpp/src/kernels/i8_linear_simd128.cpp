@@ -3,12 +3,7 @@
 // (I8PairPanel).
 #include "kernels/simd128/linear_simd128.h"
 
-namespace webattention::kernels {
-
-void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
-               int target_count) noexcept {
-  if (rows == 1 && simd128_linear::one_row_pairs<I8PairPanel>(x, targets, target_count)) return;
-  simd128_linear::linear_panels<I8Panel>(x, rows, x_stride, targets, target_count);
+void webattention::kernels::i8_linear(const float* x, int rows, std::ptrdiff_t x_stride,
+                                      const LinearTarget* targets, int target_count) noexcept {
+  simd128_linear::pairs_or_panels<I8Panel, I8PairPanel>(x, rows, x_stride, targets, target_count);
 }
-
-}  // namespace webattention::kernels

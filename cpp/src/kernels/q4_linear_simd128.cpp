@@ -3,12 +3,7 @@
 // odd column order, each block's sums scaled once.
 #include "kernels/simd128/linear_simd128.h"
 
-namespace webattention::kernels {
-
-void q4_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
-               int target_count) noexcept {
-  if (rows == 1 && simd128_linear::one_row_pairs<Q4PairPanel>(x, targets, target_count)) return;
-  simd128_linear::linear_panels<Q4Panel>(x, rows, x_stride, targets, target_count);
+void webattention::kernels::q4_linear(const float* x, int rows, std::ptrdiff_t x_stride,
+                                      const LinearTarget* targets, int target_count) noexcept {
+  simd128_linear::pairs_or_panels<Q4Panel, Q4PairPanel>(x, rows, x_stride, targets, target_count);
 }
-
-}  // namespace webattention::kernels

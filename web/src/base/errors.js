@@ -15,30 +15,46 @@ export class WebAttentionError extends Error {
   }
 }
 
+// Every class by its name, for errorFromData(): each kind is registered where it is defined.
+const classes = { WebAttentionError };
+
+/** A kind of WebAttentionError that adds nothing but its name. */
+function errorKind(name) {
+  // A computed key names the class (Function.name) too; errorName survives minifying.
+  const Class = { [name]: class extends WebAttentionError { static errorName = name; } }[name];
+  classes[name] = Class;
+  return Class;
+}
+
 /** A tensor whose shape (or data length) does not fit the call. */
-export class ShapeError extends WebAttentionError {
-  static errorName = 'ShapeError';
-}
+export const ShapeError = errorKind('ShapeError');
 /** A value of the wrong kind: a Float64Array where a Float32Array belongs, a string for a tensor. */
-export class DTypeError extends WebAttentionError {
-  static errorName = 'DTypeError';
-}
+export const DTypeError = errorKind('DTypeError');
 /** A state-dict entry that is missing, unknown or misshaped. */
-export class StateDictError extends WebAttentionError {
-  static errorName = 'StateDictError';
-}
+export const StateDictError = errorKind('StateDictError');
 /** A safetensors file that breaks the format (loadSafetensors): its message names the problem. */
-export class SafetensorsError extends WebAttentionError {
-  static errorName = 'SafetensorsError';
-}
+export const SafetensorsError = errorKind('SafetensorsError');
 /** A GGUF file that breaks the format (loadGguf), or a tensor type it cannot return: its message names the problem. */
-export class GgufError extends WebAttentionError {
-  static errorName = 'GgufError';
-}
+export const GgufError = errorKind('GgufError');
 /** An unknown option, or an option value out of range. */
-export class OptionError extends WebAttentionError {
-  static errorName = 'OptionError';
-}
+export const OptionError = errorKind('OptionError');
+/** The WASM heap could not grow. */
+export const MemoryError = errorKind('MemoryError');
+/**
+ * A KV cache used wrongly: appending past its maxLength, or with a module other than the one
+ * whose createCache() made it.
+ */
+export const CacheError = errorKind('CacheError');
+/** A worker of the thread pool failed (crashed, exited or could not start). */
+export const WorkerError = errorKind('WorkerError');
+/** A backend that cannot run here: backend 'webgpu' without WebGPU, an adapter or a device. */
+export const BackendError = errorKind('BackendError');
+/**
+ * A file of the package (a .wasm, its glue, a worker) could not be fetched or is not what it should
+ * be, e.g. HTML served in place of the .wasm; the message names the URL and the fix.
+ */
+export const LoadError = errorKind('LoadError');
+
 /** A call on a module after dispose(). Its fields are always the same, so only the message varies. */
 export class DisposedError extends WebAttentionError {
   static errorName = 'DisposedError';
@@ -47,38 +63,7 @@ export class DisposedError extends WebAttentionError {
     super(message, { argument, expected: argument === 'this' ? 'a live module' : 'a live object', actual: 'disposed' });
   }
 }
-/** The WASM heap could not grow. */
-export class MemoryError extends WebAttentionError {
-  static errorName = 'MemoryError';
-}
-
-/**
- * A KV cache used wrongly: appending past its maxLength, or with a module other than the one
- * whose createCache() made it.
- */
-export class CacheError extends WebAttentionError {
-  static errorName = 'CacheError';
-}
-
-/** A worker of the thread pool failed (crashed, exited or could not start). */
-export class WorkerError extends WebAttentionError {
-  static errorName = 'WorkerError';
-}
-
-/** A backend that cannot run here: backend 'webgpu' without WebGPU, an adapter or a device. */
-export class BackendError extends WebAttentionError {
-  static errorName = 'BackendError';
-}
-
-/**
- * A file of the package (a .wasm, its glue, a worker) could not be fetched or is not what it should
- * be, e.g. HTML served in place of the .wasm; the message names the URL and the fix.
- */
-export class LoadError extends WebAttentionError {
-  static errorName = 'LoadError';
-}
-
-const classes = { WebAttentionError, ShapeError, DTypeError, StateDictError, OptionError, DisposedError, MemoryError, CacheError, WorkerError, BackendError, LoadError, SafetensorsError, GgufError };
+classes.DisposedError = DisposedError;
 
 /** A typed error as plain data, to post from a worker (structured clone drops the class). */
 export function errorToData(e) {

@@ -5,6 +5,7 @@
 // OptionError naming the field as config.json spells it ('config.rope_scaling.rope_type').
 import { OptionError, describe } from '../base/errors.js';
 import { asFloat32 } from '../storage/half_floats.js';
+import { ENTRY } from '../storage/state_dict_entries.js';
 import { FAMILIES } from './hf_families.js';
 import { resolveMhaConfig } from './module_config.js';
 import { checkOptions } from '../base/option_checks.js';
@@ -239,6 +240,6 @@ function checkCreatable(options, family, at, rotary) {
  */
 export function offsetQkNorm(entries, offset) {
   if (!offset) return entries;
-  return entries.map((e) => (e.name === 'q_norm.weight' || e.name === 'k_norm.weight'
+  return entries.map((e) => (e.name === ENTRY.qNormWeight || e.name === ENTRY.kNormWeight
     ? { ...e, data: asFloat32(e.data, e.dtype).map((w) => w + offset), dtype: 'float32' } : e));
 }

@@ -10,6 +10,7 @@
 // GPU applies the rule itself there (webgpu/kernels/nonfinite_rows.wgsl.js), and this check is
 // not asked.
 import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
+import { ENTRY } from '../storage/state_dict_entries.js';
 import { MaskKind } from '../base/call_plan.js';
 
 // Past this many non-finite key rows the call goes to the CPU without looking at each: the search
@@ -69,7 +70,7 @@ export function finiteInputs(plan) {
 
 /** Whether checked state-dict entries ([{ name, data, dtype }]) are all finite (sinks: all but -Inf). */
 export function finiteWeights(entries) {
-  return entries.every(({ name, data, dtype }) => (name === 'sinks'
+  return entries.every(({ name, data, dtype }) => (name === ENTRY.sinks
     ? !asFloat32(data, dtype).some(Number.isNaN)
     : firstNonFinite(data, dtype) < 0));
 }

@@ -6,12 +6,16 @@
 // into the module's own entries (its parameterSpecs(): in_proj_weight or q/k/v_proj_weight,
 // in_proj_bias or q/k/v_proj_bias, out_proj.*).
 import { StateDictError, formatShape } from '../base/errors.js';
+import { ENTRY, ENTRY_NAMES } from './state_dict_entries.js';
 
 /** Every layout loadStateDict() takes; 'torch' is state_dict.js's own path. */
 export const LAYOUTS = ['torch', 'hf', 'gpt2', 'bert'];
 
 const weights = ['q.weight', 'k.weight', 'v.weight'];
 const biases = ['q.bias', 'k.bias', 'v.bias'];
+// The module's entries of one of them each.
+const SEPARATE_WEIGHTS = [ENTRY.qProjWeight, ENTRY.kProjWeight, ENTRY.vProjWeight];
+const SEPARATE_BIASES = [ENTRY.qProjBias, ENTRY.kProjBias, ENTRY.vProjBias];
 
 /**
  * Each layout's keys: { name, parts, conv1d? } (a module without one of the parts refuses the
@@ -44,10 +48,6 @@ const LAYOUT_KEYS = {
   ],
 };
 
-/** The torch layout's names, for the hint when its keys are given under another layout. */
-const TORCH_KEYS = ['in_proj_weight', 'q_proj_weight', 'k_proj_weight', 'v_proj_weight', 'in_proj_bias',
-  'q_proj_bias', 'k_proj_bias', 'v_proj_bias', 'out_proj.weight', 'out_proj.bias', 'sinks', 'q_norm.weight', 'k_norm.weight'];
-
 /**
  * The module's parts from its entries (specs [{ name, shape }]): part → { entry, offset (floats),
  * rows, cols }; a bias has cols 0. Parts of biases the module lacks are absent.
@@ -62,21 +62,23 @@ function moduleParts(specs) {
       offset += rowsOf[i] * (cols[i] || 1);
     });
   };
-  if (shapes.in_proj_weight) {
-    const [rows3, E] = shapes.in_proj_weight;
-    stack('in_proj_weight', weights, [rows3 / 3, rows3 / 3, rows3 / 3], [E, E, E]);
-  } else {
-    ['q', 'k', 'v'].forEach((p) => stack(`${p}_proj_weight`, [`${p}.weight`], [shapes[`${p}_proj_weight`][0]], [shapes[`${p}_proj_weight`][1]]));
+  // An entry of one part: a matrix [rows, cols] or a vector [rows] (cols 0).
+  const single = (entry, part) => {
+    if (shapes[entry]) stack(entry, [part], [shapes[entry][0]], [shapes[entry][1] ?? 0]);
+  };
+  if (shapes[ENTRY.inProjWeight]) {
+    const [rows3, E] = shapes[ENTRY.inProjWeight];
+    stack(ENTRY.inProjWeight, weights, [rows3 / 3, rows3 / 3, rows3 / 3], [E, E, E]);
   }
+  SEPARATE_WEIGHTS.forEach((entry, i) => single(entry, weights[i]));
   const rows = weights.map((w) => parts[w].rows);
-  if (shapes.in_proj_bias) stack('in_proj_bias', biases, rows, [0, 0, 0]);
-  ['q', 'k', 'v'].forEach((p, i) => {
-    if (shapes[`${p}_proj_bias`]) stack(`${p}_proj_bias`, [`${p}.bias`], [rows[i]], [0]);
-  });
-  stack('out_proj.weight', ['out.weight'], [shapes['out_proj.weight'][0]], [shapes['out_proj.weight'][1]]);
-  if (shapes['out_proj.bias']) stack('out_proj.bias', ['out.bias'], [shapes['out_proj.bias'][0]], [0]);
-  if (shapes.sinks) stack('sinks', ['sinks'], [shapes.sinks[0]], [0]);
-  for (const p of ['q', 'k']) if (shapes[`${p}_norm.weight`]) stack(`${p}_norm.weight`, [`${p}_norm`], [shapes[`${p}_norm.weight`][0]], [0]);
+  if (shapes[ENTRY.inProjBias]) stack(ENTRY.inProjBias, biases, rows, [0, 0, 0]);
+  SEPARATE_BIASES.forEach((entry, i) => single(entry, biases[i]));
+  single(ENTRY.outProjWeight, 'out.weight');
+  single(ENTRY.outProjBias, 'out.bias');
+  single(ENTRY.sinks, 'sinks');
+  single(ENTRY.qNormWeight, 'q_norm');
+  single(ENTRY.kNormWeight, 'k_norm');
   return parts;
 }
 
@@ -105,7 +107,7 @@ function keyShape(key, parts) {
 
 /** ' (a 'hf' key: loadStateDict(sd, { layout: 'hf' }))' when another layout knows `local`, else ''. */
 export function otherLayoutHint(local, layout) {
-  const other = LAYOUTS.find((l) => l !== layout && (l === 'torch' ? TORCH_KEYS : LAYOUT_KEYS[l].map((k) => k.name)).includes(local));
+  const other = LAYOUTS.find((l) => l !== layout && (l === 'torch' ? ENTRY_NAMES : LAYOUT_KEYS[l].map((k) => k.name)).includes(local));
   return other ? ` (a '${other}' key: loadStateDict(sd, { layout: '${other}' }))` : '';
 }
 

@@ -2,6 +2,7 @@
 // entry goes to and where, and how many floats each buffer holds. The WASM core keeps the same
 // four buffers (cpp/src/mha_weights.cpp); the WebGPU executor allocates and fills its GPU
 // buffers from this; the module config checks the total against the WASM heap.
+import { ENTRY } from './state_dict_entries.js';
 
 /**
  * For a resolved config: `buffers` { win, bin, wout, bout } → floats ([W_q; W_k; W_v] rows
@@ -14,20 +15,20 @@ export function parameterLayout({ embedDim: E, numHeads: H, numKvHeads: G, kdim,
   return {
     buffers: { win: q + k + v, bin: H * dk + G * dk + G * dv, wout: E * H * dv, bout: E, sinks: H, qNorm: dk, kNorm: dk },
     entries: {
-      in_proj_weight: ['win', 0],
-      q_proj_weight: ['win', 0],
-      k_proj_weight: ['win', q],
-      v_proj_weight: ['win', q + k],
-      in_proj_bias: ['bin', 0],
+      [ENTRY.inProjWeight]: ['win', 0],
+      [ENTRY.qProjWeight]: ['win', 0],
+      [ENTRY.kProjWeight]: ['win', q],
+      [ENTRY.vProjWeight]: ['win', q + k],
+      [ENTRY.inProjBias]: ['bin', 0],
       // A module whose q, k and v do not all have a bias takes one entry per projection that does.
-      q_proj_bias: ['bin', 0],
-      k_proj_bias: ['bin', H * dk],
-      v_proj_bias: ['bin', H * dk + G * dk],
-      'out_proj.weight': ['wout', 0],
-      'out_proj.bias': ['bout', 0],
-      sinks: ['sinks', 0],  // attention sinks: one logit per query head
-      'q_norm.weight': ['qNorm', 0],  // the qk-norm's weights [d_k]
-      'k_norm.weight': ['kNorm', 0],
+      [ENTRY.qProjBias]: ['bin', 0],
+      [ENTRY.kProjBias]: ['bin', H * dk],
+      [ENTRY.vProjBias]: ['bin', H * dk + G * dk],
+      [ENTRY.outProjWeight]: ['wout', 0],
+      [ENTRY.outProjBias]: ['bout', 0],
+      [ENTRY.qNormWeight]: ['qNorm', 0],  // the qk-norm's weights [d_k]
+      [ENTRY.kNormWeight]: ['kNorm', 0],
+      [ENTRY.sinks]: ['sinks', 0],  // attention sinks: one logit per query head
     },
   };
 }

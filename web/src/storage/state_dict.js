@@ -5,6 +5,7 @@
 // entry. The expected names carry the prefix through those checks, so every message names the key
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { HALF_DTYPES } from './storage_types.js';
+import { ENTRY } from './state_dict_entries.js';
 import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
 import { DTypeError, OptionError, StateDictError, WebAttentionError, describe, formatShape } from '../base/errors.js';
 import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
@@ -14,8 +15,8 @@ import { borrowed, isDetached, stillWhole, typedArrayType } from '../base/typed_
 
 
 const OPTIONS = ['prefix', 'strict', 'layout'];
-const PACKED = 'in_proj_weight';
-const SEPARATE = ['q_proj_weight', 'k_proj_weight', 'v_proj_weight'];
+const PACKED = ENTRY.inProjWeight;
+const SEPARATE = [ENTRY.qProjWeight, ENTRY.kProjWeight, ENTRY.vProjWeight];
 
 /** { prefix? = '', strict? = true, layout? = 'torch' }, checked. */
 function resolveOptions(options) {
@@ -223,7 +224,7 @@ export function resolveModuleStateDict(specs, stateDict, options, weightsDtype =
  * −Inf is no sink (docs/attention-math.md §10).
  */
 function refuseInfiniteSink(entries, prefix) {
-  const sinks = entries.find((e) => e.name === 'sinks');
+  const sinks = entries.find((e) => e.name === ENTRY.sinks);
   const head = sinks ? asFloat32(sinks.data, sinks.dtype).indexOf(Infinity) : -1;
   if (head >= 0) {
     throw new StateDictError(`stateDict['${prefix}sinks']: expected logits below +Infinity (-Infinity: no sink), got Infinity at [${head}]`, {

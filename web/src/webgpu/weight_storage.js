@@ -6,6 +6,7 @@
 // (kernels/linear_common.wgsl.js).
 import { asFloat32, roundToHalf } from '../storage/half_floats.js';
 import { parameterLayout } from '../storage/parameter_layout.js';
+import { ENTRY } from '../storage/state_dict_entries.js';
 import { blocksPerRow, quantizeQ8 } from '../storage/q8_0.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
 
@@ -47,7 +48,7 @@ export function parameterBufferBytes(config) {
 
 // The rows' length (the input dimension) of each weight entry: its q8_0 blocks run along it.
 function inputWidth(name, { embedDim: E, kdim, vdim, numHeads: H, valueHeadDim: dv }) {
-  return { in_proj_weight: E, q_proj_weight: E, k_proj_weight: kdim, v_proj_weight: vdim, 'out_proj.weight': H * dv }[name];
+  return { [ENTRY.inProjWeight]: E, [ENTRY.qProjWeight]: E, [ENTRY.kProjWeight]: kdim, [ENTRY.vProjWeight]: vdim, [ENTRY.outProjWeight]: H * dv }[name];
 }
 
 const asFloats = ({ data, dtype }) => asFloat32(data, dtype);
@@ -67,7 +68,7 @@ function storedParts(entry, { config, dtype, layout, scales }) {
   if (!MATRICES.includes(buffer) || dtype === 'float32') return [{ buffer, at: at * 4, values: asFloats(entry) }];
   if (dtype === 'int8') {
     const { q, scales: s } = quantizeQ8(asFloats(entry), inputWidth(entry.name, config));
-    const first = buffer === 'wout' ? 0 : { 0: scales.q, [layout.k_proj_weight[1]]: scales.k, [layout.v_proj_weight[1]]: scales.v }[at];
+    const first = buffer === 'wout' ? 0 : { 0: scales.q, [layout[ENTRY.kProjWeight][1]]: scales.k, [layout[ENTRY.vProjWeight][1]]: scales.v }[at];
     return [{ buffer, at: at * ELEMENT_BYTES.int8, values: q }, { buffer: `s${buffer}`, at: first * 4, values: s }];
   }
   return [{ buffer, at: at * ELEMENT_BYTES[dtype], values: entry.dtype === dtype ? entry.data : roundToHalf(dtype, asFloats(entry)) }];

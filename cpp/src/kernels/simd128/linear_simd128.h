@@ -2,7 +2,7 @@
 // accumulators per 4 input rows × 8 output columns, streaming one packed panel, whose rows a
 // Panel type (panels_simd128.h) loads as f32x4 (widening or dequantising on the way: a narrow
 // panel once per block of input rows, panel_rows). Each <type>_linear_simd128.cpp instantiates
-// linear_panels<its Panel>.
+// linear_panels<its Panel> (or pairs_or_panels<its Panel, its PairPanel>).
 #pragma once
 
 #include <wasm_simd128.h>
@@ -286,6 +286,15 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
         panel_rows<Panel>(x, rb, rb + rb_rows, x_stride, targets[t], p, widened.data());
     }
   }
+}
+
+// A narrow type's whole kernel: a single row (a decode step) read in pairs (PairPanel,
+// one_row_pairs) where that applies, else Panel's blocks. bf16, int8 and int4 are this.
+template <class Panel, class PairPanel>
+void pairs_or_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+                     int target_count) {
+  if (rows == 1 && one_row_pairs<PairPanel>(x, targets, target_count)) return;
+  linear_panels<Panel>(x, rows, x_stride, targets, target_count);
 }
 
 }  // namespace

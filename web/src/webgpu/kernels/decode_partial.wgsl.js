@@ -24,6 +24,43 @@ export const DECODE_CHUNK = 256;
 /** Invocations per workgroup, in both decode kernels. */
 export const DECODE_WORKGROUP = 64;
 
+// The chunk's masked scores into ps, and their max m_c, a tree reduction over red.
+const CHUNK_MAX = /* wgsl */ `  var localMax = NEG;
+  for (var cc = t; cc < n; cc += WG) {
+    let j = j0 + cc;
+    let row = keyRow(b, j);
+    var dot = 0.0;
+    for (var d = 0u; d < DK; d++) { dot += qs[d] * kAt(row, g, d); }
+    let s = maskedScore(dot, b, h, i, j);
+    ps[cc] = s;
+    localMax = max(localMax, s);
+  }
+  red[t] = localMax;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (t < half) { red[t] = max(red[t], red[t + half]); }
+    workgroupBarrier();
+  }
+  let m = red[0];
+  workgroupBarrier();`;
+
+// p = exp(s − m_c) in place (0 for masked keys), and their sum l_c.
+const CHUNK_SUM = /* wgsl */ `  var localSum = 0.0;
+  for (var cc = t; cc < n; cc += WG) {
+    let s = ps[cc];
+    var e = 0.0;
+    if (s > MASKED_AT) { e = exp(s - m); }
+    ps[cc] = e;
+    localSum += e;
+  }
+  red[t] = localSum;
+  workgroupBarrier();
+  for (var half = WG / 2u; half > 0u; half /= 2u) {
+    if (t < half) { red[t] += red[t + half]; }
+    workgroupBarrier();
+  }
+  let l = red[0];`;
+
 export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK, kv = 'float32' }) {
   return /* wgsl */ `${attentionCommon}
 const DK = ${dk}u;
@@ -57,40 +94,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   for (var d = t; d < DK; d += WG) { qs[d] = q[qAt + d]; }
   workgroupBarrier();
 
-  var localMax = NEG;
-  for (var cc = t; cc < n; cc += WG) {
-    let j = j0 + cc;
-    let row = keyRow(b, j);
-    var dot = 0.0;
-    for (var d = 0u; d < DK; d++) { dot += qs[d] * kAt(row, g, d); }
-    let s = maskedScore(dot, b, h, i, j);
-    ps[cc] = s;
-    localMax = max(localMax, s);
-  }
-  red[t] = localMax;
-  workgroupBarrier();
-  for (var half = WG / 2u; half > 0u; half /= 2u) {
-    if (t < half) { red[t] = max(red[t], red[t + half]); }
-    workgroupBarrier();
-  }
-  let m = red[0];
-  workgroupBarrier();
+${CHUNK_MAX}
 
-  var localSum = 0.0;
-  for (var cc = t; cc < n; cc += WG) {
-    let s = ps[cc];
-    var e = 0.0;
-    if (s > MASKED_AT) { e = exp(s - m); }
-    ps[cc] = e;
-    localSum += e;
-  }
-  red[t] = localSum;
-  workgroupBarrier();
-  for (var half = WG / 2u; half > 0u; half /= 2u) {
-    if (t < half) { red[t] += red[t + half]; }
-    workgroupBarrier();
-  }
-  let l = red[0];
+${CHUNK_SUM}
 
   let base = ((bh * p.L + i) * chunks + c) * (DV + 2u);
   for (var d = t; d < DV; d += WG) {

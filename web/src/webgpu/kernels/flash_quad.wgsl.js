@@ -21,6 +21,47 @@ const BC = 64;
 /** Floats of workgroup memory for head widths dk, dv. */
 export const flashQuadFloats = (dk, dv) => BR * dk + BC * Math.max(dk, 4 * Math.ceil(dv / 4)) + BR * BC;
 
+// One tile's scores: each invocation's 4 rows against its 4 keys, masked, into ss.
+const QUAD_SCORES = /* wgsl */ `    var dots: array<vec4f, 4>;  // dots[i][c]: row 4·tr + i, key 4·tc + c
+    for (var i = 0u; i < 4u; i++) { dots[i] = vec4f(0.0); }
+    for (var d = 0u; d < DK; d++) {
+      let a = qs[d * 16u + tr];
+      let kk = kv[d * 16u + tc];
+      for (var i = 0u; i < 4u; i++) { dots[i] += a[i] * kk; }
+    }
+    for (var i = 0u; i < 4u; i++) {
+      let row = row0 + 4u * tr + i;
+      var s = vec4f(NEG);
+      for (var c = 0u; c < 4u; c++) {
+        let key = 4u * tc + c;
+        if (key < n && row < p.L) { s[c] = maskedScore(dots[i][c], b, h, row, j0 + key); }
+      }
+      ss[(4u * tr + i) * 16u + tc] = s;
+    }
+    workgroupBarrier();`;
+
+// The online softmax over the tile: the running max and sum rescaled, then p = exp(s − m) in place.
+const QUAD_SOFTMAX = /* wgsl */ `    var tileMax = vec4f(NEG);
+    for (var i = 0u; i < 4u; i++) {
+      var rowMax = vec4f(NEG);
+      for (var c4 = 0u; c4 < 16u; c4++) { rowMax = max(rowMax, ss[(4u * tr + i) * 16u + c4]); }
+      tileMax[i] = max(max(rowMax.x, rowMax.y), max(rowMax.z, rowMax.w));
+    }
+    let mNew = max(m, tileMax);
+    let alpha = exp(m - mNew);  // 0 where m was still NEG, 1 where nothing changed
+    l *= alpha;
+    for (var i = 0u; i < 4u; i++) {
+      for (var c = 0u; c < CG; c++) { acc[i * CG + c] *= alpha[i]; }
+    }
+    m = mNew;
+    workgroupBarrier();
+
+    for (var i = 0u; i < 4u; i++) {
+      let at = (4u * tr + i) * 16u + tc;
+      let s = ss[at];
+      ss[at] = select(vec4f(0.0), exp(s - m[i]), s > vec4f(MASKED_AT));
+    }`;
+
 export function flashQuadShader({ dk, dv, kv = 'float32' }) {
   const dv4 = Math.ceil(dv / 4);
   const cg = Math.ceil(dv4 / 16);
@@ -47,44 +88,9 @@ ${cooperativeStart()}
 ${stageKeyRows({ src: 'k', width: 'DK', dim: 'DK', store: 'kv[d * 16u + c / 4u][c % 4u] = x;' })}
     workgroupBarrier();
 
-    var dots: array<vec4f, 4>;  // dots[i][c]: row 4·tr + i, key 4·tc + c
-    for (var i = 0u; i < 4u; i++) { dots[i] = vec4f(0.0); }
-    for (var d = 0u; d < DK; d++) {
-      let a = qs[d * 16u + tr];
-      let kk = kv[d * 16u + tc];
-      for (var i = 0u; i < 4u; i++) { dots[i] += a[i] * kk; }
-    }
-    for (var i = 0u; i < 4u; i++) {
-      let row = row0 + 4u * tr + i;
-      var s = vec4f(NEG);
-      for (var c = 0u; c < 4u; c++) {
-        let key = 4u * tc + c;
-        if (key < n && row < p.L) { s[c] = maskedScore(dots[i][c], b, h, row, j0 + key); }
-      }
-      ss[(4u * tr + i) * 16u + tc] = s;
-    }
-    workgroupBarrier();
+${QUAD_SCORES}
 
-    var tileMax = vec4f(NEG);
-    for (var i = 0u; i < 4u; i++) {
-      var rowMax = vec4f(NEG);
-      for (var c4 = 0u; c4 < 16u; c4++) { rowMax = max(rowMax, ss[(4u * tr + i) * 16u + c4]); }
-      tileMax[i] = max(max(rowMax.x, rowMax.y), max(rowMax.z, rowMax.w));
-    }
-    let mNew = max(m, tileMax);
-    let alpha = exp(m - mNew);  // 0 where m was still NEG, 1 where nothing changed
-    l *= alpha;
-    for (var i = 0u; i < 4u; i++) {
-      for (var c = 0u; c < CG; c++) { acc[i * CG + c] *= alpha[i]; }
-    }
-    m = mNew;
-    workgroupBarrier();
-
-    for (var i = 0u; i < 4u; i++) {
-      let at = (4u * tr + i) * 16u + tc;
-      let s = ss[at];
-      ss[at] = select(vec4f(0.0), exp(s - m[i]), s > vec4f(MASKED_AT));
-    }
+${QUAD_SOFTMAX}
 ${stageKeyRows({ src: 'v', width: '(DV4 * 4u)', dim: 'DV', store: 'kv[c * DV4 + d / 4u][d % 4u] = x;' })}
     workgroupBarrier();
 
