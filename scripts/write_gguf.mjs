@@ -3,7 +3,7 @@
 // head's rows reordered for llama.cpp's rotary pairs of adjacent dims), and its Q8_0 / Q4_0 block
 // rules (quantize_row_q8_0_ref / q4_0_ref, as tests/fixtures/make_gguf.mjs writes them), with a
 // byte-level BPE vocabulary that llama.cpp's loader takes ('gpt2' model, 'gpt-2' pre-tokenizer,
-// one token per byte, no merges). Random weights from a seed: what MultiHeadAttention.fromGguf()'s
+// ASCII tokens, no merges; vocabularyTokens()). Random weights from a seed: what MultiHeadAttention.fromGguf()'s
 // test loads against a float64 reference, and what the llama.cpp (wllama) benchmark runs, so the
 // feed-forward and the vocabulary are small beside attention.
 //   node scripts/write_gguf.mjs out.gguf [--type F32|F16|Q8_0|Q4_0] [--embed 64] [--heads 4]
@@ -33,11 +33,19 @@ export function permuteRows(w, heads, cols) {
   return out;
 }
 
-/** GPT-2's byte-level alphabet: byte b as one printable character (its bytes_to_unicode). */
-export function byteTokens() {
+/**
+ * `n` tokens of a byte-level BPE vocabulary (GPT-2's: byte b written as one printable character,
+ * its bytes_to_unicode), each of which decodes to ASCII: the 128 ASCII bytes, then pairs of
+ * printable ASCII characters ('!!', '!"', ...). Any token a random model samples is then valid
+ * UTF-8 on its own (a lone byte >= 0x80 is not, and llama.cpp's server JSON refuses it), and every
+ * ASCII prompt tokenizes (byte by byte: there are no merges).
+ */
+export function vocabularyTokens(n) {
   const printable = (b) => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
   let next = 256;
-  return Array.from({ length: 256 }, (_, b) => String.fromCodePoint(printable(b) ? b : next++));
+  const byteChar = Array.from({ length: 256 }, (_, b) => String.fromCodePoint(printable(b) ? b : next++));
+  const ascii = Array.from({ length: 94 }, (_, i) => byteChar[0x21 + i]);
+  return Array.from({ length: n }, (_, i) => (i < 128 ? byteChar[i] : ascii[Math.floor((i - 128) / 94) % 94] + ascii[(i - 128) % 94]));
 }
 
 const f16Bits = (x) => f32BitsToF16(new Uint32Array(new Float32Array([x]).buffer)[0]);
@@ -64,6 +72,7 @@ export function llamaModel(options = {}) {
   const { embed: E, heads: H, kvHeads: G, ffn, vocab } = o;
   const d = E / H;
   if (!Number.isInteger(d) || d % 2 || H % G || E % 32 || ffn % 32) throw new Error('expected heads | embed, an even head dim, kv-heads | heads, embed and ffn multiples of 32');
+  if (!(vocab >= 1 && vocab <= 128 + 94 * 94)) throw new Error(`--vocab: expected 1 to ${128 + 94 * 94} (distinct ASCII tokens), got ${vocab}`);
   const next = rng(o.seed);
   const random = (n, scale) => Float64Array.from({ length: n }, () => (next() - 0.5) * 2 * scale);
   const tensors = [];
@@ -108,8 +117,7 @@ export function unpermuteRows(w, heads, cols) {
 
 /** The key-value pairs llama.cpp's llama loader reads (and its vocabulary's). */
 function metadata(o) {
-  const tokens = byteTokens().slice(0, o.vocab);
-  while (tokens.length < o.vocab) tokens.push(`<extra_${tokens.length}>`);
+  const tokens = vocabularyTokens(o.vocab);
   return [
     ['general.architecture', 'STRING', 'llama'],
     ['general.name', 'STRING', `webattention llama E${o.embed} h${o.heads}/${o.kvHeads} x${o.layers} ${o.type}`],
