@@ -6,8 +6,8 @@ import { attention, linear, rotary } from '../cases/reference.mjs';
 
 /**
  * config: { embedDim: E, numHeads: H, numKvHeads: G = H, headDim: dk = E / H, rotary?: { dim,
- * interleaved, base } }; weights: { q, k, v, out: Float32Array | Float64Array [out, in] (PyTorch's),
- * qBias?, kBias?, vBias?, outBias? }; x: { data, shape: [B, L, E] } (self-attention). Returns
+ * interleaved, base }, qkNorm?: { eps } }; weights: { q, k, v, out: Float32Array | Float64Array
+ * [out, in] (PyTorch's), qBias?, kBias?, vBias?, outBias?, qNorm?, kNorm? ([headDim]) }; x: { data, shape: [B, L, E] } (self-attention). Returns
  * Float64Array [B, L, E].
  */
 export function layerReference(config, weights, x, { causal = false } = {}) {
@@ -17,12 +17,28 @@ export function layerReference(config, weights, x, { causal = false } = {}) {
   let q = linear(x.data, B * L, E, weights.q, H * dk, weights.qBias ?? null);
   let k = linear(x.data, B * L, E, weights.k, G * dk, weights.kBias ?? null);
   const v = linear(x.data, B * L, E, weights.v, G * dk, weights.vBias ?? null);
+  if (config.qkNorm) {
+    q = headNorm(q, dk, weights.qNorm, config.qkNorm.eps);
+    k = headNorm(k, dk, weights.kNorm, config.qkNorm.eps);
+  }
   if (config.rotary) {
     q = rotary(q, B, L, H, dk, config.rotary);
     k = rotary(k, B, L, G, dk, config.rotary);
   }
   const heads = attention({ batch: B, heads: H, kvHeads: G, L, S: L, dk, dv: dk, causal }, q, k, v, null, null);
   return linear(heads, B * L, H * dk, weights.out, E, weights.outBias ?? null);
+}
+
+/** RMSNorm of every head's row of d values (Qwen3's q and k norm, before RoPE): x / √(mean(x²) + eps) · w. */
+function headNorm(x, d, w, eps) {
+  const y = Float64Array.from(x);
+  for (let r = 0; r < x.length; r += d) {
+    let s = 0;
+    for (let i = 0; i < d; i++) s += x[r + i] ** 2;
+    const scale = 1 / Math.sqrt(s / d + eps);
+    for (let i = 0; i < d; i++) y[r + i] = x[r + i] * scale * w[i];
+  }
+  return y;
 }
 
 /** A torch-layout state dict's weights ({ name: { data } }) as layerReference() takes them. */

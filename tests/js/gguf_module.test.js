@@ -125,3 +125,38 @@ test('fromGguf refuses what it cannot honour, naming the key, tensor or option',
   linear.dispose();
   assert.ok(StateDictError);
 });
+
+test('fromGguf on qwen2 / qwen3 files: biases and qk-norm from the layer\'s tensors, rows as stored with NeoX pairs', async () => {
+  const { bytes } = llamaModel({ ...SIZES, type: 'F32', layers: 1 });
+  const llama = loadGguf(bytes);
+  const next = rng(8);
+  for (const arch of ['qwen2', 'qwen3']) {
+    const extra = arch === 'qwen2'
+      ? [['blk.0.attn_q.bias', randomTensor([64], next)], ['blk.0.attn_k.bias', randomTensor([32], next)], ['blk.0.attn_v.bias', randomTensor([32], next)]]
+      : [['blk.0.attn_q_norm.weight', randomTensor([16], next)], ['blk.0.attn_k_norm.weight', randomTensor([16], next)]];
+    const file = Object.defineProperty(new Map([...llama, ...extra]), 'metadata', {
+      value: new Map([...llama.metadata].map(([key, value]) => [key === 'general.architecture' ? key : key.replace(/^llama\./, `${arch}.`), key === 'general.architecture' ? arch : value])),
+    });
+    const mha = await MultiHeadAttention.fromGguf(file, { layer: 0 });
+    try {
+      const { config } = mha;
+      assert.equal(config.rotary.interleaved, false);
+      const w = Object.fromEntries(['q', 'k', 'v', 'out'].map((p) => [p, file.get(`blk.0.attn_${p === 'out' ? 'output' : p}.weight`).data]));
+      const x = randomTensor([1, 5, 64], next);
+      const { output } = await mha.forward(x, x, x, { isCausal: true });
+      const layer = { embedDim: 64, numHeads: 4, numKvHeads: 2, rotary: { dim: 16, base: 5000, interleaved: false } };
+      let expected;
+      if (arch === 'qwen2') {
+        assert.deepEqual(config.bias, { q: true, k: true, v: true, out: false });
+        expected = layerReference(layer, { ...w, qBias: extra[0][1].data, kBias: extra[1][1].data, vBias: extra[2][1].data }, x, { causal: true });
+      } else {
+        assert.deepEqual(config.qkNorm, { eps: Math.fround(1e-5) });
+        expected = layerReference({ ...layer, qkNorm: config.qkNorm }, { ...w, qNorm: extra[0][1].data, kNorm: extra[1][1].data }, x, { causal: true });
+      }
+      const c = compare(output, { data: expected, shape: output.shape });
+      assert.ok(c.ok, `${arch}: ${c.detail}`);
+    } finally {
+      mha.dispose();
+    }
+  }
+});
