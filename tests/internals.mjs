@@ -53,3 +53,5 @@ export function caseFlops(c) {
  */
 export const halfStateDict = (stateDict, dtype, tag = dtype) => Object.fromEntries(Object.entries(stateDict).map(([name, t]) =>
   [name, t.shape.length !== 2 ? t : { data: roundToHalf(dtype, t.data), shape: t.shape, dtype: tag }]));
+export { WasmExecutor } from '../web/src/wasm/wasm_executor.js';
+export { resolveModuleStateDict } from '../web/src/storage/state_dict.js';

@@ -116,10 +116,28 @@ export interface StateDictEntryShape {
   shape: number[];
 }
 
-/** Keys exactly as torch.nn.MultiheadAttention.state_dict(). */
+/**
+ * ORT MatMulNBits' 4-bit initializers of an [N, K] weight, as its spec lays them out: B
+ * [N][ceil(K / blockSize)][blockSize / 2] bytes, codes low nibble first along K; scales
+ * [N][blocks] (float32, or float16 bits); zero points [N][ceil(blocks / 2)] bytes, low nibble first
+ * (absent: 8). Value (code − zero point) · scale. Loads as stored into a weightsDtype 'int4' module.
+ */
+export interface MatMulNBitsTensor {
+  dtype: 'int4';
+  data: Uint8Array;
+  scales: Float32Array | { data: Uint16Array; dtype: 'float16' };
+  zeroPoints?: Uint8Array;
+  blockSize: 32 | 64 | 128 | 256;
+  shape: [number, number];
+}
+
+/** Weights quantised already, loaded as stored (bit-exactly): GGUF q4_0 → int4, q8_0 → int8, MatMulNBits → int4. */
+export type QuantisedTensor = GgufBlockTensor | MatMulNBitsTensor;
+
+/** Keys exactly as torch.nn.MultiheadAttention.state_dict() (or another layout's). */
 export type StateDict =
-  | Record<string, TensorInput | HalfTensorInput | Float32Array>
-  | Map<string, TensorInput | HalfTensorInput | Float32Array>;
+  | Record<string, TensorInput | HalfTensorInput | Float32Array | QuantisedTensor>
+  | Map<string, TensorInput | HalfTensorInput | Float32Array | QuantisedTensor>;
 
 export interface LoadStateDictOptions {
   /**
@@ -138,8 +156,11 @@ export interface LoadStateDictOptions {
    * 'gpt2': c_attn, c_proj as Conv1D ([in, out], transposed); 'bert': self.query, self.key,
    * self.value, output.dense (prefix '...attention.'). A key of a bias the module lacks, or a
    * bias it has that the file lacks, is a StateDictError naming the bias option that fits.
+   * 'gguf': llama.cpp's attn_q, attn_k, attn_v, attn_output (.weight, .bias), attn_qkv,
+   * attn_q_norm, attn_k_norm (prefix 'blk.N.'); a GgufFile is taken whole (the rest of the model
+   * is passed over), Q/K rows as stored (llama: rotary.interleaved; fromGguf() sets it).
    */
-  layout?: 'torch' | 'hf' | 'gpt2' | 'bert';
+  layout?: 'torch' | 'hf' | 'gpt2' | 'bert' | 'gguf';
 }
 
 /** One tensor of a .safetensors file, as float32 whatever the file stored. */
@@ -184,7 +205,15 @@ export class MultiHeadAttention {
    * config field for an unknown model_type or an attention field it does not understand.
    */
   static fromConfig(config: HfConfig, options: FromConfigModuleOptions): Promise<MultiHeadAttention>;
-  /** Where a fromConfig() module came from; null for a create()d one. */
+  /**
+   * Layer `layer` of a GGUF file (llama, qwen2, qwen3), created with what its metadata and
+   * tensors imply (sizes, RoPE and the pairing its stored Q/K rows take, biases, qk-norm, the
+   * weightsDtype that keeps its tensors as stored: Q4_0 → int4, Q8_0 → int8) and loaded. OptionError
+   * naming the key for an unknown architecture, a metadata key that changes attention it does not
+   * read, or attention weights of mixed types (give weightsDtype with a dequantised file).
+   */
+  static fromGguf(file: GgufFile, options: FromGgufOptions): Promise<MultiHeadAttention>;
+  /** Where a fromConfig() or fromGguf() module came from; null for a create()d one. */
   readonly checkpoint: CheckpointInfo | null;
   readonly config: ResolvedMultiHeadAttentionConfig;
   /**
@@ -251,6 +280,9 @@ export interface FromConfigOptions {
 export type FromConfigModuleOptions = FromConfigOptions
   & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
 
+export type FromGgufOptions = { layer: number }
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+
 export interface FromConfigResult {
   /** config.model_type ('llama' for SmolLM too). */
   modelType: string;
@@ -275,7 +307,7 @@ export interface CheckpointInfo {
   layer: number;
   window: number | null;
   causal: boolean;
-  layout: 'hf' | 'gpt2' | 'bert';
+  layout: 'hf' | 'gpt2' | 'bert' | 'gguf';
   prefix: string;
   qkNormWeightOffset: number;
 }

@@ -210,6 +210,17 @@ class MhaBinding {
     });
   }
 
+  // A weight matrix entry quantised already (load_quantised_parameter()): `count` codes, the
+  // scales and, for int4, the zero points at those addresses (zeros 0 for int8).
+  int loadQuantised(const std::string& name, std::uintptr_t codes, std::uintptr_t scales, std::uintptr_t zeros, double count,
+                    StorageType type) {
+    return status([&] {
+      const MultiHeadAttention::QuantisedEntry entry{at<const void>(codes), at<const float>(scales),
+                                                     zeros ? at<const std::uint8_t>(zeros) : nullptr};
+      mha->load_quantised_parameter(name, entry, static_cast<std::size_t>(count), type);
+    });
+  }
+
   // Where begin_load_in_place() wants the entry's parts: `out` (kInPlaceDoubles doubles JS
   // reads back) receives their count, then (address, offset, count) per part; a count of 0 means
   // "load it with loadParameter() instead". Numbers into JS's array, not a value_object: its

@@ -166,6 +166,14 @@ void register_heads() {
                                                      int positions) { return m.setRotaryTable(cos, sin, positions); }));
 }
 
+// Group "quantised": a checkpoint's int8 or int4 blocks taken as stored (GGUF, ORT MatMulNBits).
+void register_quantised() {
+  function("mhaLoadQuantised", optional_override([](MhaBinding& m, const std::string& name, std::uintptr_t codes,
+                                                    std::uintptr_t scales, std::uintptr_t zeros, double count, StorageType type) {
+             return m.loadQuantised(name, codes, scales, zeros, count, type);
+           }));
+}
+
 // Registers a group once (a second registration of a name would be an Embind error).
 template <void (*Register)()>
 void register_once() {
@@ -198,4 +206,5 @@ EMSCRIPTEN_BINDINGS(webattention) {
   function("registerCache", &register_once<register_cache>);
   function("registerInspection", &register_once<register_inspection>);
   function("registerHeads", &register_once<register_heads>);
+  function("registerQuantised", &register_once<register_quantised>);
 }

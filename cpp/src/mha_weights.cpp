@@ -168,6 +168,55 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
   entry_loaded(static_cast<std::size_t>(&spec - specs_.data()));
 }
 
+namespace {
+
+// A pre-quantised entry's scales, codes and zero points checked before anything is packed.
+void require_valid_blocks(const std::string& name, const MultiHeadAttention::QuantisedEntry& q, const ParameterSpec& spec,
+                          StorageType type) {
+  const std::size_t rows = static_cast<std::size_t>(spec.shape[0]), cols = static_cast<std::size_t>(spec.shape[1]);
+  const std::size_t blocks = rows * ((cols + storage::kQuantBlock - 1) / storage::kQuantBlock);
+  const std::string at = "state dict '" + name + "': ";
+  for (std::size_t i = 0; i < blocks; ++i) {
+    if (!std::isfinite(q.scales[i])) throw StateDictError(name, at + "scales must be finite, got " + std::to_string(q.scales[i]) + " at block " + std::to_string(i));
+  }
+  if (type != StorageType::q4) return;
+  const auto* codes = static_cast<const std::uint8_t*>(q.codes);
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    if (codes[i] > 15) throw StateDictError(name, at + "int4 codes must be 0-15, got " + std::to_string(codes[i]) + " at " + std::to_string(i));
+  }
+  for (std::size_t i = 0; i < blocks; ++i) {
+    if (q.zero_points[i] > 15) throw StateDictError(name, at + "int4 zero points must be 0-15, got " + std::to_string(q.zero_points[i]) + " at block " + std::to_string(i));
+  }
+}
+
+}  // namespace
+
+void MultiHeadAttention::load_quantised_parameter(const std::string& name, const QuantisedEntry& q, std::size_t count,
+                                                  StorageType type) {
+  if ((type != StorageType::i8 && type != StorageType::q4) || type != config_.weights_dtype) {
+    throw ConfigError("weightsDtype", std::string("weightsDtype: ") + storage_type_name(type) + " blocks load into a module with weightsDtype '" +
+                                          storage_type_name(type) + "', got '" + storage_type_name(config_.weights_dtype) + "'");
+  }
+  const ParameterSpec& spec = checked_spec(name, count);
+  const std::vector<EntryPart> parts = entry_parts(spec);
+  if (spec.shape.size() != 2 || !std::all_of(parts.begin(), parts.end(), [](const EntryPart& p) { return p.kind == EntryPart::kWeights; })) {
+    throw StateDictError(name, "state dict '" + name + "': quantised blocks load into weight matrices only");
+  }
+  require_valid_blocks(name, q, spec, type);
+  const int cols = spec.shape[1];
+  const std::size_t blocks = static_cast<std::size_t>((cols + storage::kQuantBlock - 1) / storage::kQuantBlock);
+  std::vector<kernels::PackedLinear> packed;  // every part packed before any goes in
+  for (const EntryPart& part : parts) {
+    const std::size_t row0 = part.offset / static_cast<std::size_t>(cols);
+    // One byte per code for int8 and int4 alike.
+    const kernels::QuantisedSource src{static_cast<const unsigned char*>(q.codes) + part.offset, q.scales + row0 * blocks,
+                                       q.zero_points ? q.zero_points + row0 * blocks : nullptr};
+    packed.push_back(kernels::pack_quantised(src, part.rows, part.cols, type));
+  }
+  for (std::size_t i = 0; i < parts.size(); ++i) replace_weights(*(this->*parts[i].linear), std::move(packed[i]));
+  entry_loaded(static_cast<std::size_t>(&spec - specs_.data()));
+}
+
 std::vector<MultiHeadAttention::InPlacePart> MultiHeadAttention::begin_load_in_place(
     const std::string& name, std::size_t count, StorageType source) {
   pending_.clear();

@@ -8,7 +8,14 @@
 // A finding's file is written to build/fuzz/gguf/ (ignored by git) and the run exits 1.
 // Each file is loaded with { dequantize: true } (every decodable type, as float32) and, when that
 // succeeds, as stored too (which may refuse a type that has no stored form: a GgufError naming it).
-import { loadGguf, GgufError } from '#webattention';
+// A file loaded as stored goes on through what loadStateDict() and fromGguf() make of it: each
+// Q8_0 / Q4_0 matrix as a quantised entry (storage/quantised_tensors.js) must give the dequantised
+// values bit for bit or a typed error, and fromGguf's mapping of layer 0 must give create() options
+// that resolve, or a typed error.
+import { loadGguf, GgufError, WebAttentionError } from '#webattention';
+import { quantisedEntry, dequantisedValues, QUANTISED_SOURCES } from '../../web/src/storage/quantised_tensors.js';
+import { attentionOptionsFromGguf } from '../../web/src/checks/gguf_config.js';
+import { resolveMhaConfig } from '../internals.mjs';
 import { halfValue } from '../fixtures/make_gguf.mjs';
 import { fuzz } from './fuzz_driver.mjs';
 import { fields, mutatedFile } from './gguf_mutations.mjs';
@@ -92,6 +99,33 @@ function disagreement(bytes, dequantized) {
     if (stored && (!raw || raw.length !== byteLength || !raw.every((b, k) => b === bytes[begin + k]))) {
       return `tensor ${JSON.stringify(name)} as stored: not the file's ${byteLength} bytes`;
     }
+    const problem = stored && quantisedDisagreement(name, stored.get(name), t.data);
+    if (problem) return problem;
+  }
+  return stored ? mappingProblem(stored) : null;
+}
+
+/** A stored Q8_0 / Q4_0 matrix as a quantised entry against its dequantised values: a problem or null. */
+function quantisedDisagreement(name, tensor, values) {
+  if (!(tensor.dtype in QUANTISED_SOURCES) || tensor.shape.length !== 2) return null;
+  let entry;
+  try {
+    entry = quantisedEntry(name, tensor, tensor.shape, QUANTISED_SOURCES[tensor.dtype]);
+  } catch (e) {
+    // Only a non-finite scale is refused: the loader checked the sizes already.
+    return e instanceof WebAttentionError && /scales must be finite/.test(e.message) ? null : `${name} as a quantised entry: ${e?.name}: ${e?.message}`;
+  }
+  const got = dequantisedValues(entry, tensor.shape[1]);
+  const k = got.findIndex((v, i) => !sameValue(v, values[i]));
+  return k < 0 ? null : `${name} as a quantised entry [${k}]: ${show(got[k])}, dequantised ${show(values[k])}`;
+}
+
+/** fromGguf's mapping of layer 0: options that resolve, or a typed error. */
+function mappingProblem(file) {
+  try {
+    resolveMhaConfig(attentionOptionsFromGguf(file, { layer: 0 }).options);
+  } catch (e) {
+    if (!(e instanceof WebAttentionError)) return `fromGguf mapping: ${e?.name}: ${e?.message}`;
   }
   return null;
 }

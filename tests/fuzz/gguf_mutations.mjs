@@ -5,12 +5,16 @@
 // a hostile writer would pick), and on the bytes (flips, truncation, insertion, deletion).
 import { dequantizedGguf, ggufBytes, llamaGguf, rng, tensor } from '../fixtures/make_gguf.mjs';
 import { rngFor, splice } from './safetensors_mutations.mjs';
+import { llamaModel } from '../../scripts/write_gguf.mjs';
 
 function seeds() {
   const random = rng(9);
   return [
     llamaGguf().bytes,
     dequantizedGguf().bytes,
+    // A whole llama model as scripts/write_gguf.mjs writes it (fromGguf's input), Q4_0 and Q8_0.
+    llamaModel({ type: 'Q4_0', embed: 32, heads: 2, kvHeads: 1, layers: 1, ffn: 32, vocab: 8 }).bytes,
+    llamaModel({ type: 'Q8_0', embed: 32, heads: 2, kvHeads: 2, layers: 1, ffn: 32, vocab: 8 }).bytes,
     ggufBytes({ metadata: [['general.alignment', 'UINT32', 64], ['a', 'ARRAY', { type: 'ARRAY', values: [{ type: 'STRING', values: ['x'] }] }]],
       tensors: [tensor('a', 'F32', [3], random), tensor('b', 'Q8_0', [32], random), tensor('c', 'Q4_0', [2, 32], random)], alignment: 64 }),
     ggufBytes({ metadata: [['k', 'BOOL', true], ['i', 'INT64', -1n]], version: 2 }),

@@ -11,7 +11,10 @@
 // (f32 weight matrices of an f32 module written in place, as the JS side loads them;
 // decode_fuzz.cpp loads through load_parameter());
 // the reference then computes with the stored values, and a non-finite weight bound for int8 or int4 must
-// be a StateDictError. Issue 20's options come from fuzz_options.h: the score scale, softcap,
+// be a StateDictError. An int8 or int4 module may instead take its weight matrices quantised
+// already (load_quantised_parameter(): random codes, zero points and f16-like scales, a NaN or
+// infinite scale now and then, which must be a StateDictError), the reference then computing with
+// (code - zero point) · scale. Issue 20's options come from fuzz_options.h: the score scale, softcap,
 // sinks, qk-norm (with all-zero heads), a bias per projection, RoPE with either scaling or a given
 // table, and position ids; the reference computes all of them, and a refusal of bad option values,
 // of positions past the table or of negative ids is accepted (and demanded where it is due).
@@ -58,6 +61,39 @@ bool load_in_place(MultiHeadAttention& m, const std::string& name, const std::ve
   for (const auto& p : parts) std::copy_n(v.data() + p.offset, p.count, p.to);
   if (!parts.empty()) m.finish_load_in_place();
   return !parts.empty();
+}
+
+// An int8 or int4 weight matrix [rows, cols] quantised already, drawn from the bytes: codes,
+// zero points (int4), scales (k · 2^-15 or 2^-12, either sign; now and then NaN or infinite), and the values
+// they stand for.
+struct Blocks {
+  std::vector<std::uint8_t> codes, zeros;
+  std::vector<float> scales, values;
+  bool finite = true;
+};
+
+Blocks draw_blocks(Bytes& in, int rows, int cols, StorageType type) {
+  const int per_row = (cols + 31) / 32;
+  Blocks b;
+  b.scales.resize(static_cast<std::size_t>(rows) * per_row);
+  b.zeros.resize(b.scales.size());
+  for (std::size_t i = 0; i < b.scales.size(); ++i) {
+    const int k = in.in(0, 255);
+    // Weights within about ±1, as the float entries' (int8: 127 · 2^-7, int4: 15 · 2^-4).
+    const int exponent = type == StorageType::q4 ? -12 : -15;
+    b.scales[i] = k == 255 ? (in.coin() ? NAN : INFINITY) : std::ldexp(static_cast<float>(k), exponent) * (in.coin() ? 1.0f : -1.0f);
+    b.finite = b.finite && std::isfinite(b.scales[i]);
+    b.zeros[i] = static_cast<std::uint8_t>(in.in(0, 15));
+  }
+  b.codes.resize(static_cast<std::size_t>(rows) * cols);
+  b.values.resize(b.codes.size());
+  for (std::size_t i = 0; i < b.codes.size(); ++i) {
+    b.codes[i] = static_cast<std::uint8_t>(type == StorageType::q4 ? in.in(0, 15) : in.u8());
+    const std::size_t block = (i / cols) * per_row + (i % cols) / 32;
+    const float code = type == StorageType::q4 ? static_cast<float>(b.codes[i] - b.zeros[block]) : static_cast<float>(static_cast<std::int8_t>(b.codes[i]));
+    b.values[i] = code * b.scales[block];
+  }
+  return b;
 }
 
 struct Mask {
@@ -116,7 +152,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!module) return 0;  // an option value the core refuses (fuzz_options.h draws some)
   MultiHeadAttention& mha = *module;
   reference::MhaParameters params;
+  const bool quantised_source = (c.weights_dtype == StorageType::i8 || c.weights_dtype == StorageType::q4) && in.coin();
   for (const auto& spec : mha.parameter_specs()) {
+    if (quantised_source && spec.shape.size() == 2) {
+      Blocks b = draw_blocks(in, spec.shape[0], spec.shape[1], c.weights_dtype);
+      try {
+        mha.load_quantised_parameter(spec.name, {b.codes.data(), b.scales.data(), b.zeros.data()}, b.codes.size(), c.weights_dtype);
+        if (!b.finite) {
+          std::fprintf(stderr, "mha_fuzz: a non-finite scale was accepted\n");
+          std::abort();
+        }
+      } catch (const StateDictError&) {
+        if (b.finite) throw;
+        return 0;  // refused, as it must be
+      }
+      params.entries.emplace_back(spec.name, std::move(b.values));
+      continue;
+    }
     std::vector<std::uint16_t> bits(f16_source ? spec.size() : 0);
     bool entry_non_finite = false;
     std::vector<float> values = fuzz::entry_values(in, spec, &entry_non_finite);

@@ -145,6 +145,21 @@ class MultiHeadAttention {
   // copy). Throws ConfigError ("source_dtype") for int8 and int4, StateDictError for a non-finite
   // value bound for int8 or int4 storage (naming the entry, the row and the block) and for a +Inf sink.
   void load_parameter(const std::string& name, const void* data, std::size_t count, StorageType source);
+  // A weight matrix entry quantised already, taken as stored (a GGUF Q8_0 / Q4_0 or ORT
+  // MatMulNBits checkpoint, its blocks converted to this form without loss): `count` codes
+  // row-major as PyTorch stores the weight (int8, or one code 0-15 per byte for int4), one f32
+  // scale per block of 32 along a row ([rows][ceil(cols / 32)]), and for int4 one zero point 0-15
+  // per block, laid out as the scales (nullptr for int8). The module then computes with the
+  // values (code - zero point) · scale, exactly. `type` must be the module's weights_dtype (int8
+  // or int4), else ConfigError ("weightsDtype"); StateDictError for an unknown name, a wrong
+  // count, an entry that is not a weight matrix, a non-finite scale or a code or zero point out of
+  // range (nothing is changed then).
+  struct QuantisedEntry {
+    const void* codes;
+    const float* scales;
+    const std::uint8_t* zero_points;
+  };
+  void load_quantised_parameter(const std::string& name, const QuantisedEntry& entry, std::size_t count, StorageType type);
   // An f32 weight entry loaded into an f32 module with no copy of it besides the caller's (the JS
   // side must copy a caller's array into WASM memory anyway: written straight into the storage,
   // a load needs one copy of the weights instead of two). begin_load_in_place() makes the entry's

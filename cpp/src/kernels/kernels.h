@@ -91,6 +91,18 @@ PackedLinear pack_linear(const float* weight, int out, int in);
 // (storage_convert.h's rules; bits copied as they are when the types match). int8 storage takes
 // finite values only (the caller checks: kernels never throw).
 PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType storage);
+// Weights quantised already (a checkpoint's int8 or int4 blocks, taken as stored): [out, in]
+// codes row-major (int8, or one 0-15 code per byte for int4), one f32 scale per block of 32 along
+// a row ([out][ceil(in / 32)]), and for int4 one zero point 0-15 per block, laid out as the
+// scales. The caller checks the codes, zero points and scales (finite): kernels never throw.
+struct QuantisedSource {
+  const void* codes;
+  const float* scales;
+  const std::uint8_t* zero_points;  // int4 only
+};
+// Packs them into `storage` (int8 or int4, matching the codes) with no rounding: weight(n, k)
+// gives back (code - zero point) · scale.
+PackedLinear pack_quantised(const QuantisedSource& source, int out, int in, StorageType storage);
 // Packing in place, without a copy of the source (the JS side's loadStateDict, which must copy a
 // caller's f32 weights into WASM memory anyway): rows_for_packing() makes f32 storage for
 // [out, in] weights, the caller writes W there row-major (PyTorch's [out, in], out × in floats

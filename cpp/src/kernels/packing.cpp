@@ -205,6 +205,35 @@ PackedLinear pack_linear(const void* weight, StorageType source, int out, int in
   return w;
 }
 
+PackedLinear pack_quantised(const QuantisedSource& src, int out, int in, StorageType type) {
+  PackedLinear w = allocate(type, out, in);
+  const int blocks = w.scale_blocks();
+  for (int p = 0; p < w.panel_count(); ++p) {
+    const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
+    float* scales = w.scales.get() + static_cast<std::size_t>(p) * blocks * kPanelWidth;
+    // Padding columns as packing writes them: all-zero blocks (scale 0, int4 codes at the zero point 8).
+    for (int c = 0; c < kPanelWidth; ++c) {
+      for (int b = 0; b < blocks; ++b) scales[b * kPanelWidth + c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
+    }
+    if (type == StorageType::i8) {
+      const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+      const auto* codes = static_cast<const std::int8_t*>(src.codes);
+      for (int c = 0; c < kPanelWidth; ++c)
+        for (int k = 0; k < in; ++k) m.at(n0 + c, k) = c < cols ? codes[static_cast<std::size_t>(n0 + c) * in + k] : 0;
+      continue;
+    }
+    std::uint32_t* words = w.q4_panel(p);
+    std::uint32_t* zeros = w.panel_zero_points(p);
+    const auto* codes = static_cast<const std::uint8_t*>(src.codes);
+    for (int c = 0; c < kPanelWidth; ++c) {
+      const std::size_t row = static_cast<std::size_t>(n0 + c);
+      for (int k = 0; k < in; ++k) storage::set_q4_code(words[k], c, c < cols ? codes[row * in + k] : storage::kQ4Zero);
+      for (int b = 0; b < blocks; ++b) storage::set_q4_code(zeros[b], c, c < cols ? src.zero_points[row * blocks + b] : storage::kQ4Zero);
+    }
+  }
+  return w;
+}
+
 PackedLinear rows_for_packing(int out, int in) { return allocate(StorageType::f32, out, in); }
 
 void pack_rows_in_place(PackedLinear& w) {

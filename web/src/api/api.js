@@ -10,6 +10,7 @@ import { outputTensor } from '../checks/half_tensors.js';
 import { DisposedError } from '../base/errors.js';
 import { createExecutors } from './create_executors.js';
 import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig, offsetQkNorm } from '../checks/hf_config.js';
+import { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } from '../checks/gguf_config.js';
 import { wasmSdpa } from '../wasm/wasm_executor.js';
 import { resolveCacheOptions } from '../dispatch/kv_cache.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js';
@@ -74,7 +75,32 @@ export class MultiHeadAttention {
   }
 
   /**
-   * Where a fromConfig() module came from: { modelType, layer, window (createCache()'s, or null),
+   * Layer `layer` of a GGUF file (loadGguf()'s GgufFile; checks/gguf_config.js): created with the
+   * options its metadata and tensors imply (sizes, RoPE with the pairing of its stored Q/K rows,
+   * biases and qk-norm where the layer has them, the weightsDtype that keeps its tensors as
+   * stored), then loaded from it (layout 'gguf', prefix 'blk.N.'). options: { layer,
+   * weightsDtype? (replaces the tensors'), threads?, backend?, gpu?, webgpuMinFlops? }.
+   */
+  static async fromGguf(file, options) {
+    const own = ['weightsDtype', ...PLACEMENT_OPTIONS];
+    const o = checkOptions('MultiHeadAttention.fromGguf', options, [...FROM_GGUF_OPTIONS, ...own]);
+    const mapped = attentionOptionsFromGguf(file, { layer: o.layer }, o.weightsDtype);
+    const createOptions = { ...mapped.options, ...Object.fromEntries(PLACEMENT_OPTIONS.filter((k) => k in o).map((k) => [k, o[k]])) };
+    const resolved = resolveMhaConfig(createOptions);
+    const dispatcher = new Dispatcher(resolved, await createExecutors(resolved, createOptions, runtime));
+    const { modelType, layer, causal, load } = mapped;
+    const mha = new MultiHeadAttention(dispatcher, resolved, Object.freeze({ modelType, layer, window: null, causal, ...load, qkNormWeightOffset: 0 }));
+    try {
+      mha.loadStateDict(file);
+    } catch (e) {
+      mha.dispose();
+      throw e;
+    }
+    return mha;
+  }
+
+  /**
+   * Where a fromConfig() or fromGguf() module came from: { modelType, layer, window (createCache()'s, or null),
    * causal, layout, prefix, qkNormWeightOffset }; null for a create()d module.
    */
   get checkpoint() {

@@ -70,7 +70,8 @@ export function finiteInputs(plan) {
 
 /** Whether checked state-dict entries ([{ name, data, dtype }]) are all finite (sinks: all but -Inf). */
 export function finiteWeights(entries) {
-  return entries.every(({ name, data, dtype }) => (name === ENTRY.sinks
+  // A quantised entry's values are finite: its scales were checked finite and its codes are integers.
+  return entries.every(({ name, data, dtype, scales }) => scales !== undefined || (name === ENTRY.sinks
     ? !asFloat32(data, dtype).some(Number.isNaN)
     : firstNonFinite(data, dtype) < 0));
 }

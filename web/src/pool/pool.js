@@ -16,6 +16,7 @@ import { DisposedError, WorkerError, errorFromData } from '../base/errors.js';
 import { workerAnswerMs } from '../base/cost_model.js';
 import { planWithCopies } from '../base/call_plan.js';
 import { warnOnce } from '../base/warn_once.js';
+import { copyEntry } from '../storage/quantised_tensors.js';
 
 /**
  * Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task
@@ -162,7 +163,7 @@ export class WorkerPool {
    */
   load(id, entries, { owned = false } = {}) {
     for (const [i, w] of this.#workers.slice(0, this.#modules.get(id) ?? 0).entries()) {
-      const copies = owned && i === 0 ? entries : entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
+      const copies = owned && i === 0 ? entries : entries.map(copyEntry);
       this.#request(w, id, { type: 'load', entries: copies }, copies.map((e) => e.data.buffer)).catch((e) => {
         // Not when the module was disposed meanwhile: that is no fault of the worker.
         if (this.#modules.has(id)) this.#fail(`could not load the state dict (${e.message})`, w.index);

@@ -6,6 +6,7 @@ import { SPLIT_PROJECTION_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { DisposedError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { sliceBatch, splitWork } from './pool.js';
+import { copyEntry } from '../storage/quantised_tensors.js';
 
 let nextModuleId = 1;
 
@@ -115,7 +116,7 @@ export class PoolExecutor {
     } else {
       // Copied, as the WASM core copies: the caller may reuse its arrays before the pool starts.
       // (The core's 16-bit and int8 weights are rounded: the workers get what the caller gave.)
-      this.#pending = entries.map(({ name, data, dtype }) => ({ name, data: data.slice(), dtype }));
+      this.#pending = entries.map(copyEntry);
     }
   }
 

@@ -1,5 +1,6 @@
 // Checkpoint namings other than PyTorch's nn.MultiheadAttention: loadStateDict(sd, { layout })
-// with 'hf' (Llama, Mistral, Qwen, Gemma, Phi-3), 'gpt2' or 'bert'. Each layout is a list of the
+// with 'hf' (Llama, Mistral, Qwen, Gemma, Phi-3), 'gpt2', 'bert' or 'gguf' (llama.cpp's names,
+// prefix 'blk.N.'). Each layout is a list of the
 // keys it knows; a key gives one or more of the module's parts (the q/k/v/out weights and
 // biases), stacked along the output rows, or for GPT-2's Conv1D stored transposed ([in, out]).
 // The keys are checked under their own names (shape, dtype, missing, unexpected), then copied
@@ -7,9 +8,10 @@
 // in_proj_bias or q/k/v_proj_bias, out_proj.*).
 import { StateDictError, formatShape } from '../base/errors.js';
 import { ENTRY, ENTRY_NAMES } from './state_dict_entries.js';
+import { isQuantisedEntry, quantisedRows, stackQuantised } from './quantised_tensors.js';
 
 /** Every layout loadStateDict() takes; 'torch' is state_dict.js's own path. */
-export const LAYOUTS = ['torch', 'hf', 'gpt2', 'bert'];
+export const LAYOUTS = ['torch', 'hf', 'gpt2', 'bert', 'gguf'];
 
 const weights = ['q.weight', 'k.weight', 'v.weight'];
 const biases = ['q.bias', 'k.bias', 'v.bias'];
@@ -46,6 +48,27 @@ const LAYOUT_KEYS = {
     { name: 'self.query.bias', parts: ['q.bias'] }, { name: 'self.key.bias', parts: ['k.bias'] },
     { name: 'self.value.bias', parts: ['v.bias'] }, { name: 'output.dense.bias', parts: ['out.bias'] },
   ],
+  // llama.cpp's GGUF names (its convert_hf_to_gguf.py), a layer's under 'blk.N.'. Q and K rows as
+  // stored: for the llama architecture, each head's rows permuted for llama.cpp's rotary pairs of
+  // adjacent dims (fromGguf() creates the module with rotary.interleaved for them).
+  gguf: [
+    { name: 'attn_q.weight', parts: ['q.weight'] }, { name: 'attn_k.weight', parts: ['k.weight'] },
+    { name: 'attn_v.weight', parts: ['v.weight'] }, { name: 'attn_output.weight', parts: ['out.weight'] },
+    { name: 'attn_q.bias', parts: ['q.bias'] }, { name: 'attn_k.bias', parts: ['k.bias'] },
+    { name: 'attn_v.bias', parts: ['v.bias'] }, { name: 'attn_output.bias', parts: ['out.bias'] },
+    { name: 'attn_qkv.weight', parts: weights }, { name: 'attn_qkv.bias', parts: biases },
+    { name: 'attn_q_norm.weight', parts: ['q_norm'] }, { name: 'attn_k_norm.weight', parts: ['k_norm'] },
+    { name: 'attn_sinks.weight', parts: ['sinks'] },
+  ],
+};
+
+/**
+ * Keys a layout passes over, even with strict: a GGUF file is a whole model, so its tensors outside
+ * the prefix's layer, and the layer's tensors that are not attention's (its norms, feed-forward),
+ * are the rest of the model. (local: the key without the prefix, or null outside it.)
+ */
+const PASSED_OVER = {
+  gguf: (local) => local === null || !local.startsWith('attn_') || /^attn_(norm|norm_2|post_norm)\./.test(local),
 };
 
 /**
@@ -131,6 +154,7 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
   for (const [name, value] of entries) {
     const local = name.startsWith(prefix) ? name.slice(prefix.length) : null;
     const key = keys.find((k) => k.name === local);
+    if (!key && PASSED_OVER[layout]?.(local)) continue;
     if (!key || !key.parts.every((p) => p in parts)) {
       const known = keys.filter((k) => k.parts.every((p) => p in parts)).map((k) => prefix + k.name);
       if (key) {
@@ -146,8 +170,11 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
     if (reason) throw new StateDictError(`stateDict: '${name}' ${reason}`, { argument: name, expected: 'separate keys', actual: name });
     given.push({ key, name, data: checkEntry(name, shape, value, key.conv1d), rows: shape[key.conv1d ? 1 : 0] });
   }
-  const out = Object.fromEntries(specs.map((s) => [s.name, new Float32Array(s.shape.reduce((a, b) => a * b, 1))]));
+  // Made for the entries whose parts come as floats (a quantised entry needs none).
+  const out = {};
+  const target = (entry) => (out[entry] ??= new Float32Array(specs.find((s) => s.name === entry).shape.reduce((a, b) => a * b, 1)));
   const source = {};  // part → the key that gave it
+  const blocks = {};  // part → its rows of a quantised key
   for (const { key, name, data, rows } of given) {
     let row0 = 0;
     for (const part of key.parts) {
@@ -156,14 +183,34 @@ export function resolveLayout(specs, entries, { prefix, strict, layout }, checkE
           { argument: name, expected: source[part], actual: [source[part], name] });
       }
       source[part] = name;
-      copyPart(data, parts[part], row0, rows, key.conv1d, out[parts[part].entry]);
-      row0 += parts[part].rows;
+      const p = parts[part];
+      if (isQuantisedEntry(data)) blocks[part] = { ...quantisedRows(data, row0, p.rows, p.cols), name };
+      else copyPart(data, p, row0, rows, key.conv1d, target(p.entry));
+      row0 += p.rows;
     }
   }
   for (const part of Object.keys(parts)) {
     if (!source[part]) throw missingPart(part, parts, keys, prefix, layout);
   }
-  return specs.map(({ name }) => ({ name, data: out[name] }));
+  return specs.map(({ name }) => quantisedSpec(name, parts, blocks) ?? { name, data: target(name) });
+}
+
+/**
+ * Entry `name` stacked from its parts' quantised rows, in its row order; null where none of its
+ * parts came quantised. Parts of one entry are all quantised blocks of one kind, or none are.
+ */
+function quantisedSpec(name, parts, blocks) {
+  const own = Object.keys(parts).filter((p) => parts[p].entry === name).sort((a, b) => parts[a].offset - parts[b].offset);
+  const given = own.filter((p) => blocks[p]);
+  if (given.length === 0) return null;
+  const first = blocks[given[0]];
+  const odd = own.find((p) => !blocks[p] || blocks[p].dtype !== first.dtype);
+  if (odd) {
+    const other = blocks[odd] ? `${blocks[odd].dtype} blocks` : 'a float tensor';
+    throw new StateDictError(`stateDict: '${first.name}' is ${first.dtype} blocks and the ${odd} of the same module entry ${name} ${other}; `
+      + 'the parts of one entry load as one kind (dequantise them, or give them alike)', { argument: first.name, expected: first.dtype, actual: other });
+  }
+  return { name, ...stackQuantised(own.map((p) => blocks[p])) };
 }
 
 // The error for a part no key gave: the key that holds it (a single-part key first), its shape,

@@ -12,6 +12,7 @@ import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from '../base/option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from '../base/tensor_checks.js';
 import { borrowed, isDetached, stillWhole, typedArrayType } from '../base/typed_arrays.js';
+import { copyEntry, isQuantisedEntry, isQuantisedTensor, quantisedEntry, stackQuantised } from './quantised_tensors.js';
 
 
 const OPTIONS = ['prefix', 'strict', 'layout'];
@@ -93,7 +94,7 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', sca
       throw new StateDictError(`stateDict['${name}']: its ArrayBuffer was detached (transferred) while the state dict `
         + 'was read, by a later entry\'s getter', { argument: name, expected: shape, actual: 'detached' });
     }
-    if (QUANTISED.includes(weightsDtype) && shape.length === 2 && !scanned.includes(name)) {
+    if (QUANTISED.includes(weightsDtype) && shape.length === 2 && !scanned.includes(name) && !isQuantisedEntry(entry)) {
       refuseNonFiniteQuantised(entry, shape, weightsDtype, specs[i].transposed);
     }
   });
@@ -101,7 +102,7 @@ export function resolveStateDict(specs, stateDict, weightsDtype = 'float32', sca
 }
 
 /** Entries of resolveStateDict() with copies of their data, for a load that happens later. */
-export const copyEntries = (entries) => entries.map((e) => ({ ...e, data: e.data.slice() }));
+export const copyEntries = (entries) => entries.map(copyEntry);
 
 /** One entry of resolveStateDict(): { name, data, dtype }, its key, shape and dtype checked. */
 function checkedEntry(name, shape, entries, weightsDtype) {
@@ -111,6 +112,9 @@ function checkedEntry(name, shape, entries, weightsDtype) {
     });
   }
   const value = entries.get(name);
+  // Blocks quantised already (GGUF, ORT MatMulNBits): taken as stored, copied into one form.
+  if (isQuantisedTensor(value)) return { name, ...quantisedEntry(name, value, shape, weightsDtype) };
+  if (isQuantisedEntry(value)) return { name, ...value };  // stacked here from checked entries (packSeparateWeights)
   if (typedArrayType(value) === 'Float32Array') {
     // Borrowed (typed_arrays.js): a load reads it before returning; resolveStateDict() looks again
     // once every getter ran.
@@ -196,6 +200,16 @@ function packSeparateWeights(entries, prefix, packedShape, weightsDtype) {
   // Each is checked as an entry of its own ([E, E], float32 or 16-bit), missing ones included.
   const parts = resolveStateDict(names.map((name) => ({ name, shape: [E, E] })),
     new Map(given.map((name) => [name, entries.get(name)])), weightsDtype);
+  const quantised = parts.filter(isQuantisedEntry);
+  if (quantised.length > 0) {
+    if (quantised.length < parts.length || quantised.some((p) => p.dtype !== quantised[0].dtype)) {
+      const odd = parts.find((p) => !isQuantisedEntry(p) || p.dtype !== quantised[0].dtype);
+      throw new StateDictError(`stateDict: '${odd.name}' is ${odd.dtype}, '${quantised[0].name}' ${quantised[0].dtype} blocks; `
+        + `stacked into ${PACKED} they must be of one kind`, { argument: odd.name, expected: quantised[0].dtype, actual: odd.dtype });
+    }
+    const rest = new Map([...entries].filter(([name]) => !names.includes(name)));
+    return rest.set(prefix + PACKED, stackQuantised(parts));
+  }
   // Stacked in their own dtype when they share one; else widened to float32 (exactly) first.
   const dtype = parts.every((p) => p.dtype === parts[0].dtype) ? parts[0].dtype : 'float32';
   const packed = dtype === 'float32' ? new Float32Array(3 * E * E) : new Uint16Array(3 * E * E);
@@ -241,11 +255,17 @@ function resolveEntries(specs, stateDict, resolved, weightsDtype) {
   if (layout !== 'torch') {
     // Another checkpoint's naming is rearranged (transposed, split) into float32 arrays: a 16-bit
     // entry is widened exactly first, and the core rounds it back to the module's type unchanged.
+    // Quantised blocks stay quantised entries (split and stacked by rows); transposed they would
+    // not be blocks along the module's rows.
     const checkEntry = (name, shape, value, transposed) => {
-      const { data, dtype } = resolveStateDict([{ name, shape, transposed }], new Map([[name, value]]), weightsDtype)[0];
-      return asFloat32(data, dtype);
+      if (transposed && isQuantisedTensor(value)) {
+        throw new StateDictError(`stateDict['${name}']: ${value.dtype} blocks run along a Conv1D weight's [in, out] rows, not the module's; `
+          + 'dequantise it first', { argument: name, expected: 'float tensor', actual: value.dtype });
+      }
+      const entry = resolveStateDict([{ name, shape, transposed }], new Map([[name, value]]), weightsDtype)[0];
+      return isQuantisedEntry(entry) ? entry : asFloat32(entry.data, entry.dtype);
     };
-    return resolveLayout(specs, entries, resolved, checkEntry).map((e) => ({ ...e, dtype: 'float32' }));
+    return resolveLayout(specs, entries, resolved, checkEntry).map((e) => (isQuantisedEntry(e) ? e : { ...e, dtype: 'float32' }));
   }
   const packed = specs.find((s) => s.name === PACKED);
   const stacked = packed && packSeparateWeights(entries, prefix, packed.shape, weightsDtype);

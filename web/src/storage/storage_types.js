@@ -23,3 +23,10 @@ export const CACHE_DTYPES = names((t) => t.cache);
 export const HALF_DTYPES = names((t) => t.bits === 16);
 /** Values of a weight row per int8 scale (llama.cpp's q8_0 block). */
 export const Q8_BLOCK = STORAGE_TYPES.find((t) => t.name === 'int8').block;
+/** Values of a weight row per int4 scale and zero point (llama.cpp's q4_0 block). */
+export const Q4_BLOCK = STORAGE_TYPES.find((t) => t.name === 'int4').block;
+/**
+ * ORT MatMulNBits' block sizes loadStateDict() takes as stored: whole multiples of the int4
+ * block, each loaded as that many int4 blocks sharing its scale and zero point.
+ */
+export const MATMUL_NBITS_BLOCKS = Object.freeze([1, 2, 4, 8].map((m) => m * Q4_BLOCK));

@@ -34,6 +34,7 @@ const GROUPS = {
   cache: ['KvCache', 'registerCache'],
   inspection: ['mhaReadParameter', 'registerInspection'],
   heads: ['mhaForwardHeads', 'registerHeads'],
+  quantised: ['mhaLoadQuantised', 'registerQuantised'],
 };
 
 /** `core` with binding group `name` registered (embind.cpp). */
@@ -114,6 +115,13 @@ export class CoreMha {
 
   loadParameter(name, data, count, sourceDtype) {
     return errorText(this.#core, this.#native.loadParameter(name, data, count, enumValue(this.#core.StorageType, sourceDtype, 'sourceDtype')));
+  }
+
+  /** A quantised entry (heap addresses of its codes, scales and zero points, 0 for none) taken as stored. */
+  loadQuantised(name, codes, scales, zeroPoints, count, dtype) {
+    const core = requireGroup(this.#core, 'quantised');
+    return errorText(core, core.mhaLoadQuantised(this.#native, name, codes, scales, zeroPoints, count,
+      enumValue(core.StorageType, dtype, 'dtype')));
   }
 
   /**

@@ -104,14 +104,18 @@ export class WasmExecutor {
   /**
    * entries: [{ name, data, dtype }] already checked against parameterSpecs(): float32 data, or
    * 16-bit bits (a Uint16Array) of dtype 'float16' | 'bfloat16', which the core stores as the
-   * module's weightsDtype says (kept, widened, rounded or quantised; no float32 copy of them here).
+   * module's weightsDtype says (kept, widened, rounded or quantised; no float32 copy of them here);
+   * or quantised entries ({ dtype: 'int8' | 'int4', data: codes, scales, zeroPoints? }), packed as they are.
    */
   loadStateDict(entries) {
     let loaded = 0;
     try {
-      for (const { name, data, dtype = 'float32' } of entries) {
-        const error = this.#loadInPlace(name, data, dtype) ?? withHeap(this.core, [{ data }], ([address]) =>
-          this.handle.loadParameter(name, address, data.length, dtype));
+      for (const { name, data, dtype = 'float32', scales, zeroPoints } of entries) {
+        // A quantised entry (storage/quantised_tensors.js): its codes, scales and zero points as they are.
+        const error = scales ? withHeap(this.core, [{ data }, { data: scales }, { data: zeroPoints }], ([codes, s, z]) =>
+          this.handle.loadQuantised(name, codes, s, z, data.length, dtype))
+          : this.#loadInPlace(name, data, dtype) ?? withHeap(this.core, [{ data }], ([address]) =>
+            this.handle.loadParameter(name, address, data.length, dtype));
         if (error) throwCoreError(error);
         loaded += 1;
       }

@@ -67,7 +67,8 @@ function storedParts(entry, { config, dtype, layout, scales }) {
   }
   if (!MATRICES.includes(buffer) || dtype === 'float32') return [{ buffer, at: at * 4, values: asFloats(entry) }];
   if (dtype === 'int8') {
-    const { q, scales: s } = quantizeQ8(asFloats(entry), inputWidth(entry.name, config));
+    // Blocks quantised already (a checkpoint's, storage/quantised_tensors.js) go up as they are.
+    const { q, scales: s } = entry.scales ? { q: entry.data, scales: entry.scales } : quantizeQ8(asFloats(entry), inputWidth(entry.name, config));
     const first = buffer === 'wout' ? 0 : { 0: scales.q, [layout[ENTRY.kProjWeight][1]]: scales.k, [layout[ENTRY.vProjWeight][1]]: scales.v }[at];
     return [{ buffer, at: at * ELEMENT_BYTES.int8, values: q }, { buffer: `s${buffer}`, at: first * 4, values: s }];
   }
