@@ -249,7 +249,7 @@ export interface FromConfigOptions {
 }
 
 export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
 
 export interface FromConfigResult {
   /** config.model_type ('llama' for SmolLM too). */
