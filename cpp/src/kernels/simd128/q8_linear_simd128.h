@@ -77,13 +77,15 @@ struct Q4Codes {
       std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
       four_rows(wasm_v128_load(tail), x, k, a, c);
     }
-    const std::uint32_t z = zero_points[b];
+    // The block's zero points, a word laid out as a row of codes: byte i of lane i of the word splat
+    // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
+    const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
+    const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
+    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u8x16_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
+                                          16, 16, 16);
     const v128_t sum = wasm_i32x4_splat(q.row_sums(r)[b]);
-    const auto zeros = [z](int c0, int c1, int c2, int c3) {
-      return wasm_i32x4_make(storage::q4_code(z, c0), storage::q4_code(z, c1), storage::q4_code(z, c2), storage::q4_code(z, c3));
-    };
-    a = wasm_i32x4_sub(a, wasm_i32x4_mul(zeros(0, 4, 1, 5), sum));
-    c = wasm_i32x4_sub(c, wasm_i32x4_mul(zeros(2, 6, 3, 7), sum));
+    a = wasm_i32x4_sub(a, wasm_i32x4_mul(z_a, sum));
+    c = wasm_i32x4_sub(c, wasm_i32x4_mul(z_c, sum));
     lo = wasm_i32x4_shuffle(a, c, 0, 2, 4, 6);  // columns 0-3
     hi = wasm_i32x4_shuffle(a, c, 1, 3, 5, 7);  // columns 4-7
   }
