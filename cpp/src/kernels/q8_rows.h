@@ -61,18 +61,16 @@ inline Q8Rows& q8_rows_scratch() {
 }
 
 // The driver every ISA's kernel shares: x quantised once (widened to int16 when `widen`), then
-// row_times_panel(q, r, w, p, y_row) for every target, panel and row.
-template <class RowTimesPanel>
+// panel_rows(q, w, p, y, y_stride) for every target and panel, over all the rows.
+template <class PanelRows>
 void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
-                      bool widen, RowTimesPanel&& row_times_panel) {
+                      bool widen, PanelRows&& panel_rows) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
   q.quantise(x, rows, x_stride, targets[0].weights->in, widen);
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
-    for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) {
-      for (int r = 0; r < rows; ++r) row_times_panel(q, r, w, p, targets[t].y + r * targets[t].y_stride);
-    }
+    for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) panel_rows(q, w, p, targets[t].y, targets[t].y_stride);
   }
 }
 

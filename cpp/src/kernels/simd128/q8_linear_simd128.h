@@ -19,31 +19,44 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
+// Up to kRows input rows share each load and widening of the weights (a prefill; a decode step
+// has one row).
+constexpr int kRows = 4;
+
 // The (x_k, x_k+1) int16 pair splat to every i32 lane.
 inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
 
+// R input rows of the quantised block being multiplied: their int16 codes and Σ q_x per block.
+template <int R>
+struct InputRows {
+  const std::int16_t* x[R];
+  const std::int32_t* sums[R];
+};
+
 // int8 weights, [in][8] codes per panel: rows k and k+1 (16 bytes) interleaved to (c, k), (c, k+1)
-// byte pairs, widened, and dotted with the input pair: columns 0-3 into lo, 4-7 into hi.
+// byte pairs, widened, and dotted with each input's pair: columns 0-3 into lo, 4-7 into hi.
 struct I8Codes {
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
-  static v128_t interleave(v128_t rows) {
-    return wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+  template <int R>
+  static void madd(v128_t rows, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+    const v128_t pairs = wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const v128_t w03 = wasm_i16x8_extend_low_i8x16(pairs), w47 = wasm_i16x8_extend_high_i8x16(pairs);
+    for (int r = 0; r < R; ++r) {
+      const v128_t x = pair_at(in.x[r], k);
+      lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_dot_i16x8(w03, x));
+      hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_dot_i16x8(w47, x));
+    }
   }
-  static void madd(v128_t rows, v128_t x, v128_t& lo, v128_t& hi) {
-    const v128_t pairs = interleave(rows);
-    lo = wasm_i32x4_add(lo, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(pairs), x));
-    hi = wasm_i32x4_add(hi, wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(pairs), x));
-  }
-  // Block b's dot products Σ q_w·q_x over rows [k0, k1) for columns 0-3 (lo) and 4-7 (hi); x reads
-  // zeros past the row's end, so an odd last row pairs with a zero row (never loaded).
-  void block_dot(int b, int k0, int k1, const std::int16_t* x, const Q8Rows&, int, v128_t& lo, v128_t& hi) const {
-    (void)b;
-    lo = hi = wasm_i32x4_splat(0);
+  // Block b's dot products Σ q_w·q_x over weight rows [k0, k1), per input row; the inputs read
+  // zeros past their end, so an odd last row pairs with a zero row (never loaded).
+  template <int R>
+  void block_dot(int, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
     int k = k0;
-    for (; k + 2 <= k1; k += 2) madd(wasm_v128_load(p + k * kPanelWidth), pair_at(x, k), lo, hi);
-    if (k < k1) madd(wasm_v128_load64_zero(p + k * kPanelWidth), pair_at(x, k), lo, hi);
+    for (; k + 2 <= k1; k += 2) madd<R>(wasm_v128_load(p + k * kPanelWidth), in, k, lo, hi);
+    if (k < k1) madd<R>(wasm_v128_load64_zero(p + k * kPanelWidth), in, k, lo, hi);
   }
 };
 
@@ -58,24 +71,32 @@ struct Q4Codes {
   const float* scales;
   Q4Codes(const PackedLinear& w, int panel)
       : words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
-  static void madd(v128_t nibbles, v128_t x01, v128_t x23, v128_t& acc) {
-    const v128_t pairs = wasm_i8x16_shuffle(nibbles, nibbles, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
-    acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_u16x8_extend_low_u8x16(pairs), x01));
-    acc = wasm_i32x4_add(acc, wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(pairs), x23));
+  static v128_t pairs(v128_t nibbles) {
+    return wasm_i8x16_shuffle(nibbles, nibbles, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
   }
-  static void four_rows(v128_t v, const std::int16_t* x, int k, v128_t& a, v128_t& b) {
+  // Weight rows k .. k+3 (the word vector v) into a (columns 0, 4, 1, 5) and c (2, 6, 3, 7).
+  template <int R>
+  static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t a[R], v128_t c[R]) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    madd(wasm_v128_and(v, mask), pair_at(x, k), pair_at(x, k + 2), a);
-    madd(wasm_v128_and(wasm_u8x16_shr(v, 4), mask), pair_at(x, k), pair_at(x, k + 2), b);
+    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+    const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
+    const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
+    for (int r = 0; r < R; ++r) {
+      const v128_t x01 = pair_at(in.x[r], k), x23 = pair_at(in.x[r], k + 2);
+      a[r] = wasm_i32x4_add(a[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low01, x01), wasm_i32x4_dot_i16x8(low23, x23)));
+      c[r] = wasm_i32x4_add(c[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(high01, x01), wasm_i32x4_dot_i16x8(high23, x23)));
+    }
   }
-  void block_dot(int b, int k0, int k1, const std::int16_t* x, const Q8Rows& q, int r, v128_t& lo, v128_t& hi) const {
-    v128_t a = wasm_i32x4_splat(0), c = wasm_i32x4_splat(0);  // columns (0, 4, 1, 5) and (2, 6, 3, 7)
+  template <int R>
+  void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    v128_t a[R], c[R];
+    for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
     int k = k0;
-    for (; k + 4 <= k1; k += 4) four_rows(wasm_v128_load(words + k), x, k, a, c);
+    for (; k + 4 <= k1; k += 4) four_rows<R>(wasm_v128_load(words + k), in, k, a, c);
     if (k < k1) {  // the last block's last rows: zero words past the end meet zero input codes
       std::uint32_t tail[4] = {};
       std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
-      four_rows(wasm_v128_load(tail), x, k, a, c);
+      four_rows<R>(wasm_v128_load(tail), in, k, a, c);
     }
     // The block's zero points, a word laid out as a row of codes: byte i of lane i of the word splat
     // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
@@ -83,11 +104,12 @@ struct Q4Codes {
     const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
     const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u8x16_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
                                           16, 16, 16);
-    const v128_t sum = wasm_i32x4_splat(q.row_sums(r)[b]);
-    a = wasm_i32x4_sub(a, wasm_i32x4_mul(z_a, sum));
-    c = wasm_i32x4_sub(c, wasm_i32x4_mul(z_c, sum));
-    lo = wasm_i32x4_shuffle(a, c, 0, 2, 4, 6);  // columns 0-3
-    hi = wasm_i32x4_shuffle(a, c, 1, 3, 5, 7);  // columns 4-7
+    for (int r = 0; r < R; ++r) {
+      const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
+      const v128_t ar = wasm_i32x4_sub(a[r], wasm_i32x4_mul(z_a, sum)), cr = wasm_i32x4_sub(c[r], wasm_i32x4_mul(z_c, sum));
+      lo[r] = wasm_i32x4_shuffle(ar, cr, 0, 2, 4, 6);  // columns 0-3
+      hi[r] = wasm_i32x4_shuffle(ar, cr, 1, 3, 5, 7);  // columns 4-7
+    }
   }
 };
 
@@ -95,33 +117,57 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
   return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
 }
 
-// yr[8p, 8p + 8) (those below w.out) = quantised row r of q times panel p (+ bias).
-template <class Codes>
-void row_times_panel(const Q8Rows& q, int r, const PackedLinear& w, int p, float* yr) {
+// Rows [r0, r0 + R) of y, columns [8p, 8p + 8) (those below w.out) = those quantised rows of q times
+// panel p (+ bias); y points at row r0.
+template <class Codes, int R>
+void rows_times_panel(const Q8Rows& q, int r0, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
   const Codes codes(w, p);
-  const std::int16_t* x = q.wide_row(r);
-  const float* dx = q.row_scales(r);
-  v128_t acc_lo = wasm_f32x4_splat(0.0f), acc_hi = wasm_f32x4_splat(0.0f);
+  InputRows<R> in;
+  const float* dx[R];
+  v128_t acc_lo[R], acc_hi[R];
+  for (int r = 0; r < R; ++r) {
+    in.x[r] = q.wide_row(r0 + r);
+    in.sums[r] = q.row_sums(r0 + r);
+    dx[r] = q.row_scales(r0 + r);
+    acc_lo[r] = acc_hi[r] = wasm_f32x4_splat(0.0f);
+  }
   for (int b = 0; b < q.blocks; ++b) {
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo, hi;
-    codes.block_dot(b, k0, k1, x, q, r, lo, hi);
-    const v128_t d = wasm_f32x4_splat(dx[b]);
+    v128_t lo[R], hi[R];
+    codes.template block_dot<R>(b, k0, k1, in, lo, hi);
     const float* s = codes.scales + b * kPanelWidth;
-    const v128_t scale_lo = wasm_f32x4_mul(wasm_v128_load(s), d), scale_hi = wasm_f32x4_mul(wasm_v128_load(s + 4), d);
-    acc_lo = wasm_f32x4_add(acc_lo, wasm_f32x4_mul(scale_lo, wasm_f32x4_convert_i32x4(lo)));
-    acc_hi = wasm_f32x4_add(acc_hi, wasm_f32x4_mul(scale_hi, wasm_f32x4_convert_i32x4(hi)));
+    const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
+    for (int r = 0; r < R; ++r) {
+      const v128_t d = wasm_f32x4_splat(dx[r][b]);
+      acc_lo[r] = wasm_f32x4_add(acc_lo[r], wasm_f32x4_mul(wasm_f32x4_mul(s_lo, d), wasm_f32x4_convert_i32x4(lo[r])));
+      acc_hi[r] = wasm_f32x4_add(acc_hi[r], wasm_f32x4_mul(wasm_f32x4_mul(s_hi, d), wasm_f32x4_convert_i32x4(hi[r])));
+    }
   }
   const int n0 = p * kPanelWidth;
-  alignas(16) float out[kPanelWidth];
-  wasm_v128_store(out, wasm_f32x4_add(acc_lo, bias_or_zero(w, n0)));
-  wasm_v128_store(out + 4, wasm_f32x4_add(acc_hi, bias_or_zero(w, n0 + 4)));
-  std::copy_n(out, w.panel_columns(p), yr + n0);
+  for (int r = 0; r < R; ++r) {
+    alignas(16) float out[kPanelWidth];
+    wasm_v128_store(out, wasm_f32x4_add(acc_lo[r], bias_or_zero(w, n0)));
+    wasm_v128_store(out + 4, wasm_f32x4_add(acc_hi[r], bias_or_zero(w, n0 + 4)));
+    std::copy_n(out, w.panel_columns(p), y + r * y_stride + n0);
+  }
+}
+
+// Every row of q times panel p: kRows at a time, then the rest.
+template <class Codes>
+void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  int r = 0;
+  for (; r + kRows <= q.rows; r += kRows) rows_times_panel<Codes, kRows>(q, r, w, p, y + r * y_stride, y_stride);
+  switch (q.rows - r) {
+    case 3: rows_times_panel<Codes, 3>(q, r, w, p, y + r * y_stride, y_stride); break;
+    case 2: rows_times_panel<Codes, 2>(q, r, w, p, y + r * y_stride, y_stride); break;
+    case 1: rows_times_panel<Codes, 1>(q, r, w, p, y + r * y_stride, y_stride); break;
+    default: break;
+  }
 }
 
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, true, row_times_panel<Codes>);
+  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>);
 }
 
 }  // namespace
