@@ -278,7 +278,7 @@ export interface FromConfigOptions {
 }
 
 export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
 
 export type FromGgufOptions = { layer: number }
   & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;

@@ -355,7 +355,8 @@ inline std::string storageTypeTable() {
     if (json.size() > 1) json += ",";
     json += std::string("{\"name\":\"") + t.name + "\",\"bits\":" + std::to_string(t.bits) + ",\"block\":" +
             std::to_string(t.block) + ",\"weights\":" + (t.weights ? "true" : "false") + ",\"cache\":" +
-            (t.cache ? "true" : "false") + ",\"source\":" + (t.source ? "true" : "false") + "}";
+            (t.cache ? "true" : "false") + ",\"source\":" + (t.source ? "true" : "false") + ",\"activations\":" +
+            (t.activations ? "true" : "false") + "}";
   }
   return json + "]";
 }

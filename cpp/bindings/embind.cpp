@@ -98,7 +98,8 @@ void register_config() {
       .field("sinks", &MhaConfig::sinks)
       .field("qkNorm", &MhaConfig::qk_norm)
       .field("qkNormEps", &MhaConfig::qk_norm_eps)
-      .field("weightsDtype", &MhaConfig::weights_dtype);
+      .field("weightsDtype", &MhaConfig::weights_dtype)
+      .field("activations", &MhaConfig::activations);
 }
 
 // Group "sdpa": scaledDotProductAttention() and selfAttention().

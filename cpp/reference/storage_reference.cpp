@@ -30,14 +30,21 @@ float round_to_bf16(float x) { return round_binary(x, 7, -126, std::ldexp(1.0, 1
 
 namespace {
 
-// int8: one block's stored values, its own scale max|x| / 127 (a non-finite block is NaN).
-void stored_i8_block(const float* in, int n, float* out) {
+// max |in[i]| over n values; `finite` tells whether they all are.
+double max_magnitude(const float* in, int n, bool& finite) {
   double amax = 0.0;
-  bool finite = true;
+  finite = true;
   for (int i = 0; i < n; ++i) {
     finite = finite && std::isfinite(in[i]);
     amax = std::max(amax, std::fabs(static_cast<double>(in[i])));
   }
+  return amax;
+}
+
+// int8: one block's stored values, its own scale max|x| / 127 (a non-finite block is NaN).
+void stored_i8_block(const float* in, int n, float* out) {
+  bool finite;
+  const double amax = max_magnitude(in, n, finite);
   // The scale and each quotient are f32 operations: a double operation rounded to f32 once
   // gives the same (both are correctly rounded); q · scale is exact in double.
   const float scale = static_cast<float>(amax / 127.0);
@@ -96,6 +103,46 @@ std::vector<float> stored(const std::vector<float>& x, int rows, int cols, Stora
     }
   }
   return y;
+}
+
+std::vector<double> int8_activations(const std::vector<float>& x, int rows, int cols, int block) {
+  std::vector<double> y(x.size());
+  for (int r = 0; r < rows; ++r) {
+    for (int c0 = 0; c0 < cols; c0 += block) {
+      const float* in = x.data() + static_cast<std::size_t>(r) * cols + c0;
+      double* out = y.data() + static_cast<std::size_t>(r) * cols + c0;
+      const int n = std::min(block, cols - c0);
+      bool finite;
+      const double amax = max_magnitude(in, n, finite);
+      // Each f32 operation done in double and rounded to f32 once (correctly rounded both ways).
+      const float d = static_cast<float>(amax / 127.0);
+      for (int i = 0; i < n; ++i) {
+        const float quotient = d > 0.0f ? static_cast<float>(static_cast<double>(in[i]) / d) : 0.0f;
+        const double q = std::clamp(std::round(static_cast<double>(quotient)), -127.0, 127.0);
+        out[i] = finite ? q * d : std::numeric_limits<double>::quiet_NaN();
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block) {
+  std::vector<double> slack(x.size(), 0.0);
+  for (int r = 0; r < rows; ++r) {
+    for (int c0 = 0; c0 < cols; c0 += block) {
+      const std::size_t at = static_cast<std::size_t>(r) * cols + c0;
+      const int n = std::min(block, cols - c0);
+      double amax = 0.0;
+      for (int i = 0; i < n; ++i) amax = std::max(amax, std::fabs(x[at + i]));
+      const double d = amax / 127.0;
+      if (!(d > 0.0) || !std::isfinite(d)) continue;
+      for (int i = 0; i < n; ++i) {
+        const double t = std::fabs(x[at + i]) / d;
+        if (std::fabs(t - std::floor(t) - 0.5) < kAmbiguousCode) slack[at + i] = d;
+      }
+    }
+  }
+  return slack;
 }
 
 }  // namespace webattention::reference

@@ -19,4 +19,16 @@ float round_to_bf16(float x);
 // same blocks by llama.cpp's q4_0 rule (docs/attention-math.md §11).
 std::vector<float> stored(const std::vector<float>& x, int rows, int cols, StorageType type, int block);
 
+// A projection's input rows [rows, cols] under activations 'int8' (docs/attention-math.md §11): each
+// row in blocks of `block` values, d = max|x| / 127 and q = round(x / d) (halves away from zero;
+// both f32 operations), each value q · d exactly; a block with a non-finite value is NaN.
+std::vector<double> int8_activations(const std::vector<float>& x, int rows, int cols, int block);
+
+// For inputs that are themselves computed (an attention output): a value whose x / d lies within
+// kAmbiguousCode of a rounding boundary may round either way in a float32 kernel whose x differs
+// from the reference's in the last bits; its slack is d (one step), 0 elsewhere. A test adds
+// Σ_k |w_k| · slack_k to the tolerance of an output that such an input feeds.
+constexpr double kAmbiguousCode = 0.02;
+std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block);
+
 }  // namespace webattention::reference

@@ -87,6 +87,16 @@ void check_score_options(const MhaConfig& c) {
   require(c.softcap == 0.0 || positive_in_float(c.softcap), "softcap", [&] { return "expected a finite number > 0 as float32 (0: none), got " + std::to_string(c.softcap); });
 }
 
+// Integer activations need integer weight codes to multiply: int8 or int4 weights.
+void check_activations(const MhaConfig& c) {
+  parse_storage_type(storage_type_name(c.activations), "activations", &StorageTypeInfo::activations);
+  const bool quantised = storage_type_info(c.weights_dtype).block > 0;
+  require(c.activations == StorageType::f32 || quantised, "activations", [&] {
+    return std::string("'int8' needs int8 or int4 weights (weights_dtype 'int8' | 'int4'), got weights_dtype '") +
+           storage_type_name(c.weights_dtype) + "'";
+  });
+}
+
 // The projections' output widths: query and key rows (h·dk, h_kv·dk), value rows (h_kv·dv), the
 // heads' output (h·dv), and the query heads per K/V head.
 struct ProjectionWidths {
@@ -138,6 +148,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   MhaConfig& c = config_;
   resolve_shape_options(c);
   check_score_options(c);
+  check_activations(c);
   // Widths and weight counts in 64 bits first: int products of huge options would overflow.
   const std::int64_t H = c.num_heads, Hkv = c.num_kv_heads, E64 = c.embed_dim;
   const std::int64_t qk = H * c.head_dim, vw = H * c.value_head_dim;

@@ -30,10 +30,12 @@ void replace_weights(kernels::PackedLinear& w, kernels::PackedLinear packed) {
   w = std::move(packed);
 }
 
-// Packs new weights [out, in] into `w` in the module's storage type.
+// Packs new weights [out, in] into `w` in the module's storage type, multiplied by int8
+// activations where the config says so.
 void set_weights(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, int out, int in,
-                 StorageType storage) {
-  replace_weights(w, kernels::pack_linear(d.at(offset), d.source, out, in, storage));
+                 const MhaConfig& config) {
+  replace_weights(w, kernels::pack_linear(d.at(offset), d.source, out, in, config.weights_dtype));
+  w.int8_activations = config.activations == StorageType::i8;
 }
 
 // n values from offset, widened to f32 (biases, sinks and norm weights are always f32).
@@ -160,7 +162,7 @@ void MultiHeadAttention::load_parameter(const std::string& name, const void* dat
   if (name == entry_name(StateDictEntry::kSinks)) require_no_infinite_sink(widened(d, 0, spec.size()));
   for (const EntryPart& part : entry_parts(spec)) {
     switch (part.kind) {
-      case EntryPart::kWeights: set_weights(*(this->*part.linear), d, part.offset, part.rows, part.cols, st); break;
+      case EntryPart::kWeights: set_weights(*(this->*part.linear), d, part.offset, part.rows, part.cols, config_); break;
       case EntryPart::kBias: set_bias(*(this->*part.linear), d, part.offset, part.rows); break;
       case EntryPart::kVector: this->*part.values = widened(d, part.offset, static_cast<std::size_t>(part.rows)); break;
     }

@@ -8,7 +8,7 @@
 // own "ops" table, which the C++ generator reads too).
 const COMMON = ['op', 'mode', 'name', 'benches', 'quick'];
 const MASKS = ['none', 'bool', 'additive', 'additive-inf'];
-const TYPE_AXES = ['weights', 'kv', 'io'];
+const TYPE_AXES = ['weights', 'kv', 'io', 'act'];
 const IS_TYPE = {
   int: Number.isInteger,
   float: Number.isFinite,

@@ -6,18 +6,43 @@
 // float64 reference (reference.mjs) followed by the same output projection. A linear case is the
 // V projection of a module with one key per query (batch = rows, L = S = 1), so that attention
 // passes V through and the identity output projection returns x Wᵀ + b. A case's type set picks
-// the module's weightsDtype and the cache's dtype (io is float32); the reference then uses the
-// stored weights and cached keys and values (tests/contract/storage.mjs; the identities are stored
-// exactly in every type).
+// the module's weightsDtype, its activations and the cache's dtype (io is float32); the reference
+// then uses the stored weights and cached keys and values (tests/contract/storage.mjs; the
+// identities are stored exactly in every type) and, with int8 activations, every projection's
+// input as its int8 blocks give it (the identities then pass those values on).
 import { filled } from '../contract/random.mjs';
-import { stored } from '../contract/storage.mjs';
+import { int8ActivationCodes, int8ActivationSlack, projectionInput, stored } from '../contract/storage.mjs';
 import { attention, attnMask, keyPaddingMask, linear, poisonKeys, rotary } from './reference.mjs';
 
 /** The list's type names as the API's dtypes. */
 const DTYPES = { f32: 'float32', f16: 'float16', bf16: 'bfloat16', i8: 'int8', q4: 'int4' };
 
-/** A case's { weights, kv } as the API's dtypes (float32 where the case has no type set). */
-const storageOf = (c) => ({ weights: DTYPES[c.types?.weights ?? 'f32'], kv: DTYPES[c.types?.kv ?? 'f32'] });
+/** A case's { weights, kv, activations } as the API's dtypes (float32 where the case has no type set). */
+const storageOf = (c) => ({
+  weights: DTYPES[c.types?.weights ?? 'f32'], kv: DTYPES[c.types?.kv ?? 'f32'], activations: DTYPES[c.types?.act ?? 'f32'],
+});
+/** create()'s storage options for a case. */
+const storageOptions = ({ weights, activations }) => ({ weightsDtype: weights, ...(activations === 'float32' ? {} : { activations }) });
+
+/**
+ * int8 activations: the extra tolerance of y = (the computed `input` [rows, width], quantised) · Wᵀ
+ * where an input value sits by a rounding boundary (storage.mjs's int8ActivationSlack through |W|).
+ */
+const slackThrough = (input, rows, width, W, outDim) =>
+  linear(int8ActivationSlack(input, width), rows, width, W.map(Math.abs), outDim);
+
+/**
+ * An identity projection's output with int8 activations, bit for bit as the core computes it
+ * (docs/attention-math.md §11): the one nonzero weight of each output's row, a block of code q_w
+ * and scale s_w (int8: 127 and fl(1/127); int4: −8 about its zero point and −1/8), times the
+ * input's code and block scale, fl(fl(s_w · d) · q_w·q). Exact, so that a cache rounding or
+ * quantising the projected keys and values sees the core's very numbers.
+ */
+function identityProjected(x, width, weights) {
+  const [qw, sw] = weights === 'int4' ? [-8, -0.125] : [127, Math.fround(1 / 127)];
+  const { codes, scales } = int8ActivationCodes(x, width);
+  return Float32Array.from(codes, (q, i) => Math.fround(Math.fround(sw * scales[i]) * (qw * q)));
+}
 
 const identity = (rows, cols) => {
   const w = new Float32Array(rows * cols);
@@ -68,15 +93,20 @@ export function publicApiRun(c) {
 
 function linearRun(c) {
   const w = filled(c.out * c.in, 3, 1 / Math.sqrt(c.in));
-  const { weights } = storageOf(c);
+  const storage = storageOf(c);
+  const { weights, activations } = storage;
   const bias = c.bias ? filled(c.out, 4) : null;
   const x = filled(c.rows * c.in, 5, c.amplitude);
+  const act = (rows, width) => projectionInput(rows, width, activations);
+  const projected = () => linear(act(x, c.in), c.rows, c.in, stored(w, weights, c.in), c.out, bias);
   return {
-    create: { embedDim: c.out, numHeads: 1, kdim: 1, vdim: c.in, headDim: 1, valueHeadDim: c.out, bias: c.bias, weightsDtype: weights },
+    create: { embedDim: c.out, numHeads: 1, kdim: 1, vdim: c.in, headDim: 1, valueHeadDim: c.out, bias: c.bias, ...storageOptions(storage) },
     sd: (specs) => stateDict(specs, { v: w, out: identity(c.out, c.out), vBias: bias }),
     B: c.rows, Tq: 1, T: 1, q: filled(c.rows * c.out, 6), k: filled(c.rows, 7), v: x, chunks: null, cache: null,
     options: () => ({}),
-    expected: () => linear(x, c.rows, c.in, stored(w, weights, c.in), c.out, bias),
+    // The output projection (an identity) takes its input through the activations too.
+    expected: () => linear(act(projected(), c.out), c.rows, c.out, stored(identity(c.out, c.out), weights, c.out), c.out),
+    slack: activations === 'int8' ? () => slackThrough(projected(), c.rows, c.out, stored(identity(c.out, c.out), weights, c.out), c.out) : null,
     checked: () => true,
   };
 }
@@ -94,7 +124,10 @@ function attentionRun(c, rope = null, cached = false, chunks = null, positions =
   const useCache = cached || c.queryOffset > 0 || c.window > 0;
   const Tq = useCache ? T : c.L;  // query rows: one per position with a cache
   const out = filled(E * H * dv, 8, 1 / Math.sqrt(H * dv));
-  const { weights, kv } = storageOf(c);
+  const storage = storageOf(c);
+  const { weights, kv, activations } = storage;
+  // The identity Q/K/V projections' outputs (exact in float32 with float32 activations).
+  const act = (x, width) => (activations === 'int8' ? identityProjected(x, width, weights) : x);
   // The cache stores the keys and values the module computed in float32 (exactly the inputs here,
   // rotated where the case has rotary), rounded or quantised per (position, K/V head) row.
   const cachedAs = (x, heads, width) => (useCache ? stored(Float32Array.from(x), kv, heads * width, width) : x);
@@ -109,7 +142,7 @@ function attentionRun(c, rope = null, cached = false, chunks = null, positions =
   const mask = useCache ? null : attnMask(c.attnMask, B, H, Tq, T, c.maskedRows);
   return {
     create: { embedDim: E, numHeads: H, numKvHeads: G, kdim: G * dk, vdim: G * dv, headDim: dk, valueHeadDim: dv, bias: false,
-      ...(rope ? { rotary: rope } : {}), weightsDtype: weights },
+      ...(rope ? { rotary: rope } : {}), ...storageOptions(storage) },
     sd: (specs) => stateDict(specs, { out }),
     B, Tq, T, q, k, v,
     chunks: useCache ? chunks ?? [c.queryOffset, c.L].filter((n) => n > 0) : null,
@@ -121,18 +154,20 @@ function attentionRun(c, rope = null, cached = false, chunks = null, positions =
       ...(positions ? { positionIds: positionIdsOf(positions, B, at, n ?? Tq) } : {}),  // n null: every row
     }),
     // Rows [at, at + n) of the queries over keys [0, at + n) with a cache; all of them without.
-    expected: (at, n) => {
-      const S = useCache ? at + n : T;
-      const turn = (x, rows, heads, width) => (rope ? rotary(x, B, rows, heads, width, rope, 0, positions) : x);
-      const qs = rowsOf(turn(rowsOf(q, B, Tq, E, 0, at + n), at + n, H, dk), B, at + n, E, at, at + n);
-      const ks = cachedAs(turn(rowsOf(k, B, T, G * dk, 0, S), S, G, dk), G, dk);
-      const vs = cachedAs(rowsOf(v, B, T, G * dv, 0, S), G, dv);
-      const shape = { ...c, L: n, S, queryOffset: at, causal: useCache || c.causal };
-      const heads = attention(shape, qs, ks, vs, useCache ? paddingUpTo(S) : padding, mask);
-      return linear(heads, B * n, H * dv, stored(out, weights, H * dv), E);
-    },
+    expected: (at, n) => linear(projectionInput(heads(at, n), H * dv, activations), B * n, H * dv, stored(out, weights, H * dv), E),
+    slack: activations === 'int8' ? (at, n) => slackThrough(heads(at, n), B * n, H * dv, stored(out, weights, H * dv), E) : null,
     checked: (at) => !useCache || chunks !== null || at >= c.queryOffset,
   };
+  // The attention output of rows [at, at + n), the output projection's input.
+  function heads(at, n) {
+    const S = useCache ? at + n : T;
+    const turn = (x, rows, heads, width) => (rope ? rotary(x, B, rows, heads, width, rope, 0, positions) : x);
+    const qs = rowsOf(turn(act(rowsOf(q, B, Tq, E, 0, at + n), E), at + n, H, dk), B, at + n, E, at, at + n);
+    const ks = cachedAs(turn(act(rowsOf(k, B, T, G * dk, 0, S), G * dk), S, G, dk), G, dk);
+    const vs = cachedAs(act(rowsOf(v, B, T, G * dv, 0, S), G * dv), G, dv);
+    const shape = { ...c, L: n, S, queryOffset: at, causal: useCache || c.causal };
+    return attention(shape, qs, ks, vs, useCache ? paddingUpTo(S) : padding, mask);
+  }
 }
 
 /** forward()'s positionIds [B, n] for rows [at, at + n) of every batch: the case's positions of those rows. */
@@ -163,7 +198,8 @@ export async function runOnPublicApi(MultiHeadAttention, c, createOptions, check
       const options = { ...run.options(at, n), ...(cache ? { cache } : {}) };
       const { output } = await mha.forward(tensor(run.q, run.Tq, E, at, n), tensor(run.k, run.T, kdim, at, n), tensor(run.v, run.T, vdim, at, n), options);
       const rows = n ?? run.Tq;
-      if (run.checked(at)) check(output, { data: run.expected(at, rows), shape: [run.B, rows, E] }, `rows ${at}..${at + rows - 1}`);
+      const slack = run.slack ? { slack: run.slack(at, rows) } : {};
+      if (run.checked(at)) check(output, { data: run.expected(at, rows), shape: [run.B, rows, E], ...slack }, `rows ${at}..${at + rows - 1}`);
       at += rows;
     }
     cache?.dispose?.();

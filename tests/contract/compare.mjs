@@ -10,7 +10,8 @@ export const RTOL = 1e-4;
 export const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
 
 /**
- * Compares { data, shape } tensors; never throws. Returns { ok, ratio, abs,
+ * Compares { data, shape } tensors; never throws. An expected tensor may carry `slack`, a
+ * Float64Array added to each element's bound (int8 activations of computed inputs: reference.mjs). Returns { ok, ratio, abs,
  * detail }, ratio = the largest |a − b| / (ATOL + RTOL·|b|) (ok when <= 1; Infinity for a missing
  * tensor, another shape, or a non-finite actual value where a finite one is expected), abs = the largest |a − b|, detail = a
  * line for a failure message.
@@ -35,7 +36,7 @@ export function compare(actual, expected) {
     if (!Number.isFinite(a)) return fail(`[${i}]: got ${a}, expected ${b}`);
     const err = Math.abs(a - b);
     abs = Math.max(abs, err);
-    const r = err / (ATOL + RTOL * Math.abs(b));
+    const r = err / (ATOL + RTOL * Math.abs(b) + (expected.slack ? expected.slack[i] : 0));
     if (r > ratio) { ratio = r; worst = i; }
   }
   const ok = ratio <= 1;

@@ -16,7 +16,7 @@ const product = (shape) => shape.reduce((a, b) => a * b, 1);
  * the expected values are computed from the weights as it stores them, so a state dict of those
  * weights rounded to its 16-bit kind beforehand gives the same).
  */
-export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32' } = {}) {
+export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32', activations = 'float32' } = {}) {
   const next = rng(seed);
   const u = () => next() + 0.5;                       // [0, 1)
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
@@ -58,14 +58,16 @@ export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32' }
   const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, sinks: create.sinks, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
   for (const { name, shape } of specs) stateDict[name] = tensor(shape, name === 'sinks' ? 3 : name.includes('bias') ? 0.5 : 0.6);
   if (weightsDtype !== 'float32') create.weightsDtype = weightsDtype;
-  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap, weightsDtype };
-  const { output, weights } = mhaReference(config, stateDict, query, key, value, options);
+  if (activations !== 'float32') create.activations = activations;
+  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap, weightsDtype, activations };
+  const { output, weights, outputSlack } = mhaReference(config, stateDict, query, key, value, options);
   const weightsShape = options.averageAttnWeights === false ? [B, numHeads, L, S] : [B, L, S];
   return {
-    name: `random seed ${seed}${weightsDtype === 'float32' ? '' : ` (${weightsDtype} weights)`}`, kind: 'mha', seed, create, stateDict,
+    name: `random seed ${seed}${weightsDtype === 'float32' ? '' : ` (${weightsDtype} weights${activations === 'float32' ? '' : `, ${activations} activations`})`}`,
+    kind: 'mha', seed, create, stateDict,
     inputs: { query, key, value }, options,
     expected: {
-      output: { data: output, shape: [B, L, embedDim] },
+      output: { data: output, shape: [B, L, embedDim], ...(outputSlack ? { slack: outputSlack } : {}) },
       ...(weights ? { attnWeights: { data: weights, shape: weightsShape } } : {}),
     },
   };

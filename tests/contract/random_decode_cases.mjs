@@ -12,7 +12,7 @@ import { rng } from './random.mjs';
 import { parameterShapes } from './random_cases.mjs';
 
 /** One case: { name, kind: 'decode', create, stateDict, cache, chunks, inputs: { query }, options, expected }. */
-export function randomDecodeCase(seed, { weightsDtype = 'float32', cacheDtype = 'float32' } = {}) {
+export function randomDecodeCase(seed, { weightsDtype = 'float32', cacheDtype = 'float32', activations = 'float32' } = {}) {
   const next = rng(seed);
   const u = () => next() + 0.5;
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
@@ -38,15 +38,16 @@ export function randomDecodeCase(seed, { weightsDtype = 'float32', cacheDtype = 
   }
   const query = { data: coarse(B * T * embedDim, 2 ** -5), shape: [B, T, embedDim] };
   const options = u() < 0.5 ? { needWeights: true, averageAttnWeights: u() < 0.5 } : {};
-  const create = { embedDim, numHeads, bias, ...(weightsDtype === 'float32' ? {} : { weightsDtype }) };
-  const config = { embedDim, numHeads, kdim: embedDim, vdim: embedDim, headDim, valueHeadDim: headDim, weightsDtype };
-  const { output, weights } = mhaReference(config, stateDict, query, query, query, { ...options, isCausal: true }, cacheDtype);
+  const create = { embedDim, numHeads, bias, ...(weightsDtype === 'float32' ? {} : { weightsDtype }), ...(activations === 'float32' ? {} : { activations }) };
+  const config = { embedDim, numHeads, kdim: embedDim, vdim: embedDim, headDim, valueHeadDim: headDim, weightsDtype, activations };
+  const { output, weights, outputSlack } = mhaReference(config, stateDict, query, query, query, { ...options, isCausal: true }, cacheDtype);
   return {
-    name: `random decode seed ${seed} (${weightsDtype} weights, ${cacheDtype} cache)`, kind: 'decode', seed, create, stateDict,
+    name: `random decode seed ${seed} (${weightsDtype} weights, ${cacheDtype} cache${activations === 'float32' ? '' : `, ${activations} activations`})`,
+    kind: 'decode', seed, create, stateDict,
     cache: { batchSize: B, maxLength: T + int(0, 3), ...(cacheDtype === 'float32' ? {} : { dtype: cacheDtype }) },
     chunks, inputs: { query }, options,
     expected: {
-      output: { data: output, shape: [B, T, embedDim] },
+      output: { data: output, shape: [B, T, embedDim], ...(outputSlack ? { slack: outputSlack } : {}) },
       ...(weights ? { attnWeights: { data: weights, shape: options.averageAttnWeights === false ? [B, numHeads, T, T] : [B, T, T] } } : {}),
     },
   };

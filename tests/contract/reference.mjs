@@ -6,8 +6,9 @@
 // (after masking: maskedScore) makes the row NaN; a masked key (causal, boolean, −∞ additive) is
 // absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN). A module
 // with 16- or 8-bit storage computes this with its weights, and a KV cache's keys and values,
-// replaced by the values they store (storage.mjs).
-import { stored, storedStateDict } from './storage.mjs';
+// replaced by the values they store (storage.mjs); with activations 'int8', each projection's input
+// rows replaced by their int8 blocks' values (storage.mjs's int8Activations).
+import { int8ActivationSlack, projectionInput, stored, storedStateDict } from './storage.mjs';
 
 /**
  * y[r][o] = Σ_c x[r][c] · W[rowOffset + o][c] + b[rowOffset + o], in float64 (also the kernel-case
@@ -98,29 +99,34 @@ export function attendRow(scores, sink, V, valueAt, dv, out, at) {
 }
 
 /**
- * config: resolved create() options (weightsDtype: how the weights are stored, default float32);
+ * config: resolved create() options (weightsDtype: how the weights are stored, default float32;
+ * activations: how the projections' inputs meet them, default float32);
  * sd: state dict of { data, shape } (16-bit tensors too); query [B, L, E], key [B, S, kdim],
  * value [B, S, vdim] (batched); options as forward() takes them (masks batched). kvDtype: how a
  * KV cache stores the projected keys and values (a cached forward of the whole sequence is this
  * one, causal), rounded per (position, head) row. Returns { output: Float64Array [B, L, E],
- * weights: Float64Array | null } (averaged [B, L, S] or [B, H, L, S]).
+ * weights: Float64Array | null (averaged [B, L, S] or [B, H, L, S]), outputSlack: Float64Array |
+ * null } (int8 activations: the output's extra tolerance for the heads that sit by a rounding
+ * boundary, storage.mjs's int8ActivationSlack through |W_O|).
  */
 export function mhaReference(config, sd, query, key, value, options = {}, kvDtype = 'float32') {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const [B, L] = query.shape;
   const S = key.shape[1];
   const w = weights(config, storedStateDict(sd, config.weightsDtype));
+  const act = (x, width) => projectionInput(x, width, config.activations);
   // The cache stores the float32 projections: rounded to float32 first, as the core has them.
   const cached = (rows, width) => (kvDtype === 'float32' ? rows : stored(Float32Array.from(rows), kvDtype, rows.length / S, width));
   const out = new Float64Array(B * L * E);
+  const outSlack = config.activations === 'int8' ? new Float64Array(B * L * E) : null;
   const perHead = options.needWeights ? new Float64Array(B * H * L * S) : null;
   const scale = config.scale ?? 1 / Math.sqrt(dk);
   // Logit softcapping (issue 20): after the scale, before the masks.
   const cap = config.softcap ? (x) => config.softcap * Math.tanh(x / config.softcap) : (x) => x;
   for (let b = 0; b < B; b++) {
-    const Q = linear(query.data.subarray(b * L * E, (b + 1) * L * E), L, E, w.q, H * dk, 0, w.qBias);
-    const K = cached(linear(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), S, kdim, w.k, H * dk, 0, w.kBias), dk);
-    const V = cached(linear(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), S, vdim, w.v, H * dv, 0, w.vBias), dv);
+    const Q = linear(act(query.data.subarray(b * L * E, (b + 1) * L * E), E), L, E, w.q, H * dk, 0, w.qBias);
+    const K = cached(linear(act(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), kdim), S, kdim, w.k, H * dk, 0, w.kBias), dk);
+    const V = cached(linear(act(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), vdim), S, vdim, w.v, H * dv, 0, w.vBias), dv);
     const heads = new Float64Array(L * H * dv);
     for (let h = 0; h < H; h++) {
       for (let i = 0; i < L; i++) {
@@ -134,14 +140,15 @@ export function mhaReference(config, sd, query, key, value, options = {}, kvDtyp
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
       }
     }
-    out.set(linear(heads, L, H * dv, w.outW, E, 0, w.outB), b * L * E);
+    out.set(linear(act(heads, H * dv), L, H * dv, w.outW, E, 0, w.outB), b * L * E);
+    if (outSlack) outSlack.set(linear(int8ActivationSlack(heads, H * dv), L, H * dv, w.outW.map(Math.abs), E, 0, null), b * L * E);
   }
-  if (!perHead || options.averageAttnWeights === false) return { output: out, weights: perHead };
+  if (!perHead || options.averageAttnWeights === false) return { output: out, weights: perHead, outputSlack: outSlack };
   const avg = new Float64Array(B * L * S);
   for (let b = 0; b < B; b++) {
     for (let h = 0; h < H; h++) {
       for (let k = 0; k < L * S; k++) avg[b * L * S + k] += perHead[(b * H + h) * L * S + k] / H;
     }
   }
-  return { output: out, weights: avg };
+  return { output: out, weights: avg, outputSlack: outSlack };
 }

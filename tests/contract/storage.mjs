@@ -70,6 +70,72 @@ function q4Block(values) {
 
 const BLOCK_RULES = { int8: q8Block, int4: q4Block };
 
+function roundHalfAway(x) {
+  const r = Math.floor(Math.abs(x) + 0.5);  // exact for the |x| ≤ 127 (plus rounding) met here
+  return x < 0 ? -r : r;
+}
+
+/**
+ * A projection's input rows (numbers, rows of `rowLength`; rounded to float32 first, as the core
+ * holds them) as create({ activations: 'int8' }) multiplies them, a Float64Array: per block of 32
+ * along each row, d = fl(max|x| / 127) and q = round(fl(x / d)) with halves away from zero (llama.cpp's
+ * quantize_row_q8_0, d kept in float32), each value q · d exactly; all zeros when d is 0, all NaN
+ * when the block holds a NaN or ±inf. The integer block dot products then give Σ_b s_w·d_x·Σ q_w·q_x,
+ * which is the float64 product of these values with the stored weights.
+ */
+export function int8Activations(values, rowLength, blockLength = Q8_BLOCK) {
+  const { codes, scales } = int8ActivationCodes(values, rowLength, blockLength);
+  return codes.map((q, i) => q * scales[i]);
+}
+
+/** int8Activations() as { codes, scales }: each value's code q and its block's d (NaN: a non-finite block). */
+export function int8ActivationCodes(values, rowLength, blockLength = Q8_BLOCK) {
+  const x = Float64Array.from(values, Math.fround);
+  const codes = new Float64Array(x.length), scales = new Float64Array(x.length);
+  for (let row = 0; row < x.length; row += rowLength) {
+    for (let b = 0; b < rowLength; b += blockLength) {
+      const from = row + b, to = row + Math.min(b + blockLength, rowLength);
+      const block = x.subarray(from, to);
+      const d = block.every(Number.isFinite) ? Math.fround(Math.max(0, ...Array.from(block, Math.abs)) / 127) : NaN;
+      for (let i = from; i < to; i++) {
+        codes[i] = d > 0 ? Math.min(127, Math.max(-127, roundHalfAway(Math.fround(x[i] / d)))) : 0;
+        scales[i] = d;
+      }
+    }
+  }
+  return { codes, scales };
+}
+
+/**
+ * For computed inputs (an attention output, which the core holds in float32 and the reference in
+ * float64): d where a value's x / d lies within AMBIGUOUS_CODE of a rounding boundary, so that it
+ * may round either way in the core; 0 elsewhere. A test adds Σ_k |w_k| · slack_k to the tolerance
+ * of each output such an input feeds (cpp/reference/storage_reference.h says the same).
+ */
+const AMBIGUOUS_CODE = 0.02;
+export function int8ActivationSlack(values, rowLength, blockLength = Q8_BLOCK) {
+  const slack = new Float64Array(values.length);
+  for (let row = 0; row < values.length; row += rowLength) {
+    for (let b = 0; b < rowLength; b += blockLength) {
+      const end = row + Math.min(b + blockLength, rowLength);
+      let amax = 0;
+      for (let i = row + b; i < end; i++) amax = Math.max(amax, Math.abs(values[i]));
+      const d = amax / 127;
+      if (!(d > 0) || !Number.isFinite(d)) continue;
+      for (let i = row + b; i < end; i++) {
+        const t = Math.abs(values[i]) / d;
+        if (Math.abs(t - Math.floor(t) - 0.5) < AMBIGUOUS_CODE) slack[i] = d;
+      }
+    }
+  }
+  return slack;
+}
+
+/** `values` as a module with `activations` ('float32' | 'int8') gives them to its weights. */
+export function projectionInput(values, rowLength, activations = 'float32') {
+  return activations === 'int8' ? int8Activations(values, rowLength) : values;
+}
+
 /**
  * `values` (float32 numbers, rows of `rowLength`) as `dtype` storage holds them, a Float64Array:
  * as given ('float32'), rounded to 16 bits, or q8_0 / q4_0 in blocks of `blockLength` along each row.

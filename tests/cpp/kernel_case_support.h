@@ -49,16 +49,21 @@ inline StorageType kv_type(const TypeSet& t) {
   return type;
 }
 
+// Whether the type set's projections take int8 activations (create()'s activations 'int8').
+inline bool int8_activations(const TypeSet& t) { return t.act == "i8"; }
+
 // Whether this build has kernels for a type set: weights f32, f16, bf16, int8 or int4; a cache f32,
-// f16 or int8; f32 inputs and outputs (the JS side converts 16-bit ones). A type set it lacks
-// fails the case (the list must not name types no kernel has).
+// f16 or int8; f32 inputs and outputs (the JS side converts 16-bit ones); f32 activations, or int8
+// ones with int8 or int4 weights. A type set it lacks fails the case (the list must not name types
+// no kernel has).
 inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
   StorageType weights, kv;
-  if (storage_type(t.weights, weights) && storage_type(t.kv, kv) && kv != StorageType::bf16 && kv != StorageType::q4 && t.io == "f32") {
+  const bool act = t.act == "f32" || (t.act == "i8" && (t.weights == "i8" || t.weights == "q4"));
+  if (storage_type(t.weights, weights) && storage_type(t.kv, kv) && kv != StorageType::bf16 && kv != StorageType::q4 && t.io == "f32" && act) {
     return ::testing::AssertionSuccess();
   }
   return ::testing::AssertionFailure() << "no " << family() << " kernels for weights " << t.weights
-                                       << ", kv " << t.kv << ", io " << t.io;
+                                       << ", kv " << t.kv << ", io " << t.io << ", act " << t.act;
 }
 
 // The values a weight matrix [out, in] or K/V rows [rows, d] hold in `type` (the reference's
@@ -66,6 +71,14 @@ inline ::testing::AssertionResult has_kernels(const TypeSet& t) {
 // row one block.
 inline std::vector<float> stored_weights(const std::vector<float>& w, int out, int in, StorageType type) {
   return reference::stored(w, out, in, type, storage::kQuantBlock);
+}
+// A projection's input rows [rows, in] as the type set's activations give them to the weights
+// (int8: cpp/reference/storage_reference.h's int8_activations, in blocks of 32).
+template <class T>
+std::vector<double> projection_input(const std::vector<T>& x, int in, const TypeSet& t) {
+  if (!int8_activations(t)) return std::vector<double>(x.begin(), x.end());
+  const std::vector<float> f(x.begin(), x.end());  // the core's rows are f32
+  return reference::int8_activations(f, static_cast<int>(x.size() / in), in, storage::kQuantBlock);
 }
 inline std::vector<float> stored_rows(const std::vector<float>& x, int d, StorageType type) {
   return reference::stored(x, static_cast<int>(x.size() / d), d, type, d);
@@ -124,13 +137,16 @@ inline void poison_keys(std::vector<float>& x, int batch, int S, int width, cons
     for (int j : keys) std::fill_n(x.begin() + (static_cast<std::ptrdiff_t>(b) * S + j) * width, width, value);
 }
 
-// The test contract's tolerance: |actual - expected| <= 1e-4 + 1e-4 |expected|; a non-finite
-// expected value (a row that sees a NaN key) must come out exactly so.
-inline ::testing::AssertionResult matches_reference(const float* actual, const std::vector<double>& expected) {
+// The test contract's tolerance: |actual - expected| <= 1e-4 + 1e-4 |expected| (+ slack[i] where
+// given: int8 activations of a computed input, storage_reference.h's int8_activation_slack); a
+// non-finite expected value (a row that sees a NaN key) must come out exactly so.
+inline ::testing::AssertionResult matches_reference(const float* actual, const std::vector<double>& expected,
+                                                    const std::vector<double>& slack = {}) {
   for (std::size_t i = 0; i < expected.size(); ++i) {
     const bool same_non_finite = !std::isfinite(expected[i]) &&
                                  (std::isnan(expected[i]) ? std::isnan(actual[i]) : actual[i] == expected[i]);
-    if (!same_non_finite && !(std::fabs(actual[i] - expected[i]) <= 1e-4 + 1e-4 * std::fabs(expected[i]))) {
+    const double bound = 1e-4 + 1e-4 * std::fabs(expected[i]) + (slack.empty() ? 0.0 : slack[i]);
+    if (!same_non_finite && !(std::fabs(actual[i] - expected[i]) <= bound)) {
       return ::testing::AssertionFailure() << "element " << i << " of " << expected.size() << ": "
                                            << actual[i] << ", reference " << expected[i];
     }
@@ -161,7 +177,7 @@ class CaseTest : public ::testing::TestWithParam<std::tuple<Case, TypeSet>> {
 template <class Case>
 std::string test_name(const ::testing::TestParamInfo<std::tuple<Case, TypeSet>>& info) {
   const auto& [c, types] = info.param;
-  std::string name = c.name + "_" + types.weights + "_" + types.kv + "_" + types.io;
+  std::string name = c.name + "_" + types.weights + "_" + types.kv + "_" + types.io + (types.act == "f32" ? "" : "_act_" + types.act);
   for (char& ch : name)
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   return name;

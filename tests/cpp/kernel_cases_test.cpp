@@ -44,13 +44,14 @@ TEST_P(LinearCases, MatchesReference) {
     bias[t] = uniform(outs[t], 4 + t);
     packed[t] = kernels::pack_linear(w[t].data(), StorageType::f32, outs[t], c.in, weights_type(types()));
     if (c.bias) packed[t].set_bias(bias[t].data(), outs[t]);
+    packed[t].int8_activations = int8_activations(types());
     y[t].assign(static_cast<std::size_t>(c.rows) * (outs[t] + 2), NAN);
     targets[t] = {&packed[t], y[t].data(), outs[t] + 2};
   }
   kernels::linear(x.data(), c.rows, x_stride, targets, 2);
   for (int t = 0; t < 2; ++t) {
     const std::vector<float> stored = stored_weights(w[t], outs[t], c.in, weights_type(types()));
-    const std::vector<double> expected = kernel_reference::linear(x_dense, c.rows, c.in, stored, outs[t], c.bias ? &bias[t] : nullptr);
+    const std::vector<double> expected = kernel_reference::linear(projection_input(x_dense, c.in, types()), c.rows, c.in, stored, outs[t], c.bias ? &bias[t] : nullptr);
     for (int r = 0; r < c.rows; ++r) {
       const std::vector<double> row(expected.begin() + r * outs[t], expected.begin() + (r + 1) * outs[t]);
       EXPECT_TRUE(matches_reference(y[t].data() + r * (outs[t] + 2), row)) << "target " << t << ", row " << r;

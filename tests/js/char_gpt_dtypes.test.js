@@ -52,7 +52,9 @@ describe('float16 weights from the F16 file (float32 caches): the float32 model 
   });
 });
 
-const NARROW = [['float16', 'float16'], ['bfloat16', 'float32'], ['bfloat16', 'float16'], ['int8', 'float32'], ['int8', 'int8']];
+// [weightsDtype, cacheDtype, activations]
+const NARROW = [['float16', 'float16'], ['bfloat16', 'float32'], ['bfloat16', 'float16'], ['int8', 'float32'], ['int8', 'int8'],
+  ['int8', 'float32', 'int8'], ['int4', 'float32', 'int8']];
 
 describe('rounded and quantised storage: golden greedy text, logits not float32\'s', () => {
   let reference;
@@ -62,9 +64,9 @@ describe('rounded and quantised storage: golden greedy text, logits not float32\
     model.dispose();
   });
 
-  for (const [weightsDtype, cacheDtype] of NARROW) {
-    test(`${weightsDtype} weights, ${cacheDtype} cache`, async () => {
-      const model = await loadNodeModel({ threads: 1, weightsDtype, cacheDtype });
+  for (const [weightsDtype, cacheDtype, activations] of NARROW) {
+    test(`${weightsDtype} weights, ${cacheDtype} cache${activations ? `, ${activations} activations` : ''}`, async () => {
+      const model = await loadNodeModel({ threads: 1, weightsDtype, cacheDtype, activations });
       try {
         const d = maxAbsDiff(reference, await promptLogits(model));
         assert.ok(d > 0, 'prompt logits identical to the float32 model: the storage option was not applied');

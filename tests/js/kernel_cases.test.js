@@ -11,7 +11,7 @@ import { testCases } from '../cases/cases.mjs';
 import { runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { compare } from '../contract/contract.mjs';
 
-const WASM_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8', 'q4'], kv: ['f32', 'f16', 'i8'], io: ['f32'] };
+const WASM_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8', 'q4'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32', 'i8'] };
 
 for (const c of testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WASM_TYPES)) {
   test(`wasm: ${c.title}`, () => runOnPublicApi(MultiHeadAttention, c, { backend: 'wasm' }, (actual, expected, what) => {

@@ -39,11 +39,12 @@ test('the resolved config has the fields index.d.ts ResolvedMultiHeadAttentionCo
 
 test("the core's MhaConfig fields: every config field, rotary as three, no softcap as 0", () => {
   const bias = { q: true, k: true, v: true, out: false };
-  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1, rotary: null, scale: 0.5, softcap: null, sinks: true, qkNorm: { eps: 1e-5 }, weightsDtype: 'int8' };
+  const config = { embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1, rotary: null, scale: 0.5, softcap: null, sinks: true, qkNorm: { eps: 1e-5 }, weightsDtype: 'int8', activations: 'int8' };
   assert.deepEqual(coreConfig(config), {
     embedDim: 8, numHeads: 2, kdim: 8, vdim: 8, headDim: 4, valueHeadDim: 4, bias, numKvHeads: 1,
     rotaryDim: 0, rotaryBase: 10000, rotaryInterleaved: false, scale: 0.5, softcap: 0, sinks: true,
     qkNorm: true, qkNormEps: 1e-5, rotaryScaling: 0, rotaryFactor: 1, rotaryLowFreqFactor: 1, rotaryHighFreqFactor: 4, rotaryOriginalMaxPositions: 8192, weightsDtype: 'int8',
+    activations: 'int8',
   });
   assert.deepEqual(coreConfig({ ...config, rotary: { base: 500, interleaved: true, dim: 2, scaling: null } }),
     { ...coreConfig(config), rotaryDim: 2, rotaryBase: 500, rotaryInterleaved: true });

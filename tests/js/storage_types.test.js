@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { loadNodeCore } from '../../web/src/node_core.js';
 import { pickVariant } from '../../web/src/wasm/variant.js';
 import { requireGroup } from '../../web/src/wasm/core_binding.js';
-import { CACHE_DTYPES, HALF_DTYPES, STORAGE_TYPES, WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
+import { ACTIVATIONS_DTYPES, CACHE_DTYPES, HALF_DTYPES, STORAGE_TYPES, WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
 
 test('the JS storage-type table equals the core\'s (kStorageTypes), and the enum names them all', async () => {
   const { core } = await loadNodeCore(pickVariant());
@@ -24,4 +24,5 @@ test('the TypeScript unions list the same storage types as the table', () => {
   assert.deepEqual(union('WeightsDtype'), [...WEIGHTS_DTYPES]);
   assert.deepEqual(union('CacheDtype'), [...CACHE_DTYPES]);
   assert.deepEqual(union('HalfDtype'), [...HALF_DTYPES]);
+  assert.deepEqual(union('ActivationsDtype'), [...ACTIVATIONS_DTYPES]);
 });

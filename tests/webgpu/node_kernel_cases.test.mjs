@@ -16,10 +16,10 @@ import { kernelCases, testCases } from '../cases/cases.mjs';
 import { publicApiRun, runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';
 
-const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8'], kv: ['f32', 'f16', 'i8'], io: ['f32'] };
-// int4 weights run on WASM only (backend 'webgpu' refuses them at create(): README), so their
-// type set is left out here until the WebGPU kernels have them.
-const gpuList = { ...kernelCases, typeSets: kernelCases.typeSets.filter((t) => t.weights !== 'q4') };
+const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32'] };
+// int4 weights and int8 activations run on WASM only (backend 'webgpu' refuses them at create():
+// README), so their type sets are left out here until the WebGPU kernels have them.
+const gpuList = { ...kernelCases, typeSets: kernelCases.typeSets.filter((t) => t.weights !== 'q4' && t.act !== 'i8') };
 const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES, gpuList);
 
 /** actual and expected { data, shape } at the elements whose expected value is finite only. */

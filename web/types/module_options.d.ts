@@ -1,6 +1,6 @@
 // What MultiHeadAttention.create() and createCache() take, and the config they resolve to
 // (re-exported by web/index.d.ts; tests/js/module_config.test.js holds them to module_config.js).
-import type { CacheDtype, TensorInput, WeightsDtype } from './tensors.js';
+import type { ActivationsDtype, CacheDtype, TensorInput, WeightsDtype } from './tensors.js';
 
 export interface MultiHeadAttentionOptions {
   embedDim: number;
@@ -86,6 +86,14 @@ export interface MultiHeadAttentionOptions {
    * computes what the float32 module computes with the weights as stored.
    */
   weightsDtype?: WeightsDtype;
+  /**
+   * The projections' inputs (default 'float32': exact on the stored weights). 'int8' (weightsDtype
+   * 'int8' or 'int4' only, else an OptionError naming `activations`): each input row quantised per
+   * block of 32 by llama.cpp's q8_0 rule (d = max|x| / 127, q = round(x / d)), each block's dot
+   * product with the weight codes in int32 (docs/attention-math.md). WASM only: backend 'webgpu'
+   * refuses it, 'auto' keeps it on WASM.
+   */
+  activations?: ActivationsDtype;
 }
 
 /**

@@ -77,5 +77,7 @@ export type HalfTensorInput = HalfInput | HalfDimsInput | HalfTypedInput;
 
 /** create()'s weightsDtype: how the weight matrices are stored (biases are float32). */
 export type WeightsDtype = 'float32' | 'float16' | 'bfloat16' | 'int8' | 'int4';
+/** create()'s activations: how the projections' inputs meet the weights. */
+export type ActivationsDtype = 'float32' | 'int8';
 /** createCache()'s dtype: how keys and values are stored. */
 export type CacheDtype = 'float32' | 'float16' | 'int8';

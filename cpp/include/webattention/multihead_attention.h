@@ -77,6 +77,10 @@ struct MhaConfig {
   // How the weight matrices are stored (docs/attention-math.md §11): f32, f16 or bf16 (rounded
   // to nearest-even), int8 or int4 (quantised in blocks of 32 input values). Biases stay f32.
   StorageType weights_dtype = StorageType::f32;
+  // The projections' inputs (docs/attention-math.md §11): f32, exact on the stored weights; or
+  // i8 (int8 or int4 weights only, else ConfigError "activations"): each input row quantised per
+  // block of 32 by llama.cpp's q8_0 rule, each block's dot product with the weight codes in int32.
+  StorageType activations = StorageType::f32;
 };
 
 // One state-dict entry the module expects: its PyTorch key and shape.

@@ -26,13 +26,14 @@ struct StorageTypeInfo {
   bool weights;      // a module may store its weight matrices so
   bool cache;        // a KV cache may store its keys and values so
   bool source;       // a tensor may be given in it (loadStateDict)
+  bool activations;  // a module's projection inputs may be computed in it (create()'s activations)
 };
 inline constexpr StorageTypeInfo kStorageTypes[] = {
-    {StorageType::f32, "float32", 32, 0, true, true, true},
-    {StorageType::f16, "float16", 16, 0, true, true, true},
-    {StorageType::bf16, "bfloat16", 16, 0, true, false, true},
-    {StorageType::i8, "int8", 8, 32, true, true, false},
-    {StorageType::q4, "int4", 4, 32, true, false, false},
+    {StorageType::f32, "float32", 32, 0, true, true, true, true},
+    {StorageType::f16, "float16", 16, 0, true, true, true, false},
+    {StorageType::bf16, "bfloat16", 16, 0, true, false, true, false},
+    {StorageType::i8, "int8", 8, 32, true, true, false, true},
+    {StorageType::q4, "int4", 4, 32, true, false, false, false},
 };
 
 constexpr const StorageTypeInfo& storage_type_info(StorageType type) {

@@ -49,6 +49,9 @@ struct PackedLinear {
   // rebias_f16): finite and all below 64 in magnitude, almost always. Readers widen through
   // storage::rebiased_f16_to_f32; the SIMD readers scale by 2^(112 - f16_rebias) instead of 2^112.
   int f16_rebias = 0;
+  // int8 and int4 only: the layer's inputs are quantised to int8 blocks and multiplied in
+  // integers (create()'s activations 'int8': q8_linear.h, docs/attention-math.md §11).
+  bool int8_activations = false;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
 
   // Sets the bias from `n` values, zero-padded to whole panels: a kernel loads a panel's 8 bias
@@ -136,6 +139,10 @@ void f16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearT
 void bf16_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void i8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void q4_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+// The same for int8 / int4 weights with int8 activations (PackedLinear::int8_activations): each
+// input row quantised once per call, each block's dot product in int32 (<type>q8_linear_<ISA>.cpp).
+void i8q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 
 // Optimised code early, for a cold start. V8 runs a WASM function in its baseline tier first and
 // compiles it optimised, in the background, once the function has used a budget (~1.8 MB of

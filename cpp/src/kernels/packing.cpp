@@ -276,6 +276,7 @@ void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
 
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   PackedLinear s = allocate(w.type, end - begin, w.in);
+  s.int8_activations = w.int8_activations;
   if (w.type == StorageType::q4) {
     slice_q4_columns(w, begin, s);
     if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);

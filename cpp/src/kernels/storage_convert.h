@@ -118,15 +118,20 @@ inline std::uint16_t narrow16(float f, StorageType type) {
 // (no buffer between: the cache quantises a row per head at every decoding step). Returns the
 // scale: 0 for an all-zero block (and for one whose scale underflows to 0: it stores zeros); NaN
 // when a value is not finite (every q 0, so the block dequantises to NaN: q · NaN).
-template <class Put>
-float quantise_q8(const float* x, int n, Put&& put) {
+// max |x[i]| / 127 over n values (an f32 division): an int8 block's scale; NaN when a value is not finite.
+inline float q8_scale(const float* x, int n) {
   float amax = 0.0f;
   bool finite = true;
   for (int i = 0; i < n; ++i) {
     finite = finite && std::isfinite(x[i]);
     amax = std::max(amax, std::fabs(x[i]));
   }
-  const float scale = finite ? amax / 127.0f : NAN;
+  return finite ? amax / 127.0f : NAN;
+}
+
+template <class Put>
+float quantise_q8(const float* x, int n, Put&& put) {
+  const float scale = q8_scale(x, n);
   for (int i = 0; i < n; ++i) {
     const float r = scale > 0.0f ? std::nearbyint(x[i] / scale) : 0.0f;
     put(i, static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f)));
@@ -137,6 +142,20 @@ float quantise_q8(const float* x, int n, Put&& put) {
 // The same into q[0, n).
 inline float quantise_q8(const float* x, int n, std::int8_t* q) {
   return quantise_q8(x, n, [q](int i, std::int8_t v) { q[i] = v; });
+}
+
+// One block of a projection's input row under activations 'int8' (docs/attention-math.md §11):
+// llama.cpp's quantize_row_q8_0 rule with d kept in f32, d = max|x| / 127 and q[i] = round(x[i] / d),
+// halves away from zero (std::round; f32 division, so every ISA quantises alike); every q 0 for
+// d = 0 (an all-zero block, or one whose max underflows). A non-finite value makes d NaN (every q
+// 0): the block's products, and so the row's outputs, are NaN. Returns d.
+inline float quantise_activations_q8(const float* x, int n, std::int8_t* q) {
+  const float d = q8_scale(x, n);
+  for (int i = 0; i < n; ++i) {
+    const float r = d > 0.0f ? std::round(x[i] / d) : 0.0f;
+    q[i] = static_cast<std::int8_t>(std::clamp(r, -127.0f, 127.0f));
+  }
+  return d;
 }
 
 // The stored value of one int8 element: the f32 product q · scale.

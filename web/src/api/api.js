@@ -58,13 +58,13 @@ export class MultiHeadAttention {
   /**
    * Layer `layer` of a Hugging Face config.json (hf_config.js; docs/checkpoints.md): created with
    * that layer's options. options: { layer, prefix?, rotary? (replaces the config's RoPE: a
-   * { table } for scalings fromConfig does not compute), weightsDtype?, threads?, backend?, gpu?,
+   * { table } for scalings fromConfig does not compute), weightsDtype?, activations?, threads?, backend?, gpu?,
    * webgpuMinFlops? }. The module's `checkpoint` keeps the layout, prefix, window and causality;
    * its loadStateDict() takes that layout and prefix unless told otherwise, and adds
    * qkNormWeightOffset to the q/k norm weights (Gemma 3's are stored as w − 1).
    */
   static async fromConfig(config, options) {
-    const own = ['weightsDtype', ...PLACEMENT_OPTIONS];
+    const own = ['weightsDtype', 'activations', ...PLACEMENT_OPTIONS];
     const o = checkOptions('MultiHeadAttention.fromConfig', options, [...FROM_CONFIG_OPTIONS, ...own]);
     const mapped = attentionOptionsFromConfig(config, Object.fromEntries(FROM_CONFIG_OPTIONS.filter((k) => k in o).map((k) => [k, o[k]])));
     const createOptions = { ...mapped.options, ...Object.fromEntries(own.filter((k) => k in o).map((k) => [k, o[k]])) };

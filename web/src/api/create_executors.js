@@ -41,15 +41,17 @@ export async function createExecutors(config, options, runtime) {
 }
 
 /**
- * The backend options, with 'auto' kept on WASM for int4 weights: the WebGPU kernels have no int4
- * weights yet, so a module with them computes on WASM (and the pool) only, which never gives a
- * wrong answer; backend 'webgpu' is refused, before any GPU is looked for.
+ * The backend options, with 'auto' kept on WASM for int4 weights and for int8 activations: the
+ * WebGPU kernels have neither yet, so such a module computes on WASM (and the pool) only, which
+ * never gives a wrong answer; backend 'webgpu' is refused, before any GPU is looked for.
  */
 function wasmOnlyDtypes(config, backendOptions) {
-  if (config.weightsDtype !== 'int4') return backendOptions;
+  const wasmOnly = config.weightsDtype === 'int4' ? { argument: 'weightsDtype', actual: 'int4', what: "weightsDtype 'int4'", lacks: 'int4 weights' }
+    : config.activations === 'int8' ? { argument: 'activations', actual: 'int8', what: "activations 'int8'", lacks: 'int8 activations' } : null;
+  if (!wasmOnly) return backendOptions;
   if (backendOptions.backend === 'webgpu') {
-    throw new BackendError("backend 'webgpu': weightsDtype 'int4' runs on WASM only (the WebGPU kernels have no int4 weights); "
-      + "create it with backend 'wasm' or 'auto'", { argument: 'weightsDtype', expected: "backend 'wasm' | 'auto'", actual: 'int4' });
+    throw new BackendError(`backend 'webgpu': ${wasmOnly.what} runs on WASM only (the WebGPU kernels have no ${wasmOnly.lacks}); `
+      + "create it with backend 'wasm' or 'auto'", { argument: wasmOnly.argument, expected: "backend 'wasm' | 'auto'", actual: wasmOnly.actual });
   }
   return { ...backendOptions, backend: 'wasm' };
 }

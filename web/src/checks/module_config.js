@@ -1,7 +1,7 @@
 // A module's configuration: MultiHeadAttention.create()'s options checked and resolved (sizes,
 // grouped-query and rotary options, threads, backend options), the limits they are checked
 // against (threads, the WASM heap), and the config as the core's MhaConfig receives it.
-import { WEIGHTS_DTYPES } from '../storage/storage_types.js';
+import { ACTIVATIONS_DTYPES, INTEGER_WEIGHTS_DTYPES, WEIGHTS_DTYPES } from '../storage/storage_types.js';
 import { OptionError, describe } from '../base/errors.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } from '../base/option_checks.js';
 import { parameterFloats } from '../storage/parameter_layout.js';
@@ -37,9 +37,10 @@ const CONFIG_FIELDS = [
   { name: 'softcap', resolve: (o) => (o.softcap === undefined ? null : checkPositive('softcap', o.softcap)), core: (s) => ({ softcap: s ?? 0 }) },
   // How the weight matrices are stored (biases are always float32): docs/attention-math.md.
   { name: 'weightsDtype', resolve: (o) => checkChoice('weightsDtype', o.weightsDtype, WEIGHTS_DTYPES, 'float32') },
+  // The projections' inputs: float32 (exact on the stored weights) or int8 (quantised per block of
+  // 32, multiplied in integers; int8 and int4 weights only): docs/attention-math.md.
+  { name: 'activations', resolve: resolveActivations },
 ];
-
-/** create()'s weightsDtype: how a module stores its weight matrices. */
 
 /** create()'s options that choose where the module runs rather than what it computes. */
 export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
@@ -134,6 +135,19 @@ function resolveNumKvHeads(options, { numHeads }) {
     });
   }
   return numKvHeads;
+}
+
+// activations: 'float32' (default) or 'int8', which needs weights stored as integer codes (int8,
+// int4): float weights have none to multiply, and a silent float32 fallback would hide the choice.
+function resolveActivations(options, { weightsDtype }) {
+  const activations = checkChoice('activations', options.activations, ACTIVATIONS_DTYPES, 'float32');
+  if (activations === 'int8' && !INTEGER_WEIGHTS_DTYPES.includes(weightsDtype)) {
+    throw new OptionError(`activations: 'int8' needs weightsDtype ${INTEGER_WEIGHTS_DTYPES.map((d) => `'${d}'`).join(' or ')}, `
+      + `got weightsDtype '${weightsDtype}'`, {
+      argument: 'activations', expected: `weightsDtype ${INTEGER_WEIGHTS_DTYPES.join(' | ')}`, actual: weightsDtype,
+    });
+  }
+  return activations;
 }
 
 // qkNorm: null (not given) or { eps = 1e-6 }: an RMSNorm of every q and k head before RoPE.

@@ -4,19 +4,24 @@
 // the TypeScript unions (web/types/tensors.d.ts), agree.
 //   bits: of one stored value (an int8 or int4 block's scale is extra); block: values of a weight
 //   row per scale (0: none); weights / cache / source: a module's weight matrices, a KV cache's
-//   keys and values, and loadStateDict()'s tensors may be of it.
+//   keys and values, and loadStateDict()'s tensors may be of it; activations: a module's
+//   projection inputs may be computed in it (create()'s activations).
 export const STORAGE_TYPES = Object.freeze([
-  { name: 'float32', bits: 32, block: 0, weights: true, cache: true, source: true },
-  { name: 'float16', bits: 16, block: 0, weights: true, cache: true, source: true },
-  { name: 'bfloat16', bits: 16, block: 0, weights: true, cache: false, source: true },
-  { name: 'int8', bits: 8, block: 32, weights: true, cache: true, source: false },
-  { name: 'int4', bits: 4, block: 32, weights: true, cache: false, source: false },
+  { name: 'float32', bits: 32, block: 0, weights: true, cache: true, source: true, activations: true },
+  { name: 'float16', bits: 16, block: 0, weights: true, cache: true, source: true, activations: false },
+  { name: 'bfloat16', bits: 16, block: 0, weights: true, cache: false, source: true, activations: false },
+  { name: 'int8', bits: 8, block: 32, weights: true, cache: true, source: false, activations: true },
+  { name: 'int4', bits: 4, block: 32, weights: true, cache: false, source: false, activations: false },
 ].map(Object.freeze));
 
 const names = (keep) => Object.freeze(STORAGE_TYPES.filter(keep).map((t) => t.name));
 
 /** create()'s weightsDtype choices. */
 export const WEIGHTS_DTYPES = names((t) => t.weights);
+/** create()'s activations choices: 'float32' (exact on the stored weights) or 'int8'. */
+export const ACTIVATIONS_DTYPES = names((t) => t.activations);
+/** The weightsDtypes that int8 activations multiply in integers: those stored in blocks (int8, int4). */
+export const INTEGER_WEIGHTS_DTYPES = names((t) => t.block > 0);
 /** createCache()'s and encode()'s dtype choices. */
 export const CACHE_DTYPES = names((t) => t.cache);
 /** The 16-bit float types (a Uint16Array of bits holds either). */

@@ -105,7 +105,11 @@ export class CoreMha {
   /** config: module_config.js's coreConfig(). */
   configure(config) {
     const { StorageType, RotaryScaling } = this.#core;
-    const wire = { ...config, weightsDtype: enumValue(StorageType, config.weightsDtype, 'weightsDtype') };
+    const wire = {
+      ...config,
+      weightsDtype: enumValue(StorageType, config.weightsDtype, 'weightsDtype'),
+      activations: enumValue(StorageType, config.activations, 'activations'),
+    };
     // An absent field stays absent, so that Embind's error names it.
     if ('rotaryScaling' in config) wire.rotaryScaling = RotaryScaling.values[config.rotaryScaling];
     return errorText(this.#core, this.#native.configure(wire));

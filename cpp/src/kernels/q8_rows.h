@@ -1,0 +1,77 @@
+// Projection inputs under activations 'int8' (docs/attention-math.md §11), for every ISA's
+// integer kernels (<type>q8_linear_<ISA>.cpp): each input row quantised once per call, block by
+// block (storage_convert.h's quantise_activations_q8), and then read by every target and panel.
+// One rule of arithmetic for all of them, so that every module gives the same bits: column c's
+// result is
+//   acc = 0; for each block b in order: acc += (s_w[b][c] · d_x[b]) · dot[b][c]; y = acc + bias[c]
+// in f32, dot the block's Σ (q_w − z)·q_x in int32 (exact: |dot| ≤ 32 · 255 · 127 < 2^24, so its f32
+// is exact too), each product and sum a separate statement (never fused into an FMA).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/kernels.h"
+
+namespace webattention::kernels {
+
+struct Q8Rows {
+  int rows = 0, in = 0, blocks = 0;
+  // [rows][blocks · 32]: the codes, zero past `in` (a partial last block reads zeros there).
+  std::vector<std::int8_t> codes;
+  std::vector<float> scales;        // [rows][blocks]: d_x of each block
+  std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
+  std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
+
+  std::size_t stride() const { return static_cast<std::size_t>(blocks) * storage::kQuantBlock; }
+  const std::int8_t* row(int r) const { return codes.data() + r * stride(); }
+  const std::int16_t* wide_row(int r) const { return wide.data() + r * stride(); }
+  const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
+  const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
+
+  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`).
+  void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, bool widen) {
+    rows = row_count;
+    in = width;
+    blocks = (in + storage::kQuantBlock - 1) / storage::kQuantBlock;
+    codes.assign(static_cast<std::size_t>(rows) * stride(), 0);
+    scales.resize(static_cast<std::size_t>(rows) * blocks);
+    sums.resize(static_cast<std::size_t>(rows) * blocks);
+    for (int r = 0; r < rows; ++r) {
+      for (int b = 0; b < blocks; ++b) {
+        const int k0 = b * storage::kQuantBlock, n = std::min(storage::kQuantBlock, in - k0);
+        std::int8_t* q = codes.data() + r * stride() + k0;
+        scales[static_cast<std::size_t>(r) * blocks + b] = storage::quantise_activations_q8(x + r * x_stride + k0, n, q);
+        std::int32_t sum = 0;
+        for (int i = 0; i < n; ++i) sum += q[i];
+        sums[static_cast<std::size_t>(r) * blocks + b] = sum;
+      }
+    }
+    if (widen) wide.assign(codes.begin(), codes.end());
+  }
+};
+
+// The quantised rows of this thread's current call: reused between calls (a decode step's
+// projections quantise a row each, and allocate nothing once warm).
+inline Q8Rows& q8_rows_scratch() {
+  thread_local Q8Rows rows;
+  return rows;
+}
+
+// The driver every ISA's kernel shares: x quantised once (widened to int16 when `widen`), then
+// panel_rows(q, w, p, y, y_stride) for every target and panel, over all the rows.
+template <class PanelRows>
+void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
+                      bool widen, PanelRows&& panel_rows) {
+  if (target_count == 0) return;
+  Q8Rows& q = q8_rows_scratch();
+  q.quantise(x, rows, x_stride, targets[0].weights->in, widen);
+  for (int t = 0; t < target_count; ++t) {
+    const PackedLinear& w = *targets[t].weights;
+    for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) panel_rows(q, w, p, targets[t].y, targets[t].y_stride);
+  }
+}
+
+}  // namespace webattention::kernels

@@ -1,0 +1,174 @@
+// Projection kernel for int8 activations, WebAssembly SIMD128: q8_rows.h's rule, lane by lane
+// (column c's lane does the scalar kernel's f32 operations, in its order, so every module gives
+// the same bits). Each block's integer dot products come from i32x4.dot_i16x8_s on codes widened to
+// int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
+// pair. The relaxed modules run it too (why not i32x4.relaxed_dot_i8x16_i7x16_add_s:
+// docs/attention-math.md §11).
+// i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp instantiate linear_panels with their Codes.
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernels.h"
+#include "kernels/q8_rows.h"
+
+namespace webattention::kernels::simd128_q8 {
+namespace {
+
+// Up to kRows input rows share each load and widening of the weights (a prefill; a decode step
+// has one row).
+constexpr int kRows = 4;
+
+// The (x_k, x_k+1) int16 pair splat to every i32 lane.
+inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
+
+// R input rows of the quantised block being multiplied: their int16 codes and Σ q_x per block.
+template <int R>
+struct InputRows {
+  const std::int16_t* x[R];
+  const std::int32_t* sums[R];
+};
+
+// int8 weights, [in][8] codes per panel: rows k and k+1 (16 bytes) interleaved to (c, k), (c, k+1)
+// byte pairs, widened, and dotted with each input's pair: columns 0-3 into lo, 4-7 into hi.
+struct I8Codes {
+  const std::int8_t* p;
+  const float* scales;
+  I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  template <int R>
+  static void madd(v128_t rows, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+    const v128_t pairs = wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+    const v128_t w03 = wasm_i16x8_extend_low_i8x16(pairs), w47 = wasm_i16x8_extend_high_i8x16(pairs);
+    for (int r = 0; r < R; ++r) {
+      const v128_t x = pair_at(in.x[r], k);
+      lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_dot_i16x8(w03, x));
+      hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_dot_i16x8(w47, x));
+    }
+  }
+  // Block b's dot products Σ q_w·q_x over weight rows [k0, k1), per input row; the inputs read
+  // zeros past their end, so an odd last row pairs with a zero row (never loaded).
+  template <int R>
+  void block_dot(int, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
+    int k = k0;
+    for (; k + 2 <= k1; k += 2) madd<R>(wasm_v128_load(p + k * kPanelWidth), in, k, lo, hi);
+    if (k < k1) madd<R>(wasm_v128_load64_zero(p + k * kPanelWidth), in, k, lo, hi);
+  }
+};
+
+// int4 weights: a panel row's 8 codes in one word (storage_convert.h's q4_shift), so 4 rows are 16
+// bytes; the low nibbles are columns (0, 4, 1, 5) of each row, the high ones (2, 6, 3, 7). Each
+// nibble vector is interleaved into (column, rows k, k+1) pairs (bytes 0-7) and (column, rows
+// k+2, k+3) pairs (bytes 8-15), widened and dotted with the input pairs. Σ (q − z)·q_x = Σ q·q_x −
+// z·Σ q_x, the block's Σ q_x from Q8Rows.
+struct Q4Codes {
+  const std::uint32_t* words;
+  const std::uint32_t* zero_points;
+  const float* scales;
+  Q4Codes(const PackedLinear& w, int panel)
+      : words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+  static v128_t pairs(v128_t nibbles) {
+    return wasm_i8x16_shuffle(nibbles, nibbles, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
+  }
+  // Weight rows k .. k+3 (the word vector v) into a (columns 0, 4, 1, 5) and c (2, 6, 3, 7).
+  template <int R>
+  static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t a[R], v128_t c[R]) {
+    const v128_t mask = wasm_i8x16_splat(0x0F);
+    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+    const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
+    const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
+    for (int r = 0; r < R; ++r) {
+      const v128_t x01 = pair_at(in.x[r], k), x23 = pair_at(in.x[r], k + 2);
+      a[r] = wasm_i32x4_add(a[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low01, x01), wasm_i32x4_dot_i16x8(low23, x23)));
+      c[r] = wasm_i32x4_add(c[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(high01, x01), wasm_i32x4_dot_i16x8(high23, x23)));
+    }
+  }
+  template <int R>
+  void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    v128_t a[R], c[R];
+    for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
+    int k = k0;
+    for (; k + 4 <= k1; k += 4) four_rows<R>(wasm_v128_load(words + k), in, k, a, c);
+    if (k < k1) {  // the last block's last rows: zero words past the end meet zero input codes
+      std::uint32_t tail[4] = {};
+      std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
+      four_rows<R>(wasm_v128_load(tail), in, k, a, c);
+    }
+    // The block's zero points, a word laid out as a row of codes: byte i of lane i of the word splat
+    // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
+    const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
+    const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
+    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u8x16_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
+                                          16, 16, 16);
+    for (int r = 0; r < R; ++r) {
+      const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
+      const v128_t ar = wasm_i32x4_sub(a[r], wasm_i32x4_mul(z_a, sum)), cr = wasm_i32x4_sub(c[r], wasm_i32x4_mul(z_c, sum));
+      lo[r] = wasm_i32x4_shuffle(ar, cr, 0, 2, 4, 6);  // columns 0-3
+      hi[r] = wasm_i32x4_shuffle(ar, cr, 1, 3, 5, 7);  // columns 4-7
+    }
+  }
+};
+
+inline v128_t bias_or_zero(const PackedLinear& w, int at) {
+  return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
+}
+
+// Rows [r0, r0 + R) of y, columns [8p, 8p + 8) (those below w.out) = those quantised rows of q times
+// panel p (+ bias); y points at row r0.
+template <class Codes, int R>
+void rows_times_panel(const Q8Rows& q, int r0, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  const Codes codes(w, p);
+  InputRows<R> in;
+  const float* dx[R];
+  v128_t acc_lo[R], acc_hi[R];
+  for (int r = 0; r < R; ++r) {
+    in.x[r] = q.wide_row(r0 + r);
+    in.sums[r] = q.row_sums(r0 + r);
+    dx[r] = q.row_scales(r0 + r);
+    acc_lo[r] = acc_hi[r] = wasm_f32x4_splat(0.0f);
+  }
+  for (int b = 0; b < q.blocks; ++b) {
+    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
+    v128_t lo[R], hi[R];
+    codes.template block_dot<R>(b, k0, k1, in, lo, hi);
+    const float* s = codes.scales + b * kPanelWidth;
+    const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
+    for (int r = 0; r < R; ++r) {
+      const v128_t d = wasm_f32x4_splat(dx[r][b]);
+      acc_lo[r] = wasm_f32x4_add(acc_lo[r], wasm_f32x4_mul(wasm_f32x4_mul(s_lo, d), wasm_f32x4_convert_i32x4(lo[r])));
+      acc_hi[r] = wasm_f32x4_add(acc_hi[r], wasm_f32x4_mul(wasm_f32x4_mul(s_hi, d), wasm_f32x4_convert_i32x4(hi[r])));
+    }
+  }
+  const int n0 = p * kPanelWidth;
+  for (int r = 0; r < R; ++r) {
+    alignas(16) float out[kPanelWidth];
+    wasm_v128_store(out, wasm_f32x4_add(acc_lo[r], bias_or_zero(w, n0)));
+    wasm_v128_store(out + 4, wasm_f32x4_add(acc_hi[r], bias_or_zero(w, n0 + 4)));
+    std::copy_n(out, w.panel_columns(p), y + r * y_stride + n0);
+  }
+}
+
+// Every row of q times panel p: kRows at a time, then the rest.
+template <class Codes>
+void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  int r = 0;
+  for (; r + kRows <= q.rows; r += kRows) rows_times_panel<Codes, kRows>(q, r, w, p, y + r * y_stride, y_stride);
+  switch (q.rows - r) {
+    case 3: rows_times_panel<Codes, 3>(q, r, w, p, y + r * y_stride, y_stride); break;
+    case 2: rows_times_panel<Codes, 2>(q, r, w, p, y + r * y_stride, y_stride); break;
+    case 1: rows_times_panel<Codes, 1>(q, r, w, p, y + r * y_stride, y_stride); break;
+    default: break;
+  }
+}
+
+template <class Codes>
+void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
+  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>);
+}
+
+}  // namespace
+}  // namespace webattention::kernels::simd128_q8

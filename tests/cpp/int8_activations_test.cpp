@@ -1,0 +1,81 @@
+// int8 activations (MhaConfig::activations, docs/attention-math.md §11) on this build's kernel
+// family: int4 weights whose blocks carry zero points other than 8 (as checkpoints may: the
+// kernel cases only meet the 8 of weights quantised at load) against the reference of the stored
+// weights and quantised inputs; and a row gives the same bits alone (a decode step) as among
+// others (a prefill), for int8 and int4 weights.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/storage_convert.h"
+#include "reference/storage_reference.h"
+
+namespace webattention {
+namespace {
+
+constexpr int kRows = 3, kIn = 70, kOut = 19;  // blocks of 32, 32 and 6; a last panel of 3 columns
+
+std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+kernels::PackedLinear packed(StorageType type, std::uint32_t seed) {
+  const std::vector<float> w = uniform(static_cast<std::size_t>(kOut) * kIn, seed);
+  kernels::PackedLinear p = kernels::pack_linear(w.data(), StorageType::f32, kOut, kIn, type);
+  const std::vector<float> bias = uniform(kOut, seed + 1);
+  p.set_bias(bias.data(), kOut);
+  p.int8_activations = true;
+  return p;
+}
+
+std::vector<float> project(const kernels::PackedLinear& w, const std::vector<float>& x, int rows) {
+  std::vector<float> y(static_cast<std::size_t>(rows) * kOut, NAN);
+  const kernels::LinearTarget target{&w, y.data(), kOut};
+  kernels::linear(x.data(), rows, kIn, &target, 1);
+  return y;
+}
+
+TEST(Int8Activations, Int4ZeroPointsOtherThanEight) {
+  kernels::PackedLinear w = packed(StorageType::q4, 3);
+  std::mt19937 rng(9);
+  for (int p = 0; p < w.panel_count(); ++p) {
+    for (int b = 0; b < w.scale_blocks(); ++b) {
+      for (int c = 0; c < kernels::kPanelWidth; ++c) storage::set_q4_code(w.panel_zero_points(p)[b], c, static_cast<int>(rng() % 16));
+    }
+  }
+  const std::vector<float> x = uniform(static_cast<std::size_t>(kRows) * kIn, 5);
+  const std::vector<float> y = project(w, x, kRows);
+  const std::vector<double> xq = reference::int8_activations(x, kRows, kIn, storage::kQuantBlock);
+  for (int r = 0; r < kRows; ++r) {
+    for (int n = 0; n < kOut; ++n) {
+      double want = w.bias[n];
+      for (int k = 0; k < kIn; ++k) want += xq[r * kIn + k] * w.weight(n, k);
+      EXPECT_NEAR(y[r * kOut + n], want, 1e-4 + 1e-4 * std::fabs(want)) << "row " << r << ", column " << n;
+    }
+  }
+}
+
+TEST(Int8Activations, ARowGivesTheSameBitsAloneAndAmongOthers) {
+  for (StorageType type : {StorageType::i8, StorageType::q4}) {
+    const kernels::PackedLinear w = packed(type, 11);
+    const std::vector<float> x = uniform(static_cast<std::size_t>(kRows) * kIn, 13);
+    const std::vector<float> all = project(w, x, kRows);
+    for (int r = 0; r < kRows; ++r) {
+      const std::vector<float> alone = project(w, std::vector<float>(x.begin() + r * kIn, x.begin() + (r + 1) * kIn), 1);
+      for (int n = 0; n < kOut; ++n) {
+        EXPECT_EQ(storage::bits_of(alone[n]), storage::bits_of(all[r * kOut + n])) << storage_type_name(type) << " row " << r << ", column " << n;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace webattention
