@@ -13,6 +13,9 @@ export const DTYPES = {
   i8: { weights: 'int8', cache: 'int8', ort: 'q8' },
   // int4 weights have no cache dtype of their own: the narrowest cache, int8. No ORT graph yet.
   i4: { weights: 'int4', cache: 'int8', ort: null },
+  // int8 activations (create({ activations: 'int8' })): the same stored bytes as i8 / i4.
+  i8a8: { weights: 'int8', cache: 'int8', activations: 'int8', ort: null, bytesLike: 'i8' },
+  i4a8: { weights: 'int4', cache: 'int8', activations: 'int8', ort: null, bytesLike: 'i4' },
 };
 export const REFERENCE_DTYPE = 'f32';
 
@@ -47,5 +50,6 @@ export function stepBytes({ E, h, hkv }, d, n, dtype = REFERENCE_DTYPE) {
   const q = h * d, kv = hkv * d;
   const matrixEntries = E * q + 2 * E * kv + q * E;
   const biasEntries = q + 2 * kv + E;
-  return { weights: WEIGHT_BYTES[dtype] * matrixEntries + 4 * biasEntries, cache: n * hkv * CACHE_BYTES[dtype](d) };
+  const stored = DTYPES[dtype].bytesLike ?? dtype;
+  return { weights: WEIGHT_BYTES[stored] * matrixEntries + 4 * biasEntries, cache: n * hkv * CACHE_BYTES[stored](d) };
 }

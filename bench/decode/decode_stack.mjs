@@ -10,7 +10,8 @@
 //   (no flag)        run in Node (this process: one thread, the package's single-threaded module)
 //   --browser        headless Chromium (bench/browser/decode_stack.html; cross-origin isolated)
 //   --firefox        headless Firefox ESR, the same page
-//   --settings LIST  decode_dtypes.mjs names (weights + cache dtype [+ activations]); f32 first
+//   --settings LIST  decode_dtypes.mjs names (weights + cache dtype [+ activations]; default
+//                    f32,f16,i8,i8a8,i4,i4a8); f32 first
 //   --wasm M         the page's module (default simd; mt or mt-relaxed: two threads, pthreads)
 //   --layers N       layers in each stack (default 24: ~1 GB of float32 weights)
 //   --tokens N       timed tokens per setting (default 24)
@@ -25,7 +26,7 @@ import { membwWasm } from '../limits/membw/wasm_file.mjs';
 
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   node: { type: 'boolean', default: false }, browser: { type: 'boolean', default: false }, firefox: { type: 'boolean', default: false },
-  settings: { type: 'string', default: 'f32,f16,i8,i4' }, wasm: { type: 'string' }, layers: { type: 'string' },
+  settings: { type: 'string', default: 'f32,f16,i8,i8a8,i4,i4a8' }, wasm: { type: 'string' }, layers: { type: 'string' },
   tokens: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
   timeout: { type: 'string', default: '3600' },
 });

@@ -203,7 +203,7 @@ async function createModels(libs, { E, h, hkv }, W, dtypes, cacheLength) {
   try {
     for (const dtype of dtypes) {
       const mha = await libs.MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, threads: 1, backend: 'wasm',
-        weightsDtype: DTYPES[dtype].weights });
+        weightsDtype: DTYPES[dtype].weights, ...(DTYPES[dtype].activations ? { activations: DTYPES[dtype].activations } : {}) });
       models.push({ dtype, mha, cache: null });
       mha.loadStateDict(stateDict(mha.stateDictShapes, W));
       if (cacheLength) models.at(-1).cache = mha.createCache({ batchSize: 1, maxLength: cacheLength, dtype: DTYPES[dtype].cache });
