@@ -43,7 +43,8 @@ export async function createExecutors(config, options, runtime) {
 /**
  * The backend options, with 'auto' kept on WASM for int4 weights: the WebGPU kernels have no int4
  * weights yet, so a module with them computes on WASM (and the pool) only, which never gives a
- * wrong answer; backend 'webgpu' is refused, before any GPU is looked for.
+ * wrong answer; backend 'webgpu' is refused, before any GPU is looked for. 'auto' stays 'auto'
+ * (wasmOnly): its `gpu` option is checked as for every other module.
  */
 function wasmOnlyDtypes(config, backendOptions) {
   if (config.weightsDtype !== 'int4') return backendOptions;
@@ -51,5 +52,5 @@ function wasmOnlyDtypes(config, backendOptions) {
     throw new BackendError("backend 'webgpu': weightsDtype 'int4' runs on WASM only (the WebGPU kernels have no int4 weights); "
       + "create it with backend 'wasm' or 'auto'", { argument: 'weightsDtype', expected: "backend 'wasm' | 'auto'", actual: 'int4' });
   }
-  return { ...backendOptions, backend: 'wasm' };
+  return backendOptions.backend === 'auto' ? { ...backendOptions, wasmOnly: true } : backendOptions;
 }
