@@ -44,8 +44,9 @@ using ScoreBias = std::function<double(int i, int j)>;
 // softmax(cap(q kᵀ · scale) + bias) for one (batch, head): the L × S attention probabilities,
 // where cap(s) = softcap · tanh(s / softcap) when softcap > 0, else s. With a sink (non-null),
 // exp(*sink) joins every row's denominator: p_ij = exp(s_ij) / (Σ_k exp(s_ik) + exp(sink)). A row
-// whose every key is masked is all zeros, by design (PyTorch gives NaN). A masked score is -inf
-// whatever q·k is (a NaN or Inf key stays masked); `hidden` marks the masked (i, j).
+// whose every key is masked is all zeros, by design (PyTorch gives NaN); one whose allowed keys
+// all score -inf by arithmetic is NaN, as in PyTorch. A masked score is -inf whatever q·k is (a
+// NaN or Inf key stays masked); `hidden` marks the masked (i, j).
 Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double softcap, bool causal,
                      const ScoreBias& bias, Matrix& hidden, const double* sink = nullptr) {
   Matrix p = (q * k.transpose()) * scale;
@@ -60,10 +61,15 @@ Matrix probabilities(const Matrix& q, const Matrix& k, double scale, double soft
     }
     const double max = sink ? std::max(p.row(i).maxCoeff(), *sink) : p.row(i).maxCoeff();
     if (max == kNegInf) {
-      p.row(i).setZero();
+      // No allowed key: zero. Allowed keys that all score −∞ by arithmetic (an infinite query or
+      // key): NaN, as PyTorch's exp(−∞ − −∞).
+      const bool allowed = (hidden.row(i).array() == 0.0).any();
+      p.row(i).setConstant(allowed ? std::numeric_limits<double>::quiet_NaN() : 0.0);
       continue;
     }
-    p.row(i) = (p.row(i).array() - max).exp().matrix();
+    // std::exp: Eigen's vectorised exp clamps its argument, so that exp(-inf) came out ~1e-308, not
+    // the 0 whose product with an infinite value is NaN (as in PyTorch).
+    p.row(i) = (p.row(i).array() - max).unaryExpr([](double x) { return std::exp(x); }).matrix();
     p.row(i) /= p.row(i).sum() + (sink ? std::exp(*sink - max) : 0.0);
   }
   return p;

@@ -37,15 +37,8 @@ std::unique_ptr<KvCache> MultiHeadAttention::encode(const float* key, const floa
   const std::size_t k_floats = static_cast<std::size_t>(B * S64 * k_width_);
   scratch_.resize(k_floats + static_cast<std::size_t>(B * S64 * kv_width_));
   Projected x{nullptr, scratch_.data(), scratch_.data() + k_floats, c.num_heads, qk_width_, k_width_, kv_width_};
-  using kernels::LinearTarget;
-  const LinearTarget tk{wk_.get(), x.k, k_width_}, tv{wv_.get(), x.v, kv_width_};
-  if (key == value && c.kdim == c.vdim) {
-    const LinearTarget both[] = {tk, tv};
-    project(key, batch * S, c.kdim, both, 2);
-  } else {
-    project(key, batch * S, c.kdim, &tk, 1);
-    project(value, batch * S, c.vdim, &tv, 1);
-  }
+  const kernels::LinearTarget tk{wk_.get(), x.k, k_width_}, tv{wv_.get(), x.v, kv_width_};
+  project_keys_values(key, value, batch * S, c.kdim, c.vdim, tk, tv);
   rotate(x, batch, 0, S, 0, nullptr);  // the k-norm of a qk-norm module; no RoPE (refused above)
   cache->append(x.k, S64 * k_width_, x.v, S64 * kv_width_, S);
   cache->read_only_ = true;

@@ -66,19 +66,12 @@ MultiHeadAttention::Projected MultiHeadAttention::project_inputs(
   const LinearTarget tq{&wq, p.q, p.q_width}, tk{&wk, p.k, p.k_width}, tv{&wv, p.v, p.v_width};
   const bool self = a.query == a.key && a.key == a.value && c.kdim == c.embed_dim &&
                     c.vdim == c.embed_dim && L == S;
-  const bool shared_kv = a.key == a.value && c.kdim == c.vdim;
   if (self) {
     const LinearTarget all[] = {tq, tk, tv};
     project(a.query, B * L, c.embed_dim, all, 3);
   } else {
     project(a.query, B * L, c.embed_dim, &tq, 1);
-    if (shared_kv) {
-      const LinearTarget kv[] = {tk, tv};
-      project(a.key, B * S, c.kdim, kv, 2);
-    } else {
-      project(a.key, B * S, c.kdim, &tk, 1);
-      project(a.value, B * S, c.vdim, &tv, 1);
-    }
+    project_keys_values(a.key, a.value, B * S, c.kdim, c.vdim, tk, tv);
   }
   return p;
 }

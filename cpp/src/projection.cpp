@@ -64,4 +64,15 @@ void project(const float* x, int rows, std::ptrdiff_t x_stride,
   });
 }
 
+void project_keys_values(const float* key, const float* value, int rows, int kdim, int vdim,
+                         const kernels::LinearTarget& k, const kernels::LinearTarget& v) {
+  if (key == value && kdim == vdim) {
+    const kernels::LinearTarget both[] = {k, v};
+    project(key, rows, kdim, both, 2);
+  } else {
+    project(key, rows, kdim, &k, 1);
+    project(value, rows, vdim, &v, 1);
+  }
+}
+
 }  // namespace webattention

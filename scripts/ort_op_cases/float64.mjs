@@ -82,12 +82,13 @@ export function evaluate(p) {
     const g = Math.floor(h / (hq / hkv));
     for (let i = 0; i < S; i++) {
       const self = P + i;  // the query's own place in the sequence: the causal and window rules' reference
-      const scores = new Float64Array(T).fill(-Infinity);
+      const scores = new Array(T).fill(null);  // null: masked (attendRow())
       for (let j = 0; j < T; j++) {
         if ((p.causal && j > self) || (p.window && j <= self - p.window)) continue;
         let s = 0;
         for (let c = 0; c < d; c++) s += q[((b * S + i) * hq + h) * d + c] * K[((b * hkv + g) * T + j) * d + c];
-        scores[j] = cap(s * p.scale) + (p.mask ? p.mask[((b * hq + h) * S + i) * T + j] : 0);
+        const m = p.mask ? p.mask[((b * hq + h) * S + i) * T + j] : 0;
+        scores[j] = m === -Infinity ? null : cap(s * p.scale) + m;
       }
       attendRow(scores, p.sinks ? p.sinks[h] : -Infinity, V, (j) => ((b * hkv + g) * T + j) * dv, dv, output, ((b * S + i) * hq + h) * dv);
     }

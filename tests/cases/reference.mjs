@@ -56,7 +56,7 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
   const group = heads / kvHeads;
   const scale = 1 / Math.sqrt(dk);
   const out = new Float64Array(batch * L * heads * dv);
-  const scores = new Float64Array(S);
+  const scores = new Array(S);  // null: a masked key (attendRow())
   for (let b = 0; b < batch; b++) {
     for (let h = 0; h < heads; h++) {
       const g = Math.floor(h / group);
@@ -68,9 +68,11 @@ export function attention({ batch, heads, kvHeads, L, S, dk, dv, causal, queryOf
           let dot = 0;
           for (let c = 0; c < dk; c++) dot += q[qi + c] * k[kj + c];
           const allowed = (!causal || j <= position) && (window <= 0 || j > position - window);
-          let s = allowed ? dot * scale : -Infinity;
-          s = applyMask(keyPadding, b * S + j, s);
-          scores[j] = applyMask(mask, ((b * heads + h) * L + i) * S + j, s);
+          // The masks alone decide what is masked: a -Infinity dot is a key present with weight 0.
+          let s = allowed ? dot * scale : -Infinity, masks = allowed ? 0 : -Infinity;
+          const at = ((b * heads + h) * L + i) * S + j;
+          [s, masks] = [s, masks].map((x) => applyMask(mask, at, applyMask(keyPadding, b * S + j, x)));
+          scores[j] = masks === -Infinity ? null : s;
         }
         attendRow(scores, -Infinity, v, (j) => ((b * S + j) * kvHeads + g) * dv, dv, out, ((b * L + i) * heads + h) * dv);
       }

@@ -4,7 +4,9 @@
 // Semantics: PyTorch's nn.MultiheadAttention(batch_first=True), with the package's documented
 // choices: a row with no allowed key gets zero output and zero weights; a NaN among a row's scores
 // (after masking: maskedScore) makes the row NaN; a masked key (causal, boolean, −∞ additive) is
-// absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN). A module
+// absent, whatever its key and value hold (PyTorch's 0 · NaN would make the row NaN). A key whose
+// score is −∞ by arithmetic (an infinite query or key) is not masked: as in PyTorch, it has
+// weight 0 and adds 0 · its value, and a row whose allowed keys all score −∞ is NaN. A module
 // with 16- or 8-bit storage computes this with its weights, and a KV cache's keys and values,
 // replaced by the values they store (storage.mjs); with activations 'int8', each projection's input
 // rows replaced by their int8 blocks' values (storage.mjs's int8Activations).
@@ -49,33 +51,40 @@ function weights(config, sd) {
 }
 
 /**
- * Score (b, h, i, j) after causal and the masks, in that order: causal (key j > query i) makes it
- * -Infinity; then the key-padding mask [B, S], then the attention mask ([L, S] or [B·H, L, S]),
- * each boolean entry (Uint8Array nonzero) and each -Infinity additive one setting -Infinity, and
- * each other additive (Float32Array) one added. (So an additive NaN after a boolean -Infinity is
- * NaN, as PyTorch's merged mask is.)
+ * Score (b, h, i, j) after causal and the masks, in that order, or null where they mask the key:
+ * causal (key j > query i) masks it; then the key-padding mask [B, S], then the attention mask
+ * ([L, S] or [B·H, L, S]), each boolean entry (Uint8Array nonzero) and each -Infinity additive one
+ * setting -Infinity, and each other additive (Float32Array) one added; the key is masked where the
+ * masks alone (the same steps from 0) give -Infinity. (So an additive NaN after a boolean -Infinity
+ * is NaN, as PyTorch's merged mask is.)
  */
 function maskedScore(score, o, H, L, S, b, h, i, j) {
-  if (o.isCausal && j > i) return -Infinity;
-  let s = score;
+  if (o.isCausal && j > i) return null;
+  let s = score, masks = 0;
+  const apply = (x, m, at) => (m.data instanceof Uint8Array ? (m.data[at] ? -Infinity : x) : m.data[at] === -Infinity ? -Infinity : x + m.data[at]);
   for (const [m, at] of [[o.keyPaddingMask, b * S + j], [o.attnMask, o.attnMask?.shape.length === 2 ? i * S + j : ((b * H + h) * L + i) * S + j]]) {
     if (!m) continue;
-    if (m.data instanceof Uint8Array) { if (m.data[at]) s = -Infinity; } else s = m.data[at] === -Infinity ? -Infinity : s + m.data[at];
+    s = apply(s, m, at);
+    masks = apply(masks, m, at);
   }
-  return s;
+  return masks === -Infinity ? null : s;
 }
 
 /**
- * Softmax of one row: NaN anywhere makes it NaN; all -Infinity (no allowed key) makes it zero.
+ * Softmax of one row, scores[j] null where key j is masked (absent, weight 0): NaN anywhere makes
+ * it NaN; no allowed key makes it zero; allowed keys that all score -Infinity (by arithmetic: an
+ * infinite query or key), with no sink above them, make it NaN, as PyTorch's exp(-Inf - -Inf).
  * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
  */
 export function softmaxRow(scores, sink = -Infinity) {
   // The package refuses a +Inf sink at loadStateDict() (docs/attention-math.md §10): so does this.
   if (sink === Infinity) throw new Error('reference: a +Inf sink is refused');
-  if (scores.some(Number.isNaN)) return scores.map(() => NaN);
-  const max = Math.max(...scores, sink);
-  if (max === -Infinity) return scores.map(() => 0);
-  const e = scores.map((s) => Math.exp(s - max));
+  const allowed = scores.filter((s) => s !== null);
+  if (allowed.some(Number.isNaN)) return scores.map(() => NaN);
+  if (allowed.length === 0) return scores.map(() => 0);
+  const max = Math.max(...allowed, sink);
+  if (max === -Infinity) return scores.map(() => NaN);
+  const e = scores.map((s) => (s === null ? 0 : Math.exp(s - max)));
   const sum = e.reduce((a, b) => a + b, Math.exp(sink - max));
   return e.map((x) => x / sum);
 }
@@ -84,14 +93,16 @@ export function softmaxRow(scores, sink = -Infinity) {
  * One query row of attention, the one float64 rule every JS reference uses (this file's
  * mhaReference(), the kernel cases' tests/cases/reference.mjs, the onnxruntime cases'
  * scripts/ort_op_cases/float64.mjs): scores[j] is key j's logit after the scale, the softcap and
- * the masks (-Infinity: the key is absent), sink one more logit with no value (-Infinity: none).
+ * the masks (null: the key is masked, absent), sink one more logit with no value (-Infinity: none).
  * Adds Σ_j p_j · V[valueAt(j) + c] to out[at + c], c < dv, over the keys present only (a masked
- * key adds nothing, not 0 · its value: NaN stays out); returns p (softmaxRow()).
+ * key adds nothing, not 0 · its value: NaN stays out; a key of score -Infinity by arithmetic is
+ * present and adds 0 · its value, NaN where that is infinite, as in PyTorch); returns p
+ * (softmaxRow()).
  */
 export function attendRow(scores, sink, V, valueAt, dv, out, at) {
   const p = softmaxRow(scores, sink);
   for (let j = 0; j < scores.length; j++) {
-    if (scores[j] === -Infinity) continue;
+    if (scores[j] === null) continue;
     const row = valueAt(j);
     for (let c = 0; c < dv; c++) out[at + c] += p[j] * V[row + c];
   }

@@ -1,6 +1,7 @@
 // Scaled dot-product attention and plain self-attention against the double-precision reference.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 
 #include "reference/reference.h"
@@ -155,6 +156,36 @@ TEST(Sdpa, FullyMaskedRowInALongSequenceGivesZeros) {
   }
   for (int j = 0; j < S; ++j) EXPECT_EQ(w[2 * S + j], 0.0f);
   EXPECT_FLOAT_EQ(w[3 * S + 300] + w[3 * S + 301], 1.0f);
+}
+
+// Scores of -inf by arithmetic are not masks (PyTorch's rule, docs/attention-math.md §4): row 0's
+// -inf query scores every key it may see -inf, so it is NaN (exp(-inf - -inf)); key 5 scores -inf
+// for every other row and holds an infinite value, so every row that may see it adds 0 · inf = NaN,
+// in the 4-row block of the diagonal and after it alike; rows 1..4 stay finite.
+TEST(Sdpa, MinusInfinityScoresByArithmeticAreNotMasks) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const int n = 9;
+  std::vector<float> q(n), k(n), v(n);
+  for (int i = 0; i < n; ++i) q[i] = 0.3f + 0.1f * i, k[i] = 0.2f + 0.05f * i, v[i] = 1.0f + i;
+  q[0] = -inf, k[5] = -inf, v[5] = inf;
+  std::vector<float> out(n), w(n * n), ref_out(n), ref_w(n * n);
+  SdpaArgs a;
+  a.L = n, a.S = n, a.dk = 1, a.dv = 1, a.causal = true;
+  a.q = q.data(), a.k = k.data(), a.v = v.data(), a.out = out.data(), a.weights = w.data();
+  scaled_dot_product_attention(a);
+  a.out = ref_out.data(), a.weights = ref_w.data();
+  reference::scaled_dot_product_attention(a);
+  for (int i = 0; i < n; ++i) {
+    const bool nan = i == 0 || i >= 5;
+    EXPECT_EQ(std::isnan(out[i]), nan) << "row " << i << ": " << out[i];
+    EXPECT_EQ(std::isnan(ref_out[i]), nan) << "reference row " << i << ": " << ref_out[i];
+    if (!nan) EXPECT_NEAR(out[i], ref_out[i], 1e-5f) << "row " << i;
+    for (int j = 0; j <= i; ++j) {
+      EXPECT_EQ(std::isnan(w[i * n + j]), i == 0) << "weight " << i << ", " << j;
+      if (i != 0) EXPECT_NEAR(w[i * n + j], ref_w[i * n + j], 1e-6f) << "weight " << i << ", " << j;
+    }
+    if (i >= 5) EXPECT_EQ(w[i * n + 5], 0.0f) << "row " << i;
+  }
 }
 
 TEST(Sdpa, RejectsMisshapedMaskNamingIt) {

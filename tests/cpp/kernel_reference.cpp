@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <limits>
 
 namespace webattention::kernel_reference {
@@ -18,11 +19,14 @@ void apply(const Mask& m, std::size_t at, double& score) {
   if (m.kind == MaskKind::kAdditive) score = m.additive[at] == kNegInf ? kNegInf : score + m.additive[at];
 }
 
-// Softmax of one row in place; a row with no allowed key (all -inf) becomes zeros.
-void softmax(std::vector<double>& s) {
+// Softmax of one row in place: a row with no allowed key (every key hidden: masked) becomes
+// zeros; one whose allowed keys all score -inf by arithmetic (an infinite query or key) NaN, as
+// PyTorch's exp(-inf - -inf).
+void softmax(std::vector<double>& s, const std::vector<bool>& hidden) {
   const double max = *std::max_element(s.begin(), s.end());
   if (max == kNegInf) {
-    std::fill(s.begin(), s.end(), 0.0);
+    const bool allowed = std::find(hidden.begin(), hidden.end(), false) != hidden.end();
+    std::fill(s.begin(), s.end(), allowed ? std::numeric_limits<double>::quiet_NaN() : 0.0);
     return;
   }
   double sum = 0.0;
@@ -54,14 +58,19 @@ std::vector<double> attention(const AttentionShape& s, const std::vector<float>&
           for (int c = 0; c < s.dk; ++c) dot += double{qi[c]} * kj[c];
           const bool allowed = (!s.causal || j <= position) && (s.window <= 0 || j > position - s.window);
           p[j] = allowed ? dot * scale : kNegInf;
-          apply(key_padding, static_cast<std::size_t>(b) * s.S + j, p[j]);
-          apply(attn_mask, ((static_cast<std::size_t>(b) * s.heads + h) * s.L + i) * s.S + j, p[j]);
+          // Hidden by the masks alone: a score of -inf by arithmetic is a key present with weight 0.
+          double mask = allowed ? 0.0 : kNegInf;
+          for (double* score : {&p[j], &mask}) {
+            apply(key_padding, static_cast<std::size_t>(b) * s.S + j, *score);
+            apply(attn_mask, ((static_cast<std::size_t>(b) * s.heads + h) * s.L + i) * s.S + j, *score);
+          }
+          hidden[j] = mask == kNegInf;
         }
-        for (int j = 0; j < s.S; ++j) hidden[j] = p[j] == kNegInf;
-        softmax(p);
+        softmax(p, hidden);
         double* o = &out[((static_cast<std::size_t>(b) * s.L + i) * s.heads + h) * s.dv];
         for (int j = 0; j < s.S; ++j) {
           if (hidden[j]) continue;  // a masked key never reaches the row, NaN or Inf values too
+          // (an allowed key of weight 0 does: 0 · Inf is NaN, as in PyTorch)
           const float* vj = &v[((static_cast<std::size_t>(b) * s.S + j) * s.kv_heads + g) * s.dv];
           for (int c = 0; c < s.dv; ++c) o[c] += p[j] * vj[c];
         }

@@ -7,7 +7,7 @@
 // for a GPU. scripts/test.sh runs tests/js on every single-threaded module and on the pool.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { BackendError, MultiHeadAttention, StateDictError } from '#webattention';
+import { BackendError, MultiHeadAttention, OptionError, StateDictError } from '#webattention';
 import { compare, randomMhaCase, randomTensor, rng } from '../contract/contract.mjs';
 import { roundToHalf } from '../../web/src/storage/half_floats.js';
 
@@ -71,4 +71,18 @@ test("backend 'webgpu' refuses int4 weights at create(), before looking for a GP
     mha.dispose();
   }
   assert.equal(asked, 0, 'an int4 module asked for a GPU adapter');
+});
+
+// Keeping int4 on WASM must not skip the checks of the GPU options that 'auto' makes for every
+// other module: a `gpu` of the wrong kind is still an OptionError naming it.
+test("backend 'auto' with int4 weights still checks the gpu option: a wrong kind is an OptionError", async () => {
+  for (const gpu of ['swiftshader', 42, { requestDevice: 1 }]) {
+    for (const weightsDtype of ['float32', 'int4']) {
+      await assert.rejects(MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype, backend: 'auto', gpu }), (e) => {
+        assert.ok(e instanceof OptionError, `${weightsDtype}, gpu ${String(gpu)}: ${e}`);
+        assert.equal(e.argument, 'gpu');
+        return true;
+      });
+    }
+  }
 });

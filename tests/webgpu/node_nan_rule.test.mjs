@@ -225,3 +225,35 @@ test('a GPU cache with grouped-query heads and RoPE, float16, and a non-finite w
     assert.deepEqual(r.failures, [], `${name}[${at}] = ${value}`);
   }
 });
+
+// A score of -Inf by arithmetic is no mask (PyTorch's rule, docs/attention-math.md §1): embedDim 1
+// and x = [-Inf] is NaN (the row's only key scores -Inf); a -Inf-scoring key whose value is
+// infinite makes every later row NaN (its weight 0 times the value). Before the rule's kernel
+// knew it, the GPU gave the first a zero row and dropped the key from the later rows.
+test('a GPU cache: a score of -Inf by arithmetic is no mask (embedDim 1 and x = [-Inf]; a -Inf key with an infinite value)', async () => {
+  const tensor = (values, shape) => ({ data: Float32Array.from(values), shape });
+  const call = (x) => (mha, caches) => mha.forward(x, x, x, { cache: caches.a, needWeights: true });
+  const sd1 = {
+    in_proj_weight: tensor([0.5, -0.7, 0.3], [3, 1]), in_proj_bias: tensor([0.1, -0.2, 0.3], [3]),
+    'out_proj.weight': tensor([2], [1, 1]), 'out_proj.bias': tensor([0.25], [1]),
+  };
+  const one = await sameOnBoth({ embedDim: 1, numHeads: 1 }, sd1, { maxLength: 4 }, [
+    ['x = [-Inf]', call(tensor([-Infinity], [1, 1, 1]))],
+  ]);
+  assert.equal(one.nan, 1);
+  assert.deepEqual(one.failures, []);
+  // W_q with no zero (an infinite token's query is infinite, not NaN), W_k and W_v all ones: token 2
+  // = [-Inf, 0] has key and value [-Inf, -Inf], which every later (positive) query scores -Inf.
+  const sd2 = {
+    in_proj_weight: tensor([1, 0.5, 0.5, 1, 1, 1, 1, 1, 1, 1, 1, 1], [6, 2]), in_proj_bias: tensor([0, 0, 0, 0, 0, 0], [6]),
+    'out_proj.weight': tensor([1, 0, 0, 1], [2, 2]), 'out_proj.bias': tensor([0.25, 0.25], [2]),
+  };
+  const rows = (values) => tensor(values.flat(), [1, values.length, 2]);
+  const two = await sameOnBoth({ embedDim: 2, numHeads: 1 }, sd2, { maxLength: 8 }, [
+    ['two finite rows', call(rows([[0.5, 0.25], [0.3, 0.9]]))],
+    ['the -Inf token and two after it', call(rows([[-Infinity, 0], [0.2, 0.4], [0.7, 0.1]]))],
+    ['one finite row after', call(rows([[0.6, 0.6]]))],
+  ]);
+  assert.equal(two.nan, 2, 'the chunk with the token, and the row after it');
+  assert.deepEqual(two.failures, []);
+});

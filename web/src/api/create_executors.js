@@ -44,6 +44,7 @@ export async function createExecutors(config, options, runtime) {
  * The backend options, with 'auto' kept on WASM for int4 weights and for int8 activations: the
  * WebGPU kernels have neither yet, so such a module computes on WASM (and the pool) only, which
  * never gives a wrong answer; backend 'webgpu' is refused, before any GPU is looked for.
+ * 'auto' stays 'auto' (wasmOnly): its `gpu` option is checked as for every other module.
  */
 function wasmOnlyDtypes(config, backendOptions) {
   const wasmOnly = config.weightsDtype === 'int4' ? { argument: 'weightsDtype', actual: 'int4', what: "weightsDtype 'int4'", lacks: 'int4 weights' }
@@ -53,5 +54,5 @@ function wasmOnlyDtypes(config, backendOptions) {
     throw new BackendError(`backend 'webgpu': ${wasmOnly.what} runs on WASM only (the WebGPU kernels have no ${wasmOnly.lacks}); `
       + "create it with backend 'wasm' or 'auto'", { argument: wasmOnly.argument, expected: "backend 'wasm' | 'auto'", actual: wasmOnly.actual });
   }
-  return { ...backendOptions, backend: 'wasm' };
+  return backendOptions.backend === 'auto' ? { ...backendOptions, wasmOnly: true } : backendOptions;
 }

@@ -96,6 +96,37 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
   }
 }
 
+// The masks alone on rows [0, rows) of block (g, r0), keys [j0, j0 + width): −∞ where masked. A
+// score of −∞ by arithmetic is no mask: weight 0, and 0 · V[j] is added, as in PyTorch.
+template <class Isa>
+void visible_keys(const AttentionProblem& p, int b, int g, int r0, int rows, int j0, int width, float* visible) {
+  std::fill(visible, visible + rows * kKeyTile, 0.0f);
+  mask_tile<Isa>(p, b, g, r0, rows, j0, width, visible);
+}
+
+// find_poisoned() over the masks' −∞, not the scores'. Rare (non-finite K/V): a call of its own.
+template <class Isa>
+__attribute__((noinline)) void find_poisoned_keys(const AttentionProblem& p, int b, int g, int r0, int rows,
+                                                  const KvPanels& kv, int j0, int width, PoisonedKeys& out) {
+  alignas(16) float visible[kRows * kKeyTile];
+  visible_keys<Isa>(p, b, g, r0, rows, j0, width, visible);
+  find_poisoned(p, g, r0, visible, rows, kv, j0, width, out);
+}
+
+// A row whose allowed keys all score −∞ by arithmetic is NaN (PyTorch: exp(−∞ − −∞)); only one with
+// no allowed key is zero (the package's choice). The scores cannot tell the two −∞ apart, the
+// masks can: a row whose max is still −∞ after this tile (rare) looks for a key it may see.
+template <class Isa>
+__attribute__((noinline)) void note_allowed_keys(const AttentionProblem& p, int b, int g, int r0, int rows, int j0,
+                                                 int width, const float* max, bool* allowed) {
+  alignas(16) float visible[kKeyTile];
+  for (int r = 0; r < rows; ++r) {
+    if (allowed[r] || max[r] != kNegInf) continue;
+    visible_keys<Isa>(p, b, g, r0 + r, 1, j0, width, visible);
+    allowed[r] = std::any_of(visible, visible + width, [](float v) { return v != kNegInf; });
+  }
+}
+
 // acc[r][0..dv_pad) += Σ_j p[r][j] · V[j0 + j][:], 4 rows × 8 columns per register block.
 template <class Isa>
 void accumulate_pv(const float* p, int width, const KvPanels& kv, int dv_pad, int j0, float* acc) {
@@ -237,13 +268,13 @@ inline std::size_t workspace_floats(const AttentionProblem& p) { return Layout(p
 // The block's output rows: acc / sum. A row with no allowed key: zero output, not NaN
 // (documented difference from PyTorch). A row that saw a NaN score is NaN, output and weights
 // (its max says so to the weights): seen when the NaN scores were all the row had, else
-// through its sum. Once per block of rows, so a call of its own: attention_blocks stays small
+// through its sum; so is a row with allowed keys that all scored −∞ (`allowed`, as PyTorch). Once per block of rows, so a call of its own: attention_blocks stays small
 // enough for V8's optimising tier to compile quickly.
 __attribute__((noinline)) inline void write_outputs(const AttentionProblem& p, int b, int g, int r0, int rows,
                                                     int dv_pad, const float* acc, const float* sum,
-                                                    bool* nan_row, float* max) {
+                                                    const bool* allowed, bool* nan_row, float* max) {
   for (int r = 0; r < rows; ++r) {
-    nan_row[r] = nan_row[r] || std::isnan(sum[r]);
+    nan_row[r] = nan_row[r] || std::isnan(sum[r]) || (allowed[r] && max[r] == kNegInf);
     const float inv = sum[r] > 0.0f ? 1.0f / sum[r] : 0.0f;
     const Row row = row_of(p, g, r0 + r);
     float* o = p.out + b * p.out_batch_stride + row.head * p.out_head_stride +
@@ -293,6 +324,7 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
     const bool no_masks = p.masks[0].empty() && p.masks[1].empty();
     float max[kRows], sum[kRows];
     bool nan_row[kRows] = {};  // a NaN score where the row's max could not see it (below)
+    bool allowed[kRows] = {};  // a key the row may see where its max was −∞ (note_allowed_keys)
     std::fill(max, max + kRows, kNegInf);
     std::fill(sum, sum + kRows, 0.0f);
     // A sink is a key of logit sinks[head] and value 0: the row's max and sum start from it, so
@@ -309,8 +341,11 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
       // Only where there is something to mask: a call that does nothing still counts towards V8's
       // tier-up, which would then compile mask_tile on the other core during a first forward.
       if (!no_masks || j0 < common.begin || j0 + width > common.end) mask_tile<Isa>(p, b, g, r0, rows, j0, width, scores);
-      if constexpr (kMayPoison) find_poisoned(p, g, r0, scores, rows, kv, j0, width, poisoned);
+      if constexpr (kMayPoison) find_poisoned_keys<Isa>(p, b, g, r0, rows, kv, j0, width, poisoned);
       online_softmax<Isa>(rows, width, lay.dv_pad, scores, max, sum, nan_row, acc);
+      if (std::any_of(max, max + rows, [](float m) { return m == kNegInf; })) {
+        note_allowed_keys<Isa>(p, b, g, r0, rows, j0, width, max, allowed);
+      }
       if constexpr (kMayPoison) {
         weighted_values_unpoisoned<Isa, kNarrow>(p, one_row, scores, poisoned, rows, kv, lay.dv_pad, j0, width, acc);
       } else {
@@ -318,7 +353,7 @@ __attribute__((noinline)) void attention_blocks(const AttentionProblem& p, int b
       }
     }
 
-    write_outputs(p, b, g, r0, rows, lay.dv_pad, acc, sum, nan_row, max);
+    write_outputs(p, b, g, r0, rows, lay.dv_pad, acc, sum, allowed, nan_row, max);
     if (p.weights) write_weights<Isa, kNarrow>(p, b, g, r0, rows, keys, q, kv, scores, max, sum);
   }
 }

@@ -5,9 +5,10 @@
 // make every row of the block (4 rows, a GQA group, the keys of an 8-key panel) NaN. PyTorch
 // gives NaN there; this package deliberately does not (README, differences from PyTorch).
 //
-// The fast P·V loops stay as they are (no select per element): before the exponentials, while a
-// hidden key's score still reads −∞, the tile's keys some row does not see are checked for a
-// non-finite value. Such "poisoned" keys are rare; the P·V of their tile skips them and adds each
+// Hidden means masked (the masks' −∞: flash_attention.h's visible_keys), not a −∞ score: a key
+// that scores −∞ by arithmetic is seen, with weight 0, and adds 0 · V[j] as in PyTorch.
+// The fast P·V loops stay as they are (no select per element): before the exponentials, the
+// tile's keys some row does not see are checked for a non-finite value. Such "poisoned" keys are rare; the P·V of their tile skips them and adds each
 // one, by a select on its visibility, only to the rows that see it.
 #pragma once
 
@@ -51,17 +52,17 @@ inline KeyRange columns_seen_by_all(const AttentionProblem& p, int g, int r0, in
   return {from, std::max(from, to)};
 }
 
-// Rows [0, rows) of block (g, r0) and their masked scores of keys [j0, j0 + width): which of those
-// keys are poisoned. O(rows) plus the columns some row may not see (a few at a causal diagonal or
+// Rows [0, rows) of block (g, r0) and what the masks leave of keys [j0, j0 + width) (`visible`,
+// −∞ where masked, rows kKeyTile apart): which of those keys are poisoned. O(rows) plus the columns some row may not see (a few at a causal diagonal or
 // a window's start) when no mask applies; a full look at the scores with one.
-inline void find_poisoned(const AttentionProblem& p, int g, int r0, const float* scores, int rows,
+inline void find_poisoned(const AttentionProblem& p, int g, int r0, const float* visible, int rows,
                           const KvPanels& kv, int j0, int width, PoisonedKeys& out) {
   out.count = 0;
   const KeyRange all = columns_seen_by_all(p, g, r0, rows, j0, width);
   const std::uint8_t everyone = static_cast<std::uint8_t>((1u << rows) - 1u);
   const auto look = [&](int j) {
     std::uint8_t seen = 0;
-    for (int r = 0; r < rows; ++r) seen |= static_cast<std::uint8_t>((scores[r * kKeyTile + j] != kNegInf) << r);
+    for (int r = 0; r < rows; ++r) seen |= static_cast<std::uint8_t>((visible[r * kKeyTile + j] != kNegInf) << r);
     out.seen_by[j] = seen;
     // Keys past the last one (j0 + j >= S) may be stale ring slots: never seen, checked too.
     out.poisoned[j] = seen != everyone && !finite_value(kv, p.dv, key_slot(p, j0 + j));

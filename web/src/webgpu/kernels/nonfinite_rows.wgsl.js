@@ -14,10 +14,11 @@
 //                  weights) overwritten; a finite row costs its O(H·dk + keys) reads, in parallel.
 // The rule (the float64 reference's, tests/contract/reference.mjs, and the WASM core's,
 // kernels/flash_attention.h): a row that sees a NaN score or a +Inf one is NaN (Inf − Inf),
-// output and weights; a row with no finite score and no sink is zero; else p_j = exp(s_j − m) / l
-// over the keys it sees and o = Σ p_j·v_j with IEEE products and sums (a p that underflows to 0
-// times an infinite value is NaN). Masked keys never reach the row, nor does a key whose score is
-// -Inf (weight exactly 0, as the reference has it; the core's P·V may add its 0·v instead).
+// output and weights; a row with no key it may see and no sink is zero, one whose keys all score
+// -Inf (by arithmetic: an infinite query or key) and no sink NaN (PyTorch's exp(−∞ − −∞)); else
+// p_j = exp(s_j − m) / l over the keys it sees and o = Σ p_j·v_j with IEEE products and sums (a p
+// that underflows to 0, or a key's of score -Inf, times an infinite value is NaN, as in PyTorch).
+// Masked keys never reach the row.
 // IEEE's cases are decided on the bits, in integer arithmetic; a float is only ever finite.
 import { paramsWgsl } from '../kernel_params.js';
 import { ATTENTION_PARAMS, attentionHelpers } from './attention_common.wgsl.js';
@@ -142,11 +143,14 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   }
   var m = sink;
   var live = sink > MASKED_AT;  // a finite score or a sink: the row has a max
+  var seesKey = false;  // a key it may see, of score -Inf
   for (var j = firstKey(i); j < j1 && !nan; j++) {
     let s = score(b, h, i, j);
-    if (s == MASKED || s == NEG_INF) { continue; }
+    if (s == MASKED) { continue; }
+    if (s == NEG_INF) { seesKey = true; continue; }
     if (isNan(s) || s == POS_INF) { nan = true; } else { m = max(m, bitcast<f32>(s)); live = true; }
   }
+  nan = nan || (seesKey && !live);
   let fill = select(0u, NAN_BITS, nan);
   for (var c = 0u; c < DV; c++) { heads[o + c] = fill; }
   for (var j = 0u; perHead && j < p.S; j++) { weights[wAt + j] = fill; }
@@ -160,8 +164,9 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   let avg = (b * p.L + i) * p.S;
   for (var j = firstKey(i); j < j1; j++) {
     let s = score(b, h, i, j);
-    if (s == MASKED || s == NEG_INF) { continue; }
-    let e = exp(bitcast<f32>(s) - m);
+    if (s == MASKED) { continue; }
+    var e = 0.0;  // a score of -Inf: weight 0, and its 0·v is added
+    if (s != NEG_INF) { e = exp(bitcast<f32>(s) - m); }
     for (var c = 0u; c < DV; c++) { heads[o + c] = addBits(heads[o + c], mulBits(bitcast<u32>(e), vBits(keyRow(b, j), kvHead(h), c))); }
     if (perHead) { weights[wAt + j] = bitcast<u32>(e * inv); }
     if (p.hasWeights != 0u && p.average != 0u) { weights[avg + j] = bitcast<u32>(bitcast<f32>(weights[avg + j]) + e * inv * (1.0 / f32(p.H))); }
