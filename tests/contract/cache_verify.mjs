@@ -8,6 +8,7 @@
 import { compare, sameBits } from './compare.mjs';
 import { filled } from './random.mjs';
 import { caught, feed as feedFrom, reference, withModule } from './cache_rollback.mjs';
+import { mhaReference } from './reference.mjs';
 import { rows } from './run_decode.mjs';
 
 // The modules are cache_rollback.mjs's (E 16, 4 heads) with each layout's options.
@@ -86,9 +87,9 @@ async function freshRun(mha, options, seq, n) {
  * a separate causal run's, float64's), next: { kept, fresh, reference } (the token after keep()),
  * read: [kept's, fresh's], lengths: [before, after verify, after keep] }.
  */
-export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree' }) {
+export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree' }, on = {}) {
   const tree = TREES[shape];
-  return withModule(api, create, async (mha, sd) => {
+  return withModule(api, { ...create, ...on }, async (mha, sd) => {
     const L = tree.parents.length;
     const x = { data: filled(B * (prefix + L + 1) * E, 71), shape: [B, prefix + L + 1, E] };
     const cache = mha.createCache({ batchSize: B, ...options });
@@ -122,10 +123,11 @@ export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tr
 /**
  * Draft `n` tokens (4) at their default positions, keep(`accept`), then one more token: { kept,
  * fresh, reference } outputs of that token, read: [kept's, fresh's], length after keep(). With
- * `fork`, keep() and the token go to a fork made after the drafts.
+ * `fork`, keep() and the token go to a fork made after the drafts; `on`: create() options of
+ * where it runs ({ backend: 'webgpu', gpu }).
  */
-export function draftRun(api, { create, cache: options, prefix = PREFIX }, accept, { n = 4, fork = false } = {}) {
-  return withModule(api, create, async (mha, sd) => {
+export function draftRun(api, { create, cache: options, prefix = PREFIX }, accept, { n = 4, fork = false, on = {} } = {}) {
+  return withModule(api, { ...create, ...on }, async (mha, sd) => {
     const x = { data: filled(B * (prefix + n + 1) * E, 72), shape: [B, prefix + n + 1, E] };
     const source = mha.createCache({ batchSize: B, ...options });
     const prefill = feed(mha, source, x, prefix);
@@ -141,6 +143,39 @@ export function draftRun(api, { create, cache: options, prefix = PREFIX }, accep
     const fresh = await freshRun(mha, options, seq, 1);
     return { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options), length,
       read: [await cache.read(), await fresh.cache.read()] };
+  });
+}
+
+/**
+ * A verification mask over a call longer than a window ring's pass (prefix 90 at window 8: ring
+ * 72, passes of 65 rows; a call of 80): an additive [B, L, L] mask of finite values, some −∞, on
+ * top of the window's causal rule. Resolves to { output (the call's), reference (float64: the
+ * whole sequence with the window's mask plus this one at the new positions) }.
+ */
+export function longMaskRun(api, on = {}) {
+  const [P, L, W] = [90, 80, 8];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha, sd) => {
+    const T = P + L;
+    const x = { data: filled(B * T * E, 75), shape: [B, T, E] };
+    const values = filled(B * L * L, 76, 0.5);
+    const data = values.map((m, k) => (k % 7 === 3 ? -Infinity : m));
+    const cache = mha.createCache({ batchSize: B, window: W });
+    await Promise.all(feed(mha, cache, x, P));
+    const drafts = rows(x, P, L);
+    const { output } = await mha.forward(drafts, drafts, drafts, { cache, attnMask: { data, shape: [B, L, L] } });
+    const full = new Float32Array(B * mha.config.numHeads * T * T);
+    for (let bh = 0; bh < B * mha.config.numHeads; bh++) {
+      const b = Math.floor(bh / mha.config.numHeads);
+      for (let i = 0; i < T; i++) {
+        for (let j = 0; j < T; j++) {
+          const inWindow = j <= i && j > i - W;
+          const extra = i >= P && j >= P ? data[(b * L + i - P) * L + j - P] : 0;
+          full[(bh * T + i) * T + j] = inWindow ? extra : -Infinity;
+        }
+      }
+    }
+    const ref = mhaReference(mha.config, sd, x, x, x, { attnMask: { data: full, shape: [B * mha.config.numHeads, T, T] } });
+    return { output, reference: rows({ data: Float32Array.from(ref.output), shape: [B, T, E] }, P, L) };
   });
 }
 
@@ -163,7 +198,7 @@ export const HOSTILE_KEEPS = [[1, 1], [2, 1], [4], [-1], [0, 1.5], ['0'], 'x', n
  * equals a twin's that saw none, bit for bit), noCall: [keep() errors on a new cache, after
  * truncate(), after keep(), after reset()], encoded (keep() on an encoded cache), disposed }.
  */
-export function hostileKeepRun(api) {
+export function hostileKeepRun(api, on = {}) {
   const rejected = async (p) => {
     try {
       await p;
@@ -172,7 +207,7 @@ export function hostileKeepRun(api) {
       return e;
     }
   };
-  return withModule(api, { rotary: { dim: 4 } }, async (mha) => {
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha) => {
     const x = { data: filled(B * 12 * E, 73), shape: [B, 12, E] };
     const [cache, twin] = [0, 1].map(() => mha.createCache({ batchSize: B, maxLength: 16 }));
     // Two calls of 4 rows each: keep() chooses among the second's.
@@ -205,8 +240,8 @@ export function hostileKeepRun(api) {
 }
 
 /** keep() on an encoded cache (a module without RoPE: encode() refuses RoPE): its error. */
-export function encodedKeepRun(api) {
-  return withModule(api, {}, async (mha) => {
+export function encodedKeepRun(api, on = {}) {
+  return withModule(api, on, async (mha) => {
     const x = { data: filled(B * 6 * E, 74), shape: [B, 6, E] };
     const encoded = await mha.encode(x, x);
     try {

@@ -7,30 +7,20 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { HOSTILE_KEEPS, VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, outsideTolerance, sameRead, treeRun } from '../contract/cache_verify.mjs';
+import { HOSTILE_KEEPS, VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead } from '../contract/cache_verify.mjs';
+import { assertTreeVerify } from '../contract/cache_verify_asserts.mjs';
 
 const describeLayout = ({ cache, mask, create }) => JSON.stringify({ ...cache, mask, rotary: create.rotary });
 
 for (const layout of VERIFY_LAYOUTS) {
   test(`a tree of drafts verified in one call = a causal run per branch; keep(a branch) = a fresh run (${describeLayout(layout)})`, async () => {
-    const r = await treeRun(api, layout);
-    const prefix = layout.prefix ?? 5;
-    assert.deepEqual(r.lengths, [prefix, prefix + 6, prefix + 4]);
-    for (const [n, b] of r.branches.entries()) {
-      assert.equal(outsideTolerance(b.verified, b.fresh), null, `branch ${n} against its own run`);
-      assert.equal(outsideTolerance(b.verified, b.reference), null, `branch ${n} against float64`);
-    }
-    // The kept branch's keys were rotated at their depths, which are their new positions: moved
-    // as stored, bit for bit.
-    assert.ok(sameBits(r.next.kept.data, r.next.fresh.data), 'the token after keep()');
-    assert.ok(sameRead(r.read[0], r.read[1]), 'read() after keep()');
-    assert.equal(outsideTolerance(r.next.kept, r.next.reference), null);
+    await assertTreeVerify(api, layout);
   });
 }
 
 for (const layout of VERIFY_LAYOUTS) {
   test(`draft 4, keep 2 = a fresh run over the accepted tokens (${describeLayout(layout)})`, async () => {
-    // The first two: nothing moves. Two others: moved keys rotated on by the difference.
+    // The first two: nothing moves.
     const prefix = layout.prefix ?? 5;
     const head = await draftRun(api, layout, [0, 1]);
     assert.equal(head.length, prefix + 2);
@@ -44,6 +34,11 @@ for (const layout of VERIFY_LAYOUTS) {
     assert.equal(outsideTolerance(moved.kept, moved.reference), null);
   });
 }
+
+test('a verification mask over a call of several passes (a window\'s ring) = float64', async () => {
+  const r = await longMaskRun(api);
+  assert.equal(outsideTolerance(r.output, r.reference), null);
+});
 
 test('keep() after a call of more than 256 rows (its moved keys rotated on from the stored ones), and on a fork', async () => {
   const long = await draftRun(api, { create: { rotary: { dim: 4 } }, cache: { maxLength: 320 } }, [1, 3, 299], { n: 300 });

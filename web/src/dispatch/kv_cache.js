@@ -4,6 +4,7 @@ import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { CacheError, DisposedError, OptionError, describe } from '../base/errors.js';
 import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
+import { checkKeep } from './keep_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
 
@@ -53,41 +54,6 @@ function checkTruncation(length, current, options) {
     refuse(`positions below ${oldest} have left the ring of the window (${options.window}), and a later query would `
       + `need them; expected a length in ${range}, got ${length}`, range);
   }
-}
-
-/**
- * cache.keep(indices)'s argument, for the last call's `rows` new positions of a cache of `current`
- * positions: an Int32Array of strictly increasing indices in [0, rows), or a CacheError naming
- * `indices` (none to keep among, out of range, repeated or unsorted, gone from a window's ring).
- */
-function checkKeep(indices, rows, current, options) {
-  const refuse = (message, expected, actual) => {
-    throw new CacheError(`cache.keep: ${message}`, { argument: 'indices', expected, actual });
-  };
-  if (!Array.isArray(indices) && !(ArrayBuffer.isView(indices) && !(indices instanceof DataView))) {
-    refuse(`expected an array of indices, got ${describe(indices)}`, 'an array of integers', describe(indices));
-  }
-  if (rows === 0) {
-    refuse('no forward() has appended positions since the cache was made, reset, truncated or kept: nothing to keep '
-      + 'among', 'a forward() before keep()', 'none');
-  }
-  const range = `strictly increasing integers in [0, ${rows}) (the last call's new positions)`;
-  const kept = new Int32Array(indices.length);
-  for (let t = 0; t < indices.length; t++) {
-    const i = indices[t];
-    if (!Number.isInteger(i) || i < 0 || i >= rows || (t > 0 && i <= kept[t - 1])) {
-      refuse(`expected ${range}, got ${describe(i)} at index ${t}${t > 0 ? ` after ${kept[t - 1]}` : ''}`, range, describe(i));
-    }
-    kept[t] = i;
-  }
-  const first = current - rows;
-  const { lowest, oldest } = truncationFloor(current, options);
-  if (first < oldest || first + kept.length < lowest) {
-    refuse(`the last call's positions from ${first} on (or the window's keys before them) are no longer all in the ring `
-      + `of the window (${options.window}); keep at least ${lowest - first} of them, in a call of fewer rows`,
-    `>= ${lowest - first} indices`, kept.length);
-  }
-  return kept;
 }
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
@@ -300,6 +266,7 @@ export class KvCache {
     this.#refuseEncoded('keep');
     const current = this.#queued ? this.#planned : handle.length();
     const kept = checkKeep(indices, this.#lastRows, current, this.#options);
+    this.#owner.checkKeep?.(this.#lastRows, kept);  // a backend's own limit (WebGPU's)
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).
     this.#cutBack(current - this.#lastRows + kept.length, () => this.#owner.keepCache(handle, kept), () => handle.length() === current);
@@ -307,16 +274,21 @@ export class KvCache {
 
   // truncate()'s and keep()'s turn: op() now when no call is queued, else after them where ready()
   // says the calls before it appended what they planned; the planned length is `length` from now,
-  // and there is no last call to keep() among.
+  // and there is no last call to keep() among. An op() that returns a promise (a GPU keep(), which
+  // writes rows again) is a turn of its own: later calls wait for it; its failure (a lost device)
+  // the next call reports.
   #cutBack(length, op, ready) {
     if (this.#queued === 0) {
-      op();
+      const done = op();
+      if (done instanceof Promise) {
+        this.#epoch += 1;
+        this.#planned = length;
+        this.#turn(() => done).catch(() => {});
+      }
     } else {
       this.#epoch += 1;
       this.#planned = length;
-      this.#turn(() => {
-        if (ready()) op();
-      });
+      this.#turn(() => (ready() ? op() : undefined)).catch(() => {});
     }
     this.#lastRows = 0;
   }
