@@ -10,6 +10,7 @@ import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention
 import { sameBits } from '../contract/compare.mjs';
 import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead } from '../contract/cache_verify.mjs';
 import { assertTreeVerify } from '../contract/cache_verify_asserts.mjs';
+import { filled } from '../contract/random.mjs';
 import { gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
@@ -43,6 +44,23 @@ test('WebGPU: a verification mask over a call of several passes (a window\'s rin
   const r = await longMaskRun(api, ON_GPU);
   assert.ok(onlyGpu(before), 'every call on the GPU');
   assert.equal(outsideTolerance(r.output, r.reference), null);
+});
+
+test('WebGPU: after a call of more than 256 rows keep() keeps a prefix; a moved row is a CacheError, the cache unchanged', async () => {
+  const mha = await api.MultiHeadAttention.create({ embedDim: 16, numHeads: 4, rotary: { dim: 4 }, ...ON_GPU });
+  try {
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), 80 + i), shape }])));
+    const x = { data: filled(300 * 16, 81), shape: [1, 300, 16] };
+    const cache = mha.createCache({ maxLength: 320 });
+    await mha.forward(x, x, x, { cache });
+    assert.throws(() => cache.keep([1, 3]), (e) => e instanceof CacheError && e.argument === 'indices' && /only a prefix/.test(e.message));
+    assert.equal(cache.length, 300);
+    cache.keep([0, 1, 2]);
+    assert.equal(cache.length, 3);
+    assert.equal((await cache.read()).key.shape[2], 3);
+  } finally {
+    mha.dispose();
+  }
 });
 
 test('WebGPU: misuse of keep() and of a verification mask is a typed error that leaves the cache as it was', async () => {
