@@ -14,6 +14,9 @@ const NO_MASK = { kind: MaskKind.none, data: null, shape: [] };
  * written again), plan (a cached call of those rows at their new positions, or null: none) }.
  */
 export function keptRows(last, indices, rotary) {
+  // kv_cache.js checked against the calls it planned; one of them failed since (the calls after it
+  // reject as behind any failed call).
+  if (!last) throw new CacheError('cache.keep: the call it keeps among failed', { argument: 'cache', expected: 'a call', actual: 'none' });
   const { B, L } = last;
   const first = last.cache.lengthBefore;
   const rotatedAt = (b, i) => (last.positionIds ? last.positionIds[b * L + i] : first + i);
