@@ -83,7 +83,7 @@ export class KvCache {
   #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
   #queued = 0;    // calls queued or running
   #planned = 0;   // the length once every queued call has appended (while #queued > 0)
-  #epoch = 0;     // reset() and truncate() count: a failure before one does not change the planned length
+  #epoch = 0;     // reset(), truncate() and keep() count: a failure before one does not change the planned length
   #lastRows = 0;  // the last call's new positions, which keep() chooses among (0: none since a reset, truncate or keep)
   #adopt;         // make()'s
 
@@ -258,8 +258,8 @@ export class KvCache {
    * positions, moved to consecutive positions from the length before that call; the others are
    * dropped. Afterwards every result, read() included, equals a fresh run over the kept tokens
    * alone at consecutive positions: a kept key rotated (RoPE) at another position than its new one
-   * is rotated on by the difference (docs/attention-math.md §9). After the calls made before it,
-   * as truncate(); a misuse is a CacheError that changes nothing.
+   * is rotated at the new one (docs/attention-math.md §9). After the calls made before it, as
+   * truncate(); a misuse is a CacheError that changes nothing.
    */
   keep(indices) {
     const handle = this.#live('KvCache.keep');

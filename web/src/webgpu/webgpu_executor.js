@@ -187,7 +187,8 @@ export class WebGpuExecutor {
    * in queue order. The rows that move are written again on the device (cache_keep.js).
    */
   keepCache(handle, indices) {
-    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    // A failure is the next call's to report (kv_cache.js): a rejection, never a throw here.
+    if (this.#lost || this.#disposed) return Promise.reject(new DeviceLost('the WebGPU device was lost'));
     return this.#serialised(async () => {
       const { length, plan } = keptRows(handle.lastCall, indices, this.#config.rotary);
       handle.truncate(length);
