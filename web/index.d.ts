@@ -36,7 +36,7 @@ export class KvCache {
   /** 0: no window. */
   readonly window: number;
   readonly dtype: CacheDtype;
-  /** Made by mha.encode(): an encoder's keys and values, read-only (reset() and truncate() throw CacheError). */
+  /** Made by mha.encode(): an encoder's keys and values, read-only (reset(), truncate() and keep() throw CacheError). */
   readonly encoded: boolean;
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: all of
@@ -54,6 +54,16 @@ export class KvCache {
    */
   truncate(length: number): void;
   /**
+   * Keeps only `indices` (strictly increasing, in [0, L)) among the last forward()'s L new
+   * positions (speculative decoding: the accepted drafts), moved to consecutive positions from
+   * the length before that call; the rest are dropped, after the calls made before it. Afterwards
+   * every result, read() included, equals a fresh run over the kept tokens alone: a moved key is
+   * rotated (RoPE) at its new position. CacheError (naming `indices`) otherwise, the cache
+   * unchanged: indices repeated, unsorted or out of range, no forward() since the cache was made,
+   * reset, truncated or kept, an encoded cache, a window's ring that no longer holds them.
+   */
+  keep(indices: ArrayLike<number>): void;
+  /**
    * A new cache of the same module (same dtype, backend and options) holding a copy of this
    * one's positions, after the calls made before it; later calls on either leave the other as it
    * was. Freed by its own dispose() or the module's.
@@ -66,7 +76,12 @@ export class KvCache {
 export interface ForwardOptions {
   /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
   keyPaddingMask?: Mask;
-  /** [L, S] or [B*numHeads, L, S]. Uint8Array: nonzero = not allowed. Float32Array: additive. */
+  /**
+   * [L, S] or [B*numHeads, L, S]. Uint8Array: nonzero = not allowed. Float32Array: additive. With a
+   * cache, a verification mask among the L new positions, on top of the causal rule: [L, L],
+   * [B, L, L] or [B*numHeads, L, L], entry (i, j) for new query i and new key j (the cached keys
+   * stay visible); a tree of drafted tokens, each seeing its own branch.
+   */
   attnMask?: Mask;
   /** Query i sees keys j <= i only. */
   isCausal?: boolean;
@@ -79,7 +94,7 @@ export interface ForwardOptions {
    * [B, L, vdim]), appended to it; each query attends to every cached position up to its own
    * (causal, bottom-right: isCausal is implied) and within the cache's window. keyPaddingMask is
    * then [B, T] and weights [B, (numHeads,) L, T], T = cache.length after the append. attnMask is
-   * refused. Calls with a cache run where the cache was made: on the GPU when the module used
+   * then a verification mask among the new positions (see attnMask). Calls with a cache run where the cache was made: on the GPU when the module used
    * WebGPU at createCache(), else on the calling thread's WASM.
    */
   cache?: KvCache;

@@ -320,6 +320,10 @@ class MhaBinding {
   int forwardCached(KvCacheBinding& cache) {
     return status([&] { mha->forward(call.args(), cache.storage()); });
   }
+  // cache.keep(indices): `count` int32 indices at `indices` (MultiHeadAttention::keep()).
+  int keepCached(KvCacheBinding& cache, std::uintptr_t indices, int count) {
+    return status([&] { mha->keep(cache.storage(), at<const std::int32_t>(indices), count); });
+  }
 
  private:
   std::unique_ptr<MultiHeadAttention> mha;

@@ -121,6 +121,9 @@ void register_cache() {
              return m.createCache(cache, batch, max_length, window, dtype);
            }));
   function("mhaForwardCached", optional_override([](MhaBinding& m, KvCacheBinding& cache) { return m.forwardCached(cache); }));
+  function("mhaKeepCached", optional_override([](MhaBinding& m, KvCacheBinding& cache, std::uintptr_t indices, int count) {
+             return m.keepCached(cache, indices, count);
+           }));
   function("mhaEncode", optional_override([](MhaBinding& m, KvCacheBinding& cache, std::uintptr_t key, std::uintptr_t value,
                                              int batch, int S, StorageType dtype) {
     return m.encode(cache, key, value, batch, S, dtype);

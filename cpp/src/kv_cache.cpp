@@ -6,10 +6,12 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/attention_problem.h"
 
 #include "checks.h"
+#include "kv_rows.h"
 #include "kernels/kernels.h"
 #include "kernels/storage_convert.h"
 #include "webattention/errors.h"
@@ -81,28 +83,15 @@ void KvCache::reset() {
   }
   finite_ = true;  // nothing stored any more: the finite f16 widening applies again
   length_ = 0;
+  forget_call();
 }
 
 namespace {
 
-// One row (a position's keys or values of one K/V head, n values) into `slot` of a block,
-// in the cache's storage type; `put(i, element)` writes element i where the layout keeps it.
-// int8 returns the row's scale (storage_convert.h: NaN for a row with a non-finite value).
-template <class Put>
-float store_row(StorageType type, const float* row, int n, Put&& put) {
-  switch (type) {
-    case StorageType::f16:
-    case StorageType::bf16:
-      for (int i = 0; i < n; ++i) put(i, storage::narrow16(row[i], type));
-      return 0.0f;
-    case StorageType::i8:
-      return storage::quantise_q8(row, n, put);
-    case StorageType::q4:  // never a cache type (createCache refuses it)
-    case StorageType::f32: break;
-  }
-  for (int i = 0; i < n; ++i) put(i, row[i]);
-  return 0.0f;
-}
+using kv_rows::store_key;
+using kv_rows::store_row;
+using kv_rows::stored_element;
+using kv_rows::stored_row_finite;
 
 // Whether n values stay finite once stored as f16: |x| < 65520, the first magnitude f32_to_f16
 // rounds to Inf (a NaN fails the comparison too).
@@ -123,24 +112,6 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
   if (k_scale) k_scale[slot] = ks, v_scale[slot] = vs;
 }
 
-// Element i of a K or V block as stored, back to f32 as the attention kernels read it: widened
-// (f16, bf16) or dequantised with its row's scale (int8).
-float stored_element(StorageType type, const unsigned char* block, std::size_t i, const float* scales, int slot) {
-  if (type == StorageType::i8) return storage::dequantise(reinterpret_cast<const std::int8_t*>(block)[i], scales[slot]);
-  return storage::widen(block, type, i);
-}
-
-// Whether the K row (dk values) and V row (dv values) stored in `slot` of these blocks read back
-// finite, as the attention kernels read them.
-bool stored_row_finite(StorageType type, const unsigned char* k_block, const unsigned char* v_block,
-                       const float* k_scales, const float* v_scales, int slot, int dk, int dv, int capacity) {
-  for (int c = 0; c < dk; ++c)
-    if (!std::isfinite(stored_element(type, k_block, kernels::key_index(dk, slot, c), k_scales, slot))) return false;
-  for (int c = 0; c < dv; ++c)
-    if (!std::isfinite(stored_element(type, v_block, kernels::value_index(capacity, kernels::whole_panels(dv), slot, c), v_scales, slot))) return false;
-  return true;
-}
-
 }  // namespace
 
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
@@ -154,11 +125,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
       const float* krow = k + b * k_batch + static_cast<std::ptrdiff_t>(i) * k_width;
       const float* vrow = v + b * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
-        const std::size_t block = static_cast<std::size_t>(b) * kv_heads_ + g;
-        unsigned char* kb = k_.get() + block * k_block_ * bytes;
-        unsigned char* vb = v_.get() + block * v_block_ * bytes;
-        float* ks = k_scales_ ? k_scales_.get() + block * capacity_ : nullptr;
-        float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
+        const auto [kb, vb, ks, vs] = block(b, g);
         const float* kr = krow + g * dk_;
         const float* vr = vrow + g * dv_;
         // f32 and f16 know from the input whether what they store is finite; bf16 (rounding up
@@ -213,7 +180,9 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
 KvCache::KvCache(const KvCache& from, bool)
     : owner_(from.owner_), config_(from.config_), kv_heads_(from.kv_heads_), dk_(from.dk_), dv_(from.dv_),
       dv_pad_(from.dv_pad_), capacity_(from.capacity_), rows_per_pass_(from.rows_per_pass_),
-      length_(from.length_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_) {
+      length_(from.length_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_),
+      last_first_(from.last_first_), last_rows_(from.last_rows_), last_positions_(from.last_positions_),
+      last_keys_(from.last_keys_) {
   // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
   const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
   const std::size_t bytes = storage_element_bytes(config_.dtype);
@@ -256,6 +225,7 @@ void KvCache::truncate(std::int64_t length) {
   // kernel's padding multiplies them by a weight of 0, so an old Inf or NaN there would leak).
   clear_positions(std::max(length, length_ - capacity_), length_);
   length_ = length;
+  forget_call();
   // A dropped Inf or NaN no longer disables the finite-only paths: the flag is what a cache that
   // never held it has (checked only when it is off: a scan of the held rows).
   if (!finite_) finite_ = held_rows_finite();
@@ -316,6 +286,13 @@ bool KvCache::held_rows_finite() const {
     }
   }
   return true;
+}
+
+KvCache::Block KvCache::block(int b, int g) const {
+  const std::size_t n = static_cast<std::size_t>(b) * kv_heads_ + g;
+  const std::size_t bytes = storage_element_bytes(config_.dtype);
+  return {k_.get() + n * k_block_ * bytes, v_.get() + n * v_block_ * bytes,
+          k_scales_ ? k_scales_.get() + n * capacity_ : nullptr, v_scales_ ? v_scales_.get() + n * capacity_ : nullptr};
 }
 
 PackedKv KvCache::packed() const {

@@ -1,5 +1,6 @@
 // Incremental decoding (docs/attention-math.md §9): a forward that appends to a KV cache and
 // attends over it, reading the cached K and V in place.
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -11,6 +12,12 @@
 #include "webattention/multihead_attention.h"
 
 namespace webattention {
+namespace {
+// A call of at most this many rows keeps its projected keys for keep() (a draft verification's
+// few); a longer one's moved keys are rotated on from the stored ones (docs/attention-math.md §9).
+constexpr int kKeepProjectedRows = 256;
+}  // namespace
+
 std::unique_ptr<KvCache> MultiHeadAttention::create_cache(const KvCacheConfig& config) const {
   if (config.batch < 1) {
     throw ConfigError("batch_size", "batch_size: expected an integer >= 1, got " +
@@ -37,10 +44,7 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
     throw ShapeError("key", "key: with a cache, expected the L = " + std::to_string(a.L) +
                                 " new positions, got S = " + std::to_string(a.S));
   }
-  if (a.attn_mask.kind != MaskKind::kNone) {
-    throw ConfigError("attn_mask", "attn_mask: not supported with a cache (causal is implied; "
-                                   "use key_padding_mask)");
-  }
+  verify_mask_view(a.attn_mask, a.batch, config_.num_heads, a.L, cache.length(), "attn_mask");
   const std::int64_t after = cache.length() + a.L;
   if (cc.max_length > 0 && after > cc.max_length) {
     throw CacheError("cache", "cache: appending " + std::to_string(a.L) + " positions to length " +
@@ -67,11 +71,17 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   const std::int64_t first = cache.length();
   const int total = static_cast<int>(first + L);  // check_cached_forward: it fits an int
   const MaskView padding = key_padding_view(a.key_padding_mask, B, total, "key_padding_mask");
+  // Among the new positions, on top of the causal rule (a tree of drafts: docs/attention-math.md §9).
+  const MaskView verify = verify_mask_view(a.attn_mask, B, H, L, first, "attn_mask");
   const std::size_t heads_floats = static_cast<std::size_t>(B) * L * v_width_;
   const std::size_t scratch = scratch_floats(B, L, L);
   scratch_.resize(scratch);  // before anything changes: a failed allocation leaves the cache
   float* heads = scratch_.data() + (scratch - heads_floats);
   const Projected x = project_inputs(a, 0, H, *wq_, *wk_, *wv_);
+  // A RoPE module's keys as projected, for a keep() that moves one (docs/attention-math.md §9):
+  // rotated at its new position, they are what a fresh run stores, for every storage type.
+  const bool keeps_keys = c.rotary_dim > 0 && L <= kKeepProjectedRows;
+  cache.project_keys(keeps_keys ? x.k : nullptr, static_cast<std::size_t>(B) * L * x.k_width);
   rotate(x, B, L, L, first, a.position_ids);
 
   // Keys are positions (attention_problem.h): the kernels find position j in slot j mod capacity,
@@ -89,10 +99,79 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;
     p.masks[0] = padding;
+    p.masks[1] = from_row(verify, r0);
     p.write_weights(a.weights ? a.weights + static_cast<std::ptrdiff_t>(r0) * total : nullptr, L, total, a.average_weights);
     run_attention(p);
   });
   project_output(heads, B * L, a.output);
+  cache.record_call(first, L, a.position_ids);
+}
+
+void MultiHeadAttention::check_keep(const KvCache& cache, const std::int32_t* indices, int count) const {
+  if (cache.owner_ != id_) {
+    throw CacheError("cache", "cache: made by another module (createCache() of the module that uses it)");
+  }
+  if (cache.read_only()) {
+    throw CacheError("cache", "cache.keep: an encoded cache (encode()) holds an encoder's keys and values and is read-only");
+  }
+  if (!cache.has_last_call()) {
+    throw CacheError("cache", "cache.keep: no forward() has appended positions since the cache was made, reset, "
+                              "truncated or kept: nothing to keep among");
+  }
+  const int L = cache.last_rows_;
+  for (int t = 0; t < count; ++t) {
+    const std::int32_t i = indices[t];
+    if (i < 0 || i >= L || (t > 0 && i <= indices[t - 1])) {
+      throw CacheError("indices", "cache.keep: expected strictly increasing indices in [0, " + std::to_string(L) +
+                                      ") (the last call's new positions), got " + std::to_string(i) + " at index " +
+                                      std::to_string(t) + (t > 0 ? " after " + std::to_string(indices[t - 1]) : ""));
+    }
+  }
+  const std::int64_t first = cache.last_first_, length = first + count;
+  if (first < cache.length() - cache.capacity() || length < cache.min_truncated_length()) {
+    throw CacheError("indices", "cache.keep: the last call's positions from " + std::to_string(first) +
+                                    " on (or the window's keys before them) are no longer all in the ring of the window (" +
+                                    std::to_string(cache.config().window) + "); keep at least " +
+                                    std::to_string(cache.min_truncated_length() - first) + " of them, in a call of fewer rows");
+  }
+  const std::int64_t table_positions = config_.rotary_dim ? static_cast<std::int64_t>(rotary_cos_.size()) / (config_.rotary_dim / 2) : 0;
+  if (!rotary_cos_.empty() && length > table_positions) {
+    throw ShapeError("rotary", "rotary table: keep() rotates keys to positions up to " + std::to_string(length - 1) +
+                                   ", the table has rows for 0 … " + std::to_string(table_positions - 1));
+  }
+}
+
+void MultiHeadAttention::keep(KvCache& cache, const std::int32_t* indices, int count) const {
+  check_keep(cache, indices, count);
+  if (config_.rotary_dim == 0) return cache.keep(indices, count, nullptr);
+  KvCache::KeyRotation rotation;
+  rotation.from_projection = [this](float* row, std::int64_t to) {
+    const Projected k{nullptr, row, nullptr, 0, 0, k_width_, 0};
+    rotate_rows(k, 1, 0, 1, to, nullptr);
+  };
+  rotation.from_stored = [this](float* key, std::int64_t from, std::int64_t to) { rotate_key(key, from, to); };
+  cache.keep(indices, count, &rotation);
+}
+
+void MultiHeadAttention::rotate_key(float* key, std::int64_t from, std::int64_t to) const {
+  const int half = config_.rotary_dim / 2;
+  for (int j = 0; j < half; ++j) {
+    // The rotation by the difference of the two angles, formed in double: from θ_j, or from the
+    // given table's cosines and sines of both positions (cos(a − b), sin(a − b)).
+    double c, s;
+    if (rotary_cos_.empty()) {
+      const double angle = static_cast<double>(to - from) * rotary_frequencies_[static_cast<std::size_t>(j)];
+      c = std::cos(angle), s = std::sin(angle);
+    } else {
+      const std::size_t t = static_cast<std::size_t>(to) * half + j, f = static_cast<std::size_t>(from) * half + j;
+      const double ct = rotary_cos_[t], st = rotary_sin_[t], cf = rotary_cos_[f], sf = rotary_sin_[f];
+      c = ct * cf + st * sf, s = st * cf - ct * sf;
+    }
+    const int i0 = config_.rotary_interleaved ? 2 * j : j, i1 = config_.rotary_interleaved ? 2 * j + 1 : j + half;
+    const double x = key[i0], y = key[i1];
+    key[i0] = static_cast<float>(x * c - y * s);
+    key[i1] = static_cast<float>(x * s + y * c);
+  }
 }
 
 }  // namespace webattention

@@ -26,7 +26,7 @@ export const ROLLBACK_LAYOUTS = [
 ];
 
 /** Rows [at, at + n) of x fed to `cache` in calls of at most CHUNK rows, not awaited: their results. */
-function feed(mha, cache, x, at, n) {
+export function feed(mha, cache, x, at, n) {
   const calls = [];
   for (let i = at; i < at + n; i += CHUNK) {
     const chunk = rows(x, i, Math.min(CHUNK, at + n - i));
@@ -60,14 +60,15 @@ function joined(x, a, y, from, n) {
 }
 
 /** The float64 reference of a cache holding `x` [B, T, E]: the outputs of its last n rows. */
-function reference(mha, sd, x, n, { window = 0, dtype = 'float32' }) {
+export function reference(mha, sd, x, n, { window = 0, dtype = 'float32' }) {
   const T = x.shape[1];
   const mask = window ? { data: Float32Array.from({ length: T * T }, (_, k) => (k % T > Math.floor(k / T) - window ? 0 : -Infinity)), shape: [T, T] } : undefined;
   const { output } = mhaReference(mha.config, sd, x, x, x, { isCausal: true, attnMask: mask }, dtype);
   return rows({ data: Float32Array.from(output), shape: [B, T, 16] }, T - n, n);
 }
 
-async function withModule(api, create, body) {
+/** body(mha, sd) on a module of ROLLBACK_CREATE and `create` with seeded weights; disposed after. */
+export async function withModule(api, create, body) {
   const mha = await api.MultiHeadAttention.create({ ...ROLLBACK_CREATE, ...create });
   try {
     const sd = seededStateDict(mha.stateDictShapes, 50);
@@ -134,6 +135,16 @@ export function outsideTolerance(actual, expected) {
   return r.ok ? null : r.detail;
 }
 
+/** What f() throws, or null. */
+export const caught = (f) => {
+  try {
+    f();
+    return null;
+  } catch (e) {
+    return e;
+  }
+};
+
 /** truncate() lengths a window cache of 90 positions (ring 72, window 8: lowest 26) refuses. */
 export const HOSTILE_LENGTHS = [-1, 91, 1.5, NaN, Infinity, '10', null, undefined, [30, 30], new Int32Array([30, 30]), 25, 0];
 
@@ -148,14 +159,6 @@ export function hostileRun(api, create = {}) {
     const x = { data: filled(B * 93 * 16, 94), shape: [B, 93, 16] };
     const [cache, twin] = [0, 1].map(() => mha.createCache({ batchSize: B, window: 8 }));
     await Promise.all([...feed(mha, cache, x, 0, 90), ...feed(mha, twin, x, 0, 90)]);
-    const caught = (f) => {
-      try {
-        f();
-        return null;
-      } catch (e) {
-        return e;
-      }
-    };
     const refusals = HOSTILE_LENGTHS.map((length) => ({ length, error: caught(() => cache.truncate(length)) }));
     const length = cache.length;
     const step = rows(x, 90, 3);

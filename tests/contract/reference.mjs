@@ -110,6 +110,31 @@ export function attendRow(scores, sink, V, valueAt, dv, out, at) {
 }
 
 /**
+ * RoPE (docs/attention-math.md §8) on projected rows [n, H·dk], row t at position t: pair j of each
+ * head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by t·base^(−2j/dim). Unscaled θ only.
+ */
+function rotated(config, x) {
+  const r = config.rotary;
+  if (!r) return x;
+  if (r.scaling || r.table) throw new Error('reference: RoPE scaling and tables are not modelled here');
+  const { numHeads: H, headDim: dk } = config;
+  const y = Float64Array.from(x);
+  const half = r.dim / 2;
+  for (let t = 0; t < y.length / (H * dk); t++) {
+    for (let h = 0; h < H; h++) {
+      for (let j = 0; j < half; j++) {
+        const angle = t * r.base ** (-2 * j / r.dim);
+        const i1 = (t * H + h) * dk + (r.interleaved ? 2 * j : j), i2 = (t * H + h) * dk + (r.interleaved ? 2 * j + 1 : j + half);
+        const [x1, x2] = [y[i1], y[i2]];
+        y[i1] = x1 * Math.cos(angle) - x2 * Math.sin(angle);
+        y[i2] = x2 * Math.cos(angle) + x1 * Math.sin(angle);
+      }
+    }
+  }
+  return y;
+}
+
+/**
  * config: resolved create() options (weightsDtype: how the weights are stored, default float32;
  * activations: how the projections' inputs meet them, default float32);
  * sd: state dict of { data, shape } (16-bit tensors too); query [B, L, E], key [B, S, kdim],
@@ -135,8 +160,8 @@ export function mhaReference(config, sd, query, key, value, options = {}, kvDtyp
   // Logit softcapping (issue 20): after the scale, before the masks.
   const cap = config.softcap ? (x) => config.softcap * Math.tanh(x / config.softcap) : (x) => x;
   for (let b = 0; b < B; b++) {
-    const Q = linear(act(query.data.subarray(b * L * E, (b + 1) * L * E), E), L, E, w.q, H * dk, 0, w.qBias);
-    const K = cached(linear(act(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), kdim), S, kdim, w.k, H * dk, 0, w.kBias), dk);
+    const Q = rotated(config, linear(act(query.data.subarray(b * L * E, (b + 1) * L * E), E), L, E, w.q, H * dk, 0, w.qBias));
+    const K = cached(rotated(config, linear(act(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), kdim), S, kdim, w.k, H * dk, 0, w.kBias)), dk);
     const V = cached(linear(act(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), vdim), S, vdim, w.v, H * dv, 0, w.vBias), dv);
     const heads = new Float64Array(L * H * dv);
     for (let h = 0; h < H; h++) {

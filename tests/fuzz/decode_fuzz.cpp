@@ -1,8 +1,8 @@
 // libFuzzer harness of incremental decoding (docs/attention-math.md §7-§9), built with ASan +
 // UBSan (scripts/fuzz.sh). Each input is read as a grouped-query / rotary module, a sequence, a
 // sliding window (or none), a key-padding mask, a way of cutting the sequence into chunks (up to
-// 160 positions: a window's ring of W + 63 slots wraps), weights averaged, per head or none, and
-// for a rotary module maybe position ids.
+// 160 positions: a window's ring of W + 63 slots wraps), each chunk maybe with a verification mask
+// among its rows, weights averaged, per head or none, and for a rotary module maybe position ids.
 // Checks: nothing the sanitizers see; the chunks fed to a KV cache give the rows of one plain
 // forward over the whole sequence with the causal window as an additive mask (outputs and
 // weights); appending past max_length is a CacheError that leaves the cache; reset() then a second
@@ -118,24 +118,43 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   full.average_weights = average;
   full.position_ids = ids.empty() ? nullptr : ids.data();
   const KvCacheConfig cache_config{B, window && in.coin() ? 0 : T, window, cache_dtype};
+  std::vector<int> chunks;
+  for (int at = 0; at < T;) chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += chunks.back();
+  // Verification masks (§9): a chunk may carry an additive mask among its own rows (some −∞), on
+  // top of the causal window. The plain forward sees them as blocks of its mask; a whole-sequence
+  // call on a cache as one verification mask [T, T], zero outside the blocks.
+  std::vector<std::vector<float>> chunk_masks(chunks.size());
+  std::vector<float> verify(static_cast<std::size_t>(T) * T, 0.0f);
+  for (std::size_t k = 0, at = 0; k < chunks.size(); at += static_cast<std::size_t>(chunks[k]), ++k) {
+    if (!in.coin()) continue;
+    const std::size_t n = static_cast<std::size_t>(chunks[k]);
+    std::uint32_t state = in.u8() | static_cast<std::uint32_t>(in.u8()) << 8;
+    chunk_masks[k].resize(n * n);
+    for (std::size_t e = 0; e < n * n; ++e) {
+      state = state * 1664525u + 1013904223u;
+      const std::uint32_t r = state >> 24;
+      chunk_masks[k][e] = r % 5 == 0 ? -std::numeric_limits<float>::infinity() : (static_cast<float>(r) - 128.0f) / 64.0f;
+      verify[(at + e / n) * T + at + e % n] = chunk_masks[k][e];
+    }
+  }
+  for (std::size_t e = 0; e < window_mask.size(); ++e) window_mask[e] += verify[e];
   const bool full_refused = fuzz::refused_as_due(fuzz::positions_refused(ids, table, T - 1), "decode_fuzz", [&] {
     if (cache_dtype == StorageType::f32) {
       mha.forward(full);
-    } else {  // the same storage, the whole sequence in one call
-      full.attn_mask = {};
+    } else {  // the same storage, the whole sequence in one call, the chunks' masks as its own
+      full.attn_mask = {MaskKind::kAdditive, verify.data(), {T, T}};
       auto whole = mha.create_cache(cache_config);
       mha.forward(full, *whole);
     }
   });
 
   auto cache = mha.create_cache(cache_config);
-  std::vector<int> chunks;
-  for (int at = 0; at < T;) chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += chunks.back();
   std::vector<float> first;
   for (int pass = 0; pass < 2; ++pass) {
     std::vector<float> got(expected.size());
     int at = 0;
-    for (int n : chunks) {
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+      const int n = chunks[k];
       std::vector<float> part(static_cast<std::size_t>(B) * n * E), out(part.size());
       std::vector<std::uint8_t> pad(padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + n));
       std::vector<std::int32_t> part_ids(ids.empty() ? 0 : static_cast<std::size_t>(B) * n);
@@ -154,6 +173,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       a.weights = weights ? w.data() : nullptr;
       a.average_weights = average;
       a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
+      if (!chunk_masks[k].empty()) a.attn_mask = {MaskKind::kAdditive, chunk_masks[k].data(), {n, n}};
       if (fuzz::refused_as_due(fuzz::positions_refused(part_ids, table, at + n - 1), "decode_fuzz",
                                [&] { mha.forward(a, *cache); })) {
         if (cache->length() != at) fail("a refused append changed the cache's length");

@@ -116,7 +116,7 @@ test('bad calls with a cache are typed errors that leave it as it was', async ()
   const cases = [
     [() => step(mha, cache, tokens(2, 1)), ShapeError, 'query', /batch 2 \(the cache's batchSize\), got 1/],
     [() => mha.forward(x, tokens(3, 2), tokens(3, 2), { cache }), ShapeError, 'key', /L = 2 new positions, got S = 3/],
-    [() => step(mha, cache, x, { attnMask: { data: new Uint8Array(2 * 5), shape: [2, 5] } }), OptionError, 'attnMask', /not supported with a cache/],
+    [() => step(mha, cache, x, { attnMask: { data: new Uint8Array(2 * 5), shape: [2, 5] } }), ShapeError, 'attnMask', /\[2, 2\], \[2, 2, 2\] or \[\d+, 2, 2\] \(among the 2 new positions, with a cache\), got \[2, 5\]/],
     [() => step(mha, cache, x, { keyPaddingMask: { data: new Uint8Array(2 * 2), shape: [2, 2] } }), ShapeError, 'keyPaddingMask', /\[2, 5\]/],
     [() => step(mha, cache, x, { cache: {} }), OptionError, 'cache', /KvCache/],
   ];

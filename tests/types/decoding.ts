@@ -21,6 +21,12 @@ async function decode(prompt: Tensor, token: Tensor) {
   // @ts-expect-error: read() resolves to a promise, not the tensors
   cache.read().key;
   cache.truncate(3);
+  const tree = { data: new Uint8Array([0, 1, 0, 0]), shape: [2, 2] };
+  await mha.forward(prompt, prompt, prompt, { cache, attnMask: tree, positionIds: { data: new Int32Array([3, 4]), shape: [1, 2] } });
+  cache.keep([0]);
+  cache.keep(new Int32Array([0, 1]));
+  // @ts-expect-error: indices, not one count
+  cache.keep(2);
   const fork: KvCache = ring.fork();
   fork.dispose();
   // @ts-expect-error: one length for every row (per-row lengths are not supported)

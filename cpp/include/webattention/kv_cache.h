@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <vector>
 
 #include "webattention/storage_type.h"
 
@@ -68,6 +70,9 @@ class KvCache {
   // count, d_k], values into v [batch, kv_heads, count, d_v] (keys as stored: rotated). Throws
   // CacheError unless they are all held (a ring holds the last `capacity` positions).
   void read(std::int64_t first, int count, float* k, float* v) const;
+  // Whether a forward appended positions since the cache was made, reset, truncated or kept:
+  // what keep() (MultiHeadAttention::keep()) chooses among.
+  bool has_last_call() const { return last_first_ >= 0; }
 
  private:
   friend class MultiHeadAttention;
@@ -87,6 +92,39 @@ class KvCache {
               int rows);
   PackedKv packed() const;  // the storage as the attention kernels read it
 
+  // A forward's new positions [first, first + rows), remembered for keep(); positions: each row's
+  // rotary position per batch, [batch, rows] (null: first + i). Called once the call can no longer
+  // fail, after project_keys() (whose rows it then holds).
+  void record_call(std::int64_t first, int rows, const std::int32_t* positions);
+  // The call's K rows as projected, before the k-norm and RoPE, [batch, rows, kv_heads·dk]
+  // (null: not kept), into storage the cache keeps (no allocation once it holds as many).
+  void project_keys(const float* keys, std::size_t count) {
+    if (keys) last_keys_.assign(keys, keys + count); else last_keys_.clear();
+  }
+  void forget_call() { last_first_ = -1, last_rows_ = 0, last_positions_.clear(), last_keys_.clear(); }
+  // The rotary position row i of batch b of the last call was rotated at.
+  std::int64_t last_position(int b, int i) const {
+    return last_positions_.empty() ? last_first_ + i : last_positions_[static_cast<std::size_t>(b) * last_rows_ + i];
+  }
+  // How keep() turns a key to its new position (MultiHeadAttention's RoPE and k-norm).
+  struct KeyRotation {
+    // A position's K row as projected (kv_heads·dk), k-normed and rotated at `to`, in place.
+    std::function<void(float* row, std::int64_t to)> from_projection;
+    // One K/V head's key as stored (d_k), rotated at `from`, rotated on to `to`, in place.
+    std::function<void(float* key, std::int64_t from, std::int64_t to)> from_stored;
+  };
+  // MultiHeadAttention::keep()'s storage side; the indices are checked. rotate: null without RoPE.
+  void keep(const std::int32_t* indices, int count, const KeyRotation* rotate);
+  // Moves batch b's row `index` of the last call (position last_first_ + index) to position `to`.
+  void move_position(int b, int index, std::int64_t to, const KeyRotation* rotate);
+  void store_key_row(int b, int slot, const float* row);  // every K/V head of one position's K row
+  // Block (batch b, K/V head g) of the storage: its K and V elements and int8's scales (else null).
+  struct Block {
+    unsigned char *k, *v;
+    float *k_scales, *v_scales;
+  };
+  Block block(int b, int g) const;
+
   std::uint64_t owner_;
   KvCacheConfig config_;
   int kv_heads_, dk_, dv_, dv_pad_, capacity_, rows_per_pass_;
@@ -101,6 +139,11 @@ class KvCache {
   bool finite_ = true;
   bool read_only_ = false;
   std::size_t k_block_ = 0, v_block_ = 0;  // elements
+  // The last forward's positions (record_call()); last_first_ -1: none to keep().
+  std::int64_t last_first_ = -1;
+  int last_rows_ = 0;
+  std::vector<std::int32_t> last_positions_;
+  std::vector<float> last_keys_;
 };
 
 }  // namespace webattention

@@ -111,7 +111,7 @@ struct MhaForwardArgs {
   const float* key = nullptr;
   const float* value = nullptr;
   MaskArg key_padding_mask;  // [B, S]
-  MaskArg attn_mask;         // [L, S] or [B*h, L, S]
+  MaskArg attn_mask;         // [L, S] or [B*h, L, S]; with a cache, forward(args, cache) says
   bool causal = false;
   float* output = nullptr;
   float* weights = nullptr;
@@ -209,9 +209,18 @@ class MultiHeadAttention {
   // (args.S must equal args.L) to `cache` and attends over everything in it (§9): the query at
   // position p = cache.length() + i sees the cached keys at positions <= p, and with a window
   // only those > p - window. args.key_padding_mask is [B, length after the append];
-  // args.attn_mask must be empty and args.causal is implied. Weights, when asked for, are
+  // args.causal is implied. args.attn_mask (optional) is a verification mask among the L new
+  // positions, on top of the causal rule: [L, L], [B, L, L] or [B*h, L, L], element (i, j) for
+  // query row i and new key j (cached keys are not covered). Weights, when asked for, are
   // [B, (h,) L, length after the append]. Throws before changing the cache.
   void forward(const MhaForwardArgs& args, KvCache& cache) const;
+  // Keeps only positions indices[0 .. count) among the last forward's L new ones (strictly
+  // increasing, each < L), moved to consecutive positions from the length before that call;
+  // the rest are dropped (§9). A kept key rotated at another position than its new one (RoPE) is
+  // rotated by the difference. Throws CacheError, changing nothing, on misuse: no forward since
+  // the cache was made, reset, truncated or kept; an encoded cache; indices out of range,
+  // repeated or unsorted; positions gone from a window's ring.
+  void keep(KvCache& cache, const std::int32_t* indices, int count) const;
   // Cross-attention over an encoder's output (docs/attention-math.md §9): its keys
   // [batch, S, kdim] and values [batch, S, vdim] projected once (K and V projections with their
   // biases, and the k-norm of a qk-norm module; no RoPE: a rotary module is a ConfigError) into a
@@ -273,6 +282,9 @@ class MultiHeadAttention {
                                 std::ptrdiff_t q_batch, int q_width, float* out,
                                 std::ptrdiff_t out_batch) const;
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
+  void check_keep(const KvCache& cache, const std::int32_t* indices, int count) const;
+  // One K/V head's key, rotated (RoPE) at position `from`, rotated on to position `to`.
+  void rotate_key(float* key, std::int64_t from, std::int64_t to) const;
   void check_encoded_forward(const MhaForwardArgs& args, const KvCache& cache) const;
   void forward_encoded(const MhaForwardArgs& args, const KvCache& cache) const;  // cross-attention
   struct HeadSlice;  // the Q/K/V weights of a head range, packed (cached by forward_heads)

@@ -12,14 +12,17 @@
 namespace webattention {
 
 // A mask element for (batch b, head h, query row i, key j) lives at
-//   data[b * batch_stride + h * head_stride + i * row_stride + j].
-// A zero stride broadcasts that dimension.
+//   data[b * batch_stride + h * head_stride + i * row_stride + (j - key0)].
+// A zero stride broadcasts that dimension. Keys before key0 are not covered (the mask allows
+// them): a cached forward's verification mask covers only the call's new positions, the keys
+// from the cache's old length on (docs/attention-math.md §9).
 struct MaskView {
   MaskKind kind = MaskKind::kNone;
   const void* data = nullptr;
   std::ptrdiff_t batch_stride = 0;
   std::ptrdiff_t head_stride = 0;
   std::ptrdiff_t row_stride = 0;
+  std::int64_t key0 = 0;
 
   bool empty() const { return kind == MaskKind::kNone; }
   const std::uint8_t* boolean() const { return static_cast<const std::uint8_t*>(data); }

@@ -38,21 +38,14 @@ export function resolveMhaForward(config, query, key, value, options) {
   if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
   if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
   // With a cache the keys attended are every cached position after the append (T of them).
-  const cache = o.cache === undefined ? null
-    : checkCacheOption(o.cache, { B, L, S, hasAttnMask: o.attnMask !== undefined && o.attnMask !== null, isCausal: o.isCausal });
+  const cache = o.cache === undefined ? null : checkCacheOption(o.cache, { B, L, S, isCausal: o.isCausal });
   const T = cache ? cache.lengthAfter : S;
   const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
   if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
   const keyPaddingMask = checkKeyPaddingMask(o.keyPaddingMask, views, { B, T, batched });
   const attnMask = checkMask('attnMask', o.attnMask, views, true);
-  if (attnMask.kind !== MaskKind.none) {
-    const s = formatShape(attnMask.shape);
-    const perHead = [B * H, L, S];
-    if (s !== formatShape([L, S]) && s !== formatShape(perHead)) {
-      shapeError('attnMask', `${formatShape([L, S])} or ${formatShape(perHead)}`, attnMask.shape);
-    }
-  }
+  if (attnMask.kind !== MaskKind.none) checkAttnMaskShape(attnMask.shape, { B, H, L, S, cached: cache !== null });
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
   // Every getter has run: a borrowed view a later one detached is an error, never a short read.
@@ -148,11 +141,24 @@ function checkRotaryTable(table, first, rows) {
 }
 
 /**
+ * forward()'s attnMask shape: [L, S] or per head [B·H, L, S]; with a cache a verification mask
+ * among the L new positions (docs/attention-math.md §9): [L, L], [B, L, L] or [B·H, L, L].
+ */
+function checkAttnMaskShape(shape, { B, H, L, S, cached }) {
+  const shapes = cached ? [[L, L], [B, L, L], [B * H, L, L]] : [[L, S], [B * H, L, S]];
+  const s = formatShape(shape);
+  if (shapes.some((x) => formatShape(x) === s)) return;
+  const named = shapes.map(formatShape);
+  const expected = `${named.slice(0, -1).join(', ')} or ${named.at(-1)}${cached ? ` (among the ${L} new positions, with a cache)` : ''}`;
+  shapeError('attnMask', expected, shape);
+}
+
+/**
  * forward()'s `cache` option against the call: L new positions for query, key and value, the
- * cache's batch size, no attnMask (causal is implied), room left. Returns the plan's `cache`:
+ * cache's batch size, causal (implied), room left. Returns the plan's `cache`:
  * { kvCache (the KvCache), lengthBefore, lengthAfter }.
  */
-function checkCacheOption(cache, { B, L, S, hasAttnMask, isCausal }) {
+function checkCacheOption(cache, { B, L, S, isCausal }) {
   if (!KvCache.isKvCache(cache)) {
     throw new OptionError(`cache: expected a KvCache from mha.createCache(), got ${describe(cache)}`, {
       argument: 'cache', expected: 'KvCache', actual: describe(cache),
@@ -173,11 +179,6 @@ function checkCacheOption(cache, { B, L, S, hasAttnMask, isCausal }) {
     throw new OptionError('isCausal: false is not supported with a cache (a cached step is causal: each new position '
       + 'attends to the cached ones and to itself and those before it); leave isCausal out or true', {
       argument: 'isCausal', expected: 'true or undefined', actual: false,
-    });
-  }
-  if (hasAttnMask) {
-    throw new OptionError('attnMask: not supported with a cache (causal is implied; use keyPaddingMask)', {
-      argument: 'attnMask', expected: 'undefined', actual: 'a mask',
     });
   }
   if (cache.maxLength && lengthBefore + L > cache.maxLength) {

@@ -4,6 +4,7 @@ import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { CacheError, DisposedError, OptionError, describe } from '../base/errors.js';
 import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
+import { checkKeep } from './keep_checks.js';
 
 /** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
 
@@ -82,7 +83,8 @@ export class KvCache {
   #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
   #queued = 0;    // calls queued or running
   #planned = 0;   // the length once every queued call has appended (while #queued > 0)
-  #epoch = 0;     // reset() and truncate() count: a failure before one does not change the planned length
+  #epoch = 0;     // reset(), truncate() and keep() count: a failure before one does not change the planned length
+  #lastRows = 0;  // the last call's new positions, which keep() chooses among (0: none since a reset, truncate or keep)
   #adopt;         // make()'s
 
   /**
@@ -169,9 +171,11 @@ export class KvCache {
       } catch (e) {
         return Promise.reject(e);
       }
+      this.#lastRows = rows;
       if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
     } else {
       call = this.#queue.then(start);
+      this.#lastRows = rows;
     }
     this.#queued += 1;
     this.#planned = planned.lengthAfter;
@@ -195,7 +199,7 @@ export class KvCache {
   get dtype() { return this.#options.dtype; }
   /**
    * Whether mha.encode() made it: an encoder's keys and values, which forward() attends to with
-   * null key and value, never appending; reset() and truncate() refuse.
+   * null key and value, never appending; reset(), truncate() and keep() refuse.
    */
   get encoded() { return this.#options.encoded === true; }
 
@@ -221,10 +225,12 @@ export class KvCache {
     this.#refuseEncoded('reset');
     if (this.#queued === 0) {
       handle.reset();
+      this.#lastRows = 0;
       return;
     }
     this.#epoch += 1;
     this.#planned = 0;
+    this.#lastRows = 0;
     // A turn like truncate()'s and fork()'s, counted while it waits: until it has run, `length` is
     // 0 and a call made meanwhile queues behind it.
     this.#turn(() => {
@@ -242,17 +248,49 @@ export class KvCache {
     const handle = this.#live('KvCache.truncate');
     this.#refuseEncoded('truncate');
     checkTruncation(length, this.#queued ? this.#planned : handle.length(), this.#options);
-    if (this.#queued === 0) {
-      this.#owner.truncateCache(handle, length);
-      return;
-    }
-    this.#epoch += 1;
-    this.#planned = length;
     // A call before it that failed appended less than planned: cut only what is there (the calls
     // planned after it then reject, as behind any failed call).
-    this.#turn(() => {
-      if (handle.length() >= length) this.#owner.truncateCache(handle, length);
-    });
+    this.#cutBack(length, () => this.#owner.truncateCache(handle, length), () => handle.length() >= length);
+  }
+
+  /**
+   * Keeps only `indices` (strictly increasing, in [0, L)) among the last forward()'s L new
+   * positions, moved to consecutive positions from the length before that call; the others are
+   * dropped. Afterwards every result, read() included, equals a fresh run over the kept tokens
+   * alone at consecutive positions: a kept key rotated (RoPE) at another position than its new one
+   * is rotated at the new one (docs/attention-math.md §9). After the calls made before it, as
+   * truncate(); a misuse is a CacheError that changes nothing.
+   */
+  keep(indices) {
+    const handle = this.#live('KvCache.keep');
+    this.#refuseEncoded('keep');
+    const current = this.#queued ? this.#planned : handle.length();
+    const kept = checkKeep(indices, this.#lastRows, current, this.#options);
+    this.#owner.checkKeep?.(this.#lastRows, kept);  // a backend's own limit (WebGPU's)
+    // Kept only where the calls before it appended what they planned (a failed one: the calls
+    // planned after it reject, as behind any failed call).
+    this.#cutBack(current - this.#lastRows + kept.length, () => this.#owner.keepCache(handle, kept), () => handle.length() === current);
+  }
+
+  // truncate()'s and keep()'s turn: op() now when no call is queued, else after them where ready()
+  // says the calls before it appended what they planned; the planned length is `length` from now,
+  // and there is no last call to keep() among. An op() that returns a promise (a GPU keep(), which
+  // writes rows again) is a turn of its own: later calls wait for it; its failure (a lost device)
+  // the next call reports.
+  #cutBack(length, op, ready) {
+    if (this.#queued === 0) {
+      const done = op();
+      if (done instanceof Promise) {
+        this.#epoch += 1;
+        this.#planned = length;
+        this.#turn(() => done).catch(() => {});
+      }
+    } else {
+      this.#epoch += 1;
+      this.#planned = length;
+      this.#turn(() => (ready() ? op() : undefined)).catch(() => {});
+    }
+    this.#lastRows = 0;
   }
 
   /**
@@ -263,7 +301,11 @@ export class KvCache {
   fork() {
     const handle = this.#live('KvCache.fork');
     const owner = this.#owner;
-    if (this.#queued === 0) return KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
+    if (this.#queued === 0) {
+      const fork = KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
+      fork.#lastRows = this.#lastRows;
+      return fork;
+    }
     // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
     // copy at its turn; the fork's own calls, planned on this planned length, wait for the copy.
     const fork = KvCache.make(owner, owner.forkStorage(this.#options), this.#options, this.#adopt);
@@ -271,6 +313,7 @@ export class KvCache {
     const copied = this.#turn(() => owner.copyCache(handle, target));
     fork.#queued = 1;
     fork.#planned = this.#planned;
+    fork.#lastRows = this.#lastRows;
     fork.#queue = copied.then(() => fork.#settle(0), () => fork.#settle(0));
     return fork;
   }

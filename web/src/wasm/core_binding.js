@@ -226,6 +226,11 @@ export class CoreMha {
     return errorText(this.#core, requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, cache.native));
   }
 
+  /** cache.keep(): `count` int32 indices at `indices` (the heap) among the last call's positions. */
+  keepCached(cache, indices, count) {
+    return errorText(this.#core, requireGroup(this.#core, 'cache').mhaKeepCached(this.#native, cache.native, indices, count));
+  }
+
   isDeleted() { return this.#native.isDeleted(); }
   delete() {
     this.#native.delete();

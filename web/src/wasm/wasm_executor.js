@@ -206,6 +206,14 @@ export class WasmExecutor {
     if (error) throwCoreError(error);
   }
 
+  /** cache.keep(): keeps `indices` (an Int32Array kv_cache.js has checked) of the last call's positions. */
+  keepCache(handle, indices) {
+    withHeap(this.core, [{ data: indices }], ([at]) => {
+      const error = this.handle.keepCached(handle, at, indices.length);
+      if (error) throwCoreError(error);
+    });
+  }
+
   /** cache.fork(): a new cache of this core holding a copy of `handle`'s storage. */
   forkCache(handle) {
     const fork = this.forkStorage();

@@ -14,14 +14,16 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
   const { B, L, T } = plan;
   if (L <= maxRows) return { passes: [plan], merge: ([result]) => result };
   const n = plan.cache.lengthBefore;
-  // Rows [i0, i1) of every batch of a [B, rowsPerBatch, width] array.
-  const rows = (data, rowsPerBatch, width, i0, i1) => {
-    const out = new data.constructor(B * (i1 - i0) * width);
-    for (let b = 0; b < B; b++) {
+  // Rows [i0, i1) of every batch of a [B, rowsPerBatch, width] array (or of `blocks` blocks).
+  const rows = (data, rowsPerBatch, width, i0, i1, blocks = B) => {
+    const out = new data.constructor(blocks * (i1 - i0) * width);
+    for (let b = 0; b < blocks; b++) {
       out.set(data.subarray((b * rowsPerBatch + i0) * width, (b * rowsPerBatch + i1) * width), b * (i1 - i0) * width);
     }
     return out;
   };
+  // Rows [i0, i1) of each [L, L] block of a verification mask.
+  const maskRows = ({ data }, i0, i1) => rows(data, L, L, i0, i1, data.length / (L * L));
   const passes = [];
   for (let i0 = 0; i0 < L; i0 += maxRows) {
     const i1 = Math.min(L, i0 + maxRows);
@@ -32,12 +34,15 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
     };
     const keys = n + i1;
     const kpm = plan.keyPaddingMask;
+    const am = plan.attnMask;
     passes.push({
       ...plan, L: i1 - i0, S: i1 - i0, T: keys, firstRow: i0,
       query: slice(plan.query, E), key: slice(plan.key, kdim), value: slice(plan.value, vdim),
       positionIds: plan.positionIds && slice(plan.positionIds, 1),
       keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data, T, 1, 0, keys), shape: [B, keys] } : kpm,
-      cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys },
+      // A verification mask's rows of the pass, every column (the call's new positions, from n on).
+      attnMask: am.data ? { ...am, data: maskRows(am, i0, i1), shape: [...am.shape.slice(0, -2), i1 - i0, L] } : am,
+      cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys, maskKey0: n },
     });
   }
   const merge = (results) => {

@@ -53,6 +53,20 @@ function maskToF32(mask) {
   return out;
 }
 
+// The attention mask's uniforms: its kind (ATTENTION_PARAMS), the first key it covers (a cached
+// call's verification mask: its first new position, the call's for each of its passes) and its
+// columns.
+function maskUniforms({ attnMask, cache: planned }, B, H, cache) {
+  const { shape } = attnMask;
+  if (!attnMask.data) return { amKind: 0, amKey0: 0, amCols: 0 };
+  const perBatch = cache && shape.length === 3 && shape[0] === B;
+  return {
+    amKind: shape.length === 2 ? 1 : perBatch ? 3 : 2,
+    amKey0: cache ? planned.maskKey0 ?? planned.lengthBefore : 0,
+    amCols: shape.at(-1),
+  };
+}
+
 // The input projections, rotary and cache append; returns the attention operands { q, k, v }.
 function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { B, L, S } = plan;
@@ -120,7 +134,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const placeholder = kpm && am && !cache ? null : buffer(1, Usage.STORAGE, 'no mask');
   const values = {
     B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
-    amKind: am ? (plan.attnMask.shape.length === 2 ? 1 : 2) : 0,
+    ...maskUniforms(plan, B, H, cache),
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
     shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: config.scale,

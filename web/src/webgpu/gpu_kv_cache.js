@@ -19,11 +19,14 @@ import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './kernels/packed_values.wgsl.js';
 
 const F32 = 4;
+/** A call of at most this many rows keeps its inputs for keep() (a draft verification's few). */
+export const KEEP_INPUT_ROWS = 256;
 
 export class GpuKvCache {
   #device;
   #length = 0;
   #shape;
+  lastCall = null;  // recordCall()'s
 
   /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window, dtype }. */
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window, dtype = 'float32' }) {
@@ -79,6 +82,15 @@ export class GpuKvCache {
   }
 
   /**
+   * The last call's plan, which keep() moves rows of: its inputs are the package's own copies (a
+   * GPU call takes ownedPlan()), held until the next call, reset, truncate or keep; a call of more
+   * than KEEP_INPUT_ROWS rows is remembered without them (keep() then keeps a prefix only).
+   */
+  recordCall(plan) {
+    this.lastCall = plan.L <= KEEP_INPUT_ROWS ? plan : { L: plan.L, cache: plan.cache, positionIds: null, inputs: false };
+  }
+
+  /**
    * A copy of the storage, for a call of several passes: each pass appends before attending, and
    * in a ring a pass after the first overwrites slots the call's first rows still read, so a call
    * that fails part-way puts the copy back (restore()) and leaves the cache as it was: all or
@@ -112,6 +124,7 @@ export class GpuKvCache {
   /** Back to 0; the storage is zeroed as the core's is (no Inf or NaN of an old sequence stays). */
   reset() {
     this.#length = 0;
+    this.lastCall = null;
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
     for (const buffer of this.#buffers()) encoder.clearBuffer(buffer);
     this.#device.queue.submit([encoder.finish()]);
@@ -126,6 +139,7 @@ export class GpuKvCache {
    */
   truncate(length) {
     this.#length = length;
+    this.lastCall = null;
   }
 
   /** This cache becomes a copy of `source` (a cache of the same options): a buffer copy on the device. */
@@ -135,6 +149,7 @@ export class GpuKvCache {
     this.#buffers().forEach((buffer, i) => encoder.copyBufferToBuffer(from[i], 0, buffer, 0, buffer.size));
     this.#device.queue.submit([encoder.finish()]);
     this.#length = source.#length;
+    this.lastCall = source.lastCall;
   }
 
   /**

@@ -12,11 +12,12 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { BackendError, MemoryError } from '../base/errors.js';
+import { BackendError, CacheError, MemoryError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
 import { Usage, reusableSize } from './device.js';
-import { GpuKvCache } from './gpu_kv_cache.js';
+import { GpuKvCache, KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
+import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
@@ -136,7 +137,13 @@ export class WebGpuExecutor {
     if (this.#lost || this.#disposed || !this.#params) throw new DeviceLost('the WebGPU device was lost');
     // A cached call runs as the cache's queue starts it: a dispose() of the cache from then on
     // waits for this call (KvCache.release()).
-    if (plan.cache) return this.#serialised(() => this.#forwardCached(plan, plan.cache.storage));
+    if (plan.cache) {
+      return this.#serialised(async () => {
+        const result = await this.#forwardCached(plan, plan.cache.storage);
+        plan.cache.storage.recordCall(plan);
+        return result;
+      });
+    }
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
@@ -161,6 +168,32 @@ export class WebGpuExecutor {
   /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
   truncateCache(handle, length) {
     handle.truncate(length);
+  }
+
+  /**
+   * cache.keep()'s limit here, before it is queued: after a call of more than KEEP_INPUT_ROWS rows,
+   * whose inputs the cache does not hold, a prefix of it only.
+   */
+  checkKeep(rows, indices) {
+    if (rows <= KEEP_INPUT_ROWS || indices.every((i, t) => i === t)) return;
+    throw new CacheError(`cache.keep: on WebGPU, after a call of ${rows} rows (more than the ${KEEP_INPUT_ROWS} whose inputs `
+      + 'it holds to write moved rows again) only a prefix of it can be kept (indices 0, 1, …)', {
+      argument: 'indices', expected: 'a prefix', actual: Array.from(indices).join(', '),
+    });
+  }
+
+  /**
+   * cache.keep(): kv_cache.js has checked `indices` (an Int32Array) against the last call; runs
+   * in queue order. The rows that move are written again on the device (cache_keep.js).
+   */
+  keepCache(handle, indices) {
+    // A failure is the next call's to report (kv_cache.js): a rejection, never a throw here.
+    if (this.#lost || this.#disposed) return Promise.reject(new DeviceLost('the WebGPU device was lost'));
+    return this.#serialised(async () => {
+      const { length, plan } = keptRows(handle.lastCall, indices, this.#config.rotary);
+      handle.truncate(length);
+      if (plan) await this.#forwardCached(plan, handle);
+    });
   }
 
   /** cache.fork(): a new cache of `options` (its source's) holding a device copy of `handle`. */

@@ -77,7 +77,7 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
     std::ptrdiff_t at[2];
     for (int m = 0; m < 2; ++m) {
       const MaskView& v = p.masks[m];
-      at[m] = b * v.batch_stride + row.head * v.head_stride + row.i * v.row_stride + j0;
+      at[m] = b * v.batch_stride + row.head * v.head_stride + row.i * v.row_stride + (j0 - v.key0);
     }
     const KeyRange keys = allowed_keys(p, query_pos);
     const int lo = keys.empty() ? width : std::clamp(keys.begin - j0, 0, width);
@@ -87,10 +87,12 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
     for (int m = 0; m < 2; ++m) {
       const MaskView& v = p.masks[m];
       if (v.empty()) continue;
+      // Columns before the mask's first key (key0) are not covered: the mask starts at `from`.
+      const int from = static_cast<int>(std::clamp<std::int64_t>(v.key0 - j0, lo, hi));
       if (v.kind == MaskKind::kBoolean) {
-        mask_boolean(v.boolean() + at[m], lo, hi, s);
+        mask_boolean(v.boolean() + at[m] + from, 0, hi - from, s + from);
       } else {
-        Isa::add_row(s + lo, v.additive() + at[m] + lo, hi - lo);
+        Isa::add_row(s + from, v.additive() + at[m] + from, hi - from);
       }
     }
   }

@@ -24,7 +24,9 @@ export const ATTENTION_PARAMS = [
   ['B', 'u32'], ['L', 'u32'], ['S', 'u32'], ['H', 'u32'],
   ['causal', 'u32', '1: key j > query i + shift is masked'],
   ['hasKpm', 'u32', '1: kpm[b·S + j] applies'],
-  ['amKind', 'u32', '0: none, 1: am[i·S + j] ([L, S]), 2: am[((b·H + h)·L + i)·S + j]'],
+  ['amKind', 'u32', '0: none, 1: am[i·C + j′] ([L, C]), 2: am[((b·H + h)·L + i)·C + j′] (per head), 3: am[(b·L + i)·C + j′] (per batch)'],
+  ['amKey0', 'u32', 'the mask covers keys j >= amKey0 (j′ = j − amKey0): 0, or a cached call\'s first new position'],
+  ['amCols', 'u32', 'C, the mask\'s columns: S, or a cached call\'s new positions'],
   ['qOff', 'u32', 'head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK'],
   ['qStride', 'u32'],
   ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK (a narrow cache: in words, kv_reads.wgsl.js)'],
@@ -72,6 +74,16 @@ fn firstKey(i0: u32) -> u32 {
 // The decode kernels' chunks of CHUNK keys, from firstKey(0) (every row's window starts there or later).
 fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKey(0u) + chunk - 1u) / chunk; }
 
+// Where the attention mask holds (b, h, i, j), or -1 where it has no entry: none, or key j before
+// the keys it covers (a cached call's verification mask covers only its new positions).
+fn amAt(b: u32, h: u32, i: u32, j: u32) -> i32 {
+  if (p.amKind == 0u || j < p.amKey0) { return -1; }
+  var at = i * p.amCols + (j - p.amKey0);
+  if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.amCols; }
+  if (p.amKind == 3u) { at += b * p.L * p.amCols; }
+  return i32(at);
+}
+
 // The K/V row of key j of batch b.
 fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
 
@@ -105,10 +117,9 @@ fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
     if (mv <= MASKED_AT) { return NEG; }
     s += mv;
   }
-  if (p.amKind != 0u) {
-    var at = i * p.S + j;
-    if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.S; }
-    let mv = am[at];
+  let at = amAt(b, h, i, j);
+  if (at >= 0) {
+    let mv = am[u32(at)];
     if (mv <= MASKED_AT) { return NEG; }
     s += mv;
   }

@@ -107,19 +107,19 @@ fn score(b: u32, h: u32, i: u32, j: u32) -> u32 {
   if (p.softcap > 0.0 && !nonFinite(s)) { s = bitcast<u32>(p.softcap * tanh(clamp(bitcast<f32>(s) / p.softcap, -15.0, 15.0))); }
   else if (p.softcap > 0.0 && !isNan(s)) { s = (s & 0x80000000u) | bitcast<u32>(p.softcap); }  // ±cap·tanh(∞)
   if (p.hasKpm != 0u) { s = masked(s, kpm[b * p.S + j]); }
-  if (p.amKind != 0u && s != MASKED) {
-    var at = i * p.S + j;
-    if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.S; }
-    s = masked(s, am[at]);
-  }
+  let at = amAt(b, h, i, j);
+  if (at >= 0 && s != MASKED) { s = masked(s, am[u32(at)]); }
   return s;
 }
 
 // Whether a mask entry of row (b, i) at key j is a NaN or +Inf (-Inf arrives as the sentinel).
 fn maskNonFinite(b: u32, i: u32, j: u32) -> bool {
   var found = p.hasKpm != 0u && nonFinite(kpm[b * p.S + j]);
-  if (p.amKind == 1u) { found = found || nonFinite(am[i * p.S + j]); }
-  for (var h = 0u; p.amKind == 2u && h < p.H; h++) { found = found || nonFinite(am[((b * p.H + h) * p.L + i) * p.S + j]); }
+  // A per-head mask has an entry per head, the others one for every head (head 0's).
+  for (var h = 0u; h < select(1u, p.H, p.amKind == 2u); h++) {
+    let at = amAt(b, h, i, j);
+    found = found || (at >= 0 && nonFinite(am[u32(at)]));
+  }
   return found;
 }
 `;

@@ -1,0 +1,256 @@
+// Speculative decoding's verification (issue 38) through the public API: forward() with a cache
+// and a verification attnMask among the new positions (a tree of drafts, positionIds their depths)
+// equals a separate causal run per branch; cache.keep(indices) leaves a cache that equals a fresh
+// run over the kept tokens alone at consecutive positions (read() included), against the same
+// backend and the float64 reference. Calls are not awaited between them: on WebGPU keep() then
+// takes its turn in the cache's queue (kv_cache.js). tests/js/cache_verify.test.js and
+// tests/webgpu/node_cache_verify.test.mjs run them.
+import { compare, sameBits } from './compare.mjs';
+import { filled } from './random.mjs';
+import { caught, feed as feedFrom, reference, withModule } from './cache_rollback.mjs';
+import { mhaReference } from './reference.mjs';
+import { rows } from './run_decode.mjs';
+
+// The modules are cache_rollback.mjs's (E 16, 4 heads) with each layout's options.
+const B = 2;
+const E = 16;
+const feed = (mha, cache, x, n) => feedFrom(mha, cache, x, 0, n);
+const PREFIX = 5;
+
+/**
+ * The modules and caches: RoPE (the float64 reference models unscaled θ, with as many K/V heads as
+ * query heads), f16 and int8 storage, a window whose ring has wrapped before the drafts (prefix
+ * 90 at window 8: ring 72), and the mask's forms: boolean [L, L], additive [B, L, L] and per head
+ * [B·H, L, L].
+ */
+export const VERIFY_LAYOUTS = [
+  { create: { rotary: { dim: 4 } }, cache: { maxLength: 40 }, mask: 'bool' },
+  { create: { rotary: { dim: 4, interleaved: true } }, cache: { maxLength: 40, dtype: 'float16' }, mask: 'additive-batch' },
+  { create: { rotary: { dim: 2 } }, cache: { maxLength: 40, dtype: 'int8' }, mask: 'bool-head' },
+  // A window counts in the cache's rows (docs/attention-math.md §9): a draft's window equals its
+  // branch's run only where its row is its depth, as in a chain; the mask still takes part.
+  { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'chain' },
+];
+
+/**
+ * Trees of 6 drafted tokens: parent of each (−1: the root, after the prefix), and their branches;
+ * the first branch's first 4 are kept.
+ */
+export const TREES = {
+  tree: { parents: [-1, 0, 0, 1, 2, 3], branches: [[0, 1, 3, 5], [0, 2, 4]] },
+  chain: { parents: [-1, 0, 1, 2, 3, 4], branches: [[0, 1, 2, 3, 4, 5]] },
+};
+
+const depth = (tree, i) => (tree.parents[i] < 0 ? 0 : 1 + depth(tree, tree.parents[i]));
+const sees = (tree, i, j) => i === j || (tree.parents[i] >= 0 && sees(tree, tree.parents[i], j));
+
+/** The tree's verification mask in `form`: masked (true, −∞) where key j is not on query i's branch. */
+export function treeMask(tree, form, heads) {
+  const L = tree.parents.length;
+  const copies = form.endsWith('-batch') ? B : form.endsWith('-head') ? B * heads : 1;
+  const additive = form.startsWith('additive');
+  const data = additive ? new Float32Array(copies * L * L) : new Uint8Array(copies * L * L);
+  for (let c = 0; c < copies; c++) {
+    for (let i = 0; i < L; i++) {
+      for (let j = 0; j < L; j++) {
+        const masked = !sees(tree, i, j);
+        // An additive mask's allowed entries add a 0, which changes no score.
+        data[(c * L + i) * L + j] = additive ? (masked ? -Infinity : 0) : Number(masked);
+      }
+    }
+  }
+  return { data, shape: copies === 1 ? [L, L] : [copies, L, L] };
+}
+
+/** Rows `picks` of x [B, T, E] (indices into T), in that order: [B, picks.length, E]. */
+function picked(x, picks) {
+  const T = x.shape[1];
+  const out = new Float32Array(B * picks.length * E);
+  for (let b = 0; b < B; b++) {
+    picks.forEach((t, n) => out.set(x.data.subarray((b * T + t) * E, (b * T + t + 1) * E), (b * picks.length + n) * E));
+  }
+  return { data: out, shape: [B, picks.length, E] };
+}
+
+/** The output of a fresh cache fed `seq` [B, T, E], for its last n rows, and the cache. */
+async function freshRun(mha, options, seq, n) {
+  const cache = mha.createCache({ batchSize: B, ...options });
+  const T = seq.shape[1];
+  await Promise.all(feed(mha, cache, rows(seq, 0, T - n), T - n));
+  const tail = rows(seq, T - n, n);
+  return { output: (await mha.forward(tail, tail, tail, { cache })).output, cache };
+}
+
+/**
+ * The prefix, then the tree verified in one call, then keep(the first branch) and one more token.
+ * Resolves to { branches: [{ verified, fresh, reference }] (each branch's rows of the verify call,
+ * a separate causal run's, float64's), next: { kept, fresh, reference } (the token after keep()),
+ * read: [kept's, fresh's], lengths: [before, after verify, after keep] }.
+ */
+export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree' }, on = {}) {
+  const tree = TREES[shape];
+  return withModule(api, { ...create, ...on }, async (mha, sd) => {
+    const L = tree.parents.length;
+    const x = { data: filled(B * (prefix + L + 1) * E, 71), shape: [B, prefix + L + 1, E] };
+    const cache = mha.createCache({ batchSize: B, ...options });
+    const prefill = feed(mha, cache, x, prefix);
+    const lengths = [prefix];
+    const drafts = rows(x, prefix, L);
+    const positionIds = { data: Int32Array.from({ length: B * L }, (_, n) => prefix + depth(tree, n % L)), shape: [B, L] };
+    const verify = mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, mask, mha.config.numHeads), positionIds });
+    lengths.push(cache.length);
+    const accepted = tree.branches[0].slice(0, 4);
+    cache.keep(accepted);
+    lengths.push(cache.length);
+    const last = rows(x, prefix + L, 1);
+    const next = mha.forward(last, last, last, { cache });
+    await Promise.all(prefill);
+    const verified = (await verify).output;
+    const prefixRows = Array.from({ length: prefix }, (_, t) => t);
+    const branches = [];
+    for (const branch of tree.branches) {
+      const seq = picked(x, [...prefixRows, ...branch.map((i) => prefix + i)]);
+      branches.push({ verified: picked(verified, branch), fresh: (await freshRun(mha, options, seq, branch.length)).output,
+        reference: reference(mha, sd, seq, branch.length, options) });
+    }
+    const seq = picked(x, [...prefixRows, ...accepted.map((i) => prefix + i), prefix + L]);
+    const fresh = await freshRun(mha, options, seq, 1);
+    return { branches, lengths, next: { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options) },
+      read: [await cache.read(), await fresh.cache.read()] };
+  });
+}
+
+/**
+ * Draft `n` tokens (4) at their default positions, keep(`accept`), then one more token: { kept,
+ * fresh, reference } outputs of that token, read: [kept's, fresh's], length after keep(). With
+ * `fork`, keep() and the token go to a fork made after the drafts; `on`: create() options of
+ * where it runs ({ backend: 'webgpu', gpu }).
+ */
+export function draftRun(api, { create, cache: options, prefix = PREFIX }, accept, { n = 4, fork = false, on = {} } = {}) {
+  return withModule(api, { ...create, ...on }, async (mha, sd) => {
+    const x = { data: filled(B * (prefix + n + 1) * E, 72), shape: [B, prefix + n + 1, E] };
+    const source = mha.createCache({ batchSize: B, ...options });
+    const prefill = feed(mha, source, x, prefix);
+    const drafts = rows(x, prefix, n);
+    const verify = mha.forward(drafts, drafts, drafts, { cache: source });
+    const cache = fork ? source.fork() : source;
+    cache.keep(accept);
+    const length = cache.length;
+    const last = rows(x, prefix + n, 1);
+    const next = mha.forward(last, last, last, { cache });
+    await Promise.all([...prefill, verify]);
+    const seq = picked(x, [...Array.from({ length: prefix }, (_, t) => t), ...accept.map((i) => prefix + i), prefix + n]);
+    const fresh = await freshRun(mha, options, seq, 1);
+    return { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options), length,
+      read: [await cache.read(), await fresh.cache.read()] };
+  });
+}
+
+/**
+ * A verification mask over a call longer than a window ring's pass (prefix 90 at window 8: ring
+ * 72, passes of 65 rows; a call of 80): an additive [B, L, L] mask of finite values, some −∞, on
+ * top of the window's causal rule. Resolves to { output (the call's), reference (float64: the
+ * whole sequence with the window's mask plus this one at the new positions) }.
+ */
+export function longMaskRun(api, on = {}) {
+  const [P, L, W] = [90, 80, 8];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha, sd) => {
+    const T = P + L;
+    const x = { data: filled(B * T * E, 75), shape: [B, T, E] };
+    const values = filled(B * L * L, 76, 0.5);
+    const data = values.map((m, k) => (k % 7 === 3 ? -Infinity : m));
+    const cache = mha.createCache({ batchSize: B, window: W });
+    await Promise.all(feed(mha, cache, x, P));
+    const drafts = rows(x, P, L);
+    const { output } = await mha.forward(drafts, drafts, drafts, { cache, attnMask: { data, shape: [B, L, L] } });
+    const full = new Float32Array(B * mha.config.numHeads * T * T);
+    for (let bh = 0; bh < B * mha.config.numHeads; bh++) {
+      const b = Math.floor(bh / mha.config.numHeads);
+      for (let i = 0; i < T; i++) {
+        for (let j = 0; j < T; j++) {
+          const inWindow = j <= i && j > i - W;
+          const extra = i >= P && j >= P ? data[(b * L + i - P) * L + j - P] : 0;
+          full[(bh * T + i) * T + j] = inWindow ? extra : -Infinity;
+        }
+      }
+    }
+    const ref = mhaReference(mha.config, sd, x, x, x, { attnMask: { data: full, shape: [B * mha.config.numHeads, T, T] } });
+    return { output, reference: rows({ data: Float32Array.from(ref.output), shape: [B, T, E] }, P, L) };
+  });
+}
+
+/** compare() of two { data, shape }: null when within tolerance, else the detail line. */
+export function outsideTolerance(actual, expected) {
+  const r = compare(actual, expected);
+  return r.ok ? null : r.detail;
+}
+
+/** Whether two read() results hold the same bits. */
+export const sameRead = (a, b) => sameBits(a.key.data, b.key.data) && sameBits(a.value.data, b.value.data)
+  && a.firstPosition === b.firstPosition;
+
+/** keep() arguments a cache whose last call appended 4 positions refuses (CacheError naming `indices`). */
+export const HOSTILE_KEEPS = [[1, 1], [2, 1], [4], [-1], [0, 1.5], ['0'], 'x', null, undefined, 3, [0, 1, 2, 3, 4]];
+
+/**
+ * Misuse: { refusals: [{ indices, error }] (HOSTILE_KEEPS after a 4-row call), masks: [errors of
+ * forward() calls with bad verification masks], length (after them), unchanged (the next call
+ * equals a twin's that saw none, bit for bit), noCall: [keep() errors on a new cache, after
+ * truncate(), after keep(), after reset()], encoded (keep() on an encoded cache), disposed }.
+ */
+export function hostileKeepRun(api, on = {}) {
+  const rejected = async (p) => {
+    try {
+      await p;
+      return null;
+    } catch (e) {
+      return e;
+    }
+  };
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha) => {
+    const x = { data: filled(B * 12 * E, 73), shape: [B, 12, E] };
+    const [cache, twin] = [0, 1].map(() => mha.createCache({ batchSize: B, maxLength: 16 }));
+    // Two calls of 4 rows each: keep() chooses among the second's.
+    const second = rows(x, 4, 4);
+    await Promise.all([cache, twin].flatMap((c) => [...feed(mha, c, x, 4), mha.forward(second, second, second, { cache: c })]));
+    const refusals = HOSTILE_KEEPS.map((indices) => ({ indices, error: caught(() => cache.keep(indices)) }));
+    const step = rows(x, 8, 2);
+    const masks = [];
+    for (const attnMask of [{ data: new Uint8Array(6), shape: [2, 3] }, { data: new Uint8Array(2 * 2 * 3), shape: [2, 2, 3] },
+      { data: new Int32Array(4), shape: [2, 2] }, { data: new Uint8Array(3 * 2 * 2), shape: [3, 2, 2] }]) {
+      masks.push(await rejected(mha.forward(step, step, step, { cache, attnMask })));
+    }
+    const length = cache.length;
+    const [a, b] = await Promise.all([cache, twin].map((c) => mha.forward(step, step, step, { cache: c })));
+    const unchanged = sameBits(a.output.data, b.output.data);
+    const other = mha.createCache({ batchSize: B, maxLength: 16 });
+    const noCall = [caught(() => other.keep([]))];
+    await Promise.all(feed(mha, other, x, 4));
+    other.truncate(2);
+    noCall.push(caught(() => other.keep([0])));
+    await Promise.all(feed(mha, other, x, 2));
+    other.keep([1]);
+    noCall.push(caught(() => other.keep([0])));
+    await Promise.all(feed(mha, other, x, 2));
+    other.reset();
+    noCall.push(caught(() => other.keep([0])));
+    cache.dispose();
+    return { refusals, masks, length, unchanged, noCall, disposed: caught(() => cache.keep([0])) };
+  });
+}
+
+/** keep() on an encoded cache (a module without RoPE: encode() refuses RoPE): its error. */
+export function encodedKeepRun(api, on = {}) {
+  return withModule(api, on, async (mha) => {
+    const x = { data: filled(B * 6 * E, 74), shape: [B, 6, E] };
+    const encoded = await mha.encode(x, x);
+    try {
+      encoded.keep([0]);
+      return null;
+    } catch (e) {
+      return e;
+    } finally {
+      encoded.dispose();
+    }
+  });
+}
