@@ -22,11 +22,10 @@
 //   Isa::row_pv(p, width, v, j0, acc)  one row: acc[c] += Σ_j p[j] V[j0 + j][c], c < v.columns
 //   Isa::narrow_row_scores<T>, narrow_row_pv<T>    the same two over a narrow (f16, bf16, int8)
 //                               cache, widening as they load (kv_widen.h has the 4-row loops)
-// The two row_* loops serve a block of a single query row (a decode step of multi-head attention:
-// L = 1, one head per unit), where the 4-row register block would compute 3 rows of padding.
-// widths are multiples of 8. Declare `Isa` in an anonymous namespace: the templates' instances
-// then have internal linkage, and the compiler inlines and keeps calls as it would for the
-// file's own static functions (CMakeLists.txt and kernels/*_simd128.cpp say why calls matter).
+// The row_* loops serve a block of one query row (a decode step: L = 1, one head per unit), where
+// the 4-row block would compute 3 rows of padding. Widths are multiples of 8. Declare `Isa` in an
+// anonymous namespace: the templates' instances then have internal linkage, and the compiler
+// inlines and keeps calls as for the file's own static functions (CMakeLists.txt says why).
 #pragma once
 
 #include <algorithm>
@@ -398,5 +397,4 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
     attention_blocks<Isa, false, false>(p, b, g, lay, kv, ws);
   }
 }
-
 }  // namespace webattention::kernels::flash
