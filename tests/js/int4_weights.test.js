@@ -3,8 +3,8 @@
 // is a StateDictError naming the entry, the index, the row and the block, and the module keeps
 // computing with its earlier weights (no reload in between); the stored values differ from
 // float32's by more than the tolerance (so the cases tell the storage apart); and the backends:
-// 'webgpu' refuses int4 at create() with a BackendError naming weightsDtype, 'auto' never asks
-// for a GPU. scripts/test.sh runs tests/js on every single-threaded module and on the pool.
+// int4 modules look for a GPU as every module does ('webgpu' at create(), 'auto' at its
+// threshold; tests/webgpu/node_int4_weights.test.mjs runs them there). scripts/test.sh runs tests/js on every single-threaded module and on the pool.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError, StateDictError } from '#webattention';
@@ -51,16 +51,17 @@ test('the stored values matter: an int4 module differs from the float32 and the 
   }
 });
 
-test("backend 'webgpu' refuses int4 weights at create(), before looking for a GPU; 'auto' keeps them on WASM", async () => {
-  let asked = 0;
-  const gpu = { requestAdapter: async () => { asked++; return null; } };
-  await assert.rejects(MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'int4', backend: 'webgpu', gpu }), (e) => {
+test("int4 modules look for a GPU as others do: 'webgpu' at create(), 'auto' at its threshold (here none: WASM)", async () => {
+  const asked = { webgpu: 0, auto: 0 };
+  // One GPU object per backend: a device found (or not) is shared by the modules of one object.
+  const noAdapter = (backend) => ({ requestAdapter: async () => { asked[backend]++; return null; } });
+  await assert.rejects(MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'int4', backend: 'webgpu', gpu: noAdapter('webgpu') }), (e) => {
     assert.ok(e instanceof BackendError, String(e));
-    assert.equal(e.argument, 'weightsDtype');
-    assert.match(e.message, /weightsDtype 'int4' runs on WASM only/);
+    assert.notEqual(e.argument, 'weightsDtype', 'int4 weights refused on WebGPU');
     return true;
   });
-  const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'int4', backend: 'auto', gpu, webgpuMinFlops: 0 });
+  assert.equal(asked.webgpu, 1, "backend 'webgpu' with int4 weights asked for no adapter");
+  const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype: 'int4', backend: 'auto', gpu: noAdapter('auto'), webgpuMinFlops: 0 });
   try {
     const next = rng(9);
     mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)])));
@@ -70,7 +71,7 @@ test("backend 'webgpu' refuses int4 weights at create(), before looking for a GP
   } finally {
     mha.dispose();
   }
-  assert.equal(asked, 0, 'an int4 module asked for a GPU adapter');
+  assert.equal(asked.auto, 1, "'auto' asked for no adapter at its first call above the threshold");
 });
 
 // Keeping int4 on WASM must not skip the checks of the GPU options that 'auto' makes for every
