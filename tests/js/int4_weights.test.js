@@ -10,6 +10,13 @@ import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError, StateDictError } from '#webattention';
 import { compare, randomMhaCase, randomTensor, rng } from '../contract/contract.mjs';
 import { roundToHalf } from '../../web/src/storage/half_floats.js';
+import { WasmExecutor, coreConfig, resolveMhaConfig, resolveModuleStateDict } from '../internals.mjs';
+import { quantizeQ4 } from '../../web/src/storage/q4_0.js';
+import { dequantisedValues } from '../../web/src/storage/quantised_tensors.js';
+import { loadNodeCore } from '../../web/src/node_core.js';
+import { pickVariant } from '../../web/src/wasm/variant.js';
+
+const { core } = await loadNodeCore(pickVariant());
 
 const E = 64;  // two blocks of 32 per weight row
 
@@ -74,9 +81,9 @@ test("int4 modules look for a GPU as others do: 'webgpu' at create(), 'auto' at 
   assert.equal(asked.auto, 1, "'auto' asked for no adapter at its first call above the threshold");
 });
 
-// Keeping int4 on WASM must not skip the checks of the GPU options that 'auto' makes for every
-// other module: a `gpu` of the wrong kind is still an OptionError naming it.
-test("backend 'auto' with int4 weights still checks the gpu option: a wrong kind is an OptionError", async () => {
+// 'auto' checks the GPU options of an int4 module as of every other: a `gpu` of the wrong kind
+// is an OptionError naming it.
+test("backend 'auto' with int4 weights checks the gpu option: a wrong kind is an OptionError", async () => {
   for (const gpu of ['swiftshader', 42, { requestDevice: 1 }]) {
     for (const weightsDtype of ['float32', 'int4']) {
       await assert.rejects(MultiHeadAttention.create({ embedDim: 8, numHeads: 2, weightsDtype, backend: 'auto', gpu }), (e) => {
@@ -85,5 +92,29 @@ test("backend 'auto' with int4 weights still checks the gpu option: a wrong kind
         return true;
       });
     }
+  }
+});
+
+test("the WebGPU backend's q4_0 quantiser (storage/q4_0.js) stores the core's values bit for bit, edge blocks included", () => {
+  // One 64 × 64 out_proj weight: random rows, then blocks of zeros, of a negative extreme, of
+  // values on the half steps of their block (ties of w · id + 8.5), of equal magnitudes of both
+  // signs, and of extremes so small that 1 / d overflows float32.
+  const E = 64, x = randomTensor([E, E], rng(21)).data;
+  x.fill(0, 0, 32);
+  x.set([-2, 1, 0.5, 1.5], 32);
+  for (let i = 0; i < 32; i++) x[64 + i] = ((i % 17) - 8) / 4 + 0.125;
+  for (let i = 0; i < 32; i++) x[96 + i] = i % 2 ? 3 : -3;
+  for (let i = 0; i < 32; i++) x[128 + i] = (i - 16) * 2 ** -130;
+  const config = resolveMhaConfig({ embedDim: E, numHeads: 4, weightsDtype: 'int4' });
+  const executor = new WasmExecutor(core, config, coreConfig(config));
+  try {
+    const sd = Object.fromEntries(executor.parameterSpecs().map(({ name, shape }) => [name, { data: name === 'out_proj.weight' ? x : new Float32Array(shape.reduce((a, b) => a * b, 1)), shape }]));
+    executor.loadStateDict(resolveModuleStateDict(executor.parameterSpecs(), sd, undefined, 'int4'));
+    const stored = executor.readStateDict().find((e) => e.name === 'out_proj.weight').data;
+    const ours = dequantisedValues({ dtype: 'int4', ...quantizeQ4(x, E) }, E);
+    const i = ours.findIndex((v, j) => !Object.is(v, stored[j]));
+    assert.equal(i, -1, `value ${i} (${x[i]}): q4_0.js stores ${ours[i]}, the core ${stored[i]}`);
+  } finally {
+    executor.dispose();
   }
 });
