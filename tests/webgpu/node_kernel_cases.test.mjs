@@ -3,7 +3,7 @@
 // reference: linear, flash attention, decode rows, rotary and cache appends, each through the
 // public API (tests/cases/public_api_runs.mjs says how a case becomes a module and its calls),
 // each call checked to have run on the GPU, for every type set of the list (the WebGPU backend
-// stores weights as float32, float16, bfloat16 or int8 and a cache as float32, float16 or int8;
+// stores weights as float32, float16, bfloat16, int8 or int4 and a cache as float32, float16 or int8;
 // a type set with another type fails here, naming the case). A call whose rows see a case's NaN
 // or Inf key runs on the CPU (the NaN rule: README, web/src/finite_inputs.js), where its whole
 // reference must hold, NaN rows included; a call that ran on the GPU must have a finite reference
@@ -16,10 +16,10 @@ import { kernelCases, testCases } from '../cases/cases.mjs';
 import { publicApiRun, runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';
 
-const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32'] };
-// int4 weights and int8 activations run on WASM only (backend 'webgpu' refuses them at create():
-// README), so their type sets are left out here until the WebGPU kernels have them.
-const gpuList = { ...kernelCases, typeSets: kernelCases.typeSets.filter((t) => t.weights !== 'q4' && t.act !== 'i8') };
+const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8', 'q4'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32'] };
+// int8 activations run on WASM only (backend 'webgpu' refuses them at create(): README), so
+// their type sets are left out here until the WebGPU kernels have them.
+const gpuList = { ...kernelCases, typeSets: kernelCases.typeSets.filter((t) => t.act !== 'i8') };
 const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES, gpuList);
 
 /** actual and expected { data, shape } at the elements whose expected value is finite only. */

@@ -1,8 +1,9 @@
-// 16- and 8-bit storage on WebGPU. Weights (web/src/webgpu/weight_storage.js; the linear kernels
-// read them through weight(n, k): two per u32 by unpack2x16float or a shift, int8 four per u32
-// with their scales): random finite MHA configurations per weightsDtype against the float64
-// reference of the stored weights, and every linear variant, pinned, on both load flavours against
-// WASM's module of the same weightsDtype. The cache (gpu_kv_cache.js, kernels/cache_narrow.wgsl.js):
+// 16-, 8- and 4-bit storage on WebGPU. Weights (web/src/webgpu/weight_storage.js; the linear
+// kernels read them through weight(n, k): two per u32 by unpack2x16float or a shift, int8 four per
+// u32 with their scales, int4 eight per u32 with their scales and zero points): random finite
+// MHA configurations per weightsDtype against the float64 reference of the stored weights, and
+// every linear variant, pinned, on both load flavours against WASM's module of the same
+// weightsDtype. The cache (gpu_kv_cache.js, kernels/cache_narrow.wgsl.js):
 // random decode sequences per cache dtype × weightsDtype, on both attention paths, against the
 // reference of the stored keys and values. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
@@ -13,7 +14,8 @@ import { halfStateDict, selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import { adapterName, gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
 
-const NARROW = ['float16', 'bfloat16', 'int8'];
+const NARROW = ['float16', 'bfloat16', 'int8', 'int4'];
+const BLOCKED = ['int8', 'int4'];  // quantised: no 16-bit tensors kept as given
 const COUNT = 16;
 
 for (const weightsDtype of NARROW) {
@@ -22,7 +24,7 @@ for (const weightsDtype of NARROW) {
     for (let seed = 1; seed <= COUNT; seed++) {
       const c = randomMhaCase(seed, { finite: true, weightsDtype });
       // The module's own kind of 16-bit tensors, kept as given (vectors stay float32).
-      if (weightsDtype !== 'int8' && seed % 2 === 0) c.stateDict = halfStateDict(c.stateDict, weightsDtype);
+      if (!BLOCKED.includes(weightsDtype) && seed % 2 === 0) c.stateDict = halfStateDict(c.stateDict, weightsDtype);
       runs.length = 0;
       const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
       if (!r.ok) failures.push(`seed ${seed}: ${r.detail}`);
@@ -54,7 +56,7 @@ describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () 
 });
 
 for (const cacheDtype of ['float16', 'int8']) {
-  for (const weightsDtype of ['float32', 'float16', 'int8']) {
+  for (const weightsDtype of ['float32', 'float16', 'int8', 'int4']) {
     test(`random decode sequences on WebGPU: ${cacheDtype} cache, ${weightsDtype} weights, against the reference of the stored keys and values`, async () => {
       const failures = [];
       runs.length = 0;

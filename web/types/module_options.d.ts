@@ -82,7 +82,7 @@ export interface MultiHeadAttentionOptions {
    * weights rounded to nearest-even, 16-bit ones of the same kind kept as given), 'int8'
    * (llama.cpp's q8_0: one float32 scale per block of 32 along the input dimension), 'int4'
    * (llama.cpp's q4_0 rule: codes 0–15 and a float32 scale per block of 32, zero point 8; about 5
-   * bits per weight; WASM only: backend 'webgpu' refuses it, 'auto' keeps it on WASM). The module
+   * bits per weight, on WASM and WebGPU alike). The module
    * computes what the float32 module computes with the weights as stored.
    */
   weightsDtype?: WeightsDtype;

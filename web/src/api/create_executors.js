@@ -41,18 +41,17 @@ export async function createExecutors(config, options, runtime) {
 }
 
 /**
- * The backend options, with 'auto' kept on WASM for int4 weights and for int8 activations: the
- * WebGPU kernels have neither yet, so such a module computes on WASM (and the pool) only, which
- * never gives a wrong answer; backend 'webgpu' is refused, before any GPU is looked for.
- * 'auto' stays 'auto' (wasmOnly): its `gpu` option is checked as for every other module.
+ * The backend options, with 'auto' kept on WASM for int8 activations: the WebGPU kernels have
+ * none yet, so such a module computes on WASM (and the pool) only, which never gives a wrong
+ * answer; backend 'webgpu' is refused, before any GPU is looked for. 'auto' stays 'auto'
+ * (wasmOnly): its `gpu` option is checked as for every other module. int4 weights with float32
+ * activations run on the GPU as every other weightsDtype does.
  */
 function wasmOnlyDtypes(config, backendOptions) {
-  const wasmOnly = config.weightsDtype === 'int4' ? { argument: 'weightsDtype', actual: 'int4', what: "weightsDtype 'int4'", lacks: 'int4 weights' }
-    : config.activations === 'int8' ? { argument: 'activations', actual: 'int8', what: "activations 'int8'", lacks: 'int8 activations' } : null;
-  if (!wasmOnly) return backendOptions;
+  if (config.activations !== 'int8') return backendOptions;
   if (backendOptions.backend === 'webgpu') {
-    throw new BackendError(`backend 'webgpu': ${wasmOnly.what} runs on WASM only (the WebGPU kernels have no ${wasmOnly.lacks}); `
-      + "create it with backend 'wasm' or 'auto'", { argument: wasmOnly.argument, expected: "backend 'wasm' | 'auto'", actual: wasmOnly.actual });
+    throw new BackendError("backend 'webgpu': activations 'int8' runs on WASM only (the WebGPU kernels have no int8 activations); "
+      + "create it with backend 'wasm' or 'auto'", { argument: 'activations', expected: "backend 'wasm' | 'auto'", actual: 'int8' });
   }
   return backendOptions.backend === 'auto' ? { ...backendOptions, wasmOnly: true } : backendOptions;
 }

@@ -28,6 +28,7 @@ import { packParams } from './kernel_params.js';
 import { consecutivePositions, rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
+import { blockBuffers } from './weight_storage.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
@@ -73,9 +74,9 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { buffer, upload, uniform, dispatch, params } = ctx;
   const { linear } = kernels.variants;
   for (const { input, out, floats, problem } of problems.input) {
-    // int8 weights: their scales at binding 5 (swin exists for int8 modules only).
+    // int8 / int4 weights: their scales at binding 5, int4's zero points at 6.
     dispatch(kernels.pipelines.linear(problem), uniform(linearUniforms(problem)),
-      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...(params.swin ? [params.swin] : [])],
+      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')],
       linear.grid(problem));
   }
   const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
@@ -197,6 +198,6 @@ export function encodeForward(ctx, call) {
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
   const { linear } = call.kernels.variants;
   ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)),
-    [heads, ctx.params.wout, ctx.params.bout, out, ...(ctx.params.swout ? [ctx.params.swout] : [])], linear.grid(problem));
+    [heads, ctx.params.wout, ctx.params.bout, out, ...blockBuffers(ctx.params, 'wout')], linear.grid(problem));
   return { out, outFloats: floats, weights, weightFloats };
 }

@@ -37,6 +37,7 @@ export const cacheHooks = { beforePass: null };
 const PARAMETER_LABELS = {
   win: 'in-projection weights', bin: 'in-projection bias', wout: 'out_proj.weight', bout: 'out_proj.bias',
   swin: 'in-projection weight scales', swout: 'out_proj.weight scales',
+  zwin: 'in-projection weight zero points', zwout: 'out_proj.weight zero points',
   sinks: 'sinks weights', qNorm: 'q_norm.weight', kNorm: 'k_norm.weight',
 };
 
@@ -274,7 +275,7 @@ export class WebGpuExecutor {
   }
 
   // The module's parameter buffers (weight_storage.js): { win, bin, wout, bout } (+ swin, swout
-  // for int8 weights).
+  // for int8 and int4 weights, + zwin, zwout for int4).
   #createParams() {
     // Zero-initialised, as WebGPU buffers are: a module without biases keeps zero bias buffers.
     return Object.fromEntries(Object.entries(parameterBufferBytes(this.#config)).map(([name, size]) => [name, this.#device.createBuffer({

@@ -5,8 +5,9 @@
 // of one output buffer. W is stored as the module's weightsDtype says (web/src/webgpu/
 // weight_storage.js): float32, or 16-bit values two per u32 (read with unpack2x16float, or a
 // shift for bfloat16: no shader-f16 needed), or int8 four per u32 with one float32 scale per
-// q8_0 block along k (Q8_BLOCK, q8_0.js); the kernels read it through weight(n, k) and compute in
-// float32 (the packed read: packed_values.wgsl.js).
+// q8_0 block along k (Q8_BLOCK, q8_0.js), or int4 codes eight per u32 with a float32 scale and a
+// 4-bit zero point per block of the same length (q4_0.js); the kernels read it through
+// weight(n, k) and compute in float32 (the packed read: packed_values.wgsl.js).
 import { packParams, paramsWgsl } from '../kernel_params.js';
 import { isPacked, packedRead, q8BlockWgsl } from './packed_values.wgsl.js';
 
@@ -21,7 +22,7 @@ export const LINEAR_PARAMS = [
   ['bOff', 'u32', 'b[n] = bias[bOff + n]'],
   ['yOff', 'u32', 'Y[m, n] = y[yOff + m·yStride + n]'],
   ['yStride', 'u32'],
-  ['sOff', 'u32', 'int8 W: W[n, k] = q · scales[sOff + n·⌈K/Q8_BLOCK⌉ + k/Q8_BLOCK] (q8_0.js)'],
+  ['sOff', 'u32', 'int8 W: W[n, k] = q · scales[b], b = sOff + n·⌈K/Q8_BLOCK⌉ + k/Q8_BLOCK (q8_0.js); int4: (q − zeros[b]) · scales[b]'],
 ];
 
 /** A linear problem's uniform block: its LINEAR_PARAMS values (not its `weights` dtype, a pipeline key). */
@@ -29,30 +30,39 @@ export function linearUniforms({ weights, ...values }) {
   return packParams(LINEAR_PARAMS, values);
 }
 
-// W[n, k] as f32: element i = wOff + n·K + k of the packed words (int8: times its block's scale,
-// one float32 product, as the WASM core forms it).
+// W[n, k] as f32: element i = wOff + n·K + k of the packed words (int8: q times its block's
+// scale; int4: (q − z) times it, z its block's zero point: one float32 product, as the WASM core
+// forms it; (q − z) is an integer, exact in f32).
 function weightRead(weights) {
-  const int8 = weights === 'int8';
-  const scale = int8 ? ' * scales[p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k / Q8_BLOCK]' : '';
-  return `${packedRead(weights, 'packedW', 'w')}${int8 ? q8BlockWgsl : ''}
+  const blocked = weights === 'int8' || weights === 'int4';
+  const code = weights === 'int4' ? '(packedW(i) - zeroPoint(b))' : 'packedW(i)';
+  const body = blocked
+    ? `let i = p.wOff + n * p.K + k;
+  let b = p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k / Q8_BLOCK;
+  return ${code} * scales[b];`
+    : 'return packedW(p.wOff + n * p.K + k);';
+  return `${packedRead(weights, 'packedW', 'w')}${weights === 'int4' ? packedRead(weights, 'zeroPoint', 'zeros') : ''}${blocked ? q8BlockWgsl : ''}
 fn weight(n: u32, k: u32) -> f32 {
-  return packedW(p.wOff + n * p.K + k)${scale};
+  ${body}
 }
 `;
 }
 
 /**
  * The uniform block and bindings; X as `element` (f32, or vec4f for 4-wide loads), W likewise for
- * float32 `weights`, else packed words read by weight(n, k) (int8: with its scales at binding 5).
+ * float32 `weights`, else packed words read by weight(n, k) (int8 and int4: with their scales at
+ * binding 5; int4: with its zero points at binding 6, four bits each, eight per u32).
  */
 export function linearBindings(element = 'f32', weights = 'float32') {
   const narrow = isPacked(weights);
+  const scales = weights === 'int8' || weights === 'int4' ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : '';
+  const zeros = weights === 'int4' ? '@group(0) @binding(6) var<storage, read> zeros: array<u32>;\n' : '';
   return `${paramsWgsl(LINEAR_PARAMS)}
 @group(0) @binding(1) var<storage, read> x: array<${element}>;
 @group(0) @binding(2) var<storage, read> w: array<${narrow ? 'u32' : element}>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-${weights === 'int8' ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : ''}${narrow ? weightRead(weights) : ''}`;
+${scales}${zeros}${narrow ? weightRead(weights) : ''}`;
 }
 
 /**

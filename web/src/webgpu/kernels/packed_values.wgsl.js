@@ -11,7 +11,7 @@
 import { Q8_BLOCK } from '../../storage/storage_types.js';
 
 /** Values per u32 word of each narrow storage dtype. */
-export const VALUES_PER_WORD = { float16: 2, bfloat16: 2, int8: 4 };
+export const VALUES_PER_WORD = { float16: 2, bfloat16: 2, int8: 4, int4: 8 };
 
 /** Whether values of storage `dtype` ('float32' when not given) are packed in words. */
 export const isPacked = (dtype) => dtype !== undefined && dtype !== 'float32';
@@ -31,11 +31,13 @@ const READS = {
   bfloat16: (word) => `let word = ${word};\n  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i % 2u) == 1u));`,
   // The integer q as float32 (exact); extractBits of an i32 sign-extends the byte.
   int8: (word) => `return f32(extractBits(bitcast<i32>(${word}), 8u * (i % 4u), 8u));`,
+  // The code 0-15 as float32 (exact); extractBits of a u32 does not extend the sign.
+  int4: (word) => `return f32(extractBits(${word}, 4u * (i % 8u), 4u));`,
 };
 
 /**
  * WGSL `fn name(i: u32) -> f32`: value i of the packed u32 array `array` of `dtype` (int8: q,
- * unscaled). One function per array, since WGSL passes no storage buffer to a function.
+ * unscaled; int4: the code q, without its zero point). One function per array, since WGSL passes no storage buffer to a function.
  */
 export function packedRead(dtype, name, array) {
   return `fn ${name}(i: u32) -> f32 {\n  ${READS[dtype](`${array}[i / ${VALUES_PER_WORD[dtype]}u]`)}\n}\n`;
