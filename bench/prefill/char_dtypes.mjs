@@ -60,7 +60,7 @@ async function runBrowser(_opts, _common, engine) {
     script: 'char_dtypes.mjs', path: '/bench/browser/char_dtypes.html', query: new URLSearchParams({ tokens: String(opts.tokens), runs: String(opts.runs) }),
     resultName: '__charDtypes', logPrefix: '[char_dtypes] ', timeoutS: opts.timeoutS,
   });
-  return print(`${engineVersion(engine, result.userAgent)} headless`, result.rows);
+  return print(`${engineVersion(engine, result.env.userAgent)} headless`, result.rows);
 }
 
 await runAndExit('char_dtypes.mjs', { ...opts, json: null }, { runNode, runBrowser });
