@@ -2,7 +2,7 @@
 // family: int4 weights whose blocks carry zero points other than 8 (as checkpoints may: the
 // kernel cases only meet the 8 of weights quantised at load) against the reference of the stored
 // weights and quantised inputs; and a row gives the same bits alone (a decode step) as among
-// others (a prefill), for int8 and int4 weights.
+// others (a prefill: SIMD128's widened panels), for int8 and int4 weights.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -17,7 +17,10 @@
 namespace webattention {
 namespace {
 
-constexpr int kRows = 3, kIn = 70, kOut = 19;  // blocks of 32, 32 and 6; a last panel of 3 columns
+// Blocks of 32, 32 and 7 (an odd tail: int8's last row pair and int4's last group of 4 rows are part
+// padding); a last panel of 3 columns; rows enough for the kernels' many-row path (SIMD128: the
+// panel widened once, from 8 rows) with two 4-row blocks and 3 rows over.
+constexpr int kRows = 11, kIn = 71, kOut = 19;
 
 std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);

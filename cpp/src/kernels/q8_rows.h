@@ -31,8 +31,19 @@ struct Q8Rows {
   const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
   const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
 
-  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`).
-  void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, bool widen) {
+  // One block: storage_convert.h's quantise_activations_q8 into q, Σ q into *sum; returns d.
+  using BlockQuantiser = float (*)(const float* x, int n, std::int8_t* q, std::int32_t* sum);
+  static float quantise_block(const float* x, int n, std::int8_t* q, std::int32_t* sum) {
+    const float d = storage::quantise_activations_q8(x, n, q);
+    *sum = 0;
+    for (int i = 0; i < n; ++i) *sum += q[i];
+    return d;
+  }
+
+  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`), block by
+  // block by `block` (an ISA's own, giving quantise_block's codes).
+  void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, bool widen,
+                BlockQuantiser block = quantise_block) {
     rows = row_count;
     in = width;
     blocks = (in + storage::kQuantBlock - 1) / storage::kQuantBlock;
@@ -42,11 +53,8 @@ struct Q8Rows {
     for (int r = 0; r < rows; ++r) {
       for (int b = 0; b < blocks; ++b) {
         const int k0 = b * storage::kQuantBlock, n = std::min(storage::kQuantBlock, in - k0);
-        std::int8_t* q = codes.data() + r * stride() + k0;
-        scales[static_cast<std::size_t>(r) * blocks + b] = storage::quantise_activations_q8(x + r * x_stride + k0, n, q);
-        std::int32_t sum = 0;
-        for (int i = 0; i < n; ++i) sum += q[i];
-        sums[static_cast<std::size_t>(r) * blocks + b] = sum;
+        const std::size_t at = static_cast<std::size_t>(r) * blocks + b;
+        scales[at] = block(x + r * x_stride + k0, n, codes.data() + r * stride() + k0, &sums[at]);
       }
     }
     if (widen) wide.assign(codes.begin(), codes.end());
@@ -64,10 +72,10 @@ inline Q8Rows& q8_rows_scratch() {
 // panel_rows(q, w, p, y, y_stride) for every target and panel, over all the rows.
 template <class PanelRows>
 void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
-                      bool widen, PanelRows&& panel_rows) {
+                      bool widen, PanelRows&& panel_rows, Q8Rows::BlockQuantiser block = Q8Rows::quantise_block) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
-  q.quantise(x, rows, x_stride, targets[0].weights->in, widen);
+  q.quantise(x, rows, x_stride, targets[0].weights->in, widen, block);
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
     for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) panel_rows(q, w, p, targets[t].y, targets[t].y_stride);

@@ -10,8 +10,10 @@
 #include <wasm_simd128.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "kernels/kernels.h"
 #include "kernels/q8_rows.h"
@@ -57,6 +59,20 @@ struct I8Codes {
     int k = k0;
     for (; k + 2 <= k1; k += 2) madd<R>(wasm_v128_load(p + k * kPanelWidth), in, k, lo, hi);
     if (k < k1) madd<R>(wasm_v128_load64_zero(p + k * kPanelWidth), in, k, lo, hi);
+  }
+  // Block b's rows [k0, k1) as WideCodes lays them out (out: kWideBlock int16, zeros past k1).
+  void widen_block(int, int k0, int k1, std::int16_t* out) const {
+    int k = k0;
+    for (; k < k1; k += 2, out += 2 * kPanelWidth) {
+      const v128_t rows = k + 2 <= k1 ? wasm_v128_load(p + k * kPanelWidth) : wasm_v128_load64_zero(p + k * kPanelWidth);
+      const v128_t pairs = wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+      wasm_v128_store(out, wasm_i16x8_extend_low_i8x16(pairs));
+      wasm_v128_store(out + 8, wasm_i16x8_extend_high_i8x16(pairs));
+    }
+    for (; k < k0 + storage::kQuantBlock; k += 2, out += 2 * kPanelWidth) {
+      wasm_v128_store(out, wasm_i32x4_splat(0));
+      wasm_v128_store(out + 8, wasm_i32x4_splat(0));
+    }
   }
 };
 
@@ -111,7 +127,59 @@ struct Q4Codes {
       hi[r] = wasm_i32x4_shuffle(ar, cr, 1, 3, 5, 7);  // columns 4-7
     }
   }
+  // Block b's rows [k0, k1) as WideCodes lays them out, each code less its zero point (so the
+  // int32 dot is Σ (q − z)·q_x directly, the same integer as block_dot's Σ q·q_x − z·Σ q_x). Rows
+  // past k1 hold 0 − z: they meet input codes that are zero.
+  void widen_block(int b, int k0, int k1, std::int16_t* out) const {
+    alignas(16) std::int16_t z[2 * kPanelWidth];
+    for (int c = 0; c < kPanelWidth; ++c) z[2 * c] = z[2 * c + 1] = static_cast<std::int16_t>(storage::q4_code(zero_points[b], c));
+    const v128_t z03 = wasm_v128_load(z), z47 = wasm_v128_load(z + 8), mask = wasm_i8x16_splat(0x0F);
+    for (int k = k0; k < k0 + storage::kQuantBlock; k += 4, out += 4 * kPanelWidth) {
+      std::uint32_t tail[4] = {};
+      if (k < k1) std::memcpy(tail, words + k, static_cast<std::size_t>(std::min(4, k1 - k)) * sizeof tail[0]);
+      const v128_t v = k + 4 <= k1 ? wasm_v128_load(words + k) : wasm_v128_load(tail);
+      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+      // (columns 0, 4, 1, 5) and (2, 6, 3, 7) of rows k, k+1 (…01) and k+2, k+3 (…23), as i32 lanes.
+      const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
+      const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
+      wasm_v128_store(out, wasm_i16x8_sub(wasm_i32x4_shuffle(low01, high01, 0, 2, 4, 6), z03));
+      wasm_v128_store(out + 8, wasm_i16x8_sub(wasm_i32x4_shuffle(low01, high01, 1, 3, 5, 7), z47));
+      wasm_v128_store(out + 16, wasm_i16x8_sub(wasm_i32x4_shuffle(low23, high23, 0, 2, 4, 6), z03));
+      wasm_v128_store(out + 24, wasm_i16x8_sub(wasm_i32x4_shuffle(low23, high23, 1, 3, 5, 7), z47));
+    }
+  }
 };
+
+// A panel's codes widened once for all the rows of a call (panel_rows, from kWideRows rows): per
+// block kWideBlock int16, per pair of weight rows (k, k+1) 16: columns 0-3 as (c, k), (c, k+1)
+// pairs, then columns 4-7, zero point subtracted. The inner loop is then a load per 4 columns and,
+// per input row, a splat and a dot and an add per 4 columns: no shuffle or widening per row block.
+constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
+struct WideCodes {
+  const std::int16_t* codes;
+  const float* scales;
+  template <int R>
+  void block_dot(int b, int, int, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
+    const std::int16_t* at = codes + b * kWideBlock;
+    const int k0 = b * storage::kQuantBlock;
+    for (int i = 0; i < storage::kQuantBlock / 2; ++i) {
+      const v128_t w03 = wasm_v128_load(at + 16 * i), w47 = wasm_v128_load(at + 16 * i + 8);
+      for (int r = 0; r < R; ++r) {
+        const v128_t x = pair_at(in.x[r], k0 + 2 * i);
+        lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_dot_i16x8(w03, x));
+        hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_dot_i16x8(w47, x));
+      }
+    }
+  }
+};
+
+// The widened panel of this thread's current call: reused between panels and calls.
+inline std::int16_t* wide_scratch(int blocks) {
+  thread_local std::vector<std::int16_t> wide;
+  wide.resize(static_cast<std::size_t>(blocks) * kWideBlock);
+  return wide.data();
+}
 
 inline v128_t bias_or_zero(const PackedLinear& w, int at) {
   return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
@@ -119,17 +187,19 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
 
 // Rows [r0, r0 + R) of y, columns [8p, 8p + 8) (those below w.out) = those quantised rows of q times
 // panel p (+ bias); y points at row r0.
+// The f32 accumulators stay in memory (read and written once per block): with them in registers
+// too, 4 rows' integer and f32 accumulators, the weights and the input pair would not fit V8's 16
+// vector registers, and the block loop spilled (linear_simd128.h's block_4x8_scaled, the same).
 template <class Codes, int R>
-void rows_times_panel(const Q8Rows& q, int r0, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
-  const Codes codes(w, p);
+void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedLinear& w, int p, float* y,
+                      std::ptrdiff_t y_stride) {
   InputRows<R> in;
   const float* dx[R];
-  v128_t acc_lo[R], acc_hi[R];
+  alignas(16) float acc[R][kPanelWidth] = {};
   for (int r = 0; r < R; ++r) {
     in.x[r] = q.wide_row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
-    acc_lo[r] = acc_hi[r] = wasm_f32x4_splat(0.0f);
   }
   for (int b = 0; b < q.blocks; ++b) {
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
@@ -139,35 +209,86 @@ void rows_times_panel(const Q8Rows& q, int r0, const PackedLinear& w, int p, flo
     const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
     for (int r = 0; r < R; ++r) {
       const v128_t d = wasm_f32x4_splat(dx[r][b]);
-      acc_lo[r] = wasm_f32x4_add(acc_lo[r], wasm_f32x4_mul(wasm_f32x4_mul(s_lo, d), wasm_f32x4_convert_i32x4(lo[r])));
-      acc_hi[r] = wasm_f32x4_add(acc_hi[r], wasm_f32x4_mul(wasm_f32x4_mul(s_hi, d), wasm_f32x4_convert_i32x4(hi[r])));
+      const v128_t sum_lo = wasm_f32x4_mul(wasm_f32x4_mul(s_lo, d), wasm_f32x4_convert_i32x4(lo[r]));
+      const v128_t sum_hi = wasm_f32x4_mul(wasm_f32x4_mul(s_hi, d), wasm_f32x4_convert_i32x4(hi[r]));
+      wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), sum_lo));
+      wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), sum_hi));
     }
   }
   const int n0 = p * kPanelWidth;
   for (int r = 0; r < R; ++r) {
-    alignas(16) float out[kPanelWidth];
-    wasm_v128_store(out, wasm_f32x4_add(acc_lo[r], bias_or_zero(w, n0)));
-    wasm_v128_store(out + 4, wasm_f32x4_add(acc_hi[r], bias_or_zero(w, n0 + 4)));
-    std::copy_n(out, w.panel_columns(p), y + r * y_stride + n0);
+    wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), bias_or_zero(w, n0)));
+    wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_or_zero(w, n0 + 4)));
   }
+  for (int r = 0; r < R; ++r) std::copy_n(acc[r], w.panel_columns(p), y + r * y_stride + n0);
 }
 
-// Every row of q times panel p: kRows at a time, then the rest.
+// Every row of q times panel p by `codes`: kRows at a time, then the rest.
 template <class Codes>
-void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
   int r = 0;
-  for (; r + kRows <= q.rows; r += kRows) rows_times_panel<Codes, kRows>(q, r, w, p, y + r * y_stride, y_stride);
+  for (; r + kRows <= q.rows; r += kRows) rows_times_panel<Codes, kRows>(codes, q, r, w, p, y + r * y_stride, y_stride);
   switch (q.rows - r) {
-    case 3: rows_times_panel<Codes, 3>(q, r, w, p, y + r * y_stride, y_stride); break;
-    case 2: rows_times_panel<Codes, 2>(q, r, w, p, y + r * y_stride, y_stride); break;
-    case 1: rows_times_panel<Codes, 1>(q, r, w, p, y + r * y_stride, y_stride); break;
+    case 3: rows_times_panel<Codes, 3>(codes, q, r, w, p, y + r * y_stride, y_stride); break;
+    case 2: rows_times_panel<Codes, 2>(codes, q, r, w, p, y + r * y_stride, y_stride); break;
+    case 1: rows_times_panel<Codes, 1>(codes, q, r, w, p, y + r * y_stride, y_stride); break;
     default: break;
   }
 }
 
+// From kWideRows input rows (a prefill's) the panel is widened once (WideCodes) and read by every
+// row block; fewer rows (a decode step) read the packed codes, widening them per row block.
+constexpr int kWideRows = 2 * kRows;
+
+// Every row of q times panel p. Never inlined, so that V8 swaps in optimised code between panels
+// of a first call (linear_simd128.h's panel_rows).
+template <class Codes>
+__attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  const Codes codes(w, p);
+  if (q.rows < kWideRows) {
+    rows_times_codes(codes, q, w, p, y, y_stride);
+    return;
+  }
+  std::int16_t* wide = wide_scratch(q.blocks);
+  for (int b = 0; b < q.blocks; ++b) {
+    const int k0 = b * storage::kQuantBlock;
+    codes.widen_block(b, k0, std::min(w.in, k0 + storage::kQuantBlock), wide + b * kWideBlock);
+  }
+  rows_times_codes(WideCodes{wide, codes.scales}, q, w, p, y, y_stride);
+}
+
+// Q8Rows::quantise_block, 4 values at a time where it is a whole block with a finite d > 0 (any
+// other block: the scalar rule). The same codes: x / d is the same f32 division; std::round's
+// half away from zero is t = trunc(v), plus sign(v) where |v − t| ≥ 0.5 (v − t is exact: |v| ≤
+// 127 · (1 + 2⁻²³), far below 2²³); the clamp to ±127 is the scalar's.
+inline float quantise_block(const float* x, int n, std::int8_t* q, std::int32_t* sum) {
+  const float d = n == storage::kQuantBlock ? storage::q8_scale(x, n) : 0.0f;
+  if (!(d > 0.0f && std::isfinite(d))) return Q8Rows::quantise_block(x, n, q, sum);
+  const v128_t dv = wasm_f32x4_splat(d), half = wasm_f32x4_splat(0.5f), one = wasm_f32x4_splat(1.0f);
+  const v128_t sign = wasm_f32x4_splat(-0.0f), lo = wasm_f32x4_splat(-127.0f), hi = wasm_f32x4_splat(127.0f);
+  v128_t codes[storage::kQuantBlock / 4];
+  for (int i = 0; i < storage::kQuantBlock / 4; ++i) {
+    const v128_t v = wasm_f32x4_div(wasm_v128_load(x + 4 * i), dv);
+    const v128_t t = wasm_f32x4_trunc(v);
+    const v128_t away = wasm_f32x4_ge(wasm_f32x4_abs(wasm_f32x4_sub(v, t)), half);
+    const v128_t step = wasm_v128_and(away, wasm_v128_or(one, wasm_v128_and(v, sign)));
+    codes[i] = wasm_i32x4_trunc_sat_f32x4(wasm_f32x4_min(wasm_f32x4_max(wasm_f32x4_add(t, step), lo), hi));
+  }
+  v128_t total = wasm_i32x4_splat(0);
+  for (int i = 0; i < storage::kQuantBlock / 4; ++i) total = wasm_i32x4_add(total, codes[i]);
+  for (int i = 0; i < storage::kQuantBlock / 16; ++i) {
+    const v128_t c0 = wasm_i16x8_narrow_i32x4(codes[4 * i], codes[4 * i + 1]);
+    const v128_t c1 = wasm_i16x8_narrow_i32x4(codes[4 * i + 2], codes[4 * i + 3]);
+    wasm_v128_store(q + 16 * i, wasm_i8x16_narrow_i16x8(c0, c1));
+  }
+  *sum = wasm_i32x4_extract_lane(total, 0) + wasm_i32x4_extract_lane(total, 1) + wasm_i32x4_extract_lane(total, 2) +
+         wasm_i32x4_extract_lane(total, 3);
+  return d;
+}
+
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>);
+  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>, quantise_block);
 }
 
 }  // namespace
