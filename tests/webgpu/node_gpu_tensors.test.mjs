@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
-import { adapterName, device, freshDevice, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
+import { adapterName, device, freshDevice, gpu, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
 
 const E = 16;
 const create = { embedDim: E, numHeads: 2, backend: 'webgpu' };
@@ -160,6 +160,53 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
     got.output.data.forEach((x, i) => assert.ok(Math.abs(x - expected.output.data[i]) < 1e-4, `element ${i}`));
     up.output.dispose();
     for (const t of inputs) t.gpuBuffer.destroy();
+  });
+
+  test('two modules given one GPU object share its device: one\'s output is the other\'s input', async () => {
+    const shared = (seed) => MultiHeadAttention.create({ ...create, gpu }).then((m) => {
+      m.loadStateDict(randomStateDict(m.stateDictShapes, seed));
+      modules.push(m);
+      return m;
+    });
+    const [a, b] = [await shared(91), await shared(92)];
+    const x = host(5, 93);
+    const h = (await a.forward(x, x, x)).output;
+    const expected = (await b.forward(h, h, h)).output.data;
+    const first = await a.forward(x, x, x, { output: 'gpu-buffer' });
+    const second = await b.forward(first.output, first.output, first.output);
+    assert.deepEqual(second.output.data, expected);
+    first.output.dispose();
+  });
+
+  test("'auto': a cache made on WASM (before the GPU) is a CacheError for a GPU call; a windowed step over one pass a MemoryError", async () => {
+    const auto = await module({ backend: 'auto', webgpuMinFlops: 1e15 });
+    const cache = auto.createCache({ maxLength: 8 });
+    const row = host(1, 95);
+    const g = onGpu(row);
+    await assert.rejects(auto.forward(g, g, g, { cache }), { name: 'CacheError', argument: 'cache' });
+    await assert.rejects(auto.forward(row, row, row, { cache, output: 'gpu-buffer' }), { name: 'CacheError', argument: 'cache' });
+    assert.equal(cache.length, 0);
+    const mha = await module();
+    const windowed = mha.createCache({ window: 2 });
+    const long = onGpu(host(80, 96));  // a window of 2 rings over 65 slots: 64 rows per pass
+    await assert.rejects(mha.forward(long, long, long, { cache: windowed }), { name: 'MemoryError', argument: 'cache' });
+    assert.equal(windowed.length, 0);
+    for (const t of [g, long]) t.gpuBuffer.destroy();
+  });
+
+  test('a GPU input with non-finite weights, or beside a host key with a NaN a row sees: BackendError, never garbage', async () => {
+    const mha = await module();
+    const q = host(3, 97);
+    const gq = onGpu(q);
+    const k = host(3, 98);
+    k.data[5] = NaN;
+    await assert.rejects(mha.forward(gq, k, k), { name: 'BackendError', argument: 'query' });
+    const shapes = mha.stateDictShapes;
+    const weights = randomStateDict(shapes, 99);
+    weights[shapes[0].name].data[0] = Infinity;
+    mha.loadStateDict(weights);
+    await assert.rejects(mha.forward(gq, q, q), { name: 'BackendError', argument: 'query' });
+    gq.gpuBuffer.destroy();
   });
 
   test("backend 'wasm': a GPU input or output 'gpu-buffer' is an OptionError naming it", async () => {

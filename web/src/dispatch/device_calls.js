@@ -7,7 +7,8 @@
 //     it does not fit, BackendError when the loaded weights hold a NaN or an infinity, which the
 //     GPU kernels promise nothing for; a failed GPU call rejects, it cannot move to the CPU);
 //     nothing checks a GPU input for NaN (that would be a readback): the NaN rule's CPU fallback
-//     does not apply to it, the cached kernels' rule (nonfinite_rows.wgsl.js) does;
+//     does not apply to it, the cached kernels' rule (nonfinite_rows.wgsl.js) does; a host input
+//     of the same call that a row sees a NaN or an infinity in is a BackendError;
 //   - host inputs with output 'gpu-buffer' follow the plain rules (threshold, NaN rule, fits,
 //     failure policy); a call they send to the CPU puts its result into a new GPU buffer;
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
@@ -83,5 +84,7 @@ function refuse(executor, plan, argument, finiteWeights) {
     throw new BackendError(`${argument}: the loaded weights hold a NaN or an infinity, which the GPU kernels promise nothing for, `
       + 'and GPU inputs cannot move to the CPU', { argument, expected: 'finite weights', actual: 'non-finite weights' });
   }
-  throw new BackendError(`${argument}: this call cannot run on the GPU`, { argument, expected: 'a GPU call', actual: 'refused' });
+  // What is left of route()'s rules: a host input of the same call holds a NaN or an infinity a row sees.
+  throw new BackendError(`${argument}: a host input of this call holds a NaN or an infinity where a row sees it, which the GPU `
+    + 'kernels promise nothing for, and its GPU inputs cannot move to the CPU', { argument, expected: 'finite host inputs', actual: 'non-finite' });
 }

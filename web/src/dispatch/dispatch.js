@@ -205,9 +205,9 @@ export class Dispatcher {
     if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
-    // A GPU input (device_calls.js) is on the device already: no threshold, and no NaN scan (a readback).
+    // A GPU input (device_calls.js) is on the device already: no threshold, and no NaN scan of it (a readback).
     const gpu = (plan.onDevice || this.#gpuWanted(plan, flops)) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
-      && this.#finiteWeights && (plan.onDevice || finiteInputs(plan));
+      && this.#finiteWeights && finiteInputs(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
 

@@ -213,15 +213,14 @@ export class WebGpuExecutor {
    * device (fits()): a cache on the GPU cannot move a call to WASM.
    */
   checkCachedFits(plan) {
-    const { passes } = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config);
     // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
-    if (passes.length > 1 && (plan.onDevice || plan.output === 'gpu-buffer')) {
+    if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
       throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
         + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
         argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
       });
     }
-    const misfit = passes.find((pass) => !this.fits(pass));
+    const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
     if (misfit) {
       throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
         + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
