@@ -14,7 +14,10 @@ import type {
   CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
-import type { GpuAttentionResult, GpuTensorInput } from './types/gpu_tensors.js';
+import type { GpuAttentionResult, GpuTensorInput as GpuTensorOnly, OrtGpuTensorInput } from './types/gpu_tensors.js';
+
+/** A GPU input of forward(): this package's form or onnxruntime-web's. */
+type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
 
 
 /** KvCache.read()'s result. */

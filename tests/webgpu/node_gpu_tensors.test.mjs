@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
+import { asFloat32, roundToHalf } from '../internals.mjs';
 import { adapterName, device, freshDevice, gpu, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
 
 const E = 16;
@@ -84,6 +85,37 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
       for (const t of [viaGpu.output, viaGpu.attnWeights, up.output, up.attnWeights]) t?.dispose();
       for (const t of inputs) t.gpuBuffer.destroy();
     }
+  });
+
+  test('float16 host inputs with output \'gpu-buffer\': a float32 GpuTensor, the widened inputs\' float32 result', async () => {
+    const mha = await module();
+    const q = host(4, 15);
+    const bits = roundToHalf('float16', q.data);
+    const widened = { data: asFloat32(bits, 'float16'), shape: q.shape };
+    const expected = (await mha.forward(widened, widened, widened)).output.data;
+    const half = { data: bits, shape: q.shape, dtype: 'float16' };
+    const got = await mha.forward(half, half, half, { output: 'gpu-buffer' });
+    assert.equal(got.output.dtype, 'float32');
+    assert.deepEqual(await got.output.read(), expected);
+    got.output.dispose();
+  });
+
+  test("onnxruntime-web's tensors: a GPU one ({ location, gpuBuffer, dims, type }) is read on the device, a CPU one (whose gpuBuffer getter throws) as before", async () => {
+    const mha = await module();
+    const q = host(3, 17);
+    const expected = (await mha.forward(q, q, q)).output.data;
+    const g = onGpu(q);
+    const ortGpu = { location: 'gpu-buffer', gpuBuffer: g.gpuBuffer, dims: q.shape, type: 'float32' };
+    runs.length = 0;
+    assert.deepEqual((await mha.forward(ortGpu, ortGpu, ortGpu)).output.data, expected);
+    assert.deepEqual(runs, ['webgpu']);
+    class OrtCpuTensor {
+      constructor(data, dims) { Object.assign(this, { location: 'cpu', data, dims, type: 'float32' }); }
+      get gpuBuffer() { throw new Error('The data is not stored as a WebGPU buffer.'); }
+    }
+    const ortCpu = new OrtCpuTensor(q.data, q.shape);
+    assert.deepEqual((await mha.forward(ortCpu, ortCpu, ortCpu)).output.data, expected);
+    g.gpuBuffer.destroy();
   });
 
   test('self-attention on one buffer (the fused projection) and unbatched shapes', async () => {

@@ -23,6 +23,14 @@ export interface GpuTensorInput {
   dtype?: 'float32';
 }
 
+/** onnxruntime-web's GPU tensor (Tensor.fromGpuBuffer()) as forward() takes it. */
+export interface OrtGpuTensorInput {
+  location: 'gpu-buffer';
+  gpuBuffer: GpuBufferLike;
+  dims: readonly number[];
+  type: 'float32';
+}
+
 /** A result of forward(..., { output: 'gpu-buffer' }): a buffer the caller owns, float32. */
 export interface GpuTensor extends GpuTensorInput {
   readonly gpuBuffer: GpuBufferLike;

@@ -28,21 +28,28 @@ export class DeviceData {
 /** Whether a plan's input array is a DeviceData (on the GPU) rather than a typed array. */
 export const isDeviceData = (data) => data instanceof DeviceData;
 
-/** Whether a caller's tensor is a GPU one: an object with a `gpuBuffer` key (checkGpuTensor() checks the rest). */
-export const isGpuTensor = (tensor) => tensor !== null && typeof tensor === 'object' && 'gpuBuffer' in tensor;
+/**
+ * Whether a caller's tensor is a GPU one: an object with a `gpuBuffer` key (checkGpuTensor() checks
+ * the rest), unless its `location` says otherwise (an onnxruntime-web Tensor has a gpuBuffer getter
+ * whatever its location, throwing unless it is 'gpu-buffer').
+ */
+export const isGpuTensor = (tensor) => tensor !== null && typeof tensor === 'object' && 'gpuBuffer' in tensor
+  && (!('location' in tensor) || tensor.location === 'gpu-buffer');
 
 const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.destroy === 'function'
   && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
 
 /**
- * Checks a caller's `{ gpuBuffer, shape, dtype? }`: a GPUBuffer (COPY_SRC usage: the call copies
+ * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`): a GPUBuffer (COPY_SRC usage: the call copies
  * it into its own input buffer, on the device; not mapped) of at least shape's floats, dtype
  * 'float32' (the default). shapeOf(argument, shape) reads the shape as checkTensor() does;
  * `buffers` (gpuBuffer → DeviceData) makes one buffer passed twice one input, so that the fused
  * projections of self-attention apply. Returns { data: DeviceData, shape, dtype: 'float32' }.
  */
 export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
-  const { gpuBuffer, shape: givenShape, dtype } = tensor;
+  const shapeKey = 'shape' in tensor ? 'shape' : 'dims';
+  const { gpuBuffer, [shapeKey]: givenShape } = tensor;
+  const dtype = 'dtype' in tensor ? tensor.dtype : tensor.type;
   if (!looksLikeBuffer(gpuBuffer)) {
     throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${describe(gpuBuffer)}`, {
       argument, expected: 'GPUBuffer', actual: describe(gpuBuffer),
@@ -52,7 +59,7 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
     throw new DTypeError(`${argument}.dtype: a GPU tensor holds float32 only for now (16-bit inputs go through the host `
       + `as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: 'float32', actual: describe(dtype) });
   }
-  const shape = shapeOf(`${argument}.shape`, givenShape);
+  const shape = shapeOf(`${argument}.${shapeKey}`, givenShape);
   if (ranks && !ranks.includes(shape.length)) {
     throw new ShapeError(`${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`, {
       argument, expected: ranks.map((r) => `${r}-D`), actual: shape,
