@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { asFloat32, roundToHalf } from '../internals.mjs';
-import { adapterName, device, freshDevice, gpu, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
+import { adapterName, captureWarnings, device, freshDevice, gpu, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
 
 const E = 16;
 const create = { embedDim: E, numHeads: 2, backend: 'webgpu' };
@@ -335,6 +335,24 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
     r.output.dispose();
     next.gpuBuffer.destroy();
     cache.dispose();
+  });
+
+  test('the device lost during a GPU-tensor call: the right values or a BackendError; then an OptionError, host calls on WASM', async () => {
+    const lost = await freshDevice();
+    const m = await MultiHeadAttention.create({ ...create, gpu: lost });
+    modules.push(m);
+    m.loadStateDict(randomStateDict(m.stateDictShapes, 71));
+    const g = gpuTensor(q.data, q.shape, { on: lost });
+    const { warnings } = await captureWarnings(async () => {
+      const call = m.forward(g, g, g);
+      lost.destroy();
+      await call.then((r) => assert.deepEqual(r.output.data, expected), (e) => assert.equal(e.name, 'BackendError'));
+      await assert.rejects(m.forward(g, g, g), { name: 'OptionError', argument: 'query' });
+      assert.equal(m.backend, 'wasm');
+      const r = await m.forward(q, q, q);
+      r.output.data.forEach((x, i) => assert.ok(Math.abs(x - expected[i]) < 1e-4, `element ${i}`));
+    });
+    assert.ok(warnings.length <= 1 && warnings.every((w) => /device was lost/.test(w)), JSON.stringify(warnings));
   });
 
   test('GpuTensor: dispose() is idempotent, read() after it a DisposedError', async () => {
