@@ -355,6 +355,17 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
     assert.ok(warnings.length <= 1 && warnings.every((w) => /device was lost/.test(w)), JSON.stringify(warnings));
   });
 
+  test('before loadStateDict(): a StateDictError, then the call runs once loaded', async () => {
+    const bare = await MultiHeadAttention.create({ ...create, gpu: device });
+    modules.push(bare);
+    const g = onGpu(q);
+    await assert.rejects(bare.forward(g, g, g), { name: 'StateDictError' });
+    await assert.rejects(bare.forward(q, q, q, { output: 'gpu-buffer' }), { name: 'StateDictError' });
+    bare.loadStateDict(randomStateDict(bare.stateDictShapes, 71));
+    assert.deepEqual((await bare.forward(g, g, g)).output.data, expected);
+    g.gpuBuffer.destroy();
+  });
+
   test('GpuTensor: dispose() is idempotent, read() after it a DisposedError', async () => {
     const r = await mha.forward(q, q, q, { output: 'gpu-buffer' });
     r.output.dispose();

@@ -20,7 +20,8 @@
 // routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
 // fallback (pool or wasm); if the device was lost the module stays off the GPU for good
 // ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
-// once and the caller gets a correct result.
+// once and the caller gets a correct result. A call with GPU-resident tensors (a GPU input, or
+// output 'gpu-buffer') has its own rules: dispatch/device_calls.js.
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
