@@ -236,6 +236,11 @@ export class MultiHeadAttention {
   readonly backend: 'wasm' | 'webgpu';
   /** What the WebGPU kernel selection measured and chose on this module's device; null without a GPU in use. */
   gpuProfile(): GpuProfile | null;
+  /**
+   * The GPUDevice this module computes on (GPU-resident tensors' buffers must be on it), or null
+   * while it has none ('wasm'; 'auto' before its first GPU call; after a device loss).
+   */
+  readonly gpuDevice: object | null;
   /** Threads forward() computes on; 1 after a worker failed (the module then runs on one thread). */
   readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */

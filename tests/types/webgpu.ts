@@ -38,12 +38,13 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   const onHost = await b.forward(x, x, x);
   const hostValues: Float32Array = onHost.output.data;
   first.output.dispose();
+  const onDevice: object | null = a.gpuDevice;
   const ort = { location: 'gpu-buffer' as const, gpuBuffer: buffer, dims: [1, 8, 16], type: 'float32' as const };
   await a.forward(ort, ort, ort, { output: 'gpu-buffer' });
   // @ts-expect-error: a GPU tensor holds float32 only
   await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
   await a.forward(x, x, x, { output: 'gpu' });
-  return [values, weights, hostValues];
+  return [values, weights, hostValues, onDevice];
 }
 gpuTensorsExample;

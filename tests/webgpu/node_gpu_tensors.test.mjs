@@ -201,6 +201,8 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
       return m;
     });
     const [a, b] = [await shared(91), await shared(92)];
+    // The device the package made for that GPU object: where the caller's buffers go.
+    assert.ok(a.gpuDevice && a.gpuDevice === b.gpuDevice && a.gpuDevice !== device);
     const x = host(5, 93);
     const h = (await a.forward(x, x, x)).output;
     const expected = (await b.forward(h, h, h)).output.data;
@@ -243,6 +245,7 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
 
   test("backend 'wasm': a GPU input or output 'gpu-buffer' is an OptionError naming it", async () => {
     const mha = await module({ backend: 'wasm', gpu: undefined });
+    assert.equal(mha.gpuDevice, null);
     const q = host(3, 61);
     const gq = onGpu(q);
     await assert.rejects(mha.forward(gq, q, q), { name: 'OptionError', argument: 'query' });
@@ -349,6 +352,7 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
       await call.then((r) => assert.deepEqual(r.output.data, expected), (e) => assert.equal(e.name, 'BackendError'));
       await assert.rejects(m.forward(g, g, g), { name: 'OptionError', argument: 'query' });
       assert.equal(m.backend, 'wasm');
+      assert.equal(m.gpuDevice, null);
       const r = await m.forward(q, q, q);
       r.output.data.forEach((x, i) => assert.ok(Math.abs(x - expected[i]) < 1e-4, `element ${i}`));
     });

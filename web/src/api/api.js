@@ -199,6 +199,14 @@ export class MultiHeadAttention {
     return this.#live('gpuProfile').gpuProfile();
   }
 
+  /**
+   * The GPUDevice this module computes on, where GPU-resident tensors' buffers must be (docs/webgpu.md),
+   * or null while it has none ('wasm'; 'auto' before its first GPU call; after a device loss).
+   */
+  get gpuDevice() {
+    return this.#live('gpuDevice').gpuDevice;
+  }
+
   /** Frees the module's WASM memory. Later calls throw DisposedError. */
   dispose() {
     if (!this.#dispatcher) return;

@@ -106,6 +106,11 @@ export class Dispatcher {
     return this.#gpuUsable() ? this.#gpu.executor.gpuProfile() : null;
   }
 
+  /** The GPUDevice in use, or null (as gpuProfile()). */
+  get gpuDevice() {
+    return this.#gpuUsable() ? this.#gpu.executor.device : null;
+  }
+
   headBilinearForm(head) {
     return this.#wasm.headBilinearForm(head);
   }

@@ -85,6 +85,11 @@ export class WebGpuExecutor {
     };
   }
 
+  /** The GPUDevice (GPU-resident tensors' buffers must be on it). */
+  get device() {
+    return this.#device;
+  }
+
   /** { reason, message } once the device was lost, else null. */
   get lost() {
     return this.#lost;
