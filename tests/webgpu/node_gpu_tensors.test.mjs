@@ -278,7 +278,7 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
     ['wrong shape', () => ({ ...onGpu(q), shape: [1, 4, E / 2] }), 'ShapeError', 'query'],
     ['dtype float16', () => ({ ...onGpu(q), dtype: 'float16' }), 'DTypeError', 'query'],
     ['not a buffer', () => ({ gpuBuffer: new Float32Array(4), shape: [1, 4, E] }), 'DTypeError', 'query'],
-    ['without COPY_SRC', () => gpuTensor(q.data, q.shape, { usage: STORAGE }), 'DTypeError', 'query'],
+    ['without STORAGE or COPY_SRC', () => gpuTensor(q.data, q.shape, { usage: COPY_DST }), 'DTypeError', 'query'],
   ];
   for (const [what, make, name, argument] of synchronous) {
     test(`${what}: ${name} naming ${argument}, the module usable afterwards`, async () => {
@@ -293,6 +293,16 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
       await stillWorks();
     });
   }
+
+  test('a buffer with STORAGE alone (bound as it is) or COPY_SRC alone (copied): the same values', async () => {
+    for (const usage of [STORAGE, COPY_SRC]) {
+      const g = gpuTensor(q.data, q.shape, { usage });
+      const r = await mha.forward(g, g, g, { output: 'gpu-buffer' });
+      assert.deepEqual(await r.output.read(), expected, `usage ${usage}`);
+      r.output.dispose();
+      g.gpuBuffer.destroy();
+    }
+  });
 
   test('a mapped buffer: DTypeError', async () => {
     const g = device.createBuffer({ size: q.data.byteLength, usage: STORAGE | COPY_SRC, mappedAtCreation: true });

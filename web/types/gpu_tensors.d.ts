@@ -4,7 +4,7 @@
 /** A GPUBuffer as the package reads it. */
 export interface GpuBufferLike {
   readonly size: number;
-  /** GPUBufferUsage flags: an input needs COPY_SRC (the call copies it on the device). */
+  /** GPUBufferUsage flags: an input needs STORAGE (bound as it is) or COPY_SRC (copied on the device). */
   readonly usage: number;
   readonly mapState?: string;
   destroy(): void;
@@ -13,7 +13,8 @@ export interface GpuBufferLike {
 
 /**
  * forward()'s query, key or value on the GPU: float32, row-major, from byte 0 of a buffer on the
- * module's device (pass your GPUDevice as create()'s `gpu`), unmapped, with COPY_SRC usage. Read
+ * module's device (pass your GPUDevice as create()'s `gpu`, or use mha.gpuDevice), unmapped, with
+ * STORAGE or COPY_SRC usage. Read
  * when the call's work is submitted: leave it unchanged until the call settles.
  */
 export interface GpuTensorInput {

@@ -8,6 +8,7 @@ import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
 
 // GPUBufferUsage's numbers (Node has no GPUBufferUsage global unless the app sets one).
 const COPY_SRC = 0x4;
+const STORAGE = 0x80;
 const USAGE_NAMES = { 0x1: 'MAP_READ', 0x2: 'MAP_WRITE', 0x4: 'COPY_SRC', 0x8: 'COPY_DST', 0x10: 'INDEX', 0x20: 'VERTEX',
   0x40: 'UNIFORM', 0x80: 'STORAGE', 0x100: 'INDIRECT', 0x200: 'QUERY_RESOLVE' };
 
@@ -40,9 +41,9 @@ const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.d
   && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
 
 /**
- * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`): a GPUBuffer (COPY_SRC usage: the call copies
- * it into its own input buffer, on the device; not mapped) of at least shape's floats, dtype
- * 'float32' (the default). shapeOf(argument, shape) reads the shape as checkTensor() does;
+ * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
+ * a GPUBuffer (not mapped; STORAGE usage: the kernels bind it, or COPY_SRC: the call copies it
+ * into its own input buffer, on the device) of at least shape's floats, dtype 'float32' (the default). shapeOf(argument, shape) reads the shape as checkTensor() does;
  * `buffers` (gpuBuffer → DeviceData) makes one buffer passed twice one input, so that the fused
  * projections of self-attention apply. Returns { data: DeviceData, shape, dtype: 'float32' }.
  */
@@ -71,9 +72,11 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
       argument, expected: floats * 4, actual: gpuBuffer.size,
     });
   }
-  if (!(gpuBuffer.usage & COPY_SRC)) {
-    throw new DTypeError(`${argument}.gpuBuffer: expected a buffer with COPY_SRC usage (the call copies it on the device), `
-      + `got ${usageNames(gpuBuffer.usage)}`, { argument, expected: 'COPY_SRC', actual: usageNames(gpuBuffer.usage) });
+  if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
+    throw new DTypeError(`${argument}.gpuBuffer: expected a buffer with STORAGE usage (the kernels bind it) or COPY_SRC `
+      + `(the call copies it on the device), got ${usageNames(gpuBuffer.usage)}`, {
+      argument, expected: 'STORAGE | COPY_SRC', actual: usageNames(gpuBuffer.usage),
+    });
   }
   if (gpuBuffer.mapState !== undefined && gpuBuffer.mapState !== 'unmapped') {
     throw new DTypeError(`${argument}.gpuBuffer: expected an unmapped buffer (a mapped one cannot be used by the GPU), got mapState '${gpuBuffer.mapState}'`, {

@@ -51,7 +51,8 @@ export class DeviceLost extends Error {}
 // What encodeForward() writes through: pooled buffers by role, uploads (through the module's
 // staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
-// caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is copied on the device.
+// caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
+// its usage has STORAGE, else copied on the device into the role's buffer.
 function encodingContext(gpu, encoder, results = null) {
   const { device } = gpu;
   const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
@@ -70,6 +71,12 @@ function encodingContext(gpu, encoder, results = null) {
   const uploads = new Map();  // the same typed array goes up once
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
+    if (!uploads.has(data) && isDeviceData(data) && data.offset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
+      // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
+      const b = data.gpuBuffer;
+      sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
+      uploads.set(data, b);
+    }
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();

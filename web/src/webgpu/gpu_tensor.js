@@ -65,7 +65,9 @@ export function uploadedTensor(device, data, shape) {
  * that a copy alone on `device` is refused for (destroyed, or of another device), else null.
  */
 export async function refusedInput(device, plan) {
-  const inputs = [...new Set([plan.query, plan.key, plan.value].filter(isDeviceData))];
+  // A copy is the probe, so only a buffer with COPY_SRC can be tried (a STORAGE-only one, bound
+  // as it is, is left to the caller's generic error).
+  const inputs = [...new Set([plan.query, plan.key, plan.value].filter((d) => isDeviceData(d) && (d.gpuBuffer.usage & Usage.COPY_SRC)))];
   if (inputs.length === 0) return null;
   const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention input probe' });
   try {
