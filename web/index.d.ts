@@ -6,6 +6,7 @@ export type { WasmModuleName };
 export * from './types/tensors.js';
 export * from './types/module_options.js';
 export * from './types/gpu_kernels.js';
+export * from './types/gpu_tensors.js';
 import type {
   CacheDtype, FloatInput, HalfTensor, HalfTensorInput, Mask, PositionIds, Tensor, TensorInput,
 } from './types/tensors.js';
@@ -13,6 +14,10 @@ import type {
   CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
+import type { GpuAttentionResult, GpuTensorInput as GpuTensorOnly, OrtGpuTensorInput } from './types/gpu_tensors.js';
+
+/** A GPU input of forward(): this package's form or onnxruntime-web's. */
+type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
 
 
 /** KvCache.read()'s result. */
@@ -105,6 +110,13 @@ export interface ForwardOptions {
    * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows.
    */
   positionIds?: PositionIds | null;
+  /**
+   * Where the results are: 'cpu' (default: typed arrays) or 'gpu-buffer' (GpuTensors on the
+   * module's device, no readback; float32 whatever the inputs). Needs the module's GPU: on a
+   * module computing on WASM it is an OptionError; with host inputs a call the module computes on
+   * the CPU ('auto' under webgpuMinFlops) has its result put into a new buffer.
+   */
+  output?: 'cpu' | 'gpu-buffer';
 }
 
 export interface AttentionResult {
@@ -239,6 +251,11 @@ export class MultiHeadAttention {
   readonly backend: 'wasm' | 'webgpu';
   /** What the WebGPU kernel selection measured and chose on this module's device; null without a GPU in use. */
   gpuProfile(): GpuProfile | null;
+  /**
+   * The GPUDevice this module computes on (GPU-resident tensors' buffers must be on it), or null
+   * while it has none ('wasm'; 'auto' before its first GPU call; after a device loss).
+   */
+  readonly gpuDevice: object | null;
   /** Threads forward() computes on; 1 after a worker failed (the module then runs on one thread). */
   readonly threads: number;
   /** The entries loadStateDict() expects, in PyTorch's order. */
@@ -267,10 +284,11 @@ export class MultiHeadAttention {
    */
   encode(key: TensorInput | HalfTensorInput, value: TensorInput | HalfTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
   forward(query: TensorInput | HalfTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
+  forward(query: FloatInput | GpuTensorInput, key: FloatInput | GpuTensorInput, value: FloatInput | GpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
   forward(query: HalfTensorInput, key: HalfTensorInput, value: HalfTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
-  forward(query: TensorInput, key: TensorInput, value: TensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
-  forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
-  forward(query: TensorInput, key: TensorInput, value: TensorInput, options?: ForwardOptions): Promise<AttentionResult>;
+  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
+  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
+  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options?: ForwardOptions): Promise<AttentionResult>;
   /**
    * docs/attention-math.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
    * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.

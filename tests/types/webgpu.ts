@@ -1,6 +1,6 @@
 // The WebGPU options as a user writes them (compiled with usage.ts by tsc --noEmit). No WebGPU
 // type package is needed: `gpu` is typed structurally.
-import { BackendError, MultiHeadAttention, type GpuLike } from 'webattention';
+import { BackendError, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
@@ -26,3 +26,25 @@ webgpuExample;
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'cuda' });
 // @ts-expect-error: gpu must look like navigator.gpu or a GPUDevice
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, gpu: 42 });
+
+// GPU-resident tensors: a buffer in, GpuTensors out, one module's output as the next one's input.
+declare const buffer: { readonly size: number; readonly usage: number; destroy(): void; mapAsync(mode: number): Promise<void> };
+async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
+  const x = { gpuBuffer: buffer, shape: [1, 8, 16] };
+  const first: GpuAttentionResult = await a.forward(x, x, x, { output: 'gpu-buffer' });
+  const second = await b.forward(first.output, first.output, first.output, { output: 'gpu-buffer', needWeights: true });
+  const values: Float32Array = await second.output.read();
+  const weights: GpuTensor | null = second.attnWeights;
+  const onHost = await b.forward(x, x, x);
+  const hostValues: Float32Array = onHost.output.data;
+  first.output.dispose();
+  const onDevice: object | null = a.gpuDevice;
+  const ort = { location: 'gpu-buffer' as const, gpuBuffer: buffer, dims: [1, 8, 16], type: 'float32' as const };
+  await a.forward(ort, ort, ort, { output: 'gpu-buffer' });
+  // @ts-expect-error: a GPU tensor holds float32 only
+  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' }, x, x);
+  // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
+  await a.forward(x, x, x, { output: 'gpu' });
+  return [values, weights, hostValues, onDevice];
+}
+gpuTensorsExample;

@@ -148,6 +148,8 @@ async function main() {
     }
   });
 
+  await record('gpu tensors: a 2-layer chain and a cached step, buffer to buffer', gpuTensorChain);
+
   await record('webgpu without an adapter: BackendError', async () => {
     const noAdapter = { requestAdapter: async () => null };
     try {
@@ -157,6 +159,50 @@ async function main() {
       return { problems: e instanceof BackendError && e.name === 'BackendError' ? [] : [`${e.name}: ${e.message}`] };
     }
   });
+}
+
+// Two modules on a device the page owns: a GPU input, output 'gpu-buffer' between them, read()
+// once; then a decode step through both, each on its own cache. Bit for bit the host chain's.
+async function gpuTensorChain() {
+  const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  const E = 16;
+  const layers = [];
+  for (const seed of [1, 2]) {
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, backend: 'webgpu', gpu: device });
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, {
+      data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * seed) / 4), shape }])));
+    layers.push(mha);
+  }
+  const upload = ({ data, shape }) => {
+    const gpuBuffer = device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
+    new Float32Array(gpuBuffer.getMappedRange()).set(data);
+    gpuBuffer.unmap();
+    return { gpuBuffer, shape, dtype: 'float32' };
+  };
+  const run = async (x, options = () => ({})) => {
+    let t = x;
+    for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { ...options(i) })).output;
+    return t;
+  };
+  const problems = [];
+  try {
+    const x = { data: Float32Array.from({ length: 6 * E }, (_, i) => Math.cos(i)), shape: [1, 6, E] };
+    const expected = await run(x);
+    const got = await run(upload(x), () => ({ output: 'gpu-buffer' }));
+    if (!sameBits(await got.read(), expected.data)) problems.push('chain: not the host chain\'s values');
+    const hostCaches = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const gpuCaches = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const row = { data: Float32Array.from({ length: E }, (_, i) => Math.sin(i + 1)), shape: [1, 1, E] };
+    const stepExpected = await run(row, (i) => ({ cache: hostCaches[i] }));
+    const stepGot = await run(upload(row), (i) => ({ cache: gpuCaches[i], output: 'gpu-buffer' }));
+    if (!sameBits(await stepGot.read(), stepExpected.data)) problems.push('cached step: not the host stack\'s values');
+    if (runs.some((r) => r !== 'webgpu')) problems.push(`ran on ${runs.join()}`);
+    return { problems, backend: layers[0].backend };
+  } finally {
+    for (const m of layers) m.dispose();
+    device.destroy();
+  }
 }
 
 main().catch((e) => { state.error = `${e.name}: ${e.message}\n${e.stack}`; }).finally(() => {

@@ -199,6 +199,14 @@ export class MultiHeadAttention {
     return this.#live('gpuProfile').gpuProfile();
   }
 
+  /**
+   * The GPUDevice this module computes on, where GPU-resident tensors' buffers must be (docs/webgpu.md),
+   * or null while it has none ('wasm'; 'auto' before its first GPU call; after a device loss).
+   */
+  get gpuDevice() {
+    return this.#live('gpuDevice').gpuDevice;
+  }
+
   /** Frees the module's WASM memory. Later calls throw DisposedError. */
   dispose() {
     if (!this.#dispatcher) return;
@@ -229,6 +237,8 @@ export async function scaledDotProductAttention(q, k, v, options) {
 
 /** A call's { output, attnWeights } tensors, 16-bit when its inputs were (half_tensors.js). */
 function results({ output, weights }, plan) {
+  // output: 'gpu-buffer': GpuTensors (webgpu/gpu_tensor.js), float32 whatever the inputs.
+  if (plan.output === 'gpu-buffer') return { output, attnWeights: weights ?? null };
   return {
     output: outputTensor(output, plan.outputShape, plan.dtype),
     attnWeights: weights ? outputTensor(weights, plan.weightsShape, plan.dtype) : null,

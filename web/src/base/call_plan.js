@@ -2,6 +2,7 @@
 // kinds, the size of its attention weights, and the plan owning its arrays. Dispatch and the
 // executors (pool/, wasm/, webgpu/) read plans through this module only, never through checks/.
 // The fields of a forward() plan: dispatch/dispatch.js's ForwardPlan.
+import { isDeviceData } from './gpu_tensors.js';
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });
@@ -27,7 +28,7 @@ export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).pl
 export function planWithCopies(plan) {
   const copies = new Map();
   const copy = (data) => {
-    if (!data) return data;
+    if (!data || isDeviceData(data)) return data;  // a GPU input is read on the device, when the call runs
     if (!copies.has(data)) copies.set(data, data.slice());
     return copies.get(data);
   };

@@ -2,6 +2,7 @@
 // { data, dims, type }) tensor checked and copied (its data read once), 16-bit tensors' dtypes,
 // masks, and the ShapeError of a tensor of the wrong shape.
 import { MaskKind } from './call_plan.js';
+import { isDeviceData } from './gpu_tensors.js';
 import { DTypeError, ShapeError, describe, formatShape } from './errors.js';
 import { borrowed, isDetached, snapshot, stillWhole, typedArrayType } from './typed_arrays.js';
 
@@ -146,7 +147,7 @@ export const tensorDtype = (t) => t.dtype ?? 'float32';
  * non-numbers, non-integers, values of 2^53 and above and ranks above MAX_RANK are a ShapeError
  * naming the argument and the index.
  */
-function snapshotShape(where, shape, minSize) {
+export function snapshotShape(where, shape, minSize = 1) {
   const fail = (got, actual) => {
     throw new ShapeError(`${where}: expected an array of integers >= ${minSize}, got ${got}`, {
       argument: where.slice(0, where.lastIndexOf('.')), expected: 'integer[]', actual,
@@ -199,7 +200,7 @@ export function checkKeyPaddingMask(mask, views, { B, T, batched }) {
  * stillWhole()): a borrowed view looked at again once every getter of the call has run.
  */
 export function requireWhole(argument, t) {
-  if (t.data && !stillWhole(t.data, product(t.shape))) {
+  if (t.data && !isDeviceData(t.data) && !stillWhole(t.data, product(t.shape))) {
     throw new ShapeError(`${argument}: its ArrayBuffer was detached (transferred) while the call read its arguments, `
       + 'by a later argument\'s getter', { argument, expected: product(t.shape), actual: 'detached' });
   }

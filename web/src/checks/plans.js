@@ -3,14 +3,17 @@
 // scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
 import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { KvCache } from '../dispatch/kv_cache.js';
-import { checkBoolean, checkOptions, checkPositive } from '../base/option_checks.js';
+import { checkBoolean, checkChoice, checkOptions, checkPositive } from '../base/option_checks.js';
+import { checkGpuTensor, isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { resolveEncodedForward } from './encode_plans.js';
 import { MaskKind } from '../base/call_plan.js';
-import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError } from '../base/tensor_checks.js';
+import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds', 'output'];
+/** forward()'s `output`: where its result tensors are ('cpu': typed arrays; 'gpu-buffer': GPUBuffers, no readback). */
+const OUTPUT_LOCATIONS = ['cpu', 'gpu-buffer'];
 
 /**
  * Checks one forward() call against the module's config and returns its plan. The plan borrows
@@ -20,15 +23,26 @@ const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeig
  */
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
+  const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
   // Cross-attention: the encoder's keys and values are in the cache (encode_plans.js).
-  if (KvCache.isKvCache(o.cache) && o.cache.encoded) return resolveEncodedForward(config, query, key, value, o);
+  if (KvCache.isKvCache(o.cache) && o.cache.encoded) {
+    if (output !== 'cpu') {
+      throw new OptionError("output: 'gpu-buffer' is not available with an encode()d cache (it is stored on WASM)", {
+        argument: 'output', expected: "'cpu'", actual: output,
+      });
+    }
+    return resolveEncodedForward(config, query, key, value, o);
+  }
   const views = new Map();
-  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
+  const buffers = new Map();
+  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
+  const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
+    ? checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
+  const given = input('query', query, [2, 3]);
   const batched = given.shape.length === 3;
   const rank = given.shape.length;
-  const { tensors: [q, k, v], dtype } = widenInputs([['query', given],
-    ['key', checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })],
-    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })]]);
+  const { tensors: [q, k, v], dtype } = widenInputs([['query', given], ['key', input('key', key, [rank])], ['value', input('value', value, [rank])]]);
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -59,6 +73,8 @@ export function resolveMhaForward(config, query, key, value, options) {
     B, L, S, T, batched,
     dtype,
     query: q.data, key: k.data, value: v.data,
+    output,
+    onDevice: [q, k, v].some((t) => isDeviceData(t.data)),
     keyPaddingMask, attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
     needWeights,

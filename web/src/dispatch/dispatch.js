@@ -20,13 +20,15 @@
 // routes to wasm; a GPU call that fails runs again on the CPU executor route() chose as its
 // fallback (pool or wasm); if the device was lost the module stays off the GPU for good
 // ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
-// once and the caller gets a correct result.
+// once and the caller gets a correct result. A call with GPU-resident tensors (a GPU input, or
+// output 'gpu-buffer') has its own rules: dispatch/device_calls.js.
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
 import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
+import { forwardOnDevice } from './device_calls.js';
 
 /**
  * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (checks/plans.js): { B, L, S, T,
@@ -102,6 +104,11 @@ export class Dispatcher {
   /** The GPU executor's kernel profile, or null without one in use. */
   gpuProfile() {
     return this.#gpuUsable() ? this.#gpu.executor.gpuProfile() : null;
+  }
+
+  /** The GPUDevice in use, or null (as gpuProfile()). */
+  get gpuDevice() {
+    return this.#gpuUsable() ? this.#gpu.executor.device : null;
   }
 
   headBilinearForm(head) {
@@ -204,7 +211,8 @@ export class Dispatcher {
     if (poolWanted && !pool.started) pool.startSoon();
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
-    const gpu = this.#gpuWanted(plan, flops) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
+    // A GPU input (device_calls.js) is on the device already: no threshold, and no NaN scan of it (a readback).
+    const gpu = (plan.onDevice || this.#gpuWanted(plan, flops)) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
       && this.#finiteWeights && finiteInputs(plan);
     return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
   }
@@ -232,16 +240,19 @@ export class Dispatcher {
     // once, owns copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change its
     // arrays once this returns.
     let plan = given;
-    const waits = this.#loading || (this.#gpu?.state === 'pending' && this.#gpuWanted(plan));
-    if (waits) plan = ownedPlan(plan);
+    // A call with GPU-resident tensors wants the GPU whatever its size (device_calls.js).
+    const device = plan.onDevice || plan.output === 'gpu-buffer';
+    const wantsGpu = () => this.#gpu?.state === 'pending' && (device || this.#gpuWanted(plan));
+    if (this.#loading || wantsGpu()) plan = ownedPlan(plan);
     if (this.#loading) {
       await this.#loading;
       this.#live();
     }
-    if (this.#gpu?.state === 'pending' && this.#gpuWanted(plan)) {
+    if (wantsGpu()) {
       await this.#acquireGpu();
       this.#live();
     }
+    if (device) return forwardOnDevice(this.#deviceSide, plan);
     const { where, fallback } = this.route(plan);
     if (plan.cache) return this.#enqueueCached(plan, where, call);
     if (where !== 'wasm') plan = ownedPlan(plan);
@@ -261,6 +272,18 @@ export class Dispatcher {
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
   }
+
+  // What device_calls.js reads of this dispatcher, made once.
+  #deviceSide = {
+    executor: () => (this.#gpuUsable() ? this.#gpu.executor : null),
+    complete: () => this.#wasm.complete,
+    finiteWeights: () => this.#finiteWeights,
+    route: (plan) => this.route(plan),
+    cpu: (where) => (where === 'pool' ? this.#pool : this.#wasm),
+    enqueueCached: (plan, where) => this.#enqueueCached(plan, where, { bound: false }),
+    gpuFailed: (error, ranOnCpu) => this.#gpuFailed(error, ranOnCpu),
+    onRun: (where, plan, path) => testHooks.onRun?.(where, plan, path),
+  };
 
   // A call with a cache: its storage on the executor `where` names, looked up here once and put in
   // the plan (cache.storage: the executor never asks the KvCache), then the call is queued on it.
@@ -343,7 +366,7 @@ export class Dispatcher {
   }
 
   // The failure policy of a GPU call (see the top of this file).
-  async #gpuFailed(error) {
+  async #gpuFailed(error, ranOnCpu = true) {
     const { executor } = this.#gpu;
     // A lost device reports through device.lost, which may settle a moment after the failed
     // call: give it that moment before deciding.
@@ -353,7 +376,7 @@ export class Dispatcher {
       console.warn(`webattention: the WebGPU device was lost (${reason}${message ? `: ${message}` : ''}); `
         + 'this module computes on WASM from now on (mha.backend is \'wasm\')');
       executor.dispose();
-    } else if (!this.#gpu.warned) {
+    } else if (ranOnCpu && !this.#gpu.warned) {
       this.#gpu.warned = true;
       console.warn(`webattention: a WebGPU forward() failed (${error?.message ?? error}); that call ran on WASM`);
     }

@@ -12,13 +12,15 @@
 import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
 import { ENTRY } from '../storage/state_dict_entries.js';
 import { MaskKind } from '../base/call_plan.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
 
 // Past this many non-finite key rows the call goes to the CPU without looking at each: the search
 // costs L·h per row, and the CPU's answer is right either way.
 const MAX_ROWS_SEARCHED = 64;
 
 const finite = Number.isFinite;
-const allFinite = (data) => firstNonFinite(data) < 0;
+// A GPU input (base/gpu_tensors.js) is not scanned: that would be a readback (device_calls.js).
+const allFinite = (data) => isDeviceData(data) || firstNonFinite(data) < 0;
 
 // An additive mask adds its entries to the scores: -Inf masks the key, NaN and +Inf reach the row.
 function maskEntriesFinite(mask) {
@@ -31,6 +33,7 @@ const masks = (mask, i) => (mask.kind === MaskKind.boolean ? mask.data[i] !== 0 
 
 /** The rows b·S + s of `data` ([B·S, width]) that hold a NaN or an infinity, up to `limit` + 1 of them. */
 function nonFiniteRows(data, rows, limit, found) {
+  if (isDeviceData(data)) return found;
   const width = data.length / rows;
   for (let r = 0; r < rows && found.size <= limit; r++) {
     for (let i = r * width; i < (r + 1) * width; i++) {

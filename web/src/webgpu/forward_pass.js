@@ -11,6 +11,8 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
+import { GpuTensor, RESULT_USAGE, refusedInput } from './gpu_tensor.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
 import { recordTime, selectionHooks } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -48,13 +50,20 @@ export class DeviceLost extends Error {}
 
 // What encodeForward() writes through: pooled buffers by role, uploads (through the module's
 // staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
-function encodingContext(gpu, encoder) {
+// `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
+// caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
+// its usage has STORAGE, else copied on the device into the role's buffer.
+function encodingContext(gpu, encoder, results = null) {
   const { device } = gpu;
   const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
+  const made = new Map();  // role → a result buffer of the caller's
   const buffer = (floats, usage, role) => {
-    const b = gpu.pooled(role, floats, usage);
+    const b = results?.includes(role)
+      ? device.createBuffer({ size: Math.max(floats, 1) * F32, usage: RESULT_USAGE, label: `webattention ${role}` })
+      : gpu.pooled(role, floats, usage);
+    if (results?.includes(role)) made.set(role, b);
     sizes.set(b, Math.max(floats, 1) * F32);
     buffers.set(role, b);
     return b;
@@ -62,10 +71,17 @@ function encodingContext(gpu, encoder) {
   const uploads = new Map();  // the same typed array goes up once
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
+    if (!uploads.has(data) && isDeviceData(data) && data.offset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
+      // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
+      const b = data.gpuBuffer;
+      sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
+      uploads.set(data, b);
+    }
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
+      if (isDeviceData(data)) encoder.copyBufferToBuffer(data.gpuBuffer, data.offset * F32, b, 0, data.length * F32);
+      else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -75,7 +91,7 @@ function encodingContext(gpu, encoder) {
   const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
   const dispatches = [];
   const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
-  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, uploadMs: () => uploadMs };
+  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
@@ -139,7 +155,8 @@ function reportPhases(marks, uploadMs, gpuMs) {
  * the device goes), gone() (lost or disposed), selecting (whether this device's kernel selection
  * measures) }. path: 'flash' | 'decode' (selection/attention_path.js's attentionPath()). cache:
  * a GpuKvCache for a plan with a cache (one pass: at most its maxRowsPerPass rows), else null.
- * Resolves to { output, weights, kernels: { family: variant name } }.
+ * Resolves to { output, weights, kernels: { family: variant name } }: Float32Arrays, or with
+ * plan.output 'gpu-buffer' GpuTensors in buffers made for the call (no readback).
  */
 export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;
@@ -154,17 +171,19 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
 
   let scopes = null;
   let failed = true;
+  let ctx = null;
+  const onDevice = plan.output === 'gpu-buffer';
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
-    const ctx = encodingContext(gpu, encoder);
+    ctx = encodingContext(gpu, encoder, onDevice ? ['output', 'weights'] : null);
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
-    const readback = ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
-    encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
-    if (weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);
+    const readback = onDevice ? null : ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
+    if (readback) encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
+    if (readback && weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);
     timer?.start();
     device.queue.submit([encoder.finish()]);
 
@@ -172,18 +191,24 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     scopes.forEach((s) => s.catch(() => {}));
     gpu.staging?.rearm();
     marks?.push(performance.now());
-    const result = resultArrays(outFloats, weightFloats, names);
+    const result = onDevice ? { kernels: names } : resultArrays(outFloats, weightFloats, names);
     marks?.push(performance.now());
     const readBytes = (outFloats + weightFloats) * F32;
-    await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
+    if (readback) await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
     marks?.push(performance.now());
     const gpuError = (await untilLost(Promise.all(scopes))).find(Boolean);
     marks?.push(performance.now());
-    if (gpuError) throw new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
-    const range = readback.getMappedRange(0, readBytes);
-    if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');
-    result.fill(range);
-    readback.unmap();
+    // A GPU input WebGPU refused (destroyed, another device's) is the caller's error: named.
+    if (gpuError) throw (plan.onDevice && await refusedInput(device, plan)) || new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
+    if (onDevice) {
+      result.output = new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape]);
+      result.weights = weights ? new GpuTensor(device, ctx.made.get('weights'), [...plan.weightsShape]) : null;
+    } else {
+      const range = readback.getMappedRange(0, readBytes);
+      if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');
+      result.fill(range);
+      readback.unmap();
+    }
     marks?.push(performance.now());
     const ms = timer ? await untilLost(timer.elapsed()) : null;
     if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : ms);
@@ -196,6 +221,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     if (!scopes) [device.popErrorScope(), device.popErrorScope()].forEach((s) => s.catch(() => {}));
     // A failed call may leave the readback mapped or a buffer half-written: start afresh.
     if (failed || gpu.gone()) gpu.releasePool();
+    if (failed) for (const b of ctx?.made.values() ?? []) b.destroy();
     timer?.dispose();
   }
 }

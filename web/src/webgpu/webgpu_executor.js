@@ -28,6 +28,7 @@ import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
+import { uploadedTensor } from './gpu_tensor.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
 /** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
@@ -84,6 +85,11 @@ export class WebGpuExecutor {
       selecting: selectsKernels(this.#device),
       staging: this.#staging,
     };
+  }
+
+  /** The GPUDevice (GPU-resident tensors' buffers must be on it). */
+  get device() {
+    return this.#device;
   }
 
   /** { reason, message } once the device was lost, else null. */
@@ -148,6 +154,19 @@ export class WebGpuExecutor {
     const path = attentionPath(plan, config, this.#device.limits);
     const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
     return { ...result, path };
+  }
+
+  /** A 'gpu-buffer' call's CPU result ({ output, weights } arrays) put into new buffers as GpuTensors. */
+  deviceResult({ output, weights }, plan) {
+    if (this.#lost || this.#disposed) {
+      throw new BackendError('output: the WebGPU device was lost; a \'gpu-buffer\' result has nowhere to go', {
+        argument: 'output', expected: 'a working WebGPU device', actual: 'lost',
+      });
+    }
+    return {
+      output: uploadedTensor(this.#device, output, [...plan.outputShape]),
+      weights: weights ? uploadedTensor(this.#device, weights, [...plan.weightsShape]) : null,
+    };
   }
 
   /** mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js). */
@@ -233,6 +252,13 @@ export class WebGpuExecutor {
    * device (fits()): a cache on the GPU cannot move a call to WASM.
    */
   checkCachedFits(plan) {
+    // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
+    if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
+      throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
+        + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
+        argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
+      });
+    }
     const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
     if (misfit) {
       throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `

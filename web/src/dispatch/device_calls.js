@@ -1,0 +1,90 @@
+// Where a forward() with GPU-resident tensors runs (dispatch.js hands it here): a GPU input
+// ({ gpuBuffer, shape }) or output: 'gpu-buffer'. The rules, in one place:
+//   - it needs the module's GPU (backend 'webgpu', or 'auto' with a usable device: the GPU is
+//     looked for at such a call whatever its size); without one, a typed error names the argument
+//     (the GPU input, or `output`): a WASM module has no device to read or write buffers on;
+//   - a GPU input is read on the device only: the call runs there or is refused (MemoryError when
+//     it does not fit, BackendError when the loaded weights hold a NaN or an infinity, which the
+//     GPU kernels promise nothing for; a failed GPU call rejects, it cannot move to the CPU);
+//     nothing checks a GPU input for NaN (that would be a readback): the NaN rule's CPU fallback
+//     does not apply to it, the cached kernels' rule (nonfinite_rows.wgsl.js) does; a host input
+//     of the same call that a row sees a NaN or an infinity in is a BackendError;
+//   - host inputs with output 'gpu-buffer' follow the plain rules (threshold, NaN rule, fits,
+//     failure policy); a call they send to the CPU puts its result into a new GPU buffer;
+//   - with a cache, the cache must be stored on the GPU (made while the module's device was in
+//     use) and the call must be one pass (a windowed cache's rows per pass).
+import { BackendError, CacheError, MemoryError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
+import { ownedPlan } from '../base/call_plan.js';
+
+/** The argument a GPU call's refusal names: its first GPU input, else `output`. */
+const deviceArgument = (plan) => [plan.query, plan.key, plan.value].find(isDeviceData)?.argument ?? 'output';
+
+/**
+ * plan: a forward() plan with plan.onDevice or plan.output 'gpu-buffer'. side (the Dispatcher's):
+ * { executor() (the GPU executor in use, or null), complete() (weights loaded), finiteWeights(),
+ * route(plan) (dispatch.js route()), cpu(where) (the executor named), enqueueCached(plan, where),
+ * gpuFailed(error) (the failure policy), onRun(where, plan, path) }. Resolves to a ForwardResult
+ * whose output (and weights) are GpuTensors when plan.output is 'gpu-buffer'.
+ */
+export async function forwardOnDevice(side, plan) {
+  const argument = deviceArgument(plan);
+  if (!side.complete()) {
+    throw new StateDictError('forward: the module has no complete state dict yet (loadStateDict()); a GPU call needs its weights', {
+      argument: 'stateDict', expected: 'loaded weights', actual: 'incomplete',
+    });
+  }
+  const executor = side.executor();
+  if (!executor) {
+    throw new OptionError(`${argument}: GPU-resident tensors need the module's WebGPU device (backend 'webgpu', or 'auto' `
+      + 'with a usable GPU); this module computes on WASM', { argument, expected: 'a module on WebGPU', actual: 'wasm' });
+  }
+  if (plan.cache) {
+    if (!plan.cache.kvCache.isOf(executor)) {
+      throw new CacheError(`cache: stored on WASM (made before the module had its GPU); ${argument} needs a cache on the GPU`, {
+        argument: 'cache', expected: 'a cache on the GPU', actual: 'a cache on WASM',
+      });
+    }
+    return side.enqueueCached(plan, 'webgpu');
+  }
+  const { where, fallback } = side.route(plan);
+  if (where !== 'webgpu' && plan.onDevice) refuse(executor, plan, argument, side.finiteWeights());
+  if (where !== 'webgpu') return onCpu(side, executor, where, ownedPlan(plan));
+  const owned = ownedPlan(plan);
+  try {
+    const result = await executor.forward(owned);
+    side.onRun('webgpu', owned, result.path);
+    return result;
+  } catch (e) {
+    if (e instanceof WebAttentionError) throw e;
+    await side.gpuFailed(e, !plan.onDevice);
+    if (plan.onDevice || !side.executor()) {
+      throw new BackendError(`${argument}: the WebGPU call failed (${e?.message ?? e}); a GPU-resident call cannot move to the CPU`, {
+        argument, expected: 'a working WebGPU device', actual: e?.message ?? String(e),
+      });
+    }
+    return onCpu(side, executor, fallback, owned);
+  }
+}
+
+// A call with host inputs computed on the CPU (`where`), its result put into GPU buffers.
+async function onCpu(side, executor, where, plan) {
+  const result = await side.cpu(where).forward(plan);
+  side.onRun('wasm', plan);
+  return executor.deviceResult(result, plan);
+}
+
+// Why a call with a GPU input cannot run on the GPU: a typed error.
+function refuse(executor, plan, argument, finiteWeights) {
+  if (!executor.fits(plan)) {
+    throw new MemoryError(`${argument}: this call does not fit the WebGPU device's buffer or dispatch limits, and its GPU `
+      + 'inputs cannot move to the CPU; split it', { argument, expected: 'a call that fits the device', actual: `B ${plan.B}, L ${plan.L}, S ${plan.S}` });
+  }
+  if (!finiteWeights) {
+    throw new BackendError(`${argument}: the loaded weights hold a NaN or an infinity, which the GPU kernels promise nothing for, `
+      + 'and GPU inputs cannot move to the CPU', { argument, expected: 'finite weights', actual: 'non-finite weights' });
+  }
+  // What is left of route()'s rules: a host input of the same call holds a NaN or an infinity a row sees.
+  throw new BackendError(`${argument}: a host input of this call holds a NaN or an infinity where a row sees it, which the GPU `
+    + 'kernels promise nothing for, and its GPU inputs cannot move to the CPU', { argument, expected: 'finite host inputs', actual: 'non-finite' });
+}

@@ -1,0 +1,91 @@
+// GPU-resident tensors on the executor's side: forward()'s results as GpuTensors (output:
+// 'gpu-buffer': a buffer of the caller's, read back only by read()), and the typed error of a call
+// whose GPU input WebGPU refused at the submit (destroyed, or of another device: only the device
+// can tell), found by trying each input alone.
+import { BackendError, DisposedError } from '../base/errors.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
+import { MAP_READ, Usage } from './device.js';
+
+/** Usage of a result buffer: bound by the kernels, copied by read() and by a next module's call. */
+export const RESULT_USAGE = Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST;
+
+/**
+ * A float32 tensor in a GPUBuffer the caller owns: { gpuBuffer, shape, dtype: 'float32', read(),
+ * dispose() }. Valid as an input of any module on the same device.
+ */
+export class GpuTensor {
+  #device;
+  #disposed = false;
+
+  constructor(device, gpuBuffer, shape) {
+    this.#device = device;
+    this.gpuBuffer = gpuBuffer;
+    this.shape = shape;
+    this.dtype = 'float32';
+  }
+
+  /** Resolves to the values as a Float32Array (one copy to a mappable buffer, then the map). */
+  async read() {
+    if (this.#disposed) throw new DisposedError('GpuTensor.read: the tensor was disposed');
+    const bytes = this.shape.reduce((a, b) => a * b, 1) * 4;
+    const staging = this.#device.createBuffer({ size: Math.max(bytes, 4), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention read()' });
+    try {
+      const encoder = this.#device.createCommandEncoder({ label: 'webattention read()' });
+      encoder.copyBufferToBuffer(this.gpuBuffer, 0, staging, 0, bytes);
+      this.#device.queue.submit([encoder.finish()]);
+      await staging.mapAsync(MAP_READ, 0, Math.max(bytes, 4));
+      return new Float32Array(staging.getMappedRange(0, bytes).slice(0));
+    } catch (e) {
+      throw new BackendError(`GpuTensor.read: the copy back failed (${e?.message ?? e})`, {
+        argument: 'tensor', expected: 'a live buffer on a working device', actual: e?.message ?? String(e),
+      });
+    } finally {
+      staging.destroy();
+    }
+  }
+
+  /** Destroys the buffer (again: nothing). */
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    this.gpuBuffer.destroy();
+  }
+}
+
+/** A host array put into a new result buffer (a 'gpu-buffer' call that computed on the CPU). */
+export function uploadedTensor(device, data, shape) {
+  const gpuBuffer = device.createBuffer({ size: Math.max(data.byteLength, 4), usage: RESULT_USAGE, mappedAtCreation: true, label: 'webattention result' });
+  new Float32Array(gpuBuffer.getMappedRange(0, data.byteLength)).set(data);
+  gpuBuffer.unmap();
+  return new GpuTensor(device, gpuBuffer, shape);
+}
+
+/**
+ * After a call whose submit WebGPU refused: a BackendError naming the first GPU input of `plan`
+ * that a copy alone on `device` is refused for (destroyed, or of another device), else null.
+ */
+export async function refusedInput(device, plan) {
+  // A copy is the probe, so only a buffer with COPY_SRC can be tried (a STORAGE-only one, bound
+  // as it is, is left to the caller's generic error).
+  const inputs = [...new Set([plan.query, plan.key, plan.value].filter((d) => isDeviceData(d) && (d.gpuBuffer.usage & Usage.COPY_SRC)))];
+  if (inputs.length === 0) return null;
+  const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention input probe' });
+  try {
+    for (const data of inputs) {
+      device.pushErrorScope('validation');
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(data.gpuBuffer, data.offset * 4, probe, 0, 4);
+      device.queue.submit([encoder.finish()]);
+      const error = await device.popErrorScope();
+      if (error) {
+        return new BackendError(`${data.argument}.gpuBuffer: WebGPU refused to read it (destroyed, or of another device than `
+          + `the module's: pass your GPUDevice as create()'s \`gpu\`): ${error.message}`, {
+          argument: data.argument, expected: "a live GPUBuffer on the module's device", actual: error.message,
+        });
+      }
+    }
+    return null;
+  } finally {
+    probe.destroy();
+  }
+}

@@ -1,0 +1,51 @@
+// GPU-resident tensors (README, "Tensors on the GPU"): forward()'s inputs as GPUBuffers and its
+// results with output: 'gpu-buffer'. Typed structurally: no WebGPU type package is needed.
+
+/** A GPUBuffer as the package reads it. */
+export interface GpuBufferLike {
+  readonly size: number;
+  /** GPUBufferUsage flags: an input needs STORAGE (bound as it is) or COPY_SRC (copied on the device). */
+  readonly usage: number;
+  readonly mapState?: string;
+  destroy(): void;
+  mapAsync(mode: number, offset?: number, size?: number): Promise<void>;
+}
+
+/**
+ * forward()'s query, key or value on the GPU: float32, row-major, from byte 0 of a buffer on the
+ * module's device (pass your GPUDevice as create()'s `gpu`, or use mha.gpuDevice), unmapped, with
+ * STORAGE or COPY_SRC usage. Read
+ * when the call's work is submitted: leave it unchanged until the call settles.
+ */
+export interface GpuTensorInput {
+  gpuBuffer: GpuBufferLike;
+  shape: readonly number[];
+  /** float32 only for now (16-bit inputs go through the host as Uint16Array tensors). */
+  dtype?: 'float32';
+}
+
+/** onnxruntime-web's GPU tensor (Tensor.fromGpuBuffer()) as forward() takes it. */
+export interface OrtGpuTensorInput {
+  location: 'gpu-buffer';
+  gpuBuffer: GpuBufferLike;
+  dims: readonly number[];
+  type: 'float32';
+}
+
+/** A result of forward(..., { output: 'gpu-buffer' }): a buffer the caller owns, float32. */
+export interface GpuTensor extends GpuTensorInput {
+  readonly gpuBuffer: GpuBufferLike;
+  readonly shape: number[];
+  readonly dtype: 'float32';
+  /** The values, copied back (DisposedError after dispose()). */
+  read(): Promise<Float32Array>;
+  /** Destroys the buffer; again: nothing. */
+  dispose(): void;
+}
+
+/** forward()'s result with output: 'gpu-buffer'. */
+export interface GpuAttentionResult {
+  output: GpuTensor;
+  /** Present when weights were asked for, else null. */
+  attnWeights: GpuTensor | null;
+}
