@@ -13,15 +13,13 @@
 // (8-layer − 1-layer) / 7, which cancels the embedding, the output head, sampling and the
 // server loop. Each model first runs a short completion (8 tokens, 2 generated) as a warm-up.
 
+import { median } from '../lib/suite.mjs';
+
 const PROMPT_CHARS = 'abcdefghijklmnopqrstuvwxyz';
 
 /** n ASCII characters (n tokens: write_gguf.mjs's vocabulary has no merges), from `start` on. */
 const prompt = (n, start) => Array.from({ length: n }, (_, i) => PROMPT_CHARS[(start + i * 7) % PROMPT_CHARS.length]).join('');
 
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b), m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 /** A Wllama with `blob` loaded: flash attention on or off, f16 KV cache (llama.cpp's default). */
 async function load(Wllama, wasmUrl, blob, { n, tokens, threads, flash }) {
@@ -54,7 +52,7 @@ export async function timeLlamaCpp(Wllama, wasmUrl, models, shape) {
       runs.deep.push(await complete(deep, shape, 2 * r + 1));
       runs.shallow.push(await complete(shallow, shape, 2 * r + 2));
     }
-    const summary = (list) => Object.fromEntries(['decodeMs', 'promptMs', 'promptN'].map((k) => [k, median(list.map((x) => x[k]))]));
+    const summary = (list) => Object.fromEntries(['decodeMs', 'promptMs', 'promptN'].map((k) => [k, median(list.map((x) => x[k]).sort((a, b) => a - b))]));
     const d = summary(runs.deep), s = summary(runs.shallow);
     return { deep: d, shallow: s, decodeMsPerLayer: (d.decodeMs - s.decodeMs) / 7, prefillMsPerLayer: (d.promptMs - s.promptMs) / 7 };
   } finally {
