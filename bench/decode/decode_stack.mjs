@@ -50,7 +50,7 @@ function print(title, runtime, result) {
       r.boundMs.toFixed(2), `${(r.ms / r.boundMs).toFixed(2)}×`, r.diff.toExponential(1)])];
   console.log(`\n== ${title} ==\n${header.join('\n')}\n`);
   console.log(table.map((r) => r.map((c, i) => (i ? c.padStart(table[0][i].length) : c.padEnd(8))).join('  ')).join('\n'));
-  if (v.markdown) console.log(`\n${header.map((h) => `- ${h}`).join('\n')}\n\n${markdownTable(table[0], table.slice(1))}`);
+  if (v.markdown) console.log(`\n${header.map((h) => `- ${h}`).join('\n')}\n\n${markdownTable(table[0].map((head, i) => [head, (r) => r[i], i ? 'r' : 'l']), table.slice(1))}`);
   return { runtime, ...result };
 }
 

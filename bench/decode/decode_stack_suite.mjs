@@ -64,29 +64,34 @@ async function token(stack, x, E) {
   return h;
 }
 
-/** Fills every layer's cache with cacheLength positions: one prefill call per layer, fed forward. */
+/** Fills every layer's cache with cacheLength positions: one prefill call per layer, fed forward. Resolves to its ms. */
 async function prefill(stack, { E, cacheLength }) {
   let h = filled(cacheLength * E, 7, 1);
+  const t0 = now();
   for (const { mha, cache } of stack.layers) {
     const x = { data: h, shape: [1, cacheLength, E] };
     h = (await mha.forward(x, x, x, { cache })).output.data;
   }
+  return now() - t0;
 }
 
 const rewind = (stack, length) => { for (const { cache } of stack.layers) cache.truncate(length); };
 
 /**
- * Runs the benchmark. libs: { MultiHeadAttention }; membwBytes: build/membw/membw.wasm's bytes.
- * settings: DTYPES names, the first the reference. Resolves to { shape, bandwidth, rows: [{ name,
- * ms (median per token), best, diff (first token vs the reference), bytes, boundMs }] }.
+ * Runs the benchmark. libs: { MultiHeadAttention }; membwBytes: build/membw/membw.wasm's bytes,
+ * or null for no bandwidth and no bounds. settings: DTYPES names, the first the reference.
+ * Resolves to { shape, bandwidth, rows: [{ name, ms (median per token), best, diff (first token
+ * vs the reference), prefillMs (the one prefill of cacheLength positions through
+ * the stack), bytes, boundMs }] }.
  */
 export async function runDecodeStack(libs, membwBytes, { settings, log = () => {}, ...options }) {
   const shape = { ...STACK_DEFAULTS, threads: 1, ...options };
-  const bandwidth = await measureReadBandwidth(membwBytes, { megabytes: 1024, passes: 12 });
-  log(`read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s; creating ${settings.length} stacks of ${shape.layers} layers`);
+  const bandwidth = membwBytes ? await measureReadBandwidth(membwBytes, { megabytes: 1024, passes: 12 }) : null;
+  log(`${bandwidth ? `read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s; ` : ''}creating ${settings.length} stacks of ${shape.layers} layers`);
   const stacks = await createStacks(libs.MultiHeadAttention, shape, settings, log);
   try {
-    for (const stack of stacks) await prefill(stack, shape);
+    const prefillMs = [];
+    for (const stack of stacks) prefillMs.push(await prefill(stack, shape));
     log(`prefilled ${shape.cacheLength} positions per layer`);
     const x = filled(shape.E, 11, 1);
     const firsts = [];
@@ -101,7 +106,7 @@ export async function runDecodeStack(libs, membwBytes, { settings, log = () => {
         times[s].push(now() - t0);
       }
     }
-    return { shape, bandwidth, rows: stacks.map((stack, s) => row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth)) };
+    return { shape, bandwidth, rows: stacks.map((stack, s) => ({ ...row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth), prefillMs: prefillMs[s] })) };
   } finally {
     for (const stack of stacks) for (const { mha } of stack.layers) mha.dispose();
   }
@@ -111,5 +116,5 @@ function row(name, times, diff, shape, bandwidth) {
   const sorted = [...times].sort((a, b) => a - b);
   const perLayer = stepBytes(shape, shape.headDim, shape.cacheLength + shape.drift / 2, name);
   const bytes = shape.layers * (perLayer.weights + perLayer.cache);
-  return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bytes / (bandwidth.gbps * 1e6) };
+  return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bandwidth ? bytes / (bandwidth.gbps * 1e6) : null };
 }
