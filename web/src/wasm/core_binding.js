@@ -95,7 +95,7 @@ export class CoreMha {
   constructor(core) {
     this.#core = core;
     this.#native = new core.Mha();
-    this.#inPlaceParts = core._malloc(IN_PLACE_DOUBLES * 8);
+    this.#inPlaceParts = core._malloc(IN_PLACE_DOUBLES * 8) >>> 0;  // unsigned: the heap may pass 2 GiB
     if (!this.#inPlaceParts) {
       this.#native.delete();
       throw new MemoryError(`out of WASM memory: a module needs ${IN_PLACE_DOUBLES * 8} bytes`);
@@ -158,7 +158,7 @@ export class CoreMha {
   /** RoPE's θ_j as the core computed them (a Float64Array of rotaryDim / 2; rotary.cpp). */
   rotaryThetas(count) {
     const core = requireGroup(this.#core, 'inspection');
-    const at = core._malloc(Math.max(1, count) * 8);
+    const at = core._malloc(Math.max(1, count) * 8) >>> 0;
     if (!at) throw new MemoryError(`out of WASM memory: ${count * 8} bytes`);
     try {
       const n = core.mhaRotaryThetas(this.#native, at);

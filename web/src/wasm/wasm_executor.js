@@ -36,7 +36,8 @@ function withHeap(core, parts, body) {
       + `more than a WASM heap holds (${WASM_MAX_BYTES})`, { argument: 'inputs', expected: `< ${WASM_MAX_BYTES} bytes`, actual: total });
   }
   const bytes = Math.max(total, 16);
-  const base = heapHooks.malloc ? heapHooks.malloc(core, bytes) : core._malloc(bytes);
+  // >>> 0: _malloc returns an i32, negative for an address at or past 2 GiB (the heap may grow to 4).
+  const base = (heapHooks.malloc ? heapHooks.malloc(core, bytes) : core._malloc(bytes)) >>> 0;
   if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
   try {
     const addresses = [];
