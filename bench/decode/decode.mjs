@@ -13,7 +13,7 @@
 //                         [--timeout S] [--wasm M] [--dtypes f32,f16,i8]
 //
 //   (no flag)        run in Node (this process)
-//   --browser        run in headless Chromium instead (bench/browser/decode.html, served by
+//   --browser        run in headless Chromium instead (bench/browser/suite.html?suite=decode, served by
 //                    scripts/serve.mjs; /usr/bin/chromium unless CHROMIUM= says otherwise)
 //   --firefox        run in headless Firefox (firefox-esr, tests/browser/browsers.mjs; FIREFOX=)
 //   --node --browser --firefox  any of them, one after the other (what docs/performance.md#decode records)
@@ -94,10 +94,10 @@ async function runNode(opts, common) {
 
 async function runBrowser(opts, common, engine) {
   membwWasm();  // the page fetches it
-  const q = new URLSearchParams({ quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), dtypes: opts.dtypes.join(','), wasm: opts.wasm ?? 'simd' });
+  const q = new URLSearchParams({ suite: 'decode', quick: opts.quick ? '1' : '0', budget: String(opts.budgetMs), dtypes: opts.dtypes.join(','), wasm: opts.wasm ?? 'simd' });
   console.log(`\n-- ${engineTitle(engine)}`);
   const { result } = await runBenchPage(engine, {
-    script: 'decode.mjs', path: '/bench/browser/decode.html', query: q, resultName: '__decode', logPrefix: '[decode] ',
+    script: 'decode.mjs', path: '/bench/browser/suite.html', query: q, resultName: '__decode', logPrefix: '[decode] ',
     timeoutS: opts.timeoutS,
   });
   const version = engineVersion(engine, result.env.userAgent);

@@ -8,7 +8,7 @@
 //        [--layers N] [--tokens N] [--cache N] [--wasm M] [--markdown] [--json FILE] [--timeout S]
 //
 //   (no flag)        run in Node (this process: one thread, the package's single-threaded module)
-//   --browser        headless Chromium (bench/browser/decode_stack.html; cross-origin isolated)
+//   --browser        headless Chromium (bench/browser/suite.html; cross-origin isolated)
 //   --firefox        headless Firefox ESR, the same page
 //   --settings LIST  decode_dtypes.mjs names (weights + cache dtype [+ activations]; default
 //                    f32,f16,i8,i8a8,i4,i4a8); f32 first
@@ -62,8 +62,8 @@ async function runNode() {
 
 async function runBrowser(_opts, _common, engine) {
   membwWasm();  // built before the page fetches it
-  const q = new URLSearchParams({ settings: settings.join(','), wasm: v.wasm ?? 'simd', ...Object.fromEntries(Object.entries(sizes).map(([k, n]) => [k, String(n)])) });
-  const { result } = await runBenchPage(engine, { script: 'decode_stack.mjs', path: '/bench/browser/decode_stack.html', query: q,
+  const q = new URLSearchParams({ suite: 'decode_stack', settings: settings.join(','), wasm: v.wasm ?? 'simd', ...Object.fromEntries(Object.entries(sizes).map(([k, n]) => [k, String(n)])) });
+  const { result } = await runBenchPage(engine, { script: 'decode_stack.mjs', path: '/bench/browser/suite.html', query: q,
     resultName: '__decodeStack', logPrefix: '[decode_stack] ', timeoutS: opts.timeoutS });
   const version = engineVersion(engine, result.env.userAgent);
   return print(engineTitle(engine), `${version} headless, module ${v.wasm ?? 'simd'}, threads ${result.shape.threads}`, result);

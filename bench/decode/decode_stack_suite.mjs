@@ -1,5 +1,5 @@
 // The model-sized decode benchmark, shared by Node (bench/decode/decode_stack.mjs) and the browser
-// page (bench/browser/decode_stack.html): the library and the measured bandwidth come in as
+// page (bench/browser/suite.html?suite=decode_stack, runDecodeStackPage()): the library and the measured bandwidth come in as
 // arguments.
 //
 // Why a stack: one layer's weights fit in the CPU's last-level cache, where float32 is not bound
@@ -20,7 +20,7 @@
 // cached K/V: decode_dtypes.mjs's stepBytes) / the measured one-thread read bandwidth.
 import { measureReadBandwidth } from '../limits/membw/measure.mjs';
 import { filled, maxAbsDiff, median } from '../lib/suite.mjs';
-import { DTYPES, stepBytes } from './decode_dtypes.mjs';
+import { DTYPES, parseDtypes, stepBytes } from './decode_dtypes.mjs';
 import { stateDict } from './decode_suite.mjs';
 
 export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64, cacheLength: 512, tokens: 24, drift: 8 };
@@ -117,4 +117,11 @@ function row(name, times, diff, shape, bandwidth) {
   const perLayer = stepBytes(shape, shape.headDim, shape.cacheLength + shape.drift / 2, name);
   const bytes = shape.layers * (perLayer.weights + perLayer.cache);
   return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bandwidth ? bytes / (bandwidth.gbps * 1e6) : null };
+}
+
+/** The page's run (bench/browser/suite.html?suite=decode_stack): ?settings=&layers=&tokens=&cacheLength=&threads=, bandwidth measured. */
+export async function runDecodeStackPage({ MultiHeadAttention }, q, log) {
+  const membw = await (await fetch('/build/membw/membw.wasm')).arrayBuffer();
+  const sizes = Object.fromEntries(['layers', 'tokens', 'cacheLength', 'threads'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
+  return runDecodeStack({ MultiHeadAttention }, membw, { settings: parseDtypes(q.get('settings') ?? 'f32'), ...sizes, log });
 }

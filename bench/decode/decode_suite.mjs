@@ -1,5 +1,5 @@
-// The decode benchmark itself, shared by Node (bench/decode/decode.mjs) and Chromium
-// (bench/browser/decode.html): the libraries and the measured bandwidth come in as arguments.
+// The decode benchmark itself, shared by Node (bench/decode/decode.mjs) and the browsers
+// (bench/browser/suite.html?suite=decode, runDecodePage()): the libraries and the measured bandwidth come in as arguments.
 // See bench/README.md, "Incremental decoding".
 //
 // One decode step = one forward of a single new token (L = 1) through the attention module
@@ -28,7 +28,7 @@ import { buildGqaStepModel, buildKvProjectionModel } from '../lib/onnx_decode_mo
 import { perfCases } from '../../tests/cases/cases.mjs';
 import { DIFF_LIMIT, filled, maxAbsDiff, median } from '../lib/suite.mjs';
 import { plainTable } from '../lib/table.mjs';
-import { DTYPES, REFERENCE_DTYPE, stepBytes } from './decode_dtypes.mjs';
+import { DTYPES, REFERENCE_DTYPE, parseDtypes, stepBytes } from './decode_dtypes.mjs';
 import { DECODE_COLUMNS, PREFILL_COLUMNS, configText, perDtype, perPrefillDtype } from './decode_table.mjs';
 
 // The timed configurations and cache lengths: the decode perf cases of the one case list
@@ -362,4 +362,16 @@ export async function runDecodeBench(libs, membwBytes, { quick = false, dtypes, 
   const libraries = `webattention module '${(await libs.capabilities()).wasmModule}', threads 1; `
     + `onnxruntime-web ${ort.env.versions?.web ?? '?'} (wasm EP, numThreads 1)`;
   return { ...result, bandwidth: { before, after }, libraries };
+}
+
+/**
+ * The page's run (bench/browser/suite.html?suite=decode&quick=0|1&budget=MS&dtypes=f32,f16,i8):
+ * ORT's wasm-only ESM bundle from bench/node_modules, the bandwidth kernel from build/membw/.
+ */
+export async function runDecodePage({ MultiHeadAttention, wasmMemoryInUse, capabilities }, q, log) {
+  const ort = await import('/bench/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs');
+  const membw = await (await fetch('/build/membw/membw.wasm')).arrayBuffer();
+  return runDecodeBench({ MultiHeadAttention, wasmMemoryInUse, capabilities, ort }, membw, {
+    quick: q.get('quick') === '1', dtypes: parseDtypes(q.get('dtypes') ?? 'f32,f16,i8'), budgetMs: Number(q.get('budget') ?? 1500), log,
+  });
 }

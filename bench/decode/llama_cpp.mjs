@@ -76,12 +76,12 @@ function modelStem({ E, h, hkv }, layers, type) {
 
 /** One page: a shape, a cache length n and a thread count; every type and flash setting. */
 async function runPage(engine, shape, n, threads) {
-  const query = new URLSearchParams({ ...Object.fromEntries(Object.entries(shape).map(([k, x]) => [k, String(x)])), n: String(n),
+  const query = new URLSearchParams({ suite: 'llama_cpp', ...Object.fromEntries(Object.entries(shape).map(([k, x]) => [k, String(x)])), n: String(n),
     threads: String(threads), tokens: String(o.tokens), repeats: String(o.repeats), types: o.types.join(','),
     flash: o.flash.map((f) => (f === 'on' ? '1' : '0')).join(','), wasm: threads > 1 ? 'mt' : 'simd',
     wllamaWasm: '/bench/node_modules/@wllama/wllama/esm/wasm/wllama.wasm' });
   for (const type of o.types) for (const layers of [8, 1]) query.set(`model${layers}_${type}`, modelStem(shape, layers, type));
-  const { result } = await runBenchPage(engine, { script: SCRIPT, path: '/bench/browser/llama_cpp.html', query,
+  const { result } = await runBenchPage(engine, { script: SCRIPT, path: '/bench/browser/suite.html', query,
     resultName: '__llamaCpp', logPrefix: '[llama_cpp] ', timeoutS: Number(v.timeout) });
   return result;
 }

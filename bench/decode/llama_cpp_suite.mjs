@@ -13,6 +13,7 @@
 // (8-layer − 1-layer) / 7, which cancels the embedding, the output head, sampling and the
 // server loop. Each model first runs a short completion (8 tokens, 2 generated) as a warm-up.
 
+import { runDecodeStack } from './decode_stack_suite.mjs';
 import { median } from '../lib/suite.mjs';
 
 const PROMPT_CHARS = 'abcdefghijklmnopqrstuvwxyz';
@@ -66,7 +67,7 @@ export async function timeLlamaCpp(Wllama, wasmUrl, models, shape) {
  * flash ('0,1'), wasm }, files: `/build/llama_cpp/<stem>.gguf` (llama_cpp.mjs's modelStem()).
  * Ours first (its own interleaving over every dtype), then llama.cpp type by type.
  */
-export async function runLlamaCppPage({ MultiHeadAttention, Wllama, runDecodeStack }, q, log) {
+export async function runLlamaCppPage({ MultiHeadAttention, Wllama }, q, log) {
   const int = (k) => Number(q.get(k));
   const shape = { E: int('E'), h: int('h'), hkv: int('hkv'), n: int('n'), threads: int('threads'), tokens: int('tokens'), repeats: int('repeats') };
   const types = q.get('types').split(','), flashes = q.get('flash').split(',').map((f) => f === '1');

@@ -12,7 +12,7 @@
 // (web/model/char_gpt.js). What is measured: bench/prefill/char_dtypes_suite.mjs.
 //
 //   (no flag)     run in Node
-//   --browser     run in headless Chromium instead (bench/browser/char_dtypes.html; the page
+//   --browser     run in headless Chromium instead (bench/browser/suite.html?suite=char_dtypes; the page
 //                 loads the package's 'simd' module, one thread)
 //   --firefox     run in headless Firefox (firefox-esr, tests/browser/browsers.mjs; FIREFOX=)
 //   --node --browser --firefox  any of them, one after the other (one table each)
@@ -57,7 +57,7 @@ async function runNode() {
 
 async function runBrowser(_opts, _common, engine) {
   const { result } = await runBenchPage(engine, {
-    script: 'char_dtypes.mjs', path: '/bench/browser/char_dtypes.html', query: new URLSearchParams({ tokens: String(opts.tokens), runs: String(opts.runs) }),
+    script: 'char_dtypes.mjs', path: '/bench/browser/suite.html', query: new URLSearchParams({ suite: 'char_dtypes', tokens: String(opts.tokens), runs: String(opts.runs) }),
     resultName: '__charDtypes', logPrefix: '[char_dtypes] ', timeoutS: opts.timeoutS,
   });
   return print(`${engineVersion(engine, result.env.userAgent)} headless`, result.rows);

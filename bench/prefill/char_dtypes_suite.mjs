@@ -1,4 +1,4 @@
-// What bench/prefill/char_dtypes.mjs measures, in Node or in the page (bench/browser/char_dtypes.html):
+// What bench/prefill/char_dtypes.mjs measures, in Node or in the page (bench/browser/suite.html?suite=char_dtypes, runCharDtypesPage()):
 // the char-level GPT (web/model/) with its attention weights and caches in each storage dtype
 // against float32. load(options) makes a CharGpt with CharGpt.load's options; golden is
 // web/model/golden.json (its prompt and, for the header, its greedy text and margin).
@@ -81,4 +81,14 @@ export function formatDtypes(rows, golden, tokens, { markdown = false } = {}) {
     '',
     `prompt ${JSON.stringify(golden.prompt)}, ${tokens} greedy characters, logits over ${golden.promptIds.length} + ${tokens - 1} positions`,
   ].join('\n');
+}
+
+/** The page's run (?tokens=&runs=): the committed model and golden data fetched from web/model/. */
+export async function runCharDtypesPage(api, q) {
+  const { CharGpt } = await import('/web/model/char_gpt.js');
+  const bytes = new Uint8Array(await (await fetch('/web/model/model.safetensors')).arrayBuffer());
+  const golden = await (await fetch('/web/model/golden.json')).json();
+  const rows = await measureDtypes((options) => CharGpt.load(api, bytes, options), golden,
+    { tokens: Number(q.get('tokens') ?? golden.continuationLength), runs: Number(q.get('runs') ?? 5) });
+  return { rows };
 }
