@@ -20,15 +20,21 @@ const SEPARATE_WEIGHTS = [ENTRY.qProjWeight, ENTRY.kProjWeight, ENTRY.vProjWeigh
 const SEPARATE_BIASES = [ENTRY.qProjBias, ENTRY.kProjBias, ENTRY.vProjBias];
 
 /**
+ * The four projections' own keys in a layout that names them q, k, v and out: their weights, then
+ * their biases, as '<name>.weight' and '<name>.bias'.
+ */
+function projectionKeys(...names) {
+  const parts = ['q', 'k', 'v', 'out'];
+  return ['weight', 'bias'].flatMap((kind) => names.map((name, i) => ({ name: `${name}.${kind}`, parts: [`${parts[i]}.${kind}`] })));
+}
+
+/**
  * Each layout's keys: { name, parts, conv1d? } (a module without one of the parts refuses the
  * key, naming the option that would give it).
  */
 const LAYOUT_KEYS = {
   hf: [
-    { name: 'q_proj.weight', parts: ['q.weight'] }, { name: 'k_proj.weight', parts: ['k.weight'] },
-    { name: 'v_proj.weight', parts: ['v.weight'] }, { name: 'o_proj.weight', parts: ['out.weight'] },
-    { name: 'q_proj.bias', parts: ['q.bias'] }, { name: 'k_proj.bias', parts: ['k.bias'] },
-    { name: 'v_proj.bias', parts: ['v.bias'] }, { name: 'o_proj.bias', parts: ['out.bias'] },
+    ...projectionKeys('q_proj', 'k_proj', 'v_proj', 'o_proj'),
     // Phi-3 packs the three input projections.
     { name: 'qkv_proj.weight', parts: weights }, { name: 'qkv_proj.bias', parts: biases },
     // gpt-oss: a logit per query head in its softmax's denominator.
@@ -42,20 +48,12 @@ const LAYOUT_KEYS = {
     { name: 'c_proj.weight', parts: ['out.weight'], conv1d: true }, { name: 'c_proj.bias', parts: ['out.bias'] },
   ],
   // BERT's attention block: prefix '...attention.' ('bert.encoder.layer.0.attention.').
-  bert: [
-    { name: 'self.query.weight', parts: ['q.weight'] }, { name: 'self.key.weight', parts: ['k.weight'] },
-    { name: 'self.value.weight', parts: ['v.weight'] }, { name: 'output.dense.weight', parts: ['out.weight'] },
-    { name: 'self.query.bias', parts: ['q.bias'] }, { name: 'self.key.bias', parts: ['k.bias'] },
-    { name: 'self.value.bias', parts: ['v.bias'] }, { name: 'output.dense.bias', parts: ['out.bias'] },
-  ],
+  bert: projectionKeys('self.query', 'self.key', 'self.value', 'output.dense'),
   // llama.cpp's GGUF names (its convert_hf_to_gguf.py), a layer's under 'blk.N.'. Q and K rows as
   // stored: for the llama architecture, each head's rows permuted for llama.cpp's rotary pairs of
   // adjacent dims (fromGguf() creates the module with rotary.interleaved for them).
   gguf: [
-    { name: 'attn_q.weight', parts: ['q.weight'] }, { name: 'attn_k.weight', parts: ['k.weight'] },
-    { name: 'attn_v.weight', parts: ['v.weight'] }, { name: 'attn_output.weight', parts: ['out.weight'] },
-    { name: 'attn_q.bias', parts: ['q.bias'] }, { name: 'attn_k.bias', parts: ['k.bias'] },
-    { name: 'attn_v.bias', parts: ['v.bias'] }, { name: 'attn_output.bias', parts: ['out.bias'] },
+    ...projectionKeys('attn_q', 'attn_k', 'attn_v', 'attn_output'),
     { name: 'attn_qkv.weight', parts: weights }, { name: 'attn_qkv.bias', parts: biases },
     { name: 'attn_q_norm.weight', parts: ['q_norm'] }, { name: 'attn_k_norm.weight', parts: ['k_norm'] },
     { name: 'attn_sinks.weight', parts: ['sinks'] },
