@@ -10,6 +10,7 @@
 import { DTypeError, StateDictError, describe, formatShape } from '../base/errors.js';
 import { typedArrayType } from '../base/typed_arrays.js';
 import { GGML_TYPES, f16Value } from './gguf_types.js';
+import { widenHalf } from './half_floats.js';
 import { MATMUL_NBITS_BLOCKS, Q4_BLOCK, Q8_BLOCK } from './storage_types.js';
 import { blocksPerRow } from './q8_0.js';
 
@@ -90,7 +91,7 @@ function fromGguf(name, { dtype, data }, rows, cols) {
 function matMulScales(name, scales) {
   if (typedArrayType(scales) === 'Float32Array') return scales;
   if (scales && typeof scales === 'object' && scales.dtype === 'float16' && typedArrayType(scales.data) === 'Uint16Array') {
-    return Float32Array.from(scales.data, f16Value);
+    return widenHalf('float16', scales.data);
   }
   throw new DTypeError(`stateDict['${name}'].scales: expected a Float32Array or { data: Uint16Array, dtype: 'float16' }, got ${describe(scales)}`, {
     argument: `stateDict['${name}'].scales`, expected: 'Float32Array | { data: Uint16Array, dtype: float16 }', actual: describe(scales),
