@@ -6,7 +6,7 @@
 // fl((q − 8) · d). The WebGPU backend quantises with it, so that the GPU stores the codes and
 // scales the core stores (tests/webgpu/node_int4_weights.test.mjs reads both back).
 import { Q4_BLOCK } from './storage_types.js';
-import { blocksPerRow } from './q8_0.js';
+import { blocksPerRow, forEachBlock } from './q8_0.js';
 
 /** The zero point of weights quantised at load. */
 export const Q4_ZERO = 8;
@@ -26,25 +26,19 @@ function code(x, id) {
  * and zeroPoints: Uint8Array (one per block, row-major) }.
  */
 export function quantizeQ4(values, rowLength) {
-  const rows = values.length / rowLength;
-  const perRow = blocksPerRow(rowLength, Q4_BLOCK);
   const data = new Uint8Array(values.length);
-  const scales = new Float32Array(rows * perRow);
-  for (let r = 0; r < rows; r++) {
-    for (let b = 0; b < perRow; b++) {
-      const begin = r * rowLength + b * Q4_BLOCK;
-      const end = Math.min(begin + Q4_BLOCK, (r + 1) * rowLength);
-      let amax = 0, m = 0, finite = true;
-      for (let i = begin; i < end; i++) {
-        const x = values[i];
-        finite &&= Number.isFinite(x);
-        if (amax < Math.abs(x)) [amax, m] = [Math.abs(x), x];
-      }
-      const d = finite ? Math.fround(m / -8) : NaN;
-      const id = finite && d !== 0 ? Math.fround(1 / d) : 0;
-      scales[r * perRow + b] = d;
-      for (let i = begin; i < end; i++) data[i] = code(values[i], id);
+  const scales = new Float32Array(values.length / rowLength * blocksPerRow(rowLength, Q4_BLOCK));
+  forEachBlock(values.length, rowLength, Q4_BLOCK, (begin, end, block) => {
+    let amax = 0, m = 0, finite = true;
+    for (let i = begin; i < end; i++) {
+      const x = values[i];
+      finite &&= Number.isFinite(x);
+      if (amax < Math.abs(x)) [amax, m] = [Math.abs(x), x];
     }
-  }
-  return { data, scales, zeroPoints: new Uint8Array(rows * perRow).fill(Q4_ZERO) };
+    const d = finite ? Math.fround(m / -8) : NaN;
+    const id = finite && d !== 0 ? Math.fround(1 / d) : 0;
+    scales[block] = d;
+    for (let i = begin; i < end; i++) data[i] = code(values[i], id);
+  });
+  return { data, scales, zeroPoints: new Uint8Array(scales.length).fill(Q4_ZERO) };
 }

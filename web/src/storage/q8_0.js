@@ -11,6 +11,23 @@ import { roundHalfEven } from './half_floats.js';
 export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(rowLength / blockLength);
 
 /**
+ * fn(begin, end, block) for each block of `blockLength` values along each row of `rowLength` of
+ * `length` values (the last block of a row may be shorter; block: its row-major index). Returns
+ * the number of blocks.
+ */
+export function forEachBlock(length, rowLength, blockLength, fn) {
+  const perRow = blocksPerRow(rowLength, blockLength);
+  const rows = length / rowLength;
+  for (let r = 0; r < rows; r++) {
+    for (let b = 0; b < perRow; b++) {
+      const begin = r * rowLength + b * blockLength;
+      fn(begin, Math.min(begin + blockLength, (r + 1) * rowLength), r * perRow + b);
+    }
+  }
+  return rows * perRow;
+}
+
+/**
  * Quantises `values` (a Float32Array of rows of `rowLength`) in blocks of `blockLength` along each
  * row. Returns { q: Int8Array (one per value), scales: Float32Array (one per block, row-major),
  * nonFinite: the index of the first NaN or ±inf value, or -1 }. A block holding a NaN or ±inf
@@ -18,33 +35,27 @@ export const blocksPerRow = (rowLength, blockLength = Q8_BLOCK) => Math.ceil(row
  * such a value never get here: loadStateDict() refuses them first, state_dict.js).
  */
 export function quantizeQ8(values, rowLength, blockLength = Q8_BLOCK) {
-  const rows = values.length / rowLength;
-  const perRow = blocksPerRow(rowLength, blockLength);
   const q = new Int8Array(values.length);
-  const scales = new Float32Array(rows * perRow);
+  const scales = new Float32Array(values.length / rowLength * blocksPerRow(rowLength, blockLength));
   let nonFinite = -1;
-  for (let r = 0; r < rows; r++) {
-    for (let b = 0; b < perRow; b++) {
-      const begin = r * rowLength + b * blockLength;
-      const end = Math.min(begin + blockLength, (r + 1) * rowLength);
-      let max = 0;
-      for (let i = begin; i < end; i++) {
-        const a = Math.abs(values[i]);
-        if (!Number.isFinite(a)) {
-          max = NaN;
-          if (nonFinite < 0) nonFinite = i;
-          break;
-        }
-        if (a > max) max = a;
+  forEachBlock(values.length, rowLength, blockLength, (begin, end, block) => {
+    let max = 0;
+    for (let i = begin; i < end; i++) {
+      const a = Math.abs(values[i]);
+      if (!Number.isFinite(a)) {
+        max = NaN;
+        if (nonFinite < 0) nonFinite = i;
+        break;
       }
-      // float32 arithmetic throughout, as the core computes it: d = fl(max / 127), then each
-      // quotient fl(x / d) rounded (a double quotient of two floats rounds to the same float).
-      const d = Math.fround(max / 127);
-      scales[r * perRow + b] = d;
-      if (!(d > 0)) continue;
-      for (let i = begin; i < end; i++) q[i] = roundHalfEven(Math.fround(values[i] / d));
+      if (a > max) max = a;
     }
-  }
+    // float32 arithmetic throughout, as the core computes it: d = fl(max / 127), then each
+    // quotient fl(x / d) rounded (a double quotient of two floats rounds to the same float).
+    const d = Math.fround(max / 127);
+    scales[block] = d;
+    if (!(d > 0)) return;
+    for (let i = begin; i < end; i++) q[i] = roundHalfEven(Math.fround(values[i] / d));
+  });
   return { q, scales, nonFinite };
 }
 
