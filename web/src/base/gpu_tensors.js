@@ -29,6 +29,9 @@ export class DeviceData {
 /** Whether a plan's input array is a DeviceData (on the GPU) rather than a typed array. */
 export const isDeviceData = (data) => data instanceof DeviceData;
 
+/** A plan's inputs (query, key, value) on the GPU, in that order. */
+export const deviceInputs = (plan) => [plan.query, plan.key, plan.value].filter(isDeviceData);
+
 /**
  * Whether a caller's tensor is a GPU one: an object with a `gpuBuffer` key (checkGpuTensor() checks
  * the rest), unless its `location` says otherwise (an onnxruntime-web Tensor has a gpuBuffer getter

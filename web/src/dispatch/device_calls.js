@@ -14,11 +14,11 @@
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
 //     use) and the call must be one pass (a windowed cache's rows per pass).
 import { BackendError, CacheError, MemoryError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
-import { isDeviceData } from '../base/gpu_tensors.js';
+import { deviceInputs } from '../base/gpu_tensors.js';
 import { ownedPlan } from '../base/call_plan.js';
 
 /** The argument a GPU call's refusal names: its first GPU input, else `output`. */
-const deviceArgument = (plan) => [plan.query, plan.key, plan.value].find(isDeviceData)?.argument ?? 'output';
+const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
 
 /**
  * plan: a forward() plan with plan.onDevice or plan.output 'gpu-buffer'. side (the Dispatcher's):

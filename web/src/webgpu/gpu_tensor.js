@@ -3,7 +3,7 @@
 // whose GPU input WebGPU refused at the submit (destroyed, or of another device: only the device
 // can tell), found by trying each input alone.
 import { BackendError, DisposedError } from '../base/errors.js';
-import { isDeviceData } from '../base/gpu_tensors.js';
+import { deviceInputs } from '../base/gpu_tensors.js';
 import { MAP_READ, Usage } from './device.js';
 
 /** Usage of a result buffer: bound by the kernels, copied by read() and by a next module's call. */
@@ -67,7 +67,7 @@ export function uploadedTensor(device, data, shape) {
 export async function refusedInput(device, plan) {
   // A copy is the probe, so only a buffer with COPY_SRC can be tried (a STORAGE-only one, bound
   // as it is, is left to the caller's generic error).
-  const inputs = [...new Set([plan.query, plan.key, plan.value].filter((d) => isDeviceData(d) && (d.gpuBuffer.usage & Usage.COPY_SRC)))];
+  const inputs = [...new Set(deviceInputs(plan).filter((d) => d.gpuBuffer.usage & Usage.COPY_SRC))];
   if (inputs.length === 0) return null;
   const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention input probe' });
   try {
