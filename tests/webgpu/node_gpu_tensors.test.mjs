@@ -176,6 +176,23 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
     }
   });
 
+  test('keep() after a cached call on GPU inputs: a prefix is kept; a row that moves is a CacheError, the cache unchanged', async () => {
+    const mha = await module({ numKvHeads: 1 }, 33);
+    const cache = mha.createCache({ maxLength: 16 });
+    const hostCache = mha.createCache({ maxLength: 16 });
+    const x = host(3, 50);
+    const t = onGpu(x);
+    await mha.forward(t, t, t, { cache });
+    await mha.forward(x, x, x, { cache: hostCache });
+    assert.throws(() => cache.keep([0, 2]), (e) => e.name === 'CacheError' && e.argument === 'indices' && /GPU tensors/.test(e.message));
+    assert.equal(cache.length, 3);
+    cache.keep([0, 1]);
+    hostCache.keep([0, 1]);
+    assert.equal(cache.length, 2);
+    assert.deepEqual(await cache.read(), await hostCache.read());
+    t.gpuBuffer.destroy();
+  });
+
   test("'auto': GPU inputs run on the GPU whatever their size; host inputs under the threshold compute on WASM into a buffer", async () => {
     const mha = await module({ backend: 'auto', webgpuMinFlops: 1e15 });
     const [q, k, v] = [host(3, 51), host(4, 52), host(4, 53)];

@@ -23,6 +23,7 @@
 // once and the caller gets a correct result. A call with GPU-resident tensors (a GPU input, or
 // output 'gpu-buffer') has its own rules: dispatch/device_calls.js.
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
+import { deviceInputs } from '../base/gpu_tensors.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
@@ -293,7 +294,8 @@ export class Dispatcher {
     // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
     if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
     const queued = where === 'webgpu' || kvCache.busy ? ownedPlan(plan) : plan;
-    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call));
+    // A call on GPU tensors leaves nothing a later keep() could write moved rows again from.
+    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call), deviceInputs(plan).length === 0);
   }
 
   // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it

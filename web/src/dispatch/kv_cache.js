@@ -85,6 +85,7 @@ export class KvCache {
   #planned = 0;   // the length once every queued call has appended (while #queued > 0)
   #epoch = 0;     // reset(), truncate() and keep() count: a failure before one does not change the planned length
   #lastRows = 0;  // the last call's new positions, which keep() chooses among (0: none since a reset, truncate or keep)
+  #lastInputsHeld = true;  // whether the last call's inputs are the package's (not GPU tensors): a backend may need them for keep()
   #adopt;         // make()'s
 
   /**
@@ -150,7 +151,7 @@ export class KvCache {
   /** Whether calls are queued or running on it (a call enqueued now would run later). */
   get busy() { return this.#queued > 0; }
 
-  enqueue(planned, run) {
+  enqueue(planned, run, inputsHeld = true) {
     const epoch = this.#epoch;
     const rows = planned.lengthAfter - planned.lengthBefore;
     const start = () => {
@@ -172,10 +173,12 @@ export class KvCache {
         return Promise.reject(e);
       }
       this.#lastRows = rows;
+      this.#lastInputsHeld = inputsHeld;
       if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
     } else {
       call = this.#queue.then(start);
       this.#lastRows = rows;
+      this.#lastInputsHeld = inputsHeld;
     }
     this.#queued += 1;
     this.#planned = planned.lengthAfter;
@@ -266,7 +269,7 @@ export class KvCache {
     this.#refuseEncoded('keep');
     const current = this.#queued ? this.#planned : handle.length();
     const kept = checkKeep(indices, this.#lastRows, current, this.#options);
-    this.#owner.checkKeep?.(this.#lastRows, kept);  // a backend's own limit (WebGPU's)
+    this.#owner.checkKeep?.(this.#lastRows, kept, this.#lastInputsHeld);  // a backend's own limit (WebGPU's)
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).
     this.#cutBack(current - this.#lastRows + kept.length, () => this.#owner.keepCache(handle, kept), () => handle.length() === current);
@@ -304,6 +307,7 @@ export class KvCache {
     if (this.#queued === 0) {
       const fork = KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
       fork.#lastRows = this.#lastRows;
+      fork.#lastInputsHeld = this.#lastInputsHeld;
       return fork;
     }
     // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
@@ -314,6 +318,7 @@ export class KvCache {
     fork.#queued = 1;
     fork.#planned = this.#planned;
     fork.#lastRows = this.#lastRows;
+    fork.#lastInputsHeld = this.#lastInputsHeld;
     fork.#queue = copied.then(() => fork.#settle(0), () => fork.#settle(0));
     return fork;
   }

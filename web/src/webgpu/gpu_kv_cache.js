@@ -12,6 +12,7 @@
 // for the NaN rule (kernels/nonfinite_rows.wgsl.js). The same interface as the core's cache
 // handle: length(), reset(), delete(), isDeleted(); read() is the executor's readCache() here.
 import { MemoryError } from '../base/errors.js';
+import { deviceInputs } from '../base/gpu_tensors.js';
 import { ringGeometry } from '../storage/kv_ring.js';
 import { widenHalf } from '../storage/half_floats.js';
 import { MAP_READ, Usage } from './device.js';
@@ -84,10 +85,12 @@ export class GpuKvCache {
   /**
    * The last call's plan, which keep() moves rows of: its inputs are the package's own copies (a
    * GPU call takes ownedPlan()), held until the next call, reset, truncate or keep; a call of more
-   * than KEEP_INPUT_ROWS rows is remembered without them (keep() then keeps a prefix only).
+   * than KEEP_INPUT_ROWS rows, or one on GPU tensors, is remembered without them (keep() then keeps a
+   * prefix only).
    */
   recordCall(plan) {
-    this.lastCall = plan.L <= KEEP_INPUT_ROWS ? plan : { L: plan.L, cache: plan.cache, positionIds: null, inputs: false };
+    const held = plan.L <= KEEP_INPUT_ROWS && deviceInputs(plan).length === 0;
+    this.lastCall = held ? plan : { L: plan.L, cache: plan.cache, positionIds: null, inputs: false };
   }
 
   /**

@@ -191,13 +191,14 @@ export class WebGpuExecutor {
   }
 
   /**
-   * cache.keep()'s limit here, before it is queued: after a call of more than KEEP_INPUT_ROWS rows,
-   * whose inputs the cache does not hold, a prefix of it only.
+   * cache.keep()'s limit here, before it is queued: after a call whose inputs the cache does not
+   * hold (more than KEEP_INPUT_ROWS rows, or GPU tensors: inputsHeld false), a prefix of it only.
    */
-  checkKeep(rows, indices) {
-    if (rows <= KEEP_INPUT_ROWS || indices.every((i, t) => i === t)) return;
-    throw new CacheError(`cache.keep: on WebGPU, after a call of ${rows} rows (more than the ${KEEP_INPUT_ROWS} whose inputs `
-      + 'it holds to write moved rows again) only a prefix of it can be kept (indices 0, 1, …)', {
+  checkKeep(rows, indices, inputsHeld = true) {
+    if ((rows <= KEEP_INPUT_ROWS && inputsHeld) || indices.every((i, t) => i === t)) return;
+    const after = inputsHeld ? `a call of ${rows} rows (more than the ${KEEP_INPUT_ROWS} whose inputs it holds`
+      : 'a call on GPU tensors (whose inputs it does not hold';
+    throw new CacheError(`cache.keep: on WebGPU, after ${after} to write moved rows again) only a prefix of it can be kept (indices 0, 1, …)`, {
       argument: 'indices', expected: 'a prefix', actual: Array.from(indices).join(', '),
     });
   }
