@@ -59,7 +59,8 @@ async function createStacks(MultiHeadAttention, shape, settings, log) {
 async function token(stack, x, E) {
   let h = x;
   for (const { mha, cache } of stack.layers) {
-    h = (await mha.forward({ data: h, shape: [1, 1, E] }, { data: h, shape: [1, 1, E] }, { data: h, shape: [1, 1, E] }, { cache })).output.data;
+    const x = { data: h, shape: [1, 1, E] };
+    h = (await mha.forward(x, x, x, { cache })).output.data;
   }
   return h;
 }
