@@ -21,26 +21,18 @@
 import { measureReadBandwidth } from '../limits/membw/measure.mjs';
 import { filled, maxAbsDiff, median } from '../lib/suite.mjs';
 import { DTYPES, parseDtypes, stepBytes } from './decode_dtypes.mjs';
-import { stateDict } from './decode_suite.mjs';
+import { makeDecodeWeights, stateDict } from './decode_suite.mjs';
 
 export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64, cacheLength: 512, tokens: 24, drift: 8 };
 
 const now = () => performance.now();
-
-/** Layer `i`'s float32 weights (PyTorch's [out, in]; ~U(±1/√in), so activations stay O(1)). */
-function layerWeights({ E, h, hkv, headDim }, i) {
-  const linear = (rows, cols, s) => ({ w: filled(rows * cols, s, 1 / Math.sqrt(cols)), b: filled(rows, s + 1, 0.05) });
-  const seed = 100 + 10 * i;
-  return { q: linear(h * headDim, E, seed), k: linear(hkv * headDim, E, seed + 2), v: linear(hkv * headDim, E, seed + 4),
-    o: linear(E, h * headDim, seed + 6) };
-}
 
 /** One stack per setting name (DTYPES), layer by layer so that one layer's float32 weights live at a time. */
 async function createStacks(MultiHeadAttention, shape, settings, log) {
   const stacks = settings.map((name) => ({ name, layers: [] }));
   const maxLength = shape.cacheLength + shape.drift + 1;
   for (let i = 0; i < shape.layers; i++) {
-    const W = layerWeights(shape, i);
+    const W = makeDecodeWeights(shape, 100 + 10 * i);  // layer i's own
     for (const stack of stacks) {
       const { weights, cache, activations } = DTYPES[stack.name];
       const mha = await MultiHeadAttention.create({
