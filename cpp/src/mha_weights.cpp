@@ -176,7 +176,7 @@ namespace {
 void require_valid_blocks(const std::string& name, const MultiHeadAttention::QuantisedEntry& q, const ParameterSpec& spec,
                           StorageType type) {
   const std::size_t rows = static_cast<std::size_t>(spec.shape[0]), cols = static_cast<std::size_t>(spec.shape[1]);
-  const std::size_t blocks = rows * ((cols + storage::kQuantBlock - 1) / storage::kQuantBlock);
+  const std::size_t blocks = rows * storage::quant_blocks(static_cast<int>(cols));
   const std::string at = "state dict '" + name + "': ";
   for (std::size_t i = 0; i < blocks; ++i) {
     if (!std::isfinite(q.scales[i])) throw StateDictError(name, at + "scales must be finite, got " + std::to_string(q.scales[i]) + " at block " + std::to_string(i));
@@ -206,7 +206,7 @@ void MultiHeadAttention::load_quantised_parameter(const std::string& name, const
   }
   require_valid_blocks(name, q, spec, type);
   const int cols = spec.shape[1];
-  const std::size_t blocks = static_cast<std::size_t>((cols + storage::kQuantBlock - 1) / storage::kQuantBlock);
+  const std::size_t blocks = static_cast<std::size_t>(storage::quant_blocks(cols));
   std::vector<kernels::PackedLinear> packed;  // every part packed before any goes in
   for (const EntryPart& part : parts) {
     const std::size_t row0 = part.offset / static_cast<std::size_t>(cols);

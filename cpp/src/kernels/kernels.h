@@ -65,7 +65,7 @@ struct PackedLinear {
   int panel_count() const { return whole_panels(out) / kPanelWidth; }
   // Output columns panel p holds (8, or fewer in the last panel), the rest being padding.
   int panel_columns(int p) const { return std::min(kPanelWidth, out - p * kPanelWidth); }
-  int scale_blocks() const { return (in + storage::kQuantBlock - 1) / storage::kQuantBlock; }
+  int scale_blocks() const { return storage::quant_blocks(in); }
   // The panels as elements of T (T matching `type`: float, std::uint16_t or std::int8_t).
   template <class T>
   PanelMatrix<T> elements() const {

@@ -46,7 +46,7 @@ struct Q8Rows {
                 BlockQuantiser block = quantise_block) {
     rows = row_count;
     in = width;
-    blocks = (in + storage::kQuantBlock - 1) / storage::kQuantBlock;
+    blocks = storage::quant_blocks(in);
     codes.assign(static_cast<std::size_t>(rows) * stride(), 0);
     scales.resize(static_cast<std::size_t>(rows) * blocks);
     sums.resize(static_cast<std::size_t>(rows) * blocks);

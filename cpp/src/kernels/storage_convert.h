@@ -17,6 +17,8 @@ namespace webattention::storage {
 
 // int8 and int4 weights: one scale per 32 input values of an output column (storage_type.h's table).
 constexpr int kQuantBlock = storage_type_info(StorageType::i8).block;
+// Blocks along a row of `in` values (the last one may be shorter).
+constexpr int quant_blocks(int in) { return (in + kQuantBlock - 1) / kQuantBlock; }
 static_assert(storage_type_info(StorageType::q4).block == kQuantBlock, "int8 and int4 share the block the kernels assume");
 
 inline std::uint32_t bits_of(float f) {
