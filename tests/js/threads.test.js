@@ -156,7 +156,9 @@ test('\'auto\' keeps small calls on the calling thread and pools big ones', { sk
       // result is not delayed by the spawn), never waiting for them.
       assert.equal(await countingTasks(() => pooled.forward(big, big, big)), 0);
       assert.equal(pools.length, 0, 'no workers spawned during the big call');
-      await new Promise((resolve) => setTimeout(resolve, 0));
+      // startSoon() uses setImmediate in Node, whose queue runs in order (a setTimeout(0) here
+      // could fire first: timers and immediates have no fixed order outside I/O callbacks).
+      await new Promise((resolve) => setImmediate(resolve));
       assert.equal(pools.length, 1, 'the big call started the workers after it returned');
     });
     await pools[0].memoryInUse();  // answered after the worker made the module: the pool is up
@@ -361,6 +363,26 @@ test('node exits on its own: after dispose(), without it, and with workers still
     assert.equal(r.status, 0, r.stderr);
     assert.equal(r.stdout.trim(), forward ? '3 160' : '', what);
   }
+});
+
+test("'auto': a process that ends after its first large call exits without starting a worker", () => {
+  const entry = new URL('../../web/src/node.js', import.meta.url).href;
+  const internals = new URL('../internals.mjs', import.meta.url).href;
+  // The call is large enough for workers, so the pool is made after it (startSoon()); the worker
+  // that would start then is never needed, and its start would keep the process alive meanwhile.
+  const script = `
+    const { MultiHeadAttention } = await import(${JSON.stringify(entry)});
+    const { poolTestHooks } = await import(${JSON.stringify(internals)});
+    poolTestHooks.spawnWorker = () => { console.log('spawned'); return new Promise(() => {}); };
+    const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 8, threads: 'auto' });
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) =>
+      [name, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(0.01)])));
+    const x = { data: new Float32Array(512 * 256).fill(0.5), shape: [1, 512, 256] };
+    const { output } = await mha.forward(x, x, x);
+    console.log(output.data.length);`;
+  const r = runNodeScript(script);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.trim(), '131072');
 });
 
 test('no leaks: WASM memory stays flat on the calling thread and in every worker', async () => {

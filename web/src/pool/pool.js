@@ -23,6 +23,9 @@ import { copyEntry } from '../storage/quantised_tensors.js';
  * posted; answerMs(ms), when set, replaces each request's answer budget (workerAnswerMs);
  * spawnWorker(variant), when set, makes the workers instead of the platform.
  */
+// How long an unawaited worker start waits (see #startLater()).
+const UNAWAITED_START_MS = 10;
+
 export const testHooks = { onPool: null, beforeRun: null, answerMs: null, spawnWorker: null };
 
 /**
@@ -197,30 +200,44 @@ export class WorkerPool {
   // A worker starts after the current task (macrotask), so that create(), loadStateDict() and a
   // first forward() in one go are not slowed down by its start; messages wait for it meanwhile.
   #spawn(index) {
-    const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0, watchdog: null };
-    setTimeout(async () => {
-      if (this.#closed) return;
-      let endpoint;
-      try {
-        endpoint = await (testHooks.spawnWorker ?? this.#spawnWorker)(this.#variant);
-      } catch (e) {
-        // No Worker support, or a blocked script: nothing to run on, the modules fall back.
-        this.#fail(`could not be started (${e?.message ?? e})`, index);
-        return;
-      }
-      if (this.#closed) {  // stopped while the platform made it (Node's spawn is async)
-        endpoint.terminate();
-        return;
-      }
-      w.endpoint = endpoint;
-      w.endpoint.onMessage((m) => this.#receive(w, m));
-      w.endpoint.onFailure((reason) => this.#fail(reason, index));
-      if (w.keepAlive === 0) w.endpoint.unref?.();  // after onMessage: Node's 'message' listener refs
-      for (const [message, transfer] of w.queue) this.#post(w, message, transfer);
-      w.queue = null;
-    }, 0);
+    const w = { index, endpoint: null, queue: [], pending: new Map(), keepAlive: 0, watchdog: null, startTimer: null };
+    this.#startLater(w, UNAWAITED_START_MS);
     this.#request(w, 0, { type: 'init', module: this.#module, variant: this.#variant }).catch(() => {});
     return w;
+  }
+
+  // While nobody waits for the worker, its start waits on a timer that does not keep Node alive,
+  // long enough for a process that is ending anyway (its first call was its last) to end first:
+  // a worker started then would hold its exit up by its own start. Once someone waits, at once.
+  #startLater(w, ms) {
+    clearTimeout(w.startTimer);
+    w.startTimer = setTimeout(() => {
+      w.startTimer = null;
+      this.#start(w);
+    }, ms);
+    if (ms > 0) w.startTimer.unref?.();
+  }
+
+  async #start(w) {
+    if (this.#closed) return;
+    let endpoint;
+    try {
+      endpoint = await (testHooks.spawnWorker ?? this.#spawnWorker)(this.#variant);
+    } catch (e) {
+      // No Worker support, or a blocked script: nothing to run on, the modules fall back.
+      this.#fail(`could not be started (${e?.message ?? e})`, w.index);
+      return;
+    }
+    if (this.#closed) {  // stopped while the platform made it (Node's spawn is async)
+      endpoint.terminate();
+      return;
+    }
+    w.endpoint = endpoint;
+    w.endpoint.onMessage((m) => this.#receive(w, m));
+    w.endpoint.onFailure((reason) => this.#fail(reason, w.index));
+    if (w.keepAlive === 0) w.endpoint.unref?.();  // after onMessage: Node's 'message' listener refs
+    for (const [message, transfer] of w.queue) this.#post(w, message, transfer);
+    w.queue = null;
   }
 
   #post(w, message, transfer) {
@@ -244,7 +261,10 @@ export class WorkerPool {
     }
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
-      if (keepAlive && w.keepAlive++ === 0) w.endpoint?.ref?.();
+      if (keepAlive && w.keepAlive++ === 0) {
+        if (w.endpoint) w.endpoint.ref?.();
+        else if (w.startTimer) this.#startLater(w, 0);
+      }
       const budgetMs = testHooks.answerMs?.(workerAnswerMs(flops)) ?? workerAnswerMs(flops);
       w.pending.set(id, { resolve, reject, mhaId, keepAlive, budgetMs });
       if (w.pending.size === 1) this.#watch(w);
