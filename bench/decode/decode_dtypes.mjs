@@ -11,11 +11,12 @@ export const DTYPES = {
   f32: { weights: 'float32', cache: 'float32', ort: 'f32' },
   f16: { weights: 'float16', cache: 'float16', ort: 'f16' },
   i8: { weights: 'int8', cache: 'int8', ort: 'q8' },
-  // int4 weights have no cache dtype of their own: the narrowest cache, int8. No ORT graph yet.
-  i4: { weights: 'int4', cache: 'int8', ort: null },
-  // int8 activations (create({ activations: 'int8' })): the same stored bytes as i8 / i4.
-  i8a8: { weights: 'int8', cache: 'int8', activations: 'int8', ort: null, bytesLike: 'i8' },
-  i4a8: { weights: 'int4', cache: 'int8', activations: 'int8', ort: null, bytesLike: 'i4' },
+  // int4 weights have no cache dtype of their own: the narrowest cache, int8.
+  i4: { weights: 'int4', cache: 'int8', ort: 'q4' },
+  // int8 activations (create({ activations: 'int8' })): the same stored bytes as i8 / i4; ORT's
+  // counterpart is MatMulNBits' accuracy_level 4.
+  i8a8: { weights: 'int8', cache: 'int8', activations: 'int8', ort: 'q8a8', bytesLike: 'i8' },
+  i4a8: { weights: 'int4', cache: 'int8', activations: 'int8', ort: 'q4a8', bytesLike: 'i4' },
 };
 export const REFERENCE_DTYPE = 'f32';
 

@@ -14,7 +14,7 @@
 //       (onnx_decode_model.mjs): each step feeds the previous step's present_key/present_value
 //       as past, so ORT's copies (past in, past + new into present, present out) are timed, as a
 //       real ORT decode loop pays them. One graph per timed dtype, its weights stored as that
-//       dtype's (decode_dtypes.mjs: f32 MatMul, an f16 model's Cast + MatMul, MatMulNBits 8-bit).
+//       dtype's (decode_dtypes.mjs: f32 MatMul, an f16 model's Cast + MatMul, MatMulNBits 8/4-bit).
 //   (d) the memory bound: the bytes a step must read (the four projections' f32 weights and
 //       biases, the n cached positions' K and V in f32) / the measured read bandwidth.
 // Every cell's first step (at length n) is compared with (a)'s output before timing. The steps

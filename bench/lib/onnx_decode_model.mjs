@@ -16,6 +16,7 @@
 //   scores per head: 8192² · 32 heads of float32 do not fit in wasm32 memory).
 import { FLOAT, FLOAT16, INT32, float, float16Tensor, floatTensor, int64Tensor, model, node, transpose, uint8Tensor, valueInfo } from './onnx_model.mjs';
 import { quantizeQ8 } from '../../web/src/storage/q8_0.js';
+import { quantizeQ4 } from '../../web/src/storage/q4_0.js';
 import { Q8_BLOCK } from '../../web/src/storage/storage_types.js';
 import { roundToHalf } from '../../web/src/storage/half_floats.js';
 
@@ -38,21 +39,43 @@ function matmulF16(nodes, init, input, name, w, rows, cols) {
 }
 
 /**
- * 8-bit: com.microsoft.MatMulNBits (bits 8, blocks of 32 along the input) holding the package's
- * int8 values exactly (q8_0, web/src/q8_0.js; ORT's default zero point for 8 bits is 128, so
- * B = q + 128). accuracy_level 0 (f32 arithmetic on the dequantised weights): level 4 (the input
- * quantised to int8 too) ran no faster in ORT 1.30's wasm EP (docs/performance.md#decode-against-orts-best-path).
+ * MatMulNBits (blocks of 32 along the input) holding the package's quantised values exactly:
+ * B [rows, blocks, blob] of unsigned codes, scales one per block. accuracy_level 0: f32
+ * arithmetic on the dequantised weights; 4: the input quantised to int8 too, ORT's integer path
+ * (the counterpart of create({ activations: 'int8' })).
  */
-function matmulQ8(nodes, init, input, name, w, rows, cols) {
-  const { q, scales } = quantizeQ8(w, cols);
-  init.push(uint8Tensor(`W${name}`, [rows, cols / Q8_BLOCK, Q8_BLOCK], Uint8Array.from(q, (v) => v + 128)));
+function matmulNBits(nodes, init, input, name, { bits, codes, scales }, rows, cols, accuracyLevel) {
+  init.push(uint8Tensor(`W${name}`, [rows, cols / Q8_BLOCK, Q8_BLOCK * bits / 8], codes));
   init.push(floatTensor(`s${name}`, [rows * (cols / Q8_BLOCK)], scales));
   nodes.push(node('MatMulNBits', [input, `W${name}`, `s${name}`], [`${name}_mm`],
-    { K: cols, N: rows, bits: 8, block_size: Q8_BLOCK, accuracy_level: 0 }, 'com.microsoft'));
+    { K: cols, N: rows, bits, block_size: Q8_BLOCK, accuracy_level: accuracyLevel }, 'com.microsoft'));
 }
 
+/** 8 bits: q8_0 (web/src/storage/q8_0.js); ORT's default zero point for 8 bits is 128, so B = q + 128. */
+function q8Blocks(w, cols) {
+  const { q, scales } = quantizeQ8(w, cols);
+  return { bits: 8, codes: Uint8Array.from(q, (v) => v + 128), scales };
+}
+
+/**
+ * 4 bits: q4_0 (web/src/storage/q4_0.js: codes 0–15, zero point 8, ORT's default for 4 bits),
+ * two codes a byte, the first in the low nibble (MatMulNBits' packing).
+ */
+function q4Blocks(w, cols) {
+  const { data, scales } = quantizeQ4(w, cols);
+  const codes = new Uint8Array(data.length / 2);
+  for (let i = 0; i < codes.length; i++) codes[i] = data[2 * i] | (data[2 * i + 1] << 4);
+  return { bits: 4, codes, scales };
+}
+
+const nBits = (blocks, accuracyLevel) => (nodes, init, input, name, w, rows, cols) =>
+  matmulNBits(nodes, init, input, name, blocks(w, cols), rows, cols, accuracyLevel);
+
 /** The step graph's projections by the weights' storage (decode_dtypes.mjs names them). */
-export const ORT_WEIGHTS = { f32: matmulF32, f16: matmulF16, q8: matmulQ8 };
+export const ORT_WEIGHTS = {
+  f32: matmulF32, f16: matmulF16,
+  q8: nBits(q8Blocks, 0), q8a8: nBits(q8Blocks, 4), q4: nBits(q4Blocks, 0), q4a8: nBits(q4Blocks, 4),
+};
 
 /** x Wᵀ + b → name, W stored as ORT_WEIGHTS[storage] says. */
 function linear(nodes, init, input, name, { w, b }, rows, cols, storage = 'f32') {
