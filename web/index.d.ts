@@ -14,7 +14,7 @@ import type {
   CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
-import type { GpuAttentionResult, GpuTensorInput as GpuTensorOnly, OrtGpuTensorInput } from './types/gpu_tensors.js';
+import type { GpuAttentionResult, GpuBatch, GpuTensorInput as GpuTensorOnly, OrtGpuTensorInput } from './types/gpu_tensors.js';
 
 /** A GPU input of forward(): this package's form or onnxruntime-web's. */
 type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
@@ -117,6 +117,12 @@ export interface ForwardOptions {
    * the CPU ('auto' under webgpuMinFlops) has its result put into a new buffer.
    */
   output?: 'cpu' | 'gpu-buffer';
+  /**
+   * Records the call into this GpuBatch instead of submitting it (needs output 'gpu-buffer'; an
+   * OptionError otherwise, or for a batch of another device): batch.submit() submits every call
+   * recorded, in one queue.submit() (docs/webgpu.md, "One submit per step").
+   */
+  batch?: GpuBatch;
 }
 
 export interface AttentionResult {

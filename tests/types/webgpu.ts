@@ -1,6 +1,6 @@
 // The WebGPU options as a user writes them (compiled with usage.ts by tsc --noEmit). No WebGPU
 // type package is needed: `gpu` is typed structurally.
-import { BackendError, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
+import { BackendError, GpuBatch, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
@@ -48,3 +48,14 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   return [values, weights, hostValues, onDevice];
 }
 gpuTensorsExample;
+
+// One submit per step: the calls recorded into a GpuBatch, submitted once.
+async function gpuBatchExample(layers: MultiHeadAttention[]) {
+  const batch = new GpuBatch();
+  let x: GpuTensor | { gpuBuffer: typeof buffer; shape: number[] } = { gpuBuffer: buffer, shape: [1, 1, 16] };
+  for (const layer of layers) x = (await layer.forward(x, x, x, { output: 'gpu-buffer', batch })).output;
+  const pending: number = batch.pending;
+  await batch.submit();
+  return pending;
+}
+gpuBatchExample;

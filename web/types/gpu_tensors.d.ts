@@ -49,3 +49,22 @@ export interface GpuAttentionResult {
   /** Present when weights were asked for, else null. */
   attnWeights: GpuTensor | null;
 }
+
+/**
+ * Records forward() calls (`{ output: 'gpu-buffer', batch }`) of modules on one GPUDevice into one
+ * command buffer, submitted by submit(): a decode step through a stack of layers is one
+ * queue.submit(). A batched forward() resolves once its work is encoded; its results hold their
+ * values from the submit on (read() submits first when need be; dispose() destroys after it).
+ */
+export class GpuBatch {
+  constructor();
+  /** forward() calls recorded and not yet submitted. */
+  readonly pending: number;
+  /**
+   * Submits the recorded calls (one queue.submit(); one more per module called twice) and resolves
+   * once WebGPU validated them. A BackendError naming the call ("call N of the batch") and its
+   * argument when WebGPU refused the work (a GPU input destroyed meanwhile): its results are then
+   * destroyed and its caches back to their lengths before it.
+   */
+  submit(): Promise<void>;
+}

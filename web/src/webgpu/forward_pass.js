@@ -53,9 +53,11 @@ export class DeviceLost extends Error {}
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
 // caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
 // its usage has STORAGE, else copied on the device into the role's buffer.
-function encodingContext(gpu, encoder, results = null) {
+// A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
+// are mapped again after their submit, which is the batch's.
+function encodingContext(gpu, encoder, results = null, batched = false) {
   const { device } = gpu;
-  const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
+  const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const made = new Map();  // role → a result buffer of the caller's
@@ -149,6 +151,44 @@ function reportPhases(marks, uploadMs, gpuMs) {
   passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
 }
 
+// A call with plan.batch (dispatch/gpu_batch.js): its dispatches recorded into the batch's encoder,
+// under error scopes of its own (popped at once, awaited by batch.submit()), and nothing submitted.
+// Resolves to { output, weights, kernels } with GpuTensors that read() submits the batch for.
+function recordForward(gpu, call, names) {
+  const { device } = gpu;
+  const { plan, cache } = call;
+  const encoder = plan.batch.encoderFor(gpu, device);  // before the scopes: it may submit
+  const popScopes = () => [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
+  let ctx = null;
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  try {
+    ctx = encodingContext(gpu, encoder, ['output', 'weights'], true);
+    encodeForward(ctx, call);
+    encodePass(device, ctx, encoder, null);
+    passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
+  } catch (e) {
+    popScopes();
+    gpu.releasePool();
+    for (const b of ctx?.made.values() ?? []) b.destroy();
+    throw e;
+  }
+  const lengthBefore = cache ? plan.cache.lengthBefore : 0;
+  const ticket = plan.batch.record({
+    scopes: popScopes(),
+    refused: () => refusedInput(device, plan),
+    undo: () => cache?.truncate(lengthBefore),
+    destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
+  });
+  const pending = { submitted: () => plan.batch.whenSubmitted(ticket), after: (fn) => plan.batch.afterSubmit(ticket, fn) };
+  const weights = ctx.made.get('weights');
+  return {
+    kernels: names,
+    output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending),
+    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending) : null,
+  };
+}
+
 /**
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
@@ -162,10 +202,13 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;
   const marks = passHooks.onPhases ? [performance.now()] : null;
   const problems = linearProblems(plan, config);
-  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting }));
+  // A batched call is not timed (its submit is the batch's): it never measures a candidate.
+  const measuring = gpu.selecting && !plan.batch;
+  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring }));
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
   selectionHooks.onCall?.(names);
+  if (plan.batch) return recordForward(gpu, { plan, config, path, cache, problems, kernels }, names);
   const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
 
