@@ -41,11 +41,14 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   const onDevice: object | null = a.gpuDevice;
   const ort = { location: 'gpu-buffer' as const, gpuBuffer: buffer, dims: [1, 8, 16], type: 'float32' as const };
   await a.forward(ort, ort, ort, { output: 'gpu-buffer' });
-  // @ts-expect-error: a GPU tensor holds float32 only
-  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' }, x, x);
+  const half = { gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' as const };
+  await a.forward(half, half, half, { output: 'gpu-buffer' });
+  const halfOut: Uint16Array = (await a.forward(half, half, half)).output.data;
+  // @ts-expect-error: a GPU tensor holds float32 or float16
+  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'bfloat16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
   await a.forward(x, x, x, { output: 'gpu' });
-  return [values, weights, hostValues, onDevice];
+  return [values, weights, hostValues, onDevice, halfOut];
 }
 gpuTensorsExample;
 

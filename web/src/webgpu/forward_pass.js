@@ -12,7 +12,7 @@ import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
 import { GpuTensor, RESULT_USAGE, refusedInput } from './gpu_tensor.js';
-import { isDeviceData } from '../base/gpu_tensors.js';
+import { deviceBytes, isDeviceData } from '../base/gpu_tensors.js';
 import { recordTime, selectionHooks } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -24,12 +24,14 @@ import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
 import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
+import { WIDEN_HALF_PARAMS, widenHalfGrid } from './kernels/widen_half.wgsl.js';
+import { packParams } from './kernel_params.js';
 
 export { cdiv } from './forward_encode.js';
 export const F32 = 4;
 const UNIFORM_SLOT = 256;  // minUniformBufferOffsetAlignment's largest allowed value
 // The largest uniform block of the kernels a call binds (a slot holds any of them).
-const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS].map(paramsBytes));
+const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS, WIDEN_HALF_PARAMS].map(paramsBytes));
 /** Usage of the buffers the kernels read that the CPU writes. */
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
@@ -54,8 +56,9 @@ export class DeviceLost extends Error {}
 // caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
 // its usage has STORAGE, else copied on the device into the role's buffer.
 // A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
-// are mapped again after their submit, which is the batch's.
-function encodingContext(gpu, encoder, results = null, batched = false) {
+// are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
+// device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
+function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
@@ -73,6 +76,7 @@ function encodingContext(gpu, encoder, results = null, batched = false) {
   const uploads = new Map();  // the same typed array goes up once
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
+    if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
     if (!uploads.has(data) && isDeviceData(data) && data.offset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
@@ -93,6 +97,21 @@ function encodingContext(gpu, encoder, results = null, batched = false) {
   const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
   const dispatches = [];
   const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
+  // A float16 GPU input's words bound as they are (STORAGE usage) or copied on the device into the
+  // role's half buffer, then widened into the role's float32 buffer before the kernels read it.
+  const widened = (data, role) => {
+    const bytes = deviceBytes('float16', data.length);
+    let halves = data.gpuBuffer;
+    if (halves.usage & Usage.STORAGE) {
+      sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
+    } else {
+      halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
+      encoder.copyBufferToBuffer(data.gpuBuffer, 0, halves, 0, bytes);
+    }
+    const b = buffer(data.length, STORAGE_IN, role);
+    dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
+    return b;
+  };
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
@@ -163,7 +182,7 @@ function recordForward(gpu, call, names) {
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
-    ctx = encodingContext(gpu, encoder, ['output', 'weights'], true);
+    ctx = encodingContext(gpu, encoder, { results: ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf });
     encodeForward(ctx, call);
     encodePass(device, ctx, encoder, null);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
@@ -220,7 +239,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   device.pushErrorScope('validation');
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
-    ctx = encodingContext(gpu, encoder, onDevice ? ['output', 'weights'] : null);
+    ctx = encodingContext(gpu, encoder, { results: onDevice ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf });
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
