@@ -1,9 +1,10 @@
 // GpuBatch (README "Tensors on the GPU", docs/webgpu.md#one-submit-per-step): a decode step through
 // a stack of layers, each on its own KV cache, recorded into one batch is exactly one queue.submit()
 // and no mapAsync until read(), bit for bit the per-layer path; read() before submit() submits; a
-// module called twice in one batch; a GPU input destroyed before the submit is a typed error naming
-// the call and its argument, the caches back to their lengths, the modules usable afterwards; bad
-// `batch` options. Set-up: node_setup.mjs.
+// module called twice in one batch; work outside the batch (an unbatched call of its module,
+// cache.read(), another module on its result) submitting it first; a GPU input destroyed before
+// the submit is a typed error naming the call and its argument, the caches back to their lengths,
+// the modules usable afterwards; bad `batch` options. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch, MultiHeadAttention } from '#webattention';
@@ -102,6 +103,44 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
     assert.equal(batch.pending, 0);
     await batch.submit();  // nothing left: resolves
     for (const t of [result.got, want]) t.dispose();
+    x.gpuBuffer.destroy();
+  });
+
+  test('work outside the batch on its modules, caches or results submits the batch first: the values of submitting first', async () => {
+    const [a, b, c] = [await layer(350), await layer(351), await layer(352)];
+    const x = gpuTensor(host(3, 353).data, [1, 3, E]);
+    const reference = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 })];
+    const wantB = await step([a, b], reference, x, null);
+    const wantC = (await c.forward(wantB, wantB, wantB, { output: 'gpu-buffer' })).output;
+    const wantOther = (await a.forward(x, x, x, { output: 'gpu-buffer' })).output;
+    const caches = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 })];
+    const cases = [
+      ['an unbatched call of a module in the batch', async (out) => {
+        const other = (await a.forward(x, x, x, { output: 'gpu-buffer' })).output;
+        assert.deepEqual(await other.read(), await wantOther.read());
+        other.dispose();
+        assert.deepEqual(await out.read(), await wantB.read());
+      }],
+      ["cache.read() of a batched call's cache", async (out) => {
+        assert.deepEqual(await caches[0].read(), await reference[0].read());
+        assert.deepEqual(await out.read(), await wantB.read());
+      }],
+      ['a call of a module outside the batch on a batched result', async (out) => {
+        const next = (await c.forward(out, out, out, { output: 'gpu-buffer' })).output;
+        assert.deepEqual(await next.read(), await wantC.read());
+        next.dispose();
+      }],
+    ];
+    for (const [what, check] of cases) {
+      for (const cache of caches) cache.reset();
+      const batch = new GpuBatch();
+      const out = await step([a, b], caches, x, batch);
+      assert.equal(batch.pending, 2);
+      await check(out);
+      assert.equal(batch.pending, 0, `${what}: the batch was submitted`);
+      out.dispose();
+    }
+    for (const t of [wantB, wantC, wantOther]) t.dispose();
     x.gpuBuffer.destroy();
   });
 

@@ -64,7 +64,9 @@ export interface GpuAttentionResult {
  * Records forward() calls (`{ output: 'gpu-buffer', batch }`) of modules on one GPUDevice into one
  * command buffer, submitted by submit(): a decode step through a stack of layers is one
  * queue.submit(). A batched forward() resolves once its work is encoded; its results hold their
- * values from the submit on (read() submits first when need be; dispose() destroys after it).
+ * values from the submit on (read() submits first when need be; dispose() destroys after it). The
+ * package's own work outside the batch on its modules, caches or results submits it first; the
+ * caller's own passes do not: submit() before reading results there.
  */
 export class GpuBatch {
   constructor();

@@ -21,9 +21,8 @@ export class GpuBatch {
   #members = new Set();   // the executors with work in #encoder
   #calls = [];            // what is recorded since the last submit(): see record()
   #submits = [];          // [scope promises] of each queue.submit() since the last submit()
-  #submitting = null;     // submit()'s promise while it runs
   #after = [];            // afterSubmit()'s, run once the recorded calls are submitted
-  #failed = new Map();    // generation → the error its submit() rejected with (its results' read() too)
+  #outcomes = new Map();  // generation → its submit()'s promise, while it runs, and for good when it failed
   #generation = 0;        // submit() count: which submit a recorded call's results wait for
 
   /** How many forward() calls are recorded and not yet submitted. */
@@ -61,13 +60,13 @@ export class GpuBatch {
   }
 
   /**
-   * Internal (GpuTensor.read()): resolves once the call of `ticket` was submitted, submitting the
-   * batch when that has not happened yet; rejects as that submit() did.
+   * Internal (GpuTensor.read(), and a module's work outside the batch): resolves once the call of
+   * `ticket` was submitted, submitting the batch now (synchronously: the queue.submit() happens
+   * before this returns) when that has not happened yet; rejects as that submit() did.
    */
   whenSubmitted(ticket) {
     if (ticket === this.#generation) return this.submit();
-    if (this.#failed.has(ticket)) return Promise.reject(this.#failed.get(ticket));
-    return this.#submitting ?? Promise.resolve();
+    return this.#outcomes.get(ticket) ?? Promise.resolve();
   }
 
   /**
@@ -81,33 +80,29 @@ export class GpuBatch {
 
   /**
    * Submits the calls recorded since the last submit() (one queue.submit(), or one more per module
-   * called twice) and resolves once WebGPU has validated them; nothing recorded: resolves at once.
-   * Rejects with a BackendError naming the call (its index among them) and its argument when
-   * WebGPU refused the work; those calls' results are destroyed and their caches put back.
+   * called twice) before it returns, and resolves once WebGPU has validated them; nothing
+   * recorded: resolves at once. Rejects with a BackendError naming the call (its index among them)
+   * and its argument when WebGPU refused the work; those calls' results are destroyed and their
+   * caches put back.
    */
   submit() {
-    this.#submitting ??= this.#submitAll().finally(() => { this.#submitting = null; });
-    return this.#submitting;
-  }
-
-  async #submitAll() {
     const generation = this.#generation++;
-    try {
-      await this.#submitRecorded();
-    } catch (e) {
-      this.#failed.set(generation, e);
-      throw e;
-    }
-  }
-
-  async #submitRecorded() {
     if (this.#encoder) this.#submitEncoder();
     const calls = this.#calls;
     const submits = this.#submits;
     this.#calls = [];
     this.#submits = [];
     for (const fn of this.#after.splice(0)) fn();
-    if (calls.length === 0) return;
+    if (calls.length === 0) return Promise.resolve();
+    // Kept while it runs, and for good when it failed (its results' read() rejects with it).
+    const outcome = this.#validated(calls, submits);
+    this.#outcomes.set(generation, outcome);
+    outcome.then(() => this.#outcomes.delete(generation), () => {});
+    return outcome;
+  }
+
+  // Resolves once every error scope of `calls` and of their `submits` settled; else the error.
+  async #validated(calls, submits) {
     const failures = await Promise.all([...calls.flatMap((c) => c.scopes), ...submits.flat()]);
     const failure = failures.find(Boolean);
     if (!failure) return;

@@ -11,7 +11,7 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
-import { GpuTensor, RESULT_USAGE, refusedInput } from './gpu_tensor.js';
+import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
 import { deviceBytes, isDeviceData } from '../base/gpu_tensors.js';
 import { recordTime, selectionHooks } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
@@ -200,6 +200,9 @@ function recordForward(gpu, call, names) {
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
   });
   const pending = { submitted: () => plan.batch.whenSubmitted(ticket), after: (fn) => plan.batch.afterSubmit(ticket, fn) };
+  const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
+  gpu.recorded(plan.batch, flush);
+  markPending(ctx.made.values(), plan.batch, flush);
   const weights = ctx.made.get('weights');
   return {
     kernels: names,
@@ -227,6 +230,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
   selectionHooks.onCall?.(names);
+  flushPendingInputs(plan);
   if (plan.batch) return recordForward(gpu, { plan, config, path, cache, problems, kernels }, names);
   const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());

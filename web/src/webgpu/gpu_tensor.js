@@ -62,6 +62,27 @@ export class GpuTensor {
   }
 }
 
+// A batched call's result buffer → { batch, flush() }: a call outside that batch that reads it
+// submits the batch first (flushPendingInputs()), else its own submit would run before the values
+// are written.
+const pendingResults = new WeakMap();
+
+/** Records that `buffers` are written by work `batch` holds until flush() submits it. */
+export function markPending(buffers, batch, flush) {
+  for (const b of buffers) pendingResults.set(b, { batch, flush });
+}
+
+/** Before a call (of `plan.batch`, or none) encodes: the other batches its GPU inputs wait for, submitted. */
+export function flushPendingInputs(plan) {
+  for (const { gpuBuffer } of deviceInputs(plan)) {
+    const pending = pendingResults.get(gpuBuffer);
+    if (pending && pending.batch !== plan.batch) {
+      pendingResults.delete(gpuBuffer);
+      pending.flush();
+    }
+  }
+}
+
 /** A host array put into a new result buffer (a 'gpu-buffer' call that computed on the CPU). */
 export function uploadedTensor(device, data, shape) {
   const gpuBuffer = device.createBuffer({ size: Math.max(data.byteLength, 4), usage: RESULT_USAGE, mappedAtCreation: true, label: 'webattention result' });
