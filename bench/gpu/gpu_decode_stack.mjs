@@ -12,7 +12,7 @@
 // 511 (the cache is cut back to 511 after each, so every step attends 512 keys). A step is the
 // stack's forward() calls on GPU tensors plus the read() of the last output (what a token's
 // sampling needs). --quick: 4 layers, E 128, 2/1 heads, 63 cached positions (for SwiftShader).
-// Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
+// The kernel selection decides first (letSelectionDecide()). Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
 // calls per token, and max |Δ| of the batched last output against the per-layer one (0: bit for bit).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { GpuBatch, MultiHeadAttention } from '../../web/src/node.js';
@@ -84,6 +84,21 @@ async function makeStack(weightsDtype) {
   return { layers, caches };
 }
 
+// On a hardware adapter the kernel selection measures unbatched calls (a batched one runs what
+// it chose): per-layer steps first until a one-row step's classes are decided (at most 60 s).
+async function letSelectionDecide(stack, x) {
+  const undecided = () => {
+    const profile = stack.layers[0].gpuProfile();
+    return profile?.measuring && profile.classes.some((c) => (c.shapeClass.startsWith('M1:') || c.shapeClass.includes(':L1:')) && c.chosen === null);
+  };
+  let steps = 0;
+  for (const end = performance.now() + 60000; (steps === 0 || undecided()) && performance.now() < end; steps++) {
+    (await throughStack(stack.layers, stack.caches, x, null)).dispose();
+    for (const c of stack.caches) c.truncate(shape.cached);
+  }
+  return steps;
+}
+
 // Timed one-token steps in `mode` ('per layer' | 'batched'); the row, and the last step's output values.
 async function timeSteps(stack, mode, x) {
   const batch = mode === 'batched' ? new GpuBatch() : null;
@@ -108,6 +123,8 @@ const rows = [];
 const x = onDevice(filled(shape.E, 9), 1);
 for (const weights of WEIGHTS) {
   const stack = await makeStack(weights);
+  const selectionSteps = await letSelectionDecide(stack, x);
+  console.log(`${weights}: ${selectionSteps} step(s) before the selection decided`);
   const perLayer = await timeSteps(stack, 'per layer', x);
   const batched = await timeSteps(stack, 'batched', x);
   const diff = batched.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);

@@ -37,8 +37,8 @@ export function callDecisions(plan, config, path, limits) {
  * problem of `problems`, linear_problems.js; cacheFlags and nonFiniteRows a cached call's NaN rule;
  * widenHalf a float16 GPU input's widening).
  */
-export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
-  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
+export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true }) {
+  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];

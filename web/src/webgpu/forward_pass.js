@@ -224,9 +224,9 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;
   const marks = passHooks.onPhases ? [performance.now()] : null;
   const problems = linearProblems(plan, config);
-  // A batched call is not timed (its submit is the batch's): it never measures a candidate.
-  const measuring = gpu.selecting && !plan.batch;
-  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring }));
+  // A batched call is not timed (its submit is the batch's): it runs the variants the module's
+  // unbatched calls chose, never a candidate being measured.
+  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting, timed: !plan.batch }));
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
   selectionHooks.onCall?.(names);
