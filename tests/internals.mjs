@@ -34,6 +34,7 @@ export { Usage } from '../web/src/webgpu/device.js';
 export { packParams } from '../web/src/webgpu/kernel_params.js';
 export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
 export { cacheAppendGrid, cacheAppendNarrowShader, cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
+export { WIDEN_HALF_PARAMS, widenHalfGrid, widenHalfShader } from '../web/src/webgpu/kernels/widen_half.wgsl.js';
 
 /** The fixture cases a WebGPU module runs: every 'mha' case. */
 export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');

@@ -14,10 +14,12 @@ import type {
   CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
-import type { GpuAttentionResult, GpuTensorInput as GpuTensorOnly, OrtGpuTensorInput } from './types/gpu_tensors.js';
+import type { FloatGpuTensorInput, GpuAttentionResult, GpuBatch, GpuTensorInput as GpuTensorOnly, HalfGpuTensorInput, OrtGpuTensorInput } from './types/gpu_tensors.js';
 
 /** A GPU input of forward(): this package's form or onnxruntime-web's. */
 type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
+/** A GPU input whose call's 'cpu' results are float32. */
+type FloatGpuInput = FloatGpuTensorInput | OrtGpuTensorInput;
 
 
 /** KvCache.read()'s result. */
@@ -117,6 +119,12 @@ export interface ForwardOptions {
    * the CPU ('auto' under webgpuMinFlops) has its result put into a new buffer.
    */
   output?: 'cpu' | 'gpu-buffer';
+  /**
+   * Records the call into this GpuBatch instead of submitting it (needs output 'gpu-buffer'; an
+   * OptionError otherwise, or for a batch of another device): batch.submit() submits every call
+   * recorded, in one queue.submit() (docs/webgpu.md, "One submit per step").
+   */
+  batch?: GpuBatch;
 }
 
 export interface AttentionResult {
@@ -285,10 +293,10 @@ export class MultiHeadAttention {
   encode(key: TensorInput | HalfTensorInput, value: TensorInput | HalfTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
   forward(query: TensorInput | HalfTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
   forward(query: FloatInput | GpuTensorInput, key: FloatInput | GpuTensorInput, value: FloatInput | GpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
-  forward(query: HalfTensorInput, key: HalfTensorInput, value: HalfTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
-  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
-  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
-  forward(query: TensorInput | GpuTensorInput, key: TensorInput | GpuTensorInput, value: TensorInput | GpuTensorInput, options?: ForwardOptions): Promise<AttentionResult>;
+  forward(query: HalfTensorInput | HalfGpuTensorInput, key: HalfTensorInput | HalfGpuTensorInput, value: HalfTensorInput | HalfGpuTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
+  forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
+  forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
+  forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options?: ForwardOptions): Promise<AttentionResult>;
   /**
    * docs/attention-math.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
    * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.

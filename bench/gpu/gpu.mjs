@@ -32,14 +32,13 @@
 // on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
 // object per line instead of the table. --markdown (with --decode): also the decode steps as a
 // Markdown table at the end (docs/performance.md#gpu).
-import { create, globals } from 'webgpu';
+import { benchAdapter } from './gpu_adapter.mjs';
 import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
 import { timeTransfers } from './gpu_kernel_timing.mjs';
 import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
 import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
 import { DTYPES } from '../decode/decode_dtypes.mjs';
 
-Object.assign(globalThis, globals);
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const json = args.includes('--json');
@@ -74,13 +73,7 @@ function formatRow(r) {
   return `${what} ${fmt(r.ms, 4)} ms  ${fmt(r.gflops, 1).padStart(8)} GFLOP/s  ${fmt(r.gbps, 1).padStart(7)} GB/s  compile ${fmt(r.compileMs, 1)} ms  max|Δ| ${r.maxAbsDiff === undefined ? '-' : r.maxAbsDiff.toExponential(1)}  (${r.runs} × ${r.batch}, ${r.clock})`;
 }
 
-const gpu = create(['enable-dawn-features=allow_unsafe_apis']);
-const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
-if (!adapter) {
-  console.log('NO ADAPTER (is VK_ICD_FILENAMES a GPU\'s Vulkan ICD?)');
-  process.exit(2);
-}
-const info = adapter.info ?? {};
+const { gpu, adapter, info } = await benchAdapter();
 const limitNames = ['maxComputeWorkgroupStorageSize', 'maxComputeInvocationsPerWorkgroup', 'maxStorageBufferBindingSize', 'maxBufferSize'];
 const head = {
   kind: 'adapter', vendor: info.vendor, architecture: info.architecture, device: info.device, description: info.description,

@@ -26,7 +26,8 @@ test('every program is a descriptor { name, fits, key, shader }', () => {
 });
 
 test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
-  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows']);
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf']);
+  assert.equal(KERNELS.widenHalf.key(), 'widenHalf:');
   assert.equal(KERNELS.rotary.key(), 'rotary:');
   assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');
   assert.equal(KERNELS.cacheAppendNarrow.key({ dtype: 'int8' }), 'cacheAppendNarrow:int8');

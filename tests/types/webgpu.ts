@@ -1,6 +1,6 @@
 // The WebGPU options as a user writes them (compiled with usage.ts by tsc --noEmit). No WebGPU
 // type package is needed: `gpu` is typed structurally.
-import { BackendError, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
+import { BackendError, GpuBatch, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
@@ -41,10 +41,24 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   const onDevice: object | null = a.gpuDevice;
   const ort = { location: 'gpu-buffer' as const, gpuBuffer: buffer, dims: [1, 8, 16], type: 'float32' as const };
   await a.forward(ort, ort, ort, { output: 'gpu-buffer' });
-  // @ts-expect-error: a GPU tensor holds float32 only
-  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' }, x, x);
+  const half = { gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' as const };
+  await a.forward(half, half, half, { output: 'gpu-buffer' });
+  const halfOut: Uint16Array = (await a.forward(half, half, half)).output.data;
+  // @ts-expect-error: a GPU tensor holds float32 or float16
+  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'bfloat16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
   await a.forward(x, x, x, { output: 'gpu' });
-  return [values, weights, hostValues, onDevice];
+  return [values, weights, hostValues, onDevice, halfOut];
 }
 gpuTensorsExample;
+
+// One submit per step: the calls recorded into a GpuBatch, submitted once.
+async function gpuBatchExample(layers: MultiHeadAttention[]) {
+  const batch = new GpuBatch();
+  let x: GpuTensor | { gpuBuffer: typeof buffer; shape: number[] } = { gpuBuffer: buffer, shape: [1, 1, 16] };
+  for (const layer of layers) x = (await layer.forward(x, x, x, { output: 'gpu-buffer', batch })).output;
+  const pending: number = batch.pending;
+  await batch.submit();
+  return pending;
+}
+gpuBatchExample;

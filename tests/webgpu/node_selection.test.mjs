@@ -56,6 +56,20 @@ describe('selection logic (a stand-in device, no GPU)', () => {
     assert.equal(preferredVariant('linear', LINEAR_LARGE_ROWS, ['tile64', 'r64x64k16', 'r128x128k8p']), 'r128x128k8p');
   });
 
+  test('a call that cannot be timed (a GpuBatch\'s) runs the default while undecided, the choice once made, and measures nothing', () => {
+    const device = {};
+    const untimed = chooseKernels(device, decisions, true, false);
+    assert.equal(untimed.measured, null);
+    assert.deepEqual([untimed.variants.linear.name, untimed.variants.attention.name], ['d', 'x']);
+    for (let call = 0; call < 20; call++) {
+      const { measured } = chooseKernels(device, decisions, true);
+      if (measured) recordTime(device, measured, times[measured.name]);
+    }
+    const after = chooseKernels(device, decisions, true, false);
+    assert.equal(after.measured, null);
+    assert.deepEqual([after.variants.linear.name, after.variants.attention.name], ['b', 'row']);
+  });
+
   test('without measuring (a software adapter) the default runs and nothing is measured', () => {
     const { variants, measured } = chooseKernels({}, decisions, false);
     assert.equal(measured, null);

@@ -47,6 +47,28 @@ export function pinDefaultsWhereSelecting() {
   api.configure({ gpuKernels: Object.fromEntries(Object.entries(DEFAULT_VARIANTS).map(([f, [small]]) => [f, small])) });
   return { pinned: true, undo: () => api.configure({ gpuKernels: {} }) };
 }
+/**
+ * A test file's modules: module(options, seed) creates one on `device` from `base` and options,
+ * with seeded random weights; every one (and those pushed onto `modules`) is disposed after the
+ * file's tests, which run with the defaults pinned where the adapter selects
+ * (pinDefaultsWhereSelecting()).
+ */
+export function seededModules(base) {
+  const modules = [];
+  let undo = () => {};
+  before(() => ({ undo } = pinDefaultsWhereSelecting()));
+  after(() => {
+    for (const m of modules) m.dispose();
+    undo();
+  });
+  const module = async (options = {}, seed = 3) => {
+    const mha = await MultiHeadAttention.create({ ...base, gpu: device, ...options });
+    mha.loadStateDict(randomStateDict(mha.stateDictShapes, seed));
+    modules.push(mha);
+    return mha;
+  };
+  return { modules, module };
+}
 export let device;    // a device of ours, passed as `gpu` where a test needs to reach it
 export const runs = [];
 export const paths = [];  // the attention path of each GPU run: 'flash' | 'decode'

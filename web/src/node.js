@@ -61,4 +61,5 @@ export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';
 export * from './api/public_errors.js';
 export { KvCache } from './dispatch/kv_cache.js';
+export { GpuBatch } from './dispatch/gpu_batch.js';
 export { attentionOptionsFromConfig } from './checks/hf_config.js';

@@ -12,7 +12,7 @@ export interface GpuBufferLike {
 }
 
 /**
- * forward()'s query, key or value on the GPU: float32, row-major, from byte 0 of a buffer on the
+ * forward()'s query, key or value on the GPU: float32 or float16, row-major, from byte 0 of a buffer on the
  * module's device (pass your GPUDevice as create()'s `gpu`, or use mha.gpuDevice), unmapped, with
  * STORAGE or COPY_SRC usage. Read
  * when the call's work is submitted: leave it unchanged until the call settles.
@@ -20,9 +20,19 @@ export interface GpuBufferLike {
 export interface GpuTensorInput {
   gpuBuffer: GpuBufferLike;
   shape: readonly number[];
-  /** float32 only for now (16-bit inputs go through the host as Uint16Array tensors). */
-  dtype?: 'float32';
+  /**
+   * float32 (the default), or float16 bits widened on the device, exactly: the buffer then holds
+   * at least ceil(n / 2) · 4 bytes for n elements (whole 4-byte words). bfloat16 goes through the
+   * host as Uint16Array tensors. A call's inputs share one dtype; float16 ones give float16 'cpu'
+   * results (float32 GpuTensors).
+   */
+  dtype?: 'float32' | 'float16';
 }
+
+/** A float16 GPU input: its call's 'cpu' results are float16 (HalfAttentionResult). */
+export type HalfGpuTensorInput = GpuTensorInput & { dtype: 'float16' };
+/** A float32 GPU input (dtype absent or 'float32'). */
+export type FloatGpuTensorInput = GpuTensorInput & { dtype?: 'float32' };
 
 /** onnxruntime-web's GPU tensor (Tensor.fromGpuBuffer()) as forward() takes it. */
 export interface OrtGpuTensorInput {
@@ -48,4 +58,25 @@ export interface GpuAttentionResult {
   output: GpuTensor;
   /** Present when weights were asked for, else null. */
   attnWeights: GpuTensor | null;
+}
+
+/**
+ * Records forward() calls (`{ output: 'gpu-buffer', batch }`) of modules on one GPUDevice into one
+ * command buffer, submitted by submit(): a decode step through a stack of layers is one
+ * queue.submit(). A batched forward() resolves once its work is encoded; its results hold their
+ * values from the submit on (read() submits first when need be; dispose() destroys after it). The
+ * package's own work outside the batch on its modules, caches or results submits it first; the
+ * caller's own passes do not: submit() before reading results there.
+ */
+export class GpuBatch {
+  constructor();
+  /** forward() calls recorded and not yet submitted. */
+  readonly pending: number;
+  /**
+   * Submits the recorded calls (one queue.submit(); one more per module called twice) and resolves
+   * once WebGPU validated them. A BackendError naming the call ("call N of the batch") and its
+   * argument when WebGPU refused the work (a GPU input destroyed meanwhile): its results are then
+   * destroyed and its caches back to their lengths before it.
+   */
+  submit(): Promise<void>;
 }

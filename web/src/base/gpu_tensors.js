@@ -15,13 +15,27 @@ const USAGE_NAMES = { 0x1: 'MAP_READ', 0x2: 'MAP_WRITE', 0x4: 'COPY_SRC', 0x8: '
 /** A GPUBuffer's usage flags by name ('STORAGE | COPY_SRC'). */
 export const usageNames = (usage) => Object.entries(USAGE_NAMES).filter(([bit]) => usage & Number(bit)).map(([, n]) => n).join(' | ') || 'none';
 
-/** A checked GPU input: `length` floats of `gpuBuffer` from float `offset` (what the kernels read). */
+/** A GPU tensor's dtypes: float32, or float16 bits (widened on the device, exactly). */
+export const GPU_INPUT_DTYPES = ['float32', 'float16'];
+
+/**
+ * The bytes `length` elements of `dtype` take in a GPU buffer: 4 each for float32; for float16 2
+ * each, rounded up to whole 4-byte words (WebGPU binds and copies words: an odd count's last word
+ * holds one half and 2 bytes of padding, which the buffer must have).
+ */
+export const deviceBytes = (dtype, length) => (dtype === 'float16' ? Math.ceil(length / 2) * 4 : length * 4);
+
+/**
+ * A checked GPU input: `length` elements of `dtype` (GPU_INPUT_DTYPES) of `gpuBuffer` from
+ * element `offset` (what the kernels read, a float16 one once widened).
+ */
 export class DeviceData {
-  constructor(argument, gpuBuffer, offset, length) {
+  constructor(argument, gpuBuffer, offset, length, dtype = 'float32') {
     this.argument = argument;
     this.gpuBuffer = gpuBuffer;
     this.offset = offset;
     this.length = length;
+    this.dtype = dtype;
     Object.freeze(this);
   }
 }
@@ -46,9 +60,11 @@ const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.d
 /**
  * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
  * a GPUBuffer (not mapped; STORAGE usage: the kernels bind it, or COPY_SRC: the call copies it
- * into its own input buffer, on the device) of at least shape's floats, dtype 'float32' (the default). shapeOf(argument, shape) reads the shape as checkTensor() does;
+ * into its own input buffer, on the device) of at least deviceBytes() of shape, dtype 'float32' (the
+ * default) or 'float16'. shapeOf(argument, shape) reads the shape as checkTensor() does;
  * `buffers` (gpuBuffer → DeviceData) makes one buffer passed twice one input, so that the fused
- * projections of self-attention apply. Returns { data: DeviceData, shape, dtype: 'float32' }.
+ * projections of self-attention apply. Returns { data: DeviceData, shape, dtype }: a float16 call's
+ * dtype, as a host float16 tensor's (its 'cpu' results are rounded to float16).
  */
 export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
   const shapeKey = 'shape' in tensor ? 'shape' : 'dims';
@@ -59,20 +75,23 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
       argument, expected: 'GPUBuffer', actual: describe(gpuBuffer),
     });
   }
-  if (dtype !== undefined && dtype !== 'float32') {
-    throw new DTypeError(`${argument}.dtype: a GPU tensor holds float32 only for now (16-bit inputs go through the host `
-      + `as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: 'float32', actual: describe(dtype) });
+  if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
+    throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
+      + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });
   }
+  const type = dtype ?? 'float32';
   const shape = shapeOf(`${argument}.${shapeKey}`, givenShape);
   if (ranks && !ranks.includes(shape.length)) {
     throw new ShapeError(`${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`, {
       argument, expected: ranks.map((r) => `${r}-D`), actual: shape,
     });
   }
-  const floats = shape.reduce((a, b) => a * b, 1);
-  if (gpuBuffer.size < floats * 4) {
-    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${floats * 4} bytes (float32), its gpuBuffer has ${gpuBuffer.size}`, {
-      argument, expected: floats * 4, actual: gpuBuffer.size,
+  const elements = shape.reduce((a, b) => a * b, 1);
+  const bytes = deviceBytes(type, elements);
+  if (gpuBuffer.size < bytes) {
+    const rule = type === 'float16' ? 'float16: 2 per element, rounded up to whole 4-byte words' : 'float32';
+    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${bytes} bytes (${rule}), its gpuBuffer has ${gpuBuffer.size}`, {
+      argument, expected: bytes, actual: gpuBuffer.size,
     });
   }
   if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
@@ -87,7 +106,7 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
     });
   }
   const same = buffers.get(gpuBuffer);
-  const data = same?.length === floats ? same : new DeviceData(argument, gpuBuffer, 0, floats);
+  const data = same?.length === elements && same.dtype === type ? same : new DeviceData(argument, gpuBuffer, 0, elements, type);
   buffers.set(gpuBuffer, data);
-  return { data, shape, dtype: 'float32' };
+  return { data, shape, dtype: type };
 }

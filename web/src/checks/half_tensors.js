@@ -4,6 +4,7 @@
 import { DTypeError } from '../base/errors.js';
 import { roundToHalf, widenHalf } from '../storage/half_floats.js';
 import { tensorDtype } from '../base/tensor_checks.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
 
 /**
  * entries: [[argument, checked tensor]] of one call (query, key, value). They must share one dtype
@@ -23,6 +24,7 @@ export function widenInputs(entries) {
   if (dtype === 'float32') return { tensors: entries.map(([, t]) => t), dtype };
   const widened = new Map();
   const widen = (data) => {
+    if (isDeviceData(data)) return data;  // a float16 GPU input: widened on the device
     if (!widened.has(data)) widened.set(data, widenHalf(dtype, data));
     return widened.get(data);
   };

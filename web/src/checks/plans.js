@@ -3,6 +3,7 @@
 // scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
 import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { KvCache } from '../dispatch/kv_cache.js';
+import { isGpuBatch } from '../dispatch/gpu_batch.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive } from '../base/option_checks.js';
 import { checkGpuTensor, isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
 import { widenInputs } from './half_tensors.js';
@@ -11,7 +12,7 @@ import { resolveEncodedForward } from './encode_plans.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds', 'output'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds', 'output', 'batch'];
 /** forward()'s `output`: where its result tensors are ('cpu': typed arrays; 'gpu-buffer': GPUBuffers, no readback). */
 const OUTPUT_LOCATIONS = ['cpu', 'gpu-buffer'];
 
@@ -24,6 +25,7 @@ const OUTPUT_LOCATIONS = ['cpu', 'gpu-buffer'];
 export function resolveMhaForward(config, query, key, value, options) {
   const o = checkOptions('forward', options, MHA_FORWARD_OPTIONS);
   const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
+  const batch = checkBatch(o.batch, output);
   // Cross-attention: the encoder's keys and values are in the cache (encode_plans.js).
   if (KvCache.isKvCache(o.cache) && o.cache.encoded) {
     if (output !== 'cpu') {
@@ -74,6 +76,7 @@ export function resolveMhaForward(config, query, key, value, options) {
     dtype,
     query: q.data, key: k.data, value: v.data,
     output,
+    batch,
     onDevice: [q, k, v].some((t) => isDeviceData(t.data)),
     keyPaddingMask, attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
@@ -84,6 +87,23 @@ export function resolveMhaForward(config, query, key, value, options) {
     outputShape: [...lead(B), L, config.embedDim],
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
   };
+}
+
+// forward()'s `batch`: a GpuBatch (dispatch/gpu_batch.js) its work is recorded into, for a call
+// whose results stay on the GPU (a readback would need the submit); null when absent.
+function checkBatch(batch, output) {
+  if (batch === undefined) return null;
+  if (!isGpuBatch(batch)) {
+    throw new OptionError(`batch: expected a GpuBatch (new GpuBatch()), got ${describe(batch)}`, {
+      argument: 'batch', expected: 'GpuBatch', actual: describe(batch),
+    });
+  }
+  if (output !== 'gpu-buffer') {
+    throw new OptionError("batch: a batched call's results stay on the GPU until batch.submit(); pass output: 'gpu-buffer'", {
+      argument: 'output', expected: "'gpu-buffer'", actual: output,
+    });
+  }
+  return batch;
 }
 
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */

@@ -8,6 +8,7 @@ import { chooseKernels } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
+import { deviceInputs } from '../base/gpu_tensors.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -32,11 +33,12 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows } (linear: the pipeline of a problem of
- * `problems`, linear_problems.js; the last two a cached call's NaN rule).
+ * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a
+ * problem of `problems`, linear_problems.js; cacheFlags and nonFiniteRows a cached call's NaN rule;
+ * widenHalf a float16 GPU input's widening).
  */
-export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
-  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
+export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true }) {
+  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
@@ -46,7 +48,8 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows] = await Promise.all([
+  const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
+  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf] = await Promise.all([
     Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
     programPipeline(device, attention, heads),
     path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
@@ -57,13 +60,14 @@ export async function callKernels(device, { plan, config, path, cache, problems,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
     nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),
     nanRule && programPipeline(device, KERNELS.nonFiniteRows, nanRule),
+    halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
     variants, measured,
     pipelines: {
       linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
-      cacheFlags, nonFiniteRows,
+      cacheFlags, nonFiniteRows, widenHalf,
     },
   };
 }

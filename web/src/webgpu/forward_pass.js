@@ -11,8 +11,8 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
-import { GpuTensor, RESULT_USAGE, refusedInput } from './gpu_tensor.js';
-import { isDeviceData } from '../base/gpu_tensors.js';
+import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
+import { deviceBytes, isDeviceData } from '../base/gpu_tensors.js';
 import { recordTime, selectionHooks } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -24,12 +24,14 @@ import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
 import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
+import { WIDEN_HALF_PARAMS, widenHalfGrid } from './kernels/widen_half.wgsl.js';
+import { packParams } from './kernel_params.js';
 
 export { cdiv } from './forward_encode.js';
 export const F32 = 4;
 const UNIFORM_SLOT = 256;  // minUniformBufferOffsetAlignment's largest allowed value
 // The largest uniform block of the kernels a call binds (a slot holds any of them).
-const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS].map(paramsBytes));
+const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS, WIDEN_HALF_PARAMS].map(paramsBytes));
 /** Usage of the buffers the kernels read that the CPU writes. */
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
@@ -53,9 +55,12 @@ export class DeviceLost extends Error {}
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
 // caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
 // its usage has STORAGE, else copied on the device into the role's buffer.
-function encodingContext(gpu, encoder, results = null) {
+// A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
+// are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
+// device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
+function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null } = {}) {
   const { device } = gpu;
-  const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
+  const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const made = new Map();  // role → a result buffer of the caller's
@@ -71,6 +76,7 @@ function encodingContext(gpu, encoder, results = null) {
   const uploads = new Map();  // the same typed array goes up once
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
+    if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
     if (!uploads.has(data) && isDeviceData(data) && data.offset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
@@ -91,6 +97,21 @@ function encodingContext(gpu, encoder, results = null) {
   const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
   const dispatches = [];
   const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
+  // A float16 GPU input's words bound as they are (STORAGE usage) or copied on the device into the
+  // role's half buffer, then widened into the role's float32 buffer before the kernels read it.
+  const widened = (data, role) => {
+    const bytes = deviceBytes('float16', data.length);
+    let halves = data.gpuBuffer;
+    if (halves.usage & Usage.STORAGE) {
+      sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
+    } else {
+      halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
+      encoder.copyBufferToBuffer(data.gpuBuffer, 0, halves, 0, bytes);
+    }
+    const b = buffer(data.length, STORAGE_IN, role);
+    dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
+    return b;
+  };
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
@@ -149,6 +170,47 @@ function reportPhases(marks, uploadMs, gpuMs) {
   passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
 }
 
+// A call with plan.batch (dispatch/gpu_batch.js): its dispatches recorded into the batch's encoder,
+// under error scopes of its own (popped at once, awaited by batch.submit()), and nothing submitted.
+// Resolves to { output, weights, kernels } with GpuTensors that read() submits the batch for.
+function recordForward(gpu, call, names) {
+  const { device } = gpu;
+  const { plan, cache } = call;
+  const encoder = plan.batch.encoderFor(gpu, device);  // before the scopes: it may submit
+  const popScopes = () => [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
+  let ctx = null;
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  try {
+    ctx = encodingContext(gpu, encoder, { results: ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf });
+    encodeForward(ctx, call);
+    encodePass(device, ctx, encoder, null);
+    passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
+  } catch (e) {
+    popScopes();
+    gpu.releasePool();
+    for (const b of ctx?.made.values() ?? []) b.destroy();
+    throw e;
+  }
+  const lengthBefore = cache ? plan.cache.lengthBefore : 0;
+  const ticket = plan.batch.record({
+    scopes: popScopes(),
+    refused: () => refusedInput(device, plan),
+    undo: () => cache?.truncate(lengthBefore),
+    destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
+  });
+  const pending = { submitted: () => plan.batch.whenSubmitted(ticket), after: (fn) => plan.batch.afterSubmit(ticket, fn) };
+  const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
+  gpu.recorded(plan.batch, flush);
+  markPending(ctx.made.values(), plan.batch, flush);
+  const weights = ctx.made.get('weights');
+  return {
+    kernels: names,
+    output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending),
+    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending) : null,
+  };
+}
+
 /**
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
@@ -162,10 +224,14 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { device, untilLost } = gpu;
   const marks = passHooks.onPhases ? [performance.now()] : null;
   const problems = linearProblems(plan, config);
-  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting }));
+  // A batched call is not timed (its submit is the batch's): it runs the variants the module's
+  // unbatched calls chose, never a candidate being measured.
+  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting, timed: !plan.batch }));
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
   selectionHooks.onCall?.(names);
+  flushPendingInputs(plan);
+  if (plan.batch) return recordForward(gpu, { plan, config, path, cache, problems, kernels }, names);
   const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
 
@@ -177,7 +243,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   device.pushErrorScope('validation');
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
-    ctx = encodingContext(gpu, encoder, onDevice ? ['output', 'weights'] : null);
+    ctx = encodingContext(gpu, encoder, { results: onDevice ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf });
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));

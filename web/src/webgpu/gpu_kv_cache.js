@@ -28,6 +28,8 @@ export class GpuKvCache {
   #length = 0;
   #shape;
   lastCall = null;  // recordCall()'s
+  /** Called before work of its own on the device (the executor's: a GpuBatch holding calls on it is submitted first). */
+  beforeOwnWork = () => {};
 
   /** config: the module's; options: resolveCacheOptions()'s { batchSize, maxLength, window, dtype }. */
   constructor(device, { numKvHeads: G, headDim: dk, valueHeadDim: dv }, { batchSize, maxLength, window, dtype = 'float32' }) {
@@ -126,6 +128,7 @@ export class GpuKvCache {
 
   /** Back to 0; the storage is zeroed as the core's is (no Inf or NaN of an old sequence stays). */
   reset() {
+    this.beforeOwnWork();
     this.#length = 0;
     this.lastCall = null;
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
@@ -147,6 +150,7 @@ export class GpuKvCache {
 
   /** This cache becomes a copy of `source` (a cache of the same options): a buffer copy on the device. */
   copyFrom(source) {
+    source.beforeOwnWork();
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache fork' });
     const from = source.#buffers();
     this.#buffers().forEach((buffer, i) => encoder.copyBufferToBuffer(from[i], 0, buffer, 0, buffer.size));

@@ -16,9 +16,11 @@ export const RESULT_USAGE = Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST;
 export class GpuTensor {
   #device;
   #disposed = false;
+  #pending;  // a batched call's: { submitted() (submits its batch if need be), after(fn) (fn once it was) }
 
-  constructor(device, gpuBuffer, shape) {
+  constructor(device, gpuBuffer, shape, pending = null) {
     this.#device = device;
+    this.#pending = pending;
     this.gpuBuffer = gpuBuffer;
     this.shape = shape;
     this.dtype = 'float32';
@@ -26,6 +28,9 @@ export class GpuTensor {
 
   /** Resolves to the values as a Float32Array (one copy to a mappable buffer, then the map). */
   async read() {
+    if (this.#disposed) throw new DisposedError('GpuTensor.read: the tensor was disposed');
+    // A batched call's values exist from its batch's submit on (a refused batch rejects here).
+    if (this.#pending) await this.#pending.submitted();
     if (this.#disposed) throw new DisposedError('GpuTensor.read: the tensor was disposed');
     const bytes = this.shape.reduce((a, b) => a * b, 1) * 4;
     const staging = this.#device.createBuffer({ size: Math.max(bytes, 4), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention read()' });
@@ -44,11 +49,37 @@ export class GpuTensor {
     }
   }
 
-  /** Destroys the buffer (again: nothing). */
+  /**
+   * Destroys the buffer (again: nothing); a batched call's once its batch was submitted (a later
+   * call of the batch may read it).
+   */
   dispose() {
     if (this.#disposed) return;
     this.#disposed = true;
-    this.gpuBuffer.destroy();
+    const { gpuBuffer } = this;
+    if (this.#pending) this.#pending.after(() => gpuBuffer.destroy());
+    else gpuBuffer.destroy();
+  }
+}
+
+// A batched call's result buffer → { batch, flush() }: a call outside that batch that reads it
+// submits the batch first (flushPendingInputs()), else its own submit would run before the values
+// are written.
+const pendingResults = new WeakMap();
+
+/** Records that `buffers` are written by work `batch` holds until flush() submits it. */
+export function markPending(buffers, batch, flush) {
+  for (const b of buffers) pendingResults.set(b, { batch, flush });
+}
+
+/** Before a call (of `plan.batch`, or none) encodes: the other batches its GPU inputs wait for, submitted. */
+export function flushPendingInputs(plan) {
+  for (const { gpuBuffer } of deviceInputs(plan)) {
+    const pending = pendingResults.get(gpuBuffer);
+    if (pending && pending.batch !== plan.batch) {
+      pendingResults.delete(gpuBuffer);
+      pending.flush();
+    }
   }
 }
 

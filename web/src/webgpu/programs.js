@@ -25,6 +25,7 @@ import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
+import { widenHalfShader } from './kernels/widen_half.wgsl.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
 const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 16384;
@@ -119,7 +120,7 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule).
+ * call's NaN rule), 'widenHalf' ({}: a float16 GPU input widened).
  */
 export const KERNELS = Object.fromEntries(Object.entries({
   rotary: () => rotaryShader(),
@@ -130,4 +131,5 @@ export const KERNELS = Object.fromEntries(Object.entries({
   qkNorm: () => qkNormShader(),
   cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
+  widenHalf: () => widenHalfShader(),
 }).map(([name, shader]) => [name, kernel(name, shader)]));

@@ -58,6 +58,7 @@ export class WebGpuExecutor {
   #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
   #lent = new Map();       // a lent buffer → its pool entry, until given back
   #lending = { lend: (role, bytes, usage) => this.#lend(role, bytes, usage), giveBack: (role, buffer) => this.#giveBack(role, buffer) };
+  #batched = null;         // { batch, flush() } of the GpuBatch last given this module's work (recordForward())
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
   constructor(config, gpu) {
@@ -84,6 +85,7 @@ export class WebGpuExecutor {
       gone: () => this.#lost !== null || this.#disposed,
       selecting: selectsKernels(this.#device),
       staging: this.#staging,
+      recorded: (batch, flush) => { this.#batched = { batch, flush }; },
     };
   }
 
@@ -146,13 +148,17 @@ export class WebGpuExecutor {
     // waits for this call (KvCache.release()).
     if (plan.cache) {
       return this.#serialised(async () => {
+        this.#flushBatch(plan.batch);
         const result = await this.#forwardCached(plan, plan.cache.storage);
         plan.cache.storage.recordCall(plan);
         return result;
       });
     }
     const path = attentionPath(plan, config, this.#device.limits);
-    const result = await this.#serialised(() => runForwardPass(this.#pass, plan, config, path));
+    const result = await this.#serialised(() => {
+      this.#flushBatch(plan.batch);
+      return runForwardPass(this.#pass, plan, config, path);
+    });
     return { ...result, path };
   }
 
@@ -178,6 +184,7 @@ export class WebGpuExecutor {
   createCache(options) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
     const cache = new GpuKvCache(this.#device, this.#config, options);
+    cache.beforeOwnWork = () => this.#flushBatch();
     // The NaN rule's two pipelines (kernels/nonfinite_rows.wgsl.js), compiled from now on rather
     // than at the first cached call, which awaits them (a failed compile is tried again there).
     const { headDim: dk, valueHeadDim: dv } = this.#config;
@@ -211,6 +218,7 @@ export class WebGpuExecutor {
     // A failure is the next call's to report (kv_cache.js): a rejection, never a throw here.
     if (this.#lost || this.#disposed) return Promise.reject(new DeviceLost('the WebGPU device was lost'));
     return this.#serialised(async () => {
+      this.#flushBatch();
       const { length, plan } = keptRows(handle.lastCall, indices, this.#config.rotary);
       handle.truncate(length);
       if (plan) await this.#forwardCached(plan, handle);
@@ -245,7 +253,10 @@ export class WebGpuExecutor {
   /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
   readCache(handle, first, count) {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
-    return this.#serialised(() => handle.read(first, count, this.#pass.untilLost));
+    return this.#serialised(() => {
+      this.#flushBatch();
+      return handle.read(first, count, this.#pass.untilLost);
+    });
   }
 
   /**
@@ -308,6 +319,17 @@ export class WebGpuExecutor {
     return Object.fromEntries(Object.entries(parameterBufferBytes(this.#config)).map(([name, size]) => [name, this.#device.createBuffer({
       size, usage: STORAGE_IN, label: `webattention ${PARAMETER_LABELS[name]}`,
     })]));
+  }
+
+  // Before work of this module outside `batch` (its own submit, another batch's call): the batch
+  // that holds its recorded calls submitted first (synchronously), so that the queue runs them
+  // first and this work's writeBuffer() calls (uniforms, inputs) do not overwrite theirs. That
+  // submit's errors are its batch's to report (submit(), its results' read()).
+  #flushBatch(batch = null) {
+    if (!this.#batched || this.#batched.batch === batch) return;
+    const { flush } = this.#batched;
+    this.#batched = null;
+    flush();
   }
 
   // Runs fn after this module's earlier GPU calls have settled (resolved or not).

@@ -63,10 +63,11 @@ function live(board) {
  * The variants of one call. decisions: [{ family, shapeClass, candidates, preferred }]
  * (candidates: the descriptors that fit, programs.js's VARIANTS; preferred: the default's name), in
  * the order their families are measured. measuring:
- * whether this device selects at all (a hardware adapter, or a test's clock). Returns
+ * whether this device selects at all (a hardware adapter, or a test's clock); timed: whether this
+ * call can be timed (a GpuBatch's cannot: it runs the chosen variant, else the default). Returns
  * { variants: { family: descriptor }, measured: { family, shapeClass, name } | null }.
  */
-export function chooseKernels(device, decisions, measuring) {
+export function chooseKernels(device, decisions, measuring, timed = true) {
   const variants = {};
   let measured = null;
   for (const { family, shapeClass, candidates: fitting, preferred } of decisions) {
@@ -82,7 +83,8 @@ export function chooseKernels(device, decisions, measuring) {
       continue;
     }
     const board = boardOf(device, family, shapeClass, candidates);
-    if (board.chosen || measured) {
+    // A call that cannot be timed (a GpuBatch's) runs what was chosen, else the default.
+    if (board.chosen || measured || !timed) {
       variants[family] = named(board.chosen) ?? candidates[0];
       continue;
     }

@@ -1,0 +1,145 @@
+#!/usr/bin/env node
+// A decode step through a stack of layers on the GPU, tensors on the device between layers
+// (docs/webgpu.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
+// and batched (a GpuBatch: one queue.submit() per token), float32 and int4 weights.
+//
+//   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS]
+//   VK_ICD_FILENAMES=<a GPU's Vulkan ICD .json> node bench/gpu/gpu_decode_stack.mjs   (a GPU)
+//   VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/gpu/gpu_decode_stack.mjs --quick
+//
+// Default: 24 layers, E 2048, 32 query heads over 8 KV heads (d 64), each layer on its own float32
+// KV cache holding 511 positions (a prefill through the stack), then one-token steps at position
+// 511 (the cache is cut back to 511 after each, so every step attends 512 keys). A step is the
+// stack's forward() calls on GPU tensors plus the read() of the last output (what a token's
+// sampling needs). --quick: 4 layers, E 128, 2/1 heads, 63 cached positions (for SwiftShader).
+// The kernel selection decides first (letSelectionDecide()). Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
+// calls per token, and max |Δ| of the batched last output against the per-layer one (0: bit for bit).
+import { benchAdapter } from './gpu_adapter.mjs';
+import { GpuBatch, MultiHeadAttention } from '../../web/src/node.js';
+import { filled } from '../../tests/contract/random.mjs';
+import { HEAD_DIM, makeDecodeWeights, stateDict } from '../decode/decode_suite.mjs';
+import { markdownTable, plainTable } from '../lib/table.mjs';
+
+const args = process.argv.slice(2);
+const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
+const quick = args.includes('--quick');
+const shape = quick ? { layers: 4, E: 128, h: 2, hkv: 1, cached: 63 } : { layers: 24, E: 2048, h: 32, hkv: 8, cached: 511 };
+shape.layers = flag('--layers', shape.layers);
+const stepsMs = flag('--steps-ms', quick ? 3000 : 5000);
+const WEIGHTS = ['float32', 'int4'];
+
+const { adapter, info } = await benchAdapter();
+console.log(`adapter: ${JSON.stringify({ vendor: info.vendor, architecture: info.architecture, description: info.description })}`);
+const limitNames = ['maxStorageBufferBindingSize', 'maxBufferSize'];
+const device = await adapter.requestDevice({ requiredLimits: Object.fromEntries(limitNames.map((n) => [n, adapter.limits[n]])) });
+device.lost.then((lost) => {
+  console.log(`DEVICE LOST (${lost.reason}: ${lost.message})`);
+  process.exit(3);
+});
+
+// queue.submit() calls, counted by a wrapper on the queue's prototype.
+let submits = 0;
+const queueProto = Object.getPrototypeOf(device.queue);
+const submit = queueProto.submit;
+queueProto.submit = function counting(...a) { submits++; return submit.apply(this, a); };
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
+
+/** A GPU tensor of `data` ([1, rows, E]) on the device. */
+function onDevice(data, rows) {
+  const gpuBuffer = device.createBuffer({ size: data.byteLength, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST, mappedAtCreation: true });
+  new Float32Array(gpuBuffer.getMappedRange()).set(data);
+  gpuBuffer.unmap();
+  return { gpuBuffer, shape: [1, rows, shape.E], dtype: 'float32' };
+}
+
+// One pass through the stack from GPU tensor x (kept), into `batch` when given; the last output.
+async function throughStack(layers, caches, x, batch) {
+  let t = x;
+  for (const [i, layer] of layers.entries()) {
+    const { output } = await layer.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', ...(batch ? { batch } : {}) });
+    if (t !== x) t.dispose();
+    t = output;
+  }
+  if (batch) await batch.submit();
+  return t;
+}
+
+// The layers of one weights dtype, each with its cache filled by a prefill through the stack.
+async function makeStack(weightsDtype) {
+  const { layers: n, E, h, hkv, cached } = shape;
+  const probe = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, backend: 'wasm' });
+  const sd = stateDict(probe.stateDictShapes, makeDecodeWeights({ E, h, hkv }));
+  probe.dispose();
+  const layers = [];
+  for (let i = 0; i < n; i++) {
+    const m = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, backend: 'webgpu', gpu: device, weightsDtype });
+    m.loadStateDict(sd);
+    layers.push(m);
+  }
+  const caches = layers.map((m) => m.createCache({ maxLength: cached + 1 }));
+  const prompt = onDevice(filled(cached * E, 5), cached);
+  (await throughStack(layers, caches, prompt, null)).dispose();
+  prompt.gpuBuffer.destroy();
+  return { layers, caches };
+}
+
+// On a hardware adapter the kernel selection measures unbatched calls (a batched one runs what
+// it chose): per-layer steps first until a one-row step's classes are decided (at most 60 s).
+async function letSelectionDecide(stack, x) {
+  const undecided = () => {
+    const profile = stack.layers[0].gpuProfile();
+    return profile?.measuring && profile.classes.some((c) => (c.shapeClass.startsWith('M1:') || c.shapeClass.includes(':L1:')) && c.chosen === null);
+  };
+  let steps = 0;
+  for (const end = performance.now() + 60000; (steps === 0 || undecided()) && performance.now() < end; steps++) {
+    (await throughStack(stack.layers, stack.caches, x, null)).dispose();
+    for (const c of stack.caches) c.truncate(shape.cached);
+  }
+  return steps;
+}
+
+// Timed one-token steps in `mode` ('per layer' | 'batched'); the row, and the last step's output values.
+async function timeSteps(stack, mode, x) {
+  const batch = mode === 'batched' ? new GpuBatch() : null;
+  const times = [];
+  let values = null;
+  let counted = 0;
+  const end = performance.now() + stepsMs;
+  for (let step = 0; step < 3 || (performance.now() < end && step < 2000); step++) {
+    const before = submits;
+    const t0 = performance.now();
+    const out = await throughStack(stack.layers, stack.caches, x, batch);
+    values = await out.read();
+    if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
+    counted = submits - before - 1;  // read()'s copy is one
+    out.dispose();
+    for (const c of stack.caches) c.truncate(shape.cached);
+  }
+  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), tokens: times.length, submits: counted }, values };
+}
+
+const rows = [];
+const x = onDevice(filled(shape.E, 9), 1);
+for (const weights of WEIGHTS) {
+  const stack = await makeStack(weights);
+  const selectionSteps = await letSelectionDecide(stack, x);
+  console.log(`${weights}: ${selectionSteps} step(s) before the selection decided`);
+  const perLayer = await timeSteps(stack, 'per layer', x);
+  const batched = await timeSteps(stack, 'batched', x);
+  const diff = batched.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);
+  for (const r of [perLayer.row, batched.row]) rows.push({ weights, ...r, maxAbsDiff: r === batched.row ? diff : null });
+  for (const m of stack.layers) m.dispose();
+}
+x.gpuBuffer.destroy();
+
+const { layers, E, h, hkv, cached } = shape;
+console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys; ms per token (a step + read())`);
+const fmt = (v, d = 3) => (v === null ? '-' : Number(v).toFixed(d));
+const columns = [['weights', (r) => r.weights], ['mode', (r) => r.mode], ['median ms', (r) => fmt(r.medianMs), 'r'],
+  ['best ms', (r) => fmt(r.bestMs), 'r'], ['tokens', (r) => String(r.tokens), 'r'], ['submits/token', (r) => String(r.submits), 'r'],
+  ['max|Δ| vs per layer', (r) => (r.maxAbsDiff === null ? '-' : r.maxAbsDiff.toExponential(1)), 'r']];
+if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, ...r }));
+else console.log(plainTable(columns, rows));
+if (args.includes('--markdown')) console.log(`\n${markdownTable(columns, rows)}`);
+process.exit(0);

@@ -1,0 +1,191 @@
+// GpuBatch (README "Tensors on the GPU", docs/webgpu.md#one-submit-per-step): a decode step through
+// a stack of layers, each on its own KV cache, recorded into one batch is exactly one queue.submit()
+// and no mapAsync until read(), bit for bit the per-layer path; read() before submit() submits; a
+// module called twice in one batch; work outside the batch (an unbatched call of its module,
+// cache.read(), another module on its result) submitting it first; a GPU input destroyed before
+// the submit is a typed error naming the call and its argument, the caches back to their lengths,
+// the modules usable afterwards; bad `batch` options. Set-up: node_setup.mjs.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { GpuBatch, MultiHeadAttention } from '#webattention';
+import { filled } from '../contract/contract.mjs';
+import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
+
+const E = 32;
+const STORAGE = 0x80;
+const COPY_SRC = 0x4;
+const COPY_DST = 0x8;
+
+function gpuTensor(data, shape, on = device) {
+  const gpuBuffer = on.createBuffer({ size: data.byteLength, usage: STORAGE | COPY_SRC | COPY_DST, mappedAtCreation: true });
+  new Float32Array(gpuBuffer.getMappedRange()).set(data);
+  gpuBuffer.unmap();
+  return { gpuBuffer, shape, dtype: 'float32' };
+}
+const host = (rows, seed) => ({ data: filled(rows * E, seed), shape: [1, rows, E] });
+
+const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });
+const layer = (seed, options = {}) => module(options, seed);
+
+// Counts queue.submit() and mapAsync() calls on `device` during fn().
+async function counted(fn, on = device) {
+  const queueProto = Object.getPrototypeOf(on.queue);
+  const probe = on.createBuffer({ size: 4, usage: COPY_DST });
+  const bufferProto = Object.getPrototypeOf(probe);
+  probe.destroy();
+  const { submit } = queueProto;
+  const { mapAsync } = bufferProto;
+  const counts = { submits: 0, maps: 0 };
+  queueProto.submit = function counting(...args) { counts.submits++; return submit.apply(this, args); };
+  bufferProto.mapAsync = function counting(...args) { counts.maps++; return mapAsync.apply(this, args); };
+  try {
+    counts.result = await fn();
+  } finally {
+    queueProto.submit = submit;
+    bufferProto.mapAsync = mapAsync;
+  }
+  return counts;
+}
+
+// One step through `layers` (each on caches[i]) from GPU tensor `x`: per layer, or into `batch`.
+async function step(layers, caches, x, batch) {
+  let t = x;
+  for (const [i, m] of layers.entries()) {
+    const r = await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', ...(batch ? { batch } : {}) });
+    if (t !== x) t.dispose();
+    t = r.output;
+  }
+  return t;
+}
+
+describe(`GpuBatch (Dawn, ${adapterName})`, () => {
+  for (const options of [{}, { weightsDtype: 'int4' }, { rotary: { dim: 8 }, cacheDtype: 'float16' }]) {
+    test(`a decode step through 4 layers on their own caches is one submit, no mapAsync, the per-layer path bit for bit (${JSON.stringify(options)})`, async () => {
+      const { cacheDtype, ...create } = options;
+      const layers = await Promise.all([0, 1, 2, 3].map((i) => layer(100 + i, create)));
+      const cacheOptions = { maxLength: 32, ...(cacheDtype ? { dtype: cacheDtype } : {}) };
+      const perLayer = layers.map((m) => m.createCache(cacheOptions));
+      const batched = layers.map((m) => m.createCache(cacheOptions));
+      const batch = new GpuBatch();
+      for (const [s, rows] of [[0, 5], [1, 1], [2, 1], [3, 1]]) {
+        const x = gpuTensor(host(rows, 200 + s).data, [1, rows, E]);
+        const want = await step(layers, perLayer, x);
+        const { submits, maps, result: got } = await counted(async () => {
+          const out = await step(layers, batched, x, batch);
+          assert.equal(batch.pending, layers.length);
+          await batch.submit();
+          return out;
+        });
+        assert.equal(submits, 1, `step ${s}: one queue.submit()`);
+        assert.equal(maps, 0, `step ${s}: no mapAsync before read()`);
+        assert.deepEqual(await got.read(), await want.read(), `step ${s}`);
+        assert.deepEqual(batched.map((c) => c.length), perLayer.map((c) => c.length));
+        for (const t of [got, want]) t.dispose();
+        x.gpuBuffer.destroy();
+      }
+      assert.deepEqual(await batched[3].read(), await perLayer[3].read());
+    });
+  }
+
+  test('read() before submit() submits the batch; a module called twice in one batch submits once more, same values', async () => {
+    const [a, b] = [await layer(300), await layer(301)];
+    const caches = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 }), a.createCache({ maxLength: 8 })];
+    const reference = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 }), a.createCache({ maxLength: 8 })];
+    const x = gpuTensor(host(2, 302).data, [1, 2, E]);
+    const want = await step([a, b, a], reference, x);
+    const batch = new GpuBatch();
+    const { submits, result } = await counted(async () => {
+      const got = await step([a, b, a], caches, x, batch);
+      return { got, values: await got.read() };
+    });
+    assert.equal(submits, 3, 'two for the batch (a twice), one for read()\'s copy');
+    assert.deepEqual(result.values, await want.read());
+    assert.equal(batch.pending, 0);
+    await batch.submit();  // nothing left: resolves
+    for (const t of [result.got, want]) t.dispose();
+    x.gpuBuffer.destroy();
+  });
+
+  test('work outside the batch on its modules, caches or results submits the batch first: the values of submitting first', async () => {
+    const [a, b, c] = [await layer(350), await layer(351), await layer(352)];
+    const x = gpuTensor(host(3, 353).data, [1, 3, E]);
+    const reference = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 })];
+    const wantB = await step([a, b], reference, x, null);
+    const wantC = (await c.forward(wantB, wantB, wantB, { output: 'gpu-buffer' })).output;
+    const wantOther = (await a.forward(x, x, x, { output: 'gpu-buffer' })).output;
+    const caches = [a.createCache({ maxLength: 8 }), b.createCache({ maxLength: 8 })];
+    const cases = [
+      ['an unbatched call of a module in the batch', async (out) => {
+        const other = (await a.forward(x, x, x, { output: 'gpu-buffer' })).output;
+        assert.deepEqual(await other.read(), await wantOther.read());
+        other.dispose();
+        assert.deepEqual(await out.read(), await wantB.read());
+      }],
+      ["cache.read() of a batched call's cache", async (out) => {
+        assert.deepEqual(await caches[0].read(), await reference[0].read());
+        assert.deepEqual(await out.read(), await wantB.read());
+      }],
+      ['a call of a module outside the batch on a batched result', async (out) => {
+        const next = (await c.forward(out, out, out, { output: 'gpu-buffer' })).output;
+        assert.deepEqual(await next.read(), await wantC.read());
+        next.dispose();
+      }],
+    ];
+    for (const [what, check] of cases) {
+      for (const cache of caches) cache.reset();
+      const batch = new GpuBatch();
+      const out = await step([a, b], caches, x, batch);
+      assert.equal(batch.pending, 2);
+      await check(out);
+      assert.equal(batch.pending, 0, `${what}: the batch was submitted`);
+      out.dispose();
+    }
+    for (const t of [wantB, wantC, wantOther]) t.dispose();
+    x.gpuBuffer.destroy();
+  });
+
+  test('a GPU input destroyed before submit(): a BackendError naming the call and query; the caches back; usable afterwards', async () => {
+    const layers = [await layer(400), await layer(401)];
+    const caches = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const reference = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const first = gpuTensor(host(2, 402).data, [1, 2, E]);
+    await step(layers, caches, first, null).then((t) => t.dispose());
+    await step(layers, reference, first, null).then((t) => t.dispose());
+    const batch = new GpuBatch();
+    const h = (await layers[0].forward(first, first, first, { cache: caches[0], output: 'gpu-buffer', batch })).output;
+    const doomed = gpuTensor(host(1, 403).data, [1, 1, E]);
+    const out = (await layers[1].forward(doomed, doomed, doomed, { cache: caches[1], output: 'gpu-buffer', batch })).output;
+    assert.deepEqual(caches.map((c) => c.length), [4, 3]);
+    doomed.gpuBuffer.destroy();
+    await assert.rejects(batch.submit(), (e) => e.name === 'BackendError' && e.argument === 'query' && /call 1 of the batch/.test(e.message));
+    assert.deepEqual(caches.map((c) => c.length), [2, 2], 'both caches back to their lengths before the batch');
+    await assert.rejects(out.read(), { name: 'BackendError' });
+    for (const t of [h, out]) t.dispose();
+    // Usable: the next step equals the reference's.
+    const x = gpuTensor(host(1, 404).data, [1, 1, E]);
+    const got = await step(layers, caches, x, batch);
+    const want = await step(layers, reference, x, null);
+    assert.deepEqual(await got.read(), await want.read());
+    for (const t of [got, want]) t.dispose();
+    for (const t of [first, x]) t.gpuBuffer.destroy();
+  });
+
+  test("bad `batch`: not a GpuBatch, without output 'gpu-buffer', or one of another device: OptionError; nothing recorded", async () => {
+    const mha = await layer(500);
+    const x = host(1, 501);
+    await assert.rejects(mha.forward(x, x, x, { batch: {}, output: 'gpu-buffer' }), { name: 'OptionError', argument: 'batch' });
+    const batch = new GpuBatch();
+    await assert.rejects(mha.forward(x, x, x, { batch }), { name: 'OptionError', argument: 'output' });
+    const other = await freshDevice();
+    const elsewhere = await MultiHeadAttention.create({ embedDim: E, numHeads: 4, backend: 'webgpu', gpu: other });
+    elsewhere.loadStateDict(randomStateDict(elsewhere.stateDictShapes, 502));
+    const r = await mha.forward(x, x, x, { batch, output: 'gpu-buffer' });
+    await assert.rejects(elsewhere.forward(x, x, x, { batch, output: 'gpu-buffer' }), { name: 'OptionError', argument: 'batch' });
+    assert.equal(batch.pending, 1);
+    await batch.submit();
+    assert.deepEqual(await r.output.read(), (await mha.forward(x, x, x)).output.data);
+    r.output.dispose();
+    elsewhere.dispose();
+    other.destroy();
+  });
+});

@@ -1,0 +1,141 @@
+// The public GpuBatch (README "Tensors on the GPU", docs/webgpu.md#one-submit-per-step): forward()
+// calls with `{ output: 'gpu-buffer', batch }` are recorded into one GPUCommandEncoder of the
+// batch instead of each submitting its own, and batch.submit() submits them together, so that a
+// decode step through a stack of layers is one queue.submit(). WebGPU runs a queue's work in the
+// order it was submitted, and the passes of one command buffer in the order they were encoded, so
+// the results equal the per-call path's bit for bit.
+//
+// A call's forward() resolves once its work is encoded (its GpuTensors hold their values from the
+// submit on); what only the submit can tell (a GPU input destroyed, or of another device) rejects
+// submit(), as a typed error naming the call and its argument. The rules that keep that exact:
+//   - a module's per-call buffers (uniforms, uploaded host inputs) are the module's own, written by
+//     queue.writeBuffer() before the submit: a second call of the same module in one batch would
+//     overwrite the first's, so the batch submits what it holds first (two submits, same results);
+//   - a cached call's length advances when it is encoded (the next call on that cache is planned on
+//     it); when the submit fails, every cache of the batch goes back to its length before the batch.
+import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
+
+export class GpuBatch {
+  #device = null;
+  #encoder = null;
+  #members = new Set();   // the executors with work in #encoder
+  #calls = [];            // what is recorded since the last submit(): see record()
+  #submits = [];          // [scope promises] of each queue.submit() since the last submit()
+  #after = [];            // afterSubmit()'s, run once the recorded calls are submitted
+  #outcomes = new Map();  // generation → its submit()'s promise, while it runs, and for good when it failed
+  #generation = 0;        // submit() count: which submit a recorded call's results wait for
+
+  /** How many forward() calls are recorded and not yet submitted. */
+  get pending() {
+    return this.#calls.length;
+  }
+
+  /**
+   * Internal (the WebGPU executor's): the encoder `owner`'s call on `device` is recorded into. A
+   * call of a module already in the batch first submits what the batch holds (its per-call
+   * buffers are written again by this call). An OptionError naming `batch` for another device.
+   */
+  encoderFor(owner, device) {
+    if (this.#device && this.#device !== device) {
+      throw new OptionError("batch: its calls are on another GPUDevice than this module's; a batch is one device's queue", {
+        argument: 'batch', expected: "the module's GPUDevice", actual: 'another GPUDevice',
+      });
+    }
+    this.#device = device;
+    if (this.#members.has(owner)) this.#submitEncoder();
+    this.#members.add(owner);
+    this.#encoder ??= device.createCommandEncoder({ label: 'webattention batch' });
+    return this.#encoder;
+  }
+
+  /**
+   * Internal: a call recorded into encoderFor()'s encoder. call: { scopes (its encoding's error
+   * scopes, popped), refused() (resolves to the typed error of its GPU input WebGPU refused, or
+   * null), undo() (its cache back to the length before it), destroy() (its result buffers) }.
+   * Returns its ticket for whenSubmitted().
+   */
+  record(call) {
+    this.#calls.push(call);
+    return this.#generation;
+  }
+
+  /**
+   * Internal (GpuTensor.read(), and a module's work outside the batch): resolves once the call of
+   * `ticket` was submitted, submitting the batch now (synchronously: the queue.submit() happens
+   * before this returns) when that has not happened yet; rejects as that submit() did.
+   */
+  whenSubmitted(ticket) {
+    if (ticket === this.#generation) return this.submit();
+    return this.#outcomes.get(ticket) ?? Promise.resolve();
+  }
+
+  /**
+   * Internal (GpuTensor.dispose()): runs fn() once the call of `ticket` was submitted (at once when
+   * it was): a result a later call of the batch reads must outlive the submit.
+   */
+  afterSubmit(ticket, fn) {
+    if (ticket === this.#generation) this.#after.push(fn);
+    else fn();
+  }
+
+  /**
+   * Submits the calls recorded since the last submit() (one queue.submit(), or one more per module
+   * called twice) before it returns, and resolves once WebGPU has validated them; nothing
+   * recorded: resolves at once. Rejects with a BackendError naming the call (its index among them)
+   * and its argument when WebGPU refused the work; those calls' results are destroyed and their
+   * caches put back.
+   */
+  submit() {
+    const generation = this.#generation++;
+    if (this.#encoder) this.#submitEncoder();
+    const calls = this.#calls;
+    const submits = this.#submits;
+    this.#calls = [];
+    this.#submits = [];
+    for (const fn of this.#after.splice(0)) fn();
+    if (calls.length === 0) return Promise.resolve();
+    // Kept while it runs, and for good when it failed (its results' read() rejects with it).
+    const outcome = this.#validated(calls, submits);
+    this.#outcomes.set(generation, outcome);
+    outcome.then(() => this.#outcomes.delete(generation), () => {});
+    return outcome;
+  }
+
+  // Resolves once every error scope of `calls` and of their `submits` settled; else the error.
+  async #validated(calls, submits) {
+    const failures = await Promise.all([...calls.flatMap((c) => c.scopes), ...submits.flat()]);
+    const failure = failures.find(Boolean);
+    if (!failure) return;
+    let error = null;
+    for (const [index, call] of calls.entries()) {
+      error = await call.refused().catch(() => null);
+      if (error) {
+        error = new BackendError(`batch: call ${index} of the batch: ${error.message}`, {
+          argument: error.argument, expected: error.expected, actual: error.actual,
+        });
+        break;
+      }
+    }
+    for (const call of [...calls].reverse()) call.undo();
+    for (const call of calls) call.destroy();
+    if (error instanceof WebAttentionError) throw error;
+    throw new BackendError(`batch: WebGPU refused the batch's work (${failure.message}); its results were destroyed`, {
+      argument: 'batch', expected: 'work WebGPU accepts', actual: failure.message,
+    });
+  }
+
+  // The encoder's work submitted now (error scopes around the finish and the submit, awaited by
+  // submit()); the next call starts a new encoder.
+  #submitEncoder() {
+    const device = this.#device;
+    device.pushErrorScope('out-of-memory');
+    device.pushErrorScope('validation');
+    device.queue.submit([this.#encoder.finish()]);
+    this.#submits.push([device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost'))));
+    this.#encoder = null;
+    this.#members.clear();
+  }
+}
+
+/** Whether `value` is a GpuBatch this package made (forward()'s `batch` option). */
+export const isGpuBatch = (value) => value instanceof GpuBatch;
