@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "test_util.h"
+#include "mha_test_support.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -21,16 +21,11 @@ using testing::random_floats;
 constexpr int E = 16, H = 4, B = 4, T = 120;
 
 MultiHeadAttention make_module() {
-  MhaConfig config{E, H};
-  config.num_kv_heads = 2;
-  config.rotary_dim = E / H;
-  config.softcap = 20.0;
+  MhaConfig config = testing::config(E, H);
+  config.num_kv_heads = 2, config.rotary_dim = E / H, config.softcap = 20.0;
   MultiHeadAttention m(config);
   std::mt19937 rng(11);
-  for (const auto& spec : m.parameter_specs()) {
-    const auto w = random_floats(spec.size(), rng, 0.4f);
-    m.load_parameter(spec.name, w.data(), w.size());
-  }
+  testing::load_random(m, rng);
   return m;
 }
 
@@ -83,12 +78,20 @@ Pair make_pair(const MultiHeadAttention& m, const Layout& l, std::mt19937& rng) 
   return p;
 }
 
-TEST(CacheRows, EachRowEqualsItsOwnCache) {
+// body(pair) for a batched cache and its batch-1 twins of every layout, with seeded tokens.
+template <class Body>
+void for_each_layout(unsigned seed, Body&& body) {
   const MultiHeadAttention m = make_module();
-  std::mt19937 rng(5);
+  std::mt19937 rng(seed);
   for (const Layout& l : kLayouts) {
     SCOPED_TRACE(::testing::Message() << static_cast<int>(l.dtype) << " window " << l.window);
     Pair p = make_pair(m, l, rng);
+    body(p);
+  }
+}
+
+TEST(CacheRows, EachRowEqualsItsOwnCache) {
+  for_each_layout(5, [](Pair& p) {
     p.step({}, 3);
     p.step({1, 2, 3}, 6);
     p.step({2, 3}, 11);
@@ -98,22 +101,18 @@ TEST(CacheRows, EachRowEqualsItsOwnCache) {
     p.step({0, 1, 3}, 1);
     EXPECT_FALSE(p.batched->uniform());
     EXPECT_EQ(p.batched->length(), 93);  // the longest row's
-  }
+  });
 }
 
 TEST(CacheRows, TruncateRowsCutsEachRowOnItsOwn) {
-  const MultiHeadAttention m = make_module();
-  std::mt19937 rng(6);
-  for (const Layout& l : kLayouts) {
-    SCOPED_TRACE(::testing::Message() << static_cast<int>(l.dtype) << " window " << l.window);
-    Pair p = make_pair(m, l, rng);
+  for_each_layout(6, [](Pair& p) {
     p.step({}, 40);
     const std::int64_t lengths[] = {10, 40, 0, 25};
     p.batched->truncate_rows(lengths);
     for (int b = 0; b < B; ++b) p.alone[static_cast<std::size_t>(b)]->truncate(lengths[b]);
     p.step({}, 3);
     p.step({0, 2}, 5);
-  }
+  });
 }
 
 // Each misuse throws the named error and leaves the cache as it was: the next step still equals
