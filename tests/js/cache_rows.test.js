@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, OptionError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
+import { filled, seededStateDict } from '../contract/random.mjs';
 import { outsideTolerance } from '../contract/cache_rollback.mjs';
 import { ROWS_CREATE, ROWS_GQA_CREATE, ROWS_LAYOUTS, hostileRowsRun, rowsRun } from '../contract/cache_rows.mjs';
 
@@ -62,6 +63,30 @@ test('rows without a cache is an OptionError naming rows', async () => {
   try {
     const x = { data: new Float32Array(16), shape: [1, 1, 16] };
     await assert.rejects(mha.forward(x, x, x, { rows: [0] }), (e) => e instanceof OptionError && e.argument === 'rows');
+  } finally {
+    mha.dispose();
+  }
+});
+
+test('a rows call\'s positionIds are per listed row: its rows\' own lengths give the call without them, bit for bit', async () => {
+  const mha = await api.MultiHeadAttention.create(ROWS_CREATE);
+  try {
+    mha.loadStateDict(seededStateDict(mha.stateDictShapes, 60));
+    const make = () => mha.createCache({ batchSize: 4, maxLength: 16 });
+    const [given, implied] = [make(), make()];
+    const x = (n, L, seed) => ({ data: filled(n * L * 16, seed), shape: [n, L, 16] });
+    const prompt = x(4, 3, 1);
+    const more = x(1, 2, 2);
+    for (const cache of [given, implied]) {
+      await mha.forward(prompt, prompt, prompt, { cache });
+      await mha.forward(more, more, more, { cache, rows: [2] });
+    }
+    const step = x(2, 2, 3);
+    const positionIds = { data: new Int32Array([3, 4, 5, 6]), shape: [2, 2] };  // rows 1 and 2 at lengths 3 and 5
+    const a = await mha.forward(step, step, step, { cache: given, rows: [1, 2], positionIds });
+    const b = await mha.forward(step, step, step, { cache: implied, rows: [1, 2] });
+    assert.ok(sameBits(a.output.data, b.output.data));
+    assert.deepEqual(given.lengths, [3, 5, 7, 3]);
   } finally {
     mha.dispose();
   }
