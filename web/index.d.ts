@@ -35,8 +35,14 @@ export interface CacheContents {
 /** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
 export class KvCache {
   private constructor();
-  /** Positions appended so far, counting the calls made on it that still run (in order). */
+  /**
+   * Positions appended so far, counting the calls made on it that still run (in order): every
+   * row's one length. Where the rows hold different numbers (a forward() with `rows`, or
+   * truncate(lengths)), reading it throws CacheError (naming `lengths`): read `lengths` then.
+   */
   readonly length: number;
+  /** Each row's positions (batchSize of them), counted as `length` counts them. */
+  readonly lengths: number[];
   readonly batchSize: number;
   /** 0: no limit (a window without maxLength). */
   readonly maxLength: number;
@@ -48,18 +54,21 @@ export class KvCache {
   /**
    * The keys (as stored: rotated) and values of the positions held, in position order: all of
    * them, or with a window the last min(length, window); after the calls made before it.
-   * onnxruntime's present_key / present_value.
+   * onnxruntime's present_key / present_value. Rows of different lengths: CacheError (naming
+   * `lengths`).
    */
   read(): Promise<CacheContents>;
   /** Back to length 0 without freeing, after the calls made before it. */
   reset(): void;
   /**
-   * Drops positions >= length (an integer, one for every row; at most `length`, and with a window
-   * whose ring has wrapped at least the oldest position held plus the window), after the calls
-   * made before it: later calls continue as if they had never been appended. CacheError otherwise,
-   * the cache unchanged.
+   * Drops positions >= length (an integer, one for every row; at most each row's length, and with
+   * a window whose ring has wrapped at least the oldest position held plus the window), after the
+   * calls made before it: later calls continue as if they had never been appended. With a list,
+   * one length per row (batchSize of them), each row cut on its own (WASM caches; a WebGPU cache
+   * keeps its rows at one length). CacheError (naming `length` or `lengths`) otherwise, the cache
+   * unchanged.
    */
-  truncate(length: number): void;
+  truncate(length: number | ArrayLike<number>): void;
   /**
    * Keeps only `indices` (strictly increasing, in [0, L)) among the last forward()'s L new
    * positions (speculative decoding: the accepted drafts), moved to consecutive positions from
@@ -67,7 +76,8 @@ export class KvCache {
    * every result, read() included, equals a fresh run over the kept tokens alone: a moved key is
    * rotated (RoPE) at its new position. CacheError (naming `indices`) otherwise, the cache
    * unchanged: indices repeated, unsorted or out of range, no forward() since the cache was made,
-   * reset, truncated or kept, an encoded cache, a window's ring that no longer holds them.
+   * reset, truncated or kept, an encoded cache, a window's ring that no longer holds them, a
+   * last call on some `rows` or on rows of different lengths (keep() takes a call on every row).
    */
   keep(indices: ArrayLike<number>): void;
   /**
@@ -102,9 +112,20 @@ export interface ForwardOptions {
    * (causal, bottom-right: isCausal is implied) and within the cache's window. keyPaddingMask is
    * then [B, T] and weights [B, (numHeads,) L, T], T = cache.length after the append. attnMask is
    * then a verification mask among the new positions (see attnMask). Calls with a cache run where the cache was made: on the GPU when the module used
-   * WebGPU at createCache(), else on the calling thread's WASM.
+   * WebGPU at createCache(), else on the calling thread's WASM. Rows of different lengths (see
+   * `rows`): each row's positions continue from its own length; T is the longest row's, and a
+   * shorter row's later weight columns are 0.
    */
   cache?: KvCache;
+  /**
+   * With a batched cache: the cache rows this call appends to (the ones still decoding), strictly
+   * increasing, one per batch row of query, key and value (their batch dimension is rows.length).
+   * Each row's queries see that row's positions only, from its own length on (RoPE positions
+   * too); the result equals one cache per row, bit for bit. WASM caches only (a WebGPU cache:
+   * CacheError naming `rows`). ShapeError naming `rows` when out of range, repeated, unsorted or
+   * not one per batch row; the cache is left as it was.
+   */
+  rows?: ArrayLike<number>;
   /**
    * A rotary module's (create({ rotary })) positions of the L rows, [B, L] Int32Array: row i of
    * batch b (its query and its key, so S must equal L without a cache) is rotated at

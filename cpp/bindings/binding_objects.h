@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -94,6 +95,7 @@ struct ForwardWire {
   std::uintptr_t output = 0, weights = 0;
   bool average_weights = true;
   std::uintptr_t position_ids = 0;  // [B, L] int32, or 0 for the rows' own positions
+  std::uintptr_t rows = 0;  // [B] int32: the cache rows of a cached call (forwardCachedRows()), or 0 for all
 
   MhaForwardArgs args() const {
     MhaForwardArgs a;
@@ -105,6 +107,7 @@ struct ForwardWire {
     a.output = at<float>(output), a.weights = at<float>(weights);
     a.average_weights = average_weights;
     a.position_ids = at<const std::int32_t>(position_ids);
+    a.rows = at<const std::int32_t>(rows);
     return a;
   }
 };
@@ -151,16 +154,22 @@ struct RingWire {
 class KvCacheBinding {
  public:
   double length() const { return cache ? static_cast<double>(cache->length()) : 0.0; }
-  void reset() {
-    if (cache) cache->reset();
-  }
+  double rowLength(int b) const { return cache ? static_cast<double>(cache->row_length(b)) : 0.0; }  // b < batch
+  void reset() { if (cache) cache->reset(); }
   // Positions [first, first + count) into k [B, h_kv, count, d_k] and v [B, h_kv, count, d_v].
   int read(double first, int count, std::uintptr_t k, std::uintptr_t v) {
     return status([&] { storage().read(static_cast<std::int64_t>(first), count, at<float>(k), at<float>(v)); });
   }
-  // Drops positions >= length (KvCache::truncate()): a CacheError naming `length` if it cannot.
+  // Drops positions >= length (KvCache::truncate()): a CacheError naming `length` if it cannot;
+  // truncateRows(): one float64 per row at `lengths` (KvCache::truncate_rows()).
   int truncate(double length) {
     return status([&] { storage().truncate(static_cast<std::int64_t>(length)); });
+  }
+  int truncateRows(std::uintptr_t lengths) {
+    return status([&] {
+      const double* given = at<const double>(lengths);
+      storage().truncate_rows(std::vector<std::int64_t>(given, given + storage().config().batch).data());
+    });
   }
   // Fills `target` (a new, empty handle) with a copy of this cache (KvCache::fork()).
   int fork(KvCacheBinding& target) {
@@ -319,6 +328,12 @@ class MhaBinding {
   // only).
   int forwardCached(KvCacheBinding& cache) {
     return status([&] { mha->forward(call.args(), cache.storage()); });
+  }
+  // forwardCached() on the cache rows `rows` lists (int32 [batch], MhaForwardArgs::rows).
+  int forwardCachedRows(KvCacheBinding& cache, std::uintptr_t rows) {
+    call.rows = rows;
+    const int error = forwardCached(cache);
+    return call.rows = 0, error;
   }
   // cache.keep(indices): `count` int32 indices at `indices` (MultiHeadAttention::keep()).
   int keepCached(KvCacheBinding& cache, std::uintptr_t indices, int count) {

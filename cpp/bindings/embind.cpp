@@ -112,6 +112,8 @@ void register_cache() {
   class_<KvCacheBinding>("KvCache")
       .constructor<>()
       .function("length", &KvCacheBinding::length)
+      .function("rowLength", &KvCacheBinding::rowLength)
+      .function("truncateRows", &KvCacheBinding::truncateRows)
       .function("reset", &KvCacheBinding::reset)
       .function("read", &KvCacheBinding::read)
       .function("truncate", &KvCacheBinding::truncate)
@@ -121,6 +123,9 @@ void register_cache() {
              return m.createCache(cache, batch, max_length, window, dtype);
            }));
   function("mhaForwardCached", optional_override([](MhaBinding& m, KvCacheBinding& cache) { return m.forwardCached(cache); }));
+  function("mhaForwardCachedRows", optional_override([](MhaBinding& m, KvCacheBinding& cache, std::uintptr_t rows) {
+             return m.forwardCachedRows(cache, rows);
+           }));
   function("mhaKeepCached", optional_override([](MhaBinding& m, KvCacheBinding& cache, std::uintptr_t indices, int count) {
              return m.keepCached(cache, indices, count);
            }));

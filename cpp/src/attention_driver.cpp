@@ -25,7 +25,15 @@ void run_attention(const AttentionProblem& p) {
     // One workspace per thread, kept between calls (no allocation per call once warm).
     thread_local std::vector<float> workspace;
     if (workspace.size() < workspace_floats) workspace.resize(workspace_floats);
-    for (int unit = begin; unit < end; ++unit) kernels::attention_unit(p, unit, workspace.data());
+    for (int unit = begin; unit < end; ++unit) {
+      if (!p.rows.shift) {
+        kernels::attention_unit(p, unit, workspace.data());
+        continue;
+      }
+      // A batch at positions of its own (AttentionProblem::rows): its unit of its own problem.
+      const int b = unit / p.kv_heads();
+      kernels::attention_unit(p.for_batch(b), unit, workspace.data());
+    }
   });
 }
 

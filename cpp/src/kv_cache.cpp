@@ -41,7 +41,7 @@ RingGeometry ring_geometry(int max_length, int window) {
 
 KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv)
     : owner_(owner), config_(config), kv_heads_(kv_heads), dk_(dk), dv_(dv),
-      dv_pad_(kernels::whole_panels(dv)) {
+      dv_pad_(kernels::whole_panels(dv)), lengths_(static_cast<std::size_t>(std::max(config.batch, 1)), 0) {
   const RingGeometry ring = ring_geometry(config.max_length, config.window);
   // The option the caller gave that makes the storage too large: the window (a ring) or max_length
   // that sets the capacity, or the batch size that multiplies it. The key check also bounds the
@@ -82,7 +82,7 @@ void KvCache::reset() {
     std::fill(v_scales_.get(), v_scales_.get() + blocks * capacity_, 0.0f);
   }
   finite_ = true;  // nothing stored any more: the finite f16 widening applies again
-  length_ = 0;
+  set_lengths(0);
   forget_call();
 }
 
@@ -115,15 +115,17 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
 }  // namespace
 
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
-                     std::ptrdiff_t v_batch, int rows) {
+                     std::ptrdiff_t v_batch, int rows, const std::int32_t* cache_rows, int count) {
   const int k_width = kv_heads_ * dk_, v_width = kv_heads_ * dv_;
   const StorageType type = config_.dtype;
   const std::size_t bytes = storage_element_bytes(type);
-  for (int b = 0; b < config_.batch; ++b) {
+  for (int n = 0; n < count; ++n) {
+    const int b = cache_rows ? cache_rows[n] : n;
+    std::int64_t& length = lengths_[static_cast<std::size_t>(b)];
     for (int i = 0; i < rows; ++i) {
-      const int slot = static_cast<int>((length_ + i) % capacity_);
-      const float* krow = k + b * k_batch + static_cast<std::ptrdiff_t>(i) * k_width;
-      const float* vrow = v + b * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
+      const int slot = static_cast<int>((length + i) % capacity_);
+      const float* krow = k + n * k_batch + static_cast<std::ptrdiff_t>(i) * k_width;
+      const float* vrow = v + n * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
         const auto [kb, vb, ks, vs] = block(b, g);
         const float* kr = krow + g * dk_;
@@ -142,11 +144,27 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
         if (finite_ && (type == StorageType::bf16 || type == StorageType::i8)) finite_ = stored_row_finite(type, kb, vb, ks, vs, slot, dk_, dv_, capacity_);
       }
     }
+    length += rows;
   }
-  length_ += rows;
+  update_length();
 }
 
+bool KvCache::uniform() const {
+  return std::all_of(lengths_.begin(), lengths_.end(), [&](std::int64_t n) { return n == lengths_[0]; });
+}
+
+void KvCache::set_lengths(std::int64_t length) {
+  std::fill(lengths_.begin(), lengths_.end(), length);
+  length_ = length;
+}
+
+void KvCache::update_length() { length_ = *std::max_element(lengths_.begin(), lengths_.end()); }
+
 void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
+  if (!uniform()) {
+    throw CacheError("lengths", "cache.read: the rows hold different numbers of positions (one length per row); "
+                                "read() copies the same positions of every row: truncate(lengths) them to one length first");
+  }
   const std::int64_t oldest = std::max<std::int64_t>(0, length_ - capacity_);
   if (count < 0 || first < oldest || first + count > length_) {
     throw CacheError("cache", "cache.read: positions [" + std::to_string(first) + ", " +
@@ -180,7 +198,7 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
 KvCache::KvCache(const KvCache& from, bool)
     : owner_(from.owner_), config_(from.config_), kv_heads_(from.kv_heads_), dk_(from.dk_), dv_(from.dv_),
       dv_pad_(from.dv_pad_), capacity_(from.capacity_), rows_per_pass_(from.rows_per_pass_),
-      length_(from.length_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_),
+      length_(from.length_), lengths_(from.lengths_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_),
       last_first_(from.last_first_), last_rows_(from.last_rows_), last_positions_(from.last_positions_),
       last_keys_(from.last_keys_) {
   // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
@@ -202,50 +220,70 @@ std::unique_ptr<KvCache> KvCache::fork() const {
   return std::unique_ptr<KvCache>(new KvCache(*this, true));
 }
 
-std::int64_t KvCache::min_truncated_length() const {
-  const std::int64_t oldest = std::max<std::int64_t>(0, length_ - capacity_);
+std::int64_t KvCache::min_truncated_length(int b) const {
+  const std::int64_t length = lengths_[static_cast<std::size_t>(b)];
+  const std::int64_t oldest = std::max<std::int64_t>(0, length - capacity_);
   return oldest == 0 ? 0 : oldest + config_.window;
 }
 
+std::int64_t KvCache::min_truncated_length() const {
+  std::int64_t lowest = 0;
+  for (int b = 0; b < config_.batch; ++b) lowest = std::max(lowest, min_truncated_length(b));
+  return lowest;
+}
+
 void KvCache::truncate(std::int64_t length) {
+  const std::vector<std::int64_t> lengths(lengths_.size(), length);
+  truncate_rows(lengths.data(), "length");
+}
+
+void KvCache::truncate_rows(const std::int64_t* lengths, const char* argument) {
   if (read_only_) {
     throw CacheError("cache", "cache.truncate: an encoded cache (encode()) holds an encoder's keys and values "
                               "and is read-only");
   }
-  const std::int64_t lowest = min_truncated_length();
-  if (length < lowest || length > length_) {
-    const std::string held = "[" + std::to_string(lowest) + ", " + std::to_string(length_) + "]";
-    throw CacheError("length", length > length_ || lowest == 0
-        ? "cache.truncate: expected a length in " + held + ", got " + std::to_string(length)
-        : "cache.truncate: positions below " + std::to_string(lowest - config_.window) + " have left the ring of the "
-          "window (" + std::to_string(config_.window) + "), and a later query would need them; expected a length in " +
-          held + ", got " + std::to_string(length));
+  const bool per_row = std::string(argument) == "lengths" || !uniform();  // else every row is refused alike
+  for (int b = 0; b < config_.batch; ++b) {  // every row checked before any changes
+    const std::int64_t length = lengths[b], lowest = min_truncated_length(b), held_length = row_length(b);
+    if (length >= lowest && length <= held_length) continue;
+    const std::string held = "[" + std::to_string(lowest) + ", " + std::to_string(held_length) + "]";
+    const std::string row = per_row ? " for row " + std::to_string(b) : "";
+    throw CacheError(argument, length > held_length || lowest == 0
+        ? "cache.truncate: expected a length in " + held + row + ", got " + std::to_string(length)
+        : "cache.truncate: positions below " + std::to_string(lowest - config_.window) + " of row " + std::to_string(b) +
+          " have left the ring of the window (" + std::to_string(config_.window) + "), and a later query would need "
+          "them; expected a length in " + held + row + ", got " + std::to_string(length));
   }
   // The dropped positions the ring still holds read back as zeros, as never-written slots do (a
   // kernel's padding multiplies them by a weight of 0, so an old Inf or NaN there would leak).
-  clear_positions(std::max(length, length_ - capacity_), length_);
-  length_ = length;
+  for (int b = 0; b < config_.batch; ++b) {
+    std::int64_t& held = lengths_[static_cast<std::size_t>(b)];
+    clear_positions(std::max(lengths[b], held - capacity_), held, b);
+    held = lengths[b];
+  }
+  update_length();
   forget_call();
   // A dropped Inf or NaN no longer disables the finite-only paths: the flag is what a cache that
   // never held it has (checked only when it is off: a scan of the held rows).
   if (!finite_) finite_ = held_rows_finite();
 }
 
-void KvCache::clear_positions(std::int64_t first, std::int64_t last) {
+void KvCache::clear_positions(std::int64_t first, std::int64_t last, int b) {
   if (first >= last) return;
   // Their slots: one run from first's on, and a second from slot 0 where they wrap.
   const int from = static_cast<int>(first % capacity_);
   const int count = static_cast<int>(last - first);
   const int tail = std::min(count, capacity_ - from);
-  clear_slots(from, from + tail);
-  clear_slots(0, count - tail);
+  clear_slots(from, from + tail, b);
+  clear_slots(0, count - tail, b);
 }
 
-void KvCache::clear_slots(int first, int last) {
+void KvCache::clear_slots(int first, int last, int b) {
   const std::size_t bytes = storage_element_bytes(config_.dtype);
-  const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
+  const std::size_t begin = b < 0 ? 0 : static_cast<std::size_t>(b) * kv_heads_;
+  const std::size_t blocks = b < 0 ? static_cast<std::size_t>(config_.batch) * kv_heads_ : begin + kv_heads_;
   const int whole_first = kernels::whole_panels(first), whole_last = last / kernels::kPanelWidth * kernels::kPanelWidth;
-  for (std::size_t block = 0; block < blocks; ++block) {
+  for (std::size_t block = begin; block < blocks; ++block) {
     unsigned char* kb = k_.get() + block * k_block_ * bytes;
     unsigned char* vb = v_.get() + block * v_block_ * bytes;
     // Keys: the whole 8-slot panels in one run, the slots of partial panels a feature at a time.
@@ -281,7 +319,8 @@ bool KvCache::held_rows_finite() const {
     const unsigned char* vb = v_.get() + block * v_block_ * bytes;
     const float* ks = k_scales_ ? k_scales_.get() + block * capacity_ : nullptr;
     const float* vs = v_scales_ ? v_scales_.get() + block * capacity_ : nullptr;
-    for (std::int64_t p = std::max<std::int64_t>(0, length_ - capacity_); p < length_; ++p) {
+    const std::int64_t length = lengths_[block / static_cast<std::size_t>(kv_heads_)];
+    for (std::int64_t p = std::max<std::int64_t>(0, length - capacity_); p < length; ++p) {
       if (!stored_row_finite(type, kb, vb, ks, vs, static_cast<int>(p % capacity_), dk_, dv_, capacity_)) return false;
     }
   }

@@ -16,6 +16,7 @@ using kv_rows::stored_row_finite;
 
 void KvCache::record_call(std::int64_t first, int rows, const std::int32_t* positions) {
   last_first_ = first;
+  last_call_per_row_ = false;
   last_rows_ = rows;
   const std::size_t n = static_cast<std::size_t>(config_.batch) * rows;
   if (positions) last_positions_.assign(positions, positions + n); else last_positions_.clear();
@@ -29,7 +30,7 @@ void KvCache::keep(const std::int32_t* indices, int count, const KeyRotation* ro
   }
   const std::int64_t length = last_first_ + count;
   clear_positions(std::max(length, length_ - capacity_), length_);
-  length_ = length;
+  set_lengths(length);  // keep() takes a call on every row of a cache whose rows were equal
   forget_call();
   if (!finite_) finite_ = held_rows_finite();
 }

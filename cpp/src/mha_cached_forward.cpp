@@ -1,5 +1,6 @@
 // Incremental decoding (docs/attention-math.md §9): a forward that appends to a KV cache and
 // attends over it, reading the cached K and V in place.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -36,7 +37,9 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
   }
   check_forward(a);
   const KvCacheConfig& cc = cache.config();
-  if (a.batch != cc.batch) {
+  if (a.rows) {
+    check_call_rows(a, cache);
+  } else if (a.batch != cc.batch) {
     throw ShapeError("query", "query: expected batch " + std::to_string(cc.batch) +
                                   " (the cache's batch_size), got " + std::to_string(a.batch));
   }
@@ -44,12 +47,22 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
     throw ShapeError("key", "key: with a cache, expected the L = " + std::to_string(a.L) +
                                 " new positions, got S = " + std::to_string(a.S));
   }
-  verify_mask_view(a.attn_mask, a.batch, config_.num_heads, a.L, cache.length(), "attn_mask");
-  const std::int64_t after = cache.length() + a.L;
-  if (cc.max_length > 0 && after > cc.max_length) {
-    throw CacheError("cache", "cache: appending " + std::to_string(a.L) + " positions to length " +
-                                  std::to_string(cache.length()) + " would pass max_length " +
-                                  std::to_string(cc.max_length));
+  std::int64_t after = 0;
+  const bool placed = place_call(a, cache, after);
+  verify_mask_view(a.attn_mask, a.batch, config_.num_heads, a.L, after - a.L, "attn_mask");
+  for (int n = 0; n < a.batch; ++n) {
+    const int row = a.rows ? a.rows[n] : n;
+    const std::int64_t length = cache.row_length(row);
+    if (cc.max_length > 0 && length + a.L > cc.max_length) {
+      throw CacheError("cache", "cache: appending " + std::to_string(a.L) + " positions to length " +
+                                    std::to_string(length) + (cache.uniform() && !a.rows ? "" : " (row " + std::to_string(row) + ")") +
+                                    " would pass max_length " + std::to_string(cc.max_length));
+    }
+  }
+  const std::int64_t table_positions = config_.rotary_dim ? static_cast<std::int64_t>(rotary_cos_.size()) / (config_.rotary_dim / 2) : 0;
+  if (placed && !a.position_ids && !rotary_cos_.empty() && after > table_positions) {
+    throw ShapeError("rotary", "rotary table: positions up to " + std::to_string(after - 1) +
+                                   " are rotated, the table has rows for 0 … " + std::to_string(table_positions - 1));
   }
   require_addressable("key_padding_mask", "the key padding mask", a.batch * after);
   if (after > INT32_MAX) {
@@ -63,13 +76,60 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
   }
 }
 
+// MhaForwardArgs::rows: `batch` strictly increasing rows of the cache.
+void MultiHeadAttention::check_call_rows(const MhaForwardArgs& a, const KvCache& cache) const {
+  const int rows = cache.config().batch;
+  if (a.batch > rows) {
+    throw ShapeError("rows", "rows: a call lists at most the cache's " + std::to_string(rows) + " rows, got " +
+                                 std::to_string(a.batch));
+  }
+  for (int n = 0; n < a.batch; ++n) {
+    const std::int32_t r = a.rows[n];
+    if (r < 0 || r >= rows || (n > 0 && r <= a.rows[n - 1])) {
+      throw ShapeError("rows", "rows: expected strictly increasing rows of the cache in [0, " + std::to_string(rows) +
+                                   "), got " + std::to_string(r) + " at index " + std::to_string(n) +
+                                   (n > 0 ? " after " + std::to_string(a.rows[n - 1]) : ""));
+    }
+  }
+}
+
+bool MultiHeadAttention::place_call(const MhaForwardArgs& a, const KvCache& cache, std::int64_t& after) const {
+  if (!a.rows && cache.uniform()) {
+    after = cache.length() + a.L;
+    return false;
+  }
+  call_rows_.resize(static_cast<std::size_t>(a.batch));
+  call_firsts_.resize(static_cast<std::size_t>(a.batch));
+  std::int64_t longest = 0;
+  for (int n = 0; n < a.batch; ++n) {
+    const int row = a.rows ? a.rows[n] : n;
+    call_rows_[static_cast<std::size_t>(n)] = row;
+    call_firsts_[static_cast<std::size_t>(n)] = cache.row_length(row);
+    longest = std::max(longest, cache.row_length(row));
+  }
+  after = longest + a.L;
+  return true;
+}
+
 void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const {
   if (cache.read_only()) return forward_encoded(a, cache);  // cross-attention (mha_cross_attention.cpp)
   check_cached_forward(a, cache);
   const MhaConfig& c = config_;
   const int B = a.batch, L = a.L, H = c.num_heads;
-  const std::int64_t first = cache.length();
-  const int total = static_cast<int>(first + L);  // check_cached_forward: it fits an int
+  std::int64_t after = 0;
+  // Batches at positions of their own: the problem's positions start at 0, each batch's shifted
+  // by its row's length (AttentionProblem::rows), its rotary positions its own.
+  const bool placed = place_call(a, cache, after);
+  const std::int64_t first = placed ? 0 : cache.length();
+  const int total = static_cast<int>(after);  // check_cached_forward: it fits an int
+  const std::int32_t* positions = a.position_ids;
+  if (placed && !positions && c.rotary_dim > 0) {
+    call_positions_.resize(static_cast<std::size_t>(B) * L);
+    for (int n = 0; n < B; ++n) {
+      for (int i = 0; i < L; ++i) call_positions_[static_cast<std::size_t>(n) * L + i] = static_cast<std::int32_t>(call_firsts_[n] + i);
+    }
+    positions = call_positions_.data();
+  }
   const MaskView padding = key_padding_view(a.key_padding_mask, B, total, "key_padding_mask");
   // Among the new positions, on top of the causal rule (a tree of drafts: docs/attention-math.md §9).
   const MaskView verify = verify_mask_view(a.attn_mask, B, H, L, first, "attn_mask");
@@ -82,19 +142,21 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   // rotated at its new position, they are what a fresh run stores, for every storage type.
   const bool keeps_keys = c.rotary_dim > 0 && L <= kKeepProjectedRows;
   cache.project_keys(keeps_keys ? x.k : nullptr, static_cast<std::size_t>(B) * L * x.k_width);
-  rotate(x, B, L, L, first, a.position_ids);
+  rotate(x, B, L, L, first, positions);
 
   // Keys are positions (attention_problem.h): the kernels find position j in slot j mod capacity,
   // and read the key-padding mask [B, total] and write the weights [B, (h,) L, total] in place.
   for_each_pass(L, cache.rows_per_pass(), [&](int r0, int rows) {
     cache.append(x.k + static_cast<std::ptrdiff_t>(r0) * x.k_width, static_cast<std::ptrdiff_t>(L) * x.k_width,
-                 x.v + static_cast<std::ptrdiff_t>(r0) * x.v_width, static_cast<std::ptrdiff_t>(L) * x.v_width, rows);
-    const int length = static_cast<int>(cache.length());
+                 x.v + static_cast<std::ptrdiff_t>(r0) * x.v_width, static_cast<std::ptrdiff_t>(L) * x.v_width, rows,
+                 placed ? call_rows_.data() : nullptr, B);
+    const int length = static_cast<int>(first + r0 + rows);
     AttentionProblem p = head_problem(B, H, rows, length, x.q + static_cast<std::ptrdiff_t>(r0) * x.q_width,
                                       static_cast<std::ptrdiff_t>(L) * x.q_width, x.q_width,
                                       heads + static_cast<std::ptrdiff_t>(r0) * v_width_,
                                       static_cast<std::ptrdiff_t>(L) * v_width_);
     p.cache = cache.packed();
+    if (placed) p.rows = {call_rows_.data(), call_firsts_.data()};
     p.causal = true;
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;
@@ -104,7 +166,8 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     run_attention(p);
   });
   project_output(heads, B * L, a.output);
-  cache.record_call(first, L, a.position_ids);
+  // keep() takes a call on every row of a cache whose rows are equal (cache.keep()'s rule).
+  if (placed) cache.forget_call(true); else cache.record_call(first, L, a.position_ids);
 }
 
 void MultiHeadAttention::check_keep(const KvCache& cache, const std::int32_t* indices, int count) const {
@@ -113,6 +176,10 @@ void MultiHeadAttention::check_keep(const KvCache& cache, const std::int32_t* in
   }
   if (cache.read_only()) {
     throw CacheError("cache", "cache.keep: an encoded cache (encode()) holds an encoder's keys and values and is read-only");
+  }
+  if (cache.last_call_per_row_) {
+    throw CacheError("cache", "cache.keep: the last forward() appended to rows of their own lengths (rows, or rows of "
+                              "unequal lengths); keep() takes only a call on every row of a cache whose rows are equal");
   }
   if (!cache.has_last_call()) {
     throw CacheError("cache", "cache.keep: no forward() has appended positions since the cache was made, reset, "

@@ -40,7 +40,7 @@ std::unique_ptr<KvCache> MultiHeadAttention::encode(const float* key, const floa
   const kernels::LinearTarget tk{wk_.get(), x.k, k_width_}, tv{wv_.get(), x.v, kv_width_};
   project_keys_values(key, value, batch * S, c.kdim, c.vdim, tk, tv);
   rotate(x, batch, 0, S, 0, nullptr);  // the k-norm of a qk-norm module; no RoPE (refused above)
-  cache->append(x.k, S64 * k_width_, x.v, S64 * kv_width_, S);
+  cache->append(x.k, S64 * k_width_, x.v, S64 * kv_width_, S, nullptr, batch);
   cache->read_only_ = true;
   return cache;
 }

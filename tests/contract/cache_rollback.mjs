@@ -146,7 +146,7 @@ export const caught = (f) => {
 };
 
 /** truncate() lengths a window cache of 90 positions (ring 72, window 8: lowest 26) refuses. */
-export const HOSTILE_LENGTHS = [-1, 91, 1.5, NaN, Infinity, '10', null, undefined, [30, 30], new Int32Array([30, 30]), 25, 0];
+export const HOSTILE_LENGTHS = [-1, 91, 1.5, NaN, Infinity, '10', null, undefined, [30], new Int32Array([30, 91]), 25, 0];
 
 /**
  * Misuse: { refusals: [{ length, error }] (HOSTILE_LENGTHS on a window cache of 90 positions),

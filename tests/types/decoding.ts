@@ -29,8 +29,14 @@ async function decode(prompt: Tensor, token: Tensor) {
   cache.keep(2);
   const fork: KvCache = ring.fork();
   fork.dispose();
-  // @ts-expect-error: one length for every row (per-row lengths are not supported)
-  cache.truncate([3, 3]);
+  cache.truncate([3, 3]);  // one length per row
+  const lengths: number[] = cache.lengths;
+  await mha.forward(token, token, token, { cache, rows: [0], positionIds: null });
+  // @ts-expect-error: rows are a list of the cache's rows
+  await mha.forward(token, token, token, { cache, rows: 0 });
+  // @ts-expect-error: truncate takes numbers
+  cache.truncate(['3']);
+  console.log(lengths);
   cache.reset();
   cache.dispose();
   try {

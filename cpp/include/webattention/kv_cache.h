@@ -50,25 +50,36 @@ class KvCache {
   KvCache(const KvCache&) = delete;
   KvCache& operator=(const KvCache&) = delete;
 
-  std::int64_t length() const { return length_; }  // positions appended so far
+  // Positions appended so far: the longest row's. The rows hold as many each unless a forward
+  // listed rows (MhaForwardArgs::rows) or truncate(lengths) cut them apart.
+  std::int64_t length() const { return length_; }
+  std::int64_t row_length(int b) const { return lengths_[static_cast<std::size_t>(b)]; }
+  bool uniform() const;  // every row holds the same number of positions
   // Made by MultiHeadAttention::encode(): an encoder's keys and values, attended to, never appended
   // to or truncated (a forward that would change it throws CacheError).
   bool read_only() const { return read_only_; }
   const KvCacheConfig& config() const { return config_; }
   int capacity() const { return capacity_; }  // slots of storage, a multiple of 8 (RingGeometry)
   void reset();  // back to length 0; keeps the storage
-  // The first length truncate() accepts: 0 unless the ring has wrapped, else the oldest position
-  // held plus the window (a later query, and read(), need the window's keys before `length`).
+  // The first length truncate() accepts for row b: 0 unless its ring has wrapped, else the oldest
+  // position it holds plus the window (a later query, and read(), need the window's keys before
+  // `length`). Without b: the largest of the rows'.
+  std::int64_t min_truncated_length(int b) const;
   std::int64_t min_truncated_length() const;
   // Drops positions >= length: a later append continues there, exactly as if they had never been
   // appended (their slots are zeroed). Throws CacheError, changing nothing, unless
-  // min_truncated_length() <= length <= length().
+  // min_truncated_length(b) <= length <= row_length(b) for every row b.
   void truncate(std::int64_t length);
+  // truncate() per row: row b keeps lengths[b] positions (one per row); CacheError naming
+  // `lengths`, changing nothing, unless each is in [min_truncated_length(b), row_length(b)].
+  // (argument: the name its CacheError gives the lengths.)
+  void truncate_rows(const std::int64_t* lengths, const char* argument = "lengths");
   // A new cache of the same module holding a copy of this one's storage and length.
   std::unique_ptr<KvCache> fork() const;
   // Copies positions [first, first + count) out in position order: keys into k [batch, kv_heads,
   // count, d_k], values into v [batch, kv_heads, count, d_v] (keys as stored: rotated). Throws
-  // CacheError unless they are all held (a ring holds the last `capacity` positions).
+  // CacheError unless they are all held (a ring holds the last `capacity` positions) in every row
+  // (rows of unequal lengths: CacheError naming `lengths`).
   void read(std::int64_t first, int count, float* k, float* v) const;
   // Whether a forward appended positions since the cache was made, reset, truncated or kept:
   // what keep() (MultiHeadAttention::keep()) chooses among.
@@ -79,17 +90,21 @@ class KvCache {
   KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads, int dk, int dv);
 
   KvCache(const KvCache& from, bool);  // fork()'s copy (the public copy constructor is deleted)
-  // Zeroes the slots of positions [first, last) (all in the ring: last - first <= capacity).
-  void clear_positions(std::int64_t first, std::int64_t last);
-  void clear_slots(int first, int last);  // slots [first, last) of every block
+  // Zeroes the slots of positions [first, last) (all in the ring: last - first <= capacity) of
+  // batch row b, or of every row (b < 0).
+  void clear_positions(std::int64_t first, std::int64_t last, int b = -1);
+  void clear_slots(int first, int last, int b);  // slots [first, last) of row b's blocks (b < 0: every row's)
+  void set_lengths(std::int64_t length);  // every row's
+  void update_length();  // length_ from lengths_
   bool held_rows_finite() const;  // whether every slot held reads back finite
 
   // Rows that one append-and-attend pass may take (RingGeometry::rows_per_pass).
   int rows_per_pass() const { return rows_per_pass_; }
-  // Writes `rows` positions of K [batch, rows, kv_heads·dk] and V [batch, rows, kv_heads·dv]
-  // (row strides k_stride, v_stride per position, batch strides per batch) into their slots.
+  // Writes `rows` positions of K [count, rows, kv_heads·dk] and V [count, rows, kv_heads·dv]
+  // (batch strides k_batch, v_batch) into their slots: batch i of them to cache row
+  // cache_rows[i] (null: row i, count = batch), after that row's own positions.
   void append(const float* k, std::ptrdiff_t k_batch, const float* v, std::ptrdiff_t v_batch,
-              int rows);
+              int rows, const std::int32_t* cache_rows, int count);
   PackedKv packed() const;  // the storage as the attention kernels read it
 
   // A forward's new positions [first, first + rows), remembered for keep(); positions: each row's
@@ -101,7 +116,10 @@ class KvCache {
   void project_keys(const float* keys, std::size_t count) {
     if (keys) last_keys_.assign(keys, keys + count); else last_keys_.clear();
   }
-  void forget_call() { last_first_ = -1, last_rows_ = 0, last_positions_.clear(), last_keys_.clear(); }
+  // per_row: the call that ends it appended to rows at positions of their own (keep() refuses).
+  void forget_call(bool per_row = false) {
+    last_first_ = -1, last_rows_ = 0, last_positions_.clear(), last_keys_.clear(), last_call_per_row_ = per_row;
+  }
   // The rotary position row i of batch b of the last call was rotated at.
   std::int64_t last_position(int b, int i) const {
     return last_positions_.empty() ? last_first_ + i : last_positions_[static_cast<std::size_t>(b) * last_rows_ + i];
@@ -128,7 +146,8 @@ class KvCache {
   std::uint64_t owner_;
   KvCacheConfig config_;
   int kv_heads_, dk_, dv_, dv_pad_, capacity_, rows_per_pass_;
-  std::int64_t length_ = 0;
+  std::int64_t length_ = 0;          // the longest row's
+  std::vector<std::int64_t> lengths_;  // each batch row's positions
   // Panel layouts of attention_problem.h's PackedKv, elements of config_.dtype; int8 adds one
   // scale per (batch, K/V head, slot): [batch·kv_heads][capacity] for K and for V.
   std::unique_ptr<unsigned char[]> k_, v_;
@@ -142,6 +161,7 @@ class KvCache {
   // The last forward's positions (record_call()); last_first_ -1: none to keep().
   std::int64_t last_first_ = -1;
   int last_rows_ = 0;
+  bool last_call_per_row_ = false;
   std::vector<std::int32_t> last_positions_;
   std::vector<float> last_keys_;
 };

@@ -121,6 +121,10 @@ struct MhaForwardArgs {
   // length). Integers >= 0, below the table's rows with a given table. Masks, causality and the
   // cache's order still follow the rows (docs/attention-math.md §8).
   const std::int32_t* position_ids = nullptr;
+  // forward(args, cache) only: the cache rows the call's `batch` rows append to and attend over,
+  // one each, strictly increasing, each < the cache's batch size (the rows still decoding). Each
+  // row's positions continue from that row's own length. Null: every row of the cache, in order.
+  const std::int32_t* rows = nullptr;
 };
 
 class MultiHeadAttention {
@@ -213,6 +217,10 @@ class MultiHeadAttention {
   // positions, on top of the causal rule: [L, L], [B, L, L] or [B*h, L, L], element (i, j) for
   // query row i and new key j (cached keys are not covered). Weights, when asked for, are
   // [B, (h,) L, length after the append]. Throws before changing the cache.
+  // A batched cache keeps one length per row: args.rows lists the rows a call appends to (else
+  // every row), and each row's queries see that row's positions only, from its own length on; the
+  // mask and weights' columns are then the longest listed row's length after the append (a
+  // shorter row's later columns: weight 0).
   void forward(const MhaForwardArgs& args, KvCache& cache) const;
   // Keeps only positions indices[0 .. count) among the last forward's L new ones (strictly
   // increasing, each < L), moved to consecutive positions from the length before that call;
@@ -282,6 +290,10 @@ class MultiHeadAttention {
                                 std::ptrdiff_t q_batch, int q_width, float* out,
                                 std::ptrdiff_t out_batch) const;
   void check_cached_forward(const MhaForwardArgs& args, const KvCache& cache) const;
+  void check_call_rows(const MhaForwardArgs& args, const KvCache& cache) const;
+  // The call's keys after the append (the longest listed row's length), its batches' rows and
+  // first positions in call_rows_ and call_firsts_; false where every batch starts at one position.
+  bool place_call(const MhaForwardArgs& args, const KvCache& cache, std::int64_t& after) const;
   void check_keep(const KvCache& cache, const std::int32_t* indices, int count) const;
   // One K/V head's key, rotated (RoPE) at position `from`, rotated on to position `to`.
   void rotate_key(float* key, std::int64_t from, std::int64_t to) const;
@@ -330,6 +342,10 @@ class MultiHeadAttention {
   // Projection weights packed for the kernels at load time (biases inside).
   std::unique_ptr<kernels::PackedLinear> wq_, wk_, wv_, wo_;
   mutable std::vector<float> scratch_;
+  // A cached call's batches at positions of their own (AttentionProblem::rows): each one's cache
+  // row, first position, and (RoPE without position_ids) positions [batch, L].
+  mutable std::vector<std::int32_t> call_rows_, call_positions_;
+  mutable std::vector<std::int64_t> call_firsts_;
   mutable std::vector<std::unique_ptr<HeadSlice>> slices_;  // cleared when weights change
 };
 

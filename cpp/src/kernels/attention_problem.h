@@ -94,6 +94,34 @@ struct AttentionProblem {
   }
   int weight_rows() const { return weights_rows ? weights_rows : L; }
   int weight_cols() const { return weights_cols ? weights_cols : S; }
+  // A cached call whose batches sit at positions of their own (a batched cache's rows of unequal
+  // lengths, or some of its rows: MhaForwardArgs::rows): batch b of the problem reads the cache's
+  // row rows.cache_row[b], and its positions are rows.shift[b] later than the problem's (its keys
+  // S + shift, its query positions and the verification mask's key0, masks[1], as much later).
+  // Null: every batch at the problem's positions, batch b in the cache's row b.
+  struct BatchRows {
+    const std::int32_t* cache_row = nullptr;
+    const std::int64_t* shift = nullptr;
+  } rows;
+  // The problem batch b solves (itself without rows): run_attention() hands each unit its own,
+  // so the kernels read one S and one query position per unit.
+  AttentionProblem for_batch(int b) const {
+    if (!rows.shift) return *this;
+    AttentionProblem u = *this;
+    const std::int64_t shift = rows.shift[b];
+    u.S = static_cast<int>(S + shift);
+    u.positions.query0 += shift;
+    if (!u.masks[1].empty()) u.masks[1].key0 += shift;
+    if (!cache.empty()) {  // block (b, g) of the problem is block (cache_row[b], g) of the cache
+      const std::ptrdiff_t blocks = static_cast<std::ptrdiff_t>(rows.cache_row[b] - b) * kv_heads();
+      const std::ptrdiff_t bytes = storage_element_bytes(cache.type);
+      u.cache.k = static_cast<const unsigned char*>(cache.k) + blocks * cache.k_block * bytes;
+      u.cache.v = static_cast<const unsigned char*>(cache.v) + blocks * cache.v_block * bytes;
+      if (cache.k_scales) u.cache.k_scales += blocks * cache.capacity, u.cache.v_scales += blocks * cache.capacity;
+    }
+    u.rows = {};
+    return u;
+  }
   int kv_heads() const { return heads / kv_group; }
   // The kernels' unit of work: one (batch, K/V head) with its kv_group query heads.
   int units() const { return batch * kv_heads(); }

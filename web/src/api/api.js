@@ -12,7 +12,7 @@ import { createExecutors } from './create_executors.js';
 import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig, offsetQkNorm } from '../checks/hf_config.js';
 import { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } from '../checks/gguf_config.js';
 import { wasmSdpa } from '../wasm/wasm_executor.js';
-import { resolveCacheOptions } from '../dispatch/kv_cache.js';
+import { resolveCacheOptions } from '../dispatch/cache_checks.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js';
 import { measuredFusedSpeedup } from '../wasm/madd_probe.js';
 import { checkIndex, checkOptions } from '../base/option_checks.js';

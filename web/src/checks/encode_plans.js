@@ -59,7 +59,12 @@ export function resolveEncodedForward(config, query, key, value, o) {
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const lead = batched ? [B] : [];
   if (E !== config.embedDim) shapeError('query', formatShape([...lead, L, config.embedDim]), q.shape);
-  const T = cache.lengthForCall();
+  const [T] = cache.lengthsForCall();  // an encoded cache's rows all hold its S positions
+  if (o.rows !== undefined) {
+    throw new OptionError('rows: an encoded cache (mha.encode()) attends every row and appends nothing; leave rows out', {
+      argument: 'rows', expected: 'undefined', actual: describe(o.rows),
+    });
+  }
   if (B !== cache.batchSize) {
     throw new ShapeError(`query: expected batch ${cache.batchSize} (the encoded cache's), got ${B}`, {
       argument: 'query', expected: cache.batchSize, actual: B,
@@ -79,7 +84,7 @@ export function resolveEncodedForward(config, query, key, value, o) {
     isCausal: false,
     needWeights,
     averageAttnWeights,
-    cache: { kvCache: cache, lengthBefore: T, lengthAfter: T },
+    cache: { kvCache: cache, rows: null, lengthsBefore: new Array(B).fill(T), L: 0, lengthBefore: T, lengthAfter: T },
     positionIds: null,
     outputShape: [...lead, L, config.embedDim],
     weightsShape: needWeights ? [...lead, ...(averageAttnWeights ? [] : [config.numHeads]), L, T] : null,

@@ -9,10 +9,11 @@ import { checkGpuTensor, isDeviceData, isGpuTensor } from '../base/gpu_tensors.j
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { resolveEncodedForward } from './encode_plans.js';
+import { checkCallRows } from '../dispatch/cache_checks.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'positionIds', 'output', 'batch'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'rows', 'positionIds', 'output', 'batch'];
 /** forward()'s `output`: where its result tensors are ('cpu': typed arrays; 'gpu-buffer': GPUBuffers, no readback). */
 const OUTPUT_LOCATIONS = ['cpu', 'gpu-buffer'];
 
@@ -54,7 +55,12 @@ export function resolveMhaForward(config, query, key, value, options) {
   if (Bk !== B || kdim !== config.kdim) shapeError('key', formatShape([...lead(B), 'S', config.kdim]), k.shape);
   if (Bv !== B || Sv !== S || vdim !== config.vdim) shapeError('value', formatShape([...lead(B), S, config.vdim]), v.shape);
   // With a cache the keys attended are every cached position after the append (T of them).
-  const cache = o.cache === undefined ? null : checkCacheOption(o.cache, { B, L, S, isCausal: o.isCausal });
+  if (o.rows !== undefined && o.cache === undefined) {
+    throw new OptionError('rows: the rows of a batched cache a call appends to; give a cache with them', {
+      argument: 'rows', expected: 'a cache option beside rows', actual: 'no cache',
+    });
+  }
+  const cache = o.cache === undefined ? null : checkCacheOption(o.cache, { B, L, S, isCausal: o.isCausal, rows: o.rows });
   const T = cache ? cache.lengthAfter : S;
   const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
   if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
@@ -191,17 +197,22 @@ function checkAttnMaskShape(shape, { B, H, L, S, cached }) {
 
 /**
  * forward()'s `cache` option against the call: L new positions for query, key and value, the
- * cache's batch size, causal (implied), room left. Returns the plan's `cache`:
- * { kvCache (the KvCache), lengthBefore, lengthAfter }.
+ * cache's batch size (or the `rows` of it the call appends to, one per batch row), causal
+ * (implied), room left in each row. Returns the plan's `cache`: { kvCache (the KvCache), rows
+ * (Int32Array, or null for every row), lengthsBefore (each cache row's), L, lengthBefore,
+ * lengthAfter } (the longest listed row's: the keys a call's masks and weights span).
  */
-function checkCacheOption(cache, { B, L, S, isCausal }) {
+function checkCacheOption(cache, { B, L, S, isCausal, rows: givenRows }) {
   if (!KvCache.isKvCache(cache)) {
     throw new OptionError(`cache: expected a KvCache from mha.createCache(), got ${describe(cache)}`, {
       argument: 'cache', expected: 'KvCache', actual: describe(cache),
     });
   }
-  const lengthBefore = cache.lengthForCall();
-  if (B !== cache.batchSize) {
+  const lengthsBefore = cache.lengthsForCall();
+  const rows = checkCallRows(givenRows, { B, batchSize: cache.batchSize });
+  const listed = rows ? Array.from(rows, (r) => lengthsBefore[r]) : lengthsBefore;
+  const lengthBefore = Math.max(...listed);
+  if (!rows && B !== cache.batchSize) {
     throw new ShapeError(`query: expected batch ${cache.batchSize} (the cache's batchSize), got ${B}`, {
       argument: 'query', expected: cache.batchSize, actual: B,
     });
@@ -218,9 +229,10 @@ function checkCacheOption(cache, { B, L, S, isCausal }) {
     });
   }
   if (cache.maxLength && lengthBefore + L > cache.maxLength) {
-    throw new CacheError(`cache: appending ${L} positions to length ${lengthBefore} would pass maxLength ${cache.maxLength}`, {
+    const row = listed.length > 1 ? ` (row ${rows ? rows[listed.indexOf(lengthBefore)] : listed.indexOf(lengthBefore)})` : '';
+    throw new CacheError(`cache: appending ${L} positions to length ${lengthBefore}${row} would pass maxLength ${cache.maxLength}`, {
       argument: 'cache', expected: `<= ${cache.maxLength - lengthBefore} positions`, actual: L,
     });
   }
-  return { kvCache: cache, lengthBefore, lengthAfter: lengthBefore + L };
+  return { kvCache: cache, rows, lengthsBefore, L, lengthBefore, lengthAfter: lengthBefore + L };
 }

@@ -1,6 +1,7 @@
 // cache.keep()'s argument checked against the cache (docs/attention-math.md §9), for kv_cache.js.
 import { CacheError, describe } from '../base/errors.js';
 import { truncationFloor } from '../storage/kv_ring.js';
+import { increasingIndices } from './cache_checks.js';
 
 /**
  * cache.keep(indices)'s argument, for the last call's `rows` new positions of a cache of `current`
@@ -18,15 +19,7 @@ export function checkKeep(indices, rows, current, options) {
     refuse('no forward() has appended positions since the cache was made, reset, truncated or kept: nothing to keep '
       + 'among', 'a forward() before keep()', 'none');
   }
-  const range = `strictly increasing integers in [0, ${rows}) (the last call's new positions)`;
-  const kept = new Int32Array(indices.length);
-  for (let t = 0; t < indices.length; t++) {
-    const i = indices[t];
-    if (!Number.isInteger(i) || i < 0 || i >= rows || (t > 0 && i <= kept[t - 1])) {
-      refuse(`expected ${range}, got ${describe(i)} at index ${t}${t > 0 ? ` after ${kept[t - 1]}` : ''}`, range, describe(i));
-    }
-    kept[t] = i;
-  }
+  const kept = increasingIndices(indices, rows, "the last call's new positions", refuse);
   const first = current - rows;
   const { lowest, oldest } = truncationFloor(current, options);
   if (first < oldest || first + kept.length < lowest) {

@@ -1,60 +1,8 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
-// incremental decoding that forward() takes as its `cache` option, and createCache()'s options.
-import { CACHE_DTYPES } from '../storage/storage_types.js';
-import { CacheError, DisposedError, OptionError, describe } from '../base/errors.js';
-import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
-import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
+// incremental decoding that forward() takes as its `cache` option.
+import { CacheError, DisposedError } from '../base/errors.js';
 import { checkKeep } from './keep_checks.js';
-
-/** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-
-/**
- * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength
- * optional with a window.
- */
-export function resolveCacheOptions(options) {
-  const o = checkOptions('createCache', options, ['batchSize', 'maxLength', 'window', 'dtype']);
-  const batchSize = checkSize('batchSize', o.batchSize, 1);
-  if (o.maxLength === undefined && o.window === undefined) {
-    throw new OptionError('createCache: expected maxLength (the most positions the cache holds) or window (a sliding '
-      + 'window of that many keys, maxLength then optional), got neither', {
-      argument: 'maxLength', expected: 'maxLength or window', actual: 'neither',
-    });
-  }
-  const window = o.window === undefined ? 0 : checkSize('window', o.window);
-  const maxLength = window && o.maxLength === undefined ? 0 : checkSize('maxLength', o.maxLength);
-  for (const [argument, value] of [['maxLength', maxLength], ['window', window]]) {
-    if (value > MAX_CACHE_POSITIONS) {
-      throw new OptionError(`${argument}: expected an integer <= ${MAX_CACHE_POSITIONS}, got ${value}`, {
-        argument, expected: `<= ${MAX_CACHE_POSITIONS}`, actual: value,
-      });
-    }
-  }
-  return { batchSize, maxLength, window, dtype: checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32') };
-}
-
-/**
- * cache.truncate(length)'s argument, for a cache of `current` positions (options: its
- * createCache() options): a CacheError naming `length` unless it is an integer the cache can be
- * cut back to (truncationFloor()).
- */
-function checkTruncation(length, current, options) {
-  const refuse = (message, expected) => {
-    throw new CacheError(`cache.truncate: ${message}`, { argument: 'length', expected, actual: describe(length) });
-  };
-  if (Array.isArray(length) || ArrayBuffer.isView(length)) {
-    refuse('expected one length for every row of the batch; per-row lengths (truncate(lengths)) are not supported, '
-      + `got ${describe(length)}`, 'an integer');
-  }
-  if (!Number.isInteger(length)) refuse(`expected an integer length, got ${describe(length)}`, 'an integer');
-  const { lowest, oldest } = truncationFloor(current, options);
-  const range = `[${lowest}, ${current}]`;
-  if (length > current || (length < lowest && oldest === 0)) refuse(`expected a length in ${range}, got ${length}`, range);
-  if (length < lowest) {
-    refuse(`positions below ${oldest} have left the ring of the window (${options.window}), and a later query would `
-      + `need them; expected a length in ${range}, got ${length}`, range);
-  }
-}
+import { checkTruncation, uniformLength } from './cache_checks.js';
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
 const registry = new FinalizationRegistry((handle) => {
@@ -82,9 +30,10 @@ export class KvCache {
   #dead = null;  // why it can no longer be used
   #queue = Promise.resolve();  // the tail of the calls (and resets) queued on it
   #queued = 0;    // calls queued or running
-  #planned = 0;   // the length once every queued call has appended (while #queued > 0)
+  #planned = [];  // each row's length once every queued call has appended (while #queued > 0)
   #epoch = 0;     // reset(), truncate() and keep() count: a failure before one does not change the planned length
   #lastRows = 0;  // the last call's new positions, which keep() chooses among (0: none since a reset, truncate or keep)
+  #lastPerRow = false;  // the last call appended to rows at lengths of their own (keep() refuses)
   #lastInputsHeld = true;  // whether the last call's inputs are the package's (not GPU tensors): a backend may need them for keep()
   #adopt;         // make()'s
 
@@ -131,16 +80,29 @@ export class KvCache {
     return value !== null && typeof value === 'object' && #owner in value;
   }
 
-  /** Positions appended so far, counting the calls made and still running (they run in order). */
+  /**
+   * Positions appended so far, counting the calls made and still running (they run in order): the
+   * one length of every row, or a CacheError naming `lengths` where the rows differ (a call on
+   * some `rows`, or truncate(lengths)): read `lengths` then.
+   */
   get length() {
-    const handle = this.#live('KvCache.length');
-    return this.#queued ? this.#planned : handle.length();
+    return uniformLength(this.#lengthsOf(this.#live('KvCache.length')), 'cache.length');
   }
 
-  /** The length, for a forward() call: a disposed cache's error names that call's option. */
-  lengthForCall() {
-    const handle = this.#live('forward: cache');
-    return this.#queued ? this.#planned : handle.length();
+  /** Each row's positions (batchSize of them), as `length` counts them. */
+  get lengths() {
+    return this.#lengthsOf(this.#live('KvCache.lengths'));
+  }
+
+  /** Each row's length, for a forward() call: a disposed cache's error names that call's option. */
+  lengthsForCall() {
+    return this.#lengthsOf(this.#live('forward: cache'));
+  }
+
+  #lengthsOf(handle) {
+    if (this.#queued) return this.#planned.slice();
+    const B = this.#options.batchSize;
+    return B === 1 ? [handle.length()] : Array.from({ length: B }, (_, b) => handle.rowLength(b));
   }
 
   /**
@@ -153,18 +115,23 @@ export class KvCache {
 
   enqueue(planned, run, inputsHeld = true) {
     const epoch = this.#epoch;
-    const rows = planned.lengthAfter - planned.lengthBefore;
+    const { L, lengthsBefore } = planned;
+    const listed = planned.rows ?? lengthsBefore.map((_, b) => b);
     const start = () => {
       if (this.#dead) throw new DisposedError(`forward: cache: ${this.#dead}`, 'cache');
-      const length = this.#handle.length();
-      if (length !== planned.lengthBefore) {
-        throw new CacheError(`cache: this call was planned at length ${planned.lengthBefore}, but a call queued before it on `
+      for (const b of listed) {
+        const length = this.#handle.rowLength(b);
+        if (length === lengthsBefore[b]) continue;
+        throw new CacheError(`cache: this call was planned at length ${lengthsBefore[b]}, but a call queued before it on `
           + `the cache failed and appended nothing (length ${length}); it did not run`, {
-          argument: 'cache', expected: planned.lengthBefore, actual: length,
+          argument: 'cache', expected: lengthsBefore[b], actual: length,
         });
       }
       return run();
     };
+    // A call on rows at lengths of their own is no call keep() can choose among.
+    const perRow = planned.rows !== null || lengthsBefore.some((n) => n !== lengthsBefore[0]);
+    const rows = perRow ? 0 : L;
     let call;
     if (this.#queued === 0) {
       try {
@@ -173,24 +140,28 @@ export class KvCache {
         return Promise.reject(e);
       }
       this.#lastRows = rows;
+      this.#lastPerRow = perRow;
       this.#lastInputsHeld = inputsHeld;
       if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
     } else {
       call = this.#queue.then(start);
       this.#lastRows = rows;
+      this.#lastPerRow = perRow;
       this.#lastInputsHeld = inputsHeld;
     }
     this.#queued += 1;
-    this.#planned = planned.lengthAfter;
-    const settled = call.then(() => this.#settle(0), () => this.#settle(epoch === this.#epoch ? rows : 0));
+    this.#planned = lengthsBefore.slice();
+    for (const b of listed) this.#planned[b] += L;
+    const settled = call.then(() => this.#settle(), () => this.#settle(epoch === this.#epoch ? listed : [], L));
     this.#queue = settled;
     return call;
   }
 
-  // A queued call settled; `unappended` rows it planned and did not append come off the plan.
-  #settle(unappended) {
+  // A queued call settled; the `unappended` rows' L positions it planned and did not append come
+  // off the plan.
+  #settle(unappended = [], L = 0) {
     this.#queued -= 1;
-    this.#planned -= unappended;
+    for (const b of unappended) this.#planned[b] -= L;
   }
 
   get batchSize() { return this.#options.batchSize; }
@@ -216,7 +187,7 @@ export class KvCache {
     this.#live('KvCache.read');
     if (this.#queued) await this.#queue;
     const handle = this.#live('KvCache.read');
-    const length = handle.length();
+    const length = uniformLength(this.#lengthsOf(handle), 'cache.read');
     const count = this.window ? Math.min(length, this.window) : length;
     const first = length - count;
     return { ...(await this.#owner.readCache(handle, first, count, this.batchSize)), firstPosition: first };
@@ -229,11 +200,13 @@ export class KvCache {
     if (this.#queued === 0) {
       handle.reset();
       this.#lastRows = 0;
+      this.#lastPerRow = false;
       return;
     }
     this.#epoch += 1;
-    this.#planned = 0;
+    this.#planned = this.#planned.map(() => 0);
     this.#lastRows = 0;
+    this.#lastPerRow = false;
     // A turn like truncate()'s and fork()'s, counted while it waits: until it has run, `length` is
     // 0 and a call made meanwhile queues behind it.
     this.#turn(() => {
@@ -244,16 +217,20 @@ export class KvCache {
   /**
    * Drops positions >= length (an integer in [lowest, this.length]; lowest is 0 unless a window's
    * ring has wrapped: see docs/attention-math.md §9), keeping the storage: a later call continues
-   * at `length`, exactly as if the dropped positions had never been appended. One length for every
-   * row. After the calls made before it, as reset(); a misuse is a CacheError that changes nothing.
+   * at `length`, exactly as if the dropped positions had never been appended. One length cuts
+   * every row to it; a list (truncate(lengths)) holds one per row. After the calls made before it,
+   * as reset(); a misuse is a CacheError that changes nothing.
    */
   truncate(length) {
     const handle = this.#live('KvCache.truncate');
     this.#refuseEncoded('truncate');
-    checkTruncation(length, this.#queued ? this.#planned : handle.length(), this.#options);
+    const lengths = checkTruncation(length, this.#lengthsOf(handle), this.#options);
+    const same = lengths.every((n) => n === lengths[0]);
+    if (!same) this.#owner.checkRowLengths?.('lengths');  // a backend's own limit (WebGPU's)
     // A call before it that failed appended less than planned: cut only what is there (the calls
     // planned after it then reject, as behind any failed call).
-    this.#cutBack(length, () => this.#owner.truncateCache(handle, length), () => handle.length() >= length);
+    this.#cutBack(lengths, () => this.#owner.truncateCache(handle, same ? lengths[0] : lengths),
+      () => lengths.every((n, b) => handle.rowLength(b) >= n));
   }
 
   /**
@@ -267,33 +244,42 @@ export class KvCache {
   keep(indices) {
     const handle = this.#live('KvCache.keep');
     this.#refuseEncoded('keep');
-    const current = this.#queued ? this.#planned : handle.length();
+    if (this.#lastPerRow) {
+      throw new CacheError('cache.keep: the last forward() appended to rows at lengths of their own (its `rows`, or rows '
+        + 'of unequal lengths); keep() chooses among a call on every row of a cache whose rows are equal', {
+        argument: 'indices', expected: 'a last call on every row at one length', actual: 'a call on rows of their own',
+      });
+    }
+    const lengths = this.#lengthsOf(handle);
+    const current = lengths[0];
     const kept = checkKeep(indices, this.#lastRows, current, this.#options);
     this.#owner.checkKeep?.(this.#lastRows, kept, this.#lastInputsHeld);  // a backend's own limit (WebGPU's)
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).
-    this.#cutBack(current - this.#lastRows + kept.length, () => this.#owner.keepCache(handle, kept), () => handle.length() === current);
+    this.#cutBack(lengths.map(() => current - this.#lastRows + kept.length), () => this.#owner.keepCache(handle, kept),
+      () => handle.length() === current);
   }
 
   // truncate()'s and keep()'s turn: op() now when no call is queued, else after them where ready()
-  // says the calls before it appended what they planned; the planned length is `length` from now,
+  // says the calls before it appended what they planned; the planned lengths are `lengths` from now,
   // and there is no last call to keep() among. An op() that returns a promise (a GPU keep(), which
   // writes rows again) is a turn of its own: later calls wait for it; its failure (a lost device)
   // the next call reports.
-  #cutBack(length, op, ready) {
+  #cutBack(lengths, op, ready) {
     if (this.#queued === 0) {
       const done = op();
       if (done instanceof Promise) {
         this.#epoch += 1;
-        this.#planned = length;
+        this.#planned = lengths;
         this.#turn(() => done).catch(() => {});
       }
     } else {
       this.#epoch += 1;
-      this.#planned = length;
+      this.#planned = lengths;
       this.#turn(() => (ready() ? op() : undefined)).catch(() => {});
     }
     this.#lastRows = 0;
+    this.#lastPerRow = false;
   }
 
   /**
@@ -307,6 +293,7 @@ export class KvCache {
     if (this.#queued === 0) {
       const fork = KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
       fork.#lastRows = this.#lastRows;
+      fork.#lastPerRow = this.#lastPerRow;
       fork.#lastInputsHeld = this.#lastInputsHeld;
       return fork;
     }
@@ -316,10 +303,11 @@ export class KvCache {
     const target = fork.#handle;
     const copied = this.#turn(() => owner.copyCache(handle, target));
     fork.#queued = 1;
-    fork.#planned = this.#planned;
+    fork.#planned = this.#planned.slice();
     fork.#lastRows = this.#lastRows;
+    fork.#lastPerRow = this.#lastPerRow;
     fork.#lastInputsHeld = this.#lastInputsHeld;
-    fork.#queue = copied.then(() => fork.#settle(0), () => fork.#settle(0));
+    fork.#queue = copied.then(() => fork.#settle(), () => fork.#settle());
     return fork;
   }
 
@@ -330,7 +318,7 @@ export class KvCache {
   #turn(op) {
     this.#queued += 1;
     const done = this.#queue.then(op);
-    this.#queue = done.then(() => this.#settle(0), () => this.#settle(0));
+    this.#queue = done.then(() => this.#settle(), () => this.#settle());
     return done;
   }
 

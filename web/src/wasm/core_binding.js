@@ -71,9 +71,13 @@ class CoreCache {
   }
 
   length() { return this.native.length(); }
+  /** Row b's positions (a batched cache keeps one length per row). */
+  rowLength(b) { return this.native.rowLength(b); }
   reset() { this.native.reset(); }
   read(first, count, k, v) { return errorText(this.#core, this.native.read(first, count, k, v)); }
   truncate(length) { return errorText(this.#core, this.native.truncate(length)); }
+  /** truncate(lengths): one float64 per row at `lengths` (the heap). */
+  truncateRows(lengths) { return errorText(this.#core, this.native.truncateRows(lengths)); }
   /** Fills `target` (a new CoreCache) with a copy of this one. */
   fork(target) { return errorText(this.#core, this.native.fork(target.native)); }
   isDeleted() { return this.native.isDeleted(); }
@@ -221,9 +225,12 @@ export class CoreMha {
       window, storage));
   }
 
+  /** args.rows: the cache rows the call appends to (an address of int32s), or 0 for every row. */
   forwardCached(args, cache) {
     this.#setCall(args);
-    return errorText(this.#core, requireGroup(this.#core, 'cache').mhaForwardCached(this.#native, cache.native));
+    const group = requireGroup(this.#core, 'cache');
+    return errorText(this.#core, args.rows ? group.mhaForwardCachedRows(this.#native, cache.native, args.rows)
+      : group.mhaForwardCached(this.#native, cache.native));
   }
 
   /** cache.keep(): `count` int32 indices at `indices` (the heap) among the last call's positions. */

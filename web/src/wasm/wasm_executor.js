@@ -201,9 +201,13 @@ export class WasmExecutor {
     }
   }
 
-  /** cache.truncate(): drops positions >= length of a cache of this core (kv_cache.js has checked it). */
+  /**
+   * cache.truncate(): drops positions >= length of a cache of this core, or per row >= lengths[b]
+   * (an array: one per row); kv_cache.js has checked them.
+   */
   truncateCache(handle, length) {
-    const error = handle.truncate(length);
+    const error = typeof length === 'number' ? handle.truncate(length)
+      : withHeap(this.core, [{ data: Float64Array.from(length) }], ([at]) => handle.truncateRows(at));
     if (error) throwCoreError(error);
   }
 
@@ -305,13 +309,13 @@ export class WasmExecutor {
     const am = plan.attnMask;
     return withHeap(this.core, [
       { data: plan.query }, { data: plan.key }, { data: plan.value },
-      { data: kpm.data }, { data: am.data }, { data: plan.positionIds },
+      { data: kpm.data }, { data: am.data }, { data: plan.positionIds }, { data: plan.cache?.rows },
       { floats: outFloats }, { floats: weightFloats },
-    ], ([query, key, value, kpmAt, amAt, positionIds, output, weights]) => {
+    ], ([query, key, value, kpmAt, amAt, positionIds, rows, output, weights]) => {
       const error = call({
         batch: B, L, S, query, key, value,
         keyPaddingMask: maskArgs(kpm, kpmAt), attnMask: maskArgs(am, amAt),
-        isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights, positionIds,
+        isCausal: plan.isCausal, output, weights, averageWeights: plan.averageAttnWeights, positionIds, rows,
       });
       if (error) throwCoreError(error);
       return {

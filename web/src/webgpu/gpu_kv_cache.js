@@ -79,6 +79,11 @@ export class GpuKvCache {
     return this.#length;
   }
 
+  /** Row b's positions: every row's are equal on the GPU (dispatch.js keeps rows calls off it). */
+  rowLength() {
+    return this.#length;
+  }
+
   /** After a call whose every pass appended its rows: `rows` positions in all. */
   advance(rows) {
     this.#length += rows;

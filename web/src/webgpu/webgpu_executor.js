@@ -192,6 +192,17 @@ export class WebGpuExecutor {
     return cache;
   }
 
+  /**
+   * A cache here keeps every row at one length: a call on some `rows`, or truncate(lengths) of
+   * unequal lengths, is a CacheError naming `argument`, before anything changes.
+   */
+  checkRowLengths(argument) {
+    throw new CacheError(`${argument}: a WebGPU cache keeps every row at one length; rows of lengths of their own run on a `
+      + "WASM cache (createCache() on a module whose backend is 'wasm')", {
+      argument, expected: 'every row at one length', actual: argument === 'rows' ? 'a call on some rows' : 'unequal lengths',
+    });
+  }
+
   /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
   truncateCache(handle, length) {
     handle.truncate(length);
@@ -264,6 +275,8 @@ export class WebGpuExecutor {
    * device (fits()): a cache on the GPU cannot move a call to WASM.
    */
   checkCachedFits(plan) {
+    const { rows, lengthsBefore } = plan.cache;
+    if (rows || lengthsBefore.some((n) => n !== lengthsBefore[0])) this.checkRowLengths('rows');
     // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
     if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
       throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
