@@ -184,6 +184,18 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
   copy_if_narrow(w, target, p0 + kPanels - 1, last);
 }
 
+// Panels p0 onwards: their accumulators (even, odd columns) into the target's output.
+template <int kPanels>
+inline void store_pair_panels(const PackedLinear& w, const LinearTarget& target, int p0, const v128_t* acc) {
+  alignas(16) float last[kPanelWidth];
+  for (int i = 0; i < kPanels; ++i) {
+    v128_t lo, hi;
+    from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
+    store_panel_row(w, target, p0 + i, lo, hi, last);
+  }
+  copy_if_narrow(w, target, p0 + kPanels - 1, last);
+}
+
 // one_row_panels over panels read in pairs (pair_panels_simd128.h): the accumulators hold even
 // and odd columns; a reader with block scales sums each block apart and scales the sum once.
 template <class Panel, int kPanels>
@@ -207,13 +219,48 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
   } else {
     row_times_pair_rows<kPanels>(x, w.in, panels, acc);
   }
-  alignas(16) float last[kPanelWidth];
+  store_pair_panels<kPanels>(w, target, p0, acc);
+}
+
+// one_row_pair_panels for int8 (I8PairPanel), 4 panels at a time: each block's partial sums in
+// registers, from zero, added times the block's scales to accumulators kept in memory (`acc`,
+// touched once a block), so that 4 panels' partial sums (8 registers) share a row's broadcast of
+// x without spilling in V8's 15 registers (held in registers too, the accumulators fit only 2
+// panels, and a decode step at (2048, 32, 8) took 1.10-1.16x as long:
+// docs/performance.md#decode-kernels). Per column the same operations in the same order as
+// one_row_pair_panels. int4 stays there, 2 panels at a time: its readers hold their block's zero
+// points in registers, and this loop ran it 3 % slower.
+template <class Panel, int kPanels>
+__attribute__((noinline)) void one_row_scaled_pair_panels(const float* x, const LinearTarget& target, int p0) {
+  const PackedLinear& w = *target.weights;
+  alignas(16) float acc[2 * kPanels][4];
+  // The array's address escapes into an empty asm: clang keeps it in memory, not in registers.
+  __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
   for (int i = 0; i < kPanels; ++i) {
-    v128_t lo, hi;
-    from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
-    store_panel_row(w, target, p0 + i, lo, hi, last);
+    const int n0 = (p0 + i) * kPanelWidth;
+    v128_t even, odd;
+    to_pairs(bias_or_zero(w, n0), bias_or_zero(w, n0 + 4), even, odd);
+    wasm_v128_store(acc[2 * i], even);
+    wasm_v128_store(acc[2 * i + 1], odd);
   }
-  copy_if_narrow(w, target, p0 + kPanels - 1, last);
+  Panel panels[kPanels];
+  for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i);
+  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
+    v128_t part[2 * kPanels];
+    for (auto& v : part) v = wasm_f32x4_splat(0.0f);
+    for (auto& panel : panels) panel.start(k0);
+    row_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
+    for (int i = 0; i < kPanels; ++i) {
+      v128_t even = wasm_v128_load(acc[2 * i]), odd = wasm_v128_load(acc[2 * i + 1]);
+      panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], even, odd);
+      wasm_v128_store(acc[2 * i], even);
+      wasm_v128_store(acc[2 * i + 1], odd);
+    }
+    __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
+  }
+  v128_t sums[2 * kPanels];
+  for (int i = 0; i < 2 * kPanels; ++i) sums[i] = wasm_v128_load(acc[i]);
+  store_pair_panels<kPanels>(w, target, p0, sums);
 }
 
 // x[0, n) times `scale` into xs, if exact for every element (no finite x overflows); else false.
@@ -228,14 +275,15 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 }
 
 // A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time
-// (2 with block scales: their partial sums take registers too). x is multiplied by each target's
+// (int4 2: its partial sums and zero points take registers too). x is multiplied by each target's
 // reader scale (Panel::x_scale: f16 2^112, or 2^102 for rebiased weights), once per run of
 // targets with the same scale. Returns false where x times a scale would overflow (f16: |x| >=
 // 2^16, or 2^26): the caller then takes the f32x4 readers for every target, which compute the
 // same values (over whatever this wrote).
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
-  constexpr int kGroup = Panel::kBlockScales ? 2 : 4;
+  constexpr bool kScaledInMemory = std::is_same_v<Panel, I8PairPanel>;
+  constexpr int kGroup = Panel::kBlockScales && !kScaledInMemory ? 2 : 4;
   int in = 0;  // the x values any target reads
   for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
   // Kept between calls (one per thread): a decode step would otherwise allocate it every step.
@@ -250,8 +298,13 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     const float* xt = scale == 1.0f ? x : scaled.data();
     const int panels = targets[t].panels_end();
     int p = targets[t].panel_begin;
-    for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(xt, targets[t], p);
-    for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(xt, targets[t], p);
+    if constexpr (kScaledInMemory) {
+      for (; p + kGroup <= panels; p += kGroup) one_row_scaled_pair_panels<Panel, kGroup>(xt, targets[t], p);
+      for (; p < panels; ++p) one_row_scaled_pair_panels<Panel, 1>(xt, targets[t], p);
+    } else {
+      for (; p + kGroup <= panels; p += kGroup) one_row_pair_panels<Panel, kGroup>(xt, targets[t], p);
+      for (; p < panels; ++p) one_row_pair_panels<Panel, 1>(xt, targets[t], p);
+    }
   }
   return true;
 }
