@@ -9,7 +9,8 @@ async function kernelsExample() {
   const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu' });
   const profile: GpuProfile | null = mha.gpuProfile();
   const chosen: (string | null)[] = profile?.classes.map((c) => c.chosen) ?? [];
-  return chosen;
+  const dropped: string[] = profile?.rejected.map((r) => `${r.kernel}:${r.variant} ${r.maxAbsDiff} > ${r.tolerance}`) ?? [];
+  return [chosen, dropped];
 }
 kernelsExample;
 

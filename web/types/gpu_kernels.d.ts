@@ -12,6 +12,14 @@ export interface GpuKernelClass {
   medianMs: Record<string, number | null>;
   runs: Record<string, number>;
 }
+/** A candidate dropped on a device: its results were further from its reference's than its tolerance. */
+export interface GpuRejectedVariant {
+  kernel: 'linear' | 'attention' | 'decode';
+  variant: string;
+  shapeClass: string;
+  maxAbsDiff: number;
+  tolerance: number;
+}
 export interface GpuProfile {
   adapter: { vendor?: string; architecture?: string; device?: string; description?: string };
   /** false on a software adapter: the defaults run, nothing is measured. */
@@ -21,4 +29,5 @@ export interface GpuProfile {
   defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
+  rejected: GpuRejectedVariant[];
 }

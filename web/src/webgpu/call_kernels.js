@@ -31,12 +31,13 @@ export function callDecisions(plan, config, path, limits) {
 
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
- * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
+ * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference); pipelines: { linear(problem), attention, decodeReduce, rotary,
  * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows } (linear: the pipeline of a problem of
  * `problems`, linear_problems.js; the last two a cached call's NaN rule).
  */
-export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
-  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
+export async function callKernels(device, { plan, config, path, cache, problems, measuring, variants: given }) {
+  const { variants, measured } = given ? { variants: given, measured: null }
+    : chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];

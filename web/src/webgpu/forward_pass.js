@@ -13,7 +13,7 @@ import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
 import { GpuTensor, RESULT_USAGE, refusedInput } from './gpu_tensor.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
-import { recordTime, selectionHooks } from './selection/kernel_selection.js';
+import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
 import { paramsBytes } from './kernel_params.js';
@@ -149,6 +149,15 @@ function reportPhases(marks, uploadMs, gpuMs) {
   passHooks.onPhases(Object.fromEntries([...names.map((n, i) => [n, marks[i + 1] - marks[i]]), ['upload', uploadMs], ['gpu', gpuMs]]));
 }
 
+const variantNames = (kernels) => Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
+
+// callKernels() on a device that is still there once they are ready.
+async function kernelsOf(gpu, args) {
+  const kernels = await gpu.untilLost(callKernels(gpu.device, args));
+  if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
+  return kernels;
+}
+
 /**
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
@@ -159,16 +168,38 @@ function reportPhases(marks, uploadMs, gpuMs) {
  * plan.output 'gpu-buffer' GpuTensors in buffers made for the call (no readback).
  */
 export async function runForwardPass(gpu, plan, config, path, cache = null) {
-  const { device, untilLost } = gpu;
+  const { device } = gpu;
   const marks = passHooks.onPhases ? [performance.now()] : null;
-  const problems = linearProblems(plan, config);
-  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting }));
-  if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
-  const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
+  const call = { plan, config, path, cache, problems: linearProblems(plan, config) };
+  // A 'gpu-buffer' result is never read back, so a candidate's could not be checked: no measuring.
+  const measuring = plan.output !== 'gpu-buffer' && (gpu.selecting || Boolean(selectionHooks.clock));
+  const kernels = await kernelsOf(gpu, { ...call, measuring });
+  const names = variantNames(kernels);
   selectionHooks.onCall?.(names);
-  const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
+  const { measured } = kernels;
+  const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
+  const { result, ms } = await submitCall(gpu, call, kernels, timer, marks);
+  if (!measured) return result;
+  const took = selectionHooks.clock ? selectionHooks.clock(names) : ms;
+  if (!measured.reference) {
+    recordTime(device, measured, took);
+    return result;
+  }
+  // The candidate's first run: the reference runs the same work, untimed, and its result is the
+  // call's (kernel_selection.js's recordCheck() keeps the candidate or drops it).
+  const variants = { ...kernels.variants, [measured.family]: measured.reference };
+  const { result: reference } = await submitCall(gpu, call, await kernelsOf(gpu, { ...call, variants }), null, null);
+  const tolerance = toleranceFor(kernels.variants[measured.family], reference);
+  if (recordCheck(device, measured, resultDistance(result, reference), tolerance)) recordTime(device, measured, took);
+  return reference;
+}
 
+// One submission of the call with `kernels` (callKernels()'s), timed by `timer` (or null): resolves
+// to { result, ms } (ms: the timer's, else null).
+async function submitCall(gpu, { plan, config, path, cache, problems }, kernels, timer, marks) {
+  const { device, untilLost } = gpu;
+  const names = variantNames(kernels);
   let scopes = null;
   let failed = true;
   let ctx = null;
@@ -211,10 +242,9 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     }
     marks?.push(performance.now());
     const ms = timer ? await untilLost(timer.elapsed()) : null;
-    if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : ms);
     if (marks) reportPhases(marks, ctx.uploadMs(), timer?.timestampWrites ? ms : null);
     failed = false;
-    return result;
+    return { result, ms };
   } finally {
     // Scopes are popped right after the submit, with no await between push and pop (calls of
     // other modules may overlap); here only when something threw before that.
