@@ -52,7 +52,8 @@ export class DeviceLost extends Error {}
 // staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
 // caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
-// its usage has STORAGE, else copied on the device into the role's buffer.
+// its usage has STORAGE, else copied on the device into the role's buffer. Without an encoder
+// (reserveBuffers()) an upload only makes the buffers it would write through.
 function encodingContext(gpu, encoder, results = null) {
   const { device } = gpu;
   const staging = (data) => (transferOn('staging', data.byteLength) ? gpu.staging : null);
@@ -77,6 +78,10 @@ function encodingContext(gpu, encoder, results = null) {
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
       uploads.set(data, b);
     }
+    if (!uploads.has(data) && !encoder) {
+      uploads.set(data, buffer(data.length, STORAGE_IN, role));
+      if (staging(data)) gpu.staging.reserve(role, data.byteLength);
+    }
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
@@ -94,10 +99,15 @@ function encodingContext(gpu, encoder, results = null) {
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
+// The buffer of ctx's uniform slots.
+const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
+// The buffer the results are read back through.
+const readbackBuffer = (ctx, floats) => ctx.buffer(floats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
+
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
 function encodePass(device, ctx, encoder, timer) {
   const { slots, dispatches, sizes } = ctx;
-  const uniforms = ctx.buffer(slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
+  const uniforms = uniformsBuffer(ctx);
   const packed = new Uint8Array(slots.length * UNIFORM_SLOT);
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
   device.queue.writeBuffer(uniforms, 0, packed);
@@ -212,7 +222,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
-    const readback = onDevice ? null : ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
+    const readback = onDevice ? null : readbackBuffer(ctx, outFloats + weightFloats);
     if (readback) encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
     if (readback && weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);
     timer?.start();
@@ -254,4 +264,18 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     if (failed) for (const b of ctx?.made.values() ?? []) b.destroy();
     timer?.dispose();
   }
+}
+
+/**
+ * create({ expect }): makes the pipelines, pooled buffers and staging buffers a call of `plan`
+ * would use, running nothing (plan: a call's sizes and options; its query, key and value need only
+ * length and byteLength), so that the first such call creates no buffer.
+ */
+export async function reserveBuffers(gpu, plan, config, path) {
+  const call = { plan, config, path, cache: null, problems: linearProblems(plan, config) };
+  const kernels = await kernelsOf(gpu, { ...call, measuring: false });
+  const ctx = encodingContext(gpu, null);
+  const { outFloats, weightFloats } = encodeForward(ctx, { ...call, kernels });
+  uniformsBuffer(ctx);
+  readbackBuffer(ctx, outFloats + weightFloats);
 }
