@@ -10,7 +10,8 @@ async function kernelsExample() {
   const profile: GpuProfile | null = mha.gpuProfile();
   const chosen: (string | null)[] = profile?.classes.map((c) => c.chosen) ?? [];
   const dropped: string[] = profile?.rejected.map((r) => `${r.kernel}:${r.variant} ${r.maxAbsDiff} > ${r.tolerance}`) ?? [];
-  return [chosen, dropped];
+  const threshold: number = profile?.autoThreshold.measured ? profile.autoThreshold.flops : 0;
+  return [chosen, dropped, threshold];
 }
 kernelsExample;
 

@@ -20,6 +20,16 @@ export interface GpuRejectedVariant {
   maxAbsDiff: number;
   tolerance: number;
 }
+/**
+ * The FLOPs from which a call runs on the GPU: 'auto' without webgpuMinFlops measures it once per
+ * device on its first calls near it (each such call runs on WASM and on the GPU, timed: samples);
+ * measured is true once that is done. A module with its own threshold reports it, measured false.
+ */
+export interface GpuAutoThreshold {
+  flops: number;
+  measured: boolean;
+  samples: { flops: number; cpuMs: number; gpuMs: number }[];
+}
 export interface GpuProfile {
   adapter: { vendor?: string; architecture?: string; device?: string; description?: string };
   /** false on a software adapter: the defaults run, nothing is measured. */
@@ -30,4 +40,5 @@ export interface GpuProfile {
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
   rejected: GpuRejectedVariant[];
+  autoThreshold: GpuAutoThreshold;
 }

@@ -13,7 +13,7 @@ import { WasmExecutor } from '../wasm/wasm_executor.js';
 /**
  * The executors of a module of resolved `config`, from its create() `options` (threads and the
  * backend options, checked here) and the package's `runtime` (runtime.js). Resolves to what the
- * Dispatcher takes: { wasm, pool, autoThreads, gpu, gpuMinFlops }.
+ * Dispatcher takes: { wasm, pool, autoThreads, gpu, gpuMinFlops, measureThreshold }.
  */
 export async function createExecutors(config, options, runtime) {
   const { threads, auto } = runtime.threads(options.threads);
@@ -28,7 +28,7 @@ export async function createExecutors(config, options, runtime) {
     await executor.ready;  // the module's pipelines, compiled before its first call
     return executor;
   });
-  const { gpuMinFlops } = side;
+  const { gpuMinFlops, measureThreshold = false } = side;
   const gpu = backendOptions.expect && side.gpu ? await expectedCalls(side.gpu, backendOptions.expect, config, gpuMinFlops) : side.gpu;
   const loaded = await runtime.load();
   const wasm = new WasmExecutor(loaded.core, config, coreConfig(config));
@@ -41,7 +41,7 @@ export async function createExecutors(config, options, runtime) {
     // starts them only at its first call big enough to use them (dispatch.js).
     pool = new PoolExecutor(wasm, config, { threads, makePool: () => runtime.pool(loaded), keepAlive: !auto });
   }
-  return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops };
+  return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops, measureThreshold };
 }
 
 /**
