@@ -124,6 +124,32 @@ describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
     module.mha.dispose();
   });
 
+  test('on calls with a KV cache too: every step is the causal reference\'s rows (the cache holds what the reference wrote)', async () => {
+    const fresh = await freshDevice();
+    const saved = device;
+    device = fresh;
+    ran.length = 0;
+    const { mha, sd } = await moduleOn();
+    const N = 48;
+    const seq = { data: filled(N * 16, 300), shape: [1, N, 16] };
+    const want = mhaReference(mha.config, sd, seq, seq, seq, { isCausal: true }).output;
+    const cache = mha.createCache({ maxLength: 64 });
+    const rows = (from, to) => ({ data: seq.data.slice(from * 16, to * 16), shape: [1, to - from, 16] });
+    const { warnings } = await captureWarnings(async () => {
+      for (let [from, to] = [0, 36]; from < N; [from, to] = [to, to + 1]) {
+        const x = rows(from, to);
+        const r = await mha.forward(x, x, x, { cache });
+        assertClose(r.output, { data: want.slice(from * 16, to * 16), shape: x.shape }, `rows ${from}..${to}`);
+      }
+    });
+    assert.ok(ran.includes('broken'), `the broken candidate ran on a cached call: ${ran.join()}`);
+    assert.deepEqual(mha.gpuProfile().rejected.map((r) => r.variant), ['broken']);
+    assert.deepEqual(warnings, [], 'warned once per process: already');
+    mha.dispose();
+    fresh.destroy();
+    device = saved;
+  });
+
   test('a call whose result stays on the GPU measures nothing (its candidate could not be checked)', async () => {
     const fresh = await freshDevice();
     let clocked = 0;
