@@ -340,10 +340,10 @@ export interface FromConfigOptions {
 }
 
 export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect'>;
 
 export type FromGgufOptions = { layer: number }
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect'>;
 
 export interface FromConfigResult {
   /** config.model_type ('llama' for SmolLM too). */

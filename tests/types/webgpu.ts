@@ -9,6 +9,8 @@ async function webgpuExample() {
   const auto = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4 });
   const onGpu = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', gpu: navigatorGpu });
   const shared = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'auto', gpu: device, webgpuMinFlops: 1e8 });
+  const prepared = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', expect: { L: 4096, batchSize: 2 } });
+  prepared.dispose();
   const where: 'wasm' | 'webgpu' = onGpu.backend;
   const gpu: GpuLike = device;
   try {
@@ -22,6 +24,8 @@ async function webgpuExample() {
 }
 webgpuExample;
 
+// @ts-expect-error: expect's L is a number of rows
+MultiHeadAttention.create({ embedDim: 8, numHeads: 2, expect: { L: '4096' } });
 // @ts-expect-error: backend is 'auto', 'wasm' or 'webgpu'
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'cuda' });
 // @ts-expect-error: gpu must look like navigator.gpu or a GPUDevice

@@ -9,7 +9,9 @@ async function kernelsExample() {
   const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu' });
   const profile: GpuProfile | null = mha.gpuProfile();
   const chosen: (string | null)[] = profile?.classes.map((c) => c.chosen) ?? [];
-  return chosen;
+  const dropped: string[] = profile?.rejected.map((r) => `${r.kernel}:${r.variant} ${r.maxAbsDiff} > ${r.tolerance}`) ?? [];
+  const threshold: number = profile?.autoThreshold.measured ? profile.autoThreshold.flops : 0;
+  return [chosen, dropped, threshold];
 }
 kernelsExample;
 

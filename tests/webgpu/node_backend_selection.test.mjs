@@ -99,7 +99,10 @@ describe('backend selection', () => {
       runs.length = 0;
       const [ra, rb] = await Promise.all([bigCall(a), bigCall(b)]);
       await bigCall(a);
-      assert.deepEqual(runs, [where, where, where]);
+      // On a hardware adapter these calls, near the threshold, also run on WASM, timed, while
+      // 'auto' measures the device's threshold (auto_threshold.js): each reports both.
+      assert.equal(runs.filter((r) => r === where).length, 3, runs.join());
+      assert.deepEqual([...new Set(runs)].sort(), kind === 'hardware' ? ['wasm', 'webgpu'] : ['wasm'], runs.join());
       assert.deepEqual(ra.output.data, rb.output.data);
       assert.equal(a.backend, where);
       assert.equal(probe.calls, 1, 'one adapter probe for both modules and all calls');

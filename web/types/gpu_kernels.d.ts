@@ -12,6 +12,24 @@ export interface GpuKernelClass {
   medianMs: Record<string, number | null>;
   runs: Record<string, number>;
 }
+/** A candidate dropped on a device: its results were further from its reference's than its tolerance. */
+export interface GpuRejectedVariant {
+  kernel: 'linear' | 'attention' | 'decode';
+  variant: string;
+  shapeClass: string;
+  maxAbsDiff: number;
+  tolerance: number;
+}
+/**
+ * The FLOPs from which a call runs on the GPU: 'auto' without webgpuMinFlops measures it once per
+ * device on its first calls near it (each such call runs on WASM and on the GPU, timed: samples);
+ * measured is true once that is done. A module with its own threshold reports it, measured false.
+ */
+export interface GpuAutoThreshold {
+  flops: number;
+  measured: boolean;
+  samples: { flops: number; cpuMs: number; gpuMs: number }[];
+}
 export interface GpuProfile {
   adapter: { vendor?: string; architecture?: string; device?: string; description?: string };
   /** false on a software adapter: the defaults run, nothing is measured. */
@@ -21,4 +39,6 @@ export interface GpuProfile {
   defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
+  rejected: GpuRejectedVariant[];
+  autoThreshold: GpuAutoThreshold;
 }

@@ -78,6 +78,13 @@ export interface MultiHeadAttentionOptions {
    */
   webgpuMinFlops?: number;
   /**
+   * The shapes of the calls to come (S defaults to L, batchSize to 1): create() makes their GPU
+   * buffers and pipelines, so that the first such call creates none (self-attention where S = L,
+   * else key and value one array). Backend 'webgpu', or 'auto' (which then asks for the GPU at
+   * create() where such a call would run there); OptionError with backend 'wasm'.
+   */
+  expect?: { L: number; S?: number; batchSize?: number };
+  /**
    * How the weight matrices are stored (default 'float32'): 'float16' / 'bfloat16' (float32
    * weights rounded to nearest-even, 16-bit ones of the same kind kept as given), 'int8'
    * (llama.cpp's q8_0: one float32 scale per block of 32 along the input dimension), 'int4'
@@ -158,7 +165,7 @@ export type GpuLike =
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
   rotary: ResolvedRotary | null;
   bias: Required<ProjectionBias>;
   /** null: none. */

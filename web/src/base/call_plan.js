@@ -1,8 +1,24 @@
 // What every layer may know of a checked call, its "plan" (checks/plans.js makes it): the mask
 // kinds, the size of its attention weights, and the plan owning its arrays. Dispatch and the
 // executors (pool/, wasm/, webgpu/) read plans through this module only, never through checks/.
-// The fields of a forward() plan: dispatch/dispatch.js's ForwardPlan.
+// The fields of a forward() plan: ForwardPlan below, with the Executor interface that
+// dispatch/dispatch.js routes plans to.
 import { isDeviceData } from './gpu_tensors.js';
+
+/**
+ * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (checks/plans.js): { B, L, S, T,
+ *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
+ *   cache (null, or { kvCache, lengthBefore, lengthAfter, storage }: storage, the cache's on the
+ *   executor that runs the call, set by dispatch.js's forward()), positionIds (null, or Int32Array
+ *   [B·L]: each row's rotary position), outputShape, weightsShape }
+ * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
+ *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
+ * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
+ * @typedef {object} Executor
+ * @property {(entries: StateDictEntry[]) => void} loadStateDict  copies what it keeps
+ * @property {(plan: ForwardPlan) => ForwardResult | Promise<ForwardResult>} forward
+ * @property {() => void} dispose  frees what the executor holds (never shared resources)
+ */
 
 /** Mask kinds as the core numbers them. */
 export const MaskKind = Object.freeze({ none: 0, boolean: 1, additive: 2 });

@@ -1,7 +1,7 @@
 // The cost model: forwardFlops(), the work of a forward() call, and every threshold in its units
 // that decides where a call runs or how long it may take. The router (dispatch.js) and the
 // executors (the pool's output split, its workers' answer budgets; the GPU acquisition's default
-// threshold) read them here.
+// threshold and how 'auto' measures its own) read them here.
 
 /**
  * threads 'auto': a call under this many FLOPs stays on the calling thread. A worker round trip
@@ -34,6 +34,15 @@ export const SPLIT_PROJECTION_FLOPS = 16e6;
  * is given.
  */
 export const DEFAULT_WEBGPU_MIN_FLOPS = 2 ** 26;
+
+/**
+ * backend 'auto' without webgpuMinFlops measures its threshold once per device
+ * (dispatch/auto_threshold.js), starting from DEFAULT_WEBGPU_MIN_FLOPS: a plain call within this
+ * factor of the current threshold runs on both the CPU and the GPU, timed, until
+ * AUTO_THRESHOLD_SAMPLES such calls have moved it to where the device's crossover is.
+ */
+export const AUTO_THRESHOLD_WINDOW = 4;
+export const AUTO_THRESHOLD_SAMPLES = 6;
 
 /**
  * Work of one MHA forward in FLOPs (multiply-adds ×2): the four projections, the scores and the

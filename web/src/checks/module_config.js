@@ -43,7 +43,7 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
-export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops'];
+export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops', 'expect'];
 
 /** Every option MultiHeadAttention.create() takes. */
 export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
@@ -162,7 +162,10 @@ function resolveQkNorm(options) {
 
 const BACKENDS = ['auto', 'wasm', 'webgpu'];
 
-/** Checks the backend options; returns { backend, gpu, minFlops (undefined: not given) }. */
+/**
+ * Checks the backend options; returns { backend, gpu, minFlops (undefined: not given), expect
+ * (resolveExpect()'s) }.
+ */
 export function resolveBackendOptions(options) {
   const backend = options.backend ?? 'auto';
   if (!BACKENDS.includes(backend)) {
@@ -176,6 +179,23 @@ export function resolveBackendOptions(options) {
       argument: 'webgpuMinFlops', expected: 'number >= 0', actual: describe(minFlops),
     });
   }
-  return { backend, gpu: options.gpu, minFlops };
+  return { backend, gpu: options.gpu, minFlops, expect: resolveExpect(options.expect, backend) };
+}
+
+/**
+ * create()'s `expect`: { L, S? = L, batchSize? = 1 }, the shapes of the calls to come, whose GPU
+ * buffers and pipelines create() makes (webgpu/webgpu_executor.js reserve()), or null. Only for a
+ * module that may run on the GPU: backend 'webgpu' or 'auto'.
+ */
+function resolveExpect(value, backend) {
+  if (value === undefined) return null;
+  if (backend === 'wasm') {
+    throw new OptionError("expect: makes the GPU's buffers at create(), so it takes backend 'webgpu' or 'auto', got backend 'wasm'", {
+      argument: 'expect', expected: "backend 'webgpu' | 'auto'", actual: "backend 'wasm'",
+    });
+  }
+  const o = checkOptions('expect', value, ['L', 'S', 'batchSize']);
+  const L = checkSize('expect.L', o.L);
+  return { L, S: checkSize('expect.S', o.S, L), batchSize: checkSize('expect.batchSize', o.batchSize, 1) };
 }
 

@@ -1,7 +1,7 @@
 // Where each MultiHeadAttention.forward() runs, decided here and nowhere else.
 //
 // A module has up to three executors (pool/, wasm/, webgpu/; made by api/create_executors.js), each
-// implementing the Executor interface below:
+// implementing the Executor interface (base/call_plan.js):
 //   wasm    the calling thread's WASM instance (WasmExecutor). Always there: it also answers
 //           parameterSpecs() and headBilinearForm(), and reports a missing state dict.
 //   pool    the same module on workers of the shared worker pool (PoolExecutor), for threads > 1
@@ -30,21 +30,9 @@ import { ownedPlan } from '../base/call_plan.js';
 import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
 import { forwardOnDevice } from './device_calls.js';
+import { deviceThreshold, moduleThreshold, sampleBoth, thresholdReport, wantsSample } from './auto_threshold.js';
 
-/**
- * @typedef {object} ForwardPlan  resolveMhaForward()'s checked call (checks/plans.js): { B, L, S, T,
- *   query, key, value, keyPaddingMask, attnMask, isCausal, needWeights, averageAttnWeights,
- *   cache (null, or { kvCache, lengthBefore, lengthAfter, storage }: storage, the cache's on the
- *   executor that runs the call, set by forward() below), positionIds (null, or Int32Array
- *   [B·L]: each row's rotary position), outputShape, weightsShape }
- * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
- *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
- * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
- * @typedef {object} Executor
- * @property {(entries: StateDictEntry[]) => void} loadStateDict  copies what it keeps
- * @property {(plan: ForwardPlan) => ForwardResult | Promise<ForwardResult>} forward
- * @property {() => void} dispose  frees what the executor holds (never shared resources)
- */
+// Executor and ForwardPlan: base/call_plan.js's typedefs. 'auto''s measured threshold: auto_threshold.js.
 
 /**
  * Test seam: onRun(where, plan, path) after each forward() of a module that has a GPU (none is
@@ -73,9 +61,10 @@ export class Dispatcher {
    * 'auto' (the pool only takes calls of AUTO_MIN_FLOPS once its workers are up, never waiting).
    * gpu: null (WASM only), { executor } (a device is there), or { acquire } (backend 'auto': a
    * function resolving to an executor or null, called at the first call that would use it);
-   * gpuMinFlops: calls under it stay on WASM.
+   * gpuMinFlops: calls under it stay on WASM (measureThreshold: until the GPU is there; then its
+   * device's measured threshold, auto_threshold.js).
    */
-  constructor(config, { wasm, pool = null, autoThreads = false, gpu = null, gpuMinFlops = 0 }) {
+  constructor(config, { wasm, pool = null, autoThreads = false, gpu = null, gpuMinFlops = 0, measureThreshold = false }) {
     this.#config = config;
     this.#wasm = wasm;
     this.#pool = pool;
@@ -83,7 +72,7 @@ export class Dispatcher {
     // state: 'pending' (not asked for yet) | 'ready' | 'none' ('auto' found nothing to use)
     this.#gpu = gpu && {
       state: gpu.acquire ? 'pending' : 'ready', executor: gpu.executor ?? null, acquire: gpu.acquire ?? null,
-      acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, warned: false,
+      acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, measureThreshold, warned: false,
     };
   }
 
@@ -102,9 +91,9 @@ export class Dispatcher {
     return this.#wasm.parameterSpecs();
   }
 
-  /** The GPU executor's kernel profile, or null without one in use. */
+  /** The GPU executor's kernel profile and the module's GPU threshold, or null without one in use. */
   gpuProfile() {
-    return this.#gpuUsable() ? this.#gpu.executor.gpuProfile() : null;
+    return this.#gpuUsable() ? { ...this.#gpu.executor.gpuProfile(), autoThreshold: thresholdReport(this.#gpu) } : null;
   }
 
   /** The GPUDevice in use, or null (as gpuProfile()). */
@@ -188,8 +177,9 @@ export class Dispatcher {
   /**
    * Where a call runs, decided once per call from the state after forward()'s waiting: { where:
    * 'webgpu' | 'pool' | 'wasm', fallback: where a call whose GPU attempt failed runs, 'pool' |
-   * 'wasm' }. 'pool' before the workers are up (explicit threads) runs once they are (the pool
-   * executor waits for them).
+   * 'wasm', sample: whether it runs on the CPU and the GPU both, timed (auto_threshold.js) }.
+   * 'pool' before the workers are up (explicit threads) runs once they are (the pool executor
+   * waits for them).
    */
   route(plan) {
     // Until the core has every entry (before a first load, after one that failed part-way), calls
@@ -213,9 +203,11 @@ export class Dispatcher {
     const cpu = poolWanted && (!this.#autoThreads || pool.isReady) ? 'pool' : 'wasm';
     // The GPU promises nothing for a NaN or an infinity a row sees: such a call runs on the CPU.
     // A GPU input (device_calls.js) is on the device already: no threshold, and no NaN scan of it (a readback).
-    const gpu = (plan.onDevice || this.#gpuWanted(plan, flops)) && this.#gpuUsable() && this.#gpu.executor.fits(plan)
-      && this.#finiteWeights && finiteInputs(plan);
-    return { where: gpu ? 'webgpu' : cpu, fallback: cpu };
+    const wanted = plan.onDevice || this.#gpuWanted(plan, flops);
+    // Near an 'auto' module's measured threshold it runs on both (auto_threshold.js).
+    const sample = !plan.onDevice && this.#gpu?.measureThreshold && this.#gpuUsable() && wantsSample(deviceThreshold(this.#gpu.executor.device), flops);
+    const gpu = (wanted || sample) && this.#gpuUsable() && this.#gpu.executor.fits(plan) && this.#finiteWeights && finiteInputs(plan);
+    return { where: gpu && wanted ? 'webgpu' : cpu, fallback: cpu, sample: Boolean(gpu && sample) };
   }
 
   /**
@@ -254,8 +246,9 @@ export class Dispatcher {
       this.#live();
     }
     if (device) return forwardOnDevice(this.#deviceSide, plan);
-    const { where, fallback } = this.route(plan);
+    const { where, fallback, sample } = this.route(plan);
     if (plan.cache) return this.#enqueueCached(plan, where, call);
+    if (sample) return this.#sampled(ownedPlan(plan), where, fallback);
     if (where !== 'wasm') plan = ownedPlan(plan);
     // The calling thread computes at once; a ready pool starts every share before its first await.
     call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
@@ -272,6 +265,21 @@ export class Dispatcher {
     const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
     if (this.#gpu) testHooks.onRun?.('wasm', plan);
     return result;
+  }
+
+  // A call sampled for the device's threshold (auto_threshold.js): on the CPU executor and on the
+  // GPU, both reported to onRun; the result is the one of where route() sent it.
+  async #sampled(plan, where, cpu) {
+    const { executor } = this.#gpu;
+    const ran = await sampleBoth(executor.device, forwardFlops(plan, this.#config), () => this.#deviceSide.cpu(cpu).forward(plan), () => executor.forward(plan));
+    testHooks.onRun?.('wasm', plan);
+    if (ran.gpuError) {
+      this.#live();
+      await this.#gpuFailed(ran.gpuError);
+      return ran.cpu;
+    }
+    testHooks.onRun?.('webgpu', plan, ran.gpu.path);
+    return where === 'webgpu' ? ran.gpu : ran.cpu;
   }
 
   // What device_calls.js reads of this dispatcher, made once.
@@ -337,7 +345,7 @@ export class Dispatcher {
   // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
   // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
   #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
-    return this.#wasm.complete && !plan.cache && this.#gpu !== null && flops >= this.#gpu.minFlops;
+    return this.#wasm.complete && !plan.cache && this.#gpu !== null && flops >= moduleThreshold(this.#gpu);
   }
 
   #gpuUsable() {

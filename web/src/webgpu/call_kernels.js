@@ -32,13 +32,15 @@ export function callDecisions(plan, config, path, limits) {
 
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
- * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
- * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a
- * problem of `problems`, linear_problems.js; cacheFlags and nonFiniteRows a cached call's NaN rule;
- * widenHalf a float16 GPU input's widening).
+ * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
+ * pipelines: { linear(problem), attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
+ * cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a problem of `problems`,
+ * linear_problems.js; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a float16
+ * GPU input's widening).
  */
-export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true }) {
-  const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
+export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
+  const { variants, measured } = given ? { variants: given, measured: null }
+    : chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
   const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];

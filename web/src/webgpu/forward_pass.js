@@ -13,7 +13,7 @@ import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
 import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
 import { deviceBytes, isDeviceData } from '../base/gpu_tensors.js';
-import { recordTime, selectionHooks } from './selection/kernel_selection.js';
+import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
 import { paramsBytes } from './kernel_params.js';
@@ -58,6 +58,7 @@ export class DeviceLost extends Error {}
 // A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
 // are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
 // device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
+// Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
 function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
@@ -82,6 +83,10 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
       const b = data.gpuBuffer;
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
       uploads.set(data, b);
+    }
+    if (!uploads.has(data) && !encoder) {
+      uploads.set(data, buffer(data.length, STORAGE_IN, role));
+      if (staging(data)) gpu.staging.reserve(role, data.byteLength);
     }
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
@@ -115,10 +120,15 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
+// The buffer of ctx's uniform slots.
+const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
+// The buffer the results are read back through.
+const readbackBuffer = (ctx, floats) => ctx.buffer(floats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
+
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
 function encodePass(device, ctx, encoder, timer) {
   const { slots, dispatches, sizes } = ctx;
-  const uniforms = ctx.buffer(slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
+  const uniforms = uniformsBuffer(ctx);
   const packed = new Uint8Array(slots.length * UNIFORM_SLOT);
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
   device.queue.writeBuffer(uniforms, 0, packed);
@@ -211,6 +221,15 @@ function recordForward(gpu, call, names) {
   };
 }
 
+const variantNames = (kernels) => Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
+
+// callKernels() on a device that is still there once they are ready.
+async function kernelsOf(gpu, args) {
+  const kernels = await gpu.untilLost(callKernels(gpu.device, args));
+  if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
+  return kernels;
+}
+
 /**
  * Runs one forward. gpu: { device, params: { win, bin, wout, bout }, pooled(role, floats, usage)
  * (the cached buffer of a role), releasePool(), untilLost(promise) (rejects with DeviceLost when
@@ -221,20 +240,42 @@ function recordForward(gpu, call, names) {
  * plan.output 'gpu-buffer' GpuTensors in buffers made for the call (no readback).
  */
 export async function runForwardPass(gpu, plan, config, path, cache = null) {
-  const { device, untilLost } = gpu;
+  const { device } = gpu;
   const marks = passHooks.onPhases ? [performance.now()] : null;
-  const problems = linearProblems(plan, config);
-  // A batched call is not timed (its submit is the batch's): it runs the variants the module's
-  // unbatched calls chose, never a candidate being measured.
-  const kernels = await untilLost(callKernels(device, { plan, config, path, cache, problems, measuring: gpu.selecting, timed: !plan.batch }));
-  if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
-  const names = Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
+  const call = { plan, config, path, cache, problems: linearProblems(plan, config) };
+  // A call is timed only where its result is read back, so that a candidate's can be checked:
+  // a 'gpu-buffer' call (a batched one among them: its submit is the batch's) runs the variants
+  // the module's other calls chose, never a candidate being measured.
+  const measuring = gpu.selecting || Boolean(selectionHooks.clock);
+  const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' });
+  const names = variantNames(kernels);
   selectionHooks.onCall?.(names);
   flushPendingInputs(plan);
-  if (plan.batch) return recordForward(gpu, { plan, config, path, cache, problems, kernels }, names);
-  const timer = (kernels.measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
+  if (plan.batch) return recordForward(gpu, { ...call, kernels }, names);
+  const { measured } = kernels;
+  const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
+  const { result, ms } = await submitCall(gpu, call, kernels, timer, marks);
+  if (!measured) return result;
+  const took = selectionHooks.clock ? selectionHooks.clock(names) : ms;
+  if (!measured.reference) {
+    recordTime(device, measured, took);
+    return result;
+  }
+  // The candidate's first run: the reference runs the same work, untimed, and its result is the
+  // call's (kernel_selection.js's recordCheck() keeps the candidate or drops it).
+  const variants = { ...kernels.variants, [measured.family]: measured.reference };
+  const { result: reference } = await submitCall(gpu, call, await kernelsOf(gpu, { ...call, variants }), null, null);
+  const tolerance = toleranceFor(kernels.variants[measured.family], reference);
+  if (recordCheck(device, measured, resultDistance(result, reference), tolerance)) recordTime(device, measured, took);
+  return reference;
+}
 
+// One submission of the call with `kernels` (callKernels()'s), timed by `timer` (or null): resolves
+// to { result, ms } (ms: the timer's, else null).
+async function submitCall(gpu, { plan, config, path, cache, problems }, kernels, timer, marks) {
+  const { device, untilLost } = gpu;
+  const names = variantNames(kernels);
   let scopes = null;
   let failed = true;
   let ctx = null;
@@ -247,7 +288,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
-    const readback = onDevice ? null : ctx.buffer(outFloats + weightFloats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
+    const readback = onDevice ? null : readbackBuffer(ctx, outFloats + weightFloats);
     if (readback) encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
     if (readback && weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);
     timer?.start();
@@ -277,10 +318,9 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     }
     marks?.push(performance.now());
     const ms = timer ? await untilLost(timer.elapsed()) : null;
-    if (kernels.measured) recordTime(device, kernels.measured, selectionHooks.clock ? selectionHooks.clock(names) : ms);
     if (marks) reportPhases(marks, ctx.uploadMs(), timer?.timestampWrites ? ms : null);
     failed = false;
-    return result;
+    return { result, ms };
   } finally {
     // Scopes are popped right after the submit, with no await between push and pop (calls of
     // other modules may overlap); here only when something threw before that.
@@ -290,4 +330,18 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
     if (failed) for (const b of ctx?.made.values() ?? []) b.destroy();
     timer?.dispose();
   }
+}
+
+/**
+ * create({ expect }): makes the pipelines, pooled buffers and staging buffers a call of `plan`
+ * would use, running nothing (plan: a call's sizes and options; its query, key and value need only
+ * length and byteLength), so that the first such call creates no buffer.
+ */
+export async function reserveBuffers(gpu, plan, config, path) {
+  const call = { plan, config, path, cache: null, problems: linearProblems(plan, config) };
+  const kernels = await kernelsOf(gpu, { ...call, measuring: false });
+  const ctx = encodingContext(gpu, null, { widenHalf: kernels.pipelines.widenHalf });
+  const { outFloats, weightFloats } = encodeForward(ctx, { ...call, kernels });
+  uniformsBuffer(ctx);
+  readbackBuffer(ctx, outFloats + weightFloats);
 }

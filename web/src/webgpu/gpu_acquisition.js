@@ -8,7 +8,8 @@ import { acquireGpu, findGpu } from './device.js';
  * there is no WebGPU object at all), { executor } (backend 'webgpu', which throws BackendError
  * when there is no adapter or device), or for 'auto' { acquire } (a function that finds the GPU
  * at the first large call and resolves to an executor, or to null for WASM); and gpuMinFlops,
- * the calls under which stay on WASM. With backend 'auto' or 'webgpu', a `gpu` option of the
+ * the calls under which stay on WASM (measureThreshold: 'auto' without webgpuMinFlops, whose
+ * threshold is its device's, measured: dispatch/auto_threshold.js). With backend 'auto' or 'webgpu', a `gpu` option of the
  * wrong kind throws OptionError here. makeExecutor(found) resolves to the WebGpuExecutor on
  * acquireGpu()'s { device } (api/create_executors.js makes it). `wasmOnly` (a module whose
  * settings the WebGPU kernels cannot take, int8 activations, on 'auto'): the `gpu` option is
@@ -16,8 +17,9 @@ import { acquireGpu, findGpu } from './device.js';
  */
 export async function gpuSide({ backend, gpu, minFlops, wasmOnly = false }, makeExecutor) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
+  const measureThreshold = backend === 'auto' && minFlops === undefined;
   if (backend === 'wasm') return { gpu: null, gpuMinFlops };
-  const useSoftware = minFlops !== undefined;
+  const useSoftware = minFlops !== undefined || acquisitionHooks.software;
   if (backend === 'webgpu') {
     const found = await acquireGpu({ gpu, backend, useSoftware });
     return { gpu: { executor: await makeExecutor(found) }, gpuMinFlops };
@@ -27,5 +29,11 @@ export async function gpuSide({ backend, gpu, minFlops, wasmOnly = false }, make
     const found = await acquireGpu({ gpu, backend, useSoftware });
     return found ? makeExecutor(found) : null;
   };
-  return { gpu: { acquire }, gpuMinFlops };
+  return { gpu: { acquire }, gpuMinFlops, measureThreshold };
 }
+
+/**
+ * Tests: software lets 'auto' take a software adapter without a webgpuMinFlops, so that its
+ * measured threshold (dispatch/auto_threshold.js) can be tested on SwiftShader.
+ */
+export const acquisitionHooks = { software: false };

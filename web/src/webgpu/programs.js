@@ -1,6 +1,6 @@
 // The program registry: every WGSL program of the WebGPU backend as a descriptor of one shape,
 // { name, fits(limits, problem), key(problem), shader(problem) } (+ grid(problem) where the pass
-// dispatches by it), whose pipeline pipelines.js's programPipeline() makes and caches by key.
+// dispatches by it, + tolerance for a variant), whose pipeline pipelines.js's programPipeline() makes and caches by key.
 // VARIANTS: the kernel variants, built from selection/kernel_config.js's catalogue, for each
 // family (linear, attention, decode) and variant name; the selection (selection/) picks one per
 // call. Variants of one family share their uniforms and bindings (linear_common's LINEAR_PARAMS,
@@ -8,7 +8,7 @@
 // runs. KERNELS: the kernels without variants, one descriptor each. A key holds what the WGSL
 // depends on (head widths, the vec4-load flavour, a narrow dtype), so one pipeline serves a whole
 // shape class; sizes, strides, masks and causal are uniforms.
-import { ATTENTION_VARIANTS, DECODE_VARIANTS, LINEAR_VARIANTS } from './selection/kernel_config.js';
+import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS } from './selection/kernel_config.js';
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
@@ -97,7 +97,10 @@ function decodeVariant(name, { chunk }) {
   };
 }
 
-const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [name, make(name, spec)]));
+// Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE).
+const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [
+  name, { tolerance: spec.tolerance ?? DEFAULT_TOLERANCE, ...make(name, spec) },
+]));
 
 /** family → name → descriptor. */
 export const VARIANTS = {

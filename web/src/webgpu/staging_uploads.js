@@ -45,6 +45,17 @@ export class StagingUploads {
    */
   write(encoder, role, data, target) {
     const bytes = data.byteLength;
+    const staging = this.reserve(role, bytes);
+    if (staging.mapState !== 'mapped') return false;
+    new Uint8Array(staging.getMappedRange(0, bytes + (4 - (bytes % 4)) % 4)).set(new Uint8Array(data.buffer, data.byteOffset, bytes));
+    staging.unmap();
+    encoder.copyBufferToBuffer(staging, 0, target, 0, bytes);
+    this.#used.push(staging);
+    return true;
+  }
+
+  /** The staging buffer of `role`, made (mapped) where it is missing or smaller than `bytes`. */
+  reserve(role, bytes) {
     let staging = this.#buffers.get(role);
     if (staging && staging.size < bytes) {
       staging.destroy();
@@ -55,12 +66,7 @@ export class StagingUploads {
       staging = this.#device.createBuffer({ size, usage: Usage.MAP_WRITE | Usage.COPY_SRC, mappedAtCreation: true, label: `webattention staging ${role}` });
       this.#buffers.set(role, staging);
     }
-    if (staging.mapState !== 'mapped') return false;
-    new Uint8Array(staging.getMappedRange(0, bytes + (4 - (bytes % 4)) % 4)).set(new Uint8Array(data.buffer, data.byteOffset, bytes));
-    staging.unmap();
-    encoder.copyBufferToBuffer(staging, 0, target, 0, bytes);
-    this.#used.push(staging);
-    return true;
+    return staging;
   }
 
   /** Maps the call's staging buffers again for the next call (after its work was submitted). */

@@ -20,7 +20,8 @@ import { GpuKvCache, KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
-import { DeviceLost, F32, STORAGE_IN, cdiv, runForwardPass } from './forward_pass.js';
+import { DeviceLost, F32, STORAGE_IN, cdiv, reserveBuffers, runForwardPass } from './forward_pass.js';
+import { expectedPlan } from './expected_call.js';
 import { warmPipelines } from './warm_pipelines.js';
 import { attentionPath } from './selection/attention_path.js';
 import { kernelProfile } from './selection/kernel_profile.js';
@@ -160,6 +161,18 @@ export class WebGpuExecutor {
       return runForwardPass(this.#pass, plan, config, path);
     });
     return { ...result, path };
+  }
+
+  /**
+   * create({ expect }): the buffers and pipelines of a call of expect's shapes (expected_call.js)
+   * made now, so that such a first call creates none. Best effort, like `ready`: a call that does
+   * not fit the device is left alone, and what fails here the call makes again.
+   */
+  reserve(expect) {
+    const plan = expectedPlan(expect, this.#config);
+    if (this.#lost || this.#disposed || !this.fits(plan)) return Promise.resolve();
+    const path = attentionPath(plan, this.#config, this.#device.limits);
+    return this.#serialised(() => reserveBuffers(this.#pass, plan, this.#config, path)).catch(() => {});
   }
 
   /** A 'gpu-buffer' call's CPU result ({ output, weights } arrays) put into new buffers as GpuTensors. */

@@ -103,6 +103,18 @@ export function preferredVariant(family, rows, names) {
  */
 export const SELECTION_PRUNE_RATIO = 1.5;
 
+/**
+ * How far a candidate's output may be from its reference's on the same call before the selection
+ * drops it on that device (kernel_selection.js): max |candidate − reference| over the call's
+ * output (and weights) ≤ tolerance · max(1, max |reference|). The reference is the family's
+ * default for the call (preferredVariant()), the variant that runs before measurement and that
+ * CI runs everywhere. A variant declares its own in its catalogue entry above (`tolerance`: one
+ * whose arithmetic is narrower than float32, e.g. float16); the float32 variants differ from the
+ * reference only in the order of their sums (a few ulps times √K), far inside this, while a wrong
+ * index or a missed tile is far outside.
+ */
+export const DEFAULT_TOLERANCE = 1e-4;
+
 /** The variant names of each family ({ linear, attention, decode }: string[]). */
 export const variantNames = () => ({
   linear: Object.keys(LINEAR_VARIANTS),

@@ -10,11 +10,21 @@
 // measures one family at most (the first in the call's order whose class is undecided): the other
 // families run their kept choice or default, so the call's time differs between candidates only
 // by the candidate. A pinned family (configure({ gpuKernels })) skips all of this.
+//
+// Verified on the device: a candidate's first run is followed, on the same call, by its reference
+// (the family's default, which runs before measurement and which CI runs everywhere) on the same
+// work, untimed; forward_pass.js compares the outputs and the call returns the reference's. A
+// candidate further from it than its tolerance (kernel_config.js's DEFAULT_TOLERANCE) is dropped
+// for every shape class on that device, listed by gpuProfile() (`rejected`) and warned of once.
+// Kernels that CI cannot run in full (features or subgroup sizes that SwiftShader lacks) can so
+// enter the selection without a wrong result ever reaching a caller.
 import { SELECTION_PRUNE_RATIO, SELECTION_RUNS } from './kernel_config.js';
 import { pinnedVariant } from './gpu_kernel_pins.js';
 import { isSoftwareAdapter } from '../device.js';
+import { warnOnce } from '../../base/warn_once.js';
 
 const boards = new WeakMap();  // GPUDevice → Map(`family|shapeClass` → board)
+const rejections = new WeakMap();  // GPUDevice → Map(`family|name` → gpuProfile()'s rejected entry)
 
 /**
  * Whether the kernel selection measures on `device`: not on a software adapter (SwiftShader runs
@@ -26,9 +36,10 @@ export const selectsKernels = (device) => !isSoftwareAdapter({ info: device.adap
 /**
  * Tests: clock(variants) returns the milliseconds a measured call "took" ({ family: name } of the
  * call) instead of timing the GPU, and makes the selection run on a software adapter too;
- * onCall(variants) sees the variants of every GPU call.
+ * onCall(variants) sees the variants of every GPU call; candidates(family, descriptors) returns
+ * the candidates a decision takes (a deliberately wrong one added, to see it dropped).
  */
-export const selectionHooks = { clock: null, onCall: null };
+export const selectionHooks = { clock: null, onCall: null, candidates: null };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
@@ -38,7 +49,7 @@ function boardOf(device, family, shapeClass, candidates) {
   const key = `${family}|${shapeClass}`;
   let board = map.get(key);
   if (!board) {
-    board = { family, shapeClass, times: Object.fromEntries(candidates.map((v) => [v.name, []])), chosen: null };
+    board = { family, shapeClass, times: Object.fromEntries(candidates.map((v) => [v.name, []])), chosen: null, verified: new Set() };
     map.set(key, board);
   }
   return board;
@@ -62,23 +73,27 @@ function live(board) {
 /**
  * The variants of one call. decisions: [{ family, shapeClass, candidates, preferred }]
  * (candidates: the descriptors that fit, programs.js's VARIANTS; preferred: the default's name), in
- * the order their families are measured. measuring:
- * whether this device selects at all (a hardware adapter, or a test's clock); timed: whether this
- * call can be timed (a GpuBatch's cannot: it runs the chosen variant, else the default). Returns
- * { variants: { family: descriptor }, measured: { family, shapeClass, name } | null }.
+ * the order their families are measured. measuring: whether this device selects at all (a
+ * hardware adapter, or a test's clock); timed: whether this call can be timed and its result
+ * checked (a 'gpu-buffer' call's, a GpuBatch's among them, cannot: it runs the chosen variant,
+ * else the default). Returns { variants: { family: descriptor }, measured: { family, shapeClass,
+ * name, reference } | null } (reference: the descriptor to check this run against, or null:
+ * recordCheck()).
  */
 export function chooseKernels(device, decisions, measuring, timed = true) {
   const variants = {};
   let measured = null;
+  const rejected = rejections.get(device);
   for (const { family, shapeClass, candidates: fitting, preferred } of decisions) {
-    const candidates = defaultFirst(preferred, fitting);
+    const offered = selectionHooks.candidates?.(family, fitting) ?? fitting;
+    const candidates = defaultFirst(preferred, offered.filter((v) => !rejected?.has(`${family}|${v.name}`)));
     const named = (name) => candidates.find((v) => v.name === name);
     const pinned = pinnedVariant(family);
     if (pinned !== undefined) {
       variants[family] = named(pinned) ?? candidates[0];
       continue;
     }
-    if (!(measuring || selectionHooks.clock) || candidates.length < 2) {
+    if (!measuring || candidates.length < 2) {
       variants[family] = candidates[0];
       continue;
     }
@@ -92,15 +107,67 @@ export function chooseKernels(device, decisions, measuring, timed = true) {
     const runs = (v) => (running.includes(v.name) ? board.times[v.name].length : Infinity);
     const next = candidates.reduce((best, v) => (runs(v) < runs(best) ? v : best));
     variants[family] = next;
-    measured = { family, shapeClass, name: next.name };
+    // reference: where this run must be checked against the default's output (its first run).
+    const reference = next === candidates[0] || board.verified.has(next.name) ? null : candidates[0];
+    measured = { family, shapeClass, name: next.name, reference };
   }
   return { variants, measured };
+}
+
+/**
+ * max |a − b| over a call's results ({ output, weights } Float32Arrays): NaN against NaN (or an
+ * infinity against the same one) counts as equal, against anything else as Infinity.
+ */
+export function resultDistance(a, b) {
+  let max = 0;
+  for (const key of ['output', 'weights']) {
+    const x = a[key];
+    const y = b[key];
+    for (let i = 0; x && y && i < x.length; i++) {
+      if (Object.is(x[i], y[i])) continue;
+      const d = Math.abs(x[i] - y[i]);
+      max = Number.isNaN(d) ? Infinity : Math.max(max, d);
+    }
+  }
+  return max;
+}
+
+/** The absolute bound `variant` (a descriptor) is held to against `reference`'s results. */
+export function toleranceFor(variant, reference) {
+  let scale = 1;
+  for (const values of [reference.output, reference.weights ?? []]) {
+    for (const v of values) if (Math.abs(v) > scale && Number.isFinite(v)) scale = Math.abs(v);
+  }
+  return variant.tolerance * scale;
+}
+
+/**
+ * The verdict on a candidate's first run (measured.reference set): maxAbsDiff from the reference's
+ * output on the same call, tolerance the bound it was held to. A candidate over it (or NaN) is
+ * dropped on `device` and warned of once; returns whether it stays.
+ */
+export function recordCheck(device, measured, maxAbsDiff, tolerance) {
+  const board = boards.get(device)?.get(`${measured.family}|${measured.shapeClass}`);
+  if (!board) return false;
+  if (maxAbsDiff <= tolerance) {
+    board.verified.add(measured.name);
+    return true;
+  }
+  let rejected = rejections.get(device);
+  if (!rejected) rejections.set(device, (rejected = new Map()));
+  const { family, shapeClass, name } = measured;
+  rejected.set(`${family}|${name}`, { kernel: family, variant: name, shapeClass, maxAbsDiff, tolerance });
+  for (const b of boards.get(device).values()) if (b.family === family) delete b.times[name];
+  warnOnce(`webgpu-rejected|${family}|${name}`, `webattention: the WebGPU ${family} kernel '${name}' gave results `
+    + `${maxAbsDiff} from its reference's (tolerance ${tolerance}) on this GPU; it is not used on this device `
+    + '(mha.gpuProfile().rejected)');
+  return false;
 }
 
 /** Records the time of a call that measured `measured` (chooseKernels()'s); decides when complete. */
 export function recordTime(device, measured, ms) {
   const board = boards.get(device)?.get(`${measured.family}|${measured.shapeClass}`);
-  if (!board || board.chosen) return;
+  if (!board || board.chosen || !board.times[measured.name]) return;
   board.times[measured.name].push(ms);
   const running = live(board).map((name) => [name, board.times[name]]);
   if (running.every(([, times]) => times.length >= SELECTION_RUNS)) {
@@ -119,3 +186,6 @@ export function selectionProfile(device) {
     runs: Object.fromEntries(Object.entries(times).map(([n, t]) => [n, t.length])),
   }));
 }
+
+/** The candidates dropped on `device` for their results: [{ kernel, variant, shapeClass, maxAbsDiff, tolerance }]. */
+export const rejectedVariants = (device) => [...(rejections.get(device)?.values() ?? [])];
