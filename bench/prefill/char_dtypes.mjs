@@ -2,7 +2,7 @@
 // The committed char-level GPT (web/model/) with its attention modules' weights and caches in
 // each storage dtype, against the same model in float32:
 //   node bench/prefill/char_dtypes.mjs [--node] [--browser] [--firefox] [--tokens N] [--runs R] [--markdown] [--timeout S]
-// Per (weightsDtype, cache dtype): the greedy continuation of web/model/golden.json's prompt
+// Per (weightsDtype, cache dtype, activations: int8 with int8 and int4 weights too): the greedy continuation of web/model/golden.json's prompt
 // (whether it equals float32's, else the first character where it differs), the max |logit
 // difference| from float32 over the prompt's positions and N − 1 steps fed float32's greedy
 // tokens (teacher forcing: every dtype is compared at the same positions, even after its own

@@ -5,10 +5,12 @@
 import { generate } from '../../web/model/generate.js';
 import { markdownTable, plainTable } from '../lib/table.mjs';
 
-// [weightsDtype, cache dtype]; float32 first: the others are compared with it.
+// [weightsDtype, cache dtype, activations (create()'s; float32 where not given)]; float32 first:
+// the others are compared with it.
 export const COMBOS = [
   ['float32', 'float32'], ['float16', 'float32'], ['float16', 'float16'], ['bfloat16', 'float32'],
-  ['bfloat16', 'float16'], ['int8', 'float32'], ['int8', 'int8'],
+  ['bfloat16', 'float16'], ['int8', 'float32'], ['int8', 'int8'], ['int8', 'float32', 'int8'],
+  ['int4', 'float32'], ['int4', 'float32', 'int8'],
 ];
 
 /** The greedy text and its tokens/s (the prompt's forward counted, as generate.mjs reports it). */
@@ -40,12 +42,14 @@ const firstDifference = (a, b) => [...a].findIndex((c, i) => c !== b[i]);
  * the WASM reach their optimised tiers), then `runs` rounds timing each once in turn (a slow
  * spell of the machine hits all alike; best kept). Logits are compared along float32's greedy
  * tokens (teacher forcing: the same positions for every dtype). Resolves to rows { weightsDtype,
- * cacheDtype, text, tokensPerS, maxDiff, firstDifference (-1: same text) }.
+ * cacheDtype, text, activations, tokensPerS, maxDiff, firstDifference (-1: same text) }.
  */
 export async function measureDtypes(load, golden, { tokens, runs }) {
   const models = [];
   try {
-    for (const [weightsDtype, cacheDtype] of COMBOS) models.push({ weightsDtype, cacheDtype, model: await load({ threads: 1, weightsDtype, cacheDtype }) });
+    for (const [weightsDtype, cacheDtype, activations = 'float32'] of COMBOS) {
+      models.push({ weightsDtype, cacheDtype, activations, model: await load({ threads: 1, weightsDtype, cacheDtype, activations }) });
+    }
     for (const m of models) m.text = (await greedy(m.model, golden.prompt, tokens)).text;
     for (const m of models) m.tokensPerS = 0;
     for (let r = 0; r < runs; r++) {
@@ -57,8 +61,8 @@ export async function measureDtypes(load, golden, { tokens, runs }) {
     for (const { model } of models) model.dispose();
   }
   const [reference] = models;
-  return models.map(({ weightsDtype, cacheDtype, text, tokensPerS, logits }) => ({
-    weightsDtype, cacheDtype, text, tokensPerS, maxDiff: maxAbsDiff(logits, reference.logits), firstDifference: firstDifference(text, reference.text),
+  return models.map(({ weightsDtype, cacheDtype, activations, text, tokensPerS, logits }) => ({
+    weightsDtype, cacheDtype, activations, text, tokensPerS, maxDiff: maxAbsDiff(logits, reference.logits), firstDifference: firstDifference(text, reference.text),
   }));
 }
 
@@ -67,6 +71,7 @@ export function formatDtypes(rows, golden, tokens, { markdown = false } = {}) {
   const columns = [
     ['weights', (r) => r.weightsDtype, 'l'],
     ['cache', (r) => r.cacheDtype, 'l'],
+    ['activations', (r) => r.activations ?? 'float32', 'l'],
     ['tokens/s', (r) => r.tokensPerS.toFixed(1), 'r'],
     ['/ float32', (r) => (r.tokensPerS / rows[0].tokensPerS).toFixed(2), 'r'],
     ['max |Δ logit| vs float32', (r) => r.maxDiff.toExponential(2), 'r'],
@@ -77,7 +82,7 @@ export function formatDtypes(rows, golden, tokens, { markdown = false } = {}) {
       + `its smallest top-1/top-2 logit margin: ${golden.minGreedyMargin.toFixed(3)} (step ${golden.minGreedyMarginStep})`,
     '',
     (markdown ? markdownTable : plainTable)(columns, rows),
-    ...rows.filter((r) => r.firstDifference >= 0).map((r) => `\n${r.weightsDtype}/${r.cacheDtype}: ${JSON.stringify(golden.prompt + r.text)}`),
+    ...rows.filter((r) => r.firstDifference >= 0).map((r) => `\n${r.weightsDtype}/${r.cacheDtype}/${r.activations ?? 'float32'}: ${JSON.stringify(golden.prompt + r.text)}`),
     '',
     `prompt ${JSON.stringify(golden.prompt)}, ${tokens} greedy characters, logits over ${golden.promptIds.length} + ${tokens - 1} positions`,
   ].join('\n');

@@ -1,7 +1,9 @@
 // The test oracle: full score matrices in double precision with Eigen, written for clarity only.
 #include "reference/reference.h"
+#include "reference/storage_reference.h"
 
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -20,6 +22,17 @@ Matrix gather(const float* base, std::ptrdiff_t row_stride, int rows, int cols) 
   for (int r = 0; r < rows; ++r)
     for (int c = 0; c < cols; ++c) m(r, c) = base[r * row_stride + c];
   return m;
+}
+
+// The blocks along a row that activations 'int8' quantises (§11: the weights' blocks).
+constexpr int kActivationBlock = 32;
+
+// rows × cols input rows as a projection reads them: as they are, or under activations 'int8' as
+// their int8 blocks' values.
+Matrix projection_input(const float* base, int rows, int cols, bool quantise) {
+  if (!quantise) return gather(base, cols, rows, cols);
+  const std::vector<double> q = int8_activations(std::vector<float>(base, base + static_cast<std::size_t>(rows) * cols), rows, cols, kActivationBlock);
+  return Eigen::Map<const Matrix>(q.data(), rows, cols);
 }
 
 void scatter(const Matrix& m, float* base) {
@@ -162,7 +175,8 @@ const std::vector<float>* MhaParameters::find(const std::string& name) const {
 }
 
 void mha_forward(const MhaConfig& config, const MhaParameters& params,
-                 const MhaForwardArgs& a) {
+                 const MhaForwardArgs& a, std::vector<double>* out_slack, double ambiguous_code) {
+  const bool act8 = config.activations == StorageType::i8;
   // PyTorch's defaults for the widths left at 0 (MhaConfig says which).
   const int E = config.embed_dim, H = config.num_heads;
   const int kdim = config.kdim ? config.kdim : E, vdim = config.vdim ? config.vdim : E;
@@ -205,8 +219,8 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   }
   if (with.out) read_bias("out_proj.bias", 0, bo);
   const int B = a.batch, L = a.L, S = a.S;
-  Matrix q = (gather(a.query, E, B * L, E) * wq.transpose()).rowwise() + bq;
-  Matrix k = (gather(a.key, kdim, B * S, kdim) * wk.transpose()).rowwise() + bk;
+  Matrix q = (projection_input(a.query, B * L, E, act8) * wq.transpose()).rowwise() + bq;
+  Matrix k = (projection_input(a.key, B * S, kdim, act8) * wk.transpose()).rowwise() + bk;
   if (config.qk_norm) {
     rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps);
     rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps);
@@ -215,7 +229,7 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
     rotate(q, config, dk, L, a.position_ids, params);
     rotate(k, config, dk, S, a.position_ids, params);
   }
-  const Matrix v = (gather(a.value, vdim, B * S, vdim) * wv.transpose()).rowwise() + bv;
+  const Matrix v = (projection_input(a.value, B * S, vdim, act8) * wv.transpose()).rowwise() + bv;
 
   const std::size_t LS = static_cast<std::size_t>(L) * S;
   const MaskArg& kpm = a.key_padding_mask;
@@ -249,6 +263,19 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
       }
     }
     if (a.weights && a.average_weights) scatter(average, a.weights + b * LS);
+  }
+  if (out_slack) out_slack->assign(static_cast<std::size_t>(B) * L * E, 0.0);
+  if (act8) {
+    // The core holds the heads' output in float32: quantise that, and say where it may round apart.
+    std::vector<float> held(static_cast<std::size_t>(heads.size()));
+    scatter(heads, held.data());
+    if (out_slack) {
+      const std::vector<double> exact(heads.data(), heads.data() + heads.size());
+      const std::vector<double> slack = int8_activation_slack(exact, B * L, vw, kActivationBlock, ambiguous_code);
+      const Matrix spread = Eigen::Map<const Matrix>(slack.data(), B * L, vw) * wo.cwiseAbs().transpose();
+      std::copy_n(spread.data(), spread.size(), out_slack->data());
+    }
+    heads = projection_input(held.data(), B * L, vw, true);
   }
   scatter((heads * wo.transpose()).rowwise() + bo, a.output);
 }

@@ -11,6 +11,7 @@
 
 #include "webattention/attention.h"
 #include "webattention/multihead_attention.h"
+#include "reference/storage_reference.h"
 
 namespace webattention::reference {
 
@@ -25,7 +26,12 @@ struct MhaParameters {
   std::vector<float> rotary_cos, rotary_sin;
   const std::vector<float>* find(const std::string& name) const;
 };
-void mha_forward(const MhaConfig& config, const MhaParameters& params,
-                 const MhaForwardArgs& args);
+// Under activations 'int8' (config.activations == i8, §11) every projection's input rows are their
+// int8 blocks' values (storage_reference.h's int8_activations); out_slack, where given, receives
+// per output element Σ_k |W_O[n, k]| · slack_k of the heads' output entering out_proj
+// (int8_activation_slack with ambiguous_code: the codes a float32 core may round the other way),
+// [B·L, E]; zeros without int8 activations.
+void mha_forward(const MhaConfig& config, const MhaParameters& params, const MhaForwardArgs& args,
+                 std::vector<double>* out_slack = nullptr, double ambiguous_code = kAmbiguousCode);
 
 }  // namespace webattention::reference

@@ -126,7 +126,7 @@ std::vector<double> int8_activations(const std::vector<float>& x, int rows, int 
   return y;
 }
 
-std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block) {
+std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block, double ambiguous) {
   std::vector<double> slack(x.size(), 0.0);
   for (int r = 0; r < rows; ++r) {
     for (int c0 = 0; c0 < cols; c0 += block) {
@@ -138,7 +138,7 @@ std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows
       if (!(d > 0.0) || !std::isfinite(d)) continue;
       for (int i = 0; i < n; ++i) {
         const double t = std::fabs(x[at + i]) / d;
-        if (std::fabs(t - std::floor(t) - 0.5) < kAmbiguousCode) slack[at + i] = d;
+        if (std::fabs(t - std::floor(t) - 0.5) < ambiguous) slack[at + i] = d;
       }
     }
   }

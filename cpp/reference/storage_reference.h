@@ -27,8 +27,10 @@ std::vector<double> int8_activations(const std::vector<float>& x, int rows, int 
 // For inputs that are themselves computed (an attention output): a value whose x / d lies within
 // kAmbiguousCode of a rounding boundary may round either way in a float32 kernel whose x differs
 // from the reference's in the last bits; its slack is d (one step), 0 elsewhere. A test adds
-// Σ_k |w_k| · slack_k to the tolerance of an output that such an input feeds.
+// Σ_k |w_k| · slack_k to the tolerance of an output that such an input feeds. `ambiguous`: a wider
+// window for inputs further apart (a fuzzer's extreme options).
 constexpr double kAmbiguousCode = 0.02;
-std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block);
+std::vector<double> int8_activation_slack(const std::vector<double>& x, int rows, int cols, int block,
+                                          double ambiguous = kAmbiguousCode);
 
 }  // namespace webattention::reference

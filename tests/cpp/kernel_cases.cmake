@@ -141,14 +141,14 @@ kernel_cases_header("${PROJECT_SOURCE_DIR}/tests/cases/kernel_cases.json"
 # The families: the core as built (scalar natively and in the scalar module; SIMD128 kernels in
 # the SIMD modules, relaxed in the relaxed ones), and in a SIMD build also a second core with the
 # scalar kernel files in place of the SIMD128 ones (the same source list, each
-# `*_simd128.cpp` swapped for its `*_scalar.cpp`), so that the scalar kernels are checked as
-# WASM too.
+# `*_simd128.cpp` or `*_relaxed.cpp` swapped for its `*_scalar.cpp`), so that the scalar kernels
+# are checked as WASM too.
 set(kernel_case_families)
 if(WEBATTENTION_ISA STREQUAL scalar)
   list(APPEND kernel_case_families scalar)
 else()
   get_target_property(core_sources webattention_core SOURCES)
-  list(TRANSFORM core_sources REPLACE "_${WEBATTENTION_ISA}\\.cpp$" "_scalar.cpp")
+  list(TRANSFORM core_sources REPLACE "_(${WEBATTENTION_ISA}|relaxed)\\.cpp$" "_scalar.cpp")
   add_library(webattention_core_scalar STATIC ${core_sources})
   foreach(property INCLUDE_DIRECTORIES INTERFACE_INCLUDE_DIRECTORIES COMPILE_DEFINITIONS)
     get_target_property(value webattention_core ${property})

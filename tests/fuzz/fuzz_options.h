@@ -1,10 +1,11 @@
-// Issue 20's options as both harnesses (tests/fuzz/*_fuzz.cpp) draw them from the input: the
-// score scale, softcap, attention sinks (with extreme and non-finite logits), qk-norm (its eps,
-// heads that are all zero), RoPE scaling ('linear', 'llama3'), a given rotary table (any width of
-// rows, sometimes fewer rows than the positions used), a bias per projection and position ids.
-// Values the core must refuse (0, negative, NaN, ±Inf where it needs a finite positive number) come
-// in now and then: a ConfigError for them is an accepted outcome, anything else (a crash, UB, a
-// leak, a hang, or a refusal where none is due) is a finding.
+// Issue 20's options as both harnesses (tests/fuzz/*_fuzz.cpp) draw them from the input: int8
+// activations with integer weights, the score scale, softcap, attention sinks (with extreme and
+// non-finite logits), qk-norm (its eps, heads that are all zero), RoPE scaling ('linear',
+// 'llama3'), a given rotary table (any width of rows, sometimes fewer rows than the positions
+// used), a bias per projection and position ids. Values the core must refuse (0, negative, NaN,
+// ±Inf where it needs a finite positive number) come in now and then: a ConfigError for them is an
+// accepted outcome, anything else (a crash, UB, a leak, a hang, or a refusal where none is due) is
+// a finding.
 #pragma once
 
 #include <algorithm>
@@ -47,6 +48,12 @@ inline StorageType draw_storage_type(Bytes& in, bool StorageTypeInfo::*use) {
     if (t.*use) admitted[n++] = t.type;
   }
   return admitted[in.in(0, n - 1)];
+}
+
+// int8 activations (§11) for about half the modules whose weights can have them (int8, int4);
+// reads nothing for the others.
+inline void draw_activations(Bytes& in, MhaConfig& c) {
+  if ((c.weights_dtype == StorageType::i8 || c.weights_dtype == StorageType::q4) && in.coin()) c.activations = StorageType::i8;
 }
 
 // Scale, softcap, sinks, qk-norm and the bias flags of one module. The scale's largest value is

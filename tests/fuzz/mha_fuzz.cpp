@@ -47,10 +47,13 @@ using fuzz::Bytes;
   std::abort();
 }
 
-void check_close(const char* what, const std::vector<float>& got, const std::vector<float>& expected) {
+// got within 1e-3 + 1e-3·|expected| of expected, plus slack[i] where given (int8 activations:
+// reference::mha_forward's out_slack).
+void check_close(const char* what, const std::vector<float>& got, const std::vector<float>& expected,
+                 const std::vector<double>& slack = {}) {
   for (std::size_t i = 0; i < got.size(); ++i) {
     const double a = got[i], b = expected[i];
-    if (!(std::fabs(a - b) <= 1e-3 + 1e-3 * std::fabs(b))) fail(what, i, a, b);
+    if (!(std::fabs(a - b) <= 1e-3 + 1e-3 * std::fabs(b) + (slack.empty() ? 0.0 : slack[i]))) fail(what, i, a, b);
   }
 }
 
@@ -127,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Bytes in(data, size);
   MhaConfig c;
   c.weights_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::weights);
+  fuzz::draw_activations(in, c);
   const bool f16_source = in.coin();
   c.num_heads = in.in(1, 4);
   const bool free_dims = in.coin();
@@ -249,8 +253,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<float> expected_out(out.size()), expected_w(w.size());
   args.output = expected_out.data();
   args.weights = weights ? expected_w.data() : nullptr;
-  reference::mha_forward(c, params, args);
-  check_close("output", out, expected_out);
+  // int8 activations: the heads' output entering out_proj is float32 here and float64 in the
+  // reference, apart by about the output's tolerance (1e-3 relative) where the options push the
+  // scores far; a value that close to a rounding boundary may take the neighbouring code.
+  constexpr double kAmbiguousCode = 0.25;  // 0.25 of a step = 2e-3 of the block's largest value
+  std::vector<double> slack;
+  reference::mha_forward(c, params, args, &slack, kAmbiguousCode);
+  check_close("output", out, expected_out, slack);
   check_close("weights", w, expected_w);
   return 0;
 }

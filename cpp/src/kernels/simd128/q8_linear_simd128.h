@@ -2,8 +2,8 @@
 // (column c's lane does the scalar kernel's f32 operations, in its order, so every module gives
 // the same bits). Each block's integer dot products come from i32x4.dot_i16x8_s on codes widened to
 // int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
-// pair. The relaxed modules run it too (why not i32x4.relaxed_dot_i8x16_i7x16_add_s:
-// docs/attention-math.md §11).
+// pair. The relaxed modules' kernels (q8_relaxed_simd128.h) replace the codes' block_dot by
+// i32x4.relaxed_dot_i8x16_i7x16_add_s, the same integers.
 // i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp instantiate linear_panels with their Codes.
 #pragma once
 
@@ -28,16 +28,19 @@ constexpr int kRows = 4;
 // The (x_k, x_k+1) int16 pair splat to every i32 lane.
 inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
 
-// R input rows of the quantised block being multiplied: their int16 codes and Σ q_x per block.
+// R input rows of the quantised block being multiplied: their int16 codes, their int8 codes (the
+// relaxed kernels' operand) and Σ q_x per block.
 template <int R>
 struct InputRows {
   const std::int16_t* x[R];
+  const std::int8_t* codes[R];
   const std::int32_t* sums[R];
 };
 
 // int8 weights, [in][8] codes per panel: rows k and k+1 (16 bytes) interleaved to (c, k), (c, k+1)
 // byte pairs, widened, and dotted with each input's pair: columns 0-3 into lo, 4-7 into hi.
 struct I8Codes {
+  static constexpr int kMaxRows = kRows;  // input rows per row block
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -82,6 +85,7 @@ struct I8Codes {
 // k+2, k+3) pairs (bytes 8-15), widened and dotted with the input pairs. Σ (q − z)·q_x = Σ q·q_x −
 // z·Σ q_x, the block's Σ q_x from Q8Rows.
 struct Q4Codes {
+  static constexpr int kMaxRows = kRows;
   const std::uint32_t* words;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -103,17 +107,29 @@ struct Q4Codes {
       c[r] = wasm_i32x4_add(c[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(high01, x01), wasm_i32x4_dot_i16x8(high23, x23)));
     }
   }
+  // f(v, k) for each group of four weight rows k … k+3 in [k0, k1), v their words; the last block's
+  // last rows with zero words past the end (they meet zero input codes).
+  template <class F>
+  void each_four_rows(int k0, int k1, F&& f) const {
+    int k = k0;
+    for (; k + 4 <= k1; k += 4) f(wasm_v128_load(words + k), k);
+    if (k < k1) {
+      std::uint32_t tail[4] = {};
+      std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
+      f(wasm_v128_load(tail), k);
+    }
+  }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     v128_t a[R], c[R];
     for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
-    int k = k0;
-    for (; k + 4 <= k1; k += 4) four_rows<R>(wasm_v128_load(words + k), in, k, a, c);
-    if (k < k1) {  // the last block's last rows: zero words past the end meet zero input codes
-      std::uint32_t tail[4] = {};
-      std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
-      four_rows<R>(wasm_v128_load(tail), in, k, a, c);
-    }
+    each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, a, c); });
+    finish(b, in, a, c, lo, hi);
+  }
+  // a (columns 0, 4, 1, 5) and c (2, 6, 3, 7), each Σ q·q_x, less z·Σ q_x, into lo (columns 0-3)
+  // and hi (4-7).
+  template <int R>
+  void finish(int b, const InputRows<R>& in, const v128_t a[R], const v128_t c[R], v128_t lo[R], v128_t hi[R]) const {
     // The block's zero points, a word laid out as a row of codes: byte i of lane i of the word splat
     // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
     const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
@@ -156,6 +172,7 @@ struct Q4Codes {
 // per input row, a splat and a dot and an add per 4 columns: no shuffle or widening per row block.
 constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 struct WideCodes {
+  static constexpr int kMaxRows = kRows;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -198,6 +215,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
   alignas(16) float acc[R][kPanelWidth] = {};
   for (int r = 0; r < R; ++r) {
     in.x[r] = q.wide_row(r0 + r);
+    in.codes[r] = q.row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
   }
@@ -223,11 +241,12 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
   for (int r = 0; r < R; ++r) std::copy_n(acc[r], w.panel_columns(p), y + r * y_stride + n0);
 }
 
-// Every row of q times panel p by `codes`: kRows at a time, then the rest.
+// Every row of q times panel p by `codes`: Codes::kMaxRows at a time, then the rest.
 template <class Codes>
 void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  constexpr int kBlock = Codes::kMaxRows;
   int r = 0;
-  for (; r + kRows <= q.rows; r += kRows) rows_times_panel<Codes, kRows>(codes, q, r, w, p, y + r * y_stride, y_stride);
+  for (; r + kBlock <= q.rows; r += kBlock) rows_times_panel<Codes, kBlock>(codes, q, r, w, p, y + r * y_stride, y_stride);
   switch (q.rows - r) {
     case 3: rows_times_panel<Codes, 3>(codes, q, r, w, p, y + r * y_stride, y_stride); break;
     case 2: rows_times_panel<Codes, 2>(codes, q, r, w, p, y + r * y_stride, y_stride); break;

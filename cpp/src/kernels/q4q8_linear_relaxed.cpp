@@ -1,0 +1,13 @@
+// q4 (int4) weights times int8 activations, relaxed SIMD: simd128/q8_linear_simd128.h's driver over
+// simd128/q8_relaxed_simd128.h's Q4RelaxedCodes (i16x8.relaxed_dot_i8x16_i7x16_s); the SIMD128
+// kernel's bits.
+#include "kernels/simd128/q8_relaxed_simd128.h"
+
+namespace webattention::kernels {
+
+void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+                 int target_count) noexcept {
+  simd128_q8::linear_panels<simd128_q8::Q4RelaxedCodes>(x, rows, x_stride, targets, target_count);
+}
+
+}  // namespace webattention::kernels
