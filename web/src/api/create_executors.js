@@ -2,7 +2,6 @@
 // WasmExecutor (always), a PoolExecutor (threads > 1 on a single-threaded WASM module) and the
 // WebGpuExecutor (now for backend 'webgpu', at the first large call for 'auto'). dispatch.js
 // then routes each call to one of them.
-import { BackendError } from '../base/errors.js';
 import { coreConfig, resolveBackendOptions } from '../checks/module_config.js';
 import { moduleEntry } from '../wasm/variant.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
@@ -21,7 +20,7 @@ export async function createExecutors(config, options, runtime) {
   // when there is a GPU (importing it costs ~9 ms of a Node cold start that most processes,
   // having no GPU, would pay for nothing); browsers import it statically, since a lazy import
   // would split the package into two chunks for a bundler.
-  const { gpu, gpuMinFlops } = await gpuSide(wasmOnlyDtypes(config, resolveBackendOptions(options)), async (found) => {
+  const { gpu, gpuMinFlops } = await gpuSide(resolveBackendOptions(options), async (found) => {
     const executor = new (await runtime.loadWebGpuExecutor())(config, found);
     await executor.ready;  // the module's pipelines, compiled before its first call
     return executor;
@@ -40,18 +39,3 @@ export async function createExecutors(config, options, runtime) {
   return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops };
 }
 
-/**
- * The backend options, with 'auto' kept on WASM for int8 activations: the WebGPU kernels have
- * none yet, so such a module computes on WASM (and the pool) only, which never gives a wrong
- * answer; backend 'webgpu' is refused, before any GPU is looked for. 'auto' stays 'auto'
- * (wasmOnly): its `gpu` option is checked as for every other module. int4 weights with float32
- * activations run on the GPU as every other weightsDtype does.
- */
-function wasmOnlyDtypes(config, backendOptions) {
-  if (config.activations !== 'int8') return backendOptions;
-  if (backendOptions.backend === 'webgpu') {
-    throw new BackendError("backend 'webgpu': activations 'int8' runs on WASM only (the WebGPU kernels have no int8 activations); "
-      + "create it with backend 'wasm' or 'auto'", { argument: 'activations', expected: "backend 'wasm' | 'auto'", actual: 'int8' });
-  }
-  return backendOptions.backend === 'auto' ? { ...backendOptions, wasmOnly: true } : backendOptions;
-}

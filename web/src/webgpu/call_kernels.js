@@ -8,6 +8,7 @@ import { chooseKernels } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
+import { int8Activations, q8Pipelines } from './q8_projection.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -23,31 +24,34 @@ export function callDecisions(plan, config, path, limits) {
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });
+  // int8 activations have one projection kernel (q8_projection.js): nothing to choose.
   return [
-    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {})),
+    ...int8Activations(config) ? [] : [decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {}))],
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
   ];
 }
 
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
- * chooseKernels() gives them; pipelines: { linear(problem), attention, decodeReduce, rotary,
+ * chooseKernels() gives them; pipelines: { linear(problem), q8, attention, decodeReduce, rotary,
  * append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows } (linear: the pipeline of a problem of
- * `problems`, linear_problems.js; the last two a cached call's NaN rule).
+ * `problems`, linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines, in
+ * place of linear and the linear variant; the last two a cached call's NaN rule).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring }) {
   const { variants, measured } = chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
-  const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
+  const linearProblems = linear ? [...problems.input.map((p) => p.problem), problems.output.problem] : [];
   const attention = variants[attentionFamily(path)];
   // A narrow cache (float16, int8): its own append, and every attention kernel (flash, decode,
   // weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows] = await Promise.all([
+  const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows] = await Promise.all([
     Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
+    int8Activations(config) ? q8Pipelines(device, config) : null,
     programPipeline(device, attention, heads),
     path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
@@ -62,7 +66,7 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   return {
     variants, measured,
     pipelines: {
-      linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
+      linear: (problem) => byProblem.get(problem), q8, attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
       cacheFlags, nonFiniteRows,
     },
   };
