@@ -13,11 +13,11 @@
 // whether the block is finite without trusting float comparisons with NaN, which WGSL lets a GPU
 // assume away). Needs no subgroups. Grid: (blocks, min(M, 65535), ⌈M / 65535⌉).
 //
-// The divisions are WGSL's f32 `/`: correctly rounded on SwiftShader (so the codes and scales
-// are the WASM core's bit for bit there); WGSL allows 2.5 ULP, so on a GPU whose division is not
-// correctly rounded a value within a few ULP of a rounding midpoint may take the neighbouring code.
+// The divisions round as the core's do (q8_division.wgsl.js), so the codes and scales are the
+// core's bit for bit.
 import { paramsWgsl } from '../kernel_params.js';
 import { q8BlockWgsl } from './packed_values.wgsl.js';
+import { q8DivisionWgsl } from './q8_division.wgsl.js';
 
 /** The quantiser's uniforms: X [M, K] at x[xOff + m·xStride + k] (LINEAR_PARAMS' names and meanings). */
 export const Q8_ROWS_PARAMS = [
@@ -41,12 +41,7 @@ const NAN_BITS = 0x7fc00000u;  // written as bits: WGSL has no NaN constant
 var<workgroup> magnitudes: array<u32, Q8_BLOCK>;
 var<workgroup> q: array<i32, Q8_BLOCK>;
 
-// round(t) with halves away from zero (WGSL's round() takes them to even); t - trunc(t) is exact.
-fn roundAway(t: f32) -> f32 {
-  let whole = trunc(t);
-  return select(whole, whole + sign(t), abs(t - whole) >= 0.5);
-}
-
+${q8DivisionWgsl}
 @compute @workgroup_size(Q8_BLOCK)
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) groups: vec3u,
         @builtin(local_invocation_index) i: u32) {
@@ -64,10 +59,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) groups: vec3u
   }
   let top = magnitudes[0];
   let finite = top < INF_BITS;
-  let d = bitcast<f32>(top) / 127.0;
-  var code = 0;
-  if (finite && d > 0.0) { code = i32(clamp(roundAway(value / d), -127.0, 127.0)); }
-  q[i] = code;
+  let d = over127(bitcast<f32>(top));
+  var q8 = 0;
+  if (finite && d > 0.0) { q8 = quotientCode(value, d, true); }
+  q[i] = q8;
   workgroupBarrier();
   if (row >= p.M) { return; }
   if (i < Q8_BLOCK / 4u) {
