@@ -21,7 +21,8 @@
 //   output projection   linear      heads·W_oᵀ + b_o
 //
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
-// family takes the same uniforms (packed from the family's list) and bindings.
+// family takes the same uniforms (packed from the family's list) and bindings. With int8
+// activations each linear is q8_projection.js's two dispatches: q8Rows, then q8Linear.
 import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
