@@ -23,7 +23,7 @@
 // and the linear variants alone at 4096³.
 //
 //   node bench/gpu/gpu.mjs --decode [--quick] [--json] [--markdown]
-// instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike,
+// instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike; i8a8, i4a8 with int8 activations,
 // bench/decode/decode_dtypes.mjs) at bench/decode/decode.mjs's configurations (768, 12, 12) and (2048, 32, 8)
 // with n = 2048 and 8192 cached positions: per dtype one prefill (its weightsDtype's), then per n
 // the median one-token step, its GB/s (the bytes a step must read, stepBytes()) and max|Δ| against

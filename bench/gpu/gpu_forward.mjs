@@ -123,7 +123,8 @@ export async function profileForward(gpu, shape, best, budget, print) {
 
 /**
  * Decode steps per storage dtype on backend 'webgpu' (bench/gpu/gpu.mjs --decode): for each (E, h,
- * hkv) of `configs` and dtype of `dtypes` (decode_dtypes.mjs: weightsDtype + cache dtype), a
+ * hkv) of `configs` and dtype of `dtypes` (decode_dtypes.mjs: weightsDtype + cache dtype, and
+ * activations for i8a8 / i4a8), a
  * module and a cache; one prefill of lengths[0] tokens into the empty cache (the weightsDtype's
  * prefill, timed once), then per n of `lengths` the cache filled to n (an untimed prefill of the
  * rest), the kernel selection's calls (untimed, bounded) and one-token steps timed: median and
@@ -141,9 +142,12 @@ export async function profileDecodeSteps(gpu, { configs, lengths, dtypes, headDi
     const tokens = (from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
     const reference = new Map();  // n → the float32 module's first timed step's output
     for (const dtype of dtypes) {
-      const { weights, cache: cacheDtype } = DTYPES[dtype];
+      const { weights, cache: cacheDtype, activations } = DTYPES[dtype];
       const shape = (n) => `E${E} h${h} hkv${hkv} n${n}`;
-      const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, weightsDtype: weights, backend: 'webgpu', gpu });
+      // i8a8, i4a8: int8 activations (q8_projection.js's kernels in place of the linear variants).
+      const mha = await MultiHeadAttention.create({
+        embedDim: E, numHeads: h, numKvHeads: hkv, weightsDtype: weights, ...(activations ? { activations } : {}), backend: 'webgpu', gpu,
+      });
       try {
         mha.loadStateDict(stateDict(mha.stateDictShapes, makeDecodeWeights(config, 1000 + E)));
         const cache = mha.createCache({ maxLength, dtype: cacheDtype });

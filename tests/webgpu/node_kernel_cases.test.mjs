@@ -3,8 +3,9 @@
 // reference: linear, flash attention, decode rows, rotary and cache appends, each through the
 // public API (tests/cases/public_api_runs.mjs says how a case becomes a module and its calls),
 // each call checked to have run on the GPU, for every type set of the list (the WebGPU backend
-// stores weights as float32, float16, bfloat16, int8 or int4 and a cache as float32, float16 or int8;
-// a type set with another type fails here, naming the case). A call whose rows see a case's NaN
+// stores weights as float32, float16, bfloat16, int8 or int4 and a cache as float32, float16 or int8,
+// and takes int8 activations with int8 and int4 weights; a type set with another type fails here,
+// naming the case). A call whose rows see a case's NaN
 // or Inf key runs on the CPU (the NaN rule: README, web/src/finite_inputs.js), where its whole
 // reference must hold, NaN rows included; a call that ran on the GPU must have a finite reference
 // (unless it runs on a GPU cache, which cannot move), and its rows that cannot see such a key must
@@ -16,17 +17,17 @@ import { kernelCases, testCases } from '../cases/cases.mjs';
 import { publicApiRun, runOnPublicApi } from '../cases/public_api_runs.mjs';
 import { adapterName, assertClose, gpu, paths, runs } from './node_setup.mjs';
 
-const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8', 'q4'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32'] };
-// int8 activations run on WASM only (backend 'webgpu' refuses them at create(): README), so
-// their type sets are left out here until the WebGPU kernels have them.
-const gpuList = { ...kernelCases, typeSets: kernelCases.typeSets.filter((t) => t.act !== 'i8') };
-const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES, gpuList);
+const WEBGPU_TYPES = { weights: ['f32', 'f16', 'bf16', 'i8', 'q4'], kv: ['f32', 'f16', 'i8'], io: ['f32'], act: ['f32', 'i8'] };
+const cases = testCases(['linear', 'flash', 'decode', 'rotary', 'cacheAppend'], WEBGPU_TYPES, kernelCases);
 
-/** actual and expected { data, shape } at the elements whose expected value is finite only. */
+/**
+ * actual and expected { data, shape, slack? } at the elements whose expected value is finite only
+ * (int8 activations: the reference's slack at the same elements).
+ */
 function finiteReferenceOnly(actual, expected) {
   const keep = [...expected.data.keys()].filter((i) => Number.isFinite(expected.data[i]));
   const pick = (x) => ({ data: Float64Array.from(keep, (i) => x.data[i]), shape: [keep.length] });
-  return [pick(actual), pick(expected)];
+  return [pick(actual), { ...pick(expected), ...(expected.slack ? { slack: Float64Array.from(keep, (i) => expected.slack[i]) } : {}) }];
 }
 
 describe(`kernel-level cases on WebGPU (Dawn, ${adapterName})`, () => {

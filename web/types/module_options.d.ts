@@ -97,8 +97,8 @@ export interface MultiHeadAttentionOptions {
    * The projections' inputs (default 'float32': exact on the stored weights). 'int8' (weightsDtype
    * 'int8' or 'int4' only, else an OptionError naming `activations`): each input row quantised per
    * block of 32 by llama.cpp's q8_0 rule (d = max|x| / 127, q = round(x / d)), each block's dot
-   * product with the weight codes in int32 (docs/attention-math.md). WASM only: backend 'webgpu'
-   * refuses it, 'auto' keeps it on WASM.
+   * product with the weight codes in int32 (docs/attention-math.md), on every backend (WebGPU:
+   * dot4I8Packed where WGSL has it).
    */
   activations?: ActivationsDtype;
 }

@@ -2,7 +2,6 @@
 // WasmExecutor (always), a PoolExecutor (threads > 1 on a single-threaded WASM module) and the
 // WebGpuExecutor (now for backend 'webgpu', at the first large call for 'auto'). dispatch.js
 // then routes each call to one of them.
-import { BackendError } from '../base/errors.js';
 import { forwardFlops } from '../base/cost_model.js';
 import { coreConfig, resolveBackendOptions } from '../checks/module_config.js';
 import { moduleEntry } from '../wasm/variant.js';
@@ -23,7 +22,7 @@ export async function createExecutors(config, options, runtime) {
   // having no GPU, would pay for nothing); browsers import it statically, since a lazy import
   // would split the package into two chunks for a bundler.
   const backendOptions = resolveBackendOptions(options);
-  const side = await gpuSide(wasmOnlyDtypes(config, backendOptions), async (found) => {
+  const side = await gpuSide(backendOptions, async (found) => {
     const executor = new (await runtime.loadWebGpuExecutor())(config, found);
     await executor.ready;  // the module's pipelines, compiled before its first call
     return executor;
@@ -59,18 +58,3 @@ async function expectedCalls(gpu, expect, config, minFlops) {
   return { executor };
 }
 
-/**
- * The backend options, with 'auto' kept on WASM for int8 activations: the WebGPU kernels have
- * none yet, so such a module computes on WASM (and the pool) only, which never gives a wrong
- * answer; backend 'webgpu' is refused, before any GPU is looked for. 'auto' stays 'auto'
- * (wasmOnly): its `gpu` option is checked as for every other module. int4 weights with float32
- * activations run on the GPU as every other weightsDtype does.
- */
-function wasmOnlyDtypes(config, backendOptions) {
-  if (config.activations !== 'int8') return backendOptions;
-  if (backendOptions.backend === 'webgpu') {
-    throw new BackendError("backend 'webgpu': activations 'int8' runs on WASM only (the WebGPU kernels have no int8 activations); "
-      + "create it with backend 'wasm' or 'auto'", { argument: 'activations', expected: "backend 'wasm' | 'auto'", actual: 'int8' });
-  }
-  return backendOptions.backend === 'auto' ? { ...backendOptions, wasmOnly: true } : backendOptions;
-}

@@ -9,6 +9,7 @@ import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
+import { int8Activations, q8Pipelines } from './q8_projection.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -24,8 +25,9 @@ export function callDecisions(plan, config, path, limits) {
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });
+  // int8 activations have one projection kernel (q8_projection.js): nothing to choose.
   return [
-    decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {})),
+    ...int8Activations(config) ? [] : [decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {}))],
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
   ];
 }
@@ -33,17 +35,18 @@ export function callDecisions(plan, config, path, limits) {
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
- * pipelines: { linear(problem), attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
+ * pipelines: { linear(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
  * cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a problem of `problems`,
- * linear_problems.js; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a float16
- * GPU input's widening).
+ * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines, in place of linear
+ * and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a
+ * float16 GPU input's widening).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
   const { variants, measured } = given ? { variants: given, measured: null }
     : chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
-  const linearProblems = [...problems.input.map((p) => p.problem), problems.output.problem];
+  const linearProblems = linear ? [...problems.input.map((p) => p.problem), problems.output.problem] : [];
   const attention = variants[attentionFamily(path)];
   // A narrow cache (float16, int8): its own append, and every attention kernel (flash, decode,
   // weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
@@ -51,8 +54,9 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
   const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
-  const [linearPipelines, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf] = await Promise.all([
+  const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf] = await Promise.all([
     Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
+    int8Activations(config) ? q8Pipelines(device, config) : null,
     programPipeline(device, attention, heads),
     path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
@@ -68,7 +72,7 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   return {
     variants, measured,
     pipelines: {
-      linear: (problem) => byProblem.get(problem), attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
+      linear: (problem) => byProblem.get(problem), q8, attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
       cacheFlags, nonFiniteRows, widenHalf,
     },
   };

@@ -36,6 +36,19 @@ export function findGpu(option) {
   return candidates.find(isGpu) ?? null;
 }
 
+// GPUDevice → whether its WGSL has the packed_4x8_integer_dot_product language feature
+// (dot4I8Packed): WebGPU says so on the GPU object (wgslLanguageFeatures), not on the device, so
+// it is recorded where a device is acquired.
+const packedDots = new WeakMap();
+const PACKED_DOT = 'packed_4x8_integer_dot_product';
+const hasPackedDot = (gpu) => Boolean(gpu?.wgslLanguageFeatures?.has?.(PACKED_DOT));
+
+/**
+ * Whether WGSL on `device` has dot4I8Packed: as the GPU object it was acquired from says (for a
+ * GPUDevice passed as `gpu`, navigator.gpu's or globalThis.gpu's; false where there is none).
+ */
+export const packedDotProduct = (device) => packedDots.get(device) ?? false;
+
 /** Whether an adapter is a software one (SwiftShader, WARP, llvmpipe): WebGPU on the CPU. */
 export function isSoftwareAdapter(adapter) {
   const info = adapter.info ?? {};
@@ -113,6 +126,7 @@ async function sharedDevice(gpu, backend, useSoftware) {
   if (backend === 'auto' && probe.software && !useSoftware) return null;
   if (!entry.device) {
     entry.device = requestDevice(probe.adapter).then((device) => {
+      packedDots.set(device, hasPackedDot(gpu));
       device.lost.then(() => forget(gpu, entry));
       return { device };
     });
@@ -138,6 +152,7 @@ export async function acquireGpu({ gpu: option, backend, useSoftware }) {
   if (isDevice(gpu)) {
     const software = isSoftwareAdapter({ info: gpu.adapterInfo ?? {} });
     if (backend === 'auto' && software && !useSoftware) return null;
+    if (!packedDots.has(gpu)) packedDots.set(gpu, hasPackedDot(findGpu(undefined)));
     return { device: gpu };
   }
   try {

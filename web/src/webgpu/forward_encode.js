@@ -21,7 +21,8 @@
 //   output projection   linear      heads·W_oᵀ + b_o
 //
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
-// family takes the same uniforms (packed from the family's list) and bindings.
+// family takes the same uniforms (packed from the family's list) and bindings. With int8
+// activations each linear is q8_projection.js's two dispatches: q8Rows, then q8Linear.
 import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
@@ -29,6 +30,7 @@ import { consecutivePositions, rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { blockBuffers } from './weight_storage.js';
+import { encodeQ8Linear } from './q8_projection.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
@@ -68,16 +70,21 @@ function maskUniforms({ attnMask, cache: planned }, B, H, cache) {
   };
 }
 
+// One projection, Y = X·Wᵀ + b, of `problem` (linear_problems.js) over bindings [x, w, bias, y,
+// int8 / int4 weights' scales, int4's zero points]: the call's linear variant, or with int8
+// activations the quantised rows' kernels (q8_projection.js); role: the output's.
+function encodeProjection(ctx, kernels, problem, bindings, role) {
+  if (kernels.pipelines.q8) return encodeQ8Linear(ctx, kernels.pipelines.q8, problem, bindings, role);
+  return ctx.dispatch(kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)), bindings, kernels.variants.linear.grid(problem));
+}
+
 // The input projections, rotary and cache append; returns the attention operands { q, k, v }.
 function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { B, L, S } = plan;
   const { buffer, upload, uniform, dispatch, params } = ctx;
-  const { linear } = kernels.variants;
   for (const { input, out, floats, problem } of problems.input) {
-    // int8 / int4 weights: their scales at binding 5, int4's zero points at 6.
-    dispatch(kernels.pipelines.linear(problem), uniform(linearUniforms(problem)),
-      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')],
-      linear.grid(problem));
+    encodeProjection(ctx, kernels, problem,
+      [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')], out);
   }
   const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
@@ -196,8 +203,6 @@ export function encodeForward(ctx, call) {
   const { heads, weights, weightFloats } = encodeAttention(ctx, call, operands);
   const { floats, problem } = call.problems.output;
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
-  const { linear } = call.kernels.variants;
-  ctx.dispatch(call.kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)),
-    [heads, ctx.params.wout, ctx.params.bout, out, ...blockBuffers(ctx.params, 'wout')], linear.grid(problem));
+  encodeProjection(ctx, call.kernels, problem, [heads, ctx.params.wout, ctx.params.bout, out, ...blockBuffers(ctx.params, 'wout')], 'output');
   return { out, outFloats: floats, weights, weightFloats };
 }

@@ -11,11 +11,9 @@ import { acquireGpu, findGpu } from './device.js';
  * the calls under which stay on WASM (measureThreshold: 'auto' without webgpuMinFlops, whose
  * threshold is its device's, measured: dispatch/auto_threshold.js). With backend 'auto' or 'webgpu', a `gpu` option of the
  * wrong kind throws OptionError here. makeExecutor(found) resolves to the WebGpuExecutor on
- * acquireGpu()'s { device } (api/create_executors.js makes it). `wasmOnly` (a module whose
- * settings the WebGPU kernels cannot take, int8 activations, on 'auto'): the `gpu` option is
- * checked as for any 'auto' module, and no GPU is ever asked for.
+ * acquireGpu()'s { device } (api/create_executors.js makes it).
  */
-export async function gpuSide({ backend, gpu, minFlops, wasmOnly = false }, makeExecutor) {
+export async function gpuSide({ backend, gpu, minFlops }, makeExecutor) {
   const gpuMinFlops = minFlops ?? (backend === 'auto' ? DEFAULT_WEBGPU_MIN_FLOPS : 0);
   const measureThreshold = backend === 'auto' && minFlops === undefined;
   if (backend === 'wasm') return { gpu: null, gpuMinFlops };
@@ -24,7 +22,7 @@ export async function gpuSide({ backend, gpu, minFlops, wasmOnly = false }, make
     const found = await acquireGpu({ gpu, backend, useSoftware });
     return { gpu: { executor: await makeExecutor(found) }, gpuMinFlops };
   }
-  if (!findGpu(gpu) || wasmOnly) return { gpu: null, gpuMinFlops };
+  if (!findGpu(gpu)) return { gpu: null, gpuMinFlops };
   const acquire = async () => {
     const found = await acquireGpu({ gpu, backend, useSoftware });
     return found ? makeExecutor(found) : null;

@@ -23,6 +23,8 @@ import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
+import { q8LinearShader } from './kernels/q8_linear.wgsl.js';
+import { q8RowsShader } from './kernels/q8_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
 import { widenHalfShader } from './kernels/widen_half.wgsl.js';
@@ -112,10 +114,10 @@ export const VARIANTS = {
 /** The variants of `family` that fit `limits` for `problem`, in the catalogue's order. */
 export const fittingVariants = (family, limits, problem) => Object.values(VARIANTS[family]).filter((v) => v.fits(limits, problem));
 
-// A kernel without variants: its key is its name and, where given, the problem's dk, dv and dtype
-// ('weights:64', 'cacheFlags:64:64:int8'); it fits every device the module does.
+// A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
+// and dot ('weights:64', 'cacheFlags:64:64:int8', 'q8Linear:int4:dot4'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype } = {}) => `${name}:${[dk, dv, dtype].filter((x) => x !== undefined).join(':')}`;
+  const key = ({ dk, dv, dtype, dot } = {}) => `${name}:${[dk, dv, dtype, dot].filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
 
@@ -123,7 +125,9 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule), 'widenHalf' ({}: a float16 GPU input widened).
+ * call's NaN rule), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
+ * 'q8Rows' ({}: the rows quantised) and 'q8Linear' ({ dtype: the weightsDtype, dot: 'dot4' | 'loop' }:
+ * every projection, in place of the linear variants).
  */
 export const KERNELS = Object.fromEntries(Object.entries({
   rotary: () => rotaryShader(),
@@ -135,4 +139,6 @@ export const KERNELS = Object.fromEntries(Object.entries({
   cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
   widenHalf: () => widenHalfShader(),
+  q8Rows: () => q8RowsShader(),
+  q8Linear: ({ dtype, dot }) => q8LinearShader({ weights: dtype, dot }),
 }).map(([name, shader]) => [name, kernel(name, shader)]));

@@ -10,6 +10,7 @@ import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS, VARIANTS, fittingVariants } from './programs.js';
 import { linearProblems } from './linear_problems.js';
 import { programPipeline } from './pipelines.js';
+import { int8Activations, q8Pipelines } from './q8_projection.js';
 
 // The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
 // arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
@@ -39,7 +40,10 @@ export async function warmPipelines(device, config) {
     return made;
   };
   const defaults = [];
-  for (const family of Object.keys(VARIANTS)) {
+  // int8 activations: one projection kernel pair (q8_projection.js) instead of the linear variants.
+  const act8 = int8Activations(config);
+  if (act8) defaults.push(q8Pipelines(device, config));
+  for (const family of Object.keys(VARIANTS).filter((f) => !act8 || f !== 'linear')) {
     const fitting = fittingVariants(family, limits, heads);
     const pinned = pinnedVariant(family);
     const names = fitting.map((v) => v.name);

@@ -12,9 +12,9 @@
 // its own: no two invocations share a word.
 //
 // Rounding is the package's: float16 to nearest-even computed on the float32 bits (not
-// pack2x16float, whose rounding WGSL leaves to the implementation); int8 q = round(x / scale)
-// (WGSL's round() is half to even), scale = max|x| / 127 (WGSL's division is not correctly
-// rounded: within 2.5 ulp, which only matters for a quotient that close to a tie), an all-zero
+// pack2x16float, whose rounding WGSL leaves to the implementation); int8 q = round(x / scale),
+// half to even, scale = max|x| / 127, both divisions rounded as the core's (q8_division.wgsl.js:
+// WGSL's own may be off by 2.5 ULP, which moved the codes of values on a midpoint), an all-zero
 // head (or one whose scale underflows) scale 0 and q 0. An int8 head holding a NaN or an
 // infinity gets the WASM core's bits (storage_convert.h's quantise_q8): scale NaN (0x7fc00000),
 // every q 0, so that it dequantises to NaN. The kernel finds such a head from the values' bits,
@@ -23,6 +23,7 @@
 import { paramsWgsl } from '../kernel_params.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './cache_append.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './packed_values.wgsl.js';
+import { q8DivisionWgsl } from './q8_division.wgsl.js';
 
 /** u32 words one head of `d` values takes in a cache row of `dtype` (int8: its scale's word too). */
 export const cacheHeadWords = (dtype, d) => (dtype === 'float32' ? d : wordsOf(dtype, d) + (dtype === 'int8' ? 1 : 0));
@@ -95,7 +96,7 @@ const WG = ${APPEND_WORKGROUP}u;
 const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
 const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it
 var<workgroup> topBits: atomic<u32>;  // zero at the workgroup's start, as WGSL's workgroup memory is
-
+${q8DivisionWgsl}
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let perHead = (p.d + PER - 1u) / PER;  // words of the head's values; the scale's is the next
@@ -110,13 +111,13 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   workgroupBarrier();
   let amax = atomicLoad(&topBits);
   let finite = amax < FINITE_END;
-  let scale = bitcast<f32>(select(0u, amax, finite)) / 127.0;
+  let scale = over127(bitcast<f32>(select(0u, amax, finite)));
   if (t == 0u) { cache[head + perHead] = select(NAN_BITS, bitcast<u32>(scale), finite); }
   for (var w = t; w < perHead; w += WG) {
     var word = 0u;
     if (scale > 0.0) {
       for (var k = 0u; k < PER && w * PER + k < p.d; k++) {
-        let q = i32(clamp(round(bitcast<f32>(src[row + w * PER + k]) / scale), -127.0, 127.0));
+        let q = quotientCode(bitcast<f32>(src[row + w * PER + k]), scale, false);
         word |= (bitcast<u32>(q) & 0xffu) << (8u * k);
       }
     }
