@@ -12,11 +12,12 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { BackendError, CacheError, MemoryError } from '../base/errors.js';
+import { BackendError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
+import { checkCachedCall, checkKeepRows, refuseRowLengths } from './cache_checks.js';
 import { Usage, reusableSize } from './device.js';
-import { GpuKvCache, KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
+import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
@@ -205,33 +206,24 @@ export class WebGpuExecutor {
     return cache;
   }
 
-  /**
-   * A cache here keeps every row at one length: a call on some `rows`, or truncate(lengths) of
-   * unequal lengths, is a CacheError naming `argument`, before anything changes.
-   */
+  /** A rows call or an unequal truncate(lengths): refused here (cache_checks.js). */
   checkRowLengths(argument) {
-    throw new CacheError(`${argument}: a WebGPU cache keeps every row at one length; rows of lengths of their own run on a `
-      + "WASM cache (createCache() on a module whose backend is 'wasm')", {
-      argument, expected: 'every row at one length', actual: argument === 'rows' ? 'a call on some rows' : 'unequal lengths',
-    });
+    refuseRowLengths(argument);
+  }
+
+  /** cache.keep()'s limit here, before it is queued (cache_checks.js). */
+  checkKeep(rows, indices, inputsHeld = true) {
+    checkKeepRows(rows, indices, inputsHeld);
+  }
+
+  /** A cached call that cannot run here: an error before anything runs (cache_checks.js). */
+  checkCachedFits(plan) {
+    checkCachedCall(plan, this.#config, (pass) => this.fits(pass));
   }
 
   /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
   truncateCache(handle, length) {
     handle.truncate(length);
-  }
-
-  /**
-   * cache.keep()'s limit here, before it is queued: after a call whose inputs the cache does not
-   * hold (more than KEEP_INPUT_ROWS rows, or GPU tensors: inputsHeld false), a prefix of it only.
-   */
-  checkKeep(rows, indices, inputsHeld = true) {
-    if ((rows <= KEEP_INPUT_ROWS && inputsHeld) || indices.every((i, t) => i === t)) return;
-    const after = inputsHeld ? `a call of ${rows} rows (more than the ${KEEP_INPUT_ROWS} whose inputs it holds`
-      : 'a call on GPU tensors (whose inputs it does not hold';
-    throw new CacheError(`cache.keep: on WebGPU, after ${after} to write moved rows again) only a prefix of it can be kept (indices 0, 1, …)`, {
-      argument: 'indices', expected: 'a prefix', actual: Array.from(indices).join(', '),
-    });
   }
 
   /**
@@ -281,29 +273,6 @@ export class WebGpuExecutor {
       this.#flushBatch();
       return handle.read(first, count, this.#pass.untilLost);
     });
-  }
-
-  /**
-   * Throws a MemoryError, before anything runs, unless every pass of a cached call fits the
-   * device (fits()): a cache on the GPU cannot move a call to WASM.
-   */
-  checkCachedFits(plan) {
-    const { rows, lengthsBefore } = plan.cache;
-    if (rows || lengthsBefore.some((n) => n !== lengthsBefore[0])) this.checkRowLengths('rows');
-    // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
-    if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
-      throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
-        + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
-        argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
-      });
-    }
-    const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, this.#config).passes.find((pass) => !this.fits(pass));
-    if (misfit) {
-      throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
-        + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
-        argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
-      });
-    }
   }
 
   // A cached call (the cache's queue has checked its length): its passes (cachedPasses()) one

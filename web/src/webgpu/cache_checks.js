@@ -1,0 +1,53 @@
+// What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
+// executor's checkRowLengths(), checkKeep() and checkCachedFits()): each a typed error that
+// leaves the cache as it was.
+import { CacheError, MemoryError } from '../base/errors.js';
+import { cachedPasses } from './cached_passes.js';
+import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
+
+/**
+ * A cache here keeps every row at one length: a call on some `rows`, or truncate(lengths) of
+ * unequal lengths, is a CacheError naming `argument`, before anything changes.
+ */
+export function refuseRowLengths(argument) {
+  throw new CacheError(`${argument}: a WebGPU cache keeps every row at one length; rows of lengths of their own run on a `
+    + "WASM cache (createCache() on a module whose backend is 'wasm')", {
+    argument, expected: 'every row at one length', actual: argument === 'rows' ? 'a call on some rows' : 'unequal lengths',
+  });
+}
+
+/**
+ * cache.keep()'s limit here, before it is queued: after a call whose inputs the cache does not
+ * hold (more than KEEP_INPUT_ROWS rows, or GPU tensors: inputsHeld false), a prefix of it only.
+ */
+export function checkKeepRows(rows, indices, inputsHeld = true) {
+  if ((rows <= KEEP_INPUT_ROWS && inputsHeld) || indices.every((i, t) => i === t)) return;
+  const after = inputsHeld ? `a call of ${rows} rows (more than the ${KEEP_INPUT_ROWS} whose inputs it holds`
+    : 'a call on GPU tensors (whose inputs it does not hold';
+  throw new CacheError(`cache.keep: on WebGPU, after ${after} to write moved rows again) only a prefix of it can be kept (indices 0, 1, …)`, {
+    argument: 'indices', expected: 'a prefix', actual: Array.from(indices).join(', '),
+  });
+}
+
+/**
+ * Throws a MemoryError, before anything runs, unless every pass of a cached call fits the
+ * device (`fits(pass)`, the executor's fits()): a cache on the GPU cannot move a call to WASM.
+ */
+export function checkCachedCall(plan, config, fits) {
+  const { rows, lengthsBefore } = plan.cache;
+  if (rows || lengthsBefore.some((n) => n !== lengthsBefore[0])) refuseRowLengths('rows');
+  // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
+  if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
+    throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
+      + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
+      argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
+    });
+  }
+  const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config).passes.find((pass) => !fits(pass));
+  if (misfit) {
+    throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
+      + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
+      argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
+    });
+  }
+}
