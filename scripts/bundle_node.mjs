@@ -9,12 +9,13 @@
 // './node_worker.js' resolve from web/dist/ as from web/src/. The Emscripten glue stays its own
 // file (imported by a computed URL, one per module).
 // The WebGPU executor (~80 KB with its WGSL), which Node imports only when there is a GPU, is a
-// chunk of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
-// (docs/performance.md#cold-start). What it shares with the entry is one more chunk, node_chunk.js, which the
-// entry imports: one copy of every module (error classes among them) for both. The worker is
-// bundled apart: a chunk shared with it would be a third file for the entry to load.
+// file of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
+// (docs/performance.md#cold-start); so is lazy_exports.js (web/src/lazy_exports.js says why).
+// What they share with the entry are chunks, node_chunk_<hash>.js, which the entry imports: one
+// copy of every module (error classes among them) for all. The worker is bundled apart: a chunk
+// shared with it would be one more file for the entry to load.
 // The tests and the repository's scripts import web/src itself, never these files.
-import { writeFileSync } from 'node:fs';
+import { readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -42,10 +43,21 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
   // bundle import: one instance, so the bundle finds the load the entry started.
   const early = { name: 'node-early', setup: (b) => b.onResolve({ filter: /\/node_early\.js$/ }, () => ({ path: './node_early.js', external: true })) };
   await build({ ...common, entryPoints: { node_early: join(ROOT, 'web/src/node_early.js') } });
-  // Fixed chunk names: a rebuild overwrites them instead of leaving old hashed files beside them
-  // (two shared chunks would collide on node_chunk.js and fail the build, not pass unnoticed).
+  // One split build of the entry and the two files it loads later: the WebGPU executor (where
+  // there is a GPU) and lazy_exports.js (what a first create, load and forward never run: node.js
+  // requires it on first use, by the same name as in web/src/). Those three are entries, with
+  // fixed names; the modules they share are chunks, one per set of entries sharing them
+  // (node_chunk_<hash>.js), so a rebuild first removes the last build's chunks (and the one
+  // node_chunk.js of builds before lazy_exports.js), which npm pack would ship otherwise.
+  for (const f of readdirSync(outDir)) if (/^node_chunk(_\w+)?\.js$/.test(f)) rmSync(join(outDir, f));
   const { metafile } = await build({
-    ...common, entryPoints: { node_main: join(ROOT, 'web/src/node.js') }, splitting: true, chunkNames: 'node_[name]',
+    ...common,
+    entryPoints: {
+      node_main: join(ROOT, 'web/src/node.js'),
+      node_webgpu_executor: join(ROOT, 'web/src/webgpu/webgpu_executor.js'),
+      lazy_exports: join(ROOT, 'web/src/lazy_exports.js'),
+    },
+    splitting: true, chunkNames: 'node_[name]_[hash]',
     plugins: [early], metafile: true,
   });
   writeFileSync(join(outDir, 'node.js'), entryModule(metafile.outputs[Object.keys(metafile.outputs).find((f) => f.endsWith('/node_main.js'))].exports));
@@ -65,5 +77,5 @@ export const { ${[...names].sort().join(', ')} } = bundle;
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const out = resolve(process.argv[2] ?? join(ROOT, 'web/dist'));
   await bundleNode(out);
-  console.log(`bundle_node: wrote node.js (with node_chunk.js and node_webgpu_executor.js) and node_worker.js into ${out}`);
+  console.log(`bundle_node: wrote node.js (with node_main.js, its node_chunk_*.js, node_webgpu_executor.js and lazy_exports.js) and node_worker.js into ${out}`);
 }
