@@ -39,10 +39,13 @@ async function spawnWorker(variant) {
 // can (process.features.require_module: Node >= 20.19, 22.12; with process.getBuiltinModule to
 // reach node:module without importing it at every cold start), so that loadGguf(),
 // saveSafetensors() and attentionOptionsFromConfig() stay synchronous; it shares the module
-// instances the import loaded (one errors.js). Older Node imports it with the entry, as before.
-const requireLazy = process.features?.require_module && process.getBuiltinModule ? process.getBuiltinModule('node:module').createRequire(import.meta.url) : null;
-const imported = requireLazy ? null : await import('./lazy_exports.js');
-const lazyExports = () => imported ?? requireLazy('./lazy_exports.js');
+// instances the import loaded (one errors.js); node:module is reached only then (createRequire()
+// at import cost a cold start ~1 ms). Older Node imports it with the entry, as before.
+const canRequire = process.features?.require_module && typeof process.getBuiltinModule === 'function';
+const imported = canRequire ? null : await import('./lazy_exports.js');
+let required = null;
+const lazyExports = () => imported
+  ?? (required ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('./lazy_exports.js'));
 
 const loadCore = () => {
   const variant = pickVariant(process.env.WEBATTENTION_WASM);
