@@ -9,12 +9,13 @@
 // './node_worker.js' resolve from web/dist/ as from web/src/. The Emscripten glue stays its own
 // file (imported by a computed URL, one per module).
 // The WebGPU executor (~80 KB with its WGSL), which Node imports only when there is a GPU, is a
-// chunk of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
-// (docs/performance.md#cold-start). What it shares with the entry is one more chunk, node_chunk.js, which the
-// entry imports: one copy of every module (error classes among them) for both. The worker is
-// bundled apart: a chunk shared with it would be a third file for the entry to load.
+// file of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
+// (docs/performance.md#cold-start); so is lazy_exports.js (web/src/lazy_exports.js says why).
+// What they share with the entry is one chunk, node_chunk.js, which the entry imports: one
+// copy of every module (error classes among them) for all. The worker is bundled apart: a chunk
+// shared with it would be one more file for the entry to load.
 // The tests and the repository's scripts import web/src itself, never these files.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -42,14 +43,52 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
   // bundle import: one instance, so the bundle finds the load the entry started.
   const early = { name: 'node-early', setup: (b) => b.onResolve({ filter: /\/node_early\.js$/ }, () => ({ path: './node_early.js', external: true })) };
   await build({ ...common, entryPoints: { node_early: join(ROOT, 'web/src/node_early.js') } });
-  // Fixed chunk names: a rebuild overwrites them instead of leaving old hashed files beside them
-  // (two shared chunks would collide on node_chunk.js and fail the build, not pass unnoticed).
+  // One split build of the entry and the two files it loads later: the WebGPU executor (where
+  // there is a GPU) and lazy_exports.js (what a first create, load and forward never run: node.js
+  // requires it on first use, by the same name as in web/src/). Those three are entries, with
+  // fixed names. Each later one also imports, for their effects (run already by the entry), all
+  // the modules of the entry's own graph: esbuild makes a chunk per set of entries sharing
+  // modules, and every module a cold start loads is then in one, node_chunk.js. Three chunks (and
+  // a file each to resolve, read and link at import) had cost a cold start more than the ~27 KB
+  // of lazy_exports.js saved. (Hashed chunks of such a build are removed: npm pack would ship them.)
+  for (const f of readdirSync(outDir)) if (/^node_chunk_\w+\.js$/.test(f)) rmSync(join(outDir, f));
+  const later = { webgpu: join(ROOT, 'web/src/webgpu/webgpu_executor.js'), lazy: join(ROOT, 'web/src/lazy_exports.js') };
+  const entryGraph = await graphOf(join(ROOT, 'web/src/node.js'), common, [early, externalFiles(Object.values(later))]);
   const { metafile } = await build({
-    ...common, entryPoints: { node_main: join(ROOT, 'web/src/node.js') }, splitting: true, chunkNames: 'node_[name]',
-    plugins: [early], metafile: true,
+    ...common,
+    entryPoints: { node_main: join(ROOT, 'web/src/node.js'), node_webgpu_executor: later.webgpu, lazy_exports: later.lazy },
+    splitting: true, chunkNames: 'node_[name]',
+    plugins: [early, importingAlso(Object.values(later), entryGraph)], metafile: true,
+    // package.json's sideEffects: false makes esbuild skip those imports' evaluation, as it should
+    // (the entry evaluated them), and say so for each; the chunking follows them all the same
+    // (tests/js/node_bundle.test.js checks the one chunk).
+    logOverride: { 'ignored-bare-import': 'silent' },
   });
   writeFileSync(join(outDir, 'node.js'), entryModule(metafile.outputs[Object.keys(metafile.outputs).find((f) => f.endsWith('/node_main.js'))].exports));
   await build({ ...common, entryPoints: { node_worker: join(ROOT, 'web/src/node_worker.js') } });
+}
+
+/** The source files of `entry`'s graph, without the entry itself (a bundle in memory; `plugins` as the build's). */
+async function graphOf(entry, common, plugins) {
+  const { metafile } = await build({ ...common, entryPoints: [entry], write: false, metafile: true, plugins });
+  return Object.keys(metafile.inputs).map((f) => resolve(ROOT, f)).filter((f) => f !== entry);
+}
+
+/** A plugin that leaves `files` out of a bundle (imported, not bundled). */
+function externalFiles(files) {
+  return { name: 'external-files', setup: (b) => b.onResolve({ filter: /\.js$/ }, (args) => {
+    const path = resolve(args.resolveDir, args.path);
+    return files.includes(path) ? { path, external: true } : undefined;
+  }) };
+}
+
+/** A plugin that adds an import of each of `modules` (for its effects) to each of `files`. */
+function importingAlso(files, modules) {
+  return { name: 'importing-also', setup: (b) => b.onLoad({ filter: /\.js$/ }, (args) => {
+    if (!files.includes(args.path)) return undefined;
+    const imports = modules.map((m) => `import ${JSON.stringify(m)};`).join('\n');
+    return { contents: `${readFileSync(args.path, 'utf8')}\n${imports}\n`, loader: 'js', resolveDir: dirname(args.path) };
+  }) };
 }
 
 // The entry, web/dist/node.js: the early load first, then the bundle, whose exports it passes on
@@ -65,5 +104,5 @@ export const { ${[...names].sort().join(', ')} } = bundle;
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const out = resolve(process.argv[2] ?? join(ROOT, 'web/dist'));
   await bundleNode(out);
-  console.log(`bundle_node: wrote node.js (with node_chunk.js and node_webgpu_executor.js) and node_worker.js into ${out}`);
+  console.log(`bundle_node: wrote node.js (with node_main.js, node_chunk.js, node_webgpu_executor.js and lazy_exports.js) and node_worker.js into ${out}`);
 }

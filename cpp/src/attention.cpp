@@ -31,7 +31,7 @@ void scaled_dot_product_attention(const SdpaArgs& a) {
   p.out_batch_stride = static_cast<std::ptrdiff_t>(a.L) * a.dv;
   p.out_row_stride = a.dv;
   if (a.scale && !(std::isfinite(*a.scale) && *a.scale > 0.0f)) {
-    throw ConfigError("scale", "scale: expected a finite number > 0, got " + std::to_string(*a.scale));
+    throw ConfigError("scale", "scale: expected a finite number > 0, got " + format_number(*a.scale));
   }
   p.scale = a.scale ? *a.scale : 1.0f / std::sqrt(static_cast<float>(a.dk));
   p.causal = a.causal;

@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include <cstdint>
+#include <string>
 
 namespace webattention {
 
@@ -20,5 +21,11 @@ void require_positive(const char* argument, int value);
 
 // ConfigError unless 0 <= value < count (a head index).
 void require_index(const char* argument, int value, int count);
+
+// A number in an error message as std::to_string(double) writes it ("%f": "-1.500000", "nan",
+// "inf"; the sixth decimal may differ from printf's exact rounding at a halfway case), without
+// printf's float formatting, which std::to_string(float) would link into the WASM module only for
+// error text; magnitudes >= 1e15 as "1.234568e+20".
+std::string format_number(double value);
 
 }  // namespace webattention

@@ -112,13 +112,43 @@ void append_typed(StorageType type, unsigned char* k_block, unsigned char* v_blo
   if (k_scale) k_scale[slot] = ks, v_scale[slot] = vs;
 }
 
+// One position's K and V rows of one head into `slot`, in storage type kType (elements T), and
+// whether the cache stays finite. append() picks one of these per call: inlined there, every
+// type's conversion (and its finiteness check) was compiled into it, a quarter of them for each
+// other type too (19 KB of the module, compiled at every cold start).
+template <StorageType kType, class T>
+[[gnu::noinline]] bool append_row(unsigned char* k_block, unsigned char* v_block, float* k_scale, float* v_scale,
+                                  int slot, int capacity, const float* krow, int dk, const float* vrow, int dv, bool finite) {
+  // f32 and f16 know from the input whether what they store is finite; bf16 (rounding up
+  // to Inf) and int8 (scale · 127) are read back as the kernels will read them.
+  if (finite && kType == StorageType::f32) finite = storage::all_finite(krow, dk) && storage::all_finite(vrow, dv);
+  if (finite && kType == StorageType::f16) finite = stays_finite_f16(krow, dk) && stays_finite_f16(vrow, dv);
+  append_typed<T>(kType, k_block, v_block, k_scale, v_scale, slot, capacity, krow, dk, vrow, dv);
+  if (finite && (kType == StorageType::bf16 || kType == StorageType::i8)) {
+    finite = stored_row_finite(kType, k_block, v_block, k_scale, v_scale, slot, dk, dv, capacity);
+  }
+  return finite;
+}
+
+using AppendRow = bool (*)(unsigned char*, unsigned char*, float*, float*, int, int, const float*, int, const float*, int, bool);
+
+AppendRow append_row_of(StorageType type) {
+  switch (type) {
+    case StorageType::f16: return append_row<StorageType::f16, std::uint16_t>;
+    case StorageType::bf16: return append_row<StorageType::bf16, std::uint16_t>;
+    case StorageType::i8: return append_row<StorageType::i8, std::int8_t>;
+    case StorageType::q4:  // never a cache type (createCache refuses it)
+    case StorageType::f32: break;
+  }
+  return append_row<StorageType::f32, float>;
+}
+
 }  // namespace
 
 void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
                      std::ptrdiff_t v_batch, int rows, const std::int32_t* cache_rows, int count) {
   const int k_width = kv_heads_ * dk_, v_width = kv_heads_ * dv_;
-  const StorageType type = config_.dtype;
-  const std::size_t bytes = storage_element_bytes(type);
+  const AppendRow append_one = append_row_of(config_.dtype);
   for (int n = 0; n < count; ++n) {
     const int b = cache_rows ? cache_rows[n] : n;
     std::int64_t& length = lengths_[static_cast<std::size_t>(b)];
@@ -128,20 +158,7 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
       const float* vrow = v + n * v_batch + static_cast<std::ptrdiff_t>(i) * v_width;
       for (int g = 0; g < kv_heads_; ++g) {
         const auto [kb, vb, ks, vs] = block(b, g);
-        const float* kr = krow + g * dk_;
-        const float* vr = vrow + g * dv_;
-        // f32 and f16 know from the input whether what they store is finite; bf16 (rounding up
-        // to Inf) and int8 (scale · 127) are read back as the kernels will read them.
-        if (finite_ && type == StorageType::f32) finite_ = storage::all_finite(kr, dk_) && storage::all_finite(vr, dv_);
-        if (finite_ && type == StorageType::f16) finite_ = stays_finite_f16(kr, dk_) && stays_finite_f16(vr, dv_);
-        if (bytes == 4) {
-          append_typed<float>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
-        } else if (bytes == 2) {
-          append_typed<std::uint16_t>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
-        } else {
-          append_typed<std::int8_t>(type, kb, vb, ks, vs, slot, capacity_, kr, dk_, vr, dv_);
-        }
-        if (finite_ && (type == StorageType::bf16 || type == StorageType::i8)) finite_ = stored_row_finite(type, kb, vb, ks, vs, slot, dk_, dv_, capacity_);
+        finite_ = append_one(kb, vb, ks, vs, slot, capacity_, krow + g * dk_, dk_, vrow + g * dv_, dv_, finite_);
       }
     }
     length += rows;

@@ -69,22 +69,22 @@ void resolve_shape_options(MhaConfig& c) {
 
 // The score and position options (RoPE, qk-norm, scale, softcap) checked.
 void check_score_options(const MhaConfig& c) {
-  require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base", [&] { return "expected a finite number > 1, got " + std::to_string(c.rotary_base); });
+  require(std::isfinite(c.rotary_base) && c.rotary_base > 1.0, "rotary_base", [&] { return "expected a finite number > 1, got " + format_number(c.rotary_base); });
   if (c.rotary_scaling != MhaConfig::RotaryScaling::kNone) {
-    require(positive_in_float(c.rotary_factor), "rotary_factor", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.rotary_factor); });
+    require(positive_in_float(c.rotary_factor), "rotary_factor", [&] { return "expected a finite number > 0 (as float32), got " + format_number(c.rotary_factor); });
   }
   if (c.rotary_scaling == MhaConfig::RotaryScaling::kLlama3) {
     require(std::isfinite(c.rotary_low_freq_factor) && std::isfinite(c.rotary_high_freq_factor) &&
                 c.rotary_low_freq_factor > 0.0 && c.rotary_high_freq_factor > c.rotary_low_freq_factor,
             "rotary_high_freq_factor", [&] { return "expected 0 < low_freq_factor < high_freq_factor, got " +
-                std::to_string(c.rotary_low_freq_factor) + ", " + std::to_string(c.rotary_high_freq_factor); });
+                format_number(c.rotary_low_freq_factor) + ", " + format_number(c.rotary_high_freq_factor); });
     require(std::isfinite(c.rotary_original_max_positions) && c.rotary_original_max_positions >= 1.0,
             "rotary_original_max_positions", [&] { return "expected a number >= 1, got " +
-                std::to_string(c.rotary_original_max_positions); });
+                format_number(c.rotary_original_max_positions); });
   }
-  require(!c.qk_norm || positive_in_float(c.qk_norm_eps), "qk_norm_eps", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(c.qk_norm_eps); });
-  require(!c.scale || positive_in_float(*c.scale), "scale", [&] { return "expected a finite number > 0 (as float32), got " + std::to_string(*c.scale); });
-  require(c.softcap == 0.0 || positive_in_float(c.softcap), "softcap", [&] { return "expected a finite number > 0 as float32 (0: none), got " + std::to_string(c.softcap); });
+  require(!c.qk_norm || positive_in_float(c.qk_norm_eps), "qk_norm_eps", [&] { return "expected a finite number > 0 (as float32), got " + format_number(c.qk_norm_eps); });
+  require(!c.scale || positive_in_float(*c.scale), "scale", [&] { return "expected a finite number > 0 (as float32), got " + format_number(*c.scale); });
+  require(c.softcap == 0.0 || positive_in_float(c.softcap), "softcap", [&] { return "expected a finite number > 0 as float32 (0: none), got " + format_number(c.softcap); });
 }
 
 // Integer activations need integer weight codes to multiply: int8 or int4 weights.

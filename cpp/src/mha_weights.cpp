@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.h"
 #include "head_slice.h"
 #include "kernels/kernels.h"
 #include "webattention/errors.h"
@@ -61,7 +62,7 @@ void require_finite(const std::string& name, const EntryData& d, const std::vect
     if (std::isfinite(x)) continue;
     const std::size_t row = i / cols, col = i % cols;
     throw StateDictError(name, "state dict '" + name + "': " + storage_type_name(storage) + " weights must be finite, got " +
-                                   std::to_string(x) + " at [" + std::to_string(row) + ", " +
+                                   format_number(x) + " at [" + std::to_string(row) + ", " +
                                    std::to_string(col) + "] (block " +
                                    std::to_string(col / storage::kQuantBlock) + " of row " +
                                    std::to_string(row) + ")");
@@ -75,7 +76,7 @@ void require_no_infinite_sink(const std::vector<float>& sinks) {
   for (std::size_t h = 0; h < sinks.size(); ++h) {
     if (!(std::isinf(sinks[h]) && sinks[h] > 0)) continue;
     throw StateDictError("sinks", "state dict 'sinks': expected logits below +Infinity (-Infinity: no sink), got " +
-                                      std::to_string(sinks[h]) + " at [" + std::to_string(h) + "]");
+                                      format_number(sinks[h]) + " at [" + std::to_string(h) + "]");
   }
 }
 
@@ -179,7 +180,7 @@ void require_valid_blocks(const std::string& name, const MultiHeadAttention::Qua
   const std::size_t blocks = rows * storage::quant_blocks(static_cast<int>(cols));
   const std::string at = "state dict '" + name + "': ";
   for (std::size_t i = 0; i < blocks; ++i) {
-    if (!std::isfinite(q.scales[i])) throw StateDictError(name, at + "scales must be finite, got " + std::to_string(q.scales[i]) + " at block " + std::to_string(i));
+    if (!std::isfinite(q.scales[i])) throw StateDictError(name, at + "scales must be finite, got " + format_number(q.scales[i]) + " at block " + std::to_string(i));
   }
   if (type != StorageType::q4) return;
   const auto* codes = static_cast<const std::uint8_t*>(q.codes);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.h"
 #include "mha_test_support.h"
 #include "webattention/errors.h"
 
@@ -120,6 +121,22 @@ TEST(MhaConfigCheck, RejectsBadScaleAndSoftcap) {
       }
     }
   }
+}
+
+// Error text writes numbers as std::to_string did, without printf (checks.h format_number).
+TEST(ErrorText, NumbersAsToStringWritesThem) {
+  std::vector<double> values = {-1.5, 0.0, -0.0, 0.1, 1e-7, 2.5e-7, 123456.789, 1e-46, 3.4e38 / 1e24, 65504.0,
+                                std::nan(""), -std::nan(""), HUGE_VAL, -HUGE_VAL};
+  for (int i = 1; i < 2000; ++i) values.push_back((i * 7919 % 100003) / 997.0 * std::pow(10.0, i % 20 - 8) * (i % 3 ? 1 : -1));
+  for (double x : values) {
+    if (std::fabs(x) >= 1e15) continue;
+    EXPECT_EQ(format_number(x), std::to_string(x)) << x;
+    EXPECT_EQ(format_number(static_cast<float>(x)), std::to_string(static_cast<float>(x))) << x;
+  }
+  EXPECT_EQ(format_number(1e20), "1.000000e+20");
+  EXPECT_EQ(format_number(-1.2345678e15), "-1.234568e+15");
+  EXPECT_EQ(format_number(9.9999999e16), "1.000000e+17");
+  EXPECT_EQ(format_number(3.4028234663852886e38), "3.402823e+38");
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 // The package's Node entry as users load it: web/dist/node.js, which scripts/bundle_node.mjs makes
 // of web/src/node.js: a small entry that imports node_early.js (the WASM module's load, started
-// first) and then the bundle node_main.js, which has two chunks beside it (node_chunk.js,
-// imported; node_webgpu_executor.js, imported only when there is a GPU), and
+// first) and then the bundle node_main.js, with its one shared chunk beside it (node_chunk.js,
+// imported), node_webgpu_executor.js (imported only when there is a GPU) and lazy_exports.js
+// (required on first use), and
 // web/dist/node_worker.js, its pool worker's. Bundled
 // afresh here from the working tree, so that this checks the bundling, not a past build: the same
 // exports as the source entry, no import of any other package file, and the same results, worker
 // pool included.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -38,12 +39,20 @@ test('the bundled Node entry: the source entry\'s exports, its own chunks only, 
     // The entry starts the WASM module's load (node_early.js) before Node parses the bundle.
     assert.deepEqual(packageFiles(staticImports('node.js')), ['./node_early.js'], 'node.js: the early load first');
     assert.deepEqual(packageFiles(dynamicImports('node.js')), ['./node_main.js'], 'node.js: then the bundle');
+    // One chunk: each file a cold start loads costs its import more than the bytes it holds.
+    assert.deepEqual(readdirSync(dist).filter((f) => /^node_chunk/.test(f)), ['node_chunk.js'], 'one shared chunk');
     assert.deepEqual(packageFiles(staticImports('node_main.js')).sort(), ['./node_chunk.js', './node_early.js'], 'node_main.js: node: builtins, the early load and its shared chunk');
-    assert.deepEqual(packageFiles(dynamicImports('node_main.js')), ['./node_webgpu_executor.js'], 'node_main.js: the WebGPU executor, lazily');
+    assert.deepEqual(packageFiles(dynamicImports('node_main.js')).sort(), ['./lazy_exports.js', './node_webgpu_executor.js'],
+      'node_main.js: the WebGPU executor and, on a Node without require(esm), lazy_exports.js, lazily');
     for (const file of ['node_chunk.js', 'node_worker.js', 'node_early.js']) {
       assert.deepEqual(packageFiles(staticImports(file)), [], `${file} imports only node: builtins`);
     }
-    assert.deepEqual(packageFiles(staticImports('node_webgpu_executor.js')), ['./node_chunk.js']);
+    for (const file of ['node_webgpu_executor.js', 'lazy_exports.js']) assert.deepEqual(packageFiles(staticImports(file)), ['./node_chunk.js'], file);
+    // What a cold start never runs is not in what its import loads.
+    const coldPath = ['node_main.js', 'node_chunk.js'].map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
+    for (const name of ['function readPreamble(', 'function checkedMetadata(', 'function attentionOptionsFromGguf(', 'FAMILIES']) {
+      assert.ok(!coldPath.includes(name), `${name} is in lazy_exports.js only`);
+    }
     const bundled = await import(pathToFileURL(join(dist, 'node.js')).href);
     assert.deepEqual(Object.keys(bundled).sort(), Object.keys(source).sort());
     for (const name of Object.keys(source)) assert.equal(typeof bundled[name], typeof source[name], name);

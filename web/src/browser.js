@@ -16,6 +16,7 @@ import { fetchWasmModule, loadError } from './wasm/wasm_fetch.js';
 import { warnOnce } from './base/warn_once.js';
 // Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
 import { WebGpuExecutor } from './webgpu/webgpu_executor.js';
+import * as lazyExports from './lazy_exports.js';
 
 /** `variant`'s Emscripten factory and compiled .wasm; a LoadError names a file that is not there. */
 async function fetchModule(variant) {
@@ -87,15 +88,14 @@ const api = bindApi(async () => {
   defaultThreads: () => globalThis.WEBATTENTION_THREADS ?? 'auto',
   spawnWorker,
   loadWebGpuExecutor: async () => WebGpuExecutor,
+  loadCheckpointMappings: async () => lazyExports,
 });
 
 export { loadSafetensors } from './storage/safetensors.js';
-export { loadGguf } from './storage/gguf.js';
-export { saveSafetensors } from './storage/safetensors_writer.js';
+export { loadGguf, saveSafetensors, attentionOptionsFromConfig } from './lazy_exports.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';
 export * from './api/public_errors.js';
 export { KvCache } from './dispatch/kv_cache.js';
 export { GpuBatch } from './dispatch/gpu_batch.js';
-export { attentionOptionsFromConfig } from './checks/hf_config.js';

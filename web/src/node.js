@@ -35,6 +35,18 @@ async function spawnWorker(variant) {
   };
 }
 
+// lazy_exports.js, loaded where first used: require() takes an ES module synchronously where Node
+// can (process.features.require_module: Node >= 20.19, 22.12; with process.getBuiltinModule to
+// reach node:module without importing it at every cold start), so that loadGguf(),
+// saveSafetensors() and attentionOptionsFromConfig() stay synchronous; it shares the module
+// instances the import loaded (one errors.js); node:module is reached only then (createRequire()
+// at import cost a cold start ~1 ms). Older Node imports it with the entry, as before.
+const canRequire = process.features?.require_module && typeof process.getBuiltinModule === 'function';
+const imported = canRequire ? null : await import('./lazy_exports.js');
+let required = null;
+const lazyExports = () => imported
+  ?? (required ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('./lazy_exports.js'));
+
 const loadCore = () => {
   const variant = pickVariant(process.env.WEBATTENTION_WASM);
   return takeEarlyLoad(variant) ?? loadNodeCore(variant);
@@ -47,6 +59,7 @@ const api = bindApi(loadCore, {
   },
   spawnWorker,
   loadWebGpuExecutor: async () => (await import('./webgpu/webgpu_executor.js')).WebGpuExecutor,
+  loadCheckpointMappings: async () => lazyExports(),
   // The module's file is read and compiled from the import on (its read, compile and instantiate
   // were ~4 ms of a cold start's first create(), docs/performance.md#cold-start): a process that imports the
   // package means to compute with it, and configure()'s wasmPaths, which Node ignores, stays open.
@@ -54,12 +67,18 @@ const api = bindApi(loadCore, {
 });
 
 export { loadSafetensors } from './storage/safetensors.js';
-export { loadGguf } from './storage/gguf.js';
-export { saveSafetensors } from './storage/safetensors_writer.js';
+export function loadGguf(bytes, options) {
+  return lazyExports().loadGguf(bytes, options);
+}
+export function saveSafetensors(tensors, options) {
+  return lazyExports().saveSafetensors(tensors, options);
+}
+export function attentionOptionsFromConfig(config, options) {
+  return lazyExports().attentionOptionsFromConfig(config, options);
+}
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';
 export * from './api/public_errors.js';
 export { KvCache } from './dispatch/kv_cache.js';
 export { GpuBatch } from './dispatch/gpu_batch.js';
-export { attentionOptionsFromConfig } from './checks/hf_config.js';

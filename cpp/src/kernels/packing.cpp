@@ -205,30 +205,58 @@ PackedLinear pack_linear(const void* weight, StorageType source, int out, int in
   return w;
 }
 
+namespace {
+
+// pack_quantised's panel p, compiled for size: its loops over the panel's columns, unrolled and
+// vectorised for both types, were 18 KB of the module, which every cold start compiles, for a
+// path only quantised checkpoints take, once per weight.
+#if defined(__clang__)
+#define WEBATTENTION_PACK_FOR_SIZE __attribute__((noinline, minsize))
+#else
+#define WEBATTENTION_PACK_FOR_SIZE __attribute__((noinline))
+#endif
+
+WEBATTENTION_PACK_FOR_SIZE void pack_quantised_scales(const QuantisedSource& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, cols = w.panel_columns(p), blocks = w.scale_blocks();
+  float* scales = w.scales.get() + static_cast<std::size_t>(p) * blocks * kPanelWidth;
+  // Padding columns as packing writes them: all-zero blocks (scale 0, int4 codes at the zero point 8).
+  for (int c = 0; c < kPanelWidth; ++c) {
+    for (int b = 0; b < blocks; ++b) scales[b * kPanelWidth + c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
+  }
+}
+
+WEBATTENTION_PACK_FOR_SIZE void pack_quantised_i8(const QuantisedSource& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, cols = w.panel_columns(p), in = w.in;
+  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
+  const auto* codes = static_cast<const std::int8_t*>(src.codes);
+  for (int c = 0; c < kPanelWidth; ++c)
+    for (int k = 0; k < in; ++k) m.at(n0 + c, k) = c < cols ? codes[static_cast<std::size_t>(n0 + c) * in + k] : 0;
+}
+
+WEBATTENTION_PACK_FOR_SIZE void pack_quantised_q4(const QuantisedSource& src, int p, const PackedLinear& w) {
+  const int n0 = p * kPanelWidth, cols = w.panel_columns(p), in = w.in, blocks = w.scale_blocks();
+  std::uint32_t* words = w.q4_panel(p);
+  std::uint32_t* zeros = w.panel_zero_points(p);
+  const auto* codes = static_cast<const std::uint8_t*>(src.codes);
+  for (int c = 0; c < kPanelWidth; ++c) {
+    const std::size_t row = static_cast<std::size_t>(n0 + c);
+    for (int k = 0; k < in; ++k) storage::set_q4_code(words[k], c, c < cols ? codes[row * in + k] : storage::kQ4Zero);
+    for (int b = 0; b < blocks; ++b) storage::set_q4_code(zeros[b], c, c < cols ? src.zero_points[row * blocks + b] : storage::kQ4Zero);
+  }
+}
+
+#undef WEBATTENTION_PACK_FOR_SIZE
+
+}  // namespace
+
 PackedLinear pack_quantised(const QuantisedSource& src, int out, int in, StorageType type) {
   PackedLinear w = allocate(type, out, in);
-  const int blocks = w.scale_blocks();
   for (int p = 0; p < w.panel_count(); ++p) {
-    const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
-    float* scales = w.scales.get() + static_cast<std::size_t>(p) * blocks * kPanelWidth;
-    // Padding columns as packing writes them: all-zero blocks (scale 0, int4 codes at the zero point 8).
-    for (int c = 0; c < kPanelWidth; ++c) {
-      for (int b = 0; b < blocks; ++b) scales[b * kPanelWidth + c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
-    }
+    pack_quantised_scales(src, p, w);
     if (type == StorageType::i8) {
-      const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
-      const auto* codes = static_cast<const std::int8_t*>(src.codes);
-      for (int c = 0; c < kPanelWidth; ++c)
-        for (int k = 0; k < in; ++k) m.at(n0 + c, k) = c < cols ? codes[static_cast<std::size_t>(n0 + c) * in + k] : 0;
-      continue;
-    }
-    std::uint32_t* words = w.q4_panel(p);
-    std::uint32_t* zeros = w.panel_zero_points(p);
-    const auto* codes = static_cast<const std::uint8_t*>(src.codes);
-    for (int c = 0; c < kPanelWidth; ++c) {
-      const std::size_t row = static_cast<std::size_t>(n0 + c);
-      for (int k = 0; k < in; ++k) storage::set_q4_code(words[k], c, c < cols ? codes[row * in + k] : storage::kQ4Zero);
-      for (int b = 0; b < blocks; ++b) storage::set_q4_code(zeros[b], c, c < cols ? src.zero_points[row * blocks + b] : storage::kQ4Zero);
+      pack_quantised_i8(src, p, w);
+    } else {
+      pack_quantised_q4(src, p, w);
     }
   }
   return w;

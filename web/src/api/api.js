@@ -9,8 +9,6 @@ import { Dispatcher } from '../dispatch/dispatch.js';
 import { outputTensor } from '../checks/half_tensors.js';
 import { DisposedError } from '../base/errors.js';
 import { createExecutors } from './create_executors.js';
-import { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig, offsetQkNorm } from '../checks/hf_config.js';
-import { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } from '../checks/gguf_config.js';
 import { wasmSdpa } from '../wasm/wasm_executor.js';
 import { resolveCacheOptions } from '../dispatch/cache_checks.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js';
@@ -19,7 +17,7 @@ import { checkIndex, checkOptions } from '../base/option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from '../checks/plans.js';
 import { resolveEncode } from '../checks/encode_plans.js';
 import { Runtime } from './runtime.js';
-import { resolveModuleStateDict } from '../storage/state_dict.js';
+import { offsetQkNorm, resolveModuleStateDict } from '../storage/state_dict.js';
 import { moduleEntry } from '../wasm/variant.js';
 import { warnOnce } from '../base/warn_once.js';
 
@@ -64,6 +62,7 @@ export class MultiHeadAttention {
    * qkNormWeightOffset to the q/k norm weights (Gemma 3's are stored as w − 1).
    */
   static async fromConfig(config, options) {
+    const { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig } = await runtime.loadCheckpointMappings();
     const own = ['weightsDtype', 'activations', ...PLACEMENT_OPTIONS];
     const o = checkOptions('MultiHeadAttention.fromConfig', options, [...FROM_CONFIG_OPTIONS, ...own]);
     const mapped = attentionOptionsFromConfig(config, Object.fromEntries(FROM_CONFIG_OPTIONS.filter((k) => k in o).map((k) => [k, o[k]])));
@@ -82,6 +81,7 @@ export class MultiHeadAttention {
    * weightsDtype? (replaces the tensors'), threads?, backend?, gpu?, webgpuMinFlops? }.
    */
   static async fromGguf(file, options) {
+    const { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } = await runtime.loadCheckpointMappings();
     const own = ['weightsDtype', ...PLACEMENT_OPTIONS];
     const o = checkOptions('MultiHeadAttention.fromGguf', options, [...FROM_GGUF_OPTIONS, ...own]);
     const mapped = attentionOptionsFromGguf(file, { layer: o.layer }, o.weightsDtype);

@@ -18,7 +18,8 @@ export class Runtime {
    * module }. platform: { autoThreads: number ('auto'; 1 where workers cannot run),
    * defaultThreads() (the `threads` option's default: 'auto' unless overridden),
    * spawnWorker(variant) (pool.js), loadWebGpuExecutor() (resolves to the WebGpuExecutor class:
-   * the browser entry imports it statically, Node lazily), preload (true: start loading the WASM
+   * the browser entry imports it statically, Node lazily), loadCheckpointMappings() (resolves to
+   * lazy_exports.js: fromConfig()'s and fromGguf()'s mappings, lazily in Node too), preload (true: start loading the WASM
    * module when the entry binds the API, preload() below) }.
    */
   constructor(loadCore, platform) {
@@ -69,6 +70,11 @@ export class Runtime {
   /** Resolves to the WebGpuExecutor class (webgpu/webgpu_executor.js). */
   loadWebGpuExecutor() {
     return this.#platform.loadWebGpuExecutor();
+  }
+
+  /** Resolves to lazy_exports.js (attentionOptionsFromConfig(), attentionOptionsFromGguf() and their options). */
+  loadCheckpointMappings() {
+    return this.#platform.loadCheckpointMappings();
   }
 
   /** The create() `threads` option resolved: { threads, auto }. */

@@ -4,8 +4,6 @@
 // which the family's row does not read, or a value this package cannot compute exactly is an
 // OptionError naming the field as config.json spells it ('config.rope_scaling.rope_type').
 import { OptionError, describe } from '../base/errors.js';
-import { asFloat32 } from '../storage/half_floats.js';
-import { ENTRY } from '../storage/state_dict_entries.js';
 import { FAMILIES } from './hf_families.js';
 import { resolveMhaConfig } from './module_config.js';
 import { checkOptions } from '../base/option_checks.js';
@@ -230,16 +228,4 @@ function checkCreatable(options, family, at, rotary) {
     const field = `config.${at}${sources[key]}`;
     throw new OptionError(`${field}: ${e.message}`, { argument: field, expected: e.expected, actual: e.actual });
   }
-}
-
-/**
- * A loaded state dict's entries ([{ name, data, dtype }], resolveModuleStateDict()'s) with
- * `offset` added to the qk-norm weights: Gemma 3 stores them as w − 1 (its RMSNorm scales by
- * 1 + w), and a fromConfig() module computes with 1 + w as the model does. New arrays: the data
- * may be the caller's own memory.
- */
-export function offsetQkNorm(entries, offset) {
-  if (!offset) return entries;
-  return entries.map((e) => (e.name === ENTRY.qNormWeight || e.name === ENTRY.kNormWeight
-    ? { ...e, data: asFloat32(e.data, e.dtype).map((w) => w + offset), dtype: 'float32' } : e));
 }

@@ -232,6 +232,18 @@ export function resolveModuleStateDict(specs, stateDict, options, weightsDtype =
 }
 
 /**
+ * A loaded state dict's entries ([{ name, data, dtype }], resolveModuleStateDict()'s) with
+ * `offset` added to the qk-norm weights: Gemma 3 stores them as w − 1 (its RMSNorm scales by
+ * 1 + w), and a fromConfig() module computes with 1 + w as the model does. New arrays: the data
+ * may be the caller's own memory.
+ */
+export function offsetQkNorm(entries, offset) {
+  if (!offset) return entries;
+  return entries.map((e) => (e.name === ENTRY.qNormWeight || e.name === ENTRY.kNormWeight
+    ? { ...e, data: asFloat32(e.data, e.dtype).map((w) => w + offset), dtype: 'float32' } : e));
+}
+
+/**
  * A +Inf sink would take all of its head's softmax mass, but every backend's running max would
  * compute Inf − Inf = NaN: refused here, before any backend loads anything, so the module keeps
  * its weights (the C++ core refuses it too, for C++ callers). NaN stays a NaN input (NaN rows);
