@@ -82,13 +82,14 @@ export async function requestAdapter(gpu) {
  * A device on `adapter` with the largest storage-buffer limits the adapter offers (the defaults,
  * 128 MiB per binding, would cap L·S for the weights) and its workgroup memory (the larger kernel
  * variants need it), plus 'timestamp-query' where offered (the kernel selection times on the GPU's
- * clock then). Throws BackendError on failure.
+ * clock then) and 'subgroups' (the variants that need it, kernel_config.js, are candidates only
+ * on such a device). Throws BackendError on failure.
  */
 export async function requestDevice(adapter) {
   const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
   const requiredLimits = {};
   for (const name of want) if (adapter.limits?.[name] !== undefined) requiredLimits[name] = adapter.limits[name];
-  const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features?.has(f));
+  const requiredFeatures = ['timestamp-query', 'subgroups'].filter((f) => adapter.features?.has(f));
   try {
     return await adapter.requestDevice({ requiredLimits, requiredFeatures, label: 'webattention' });
   } catch (e) {
