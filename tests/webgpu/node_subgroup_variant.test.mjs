@@ -12,6 +12,7 @@ import { MultiHeadAttention, configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
 import { resultDistance, toleranceFor } from '../../web/src/webgpu/selection/kernel_selection.js';
+import { variantFeatures } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled, mhaReference } from '../contract/contract.mjs';
 import { adapter, adapterName, assertClose, createGpu, device, gpu, randomStateDict } from './node_setup.mjs';
 
@@ -36,6 +37,7 @@ describe('which devices it is offered on (stand-in devices, no GPU)', () => {
   test('it needs the feature, the default needs none, and its WGSL enables subgroups first', () => {
     assert.deepEqual(VARIANTS.decode[SG].features, ['subgroups']);
     assert.deepEqual(VARIANTS.decode.split256.features, []);
+    assert.ok(variantFeatures().includes('subgroups'), 'device.js asks for it where offered');
     assert.match(VARIANTS.decode[SG].shader({ dk: 8, dv: 8 }), /^enable subgroups;\n/);
     assert.doesNotMatch(VARIANTS.decode.split256.shader({ dk: 8, dv: 8 }), /subgroup/);
     assert.equal(VARIANTS.decode[SG].reduce.key({ dv: 8 }), VARIANTS.decode.split256.reduce.key({ dv: 8 }), 'one reduce pipeline for both');

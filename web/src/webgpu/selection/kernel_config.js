@@ -130,6 +130,13 @@ export const variantNames = () => ({
 });
 
 /**
+ * The device features any variant needs (its catalogue entry's `features`): device.js asks for
+ * each where the adapter offers it, so that a new variant needs only its entry here.
+ */
+export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS]
+  .flatMap((catalogue) => Object.values(catalogue).flatMap((spec) => spec.features ?? [])))];
+
+/**
  * Timed runs per candidate before a shape class's choice is made: the median of 3 shrugs off one
  * slow run (a first dispatch that warms caches, another module's work on the queue).
  */
