@@ -14,7 +14,7 @@ import { int8Activations, q8Pipelines } from './q8_projection.js';
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
 /** The decisions of one call, in the order they are measured (selection/kernel_selection.js). */
-export function callDecisions(plan, config, path, limits) {
+export function callDecisions(plan, config, path, device) {
   const { B, L, S, T } = plan;
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const family = attentionFamily(path);
@@ -27,8 +27,8 @@ export function callDecisions(plan, config, path, limits) {
   });
   // int8 activations have one projection kernel (q8_projection.js): nothing to choose.
   return [
-    ...int8Activations(config) ? [] : [decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', limits, {}))],
-    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, limits, { dk, dv })),
+    ...int8Activations(config) ? [] : [decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', device, {}))],
+    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, device, { dk, dv })),
   ];
 }
 
@@ -43,7 +43,7 @@ export function callDecisions(plan, config, path, limits) {
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
   const { variants, measured } = given ? { variants: given, measured: null }
-    : chooseKernels(device, callDecisions(plan, config, path, device.limits), measuring, timed);
+    : chooseKernels(device, callDecisions(plan, config, path, device), measuring, timed);
   const { headDim: dk, valueHeadDim: dv } = config;
   const linear = variants.linear;
   const linearProblems = linear ? [...problems.input.map((p) => p.problem), problems.output.problem] : [];

@@ -3,6 +3,7 @@
 // object of the npm `webgpu` package's create(), or a GPUDevice the app already has), then
 // navigator.gpu, then globalThis.gpu. So Node gets WebGPU only when the app brings it.
 import { BackendError, OptionError, describe } from '../base/errors.js';
+import { variantFeatures } from './selection/kernel_config.js';
 
 const backendError = (message, fields) => new BackendError(message, fields);
 
@@ -82,13 +83,14 @@ export async function requestAdapter(gpu) {
  * A device on `adapter` with the largest storage-buffer limits the adapter offers (the defaults,
  * 128 MiB per binding, would cap L·S for the weights) and its workgroup memory (the larger kernel
  * variants need it), plus 'timestamp-query' where offered (the kernel selection times on the GPU's
- * clock then). Throws BackendError on failure.
+ * clock then) and the features kernel variants need ('subgroups': kernel_config.js's
+ * variantFeatures(); such a variant is a candidate only on a device that has them). Throws BackendError on failure.
  */
 export async function requestDevice(adapter) {
   const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
   const requiredLimits = {};
   for (const name of want) if (adapter.limits?.[name] !== undefined) requiredLimits[name] = adapter.limits[name];
-  const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features?.has(f));
+  const requiredFeatures = ['timestamp-query', ...variantFeatures()].filter((f) => adapter.features?.has(f));
   try {
     return await adapter.requestDevice({ requiredLimits, requiredFeatures, label: 'webattention' });
   } catch (e) {

@@ -87,21 +87,23 @@ function attentionVariant(name, spec) {
 }
 
 // Two programs: partial (problem { dk, dv, kv? }, as the flash variants') then `reduce`, a
-// descriptor of its own ({ dv }).
-function decodeVariant(name, { chunk }) {
+// descriptor of its own ({ dv }), one program per chunk (the subgroup variant's is split256's).
+function decodeVariant(name, { chunk, subgroups = false }) {
+  const reduceName = `split${chunk}`;
   return {
     name, chunk, fits: () => true,
     key: (problem) => `decodePartial:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
-    shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv }),
+    shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv, subgroups }),
     reduce: {
-      name, fits: () => true, key: ({ dv }) => `decodeReduce:${name}:${dv}`, shader: ({ dv }) => decodeReduceShader({ dv, chunk }),
+      name: reduceName, fits: () => true, key: ({ dv }) => `decodeReduce:${reduceName}:${dv}`, shader: ({ dv }) => decodeReduceShader({ dv, chunk }),
     },
   };
 }
 
-// Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE).
+// Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE)
+// and the device features it needs (`features`, none by default).
 const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [
-  name, { tolerance: spec.tolerance ?? DEFAULT_TOLERANCE, ...make(name, spec) },
+  name, { tolerance: spec.tolerance ?? DEFAULT_TOLERANCE, features: spec.features ?? [], ...make(name, spec) },
 ]));
 
 /** family → name → descriptor. */
@@ -111,8 +113,12 @@ export const VARIANTS = {
   decode: build(DECODE_VARIANTS, decodeVariant),
 };
 
-/** The variants of `family` that fit `limits` for `problem`, in the catalogue's order. */
-export const fittingVariants = (family, limits, problem) => Object.values(VARIANTS[family]).filter((v) => v.fits(limits, problem));
+/**
+ * The variants of `family` that `device` ({ limits, features }: a GPUDevice) can run for `problem`,
+ * in the catalogue's order: within its limits, and with every feature the variant needs.
+ */
+export const fittingVariants = (family, device, problem) => Object.values(VARIANTS[family])
+  .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem));
 
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
 // and dot ('weights:64', 'cacheFlags:64:64:int8', 'q8Linear:int4:dot4'); it fits every device the module does.

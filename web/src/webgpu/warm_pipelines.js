@@ -31,7 +31,6 @@ function moduleLinearProblems(config) {
 export async function warmPipelines(device, config) {
   const { headDim: dk, valueHeadDim: dv } = config;
   const heads = { dk, dv };
-  const limits = device.limits;
   const linear = moduleLinearProblems(config);
   const compile = (family, variant) => {
     const made = family === 'linear' ? linear.map((problem) => programPipeline(device, variant, problem))
@@ -44,7 +43,7 @@ export async function warmPipelines(device, config) {
   const act8 = int8Activations(config);
   if (act8) defaults.push(q8Pipelines(device, config));
   for (const family of Object.keys(VARIANTS).filter((f) => !act8 || f !== 'linear')) {
-    const fitting = fittingVariants(family, limits, heads);
+    const fitting = fittingVariants(family, device, heads);
     const pinned = pinnedVariant(family);
     const names = fitting.map((v) => v.name);
     // The defaults for small and for large calls (one and the same but for linear).

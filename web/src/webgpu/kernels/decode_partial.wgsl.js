@@ -6,8 +6,9 @@
 // 63 of its workgroup's 64 sit idle, and there are only B·h workgroups. Here the keys of each
 // (batch, head, row) are cut into chunks of DECODE_CHUNK; one workgroup per chunk, its 64
 // invocations over the chunk's keys: each computes the masked scores of its keys (q staged in
-// workgroup memory), the chunk max m_c is a tree reduction in workgroup memory, then
-// p = exp(s − m_c) (0 for masked keys) and l_c = Σ p another; finally the invocations split the
+// workgroup memory), the chunk max m_c is a tree reduction in workgroup memory (the 'subgroups'
+// variants: by subgroup operations, subgroup_reduce.wgsl.js), then p = exp(s − m_c) (0 for masked
+// keys) and l_c = Σ p another; finally the invocations split the
 // DV columns and each sums p·v over the chunk's keys for its columns. The result
 // (m_c, l_c, acc_c[DV]) goes to a scratch buffer that decode_reduce combines. A chunk whose keys
 // are all masked writes m_c = NEG, l_c = 0, acc_c = 0. Masks, causal and the window are
@@ -18,14 +19,16 @@
 // and K/V storage dtype (`kv`: K and V read through kv_reads.wgsl.js's kAt / vAt).
 import { attentionCommon } from './attention_common.wgsl.js';
 import { kvReads } from './kv_reads.wgsl.js';
+import { ENABLE_SUBGROUPS, subgroupReductions } from './subgroup_reduce.wgsl.js';
 
 /** Keys per chunk (one workgroup each) of today's decode variant, 'split256' (selection/kernel_config.js). */
 export const DECODE_CHUNK = 256;
 /** Invocations per workgroup, in both decode kernels. */
 export const DECODE_WORKGROUP = 64;
 
-// The chunk's masked scores into ps, and their max m_c, a tree reduction over red.
-const CHUNK_MAX = /* wgsl */ `  var localMax = NEG;
+// The chunk's masked scores into ps, and their max m_c: a tree reduction over red, or with
+// subgroups (subgroup_reduce.wgsl.js) a reduction in registers and one barrier.
+const chunkMax = (subgroups) => /* wgsl */ `  var localMax = NEG;
   for (var cc = t; cc < n; cc += WG) {
     let j = j0 + cc;
     let row = keyRow(b, j);
@@ -35,17 +38,18 @@ const CHUNK_MAX = /* wgsl */ `  var localMax = NEG;
     ps[cc] = s;
     localMax = max(localMax, s);
   }
-  red[t] = localMax;
+${subgroups ? '  let m = chunkMaxOf(localMax, sg);' : `  red[t] = localMax;
   workgroupBarrier();
   for (var half = WG / 2u; half > 0u; half /= 2u) {
     if (t < half) { red[t] = max(red[t], red[t + half]); }
     workgroupBarrier();
   }
   let m = red[0];
-  workgroupBarrier();`;
+  workgroupBarrier();`}`;
 
-// p = exp(s − m_c) in place (0 for masked keys), and their sum l_c.
-const CHUNK_SUM = /* wgsl */ `  var localSum = 0.0;
+// p = exp(s − m_c) in place (0 for masked keys), and their sum l_c. Either reduction ends in a
+// barrier, which orders the writes of ps before the Σ p·v that reads every key's.
+const chunkSum = (subgroups) => /* wgsl */ `  var localSum = 0.0;
   for (var cc = t; cc < n; cc += WG) {
     let s = ps[cc];
     var e = 0.0;
@@ -53,16 +57,20 @@ const CHUNK_SUM = /* wgsl */ `  var localSum = 0.0;
     ps[cc] = e;
     localSum += e;
   }
-  red[t] = localSum;
+${subgroups ? '  let l = chunkSumOf(localSum, sg);' : `  red[t] = localSum;
   workgroupBarrier();
   for (var half = WG / 2u; half > 0u; half /= 2u) {
     if (t < half) { red[t] += red[t + half]; }
     workgroupBarrier();
   }
-  let l = red[0];`;
+  let l = red[0];`}`;
 
-export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK, kv = 'float32' }) {
-  return /* wgsl */ `${attentionCommon}
+/**
+ * The partial kernel's WGSL. subgroups: the two reductions by subgroup operations (the device
+ * must have the 'subgroups' feature; any subgroup size), else by trees in workgroup memory.
+ */
+export function decodePartialShader({ dk, dv, chunk = DECODE_CHUNK, kv = 'float32', subgroups = false }) {
+  return /* wgsl */ `${subgroups ? `${ENABLE_SUBGROUPS}\n` : ''}${attentionCommon}
 const DK = ${dk}u;
 const DV = ${dv}u;
 const CHUNK = ${chunk}u;
@@ -75,7 +83,7 @@ ${kvReads({ kv, dk, dv })}
 
 var<workgroup> qs: array<f32, DK>;
 var<workgroup> ps: array<f32, CHUNK>;  // scores, then exp(s − m_c)
-var<workgroup> red: array<f32, WG>;
+${subgroups ? subgroupReductions(DECODE_WORKGROUP, { chunkMaxOf: 'max', chunkSumOf: 'add' }) : 'var<workgroup> red: array<f32, WG>;'}
 
 // Grid: (chunks, L, B·H).
 @compute @workgroup_size(${DECODE_WORKGROUP})
@@ -92,11 +100,11 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
 
   let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
   for (var d = t; d < DK; d += WG) { qs[d] = q[qAt + d]; }
-  workgroupBarrier();
+  ${subgroups ? 'let sg = subgroupLayout(t);  // its barrier also orders the writes of qs' : 'workgroupBarrier();'}
 
-${CHUNK_MAX}
+${chunkMax(subgroups)}
 
-${CHUNK_SUM}
+${chunkSum(subgroups)}
 
   let base = ((bh * p.L + i) * chunks + c) * (DV + 2u);
   for (var d = t; d < DV; d += WG) {

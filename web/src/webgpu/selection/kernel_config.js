@@ -54,9 +54,16 @@ export const ATTENTION_VARIANTS = {
   quad64: { kernel: 'quad' },
 };
 
-/** The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. */
+/**
+ * The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. subgroups:
+ * the chunk's max and sum by subgroup operations (decode_partial.wgsl.js, subgroup_reduce.wgsl.js;
+ * 3 barriers a chunk instead of 16), for any subgroup size, only where the device has the 'subgroups'
+ * feature (`features`: what a variant needs, programs.js's fittingVariants()). Its sums differ from
+ * split256's only in their order, so the default tolerance holds; the max is the same value.
+ */
 export const DECODE_VARIANTS = {
   split256: { chunk: 256 },
+  split256sg: { chunk: 256, subgroups: true, features: ['subgroups'] },
 };
 
 /**
@@ -121,6 +128,13 @@ export const variantNames = () => ({
   attention: Object.keys(ATTENTION_VARIANTS),
   decode: Object.keys(DECODE_VARIANTS),
 });
+
+/**
+ * The device features any variant needs (its catalogue entry's `features`): device.js asks for
+ * each where the adapter offers it, so that a new variant needs only its entry here.
+ */
+export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS]
+  .flatMap((catalogue) => Object.values(catalogue).flatMap((spec) => spec.features ?? [])))];
 
 /**
  * Timed runs per candidate before a shape class's choice is made: the median of 3 shrugs off one
