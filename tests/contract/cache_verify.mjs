@@ -242,6 +242,35 @@ export function hostileKeepRun(api, on = {}) {
 }
 
 /**
+ * A tree of drafts at its depths under a window on a batched cache whose rows differ in length
+ * (90 and 87: the batch at positions of its own, a window's ring wrapped), against one batch-1
+ * cache per row fed the same tokens and the same call. Resolves to { batched: [B, L, E], alone:
+ * [per row, [1, L, E]] } outputs of the verify call.
+ */
+export function rowsTreeRun(api, on = {}) {
+  const tree = TREES.tree;
+  const L = tree.parents.length;
+  const firsts = [90, 87];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha) => {
+    const x = { data: filled(B * (90 + L) * E, 78), shape: [B, 90 + L, E] };
+    const verify = (cache, drafts, ns) => mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, 'bool'),
+      positionIds: { data: Int32Array.from({ length: ns.length * L }, (_, n) => ns[Math.floor(n / L)] + depth(tree, n % L)), shape: [ns.length, L] } });
+    const cache = mha.createCache({ batchSize: B, window: 8 });
+    await Promise.all(feed(mha, cache, x, 90));
+    cache.truncate(firsts);
+    const batched = (await verify(cache, rows(x, 90, L), firsts)).output;
+    const alone = [];
+    for (let b = 0; b < B; b++) {
+      const mine = { data: x.data.subarray(b * (90 + L) * E, (b + 1) * (90 + L) * E), shape: [1, 90 + L, E] };
+      const single = mha.createCache({ window: 8 });
+      await Promise.all(feedFrom(mha, single, mine, 0, firsts[b]));
+      alone.push((await verify(single, rows(mine, 90, L), [firsts[b]])).output);
+    }
+    return { batched, alone };
+  });
+}
+
+/**
  * positionIds that move a window (docs/attention-math.md §9) where its ring cannot hold the keys
  * they reach: ids below the cache's length, and a call longer than one pass of the ring (window 8:
  * 65 rows) at ids off its rows. Resolves to { errors: [each call's error or null], length (after
