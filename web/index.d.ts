@@ -130,7 +130,9 @@ export interface ForwardOptions {
    * A rotary module's (create({ rotary })) positions of the L rows, [B, L] Int32Array: row i of
    * batch b (its query and its key, so S must equal L without a cache) is rotated at
    * positionIds[b, i] instead of i (cache.length + i with a cache). Integers >= 0, below
-   * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows.
+   * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows;
+   * a cache's window counts in the ids (a draft at its depth sees the cached keys its branch's own
+   * run sees; docs/attention-math.md §9).
    */
   positionIds?: PositionIds | null;
   /**

@@ -26,11 +26,12 @@ void run_attention(const AttentionProblem& p) {
     thread_local std::vector<float> workspace;
     if (workspace.size() < workspace_floats) workspace.resize(workspace_floats);
     for (int unit = begin; unit < end; ++unit) {
-      if (!p.rows.shift) {
+      if (!p.rows.shift && !p.positions.ids) {
         kernels::attention_unit(p, unit, workspace.data());
         continue;
       }
-      // A batch at positions of its own (AttentionProblem::rows): its unit of its own problem.
+      // A batch at positions of its own (AttentionProblem::rows, Positions::ids): its unit of its
+      // own problem.
       const int b = unit / p.kv_heads();
       kernels::attention_unit(p.for_batch(b), unit, workspace.data());
     }

@@ -17,6 +17,42 @@ namespace {
 // A call of at most this many rows keeps its projected keys for keep() (a draft verification's
 // few); a longer one's moved keys are rotated on from the stored ones (docs/attention-math.md §9).
 constexpr int kKeepProjectedRows = 256;
+
+// Whether a call's positionIds move a window off the slots (Positions::ids, docs/attention-math.md
+// §9): the cache has a window and some id is not its row's slot. Otherwise the kernels' plain
+// rule is the same rule, at no cost.
+bool window_in_ids(const MhaForwardArgs& a, const KvCache& cache) {
+  if (!a.position_ids || cache.config().window <= 0) return false;
+  for (int n = 0; n < a.batch; ++n) {
+    const std::int64_t first = cache.row_length(a.rows ? a.rows[n] : n);
+    for (int i = 0; i < a.L; ++i)
+      if (a.position_ids[static_cast<std::ptrdiff_t>(n) * a.L + i] != first + i) return true;
+  }
+  return false;
+}
+
+// A window in positionIds reaches keys the ring holds only when the call is one pass and no
+// position is before its row's length (the ring holds the window's keys before the pass's first
+// slot, and every key of the pass).
+void check_window_ids(const MhaForwardArgs& a, const KvCache& cache, int rows_per_pass) {
+  if (!window_in_ids(a, cache)) return;
+  const std::string window = "with the cache's window (" + std::to_string(cache.config().window) + ") ";
+  if (a.L > rows_per_pass) {
+    throw CacheError("position_ids", "position_ids: " + window + "positions other than the rows' own need a call of at most " +
+                                         std::to_string(rows_per_pass) + " rows (one pass of the ring), got " + std::to_string(a.L));
+  }
+  for (int n = 0; n < a.batch; ++n) {
+    const std::int64_t first = cache.row_length(a.rows ? a.rows[n] : n);
+    for (int i = 0; i < a.L; ++i) {
+      const std::int32_t id = a.position_ids[static_cast<std::ptrdiff_t>(n) * a.L + i];
+      if (id < first) {
+        throw CacheError("position_ids", "position_ids: " + window + "expected positions >= the row's length before the call (" +
+                                             std::to_string(first) + "), got " + std::to_string(id) + " at [" + std::to_string(n) +
+                                             ", " + std::to_string(i) + "]");
+      }
+    }
+  }
+}
 }  // namespace
 
 std::unique_ptr<KvCache> MultiHeadAttention::create_cache(const KvCacheConfig& config) const {
@@ -70,6 +106,7 @@ void MultiHeadAttention::check_cached_forward(const MhaForwardArgs& a, const KvC
                                              " positions cannot be indexed here");
   }
   key_padding_view(a.key_padding_mask, a.batch, static_cast<int>(after), "key_padding_mask");
+  check_window_ids(a, cache, cache.rows_per_pass());
   if (a.weights) {
     require_addressable("weights", "the attention weights",
                         a.batch * (a.average_weights ? 1 : config_.num_heads) * a.L * after);
@@ -121,6 +158,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
   // by its row's length (AttentionProblem::rows), its rotary positions its own.
   const bool placed = place_call(a, cache, after);
   const std::int64_t first = placed ? 0 : cache.length();
+  const bool ids_window = window_in_ids(a, cache);  // before the passes append
   const int total = static_cast<int>(after);  // check_cached_forward: it fits an int
   const std::int32_t* positions = a.position_ids;
   if (placed && !positions && c.rotary_dim > 0) {
@@ -160,6 +198,7 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     p.causal = true;
     p.positions.query0 = length - rows;
     p.positions.window = cache.config().window;
+    if (ids_window) p.positions.ids = a.position_ids, p.positions.ids_stride = L, p.positions.call0 = first;
     p.masks[0] = padding;
     p.masks[1] = from_row(verify, r0);
     p.write_weights(a.weights ? a.weights + static_cast<std::ptrdiff_t>(r0) * total : nullptr, L, total, a.average_weights);

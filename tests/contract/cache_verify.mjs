@@ -27,9 +27,11 @@ export const VERIFY_LAYOUTS = [
   { create: { rotary: { dim: 4 } }, cache: { maxLength: 40 }, mask: 'bool' },
   { create: { rotary: { dim: 4, interleaved: true } }, cache: { maxLength: 40, dtype: 'float16' }, mask: 'additive-batch' },
   { create: { rotary: { dim: 2 } }, cache: { maxLength: 40, dtype: 'int8' }, mask: 'bool-head' },
-  // A window counts in the cache's rows (docs/attention-math.md §9): a draft's window equals its
-  // branch's run only where its row is its depth, as in a chain; the mask still takes part.
+  // A window counts in positions (docs/attention-math.md §9): a draft's are its positionIds, so a
+  // draft whose row is past its depth still sees the old keys at its window's edge (prefix 90 at
+  // window 8: the draft in row 94 at depth 92 sees keys 85 and 86); the mask still takes part.
   { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'chain' },
+  { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'tree' },
 ];
 
 /**
@@ -236,6 +238,65 @@ export function hostileKeepRun(api, on = {}) {
     noCall.push(caught(() => other.keep([0])));
     cache.dispose();
     return { refusals, masks, length, unchanged, noCall, disposed: caught(() => cache.keep([0])) };
+  });
+}
+
+/**
+ * A tree of drafts at its depths under a window on a batched cache whose rows differ in length
+ * (90 and 87: the batch at positions of its own, a window's ring wrapped), against one batch-1
+ * cache per row fed the same tokens and the same call. Resolves to { batched: [B, L, E], alone:
+ * [per row, [1, L, E]] } outputs of the verify call.
+ */
+export function rowsTreeRun(api, on = {}) {
+  const tree = TREES.tree;
+  const L = tree.parents.length;
+  const firsts = [90, 87];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha) => {
+    const x = { data: filled(B * (90 + L) * E, 78), shape: [B, 90 + L, E] };
+    const verify = (cache, drafts, ns) => mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, 'bool'),
+      positionIds: { data: Int32Array.from({ length: ns.length * L }, (_, n) => ns[Math.floor(n / L)] + depth(tree, n % L)), shape: [ns.length, L] } });
+    const cache = mha.createCache({ batchSize: B, window: 8 });
+    await Promise.all(feed(mha, cache, x, 90));
+    cache.truncate(firsts);
+    const batched = (await verify(cache, rows(x, 90, L), firsts)).output;
+    const alone = [];
+    for (let b = 0; b < B; b++) {
+      const mine = { data: x.data.subarray(b * (90 + L) * E, (b + 1) * (90 + L) * E), shape: [1, 90 + L, E] };
+      const single = mha.createCache({ window: 8 });
+      await Promise.all(feedFrom(mha, single, mine, 0, firsts[b]));
+      alone.push((await verify(single, rows(mine, 90, L), [firsts[b]])).output);
+    }
+    return { batched, alone };
+  });
+}
+
+/**
+ * positionIds that move a window (docs/attention-math.md §9) where its ring cannot hold the keys
+ * they reach: ids below the cache's length, and a call longer than one pass of the ring (window 8:
+ * 65 rows) at ids off its rows. Resolves to { errors: [each call's error or null], length (after
+ * them), unchanged (the next call equals a twin's that saw none, bit for bit) }.
+ */
+export function windowIdsRefusalRun(api, on = {}) {
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha) => {
+    const x = { data: filled(B * 80 * E, 77), shape: [B, 80, E] };
+    const [cache, twin] = [0, 1].map(() => mha.createCache({ batchSize: B, window: 8 }));
+    await Promise.all([cache, twin].flatMap((c) => feed(mha, c, x, 10)));
+    const ids = (L, at) => ({ data: Int32Array.from({ length: B * L }, (_, n) => at(n % L)), shape: [B, L] });
+    const calls = [[2, (i) => 9 + i], [66, (i) => 11 + i]];
+    const errors = [];
+    for (const [L, at] of calls) {
+      const step = rows(x, 10, L);
+      try {
+        await mha.forward(step, step, step, { cache, positionIds: ids(L, at) });
+        errors.push(null);
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+    const length = cache.length;
+    const step = rows(x, 10, 3);
+    const [a, b] = await Promise.all([cache, twin].map((c) => mha.forward(step, step, step, { cache: c, positionIds: ids(3, (i) => 10 + i) })));
+    return { errors, length, unchanged: sameBits(a.output.data, b.output.data) };
   });
 }
 

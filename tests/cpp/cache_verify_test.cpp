@@ -39,7 +39,8 @@ MultiHeadAttention make_module(int seed) {
 
 // Rows `rows` of x [T, E] (one batch) appended to `cache` in one call, with `mask`; the outputs.
 std::vector<float> step(const MultiHeadAttention& m, KvCache& cache, const std::vector<float>& x,
-                        const std::vector<int>& rows, MaskArg mask = {}, float* weights = nullptr) {
+                        const std::vector<int>& rows, MaskArg mask = {}, float* weights = nullptr,
+                        const std::int32_t* ids = nullptr) {
   const int n = static_cast<int>(rows.size());
   std::vector<float> part(static_cast<std::size_t>(n) * E), out(part.size());
   for (int i = 0; i < n; ++i) std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(rows[i]) * E, E, part.begin() + static_cast<std::ptrdiff_t>(i) * E);
@@ -47,6 +48,7 @@ std::vector<float> step(const MultiHeadAttention& m, KvCache& cache, const std::
   a.attn_mask = mask;
   a.weights = weights;
   a.average_weights = false;
+  a.position_ids = ids;
   m.forward(a, cache);
   return out;
 }
@@ -90,6 +92,35 @@ TEST(CacheVerify, MaskAmongNewPositionsEqualsThePlainForwardOverThePasses) {
     for (int i = P; i < T; ++i)
       for (int j = 0; j < T; ++j) expected_w.push_back(weights[(static_cast<std::size_t>(h) * T + i) * T + j]);
   EXPECT_TRUE(all_close(w, expected_w));
+}
+
+// A window counts in positionIds (§9): a tree of drafts (parents -1, 0, 0, 2: depths 0, 1, 1, 2)
+// after a prompt of 30 at window 6, verified at its depths, gives each branch's rows of a fresh
+// cache fed the prompt and the branch alone (draft 3, row 33 at depth 32, sees cached key 27,
+// which a window in rows would leave out); ids below the length are a CacheError, nothing changed.
+TEST(CacheVerify, TreeUnderAWindowCountsInPositionIds) {
+  const auto m = make_module(9);
+  std::mt19937 rng(10);
+  const int W = 6, P = 30;
+  const auto x = random_floats(static_cast<std::size_t>(P + 4) * E, rng);
+  auto cache = m.create_cache({1, 0, W});
+  step(m, *cache, x, range(0, P));
+  const std::uint8_t tree[16] = {0, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0, 1, 0, 1, 0, 0};  // masked: not an ancestor
+  const std::int32_t below[] = {P - 1, P, P, P + 1}, depths[] = {P, P + 1, P + 1, P + 2};
+  const MaskArg mask{MaskKind::kBoolean, tree, {4, 4}};
+  EXPECT_THROW(step(m, *cache, x, range(P, 4), mask, nullptr, below), CacheError);
+  EXPECT_EQ(cache->length(), P);
+  const auto got = step(m, *cache, x, range(P, 4), mask, nullptr, depths);
+  for (const std::vector<int>& branch : {std::vector<int>{0, 1}, {0, 2, 3}}) {
+    auto fresh = m.create_cache({1, 0, W});
+    step(m, *fresh, x, range(0, P));
+    std::vector<int> rows;
+    for (int i : branch) rows.push_back(P + i);
+    const auto want = step(m, *fresh, x, rows);
+    std::vector<float> mine;
+    for (int i : branch) mine.insert(mine.end(), got.begin() + static_cast<std::ptrdiff_t>(i) * E, got.begin() + static_cast<std::ptrdiff_t>(i + 1) * E);
+    EXPECT_TRUE(all_close(mine, want)) << "branch of " << branch.size();
+  }
 }
 
 std::vector<float> read_all(const KvCache& cache) {

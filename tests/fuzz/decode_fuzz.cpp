@@ -143,9 +143,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const int wh = average ? 1 : H;
   // position_ids (§8) for a rotary module: rows at positions of their own (repeated, out of
   // order, far, the largest int32, -1), the same ids for the plain forward and the chunks; and
-  // maybe a given table, short of the positions now and then.
-  const std::vector<std::int32_t> ids =
+  // maybe a given table, short of the positions now and then. With a window, the rows' own
+  // positions: a cache counts the window in the ids (§9), which a plain forward's window mask over
+  // the rows cannot follow (tests/contract/cache_verify.mjs checks ids that move the window).
+  std::vector<std::int32_t> ids =
       c.rotary_dim > 0 && in.coin() ? fuzz::draw_position_ids(in, static_cast<std::size_t>(B) * T) : std::vector<std::int32_t>{};
+  if (window) {
+    for (std::size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<std::int32_t>(n % static_cast<std::size_t>(T));
+  }
   const fuzz::RotaryTable table = fuzz::draw_rotary_table(in, c.rotary_dim / 2, 170, &non_finite);
   if (table.rows > 0) mha.set_rotary_table(table.cos.data(), table.sin.data(), table.rows);
 

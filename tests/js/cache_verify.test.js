@@ -7,10 +7,11 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { HOSTILE_KEEPS, VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead } from '../contract/cache_verify.mjs';
+import { HOSTILE_KEEPS, VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, rowsTreeRun,
+  sameRead, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
 import { assertTreeVerify } from '../contract/cache_verify_asserts.mjs';
 
-const describeLayout = ({ cache, mask, create }) => JSON.stringify({ ...cache, mask, rotary: create.rotary });
+const describeLayout = ({ cache, mask, create, tree }) => JSON.stringify({ ...cache, mask, rotary: create.rotary, ...(tree ? { tree } : {}) });
 
 for (const layout of VERIFY_LAYOUTS) {
   test(`a tree of drafts verified in one call = a causal run per branch; keep(a branch) = a fresh run (${describeLayout(layout)})`, async () => {
@@ -73,4 +74,22 @@ test('misuse of keep() and of a verification mask is a typed error that leaves t
   assert.ok(r.disposed instanceof DisposedError, String(r.disposed));
   const encoded = await encodedKeepRun(api);
   assert.ok(encoded instanceof CacheError && /read-only/.test(encoded.message), String(encoded));
+});
+
+test('a window in positionIds on a batched cache whose rows differ in length = one cache per row', async () => {
+  const r = await rowsTreeRun(api);
+  const [L, E] = r.batched.shape.slice(1);
+  for (const [b, alone] of r.alone.entries()) {
+    const mine = { data: r.batched.data.subarray(b * L * E, (b + 1) * L * E), shape: [1, L, E] };
+    assert.equal(outsideTolerance(mine, alone), null, `row ${b}`);
+  }
+});
+
+test('positionIds that move a window past what its ring holds are a CacheError naming positionIds, the cache unchanged', async () => {
+  const r = await windowIdsRefusalRun(api);
+  for (const error of r.errors) assert.ok(error instanceof CacheError && error.argument === 'positionIds', String(error));
+  assert.match(r.errors[0].message, /window \(8\).*>= the row's length before the call \(10\), got 9 at \[0, 0\]/);
+  assert.match(r.errors[1].message, /at most 65 rows \(one pass of the ring\), got 66/);
+  assert.equal(r.length, 10);
+  assert.ok(r.unchanged, 'the next call after the refusals equals a twin cache\'s');
 });

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead } from '../contract/cache_verify.mjs';
+import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead,
+  windowIdsRefusalRun } from '../contract/cache_verify.mjs';
 import { assertTreeVerify } from '../contract/cache_verify_asserts.mjs';
 import { filled } from '../contract/random.mjs';
 import { gpu, runs } from './node_setup.mjs';
@@ -74,4 +75,30 @@ test('WebGPU: misuse of keep() and of a verification mask is a typed error that 
   assert.ok(r.disposed instanceof DisposedError);
   const encoded = await encodedKeepRun(api, ON_GPU);
   assert.ok(encoded instanceof CacheError, String(encoded));
+});
+
+test('WebGPU: a window counts in positionIds; ids off the rows\' slots on a window cache are a CacheError naming positionIds, the cache unchanged', async () => {
+  // The WebGPU kernels count the window in slots (docs/attention-math.md §9): a tree of drafts at
+  // its depths under a window runs on a WASM cache only.
+  const before = runs.length;
+  const mha = await api.MultiHeadAttention.create({ embedDim: 16, numHeads: 4, rotary: { dim: 4 }, ...ON_GPU });
+  try {
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), 82 + i), shape }])));
+    const x = { data: filled(7 * 16, 83), shape: [1, 7, 16] };
+    const cache = mha.createCache({ window: 8 });
+    const [prompt, drafts] = [{ data: x.data.subarray(0, 64), shape: [1, 4, 16] }, { data: x.data.subarray(64), shape: [1, 3, 16] }];
+    await mha.forward(prompt, prompt, prompt, { cache });
+    const tree = { data: Int32Array.of(4, 5, 5), shape: [1, 3] };  // a root and its two children
+    const error = await mha.forward(drafts, drafts, drafts, { cache, positionIds: tree }).then(() => null, (e) => e);
+    assert.ok(error instanceof CacheError && error.argument === 'positionIds', String(error));
+    assert.match(error.message, /window \(8\) counts it in the rows' slots, so positionIds must be the slots 4 … 6, got 5 at \[0, 2\]/);
+    assert.equal(cache.length, 4);
+  } finally {
+    mha.dispose();
+  }
+  const r = await windowIdsRefusalRun(api, ON_GPU);
+  for (const error of r.errors) assert.ok(error instanceof CacheError && error.argument === 'positionIds', String(error));
+  assert.equal(r.length, 10);
+  assert.ok(r.unchanged, 'the next call after the refusals equals a twin cache\'s');
+  assert.ok(onlyGpu(before), 'every call on the GPU');
 });

@@ -119,7 +119,8 @@ struct MhaForwardArgs {
   // [B, L] (optional, rotary modules only): the rotary position of each query row and of the key
   // row beside it (without a cache S must equal L), instead of its row index (plus the cache's
   // length). Integers >= 0, below the table's rows with a given table. Masks, causality and the
-  // cache's order still follow the rows (docs/attention-math.md §8).
+  // cache's order still follow the rows (docs/attention-math.md §8); a cache's window counts in
+  // the ids (§9: ids other than the rows' own need one pass and ids >= the row's length).
   const std::int32_t* position_ids = nullptr;
   // forward(args, cache) only: the cache rows the call's `batch` rows append to and attend over,
   // one each, strictly increasing, each < the cache's batch size (the rows still decoding). Each

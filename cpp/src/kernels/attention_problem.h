@@ -49,6 +49,14 @@ struct PackedKv {
 struct Positions {
   std::int64_t query0 = 0;
   std::int64_t window = 0;  // > 0: the query at p sees only keys at positions > p - window
+  // The window in positionIds (a cached call's drafts at depths that are not their slots:
+  // docs/attention-math.md §9): the call's rows, from slot call0 on, are at positions
+  // ids[slot - call0] for the window, keys before call0 at their slots; the causal rule stays
+  // on slots. Null (the default, and whenever ids equal the slots): every row at its slot.
+  // [batch][ids_stride]; for_batch() points it at its batch's row.
+  const std::int32_t* ids = nullptr;
+  std::ptrdiff_t ids_stride = 0;
+  std::int64_t call0 = 0;
 };
 
 struct AttentionProblem {
@@ -106,11 +114,14 @@ struct AttentionProblem {
   // The problem batch b solves (itself without rows): run_attention() hands each unit its own,
   // so the kernels read one S and one query position per unit.
   AttentionProblem for_batch(int b) const {
-    if (!rows.shift) return *this;
+    if (!rows.shift && !positions.ids) return *this;
     AttentionProblem u = *this;
+    if (positions.ids) u.positions.ids += b * positions.ids_stride;
+    if (!rows.shift) return u;
     const std::int64_t shift = rows.shift[b];
     u.S = static_cast<int>(S + shift);
     u.positions.query0 += shift;
+    u.positions.call0 += shift;
     if (!u.masks[1].empty()) u.masks[1].key0 += shift;
     if (!cache.empty()) {  // block (b, g) of the problem is block (cache_row[b], g) of the cache
       const std::ptrdiff_t blocks = static_cast<std::ptrdiff_t>(rows.cache_row[b] - b) * kv_heads();

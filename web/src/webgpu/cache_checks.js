@@ -43,6 +43,7 @@ export function checkCachedCall(plan, config, fits) {
       argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
     });
   }
+  checkWindowIds(plan);
   const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config).passes.find((pass) => !fits(pass));
   if (misfit) {
     throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
@@ -50,4 +51,24 @@ export function checkCachedCall(plan, config, fits) {
       argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
     });
   }
+}
+
+/**
+ * A cache's window counts in positionIds (docs/attention-math.md §9: a draft sees the keys its
+ * depth's window holds); the WebGPU kernels count it in the cache's slots, so a call on a cache with
+ * a window whose positionIds are not its rows' slots is a CacheError naming positionIds here (a
+ * WASM cache runs it). positionIds equal to the slots (a chain of drafts) run.
+ */
+function checkWindowIds({ positionIds: ids, L, cache }) {
+  const { window } = cache.storage;
+  if (!ids || !window) return;
+  const first = cache.lengthsBefore[0];
+  const at = ids.findIndex((id, n) => id !== first + (n % L));
+  if (at < 0) return;
+  const [b, i] = [Math.floor(at / L), at % L];
+  throw new CacheError(`positionIds: a WebGPU cache with a window (${window}) counts it in the rows' slots, so positionIds `
+    + `must be the slots ${first} … ${first + L - 1}, got ${ids[at]} at [${b}, ${i}]; a tree of drafts with a window runs `
+    + "on a WASM cache (createCache() on a module whose backend is 'wasm')", {
+    argument: 'positionIds', expected: `the rows' slots ${first} … ${first + L - 1}`, actual: `${ids[at]} at [${b}, ${i}]`,
+  });
 }

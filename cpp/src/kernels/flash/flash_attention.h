@@ -81,8 +81,7 @@ void mask_tile(const AttentionProblem& p, int b, int g, int r0, int rows, int j0
     const KeyRange keys = allowed_keys(p, query_pos);
     const int lo = keys.empty() ? width : std::clamp(keys.begin - j0, 0, width);
     const int hi = keys.empty() ? width : std::clamp(keys.end - j0, lo, width);
-    std::fill(s, s + lo, kNegInf);
-    std::fill(s + hi, s + width, kNegInf);
+    mask_outside(p, query_pos, j0, lo, hi, width, s);
     for (int m = 0; m < 2; ++m) {
       const MaskView& v = p.masks[m];
       if (v.empty()) continue;

@@ -49,6 +49,7 @@ inline KeyRange columns_seen_by_all(const AttentionProblem& p, int g, int r0, in
     from = std::max(from, keys.empty() ? width : std::clamp(keys.begin - j0, 0, width));
     to = std::min(to, keys.empty() ? 0 : std::clamp(keys.end - j0, 0, width));
   }
+  if (p.positions.ids) to = static_cast<int>(std::clamp<std::int64_t>(p.positions.call0 - j0, 0, to));
   return {from, std::max(from, to)};
 }
 

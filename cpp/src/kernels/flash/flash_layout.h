@@ -146,16 +146,41 @@ struct KeyRange {
   bool empty() const { return end <= begin; }
 };
 
+// A row's or key's position for the window: its slot, or its positionId (Positions::ids).
+inline std::int64_t window_position(const AttentionProblem& p, std::int64_t slot) {
+  return p.positions.ids && slot >= p.positions.call0 ? p.positions.ids[slot - p.positions.call0] : slot;
+}
+
 // The one position rule: the keys the query at `query_pos` may see, a contiguous range of
 // positions. Causal stops after the query's own position, a window starts after
-// query_pos - window (docs/attention-math.md §9).
+// query_pos - window (docs/attention-math.md §9). With Positions::ids the range keeps every key
+// of the call the causal rule allows; mask_tile tests those against the window one by one.
 inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) {
   const std::int64_t S = p.S;
   std::int64_t end = p.causal ? query_pos + 1 : S;
-  std::int64_t begin = p.positions.window > 0 ? query_pos - p.positions.window + 1 : 0;
+  std::int64_t begin = p.positions.window > 0 ? window_position(p, query_pos) - p.positions.window + 1 : 0;
+  if (p.positions.ids) begin = std::min(begin, p.positions.call0);
   end = std::clamp<std::int64_t>(end, 0, S);
   begin = std::clamp<std::int64_t>(begin, 0, end);
   return {static_cast<int>(begin), static_cast<int>(end)};
+}
+
+// The window in positionIds (Positions::ids): −∞ where a key of the call, tile columns [lo, hi),
+// is at a position the window of the query (at slot query_slot) leaves out.
+__attribute__((noinline)) inline void window_ids_tile(const AttentionProblem& p, std::int64_t query_slot, int j0,
+                                                      int lo, int hi, float* s) {
+  const std::int64_t edge = window_position(p, query_slot) - p.positions.window;
+  const int from = static_cast<int>(std::clamp<std::int64_t>(p.positions.call0 - j0, lo, hi));
+  for (int j = from; j < hi; ++j)
+    if (window_position(p, j0 + j) <= edge) s[j] = kNegInf;
+}
+
+// −∞ in a row's tile columns outside [lo, hi), its allowed keys, and under Positions::ids at the
+// call's keys inside them that the row's window leaves out.
+inline void mask_outside(const AttentionProblem& p, std::int64_t query_slot, int j0, int lo, int hi, int width, float* s) {
+  std::fill(s, s + lo, kNegInf);
+  std::fill(s + hi, s + width, kNegInf);
+  if (p.positions.ids) window_ids_tile(p, query_slot, j0, lo, hi, s);
 }
 
 // The keys of a block of rows [r0, r0 + rows) of unit g: `any`, those it must compute (the union
@@ -174,6 +199,8 @@ __attribute__((noinline)) inline BlockKeys block_keys(const AttentionProblem& p,
     if (k.empty()) continue;
     any = {std::min(any.begin, k.begin), std::max(any.end, k.end)};
   }
+  // The call's keys under Positions::ids are never seen by all without mask_tile's test.
+  if (p.positions.ids) all.end = static_cast<int>(std::min<std::int64_t>(all.end, p.positions.call0));
   return {any.empty() ? KeyRange{0, 0} : any, all};
 }
 
