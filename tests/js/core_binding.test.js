@@ -94,9 +94,10 @@ test('a fresh core registers only the cold-start calls; each other group once, w
   for (const name of ['sdpa', 'KvCache', 'mhaReadParameter', 'mhaForwardHeads']) assert.equal(fresh[name], undefined, name);
   assert.ok(newCoreCache(fresh).length() === 0 && fresh.KvCache && fresh.mhaCreateCache && fresh.kvRingGeometry);
   const cacheClass = fresh.KvCache;
-  fresh.registerCache();  // again: nothing is registered twice
+  assert.equal(fresh.registerGroup('cache'), 0);  // again: nothing is registered twice
   assert.equal(fresh.KvCache, cacheClass);
   assert.equal(fresh.sdpa, undefined, 'one group does not register another');
+  assert.equal(fresh.registerGroup('nope'), 1, 'a name that is no group');
 });
 
 test('a failed call returns 1 and leaves its text for takeError(), once; a call that succeeds returns 0', () => {
