@@ -6,7 +6,7 @@
 // Every registration costs every cold start (Embind builds its converters and callers in JS,
 // about 30 µs a value_object field and 70 µs a method), so EMSCRIPTEN_BINDINGS registers only
 // what a first create(), loadStateDict() and forward() call. The rest comes in groups, each
-// registered by its own bound function the first time JS needs it (core_binding.js's
+// registered by registerGroup(name) the first time JS needs it (core_binding.js's
 // requireGroup()): sdpa, the KV cache, and the calls of inspection and of the worker pool.
 #include <emscripten/bind.h>
 
@@ -191,6 +191,17 @@ void register_once() {
   done = true;
 }
 
+// The groups by the name JS gives them (core_binding.js GROUPS): one bound function for all, as
+// each bound function is a registration at every cold start. 1 for a name that is no group.
+int register_group(const std::string& name) {
+  if (name == "sdpa") return register_once<register_sdpa>(), 0;
+  if (name == "cache") return register_once<register_cache>(), 0;
+  if (name == "inspection") return register_once<register_inspection>(), 0;
+  if (name == "heads") return register_once<register_heads>(), 0;
+  if (name == "quantised") return register_once<register_quantised>(), 0;
+  return 1;
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(webattention) {
@@ -211,9 +222,5 @@ EMSCRIPTEN_BINDINGS(webattention) {
   // Threads of the core's own pool: more than 1 only in the pthreads modules.
   function("threadCount", &thread_count);
   function("setThreadLimit", &set_thread_limit);
-  function("registerSdpa", &register_once<register_sdpa>);
-  function("registerCache", &register_once<register_cache>);
-  function("registerInspection", &register_once<register_inspection>);
-  function("registerHeads", &register_once<register_heads>);
-  function("registerQuantised", &register_once<register_quantised>);
+  function("registerGroup", &register_group);
 }

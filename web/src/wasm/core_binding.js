@@ -28,19 +28,19 @@ function enumValue(type, name, argument) {
   return value;
 }
 
-// Each group with the name it registers first (present once the group is).
+// Each group (embind.cpp's register_group() knows them by these names) with the name it
+// registers first (present once the group is).
 const GROUPS = {
-  sdpa: ['sdpa', 'registerSdpa'],
-  cache: ['KvCache', 'registerCache'],
-  inspection: ['mhaReadParameter', 'registerInspection'],
-  heads: ['mhaForwardHeads', 'registerHeads'],
-  quantised: ['mhaLoadQuantised', 'registerQuantised'],
+  sdpa: 'sdpa',
+  cache: 'KvCache',
+  inspection: 'mhaReadParameter',
+  heads: 'mhaForwardHeads',
+  quantised: 'mhaLoadQuantised',
 };
 
 /** `core` with binding group `name` registered (embind.cpp). */
 export function requireGroup(core, name) {
-  const [probe, register] = GROUPS[name];
-  if (!core[probe]) core[register]();
+  if (!core[GROUPS[name]] && core.registerGroup(name) !== 0) throw new Error(`no binding group ${name}`);
   return core;
 }
 

@@ -1,0 +1,64 @@
+// Embind's built-in types, only those the binding's signatures use (embind.cpp, binding_objects.h):
+// void, bool, the integers, float, double and std::string. Emscripten's own libembind registers
+// 40 at every instantiation (std::wstring, std::u16string, std::u32string, emscripten::val,
+// 64-bit integers and 21 memory_views besides), each a registration in JS at every cold start,
+// and their converters are glue that V8 compiles there. Defining both of its symbols here keeps
+// the linker from taking libembind's bind.o at all (-lembind still brings Embind's JS runtime).
+// A binding that starts to use one of the types left out fails at its first call with Embind's
+// UnboundTypeError naming the type: register it here too. Mirrors Emscripten 3.1.6's
+// system/lib/embind/bind.cpp, the toolchain the package is built with.
+#include <emscripten/bind.h>
+
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <typeinfo>
+
+namespace {
+
+using namespace emscripten::internal;
+
+template <typename T>
+void register_integer(const char* name) {
+  _embind_register_integer(TypeID<T>::get(), name, sizeof(T), std::numeric_limits<T>::min(),
+                           std::numeric_limits<T>::max());
+}
+
+template <typename T>
+void register_float(const char* name) {
+  _embind_register_float(TypeID<T>::get(), name, sizeof(T));
+}
+
+}  // namespace
+
+extern "C" {
+
+// Embind's JS asks for a type's name for its error messages (an unbound type); exported by
+// CMakeLists.txt.
+const char* __getTypeName(const std::type_info* ti) {
+  if (emscripten::has_unbound_type_names) return strdup(ti->name());
+  char str[80];
+  std::snprintf(str, sizeof str, "%p", reinterpret_cast<const void*>(ti));
+  return strdup(str);
+}
+
+// libembind's name for it, run at instantiation like libembind's.
+__attribute__((constructor)) void __embind_register_native_and_builtin_types() {
+  _embind_register_void(TypeID<void>::get(), "void");
+  _embind_register_bool(TypeID<bool>::get(), "bool", sizeof(bool), true, false);
+  register_integer<char>("char");
+  register_integer<signed char>("signed char");
+  register_integer<unsigned char>("unsigned char");
+  register_integer<signed short>("short");
+  register_integer<unsigned short>("unsigned short");
+  register_integer<signed int>("int");
+  register_integer<unsigned int>("unsigned int");
+  register_integer<signed long>("long");
+  register_integer<unsigned long>("unsigned long");
+  register_float<float>("float");
+  register_float<double>("double");
+  _embind_register_std_string(TypeID<std::string>::get(), "std::string");
+}
+
+}  // extern "C"
