@@ -9,7 +9,7 @@
 // system/lib/embind/bind.cpp, the toolchain the package is built with.
 #include <emscripten/bind.h>
 
-#include <cstdio>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -36,10 +36,16 @@ extern "C" {
 
 // Embind's JS asks for a type's name for its error messages (an unbound type); exported by
 // CMakeLists.txt.
+// Without type names, the type_info's address in hex, written by hand: snprintf("%p") would link
+// printf's formatting code (~7 KB of .wasm) for this one message.
 const char* __getTypeName(const std::type_info* ti) {
   if (emscripten::has_unbound_type_names) return strdup(ti->name());
-  char str[80];
-  std::snprintf(str, sizeof str, "%p", reinterpret_cast<const void*>(ti));
+  char str[2 + 2 * sizeof(std::uintptr_t) + 1] = "0x";
+  const auto address = reinterpret_cast<std::uintptr_t>(ti);
+  for (std::size_t i = 0; i < 2 * sizeof address; ++i) {
+    str[2 + i] = "0123456789abcdef"[(address >> (4 * (2 * sizeof address - 1 - i))) & 0xf];
+  }
+  str[sizeof str - 1] = '\0';
   return strdup(str);
 }
 
