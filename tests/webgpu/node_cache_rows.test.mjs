@@ -1,41 +1,59 @@
-// A WebGPU cache keeps every row at one length (issue 38: rows of different lengths run on WASM
-// caches, tests/js/cache_rows.test.js): a forward() with `rows` and an unequal truncate(lengths)
-// are CacheErrors naming rows / lengths, up front, that leave the cache as it was; truncate() with
-// one length per row, all equal, is a plain truncate. Set-up: node_setup.mjs.
+// A batched cache's rows of different lengths (issue 38) on the GPU: forward() with `rows`, calls
+// on every row from their own lengths, and truncate(lengths), each batch's cache row and length a
+// kernel input (kernels/row_table.wgsl.js). The runs of tests/contract/cache_rows.mjs
+// (tests/js/cache_rows.test.js on WASM): bit for bit against one GPU cache per row fed the same
+// tokens, and each row within tolerance of its float64 reference; misuse as on WASM. What this
+// backend still refuses on such rows (masks, needWeights) is a CacheError naming rows. Set-up:
+// node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
 import { withModule } from '../contract/cache_rollback.mjs';
+import { ROWS_CREATE, ROWS_GQA_CREATE, ROWS_LAYOUTS, checkHostileRows, checkRowsRun, hostileRowsRun, rowsRun } from '../contract/cache_rows.mjs';
 import { filled } from '../contract/random.mjs';
 import { gpu, runs } from './node_setup.mjs';
 
-test('WebGPU: a rows call and unequal truncate(lengths) are CacheErrors that leave the cache as it was', async () => {
+const ON_GPU = { backend: 'webgpu', gpu };
+const onlyGpu = (before) => runs.slice(before).every((where) => where === 'webgpu');
+
+const cases = [...ROWS_LAYOUTS.map((layout) => [layout, ROWS_CREATE]), [ROWS_LAYOUTS[3], ROWS_GQA_CREATE]];
+for (const [layout, create] of cases) {
+  test(`WebGPU: rows of different lengths = one cache per row, bit for bit (${JSON.stringify(layout.cache)}, ${create.numKvHeads ? 'GQA' : 'MHA'})`, async () => {
+    const before = runs.length;
+    const r = await rowsRun(api, layout, { ...create, ...ON_GPU });
+    assert.ok(onlyGpu(before), 'every call on the GPU');
+    checkRowsRun(assert, api, r, layout);
+  });
+}
+
+test('WebGPU: misuse of rows and lengths is a typed error naming them that leaves the cache as it was', async () => {
   const before = runs.length;
-  const r = await withModule(api, { backend: 'webgpu', gpu }, async (mha) => {
+  const r = await hostileRowsRun(api, ON_GPU);
+  assert.ok(onlyGpu(before), 'every call on the GPU');
+  checkHostileRows(assert, api, r);
+});
+
+test('WebGPU: masks and needWeights on rows of their own are CacheErrors naming rows that leave the cache as it was', async () => {
+  const r = await withModule(api, { embedDim: 16, numHeads: 4, ...ON_GPU }, async (mha) => {
     const make = () => mha.createCache({ batchSize: 2, maxLength: 16 });
     const [cache, twin] = [make(), make()];
-    const x = (n, seed) => ({ data: filled(2 * n * 16, seed), shape: [2, n, 16] });
-    const prompt = x(3, 5);
-    await Promise.all([cache, twin].map((c) => mha.forward(prompt, prompt, prompt, { cache: c })));
-    const one = { data: filled(16, 6), shape: [1, 1, 16] };
-    const errors = [];
-    await mha.forward(one, one, one, { cache, rows: [1] }).catch((e) => errors.push(e));
-    try {
-      cache.truncate([1, 2]);
-    } catch (e) {
-      errors.push(e);
+    const x = (n, L, seed) => ({ data: filled(n * L * 16, seed), shape: [n, L, 16] });
+    for (const c of [cache, twin]) {
+      const prompt = x(2, 3, 5);
+      await mha.forward(prompt, prompt, prompt, { cache: c });
     }
-    cache.truncate([2, 2]);
-    twin.truncate(2);
-    const lengths = cache.lengths;
-    const next = x(1, 7);
+    const one = x(1, 1, 6);
+    const errors = [];
+    await mha.forward(one, one, one, { cache, rows: [1], needWeights: true }).catch((e) => errors.push(e));
+    const kpm = { data: new Uint8Array(4), shape: [1, 4] };
+    await mha.forward(one, one, one, { cache, rows: [1], keyPaddingMask: kpm }).catch((e) => errors.push(e));
+    const next = x(2, 1, 7);
     const [a, b] = await Promise.all([cache, twin].map((c) => mha.forward(next, next, next, { cache: c })));
-    return { errors, lengths, same: sameBits(a.output.data, b.output.data) };
+    return { errors, lengths: cache.lengths, same: sameBits(a.output.data, b.output.data) };
   });
-  assert.ok(runs.slice(before).every((where) => where === 'webgpu'), 'every call on the GPU');
-  assert.deepEqual(r.errors.map((e) => [e instanceof CacheError, e.argument]), [[true, 'rows'], [true, 'lengths']]);
-  assert.deepEqual(r.lengths, [2, 2]);
+  assert.deepEqual(r.errors.map((e) => [e instanceof CacheError, e.argument]), [[true, 'rows'], [true, 'rows']]);
+  assert.deepEqual(r.lengths, [4, 4]);
   assert.ok(r.same, 'the next call equals a twin cache\'s');
 });
