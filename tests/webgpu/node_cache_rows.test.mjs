@@ -2,9 +2,9 @@
 // on every row from their own lengths, and truncate(lengths), each batch's cache row and length a
 // kernel input (kernels/row_table.wgsl.js). The runs of tests/contract/cache_rows.mjs
 // (tests/js/cache_rows.test.js on WASM): bit for bit against one GPU cache per row fed the same
-// tokens, and each row within tolerance of its float64 reference; misuse as on WASM. What this
-// backend still refuses on such rows (masks, needWeights) is a CacheError naming rows. Set-up:
-// node_setup.mjs.
+// tokens, and each row within tolerance of its float64 reference; misuse as on WASM; the weights
+// of such rows, bit for bit a cache of their own's and 0 past each row's keys. What this backend
+// still refuses on such rows (masks) is a CacheError naming rows. Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
@@ -35,7 +35,44 @@ test('WebGPU: misuse of rows and lengths is a typed error naming them that leave
   checkHostileRows(assert, api, r);
 });
 
-test('WebGPU: masks and needWeights on rows of their own are CacheErrors naming rows that leave the cache as it was', async () => {
+test('WebGPU: the weights of rows of different lengths = one cache per row\'s, bit for bit, 0 past each row\'s keys', async () => {
+  const x = (n, L, seed) => ({ data: filled(n * L * 16, seed), shape: [n, L, 16] });
+  const rowOf = (t, b) => ({ data: t.data.subarray(b * t.shape[1] * 16, (b + 1) * t.shape[1] * 16), shape: [1, t.shape[1], 16] });
+  const checked = await withModule(api, { embedDim: 16, numHeads: 4, rotary: { dim: 4 }, ...ON_GPU }, async (mha) => {
+    const batched = mha.createCache({ batchSize: 2, maxLength: 32 });
+    const alone = [0, 1].map(() => mha.createCache({ batchSize: 1, maxLength: 32 }));
+    const feed = async (input, rows) => {
+      await mha.forward(input, input, input, { cache: batched, rows });
+      for (const [i, b] of (rows ?? [0, 1]).entries()) await mha.forward(rowOf(input, i), rowOf(input, i), rowOf(input, i), { cache: alone[b] });
+    };
+    await feed(x(2, 3, 5));
+    await feed(x(1, 4, 9), [1]);  // rows at 3 and 7
+    let count = 0;
+    // L = 1 runs the decode kernels, L = 3 flash; averaged and per head.
+    for (const [L, averageAttnWeights] of [[1, true], [1, false], [3, true]]) {
+      const input = x(2, L, 11 + L);
+      const options = { needWeights: true, averageAttnWeights };
+      const r = await mha.forward(input, input, input, { cache: batched, ...options });
+      const T = r.attnWeights.shape.at(-1);
+      for (const b of [0, 1]) {
+        const s = await mha.forward(rowOf(input, b), rowOf(input, b), rowOf(input, b), { cache: alone[b], ...options });
+        const Tb = s.attnWeights.shape.at(-1);
+        const blocks = s.attnWeights.data.length / Tb;  // (heads ×) L rows of weights
+        assert.ok(sameBits(r.output.data.subarray(b * L * 16, (b + 1) * L * 16), s.output.data), `output, row ${b}, L ${L}`);
+        for (let k = 0; k < blocks; k++) {
+          const row = r.attnWeights.data.subarray((b * blocks + k) * T, (b * blocks + k + 1) * T);
+          assert.ok(sameBits(row.subarray(0, Tb), s.attnWeights.data.subarray(k * Tb, (k + 1) * Tb)), `weights, row ${b}, L ${L}, ${k}`);
+          assert.ok(row.subarray(Tb).every((v) => Object.is(v, 0)), `0 past row ${b}'s keys`);
+          count += 1;
+        }
+      }
+    }
+    return count;
+  });
+  assert.equal(checked, 2 * (1 + 4 + 3));
+});
+
+test('WebGPU: masks on rows of their own are CacheErrors naming rows that leave the cache as it was', async () => {
   const r = await withModule(api, { embedDim: 16, numHeads: 4, ...ON_GPU }, async (mha) => {
     const make = () => mha.createCache({ batchSize: 2, maxLength: 16 });
     const [cache, twin] = [make(), make()];
@@ -46,7 +83,7 @@ test('WebGPU: masks and needWeights on rows of their own are CacheErrors naming 
     }
     const one = x(1, 1, 6);
     const errors = [];
-    await mha.forward(one, one, one, { cache, rows: [1], needWeights: true }).catch((e) => errors.push(e));
+    await mha.forward(one, one, one, { cache, rows: [1], attnMask: { data: new Uint8Array(1), shape: [1, 1] } }).catch((e) => errors.push(e));
     const kpm = { data: new Uint8Array(4), shape: [1, 4] };
     await mha.forward(one, one, one, { cache, rows: [1], keyPaddingMask: kpm }).catch((e) => errors.push(e));
     const next = x(2, 1, 7);
