@@ -121,7 +121,7 @@ export interface ForwardOptions {
    * increasing, one per batch row of query, key and value (their batch dimension is rows.length).
    * Each row's queries see that row's positions only, from its own length on (RoPE positions
    * too); the result equals one cache per row, bit for bit. On a WebGPU cache, rows at lengths
-   * of their own run without masks (CacheError naming `rows`). ShapeError naming
+   * of their own run without attnMask (CacheError naming `rows`). ShapeError naming
    * `rows` when out of range, repeated, unsorted or not one per batch row; the cache is left as it
    * was.
    */

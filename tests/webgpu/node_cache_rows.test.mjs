@@ -3,8 +3,9 @@
 // kernel input (kernels/row_table.wgsl.js). The runs of tests/contract/cache_rows.mjs
 // (tests/js/cache_rows.test.js on WASM): bit for bit against one GPU cache per row fed the same
 // tokens, and each row within tolerance of its float64 reference; misuse as on WASM; the weights
-// of such rows, bit for bit a cache of their own's and 0 past each row's keys. What this backend
-// still refuses on such rows (masks) is a CacheError naming rows. Set-up: node_setup.mjs.
+// and key padding masks of such rows, bit for bit a cache of their own's (weights 0 past each
+// row's keys). What this backend still refuses on such rows (a verification mask, attnMask) is a
+// CacheError naming rows. Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
@@ -35,7 +36,7 @@ test('WebGPU: misuse of rows and lengths is a typed error naming them that leave
   checkHostileRows(assert, api, r);
 });
 
-test('WebGPU: the weights of rows of different lengths = one cache per row\'s, bit for bit, 0 past each row\'s keys', async () => {
+test('WebGPU: the weights and key padding masks of rows of different lengths = one cache per row\'s, bit for bit', async () => {
   const x = (n, L, seed) => ({ data: filled(n * L * 16, seed), shape: [n, L, 16] });
   const rowOf = (t, b) => ({ data: t.data.subarray(b * t.shape[1] * 16, (b + 1) * t.shape[1] * 16), shape: [1, t.shape[1], 16] });
   const checked = await withModule(api, { embedDim: 16, numHeads: 4, rotary: { dim: 4 }, ...ON_GPU }, async (mha) => {
@@ -48,15 +49,19 @@ test('WebGPU: the weights of rows of different lengths = one cache per row\'s, b
     await feed(x(2, 3, 5));
     await feed(x(1, 4, 9), [1]);  // rows at 3 and 7
     let count = 0;
-    // L = 1 runs the decode kernels, L = 3 flash; averaged and per head.
-    for (const [L, averageAttnWeights] of [[1, true], [1, false], [3, true]]) {
+    // L = 1 runs the decode kernels, L = 3 flash; averaged and per head; a key padding mask
+    // [B, T] whose row b's first T_b columns are a cache of its own's [1, T_b].
+    for (const [L, averageAttnWeights, padded] of [[1, true, false], [1, false, true], [3, true, true]]) {
       const input = x(2, L, 11 + L);
+      const T = Math.max(...batched.lengths) + L;
+      const kpm = Uint8Array.from({ length: 2 * T }, (_, k) => (k % T + Math.floor(k / T)) % 3 === 1);  // its own per row
       const options = { needWeights: true, averageAttnWeights };
-      const r = await mha.forward(input, input, input, { cache: batched, ...options });
-      const T = r.attnWeights.shape.at(-1);
+      const r = await mha.forward(input, input, input, { cache: batched, ...options, ...(padded && { keyPaddingMask: { data: kpm, shape: [2, T] } }) });
+      assert.equal(r.attnWeights.shape.at(-1), T);
       for (const b of [0, 1]) {
-        const s = await mha.forward(rowOf(input, b), rowOf(input, b), rowOf(input, b), { cache: alone[b], ...options });
-        const Tb = s.attnWeights.shape.at(-1);
+        const Tb = batched.lengths[b];
+        const own = padded && { keyPaddingMask: { data: kpm.slice(b * T, b * T + Tb), shape: [1, Tb] } };
+        const s = await mha.forward(rowOf(input, b), rowOf(input, b), rowOf(input, b), { cache: alone[b], ...options, ...own });
         const blocks = s.attnWeights.data.length / Tb;  // (heads ×) L rows of weights
         assert.ok(sameBits(r.output.data.subarray(b * L * 16, (b + 1) * L * 16), s.output.data), `output, row ${b}, L ${L}`);
         for (let k = 0; k < blocks; k++) {
@@ -72,7 +77,7 @@ test('WebGPU: the weights of rows of different lengths = one cache per row\'s, b
   assert.equal(checked, 2 * (1 + 4 + 3));
 });
 
-test('WebGPU: masks on rows of their own are CacheErrors naming rows that leave the cache as it was', async () => {
+test('WebGPU: an attnMask on rows of their own is a CacheError naming rows that leaves the cache as it was', async () => {
   const r = await withModule(api, { embedDim: 16, numHeads: 4, ...ON_GPU }, async (mha) => {
     const make = () => mha.createCache({ batchSize: 2, maxLength: 16 });
     const [cache, twin] = [make(), make()];
@@ -84,13 +89,11 @@ test('WebGPU: masks on rows of their own are CacheErrors naming rows that leave 
     const one = x(1, 1, 6);
     const errors = [];
     await mha.forward(one, one, one, { cache, rows: [1], attnMask: { data: new Uint8Array(1), shape: [1, 1] } }).catch((e) => errors.push(e));
-    const kpm = { data: new Uint8Array(4), shape: [1, 4] };
-    await mha.forward(one, one, one, { cache, rows: [1], keyPaddingMask: kpm }).catch((e) => errors.push(e));
     const next = x(2, 1, 7);
     const [a, b] = await Promise.all([cache, twin].map((c) => mha.forward(next, next, next, { cache: c })));
     return { errors, lengths: cache.lengths, same: sameBits(a.output.data, b.output.data) };
   });
-  assert.deepEqual(r.errors.map((e) => [e instanceof CacheError, e.argument]), [[true, 'rows'], [true, 'rows']]);
+  assert.deepEqual(r.errors.map((e) => [e instanceof CacheError, e.argument]), [[true, 'rows']]);
   assert.deepEqual(r.lengths, [4, 4]);
   assert.ok(r.same, 'the next call equals a twin cache\'s');
 });

@@ -10,14 +10,14 @@ export const ROW_TABLE_STORAGE_BUFFERS = 9;
 /**
  * A call on some `rows`, or on rows of unequal lengths, runs here with each batch's cache row and
  * length as kernel inputs (kernels/row_table.wgsl.js), except what this backend has not taken over:
- * masks (a verification mask's first key per row), and a device whose shader stage binds
+ * a verification mask (attnMask: its first key per row), and a device whose shader stage binds
  * fewer than ROW_TABLE_STORAGE_BUFFERS storage buffers. Each a CacheError naming `rows`, before
  * anything runs.
  */
 function checkRowCall(plan, limits) {
   const { rows, lengthsBefore } = plan.cache;
   if (!rows && lengthsBefore.every((n) => n === lengthsBefore[0])) return;
-  const what = plan.keyPaddingMask.data || plan.attnMask.data ? 'masks'
+  const what = plan.attnMask.data ? 'attnMask'
     : limits.maxStorageBuffersPerShaderStage < ROW_TABLE_STORAGE_BUFFERS
       ? `a device of ${limits.maxStorageBuffersPerShaderStage} storage buffers per shader stage` : null;
   if (!what) return;
