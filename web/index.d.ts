@@ -120,8 +120,8 @@ export interface ForwardOptions {
    * With a batched cache: the cache rows this call appends to (the ones still decoding), strictly
    * increasing, one per batch row of query, key and value (their batch dimension is rows.length).
    * Each row's queries see that row's positions only, from its own length on (RoPE positions
-   * too); the result equals one cache per row, bit for bit. On a WebGPU cache, rows at lengths
-   * of their own run without attnMask (CacheError naming `rows`). ShapeError naming
+   * too); the result equals one cache per row, bit for bit. On a WebGPU device of fewer than 9
+   * storage buffers per shader stage, a CacheError naming `rows`. ShapeError naming
    * `rows` when out of range, repeated, unsorted or not one per batch row; the cache is left as it
    * was.
    */

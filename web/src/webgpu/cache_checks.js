@@ -9,21 +9,19 @@ export const ROW_TABLE_STORAGE_BUFFERS = 9;
 
 /**
  * A call on some `rows`, or on rows of unequal lengths, runs here with each batch's cache row and
- * length as kernel inputs (kernels/row_table.wgsl.js), except what this backend has not taken over:
- * a verification mask (attnMask: its first key per row), and a device whose shader stage binds
- * fewer than ROW_TABLE_STORAGE_BUFFERS storage buffers. Each a CacheError naming `rows`, before
+ * length as kernel inputs (kernels/row_table.wgsl.js): on a device whose shader stage binds at
+ * least ROW_TABLE_STORAGE_BUFFERS storage buffers, else a CacheError naming `rows`, before
  * anything runs.
  */
 function checkRowCall(plan, limits) {
   const { rows, lengthsBefore } = plan.cache;
   if (!rows && lengthsBefore.every((n) => n === lengthsBefore[0])) return;
-  const what = plan.attnMask.data ? 'attnMask'
-    : limits.maxStorageBuffersPerShaderStage < ROW_TABLE_STORAGE_BUFFERS
-      ? `a device of ${limits.maxStorageBuffersPerShaderStage} storage buffers per shader stage` : null;
-  if (!what) return;
+  const have = limits.maxStorageBuffersPerShaderStage;
+  if (have >= ROW_TABLE_STORAGE_BUFFERS) return;
   throw new CacheError(`rows: a WebGPU cache's rows at lengths of their own (a call on some rows, or after truncate(lengths)) `
-    + `run without ${what} here; a WASM cache (createCache() on a module whose backend is 'wasm') takes them`, {
-    argument: 'rows', expected: `a call without ${what}`, actual: what,
+    + `need ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage; this device has ${have}: a WASM cache `
+    + "(createCache() on a module whose backend is 'wasm') takes them", {
+    argument: 'rows', expected: `>= ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage`, actual: have,
   });
 }
 

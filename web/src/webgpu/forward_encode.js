@@ -79,15 +79,16 @@ function maskToF32(mask) {
 }
 
 // The attention mask's uniforms: its kind (ATTENTION_PARAMS), the first key it covers (a cached
-// call's verification mask: its first new position, the call's for each of its passes) and its
-// columns.
-function maskUniforms({ attnMask, cache: planned }, B, H, cache) {
+// call's verification mask: its first new position, the call's for each of its passes; per row,
+// perRow, each row's own from its shift less amPass) and its columns.
+function maskUniforms({ attnMask, cache: planned }, B, H, cache, perRow) {
   const { shape } = attnMask;
   if (!attnMask.data) return { amKind: 0, amKey0: 0, amCols: 0 };
   const perBatch = cache && shape.length === 3 && shape[0] === B;
   return {
     amKind: shape.length === 2 ? 1 : perBatch ? 3 : 2,
     amKey0: cache ? planned.maskKey0 ?? planned.lengthBefore : 0,
+    amPass: perRow ? planned.lengthBefore - (planned.maskKey0 ?? planned.lengthBefore) : 0,
     amCols: shape.at(-1),
   };
 }
@@ -175,7 +176,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const shift = perRow ? perRow.least : cache ? plan.cache.lengthBefore : 0;
   const values = {
     B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
-    ...maskUniforms(plan, B, H, cache),
+    ...maskUniforms(plan, B, H, cache, perRow),
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
     shift, window: cache ? cache.window : 0, scale: config.scale, softcap: config.softcap ?? 0, perRow: perRow ? 1 : 0,

@@ -28,6 +28,7 @@ export const ATTENTION_PARAMS = [
   ['amKind', 'u32', '0: none, 1: am[i·C + j′] ([L, C]), 2: am[((b·H + h)·L + i)·C + j′] (per head), 3: am[(b·L + i)·C + j′] (per batch)'],
   ['amKey0', 'u32', 'the mask covers keys j >= amKey0 (j′ = j − amKey0): 0, or a cached call\'s first new position'],
   ['amCols', 'u32', 'C, the mask\'s columns: S, or a cached call\'s new positions'],
+  ['amPass', 'u32', 'with perRow: the mask covers batch b\'s keys from shiftOf(b) − amPass (the pass\'s first row in its call) on'],
   ['qOff', 'u32', 'head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK'],
   ['qStride', 'u32'],
   ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK (a narrow cache: in words, kv_reads.wgsl.js)'],
@@ -85,8 +86,10 @@ fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKeyAt(0u, p.shift) + chu
 // Where the attention mask holds (b, h, i, j), or -1 where it has no entry: none, or key j before
 // the keys it covers (a cached call's verification mask covers only its new positions).
 fn amAt(b: u32, h: u32, i: u32, j: u32) -> i32 {
-  if (p.amKind == 0u || j < p.amKey0) { return -1; }
-  var at = i * p.amCols + (j - p.amKey0);
+  var key0 = p.amKey0;
+  if (p.perRow != 0u) { key0 = shiftOf(b) - p.amPass; }  // each row's new positions start at its own length
+  if (p.amKind == 0u || j < key0) { return -1; }
+  var at = i * p.amCols + (j - key0);
   if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.amCols; }
   if (p.amKind == 3u) { at += b * p.L * p.amCols; }
   return i32(at);
