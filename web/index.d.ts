@@ -64,9 +64,8 @@ export class KvCache {
    * Drops positions >= length (an integer, one for every row; at most each row's length, and with
    * a window whose ring has wrapped at least the oldest position held plus the window), after the
    * calls made before it: later calls continue as if they had never been appended. With a list,
-   * one length per row (batchSize of them), each row cut on its own (WASM caches; a WebGPU cache
-   * keeps its rows at one length). CacheError (naming `length` or `lengths`) otherwise, the cache
-   * unchanged.
+   * one length per row (batchSize of them), each row cut on its own. CacheError (naming `length`
+   * or `lengths`) otherwise, the cache unchanged.
    */
   truncate(length: number | ArrayLike<number>): void;
   /**
@@ -121,9 +120,10 @@ export interface ForwardOptions {
    * With a batched cache: the cache rows this call appends to (the ones still decoding), strictly
    * increasing, one per batch row of query, key and value (their batch dimension is rows.length).
    * Each row's queries see that row's positions only, from its own length on (RoPE positions
-   * too); the result equals one cache per row, bit for bit. WASM caches only (a WebGPU cache:
-   * CacheError naming `rows`). ShapeError naming `rows` when out of range, repeated, unsorted or
-   * not one per batch row; the cache is left as it was.
+   * too); the result equals one cache per row, bit for bit. On a WebGPU device of fewer than 9
+   * storage buffers per shader stage, a CacheError naming `rows`. ShapeError naming
+   * `rows` when out of range, repeated, unsorted or not one per batch row; the cache is left as it
+   * was.
    */
   rows?: ArrayLike<number>;
   /**

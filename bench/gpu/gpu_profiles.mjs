@@ -81,7 +81,8 @@ export async function profileAttention(device, shape, causal, budget, print) {
   const heads = { dk: ops.dk, dv: ops.dk };
   const make = async (variant) => {
     const { pipeline, compileMs } = await compiledPipeline(device, variant, heads);
-    const bindings = [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, out, stats];
+    // The last: the row table (kernels/row_table.wgsl.js), unread with perRow 0.
+    const bindings = [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, out, stats, ops.none];
     const kernel = preparedKernel(device, [{ pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings, groups: variant.grid({ L, BH: h }) }]);
     return { kernel, compileMs, output: () => readBack(device, out, L * E) };
   };
@@ -110,7 +111,7 @@ export async function profileDecode(device, shape, budget, print) {
       compiledPipeline(device, variant.reduce, dims),
     ]);
     const kernel = preparedKernel(device, [
-      { pipeline: partial.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, partials], groups: [chunks, 1, h] },
+      { pipeline: partial.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [ops.none, ops.none, ops.qkv, ops.qkv, ops.qkv, partials, ops.none], groups: [chunks, 1, h] },
       { pipeline: reduce.pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings: [partials, heads, stats], groups: [1, h, 1] },
     ]);
     return { kernel, compileMs: performance.now() - t0, output: () => readBack(device, heads, E) };

@@ -5,7 +5,8 @@
 // runs them on WASM.
 import { filled } from './random.mjs';
 import { mhaReference } from './reference.mjs';
-import { withModule } from './cache_rollback.mjs';
+import { outsideTolerance, withModule } from './cache_rollback.mjs';
+import { sameBits } from './compare.mjs';
 
 const E = 16;
 const B = 4;
@@ -105,10 +106,11 @@ function rowReference(mha, sd, tokens, n, { window = 0, dtype = 'float32' }) {
 
 /**
  * Misuse of rows and lengths on a cache of 4 rows at lengths [4, 6, 4, 4]: each refused call and
- * what it threw, then whether the next call still equals a twin cache's.
+ * what it threw, then whether the next call still equals a twin cache's. backend: create()'s
+ * backend options ({ backend: 'webgpu', gpu } on the GPU).
  */
-export function hostileRowsRun(api) {
-  return withModule(api, { embedDim: E, numHeads: 4 }, async (mha) => {
+export function hostileRowsRun(api, backend = {}) {
+  return withModule(api, { embedDim: E, numHeads: 4, ...backend }, async (mha) => {
     const make = () => mha.createCache({ batchSize: B, maxLength: 16 });
     const [cache, twin] = [make(), make()];
     const token = (n, L = 1) => ({ data: filled(n * L * E, 41 + n), shape: [n, L, E] });
@@ -159,4 +161,53 @@ export function hostileRowsRun(api) {
     const [a, b] = await Promise.all([cache, twin].map((c) => mha.forward(next, next, next, { cache: c })));
     return { refusals, readError, lengths, unchanged: a.output.data.every((v, i) => Object.is(v, b.output.data[i])) };
   });
+}
+
+/**
+ * rowsRun()'s result checked with `assert` (node:assert's): each step bit for bit against one
+ * cache per row, cache.lengths after each step, cache.length a CacheError naming lengths once the
+ * rows differ, and each row within tolerance of its float64 reference (where there is one).
+ */
+export function checkRowsRun(assert, api, r, { long }) {
+  for (const [s, step] of r.steps.entries()) {
+    step.rows.forEach((b, i) => {
+      const n = step.alone[i].length;
+      assert.ok(sameBits(step.batched.subarray(i * n, (i + 1) * n), step.alone[i]), `step ${s}, row ${b}`);
+    });
+  }
+  assert.deepEqual(r.lengths.slice(0, 7), [[3, 3, 3, 3], [3, 9, 9, 9], [3, 9, 20, 20], [3, 9, 20, 20 + long],
+    [4, 9, 21, 20 + long], [6, 11, 23, 22 + long], [7, 12, 23, 23 + long]]);
+  assert.deepEqual(r.lengths.slice(7), [[2, 9, 20, 40], [4, 11, 22, 42], [4, 14, 22, 45], [4, 14, 23, 45]]);
+  assert.ok(r.lengthError instanceof api.CacheError, String(r.lengthError));
+  assert.equal(r.lengthError.argument, 'lengths');
+  r.outputs.forEach((out, b) => {
+    if (!r.reference) return;
+    const shape = [out.length / E, E];
+    assert.equal(outsideTolerance({ data: out, shape }, { data: r.reference[b], shape }), null, `row ${b}`);
+  });
+}
+
+/** hostileRowsRun()'s result checked with `assert`: each refusal's class and argument, nothing changed. */
+export function checkHostileRows(assert, api, r) {
+  const { CacheError, ShapeError } = api;
+  const expected = {
+    'rows out of range': [ShapeError, 'rows'], 'a negative row': [ShapeError, 'rows'],
+    'a repeated row': [ShapeError, 'rows'], 'unsorted rows': [ShapeError, 'rows'],
+    'a fractional row': [ShapeError, 'rows'], 'rows not a list': [ShapeError, 'rows'],
+    'batch 3 with 2 rows': [ShapeError, 'rows'], 'batch 1 with 2 rows': [ShapeError, 'rows'],
+    'rows past maxLength': [CacheError, 'cache'],
+    'truncate(lengths) of 3 rows': [CacheError, 'lengths'], 'truncate(lengths) above a row': [CacheError, 'lengths'],
+    'truncate(lengths) below 0': [CacheError, 'lengths'], 'truncate(lengths) not integers': [CacheError, 'lengths'],
+    'truncate(length) above the shorter rows': [CacheError, 'length'],
+    'cache.length': [CacheError, 'lengths'], 'keep() after a rows call': [CacheError, 'indices'],
+  };
+  assert.deepEqual(r.refusals.map((x) => x.what), Object.keys(expected));
+  for (const { what, error } of r.refusals) {
+    const [type, argument] = expected[what];
+    assert.ok(error instanceof type, `${what}: ${error}`);
+    assert.equal(error.argument, argument, what);
+  }
+  assert.ok(r.readError instanceof CacheError && r.readError.argument === 'lengths', String(r.readError));
+  assert.deepEqual(r.lengths, [4, 6, 4, 4]);
+  assert.ok(r.unchanged, 'the next call after the refusals equals a twin cache\'s');
 }

@@ -40,6 +40,7 @@ async function appended(d) {
   const cache = make(count * G * headWords * 4, Usage.STORAGE | Usage.COPY_SRC);
   const uniforms = make(APPEND_PARAMS.length * 4, Usage.UNIFORM | Usage.COPY_DST);
   const readback = make(cache.size, Usage.MAP_READ | Usage.COPY_DST);
+  const rowTable = make(4, Usage.STORAGE);  // unread: every row at one length (perRow 0)
   try {
     device.queue.writeBuffer(input, 0, src);
     device.queue.writeBuffer(uniforms, 0, packParams(APPEND_PARAMS, { count, heads: G, d, srcOff: 0, srcStride: G * d, capacity: count, first: 0 }));
@@ -48,7 +49,7 @@ async function appended(d) {
     });
     const bindGroup = device.createBindGroup({
       layout: pipeline.getBindGroupLayout(0),
-      entries: [uniforms, input, cache].map((buffer, binding) => ({ binding, resource: { buffer } })),
+      entries: [uniforms, input, cache, rowTable].map((buffer, binding) => ({ binding, resource: { buffer } })),
     });
     const encoder = device.createCommandEncoder();
     const pass = encoder.beginComputePass();
@@ -61,7 +62,7 @@ async function appended(d) {
     await readback.mapAsync(1);
     return { words: new Uint32Array(readback.getMappedRange().slice(0)), src, headWords };
   } finally {
-    for (const buffer of [input, cache, uniforms, readback]) buffer.destroy();
+    for (const buffer of [input, cache, uniforms, readback, rowTable]) buffer.destroy();
   }
 }
 

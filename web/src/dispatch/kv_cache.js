@@ -226,7 +226,6 @@ export class KvCache {
     this.#refuseEncoded('truncate');
     const lengths = checkTruncation(length, this.#lengthsOf(handle), this.#options);
     const same = lengths.every((n) => n === lengths[0]);
-    if (!same) this.#owner.checkRowLengths?.('lengths');  // a backend's own limit (WebGPU's)
     // A call before it that failed appended less than planned: cut only what is there (the calls
     // planned after it then reject, as behind any failed call).
     this.#cutBack(lengths, () => this.#owner.truncateCache(handle, same ? lengths[0] : lengths),

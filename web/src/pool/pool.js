@@ -23,8 +23,9 @@ import { copyEntry } from '../storage/quantised_tensors.js';
  * posted; answerMs(ms), when set, replaces each request's answer budget (workerAnswerMs);
  * spawnWorker(variant), when set, makes the workers instead of the platform.
  */
-// How long an unawaited worker start waits (see #startLater()).
-const UNAWAITED_START_MS = 10;
+// How long an unawaited worker start waits (see #startLater()): longer than an ending process
+// takes to end on a loaded machine (10 ms was not, at a load average of 13 on two cores).
+const UNAWAITED_START_MS = 50;
 
 export const testHooks = { onPool: null, beforeRun: null, answerMs: null, spawnWorker: null };
 

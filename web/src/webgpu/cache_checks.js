@@ -1,18 +1,27 @@
 // What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
-// executor's checkRowLengths(), checkKeep() and checkCachedFits()): each a typed error that
-// leaves the cache as it was.
+// executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
 import { CacheError, MemoryError } from '../base/errors.js';
 import { cachedPasses } from './cached_passes.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
 
+/** Storage buffers the NaN rule's kernel binds in a call on rows at lengths of their own (its row table the ninth). */
+export const ROW_TABLE_STORAGE_BUFFERS = 9;
+
 /**
- * A cache here keeps every row at one length: a call on some `rows`, or truncate(lengths) of
- * unequal lengths, is a CacheError naming `argument`, before anything changes.
+ * A call on some `rows`, or on rows of unequal lengths, runs here with each batch's cache row and
+ * length as kernel inputs (kernels/row_table.wgsl.js): on a device whose shader stage binds at
+ * least ROW_TABLE_STORAGE_BUFFERS storage buffers, else a CacheError naming `rows`, before
+ * anything runs.
  */
-export function refuseRowLengths(argument) {
-  throw new CacheError(`${argument}: a WebGPU cache keeps every row at one length; rows of lengths of their own run on a `
-    + "WASM cache (createCache() on a module whose backend is 'wasm')", {
-    argument, expected: 'every row at one length', actual: argument === 'rows' ? 'a call on some rows' : 'unequal lengths',
+function checkRowCall(plan, limits) {
+  const { rows, lengthsBefore } = plan.cache;
+  if (!rows && lengthsBefore.every((n) => n === lengthsBefore[0])) return;
+  const have = limits.maxStorageBuffersPerShaderStage;
+  if (have >= ROW_TABLE_STORAGE_BUFFERS) return;
+  throw new CacheError(`rows: a WebGPU cache's rows at lengths of their own (a call on some rows, or after truncate(lengths)) `
+    + `need ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage; this device has ${have}: a WASM cache `
+    + "(createCache() on a module whose backend is 'wasm') takes them", {
+    argument: 'rows', expected: `>= ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage`, actual: have,
   });
 }
 
@@ -33,9 +42,8 @@ export function checkKeepRows(rows, indices, inputsHeld = true) {
  * Throws a MemoryError, before anything runs, unless every pass of a cached call fits the
  * device (`fits(pass)`, the executor's fits()): a cache on the GPU cannot move a call to WASM.
  */
-export function checkCachedCall(plan, config, fits) {
-  const { rows, lengthsBefore } = plan.cache;
-  if (rows || lengthsBefore.some((n) => n !== lengthsBefore[0])) refuseRowLengths('rows');
+export function checkCachedCall(plan, config, fits, limits) {
+  checkRowCall(plan, limits);
   // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
   if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
     throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `

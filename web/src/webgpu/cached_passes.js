@@ -14,6 +14,9 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
   const { B, L, T } = plan;
   if (L <= maxRows) return { passes: [plan], merge: ([result]) => result };
   const n = plan.cache.lengthBefore;
+  // Each cache row's length before the pass from row i0 on: the call's rows advanced by i0.
+  const { rows: listed, lengthsBefore } = plan.cache;
+  const rowsBefore = (i0) => lengthsBefore?.map((m, r) => (!listed || listed.includes(r) ? m + i0 : m));
   // Rows [i0, i1) of every batch of a [B, rowsPerBatch, width] array (or of `blocks` blocks).
   const rows = (data, rowsPerBatch, width, i0, i1, blocks = B) => {
     const out = new data.constructor(blocks * (i1 - i0) * width);
@@ -42,7 +45,7 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
       keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data, T, 1, 0, keys), shape: [B, keys] } : kpm,
       // A verification mask's rows of the pass, every column (the call's new positions, from n on).
       attnMask: am.data ? { ...am, data: maskRows(am, i0, i1), shape: [...am.shape.slice(0, -2), i1 - i0, L] } : am,
-      cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys, maskKey0: n },
+      cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys, maskKey0: n, lengthsBefore: rowsBefore(i0) },
     });
   }
   const merge = (results) => {

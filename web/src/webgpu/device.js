@@ -82,12 +82,14 @@ export async function requestAdapter(gpu) {
 /**
  * A device on `adapter` with the largest storage-buffer limits the adapter offers (the defaults,
  * 128 MiB per binding, would cap L·S for the weights) and its workgroup memory (the larger kernel
- * variants need it), plus 'timestamp-query' where offered (the kernel selection times on the GPU's
- * clock then) and the features kernel variants need ('subgroups': kernel_config.js's
- * variantFeatures(); such a variant is a candidate only on a device that has them). Throws BackendError on failure.
+ * variants need it), its storage buffers per shader stage (a cached call on rows at lengths of
+ * their own binds a ninth in the NaN rule's kernel: cache_checks.js), plus 'timestamp-query'
+ * where offered (the kernel selection times on the GPU's clock then) and the features kernel
+ * variants need ('subgroups': kernel_config.js's variantFeatures(); such a variant is a candidate
+ * only on a device that has them). Throws BackendError on failure.
  */
 export async function requestDevice(adapter) {
-  const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize'];
+  const want = ['maxStorageBufferBindingSize', 'maxBufferSize', 'maxComputeWorkgroupStorageSize', 'maxStorageBuffersPerShaderStage'];
   const requiredLimits = {};
   for (const name of want) if (adapter.limits?.[name] !== undefined) requiredLimits[name] = adapter.limits[name];
   const requiredFeatures = ['timestamp-query', ...variantFeatures()].filter((f) => adapter.features?.has(f));

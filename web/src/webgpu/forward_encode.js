@@ -42,6 +42,28 @@ import { cacheAppendGrid, cacheHeadWords } from './kernels/cache_narrow.wgsl.js'
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
 
+/**
+ * A cached call's rows at lengths of their own (a call on some `rows`, or rows of unequal
+ * lengths), or null when every row is at one length: { table: Uint32Array [B, 2] (batch b's cache
+ * row and its length before the call: kernels/row_table.wgsl.js), least (the least of those
+ * lengths, the decode grid's first window) }.
+ */
+export function callRows(plan) {
+  if (!rowsOfPlan.has(plan)) {
+    const { rows, lengthsBefore } = plan.cache ?? {};
+    const same = !lengthsBefore || (!rows && lengthsBefore.every((n) => n === lengthsBefore[0]));
+    const listed = same ? null : rows ? Array.from(rows) : lengthsBefore.map((_, b) => b);
+    rowsOfPlan.set(plan, listed && {
+      table: Uint32Array.from(listed.flatMap((r) => [r, lengthsBefore[r]])), least: Math.min(...listed.map((r) => lengthsBefore[r])),
+    });
+  }
+  return rowsOfPlan.get(plan);
+}
+const rowsOfPlan = new WeakMap();  // plan → callRows(plan): one table per call
+
+// The row table's binding (a placeholder word when every row is at one length: unread).
+const rowTableOf = (ctx, perRow) => (perRow ? ctx.upload(perRow.table, 'row table') : ctx.buffer(1, Usage.STORAGE, 'no row table'));
+
 /** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
 function maskToF32(mask) {
   const out = new Float32Array(mask.data.length);
@@ -57,15 +79,16 @@ function maskToF32(mask) {
 }
 
 // The attention mask's uniforms: its kind (ATTENTION_PARAMS), the first key it covers (a cached
-// call's verification mask: its first new position, the call's for each of its passes) and its
-// columns.
-function maskUniforms({ attnMask, cache: planned }, B, H, cache) {
+// call's verification mask: its first new position, the call's for each of its passes; per row,
+// perRow, each row's own from its shift less amPass) and its columns.
+function maskUniforms({ attnMask, cache: planned }, B, H, cache, perRow) {
   const { shape } = attnMask;
   if (!attnMask.data) return { amKind: 0, amKey0: 0, amCols: 0 };
   const perBatch = cache && shape.length === 3 && shape[0] === B;
   return {
     amKind: shape.length === 2 ? 1 : perBatch ? 3 : 2,
     amKey0: cache ? planned.maskKey0 ?? planned.lengthBefore : 0,
+    amPass: perRow ? planned.lengthBefore - (planned.maskKey0 ?? planned.lengthBefore) : 0,
     amCols: shape.at(-1),
   };
 }
@@ -101,8 +124,11 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     // One table for queries (positions first…first+L−1) and keys (first…first+S−1), shared by
     // the batches; with positionIds a row per (batch, row), queries and keys alike (S = L).
     const half = rotary.dim / 2;
-    const ids = plan.positionIds;
-    const table = upload(rotaryTable(rotary, ids ?? consecutivePositions(first, Math.max(L, S))), 'rotary table');
+    // Rows at lengths of their own: each batch's from its own length (as positionIds would give).
+    const perRow = cache && !plan.positionIds ? callRows(plan) : null;
+    const ids = plan.positionIds
+      ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
+    const table = upload(rotaryTable(rotary, ids || consecutivePositions(first, Math.max(L, S))), 'rotary table');
     const batchRows = ids ? L : 0;
     const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
       uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
@@ -122,10 +148,14 @@ function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const { B, L } = plan;
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const first = plan.cache.lengthBefore;
+  const perRow = callRows(plan);
+  const rowTable = rowTableOf(ctx, perRow);
   const append = ({ buf, off, stride }, d, to) => {
     ctx.dispatch(kernels.pipelines.append,
-      ctx.uniform(packParams(APPEND_PARAMS, { count: L, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first })),
-      [buf, to], cacheAppendGrid(cache.dtype, { heads: G, d, count: L, B }));
+      ctx.uniform(packParams(APPEND_PARAMS, {
+        count: L, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first, perRow: perRow ? 1 : 0,
+      })),
+      [buf, to, rowTable], cacheAppendGrid(cache.dtype, { heads: G, d, count: L, B }));
     return { buf: to, off: 0, stride: G * cacheHeadWords(cache.dtype, d) };
   };
   return [append(k, dk, cache.keys), append(v, dv, cache.values)];
@@ -140,13 +170,16 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const kpm = plan.keyPaddingMask.data ? upload(maskToF32(plan.keyPaddingMask), 'keyPaddingMask') : null;
   const am = plan.attnMask.data ? upload(maskToF32(plan.attnMask), 'attnMask') : null;
   const placeholder = kpm && am && !cache ? null : buffer(1, Usage.STORAGE, 'no mask');
+  const perRow = cache ? callRows(plan) : null;
+  const rowTable = rowTableOf(ctx, perRow);
+  // Per row: the least shift is the uniform one (the decode grid's first window, decodeChunks()).
+  const shift = perRow ? perRow.least : cache ? plan.cache.lengthBefore : 0;
   const values = {
     B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
-    ...maskUniforms(plan, B, H, cache),
+    ...maskUniforms(plan, B, H, cache, perRow),
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
-    shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0, scale: config.scale,
-    softcap: config.softcap ?? 0,
+    shift, window: cache ? cache.window : 0, scale: config.scale, softcap: config.softcap ?? 0, perRow: perRow ? 1 : 0,
   };
   const attention = (average) => uniform(packParams(ATTENTION_PARAMS, { ...values, average: average ? 1 : 0 }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
@@ -155,21 +188,21 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     ...values, average: plan.averageAttnWeights ? 1 : 0, flagsOff: cache.flagsOffset,
     hasSinks: config.sinks ? 1 : 0, hasWeights: plan.needWeights ? 1 : 0,
   }));
-  if (cache) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf], [L, B, 1]);
+  if (cache) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
 
   const heads = buffer(B * L * H * dv, Usage.STORAGE, 'heads');
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
     // Over the keys from the window's start (firstKeyOf(), as the kernels count them): O(W).
-    const shape = { causal: Boolean(plan.isCausal || cache), shift: cache ? plan.cache.lengthBefore : 0, window: cache ? cache.window : 0 };
+    const shape = { causal: Boolean(plan.isCausal || cache), shift, window: cache ? cache.window : 0 };
     const chunks = cdiv(T - firstKeyOf(0, shape), kernels.variants.decode.chunk);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
-    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials], [chunks, L, B * H]);
+    dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, rowTable], [chunks, L, B * H]);
     dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
   } else {
-    dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats],
+    dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats, rowTable],
       kernels.variants.attention.grid({ L, BH: B * H }));
   }
 
@@ -181,13 +214,13 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const weightFloats = B * weightsPerBatch(plan, H);
   const weights = weightFloats ? buffer(weightFloats, STORAGE_OUT, 'weights') : null;
   if (weights) {
-    dispatch(kernels.pipelines.weights, attention(plan.averageAttnWeights), [...maskBindings, q.buf, k.buf, stats, weights],
+    dispatch(kernels.pipelines.weights, attention(plan.averageAttnWeights), [...maskBindings, q.buf, k.buf, stats, weights, rowTable],
       [cdiv(T, WEIGHTS_WORKGROUP), L, B]);
   }
   // Then the rows that see a non-finite value, computed again over what the kernels above wrote.
   if (cache) {
     dispatch(kernels.pipelines.nonFiniteRows, nanRule, [...maskBindings, q.buf, k.buf, v.buf, ctx.params.sinks ?? placeholder,
-      heads, weights ?? buffer(1, Usage.STORAGE, 'no weights')], [L, B, 1]);
+      heads, weights ?? buffer(1, Usage.STORAGE, 'no weights'), ...(perRow ? [rowTable] : [])], [L, B, 1]);
   }
   return { heads, weights, weightFloats };
 }

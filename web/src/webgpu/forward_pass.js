@@ -202,11 +202,12 @@ function recordForward(gpu, call, names) {
     for (const b of ctx?.made.values() ?? []) b.destroy();
     throw e;
   }
-  const lengthBefore = cache ? plan.cache.lengthBefore : 0;
+  // Each row's length before the call (a call on some rows, or rows of unequal lengths, too).
+  const lengthsBefore = cache ? plan.cache.lengthsBefore ?? plan.cache.lengthBefore : 0;
   const ticket = plan.batch.record({
     scopes: popScopes(),
     refused: () => refusedInput(device, plan),
-    undo: () => cache?.truncate(lengthBefore),
+    undo: () => cache?.truncate(lengthsBefore),
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
   });
   const pending = { submitted: () => plan.batch.whenSubmitted(ticket), after: (fn) => plan.batch.afterSubmit(ticket, fn) };

@@ -25,7 +25,7 @@ export const KEEP_INPUT_ROWS = 256;
 
 export class GpuKvCache {
   #device;
-  #length = 0;
+  #lengths;  // one per row: a call on some rows, or truncate(lengths), leaves them unequal
   #shape;
   lastCall = null;  // recordCall()'s
   /** Called before work of its own on the device (the executor's: a GpuBatch holding calls on it is submitted first). */
@@ -36,6 +36,7 @@ export class GpuKvCache {
     this.#device = device;
     this.window = window;
     this.#shape = { B: batchSize, G, dk, dv };
+    this.#lengths = new Array(batchSize).fill(0);
     this.dtype = dtype;
     const { capacity, rowsPerPass } = ringGeometry({ maxLength, window });
     this.capacity = capacity;
@@ -75,18 +76,22 @@ export class GpuKvCache {
     return [this.keys, this.values].filter(Boolean);
   }
 
+  /** The longest row's positions (every row's while they are equal). */
   length() {
-    return this.#length;
+    return Math.max(...this.#lengths);
   }
 
-  /** Row b's positions: every row's are equal on the GPU (dispatch.js keeps rows calls off it). */
-  rowLength() {
-    return this.#length;
+  /** Row b's positions. */
+  rowLength(b) {
+    return this.#lengths[b];
   }
 
-  /** After a call whose every pass appended its rows: `rows` positions in all. */
-  advance(rows) {
-    this.#length += rows;
+  /**
+   * After a call whose every pass appended its rows: `count` positions to each of `rows` (an
+   * Int32Array of the call's rows, or null: every row).
+   */
+  advance(count, rows = null) {
+    for (const b of rows ?? this.#lengths.keys()) this.#lengths[b] += count;
   }
 
   /**
@@ -134,7 +139,7 @@ export class GpuKvCache {
   /** Back to 0; the storage is zeroed as the core's is (no Inf or NaN of an old sequence stays). */
   reset() {
     this.beforeOwnWork();
-    this.#length = 0;
+    this.#lengths.fill(0);
     this.lastCall = null;
     const encoder = this.#device.createCommandEncoder({ label: 'webattention cache reset' });
     for (const buffer of this.#buffers()) encoder.clearBuffer(buffer);
@@ -142,14 +147,17 @@ export class GpuKvCache {
   }
 
   /**
-   * cache.truncate(length) (kv_cache.js has checked it): the length alone. The dropped positions'
+   * cache.truncate(length), or per row truncate(lengths) (kv_cache.js has checked them): the
+   * lengths alone. The dropped positions'
    * slots (and their flags) are written again before any call reads them, and until then the
    * kernels give a stale slot exactly 0 (pv() in kernels/attention_common.wgsl.js) and the NaN
    * rule's post-pass never looks at its flag (the slot is after every row's last key), so nothing
-   * needs clearing.
+   * needs clearing. Per row alike: a row's stale slots lie after its own last key, which the
+   * kernels mask by its own shift (the call's row table, kernels/row_table.wgsl.js).
    */
   truncate(length) {
-    this.#length = length;
+    if (typeof length === 'number') this.#lengths.fill(length);
+    else this.#lengths = Array.from(length);
     this.lastCall = null;
   }
 
@@ -160,7 +168,7 @@ export class GpuKvCache {
     const from = source.#buffers();
     this.#buffers().forEach((buffer, i) => encoder.copyBufferToBuffer(from[i], 0, buffer, 0, buffer.size));
     this.#device.queue.submit([encoder.finish()]);
-    this.#length = source.#length;
+    this.#lengths = source.#lengths.slice();
     this.lastCall = source.lastCall;
   }
 

@@ -123,7 +123,7 @@ export const fittingVariants = (family, device, problem) => Object.values(VARIAN
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
 // and dot ('weights:64', 'cacheFlags:64:64:int8', 'q8Linear:int4:dot4'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype, dot } = {}) => `${name}:${[dk, dv, dtype, dot].filter((x) => x !== undefined).join(':')}`;
+  const key = ({ dk, dv, dtype, dot, rows } = {}) => `${name}:${[dk, dv, dtype, dot, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
 
@@ -131,7 +131,7 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
+ * call's NaN rule; nonFiniteRows with rows: true for a call on rows at lengths of their own), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
  * 'q8Rows' ({}: the rows quantised) and 'q8Linear' ({ dtype: the weightsDtype, dot: 'dot4' | 'loop' }:
  * every projection, in place of the linear variants).
  */

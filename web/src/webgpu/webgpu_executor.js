@@ -15,7 +15,7 @@
 import { BackendError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
-import { checkCachedCall, checkKeepRows, refuseRowLengths } from './cache_checks.js';
+import { checkCachedCall, checkKeepRows } from './cache_checks.js';
 import { Usage, reusableSize } from './device.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
@@ -206,11 +206,6 @@ export class WebGpuExecutor {
     return cache;
   }
 
-  /** A rows call or an unequal truncate(lengths): refused here (cache_checks.js). */
-  checkRowLengths(argument) {
-    refuseRowLengths(argument);
-  }
-
   /** cache.keep()'s limit here, before it is queued (cache_checks.js). */
   checkKeep(rows, indices, inputsHeld = true) {
     checkKeepRows(rows, indices, inputsHeld);
@@ -218,7 +213,7 @@ export class WebGpuExecutor {
 
   /** A cached call that cannot run here: an error before anything runs (cache_checks.js). */
   checkCachedFits(plan) {
-    checkCachedCall(plan, this.#config, (pass) => this.fits(pass));
+    checkCachedCall(plan, this.#config, (pass) => this.fits(pass), this.#device.limits);
   }
 
   /** cache.truncate(): kv_cache.js has checked `length`; runs on the device, in queue order. */
@@ -295,7 +290,7 @@ export class WebGpuExecutor {
       throw e;
     }
     snapshot?.discard();
-    cache.advance(plan.L);
+    cache.advance(plan.L, plan.cache.rows);
     return { ...merge(results), path };
   }
 

@@ -15,6 +15,7 @@
 
 import { paramsWgsl } from '../kernel_params.js';
 import { kvReads } from './kv_reads.wgsl.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 
 /** What a masked entry is stored as, on the JS side. */
 export const MASK_SENTINEL = -3.0e38;
@@ -27,6 +28,7 @@ export const ATTENTION_PARAMS = [
   ['amKind', 'u32', '0: none, 1: am[i·C + j′] ([L, C]), 2: am[((b·H + h)·L + i)·C + j′] (per head), 3: am[(b·L + i)·C + j′] (per batch)'],
   ['amKey0', 'u32', 'the mask covers keys j >= amKey0 (j′ = j − amKey0): 0, or a cached call\'s first new position'],
   ['amCols', 'u32', 'C, the mask\'s columns: S, or a cached call\'s new positions'],
+  ['amPass', 'u32', 'with perRow: the mask covers batch b\'s keys from shiftOf(b) − amPass (the pass\'s first row in its call) on'],
   ['qOff', 'u32', 'head h of query row (b, i) starts at qOff + (b·L + i)·qStride + h·DK'],
   ['qStride', 'u32'],
   ['kOff', 'u32', 'K/V head g of key j of batch b at kOff + keyRow(b, j)·kStride + g·DK (a narrow cache: in words, kv_reads.wgsl.js)'],
@@ -39,6 +41,7 @@ export const ATTENTION_PARAMS = [
   ['kvRows', 'u32', 'K/V rows per batch: S, or a cache\'s capacity (a ring)'],
   ['shift', 'u32', 'position of query row 0 minus that of key 0 (a cache\'s length before)'],
   ['window', 'u32', '0, or with causal: keys j <= i + shift − window are masked too'],
+  ['perRow', 'u32', '1: batch b\'s cache row and shift are rowTable[2b], rowTable[2b + 1] (rowTableWgsl())'],
   ['scale', 'f32', 'score = q·k · scale (+ masks)'],
   ['softcap', 'f32', '> 0: score ← softcap · tanh(score / softcap), before the masks; 0: none'],
 ];
@@ -65,27 +68,35 @@ const NEG = -3.0e38;        // "minus infinity" for masked scores and empty runn
 // are indexed, never copied per query head.
 fn kvHead(h: u32) -> u32 { return h / p.group; }
 
-// The first key rows i0… may see: firstKeyOf() in attention_common.wgsl.js says why.
-fn firstKey(i0: u32) -> u32 {
-  if (p.causal != 0u && p.window != 0u && i0 + p.shift >= p.window) { return i0 + p.shift + 1u - p.window; }
+// The first key rows i0… of a batch whose shift is \`shift\` may see: firstKeyOf() in
+// attention_common.wgsl.js says why.
+fn firstKeyAt(i0: u32, shift: u32) -> u32 {
+  if (p.causal != 0u && p.window != 0u && i0 + shift >= p.window) { return i0 + shift + 1u - p.window; }
   return 0u;
 }
 
-// The decode kernels' chunks of CHUNK keys, from firstKey(0) (every row's window starts there or later).
-fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKey(0u) + chunk - 1u) / chunk; }
+// The first key rows i0… of batch b may see.
+fn firstKey(b: u32, i0: u32) -> u32 { return firstKeyAt(i0, shiftOf(b)); }
+
+// The decode kernels' chunks of CHUNK keys, from firstKeyAt(0, p.shift) (p.shift is the least of
+// the batches' shifts in a per-row call: every batch's window starts there or later, and a batch's
+// chunks past its own keys are empty).
+fn decodeChunks(chunk: u32) -> u32 { return (p.S - firstKeyAt(0u, p.shift) + chunk - 1u) / chunk; }
 
 // Where the attention mask holds (b, h, i, j), or -1 where it has no entry: none, or key j before
 // the keys it covers (a cached call's verification mask covers only its new positions).
 fn amAt(b: u32, h: u32, i: u32, j: u32) -> i32 {
-  if (p.amKind == 0u || j < p.amKey0) { return -1; }
-  var at = i * p.amCols + (j - p.amKey0);
+  var key0 = p.amKey0;
+  if (p.perRow != 0u) { key0 = shiftOf(b) - p.amPass; }  // each row's new positions start at its own length
+  if (p.amKind == 0u || j < key0) { return -1; }
+  var at = i * p.amCols + (j - key0);
   if (p.amKind == 2u) { at += (b * p.H + h) * p.L * p.amCols; }
   if (p.amKind == 3u) { at += b * p.L * p.amCols; }
   return i32(at);
 }
 
-// The K/V row of key j of batch b.
-fn keyRow(b: u32, j: u32) -> u32 { return b * p.kvRows + j % p.kvRows; }
+// The K/V row of key j of batch b (in its cache row).
+fn keyRow(b: u32, j: u32) -> u32 { return cacheRow(b) * p.kvRows + j % p.kvRows; }
 
 // p·v of one weight and one value, where a weight of exactly 0 (a masked key's, also a stale ring
 // slot's or a tile's padding) adds exactly 0, not 0·v: masked means absent, so a NaN or Inf value
@@ -105,8 +116,9 @@ export const attentionCommon = /* wgsl */ `${attentionParams}
 // The score of query (b, h, i) against key j given their dot product, or NEG when masked.
 fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
   if (p.causal != 0u) {
-    if (j > i + p.shift) { return NEG; }
-    if (p.window != 0u && j + p.window <= i + p.shift) { return NEG; }
+    let shift = shiftOf(b);
+    if (j > i + shift) { return NEG; }
+    if (p.window != 0u && j + p.window <= i + shift) { return NEG; }
   }
   var s = dot * p.scale;
   // tanh's argument clamped: f32 tanh is ±1 from |x| ≈ 9 on, and an implementation's
@@ -135,4 +147,4 @@ export const flashBindings = ({ kv, dk, dv }) => /* wgsl */ `
 @group(0) @binding(3) var<storage, read> q: array<f32>;
 ${kvReads({ kv, dk, dv })}@group(0) @binding(6) var<storage, read_write> out: array<f32>;
 @group(0) @binding(7) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
-`;
+${rowTableWgsl(8)}`;

@@ -9,6 +9,7 @@
 // k reads), and the cache's storage dtype K is read in (kv_reads.wgsl.js); one pipeline per
 // (DK, dtype), cached.
 import { attentionCommon } from './attention_common.wgsl.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvReads } from './kv_reads.wgsl.js';
 
 export const WEIGHTS_WORKGROUP = 64;
@@ -20,6 +21,7 @@ const DK = ${dk}u;
 @group(0) @binding(3) var<storage, read> q: array<f32>;
 ${kvReads({ kv, dk, v: null })}@group(0) @binding(5) var<storage, read> stats: array<f32>;          // [B, H, L, 2]: (m, l)
 @group(0) @binding(6) var<storage, read_write> weights: array<f32>;  // [B, L, S] or [B, H, L, S]
+${rowTableWgsl(7)}
 
 // Grid: (ceil(S / 64), L, B).
 @compute @workgroup_size(${WEIGHTS_WORKGROUP})

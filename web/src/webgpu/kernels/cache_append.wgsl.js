@@ -6,6 +6,7 @@
 // rows are [B, capacity, numKvHeads·d]: the layout the attention kernels read through keyRow().
 
 import { paramsWgsl } from '../kernel_params.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 
 /** Invocations per workgroup, along a row's columns (words, for a narrow cache). */
 export const APPEND_WORKGROUP = 64;
@@ -22,13 +23,14 @@ export const APPEND_PARAMS = [
   ['srcStride', 'u32'],
   ['capacity', 'u32', 'cache rows per batch'],
   ['first', 'u32', 'position of new row 0 (the cache\'s length before the call)'],
+  ['perRow', 'u32', '1: batch b goes to cache row rowTable[2b] from position rowTable[2b + 1] (rowTableWgsl())'],
 ];
 
 export function cacheAppendShader() {
   return /* wgsl */ `
 ${paramsWgsl(APPEND_PARAMS)}@group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<f32>;
-
+${rowTableWgsl(3, 'first')}
 // Grid: (ceil(heads·d / 64), count, B) (cacheAppendGrid(), cache_narrow.wgsl.js).
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -37,8 +39,8 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   if (c >= width) { return; }
   let i = gid.y;
   let b = gid.z;
-  let slot = (p.first + i) % p.capacity;
-  cache[(b * p.capacity + slot) * width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
+  let slot = (shiftOf(b) + i) % p.capacity;
+  cache[(cacheRow(b) * p.capacity + slot) * width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
 }
 `;
 }

@@ -21,6 +21,7 @@
 // in integer arithmetic, and never computes with a non-finite float (WGSL lets a GPU assume there
 // is none).
 import { paramsWgsl } from '../kernel_params.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './cache_append.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './packed_values.wgsl.js';
 import { q8DivisionWgsl } from './q8_division.wgsl.js';
@@ -57,16 +58,17 @@ export function cacheAppendGrid(dtype, { heads, d, count, B }) {
 }
 
 // The source row and the head's first cache word of new row i, batch b, head h.
+const ROW_TABLE = rowTableWgsl(3, 'first');
 const HEAD_PLACE = `let row = p.srcOff + (b * p.count + i) * p.srcStride + h * p.d;
-  let slot = (p.first + i) % p.capacity;
-  let head = ((b * p.capacity + slot) * p.heads + h) * headWords;`;
+  let slot = (shiftOf(b) + i) % p.capacity;
+  let head = ((cacheRow(b) * p.capacity + slot) * p.heads + h) * headWords;`;
 
 // One invocation per word of a head's values: each word holds two values, rounded on their own.
 const FLOAT16_APPEND = `
 const PER = ${VALUES_PER_WORD.float16}u;  // values per word
 @group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<u32>;
-${F16_BITS}
+${ROW_TABLE}${F16_BITS}
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
   let headWords = (p.d + PER - 1u) / PER;
@@ -91,7 +93,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
 const INT8_APPEND = `
 @group(0) @binding(1) var<storage, read> src: array<u32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<u32>;
-const PER = ${VALUES_PER_WORD.int8}u;  // values per word
+${ROW_TABLE}const PER = ${VALUES_PER_WORD.int8}u;  // values per word
 const WG = ${APPEND_WORKGROUP}u;
 const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
 const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it

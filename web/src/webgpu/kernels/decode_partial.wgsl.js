@@ -18,6 +18,7 @@
 // parameter, selection/kernel_config.js's DECODE_VARIANTS) the score array: one pipeline per (variant, DK, DV)
 // and K/V storage dtype (`kv`: K and V read through kv_reads.wgsl.js's kAt / vAt).
 import { attentionCommon } from './attention_common.wgsl.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvReads } from './kv_reads.wgsl.js';
 import { ENABLE_SUBGROUPS, subgroupReductions } from './subgroup_reduce.wgsl.js';
 
@@ -80,6 +81,7 @@ const WG = ${DECODE_WORKGROUP}u;
 ${kvReads({ kv, dk, dv })}
 // [B·H, L, chunks, DV + 2]: (m_c, l_c, acc_c[DV]) per chunk
 @group(0) @binding(6) var<storage, read_write> part: array<f32>;
+${rowTableWgsl(7)}
 
 var<workgroup> qs: array<f32, DK>;
 var<workgroup> ps: array<f32, CHUNK>;  // scores, then exp(s − m_c)
@@ -95,8 +97,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let h = bh % p.H;
   let g = kvHead(h);
   let chunks = decodeChunks(CHUNK);  // over the window only, when there is one: O(W) keys
-  let j0 = firstKey(0u) + c * CHUNK;
-  let n = min(CHUNK, p.S - j0);
+  // This batch's own chunks from its own first key (as alone in a cache of its own); those past
+  // its keys are empty (in a per-row call, where the grid's chunks are the widest batch's).
+  let j0 = firstKey(b, 0u) + c * CHUNK;
+  let n = select(0u, min(CHUNK, p.S - j0), j0 < p.S);
 
   let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
   for (var d = t; d < DK; d += WG) { qs[d] = q[qAt + d]; }

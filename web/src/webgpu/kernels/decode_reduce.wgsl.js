@@ -11,6 +11,7 @@
 //
 // It uses only the uniform block (no masks, no q/k/v). DV is compile-time: one pipeline per DV.
 import { attentionParams } from './attention_common.wgsl.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 import { DECODE_CHUNK, DECODE_WORKGROUP } from './decode_partial.wgsl.js';
 
 export function decodeReduceShader({ dv, chunk = DECODE_CHUNK }) {
@@ -22,6 +23,7 @@ const WG = ${DECODE_WORKGROUP}u;
 @group(0) @binding(1) var<storage, read> part: array<f32>;         // [B·H, L, chunks, DV + 2]
 @group(0) @binding(2) var<storage, read_write> out: array<f32>;    // heads, row (b, i) at (b·L + i)·oStride
 @group(0) @binding(3) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
+${rowTableWgsl(4)}
 
 // Grid: (L, B·H, 1).
 @compute @workgroup_size(${DECODE_WORKGROUP})

@@ -59,12 +59,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var m = NEG;
   var l = 0.0;
 
-  // Uniform across the workgroup (workgroup id and uniforms only), as the barriers need.
+  // Uniform across the workgroup (workgroup id, uniforms and the read-only row table only), as the barriers need.
   var keyEnd = p.S;
-  if (p.causal != 0u) { keyEnd = min(p.S, wg.x * BR + BR + p.shift); }
+  if (p.causal != 0u) { keyEnd = min(p.S, wg.x * BR + BR + shiftOf(b)); }
 
   // A window's first key (uniform too): a windowed step visits O(W) keys, not the whole cache.
-  for (var j0 = firstKey(wg.x * BR); j0 < keyEnd; j0 += BC) {
+  for (var j0 = firstKey(b, wg.x * BR); j0 < keyEnd; j0 += BC) {
     let n = min(BC, keyEnd - j0);
     for (var e = t; e < n * DK; e += BR) { ks[e] = kAt(keyRow(b, j0 + e / DK), g, e % DK); }
     for (var e = t; e < n * DV; e += BR) { vs[e] = vAt(keyRow(b, j0 + e / DV), g, e % DV); }

@@ -28,8 +28,8 @@ ${stageQ ? `
   var m = vec4f(NEG);   // running max of row 4·tr + i in m[i]
   var l = vec4f(0.0);   // running sum
   var keyEnd = p.S;
-  if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + p.shift); }
-  let keyBegin = firstKey(row0);  // a window's first key: the loop visits O(W) keys
+  if (p.causal != 0u) { keyEnd = min(p.S, row0 + BR + shiftOf(b)); }
+  let keyBegin = firstKey(b, row0);  // a window's first key: the loop visits O(W) keys
 `;
 
 /**

@@ -22,6 +22,7 @@
 // IEEE's cases are decided on the bits, in integer arithmetic; a float is only ever finite.
 import { paramsWgsl } from '../kernel_params.js';
 import { ATTENTION_PARAMS, attentionHelpers } from './attention_common.wgsl.js';
+import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
 
 /** Invocations per workgroup of both kernels (one workgroup per row). */
@@ -69,12 +70,12 @@ const WG = ${NONFINITE_WORKGROUP}u;
 /** The flags of a call's new cache rows, over K/V storage `dtype`; grid (L, B). */
 export function cacheFlagsShader({ dk, dv, dtype }) {
   return /* wgsl */ `${header({ dk, dv })}
-${kvBitsReads({ kv: dtype, dk, dv, k: 1, v: 2, kAccess: 'read_write' })}
+${kvBitsReads({ kv: dtype, dk, dv, k: 1, v: 2, kAccess: 'read_write' })}${rowTableWgsl(3)}
 var<workgroup> found: atomic<u32>;  // zero at the workgroup's start
 
 @compute @workgroup_size(${NONFINITE_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let row = keyRow(wg.y, p.shift + wg.x);
+  let row = keyRow(wg.y, shiftOf(wg.y) + wg.x);
   let G = p.H / p.group;
   var bad = false;
   for (var e = t; e < G * DK; e += WG) { bad = bad || nonFinite(kBits(row, e / DK, e % DK)); }
@@ -98,7 +99,7 @@ fn masked(s: u32, mv: u32) -> u32 {
 
 // The score of query (b, h, i) against key j as float32 bits, or MASKED (a cached call is causal).
 fn score(b: u32, h: u32, i: u32, j: u32) -> u32 {
-  if (j > i + p.shift || j < firstKey(i)) { return MASKED; }
+  if (j > i + shiftOf(b) || j < firstKey(b, i)) { return MASKED; }
   let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
   let row = keyRow(b, j);
   var dot = 0u;
@@ -130,13 +131,13 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   let o = (b * p.L + i) * p.oStride + h * DV;
   let wAt = ((b * p.H + h) * p.L + i) * p.S;
   let perHead = p.hasWeights != 0u && p.average == 0u;
-  let j1 = i + p.shift + 1u;  // keys [firstKey(i), j1) by the position rule
+  let j1 = i + shiftOf(b) + 1u;  // keys [firstKey(b, i), j1) by the position rule
   var nan = p.hasSinks != 0u && isNan(sinks[h]);
   var sink = NEG;  // a -Inf sink arrives as the sentinel: none
   if (p.hasSinks != 0u && !nan) { sink = max(sink, bitcast<f32>(sinks[h])); }
   // Most such rows are NaN, for a flagged key's score: found first, a dot product per flagged
   // key, before the scan of every key's (a NaN query finds its NaN at the first key there).
-  for (var j = firstKey(i); j < j1 && !nan; j++) {
+  for (var j = firstKey(b, i); j < j1 && !nan; j++) {
     if (k[p.flagsOff + keyRow(b, j)] == 0u) { continue; }
     let s = score(b, h, i, j);
     nan = s != MASKED && (isNan(s) || s == POS_INF);
@@ -144,7 +145,7 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   var m = sink;
   var live = sink > MASKED_AT;  // a finite score or a sink: the row has a max
   var seesKey = false;  // a key it may see, of score -Inf
-  for (var j = firstKey(i); j < j1 && !nan; j++) {
+  for (var j = firstKey(b, i); j < j1 && !nan; j++) {
     let s = score(b, h, i, j);
     if (s == MASKED) { continue; }
     if (s == NEG_INF) { seesKey = true; continue; }
@@ -156,13 +157,13 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   for (var j = 0u; perHead && j < p.S; j++) { weights[wAt + j] = fill; }
   if (nan || !live) { return nan; }
   var l = select(0.0, exp(sink - m), sink > MASKED_AT);
-  for (var j = firstKey(i); j < j1; j++) {
+  for (var j = firstKey(b, i); j < j1; j++) {
     let s = score(b, h, i, j);
     if (s != MASKED && s != NEG_INF) { l += exp(bitcast<f32>(s) - m); }
   }
   let inv = 1.0 / l;
   let avg = (b * p.L + i) * p.S;
-  for (var j = firstKey(i); j < j1; j++) {
+  for (var j = firstKey(b, i); j < j1; j++) {
     let s = score(b, h, i, j);
     if (s == MASKED) { continue; }
     var e = 0.0;  // a score of -Inf: weight 0, and its 0·v is added
@@ -176,11 +177,20 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
 }
 `;
 
+// Without the row table (a call on every row at one length): batch b is row b at p.shift. The
+// table would be this kernel's ninth storage binding, which a device may lack (WebGPU's default
+// limit is 8): the per-row variant is compiled only for a per-row call (call_kernels.js).
+const SAME_ROWS = /* wgsl */ `
+fn cacheRow(b: u32) -> u32 { return b; }
+fn shiftOf(b: u32) -> u32 { return p.shift; }
+`;
+
 /**
  * The rows of a cached call that see a non-finite value, computed again (see the top), over K/V
- * storage `dtype`; grid (L, B). Bindings: masks, q, K (with the flags), V, sinks, heads, weights.
+ * storage `dtype`; grid (L, B). Bindings: masks, q, K (with the flags), V, sinks, heads, weights,
+ * and with `rows` the call's row table (rowTableWgsl()).
  */
-export function nonFiniteRowsShader({ dk, dv, dtype }) {
+export function nonFiniteRowsShader({ dk, dv, dtype, rows = false }) {
   return /* wgsl */ `${header({ dk, dv })}
 @group(0) @binding(1) var<storage, read> kpm: array<u32>;
 @group(0) @binding(2) var<storage, read> am: array<u32>;
@@ -188,7 +198,7 @@ export function nonFiniteRowsShader({ dk, dv, dtype }) {
 ${kvBitsReads({ kv: dtype, dk, dv })}@group(0) @binding(6) var<storage, read> sinks: array<u32>;
 @group(0) @binding(7) var<storage, read_write> heads: array<u32>;    // row (b, i), head h at (b·L + i)·oStride + h·DV
 @group(0) @binding(8) var<storage, read_write> weights: array<u32>;  // [B, L, S] or [B, H, L, S]
-${SCORES}${HEAD_ROW}
+${rows ? rowTableWgsl(9) : SAME_ROWS}${SCORES}${HEAD_ROW}
 var<workgroup> dirty: atomic<u32>;  // zero at the workgroup's start
 
 @compute @workgroup_size(${NONFINITE_WORKGROUP})
@@ -198,7 +208,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let qRow = p.qOff + (b * p.L + i) * p.qStride;
   var seen = false;
   for (var e = t; e < p.H * DK; e += WG) { seen = seen || nonFinite(q[qRow + e]); }
-  for (var j = firstKey(i) + t; j <= i + p.shift; j += WG) {
+  for (var j = firstKey(b, i) + t; j <= i + shiftOf(b); j += WG) {
     seen = seen || k[p.flagsOff + keyRow(b, j)] != 0u || maskNonFinite(b, i, j);
   }
   for (var h = t; p.hasSinks != 0u && h < p.H; h += WG) { seen = seen || isNan(sinks[h]); }
