@@ -6,8 +6,6 @@ import { CacheError, OptionError, ShapeError, describe } from '../base/errors.js
 import { MAX_CACHE_POSITIONS, truncationFloor } from '../storage/kv_ring.js';
 import { checkChoice, checkOptions, checkSize } from '../base/option_checks.js';
 
-/** createCache()'s dtype: how the cache stores keys and values (docs/attention-math.md). */
-
 /**
  * createCache() options: { batchSize = 1, maxLength, window, dtype = 'float32' }; maxLength
  * optional with a window.
@@ -33,8 +31,8 @@ export function resolveCacheOptions(options) {
   return { batchSize, maxLength, window, dtype: checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32') };
 }
 
-
-const isList = (value) => Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
+/** Whether `value` is a list of numbers the cache methods take: an array or a typed array. */
+export const isList = (value) => Array.isArray(value) || (ArrayBuffer.isView(value) && !(value instanceof DataView));
 
 /**
  * The one length of `lengths` (each row's), or a CacheError naming `lengths` for `where` (a

@@ -1,7 +1,7 @@
 // cache.keep()'s argument checked against the cache (docs/attention-math.md §9), for kv_cache.js.
 import { CacheError, describe } from '../base/errors.js';
 import { truncationFloor } from '../storage/kv_ring.js';
-import { increasingIndices } from './cache_checks.js';
+import { increasingIndices, isList } from './cache_checks.js';
 
 /**
  * cache.keep(indices)'s argument, for the last call's `rows` new positions of a cache of `current`
@@ -12,7 +12,7 @@ export function checkKeep(indices, rows, current, options) {
   const refuse = (message, expected, actual) => {
     throw new CacheError(`cache.keep: ${message}`, { argument: 'indices', expected, actual });
   };
-  if (!Array.isArray(indices) && !(ArrayBuffer.isView(indices) && !(indices instanceof DataView))) {
+  if (!isList(indices)) {
     refuse(`expected an array of indices, got ${describe(indices)}`, 'an array of integers', describe(indices));
   }
   if (rows === 0) {
