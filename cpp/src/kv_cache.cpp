@@ -163,30 +163,27 @@ void KvCache::append(const float* k, std::ptrdiff_t k_batch, const float* v,
     }
     length += rows;
   }
-  update_length();
 }
 
 bool KvCache::uniform() const {
   return std::all_of(lengths_.begin(), lengths_.end(), [&](std::int64_t n) { return n == lengths_[0]; });
 }
 
-void KvCache::set_lengths(std::int64_t length) {
-  std::fill(lengths_.begin(), lengths_.end(), length);
-  length_ = length;
-}
+std::int64_t KvCache::length() const { return *std::max_element(lengths_.begin(), lengths_.end()); }
 
-void KvCache::update_length() { length_ = *std::max_element(lengths_.begin(), lengths_.end()); }
+void KvCache::set_lengths(std::int64_t length) { std::fill(lengths_.begin(), lengths_.end(), length); }
 
 void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
   if (!uniform()) {
     throw CacheError("lengths", "cache.read: the rows hold different numbers of positions (one length per row); "
                                 "read() copies the same positions of every row: truncate(lengths) them to one length first");
   }
-  const std::int64_t oldest = std::max<std::int64_t>(0, length_ - capacity_);
-  if (count < 0 || first < oldest || first + count > length_) {
+  const std::int64_t length = lengths_[0];
+  const std::int64_t oldest = std::max<std::int64_t>(0, length - capacity_);
+  if (count < 0 || first < oldest || first + count > length) {
     throw CacheError("cache", "cache.read: positions [" + std::to_string(first) + ", " +
                                   std::to_string(first + count) + ") are not all held; it holds [" +
-                                  std::to_string(oldest) + ", " + std::to_string(length_) + ")");
+                                  std::to_string(oldest) + ", " + std::to_string(length) + ")");
   }
   const StorageType type = config_.dtype;
   const std::size_t bytes = storage_element_bytes(type);
@@ -215,7 +212,7 @@ void KvCache::read(std::int64_t first, int count, float* k, float* v) const {
 KvCache::KvCache(const KvCache& from, bool)
     : owner_(from.owner_), config_(from.config_), kv_heads_(from.kv_heads_), dk_(from.dk_), dv_(from.dv_),
       dv_pad_(from.dv_pad_), capacity_(from.capacity_), rows_per_pass_(from.rows_per_pass_),
-      length_(from.length_), lengths_(from.lengths_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_),
+      lengths_(from.lengths_), finite_(from.finite_), read_only_(from.read_only_), k_block_(from.k_block_), v_block_(from.v_block_),
       last_first_(from.last_first_), last_rows_(from.last_rows_), last_positions_(from.last_positions_),
       last_keys_(from.last_keys_) {
   // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
@@ -278,7 +275,6 @@ void KvCache::truncate_rows(const std::int64_t* lengths, const char* argument) {
     clear_positions(std::max(lengths[b], held - capacity_), held, b);
     held = lengths[b];
   }
-  update_length();
   forget_call();
   // A dropped Inf or NaN no longer disables the finite-only paths: the flag is what a cache that
   // never held it has (checked only when it is off: a scan of the held rows).

@@ -29,7 +29,8 @@ void KvCache::keep(const std::int32_t* indices, int count, const KeyRotation* ro
     for (int t = 0; t < count; ++t) move_position(b, indices[t], last_first_ + t, rotate);
   }
   const std::int64_t length = last_first_ + count;
-  clear_positions(std::max(length, length_ - capacity_), length_);
+  const std::int64_t held = lengths_[0];  // every row's: keep() takes a call on rows of one length
+  clear_positions(std::max(length, held - capacity_), held);
   set_lengths(length);  // keep() takes a call on every row of a cache whose rows were equal
   forget_call();
   if (!finite_) finite_ = held_rows_finite();

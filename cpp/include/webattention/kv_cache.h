@@ -52,7 +52,7 @@ class KvCache {
 
   // Positions appended so far: the longest row's. The rows hold as many each unless a forward
   // listed rows (MhaForwardArgs::rows) or truncate(lengths) cut them apart.
-  std::int64_t length() const { return length_; }
+  std::int64_t length() const;
   std::int64_t row_length(int b) const { return lengths_[static_cast<std::size_t>(b)]; }
   bool uniform() const;  // every row holds the same number of positions
   // Made by MultiHeadAttention::encode(): an encoder's keys and values, attended to, never appended
@@ -95,7 +95,6 @@ class KvCache {
   void clear_positions(std::int64_t first, std::int64_t last, int b = -1);
   void clear_slots(int first, int last, int b);  // slots [first, last) of row b's blocks (b < 0: every row's)
   void set_lengths(std::int64_t length);  // every row's
-  void update_length();  // length_ from lengths_
   bool held_rows_finite() const;  // whether every slot held reads back finite
 
   // Rows that one append-and-attend pass may take (RingGeometry::rows_per_pass).
@@ -146,7 +145,6 @@ class KvCache {
   std::uint64_t owner_;
   KvCacheConfig config_;
   int kv_heads_, dk_, dv_, dv_pad_, capacity_, rows_per_pass_;
-  std::int64_t length_ = 0;          // the longest row's
   std::vector<std::int64_t> lengths_;  // each batch row's positions
   // Panel layouts of attention_problem.h's PackedKv, elements of config_.dtype; int8 adds one
   // scale per (batch, K/V head, slot): [batch·kv_heads][capacity] for K and for V.
