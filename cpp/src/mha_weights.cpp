@@ -25,18 +25,19 @@ struct EntryData {
   }
 };
 
-// New packed weights into `w`, keeping a bias loaded earlier (entries come in any order).
-void replace_weights(kernels::PackedLinear& w, kernels::PackedLinear packed) {
+// New packed weights into `w`, keeping a bias loaded earlier (entries come in any order), and
+// multiplied by int8 activations where the config says so: every way of loading weights (values,
+// quantised blocks, in place) comes through here.
+void replace_weights(kernels::PackedLinear& w, kernels::PackedLinear packed, const MhaConfig& config) {
   packed.bias = std::move(w.bias);
+  packed.int8_activations = config.activations == StorageType::i8;
   w = std::move(packed);
 }
 
-// Packs new weights [out, in] into `w` in the module's storage type, multiplied by int8
-// activations where the config says so.
+// Packs new weights [out, in] into `w` in the module's storage type.
 void set_weights(kernels::PackedLinear& w, const EntryData& d, std::size_t offset, int out, int in,
                  const MhaConfig& config) {
-  replace_weights(w, kernels::pack_linear(d.at(offset), d.source, out, in, config.weights_dtype));
-  w.int8_activations = config.activations == StorageType::i8;
+  replace_weights(w, kernels::pack_linear(d.at(offset), d.source, out, in, config.weights_dtype), config);
 }
 
 // n values from offset, widened to f32 (biases, sinks and norm weights are always f32).
@@ -216,7 +217,7 @@ void MultiHeadAttention::load_quantised_parameter(const std::string& name, const
                                        q.zero_points ? q.zero_points + row0 * blocks : nullptr};
     packed.push_back(kernels::pack_quantised(src, part.rows, part.cols, type));
   }
-  for (std::size_t i = 0; i < parts.size(); ++i) replace_weights(*(this->*parts[i].linear), std::move(packed[i]));
+  for (std::size_t i = 0; i < parts.size(); ++i) replace_weights(*(this->*parts[i].linear), std::move(packed[i]), config_);
   entry_loaded(static_cast<std::size_t>(&spec - specs_.data()));
 }
 
@@ -246,7 +247,7 @@ void MultiHeadAttention::finish_load_in_place() {
   const std::vector<EntryPart> parts = entry_parts(specs_[pending_entry_]);
   for (std::size_t i = 0; i < parts.size(); ++i) {
     kernels::pack_rows_in_place(*pending_[i]);
-    replace_weights(*(this->*parts[i].linear), std::move(*pending_[i]));
+    replace_weights(*(this->*parts[i].linear), std::move(*pending_[i]), config_);
   }
   pending_.clear();
   entry_loaded(pending_entry_);

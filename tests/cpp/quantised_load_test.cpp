@@ -6,6 +6,7 @@
 // code or zero point past 15) change nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -14,6 +15,7 @@
 
 #include "kernels/kernels.h"
 #include "mha_test_support.h"
+#include "reference/reference.h"
 #include "webattention/errors.h"
 #include "webattention/multihead_attention.h"
 
@@ -96,6 +98,43 @@ TEST(QuantisedLoading, ComputesWithTheDequantisedWeights) {
     for (std::size_t i = 0; i < a.size(); ++i) {
       ASSERT_NEAR(a[i], b[i], 1e-4 + 1e-4 * std::fabs(b[i])) << storage_type_name(type) << " at " << i;
     }
+  }
+}
+
+// activations 'int8' holds for weights loaded as blocks too (a fuzzer found them computed from
+// float32 inputs): the module matches the reference that quantises its inputs, and not the float one.
+TEST(QuantisedLoading, Int8ActivationsApplyToBlocks) {
+  for (StorageType type : {StorageType::i8, StorageType::q4}) {
+    MhaConfig c = config(type);
+    c.bias = false;
+    c.activations = StorageType::i8;
+    MultiHeadAttention m(c);
+    const Blocks in = random_blocks(120, 40, type, 11), out = random_blocks(40, 40, type, 12);
+    m.load_quantised_parameter("in_proj_weight", {in.codes.data(), in.scales.data(), in.zeros.data()}, in.codes.size(), type);
+    m.load_quantised_parameter("out_proj.weight", {out.codes.data(), out.scales.data(), out.zeros.data()}, out.codes.size(), type);
+    reference::MhaParameters params;
+    params.entries = {{"in_proj_weight", in.values}, {"out_proj.weight", out.values}};
+    std::vector<float> x(3 * 40);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * std::sin(static_cast<float>(i) * 0.37f);
+    std::vector<float> got(x.size()), act8(x.size()), f32(x.size());
+    MhaForwardArgs args;
+    args.batch = 1, args.L = 3, args.S = 3;
+    args.query = args.key = args.value = x.data();
+    args.output = got.data();
+    m.forward(args);
+    std::vector<double> slack;
+    args.output = act8.data();
+    reference::mha_forward(c, params, args, &slack);
+    MhaConfig float_inputs = c;
+    float_inputs.activations = StorageType::f32;
+    args.output = f32.data();
+    reference::mha_forward(float_inputs, params, args);
+    double apart = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_NEAR(got[i], act8[i], 1e-4 + 1e-4 * std::fabs(act8[i]) + slack[i]) << storage_type_name(type) << " at " << i;
+      apart = std::max(apart, std::fabs(static_cast<double>(act8[i]) - f32[i]));
+    }
+    EXPECT_GT(apart, 1e-3) << "the case cannot tell int8 inputs from float32 ones";
   }
 }
 
