@@ -1,6 +1,6 @@
 // What code comments may cite about measurements: a section of docs/performance.md by its anchor
 // (docs/performance.md#decode), which stays put when a table is measured anew. Not a date (the
-// dated notes of docs/bench-log/ are history, and a date says nothing about where to look), and
+// dated notes of bench/log/ are history, and a date says nothing about where to look), and
 // not docs/benchmarks.md, the lab log those two replaced. Every anchor cited must be a heading of
 // docs/performance.md (GitHub's anchors, as the demo's Markdown converter makes them).
 import { test } from 'node:test';
@@ -17,6 +17,12 @@ const C_LIKE = new Set(['.js', '.mjs', '.cjs', '.ts', '.h', '.hpp', '.c', '.cc',
 const HASH = new Set(['.sh', '.py', '.cmake']);
 const DATE = /\b(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b/;
 const CITATION = /docs\/performance\.md#([\w-]+)/g;
+
+/** The Markdown pages of docs/ and the dated notes of bench/log/. */
+function markdownDocs() {
+  return ['docs', 'bench/log'].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true })
+    .filter((f) => f.endsWith('.md')).map((f) => join(ROOT, dir, f)));
+}
 
 function* files(dir) {
   if (!existsSync(dir)) return;
@@ -104,10 +110,9 @@ test('no comment in web/src, cpp/, bench/ or scripts/ cites a date', () => {
   assert.deepEqual(dated, [], 'cite a section of docs/performance.md (docs/performance.md#anchor) instead');
 });
 
-test('nothing cites docs/benchmarks.md (now docs/performance.md and docs/bench-log/)', () => {
+test('nothing cites docs/benchmarks.md (now docs/performance.md and bench/log/)', () => {
   const others = [join(ROOT, 'README.md'), ...[...files(join(ROOT, 'tests'))]];
-  const docs = readdirSync(join(ROOT, 'docs'), { recursive: true }).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f));
-  const citing = [...codeFiles, ...others, ...docs].filter((file) => file !== fileURLToPath(import.meta.url))
+  const citing = [...codeFiles, ...others, ...markdownDocs()].filter((file) => file !== fileURLToPath(import.meta.url))
     .filter((file) => readFileSync(file, 'utf8').includes('docs/benchmarks.md'))
     .map((file) => relative(ROOT, file));
   assert.deepEqual(citing, []);
@@ -123,14 +128,13 @@ test('every docs/performance.md#anchor cited in code and docs is a heading of do
     if (m) anchors.add(slug(m[1].trim()));
   }
   assert.ok(anchors.has('decode') && anchors.has('prefill') && anchors.has('cold-start'), [...anchors].join(', '));
-  const docs = readdirSync(join(ROOT, 'docs'), { recursive: true }).filter((f) => f.endsWith('.md')).map((f) => join(ROOT, 'docs', f));
   const cited = [];
-  for (const file of [...codeFiles, join(ROOT, 'README.md'), ...docs]) {
+  for (const file of [...codeFiles, join(ROOT, 'README.md'), ...markdownDocs()]) {
     const text = readFileSync(file, 'utf8');
     for (const m of text.matchAll(CITATION)) cited.push([relative(ROOT, file), m[1]]);
-    // Links between the docs: performance.md#x from docs/, ../performance.md#x from bench-log/,
-    // and #x inside performance.md itself.
-    for (const m of text.matchAll(/\]\((?:\.\.\/)?performance\.md#([\w-]+)\)/g)) cited.push([relative(ROOT, file), m[1]]);
+    // Links between the docs: performance.md#x from docs/ (bench/log/'s ../../docs/performance.md#x
+    // is a CITATION), and #x inside performance.md itself.
+    for (const m of text.matchAll(/\]\(performance\.md#([\w-]+)\)/g)) cited.push([relative(ROOT, file), m[1]]);
     if (file.endsWith('docs/performance.md')) for (const m of text.matchAll(/\]\(#([\w-]+)\)/g)) cited.push(['docs/performance.md', m[1]]);
   }
   assert.ok(cited.length >= 15, `${cited.length} citations`);
@@ -138,8 +142,8 @@ test('every docs/performance.md#anchor cited in code and docs is a heading of do
   assert.deepEqual(missing, [], `headings: ${[...anchors].join(', ')}`);
 });
 
-test('every note of docs/bench-log/ is listed in its README.md, and every line there names a note', () => {
-  const dir = join(ROOT, 'docs/bench-log');
+test('every note of bench/log/ is listed in its README.md, and every line there names a note', () => {
+  const dir = join(ROOT, 'bench/log');
   const notes = readdirSync(dir).filter((f) => f.endsWith('.md') && f !== 'README.md').sort();
   const listed = [...readFileSync(join(dir, 'README.md'), 'utf8').matchAll(/^- \[([^\]]+)\]\(([^)]+)\)/gm)];
   assert.deepEqual(listed.map((m) => m[2]).sort(), notes);
