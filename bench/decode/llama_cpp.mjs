@@ -128,7 +128,10 @@ async function runBrowser(_opts, _common, engine) {
         console.log(`\n-- (${shape.E}, ${shape.h}, ${shape.hkv}), n ${n}, ${threads} thread${threads > 1 ? 's' : ''}`);
         const result = await runPage(engine, shape, n, threads);
         version = engineVersion(engine, result.env.userAgent);
-        rows.push(...rowsOf(result));
+        const measured = rowsOf(result);
+        // Each page's rows as soon as they are measured: a long run stopped early still reports.
+        console.log(plainTable(COLUMNS, measured));
+        rows.push(...measured);
       }
       tables.push({ shape, n, rows });
     }
