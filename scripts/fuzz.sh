@@ -4,6 +4,8 @@
 #   tests/fuzz/mha_fuzz.cpp     multi-head attention against the float64 reference
 #   tests/fuzz/decode_fuzz.cpp  KV cache / GQA / RoPE: chunks fed to a cache = one plain forward
 #   bash scripts/fuzz.sh [seconds]
+# FUZZ_SEED=N fixes libFuzzer's seed (scripts/test.sh does: the test command's verdict is then the
+# change's, not the draw's); unset, each run draws its own (long runs that look for new finds).
 # Seeds come from tests/fuzz/corpus/<harness>/ (kept in the repo); new inputs go to
 # build/fuzz/corpus/<harness>/. A crash leaves its input in build/fuzz/ (crash-*): replay it with
 # build/fuzz/<harness> FILE. To fold new finds into the kept corpus (smallest set, same coverage):
@@ -11,6 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"
+seed="${FUZZ_SEED:-0}"  # libFuzzer: 0 draws a seed
 harnesses=(mha_fuzz decode_fuzz)
 sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 CC=clang CXX=clang++ cmake -S . -B build/fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEBATTENTION_FUZZ=ON \
@@ -21,5 +24,5 @@ for h in "${harnesses[@]}"; do
   mkdir -p "corpus/$h"
   echo "--- $h, $((seconds / ${#harnesses[@]})) s"
   # -timeout: one input running 20 s is a hang, a finding (libFuzzer's default, 1200 s, never fires here).
-  "./$h" -max_total_time="$((seconds / ${#harnesses[@]}))" -timeout=20 -max_len=8192 -print_final_stats=1 "corpus/$h" "../../tests/fuzz/corpus/$h"
+  "./$h" -max_total_time="$((seconds / ${#harnesses[@]}))" -timeout=20 -seed="$seed" -max_len=8192 -print_final_stats=1 "corpus/$h" "../../tests/fuzz/corpus/$h"
 done
