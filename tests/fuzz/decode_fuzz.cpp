@@ -13,7 +13,11 @@
 // (int8 activations with integer weights, scale, softcap, sinks, qk-norm with all-zero heads, a
 // bias per projection, RoPE scaling or a given table, position ids): a refusal of positions past
 // the table or of negative ids must come exactly where it is due, for the plain forward and for the
-// first chunk that reaches them, and must leave the cache as it was.
+// first chunk that reaches them, and must leave the cache as it was. With a window, position ids
+// move it (§9, draft verification: trees of drafts at their depths, siblings, ids ahead or below
+// the cache's length), and the plain forward's mask follows them (fuzz_window.h); a chunk the core
+// must refuse for them (longer than one pass of the ring, or an id below its first row) is a
+// CacheError naming position_ids exactly there.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -28,7 +32,9 @@
 
 #include "fuzz_bytes.h"
 #include "fuzz_options.h"
+#include "fuzz_window.h"
 #include "webattention/errors.h"
+#include "webattention/kv_cache.h"
 #include "webattention/multihead_attention.h"
 
 namespace {
@@ -88,14 +94,31 @@ std::vector<double> act8_allowance(const std::vector<std::pair<ParameterSpec, st
   return allowance;
 }
 
-}  // namespace
-
-extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  Bytes in(data, size);
+// One input as drawn: the module and its options, the sequence, its chunks with their ids and
+// masks, and the plain forward's results.
+struct Case {
   MhaConfig c;
+  StorageType cache_dtype = StorageType::f32;
+  std::unique_ptr<MultiHeadAttention> mha;
+  int B = 1, T = 1, window = 0, E = 1, H = 1, wh = 1;
+  bool non_finite = false, weights = false, average = false, full_refused = false;
+  std::vector<float> x, expected, expected_w, verify;
+  std::vector<double> allowance;  // act8_allowance(), int8 activations only
+  std::vector<std::uint8_t> padding;
+  std::vector<std::int32_t> ids;
+  fuzz::RotaryTable table;
+  KvCacheConfig cache_config;
+  std::vector<int> chunks;
+  std::vector<std::vector<float>> chunk_masks;
+  fuzz::SequenceMask mask;  // the plain forward's (fuzz_window.h)
+};
+
+// The module, its weights and the sequence; false where the core refuses an option or a weight.
+bool draw_module(Bytes& in, Case& k) {
+  MhaConfig& c = k.c;
   c.weights_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::weights);
   fuzz::draw_activations(in, c);
-  const StorageType cache_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::cache);
+  k.cache_dtype = fuzz::draw_storage_type(in, &StorageTypeInfo::cache);
   const int groups[] = {1, 2, 3, 4};
   c.num_kv_heads = in.in(1, 3);
   c.num_heads = c.num_kv_heads * groups[in.in(0, 3)];
@@ -104,158 +127,183 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   c.embed_dim = in.in(1, 12);
   fuzz::draw_score_options(in, c);
   if (in.coin()) fuzz::draw_rotary(in, c, c.head_dim);
-  const int B = in.in(1, 2), T = in.coin() ? in.in(1, 20) : in.in(1, 160);
-  const int window = in.coin() ? in.in(1, 9) : 0;
-  const int E = c.embed_dim, H = c.num_heads;
-  const int zero_head = c.qk_norm && in.coin() ? in.in(0, H - 1) : -1;
-  bool non_finite = false;
-
-  const std::unique_ptr<MultiHeadAttention> module = fuzz::module_or_refused(c);
-  if (!module) return 0;  // an option value the core refuses (fuzz_options.h draws some)
-  MultiHeadAttention& mha = *module;
+  k.B = in.in(1, 2), k.T = in.coin() ? in.in(1, 20) : in.in(1, 160);
+  k.window = in.coin() ? in.in(1, 9) : 0;
+  k.E = c.embed_dim, k.H = c.num_heads;
+  const int zero_head = c.qk_norm && in.coin() ? in.in(0, k.H - 1) : -1;
+  k.mha = fuzz::module_or_refused(c);
+  if (!k.mha) return false;  // an option value the core refuses (fuzz_options.h draws some)
   std::vector<std::pair<ParameterSpec, std::vector<float>>> loaded;  // for act8_allowance()
-  for (const auto& spec : mha.parameter_specs()) {
+  for (const auto& spec : k.mha->parameter_specs()) {
     bool entry_non_finite = false;
     std::vector<float> values = fuzz::entry_values(in, spec, &entry_non_finite);
-    if (zero_head >= 0) fuzz::zero_qk_head(spec, values, mha.config(), zero_head);
+    if (zero_head >= 0) fuzz::zero_qk_head(spec, values, k.mha->config(), zero_head);
     try {
-      mha.load_parameter(spec.name, values.data(), values.size());
+      k.mha->load_parameter(spec.name, values.data(), values.size());
     } catch (const StateDictError&) {
       if (!fuzz::refused_entry(spec, values, c)) throw;
-      return 0;  // a non-finite int8 / int4 weight (§11) or a +Inf sink (§10) is refused
+      return false;  // a non-finite int8 / int4 weight (§11) or a +Inf sink (§10) is refused
     }
-    non_finite = non_finite || entry_non_finite;
+    k.non_finite = k.non_finite || entry_non_finite;
     if (c.activations == StorageType::i8) loaded.emplace_back(spec, std::move(values));
   }
-  std::vector<float> x(static_cast<std::size_t>(B) * T * E);
-  for (auto& v : x) v = in.value(&non_finite);
-  const std::vector<double> allowance = c.activations == StorageType::i8 && !non_finite ? act8_allowance(loaded, x, E) : std::vector<double>{};
-  std::vector<std::uint8_t> padding;
-  if (in.coin()) {
-    padding.resize(static_cast<std::size_t>(B) * T);
-    for (auto& p : padding) p = in.u8() % 4 == 0;
-  }
-  // The causal window of the whole sequence as an additive mask, for the plain forward.
-  std::vector<float> window_mask(static_cast<std::size_t>(T) * T, -std::numeric_limits<float>::infinity());
-  for (int i = 0; i < T; ++i)
-    for (int j = window ? std::max(0, i - window + 1) : 0; j <= i; ++j) window_mask[static_cast<std::size_t>(i) * T + j] = 0.0f;
-  const bool weights = in.coin(), average = in.coin();
-  const int wh = average ? 1 : H;
-  // position_ids (§8) for a rotary module: rows at positions of their own (repeated, out of
-  // order, far, the largest int32, -1), the same ids for the plain forward and the chunks; and
-  // maybe a given table, short of the positions now and then. With a window, the rows' own
-  // positions: a cache counts the window in the ids (§9), which a plain forward's window mask over
-  // the rows cannot follow (tests/contract/cache_verify.mjs checks ids that move the window).
-  std::vector<std::int32_t> ids =
-      c.rotary_dim > 0 && in.coin() ? fuzz::draw_position_ids(in, static_cast<std::size_t>(B) * T) : std::vector<std::int32_t>{};
-  if (window) {
-    for (std::size_t n = 0; n < ids.size(); ++n) ids[n] = static_cast<std::int32_t>(n % static_cast<std::size_t>(T));
-  }
-  const fuzz::RotaryTable table = fuzz::draw_rotary_table(in, c.rotary_dim / 2, 170, &non_finite);
-  if (table.rows > 0) mha.set_rotary_table(table.cos.data(), table.sin.data(), table.rows);
+  k.x.resize(static_cast<std::size_t>(k.B) * k.T * k.E);
+  for (auto& v : k.x) v = in.value(&k.non_finite);
+  if (c.activations == StorageType::i8 && !k.non_finite) k.allowance = act8_allowance(loaded, k.x, k.E);
+  return true;
+}
 
-  MhaForwardArgs full;
-  full.batch = B;
-  full.L = full.S = T;
-  full.query = full.key = full.value = x.data();
-  full.attn_mask = {MaskKind::kAdditive, window_mask.data(), {T, T}};
-  if (!padding.empty()) full.key_padding_mask = {MaskKind::kBoolean, padding.data(), {B, T}};
-  std::vector<float> expected(x.size() / E * E), expected_w(weights ? static_cast<std::size_t>(B) * wh * T * T : 0);
-  full.output = expected.data();
-  full.weights = weights ? expected_w.data() : nullptr;
-  full.average_weights = average;
-  full.position_ids = ids.empty() ? nullptr : ids.data();
-  const KvCacheConfig cache_config{B, window && in.coin() ? 0 : T, window, cache_dtype};
-  std::vector<int> chunks;
-  for (int at = 0; at < T;) chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += chunks.back();
+// Padding, weights, position ids, a rotary table, the cache and the chunks with their masks.
+void draw_chunks(Bytes& in, Case& k) {
+  const int B = k.B, T = k.T;
+  if (in.coin()) {
+    k.padding.resize(static_cast<std::size_t>(B) * T);
+    for (auto& p : k.padding) p = in.u8() % 4 == 0;
+  }
+  k.weights = in.coin(), k.average = in.coin();
+  k.wh = k.average ? 1 : k.H;
+  // position_ids (§8) for a rotary module: without a window, rows at positions of their own
+  // (repeated, out of order, far, the largest int32, -1), the same ids for the plain forward and
+  // the chunks; with one, drawn chunk by chunk below (fuzz_window.h), since the window counts in
+  // them. And maybe a given table, short of the positions now and then.
+  const bool ids = k.c.rotary_dim > 0 && in.coin();
+  if (ids && !k.window) k.ids = fuzz::draw_position_ids(in, static_cast<std::size_t>(B) * T);
+  k.table = fuzz::draw_rotary_table(in, k.c.rotary_dim / 2, 170, &k.non_finite);
+  if (k.table.rows > 0) k.mha->set_rotary_table(k.table.cos.data(), k.table.sin.data(), k.table.rows);
+  k.cache_config = {B, k.window && in.coin() ? 0 : T, k.window, k.cache_dtype};
+  for (int at = 0; at < T;) k.chunks.push_back(std::min(T - at, in.coin() ? 1 : in.in(1, 90))), at += k.chunks.back();
   // Verification masks (§9): a chunk may carry an additive mask among its own rows (some −∞), on
-  // top of the causal window. The plain forward sees them as blocks of its mask; a whole-sequence
-  // call on a cache as one verification mask [T, T], zero outside the blocks.
-  std::vector<std::vector<float>> chunk_masks(chunks.size());
-  std::vector<float> verify(static_cast<std::size_t>(T) * T, 0.0f);
-  for (std::size_t k = 0, at = 0; k < chunks.size(); at += static_cast<std::size_t>(chunks[k]), ++k) {
+  // top of the causal window; with window ids, a tree of drafts' ancestor mask.
+  k.chunk_masks.resize(k.chunks.size());
+  for (std::size_t n = 0; n < k.chunks.size(); ++n) {
     if (!in.coin()) continue;
-    const std::size_t n = static_cast<std::size_t>(chunks[k]);
+    const std::size_t rows = static_cast<std::size_t>(k.chunks[n]);
     std::uint32_t state = in.u8() | static_cast<std::uint32_t>(in.u8()) << 8;
-    chunk_masks[k].resize(n * n);
-    for (std::size_t e = 0; e < n * n; ++e) {
+    k.chunk_masks[n].resize(rows * rows);
+    for (float& e : k.chunk_masks[n]) {
       state = state * 1664525u + 1013904223u;
       const std::uint32_t r = state >> 24;
-      chunk_masks[k][e] = r % 5 == 0 ? -std::numeric_limits<float>::infinity() : (static_cast<float>(r) - 128.0f) / 64.0f;
-      verify[(at + e / n) * T + at + e % n] = chunk_masks[k][e];
+      e = r % 5 == 0 ? -std::numeric_limits<float>::infinity() : (static_cast<float>(r) - 128.0f) / 64.0f;
     }
   }
-  for (std::size_t e = 0; e < window_mask.size(); ++e) window_mask[e] += verify[e];
-  const bool full_refused = fuzz::refused_as_due(fuzz::positions_refused(ids, table, T - 1), "decode_fuzz", [&] {
-    if (cache_dtype == StorageType::f32) {
-      mha.forward(full);
-    } else {  // the same storage, the whole sequence in one call, the chunks' masks as its own
-      full.attn_mask = {MaskKind::kAdditive, verify.data(), {T, T}};
-      auto whole = mha.create_cache(cache_config);
-      mha.forward(full, *whole);
-    }
-  });
+  if (ids && k.window) k.ids = fuzz::draw_window_ids(in, B, T, k.chunks, k.chunk_masks);
+  // The chunks' masks as blocks of one [T, T] mask, zero outside them (a whole-sequence call on a
+  // cache takes it as its verification mask), and the plain forward's mask over it.
+  k.verify.assign(static_cast<std::size_t>(T) * T, 0.0f);
+  for (std::size_t n = 0, at = 0; n < k.chunks.size(); at += static_cast<std::size_t>(k.chunks[n]), ++n) {
+    const std::size_t rows = static_cast<std::size_t>(k.chunks[n]);
+    for (std::size_t e = 0; e < k.chunk_masks[n].size(); ++e) k.verify[(at + e / rows) * T + at + e % rows] = k.chunk_masks[n][e];
+  }
+  k.mask = fuzz::sequence_mask(B, k.H, T, k.window, k.chunks, k.ids, k.verify);
+}
 
-  auto cache = mha.create_cache(cache_config);
+// The expected rows: one plain forward over the whole sequence (an f32 cache), or one call of a
+// cache of the narrow type over it (that type's rows are the same whatever the chunks). With
+// window ids that cache has no window, and the plain forward's mask as its verification mask.
+void plain_forward(Case& k) {
+  MhaForwardArgs full;
+  full.batch = k.B;
+  full.L = full.S = k.T;
+  full.query = full.key = full.value = k.x.data();
+  full.attn_mask = {MaskKind::kAdditive, k.mask.values.data(), k.mask.shape};
+  if (!k.padding.empty()) full.key_padding_mask = {MaskKind::kBoolean, k.padding.data(), {k.B, k.T}};
+  k.expected.resize(k.x.size());
+  k.expected_w.resize(k.weights ? static_cast<std::size_t>(k.B) * k.wh * k.T * k.T : 0);
+  full.output = k.expected.data();
+  full.weights = k.weights ? k.expected_w.data() : nullptr;
+  full.average_weights = k.average;
+  full.position_ids = k.ids.empty() ? nullptr : k.ids.data();
+  const bool window_ids = k.window && !k.ids.empty();
+  k.full_refused = fuzz::refused_as_due(fuzz::positions_refused(k.ids, k.table, k.T - 1), "decode_fuzz", [&] {
+    if (k.cache_dtype == StorageType::f32) return k.mha->forward(full);
+    if (!window_ids) full.attn_mask = {MaskKind::kAdditive, k.verify.data(), {k.T, k.T}};
+    auto whole = k.mha->create_cache(window_ids ? KvCacheConfig{k.B, k.T, 0, k.cache_dtype} : k.cache_config);
+    k.mha->forward(full, *whole);
+  });
+}
+
+// Feeds chunk `n` (rows [at, at + its length)) to the cache, its outputs into `got`, and checks
+// its weights; false where the core refuses it as due (the cache left as it was).
+bool run_chunk(Case& k, KvCache& cache, std::size_t n, int at, std::vector<float>& got) {
+  const int B = k.B, T = k.T, E = k.E, rows = k.chunks[n];
+  std::vector<float> part(static_cast<std::size_t>(B) * rows * E), out(part.size());
+  std::vector<std::uint8_t> pad(k.padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + rows));
+  std::vector<std::int32_t> part_ids(k.ids.empty() ? 0 : static_cast<std::size_t>(B) * rows);
+  for (int b = 0; b < B; ++b) {
+    std::copy_n(k.x.begin() + (static_cast<std::size_t>(b) * T + at) * E, rows * E, part.begin() + static_cast<std::size_t>(b) * rows * E);
+    if (!pad.empty()) std::copy_n(k.padding.begin() + static_cast<std::size_t>(b) * T, at + rows, pad.begin() + static_cast<std::size_t>(b) * (at + rows));
+    if (!part_ids.empty()) std::copy_n(k.ids.begin() + static_cast<std::size_t>(b) * T + at, rows, part_ids.begin() + static_cast<std::size_t>(b) * rows);
+  }
+  std::vector<float> w(k.weights ? static_cast<std::size_t>(B) * k.wh * rows * (at + rows) : 0);
+  MhaForwardArgs a;
+  a.batch = B;
+  a.L = a.S = rows;
+  a.query = a.key = a.value = part.data();
+  if (!pad.empty()) a.key_padding_mask = {MaskKind::kBoolean, pad.data(), {B, at + rows}};
+  a.output = out.data();
+  a.weights = k.weights ? w.data() : nullptr;
+  a.average_weights = k.average;
+  a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
+  if (!k.chunk_masks[n].empty()) a.attn_mask = {MaskKind::kAdditive, k.chunk_masks[n].data(), {rows, rows}};
+  // A refusal of positions (a negative id, one past a table) comes first, then one of the window's.
+  const bool window_due = k.window && fuzz::window_refused(k.ids, B, T, at, rows,
+                                                                 ring_geometry(k.cache_config.max_length, k.window).rows_per_pass);
+  bool window_refused = false;
+  const bool refused = fuzz::refused_as_due(fuzz::positions_refused(part_ids, k.table, at + rows - 1), "decode_fuzz", [&] {
+    window_refused = fuzz::window_refused_as_due(window_due, "decode_fuzz", [&] { k.mha->forward(a, cache); });
+  });
+  if (refused || window_refused) {
+    if (cache.length() != at) fail("a refused append changed the cache's length");
+    return false;
+  }
+  for (int b = 0; b < B; ++b)
+    std::copy_n(out.begin() + static_cast<std::size_t>(b) * rows * E, rows * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);
+  if (k.weights && !k.non_finite && !k.full_refused) {
+    for (int g = 0; g < B * k.wh; ++g)
+      for (int i = 0; i < rows; ++i)
+        check_close("weights", w.data() + (static_cast<std::size_t>(g) * rows + i) * (at + rows),
+                    k.expected_w.data() + (static_cast<std::size_t>(g) * T + at + i) * T, at + rows);
+  }
+  return true;
+}
+
+// A full cache refuses one more position (a CacheError) and keeps its length.
+void check_full(const Case& k, KvCache& cache) {
+  MhaForwardArgs a;
+  a.batch = k.B;
+  a.L = a.S = 1;
+  std::vector<float> one(static_cast<std::size_t>(k.B) * k.E), out(one.size());
+  a.query = a.key = a.value = one.data();
+  a.output = out.data();
+  try {
+    k.mha->forward(a, cache);
+    fail("an append past max_length was accepted");
+  } catch (const CacheError&) {
+  }
+  if (cache.length() != k.T) fail("a refused append changed the length");
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  Bytes in(data, size);
+  Case k;
+  if (!draw_module(in, k)) return 0;
+  draw_chunks(in, k);
+  plain_forward(k);
+  auto cache = k.mha->create_cache(k.cache_config);
   std::vector<float> first;
   for (int pass = 0; pass < 2; ++pass) {
-    std::vector<float> got(expected.size());
+    std::vector<float> got(k.expected.size());
     int at = 0;
-    for (std::size_t k = 0; k < chunks.size(); ++k) {
-      const int n = chunks[k];
-      std::vector<float> part(static_cast<std::size_t>(B) * n * E), out(part.size());
-      std::vector<std::uint8_t> pad(padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + n));
-      std::vector<std::int32_t> part_ids(ids.empty() ? 0 : static_cast<std::size_t>(B) * n);
-      for (int b = 0; b < B; ++b) {
-        std::copy_n(x.begin() + (static_cast<std::size_t>(b) * T + at) * E, n * E, part.begin() + static_cast<std::size_t>(b) * n * E);
-        if (!pad.empty()) std::copy_n(padding.begin() + static_cast<std::size_t>(b) * T, at + n, pad.begin() + static_cast<std::size_t>(b) * (at + n));
-        if (!part_ids.empty()) std::copy_n(ids.begin() + static_cast<std::size_t>(b) * T + at, n, part_ids.begin() + static_cast<std::size_t>(b) * n);
-      }
-      std::vector<float> w(weights ? static_cast<std::size_t>(B) * wh * n * (at + n) : 0);
-      MhaForwardArgs a;
-      a.batch = B;
-      a.L = a.S = n;
-      a.query = a.key = a.value = part.data();
-      if (!pad.empty()) a.key_padding_mask = {MaskKind::kBoolean, pad.data(), {B, at + n}};
-      a.output = out.data();
-      a.weights = weights ? w.data() : nullptr;
-      a.average_weights = average;
-      a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
-      if (!chunk_masks[k].empty()) a.attn_mask = {MaskKind::kAdditive, chunk_masks[k].data(), {n, n}};
-      if (fuzz::refused_as_due(fuzz::positions_refused(part_ids, table, at + n - 1), "decode_fuzz",
-                               [&] { mha.forward(a, *cache); })) {
-        if (cache->length() != at) fail("a refused append changed the cache's length");
-        return 0;
-      }
-      for (int b = 0; b < B; ++b)
-        std::copy_n(out.begin() + static_cast<std::size_t>(b) * n * E, n * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);
-      if (weights && !non_finite && !full_refused) {
-        for (int g = 0; g < B * wh; ++g)
-          for (int i = 0; i < n; ++i)
-            check_close("weights", w.data() + (static_cast<std::size_t>(g) * n + i) * (at + n),
-                        expected_w.data() + (static_cast<std::size_t>(g) * T + at + i) * T, at + n);
-      }
-      at += n;
-    }
-    if (full_refused) fail("the plain forward was refused, no chunk was");
-    if (cache->length() != T) fail("cache length after the sequence");
-    if (!non_finite) check_close("output", got.data(), expected.data(), got.size(), allowance);
+    for (std::size_t n = 0; n < k.chunks.size(); at += k.chunks[n], ++n)
+      if (!run_chunk(k, *cache, n, at, got)) return 0;
+    if (k.full_refused) fail("the plain forward was refused, no chunk was");
+    if (cache->length() != k.T) fail("cache length after the sequence");
+    if (!k.non_finite) check_close("output", got.data(), k.expected.data(), got.size(), k.allowance);
     if (pass == 0) {
       first = got;
-      if (cache->config().max_length == T) {  // full: one more position is refused, nothing changes
-        MhaForwardArgs a;
-        a.batch = B;
-        a.L = a.S = 1;
-        std::vector<float> one(static_cast<std::size_t>(B) * E), out(one.size());
-        a.query = a.key = a.value = one.data();
-        a.output = out.data();
-        try {
-          mha.forward(a, *cache);
-          fail("an append past max_length was accepted");
-        } catch (const CacheError&) {
-        }
-        if (cache->length() != T) fail("a refused append changed the length");
-      }
+      if (cache->config().max_length == k.T) check_full(k, *cache);
       cache->reset();
     } else if (!std::equal(first.begin(), first.end(), got.begin(), [](float a, float b) {
                  return a == b || (std::isnan(a) && std::isnan(b));
