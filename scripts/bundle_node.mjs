@@ -53,12 +53,18 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
   // of lazy_exports.js saved. (Hashed chunks of such a build are removed: npm pack would ship them.)
   for (const f of readdirSync(outDir)) if (/^node_chunk_\w+\.js$/.test(f)) rmSync(join(outDir, f));
   const later = { webgpu: join(ROOT, 'web/src/webgpu/webgpu_executor.js'), lazy: join(ROOT, 'web/src/lazy_exports.js') };
-  const entryGraph = await graphOf(join(ROOT, 'web/src/node.js'), common, [early, externalFiles(Object.values(later))]);
+  const main = join(ROOT, 'web/src/node.js');
+  const entryGraph = await graphOf(main, common, [early, externalFiles(Object.values(later))]);
+  // A module both later files import and the entry does not (storage/q8_0.js: the GPU's weight
+  // storage and quantised loading) would make a chunk of its own: the entry imports it too.
+  const laterFiles = Object.values(later);
+  const laterGraphs = await Promise.all(laterFiles.map((f) => graphOf(f, common, [early, externalFiles(laterFiles.filter((g) => g !== f))])));
+  const shared = [...new Set(laterGraphs.flat().filter((f, i, all) => all.indexOf(f) !== i && !entryGraph.includes(f) && !laterFiles.includes(f)))];
   const { metafile } = await build({
     ...common,
-    entryPoints: { node_main: join(ROOT, 'web/src/node.js'), node_webgpu_executor: later.webgpu, lazy_exports: later.lazy },
+    entryPoints: { node_main: main, node_webgpu_executor: later.webgpu, lazy_exports: later.lazy },
     splitting: true, chunkNames: 'node_[name]',
-    plugins: [early, importingAlso(Object.values(later), entryGraph)], metafile: true,
+    plugins: [early, importingAlso(laterFiles, [...entryGraph, ...shared]), importingAlso([main], shared)], metafile: true,
     // package.json's sideEffects: false makes esbuild skip those imports' evaluation, as it should
     // (the entry evaluated them), and say so for each; the chunking follows them all the same
     // (tests/js/node_bundle.test.js checks the one chunk).

@@ -50,7 +50,10 @@ test('the bundled Node entry: the source entry\'s exports, its own chunks only, 
     for (const file of ['node_webgpu_executor.js', 'lazy_exports.js']) assert.deepEqual(packageFiles(staticImports(file)), ['./node_chunk.js'], file);
     // What a cold start never runs is not in what its import loads.
     const coldPath = ['node_main.js', 'node_chunk.js'].map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
-    for (const name of ['function readPreamble(', 'function checkedMetadata(', 'function attentionOptionsFromGguf(', 'FAMILIES']) {
+    // (base/lazy_modules.js's internals too: quantised loading, other namings, GPU inputs, encode(), keep()).
+    for (const name of ['function readPreamble(', 'function checkedMetadata(', 'function attentionOptionsFromGguf(', 'FAMILIES',
+      'function parseHeader(', 'function quantisedEntry(', 'function resolveLayout(', 'function checkGpuTensor(',
+      'function forwardOnDevice(', 'function resolveEncode(', 'function checkKeep(']) {
       assert.ok(!coldPath.includes(name), `${name} is in lazy_exports.js only`);
     }
     const bundled = await import(pathToFileURL(join(dist, 'node.js')).href);
@@ -111,6 +114,37 @@ test('the bundled entry reads and compiles its WASM module once, from the early 
       // Read at import either way (the runtime's preload where the early load did not start).
       assert.deepEqual(seen, { compiled: 1, wasmReadsAtImport: 1, wasmReads: 1 }, `WEBATTENTION_WASM=${forced}`);
     }
+  } finally {
+    remove();
+  }
+});
+
+// What a cold start never runs is loaded on first use (base/lazy_modules.js): the bundle's
+// lazy_exports.js is not parsed by an import, create(), loadStateDict() and forward(), and is by a
+// first cache.keep(), which stays synchronous (tests/js/lazy_modules.test.js: each API, on the source).
+test('the bundled entry parses lazy_exports.js at the first call that needs it, not in a cold start', async () => {
+  const { dist, remove } = await freshBundle();
+  try {
+    const script = `
+      const inspector = await import('node:inspector');
+      const session = new inspector.Session();
+      session.connect();
+      const parsed = [];
+      session.on('Debugger.scriptParsed', ({ params }) => parsed.push(params.url.split('/').pop()));
+      session.post('Debugger.enable');
+      const { MultiHeadAttention } = await import(process.argv[1]);
+      const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, threads: 1 });
+      const filled = (shape) => ({ data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i)), shape });
+      mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, filled(shape)])));
+      const cache = mha.createCache({ maxLength: 8 });
+      await mha.forward(filled([1, 5, 16]), filled([1, 5, 16]), filled([1, 5, 16]), { cache });
+      const cold = parsed.includes('lazy_exports.js');
+      const kept = cache.keep([0, 3]);
+      console.log(JSON.stringify({ cold, kept: kept === undefined && cache.length, later: parsed.includes('lazy_exports.js') }));`;
+    const { spawnSync } = await import('node:child_process');
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, pathToFileURL(join(dist, 'node.js')).href], { encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout.trim().split('\n').pop()), { cold: false, kept: 2, later: true });
   } finally {
     remove();
   }

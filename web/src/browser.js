@@ -17,6 +17,7 @@ import { warnOnce } from './base/warn_once.js';
 // Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
 import { WebGpuExecutor } from './webgpu/webgpu_executor.js';
 import * as lazyExports from './lazy_exports.js';
+import { setLazyLoader } from './base/lazy_modules.js';
 
 /** `variant`'s Emscripten factory and compiled .wasm; a LoadError names a file that is not there. */
 async function fetchModule(variant) {
@@ -69,6 +70,7 @@ async function loadThreadsModule(variant) {
   }
 }
 
+setLazyLoader(() => lazyExports);
 const api = bindApi(async () => {
   let variant = await chooseVariant(globalThis.WEBATTENTION_WASM, { threadsModule: true });
   if (THREADS_VARIANTS.includes(variant)) {
@@ -91,8 +93,7 @@ const api = bindApi(async () => {
   loadCheckpointMappings: async () => lazyExports,
 });
 
-export { loadSafetensors } from './storage/safetensors.js';
-export { loadGguf, saveSafetensors, attentionOptionsFromConfig } from './lazy_exports.js';
+export { loadGguf, loadSafetensors, saveSafetensors, attentionOptionsFromConfig } from './lazy_exports.js';
 export const { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready } = api;
 export { configure } from './api/configure.js';
 export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';

@@ -6,6 +6,7 @@ import { bindApi } from './api/api.js';
 import { loadNodeCore } from './node_core.js';
 import { takeEarlyLoad } from './node_early.js';
 import { pickVariant } from './wasm/variant.js';
+import { setLazyLoader } from './base/lazy_modules.js';
 
 // Pool workers get no node flags (execArgv: []). By default a Worker inherits the process's, and
 // it refuses those that are per process (--max-old-space-size, --expose-gc, V8's
@@ -38,14 +39,16 @@ async function spawnWorker(variant) {
 // lazy_exports.js, loaded where first used: require() takes an ES module synchronously where Node
 // can (process.features.require_module: Node >= 20.19, 22.12; with process.getBuiltinModule to
 // reach node:module without importing it at every cold start), so that loadGguf(),
-// saveSafetensors() and attentionOptionsFromConfig() stay synchronous; it shares the module
-// instances the import loaded (one errors.js); node:module is reached only then (createRequire()
-// at import cost a cold start ~1 ms). Older Node imports it with the entry, as before.
+// loadSafetensors(), saveSafetensors(), attentionOptionsFromConfig() and the internals that
+// base/lazy_modules.js reaches stay synchronous; it shares the module instances the import loaded
+// (one errors.js); node:module is reached only then (createRequire() at import cost a cold start
+// ~1 ms). Older Node imports it with the entry, as before.
 const canRequire = process.features?.require_module && typeof process.getBuiltinModule === 'function';
 const imported = canRequire ? null : await import('./lazy_exports.js');
 let required = null;
 const lazyExports = () => imported
   ?? (required ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('./lazy_exports.js'));
+setLazyLoader(lazyExports);
 
 const loadCore = () => {
   const variant = pickVariant(process.env.WEBATTENTION_WASM);
@@ -66,7 +69,9 @@ const api = bindApi(loadCore, {
   preload: true,
 });
 
-export { loadSafetensors } from './storage/safetensors.js';
+export function loadSafetensors(bytes, options) {
+  return lazyExports().loadSafetensors(bytes, options);
+}
 export function loadGguf(bytes, options) {
   return lazyExports().loadGguf(bytes, options);
 }

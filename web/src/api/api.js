@@ -15,7 +15,7 @@ import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js'
 import { measuredFusedSpeedup } from '../wasm/madd_probe.js';
 import { checkIndex, checkOptions } from '../base/option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from '../checks/plans.js';
-import { resolveEncode } from '../checks/encode_plans.js';
+import { lazyModules } from '../base/lazy_modules.js';
 import { Runtime } from './runtime.js';
 import { offsetQkNorm, resolveModuleStateDict } from '../storage/state_dict.js';
 import { moduleEntry } from '../wasm/variant.js';
@@ -162,7 +162,7 @@ export class MultiHeadAttention {
    */
   async encode(key, value, options) {
     const dispatcher = this.#live('encode');
-    return dispatcher.encode(resolveEncode(this.#config, key, value, options));
+    return dispatcher.encode(lazyModules().resolveEncode(this.#config, key, value, options));
   }
 
   /**

@@ -4,7 +4,7 @@
 // that changes attention which no rule here reads, a tensor that does (rope_freqs), or weights of
 // mixed types is an OptionError naming the key or tensors as the file spells them.
 import { OptionError, describe } from '../base/errors.js';
-import { QUANTISED_SOURCES } from '../storage/quantised_tensors.js';
+import { QUANTISED_SOURCES } from '../storage/quantised_entries.js';
 import { typedArrayType } from '../base/typed_arrays.js';
 import { checkOptions } from '../base/option_checks.js';
 

@@ -5,10 +5,10 @@ import { CacheError, OptionError, ShapeError, describe, formatShape } from '../b
 import { KvCache } from '../dispatch/kv_cache.js';
 import { isGpuBatch } from '../dispatch/gpu_batch.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive } from '../base/option_checks.js';
-import { checkGpuTensor, isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
+import { isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
+import { lazyModules } from '../base/lazy_modules.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
-import { resolveEncodedForward } from './encode_plans.js';
 import { checkCallRows } from '../dispatch/cache_checks.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
@@ -34,13 +34,13 @@ export function resolveMhaForward(config, query, key, value, options) {
         argument: 'output', expected: "'cpu'", actual: output,
       });
     }
-    return resolveEncodedForward(config, query, key, value, o);
+    return lazyModules().resolveEncodedForward(config, query, key, value, o);
   }
   const views = new Map();
   const buffers = new Map();
   // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
   const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
-    ? checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+    ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
     : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
   const given = input('query', query, [2, 3]);
   const batched = given.shape.length === 3;

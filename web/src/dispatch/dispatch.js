@@ -29,7 +29,7 @@ import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
 import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
-import { forwardOnDevice } from './device_calls.js';
+import { lazyModules } from '../base/lazy_modules.js';
 import { deviceThreshold, moduleThreshold, sampleBoth, thresholdReport, wantsSample } from './auto_threshold.js';
 
 // Executor and ForwardPlan: base/call_plan.js's typedefs. 'auto''s measured threshold: auto_threshold.js.
@@ -245,7 +245,7 @@ export class Dispatcher {
       await this.#acquireGpu();
       this.#live();
     }
-    if (device) return forwardOnDevice(this.#deviceSide, plan);
+    if (device) return lazyModules().forwardOnDevice(this.#deviceSide, plan);
     const { where, fallback, sample } = this.route(plan);
     if (plan.cache) return this.#enqueueCached(plan, where, call);
     if (sample) return this.#sampled(ownedPlan(plan), where, fallback);

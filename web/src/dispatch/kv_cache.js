@@ -1,7 +1,7 @@
 // The public KvCache, made by mha.createCache() (docs/attention-math.md §7–§9): storage for
 // incremental decoding that forward() takes as its `cache` option.
 import { CacheError, DisposedError } from '../base/errors.js';
-import { checkKeep } from './keep_checks.js';
+import { lazyModules } from '../base/lazy_modules.js';
 import { checkTruncation, uniformLength } from './cache_checks.js';
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
@@ -251,7 +251,7 @@ export class KvCache {
     }
     const lengths = this.#lengthsOf(handle);
     const current = lengths[0];
-    const kept = checkKeep(indices, this.#lastRows, current, this.#options);
+    const kept = lazyModules().checkKeep(indices, this.#lastRows, current, this.#options);
     this.#owner.checkKeep?.(this.#lastRows, kept, this.#lastInputsHeld);  // a backend's own limit (WebGPU's)
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).

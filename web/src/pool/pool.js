@@ -16,7 +16,7 @@ import { DisposedError, WorkerError, errorFromData } from '../base/errors.js';
 import { workerAnswerMs } from '../base/cost_model.js';
 import { planWithCopies } from '../base/call_plan.js';
 import { warnOnce } from '../base/warn_once.js';
-import { copyEntry } from '../storage/quantised_tensors.js';
+import { copyEntry } from '../storage/quantised_entries.js';
 
 /**
  * Test seams: onPool(pool) sees each pool made; beforeRun(pool, worker, message) each task

@@ -6,7 +6,7 @@ import { SPLIT_PROJECTION_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { DisposedError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { sliceBatch, splitWork } from './pool.js';
-import { copyEntry } from '../storage/quantised_tensors.js';
+import { copyEntry } from '../storage/quantised_entries.js';
 
 let nextModuleId = 1;
 

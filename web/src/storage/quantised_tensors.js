@@ -6,34 +6,22 @@
 // per block of 32 along a row (storage_types.js's Q8_BLOCK, Q4_BLOCK): [rows][ceil(cols / 32)]), zeroPoints (int4: a Uint8Array laid
 // out as the scales) }, which the core packs as it is (an f16 scale widens to f32 exactly; a
 // MatMulNBits block of 64, 128 or 256 is 2, 4 or 8 blocks of 32 with its scale and zero point).
-// The module then computes (code − zero point) · scale for each weight.
+// The module then computes (code − zero point) · scale for each weight. Reached through
+// base/lazy_modules.js (lazy_exports.js): only loads with quantised tensors run it; what every load
+// asks of its entries is quantised_entries.js.
 import { DTypeError, StateDictError, describe, formatShape } from '../base/errors.js';
 import { typedArrayType } from '../base/typed_arrays.js';
 import { GGML_TYPES, f16Value } from './gguf_types.js';
 import { widenHalf } from './half_floats.js';
 import { MATMUL_NBITS_BLOCKS, Q4_BLOCK, Q8_BLOCK } from './storage_types.js';
 import { blocksPerRow } from './q8_0.js';
+import { QUANTISED_SOURCES, markQuantised as made } from './quantised_entries.js';
 
 const ggml = (name) => [...GGML_TYPES.values()].find((t) => t.name === name);
 const Q4_0 = ggml('Q4_0');
 const Q8_0 = ggml('Q8_0');
 /** Values per scale along a row, for each quantised weightsDtype. */
 const BLOCK = { int8: Q8_BLOCK, int4: Q4_BLOCK };
-
-/** The tensor dtypes taken as stored, each with the weightsDtype whose module takes it. */
-export const QUANTISED_SOURCES = Object.freeze({ q4_0: 'int4', q8_0: 'int8', int4: 'int4' });
-
-// Marks the quantised entries made here (a caller's MatMulNBits tensor is { dtype: 'int4' } too).
-const ENTRY = Symbol('quantised entry');
-
-/** Whether `value` is a caller's quantised tensor (its dtype one of QUANTISED_SOURCES'). */
-export const isQuantisedTensor = (value) => value !== null && typeof value === 'object' && !ArrayBuffer.isView(value)
-  && !value[ENTRY] && Object.hasOwn(QUANTISED_SOURCES, value.dtype);
-
-/** Whether a state-dict entry is a quantised entry made here (codes with scales). */
-export const isQuantisedEntry = (entry) => entry !== null && typeof entry === 'object' && entry[ENTRY] === true;
-
-const made = (entry) => Object.defineProperty(entry, ENTRY, { value: true, enumerable: true });
 
 const refuse = (name, what, expected, actual) => new StateDictError(`stateDict['${name}']: ${what}`, { argument: name, expected, actual });
 
@@ -187,12 +175,4 @@ export function stackQuantised(parts) {
   };
   const stacked = { dtype: parts[0].dtype, data: join('data'), scales: join('scales') };
   return made(parts[0].zeroPoints ? { ...stacked, zeroPoints: join('zeroPoints') } : stacked);
-}
-
-/** An entry with copies of its arrays (a quantised entry's scales and zero points too). */
-export function copyEntry(entry) {
-  const copy = { ...entry, data: entry.data.slice() };  // the mark is copied with the fields
-  if (entry.scales) copy.scales = entry.scales.slice();
-  if (entry.zeroPoints) copy.zeroPoints = entry.zeroPoints.slice();
-  return copy;
 }

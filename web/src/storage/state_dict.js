@@ -6,13 +6,14 @@
 // as the caller gave it ('layers.0.self_attn.in_proj_weight').
 import { HALF_DTYPES } from './storage_types.js';
 import { ENTRY } from './state_dict_entries.js';
-import { LAYOUTS, otherLayoutHint, resolveLayout } from './checkpoint_layouts.js';
+import { LAYOUTS, otherLayoutHint } from './checkpoint_layouts.js';
 import { DTypeError, OptionError, StateDictError, WebAttentionError, describe, formatShape } from '../base/errors.js';
 import { asFloat32, firstNonFinite, widenHalf } from './half_floats.js';
 import { checkBoolean, checkOptions } from '../base/option_checks.js';
 import { FLOAT_DATA, HALF_DTYPE_NAMES, checkTensor, product, tensorDtype } from '../base/tensor_checks.js';
 import { borrowed, isDetached, stillWhole, typedArrayType } from '../base/typed_arrays.js';
-import { copyEntry, isQuantisedEntry, isQuantisedTensor, quantisedEntry, stackQuantised } from './quantised_tensors.js';
+import { copyEntry, isQuantisedEntry, isQuantisedTensor } from './quantised_entries.js';
+import { lazyModules } from '../base/lazy_modules.js';
 
 
 const OPTIONS = ['prefix', 'strict', 'layout'];
@@ -113,7 +114,7 @@ function checkedEntry(name, shape, entries, weightsDtype) {
   }
   const value = entries.get(name);
   // Blocks quantised already (GGUF, ORT MatMulNBits): taken as stored, copied into one form.
-  if (isQuantisedTensor(value)) return { name, ...quantisedEntry(name, value, shape, weightsDtype) };
+  if (isQuantisedTensor(value)) return { name, ...lazyModules().quantisedEntry(name, value, shape, weightsDtype) };
   if (isQuantisedEntry(value)) return { name, ...value };  // stacked here from checked entries (packSeparateWeights)
   if (typedArrayType(value) === 'Float32Array') {
     // Borrowed (typed_arrays.js): a load reads it before returning; resolveStateDict() looks again
@@ -208,7 +209,7 @@ function packSeparateWeights(entries, prefix, packedShape, weightsDtype) {
         + `stacked into ${PACKED} they must be of one kind`, { argument: odd.name, expected: quantised[0].dtype, actual: odd.dtype });
     }
     const rest = new Map([...entries].filter(([name]) => !names.includes(name)));
-    return rest.set(prefix + PACKED, stackQuantised(parts));
+    return rest.set(prefix + PACKED, lazyModules().stackQuantised(parts));
   }
   // Stacked in their own dtype when they share one; else widened to float32 (exactly) first.
   const dtype = parts.every((p) => p.dtype === parts[0].dtype) ? parts[0].dtype : 'float32';
@@ -277,7 +278,7 @@ function resolveEntries(specs, stateDict, resolved, weightsDtype) {
       const entry = resolveStateDict([{ name, shape, transposed }], new Map([[name, value]]), weightsDtype)[0];
       return isQuantisedEntry(entry) ? entry : asFloat32(entry.data, entry.dtype);
     };
-    return resolveLayout(specs, entries, resolved, checkEntry).map((e) => (isQuantisedEntry(e) ? e : { ...e, dtype: 'float32' }));
+    return lazyModules().resolveLayout(specs, entries, resolved, checkEntry).map((e) => (isQuantisedEntry(e) ? e : { ...e, dtype: 'float32' }));
   }
   const packed = specs.find((s) => s.name === PACKED);
   const stacked = packed && packSeparateWeights(entries, prefix, packed.shape, weightsDtype);

@@ -1,0 +1,76 @@
+// A caller's GPU tensor checked into a DeviceData (base/gpu_tensors.js): only what can be seen
+// without the device, the buffer's kind, size, usage and map state. Which device it is on, and
+// whether it was destroyed, WebGPU tells only when the call's work is submitted
+// (webgpu/gpu_tensor.js names the argument then). Reached through base/lazy_modules.js: a call
+// without GPU inputs never loads it.
+import { DTypeError, ShapeError, describe, formatShape } from '../base/errors.js';
+import { DeviceData, deviceBytes } from '../base/gpu_tensors.js';
+
+// GPUBufferUsage's numbers (Node has no GPUBufferUsage global unless the app sets one).
+const COPY_SRC = 0x4;
+const STORAGE = 0x80;
+const USAGE_NAMES = { 0x1: 'MAP_READ', 0x2: 'MAP_WRITE', 0x4: 'COPY_SRC', 0x8: 'COPY_DST', 0x10: 'INDEX', 0x20: 'VERTEX',
+  0x40: 'UNIFORM', 0x80: 'STORAGE', 0x100: 'INDIRECT', 0x200: 'QUERY_RESOLVE' };
+
+/** A GPUBuffer's usage flags by name ('STORAGE | COPY_SRC'). */
+export const usageNames = (usage) => Object.entries(USAGE_NAMES).filter(([bit]) => usage & Number(bit)).map(([, n]) => n).join(' | ') || 'none';
+
+/** A GPU tensor's dtypes: float32, or float16 bits (widened on the device, exactly). */
+export const GPU_INPUT_DTYPES = ['float32', 'float16'];
+
+const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.destroy === 'function'
+  && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
+
+/**
+ * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
+ * a GPUBuffer (not mapped; STORAGE usage: the kernels bind it, or COPY_SRC: the call copies it
+ * into its own input buffer, on the device) of at least deviceBytes() of shape, dtype 'float32' (the
+ * default) or 'float16'. shapeOf(argument, shape) reads the shape as checkTensor() does;
+ * `buffers` (gpuBuffer → DeviceData) makes one buffer passed twice one input, so that the fused
+ * projections of self-attention apply. Returns { data: DeviceData, shape, dtype }: a float16 call's
+ * dtype, as a host float16 tensor's (its 'cpu' results are rounded to float16).
+ */
+export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
+  const shapeKey = 'shape' in tensor ? 'shape' : 'dims';
+  const { gpuBuffer, [shapeKey]: givenShape } = tensor;
+  const dtype = 'dtype' in tensor ? tensor.dtype : tensor.type;
+  if (!looksLikeBuffer(gpuBuffer)) {
+    throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${describe(gpuBuffer)}`, {
+      argument, expected: 'GPUBuffer', actual: describe(gpuBuffer),
+    });
+  }
+  if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
+    throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
+      + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });
+  }
+  const type = dtype ?? 'float32';
+  const shape = shapeOf(`${argument}.${shapeKey}`, givenShape);
+  if (ranks && !ranks.includes(shape.length)) {
+    throw new ShapeError(`${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`, {
+      argument, expected: ranks.map((r) => `${r}-D`), actual: shape,
+    });
+  }
+  const elements = shape.reduce((a, b) => a * b, 1);
+  const bytes = deviceBytes(type, elements);
+  if (gpuBuffer.size < bytes) {
+    const rule = type === 'float16' ? 'float16: 2 per element, rounded up to whole 4-byte words' : 'float32';
+    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${bytes} bytes (${rule}), its gpuBuffer has ${gpuBuffer.size}`, {
+      argument, expected: bytes, actual: gpuBuffer.size,
+    });
+  }
+  if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
+    throw new DTypeError(`${argument}.gpuBuffer: expected a buffer with STORAGE usage (the kernels bind it) or COPY_SRC `
+      + `(the call copies it on the device), got ${usageNames(gpuBuffer.usage)}`, {
+      argument, expected: 'STORAGE | COPY_SRC', actual: usageNames(gpuBuffer.usage),
+    });
+  }
+  if (gpuBuffer.mapState !== undefined && gpuBuffer.mapState !== 'unmapped') {
+    throw new DTypeError(`${argument}.gpuBuffer: expected an unmapped buffer (a mapped one cannot be used by the GPU), got mapState '${gpuBuffer.mapState}'`, {
+      argument, expected: 'unmapped', actual: gpuBuffer.mapState,
+    });
+  }
+  const same = buffers.get(gpuBuffer);
+  const data = same?.length === elements && same.dtype === type ? same : new DeviceData(argument, gpuBuffer, 0, elements, type);
+  buffers.set(gpuBuffer, data);
+  return { data, shape, dtype: type };
+}
