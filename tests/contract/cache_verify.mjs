@@ -290,6 +290,34 @@ export function rowsTreeRun(api, on = {}) {
 }
 
 /**
+ * A wide tree under a window: a root and 64 children (all at depth 1), 65 drafts (one pass of
+ * window 8's ring) after prefix 90, each child seeing the root, itself and cached keys 84 … 89 by
+ * its depth's window. Children past row 63 fall in a second tile of query rows (WebGPU's flash
+ * kernels take 64 or fewer a workgroup), whose key loop a window counted in rows would start past
+ * those keys. Resolves to { output: [B, 65, E] of the verify call, reference: float64's rows, each
+ * row the last of its own branch's causal run (the root's: its own) }.
+ */
+export function wideTreeRun(api, on = {}) {
+  const [P, L, W] = [90, 65, 8];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha, sd) => {
+    const x = { data: filled(B * (P + L) * E, 79), shape: [B, P + L, E] };
+    const cache = mha.createCache({ batchSize: B, window: W });
+    await Promise.all(feed(mha, cache, x, P));
+    const drafts = rows(x, P, L);
+    const attnMask = { data: Uint8Array.from({ length: L * L }, (_, k) => Number(k % L !== 0 && k % L !== Math.floor(k / L))), shape: [L, L] };
+    const positionIds = { data: Int32Array.from({ length: B * L }, (_, n) => P + Math.min(1, n % L)), shape: [B, L] };
+    const { output } = await mha.forward(drafts, drafts, drafts, { cache, attnMask, positionIds });
+    const prefix = Array.from({ length: P }, (_, t) => t);
+    const expected = new Float32Array(B * L * E);
+    for (let i = 0; i < L; i++) {
+      const row = reference(mha, sd, picked(x, [...prefix, ...(i ? [P, P + i] : [P])]), 1, { window: W });
+      for (let b = 0; b < B; b++) expected.set(row.data.subarray(b * E, (b + 1) * E), (b * L + i) * E);
+    }
+    return { output, reference: { data: expected, shape: [B, L, E] } };
+  });
+}
+
+/**
  * positionIds that move a window (docs/attention-math.md §9) where its ring cannot hold the keys
  * they reach: ids below the cache's length, and a call longer than one pass of the ring (window 8:
  * 65 rows) at ids off its rows. Resolves to { errors: [each call's error or null], length (after

@@ -8,7 +8,7 @@ import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
 import { HOSTILE_KEEPS, VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, rowsTreeRun,
-  sameRead, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
+  sameRead, wideTreeRun, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
 import { assertTreeVerify, assertWindowIdsRefused } from '../contract/cache_verify_asserts.mjs';
 
 const describeLayout = ({ cache, mask, create, tree, poison }) => JSON.stringify({ ...cache, mask, rotary: create.rotary, tree, poison });
@@ -83,6 +83,11 @@ test('a window in positionIds on a batched cache whose rows differ in length = o
     const mine = { data: r.batched.data.subarray(b * L * E, (b + 1) * L * E), shape: [1, L, E] };
     assert.equal(outsideTolerance(mine, alone), null, `row ${b}`);
   }
+});
+
+test('a wide tree under a window (65 drafts at depth 1, one pass of the ring) = float64', async () => {
+  const r = await wideTreeRun(api);
+  assert.equal(outsideTolerance(r.output, r.reference), null);
 });
 
 test('positionIds that move a window past what its ring holds are a CacheError naming positionIds, the cache unchanged', async () => {

@@ -1,18 +1,22 @@
 // Draft verification (issue 38) on a cache on the GPU: the verification attnMask is read by the
 // attention kernels (amKey0: it covers the call's new positions), and keep() writes the moved rows
 // again on the device, in the cache's call queue (the runs make it while the calls before it are
-// still queued). Same runs as tests/js/cache_verify.test.js on WASM
-// (tests/contract/cache_verify.mjs), fewer layouts: SwiftShader is slow. Set-up: node_setup.mjs.
-import { test } from 'node:test';
+// still queued); a cache's window counts in positionIds (the kernels read them from the call's row
+// table), a tree of drafts under a window compared with WASM's run too. Same runs as
+// tests/js/cache_verify.test.js on WASM (tests/contract/cache_verify.mjs), fewer layouts:
+// SwiftShader is slow. Set-up: node_setup.mjs.
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
 import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, rowsTreeRun, sameRead,
-  treeRun, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
+  treeRun, wideTreeRun, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
 import { assertTreeVerify, assertWindowIdsRefused } from '../contract/cache_verify_asserts.mjs';
 import { filled } from '../contract/random.mjs';
-import { gpu, runs } from './node_setup.mjs';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
+import { selectionHooks } from '../internals.mjs';
+import { adapter, gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
 const onlyGpu = (before) => runs.slice(before).every((where) => where === 'webgpu');
@@ -84,6 +88,34 @@ test('WebGPU: misuse of keep() and of a verification mask is a typed error that 
   assert.ok(encoded instanceof CacheError, String(encoded));
 });
 
+// Every flash and decode variant reads the window's ids through the same helpers (beforeWindow(),
+// firstKey() from a tile's first row): the window's trees with each pinned, against WASM.
+describe('WebGPU: a window in positionIds in every attention variant = WASM', () => {
+  const ran = [];
+  before(() => { selectionHooks.onCall = (names) => ran.push(names); });
+  after(() => {
+    selectionHooks.onCall = null;
+    api.configure({ gpuKernels: {} });
+  });
+  const deep = VERIFY_LAYOUTS.find((l) => l.tree === 'deep' && !l.poison);
+  const small = VERIFY_LAYOUTS.find((l) => l.tree === 'small');
+  for (const [family, layout] of [['attention', deep], ['decode', small]]) {
+    const wasm = treeRun(api, layout);
+    for (const { name } of fittingVariants(family, adapter, { dk: 4, dv: 4 })) {
+      test(`${family} ${name} (${JSON.stringify({ ...layout.cache, tree: layout.tree })})`, async () => {
+        api.configure({ gpuKernels: { [family]: name } });
+        ran.length = 0;
+        const r = await treeRun(api, layout, ON_GPU).finally(() => api.configure({ gpuKernels: {} }));
+        const pinned = ran.map((names) => names[family]).filter(Boolean);
+        assert.ok(pinned.length > 0 && pinned.every((n) => n === name), `ran ${pinned.join(', ')}`);
+        for (const [n, b] of r.branches.entries()) {
+          assert.equal(outsideTolerance(b.verified, (await wasm).branches[n].verified), null, `branch ${n} against WASM`);
+        }
+      });
+    }
+  }
+});
+
 test('WebGPU: a window in positionIds on a batched cache whose rows differ in length = one cache per row = WASM', async () => {
   const before = runs.length;
   const r = await rowsTreeRun(api, ON_GPU);
@@ -95,6 +127,14 @@ test('WebGPU: a window in positionIds on a batched cache whose rows differ in le
     const mine = { data: r.batched.data.subarray(b * L * E, (b + 1) * L * E), shape: [1, L, E] };
     assert.equal(outsideTolerance(mine, alone), null, `row ${b}`);
   }
+});
+
+test('WebGPU: a wide tree under a window (65 drafts at depth 1: a second tile of query rows) = float64 = WASM', async () => {
+  const before = runs.length;
+  const r = await wideTreeRun(api, ON_GPU);
+  assert.ok(onlyGpu(before), 'every call on the GPU');
+  assert.equal(outsideTolerance(r.output, r.reference), null, 'against float64');
+  assert.equal(outsideTolerance(r.output, (await wideTreeRun(api)).output), null, 'against WASM');
 });
 
 test('WebGPU: positionIds that move a window past what its ring holds are the CacheError WASM gives, the cache unchanged', async () => {
