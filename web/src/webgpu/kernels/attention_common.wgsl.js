@@ -9,8 +9,9 @@
 // keys are all masked recognisable: it gets zero output and zero weights (the library's
 // documented difference from PyTorch's NaN). Causal masking is top-left aligned (key j > query
 // i is masked), as in the WASM core; with a KV cache (shift = its length before the call) it is
-// bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too, or
-// with windowIds those before the window of the query's positionId (docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
+// bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too (with
+// windowIds, those before the window of the query's positionId: beforeWindow(),
+// docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
 // per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
 import { paramsWgsl } from '../kernel_params.js';
