@@ -104,8 +104,9 @@ async function freshRun(mha, options, seq, n) {
 /**
  * The prefix, then the tree verified in one call, then keep(the first branch) and one more token.
  * Resolves to { branches: [{ verified, fresh, reference }] (each branch's rows of the verify call,
- * a separate causal run's, float64's), next: { kept, fresh, reference } (the token after keep()),
- * read: [kept's, fresh's], lengths: [before, after verify, after keep] }.
+ * a separate causal run's, float64's), weights (the verify call's, averaged over heads), next:
+ * { kept, fresh, reference } (the token after keep()), read: [kept's, fresh's], lengths: [before,
+ * after verify, after keep] }.
  */
 export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree', poison = [] }, on = {}) {
   const tree = TREES[shape];
@@ -118,7 +119,7 @@ export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tr
     const lengths = [prefix];
     const drafts = rows(x, prefix, L);
     const positionIds = { data: Int32Array.from({ length: B * L }, (_, n) => prefix + depth(tree, n % L)), shape: [B, L] };
-    const verify = mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, mask, mha.config.numHeads), positionIds });
+    const verify = mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, mask, mha.config.numHeads), positionIds, needWeights: true });
     lengths.push(cache.length);
     const accepted = keptDrafts(tree);
     cache.keep(accepted);
@@ -136,7 +137,8 @@ export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tr
     }
     const seq = picked(x, [...prefixRows, ...accepted.map((i) => prefix + i), prefix + L]);
     const fresh = await freshRun(mha, options, seq, 1);
-    return { branches, lengths, next: { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options) },
+    return { branches, lengths, weights: (await verify).attnWeights,
+      next: { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options) },
       read: [await cache.read(), await fresh.cache.read()] };
   });
 }

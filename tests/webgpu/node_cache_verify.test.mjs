@@ -32,6 +32,7 @@ for (const layout of [VERIFY_LAYOUTS[0], VERIFY_LAYOUTS[2], ...VERIFY_LAYOUTS.sl
     if (!layout.cache.window) return;
     const wasm = await treeRun(api, layout);
     for (const [n, b] of r.branches.entries()) assert.equal(outsideTolerance(b.verified, wasm.branches[n].verified), null, `branch ${n} against WASM`);
+    assert.equal(outsideTolerance(r.weights, wasm.weights), null, 'the verify call\'s weights against WASM');
     assert.equal(outsideTolerance(r.next.kept, wasm.next.kept), null, 'the token after keep() against WASM');
   });
 }
