@@ -32,16 +32,34 @@ export const VERIFY_LAYOUTS = [
   // window 8: the draft in row 94 at depth 92 sees keys 85 and 86); the mask still takes part.
   { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'chain' },
   { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'tree' },
+  // A window shorter than the tree is deep: the call's own keys leave a draft's window by their
+  // depths too (window 3, 'deep': the draft in row 5 at depth 4 sees its ancestors in rows 3 and 4
+  // but not the one in row 2, at depth 1, though that row is within 3 of its own), and a draft at
+  // depth 1 in row 2 sees cached key 89. The four drafts of 'small' take the decode kernels on
+  // WebGPU (at most 4 rows), six the flash ones.
+  { create: { rotary: { dim: 4 } }, cache: { window: 3 }, mask: 'bool-head', prefix: 90, tree: 'deep' },
+  { create: { rotary: { dim: 4 } }, cache: { window: 3, dtype: 'float16' }, mask: 'bool', prefix: 90, tree: 'small' },
+  // NaN tokens (`poison`: [batch, token], its query, key and value) where the window in positions
+  // decides who sees them, so that the NaN rule (a row that sees a NaN is NaN) tells the windows
+  // apart: cached position 89 is in the window of the draft in row 2 (depth 1), not of its slot
+  // (92); the draft in row 2 (position 91) is in the windows of its descendants in rows 3 and 4,
+  // not in row 5's (depth 4, position 94), though row 2's slot (92) would be.
+  { create: { rotary: { dim: 4 } }, cache: { window: 3 }, mask: 'bool', prefix: 90, tree: 'deep', poison: [[0, 89], [1, 92]] },
 ];
 
 /**
- * Trees of 6 drafted tokens: parent of each (−1: the root, after the prefix), and their branches;
- * the first branch's first 4 are kept.
+ * Trees of drafted tokens (6, 'small' 4): parent of each (−1: the root, after the prefix), and
+ * their branches; the first branch's first 4 (at most) are kept.
  */
 export const TREES = {
   tree: { parents: [-1, 0, 0, 1, 2, 3], branches: [[0, 1, 3, 5], [0, 2, 4]] },
   chain: { parents: [-1, 0, 1, 2, 3, 4], branches: [[0, 1, 2, 3, 4, 5]] },
+  deep: { parents: [-1, 0, 0, 2, 3, 4], branches: [[0, 2, 3, 4, 5], [0, 1]] },
+  small: { parents: [-1, 0, 0, 1], branches: [[0, 1, 3], [0, 2]] },
 };
+
+/** The drafts treeRun() keeps: the first branch's first 4 (at most). */
+export const keptDrafts = (tree) => tree.branches[0].slice(0, 4);
 
 const depth = (tree, i) => (tree.parents[i] < 0 ? 0 : 1 + depth(tree, tree.parents[i]));
 const sees = (tree, i, j) => i === j || (tree.parents[i] >= 0 && sees(tree, tree.parents[i], j));
@@ -86,22 +104,24 @@ async function freshRun(mha, options, seq, n) {
 /**
  * The prefix, then the tree verified in one call, then keep(the first branch) and one more token.
  * Resolves to { branches: [{ verified, fresh, reference }] (each branch's rows of the verify call,
- * a separate causal run's, float64's), next: { kept, fresh, reference } (the token after keep()),
- * read: [kept's, fresh's], lengths: [before, after verify, after keep] }.
+ * a separate causal run's, float64's), weights (the verify call's, averaged over heads), next:
+ * { kept, fresh, reference } (the token after keep()), read: [kept's, fresh's], lengths: [before,
+ * after verify, after keep] }.
  */
-export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree' }, on = {}) {
+export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tree: shape = 'tree', poison = [] }, on = {}) {
   const tree = TREES[shape];
   return withModule(api, { ...create, ...on }, async (mha, sd) => {
     const L = tree.parents.length;
     const x = { data: filled(B * (prefix + L + 1) * E, 71), shape: [B, prefix + L + 1, E] };
+    for (const [b, t] of poison) x.data[(b * (prefix + L + 1) + t) * E] = NaN;
     const cache = mha.createCache({ batchSize: B, ...options });
     const prefill = feed(mha, cache, x, prefix);
     const lengths = [prefix];
     const drafts = rows(x, prefix, L);
     const positionIds = { data: Int32Array.from({ length: B * L }, (_, n) => prefix + depth(tree, n % L)), shape: [B, L] };
-    const verify = mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, mask, mha.config.numHeads), positionIds });
+    const verify = mha.forward(drafts, drafts, drafts, { cache, attnMask: treeMask(tree, mask, mha.config.numHeads), positionIds, needWeights: true });
     lengths.push(cache.length);
-    const accepted = tree.branches[0].slice(0, 4);
+    const accepted = keptDrafts(tree);
     cache.keep(accepted);
     lengths.push(cache.length);
     const last = rows(x, prefix + L, 1);
@@ -117,7 +137,8 @@ export function treeRun(api, { create, cache: options, mask, prefix = PREFIX, tr
     }
     const seq = picked(x, [...prefixRows, ...accepted.map((i) => prefix + i), prefix + L]);
     const fresh = await freshRun(mha, options, seq, 1);
-    return { branches, lengths, next: { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options) },
+    return { branches, lengths, weights: (await verify).attnWeights,
+      next: { kept: (await next).output, fresh: fresh.output, reference: reference(mha, sd, seq, 1, options) },
       read: [await cache.read(), await fresh.cache.read()] };
   });
 }
@@ -267,6 +288,34 @@ export function rowsTreeRun(api, on = {}) {
       alone.push((await verify(single, rows(mine, 90, L), [firsts[b]])).output);
     }
     return { batched, alone };
+  });
+}
+
+/**
+ * A wide tree under a window: a root and 64 children (all at depth 1), 65 drafts (one pass of
+ * window 8's ring) after prefix 90, each child seeing the root, itself and cached keys 84 … 89 by
+ * its depth's window. Children past row 63 fall in a second tile of query rows (WebGPU's flash
+ * kernels take 64 or fewer a workgroup), whose key loop a window counted in rows would start past
+ * those keys. Resolves to { output: [B, 65, E] of the verify call, reference: float64's rows, each
+ * row the last of its own branch's causal run (the root's: its own) }.
+ */
+export function wideTreeRun(api, on = {}) {
+  const [P, L, W] = [90, 65, 8];
+  return withModule(api, { rotary: { dim: 4 }, ...on }, async (mha, sd) => {
+    const x = { data: filled(B * (P + L) * E, 79), shape: [B, P + L, E] };
+    const cache = mha.createCache({ batchSize: B, window: W });
+    await Promise.all(feed(mha, cache, x, P));
+    const drafts = rows(x, P, L);
+    const attnMask = { data: Uint8Array.from({ length: L * L }, (_, k) => Number(k % L !== 0 && k % L !== Math.floor(k / L))), shape: [L, L] };
+    const positionIds = { data: Int32Array.from({ length: B * L }, (_, n) => P + Math.min(1, n % L)), shape: [B, L] };
+    const { output } = await mha.forward(drafts, drafts, drafts, { cache, attnMask, positionIds });
+    const prefix = Array.from({ length: P }, (_, t) => t);
+    const expected = new Float32Array(B * L * E);
+    for (let i = 0; i < L; i++) {
+      const row = reference(mha, sd, picked(x, [...prefix, ...(i ? [P, P + i] : [P])]), 1, { window: W });
+      for (let b = 0; b < B; b++) expected.set(row.data.subarray(b * E, (b + 1) * E), (b * L + i) * E);
+    }
+    return { output, reference: { data: expected, shape: [B, L, E] } };
   });
 }
 

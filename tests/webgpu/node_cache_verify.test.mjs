@@ -1,27 +1,39 @@
 // Draft verification (issue 38) on a cache on the GPU: the verification attnMask is read by the
 // attention kernels (amKey0: it covers the call's new positions), and keep() writes the moved rows
 // again on the device, in the cache's call queue (the runs make it while the calls before it are
-// still queued). Same runs as tests/js/cache_verify.test.js on WASM
-// (tests/contract/cache_verify.mjs), fewer layouts: SwiftShader is slow. Set-up: node_setup.mjs.
-import { test } from 'node:test';
+// still queued); a cache's window counts in positionIds (the kernels read them from the call's row
+// table), a tree of drafts under a window compared with WASM's run too. Same runs as
+// tests/js/cache_verify.test.js on WASM (tests/contract/cache_verify.mjs), fewer layouts:
+// SwiftShader is slow. Set-up: node_setup.mjs.
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { CacheError, DTypeError, DisposedError, ShapeError } from '#webattention';
 import { sameBits } from '../contract/compare.mjs';
-import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, sameRead,
-  windowIdsRefusalRun } from '../contract/cache_verify.mjs';
-import { assertTreeVerify } from '../contract/cache_verify_asserts.mjs';
+import { VERIFY_LAYOUTS, draftRun, encodedKeepRun, hostileKeepRun, longMaskRun, outsideTolerance, rowsTreeRun, sameRead,
+  treeRun, wideTreeRun, windowIdsRefusalRun } from '../contract/cache_verify.mjs';
+import { assertTreeVerify, assertWindowIdsRefused } from '../contract/cache_verify_asserts.mjs';
 import { filled } from '../contract/random.mjs';
-import { gpu, runs } from './node_setup.mjs';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
+import { selectionHooks } from '../internals.mjs';
+import { adapter, gpu, runs } from './node_setup.mjs';
 
 const ON_GPU = { backend: 'webgpu', gpu };
 const onlyGpu = (before) => runs.slice(before).every((where) => where === 'webgpu');
 
-for (const layout of [VERIFY_LAYOUTS[0], VERIFY_LAYOUTS[2], VERIFY_LAYOUTS[3]]) {
-  test(`WebGPU: a tree of drafts verified in one call = a causal run per branch; keep() = a fresh run (${JSON.stringify({ ...layout.cache, mask: layout.mask })})`, async () => {
+// The window's layouts (3 on: a window counted in positionIds, the kernels reading the ids through
+// the row table, decode for the four drafts of 'small', flash for six) are each also compared with
+// the same run on WASM.
+for (const layout of [VERIFY_LAYOUTS[0], VERIFY_LAYOUTS[2], ...VERIFY_LAYOUTS.slice(3)]) {
+  test(`WebGPU: a tree of drafts verified in one call = a causal run per branch; keep() = a fresh run (${JSON.stringify({ ...layout.cache, mask: layout.mask, tree: layout.tree, poison: layout.poison })})`, async () => {
     const before = runs.length;
-    await assertTreeVerify(api, layout, ON_GPU);
+    const r = await assertTreeVerify(api, layout, ON_GPU);
     assert.ok(onlyGpu(before), 'every call on the GPU');
+    if (!layout.cache.window) return;
+    const wasm = await treeRun(api, layout);
+    for (const [n, b] of r.branches.entries()) assert.equal(outsideTolerance(b.verified, wasm.branches[n].verified), null, `branch ${n} against WASM`);
+    assert.equal(outsideTolerance(r.weights, wasm.weights), null, 'the verify call\'s weights against WASM');
+    assert.equal(outsideTolerance(r.next.kept, wasm.next.kept), null, 'the token after keep() against WASM');
   });
 }
 
@@ -77,28 +89,57 @@ test('WebGPU: misuse of keep() and of a verification mask is a typed error that 
   assert.ok(encoded instanceof CacheError, String(encoded));
 });
 
-test('WebGPU: a window counts in positionIds; ids off the rows\' slots on a window cache are a CacheError naming positionIds, the cache unchanged', async () => {
-  // The WebGPU kernels count the window in slots (docs/attention-math.md §9): a tree of drafts at
-  // its depths under a window runs on a WASM cache only.
-  const before = runs.length;
-  const mha = await api.MultiHeadAttention.create({ embedDim: 16, numHeads: 4, rotary: { dim: 4 }, ...ON_GPU });
-  try {
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }, i) => [name, { data: filled(shape.reduce((a, b) => a * b, 1), 82 + i), shape }])));
-    const x = { data: filled(7 * 16, 83), shape: [1, 7, 16] };
-    const cache = mha.createCache({ window: 8 });
-    const [prompt, drafts] = [{ data: x.data.subarray(0, 64), shape: [1, 4, 16] }, { data: x.data.subarray(64), shape: [1, 3, 16] }];
-    await mha.forward(prompt, prompt, prompt, { cache });
-    const tree = { data: Int32Array.of(4, 5, 5), shape: [1, 3] };  // a root and its two children
-    const error = await mha.forward(drafts, drafts, drafts, { cache, positionIds: tree }).then(() => null, (e) => e);
-    assert.ok(error instanceof CacheError && error.argument === 'positionIds', String(error));
-    assert.match(error.message, /window \(8\) counts it in the rows' slots, so positionIds must be the slots 4 … 6, got 5 at \[0, 2\]/);
-    assert.equal(cache.length, 4);
-  } finally {
-    mha.dispose();
+// Every flash and decode variant reads the window's ids through the same helpers (beforeWindow(),
+// firstKey() from a tile's first row): the window's trees with each pinned, against WASM.
+describe('WebGPU: a window in positionIds in every attention variant = WASM', () => {
+  const ran = [];
+  before(() => { selectionHooks.onCall = (names) => ran.push(names); });
+  after(() => {
+    selectionHooks.onCall = null;
+    api.configure({ gpuKernels: {} });
+  });
+  const deep = VERIFY_LAYOUTS.find((l) => l.tree === 'deep' && !l.poison);
+  const small = VERIFY_LAYOUTS.find((l) => l.tree === 'small');
+  for (const [family, layout] of [['attention', deep], ['decode', small]]) {
+    const wasm = treeRun(api, layout);
+    for (const { name } of fittingVariants(family, adapter, { dk: 4, dv: 4 })) {
+      test(`${family} ${name} (${JSON.stringify({ ...layout.cache, tree: layout.tree })})`, async () => {
+        api.configure({ gpuKernels: { [family]: name } });
+        ran.length = 0;
+        const r = await treeRun(api, layout, ON_GPU).finally(() => api.configure({ gpuKernels: {} }));
+        const pinned = ran.map((names) => names[family]).filter(Boolean);
+        assert.ok(pinned.length > 0 && pinned.every((n) => n === name), `ran ${pinned.join(', ')}`);
+        for (const [n, b] of r.branches.entries()) {
+          assert.equal(outsideTolerance(b.verified, (await wasm).branches[n].verified), null, `branch ${n} against WASM`);
+        }
+      });
+    }
   }
-  const r = await windowIdsRefusalRun(api, ON_GPU);
-  for (const error of r.errors) assert.ok(error instanceof CacheError && error.argument === 'positionIds', String(error));
-  assert.equal(r.length, 10);
-  assert.ok(r.unchanged, 'the next call after the refusals equals a twin cache\'s');
+});
+
+test('WebGPU: a window in positionIds on a batched cache whose rows differ in length = one cache per row = WASM', async () => {
+  const before = runs.length;
+  const r = await rowsTreeRun(api, ON_GPU);
+  assert.ok(onlyGpu(before), 'every call on the GPU');
+  const wasm = await rowsTreeRun(api);
+  assert.equal(outsideTolerance(r.batched, wasm.batched), null, 'against WASM');
+  const [L, E] = r.batched.shape.slice(1);
+  for (const [b, alone] of r.alone.entries()) {
+    const mine = { data: r.batched.data.subarray(b * L * E, (b + 1) * L * E), shape: [1, L, E] };
+    assert.equal(outsideTolerance(mine, alone), null, `row ${b}`);
+  }
+});
+
+test('WebGPU: a wide tree under a window (65 drafts at depth 1: a second tile of query rows) = float64 = WASM', async () => {
+  const before = runs.length;
+  const r = await wideTreeRun(api, ON_GPU);
+  assert.ok(onlyGpu(before), 'every call on the GPU');
+  assert.equal(outsideTolerance(r.output, r.reference), null, 'against float64');
+  assert.equal(outsideTolerance(r.output, (await wideTreeRun(api)).output), null, 'against WASM');
+});
+
+test('WebGPU: positionIds that move a window past what its ring holds are the CacheError WASM gives, the cache unchanged', async () => {
+  const before = runs.length;
+  assertWindowIdsRefused(api, await windowIdsRefusalRun(api, ON_GPU));
   assert.ok(onlyGpu(before), 'every call on the GPU');
 });

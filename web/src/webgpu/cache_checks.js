@@ -2,26 +2,29 @@
 // executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
 import { CacheError, MemoryError } from '../base/errors.js';
 import { cachedPasses } from './cached_passes.js';
+import { callRows, firstPositions, windowIds } from './forward_encode.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
 
-/** Storage buffers the NaN rule's kernel binds in a call on rows at lengths of their own (its row table the ninth). */
+/** Storage buffers the NaN rule's kernel binds in a call whose kernels read a row table (its ninth). */
 export const ROW_TABLE_STORAGE_BUFFERS = 9;
 
 /**
  * A call on some `rows`, or on rows of unequal lengths, runs here with each batch's cache row and
- * length as kernel inputs (kernels/row_table.wgsl.js): on a device whose shader stage binds at
- * least ROW_TABLE_STORAGE_BUFFERS storage buffers, else a CacheError naming `rows`, before
- * anything runs.
+ * length as kernel inputs, and one whose positionIds move its cache's window with them too
+ * (kernels/row_table.wgsl.js): on a device whose shader stage binds at least
+ * ROW_TABLE_STORAGE_BUFFERS storage buffers, else a CacheError naming `rows` (or `positionIds`),
+ * before anything runs.
  */
-function checkRowCall(plan, limits) {
-  const { rows, lengthsBefore } = plan.cache;
-  if (!rows && lengthsBefore.every((n) => n === lengthsBefore[0])) return;
+function checkRowTable(plan, limits) {
   const have = limits.maxStorageBuffersPerShaderStage;
   if (have >= ROW_TABLE_STORAGE_BUFFERS) return;
-  throw new CacheError(`rows: a WebGPU cache's rows at lengths of their own (a call on some rows, or after truncate(lengths)) `
-    + `need ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage; this device has ${have}: a WASM cache `
-    + "(createCache() on a module whose backend is 'wasm') takes them", {
-    argument: 'rows', expected: `>= ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage`, actual: have,
+  const rows = Boolean(callRows(plan));
+  if (!rows && !windowIds(plan)) return;
+  const [argument, what] = rows ? ['rows', "a WebGPU cache's rows at lengths of their own (a call on some rows, or after truncate(lengths))"]
+    : ['positionIds', "positionIds that move a WebGPU cache's window (a tree of drafts under a window)"];
+  throw new CacheError(`${argument}: ${what} need ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage; this device has ${have}: `
+    + "a WASM cache (createCache() on a module whose backend is 'wasm') takes them", {
+    argument, expected: `>= ${ROW_TABLE_STORAGE_BUFFERS} storage buffers per shader stage`, actual: have,
   });
 }
 
@@ -43,7 +46,8 @@ export function checkKeepRows(rows, indices, inputsHeld = true) {
  * device (`fits(pass)`, the executor's fits()): a cache on the GPU cannot move a call to WASM.
  */
 export function checkCachedCall(plan, config, fits, limits) {
-  checkRowCall(plan, limits);
+  checkWindowIds(plan);
+  checkRowTable(plan, limits);
   // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
   if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
     throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
@@ -51,7 +55,6 @@ export function checkCachedCall(plan, config, fits, limits) {
       argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
     });
   }
-  checkWindowIds(plan);
   const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config).passes.find((pass) => !fits(pass));
   if (misfit) {
     throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
@@ -63,20 +66,24 @@ export function checkCachedCall(plan, config, fits, limits) {
 
 /**
  * A cache's window counts in positionIds (docs/attention-math.md §9: a draft sees the keys its
- * depth's window holds); the WebGPU kernels count it in the cache's slots, so a call on a cache with
- * a window whose positionIds are not its rows' slots is a CacheError naming positionIds here (a
- * WASM cache runs it). positionIds equal to the slots (a chain of drafts) run.
+ * depth's window holds), which the kernels read where windowIds() gives them. The ring holds the
+ * keys such a call reaches only when it is one pass and no id is before its row's length: else a
+ * CacheError naming positionIds, the core's check_window_ids() (cpp/src/mha_cached_forward.cpp)
+ * in its words, so that a WASM and a WebGPU cache refuse the same calls alike.
  */
-function checkWindowIds({ positionIds: ids, L, cache }) {
-  const { window } = cache.storage;
-  if (!ids || !window) return;
-  const first = cache.lengthsBefore[0];
-  const at = ids.findIndex((id, n) => id !== first + (n % L));
+function checkWindowIds(plan) {
+  const ids = windowIds(plan);
+  if (!ids) return;
+  const { L, cache: { storage } } = plan;
+  const window = `with the cache's window (${storage.window}) `;
+  if (L > storage.maxRowsPerPass) {
+    throw new CacheError(`positionIds: ${window}positions other than the rows' own need a call of at most ${storage.maxRowsPerPass} `
+      + `rows (one pass of the ring), got ${L}`, { argument: 'positionIds', expected: `<= ${storage.maxRowsPerPass} rows`, actual: L });
+  }
+  const firsts = firstPositions(plan);
+  const at = ids.findIndex((id, n) => id < firsts[Math.floor(n / L)]);
   if (at < 0) return;
   const [b, i] = [Math.floor(at / L), at % L];
-  throw new CacheError(`positionIds: a WebGPU cache with a window (${window}) counts it in the rows' slots, so positionIds `
-    + `must be the slots ${first} … ${first + L - 1}, got ${ids[at]} at [${b}, ${i}]; a tree of drafts with a window runs `
-    + "on a WASM cache (createCache() on a module whose backend is 'wasm')", {
-    argument: 'positionIds', expected: `the rows' slots ${first} … ${first + L - 1}`, actual: `${ids[at]} at [${b}, ${i}]`,
-  });
+  throw new CacheError(`positionIds: ${window}expected positions >= the row's length before the call (${firsts[b]}), got ${ids[at]} `
+    + `at [${b}, ${i}]`, { argument: 'positionIds', expected: `>= ${firsts[b]}`, actual: `${ids[at]} at [${b}, ${i}]` });
 }

@@ -10,7 +10,7 @@ import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
 import { int8Activations, q8Pipelines } from './q8_projection.js';
-import { callRows } from './forward_encode.js';
+import { callTable } from './forward_encode.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -66,7 +66,7 @@ export async function callKernels(device, { plan, config, path, cache, problems,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
     nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),
-    nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, rows: Boolean(callRows(plan)) }),
+    nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, rows: Boolean(callTable(plan)) }),
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));

@@ -61,8 +61,46 @@ export function callRows(plan) {
 }
 const rowsOfPlan = new WeakMap();  // plan → callRows(plan): one table per call
 
-// The row table's binding (a placeholder word when every row is at one length: unread).
-const rowTableOf = (ctx, perRow) => (perRow ? ctx.upload(perRow.table, 'row table') : ctx.buffer(1, Usage.STORAGE, 'no row table'));
+/** Each batch row's first new position: its cache row's length before the call. */
+export const firstPositions = ({ B, cache: { rows, lengthsBefore, lengthBefore } }) =>
+  Array.from({ length: B }, (_, b) => lengthsBefore?.[rows ? rows[b] : b] ?? lengthBefore);
+
+/**
+ * A cached call's positionIds where they move its cache's window (docs/attention-math.md §9), or
+ * null: the cache has a window and some id is not its row's own position (its first new position
+ * plus the row index), as the core's window_in_ids(). Otherwise the kernels' plain rule is the same
+ * rule, and the call keeps the plain kernels' table, uniforms and pipelines.
+ */
+export function windowIds(plan) {
+  const { positionIds: ids, L, cache } = plan;
+  if (!ids || !cache?.storage?.window) return null;
+  const firsts = firstPositions(plan);
+  return ids.some((id, at) => id !== firsts[Math.floor(at / L)] + (at % L)) ? ids : null;
+}
+
+/**
+ * The row table a cached call's kernels read (kernels/row_table.wgsl.js), or null when they read
+ * none: callRows()'s, and with windowIds() every batch's row and first position followed by the
+ * ids, [B, L] from word 2B on.
+ */
+export function callTable(plan) {
+  if (!tableOfPlan.has(plan)) {
+    const ids = windowIds(plan);
+    let table = callRows(plan)?.table ?? null;
+    if (ids) {
+      const { B, cache: { rows } } = plan;
+      table = new Uint32Array(2 * B + ids.length);
+      firstPositions(plan).forEach((n, b) => table.set([rows ? rows[b] : b, n], 2 * b));
+      table.set(ids, 2 * B);
+    }
+    tableOfPlan.set(plan, table);
+  }
+  return tableOfPlan.get(plan);
+}
+const tableOfPlan = new WeakMap();  // plan → callTable(plan): one upload per call
+
+// The row table's binding (a placeholder word when the call's kernels read none).
+const rowTableOf = (ctx, table) => (table ? ctx.upload(table, 'row table') : ctx.buffer(1, Usage.STORAGE, 'no row table'));
 
 /** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
 function maskToF32(mask) {
@@ -149,7 +187,7 @@ function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const first = plan.cache.lengthBefore;
   const perRow = callRows(plan);
-  const rowTable = rowTableOf(ctx, perRow);
+  const rowTable = rowTableOf(ctx, callTable(plan));
   const append = ({ buf, off, stride }, d, to) => {
     ctx.dispatch(kernels.pipelines.append,
       ctx.uniform(packParams(APPEND_PARAMS, {
@@ -171,7 +209,9 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const am = plan.attnMask.data ? upload(maskToF32(plan.attnMask), 'attnMask') : null;
   const placeholder = kpm && am && !cache ? null : buffer(1, Usage.STORAGE, 'no mask');
   const perRow = cache ? callRows(plan) : null;
-  const rowTable = rowTableOf(ctx, perRow);
+  const ids = cache ? windowIds(plan) : null;
+  const table = cache ? callTable(plan) : null;
+  const rowTable = rowTableOf(ctx, table);
   // Per row: the least shift is the uniform one (the decode grid's first window, decodeChunks()).
   const shift = perRow ? perRow.least : cache ? plan.cache.lengthBefore : 0;
   const values = {
@@ -180,6 +220,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
     shift, window: cache ? cache.window : 0, scale: config.scale, softcap: config.softcap ?? 0, perRow: perRow ? 1 : 0,
+    windowIds: ids ? 1 : 0,
   };
   const attention = (average) => uniform(packParams(ATTENTION_PARAMS, { ...values, average: average ? 1 : 0 }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
@@ -220,7 +261,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   // Then the rows that see a non-finite value, computed again over what the kernels above wrote.
   if (cache) {
     dispatch(kernels.pipelines.nonFiniteRows, nanRule, [...maskBindings, q.buf, k.buf, v.buf, ctx.params.sinks ?? placeholder,
-      heads, weights ?? buffer(1, Usage.STORAGE, 'no weights'), ...(perRow ? [rowTable] : [])], [L, B, 1]);
+      heads, weights ?? buffer(1, Usage.STORAGE, 'no weights'), ...(table ? [rowTable] : [])], [L, B, 1]);
   }
   return { heads, weights, weightFloats };
 }

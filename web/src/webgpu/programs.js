@@ -131,7 +131,7 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule; nonFiniteRows with rows: true for a call on rows at lengths of their own), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
+ * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
  * 'q8Rows' ({}: the rows quantised) and 'q8Linear' ({ dtype: the weightsDtype, dot: 'dot4' | 'loop' }:
  * every projection, in place of the linear variants).
  */

@@ -9,8 +9,9 @@
 // keys are all masked recognisable: it gets zero output and zero weights (the library's
 // documented difference from PyTorch's NaN). Causal masking is top-left aligned (key j > query
 // i is masked), as in the WASM core; with a KV cache (shift = its length before the call) it is
-// bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too
-// (docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
+// bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too (with
+// windowIds, those before the window of the query's positionId: beforeWindow(),
+// docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
 // per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
 import { paramsWgsl } from '../kernel_params.js';
@@ -42,6 +43,7 @@ export const ATTENTION_PARAMS = [
   ['shift', 'u32', 'position of query row 0 minus that of key 0 (a cache\'s length before)'],
   ['window', 'u32', '0, or with causal: keys j <= i + shift − window are masked too'],
   ['perRow', 'u32', '1: batch b\'s cache row and shift are rowTable[2b], rowTable[2b + 1] (rowTableWgsl())'],
+  ['windowIds', 'u32', '1: a window counts in positionId(b, i) (rowTableWgsl()): the query\'s and the call\'s keys\''],
   ['scale', 'f32', 'score = q·k · scale (+ masks)'],
   ['softcap', 'f32', '> 0: score ← softcap · tanh(score / softcap), before the masks; 0: none'],
 ];
@@ -75,8 +77,26 @@ fn firstKeyAt(i0: u32, shift: u32) -> u32 {
   return 0u;
 }
 
-// The first key rows i0… of batch b may see.
-fn firstKey(b: u32, i0: u32) -> u32 { return firstKeyAt(i0, shiftOf(b)); }
+// The first key rows i0… of batch b may see. With windowIds a bound for every row of the batch:
+// its positions are at least shiftOf(b) (webgpu/cache_checks.js refuses lower ones), so no row's
+// window starts before row 0's would; beforeWindow() is then the exact test.
+fn firstKey(b: u32, i0: u32) -> u32 {
+  if (p.windowIds != 0u) { return firstKeyAt(0u, shiftOf(b)); }
+  return firstKeyAt(i0, shiftOf(b));
+}
+
+// Whether key j of batch b lies before the window of query row i (docs/attention-math.md §9): the
+// query at its position, a key cached before the call (j < shiftOf(b)) at its own and a key of the
+// call at its row's; with windowIds positionId() gives the query's and the call's keys', else they
+// are the rows' own (i + shift, j).
+fn beforeWindow(b: u32, i: u32, j: u32) -> bool {
+  if (p.window == 0u) { return false; }
+  let shift = shiftOf(b);
+  if (p.windowIds == 0u) { return j + p.window <= i + shift; }
+  var key = j;
+  if (j >= shift) { key = positionId(b, j - shift); }
+  return key + p.window <= positionId(b, i);
+}
 
 // The decode kernels' chunks of CHUNK keys, from firstKeyAt(0, p.shift) (p.shift is the least of
 // the batches' shifts in a per-row call: every batch's window starts there or later, and a batch's
@@ -115,11 +135,7 @@ export const attentionCommon = /* wgsl */ `${attentionParams}
 
 // The score of query (b, h, i) against key j given their dot product, or NEG when masked.
 fn maskedScore(dot: f32, b: u32, h: u32, i: u32, j: u32) -> f32 {
-  if (p.causal != 0u) {
-    let shift = shiftOf(b);
-    if (j > i + shift) { return NEG; }
-    if (p.window != 0u && j + p.window <= i + shift) { return NEG; }
-  }
+  if (p.causal != 0u && (j > i + shiftOf(b) || beforeWindow(b, i, j))) { return NEG; }
   var s = dot * p.scale;
   // tanh's argument clamped: f32 tanh is ±1 from |x| ≈ 9 on, and an implementation's
   // (e^2x − 1) / (e^2x + 1) would overflow to NaN for large logits.

@@ -30,7 +30,7 @@ export function cacheAppendShader() {
   return /* wgsl */ `
 ${paramsWgsl(APPEND_PARAMS)}@group(0) @binding(1) var<storage, read> src: array<f32>;
 @group(0) @binding(2) var<storage, read_write> cache: array<f32>;
-${rowTableWgsl(3, 'first')}
+${rowTableWgsl(3, { shift: 'first', positions: false })}
 // Grid: (ceil(heads·d / 64), count, B) (cacheAppendGrid(), cache_narrow.wgsl.js).
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {

@@ -58,7 +58,7 @@ export function cacheAppendGrid(dtype, { heads, d, count, B }) {
 }
 
 // The source row and the head's first cache word of new row i, batch b, head h.
-const ROW_TABLE = rowTableWgsl(3, 'first');
+const ROW_TABLE = rowTableWgsl(3, { shift: 'first', positions: false });
 const HEAD_PLACE = `let row = p.srcOff + (b * p.count + i) * p.srcStride + h * p.d;
   let slot = (shiftOf(b) + i) % p.capacity;
   let head = ((cacheRow(b) * p.capacity + slot) * p.heads + h) * headWords;`;

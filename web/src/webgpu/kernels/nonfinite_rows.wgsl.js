@@ -99,7 +99,7 @@ fn masked(s: u32, mv: u32) -> u32 {
 
 // The score of query (b, h, i) against key j as float32 bits, or MASKED (a cached call is causal).
 fn score(b: u32, h: u32, i: u32, j: u32) -> u32 {
-  if (j > i + shiftOf(b) || j < firstKey(b, i)) { return MASKED; }
+  if (j > i + shiftOf(b) || beforeWindow(b, i, j)) { return MASKED; }
   let qAt = p.qOff + (b * p.L + i) * p.qStride + h * DK;
   let row = keyRow(b, j);
   var dot = 0u;
@@ -177,18 +177,21 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
 }
 `;
 
-// Without the row table (a call on every row at one length): batch b is row b at p.shift. The
-// table would be this kernel's ninth storage binding, which a device may lack (WebGPU's default
-// limit is 8): the per-row variant is compiled only for a per-row call (call_kernels.js).
+// Without the row table (a call on every row at one length, its window, if any, in the rows'
+// own positions: windowIds 0): batch b is row b at p.shift. The table would be this kernel's
+// ninth storage binding, which a device may lack (WebGPU's default limit is 8): the variant that
+// reads it is compiled only for a call whose table holds something (call_kernels.js).
 const SAME_ROWS = /* wgsl */ `
 fn cacheRow(b: u32) -> u32 { return b; }
 fn shiftOf(b: u32) -> u32 { return p.shift; }
+fn positionId(b: u32, i: u32) -> u32 { return p.shift + i; }
 `;
 
 /**
  * The rows of a cached call that see a non-finite value, computed again (see the top), over K/V
  * storage `dtype`; grid (L, B). Bindings: masks, q, K (with the flags), V, sinks, heads, weights,
- * and with `rows` the call's row table (rowTableWgsl()).
+ * and with `rows` the call's row table (rowTableWgsl(): rows at lengths of their own, or a window
+ * in positionIds).
  */
 export function nonFiniteRowsShader({ dk, dv, dtype, rows = false }) {
   return /* wgsl */ `${header({ dk, dv })}
@@ -209,7 +212,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   var seen = false;
   for (var e = t; e < p.H * DK; e += WG) { seen = seen || nonFinite(q[qRow + e]); }
   for (var j = firstKey(b, i) + t; j <= i + shiftOf(b); j += WG) {
-    seen = seen || k[p.flagsOff + keyRow(b, j)] != 0u || maskNonFinite(b, i, j);
+    seen = seen || (!beforeWindow(b, i, j) && (k[p.flagsOff + keyRow(b, j)] != 0u || maskNonFinite(b, i, j)));
   }
   for (var h = t; p.hasSinks != 0u && h < p.H; h += WG) { seen = seen || isNan(sinks[h]); }
   if (seen) { atomicOr(&dirty, 1u); }
