@@ -24,10 +24,15 @@ struct Q8Rows {
   std::vector<float> scales;        // [rows][blocks]: d_x of each block
   std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
   std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
+  // [rows][blocks · 64]: each int16 code twice, (x_0, x_0, x_1, x_1, ...): the SIMD128 int4 one-row
+  // kernel's operand, an int16 lane per weight. Only for fewer than kDoubledRows rows (a decode step).
+  std::vector<std::int16_t> doubled;
+  static constexpr int kDoubledRows = 8;
 
   std::size_t stride() const { return static_cast<std::size_t>(blocks) * storage::kQuantBlock; }
   const std::int8_t* row(int r) const { return codes.data() + r * stride(); }
   const std::int16_t* wide_row(int r) const { return wide.data() + r * stride(); }
+  const std::int16_t* doubled_row(int r) const { return doubled.data() + 2 * r * stride(); }
   const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
   const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
 
@@ -40,8 +45,9 @@ struct Q8Rows {
     return d;
   }
 
-  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`), block by
-  // block by `block` (an ISA's own, giving quantise_block's codes).
+  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`, doubled
+  // too for fewer than kDoubledRows rows), block by block by `block` (an ISA's own, giving
+  // quantise_block's codes).
   void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, bool widen,
                 BlockQuantiser block = quantise_block) {
     rows = row_count;
@@ -58,6 +64,11 @@ struct Q8Rows {
       }
     }
     if (widen) wide.assign(codes.begin(), codes.end());
+    doubled.clear();
+    if (widen && rows < kDoubledRows) {
+      doubled.resize(2 * codes.size());
+      for (std::size_t i = 0; i < codes.size(); ++i) doubled[2 * i] = doubled[2 * i + 1] = codes[i];
+    }
   }
 };
 
