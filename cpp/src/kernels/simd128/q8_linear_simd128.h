@@ -68,6 +68,19 @@ struct I8Codes {
     const std::int8_t* next = p + kPanelWidth;
     __asm__("" : "+r"(next));
     int k = k0;
+    if (R == 1 && k1 - k0 == storage::kQuantBlock) {
+      // A whole block for one input row: pointers stepped (V8 then addresses the loads without a
+      // multiply-add each), unrolled by 2 only: fully unrolled, clang hoists every load and V8
+      // spills them, so the end is hidden from clang too.
+      const std::int8_t *a = p + k0 * kPanelWidth, *b = next + k0 * kPanelWidth, *end = a + storage::kQuantBlock * kPanelWidth;
+      __asm__("" : "+r"(end));
+      InputRows<R> at = in;
+      at.x[0] += k0;
+      _Pragma("clang loop unroll_count(2)") for (; a != end; a += 2 * kPanelWidth, b += 2 * kPanelWidth, at.x[0] += 2) {
+        madd<R>(wasm_i16x8_load8x8(a), wasm_i16x8_load8x8(b), at, 0, lo, hi);
+      }
+      return;
+    }
     for (; k + 2 <= k1; k += 2)
       madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_load8x8(next + k * kPanelWidth), in, k, lo, hi);
     if (k < k1) madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_splat(0), in, k, lo, hi);
@@ -149,13 +162,22 @@ struct Q4Codes {
     const v128_t mask = wasm_i16x8_splat(0x000F);
     const std::int16_t* x = in.doubled[0];
     v128_t a0 = wasm_i16x8_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    each_four_rows(k0, k1, [&](v128_t v, int k) {
-      const v128_t xk = wasm_v128_load(x + 2 * k);
+    const auto group = [&](v128_t v, v128_t xk) {
       a0 = wasm_i16x8_add(a0, wasm_i16x8_mul(wasm_v128_and(v, mask), xk));
       a1 = wasm_i16x8_add(a1, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 4), mask), xk));
       a2 = wasm_i16x8_add(a2, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 8), mask), xk));
       a3 = wasm_i16x8_add(a3, wasm_i16x8_mul(wasm_u16x8_shr(v, 12), xk));
-    });
+    };
+    if (k1 - k0 == storage::kQuantBlock) {
+      // A whole block: no tail (whose copy to memory made V8 keep the accumulators on the stack
+      // around it), pointers stepped, unrolled by 2 only (I8Codes::block_dot).
+      const std::uint32_t *w = words + k0, *end = w + storage::kQuantBlock;
+      __asm__("" : "+r"(end));
+      const std::int16_t* xk = x + 2 * k0;
+      _Pragma("clang loop unroll_count(2)") for (; w != end; w += 4, xk += 8) group(wasm_v128_load(w), wasm_v128_load(xk));
+    } else {
+      each_four_rows(k0, k1, [&](v128_t v, int k) { group(v, wasm_v128_load(x + 2 * k)); });
+    }
     lo = pair_columns(a0, a1);
     hi = pair_columns(a2, a3);
     const std::uint32_t zw = zero_points[b];
