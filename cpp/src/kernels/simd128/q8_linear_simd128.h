@@ -120,7 +120,7 @@ struct Q4Codes {
   template <int R>
   static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t a[R], v128_t c[R]) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
     const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
     const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
     for (int r = 0; r < R; ++r) {
@@ -130,10 +130,19 @@ struct Q4Codes {
     }
   }
   // f(v, k) for each group of four weight rows k … k+3 in [k0, k1), v their words; the last block's
-  // last rows with zero words past the end (they meet zero input codes).
+  // last rows with zero words past the end (they meet zero input codes). A whole block: no tail
+  // (its copy to memory made V8 keep the accumulators on the stack around it), the words' pointer
+  // stepped, the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang
+  // hoisted every load and V8 spilled them).
   template <class F>
   void each_four_rows(int k0, int k1, F&& f) const {
     int k = k0;
+    if (k1 - k0 == storage::kQuantBlock) {
+      const std::uint32_t *w = words + k0, *end = w + storage::kQuantBlock;
+      __asm__("" : "+r"(end));
+      _Pragma("clang loop unroll_count(2)") for (; w != end; w += 4, k += 4) f(wasm_v128_load(w), k);
+      return;
+    }
     for (; k + 4 <= k1; k += 4) f(wasm_v128_load(words + k), k);
     if (k < k1) {
       std::uint32_t tail[4] = {};
@@ -162,22 +171,13 @@ struct Q4Codes {
     const v128_t mask = wasm_i16x8_splat(0x000F);
     const std::int16_t* x = in.doubled[0];
     v128_t a0 = wasm_i16x8_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    const auto group = [&](v128_t v, v128_t xk) {
+    each_four_rows(k0, k1, [&](v128_t v, int k) {
+      const v128_t xk = wasm_v128_load(x + 2 * k);
       a0 = wasm_i16x8_add(a0, wasm_i16x8_mul(wasm_v128_and(v, mask), xk));
       a1 = wasm_i16x8_add(a1, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 4), mask), xk));
       a2 = wasm_i16x8_add(a2, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 8), mask), xk));
       a3 = wasm_i16x8_add(a3, wasm_i16x8_mul(wasm_u16x8_shr(v, 12), xk));
-    };
-    if (k1 - k0 == storage::kQuantBlock) {
-      // A whole block: no tail (whose copy to memory made V8 keep the accumulators on the stack
-      // around it), pointers stepped, unrolled by 2 only (I8Codes::block_dot).
-      const std::uint32_t *w = words + k0, *end = w + storage::kQuantBlock;
-      __asm__("" : "+r"(end));
-      const std::int16_t* xk = x + 2 * k0;
-      _Pragma("clang loop unroll_count(2)") for (; w != end; w += 4, xk += 8) group(wasm_v128_load(w), wasm_v128_load(xk));
-    } else {
-      each_four_rows(k0, k1, [&](v128_t v, int k) { group(v, wasm_v128_load(x + 2 * k)); });
-    }
+    });
     lo = pair_columns(a0, a1);
     hi = pair_columns(a2, a3);
     const std::uint32_t zw = zero_points[b];
@@ -212,7 +212,7 @@ struct Q4Codes {
     // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
     const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
     const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
-    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u8x16_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
+    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u16x8_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
                                           16, 16, 16);
     for (int r = 0; r < R; ++r) {
       const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
@@ -232,7 +232,7 @@ struct Q4Codes {
       std::uint32_t tail[4] = {};
       if (k < k1) std::memcpy(tail, words + k, static_cast<std::size_t>(std::min(4, k1 - k)) * sizeof tail[0]);
       const v128_t v = k + 4 <= k1 ? wasm_v128_load(words + k) : wasm_v128_load(tail);
-      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
       // (columns 0, 4, 1, 5) and (2, 6, 3, 7) of rows k, k+1 (…01) and k+2, k+3 (…23), as i32 lanes.
       const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
       const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);

@@ -28,7 +28,7 @@ struct Q4RelaxedCodes : Q4Codes {
   template <int R>
   static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t s_low[R], v128_t s_high[R]) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = wasm_v128_and(v, mask), high = wasm_v128_and(wasm_u8x16_shr(v, 4), mask);
+    const v128_t low = wasm_v128_and(v, mask), high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
     const v128_t low_t = wasm_i8x16_shuffle(low, low, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const v128_t high_t = wasm_i8x16_shuffle(high, high, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (int r = 0; r < R; ++r) {
