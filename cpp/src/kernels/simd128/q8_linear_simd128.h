@@ -45,6 +45,7 @@ struct InputRows {
 // took 3-4.
 struct I8Codes {
   static constexpr int kMaxRows = kRows;  // input rows per row block
+  static constexpr bool kDoubled = false;  // reads Q8Rows::doubled
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -108,6 +109,7 @@ struct I8Codes {
 // z·Σ q_x, the block's Σ q_x from Q8Rows.
 struct Q4Codes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kDoubled = true;
   const std::uint32_t* words;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -251,6 +253,7 @@ struct Q4Codes {
 constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 struct WideCodes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kDoubled = false;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -387,7 +390,8 @@ inline float quantise_block(const float* x, int n, std::int8_t* q, std::int32_t*
 
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>, quantise_block);
+  q8_linear_panels(x, rows, x_stride, targets, target_count, Codes::kDoubled ? Widening::int16_doubled : Widening::int16,
+                   panel_rows<Codes>, quantise_block);
 }
 
 }  // namespace
