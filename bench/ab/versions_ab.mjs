@@ -10,7 +10,7 @@
 // (max |A − B|) before timing.
 //
 //   node bench/ab/versions_ab.mjs <package root A> <package root B> [--rounds N] [--quick]
-//                              [--dtype f32|f16|i8] [--decode-only] [--positions N,N,...]
+//                              [--dtype f32|f16|i8|i4|i8a8|i4a8] [--decode-only] [--positions N,N,...]
 //   node bench/ab/versions_ab.mjs <package root A> <package root B> --prefill-dtypes [--rounds N] [--quick]
 //
 //   --rounds N        decode cases run 3N rounds, prefill ones ⌈N/2⌉ (default 41)
@@ -86,7 +86,7 @@ async function decodeCase(api, [E, h, hkv, n, window], dtype) {
   // The storage options only when asked for: a build from before them refuses unknown options.
   const narrow = dtype !== REFERENCE_DTYPE;
   const mha = await makeModule(api, { embedDim: E, numHeads: h, numKvHeads: hkv, rotary: { base: 10000 },
-    ...(narrow ? { weightsDtype: DTYPES[dtype].weights } : {}) });
+    ...(narrow ? { weightsDtype: DTYPES[dtype].weights } : {}), ...(DTYPES[dtype].activations ? { activations: DTYPES[dtype].activations } : {}) });
   const drift = Math.max(8, n / 16);
   const cache = mha.createCache({ ...(window ? { window } : { maxLength: n + drift + 1 }),
     ...(narrow ? { dtype: DTYPES[dtype].cache } : {}) });

@@ -46,35 +46,50 @@ std::vector<float> project(const kernels::PackedLinear& w, const std::vector<flo
   return y;
 }
 
-TEST(Int8Activations, Int4ZeroPointsOtherThanEight) {
-  kernels::PackedLinear w = packed(StorageType::q4, 3);
-  std::mt19937 rng(9);
+// Each block's 8 zero points drawn from 0-15 (a MatMulNBits checkpoint's), where quantising at
+// load gives 8 throughout.
+void random_zero_points(kernels::PackedLinear& w, std::uint32_t seed) {
+  std::mt19937 rng(seed);
   for (int p = 0; p < w.panel_count(); ++p) {
     for (int b = 0; b < w.scale_blocks(); ++b) {
       for (int c = 0; c < kernels::kPanelWidth; ++c) storage::set_q4_code(w.panel_zero_points(p)[b], c, static_cast<int>(rng() % 16));
     }
   }
-  const std::vector<float> x = uniform(static_cast<std::size_t>(kRows) * kIn, 5);
-  const std::vector<float> y = project(w, x, kRows);
-  const std::vector<double> xq = reference::int8_activations(x, kRows, kIn, storage::kQuantBlock);
-  for (int r = 0; r < kRows; ++r) {
-    for (int n = 0; n < kOut; ++n) {
-      double want = w.bias[n];
-      for (int k = 0; k < kIn; ++k) want += xq[r * kIn + k] * w.weight(n, k);
-      EXPECT_NEAR(y[r * kOut + n], want, 1e-4 + 1e-4 * std::fabs(want)) << "row " << r << ", column " << n;
+}
+
+// kRows rows (the many-row path), one row (a decode step) and 5 (a 4-row block and one row).
+TEST(Int8Activations, Int4ZeroPointsOtherThanEight) {
+  kernels::PackedLinear w = packed(StorageType::q4, 3);
+  random_zero_points(w, 9);
+  for (int rows : {kRows, 1, 5}) {
+    const std::vector<float> x = uniform(static_cast<std::size_t>(rows) * kIn, 5 + rows);
+    const std::vector<float> y = project(w, x, rows);
+    const std::vector<double> xq = reference::int8_activations(x, rows, kIn, storage::kQuantBlock);
+    for (int r = 0; r < rows; ++r) {
+      for (int n = 0; n < kOut; ++n) {
+        double want = w.bias[n];
+        for (int k = 0; k < kIn; ++k) want += xq[r * kIn + k] * w.weight(n, k);
+        EXPECT_NEAR(y[r * kOut + n], want, 1e-4 + 1e-4 * std::fabs(want)) << rows << " rows: row " << r << ", column " << n;
+      }
     }
   }
 }
 
+// Alone (a decode step's one-row kernels), among 5 rows and among kRows: the same bits, for int8,
+// int4 with its zero points at 8 and int4 with zero points of every value.
 TEST(Int8Activations, ARowGivesTheSameBitsAloneAndAmongOthers) {
-  for (StorageType type : {StorageType::i8, StorageType::q4}) {
-    const kernels::PackedLinear w = packed(type, 11);
+  for (int variant = 0; variant < 3; ++variant) {
+    const StorageType type = variant == 0 ? StorageType::i8 : StorageType::q4;
+    kernels::PackedLinear w = packed(type, 11);
+    if (variant == 2) random_zero_points(w, 17);
     const std::vector<float> x = uniform(static_cast<std::size_t>(kRows) * kIn, 13);
     const std::vector<float> all = project(w, x, kRows);
+    const std::vector<float> five = project(w, std::vector<float>(x.begin(), x.begin() + 5 * kIn), 5);
     for (int r = 0; r < kRows; ++r) {
       const std::vector<float> alone = project(w, std::vector<float>(x.begin() + r * kIn, x.begin() + (r + 1) * kIn), 1);
       for (int n = 0; n < kOut; ++n) {
-        EXPECT_EQ(storage::bits_of(alone[n]), storage::bits_of(all[r * kOut + n])) << storage_type_name(type) << " row " << r << ", column " << n;
+        EXPECT_EQ(storage::bits_of(alone[n]), storage::bits_of(all[r * kOut + n])) << "variant " << variant << " row " << r << ", column " << n;
+        if (r < 5) EXPECT_EQ(storage::bits_of(five[r * kOut + n]), storage::bits_of(all[r * kOut + n])) << "variant " << variant << " row " << r;
       }
     }
   }

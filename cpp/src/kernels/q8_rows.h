@@ -17,6 +17,10 @@
 
 namespace webattention::kernels {
 
+// What Q8Rows::quantise makes besides the int8 codes: nothing (the scalar kernels), the codes as
+// int16 (SIMD128), or those and the doubled codes too (SIMD128's int4 one-row kernel).
+enum class Widening { none, int16, int16_doubled };
+
 struct Q8Rows {
   int rows = 0, in = 0, blocks = 0;
   // [rows][blocks · 32]: the codes, zero past `in` (a partial last block reads zeros there).
@@ -24,10 +28,16 @@ struct Q8Rows {
   std::vector<float> scales;        // [rows][blocks]: d_x of each block
   std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
   std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
+  // [rows][blocks · 64]: each int16 code twice, (x_0, x_0, x_1, x_1, ...): the SIMD128 int4 one-row
+  // kernel's operand, an int16 lane per weight. Only where asked for (Widening::int16_doubled) and
+  // for fewer than kDoubledRows rows (a decode step).
+  std::vector<std::int16_t> doubled;
+  static constexpr int kDoubledRows = 8;
 
   std::size_t stride() const { return static_cast<std::size_t>(blocks) * storage::kQuantBlock; }
   const std::int8_t* row(int r) const { return codes.data() + r * stride(); }
   const std::int16_t* wide_row(int r) const { return wide.data() + r * stride(); }
+  const std::int16_t* doubled_row(int r) const { return doubled.data() + 2 * r * stride(); }
   const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
   const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
 
@@ -40,9 +50,9 @@ struct Q8Rows {
     return d;
   }
 
-  // x [rows, in] with row stride x_stride, quantised (and widened to int16 when `widen`), block by
-  // block by `block` (an ISA's own, giving quantise_block's codes).
-  void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, bool widen,
+  // x [rows, in] with row stride x_stride, quantised (and widened as `widen` says), block by block
+  // by `block` (an ISA's own, giving quantise_block's codes).
+  void quantise(const float* x, int row_count, std::ptrdiff_t x_stride, int width, Widening widen,
                 BlockQuantiser block = quantise_block) {
     rows = row_count;
     in = width;
@@ -57,7 +67,12 @@ struct Q8Rows {
         scales[at] = block(x + r * x_stride + k0, n, codes.data() + r * stride() + k0, &sums[at]);
       }
     }
-    if (widen) wide.assign(codes.begin(), codes.end());
+    if (widen != Widening::none) wide.assign(codes.begin(), codes.end());
+    doubled.clear();
+    if (widen == Widening::int16_doubled && rows < kDoubledRows) {
+      doubled.resize(2 * codes.size());
+      for (std::size_t i = 0; i < codes.size(); ++i) doubled[2 * i] = doubled[2 * i + 1] = codes[i];
+    }
   }
 };
 
@@ -68,11 +83,11 @@ inline Q8Rows& q8_rows_scratch() {
   return rows;
 }
 
-// The driver every ISA's kernel shares: x quantised once (widened to int16 when `widen`), then
+// The driver every ISA's kernel shares: x quantised once (widened as `widen` says), then
 // panel_rows(q, w, p, y, y_stride) for every target and panel, over all the rows.
 template <class PanelRows>
 void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
-                      bool widen, PanelRows&& panel_rows, Q8Rows::BlockQuantiser block = Q8Rows::quantise_block) {
+                      Widening widen, PanelRows&& panel_rows, Q8Rows::BlockQuantiser block = Q8Rows::quantise_block) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
   q.quantise(x, rows, x_stride, targets[0].weights->in, widen, block);

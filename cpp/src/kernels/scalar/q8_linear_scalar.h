@@ -68,7 +68,7 @@ void row_times_panel(const Q8Rows& q, int r, const PackedLinear& w, int p, float
 
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, false,
+  q8_linear_panels(x, rows, x_stride, targets, target_count, Widening::none,
                    [](const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
                      for (int r = 0; r < q.rows; ++r) row_times_panel<Codes>(q, r, w, p, y + r * y_stride);
                    });

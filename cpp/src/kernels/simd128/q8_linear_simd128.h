@@ -33,21 +33,26 @@ inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_sp
 template <int R>
 struct InputRows {
   const std::int16_t* x[R];
+  const std::int16_t* doubled[R];  // Q8Rows::doubled_row, for fewer than Q8Rows::kDoubledRows rows
   const std::int8_t* codes[R];
   const std::int32_t* sums[R];
 };
 
-// int8 weights, [in][8] codes per panel: rows k and k+1 (16 bytes) interleaved to (c, k), (c, k+1)
-// byte pairs, widened, and dotted with each input's pair: columns 0-3 into lo, 4-7 into hi.
+// int8 weights, [in][8] codes per panel: rows k and k+1 sign-extended to int16 as they load, their
+// lanes interleaved to (c, k), (c, k+1) pairs (one unpack each for columns 0-3 and 4-7) and dotted
+// with each input's pair: columns 0-3 into lo, 4-7 into hi. Per 16 weights 2 unpacks, 2 dots and
+// 2 adds after the loads, where a byte shuffle and two sign extensions (three instructions on x64)
+// took 3-4.
 struct I8Codes {
   static constexpr int kMaxRows = kRows;  // input rows per row block
+  static constexpr bool kDoubled = false;  // reads Q8Rows::doubled
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
   template <int R>
-  static void madd(v128_t rows, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
-    const v128_t pairs = wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
-    const v128_t w03 = wasm_i16x8_extend_low_i8x16(pairs), w47 = wasm_i16x8_extend_high_i8x16(pairs);
+  static void madd(v128_t row0, v128_t row1, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+    const v128_t w03 = wasm_i16x8_shuffle(row0, row1, 0, 8, 1, 9, 2, 10, 3, 11);
+    const v128_t w47 = wasm_i16x8_shuffle(row0, row1, 4, 12, 5, 13, 6, 14, 7, 15);
     for (int r = 0; r < R; ++r) {
       const v128_t x = pair_at(in.x[r], k);
       lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_dot_i16x8(w03, x));
@@ -59,9 +64,27 @@ struct I8Codes {
   template <int R>
   void block_dot(int, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
+    // Row k + 1 through a pointer clang cannot see is 8 bytes on: it would merge the two widening
+    // loads into one load, a byte shuffle and two sign extensions (the sequence this replaces).
+    const std::int8_t* next = p + kPanelWidth;
+    __asm__("" : "+r"(next));
     int k = k0;
-    for (; k + 2 <= k1; k += 2) madd<R>(wasm_v128_load(p + k * kPanelWidth), in, k, lo, hi);
-    if (k < k1) madd<R>(wasm_v128_load64_zero(p + k * kPanelWidth), in, k, lo, hi);
+    if (R == 1 && k1 - k0 == storage::kQuantBlock) {
+      // A whole block for one input row: pointers stepped (V8 then addresses the loads without a
+      // multiply-add each), unrolled by 2 only: fully unrolled, clang hoists every load and V8
+      // spills them, so the end is hidden from clang too.
+      const std::int8_t *a = p + k0 * kPanelWidth, *b = next + k0 * kPanelWidth, *end = a + storage::kQuantBlock * kPanelWidth;
+      __asm__("" : "+r"(end));
+      InputRows<R> at = in;
+      at.x[0] += k0;
+      _Pragma("clang loop unroll_count(2)") for (; a != end; a += 2 * kPanelWidth, b += 2 * kPanelWidth, at.x[0] += 2) {
+        madd<R>(wasm_i16x8_load8x8(a), wasm_i16x8_load8x8(b), at, 0, lo, hi);
+      }
+      return;
+    }
+    for (; k + 2 <= k1; k += 2)
+      madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_load8x8(next + k * kPanelWidth), in, k, lo, hi);
+    if (k < k1) madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_splat(0), in, k, lo, hi);
   }
   // Block b's rows [k0, k1) as WideCodes lays them out (out: kWideBlock int16, zeros past k1).
   void widen_block(int, int k0, int k1, std::int16_t* out) const {
@@ -86,6 +109,7 @@ struct I8Codes {
 // z·Σ q_x, the block's Σ q_x from Q8Rows.
 struct Q4Codes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kDoubled = true;
   const std::uint32_t* words;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -98,7 +122,7 @@ struct Q4Codes {
   template <int R>
   static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t a[R], v128_t c[R]) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
     const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
     const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
     for (int r = 0; r < R; ++r) {
@@ -108,10 +132,19 @@ struct Q4Codes {
     }
   }
   // f(v, k) for each group of four weight rows k … k+3 in [k0, k1), v their words; the last block's
-  // last rows with zero words past the end (they meet zero input codes).
+  // last rows with zero words past the end (they meet zero input codes). A whole block: no tail
+  // (its copy to memory made V8 keep the accumulators on the stack around it), the words' pointer
+  // stepped, the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang
+  // hoisted every load and V8 spilled them).
   template <class F>
   void each_four_rows(int k0, int k1, F&& f) const {
     int k = k0;
+    if (k1 - k0 == storage::kQuantBlock) {
+      const std::uint32_t *w = words + k0, *end = w + storage::kQuantBlock;
+      __asm__("" : "+r"(end));
+      _Pragma("clang loop unroll_count(2)") for (; w != end; w += 4, k += 4) f(wasm_v128_load(w), k);
+      return;
+    }
     for (; k + 4 <= k1; k += 4) f(wasm_v128_load(words + k), k);
     if (k < k1) {
       std::uint32_t tail[4] = {};
@@ -121,10 +154,57 @@ struct Q4Codes {
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    v128_t a[R], c[R];
-    for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
-    each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, a, c); });
-    finish(b, in, a, c, lo, hi);
+    if constexpr (R == 1) {
+      one_row_block_dot(b, k0, k1, in, lo[0], hi[0]);
+    } else {
+      v128_t a[R], c[R];
+      for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
+      each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, a, c); });
+      finish(b, in, a, c, lo, hi);
+    }
+  }
+  // One input row (a decode step): the four rows' words read as int16 lanes as they lie, lane 2j
+  // (2j + 1) holding row k+j's even (odd) columns, column 2n (2n + 1) in nibble n. Each nibble
+  // masked out (n = 3: shifted) is a code per lane, times the input's doubled codes (x_k, x_k, …,
+  // x_k+3, x_k+3) in int16 (|q·x| ≤ 15·127) and summed per lane over the block's 8 groups of rows
+  // (|Σ| ≤ 15240 < 2^15: exact). Per 32 weights 6 operations to unpack, 4 multiplies and 4 adds.
+  // At the block's end the lanes of each column are summed (pair_columns) and z·Σ q_x subtracted.
+  void one_row_block_dot(int b, int k0, int k1, const InputRows<1>& in, v128_t& lo, v128_t& hi) const {
+    const v128_t mask = wasm_i16x8_splat(0x000F);
+    const std::int16_t* x = in.doubled[0];
+    v128_t a0 = wasm_i16x8_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    each_four_rows(k0, k1, [&](v128_t v, int k) {
+      const v128_t xk = wasm_v128_load(x + 2 * k);
+      a0 = wasm_i16x8_add(a0, wasm_i16x8_mul(wasm_v128_and(v, mask), xk));
+      a1 = wasm_i16x8_add(a1, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 4), mask), xk));
+      a2 = wasm_i16x8_add(a2, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 8), mask), xk));
+      a3 = wasm_i16x8_add(a3, wasm_i16x8_mul(wasm_u16x8_shr(v, 12), xk));
+    });
+    lo = pair_columns(a0, a1);
+    hi = pair_columns(a2, a3);
+    const std::uint32_t zw = zero_points[b];
+    const std::int32_t sum = in.sums[0][b];
+    if (zw == (zw & 0xFu) * 0x11111111u) {  // one zero point for the block's 8 columns (always at load)
+      const v128_t zs = wasm_i32x4_splat(static_cast<std::int32_t>(zw & 0xFu) * sum);
+      lo = wasm_i32x4_sub(lo, zs);
+      hi = wasm_i32x4_sub(hi, zs);
+      return;
+    }
+    // The zero points' word read as the codes' are: (z0, z1) in every i32 lane's nibble 0, (z2, z3)
+    // in nibble 1, ...
+    const v128_t z = wasm_v128_load32_splat(zero_points + b), s = wasm_i32x4_splat(sum);
+    const v128_t z01 = wasm_v128_and(z, mask), z23 = wasm_v128_and(wasm_u16x8_shr(z, 4), mask);
+    const v128_t z45 = wasm_v128_and(wasm_u16x8_shr(z, 8), mask), z67 = wasm_u16x8_shr(z, 12);
+    lo = wasm_i32x4_sub(lo, wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(wasm_i32x4_shuffle(z01, z23, 0, 4, 0, 4)), s));
+    hi = wasm_i32x4_sub(hi, wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(wasm_i32x4_shuffle(z45, z67, 0, 4, 0, 4)), s));
+  }
+  // Columns (2n, 2n + 1) in a (int16 lane 2j + p: column 2n + p of rows k ≡ j mod 4) and (2n + 2,
+  // 2n + 3) in c, summed over their rows into int32 lanes (columns 2n … 2n + 3): rows j, j + 2
+  // added in int16 (|Σ| ≤ 30480, exact), the lanes regrouped by column and added pairwise.
+  static v128_t pair_columns(v128_t a, v128_t c) {
+    const v128_t rows02 = wasm_i16x8_add(wasm_i32x4_shuffle(a, c, 0, 1, 4, 5), wasm_i32x4_shuffle(a, c, 2, 3, 6, 7));
+    const v128_t by_column = wasm_i16x8_shuffle(rows02, rows02, 0, 2, 1, 3, 4, 6, 5, 7);
+    return wasm_i32x4_dot_i16x8(by_column, wasm_i16x8_splat(1));
   }
   // a (columns 0, 4, 1, 5) and c (2, 6, 3, 7), each Σ q·q_x, less z·Σ q_x, into lo (columns 0-3)
   // and hi (4-7).
@@ -134,7 +214,7 @@ struct Q4Codes {
     // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
     const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
     const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
-    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u8x16_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
+    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u16x8_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
                                           16, 16, 16);
     for (int r = 0; r < R; ++r) {
       const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
@@ -154,7 +234,7 @@ struct Q4Codes {
       std::uint32_t tail[4] = {};
       if (k < k1) std::memcpy(tail, words + k, static_cast<std::size_t>(std::min(4, k1 - k)) * sizeof tail[0]);
       const v128_t v = k + 4 <= k1 ? wasm_v128_load(words + k) : wasm_v128_load(tail);
-      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u8x16_shr(v, 4), mask));
+      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
       // (columns 0, 4, 1, 5) and (2, 6, 3, 7) of rows k, k+1 (…01) and k+2, k+3 (…23), as i32 lanes.
       const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
       const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
@@ -173,6 +253,7 @@ struct Q4Codes {
 constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 struct WideCodes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kDoubled = false;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -215,6 +296,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
   alignas(16) float acc[R][kPanelWidth] = {};
   for (int r = 0; r < R; ++r) {
     in.x[r] = q.wide_row(r0 + r);
+    in.doubled[r] = q.doubled.empty() ? nullptr : q.doubled_row(r0 + r);
     in.codes[r] = q.row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
@@ -257,7 +339,8 @@ void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w
 
 // From kWideRows input rows (a prefill's) the panel is widened once (WideCodes) and read by every
 // row block; fewer rows (a decode step) read the packed codes, widening them per row block.
-constexpr int kWideRows = 2 * kRows;
+constexpr int kWideRows = Q8Rows::kDoubledRows;
+static_assert(kWideRows == 2 * kRows, "the doubled codes serve every row count below the widened panel's");
 
 // Every row of q times panel p. Never inlined, so that V8 swaps in optimised code between panels
 // of a first call (linear_simd128.h's panel_rows).
@@ -307,7 +390,8 @@ inline float quantise_block(const float* x, int n, std::int8_t* q, std::int32_t*
 
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, true, panel_rows<Codes>, quantise_block);
+  q8_linear_panels(x, rows, x_stride, targets, target_count, Codes::kDoubled ? Widening::int16_doubled : Widening::int16,
+                   panel_rows<Codes>, quantise_block);
 }
 
 }  // namespace

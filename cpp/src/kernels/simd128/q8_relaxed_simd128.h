@@ -5,7 +5,7 @@
 // 16 · 127 · 15 = 30480 < 2^15: exact) and widened once per block. The same integers as
 // q8_linear_simd128.h's Q4Codes, so the same bits after them; its widen_block serves the prefill
 // path unchanged (from kWideRows input rows the panel is widened once to int16 and read with
-// i32x4.dot_i16x8_s).
+// i32x4.dot_i16x8_s), and one row (a decode step) its one-row loop, which needs no shuffle.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -28,7 +28,7 @@ struct Q4RelaxedCodes : Q4Codes {
   template <int R>
   static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t s_low[R], v128_t s_high[R]) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = wasm_v128_and(v, mask), high = wasm_v128_and(wasm_u8x16_shr(v, 4), mask);
+    const v128_t low = wasm_v128_and(v, mask), high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
     const v128_t low_t = wasm_i8x16_shuffle(low, low, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     const v128_t high_t = wasm_i8x16_shuffle(high, high, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
     for (int r = 0; r < R; ++r) {
@@ -39,6 +39,12 @@ struct Q4RelaxedCodes : Q4Codes {
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    if constexpr (R == 1) {
+      // One row: the SIMD128 kernel's loop (Q4Codes::one_row_block_dot), faster than the
+      // transposes (their shuffle masks are built anew in every iteration by V8).
+      one_row_block_dot(b, k0, k1, in, lo[0], hi[0]);
+      return;
+    }
     v128_t s_low[R], s_high[R];
     for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i32x4_splat(0);
     each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, s_low, s_high); });
