@@ -13,7 +13,8 @@
 // values bit for bit or a typed error, and fromGguf's mapping of layer 0 must give create() options
 // that resolve, or a typed error.
 import { loadGguf, GgufError, WebAttentionError } from '#webattention';
-import { quantisedEntry, dequantisedValues, QUANTISED_SOURCES } from '../../web/src/storage/quantised_tensors.js';
+import { quantisedEntry, dequantisedValues } from '../../web/src/storage/quantised_tensors.js';
+import { QUANTISED_SOURCES } from '../../web/src/storage/quantised_entries.js';
 import { attentionOptionsFromGguf } from '../../web/src/checks/gguf_config.js';
 import { resolveMhaConfig } from '../internals.mjs';
 import { halfValue } from '../fixtures/make_gguf.mjs';
