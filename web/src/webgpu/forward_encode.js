@@ -52,18 +52,21 @@ export function callRows(plan) {
   if (!rowsOfPlan.has(plan)) {
     const { rows, lengthsBefore } = plan.cache ?? {};
     const same = !lengthsBefore || (!rows && lengthsBefore.every((n) => n === lengthsBefore[0]));
-    const listed = same ? null : rows ? Array.from(rows) : lengthsBefore.map((_, b) => b);
-    rowsOfPlan.set(plan, listed && {
-      table: Uint32Array.from(listed.flatMap((r) => [r, lengthsBefore[r]])), least: Math.min(...listed.map((r) => lengthsBefore[r])),
-    });
+    rowsOfPlan.set(plan, same ? null : { table: rowPairs(plan), least: Math.min(...firstPositions(plan)) });
   }
   return rowsOfPlan.get(plan);
 }
 const rowsOfPlan = new WeakMap();  // plan → callRows(plan): one table per call
 
+/** Each batch row's cache row: the call's `rows`, else its own. */
+const cacheRowOf = ({ cache: { rows } }, b) => (rows ? rows[b] : b);
+
 /** Each batch row's first new position: its cache row's length before the call. */
-export const firstPositions = ({ B, cache: { rows, lengthsBefore, lengthBefore } }) =>
-  Array.from({ length: B }, (_, b) => lengthsBefore?.[rows ? rows[b] : b] ?? lengthBefore);
+export const firstPositions = (plan) =>
+  Array.from({ length: plan.B }, (_, b) => plan.cache.lengthsBefore?.[cacheRowOf(plan, b)] ?? plan.cache.lengthBefore);
+
+/** The row table's head, [B, 2]: each batch row's cache row and first position. */
+const rowPairs = (plan) => Uint32Array.from(firstPositions(plan).flatMap((n, b) => [cacheRowOf(plan, b), n]));
 
 /**
  * A cached call's positionIds where they move its cache's window (docs/attention-math.md §9), or
@@ -88,10 +91,10 @@ export function callTable(plan) {
     const ids = windowIds(plan);
     let table = callRows(plan)?.table ?? null;
     if (ids) {
-      const { B, cache: { rows } } = plan;
-      table = new Uint32Array(2 * B + ids.length);
-      firstPositions(plan).forEach((n, b) => table.set([rows ? rows[b] : b, n], 2 * b));
-      table.set(ids, 2 * B);
+      const head = table ?? rowPairs(plan);
+      table = new Uint32Array(head.length + ids.length);
+      table.set(head);
+      table.set(ids, head.length);
     }
     tableOfPlan.set(plan, table);
   }
