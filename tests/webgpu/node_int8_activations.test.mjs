@@ -14,23 +14,13 @@ import * as api from '#webattention';
 import { MultiHeadAttention } from '#webattention';
 import { randomMhaCase, randomTensor, rng, runCase } from '../contract/contract.mjs';
 import { passHooks } from '../internals.mjs';
-import { assertClose, device, gpu, kind, runs } from './node_setup.mjs';
+import { assertSame, device, gpu, runs } from './node_setup.mjs';
 
 const INTEGER_WEIGHTS = ['int8', 'int4'];
 
 // [embedDim, numHeads, kdim, vdim]: K below one block, K past whole blocks, k and v weights that
 // start inside a u32 word of codes (int8: 4 a word, int4: 8), several blocks a row.
 const LAYOUTS = [[8, 2, 5, 7], [16, 2, 16, 24], [40, 5, 33, 70], [64, 4, 64, 96]];
-
-/**
- * Where WGSL is exact as the core is (SwiftShader: no fused multiply-adds), the same bits; a GPU
- * may fuse a product into a sum, so there the contract's tolerance.
- */
-function assertSame(actual, expected, what) {
-  if (kind === 'hardware') return assertClose(actual, expected, what);
-  const i = expected.data.findIndex((x, j) => !Object.is(x, actual.data[j]));
-  assert.equal(i, -1, `${what}: [${i}] the GPU gives ${actual.data[i]}, WASM ${expected.data[i]}`);
-}
 
 /** The two modules (WASM, WebGPU on `gpuOption`) of `create` with the same random weights. */
 async function pair(create, gpuOption = gpu, seed = 5) {

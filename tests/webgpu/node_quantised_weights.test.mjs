@@ -10,7 +10,7 @@ import { compare, randomTensor, rng } from '../contract/contract.mjs';
 import { layerReference, torchWeights } from '../contract/layer_reference.mjs';
 import { halfValue } from '../fixtures/make_gguf.mjs';
 import { f32BitsToF16 } from '../../web/src/storage/half_floats.js';
-import { adapterName, assertClose, gpu, kind, runs } from './node_setup.mjs';
+import { adapterName, assertSame, gpu, runs } from './node_setup.mjs';
 
 /** Q8_0 blocks of [rows, cols] with codes in [-100, 100] and f16 scales: { tensor, values }. */
 function q8Blocks(rows, cols, next) {
@@ -74,8 +74,7 @@ test(`Q8_0 blocks with int8 activations: WebGPU and WASM the same bits (${adapte
       mha.loadStateDict(given);
       outputs.push((await mha.forward(q, kv, kv)).output);
     }
-    if (kind === 'hardware') assertClose(outputs[1], outputs[0], 'WebGPU');
-    else assert.deepEqual(outputs[1].data, outputs[0].data);
+    assertSame(outputs[1], outputs[0], 'WebGPU');
     assert.notDeepEqual(outputs[2].data, outputs[0].data, 'the case cannot tell int8 activations from float32 ones');
   } finally {
     for (const mha of modules) mha.dispose();

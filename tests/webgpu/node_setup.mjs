@@ -112,6 +112,16 @@ export function assertClose(actual, expected, what) {
   assert.ok(ok, `${what}: ${detail}`);
 }
 
+/**
+ * WASM's bits where WGSL is exact as the core is (SwiftShader: no fused multiply-adds); a GPU may
+ * fuse a product into a sum, so there the contract's tolerance.
+ */
+export function assertSame(actual, expected, what) {
+  if (kind === 'hardware') return assertClose(actual, expected, what);
+  const i = expected.data.findIndex((x, j) => !Object.is(x, actual.data[j]));
+  assert.equal(i, -1, `${what}: [${i}] the GPU gives ${actual.data[i]}, WASM ${expected.data[i]}`);
+}
+
 /** A result against a fixture case's expected values (output, and weights or null). */
 export function checkAgainstFixture(c, result) {
   const { ok, detail } = checkResult(c, result);
