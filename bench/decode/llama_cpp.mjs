@@ -4,7 +4,8 @@
 // prefill. llama.cpp runs GGUFs written by scripts/write_gguf.mjs (a llama model: feed-forward
 // width 64, vocabulary 256, so attention dominates; 8 layers and 1, (8 − 1) / 7 per layer);
 // ours is an 8-layer attention stack ÷ 8 (decode_stack_suite.mjs), the same shape (head width 64,
-// RoPE, GQA), dtype for dtype: F32 → f32, F16 → f16, Q8_0 → i8, Q4_0 → i4. What each side times:
+// RoPE, GQA), dtype for dtype: F32 → f32, F16 → f16, Q8_0 → i8 and i8a8, Q4_0 → i4 and i4a8
+// (int8 activations, as llama.cpp computes its quantised types). What each side times:
 // bench/decode/llama_cpp_suite.mjs.
 //
 //   bash scripts/build.sh && npm --prefix bench install --no-audit --no-fund      (once)
@@ -28,7 +29,7 @@ import { checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, ROOT, runA
 import { engineVersion, runBenchPage } from '../lib/browser_page.mjs';
 import { markdownTable, plainTable } from '../lib/table.mjs';
 import { llamaModel } from '../../scripts/write_gguf.mjs';
-import { OUR_SETTING } from './llama_cpp_suite.mjs';
+import { OUR_SETTINGS } from './llama_cpp_suite.mjs';
 
 const SCRIPT = 'decode/llama_cpp.mjs';
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -51,7 +52,7 @@ function parseOptions() {
     return { E, h, hkv };
   });
   const types = v.types.split(',');
-  for (const t of types) if (!OUR_SETTING[t]) usage(`--types: unknown '${t}' (expected ${Object.keys(OUR_SETTING).join(', ')})`);
+  for (const t of types) if (!OUR_SETTINGS[t]) usage(`--types: unknown '${t}' (expected ${Object.keys(OUR_SETTINGS).join(', ')})`);
   const flash = v.flash.split(',');
   if (!flash.every((f) => f === 'off' || f === 'on')) usage(`--flash: expected off and/or on, got '${v.flash}'`);
   const threads = positiveList('threads', v.quick ? '1' : v.threads);
@@ -88,16 +89,19 @@ async function runPage(engine, shape, n, threads) {
 
 const ratio = (a, b) => `${(a / b).toFixed(2)}×`;
 
-/** The table of one page's result: a row per type × flash setting (ours has no flash setting: the same row twice). */
+/**
+ * The table of one page's result: a row per type × flash setting × our setting of that width (ours
+ * has no flash setting: the same figures on both flash rows).
+ */
 function rowsOf(result) {
   const { shape } = result;
-  return result.llama.map((l) => {
-    const ours = result.ours.find((r) => r.name === OUR_SETTING[l.type]);
+  return result.llama.flatMap((l) => OUR_SETTINGS[l.type].map((name) => {
+    const ours = result.ours.find((r) => r.name === name);
     const oursMs = ours.ms / 8, oursPrefillMs = ours.prefillMs / 8;
     return { type: l.type, dtype: ours.name, threads: shape.threads, flash: l.flash ? 'on' : 'off', llamaMs: l.decodeMsPerLayer, oursMs,
       llamaPrefill: (l.deep.promptN * 1000) / l.prefillMsPerLayer, oursPrefill: (shape.n * 1000) / oursPrefillMs,
       llama8: l.deep.decodeMs, llama1: l.shallow.decodeMs };
-  });
+  }));
 }
 
 const COLUMNS = [

@@ -71,7 +71,7 @@ export async function runLlamaCppPage({ MultiHeadAttention, Wllama }, q, log) {
   const int = (k) => Number(q.get(k));
   const shape = { E: int('E'), h: int('h'), hkv: int('hkv'), n: int('n'), threads: int('threads'), tokens: int('tokens'), repeats: int('repeats') };
   const types = q.get('types').split(','), flashes = q.get('flash').split(',').map((f) => f === '1');
-  const ourNames = types.map((t) => OUR_SETTING[t]);
+  const ourNames = types.flatMap((t) => OUR_SETTINGS[t]);
   log(`ours: 8-layer stacks of ${ourNames.join(', ')}, n ${shape.n}, threads ${shape.threads}`);
   const ours = await runDecodeStack({ MultiHeadAttention }, null, { settings: ourNames, layers: 8, E: shape.E, h: shape.h, hkv: shape.hkv,
     headDim: shape.E / shape.h, cacheLength: shape.n, tokens: Math.max(8, shape.tokens), threads: shape.threads, log });
@@ -87,5 +87,9 @@ export async function runLlamaCppPage({ MultiHeadAttention, Wllama }, q, log) {
   return { shape, ours: ours.rows, llama };
 }
 
-/** GGUF weight type → decode_dtypes.mjs's setting of the same width. */
-export const OUR_SETTING = { F32: 'f32', F16: 'f16', Q8_0: 'i8', Q4_0: 'i4' };
+/**
+ * GGUF weight type → decode_dtypes.mjs's settings of the same width: float32 activations, and for
+ * the quantised types also int8 activations, which is what llama.cpp's Q8_0 and Q4_0 matmuls do
+ * (each input row quantised to q8_0 blocks, integer block dot products).
+ */
+export const OUR_SETTINGS = { F32: ['f32'], F16: ['f16'], Q8_0: ['i8', 'i8a8'], Q4_0: ['i4', 'i4a8'] };
