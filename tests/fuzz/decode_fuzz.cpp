@@ -6,7 +6,8 @@
 // Checks: nothing the sanitizers see; the chunks fed to a KV cache give the rows of one plain
 // forward over the whole sequence with the causal window as an additive mask (outputs and weights);
 // appending past max_length is a CacheError that leaves the cache; reset() then a second pass gives
-// the same bits. Inputs with NaN or infinities run for memory safety only. Weights and the cache
+// the same bits, and with two batch rows one of the passes feeds them one call per row (each on its
+// cache row alone, MhaForwardArgs::rows), so the rows' lengths differ between calls. Inputs with NaN or infinities run for memory safety only. Weights and the cache
 // come in every storage type (docs/attention-math.md §11); a narrow cache is compared with one
 // cache of its type fed the whole sequence in one call (the rows it stores are the same whatever
 // the chunks), the f32 cache with the plain forward. Issue 20's options come from fuzz_options.h
@@ -222,48 +223,65 @@ void plain_forward(Case& k) {
   });
 }
 
-// Feeds chunk `n` (rows [at, at + its length)) to the cache, its outputs into `got`, and checks
-// its weights; false where the core refuses it as due (the cache left as it was).
-bool run_chunk(Case& k, KvCache& cache, std::size_t n, int at, std::vector<float>& got) {
-  const int B = k.B, T = k.T, E = k.E, rows = k.chunks[n];
-  std::vector<float> part(static_cast<std::size_t>(B) * rows * E), out(part.size());
-  std::vector<std::uint8_t> pad(k.padding.empty() ? 0 : static_cast<std::size_t>(B) * (at + rows));
-  std::vector<std::int32_t> part_ids(k.ids.empty() ? 0 : static_cast<std::size_t>(B) * rows);
-  for (int b = 0; b < B; ++b) {
-    std::copy_n(k.x.begin() + (static_cast<std::size_t>(b) * T + at) * E, rows * E, part.begin() + static_cast<std::size_t>(b) * rows * E);
-    if (!pad.empty()) std::copy_n(k.padding.begin() + static_cast<std::size_t>(b) * T, at + rows, pad.begin() + static_cast<std::size_t>(b) * (at + rows));
-    if (!part_ids.empty()) std::copy_n(k.ids.begin() + static_cast<std::size_t>(b) * T + at, rows, part_ids.begin() + static_cast<std::size_t>(b) * rows);
+// Feeds batch rows [b0, b0 + nb) of chunk `n` (rows [at, at + its length)) to the cache, their
+// outputs into `got`, and checks their weights; false where the core refuses it as due (the cache's
+// rows left as they were). Fewer rows than the batch go as a call on those cache rows alone
+// (MhaForwardArgs::rows), so the other rows' lengths differ meanwhile.
+bool run_rows(Case& k, KvCache& cache, std::size_t n, int at, int b0, int nb, std::vector<float>& got) {
+  const int T = k.T, E = k.E, rows = k.chunks[n];
+  std::vector<float> part(static_cast<std::size_t>(nb) * rows * E), out(part.size());
+  std::vector<std::uint8_t> pad(k.padding.empty() ? 0 : static_cast<std::size_t>(nb) * (at + rows));
+  std::vector<std::int32_t> part_ids(k.ids.empty() ? 0 : static_cast<std::size_t>(nb) * rows);
+  std::vector<std::int32_t> row_ids(k.ids.empty() ? 0 : static_cast<std::size_t>(nb) * T);  // the call's rows of k.ids
+  std::vector<std::int32_t> cache_rows;
+  for (int i = 0; i < nb; ++i) {
+    const std::size_t b = static_cast<std::size_t>(b0 + i);
+    cache_rows.push_back(static_cast<std::int32_t>(b));
+    std::copy_n(k.x.begin() + (b * T + at) * E, rows * E, part.begin() + static_cast<std::size_t>(i) * rows * E);
+    if (!pad.empty()) std::copy_n(k.padding.begin() + b * T, at + rows, pad.begin() + static_cast<std::size_t>(i) * (at + rows));
+    if (!part_ids.empty()) std::copy_n(k.ids.begin() + b * T + at, rows, part_ids.begin() + static_cast<std::size_t>(i) * rows);
+    if (!row_ids.empty()) std::copy_n(k.ids.begin() + b * T, T, row_ids.begin() + static_cast<std::size_t>(i) * T);
   }
-  std::vector<float> w(k.weights ? static_cast<std::size_t>(B) * k.wh * rows * (at + rows) : 0);
+  std::vector<float> w(k.weights ? static_cast<std::size_t>(nb) * k.wh * rows * (at + rows) : 0);
   MhaForwardArgs a;
-  a.batch = B;
+  a.batch = nb;
   a.L = a.S = rows;
   a.query = a.key = a.value = part.data();
-  if (!pad.empty()) a.key_padding_mask = {MaskKind::kBoolean, pad.data(), {B, at + rows}};
+  if (!pad.empty()) a.key_padding_mask = {MaskKind::kBoolean, pad.data(), {nb, at + rows}};
   a.output = out.data();
   a.weights = k.weights ? w.data() : nullptr;
   a.average_weights = k.average;
   a.position_ids = part_ids.empty() ? nullptr : part_ids.data();
+  if (nb < k.B) a.rows = cache_rows.data();
   if (!k.chunk_masks[n].empty()) a.attn_mask = {MaskKind::kAdditive, k.chunk_masks[n].data(), {rows, rows}};
   // A refusal of positions (a negative id, one past a table) comes first, then one of the window's.
-  const bool window_due = k.window && fuzz::window_refused(k.ids, B, T, at, rows,
+  const bool window_due = k.window && fuzz::window_refused(row_ids, nb, T, at, rows,
                                                                  ring_geometry(k.cache_config.max_length, k.window).rows_per_pass);
   bool window_refused = false;
   const bool refused = fuzz::refused_as_due(fuzz::positions_refused(part_ids, k.table, at + rows - 1), "decode_fuzz", [&] {
     window_refused = fuzz::window_refused_as_due(window_due, "decode_fuzz", [&] { k.mha->forward(a, cache); });
   });
   if (refused || window_refused) {
-    if (cache.length() != at) fail("a refused append changed the cache's length");
+    for (int b = b0; b < b0 + nb; ++b)
+      if (cache.row_length(b) != at) fail("a refused append changed the cache's length");
     return false;
   }
-  for (int b = 0; b < B; ++b)
-    std::copy_n(out.begin() + static_cast<std::size_t>(b) * rows * E, rows * E, got.begin() + (static_cast<std::size_t>(b) * T + at) * E);
+  for (int i = 0; i < nb; ++i)
+    std::copy_n(out.begin() + static_cast<std::size_t>(i) * rows * E, rows * E, got.begin() + (static_cast<std::size_t>(b0 + i) * T + at) * E);
   if (k.weights && !k.non_finite && !k.full_refused) {
-    for (int g = 0; g < B * k.wh; ++g)
+    for (int g = 0; g < nb * k.wh; ++g)
       for (int i = 0; i < rows; ++i)
         check_close("weights", w.data() + (static_cast<std::size_t>(g) * rows + i) * (at + rows),
-                    k.expected_w.data() + (static_cast<std::size_t>(g) * T + at + i) * T, at + rows);
+                    k.expected_w.data() + (static_cast<std::size_t>(b0 * k.wh + g) * T + at + i) * T, at + rows);
   }
+  return true;
+}
+
+// Chunk `n` for every batch row: one call, or (row_by_row) one call per row, row 0 first.
+bool run_chunk(Case& k, KvCache& cache, std::size_t n, int at, bool row_by_row, std::vector<float>& got) {
+  if (!row_by_row) return run_rows(k, cache, n, at, 0, k.B, got);
+  for (int b = 0; b < k.B; ++b)
+    if (!run_rows(k, cache, n, at, b, 1, got)) return false;
   return true;
 }
 
@@ -290,14 +308,21 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   Case k;
   if (!draw_module(in, k)) return 0;
   draw_chunks(in, k);
+  // With two batch rows, one pass feeds them call by call and the other row by row (each row's
+  // call on its cache row alone): the same bits, whichever comes first.
+  const bool row_by_row_first = k.B > 1 && in.coin();
   plain_forward(k);
   auto cache = k.mha->create_cache(k.cache_config);
   std::vector<float> first;
   for (int pass = 0; pass < 2; ++pass) {
+    const bool row_by_row = k.B > 1 && (pass == 0) == row_by_row_first;
     std::vector<float> got(k.expected.size());
     int at = 0;
-    for (std::size_t n = 0; n < k.chunks.size(); at += k.chunks[n], ++n)
-      if (!run_chunk(k, *cache, n, at, got)) return 0;
+    for (std::size_t n = 0; n < k.chunks.size(); at += k.chunks[n], ++n) {
+      if (run_chunk(k, *cache, n, at, row_by_row, got)) continue;
+      if (pass == 1) fail("a chunk the first pass took was refused in the second");
+      return 0;
+    }
     if (k.full_refused) fail("the plain forward was refused, no chunk was");
     if (cache->length() != k.T) fail("cache length after the sequence");
     if (!k.non_finite) check_close("output", got.data(), k.expected.data(), got.size(), k.allowance);
@@ -308,7 +333,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } else if (!std::equal(first.begin(), first.end(), got.begin(), [](float a, float b) {
                  return a == b || (std::isnan(a) && std::isnan(b));
                })) {
-      fail("a second pass after reset() differs");
+      fail(k.B > 1 ? "a second pass after reset(), row by row where the first was not or the reverse, differs"
+                   : "a second pass after reset() differs");
     }
   }
   return 0;
