@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -99,11 +100,34 @@ TEST(Q4Quantiser, MatchesTheReference) {
   }
 }
 
-TEST(Q4Packing, NibbleOrderEvenColumnsLowHalfOddColumnsHighHalf) {
+TEST(Q4Packing, ZeroPointWordEvenColumnsLowHalfOddColumnsHighHalf) {
   std::uint32_t word = 0;
   for (int c = 0; c < 8; ++c) storage::set_q4_code(word, c, c + 1);
   EXPECT_EQ(word, 0x86427531u);  // columns 0, 2, 4, 6 in bits 0-15; 1, 3, 5, 7 in 16-31
   for (int c = 0; c < 8; ++c) EXPECT_EQ(storage::q4_code(word, c), c + 1);
+}
+
+// The codes' layout the kernels read (storage_convert.h's q4_byte): a group of 4 rows in 16 bytes,
+// byte 2c + j holding column c's rows 4g + j (low nibble) and 4g + 2 + j (high nibble); as 32-bit
+// lanes, lane i holds columns 2i and 2i + 1, row j at bit q4_row_shift(j) of its half.
+TEST(Q4Packing, GroupsOfFourRowsColumnPairsPerByte) {
+  std::uint8_t panel[2 * storage::kQ4GroupBytes] = {};
+  for (int k = 0; k < 8; ++k)
+    for (int c = 0; c < 8; ++c) storage::set_q4_code_at(panel, k, c, (k + 2 * c) % 16);
+  EXPECT_EQ(panel[0], 0x20);                       // column 0, rows 0 (low) and 2 (high)
+  EXPECT_EQ(panel[1], 0x31);                       // column 0, rows 1 and 3
+  EXPECT_EQ(panel[2 * 7 + 1], (3 + 14) % 16 << 4 | (1 + 14));  // column 7, rows 1 and 3
+  EXPECT_EQ(panel[16], 0x64);                      // second group: column 0, rows 4 and 6
+  for (int k = 0; k < 8; ++k)
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(storage::q4_code_at(panel, k, c), (k + 2 * c) % 16) << k << ", " << c;
+  for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < 4; ++i) {
+      std::uint32_t lane;
+      std::memcpy(&lane, panel + 4 * i, sizeof lane);  // little-endian, as WebAssembly's lanes
+      EXPECT_EQ((lane >> storage::q4_row_shift(j)) & 0xF, static_cast<std::uint32_t>(storage::q4_code_at(panel, j, 2 * i)));
+      EXPECT_EQ((lane >> (16 + storage::q4_row_shift(j))) & 0xF, static_cast<std::uint32_t>(storage::q4_code_at(panel, j, 2 * i + 1)));
+    }
+  }
 }
 
 // Packed and read back (PackedLinear::weight): the oracle's stored values at every column and

@@ -27,12 +27,12 @@ namespace webattention::kernels {
 // [in][kPanelWidth] contiguous, the last one zero-padded; elements of the module's storage type
 // (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
 // values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
-// by side, as its elements are). int4 stores a panel row's 8 codes in one 32-bit word
-// (storage_convert.h's q4_shift: the nibble order), [ceil(out / 8)][in] words, so 4 bytes per
-// 8 weights; int8's scales; and each block's 8 zero points as one word laid out as a row of
-// codes, [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per weight. A block's zero point
-// is 8 where the weights were quantised at load (storage::kQ4Zero); it is stored per block for
-// checkpoints that carry their own (ORT's MatMulNBits).
+// by side, as its elements are). int4 stores its codes in groups of 4 panel rows, 16 bytes each
+// (storage_convert.h's q4_byte: the layout), [ceil(out / 8)][q4_stored_rows(in) / 4][16] bytes, so
+// 4 bytes per 8 weights; int8's scales; and each block's 8 zero points in one word
+// (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per
+// weight. A block's zero point is 8 where the weights were quantised at load (storage::kQ4Zero);
+// it is stored per block for checkpoints that carry their own (ORT's MatMulNBits).
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -77,9 +77,12 @@ struct PackedLinear {
   const float* panel_scales(int p) const {
     return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
   }
-  // Panel p's int4 code words ([in]) and zero-point words ([scale_blocks()]).
-  std::uint32_t* q4_panel(int p) const {
-    return reinterpret_cast<std::uint32_t*>(storage.get()) + static_cast<std::size_t>(p) * in;
+  // Panel p's int4 codes (storage_convert.h's q4_byte) and zero-point words ([scale_blocks()]).
+  std::uint8_t* q4_panel(int p) const {
+    return storage.get() + static_cast<std::size_t>(p) * q4_panel_bytes();
+  }
+  std::size_t q4_panel_bytes() const {
+    return static_cast<std::size_t>(storage::q4_stored_rows(in)) * kPanelWidth / 2;
   }
   std::uint32_t* panel_zero_points(int p) const {
     return zero_points.get() + static_cast<std::size_t>(p) * scale_blocks();

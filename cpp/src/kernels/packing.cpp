@@ -125,16 +125,16 @@ __attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const Pac
   });
 }
 
-// int4: each block's codes (storage::quantise_q4) into their nibbles of the panel's row words
-// (padding columns: scale 0, code 8); zero points 8.
+// int4: each block's codes (storage::quantise_q4) into their nibbles of the panel's groups
+// (padding columns: scale 0, code 8; padding rows: code 0); zero points 8.
 __attribute__((noinline)) void pack_panel_q4(const Source& src, int p, const PackedLinear& w) {
-  std::uint32_t* words = w.q4_panel(p);
-  std::fill(words, words + w.in, 0u);
+  std::uint8_t* codes = w.q4_panel(p);
+  std::fill(codes, codes + w.q4_panel_bytes(), std::uint8_t{0});
   std::uint32_t* zeros = w.panel_zero_points(p);
   static_assert(storage::kQ4Zero == 8, "the zero-point words are 8 in every nibble");
   std::fill(zeros, zeros + w.scale_blocks(), 0x88888888u);
   quantise_blocks(src, p, w, [&](int c, int k0, const float* x, int n) {
-    return storage::quantise_q4(x, n, [&](int k, std::uint8_t q) { storage::set_q4_code(words[k0 + k], c, q); });
+    return storage::quantise_q4(x, n, [&](int k, std::uint8_t q) { storage::set_q4_code_at(codes, k0 + k, c, q); });
   });
 }
 
@@ -158,8 +158,8 @@ PackedLinear allocate(StorageType type, int out, int in) {
   w.out = out;
   w.type = type;
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * in;
-  // int4: one 32-bit word per panel row, half a byte per element.
-  w.storage.reset(new unsigned char[type == StorageType::q4 ? elements / 2 : elements * storage_element_bytes(type)]);
+  // int4: half a byte per element, a panel's rows rounded up to whole groups of 4.
+  w.storage.reset(new unsigned char[type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type)]);
   if (type == StorageType::i8 || type == StorageType::q4) {
     w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
   }
@@ -179,7 +179,7 @@ float PackedLinear::weight(int n, int k) const {
                                  panel_scales(n / kPanelWidth)[(k / kQuantBlock) * kPanelWidth + n % kPanelWidth]);
     case StorageType::q4: {
       const int p = n / kPanelWidth, c = n % kPanelWidth;
-      return storage::dequantise_q4(storage::q4_code(q4_panel(p)[k], c),
+      return storage::dequantise_q4(storage::q4_code_at(q4_panel(p), k, c),
                                     storage::q4_code(panel_zero_points(p)[k / kQuantBlock], c),
                                     panel_scales(p)[(k / kQuantBlock) * kPanelWidth + c]);
     }
@@ -235,12 +235,13 @@ WEBATTENTION_PACK_FOR_SIZE void pack_quantised_i8(const QuantisedSource& src, in
 
 WEBATTENTION_PACK_FOR_SIZE void pack_quantised_q4(const QuantisedSource& src, int p, const PackedLinear& w) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p), in = w.in, blocks = w.scale_blocks();
-  std::uint32_t* words = w.q4_panel(p);
+  std::uint8_t* panel = w.q4_panel(p);
+  std::fill(panel, panel + w.q4_panel_bytes(), std::uint8_t{0});
   std::uint32_t* zeros = w.panel_zero_points(p);
   const auto* codes = static_cast<const std::uint8_t*>(src.codes);
   for (int c = 0; c < kPanelWidth; ++c) {
     const std::size_t row = static_cast<std::size_t>(n0 + c);
-    for (int k = 0; k < in; ++k) storage::set_q4_code(words[k], c, c < cols ? codes[row * in + k] : storage::kQ4Zero);
+    for (int k = 0; k < in; ++k) storage::set_q4_code_at(panel, k, c, c < cols ? codes[row * in + k] : storage::kQ4Zero);
     for (int b = 0; b < blocks; ++b) storage::set_q4_code(zeros[b], c, c < cols ? src.zero_points[row * blocks + b] : storage::kQ4Zero);
   }
 }
@@ -284,14 +285,15 @@ namespace {
 // slice_columns for int4: each column's codes, scales and zero points moved nibble by nibble into
 // its new panel and lane (padding columns: all-zero blocks, as packing writes them).
 void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
+  std::fill(s.q4_panel(0), s.q4_panel(s.panel_count()), std::uint8_t{0});  // padding rows too
   for (int n = 0; n < whole_panels(s.out); ++n) {
     const bool real = n < s.out;
     const int from = begin + n, c = n % kPanelWidth, fc = from % kPanelWidth;
-    std::uint32_t* words = s.q4_panel(n / kPanelWidth);
+    std::uint8_t* codes = s.q4_panel(n / kPanelWidth);
     std::uint32_t* zeros = s.panel_zero_points(n / kPanelWidth);
     float* scales = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + c;
     for (int k = 0; k < w.in; ++k) {
-      storage::set_q4_code(words[k], c, real ? storage::q4_code(w.q4_panel(from / kPanelWidth)[k], fc) : storage::kQ4Zero);
+      storage::set_q4_code_at(codes, k, c, real ? storage::q4_code_at(w.q4_panel(from / kPanelWidth), k, fc) : storage::kQ4Zero);
     }
     for (int b = 0; b < s.scale_blocks(); ++b) {
       storage::set_q4_code(zeros[b], c, real ? storage::q4_code(w.panel_zero_points(from / kPanelWidth)[b], fc) : storage::kQ4Zero);

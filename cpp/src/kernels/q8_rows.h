@@ -17,9 +17,9 @@
 
 namespace webattention::kernels {
 
-// What Q8Rows::quantise makes besides the int8 codes: nothing (the scalar kernels), the codes as
-// int16 (SIMD128), or those and the doubled codes too (SIMD128's int4 one-row kernel).
-enum class Widening { none, int16, int16_doubled };
+// What Q8Rows::quantise makes besides the int8 codes: nothing (the scalar kernels) or the codes as
+// int16 (SIMD128).
+enum class Widening { none, int16 };
 
 struct Q8Rows {
   int rows = 0, in = 0, blocks = 0;
@@ -28,16 +28,10 @@ struct Q8Rows {
   std::vector<float> scales;        // [rows][blocks]: d_x of each block
   std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
   std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
-  // [rows][blocks · 64]: each int16 code twice, (x_0, x_0, x_1, x_1, ...): the SIMD128 int4 one-row
-  // kernel's operand, an int16 lane per weight. Only where asked for (Widening::int16_doubled) and
-  // for fewer than kDoubledRows rows (a decode step).
-  std::vector<std::int16_t> doubled;
-  static constexpr int kDoubledRows = 8;
 
   std::size_t stride() const { return static_cast<std::size_t>(blocks) * storage::kQuantBlock; }
   const std::int8_t* row(int r) const { return codes.data() + r * stride(); }
   const std::int16_t* wide_row(int r) const { return wide.data() + r * stride(); }
-  const std::int16_t* doubled_row(int r) const { return doubled.data() + 2 * r * stride(); }
   const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
   const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
 
@@ -68,11 +62,6 @@ struct Q8Rows {
       }
     }
     if (widen != Widening::none) wide.assign(codes.begin(), codes.end());
-    doubled.clear();
-    if (widen == Widening::int16_doubled && rows < kDoubledRows) {
-      doubled.resize(2 * codes.size());
-      for (std::size_t i = 0; i < codes.size(); ++i) doubled[2 * i] = doubled[2 * i + 1] = codes[i];
-    }
   }
 };
 

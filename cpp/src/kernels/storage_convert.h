@@ -193,10 +193,35 @@ float quantise_q4(const float* x, int n, Put&& put) {
   return d;
 }
 
-// An int4 weight panel row holds its 8 columns' codes in one 32-bit word (kernels.h's
-// PackedLinear): column 2i at bits [4i, 4i + 4), column 2i + 1 at [16 + 4i, 20 + 4i), so that the
-// even columns and the odd ones each mask out of the word in the same lanes
-// (kernels/simd128/pair_panels_simd128.h's Q4PairPanel). A block's 8 zero points lie the same way.
+// An int4 panel's codes (kernels.h's PackedLinear) lie in groups of 4 rows, 16 bytes a group:
+// byte 2c + j holds column c's row 4g + j in its low nibble and its row 4g + 2 + j in its high one
+// (j = 0, 1). The low nibbles of a group are then (column, rows 4g, 4g + 1) byte pairs, the high
+// ones (column, rows 4g + 2, 4g + 3): with int8 activations each pair meets the input pair
+// (x_k, x_k+1) in one dot product per lane and no shuffle (i32x4.dot_i16x8_s on the codes widened
+// to int16, i16x8.relaxed_dot_i8x16_i7x16_s on the bytes: q8_linear_simd128.h,
+// q8_relaxed_simd128.h). Read as 32-bit lanes, lane i holds the column pair (2i, 2i + 1), row j of
+// the group at bit q4_row_shift(j) (pair_panels_simd128.h). A panel stores its rows rounded up to
+// a whole group; padding rows hold code 0 and meet inputs that are zero or never read.
+constexpr int kQ4GroupRows = 4;
+constexpr int kQ4GroupBytes = 16;
+constexpr int q4_stored_rows(int in) { return (in + kQ4GroupRows - 1) / kQ4GroupRows * kQ4GroupRows; }
+constexpr std::size_t q4_byte(int k, int column) {
+  return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes + 2 * column + (k & 1);
+}
+// Row j (0-3) of a group: its bit in a 32-bit lane of the group (its even column's; the odd
+// column's is 16 on), and in its byte, (k & 2) · 2.
+constexpr int q4_row_shift(int j) { return (j & 1) * 8 + (j >> 1) * 4; }
+inline int q4_code_at(const std::uint8_t* panel, int k, int column) {
+  return (panel[q4_byte(k, column)] >> ((k & 2) * 2)) & 0xF;
+}
+inline void set_q4_code_at(std::uint8_t* panel, int k, int column, int code) {
+  std::uint8_t& byte = panel[q4_byte(k, column)];
+  const int shift = (k & 2) * 2;
+  byte = static_cast<std::uint8_t>((byte & ~(0xF << shift)) | (code << shift));
+}
+
+// A block's 8 zero points lie in one 32-bit word: column 2i at bits [4i, 4i + 4), column 2i + 1 at
+// [16 + 4i, 20 + 4i).
 constexpr int q4_shift(int column) { return (column & 1) * 16 + (column >> 1) * 4; }
 inline int q4_code(std::uint32_t word, int column) { return static_cast<int>((word >> q4_shift(column)) & 0xFu); }
 inline void set_q4_code(std::uint32_t& word, int column, int code) {

@@ -60,17 +60,17 @@ struct I8Panel : BlockScaled {
 };
 // int4: q - z, exact in f32, with the zero points of the block start() begins.
 struct Q4Panel : BlockScaled {
-  const std::uint32_t* words;
+  const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   std::uint32_t block_zeros = 0;
   Q4Panel(const PackedLinear& w, int panel)
-      : BlockScaled(w.panel_scales(panel)), words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)) {}
+      : BlockScaled(w.panel_scales(panel)), codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)) {}
   void start(int k0) {
     BlockScaled::start(k0);
     block_zeros = zero_points[k0 / kBlock];
   }
   float at(int k, int c) const {
-    return static_cast<float>(storage::q4_code(words[k], c) - storage::q4_code(block_zeros, c));
+    return static_cast<float>(storage::q4_code_at(codes, k, c) - storage::q4_code(block_zeros, c));
   }
 };
 

@@ -24,18 +24,18 @@ struct I8Codes {
 };
 
 struct Q4Codes {
-  const std::uint32_t* words;
+  const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
   std::uint32_t block_zeros = 0;
   const float* block_scales = nullptr;
   Q4Codes(const PackedLinear& w, int panel)
-      : words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
   void start(int b) {
     block_zeros = zero_points[b];
     block_scales = scales + b * kPanelWidth;
   }
-  int code(int k, int c) const { return storage::q4_code(words[k], c); }
+  int code(int k, int c) const { return storage::q4_code_at(codes, k, c); }
   int zero(int c) const { return storage::q4_code(block_zeros, c); }
   float scale(int c) const { return block_scales[c]; }
 };

@@ -9,7 +9,7 @@
 //                       weights stored rebiased (PackedLinear::f16_rebias) value · 2^-102, x by 2^102
 //   bf16                value · 1
 //   int8                q · 2^16, and each block of 32 rows times its scale · 2^-16 at its end
-//   int4                (q - z) · 16^i in lane i, each block times its scales · 16^-i at its end
+//   int4                q - z, each block times its scales at its end
 // Operations per 8 elements after the loads: f16 4 (a second load; a panel's first row 5), bf16 2,
 // int8 4 (with its two conversions); the f32x4 readers of panels_simd128.h take f16 8, bf16 2,
 // int8 10.
@@ -133,43 +133,38 @@ struct I8PairPanel {
   }
 };
 
-// int4 codes, a row's 8 in one 32-bit word (storage_convert.h's q4_shift): the word splat to every
-// lane, the even columns' nibbles masked out at bits [4i, 4i + 4) of lane i, the odd columns' the
-// same after a shift by 16. Each lane is then q · 16^i; the block's zero points, masked alike at
-// start(), are subtracted as integers ((q - z) · 16^i, |·| < 2^16) and the result converted
-// exactly. The block's scales times 16^-i multiply its partial sums once (scale_block), as int8's
-// times 2^-16 do. Operations per row of 8 after its load: 7 (int8's pair reader: 4).
+// int4 codes, a group of 4 rows in 16 bytes (storage_convert.h's q4_byte): as 32-bit lanes, lane i
+// holds columns 2i (low half) and 2i + 1 (high half), row j of the group at bit q4_row_shift(j) of
+// its half. Row k's codes are the group shifted right by its row's bit and masked (the even
+// columns), and shifted 16 further (the odd ones); the block's zero points, spread into lanes at
+// start(), are subtracted as integers and q - z converted exactly. Operations per row of 8 after
+// its load: 8.
 struct Q4PairPanel {
   static constexpr int kBlock = storage::kQuantBlock;
   static constexpr bool kBlockScales = true;
   static float x_scale(const PackedLinear&) { return 1.0f; }
-  const std::uint32_t* p = nullptr;
+  const std::uint8_t* p = nullptr;
   const std::uint32_t* zero_points = nullptr;
   const float* scales = nullptr;
   v128_t z_even = wasm_i32x4_splat(0), z_odd = wasm_i32x4_splat(0);
   Q4PairPanel() = default;
   Q4PairPanel(const PackedLinear& w, int panel)
       : p(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
-  static v128_t nibbles() { return wasm_i32x4_make(0xF, 0xF0, 0xF00, 0xF000); }
-  // A word's (even, odd) columns as q · 16^i in lane i.
-  static void split(v128_t word, v128_t& even, v128_t& odd) {
-    even = wasm_v128_and(word, nibbles());
-    odd = wasm_v128_and(wasm_u32x4_shr(word, 16), nibbles());
+  void start(int k0) {
+    const std::uint32_t z = zero_points[k0 / kBlock];
+    z_even = wasm_i32x4_make(storage::q4_code(z, 0), storage::q4_code(z, 2), storage::q4_code(z, 4), storage::q4_code(z, 6));
+    z_odd = wasm_i32x4_make(storage::q4_code(z, 1), storage::q4_code(z, 3), storage::q4_code(z, 5), storage::q4_code(z, 7));
   }
-  void start(int k0) { split(wasm_i32x4_splat(static_cast<int>(zero_points[k0 / kBlock])), z_even, z_odd); }
   void row(int k, v128_t& even, v128_t& odd) const {
-    v128_t q_even, q_odd;
-    split(wasm_v128_load32_splat(p + k), q_even, q_odd);
-    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(q_even, z_even));
-    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(q_odd, z_odd));
+    const v128_t group = wasm_u32x4_shr(wasm_v128_load(p + storage::q4_byte(k & ~3, 0)), storage::q4_row_shift(k & 3));
+    const v128_t nibble = wasm_i32x4_splat(0xF);
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(group, nibble), z_even));
+    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(group, 16), nibble), z_odd));
   }
-  // The scales of the block that starts at row k0, times 16^-i in lane i, even and odd columns.
+  // The scales of the block that starts at row k0, even and odd columns.
   void pair_scales(int k0, v128_t& s_even, v128_t& s_odd) const {
     const float* s = scales + (k0 / kBlock) * kPanelWidth;
-    const v128_t unit = wasm_f32x4_make(1.0f, 0x1p-4f, 0x1p-8f, 0x1p-12f);
     to_pairs(wasm_v128_load(s), wasm_v128_load(s + 4), s_even, s_odd);
-    s_even = wasm_f32x4_mul(s_even, unit);
-    s_odd = wasm_f32x4_mul(s_odd, unit);
   }
   // acc += part · the block's scales (I8PairPanel::scale_block's arithmetic).
   void scale_block(int k0, v128_t part_even, v128_t part_odd, v128_t& acc_even, v128_t& acc_odd) const {

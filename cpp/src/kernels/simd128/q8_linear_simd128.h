@@ -25,6 +25,9 @@ namespace {
 // has one row).
 constexpr int kRows = 4;
 
+// A block of a panel widened to int16 (WideCodes below): 32 rows × 8 columns.
+constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
+
 // The (x_k, x_k+1) int16 pair splat to every i32 lane.
 inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
 
@@ -33,7 +36,6 @@ inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_sp
 template <int R>
 struct InputRows {
   const std::int16_t* x[R];
-  const std::int16_t* doubled[R];  // Q8Rows::doubled_row, for fewer than Q8Rows::kDoubledRows rows
   const std::int8_t* codes[R];
   const std::int32_t* sums[R];
 };
@@ -45,7 +47,6 @@ struct InputRows {
 // took 3-4.
 struct I8Codes {
   static constexpr int kMaxRows = kRows;  // input rows per row block
-  static constexpr bool kDoubled = false;  // reads Q8Rows::doubled
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -102,125 +103,88 @@ struct I8Codes {
   }
 };
 
-// int4 weights: a panel row's 8 codes in one word (storage_convert.h's q4_shift), so 4 rows are 16
-// bytes; the low nibbles are columns (0, 4, 1, 5) of each row, the high ones (2, 6, 3, 7). Each
-// nibble vector is interleaved into (column, rows k, k+1) pairs (bytes 0-7) and (column, rows
-// k+2, k+3) pairs (bytes 8-15), widened and dotted with the input pairs. Σ (q − z)·q_x = Σ q·q_x −
-// z·Σ q_x, the block's Σ q_x from Q8Rows.
+// int4 weights, a group of 4 rows in 16 bytes (storage_convert.h's q4_byte): the low nibbles are
+// (column, rows k, k+1) pairs, the high ones (column, rows k+2, k+3). Each nibble vector widened to
+// int16 (columns 0-3, then 4-7) is dotted with the input pair as it lies: per 32 weights 3
+// operations to unpack, 4 to widen, 4 dot products and 4 adds, and no regrouping. Σ (q − z)·q_x
+// = Σ q·q_x − z·Σ q_x, the block's Σ q_x from Q8Rows. Rows past `in` hold code 0 and meet input
+// codes that are zero (Q8Rows pads each row to whole blocks).
 struct Q4Codes {
   static constexpr int kMaxRows = kRows;
-  static constexpr bool kDoubled = true;
-  const std::uint32_t* words;
+  const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
   Q4Codes(const PackedLinear& w, int panel)
-      : words(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
-  static v128_t pairs(v128_t nibbles) {
-    return wasm_i8x16_shuffle(nibbles, nibbles, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15);
-  }
-  // Weight rows k .. k+3 (the word vector v) into a (columns 0, 4, 1, 5) and c (2, 6, 3, 7).
-  template <int R>
-  static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t a[R], v128_t c[R]) {
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+  // A group's low and high nibbles, as bytes.
+  static void nibbles(v128_t v, v128_t& low, v128_t& high) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
-    const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
-    const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
+    low = wasm_v128_and(v, mask);
+    high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
+  }
+  template <int R>
+  static void group(v128_t v, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+    v128_t low, high;
+    nibbles(v, low, high);
+    const v128_t low03 = wasm_u16x8_extend_low_u8x16(low), low47 = wasm_u16x8_extend_high_u8x16(low);
+    const v128_t high03 = wasm_u16x8_extend_low_u8x16(high), high47 = wasm_u16x8_extend_high_u8x16(high);
     for (int r = 0; r < R; ++r) {
       const v128_t x01 = pair_at(in.x[r], k), x23 = pair_at(in.x[r], k + 2);
-      a[r] = wasm_i32x4_add(a[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low01, x01), wasm_i32x4_dot_i16x8(low23, x23)));
-      c[r] = wasm_i32x4_add(c[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(high01, x01), wasm_i32x4_dot_i16x8(high23, x23)));
+      lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low03, x01), wasm_i32x4_dot_i16x8(high03, x23)));
+      hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low47, x01), wasm_i32x4_dot_i16x8(high47, x23)));
     }
   }
-  // f(v, k) for each group of four weight rows k … k+3 in [k0, k1), v their words; the last block's
-  // last rows with zero words past the end (they meet zero input codes). A whole block: no tail
-  // (its copy to memory made V8 keep the accumulators on the stack around it), the words' pointer
+  // f(v, k) for each group of rows k … k+3 of [k0, k1), v its 16 bytes. The groups' pointer
   // stepped, the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang
   // hoisted every load and V8 spilled them).
   template <class F>
-  void each_four_rows(int k0, int k1, F&& f) const {
+  void each_group(int k0, int k1, F&& f) const {
+    const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+    __asm__("" : "+r"(end));
     int k = k0;
-    if (k1 - k0 == storage::kQuantBlock) {
-      const std::uint32_t *w = words + k0, *end = w + storage::kQuantBlock;
-      __asm__("" : "+r"(end));
-      _Pragma("clang loop unroll_count(2)") for (; w != end; w += 4, k += 4) f(wasm_v128_load(w), k);
-      return;
-    }
-    for (; k + 4 <= k1; k += 4) f(wasm_v128_load(words + k), k);
-    if (k < k1) {
-      std::uint32_t tail[4] = {};
-      std::memcpy(tail, words + k, static_cast<std::size_t>(k1 - k) * sizeof tail[0]);
-      f(wasm_v128_load(tail), k);
-    }
+    _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, k += storage::kQ4GroupRows) f(wasm_v128_load(g), k);
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
+    for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
     if constexpr (R == 1) {
-      one_row_block_dot(b, k0, k1, in, lo[0], hi[0]);
+      // One row (a decode step): the input's pointer stepped with the codes' (V8 then addresses
+      // its loads without an index computation each).
+      const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+      __asm__("" : "+r"(end));
+      InputRows<1> at = in;
+      at.x[0] += k0;
+      _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, at.x[0] += storage::kQ4GroupRows) {
+        group<1>(wasm_v128_load(g), at, 0, lo, hi);
+      }
     } else {
-      v128_t a[R], c[R];
-      for (int r = 0; r < R; ++r) a[r] = c[r] = wasm_i32x4_splat(0);
-      each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, a, c); });
-      finish(b, in, a, c, lo, hi);
+      each_group(k0, k1, [&](v128_t v, int k) { group<R>(v, in, k, lo, hi); });
     }
+    subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
   }
-  // One input row (a decode step): the four rows' words read as int16 lanes as they lie, lane 2j
-  // (2j + 1) holding row k+j's even (odd) columns, column 2n (2n + 1) in nibble n. Each nibble
-  // masked out (n = 3: shifted) is a code per lane, times the input's doubled codes (x_k, x_k, …,
-  // x_k+3, x_k+3) in int16 (|q·x| ≤ 15·127) and summed per lane over the block's 8 groups of rows
-  // (|Σ| ≤ 15240 < 2^15: exact). Per 32 weights 6 operations to unpack, 4 multiplies and 4 adds.
-  // At the block's end the lanes of each column are summed (pair_columns) and z·Σ q_x subtracted.
-  void one_row_block_dot(int b, int k0, int k1, const InputRows<1>& in, v128_t& lo, v128_t& hi) const {
-    const v128_t mask = wasm_i16x8_splat(0x000F);
-    const std::int16_t* x = in.doubled[0];
-    v128_t a0 = wasm_i16x8_splat(0), a1 = a0, a2 = a0, a3 = a0;
-    each_four_rows(k0, k1, [&](v128_t v, int k) {
-      const v128_t xk = wasm_v128_load(x + 2 * k);
-      a0 = wasm_i16x8_add(a0, wasm_i16x8_mul(wasm_v128_and(v, mask), xk));
-      a1 = wasm_i16x8_add(a1, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 4), mask), xk));
-      a2 = wasm_i16x8_add(a2, wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 8), mask), xk));
-      a3 = wasm_i16x8_add(a3, wasm_i16x8_mul(wasm_u16x8_shr(v, 12), xk));
-    });
-    lo = pair_columns(a0, a1);
-    hi = pair_columns(a2, a3);
-    const std::uint32_t zw = zero_points[b];
-    const std::int32_t sum = in.sums[0][b];
+  // The 8 zero points of a block's word (storage_convert.h's q4_shift) as int32 lanes, columns 0-3
+  // and 4-7.
+  static void zero_lanes(std::uint32_t zw, v128_t& z03, v128_t& z47) {
+    z03 = wasm_i32x4_make(storage::q4_code(zw, 0), storage::q4_code(zw, 1), storage::q4_code(zw, 2), storage::q4_code(zw, 3));
+    z47 = wasm_i32x4_make(storage::q4_code(zw, 4), storage::q4_code(zw, 5), storage::q4_code(zw, 6), storage::q4_code(zw, 7));
+  }
+  // lo, hi −= z · Σ q_x per input row.
+  template <int R>
+  static void subtract_zero_points(std::uint32_t zw, const InputRows<R>& in, int b, v128_t lo[R], v128_t hi[R]) {
     if (zw == (zw & 0xFu) * 0x11111111u) {  // one zero point for the block's 8 columns (always at load)
-      const v128_t zs = wasm_i32x4_splat(static_cast<std::int32_t>(zw & 0xFu) * sum);
-      lo = wasm_i32x4_sub(lo, zs);
-      hi = wasm_i32x4_sub(hi, zs);
+      for (int r = 0; r < R; ++r) {
+        const v128_t zs = wasm_i32x4_splat(static_cast<std::int32_t>(zw & 0xFu) * in.sums[r][b]);
+        lo[r] = wasm_i32x4_sub(lo[r], zs);
+        hi[r] = wasm_i32x4_sub(hi[r], zs);
+      }
       return;
     }
-    // The zero points' word read as the codes' are: (z0, z1) in every i32 lane's nibble 0, (z2, z3)
-    // in nibble 1, ...
-    const v128_t z = wasm_v128_load32_splat(zero_points + b), s = wasm_i32x4_splat(sum);
-    const v128_t z01 = wasm_v128_and(z, mask), z23 = wasm_v128_and(wasm_u16x8_shr(z, 4), mask);
-    const v128_t z45 = wasm_v128_and(wasm_u16x8_shr(z, 8), mask), z67 = wasm_u16x8_shr(z, 12);
-    lo = wasm_i32x4_sub(lo, wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(wasm_i32x4_shuffle(z01, z23, 0, 4, 0, 4)), s));
-    hi = wasm_i32x4_sub(hi, wasm_i32x4_mul(wasm_u32x4_extend_low_u16x8(wasm_i32x4_shuffle(z45, z67, 0, 4, 0, 4)), s));
-  }
-  // Columns (2n, 2n + 1) in a (int16 lane 2j + p: column 2n + p of rows k ≡ j mod 4) and (2n + 2,
-  // 2n + 3) in c, summed over their rows into int32 lanes (columns 2n … 2n + 3): rows j, j + 2
-  // added in int16 (|Σ| ≤ 30480, exact), the lanes regrouped by column and added pairwise.
-  static v128_t pair_columns(v128_t a, v128_t c) {
-    const v128_t rows02 = wasm_i16x8_add(wasm_i32x4_shuffle(a, c, 0, 1, 4, 5), wasm_i32x4_shuffle(a, c, 2, 3, 6, 7));
-    const v128_t by_column = wasm_i16x8_shuffle(rows02, rows02, 0, 2, 1, 3, 4, 6, 5, 7);
-    return wasm_i32x4_dot_i16x8(by_column, wasm_i16x8_splat(1));
-  }
-  // a (columns 0, 4, 1, 5) and c (2, 6, 3, 7), each Σ q·q_x, less z·Σ q_x, into lo (columns 0-3)
-  // and hi (4-7).
-  template <int R>
-  void finish(int b, const InputRows<R>& in, const v128_t a[R], const v128_t c[R], v128_t lo[R], v128_t hi[R]) const {
-    // The block's zero points, a word laid out as a row of codes: byte i of lane i of the word splat
-    // holds, in its low nibble, column (0, 4, 1, 5)[i], in its high one (2, 6, 3, 7)[i].
-    const v128_t z = wasm_v128_load32_splat(zero_points + b), mask = wasm_i8x16_splat(0x0F), none = wasm_i32x4_splat(0);
-    const v128_t z_a = wasm_i8x16_shuffle(wasm_v128_and(z, mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15, 16, 16, 16);
-    const v128_t z_c = wasm_i8x16_shuffle(wasm_v128_and(wasm_u16x8_shr(z, 4), mask), none, 0, 16, 16, 16, 5, 16, 16, 16, 10, 16, 16, 16, 15,
-                                          16, 16, 16);
+    v128_t z03, z47;
+    zero_lanes(zw, z03, z47);
     for (int r = 0; r < R; ++r) {
       const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
-      const v128_t ar = wasm_i32x4_sub(a[r], wasm_i32x4_mul(z_a, sum)), cr = wasm_i32x4_sub(c[r], wasm_i32x4_mul(z_c, sum));
-      lo[r] = wasm_i32x4_shuffle(ar, cr, 0, 2, 4, 6);  // columns 0-3
-      hi[r] = wasm_i32x4_shuffle(ar, cr, 1, 3, 5, 7);  // columns 4-7
+      lo[r] = wasm_i32x4_sub(lo[r], wasm_i32x4_mul(z03, sum));
+      hi[r] = wasm_i32x4_sub(hi[r], wasm_i32x4_mul(z47, sum));
     }
   }
   // Block b's rows [k0, k1) as WideCodes lays them out, each code less its zero point (so the
@@ -229,19 +193,20 @@ struct Q4Codes {
   void widen_block(int b, int k0, int k1, std::int16_t* out) const {
     alignas(16) std::int16_t z[2 * kPanelWidth];
     for (int c = 0; c < kPanelWidth; ++c) z[2 * c] = z[2 * c + 1] = static_cast<std::int16_t>(storage::q4_code(zero_points[b], c));
-    const v128_t z03 = wasm_v128_load(z), z47 = wasm_v128_load(z + 8), mask = wasm_i8x16_splat(0x0F);
-    for (int k = k0; k < k0 + storage::kQuantBlock; k += 4, out += 4 * kPanelWidth) {
-      std::uint32_t tail[4] = {};
-      if (k < k1) std::memcpy(tail, words + k, static_cast<std::size_t>(std::min(4, k1 - k)) * sizeof tail[0]);
-      const v128_t v = k + 4 <= k1 ? wasm_v128_load(words + k) : wasm_v128_load(tail);
-      const v128_t low = pairs(wasm_v128_and(v, mask)), high = pairs(wasm_v128_and(wasm_u16x8_shr(v, 4), mask));
-      // (columns 0, 4, 1, 5) and (2, 6, 3, 7) of rows k, k+1 (…01) and k+2, k+3 (…23), as i32 lanes.
-      const v128_t low01 = wasm_u16x8_extend_low_u8x16(low), low23 = wasm_u16x8_extend_high_u8x16(low);
-      const v128_t high01 = wasm_u16x8_extend_low_u8x16(high), high23 = wasm_u16x8_extend_high_u8x16(high);
-      wasm_v128_store(out, wasm_i16x8_sub(wasm_i32x4_shuffle(low01, high01, 0, 2, 4, 6), z03));
-      wasm_v128_store(out + 8, wasm_i16x8_sub(wasm_i32x4_shuffle(low01, high01, 1, 3, 5, 7), z47));
-      wasm_v128_store(out + 16, wasm_i16x8_sub(wasm_i32x4_shuffle(low23, high23, 0, 2, 4, 6), z03));
-      wasm_v128_store(out + 24, wasm_i16x8_sub(wasm_i32x4_shuffle(low23, high23, 1, 3, 5, 7), z47));
+    const v128_t z03 = wasm_v128_load(z), z47 = wasm_v128_load(z + 8);
+    const std::int16_t* after = out + kWideBlock;
+    each_group(k0, k1, [&](v128_t v, int) {
+      v128_t low, high;
+      nibbles(v, low, high);
+      wasm_v128_store(out, wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(low), z03));
+      wasm_v128_store(out + 8, wasm_i16x8_sub(wasm_u16x8_extend_high_u8x16(low), z47));
+      wasm_v128_store(out + 16, wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(high), z03));
+      wasm_v128_store(out + 24, wasm_i16x8_sub(wasm_u16x8_extend_high_u8x16(high), z47));
+      out += storage::kQ4GroupRows * kPanelWidth;
+    });
+    for (; out != after; out += 16) {
+      wasm_v128_store(out, wasm_i16x8_neg(z03));
+      wasm_v128_store(out + 8, wasm_i16x8_neg(z47));
     }
   }
 };
@@ -250,10 +215,8 @@ struct Q4Codes {
 // block kWideBlock int16, per pair of weight rows (k, k+1) 16: columns 0-3 as (c, k), (c, k+1)
 // pairs, then columns 4-7, zero point subtracted. The inner loop is then a load per 4 columns and,
 // per input row, a splat and a dot and an add per 4 columns: no shuffle or widening per row block.
-constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 struct WideCodes {
   static constexpr int kMaxRows = kRows;
-  static constexpr bool kDoubled = false;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -296,7 +259,6 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
   alignas(16) float acc[R][kPanelWidth] = {};
   for (int r = 0; r < R; ++r) {
     in.x[r] = q.wide_row(r0 + r);
-    in.doubled[r] = q.doubled.empty() ? nullptr : q.doubled_row(r0 + r);
     in.codes[r] = q.row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
@@ -339,8 +301,7 @@ void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w
 
 // From kWideRows input rows (a prefill's) the panel is widened once (WideCodes) and read by every
 // row block; fewer rows (a decode step) read the packed codes, widening them per row block.
-constexpr int kWideRows = Q8Rows::kDoubledRows;
-static_assert(kWideRows == 2 * kRows, "the doubled codes serve every row count below the widened panel's");
+constexpr int kWideRows = 2 * kRows;
 
 // Every row of q times panel p. Never inlined, so that V8 swaps in optimised code between panels
 // of a first call (linear_simd128.h's panel_rows).
@@ -390,7 +351,7 @@ inline float quantise_block(const float* x, int n, std::int8_t* q, std::int32_t*
 
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, Codes::kDoubled ? Widening::int16_doubled : Widening::int16,
+  q8_linear_panels(x, rows, x_stride, targets, target_count, Widening::int16,
                    panel_rows<Codes>, quantise_block);
 }
 

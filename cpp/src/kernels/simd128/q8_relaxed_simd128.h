@@ -5,7 +5,7 @@
 // 16 · 127 · 15 = 30480 < 2^15: exact) and widened once per block. The same integers as
 // q8_linear_simd128.h's Q4Codes, so the same bits after them; its widen_block serves the prefill
 // path unchanged (from kWideRows input rows the panel is widened once to int16 and read with
-// i32x4.dot_i16x8_s), and one row (a decode step) its one-row loop, which needs no shuffle.
+// i32x4.dot_i16x8_s).
 #pragma once
 
 #include <wasm_simd128.h>
@@ -16,44 +16,44 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// Four rows' words (16 bytes: byte i of word j holds row k+j's columns (0, 4, 1, 5)[i] in its low
-// nibble, (2, 6, 3, 7)[i] in its high one) masked into nibbles, each transposed so that int16 lane
-// 2i holds column i's rows k, k+1 and lane 2i+1 its rows k+2, k+3: the input's four codes, one
-// 32-bit splat, meet them as they are. Each lane pair sums to a column's four rows; widened
-// pairwise once per block, the low nibbles give Q4Codes's a (columns 0, 4, 1, 5), the high ones
-// its c (2, 6, 3, 7). Single-input shuffles only (V8 lowers a two-input one to two byte shuffles
-// and an or).
+// A group's low nibbles are (column, rows k, k+1) byte pairs and its high ones (column, rows k+2,
+// k+3) (storage_convert.h's q4_byte): each meets the input's byte pair, one 16-bit splat, as it
+// lies, in one relaxed dot product per 16 weights, and the eight int16 lanes are the panel's eight
+// columns. Per 32 weights 3 operations to unpack, 2 dot products and 2 adds (the SIMD128 kernel:
+// 15). The low and the high nibbles' sums are kept apart over the block (each ≤ 8 · 3810 < 2^15),
+// widened and added at its end.
 struct Q4RelaxedCodes : Q4Codes {
   using Q4Codes::Q4Codes;
   template <int R>
-  static void four_rows(v128_t v, const InputRows<R>& in, int k, v128_t s_low[R], v128_t s_high[R]) {
-    const v128_t mask = wasm_i8x16_splat(0x0F);
-    const v128_t low = wasm_v128_and(v, mask), high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
-    const v128_t low_t = wasm_i8x16_shuffle(low, low, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    const v128_t high_t = wasm_i8x16_shuffle(high, high, 0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    for (int r = 0; r < R; ++r) {
-      const v128_t x = wasm_v128_load32_splat(in.codes[r] + k);
-      s_low[r] = wasm_i16x8_add(s_low[r], relaxed_dot_i16(x, low_t));
-      s_high[r] = wasm_i16x8_add(s_high[r], relaxed_dot_i16(x, high_t));
-    }
-  }
-  template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    if constexpr (R == 1) {
-      // One row: the SIMD128 kernel's loop (Q4Codes::one_row_block_dot), faster than the
-      // transposes (their shuffle masks are built anew in every iteration by V8).
-      one_row_block_dot(b, k0, k1, in, lo[0], hi[0]);
-      return;
-    }
     v128_t s_low[R], s_high[R];
-    for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i32x4_splat(0);
-    each_four_rows(k0, k1, [&](v128_t v, int k) { four_rows<R>(v, in, k, s_low, s_high); });
-    v128_t a[R], c[R];
-    for (int r = 0; r < R; ++r) {
-      a[r] = wasm_i32x4_extadd_pairwise_i16x8(s_low[r]);
-      c[r] = wasm_i32x4_extadd_pairwise_i16x8(s_high[r]);
+    for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i16x8_splat(0);
+    const auto group = [&](v128_t v, const std::int8_t* const x[R]) {
+      v128_t low, high;
+      nibbles(v, low, high);
+      for (int r = 0; r < R; ++r) {
+        s_low[r] = wasm_i16x8_add(s_low[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r]), low));
+        s_high[r] = wasm_i16x8_add(s_high[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r] + 2), high));
+      }
+    };
+    if constexpr (R == 1) {
+      // One row (a decode step): the input's pointer stepped with the codes' (Q4Codes::block_dot).
+      const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+      __asm__("" : "+r"(end));
+      const std::int8_t* x[1] = {in.codes[0] + k0};
+      _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, x[0] += storage::kQ4GroupRows) group(wasm_v128_load(g), x);
+    } else {
+      each_group(k0, k1, [&](v128_t v, int k) {
+        const std::int8_t* x[R];
+        for (int r = 0; r < R; ++r) x[r] = in.codes[r] + k;
+        group(v, x);
+      });
     }
-    finish(b, in, a, c, lo, hi);
+    for (int r = 0; r < R; ++r) {
+      lo[r] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[r]), wasm_i32x4_extend_low_i16x8(s_high[r]));
+      hi[r] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[r]), wasm_i32x4_extend_high_i16x8(s_high[r]));
+    }
+    subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
   }
 };
 
