@@ -155,11 +155,22 @@ struct Q4PairPanel {
     z_even = wasm_i32x4_make(storage::q4_code(z, 0), storage::q4_code(z, 2), storage::q4_code(z, 4), storage::q4_code(z, 6));
     z_odd = wasm_i32x4_make(storage::q4_code(z, 1), storage::q4_code(z, 3), storage::q4_code(z, 5), storage::q4_code(z, 7));
   }
-  void row(int k, v128_t& even, v128_t& odd) const {
-    const v128_t group = wasm_u32x4_shr(wasm_v128_load(p + storage::q4_byte(k & ~3, 0)), storage::q4_row_shift(k & 3));
+  // Rows a group at a time (panels_simd128.h's row_times_panel_rows): the group's 16 bytes once,
+  // each row's shift a constant.
+  static constexpr int kGroupRows = storage::kQ4GroupRows;
+  v128_t group(int k) const { return wasm_v128_load(p + storage::q4_byte(k, 0)); }  // k a multiple of 4
+  template <int J>
+  void group_row(v128_t g, v128_t& even, v128_t& odd) const {
+    constexpr int shift = storage::q4_row_shift(J);
     const v128_t nibble = wasm_i32x4_splat(0xF);
-    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(group, nibble), z_even));
-    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(group, 16), nibble), z_odd));
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, shift), nibble), z_even));
+    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, 16 + shift), nibble), z_odd));
+  }
+  void row(int k, v128_t& even, v128_t& odd) const {
+    const v128_t g = wasm_u32x4_shr(group(k & ~3), storage::q4_row_shift(k & 3));
+    const v128_t nibble = wasm_i32x4_splat(0xF);
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(g, nibble), z_even));
+    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, 16), nibble), z_odd));
   }
   // The scales of the block that starts at row k0, even and odd columns.
   void pair_scales(int k0, v128_t& s_even, v128_t& s_odd) const {

@@ -9,6 +9,9 @@
 
 #include <wasm_simd128.h>
 
+#include <type_traits>
+#include <utility>
+
 #include <climits>
 #include <cstdint>
 
@@ -92,9 +95,43 @@ struct I8Panel {
 // independent accumulators, so the chain of multiply-adds of one panel does not wait on each
 // add's latency; the count is a template argument so that the loop unrolls and the accumulators
 // stay in registers.
+// f(std::integral_constant<int, J>) for each J of the sequence, in order.
+template <int... J, class F>
+__attribute__((always_inline)) inline void each_index(std::integer_sequence<int, J...>, F&& f) {
+  (f(std::integral_constant<int, J>{}), ...);
+}
+
+// A reader that also reads its rows a group at a time (pair_panels_simd128.h's Q4PairPanel: one
+// load and constant shifts for 4 rows) says so by a kGroupRows; k0 must then be a multiple of it.
+template <class Panel, class = void>
+struct GroupRows {
+  static constexpr int value = 1;
+};
+template <class Panel>
+struct GroupRows<Panel, std::void_t<decltype(Panel::kGroupRows)>> {
+  static constexpr int value = Panel::kGroupRows;
+};
+
 template <int kPanels, class Panel>
 __attribute__((always_inline)) inline void row_times_panel_rows(const float* x, int k0, int k1,
                                                                 const Panel* panels, v128_t* acc) {
+  if constexpr (GroupRows<Panel>::value > 1) {
+    constexpr int kGroup = GroupRows<Panel>::value;
+    for (; k0 + kGroup <= k1; k0 += kGroup) {
+      v128_t groups[kPanels];
+      for (int i = 0; i < kPanels; ++i) groups[i] = panels[i].group(k0);
+      each_index(std::make_integer_sequence<int, kGroup>{}, [&](auto j) {
+        constexpr int J = decltype(j)::value;
+        const v128_t xk = wasm_f32x4_splat(x[k0 + J]);
+        for (int i = 0; i < kPanels; ++i) {
+          v128_t w0, w1;
+          panels[i].template group_row<J>(groups[i], w0, w1);
+          acc[2 * i] = multiply_add(xk, w0, acc[2 * i]);
+          acc[2 * i + 1] = multiply_add(xk, w1, acc[2 * i + 1]);
+        }
+      });
+    }
+  }
   for (int k = k0; k < k1; ++k) {
     const v128_t xk = wasm_f32x4_splat(x[k]);
     for (int i = 0; i < kPanels; ++i) {
