@@ -193,17 +193,18 @@ class MhaBinding {
     });
   }
 
-  // [{name, shape}] in PyTorch's state_dict() order, as JSON (the names are the module's own
-  // identifiers: nothing in them needs escaping).
+  // [{name, shape}] in state_dict() order as JSON (the module's own identifiers: nothing to escape),
+  // appended into one reserved block: temporaries allocate, and a cold start's allocations would
+  // bring dlmalloc to V8's optimising compile during the first forward (docs/performance.md#cold-start).
   std::string parameterSpecs() const {
     std::string json = "[";
+    json.reserve(64 * mha->parameter_specs().size());
     for (const auto& spec : mha->parameter_specs()) {
-      if (json.size() > 1) json += ",";
-      json += "{\"name\":\"" + spec.name + "\",\"shape\":[";
-      for (std::size_t i = 0; i < spec.shape.size(); ++i) json += (i ? "," : "") + std::to_string(spec.shape[i]);
+      json.append(json.size() > 1 ? ",{\"name\":\"" : "{\"name\":\"").append(spec.name).append("\",\"shape\":[");
+      for (std::size_t i = 0; i < spec.shape.size(); ++i) json.append(i ? "," : "").append(std::to_string(spec.shape[i]));
       json += "]}";
     }
-    return json + "]";
+    return std::move(json += ']');
   }
 
   int setRotaryTable(std::uintptr_t cos, std::uintptr_t sin, int positions) {

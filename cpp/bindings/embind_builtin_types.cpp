@@ -1,5 +1,5 @@
 // Embind's built-in types, only those the binding's signatures use (embind.cpp, binding_objects.h):
-// void, bool, the integers, float, double and std::string. Emscripten's own libembind registers
+// void, bool, int, unsigned long (std::uintptr_t and std::size_t), double and std::string. Emscripten's own libembind registers
 // 40 at every instantiation (std::wstring, std::u16string, std::u32string, emscripten::val,
 // 64-bit integers and 21 memory_views besides), each a registration in JS at every cold start,
 // and their converters are glue that V8 compiles there. Defining both of its symbols here keeps
@@ -53,16 +53,8 @@ const char* __getTypeName(const std::type_info* ti) {
 __attribute__((constructor)) void __embind_register_native_and_builtin_types() {
   _embind_register_void(TypeID<void>::get(), "void");
   _embind_register_bool(TypeID<bool>::get(), "bool", sizeof(bool), true, false);
-  register_integer<char>("char");
-  register_integer<signed char>("signed char");
-  register_integer<unsigned char>("unsigned char");
-  register_integer<signed short>("short");
-  register_integer<unsigned short>("unsigned short");
   register_integer<signed int>("int");
-  register_integer<unsigned int>("unsigned int");
-  register_integer<signed long>("long");
   register_integer<unsigned long>("unsigned long");
-  register_float<float>("float");
   register_float<double>("double");
   _embind_register_std_string(TypeID<std::string>::get(), "std::string");
 }

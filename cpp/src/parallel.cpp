@@ -21,7 +21,7 @@ int thread_count() { return 1; }
 
 void set_thread_limit(int) {}
 
-void parallel_for(int n, int, const std::function<void(int, int)>& fn) {
+void parallel_for(int n, int, ChunkFn fn) {
   if (n > 0) fn(0, n);
 }
 
@@ -35,7 +35,7 @@ std::atomic<int> thread_limit{1 << 30};
 // One parallel_for call. Workers hold it through a shared_ptr, so one that wakes late sees its
 // own (finished) job, never the next one's counter.
 struct Job {
-  const std::function<void(int, int)>* fn;
+  const ChunkFn* fn;
   int n, grain;
   std::atomic<int> next{0};
   std::atomic<int> pending{0};  // chunks not finished yet
@@ -77,7 +77,7 @@ class Pool {
 
   int size() const { return static_cast<int>(threads_.size()) + 1; }
 
-  void run(int n, int grain, const std::function<void(int, int)>& fn) {
+  void run(int n, int grain, const ChunkFn& fn) {
     auto job = std::make_shared<Job>();
     job->fn = &fn;
     job->n = n;
@@ -151,7 +151,7 @@ int thread_count() { return pool().size(); }
 
 void set_thread_limit(int threads) { thread_limit.store(std::max(1, threads)); }
 
-void parallel_for(int n, int grain, const std::function<void(int, int)>& fn) {
+void parallel_for(int n, int grain, ChunkFn fn) {
   if (n <= 0) return;
   grain = std::max(1, grain);
   if (inside_job || n <= grain || thread_limit.load() == 1 || pool().size() == 1) {

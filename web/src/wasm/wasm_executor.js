@@ -98,8 +98,13 @@ export class WasmExecutor {
       this.handle.setRotaryTable(cos, sin, table.positions));
   }
 
+  // The core's list, asked for once (it is fixed by the config): a cold start reads it twice, and
+  // each ask builds its JSON in WASM memory.
+  #specs = null;
+
   parameterSpecs() {
-    return JSON.parse(this.handle.parameterSpecs());
+    this.#specs ??= this.handle.parameterSpecs();
+    return JSON.parse(this.#specs);
   }
 
   /**
