@@ -67,6 +67,19 @@ export const DECODE_VARIANTS = {
 };
 
 /**
+ * The linear variants of a module with activations 'int8' (its projections: the rows quantised,
+ * then an integer product; q8_projection.js): 'q8tile16' is q8_linear.wgsl.js (one output per
+ * invocation, 16 × 16 a workgroup); 'tiled' is q8_tiled.wgsl.js, a (16·rm) × (16·rn) tile with
+ * rm · rn outputs per invocation, a candidate only for calls whose largest projection has more
+ * than DECODE_MAX_L rows (`minRows`: a decode step's one-row products would leave most of its
+ * tile idle). Both give the same bits (q8_common.wgsl.js): the default tolerance holds with room.
+ */
+export const Q8_LINEAR_VARIANTS = {
+  q8tile16: { kernel: 'tile16' },
+  q8r64x64: { kernel: 'tiled', rm: 4, rn: 4, minRows: DECODE_MAX_L + 1 },
+};
+
+/**
  * The variants each family runs before (or without) measurement, as measured on an NVIDIA H100
  * (Dawn/Vulkan, bench/gpu/gpu.mjs; docs/webgpu.md has the table): linear r64x64k16
  * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
@@ -80,6 +93,7 @@ export const DEFAULT_VARIANTS = {
   linear: ['r64x64k16', 'r128x128k8p'],  // [below LINEAR_LARGE_ROWS rows, from there]
   attention: ['tile64x16'],
   decode: ['split256'],
+  q8linear: ['q8tile16'],
 };
 
 /** Rows (the call's largest projection) from which the linear default is the large one. */
@@ -122,18 +136,19 @@ export const SELECTION_PRUNE_RATIO = 1.5;
  */
 export const DEFAULT_TOLERANCE = 1e-4;
 
-/** The variant names of each family ({ linear, attention, decode }: string[]). */
+/** The variant names of each family ({ linear, attention, decode, q8linear }: string[]). */
 export const variantNames = () => ({
   linear: Object.keys(LINEAR_VARIANTS),
   attention: Object.keys(ATTENTION_VARIANTS),
   decode: Object.keys(DECODE_VARIANTS),
+  q8linear: Object.keys(Q8_LINEAR_VARIANTS),
 });
 
 /**
  * The device features any variant needs (its catalogue entry's `features`): device.js asks for
  * each where the adapter offers it, so that a new variant needs only its entry here.
  */
-export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS]
+export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS, Q8_LINEAR_VARIANTS]
   .flatMap((catalogue) => Object.values(catalogue).flatMap((spec) => spec.features ?? [])))];
 
 /**

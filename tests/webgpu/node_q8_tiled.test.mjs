@@ -1,0 +1,129 @@
+// The q8linear family (int8-activation projections): the tiled variant q8r64x64
+// (kernels/q8_tiled.wgsl.js) and the default q8tile16 (kernels/q8_linear.wgsl.js), each dispatched
+// alone on random codes against the contract computed here (docs/attention-math.md §11: per block
+// the exact integer Σ (q_w − z)·q_x, then acc = acc + (s_w·d_x)·f32(dot) and y = acc + bias, each
+// an f32 operation): bit for bit on SwiftShader, the contract's tolerance on a GPU (which may fuse).
+// Odd sizes: 1 to 200 rows (one and several 64-row tiles, ragged), N not a multiple of the tile, K
+// below a block and not a multiple of 32, weights and scales at offsets (a row starting inside a
+// word), Y at an offset and stride (cells outside Y untouched), a row with d = 0 and one with d NaN
+// (its outputs NaN); int8 and int4 weights, dot4I8Packed and the i32 loop. Through the module, the
+// variant pinned gives WASM's bits (node_q8_tiled_module.test.mjs). Set-up: node_setup.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { rng } from '../contract/contract.mjs';
+import { Usage } from '../../web/src/webgpu/device.js';
+import { packParams } from '../../web/src/webgpu/kernel_params.js';
+import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
+import { VARIANTS } from '../../web/src/webgpu/programs.js';
+import { device, gpu, kind } from './node_setup.mjs';
+
+const BLOCK = 32;
+const SENTINEL = 12345.5;  // Y's buffer before the kernel: cells that are not Y's keep it
+const f32 = Math.fround;
+const DOTS = gpu.wgslLanguageFeatures?.has('packed_4x8_integer_dot_product') ? ['dot4', 'loop'] : ['loop'];
+
+// A random problem { M, N, K, wOff, sOff, bOff, yOff, yStride } and its buffers' contents.
+function problemData({ M, N, K, weights, seed }) {
+  const next = rng(seed);
+  const int = (lo, hi) => lo + Math.floor((next() + 0.5) * (hi - lo + 1));  // next() is in [-0.5, 0.5)
+  const blocks = Math.ceil(K / BLOCK);
+  const wOff = int(0, 9), sOff = int(0, 5), bOff = int(0, 3), yOff = int(0, 7), yStride = N + int(0, 3);
+  const perWord = weights === 'int4' ? 8 : 4;
+  const codes = Int32Array.from({ length: wOff + N * K + perWord }, () => (weights === 'int4' ? int(0, 15) : int(-127, 127)));
+  const w = new Uint32Array(Math.ceil(codes.length / perWord) + 1);
+  codes.forEach((c, i) => { w[Math.floor(i / perWord)] |= (weights === 'int4' ? c : c & 0xff) << ((i % perWord) * (32 / perWord)); });
+  const zeroCodes = Int32Array.from({ length: sOff + N * blocks }, () => int(0, 15));
+  const zeros = new Uint32Array(Math.ceil(zeroCodes.length / 8) + 1);
+  zeroCodes.forEach((z, i) => { zeros[i >> 3] |= z << (4 * (i % 8)); });
+  const scales = Float32Array.from({ length: sOff + N * blocks }, () => f32((1 + next()) / 200));
+  const x = Int32Array.from({ length: M * blocks * BLOCK }, (_, i) => ((i % (blocks * BLOCK)) < K ? int(-127, 127) : 0));
+  const xq = new Uint32Array(x.length / 4);
+  x.forEach((c, i) => { xq[i >> 2] |= (c & 0xff) << (8 * (i % 4)); });
+  const xd = Float32Array.from({ length: M * blocks }, () => f32((1 + next()) / 100));
+  if (M > 1) xd.fill(0, blocks, 2 * blocks);  // row 1: all zero (d 0)
+  if (M > 2) xd[2 * blocks + blocks - 1] = NaN;  // row 2: a non-finite block
+  const bias = Float32Array.from({ length: bOff + N }, () => f32(next()));
+  return { M, N, K, blocks, wOff, sOff, bOff, yOff, yStride, codes, w, zeroCodes, zeros, scales, x, xq, xd, bias };
+}
+
+// The contract's outputs in Y's buffer layout (NaN where a row's d is), and which cells are Y's.
+function expected(d, weights) {
+  const y = new Float32Array(d.yOff + d.M * d.yStride + 4).fill(SENTINEL);
+  for (let m = 0; m < d.M; m++) {
+    for (let n = 0; n < d.N; n++) {
+      let acc = 0, nonFinite = false;
+      for (let b = 0; b < d.blocks; b++) {
+        const sb = d.sOff + n * d.blocks + b;
+        const z = weights === 'int4' ? d.zeroCodes[sb] : 0;
+        let sum = 0;
+        for (let k = b * BLOCK; k < Math.min(d.K, (b + 1) * BLOCK); k++) sum += (d.codes[d.wOff + n * d.K + k] - z) * d.x[m * d.blocks * BLOCK + k];
+        const dx = d.xd[m * d.blocks + b];
+        nonFinite ||= !Number.isFinite(dx);
+        acc = f32(acc + f32(f32(d.scales[sb] * dx) * sum));
+      }
+      y[d.yOff + m * d.yStride + n] = nonFinite ? NaN : f32(acc + d.bias[d.bOff + n]);
+    }
+  }
+  return y;
+}
+
+// Runs `variant` on `d`; returns Y's buffer as f32 (cells outside Y keep SENTINEL).
+async function dispatch(variant, d, weights, dot) {
+  const pipeline = await device.createComputePipelineAsync({
+    layout: 'auto', compute: { module: device.createShaderModule({ code: variant.shader({ dtype: weights, dot }) }), entryPoint: 'main' },
+  });
+  const made = [];
+  const buffer = (data, usage = Usage.STORAGE) => {
+    const b = device.createBuffer({ size: Math.max(16, Math.ceil(data.byteLength / 16) * 16), usage: usage | Usage.COPY_DST });
+    device.queue.writeBuffer(b, 0, data);
+    made.push(b);
+    return b;
+  };
+  const yInit = new Float32Array(d.yOff + d.M * d.yStride + 4).fill(SENTINEL);  // 4 past Y: untouched
+  const y = buffer(yInit, Usage.STORAGE | Usage.COPY_SRC);
+  const params = buffer(packParams(LINEAR_PARAMS, { M: d.M, N: d.N, K: d.K, xOff: 0, xStride: 0, wOff: d.wOff, bOff: d.bOff, yOff: d.yOff, yStride: d.yStride, sOff: d.sOff }), Usage.UNIFORM);
+  const bindings = [params, buffer(d.xq), buffer(d.w), buffer(d.bias), y, buffer(d.xd), buffer(d.scales), ...weights === 'int4' ? [buffer(d.zeros)] : []];
+  const readback = device.createBuffer({ size: yInit.byteLength, usage: Usage.MAP_READ | Usage.COPY_DST });
+  made.push(readback);
+  try {
+    const encoder = device.createCommandEncoder();
+    const pass = encoder.beginComputePass();
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: bindings.map((b, binding) => ({ binding, resource: { buffer: b } })) }));
+    pass.dispatchWorkgroups(...variant.grid({ M: d.M, N: d.N }));
+    pass.end();
+    encoder.copyBufferToBuffer(y, 0, readback, 0, yInit.byteLength);
+    device.queue.submit([encoder.finish()]);
+    await readback.mapAsync(Usage.MAP_READ);
+    return new Float32Array(readback.getMappedRange().slice(0));
+  } finally {
+    made.forEach((b) => b.destroy());
+  }
+}
+
+// Every cell: Y's the contract's (bits, or the tolerance on a GPU), the others SENTINEL still.
+function assertMatches(actual, want, what) {
+  assert.equal(actual.length, want.length);
+  for (let i = 0; i < actual.length; i++) {
+    const e = want[i];
+    const ok = kind === 'hardware' ? Object.is(actual[i], e) || Math.abs(actual[i] - e) <= 1e-4 + 1e-4 * Math.abs(e) : Object.is(actual[i], e);
+    assert.ok(ok, `${what}: [${i}] the kernel gives ${actual[i]}, the contract ${e}`);
+  }
+}
+
+// [M, N, K]: one row; a row per tile edge; ragged tiles; several tiles both ways; K < one block.
+const SIZES = [[1, 1, 1], [1, 70, 33], [3, 5, 31], [7, 64, 64], [65, 129, 100], [130, 97, 250], [200, 3, 8]];
+
+for (const name of Object.keys(VARIANTS.q8linear)) {
+  for (const weights of ['int8', 'int4']) {
+    for (const dot of DOTS) {
+      test(`${name}, ${weights} weights, ${dot}: the contract's bits at odd sizes, offsets and strides, d 0 and NaN rows`, async () => {
+        for (const [M, N, K] of SIZES) {
+          const d = problemData({ M, N, K, weights, seed: M * 1000 + N * 10 + K });
+          const actual = await dispatch(VARIANTS.q8linear[name], d, weights, dot);
+          assertMatches(actual, expected(d, weights), `M ${M} N ${N} K ${K}`);
+        }
+      });
+    }
+  }
+}
