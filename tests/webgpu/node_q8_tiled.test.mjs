@@ -5,17 +5,24 @@
 // an f32 operation): bit for bit on SwiftShader, the contract's tolerance on a GPU (which may fuse).
 // Odd sizes: 1 to 200 rows (one and several 64-row tiles, ragged), N not a multiple of the tile, K
 // below a block and not a multiple of 32, weights and scales at offsets (a row starting inside a
-// word), Y at an offset and stride (cells outside Y untouched), a row with d = 0 and one with d NaN
-// (its outputs NaN); int8 and int4 weights, dot4I8Packed and the i32 loop. Through the module, the
-// variant pinned gives WASM's bits (node_q8_tiled_module.test.mjs). Set-up: node_setup.mjs.
-import { test } from 'node:test';
+// word), Y at an offset and stride (cells outside Y untouched), rows with d = 0, d Inf and d NaN
+// (their outputs NaN); int8 and int4 weights, dot4I8Packed and the i32 loop. Through a module, the
+// tiled variant pinned gives WASM's bits on calls of 5 to 140 rows (projections of 1 row among
+// them); it is a candidate for calls of more than DECODE_MAX_L rows and no fewer, and the
+// selection measures it, checks it on the device and keeps it where it is fastest. Set-up:
+// node_setup.mjs.
+import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { rng } from '../contract/contract.mjs';
+import { MultiHeadAttention, configure } from '#webattention';
+import { randomTensor, rng } from '../contract/contract.mjs';
+import { selectionHooks } from '../internals.mjs';
+import { DECODE_MAX_L } from '../../web/src/webgpu/selection/kernel_config.js';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { Usage } from '../../web/src/webgpu/device.js';
 import { packParams } from '../../web/src/webgpu/kernel_params.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
-import { device, gpu, kind } from './node_setup.mjs';
+import { assertSame, createGpu, device, gpu, kind } from './node_setup.mjs';
 
 const BLOCK = 32;
 const SENTINEL = 12345.5;  // Y's buffer before the kernel: cells that are not Y's keep it
@@ -41,7 +48,10 @@ function problemData({ M, N, K, weights, seed }) {
   x.forEach((c, i) => { xq[i >> 2] |= (c & 0xff) << (8 * (i % 4)); });
   const xd = Float32Array.from({ length: M * blocks }, () => f32((1 + next()) / 100));
   if (M > 1) xd.fill(0, blocks, 2 * blocks);  // row 1: all zero (d 0)
-  if (M > 2) xd[2 * blocks + blocks - 1] = NaN;  // row 2: a non-finite block
+  // Rows 2 and 3: a non-finite block (q8_rows gives NaN; an infinity, which products alone would
+  // carry to ±Inf, shows that the kernel tests d's bits).
+  if (M > 2) xd[2 * blocks + blocks - 1] = Infinity;
+  if (M > 3) xd[3 * blocks] = NaN;
   const bias = Float32Array.from({ length: bOff + N }, () => f32(next()));
   return { M, N, K, blocks, wOff, sOff, bOff, yOff, yStride, codes, w, zeroCodes, zeros, scales, x, xq, xd, bias };
 }
@@ -117,7 +127,7 @@ const SIZES = [[1, 1, 1], [1, 70, 33], [3, 5, 31], [7, 64, 64], [65, 129, 100], 
 for (const name of Object.keys(VARIANTS.q8linear)) {
   for (const weights of ['int8', 'int4']) {
     for (const dot of DOTS) {
-      test(`${name}, ${weights} weights, ${dot}: the contract's bits at odd sizes, offsets and strides, d 0 and NaN rows`, async () => {
+      test(`${name}, ${weights} weights, ${dot}: the contract's bits at odd sizes, offsets and strides, d 0, Inf and NaN rows`, async () => {
         for (const [M, N, K] of SIZES) {
           const d = problemData({ M, N, K, weights, seed: M * 1000 + N * 10 + K });
           const actual = await dispatch(VARIANTS.q8linear[name], d, weights, dot);
@@ -127,3 +137,88 @@ for (const name of Object.keys(VARIANTS.q8linear)) {
     }
   }
 }
+
+const TILED = 'q8r64x64';
+const ran = [];
+selectionHooks.onCall = (names) => ran.push(names.q8linear);
+after(() => {
+  Object.assign(selectionHooks, { clock: null, onCall: null });
+  configure({ gpuKernels: {} });
+});
+
+test(`${TILED} is a q8linear candidate for calls of more than DECODE_MAX_L rows, on any device`, () => {
+  const names = (rows) => fittingVariants('q8linear', { limits: {}, features: new Set() }, { rows }).map((v) => v.name);
+  assert.deepEqual(names(DECODE_MAX_L + 1), ['q8tile16', TILED]);
+  assert.deepEqual(names(16384), ['q8tile16', TILED]);
+  assert.deepEqual(names(DECODE_MAX_L), ['q8tile16']);
+  assert.deepEqual(names(1), ['q8tile16']);
+});
+
+// A WASM and a WebGPU module (on `on`) with the same random weights.
+async function pair(create, on = gpu) {
+  const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
+  const onGpu = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu: on });
+  const next = rng(9);
+  const sd = Object.fromEntries(wasm.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
+  wasm.loadStateDict(sd);
+  onGpu.loadStateDict(sd);
+  return { wasm, onGpu, next, dispose: () => { wasm.dispose(); onGpu.dispose(); } };
+}
+
+// B batch rows of L queries and one key each: attention hands each query row its key's value
+// row exactly, so the output is the value and output projections' bits on both backends.
+async function oneKeyCall({ wasm, onGpu, next }, B, L, pins) {
+  const { embedDim: E, kdim, vdim } = wasm.config;
+  const q = randomTensor([B, L, E], next), k = randomTensor([B, 1, kdim], next), v = randomTensor([B, 1, vdim], next);
+  const want = (await wasm.forward(q, k, v)).output;
+  configure({ gpuKernels: pins });
+  const from = ran.length;
+  try {
+    return { actual: (await onGpu.forward(q, k, v)).output, want, ran: ran.slice(from) };
+  } finally {
+    configure({ gpuKernels: {} });
+  }
+}
+
+describe(`${TILED} pinned in a module: WASM's bits`, () => {
+  for (const weightsDtype of ['int8', 'int4']) {
+    test(`${weightsDtype} weights: value projections of 1 and 2 rows, output projections of 5 to 140 rows, odd widths`, async () => {
+      for (const [embedDim, numHeads, kdim, vdim] of [[40, 5, 33, 70], [64, 4, 64, 96], [24, 3, 7, 130]]) {
+        const modules = await pair({ embedDim, numHeads, kdim, vdim, weightsDtype, activations: 'int8' });
+        try {
+          for (const [B, L] of [[1, 5], [2, 3], [2, 70]]) {
+            const r = await oneKeyCall(modules, B, L, { q8linear: TILED });
+            assert.deepEqual(r.ran, [TILED], 'the tiled variant ran');
+            assertSame(r.actual, r.want, `E ${embedDim} kdim ${kdim} vdim ${vdim}, B ${B} L ${L}`);
+          }
+          const one = await oneKeyCall(modules, 1, 1, { q8linear: TILED });
+          assert.deepEqual(one.ran, ['q8tile16'], 'a call of one row: the pin gives way to the default');
+        } finally {
+          modules.dispose();
+        }
+      }
+    });
+  }
+});
+
+test(`the selection measures ${TILED} on calls of many rows, checks it on the device and keeps it where fastest`, async () => {
+  selectionHooks.clock = (names) => (names.q8linear === TILED ? 1 : 2);
+  const modules = await pair({ embedDim: 40, numHeads: 5, weightsDtype: 'int4', activations: 'int8' }, createGpu([]));
+  try {
+    ran.length = 0;
+    // attention pinned: the calls measure the q8linear family alone; every result WASM's bits.
+    for (let i = 0; i < 8; i++) {
+      const r = await oneKeyCall(modules, 2, 40, { attention: 'tile64x16' });
+      assertSame(r.actual, r.want, `call ${i} (${r.ran})`);
+    }
+    const profile = modules.onGpu.gpuProfile();
+    assert.ok(ran.includes(TILED) && ran.includes('q8tile16'), ran.join());
+    assert.deepEqual(profile.rejected, []);
+    const chosen = profile.classes.filter((c) => c.family === 'q8linear').map((c) => c.chosen);
+    assert.deepEqual(chosen, [TILED], JSON.stringify(profile.classes));
+  } finally {
+    selectionHooks.clock = null;
+    configure({ gpuKernels: {} });
+    modules.dispose();
+  }
+});
