@@ -26,7 +26,7 @@ test('every program is a descriptor { name, fits, key, shader }', () => {
 });
 
 test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
-  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf', 'q8Rows']);
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf']);
   assert.equal(KERNELS.widenHalf.key(), 'widenHalf:');
   assert.equal(KERNELS.rotary.key(), 'rotary:');
   assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');
@@ -34,7 +34,8 @@ test('the kernels without variants: a key per name and dk, dv, dtype given; all 
   assert.equal(KERNELS.weights.key({ dk: 64 }), 'weights:64');
   assert.equal(KERNELS.weights.key({ dk: 64, dtype: 'float16' }), 'weights:64:float16');
   assert.equal(KERNELS.cacheFlags.key({ dk: 64, dv: 32, dtype: 'float32' }), 'cacheFlags:64:32:float32');
-  assert.equal(KERNELS.q8Rows.key({}), 'q8Rows:');
+  assert.equal(VARIANTS.q8rows.tree32.key({}), 'q8Rows:');
+  assert.equal(VARIANTS.q8rows.sg32.key({}), 'q8Rows:sg32');
   assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int4', dot: 'dot4' }), 'q8Linear:int4:dot4');
   assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int8', dot: 'loop' }), 'q8Linear:int8:loop');
   assert.equal(VARIANTS.q8linear.q8r64x64.key({ dtype: 'int8', dot: 'dot4' }), 'q8Linear:q8r64x64:int8:dot4');

@@ -2,13 +2,13 @@
 // { name, fits(limits, problem), key(problem), shader(problem) } (+ grid(problem) where the pass
 // dispatches by it, + tolerance for a variant), whose pipeline pipelines.js's programPipeline() makes and caches by key.
 // VARIANTS: the kernel variants, built from selection/kernel_config.js's catalogue, for each
-// family (linear, attention, decode, q8linear) and variant name; the selection (selection/) picks one per
+// family (linear, attention, decode, q8linear, q8rows) and variant name; the selection (selection/) picks one per
 // call. Variants of one family share their uniforms and bindings (linear_common's LINEAR_PARAMS,
 // attention_common's ATTENTION_PARAMS), so the pass that dispatches them does not know which one
 // runs. KERNELS: the kernels without variants, one descriptor each. A key holds what the WGSL
 // depends on (head widths, the vec4-load flavour, a narrow dtype), so one pipeline serves a whole
 // shape class; sizes, strides, masks and causal are uniforms.
-import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS, Q8_LINEAR_VARIANTS } from './selection/kernel_config.js';
+import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS, Q8_LINEAR_VARIANTS, Q8_ROWS_VARIANTS } from './selection/kernel_config.js';
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
@@ -119,6 +119,11 @@ function q8LinearVariant(name, { kernel, minRows = 0, ...spec }) {
   };
 }
 
+// The row quantiser (problem {}): the default keeps its key of before ('q8Rows:').
+const q8RowsVariant = (name, { subgroups = false }) => ({
+  name, fits: () => true, key: () => `q8Rows:${subgroups ? name : ''}`, shader: () => q8RowsShader({ subgroups }),
+});
+
 // Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE)
 // and the device features it needs (`features`, none by default).
 const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [
@@ -131,6 +136,7 @@ export const VARIANTS = {
   attention: build(ATTENTION_VARIANTS, attentionVariant),
   decode: build(DECODE_VARIANTS, decodeVariant),
   q8linear: build(Q8_LINEAR_VARIANTS, q8LinearVariant),
+  q8rows: build(Q8_ROWS_VARIANTS, q8RowsVariant),
 };
 
 /**
@@ -141,7 +147,7 @@ export const fittingVariants = (family, device, problem) => Object.values(VARIAN
   .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem));
 
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv and
-// dtype ('weights:64', 'cacheFlags:64:64:int8', 'q8Rows:'); it fits every device the module does.
+// dtype ('weights:64', 'cacheFlags:64:64:int8', 'rotary:'); it fits every device the module does.
 function kernel(name, shader) {
   const key = ({ dk, dv, dtype, rows } = {}) => `${name}:${[dk, dv, dtype, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
@@ -151,8 +157,8 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s
- * 'q8Rows' ({}: the rows quantised; the products are the q8linear family's, VARIANTS.q8linear).
+ * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened). (Activations 'int8''s row quantiser and product
+ * are the q8rows and q8linear families', VARIANTS.)
  */
 export const KERNELS = Object.fromEntries(Object.entries({
   rotary: () => rotaryShader(),
@@ -164,5 +170,4 @@ export const KERNELS = Object.fromEntries(Object.entries({
   cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
   widenHalf: () => widenHalfShader(),
-  q8Rows: () => q8RowsShader(),
 }).map(([name, shader]) => [name, kernel(name, shader)]));

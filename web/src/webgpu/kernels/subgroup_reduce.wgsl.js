@@ -22,10 +22,10 @@ export const ENABLE_SUBGROUPS = 'enable subgroups;';
 /** The WebGPU feature the kernels of this file need. */
 export const SUBGROUPS_FEATURE = 'subgroups';
 
-const reduction = (name, combine, wg) => /* wgsl */ `
-var<workgroup> ${name}Slots: array<f32, ${wg}>;
+const reduction = (name, { type = 'f32', ...combine }, wg) => /* wgsl */ `
+var<workgroup> ${name}Slots: array<${type}, ${wg}>;
 
-fn ${name}(x: f32, sg: SubgroupLayout) -> f32 {
+fn ${name}(x: ${type}, sg: SubgroupLayout) -> ${type} {
   let s = ${combine.subgroup}(x);
   if (sg.leader) { ${name}Slots[sg.slot] = s; }
   workgroupBarrier();
@@ -37,13 +37,16 @@ fn ${name}(x: f32, sg: SubgroupLayout) -> f32 {
 const COMBINE = {
   max: { subgroup: 'subgroupMax', pair: (a, b) => `max(${a}, ${b})` },
   add: { subgroup: 'subgroupAdd', pair: (a, b) => `${a} + ${b}` },
+  // u32 (e.g. non-negative floats' bits, which order as their values): exact in any order.
+  maxU32: { subgroup: 'subgroupMax', pair: (a, b) => `max(${a}, ${b})`, type: 'u32' },
 };
 
 /**
  * WGSL for a workgroup of `wg` invocations (at most 1024): struct SubgroupLayout, fn
  * subgroupLayout(t: local_invocation_index) -> SubgroupLayout (call it once, first), and one
- * reduction function per entry of `reductions` ({ name: 'max' | 'add' }), fn name(x: f32, sg: SubgroupLayout)
- * -> f32, which returns to every invocation the max or sum of every invocation's x.
+ * reduction function per entry of `reductions` ({ name: 'max' | 'add' | 'maxU32' }), fn name(x: f32,
+ * sg: SubgroupLayout) -> f32 (u32 for maxU32), which returns to every invocation the max or sum of
+ * every invocation's x.
  */
 export function subgroupReductions(wg, reductions) {
   const words = Math.ceil(wg / 32);

@@ -80,6 +80,17 @@ export const Q8_LINEAR_VARIANTS = {
 };
 
 /**
+ * The row quantisers of a module with activations 'int8' (q8_rows.wgsl.js, before each
+ * projection): the block's max |x| by a workgroup-memory tree ('tree32') or by subgroup operations
+ * ('sg32', subgroup_reduce.wgsl.js; only where the device has 'subgroups'). A max is exact in any
+ * order, so both give the same codes and scales, bit for bit, on any subgroup size.
+ */
+export const Q8_ROWS_VARIANTS = {
+  tree32: {},
+  sg32: { subgroups: true, features: ['subgroups'] },
+};
+
+/**
  * The variants each family runs before (or without) measurement, as measured on an NVIDIA H100
  * (Dawn/Vulkan, bench/gpu/gpu.mjs; docs/webgpu.md has the table): linear r64x64k16
  * below LINEAR_LARGE_ROWS rows (fastest, or within 10% of the fastest, at 128–2048 rows;
@@ -94,6 +105,7 @@ export const DEFAULT_VARIANTS = {
   attention: ['tile64x16'],
   decode: ['split256'],
   q8linear: ['q8tile16'],
+  q8rows: ['tree32'],
 };
 
 /** Rows (the call's largest projection) from which the linear default is the large one. */
@@ -136,19 +148,20 @@ export const SELECTION_PRUNE_RATIO = 1.5;
  */
 export const DEFAULT_TOLERANCE = 1e-4;
 
-/** The variant names of each family ({ linear, attention, decode, q8linear }: string[]). */
+/** The variant names of each family ({ linear, attention, decode, q8linear, q8rows }: string[]). */
 export const variantNames = () => ({
   linear: Object.keys(LINEAR_VARIANTS),
   attention: Object.keys(ATTENTION_VARIANTS),
   decode: Object.keys(DECODE_VARIANTS),
   q8linear: Object.keys(Q8_LINEAR_VARIANTS),
+  q8rows: Object.keys(Q8_ROWS_VARIANTS),
 });
 
 /**
  * The device features any variant needs (its catalogue entry's `features`): device.js asks for
  * each where the adapter offers it, so that a new variant needs only its entry here.
  */
-export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS, Q8_LINEAR_VARIANTS]
+export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS, Q8_LINEAR_VARIANTS, Q8_ROWS_VARIANTS]
   .flatMap((catalogue) => Object.values(catalogue).flatMap((spec) => spec.features ?? [])))];
 
 /**

@@ -17,12 +17,12 @@ import { MultiHeadAttention, configure } from '#webattention';
 import { randomTensor, rng } from '../contract/contract.mjs';
 import { selectionHooks } from '../internals.mjs';
 import { DECODE_MAX_L } from '../../web/src/webgpu/selection/kernel_config.js';
-import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { Usage } from '../../web/src/webgpu/device.js';
 import { packParams } from '../../web/src/webgpu/kernel_params.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
-import { VARIANTS } from '../../web/src/webgpu/programs.js';
-import { assertSame, createGpu, device, gpu, kind } from './node_setup.mjs';
+import { Q8_ROWS_PARAMS } from '../../web/src/webgpu/kernels/q8_rows.wgsl.js';
+import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
+import { adapter, assertSame, createGpu, device, gpu, kind } from './node_setup.mjs';
 
 const BLOCK = 32;
 const SENTINEL = 12345.5;  // Y's buffer before the kernel: cells that are not Y's keep it
@@ -77,38 +77,40 @@ function expected(d, weights) {
   return y;
 }
 
-// Runs `variant` on `d`; returns Y's buffer as f32 (cells outside Y keep SENTINEL).
-async function dispatch(variant, d, weights, dot) {
-  const pipeline = await device.createComputePipelineAsync({
-    layout: 'auto', compute: { module: device.createShaderModule({ code: variant.shader({ dtype: weights, dot }) }), entryPoint: 'main' },
-  });
-  const made = [];
-  const buffer = (data, usage = Usage.STORAGE) => {
-    const b = device.createBuffer({ size: Math.max(16, Math.ceil(data.byteLength / 16) * 16), usage: usage | Usage.COPY_DST });
-    device.queue.writeBuffer(b, 0, data);
-    made.push(b);
+// Runs WGSL `code` on `on` (a GPUDevice) over `grid` with bindings `data` (typed arrays; the first
+// a uniform block); returns binding `out`'s contents after the dispatch, as bytes.
+async function runKernel(on, code, grid, data, out) {
+  const pipeline = await on.createComputePipelineAsync({ layout: 'auto', compute: { module: on.createShaderModule({ code }), entryPoint: 'main' } });
+  const buffers = data.map((values, i) => {
+    const usage = (i === 0 ? Usage.UNIFORM : Usage.STORAGE) | Usage.COPY_DST | Usage.COPY_SRC;
+    const b = on.createBuffer({ size: Math.max(16, Math.ceil(values.byteLength / 16) * 16), usage });
+    on.queue.writeBuffer(b, 0, values);
     return b;
-  };
-  const yInit = new Float32Array(d.yOff + d.M * d.yStride + 4).fill(SENTINEL);  // 4 past Y: untouched
-  const y = buffer(yInit, Usage.STORAGE | Usage.COPY_SRC);
-  const params = buffer(packParams(LINEAR_PARAMS, { M: d.M, N: d.N, K: d.K, xOff: 0, xStride: 0, wOff: d.wOff, bOff: d.bOff, yOff: d.yOff, yStride: d.yStride, sOff: d.sOff }), Usage.UNIFORM);
-  const bindings = [params, buffer(d.xq), buffer(d.w), buffer(d.bias), y, buffer(d.xd), buffer(d.scales), ...weights === 'int4' ? [buffer(d.zeros)] : []];
-  const readback = device.createBuffer({ size: yInit.byteLength, usage: Usage.MAP_READ | Usage.COPY_DST });
-  made.push(readback);
+  });
+  const readback = on.createBuffer({ size: buffers[out].size, usage: Usage.MAP_READ | Usage.COPY_DST });
   try {
-    const encoder = device.createCommandEncoder();
+    const encoder = on.createCommandEncoder();
     const pass = encoder.beginComputePass();
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: bindings.map((b, binding) => ({ binding, resource: { buffer: b } })) }));
-    pass.dispatchWorkgroups(...variant.grid({ M: d.M, N: d.N }));
+    pass.setBindGroup(0, on.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: buffers.map((b, binding) => ({ binding, resource: { buffer: b } })) }));
+    pass.dispatchWorkgroups(...grid);
     pass.end();
-    encoder.copyBufferToBuffer(y, 0, readback, 0, yInit.byteLength);
-    device.queue.submit([encoder.finish()]);
+    encoder.copyBufferToBuffer(buffers[out], 0, readback, 0, readback.size);
+    on.queue.submit([encoder.finish()]);
     await readback.mapAsync(Usage.MAP_READ);
-    return new Float32Array(readback.getMappedRange().slice(0));
+    return new Uint8Array(readback.getMappedRange().slice(0, data[out].byteLength));
   } finally {
-    made.forEach((b) => b.destroy());
+    [...buffers, readback].forEach((b) => b.destroy());
   }
+}
+
+// Runs q8linear `variant` on `d`; returns Y's buffer as f32 (cells outside Y keep SENTINEL).
+async function dispatch(variant, d, weights, dot) {
+  const yInit = new Float32Array(d.yOff + d.M * d.yStride + 4).fill(SENTINEL);  // 4 past Y: untouched
+  const params = packParams(LINEAR_PARAMS, { M: d.M, N: d.N, K: d.K, xOff: 0, xStride: 0, wOff: d.wOff, bOff: d.bOff, yOff: d.yOff, yStride: d.yStride, sOff: d.sOff });
+  const data = [params, d.xq, d.w, d.bias, yInit, d.xd, d.scales, ...weights === 'int4' ? [d.zeros] : []];
+  const bytes = await runKernel(device, variant.shader({ dtype: weights, dot }), variant.grid({ M: d.M, N: d.N }), data, 4);
+  return new Float32Array(bytes.buffer);
 }
 
 // Every cell: Y's the contract's (bits, or the tolerance on a GPU), the others SENTINEL still.
@@ -139,8 +141,10 @@ for (const name of Object.keys(VARIANTS.q8linear)) {
 }
 
 const TILED = 'q8r64x64';
+const SG = 'sg32';
+const subgroups = adapter.features.has('subgroups');
 const ran = [];
-selectionHooks.onCall = (names) => ran.push(names.q8linear);
+selectionHooks.onCall = (names) => ran.push(names);  // { family: variant name } of each GPU call
 after(() => {
   Object.assign(selectionHooks, { clock: null, onCall: null });
   configure({ gpuKernels: {} });
@@ -174,7 +178,7 @@ async function oneKeyCall({ wasm, onGpu, next }, B, L, pins) {
   configure({ gpuKernels: pins });
   const from = ran.length;
   try {
-    return { actual: (await onGpu.forward(q, k, v)).output, want, ran: ran.slice(from) };
+    return { actual: (await onGpu.forward(q, k, v)).output, want, ran: ran.slice(from).map((names) => names.q8linear), rows: ran.slice(from).map((names) => names.q8rows) };
   } finally {
     configure({ gpuKernels: {} });
   }
@@ -201,24 +205,78 @@ describe(`${TILED} pinned in a module: WASM's bits`, () => {
   }
 });
 
-test(`the selection measures ${TILED} on calls of many rows, checks it on the device and keeps it where fastest`, async () => {
-  selectionHooks.clock = (names) => (names.q8linear === TILED ? 1 : 2);
+test(`the selection measures ${TILED} and ${SG} on calls of many rows, checks them on the device and keeps them where fastest`, async () => {
+  // Faster by the injected clock: the tiled product, and the subgroup quantiser where offered.
+  selectionHooks.clock = (names) => (names.q8linear === TILED ? 1 : 2) + (names.q8rows === SG ? 0 : 4);
   const modules = await pair({ embedDim: 40, numHeads: 5, weightsDtype: 'int4', activations: 'int8' }, createGpu([]));
   try {
     ran.length = 0;
-    // attention pinned: the calls measure the q8linear family alone; every result WASM's bits.
-    for (let i = 0; i < 8; i++) {
+    // attention pinned: the calls measure the two q8 families; every result WASM's bits.
+    for (let i = 0; i < 14; i++) {
       const r = await oneKeyCall(modules, 2, 40, { attention: 'tile64x16' });
-      assertSame(r.actual, r.want, `call ${i} (${r.ran})`);
+      assertSame(r.actual, r.want, `call ${i} (${r.ran}, ${r.rows})`);
     }
     const profile = modules.onGpu.gpuProfile();
-    assert.ok(ran.includes(TILED) && ran.includes('q8tile16'), ran.join());
     assert.deepEqual(profile.rejected, []);
-    const chosen = profile.classes.filter((c) => c.family === 'q8linear').map((c) => c.chosen);
-    assert.deepEqual(chosen, [TILED], JSON.stringify(profile.classes));
+    const chosen = (family) => profile.classes.filter((c) => c.family === family).map((c) => c.chosen);
+    assert.deepEqual(chosen('q8linear'), [TILED], JSON.stringify(profile.classes));
+    assert.deepEqual(chosen('q8rows'), subgroups ? [SG] : [], JSON.stringify(profile.classes));
   } finally {
     selectionHooks.clock = null;
     configure({ gpuKernels: {} });
     modules.dispose();
+  }
+});
+
+describe(`q8rows: ${SG} (the block max by subgroup operations) on the subgroup size of the adapter`, () => {
+  test('a candidate with the subgroups feature, never without it; its WGSL enables subgroups first', () => {
+    const names = (features) => fittingVariants('q8rows', { limits: {}, features }, {}).map((v) => v.name);
+    assert.deepEqual(names(new Set(['subgroups'])), ['tree32', SG]);
+    assert.deepEqual(names(new Set()), ['tree32']);
+    assert.deepEqual(names(undefined), ['tree32']);
+    assert.match(VARIANTS.q8rows[SG].shader({}), /^enable subgroups;\n/);
+    assert.doesNotMatch(VARIANTS.q8rows.tree32.shader({}), /subgroup/);
+  });
+
+  test('alone: the codes and scales of tree32, bit for bit (zeros, NaN, ±Inf, -0, subnormal and huge values, K 1 to 100)', { skip: !subgroups && 'the adapter has no subgroups' }, async () => {
+    const on = await (await gpu.requestAdapter()).requestDevice({ requiredFeatures: ['subgroups'] });
+    try {
+      for (const K of [1, 4, 31, 33, 100]) {
+        const M = 6, blocks = Math.ceil(K / BLOCK), next = rng(K);
+        const x = Float32Array.from({ length: M * K }, () => next() * 8);
+        x.fill(0, K, 2 * K);  // row 1: all zeros
+        x[2 * K + (K >> 1)] = NaN;  // row 2
+        x[3 * K] = Infinity;  // row 3
+        if (K > 1) x[3 * K + K - 1] = -Infinity;
+        for (let k = 0; k < K; k++) x[4 * K + k] = [-0, 1e-45, -3e-39, 3e38, -1.5, 0.5][k % 6];  // row 4
+        x[5 * K + K - 1] = -200;  // row 5: its max at the block's last value
+        const params = packParams(Q8_ROWS_PARAMS, { M, K, xOff: 0, xStride: K });
+        const data = [params, x, new Uint32Array(M * blocks * (BLOCK / 4)).fill(0xdeadbeef), new Uint32Array(M * blocks).fill(0xdeadbeef)];
+        const run = async (name, out) => runKernel(on, VARIANTS.q8rows[name].shader({}), [blocks, M, 1], data, out);
+        for (const [out, what] of [[2, 'codes'], [3, 'scales']]) {
+          const [want, got] = [await run('tree32', out), await run(SG, out)];
+          assert.deepEqual(got, want, `K ${K}: ${what}`);
+        }
+      }
+    } finally {
+      on.destroy();
+    }
+  });
+
+  for (const weightsDtype of ['int8', 'int4']) {
+    test(`${weightsDtype} weights, ${SG} pinned (with each q8linear variant): WASM's bits`, { skip: !subgroups && 'the adapter has no subgroups' }, async () => {
+      const modules = await pair({ embedDim: 40, numHeads: 5, kdim: 33, vdim: 70, weightsDtype, activations: 'int8' });
+      try {
+        for (const q8linear of Object.keys(VARIANTS.q8linear)) {
+          for (const [B, L] of [[1, 1], [2, 70]]) {
+            const r = await oneKeyCall(modules, B, L, { q8rows: SG, q8linear });
+            assert.deepEqual(r.rows, [SG], 'the subgroup quantiser ran');
+            assertSame(r.actual, r.want, `${q8linear}, B ${B} L ${L}`);
+          }
+        }
+      } finally {
+        modules.dispose();
+      }
+    });
   }
 });
