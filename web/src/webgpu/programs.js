@@ -68,10 +68,10 @@ const attentionKernels = {
   // Q from global memory (qShared false) is for heads too wide for Q in workgroup memory: a
   // candidate only where the 16-key tile with Q staged does not fit, or for heads of 128 and more
   // (on the H100 it ran at half the speed of tile64x16 at d = 64).
-  tiled: ({ bc, qShared = true, dot = false, lean = false }) => ({
-    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean) * 4 <= workgroupBytes(limits)
+  tiled: ({ bc, qShared = true, dot = false, lean = false, subgroups = false }) => ({
+    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean, subgroups) * 4 <= workgroupBytes(limits)
       && (qShared || Math.max(dk, dv) >= 128 || flashTiledFloats(dk, dv, bc) * 4 > workgroupBytes(limits)),
-    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, kv }),
+    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, subgroups, kv }),
   }),
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),

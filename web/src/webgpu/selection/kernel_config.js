@@ -39,8 +39,10 @@ export const LINEAR_VARIANTS = {
  * 256 as register-blocked mini-GEMMs; qShared false: Q read from global memory, for wide heads
  * whose Q tile would not fit workgroup memory; dot: the scores as dot products of vec4s over the
  * features, Q and K staged that way; lean: K, V, scores and p in arrays of their own, three
- * barriers per key tile instead of five); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
- * reads; needs 48 KiB of workgroup memory at d = 64).
+ * barriers per key tile instead of five; subgroups: each tile's row max by subgroup shuffles of
+ * the invocations' own scores instead of BC reads of the score tile, the same value, only where
+ * the device has 'subgroups'); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
+ * of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
   row: { kernel: 'row' },
@@ -52,6 +54,7 @@ export const ATTENTION_VARIANTS = {
   dotlean64x16: { kernel: 'tiled', bc: 16, dot: true, lean: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
+  sg64x16: { kernel: 'tiled', bc: 16, subgroups: true, features: ['subgroups'] },
 };
 
 /**
