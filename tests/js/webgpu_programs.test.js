@@ -25,8 +25,8 @@ test('every program is a descriptor { name, fits, key, shader }', () => {
   }
 });
 
-test('the kernels without variants: a key per name and dk, dv, dtype, dot given; all fit', () => {
-  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf', 'q8Rows', 'q8Linear']);
+test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf']);
   assert.equal(KERNELS.widenHalf.key(), 'widenHalf:');
   assert.equal(KERNELS.rotary.key(), 'rotary:');
   assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');
@@ -34,9 +34,11 @@ test('the kernels without variants: a key per name and dk, dv, dtype, dot given;
   assert.equal(KERNELS.weights.key({ dk: 64 }), 'weights:64');
   assert.equal(KERNELS.weights.key({ dk: 64, dtype: 'float16' }), 'weights:64:float16');
   assert.equal(KERNELS.cacheFlags.key({ dk: 64, dv: 32, dtype: 'float32' }), 'cacheFlags:64:32:float32');
-  assert.equal(KERNELS.q8Rows.key({}), 'q8Rows:');
-  assert.equal(KERNELS.q8Linear.key({ dtype: 'int4', dot: 'dot4' }), 'q8Linear:int4:dot4');
-  assert.equal(KERNELS.q8Linear.key({ dtype: 'int8', dot: 'loop' }), 'q8Linear:int8:loop');
+  assert.equal(VARIANTS.q8rows.tree32.key({}), 'q8Rows:');
+  assert.equal(VARIANTS.q8rows.sg32.key({}), 'q8Rows:sg32');
+  assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int4', dot: 'dot4' }), 'q8Linear:int4:dot4');
+  assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int8', dot: 'loop' }), 'q8Linear:int8:loop');
+  assert.equal(VARIANTS.q8linear.q8r64x64.key({ dtype: 'int8', dot: 'dot4' }), 'q8Linear:q8r64x64:int8:dot4');
   assert.equal(VARIANTS.decode.split256.reduce.key({ dv: 48 }), 'decodeReduce:split256:48');
   for (const d of Object.values(KERNELS)) assert.equal(d.fits({}), true);
 });

@@ -80,7 +80,7 @@ describe('selection logic (a stand-in device, no GPU)', () => {
 describe('configure({ gpuKernels }) and gpuKernelVariants()', () => {
   test('the variant names per family; pins are checked against them', async () => {
     const names = await gpuKernelVariants();
-    assert.deepEqual(Object.keys(names), ['linear', 'attention', 'decode']);
+    assert.deepEqual(Object.keys(names), ['linear', 'attention', 'decode', 'q8linear', 'q8rows']);
     assert.ok(names.linear.includes('tile64') && names.attention.includes('row') && names.decode.includes('split256'));
     const refused = (value, argument) => assert.throws(() => configure({ gpuKernels: value }),
       (e) => e instanceof OptionError && e.argument === argument);

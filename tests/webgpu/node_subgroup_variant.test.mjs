@@ -1,4 +1,9 @@
-// The decode variant with subgroup reductions, 'split256sg' (decode_partial.wgsl.js over
+// The attention variants with subgroup reductions. The flash variant 'sg64x16' (flash_tiled.wgsl.js
+// with each tile's row max by subgroup shuffles, subgroup_reduce.wgsl.js's rowGroupMax()): the
+// same max as tile64x16's reads, so pinned it gives tile64x16's outputs and weights bit for bit on
+// SwiftShader (a smaller max would still pass a tolerance: the online softmax only needs one for
+// range, so bits are what pins it), across ragged tiles, masks, causal, d_k ≠ d_v; offered only
+// with the feature. The decode variant 'split256sg' (decode_partial.wgsl.js over
 // subgroup_reduce.wgsl.js): pinned, it matches the float64 reference and the default variant
 // (split256, within its tolerance) on the subgroup size of the adapter (SwiftShader's is 4; the
 // kernel is written for any size, 4 to 128) across odd sizes: chunks whose keys are not a multiple
@@ -14,11 +19,13 @@ import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
 import { resultDistance, toleranceFor } from '../../web/src/webgpu/selection/kernel_selection.js';
 import { variantFeatures } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled, mhaReference } from '../contract/contract.mjs';
-import { adapter, adapterName, assertClose, createGpu, device, gpu, randomStateDict } from './node_setup.mjs';
+import { adapter, adapterName, assertClose, assertSame, createGpu, device, gpu, randomStateDict } from './node_setup.mjs';
 
 const SG = 'split256sg';
+const FLASH_SG = 'sg64x16';
 const ran = [];
-selectionHooks.onCall = (names) => ran.push(names.decode);
+const ranAttention = [];
+selectionHooks.onCall = (names) => { ran.push(names.decode); ranAttention.push(names.attention); };
 after(() => {
   Object.assign(selectionHooks, { clock: null, onCall: null });
   configure({ gpuKernels: {} });
@@ -190,4 +197,42 @@ describe(`the selection and the feature (Dawn, ${adapterName})`, () => {
     const decode = profile.classes.find((c) => c.family === 'decode');
     assert.equal(decode.chosen, SG, JSON.stringify(decode));
   });
+});
+
+describe(`${FLASH_SG} pinned: tile64x16's bits (Dawn, ${adapterName})`, () => {
+  test('a candidate with the subgroups feature, never without it', () => {
+    const limits = { maxComputeWorkgroupStorageSize: 32768 };
+    const names = (features) => fittingVariants('attention', { limits, features }, { dk: 64, dv: 64 }).map((v) => v.name);
+    assert.ok(names(new Set(['subgroups'])).includes(FLASH_SG));
+    assert.ok(!names(new Set()).includes(FLASH_SG) && names(new Set()).includes('tile64x16'));
+    assert.match(VARIANTS.attention[FLASH_SG].shader({ dk: 8, dv: 8 }), /^enable subgroups;\n/);
+  });
+
+  // [dk, dv, B, L, S, masks]: one and several query tiles (64 rows), ragged key tiles (16), fully
+  // masked rows, causal with L > S.
+  const FLASH_CASES = [[8, 8, 1, 5, 3, 'none'], [16, 24, 2, 70, 100, 'padding'], [8, 8, 1, 130, 130, 'causal'], [12, 40, 1, 37, 50, 'additive']];
+  for (const [dk, dv, B, L, S, kind] of FLASH_CASES) {
+    test(`d_k ${dk}, d_v ${dv}, batch ${B}, L ${L}, S ${S}, ${kind}, weights`, { skip: !adapter.features.has('subgroups') && 'the adapter has no subgroups' }, async () => {
+      const { mha } = await moduleOn(gpu, { dk, dv });
+      const q = { data: filled(B * L * 12, dk + 7, 2), shape: [B, L, 12] };
+      const kv = { data: filled(B * S * 12, dv + 9, 2), shape: [B, S, 12] };
+      const options = { ...masks(kind, B, L, S), needWeights: true, averageAttnWeights: false };
+      const run = async (name) => {
+        configure({ gpuKernels: { attention: name } });
+        ranAttention.length = 0;
+        try {
+          const r = await mha.forward(q, kv, kv, options);
+          assert.deepEqual(ranAttention, [name], `the pinned ${name} ran`);
+          return r;
+        } finally {
+          configure({ gpuKernels: {} });
+        }
+      };
+      const sg = await run(FLASH_SG);
+      const plain = await run('tile64x16');
+      assertSame(sg.output, plain.output, 'output');
+      assertSame(sg.attnWeights, plain.attnWeights, 'weights');
+      mha.dispose();
+    });
+  }
 });

@@ -1,12 +1,13 @@
 // WebGPU kernel variants (docs/webgpu.md): pinned with configure({ gpuKernels }), else chosen by
 // measurement on the device.
 /** Variant names per kernel family. */
-export interface GpuKernelVariants { linear: string[]; attention: string[]; decode: string[] }
+export interface GpuKernelVariants { linear: string[]; attention: string[]; decode: string[]; q8linear: string[]; q8rows: string[] }
 /** A variant name per family to pin (see gpuKernelVariants()). */
-export interface GpuKernelPins { linear?: string | null; attention?: string | null; decode?: string | null }
+/** q8linear, q8rows: the projections and row quantisers of a module with activations 'int8' (in place of linear). */
+export interface GpuKernelPins { linear?: string | null; attention?: string | null; decode?: string | null; q8linear?: string | null; q8rows?: string | null }
 /** One shape class of the selection: chosen is null while its candidates are still measured. */
 export interface GpuKernelClass {
-  family: 'linear' | 'attention' | 'decode';
+  family: 'linear' | 'attention' | 'decode' | 'q8linear' | 'q8rows';
   shapeClass: string;
   chosen: string | null;
   medianMs: Record<string, number | null>;
@@ -14,7 +15,7 @@ export interface GpuKernelClass {
 }
 /** A candidate dropped on a device: its results were further from its reference's than its tolerance. */
 export interface GpuRejectedVariant {
-  kernel: 'linear' | 'attention' | 'decode';
+  kernel: 'linear' | 'attention' | 'decode' | 'q8linear' | 'q8rows';
   variant: string;
   shapeClass: string;
   maxAbsDiff: number;
@@ -36,7 +37,7 @@ export interface GpuProfile {
   measuring: boolean;
   timer: 'timestamp-query' | 'wall';
   /** The variants run before measurement; linear's second from linearLargeFromRows rows. */
-  defaults: { linear: string[]; attention: string[]; decode: string[]; linearLargeFromRows: number };
+  defaults: { linear: string[]; attention: string[]; decode: string[]; q8linear: string[]; q8rows: string[]; linearLargeFromRows: number };
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
   rejected: GpuRejectedVariant[];

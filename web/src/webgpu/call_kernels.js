@@ -9,7 +9,7 @@ import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
-import { int8Activations, q8Pipelines } from './q8_projection.js';
+import { projectionFamilies, q8Pipelines } from './q8_projection.js';
 import { callTable } from './forward_encode.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
@@ -26,9 +26,11 @@ export function callDecisions(plan, config, path, device) {
   const decision = (f, shapeClass, candidates) => ({
     family: f, shapeClass, candidates, preferred: preferredVariant(f, rows, candidates.map((v) => v.name)),
   });
-  // int8 activations have one projection kernel (q8_projection.js): nothing to choose.
+  // int8 activations: the projections are the q8linear and q8rows families' (q8_projection.js;
+  // q8linear's tiled variants only for calls of many rows: their fits()).
+  const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`;
   return [
-    ...int8Activations(config) ? [] : [decision('linear', `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`, fittingVariants('linear', device, {}))],
+    ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows }))),
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, device, { dk, dv })),
   ];
 }
@@ -38,8 +40,8 @@ export function callDecisions(plan, config, path, device) {
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
  * pipelines: { linear(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
  * cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a problem of `problems`,
- * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines, in place of linear
- * and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a
+ * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines of the q8linear
+ * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a
  * float16 GPU input's widening).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
@@ -57,7 +59,7 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
   const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf] = await Promise.all([
     Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
-    int8Activations(config) ? q8Pipelines(device, config) : null,
+    variants.q8linear ? q8Pipelines(device, config, variants.q8linear, variants.q8rows) : null,
     programPipeline(device, attention, heads),
     path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,

@@ -2,13 +2,13 @@
 // { name, fits(limits, problem), key(problem), shader(problem) } (+ grid(problem) where the pass
 // dispatches by it, + tolerance for a variant), whose pipeline pipelines.js's programPipeline() makes and caches by key.
 // VARIANTS: the kernel variants, built from selection/kernel_config.js's catalogue, for each
-// family (linear, attention, decode) and variant name; the selection (selection/) picks one per
+// family (linear, attention, decode, q8linear, q8rows) and variant name; the selection (selection/) picks one per
 // call. Variants of one family share their uniforms and bindings (linear_common's LINEAR_PARAMS,
 // attention_common's ATTENTION_PARAMS), so the pass that dispatches them does not know which one
 // runs. KERNELS: the kernels without variants, one descriptor each. A key holds what the WGSL
 // depends on (head widths, the vec4-load flavour, a narrow dtype), so one pipeline serves a whole
 // shape class; sizes, strides, masks and causal are uniforms.
-import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS } from './selection/kernel_config.js';
+import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS, Q8_LINEAR_VARIANTS, Q8_ROWS_VARIANTS } from './selection/kernel_config.js';
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
@@ -23,7 +23,8 @@ import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
-import { q8LinearShader } from './kernels/q8_linear.wgsl.js';
+import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
+import { q8TiledShader, q8TiledTile } from './kernels/q8_tiled.wgsl.js';
 import { q8RowsShader } from './kernels/q8_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
@@ -67,10 +68,10 @@ const attentionKernels = {
   // Q from global memory (qShared false) is for heads too wide for Q in workgroup memory: a
   // candidate only where the 16-key tile with Q staged does not fit, or for heads of 128 and more
   // (on the H100 it ran at half the speed of tile64x16 at d = 64).
-  tiled: ({ bc, qShared = true, dot = false, lean = false }) => ({
-    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean) * 4 <= workgroupBytes(limits)
+  tiled: ({ bc, qShared = true, dot = false, lean = false, subgroups = false }) => ({
+    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean, subgroups) * 4 <= workgroupBytes(limits)
       && (qShared || Math.max(dk, dv) >= 128 || flashTiledFloats(dk, dv, bc) * 4 > workgroupBytes(limits)),
-    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, kv }),
+    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, subgroups, kv }),
   }),
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),
@@ -100,6 +101,29 @@ function decodeVariant(name, { chunk, subgroups = false }) {
   };
 }
 
+// problem: { dtype: the weightsDtype, dot: 'dot4' | 'loop' } (q8_projection.js's q8LinearProblem)
+// for the pipeline; fits() takes { rows } (the call's largest projection; absent: any), and
+// grid() LINEAR_PARAMS' M and N. The default keeps its key of before ('q8Linear:int8:dot4').
+function q8LinearVariant(name, { kernel, minRows = 0, ...spec }) {
+  const fits = (limits, { rows } = {}) => rows === undefined || rows >= minRows;
+  if (kernel === 'tile16') {
+    return {
+      name, fits, key: ({ dtype, dot }) => `q8Linear:${dtype}:${dot}`, shader: ({ dtype, dot }) => q8LinearShader({ weights: dtype, dot }),
+      grid: ({ M, N }) => [cdiv(N, Q8_LINEAR_TILE), cdiv(M, Q8_LINEAR_TILE), 1],
+    };
+  }
+  const { rows, cols } = q8TiledTile(spec);
+  return {
+    name, fits, key: ({ dtype, dot }) => `q8Linear:${name}:${dtype}:${dot}`, shader: ({ dtype, dot }) => q8TiledShader({ ...spec, weights: dtype, dot }),
+    grid: ({ M, N }) => [cdiv(N, cols), cdiv(M, rows), 1],
+  };
+}
+
+// The row quantiser (problem {}): the default keeps its key of before ('q8Rows:').
+const q8RowsVariant = (name, { subgroups = false }) => ({
+  name, fits: () => true, key: () => `q8Rows:${subgroups ? name : ''}`, shader: () => q8RowsShader({ subgroups }),
+});
+
 // Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE)
 // and the device features it needs (`features`, none by default).
 const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [
@@ -111,6 +135,8 @@ export const VARIANTS = {
   linear: build(LINEAR_VARIANTS, linearVariant),
   attention: build(ATTENTION_VARIANTS, attentionVariant),
   decode: build(DECODE_VARIANTS, decodeVariant),
+  q8linear: build(Q8_LINEAR_VARIANTS, q8LinearVariant),
+  q8rows: build(Q8_ROWS_VARIANTS, q8RowsVariant),
 };
 
 /**
@@ -120,10 +146,10 @@ export const VARIANTS = {
 export const fittingVariants = (family, device, problem) => Object.values(VARIANTS[family])
   .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem));
 
-// A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
-// and dot ('weights:64', 'cacheFlags:64:64:int8', 'q8Linear:int4:dot4'); it fits every device the module does.
+// A kernel without variants: its key is its name and, where given, the problem's dk, dv and
+// dtype ('weights:64', 'cacheFlags:64:64:int8', 'rotary:'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype, dot, rows } = {}) => `${name}:${[dk, dv, dtype, dot, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
+  const key = ({ dk, dv, dtype, rows } = {}) => `${name}:${[dk, dv, dtype, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
 
@@ -131,9 +157,8 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), and activations 'int8''s two,
- * 'q8Rows' ({}: the rows quantised) and 'q8Linear' ({ dtype: the weightsDtype, dot: 'dot4' | 'loop' }:
- * every projection, in place of the linear variants).
+ * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened). (Activations 'int8''s row quantiser and product
+ * are the q8rows and q8linear families', VARIANTS.)
  */
 export const KERNELS = Object.fromEntries(Object.entries({
   rotary: () => rotaryShader(),
@@ -145,6 +170,4 @@ export const KERNELS = Object.fromEntries(Object.entries({
   cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
   widenHalf: () => widenHalfShader(),
-  q8Rows: () => q8RowsShader(),
-  q8Linear: ({ dtype, dot }) => q8LinearShader({ weights: dtype, dot }),
 }).map(([name, shader]) => [name, kernel(name, shader)]));

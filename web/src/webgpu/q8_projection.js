@@ -1,15 +1,15 @@
 // activations 'int8' on the GPU (docs/attention-math.md §11): every projection of such a module
-// is two dispatches, its input rows quantised (kernels/q8_rows.wgsl.js) and the integer product
-// (kernels/q8_linear.wgsl.js), in place of the linear variants, which the module's calls neither
-// run nor measure. The codes and scales of each projection have buffers of their own role, so
-// the projections of one call never share one.
+// is two dispatches, its input rows quantised (the q8rows family's variant: kernels/q8_rows.wgsl.js,
+// the block max by a tree or by subgroups) and the integer product (the q8linear family's:
+// kernels/q8_linear.wgsl.js or, for calls of many rows, the tiled kernels/q8_tiled.wgsl.js), both
+// chosen by measurement as the other families are, in place of the linear variants, which the
+// module's calls neither run nor measure. The codes and scales of each projection have buffers of
+// their own role, so the projections of one call never share one.
 import { Q8_BLOCK } from '../storage/storage_types.js';
 import { packedDotProduct, Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { programPipeline } from './pipelines.js';
-import { KERNELS } from './programs.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
-import { Q8_LINEAR_TILE } from './kernels/q8_linear.wgsl.js';
 import { Q8_ROWS_PARAMS, Q8_ROWS_PER_DIM } from './kernels/q8_rows.wgsl.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
@@ -17,15 +17,27 @@ const cdiv = (a, b) => Math.ceil(a / b);
 /** Whether the module's projections take int8 activations (create()'s activations). */
 export const int8Activations = (config) => config.activations === 'int8';
 
-/** The q8Linear kernel's problem on `device`: the weights' dtype, and dot4I8Packed where WGSL has it. */
+/** The variant families of projections; those a module's calls run: projectionFamilies(). */
+const PROJECTION_FAMILIES = ['linear', 'q8linear', 'q8rows'];
+
+/** The projection families the module's calls run: q8linear and q8rows with int8 activations, else linear. */
+export const projectionFamilies = (config) => (int8Activations(config) ? ['q8linear', 'q8rows'] : ['linear']);
+
+/** Whether the module's calls run `family`'s variants. */
+export const runsFamily = (config, family) => !PROJECTION_FAMILIES.includes(family) || projectionFamilies(config).includes(family);
+
+/** A q8linear variant's pipeline problem on `device`: the weights' dtype, and dot4I8Packed where WGSL has it. */
 export const q8LinearProblem = (device, config) => ({ dtype: config.weightsDtype, dot: packedDotProduct(device) ? 'dot4' : 'loop' });
 
-/** Resolves to { rows, linear }: the two pipelines of the module's projections on `device`. */
-export async function q8Pipelines(device, config) {
+/**
+ * Resolves to { rows, linear, variant }: the two pipelines of the module's projections on `device`,
+ * the quantiser's of `rowsVariant` (VARIANTS.q8rows) and the product's of `variant` (VARIANTS.q8linear).
+ */
+export async function q8Pipelines(device, config, variant, rowsVariant) {
   const [rows, linear] = await Promise.all([
-    programPipeline(device, KERNELS.q8Rows), programPipeline(device, KERNELS.q8Linear, q8LinearProblem(device, config)),
+    programPipeline(device, rowsVariant), programPipeline(device, variant, q8LinearProblem(device, config)),
   ]);
-  return { rows, linear };
+  return { rows, linear, variant };
 }
 
 /**
@@ -43,5 +55,5 @@ export function encodeQ8Linear(ctx, pipelines, problem, [x, w, bias, y, ...block
   ctx.dispatch(pipelines.rows, ctx.uniform(packParams(Q8_ROWS_PARAMS, { M, K, xOff: problem.xOff ?? 0, xStride: problem.xStride })),
     [x, codes, scales], [perRow, rowsPerDim, cdiv(M, rowsPerDim)]);
   ctx.dispatch(pipelines.linear, ctx.uniform(linearUniforms(problem)), [codes, w, bias, y, scales, ...blocks],
-    [cdiv(N, Q8_LINEAR_TILE), cdiv(M, Q8_LINEAR_TILE), 1]);
+    pipelines.variant.grid(problem));
 }

@@ -10,7 +10,7 @@ import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS, VARIANTS, fittingVariants } from './programs.js';
 import { linearProblems } from './linear_problems.js';
 import { programPipeline } from './pipelines.js';
-import { int8Activations, q8Pipelines } from './q8_projection.js';
+import { q8LinearProblem, runsFamily } from './q8_projection.js';
 
 // The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
 // arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
@@ -34,15 +34,13 @@ export async function warmPipelines(device, config) {
   const linear = moduleLinearProblems(config);
   const compile = (family, variant) => {
     const made = family === 'linear' ? linear.map((problem) => programPipeline(device, variant, problem))
-      : [programPipeline(device, variant, heads)];
+      : [programPipeline(device, variant, { q8linear: q8LinearProblem(device, config), q8rows: {} }[family] ?? heads)];
     if (family === 'decode') made.push(programPipeline(device, variant.reduce, { dv }));
     return made;
   };
   const defaults = [];
-  // int8 activations: one projection kernel pair (q8_projection.js) instead of the linear variants.
-  const act8 = int8Activations(config);
-  if (act8) defaults.push(q8Pipelines(device, config));
-  for (const family of Object.keys(VARIANTS).filter((f) => !act8 || f !== 'linear')) {
+  // int8 activations: the q8rows and q8linear variants instead of the linear ones.
+  for (const family of Object.keys(VARIANTS).filter((f) => runsFamily(config, f))) {
     const fitting = fittingVariants(family, device, heads);
     const pinned = pinnedVariant(family);
     const names = fitting.map((v) => v.name);

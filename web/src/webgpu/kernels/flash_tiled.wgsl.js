@@ -27,6 +27,7 @@
 // the rest of the pass do not know which variant ran.
 import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
 import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperative.wgsl.js';
+import { ENABLE_SUBGROUPS, rowGroupMaxFloats, rowGroupMaxWgsl } from './subgroup_reduce.wgsl.js';
 
 /** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
 const BR = 64;
@@ -35,7 +36,8 @@ const BR = 64;
  * Floats of workgroup memory the variant with key tile bc uses for head widths dk, dv (qShared:
  * Q staged in workgroup memory, else read from global memory where it is used).
  */
-export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false, lean = false) {
+export function flashTiledFloats(dk, dv, bc, qShared = true, dot = false, lean = false, subgroups = false) {
+  if (subgroups) return flashTiledFloats(dk, dv, bc, qShared, dot, lean) + rowGroupMaxFloats(BR / 4);
   const dk4 = 4 * Math.ceil(dk / 4);
   if (dot) return BR * dk4 + bc * dk4 + bc * dv + (lean ? 2 : 1) * BR * bc;  // Q, K, V apart (K as vec4s over d)
   if (lean) return BR * dk + bc * (dk + dv) + 2 * BR * bc;  // Q, K, V, scores and p apart
@@ -117,11 +119,26 @@ ${scores}`,
   };
 }
 
-export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false, lean = false, kv = 'float32' }) {
+// The tile's max of each of the invocation's rows, tileMax: read from the scores of the row group
+// in st (BC vec4s), or with subgroups from the invocation's own keys' (localMax) by
+// rowGroupMax() where the device's subgroups allow (subgroup_reduce.wgsl.js), else read.
+function tileMaxOf(subgroups) {
+  const read = 'for (var c = 0u; c < BC; c++) { tileMax = max(tileMax, st[c * (BR / 4u) + tr]); }';
+  return subgroups ? `var tileMax = vec4f(NEG);
+    if (rowGroups.aligned) { tileMax = rowGroupMax(localMax, t, rowGroups); } else { ${read} }`
+    : `var tileMax = vec4f(NEG);
+    ${read}`;
+}
+
+/**
+ * WGSL of a variant; subgroups: each tile's row max by subgroup shuffles from the invocation's
+ * own scores (tileMaxOf(); the device must have 'subgroups'), the same value as the reads'.
+ */
+export function flashTiledShader({ dk, dv, bc, qShared = true, dot = false, lean = false, subgroups = false, kv = 'float32' }) {
   const dc = Math.ceil(dv / 16);
   const kc = bc / 16;
   const layout = layoutOf({ dot, qShared, lean }, dk, dv, bc);
-  return /* wgsl */ `${attentionCommon}
+  return /* wgsl */ `${subgroups ? `${ENABLE_SUBGROUPS}\n` : ''}${attentionCommon}
 const DK = ${dk}u;
 const DK4 = ${Math.ceil(dk / 4)}u;
 const DV = ${dv}u;
@@ -132,10 +149,11 @@ const DC = ${dc}u;   // output columns per invocation
 
 ${flashBindings({ kv, dk, dv })}
 ${layout.arrays}
-
+${subgroups ? rowGroupMaxWgsl(BR / 4) : ''}
 @compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-${cooperativeStart(layout.start)}
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32${subgroups ? `,
+        @builtin(subgroup_invocation_id) lane: u32, @builtin(subgroup_size) sgSize: u32` : ''}) {
+${cooperativeStart(layout.start)}${subgroups ? '\n  let rowGroups = rowGroupsOf(t, lane, sgSize);' : ''}
   var acc: array<vec4f, DC>;  // acc[j][i]: row 4·tr + i, column tc + 16·j
   for (var j = 0u; j < DC; j++) { acc[j] = vec4f(0.0); }
 
@@ -147,19 +165,18 @@ ${stageKeyRows(layout.kStage)}
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
 ${scoreLoop(dot, qShared, layout.k)}
-    for (var j = 0u; j < KC; j++) {
+${subgroups ? '    var localMax = vec4f(NEG);\n' : ''}    for (var j = 0u; j < KC; j++) {
       let c = tc + 16u * j;
       var s = vec4f(NEG);
       for (var i = 0u; i < 4u; i++) {
         let row = row0 + 4u * tr + i;
         if (c < n && row < p.L) { s[i] = maskedScore(dots[j][i], b, h, row, j0 + c); }
       }
-      st[c * (BR / 4u) + tr] = s;
+      st[c * (BR / 4u) + tr] = s;${subgroups ? '\n      localMax = max(localMax, s);' : ''}
     }
     workgroupBarrier();
 
-    var tileMax = vec4f(NEG);
-    for (var c = 0u; c < BC; c++) { tileMax = max(tileMax, st[c * (BR / 4u) + tr]); }
+    ${tileMaxOf(subgroups)}
     let mNew = max(m, tileMax);
     let alpha = exp(m - mNew);  // 0 where m was still NEG, 1 where nothing changed
     l *= alpha;

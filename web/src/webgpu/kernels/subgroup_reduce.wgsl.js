@@ -22,10 +22,10 @@ export const ENABLE_SUBGROUPS = 'enable subgroups;';
 /** The WebGPU feature the kernels of this file need. */
 export const SUBGROUPS_FEATURE = 'subgroups';
 
-const reduction = (name, combine, wg) => /* wgsl */ `
-var<workgroup> ${name}Slots: array<f32, ${wg}>;
+const reduction = (name, { type = 'f32', ...combine }, wg) => /* wgsl */ `
+var<workgroup> ${name}Slots: array<${type}, ${wg}>;
 
-fn ${name}(x: f32, sg: SubgroupLayout) -> f32 {
+fn ${name}(x: ${type}, sg: SubgroupLayout) -> ${type} {
   let s = ${combine.subgroup}(x);
   if (sg.leader) { ${name}Slots[sg.slot] = s; }
   workgroupBarrier();
@@ -37,13 +37,16 @@ fn ${name}(x: f32, sg: SubgroupLayout) -> f32 {
 const COMBINE = {
   max: { subgroup: 'subgroupMax', pair: (a, b) => `max(${a}, ${b})` },
   add: { subgroup: 'subgroupAdd', pair: (a, b) => `${a} + ${b}` },
+  // u32 (e.g. non-negative floats' bits, which order as their values): exact in any order.
+  maxU32: { subgroup: 'subgroupMax', pair: (a, b) => `max(${a}, ${b})`, type: 'u32' },
 };
 
 /**
  * WGSL for a workgroup of `wg` invocations (at most 1024): struct SubgroupLayout, fn
  * subgroupLayout(t: local_invocation_index) -> SubgroupLayout (call it once, first), and one
- * reduction function per entry of `reductions` ({ name: 'max' | 'add' }), fn name(x: f32, sg: SubgroupLayout)
- * -> f32, which returns to every invocation the max or sum of every invocation's x.
+ * reduction function per entry of `reductions` ({ name: 'max' | 'add' | 'maxU32' }), fn name(x: f32,
+ * sg: SubgroupLayout) -> f32 (u32 for maxU32), which returns to every invocation the max or sum of
+ * every invocation's x.
  */
 export function subgroupReductions(wg, reductions) {
   const words = Math.ceil(wg / 32);
@@ -71,5 +74,54 @@ fn subgroupLayout(t: u32) -> SubgroupLayout {
   return SubgroupLayout(slot, count, t == first);
 }
 ${Object.entries(reductions).map(([name, op]) => reduction(name, COMBINE[op], wg)).join('\n')}
+`;
+}
+
+/** Floats of workgroup memory rowGroupMax() uses for `groups` groups of 16 (its slots and flags). */
+export const rowGroupMaxFloats = (groups) => 16 * groups + 2;
+
+/**
+ * WGSL: the max over each group of 16 consecutive local indices (group t / 16) of a vec4f, for
+ * `groups` such groups: fn rowGroupsOf(t, lane, size) -> RowGroups (call once, first, in uniform
+ * control flow: two barriers; lane and size the subgroup_invocation_id and subgroup_size
+ * builtins) and fn rowGroupMax(v, t, g) -> vec4f (every invocation of the workgroup in uniform
+ * control flow; one barrier; the slots are reused, so two calls need a barrier between them).
+ * Shuffles within a subgroup need to know which lanes share a group: where every subgroup is an
+ * aligned run of local indices (lane = t mod size: what GPUs do with a 1-D workgroup, and
+ * SwiftShader), lanes t ^ o for o < min(size, 16) are in t's group, so a butterfly of
+ * subgroupShuffleXor reduces a run of min(size, 16), and runs of a group (16 / size of them where
+ * size < 16) meet in workgroup slots. Elsewhere g.aligned is false (uniform: read back through
+ * workgroupUniformLoad) and the caller takes its own path. A max is exact in any order: the
+ * result is the plain loop's.
+ */
+export function rowGroupMaxWgsl(groups) {
+  return /* wgsl */ `
+struct RowGroups {
+  aligned: bool,  // every subgroup of the workgroup is an aligned run of local indices
+  run: u32,       // lanes of a group in one subgroup: min(subgroup size, 16)
+}
+
+var<workgroup> rowGroupMisaligned: atomic<u32>;
+var<workgroup> rowGroupFlag: u32;
+var<workgroup> rowGroupSlots: array<vec4f, ${groups * 4}>;  // [group][run]: up to 16 / 4 runs
+
+fn rowGroupsOf(t: u32, lane: u32, size: u32) -> RowGroups {
+  if (lane != t % size) { atomicOr(&rowGroupMisaligned, 1u); }
+  workgroupBarrier();
+  if (t == 0u) { rowGroupFlag = atomicLoad(&rowGroupMisaligned); }
+  let misaligned = workgroupUniformLoad(&rowGroupFlag);
+  return RowGroups(misaligned == 0u, min(size, 16u));
+}
+
+fn rowGroupMax(v: vec4f, t: u32, g: RowGroups) -> vec4f {
+  var r = v;
+  for (var o = 1u; o < g.run; o *= 2u) { r = max(r, subgroupShuffleXor(r, o)); }
+  let at = (t / 16u) * 4u;
+  if ((t % 16u) % g.run == 0u) { rowGroupSlots[at + (t % 16u) / g.run] = r; }
+  workgroupBarrier();
+  var m = rowGroupSlots[at];
+  for (var k = 1u; k < 16u / g.run; k++) { m = max(m, rowGroupSlots[at + k]); }
+  return m;
+}
 `;
 }

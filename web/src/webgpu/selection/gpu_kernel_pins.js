@@ -1,5 +1,5 @@
-// configure({ gpuKernels: { linear?, attention?, decode? } }): WebGPU kernel variants pinned by
-// name (kernel_config.js's catalogue), for deterministic runs and tests. A pinned family skips
+// configure({ gpuKernels: { linear?, attention?, decode?, q8linear?, q8rows? } }): WebGPU kernel
+// variants pinned by name (kernel_config.js's catalogue), for deterministic runs and tests. A pinned family skips
 // the selection by measurement (kernel_selection.js); where a pinned variant does not fit the
 // device or the call (workgroup memory, head widths), the family's default runs instead.
 import { OptionError, describe } from '../../base/errors.js';
@@ -12,7 +12,7 @@ export function checkGpuKernels(value) {
   if (value === undefined || value === null) return {};
   const names = variantNames();
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new OptionError(`configure: gpuKernels: expected { linear?, attention?, decode? } of variant names, got ${describe(value)}`, {
+    throw new OptionError(`configure: gpuKernels: expected { linear?, attention?, decode?, q8linear?, q8rows? } of variant names, got ${describe(value)}`, {
       argument: 'gpuKernels', expected: 'object', actual: describe(value),
     });
   }

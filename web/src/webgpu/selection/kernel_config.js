@@ -39,8 +39,10 @@ export const LINEAR_VARIANTS = {
  * 256 as register-blocked mini-GEMMs; qShared false: Q read from global memory, for wide heads
  * whose Q tile would not fit workgroup memory; dot: the scores as dot products of vec4s over the
  * features, Q and K staged that way; lean: K, V, scores and p in arrays of their own, three
- * barriers per key tile instead of five); 'quad' is flash_quad.wgsl.js (64 × 64, vec4
- * reads; needs 48 KiB of workgroup memory at d = 64).
+ * barriers per key tile instead of five; subgroups: each tile's row max by subgroup shuffles of
+ * the invocations' own scores instead of BC reads of the score tile, the same value, only where
+ * the device has 'subgroups'); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
+ * of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
   row: { kernel: 'row' },
@@ -52,6 +54,7 @@ export const ATTENTION_VARIANTS = {
   dotlean64x16: { kernel: 'tiled', bc: 16, dot: true, lean: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
+  sg64x16: { kernel: 'tiled', bc: 16, subgroups: true, features: ['subgroups'] },
 };
 
 /**
@@ -64,6 +67,30 @@ export const ATTENTION_VARIANTS = {
 export const DECODE_VARIANTS = {
   split256: { chunk: 256 },
   split256sg: { chunk: 256, subgroups: true, features: ['subgroups'] },
+};
+
+/**
+ * The linear variants of a module with activations 'int8' (its projections: the rows quantised,
+ * then an integer product; q8_projection.js): 'q8tile16' is q8_linear.wgsl.js (one output per
+ * invocation, 16 × 16 a workgroup); 'tiled' is q8_tiled.wgsl.js, a (16·rm) × (16·rn) tile with
+ * rm · rn outputs per invocation, a candidate only for calls whose largest projection has more
+ * than DECODE_MAX_L rows (`minRows`: a decode step's one-row products would leave most of its
+ * tile idle). Both give the same bits (q8_common.wgsl.js): the default tolerance holds with room.
+ */
+export const Q8_LINEAR_VARIANTS = {
+  q8tile16: { kernel: 'tile16' },
+  q8r64x64: { kernel: 'tiled', rm: 4, rn: 4, minRows: DECODE_MAX_L + 1 },
+};
+
+/**
+ * The row quantisers of a module with activations 'int8' (q8_rows.wgsl.js, before each
+ * projection): the block's max |x| by a workgroup-memory tree ('tree32') or by subgroup operations
+ * ('sg32', subgroup_reduce.wgsl.js; only where the device has 'subgroups'). A max is exact in any
+ * order, so both give the same codes and scales, bit for bit, on any subgroup size.
+ */
+export const Q8_ROWS_VARIANTS = {
+  tree32: {},
+  sg32: { subgroups: true, features: ['subgroups'] },
 };
 
 /**
@@ -80,6 +107,8 @@ export const DEFAULT_VARIANTS = {
   linear: ['r64x64k16', 'r128x128k8p'],  // [below LINEAR_LARGE_ROWS rows, from there]
   attention: ['tile64x16'],
   decode: ['split256'],
+  q8linear: ['q8tile16'],
+  q8rows: ['tree32'],
 };
 
 /** Rows (the call's largest projection) from which the linear default is the large one. */
@@ -122,18 +151,20 @@ export const SELECTION_PRUNE_RATIO = 1.5;
  */
 export const DEFAULT_TOLERANCE = 1e-4;
 
-/** The variant names of each family ({ linear, attention, decode }: string[]). */
+/** The variant names of each family ({ linear, attention, decode, q8linear, q8rows }: string[]). */
 export const variantNames = () => ({
   linear: Object.keys(LINEAR_VARIANTS),
   attention: Object.keys(ATTENTION_VARIANTS),
   decode: Object.keys(DECODE_VARIANTS),
+  q8linear: Object.keys(Q8_LINEAR_VARIANTS),
+  q8rows: Object.keys(Q8_ROWS_VARIANTS),
 });
 
 /**
  * The device features any variant needs (its catalogue entry's `features`): device.js asks for
  * each where the adapter offers it, so that a new variant needs only its entry here.
  */
-export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS]
+export const variantFeatures = () => [...new Set([LINEAR_VARIANTS, ATTENTION_VARIANTS, DECODE_VARIANTS, Q8_LINEAR_VARIANTS, Q8_ROWS_VARIANTS]
   .flatMap((catalogue) => Object.values(catalogue).flatMap((spec) => spec.features ?? [])))];
 
 /**
