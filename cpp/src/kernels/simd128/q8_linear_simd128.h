@@ -2,8 +2,8 @@
 // (column c's lane does the scalar kernel's f32 operations, in its order, so every module gives
 // the same bits). Each block's integer dot products come from i32x4.dot_i16x8_s on codes widened to
 // int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
-// pair. The relaxed modules' kernels (q8_relaxed_simd128.h) replace the codes' block_dot by
-// i32x4.relaxed_dot_i8x16_i7x16_add_s, the same integers.
+// pair. The relaxed modules' int4 kernel (q8_relaxed_simd128.h) replaces Q4Codes' block_dot by
+// i16x8.relaxed_dot_i8x16_i7x16_s on the codes' bytes, the same integers.
 // i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp instantiate linear_panels with their Codes.
 #pragma once
 
