@@ -133,6 +133,13 @@ struct I8PairPanel {
   }
 };
 
+// A block's 8 int4 zero points (one word, storage_convert.h's q4_shift) as int32 lanes, columns 0-3
+// and 4-7.
+inline void q4_zero_lanes(std::uint32_t zw, v128_t& z03, v128_t& z47) {
+  z03 = wasm_i32x4_make(storage::q4_code(zw, 0), storage::q4_code(zw, 1), storage::q4_code(zw, 2), storage::q4_code(zw, 3));
+  z47 = wasm_i32x4_make(storage::q4_code(zw, 4), storage::q4_code(zw, 5), storage::q4_code(zw, 6), storage::q4_code(zw, 7));
+}
+
 // int4 codes, a group of 4 rows in 16 bytes (storage_convert.h's q4_byte): as 32-bit lanes, lane i
 // holds columns 2i (low half) and 2i + 1 (high half), row j of the group at bit q4_row_shift(j) of
 // its half. Row k's codes are the group shifted right by its row's bit and masked (the even
@@ -151,9 +158,9 @@ struct Q4PairPanel {
   Q4PairPanel(const PackedLinear& w, int panel)
       : p(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
   void start(int k0) {
-    const std::uint32_t z = zero_points[k0 / kBlock];
-    z_even = wasm_i32x4_make(storage::q4_code(z, 0), storage::q4_code(z, 2), storage::q4_code(z, 4), storage::q4_code(z, 6));
-    z_odd = wasm_i32x4_make(storage::q4_code(z, 1), storage::q4_code(z, 3), storage::q4_code(z, 5), storage::q4_code(z, 7));
+    v128_t z03, z47;
+    q4_zero_lanes(zero_points[k0 / kBlock], z03, z47);
+    to_pairs(z03, z47, z_even, z_odd);
   }
   // Rows a group at a time (panels_simd128.h's row_times_panel_rows): the group's 16 bytes once,
   // each row's shift a constant.
@@ -166,11 +173,9 @@ struct Q4PairPanel {
     even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, shift), nibble), z_even));
     odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, 16 + shift), nibble), z_odd));
   }
+  // One row alone: its group shifted so that the row lies where group_row<0> reads.
   void row(int k, v128_t& even, v128_t& odd) const {
-    const v128_t g = wasm_u32x4_shr(group(k & ~3), storage::q4_row_shift(k & 3));
-    const v128_t nibble = wasm_i32x4_splat(0xF);
-    even = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(g, nibble), z_even));
-    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_sub(wasm_v128_and(wasm_u32x4_shr(g, 16), nibble), z_odd));
+    group_row<0>(wasm_u32x4_shr(group(k & ~3), storage::q4_row_shift(k & 3)), even, odd);
   }
   // The scales of the block that starts at row k0, even and odd columns.
   void pair_scales(int k0, v128_t& s_even, v128_t& s_odd) const {

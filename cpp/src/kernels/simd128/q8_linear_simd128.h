@@ -17,6 +17,7 @@
 
 #include "kernels/kernels.h"
 #include "kernels/q8_rows.h"
+#include "kernels/simd128/pair_panels_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {
 namespace {
@@ -122,51 +123,53 @@ struct Q4Codes {
     low = wasm_v128_and(v, mask);
     high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
   }
+  // lo, hi += the group v times the R input rows' codes x[r] at its first row.
   template <int R>
-  static void group(v128_t v, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+  static void group(v128_t v, const std::int16_t* const x[R], v128_t lo[R], v128_t hi[R]) {
     v128_t low, high;
     nibbles(v, low, high);
     const v128_t low03 = wasm_u16x8_extend_low_u8x16(low), low47 = wasm_u16x8_extend_high_u8x16(low);
     const v128_t high03 = wasm_u16x8_extend_low_u8x16(high), high47 = wasm_u16x8_extend_high_u8x16(high);
     for (int r = 0; r < R; ++r) {
-      const v128_t x01 = pair_at(in.x[r], k), x23 = pair_at(in.x[r], k + 2);
+      const v128_t x01 = pair_at(x[r], 0), x23 = pair_at(x[r], 2);
       lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low03, x01), wasm_i32x4_dot_i16x8(high03, x23)));
       hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low47, x01), wasm_i32x4_dot_i16x8(high47, x23)));
     }
   }
-  // f(v, k) for each group of rows k … k+3 of [k0, k1), v its 16 bytes. The groups' pointer
-  // stepped, the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang
-  // hoisted every load and V8 spilled them).
-  template <class F>
-  void each_group(int k0, int k1, F&& f) const {
+  // f(v, at) for each group of rows k … k+3 of [k0, k1), v its 16 bytes, `at` stepped by 4 rows
+  // from `first` (a row index, or a pointer to row k0 of an input). The groups' pointer stepped,
+  // the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang hoisted
+  // every load and V8 spilled them).
+  template <class At, class F>
+  void each_group(int k0, int k1, At first, F&& f) const {
     const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
     __asm__("" : "+r"(end));
-    int k = k0;
-    _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, k += storage::kQ4GroupRows) f(wasm_v128_load(g), k);
+    At at = first;
+    _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, at += storage::kQ4GroupRows) f(wasm_v128_load(g), at);
+  }
+  // f(v, x) for each group of [k0, k1), x the R input rows (rows[r]) at its first row. One row (a
+  // decode step): its pointer stepped with the codes' (V8 then addresses its loads without an
+  // index computation each); more: each from the group's row index.
+  template <int R, class T, class F>
+  void each_group_rows(int k0, int k1, const T* const rows[R], F&& f) const {
+    if constexpr (R == 1) {
+      each_group(k0, k1, rows[0] + k0, [&](v128_t v, const T* at) {
+        const T* x[1] = {at};
+        f(v, x);
+      });
+    } else {
+      each_group(k0, k1, k0, [&](v128_t v, int k) {
+        const T* x[R];
+        for (int r = 0; r < R; ++r) x[r] = rows[r] + k;
+        f(v, x);
+      });
+    }
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
-    if constexpr (R == 1) {
-      // One row (a decode step): the input's pointer stepped with the codes' (V8 then addresses
-      // its loads without an index computation each).
-      const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-      __asm__("" : "+r"(end));
-      InputRows<1> at = in;
-      at.x[0] += k0;
-      _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, at.x[0] += storage::kQ4GroupRows) {
-        group<1>(wasm_v128_load(g), at, 0, lo, hi);
-      }
-    } else {
-      each_group(k0, k1, [&](v128_t v, int k) { group<R>(v, in, k, lo, hi); });
-    }
+    each_group_rows<R>(k0, k1, in.x, [&](v128_t v, const std::int16_t* const x[R]) { group<R>(v, x, lo, hi); });
     subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
-  }
-  // The 8 zero points of a block's word (storage_convert.h's q4_shift) as int32 lanes, columns 0-3
-  // and 4-7.
-  static void zero_lanes(std::uint32_t zw, v128_t& z03, v128_t& z47) {
-    z03 = wasm_i32x4_make(storage::q4_code(zw, 0), storage::q4_code(zw, 1), storage::q4_code(zw, 2), storage::q4_code(zw, 3));
-    z47 = wasm_i32x4_make(storage::q4_code(zw, 4), storage::q4_code(zw, 5), storage::q4_code(zw, 6), storage::q4_code(zw, 7));
   }
   // lo, hi −= z · Σ q_x per input row.
   template <int R>
@@ -180,7 +183,7 @@ struct Q4Codes {
       return;
     }
     v128_t z03, z47;
-    zero_lanes(zw, z03, z47);
+    q4_zero_lanes(zw, z03, z47);
     for (int r = 0; r < R; ++r) {
       const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
       lo[r] = wasm_i32x4_sub(lo[r], wasm_i32x4_mul(z03, sum));
@@ -191,11 +194,13 @@ struct Q4Codes {
   // int32 dot is Σ (q − z)·q_x directly, the same integer as block_dot's Σ q·q_x − z·Σ q_x). Rows
   // past k1 hold 0 − z: they meet input codes that are zero.
   void widen_block(int b, int k0, int k1, std::int16_t* out) const {
-    alignas(16) std::int16_t z[2 * kPanelWidth];
-    for (int c = 0; c < kPanelWidth; ++c) z[2 * c] = z[2 * c + 1] = static_cast<std::int16_t>(storage::q4_code(zero_points[b], c));
-    const v128_t z03 = wasm_v128_load(z), z47 = wasm_v128_load(z + 8);
+    // Each column's zero point twice, (z0, z0, z1, z1, ...) as int16, as the (k, k+1) pairs lie.
+    v128_t z03, z47;
+    q4_zero_lanes(zero_points[b], z03, z47);
+    z03 = wasm_v128_or(z03, wasm_i32x4_shl(z03, 16));
+    z47 = wasm_v128_or(z47, wasm_i32x4_shl(z47, 16));
     const std::int16_t* after = out + kWideBlock;
-    each_group(k0, k1, [&](v128_t v, int) {
+    each_group(k0, k1, k0, [&](v128_t v, int) {
       v128_t low, high;
       nibbles(v, low, high);
       wasm_v128_store(out, wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(low), z03));

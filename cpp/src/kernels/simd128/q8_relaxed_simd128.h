@@ -28,7 +28,7 @@ struct Q4RelaxedCodes : Q4Codes {
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     v128_t s_low[R], s_high[R];
     for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i16x8_splat(0);
-    const auto group = [&](v128_t v, const std::int8_t* const x[R]) {
+    const auto dot_group = [&](v128_t v, const std::int8_t* const x[R]) {
       v128_t low, high;
       nibbles(v, low, high);
       for (int r = 0; r < R; ++r) {
@@ -36,19 +36,7 @@ struct Q4RelaxedCodes : Q4Codes {
         s_high[r] = wasm_i16x8_add(s_high[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r] + 2), high));
       }
     };
-    if constexpr (R == 1) {
-      // One row (a decode step): the input's pointer stepped with the codes' (Q4Codes::block_dot).
-      const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-      __asm__("" : "+r"(end));
-      const std::int8_t* x[1] = {in.codes[0] + k0};
-      _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, x[0] += storage::kQ4GroupRows) group(wasm_v128_load(g), x);
-    } else {
-      each_group(k0, k1, [&](v128_t v, int k) {
-        const std::int8_t* x[R];
-        for (int r = 0; r < R; ++r) x[r] = in.codes[r] + k;
-        group(v, x);
-      });
-    }
+    each_group_rows<R>(k0, k1, in.codes, dot_group);
     for (int r = 0; r < R; ++r) {
       lo[r] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[r]), wasm_i32x4_extend_low_i16x8(s_high[r]));
       hi[r] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[r]), wasm_i32x4_extend_high_i16x8(s_high[r]));
