@@ -61,8 +61,8 @@ KvCache::KvCache(std::uint64_t owner, const KvCacheConfig& config, int kv_heads,
   // Zeroed: a value slot not yet written is multiplied by a weight of 0, which must give 0 (an
   // int8 slot: q = 0 and scale 0).
   const std::size_t bytes = storage_element_bytes(config.dtype);
-  k_.reset(new unsigned char[blocks * k_block_ * bytes]());
-  v_.reset(new unsigned char[blocks * v_block_ * bytes]());
+  k_ = aligned_bytes(blocks * k_block_ * bytes, true);
+  v_ = aligned_bytes(blocks * v_block_ * bytes, true);
   if (config.dtype == StorageType::i8) {
     k_scales_.reset(new float[blocks * capacity_]());
     v_scales_.reset(new float[blocks * capacity_]());
@@ -218,8 +218,8 @@ KvCache::KvCache(const KvCache& from, bool)
   // Not zeroed first: every byte is copied, so a fork costs one copy of the storage.
   const std::size_t blocks = static_cast<std::size_t>(config_.batch) * kv_heads_;
   const std::size_t bytes = storage_element_bytes(config_.dtype);
-  k_.reset(new unsigned char[blocks * k_block_ * bytes]);
-  v_.reset(new unsigned char[blocks * v_block_ * bytes]);
+  k_ = aligned_bytes(blocks * k_block_ * bytes);
+  v_ = aligned_bytes(blocks * v_block_ * bytes);
   std::memcpy(k_.get(), from.k_.get(), blocks * k_block_ * bytes);
   std::memcpy(v_.get(), from.v_.get(), blocks * v_block_ * bytes);
   if (from.k_scales_) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "webattention/aligned_bytes.h"
 #include "webattention/storage_type.h"
 
 namespace webattention {
@@ -148,7 +149,7 @@ class KvCache {
   std::vector<std::int64_t> lengths_;  // each batch row's positions
   // Panel layouts of attention_problem.h's PackedKv, elements of config_.dtype; int8 adds one
   // scale per (batch, K/V head, slot): [batch·kv_heads][capacity] for K and for V.
-  std::unique_ptr<unsigned char[]> k_, v_;
+  AlignedBytes k_, v_;
   std::unique_ptr<float[]> k_scales_, v_scales_;
   // Nothing stored, in any slot, reads back as Inf or NaN (cleared by an append that stores one;
   // unwritten slots are zeros): the f16 kernels' cheap widening, and no hidden key to keep out of

@@ -18,6 +18,7 @@
 #include "kernels/attention_problem.h"
 #include "kernels/kv_layout.h"
 #include "kernels/storage_convert.h"
+#include "webattention/aligned_bytes.h"
 #include "webattention/storage_type.h"
 
 namespace webattention::kernels {
@@ -39,7 +40,7 @@ struct PackedLinear {
   StorageType type = StorageType::f32;
   // [ceil(out / 8)][in][8] elements of `type`. Not a std::vector: packing writes every element,
   // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
-  std::unique_ptr<unsigned char[]> storage;
+  AlignedBytes storage;
   std::unique_ptr<float[]> scales;  // int8 and int4 only
   std::unique_ptr<std::uint32_t[]> zero_points;  // int4 only
   // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only

@@ -159,7 +159,7 @@ PackedLinear allocate(StorageType type, int out, int in) {
   w.type = type;
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * in;
   // int4: half a byte per element, a panel's rows rounded up to whole groups of 4.
-  w.storage.reset(new unsigned char[type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type)]);
+  w.storage = aligned_bytes(type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type));
   if (type == StorageType::i8 || type == StorageType::q4) {
     w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
   }
