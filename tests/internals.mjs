@@ -16,7 +16,9 @@ export { testHooks as webgpuTestHooks } from '../web/src/dispatch/dispatch.js';
 export { DECODE_MAX_L } from '../web/src/webgpu/selection/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool/pool.js';
 export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/wasm/variant.js';
-export { PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureFusedSpeedup, measuredFusedSpeedup } from '../web/src/wasm/madd_probe.js';
+export {
+  DOT_MIN_SPEEDUP, FUSED_MIN_WITH_DOT, PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureRelaxedSpeedups, measuredSpeedups, relaxedPays,
+} from '../web/src/wasm/madd_probe.js';
 export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';

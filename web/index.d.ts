@@ -448,19 +448,25 @@ export interface Capabilities {
   simd: boolean;
   /**
    * The module loaded (web/modules.json). 'mt': SIMD128 + pthreads, picked on cross-origin-isolated
-   * pages (served as is or bundled). 'relaxed': SIMD128 with relaxed-SIMD multiply-add,
-   * where the engine validates it (and, in a browser whose clock can time it, where it measured
-   * faster: relaxedSimdSpeedup); 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
+   * pages (served as is or bundled). 'relaxed': SIMD128 with relaxed-SIMD multiply-add and dot
+   * product, where the engine validates it (and, in a browser whose clock can time it, where it
+   * measured faster: relaxedSimdSpeedup, relaxedDotSpeedup); 'mt-relaxed' both. 'scalar': engines without WASM SIMD.
    */
   wasmModule: WasmModuleName;
   /** Threads a module created without the `threads` option uses (at most). */
   threads: number;
   /**
    * How much faster relaxed SIMD's fused multiply-add ran the projection's register block than
-   * mul + add on this device when the module was picked (relaxed modules from 1.1 up), or null
-   * where that was not measured (Node, engines without relaxed SIMD, a coarse clock, a forced module).
+   * mul + add on this device when the module was picked, or null where that was not measured
+   * (Node, engines without relaxed SIMD, a coarse clock, a forced module). Relaxed modules run
+   * from 1.1 up, or from 0.95 up where relaxedDotSpeedup is 1.3 or more.
    */
   relaxedSimdSpeedup: number | null;
+  /**
+   * How much faster relaxed SIMD's dot product ran the int4 × int8 decode kernel's step than the
+   * SIMD128 modules' widened one, measured beside relaxedSimdSpeedup (null where it is null).
+   */
+  relaxedDotSpeedup: number | null;
 }
 
 /**

@@ -4,8 +4,17 @@
 // own (~1 KB, embedded in web/dist/madd_probe.js), which web/src/madd_probe.js times on the user's
 // device before the package picks its WASM module: the relaxed-SIMD modules run these kernels
 // fused, and pay only where fusing is faster (1.6x on an Intel Xeon; 0.97x on AMD Zen 5, whose
-// separate adders keep mul + add as fast: docs/performance.md#relaxed-simd).
+// separate adders keep mul + add as fast: docs/performance.md#relaxed-simd). And the int4 ×
+// int8 decode kernel's step over a group of codes both ways: relaxed SIMD's
+// i16x8.relaxed_dot_i8x16_i7x16_s (Q4RelaxedCodes::group, 7 operations per 32 weights) and the
+// SIMD128 modules' widening to int16 and i32x4.dot_i16x8_s (Q4Codes::group, 15), the kernels'
+// own code, which ran 1.7x faster relaxed on an AMD Zen where fusing paid nothing
+// (bench/limits/int4_dot).
 #include <wasm_simd128.h>
+
+#include <cstdint>
+
+#include "kernels/simd128/q8_relaxed_simd128.h"
 
 namespace {
 
@@ -44,6 +53,35 @@ float block_4x8(int reps) {
   return wasm_f32x4_extract_lane(sum, 0);
 }
 
+constexpr int kGroups = 64;  // 1 KiB of int4 codes (2048 weights) and their input codes, in L1
+
+alignas(16) std::uint8_t codes[16 * kGroups];
+alignas(16) std::int8_t x8[4 * kGroups];
+alignas(16) std::int16_t x16[4 * kGroups];
+
+using webattention::kernels::simd128_q8::Q4Codes;
+using webattention::kernels::simd128_q8::Q4RelaxedCodes;
+
+// `reps` passes over the groups, as a one-row decode step steps them; returns a sum of the
+// accumulators (kept live).
+template <bool kRelaxed>
+int group_dots(int reps) {
+  v128_t a[1] = {wasm_i32x4_splat(0)}, b[1] = {wasm_i32x4_splat(0)};
+  for (int r = 0; r < reps; ++r) {
+    for (int g = 0; g < kGroups; ++g) {
+      const v128_t v = wasm_v128_load(codes + 16 * g);
+      if constexpr (kRelaxed) {
+        const std::int8_t* const x[1] = {x8 + 4 * g};
+        Q4RelaxedCodes::group<1>(v, x, a, b);
+      } else {
+        const std::int16_t* const x[1] = {x16 + 4 * g};
+        Q4Codes::group<1>(v, x, a, b);
+      }
+    }
+  }
+  return wasm_i32x4_extract_lane(wasm_i32x4_add(a[0], b[0]), 0);
+}
+
 }  // namespace
 
 extern "C" {
@@ -52,10 +90,18 @@ extern "C" {
 __attribute__((export_name("fill"))) void fill(float v) {
   for (int i = 0; i < 4 * kSteps; ++i) x[i] = v * static_cast<float>(i % 7);
   for (int i = 0; i < 8 * kSteps; ++i) w[i] = v * static_cast<float>(i % 5);
+  // Any codes: the relaxed form's int16 sums wrap over many passes, deterministically (each dot
+  // product's weight operand is a nibble, 0…15).
+  for (int i = 0; i < 16 * kGroups; ++i) codes[i] = static_cast<std::uint8_t>((i * 7 + static_cast<int>(v * 1e3f)) & 0xFF);
+  for (int i = 0; i < 4 * kGroups; ++i) x16[i] = x8[i] = static_cast<std::int8_t>(i % 2 ? -(i % 5) : i % 5);
 }
 
 // 64 · reps steps of 32 multiply-adds each: 4096 · reps FLOP.
 __attribute__((export_name("fused"))) float fused(int reps) { return block_4x8<true>(reps); }
 __attribute__((export_name("separate"))) float separate(int reps) { return block_4x8<false>(reps); }
+
+// 2048 · reps int4 × int8 products each.
+__attribute__((export_name("dot_relaxed"))) int dot_relaxed(int reps) { return group_dots<true>(reps); }
+__attribute__((export_name("dot_widened"))) int dot_widened(int reps) { return group_dots<false>(reps); }
 
 }  // extern "C"

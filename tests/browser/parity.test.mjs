@@ -4,7 +4,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FEATURES, MODULES } from '../../web/dist/modules.js';
-import { PLAUSIBLE, RELAXED_MIN_SPEEDUP } from '../../web/src/wasm/madd_probe.js';
+import { PLAUSIBLE, relaxedPays } from '../../web/src/wasm/madd_probe.js';
 import { launchBrowser } from './browsers.mjs';
 import { startServer } from './harness.mjs';
 
@@ -12,8 +12,8 @@ import { startServer } from './harness.mjs';
  * One run per module of web/modules.json, forced with ?wasm=: threads modules on a
  * cross-origin-isolated page, the others on a plain one. Then one run per kind of page as feature
  * detection picks: the most valued module (Chromium has every feature), except that a relaxed-SIMD
- * one only where the page measured relaxed SIMD paying (capabilities().relaxedSimdSpeedup: at least
- * RELAXED_MIN_SPEEDUP, or null where it could not measure; web/src/wasm/madd_probe.js).
+ * one only where the page measured relaxed SIMD paying (capabilities().relaxedSimdSpeedup and
+ * relaxedDotSpeedup, by relaxedPays(), or null where it could not measure; web/src/wasm/madd_probe.js).
  */
 function modulesToRun() {
   const forced = MODULES.map((m) => ({
@@ -28,7 +28,7 @@ function modulesToRun() {
     name: `the module detection picks (${threads ? 'cross-origin-isolated' : 'plain'} page)`,
     server: threads ? 'isolated' : 'plain',
     query: '',
-    module: (speedup) => MODULES.filter((m) => m.threads === threads && (!m.relaxed || speedup === null || speedup >= RELAXED_MIN_SPEEDUP))
+    module: (speedups) => MODULES.filter((m) => m.threads === threads && (!m.relaxed || relaxedPays(speedups)))
       .reduce((best, m) => (rank(m) > rank(best) ? m : best)).name,
     minThreads: threads ? 2 : 1,
   }));
@@ -65,11 +65,13 @@ describe('PyTorch parity in Chromium', { timeout: 120_000 }, () => {
       const r = await page.evaluate(() => ({ ...document.body.dataset }));
       await page.close();
       assert.equal(r.status, 'ok', r.error);
-      const speedup = r.relaxedSimdSpeedup === 'null' ? null : Number(r.relaxedSimdSpeedup);
-      assert.equal(r.module, run.module(speedup), `relaxedSimdSpeedup ${r.relaxedSimdSpeedup}`);
+      const speedups = r.relaxedSimdSpeedup === 'null' ? null : { fused: Number(r.relaxedSimdSpeedup), dot: Number(r.relaxedDotSpeedup) };
+      assert.equal(r.module, run.module(speedups), `relaxedSimdSpeedup ${r.relaxedSimdSpeedup}, relaxedDotSpeedup ${r.relaxedDotSpeedup}`);
       // Measured (an isolated page, where the probe's times settled within its limit: about half
       // of Chromium page loads here) or not (null: the feature rule).
-      if (speedup !== null) assert.ok(speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1], `relaxedSimdSpeedup ${speedup}`);
+      for (const key of speedups ? ['fused', 'dot'] : []) {
+        assert.ok(speedups[key] >= PLAUSIBLE[key][0] && speedups[key] <= PLAUSIBLE[key][1], `${key} ${speedups[key]}`);
+      }
       assert.ok(Number(r.threads) >= run.minThreads, `threads ${r.threads}`);
       assert.ok(Number(r.cases) >= 40, `only ${r.cases} cases`);
       assert.ok(Number(r.worst) <= 1, `worst error ${r.worst}× the tolerance\n${r.failures}`);

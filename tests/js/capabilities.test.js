@@ -16,6 +16,7 @@ test('capabilities() reports the module and the default thread count in use', as
   assert.equal(caps.wasmModule, forced || (relaxedSimdSupported() ? 'relaxed' : 'simd'));
   assert.equal(caps.simd, caps.wasmModule !== 'scalar');
   assert.equal(caps.relaxedSimdSpeedup, null, 'Node picks by features alone: nothing measured');
+  assert.equal(caps.relaxedDotSpeedup, null);
   // WEBATTENTION_THREADS=<n> sets the default; else 'auto': min(cores, 4).
   const env = process.env.WEBATTENTION_THREADS;
   assert.equal(caps.threads, env && env !== 'auto' ? Number(env) : Math.min(availableParallelism(), 4));

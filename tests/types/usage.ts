@@ -24,6 +24,7 @@ async function example(stateDict: StateDict, query: Tensor, key: Tensor, value: 
   const auto = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, threads: 'auto' });
   const threads: number = pooled.threads + auto.threads + (await capabilities()).threads;
   const speedup: number | null = (await capabilities()).relaxedSimdSpeedup;
+  const dotSpeedup: number | null = (await capabilities()).relaxedDotSpeedup;
   // @ts-expect-error: threads is not part of the resolved (math) config
   pooled.config.threads;
 

@@ -12,7 +12,7 @@ import { createExecutors } from './create_executors.js';
 import { wasmSdpa } from '../wasm/wasm_executor.js';
 import { resolveCacheOptions } from '../dispatch/cache_checks.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js';
-import { measuredFusedSpeedup } from '../wasm/madd_probe.js';
+import { measuredSpeedups } from '../wasm/madd_probe.js';
 import { checkIndex, checkOptions } from '../base/option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from '../checks/plans.js';
 import { lazyModules } from '../base/lazy_modules.js';
@@ -269,15 +269,20 @@ export async function wasmHeapBytes() {
 
 /**
  * What this engine runs: { backend: 'wasm', simd, wasmModule: 'simd' | 'relaxed' | 'scalar' |
- * 'mt' | 'mt-relaxed', threads, relaxedSimdSpeedup } (threads: what a module created without the
- * `threads` option uses at most; relaxedSimdSpeedup: how much faster relaxed SIMD's fused
- * multiply-add ran the projection's register block than mul + add when the module was picked,
- * or null where that was not measured: variant.js chooseVariant).
+ * 'mt' | 'mt-relaxed', threads, relaxedSimdSpeedup, relaxedDotSpeedup } (threads: what a module
+ * created without the `threads` option uses at most; relaxedSimdSpeedup: how much faster relaxed
+ * SIMD's fused multiply-add ran the projection's register block than mul + add when the module
+ * was picked, relaxedDotSpeedup: its dot product the int4 × int8 step than the SIMD128 form; each
+ * null where that was not measured: variant.js chooseVariant).
  */
 export async function capabilities() {
   const { variant, core } = await runtime.load();
   const threads = moduleEntry(variant).threads ? core.threadCount() : runtime.threads(undefined).threads;
-  return { backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads, relaxedSimdSpeedup: measuredFusedSpeedup() };
+  const speedups = measuredSpeedups();
+  return {
+    backend: 'wasm', simd: variant !== 'scalar', wasmModule: variant, threads,
+    relaxedSimdSpeedup: speedups?.fused ?? null, relaxedDotSpeedup: speedups?.dot ?? null,
+  };
 }
 
 /** Resolves once the core is loaded, without handing out its internals. */

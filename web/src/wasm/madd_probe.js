@@ -1,15 +1,32 @@
 // Whether relaxed SIMD pays on this device, measured. The relaxed-SIMD modules differ from the
-// SIMD128 ones in one thing: their matrix kernels multiply-add with f32x4.relaxed_madd (one fused
-// instruction where the CPU has FMA) instead of f32x4.mul + f32x4.add. Whether that is faster
-// depends on the CPU, not the engine: the projection's register block ran 1.6x faster fused on an
-// Intel Xeon (the relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose
-// separate adders keep mul + add at the same rate (the relaxed module 0.96-0.98x;
-// docs/performance.md#relaxed-simd). So the package times that block both ways (cpp/probe/, ~1 KB, embedded in
-// web/dist/madd_probe.js) before it picks a module (variant.js chooseVariant), in a few ms.
+// SIMD128 ones in two instructions. Their matrix kernels multiply-add with f32x4.relaxed_madd (one
+// fused instruction where the CPU has FMA) instead of f32x4.mul + f32x4.add: that depends on the
+// CPU, not the engine: the projection's register block ran 1.6x faster fused on an Intel Xeon (the
+// relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose separate adders keep
+// mul + add at the same rate (the relaxed module 0.96-0.98x; docs/performance.md#relaxed-simd).
+// And their int4 × int8 decode kernel takes i16x8.relaxed_dot_i8x16_i7x16_s (7 operations per 32
+// weights where SIMD128 widens to int16 in 15): 1.7x faster on an AMD Zen where fusing gained
+// nothing, so an int4 model decoded 1.3x faster in the relaxed module there. So the package times
+// both steps both ways (cpp/probe/, ~2 KB, embedded in web/dist/madd_probe.js) before it picks a
+// module (variant.js chooseVariant), in a few ms, and relaxedPays() below decides.
 import { MADD_PROBE } from '../../dist/madd_probe.js';
 
-/** Fused must run the block at least this much faster than separate for relaxed SIMD to be picked. */
+/** Fused must run the block at least this much faster than separate for relaxed SIMD to be picked, */
 export const RELAXED_MIN_SPEEDUP = 1.1;
+/** or the relaxed dot product the int4 × int8 step this much faster than the widened one, */
+export const DOT_MIN_SPEEDUP = 1.3;
+/** while fusing costs the float kernels at most this (fused's speed over separate's, at least). */
+export const FUSED_MIN_WITH_DOT = 0.95;
+
+/**
+ * Whether the relaxed modules pay for speed-ups { fused, dot } (measureRelaxedSpeedups()), or for
+ * null (not measured: they run wherever the engine has relaxed SIMD, the feature rule).
+ */
+export function relaxedPays(speedups) {
+  if (speedups === null) return true;
+  const { fused, dot } = speedups;
+  return fused >= RELAXED_MIN_SPEEDUP || (dot >= DOT_MIN_SPEEDUP && fused >= FUSED_MIN_WITH_DOT);
+}
 
 // The clock must resolve a call of ~0.1-0.3 ms: Node and cross-origin-isolated pages (5-20 µs)
 // do; other pages (100 µs or coarser) would need calls long enough to cost tens of ms, so there
@@ -18,6 +35,7 @@ const MAX_CLOCK_STEP_MS = 0.02;
 const MEASURED_CALL_MS = 0.3;   // each timed call, at least (and 20 clock steps)
 const WARM_MS = 8;              // the warm-up's time, at least
 const WARM_LIMIT_MS = 40;       // and at most
+const WARM_REPS = 20, WARM_CALLS = 10;  // each function's calls in a warm-up round, and their repetitions
 // Every loop here stops by count as well as by the clock, so that a clock that stops moving (or
 // moves without time passing) gives no measurement instead of a load that never ends: reads of
 // the clock while finding its step, warm-up rounds in a row that left it where it was (each round
@@ -26,13 +44,22 @@ const WARM_LIMIT_MS = 40;       // and at most
 const MAX_CLOCK_READS = 1e6;
 const MAX_STALE_ROUNDS = 100;
 const MAX_REPS = 1 << 20;
-/** The speed-ups a measurement can give: outside them it says null. */
-export const PLAUSIBLE = [0.5, 2.2];
+// The probe's pairs of functions, the relaxed form first, and the speed-ups each can give (fusing
+// saves at most half the multiply-adds' instructions; the dot product 8 of 15): outside them a
+// measurement says null.
+const PAIRS = {
+  fused: { names: ['fused', 'separate'], plausible: [0.5, 2.2] },
+  dot: { names: ['dot_relaxed', 'dot_widened'], plausible: [0.5, 3] },
+};
+export const PLAUSIBLE = Object.fromEntries(Object.entries(PAIRS).map(([key, pair]) => [key, pair.plausible]));
 
-let lastSpeedup = null;
+let lastSpeedups = null;
 
-/** The speed-up the last measurement found (capabilities().relaxedSimdSpeedup), or null. */
-export const measuredFusedSpeedup = () => lastSpeedup;
+/**
+ * The speed-ups the last measurement found, { fused, dot } (capabilities().relaxedSimdSpeedup,
+ * relaxedDotSpeedup), or null.
+ */
+export const measuredSpeedups = () => lastSpeedups;
 
 /**
  * The smallest step performance.now() takes here, in ms (Infinity if it does not move 3 times in
@@ -59,16 +86,14 @@ const timed = (f, reps, calls = 1) => {
   return performance.now() - t;
 };
 
-const NAMES = ['fused', 'separate'];  // the probe's two functions
-
 /**
- * Times the probe's register block fused and separate: resolves to fused's speed over separate's
- * (above 1: relaxed SIMD's multiply-add is faster here), or null where it cannot tell (no probe
- * built, an engine without relaxed SIMD, a clock too coarse, times still changing at the end of
- * the warm-up).
+ * Times the probe's two steps, each in its relaxed form and its SIMD128 one: resolves to each
+ * relaxed form's speed over the other's, { fused, dot } (above 1: relaxed SIMD is faster here), or
+ * null where it cannot tell (no probe built, an engine without relaxed SIMD, a clock too coarse,
+ * times still changing at the end of the warm-up, a speed-up outside PLAUSIBLE).
  */
-export async function measureFusedSpeedup() {
-  lastSpeedup = null;
+export async function measureRelaxedSpeedups() {
+  lastSpeedups = null;
   if (!MADD_PROBE) return null;
   let probe;
   try {
@@ -80,17 +105,29 @@ export async function measureFusedSpeedup() {
   if (!(step <= MAX_CLOCK_STEP_MS)) return null;
   probe._initialize();
   probe.fill(1e-3);
-  // Engines run a function's baseline code first (3-4x slower here, and alike fused or not) and
-  // swap in optimised code, compiled on another thread, once it has run a while: warm both in
-  // rounds for WARM_MS at least, then until neither has got faster for 4 rounds, yielding between
-  // rounds so that on a busy machine the compiler's thread gets a core; still changing after
-  // WARM_LIMIT_MS: no measurement.
-  const WARM_REPS = 20, WARM_CALLS = 10;
-  const best = { fused: Infinity, separate: Infinity };
+  if (!(await warm(probe, step))) return null;
+  const speedups = {};
+  for (const [key, { names: [relaxed, plain], plausible }] of Object.entries(PAIRS)) {
+    const speedup = timedPair(probe[relaxed], probe[plain], step);
+    if (!(speedup >= plausible[0] && speedup <= plausible[1])) return null;
+    speedups[key] = speedup;
+  }
+  lastSpeedups = speedups;
+  return speedups;
+}
+
+// Engines run a function's baseline code first (3-4x slower here, and alike in both forms) and
+// swap in optimised code, compiled on another thread, once it has run a while: warms every
+// function in rounds for WARM_MS at least, then until none has got faster for 4 rounds, yielding
+// between rounds so that on a busy machine the compiler's thread gets a core. Resolves to false
+// where times were still changing after WARM_LIMIT_MS (or the clock stopped).
+async function warm(probe, step) {
+  const names = Object.values(PAIRS).flatMap((pair) => pair.names);
+  const best = Object.fromEntries(names.map((name) => [name, Infinity]));
   const warmStart = performance.now();
   for (let still = 0, elapsed = 0, stale = 0; still < 4 || elapsed < WARM_MS;) {
     let faster = false;
-    for (const name of NAMES) {
+    for (const name of names) {
       const ms = timed(probe[name], WARM_REPS, WARM_CALLS);
       if (ms < 0.9 * best[name] - 2 * step) faster = true;  // beyond the clock's steps
       best[name] = Math.min(best[name], ms);
@@ -99,26 +136,27 @@ export async function measureFusedSpeedup() {
     const now = performance.now() - warmStart;
     stale = now === elapsed ? stale + 1 : 0;
     elapsed = now;
-    if (elapsed > WARM_LIMIT_MS || stale === MAX_STALE_ROUNDS) return null;
+    if (elapsed > WARM_LIMIT_MS || stale === MAX_STALE_ROUNDS) return false;
     await new Promise((resolve) => setTimeout(resolve, 0));
   }
-  // Then the two in turn, 5 times, the best of each: calls long enough for the clock, sized on
-  // the code as it runs now (a size from the warm-up's slower rounds gave calls of a few clock
-  // steps in Chromium, and ratios from 0.7 to 1.9).
+  return true;
+}
+
+// The two forms of a step in turn, 5 times, the best of each: plain's time over relaxed's, or null.
+// Calls long enough for the clock, sized on the code as it runs now (a size from the warm-up's
+// slower rounds gave calls of a few clock steps in Chromium, and ratios from 0.7 to 1.9). A call
+// that reads as 0 ms tells nothing.
+function timedPair(relaxed, plain, step) {
   const minimum = Math.max(MEASURED_CALL_MS, 20 * step);
   let reps = WARM_REPS * WARM_CALLS;
-  while (timed(probe.fused, reps) < minimum) {
+  while (timed(relaxed, reps) < minimum) {
     reps *= 2;
     if (reps > MAX_REPS) return null;
   }
-  const ms = { fused: Infinity, separate: Infinity };
+  let relaxedMs = Infinity, plainMs = Infinity;
   for (let i = 0; i < 5; i += 1) {
-    for (const name of NAMES) ms[name] = Math.min(ms[name], timed(probe[name], reps));
+    relaxedMs = Math.min(relaxedMs, timed(relaxed, reps));
+    plainMs = Math.min(plainMs, timed(plain, reps));
   }
-  // A call that reads as 0 ms tells nothing; nor does a ratio fusing cannot give (it saves at most
-  // half the multiply-adds' instructions), which means one of the two still ran baseline code.
-  const speedup = ms.separate / ms.fused;
-  if (!(ms.fused > 0 && ms.separate > 0 && speedup >= PLAUSIBLE[0] && speedup <= PLAUSIBLE[1])) return null;
-  lastSpeedup = speedup;
-  return lastSpeedup;
+  return relaxedMs > 0 && plainMs > 0 ? plainMs / relaxedMs : null;
 }

@@ -7,7 +7,7 @@
 // on this device where the package can measure it (chooseVariant, madd_probe.js).
 import { FEATURES, MODULES } from '../../dist/modules.js';
 import { OptionError } from '../base/errors.js';
-import { RELAXED_MIN_SPEEDUP, measureFusedSpeedup } from './madd_probe.js';
+import { measureRelaxedSpeedups, relaxedPays } from './madd_probe.js';
 
 // A minimal module whose one function uses SIMD (i32x4.splat + i8x16.popcnt): valid only on
 // engines with WASM SIMD.
@@ -76,12 +76,11 @@ export function pickVariant(forced, { threadsModule = false, relaxed = relaxedSi
 
 /**
  * pickVariant(), with relaxed SIMD picked only where it pays: where the engine has it, `measure()`
- * (madd_probe.js: fused over separate multiply-add speed, or null where it cannot tell) decides,
- * relaxed from RELAXED_MIN_SPEEDUP up. A forced module is never measured. The browser entry
+ * (madd_probe.js: the relaxed forms' speed-ups { fused, dot }, or null where it cannot tell) and
+ * madd_probe.js's relaxedPays() decide. A forced module is never measured. The browser entry
  * measures; Node keeps the plain rule (a process's cold start would pay the probe's ~5 ms).
  */
-export async function chooseVariant(forced, { threadsModule = false, measure = measureFusedSpeedup, relaxed = relaxedSimdSupported() } = {}) {
+export async function chooseVariant(forced, { threadsModule = false, measure = measureRelaxedSpeedups, relaxed = relaxedSimdSupported() } = {}) {
   if ((forced !== undefined && forced !== '') || !relaxed) return pickVariant(forced, { threadsModule, relaxed });
-  const speedup = await measure();
-  return pickVariant(undefined, { threadsModule, relaxed: speedup === null || speedup >= RELAXED_MIN_SPEEDUP });
+  return pickVariant(undefined, { threadsModule, relaxed: relaxedPays(await measure()) });
 }

@@ -24,19 +24,22 @@ namespace {
 // widened and added at its end.
 struct Q4RelaxedCodes : Q4Codes {
   using Q4Codes::Q4Codes;
+  // s_low, s_high += the group v's low and high nibbles times the R input rows' codes x[r] at its
+  // first row (the device probe, cpp/probe/, times this step against Q4Codes::group).
+  template <int R>
+  static void group(v128_t v, const std::int8_t* const x[R], v128_t s_low[R], v128_t s_high[R]) {
+    v128_t low, high;
+    nibbles(v, low, high);
+    for (int r = 0; r < R; ++r) {
+      s_low[r] = wasm_i16x8_add(s_low[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r]), low));
+      s_high[r] = wasm_i16x8_add(s_high[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r] + 2), high));
+    }
+  }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     v128_t s_low[R], s_high[R];
     for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i16x8_splat(0);
-    const auto dot_group = [&](v128_t v, const std::int8_t* const x[R]) {
-      v128_t low, high;
-      nibbles(v, low, high);
-      for (int r = 0; r < R; ++r) {
-        s_low[r] = wasm_i16x8_add(s_low[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r]), low));
-        s_high[r] = wasm_i16x8_add(s_high[r], relaxed_dot_i16(wasm_v128_load16_splat(x[r] + 2), high));
-      }
-    };
-    each_group_rows<R>(k0, k1, in.codes, dot_group);
+    each_group_rows<R>(k0, k1, in.codes, [&](v128_t v, const std::int8_t* const x[R]) { group<R>(v, x, s_low, s_high); });
     for (int r = 0; r < R; ++r) {
       lo[r] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[r]), wasm_i32x4_extend_low_i16x8(s_high[r]));
       hi[r] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[r]), wasm_i32x4_extend_high_i16x8(s_high[r]));
