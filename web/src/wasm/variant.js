@@ -78,7 +78,7 @@ export function pickVariant(forced, { threadsModule = false, relaxed = relaxedSi
  * pickVariant(), with relaxed SIMD picked only where it pays: where the engine has it, `measure()`
  * (madd_probe.js: the relaxed forms' speed-ups { fused, dot }, or null where it cannot tell) and
  * madd_probe.js's relaxedPays() decide. A forced module is never measured. The browser entry
- * measures; Node keeps the plain rule (a process's cold start would pay the probe's ~5 ms).
+ * measures; Node keeps the plain rule (a process's cold start would pay the probe's 15–40 ms).
  */
 export async function chooseVariant(forced, { threadsModule = false, measure = measureRelaxedSpeedups, relaxed = relaxedSimdSupported() } = {}) {
   if ((forced !== undefined && forced !== '') || !relaxed) return pickVariant(forced, { threadsModule, relaxed });
