@@ -130,7 +130,7 @@ serveBrowserWorker(${quote(m.name)}, create);
 `;
 }
 
-// The probe's bytes inline: a ~1 KB module compiled synchronously where the package picks its
+// The probe's bytes inline: a ~3 KB module compiled synchronously where the package picks its
 // module, with no request of its own (and nothing for a bundler to copy).
 const PROBE_WASM = 'madd_probe_relaxed.wasm';
 function maddProbeJs(dist) {

@@ -1,7 +1,7 @@
 // The projection kernel's register block (f32_block_simd128.h: 4 rows × 8 columns, 8 f32x4
 // accumulators, broadcast loads of x, two loads of a weight row per step) twice: with relaxed
 // SIMD's f32x4.relaxed_madd (fused), and with f32x4.mul + f32x4.add (separate). A module of its
-// own (~1 KB, embedded in web/dist/madd_probe.js), which web/src/madd_probe.js times on the user's
+// own (~3 KB, embedded in web/dist/madd_probe.js), which web/src/madd_probe.js times on the user's
 // device before the package picks its WASM module: the relaxed-SIMD modules run these kernels
 // fused, and pay only where fusing is faster (1.6x on an Intel Xeon; 0.97x on AMD Zen 5, whose
 // separate adders keep mul + add as fast: docs/performance.md#relaxed-simd). And the int4 ×

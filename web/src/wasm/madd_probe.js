@@ -7,8 +7,8 @@
 // And their int4 × int8 decode kernel takes i16x8.relaxed_dot_i8x16_i7x16_s (7 operations per 32
 // weights where SIMD128 widens to int16 in 15): 1.7x faster on an AMD Zen where fusing gained
 // nothing, so an int4 model decoded 1.3x faster in the relaxed module there. So the package times
-// both steps both ways (cpp/probe/, ~2 KB, embedded in web/dist/madd_probe.js) before it picks a
-// module (variant.js chooseVariant), in a few ms, and relaxedPays() below decides.
+// both steps both ways (cpp/probe/, ~3 KB, embedded in web/dist/madd_probe.js) before it picks a
+// module (variant.js chooseVariant), in 15-40 ms, and relaxedPays() below decides.
 import { MADD_PROBE } from '../../dist/madd_probe.js';
 
 /** Fused must run the block at least this much faster than separate for relaxed SIMD to be picked, */
