@@ -17,7 +17,7 @@ export { DECODE_MAX_L } from '../web/src/webgpu/selection/kernel_config.js';
 export { testHooks as poolTestHooks } from '../web/src/pool/pool.js';
 export { chooseVariant, pickVariant, relaxedSimdSupported, simdSupported } from '../web/src/wasm/variant.js';
 export {
-  DOT_MIN_SPEEDUP, FUSED_MIN_WITH_DOT, PLAUSIBLE, RELAXED_MIN_SPEEDUP, measureRelaxedSpeedups, measuredSpeedups, relaxedPays,
+  DOT_MIN_SPEEDUP, FUSED_MIN_WITH_DOT, RELAXED_MIN_SPEEDUP, isPlausible, measureRelaxedSpeedups, measuredSpeedups, relaxedPays,
 } from '../web/src/wasm/madd_probe.js';
 export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';

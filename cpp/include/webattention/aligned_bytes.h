@@ -22,7 +22,8 @@ constexpr std::size_t kCacheLine = 64;
 
 // n bytes (zeroed if asked) at a multiple of kCacheLine; throws std::bad_alloc as new[] does.
 inline AlignedBytes aligned_bytes(std::size_t n, bool zeroed = false) {
-  const std::size_t whole = (n / kCacheLine + 1) * kCacheLine;  // aligned_alloc wants a multiple
+  // aligned_alloc wants a multiple of the alignment (and at least one line: never a null for 0).
+  const std::size_t whole = (n == 0 ? 1 : (n - 1) / kCacheLine + 1) * kCacheLine;
   if (whole < n) throw std::bad_alloc();
   auto* p = static_cast<unsigned char*>(std::aligned_alloc(kCacheLine, whole));
   if (!p) throw std::bad_alloc();
