@@ -3,7 +3,8 @@
 // every build's run() in turn, 9 rounds of about 50 ms each, best round per build, in Node (this
 // process) or in headless Chromium or Firefox. Builds alternate round by round, so a machine that
 // drifts moves them alike.
-//   node bench/decode/projection/compare.mjs [--engine node|chromium|firefox] build/decode_projection/NAME ...
+//   node bench/decode/projection/compare.mjs [--engine node|chromium|firefox] [--types f32,f16,int8,int4,int8a8,int4a8]
+//        build/decode_projection/NAME ...
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -14,13 +15,16 @@ import { markdownTable } from '../../lib/table.mjs';
 
 const { values: v, positionals: builds } = parseFlags(import.meta.url, process.argv.slice(2), {
   engine: { type: 'string', default: 'node' },
+  types: { type: 'string', default: 'f32,f16,int8' },
 }, { allowPositionals: true });
 if (!builds.length) exitWithUsage(import.meta.url, 'name at least one build');
 
 /** In the engine: per shape and type, each build's best ms per step (its rounds interleaved). */
-async function measure(modules) {
+async function measure(modules, types) {
   const SHAPES = [[768, 12, 12], [2048, 32, 8]];
-  const TYPES = { f32: 0, f16: 1, int8: 3 };
+  // projection.cpp's setup() codes: a StorageType, + 16 for activations 'int8'.
+  const CODES = { f32: 0, f16: 1, bf16: 2, int8: 3, int4: 4, int8a8: 16 + 3, int4a8: 16 + 4 };
+  const TYPES = Object.fromEntries(types.map((t) => [t, CODES[t]]));
   const rows = [];
   for (const shape of SHAPES) {
     for (const [type, code] of Object.entries(TYPES)) {
@@ -37,11 +41,15 @@ async function measure(modules) {
   return rows;
 }
 
+const KNOWN = ['f32', 'f16', 'bf16', 'int8', 'int4', 'int8a8', 'int4a8'];
+const TYPE_NAMES = v.types.split(',').map((t) => t.trim()).filter(Boolean);
+for (const t of TYPE_NAMES) if (!KNOWN.includes(t)) exitWithUsage(import.meta.url, `--types: unknown '${t}' (expected some of ${KNOWN.join(', ')})`);
+
 async function inNode() {
   const require = createRequire(import.meta.url);
   const modules = [];
   for (const b of builds) modules.push(await require(`${ROOT}/${b}.cjs`)({ wasmBinary: readFileSync(`${ROOT}/${b}.wasm`) }));
-  return measure(modules);
+  return measure(modules, TYPE_NAMES);
 }
 
 async function inBrowser(engine) {
@@ -50,7 +58,7 @@ async function inBrowser(engine) {
   try {
     const page = await browser.newPage();
     await page.goto(`${server.url}/bench/decode/projection/page.html`);
-    return await page.evaluate(async ([names, source]) => {
+    return await page.evaluate(async ([names, source, types]) => {
       const modules = [];
       for (const name of names) {
         const glue = await (await fetch(`/${name}.cjs`)).text();
@@ -59,8 +67,8 @@ async function inBrowser(engine) {
         const factory = new Function(`${glue}; return Module;`)();
         modules.push(await factory({ wasmBinary }));
       }
-      return (0, eval)(`(${source})`)(modules);
-    }, [builds, measure.toString()]);
+      return (0, eval)(`(${source})`)(modules, types);
+    }, [builds, measure.toString(), TYPE_NAMES]);
   } finally {
     await browser.close();
     server.child.kill();

@@ -22,7 +22,9 @@ double weight_count = 0;
 
 extern "C" {
 
-// The layers of (E, h, hkv) stored as `type` (a StorageType: 0 f32, 1 f16, 2 bf16, 3 int8).
+// The layers of (E, h, hkv) stored as `type` (a StorageType: 0 f32, 1 f16, 2 bf16, 3 int8, 4 int4),
+// plus kInt8Activations for create()'s activations 'int8'.
+constexpr int kInt8Activations = 16;
 __attribute__((used)) void setup(int E, int h, int hkv, int type) {
   const int outs[4] = {h * 64, hkv * 64, hkv * 64, E}, ins[4] = {E, E, E, h * 64};
   std::mt19937 rng(1);
@@ -33,7 +35,8 @@ __attribute__((used)) void setup(int E, int h, int hkv, int type) {
     std::uniform_real_distribution<float> value(-bound, bound);
     std::vector<float> W(static_cast<std::size_t>(outs[i]) * ins[i]);
     for (float& w : W) w = value(rng);
-    layers.push_back(pack_linear(W.data(), StorageType::f32, outs[i], ins[i], static_cast<StorageType>(type)));
+    layers.push_back(pack_linear(W.data(), StorageType::f32, outs[i], ins[i], static_cast<StorageType>(type & ~kInt8Activations)));
+    layers.back().int8_activations = (type & kInt8Activations) != 0;
     weight_count += static_cast<double>(W.size());
   }
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);

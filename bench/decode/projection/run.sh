@@ -3,7 +3,7 @@
 # kernels (the simd and relaxed modules' core libraries), in Node, Chromium and Firefox
 # (compare.mjs). With SOURCE=<another checkout> (e.g. a git worktree of an older commit), that
 # checkout's kernels too, in the same runs, interleaved: an A/B.
-# Usage: [SOURCE=DIR] [ENGINES="node chromium"] bash bench/decode/projection/run.sh   (needs emcc: bash scripts/setup.sh)
+# Usage: [SOURCE=DIR] [ENGINES="node chromium"] [TYPES=f32,int4a8] [VARIANTS=relaxed] bash bench/decode/projection/run.sh   (needs emcc: bash scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source scripts/env.sh
@@ -26,7 +26,7 @@ build() {
     bench/decode/projection/projection.cpp "$dir/libwebattention_core.a" -o "$out/$2_$3.cjs"
   if [ "$3" = relaxed ]; then python3 scripts/relaxed_simd_opcodes.py "$out/$2_$3.wasm" >/dev/null; fi
 }
-for variant in simd relaxed; do
+for variant in ${VARIANTS:-simd relaxed}; do
   names=()
   if [ -n "${SOURCE:-}" ]; then build "$SOURCE" before "$variant"; names+=("$out/before_$variant"); fi
   build . this "$variant"
@@ -34,6 +34,6 @@ for variant in simd relaxed; do
   for engine in ${ENGINES:-node chromium firefox}; do
     flags=()
     [ "$variant" = relaxed ] && [ "$engine" = node ] && flags+=(--experimental-wasm-relaxed-simd)
-    node "${flags[@]}" bench/decode/projection/compare.mjs --engine "$engine" "${names[@]}"
+    node "${flags[@]}" bench/decode/projection/compare.mjs --engine "$engine" --types "${TYPES:-f32,f16,int8}" "${names[@]}"
   done
 done

@@ -28,12 +28,17 @@ struct Q8Rows {
   std::vector<float> scales;        // [rows][blocks]: d_x of each block
   std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
   std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
+  // [rows][blocks]: −8 · Σ q_x as an int16, twice (low and high half): where a block's zero points
+  // are all 8, the relaxed int4 kernel's start of its int16 sum (q8_relaxed_simd128.h), splat by
+  // one 32-bit load (a scalar's splat cost V8 more than the operations it saves).
+  std::vector<std::uint32_t> minus_8_sums;
 
   std::size_t stride() const { return static_cast<std::size_t>(blocks) * storage::kQuantBlock; }
   const std::int8_t* row(int r) const { return codes.data() + r * stride(); }
   const std::int16_t* wide_row(int r) const { return wide.data() + r * stride(); }
   const float* row_scales(int r) const { return scales.data() + static_cast<std::size_t>(r) * blocks; }
   const std::int32_t* row_sums(int r) const { return sums.data() + static_cast<std::size_t>(r) * blocks; }
+  const std::uint32_t* row_minus_8_sums(int r) const { return minus_8_sums.data() + static_cast<std::size_t>(r) * blocks; }
 
   // One block: storage_convert.h's quantise_activations_q8 into q, Σ q into *sum; returns d.
   using BlockQuantiser = float (*)(const float* x, int n, std::int8_t* q, std::int32_t* sum);
@@ -62,6 +67,11 @@ struct Q8Rows {
       }
     }
     if (widen != Widening::none) wide.assign(codes.begin(), codes.end());
+    minus_8_sums.resize(sums.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) {
+      const std::uint32_t half = static_cast<std::uint16_t>(-8 * sums[i]);  // |8 Σ q_x| ≤ 8 · 32 · 127 < 2^15
+      minus_8_sums[i] = half | half << 16;
+    }
   }
 };
 

@@ -32,13 +32,14 @@ constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 // The (x_k, x_k+1) int16 pair splat to every i32 lane.
 inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
 
-// R input rows of the quantised block being multiplied: their int16 codes, their int8 codes (the
-// relaxed kernels' operand) and Σ q_x per block.
+// R input rows of the quantised block being multiplied: their int16 codes, their int8 codes and
+// −8 · Σ q_x (the relaxed kernel's operands), and Σ q_x per block.
 template <int R>
 struct InputRows {
   const std::int16_t* x[R];
   const std::int8_t* codes[R];
   const std::int32_t* sums[R];
+  const std::uint32_t* minus_8_sums[R];
 };
 
 // int8 weights, [in][8] codes per panel: rows k and k+1 sign-extended to int16 as they load, their
@@ -266,6 +267,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     in.x[r] = q.wide_row(r0 + r);
     in.codes[r] = q.row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
+    in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
   }
   for (int b = 0; b < q.blocks; ++b) {
