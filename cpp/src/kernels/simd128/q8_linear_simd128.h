@@ -49,6 +49,7 @@ struct InputRows {
 // took 3-4.
 struct I8Codes {
   static constexpr int kMaxRows = kRows;  // input rows per row block
+  static constexpr bool kWholeBlocksOneRow = false;  // no whole_blocks_one_row (Q4RelaxedCodes has)
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -113,6 +114,7 @@ struct I8Codes {
 // codes that are zero (Q8Rows pads each row to whole blocks).
 struct Q4Codes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kWholeBlocksOneRow = false;
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -223,6 +225,7 @@ struct Q4Codes {
 // per input row, a splat and a dot and an add per 4 columns: no shuffle or widening per row block.
 struct WideCodes {
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kWholeBlocksOneRow = false;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -252,6 +255,25 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
   return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
 }
 
+// acc += (s_w · d_x) · the block's integer sums, columns 0-3 (lo) and 4-7 (hi): q8_rows.h's rule,
+// s the block's 8 column scales, d its input row's.
+inline void add_scaled_block(const float* s, float d, v128_t lo, v128_t hi, v128_t& acc_lo, v128_t& acc_hi) {
+  const v128_t dv = wasm_f32x4_splat(d);
+  acc_lo = wasm_f32x4_add(acc_lo, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(s), dv), wasm_f32x4_convert_i32x4(lo)));
+  acc_hi = wasm_f32x4_add(acc_hi, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(s + 4), dv), wasm_f32x4_convert_i32x4(hi)));
+}
+
+// y's R rows (y_stride apart), columns [8p, 8p + 8) below w.out = acc + bias.
+template <int R>
+void store_rows(float (*acc)[kPanelWidth], const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  const int n0 = p * kPanelWidth;
+  for (int r = 0; r < R; ++r) {
+    wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), bias_or_zero(w, n0)));
+    wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_or_zero(w, n0 + 4)));
+  }
+  for (int r = 0; r < R; ++r) std::copy_n(acc[r], w.panel_columns(p), y + r * y_stride + n0);
+}
+
 // Rows [r0, r0 + R) of y, columns [8p, 8p + 8) (those below w.out) = those quantised rows of q times
 // panel p (+ bias); y points at row r0.
 // The f32 accumulators stay in memory (read and written once per block): with them in registers
@@ -270,26 +292,24 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
   }
+  if constexpr (R == 1 && Codes::kWholeBlocksOneRow) {
+    if (w.in % storage::kQuantBlock == 0) {  // every block whole: the one-row loop's case
+      codes.whole_blocks_one_row(in, dx[0], q.blocks, acc[0]);
+      return store_rows<R>(acc, w, p, y, y_stride);
+    }
+  }
   for (int b = 0; b < q.blocks; ++b) {
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
     v128_t lo[R], hi[R];
     codes.template block_dot<R>(b, k0, k1, in, lo, hi);
-    const float* s = codes.scales + b * kPanelWidth;
-    const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
     for (int r = 0; r < R; ++r) {
-      const v128_t d = wasm_f32x4_splat(dx[r][b]);
-      const v128_t sum_lo = wasm_f32x4_mul(wasm_f32x4_mul(s_lo, d), wasm_f32x4_convert_i32x4(lo[r]));
-      const v128_t sum_hi = wasm_f32x4_mul(wasm_f32x4_mul(s_hi, d), wasm_f32x4_convert_i32x4(hi[r]));
-      wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), sum_lo));
-      wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), sum_hi));
+      v128_t acc_lo = wasm_v128_load(acc[r]), acc_hi = wasm_v128_load(acc[r] + 4);
+      add_scaled_block(codes.scales + b * kPanelWidth, dx[r][b], lo[r], hi[r], acc_lo, acc_hi);
+      wasm_v128_store(acc[r], acc_lo);
+      wasm_v128_store(acc[r] + 4, acc_hi);
     }
   }
-  const int n0 = p * kPanelWidth;
-  for (int r = 0; r < R; ++r) {
-    wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), bias_or_zero(w, n0)));
-    wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_or_zero(w, n0 + 4)));
-  }
-  for (int r = 0; r < R; ++r) std::copy_n(acc[r], w.panel_columns(p), y + r * y_stride + n0);
+  store_rows<R>(acc, w, p, y, y_stride);
 }
 
 // Every row of q times panel p by `codes`: Codes::kMaxRows at a time, then the rest.
