@@ -48,43 +48,35 @@ struct Q4RelaxedCodes : Q4Codes {
     }
     subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
   }
-  // acc[0 .. 8) = one input row (a decode step's) times the panel, every block whole (the input's
-  // width a multiple of 32): rows_times_panel's arithmetic, in a loop of its own. Each block's 8
-  // groups are straight-line code, read at constant offsets: with the generic loop (a few groups
-  // per iteration, their count and the odd one worked out per block) V8 spent about as many
-  // scalar instructions per block on the loop as the block has vector ones. Decode projection,
-  // one thread, against that loop (bench/decode/projection/run.sh): Chromium 1.19-1.23×, Firefox
-  // 1.04-1.05×, Node 20 (relaxed behind a flag) 0.91-0.94×: its older V8 hoists the 16 loads and
-  // spills them. An empty asm between groups, or 4 groups a loop step, did no better in the
-  // browsers.
-  void whole_blocks_one_row(const InputRows<1>& in, const float* dx, int blocks, float* acc) const {
-    const std::uint8_t* g = codes;
-    const std::int8_t* x = in.codes[0];
-    v128_t acc_lo = wasm_f32x4_splat(0.0f), acc_hi = wasm_f32x4_splat(0.0f);
-    for (int b = 0; b < blocks; ++b) {
-      const bool z8 = zero_points[b] == kEightEverywhere;
-      v128_t s_low[1] = {z8 ? wasm_v128_load32_splat(in.minus_8_sums[0] + b) : wasm_i16x8_splat(0)};
-      v128_t s_high[1] = {wasm_i16x8_splat(0)};
-      _Pragma("clang loop unroll(full)") for (int i = 0; i < storage::kQuantBlock / storage::kQ4GroupRows; ++i) {
-        const std::int8_t* const at[1] = {x + storage::kQ4GroupRows * i};
-        group<1>(wasm_v128_load(g + storage::kQ4GroupBytes * i), at, s_low, s_high);
-      }
-      g += storage::kQ4GroupBytes * (storage::kQuantBlock / storage::kQ4GroupRows);
-      x += storage::kQuantBlock;
-      v128_t lo[1], hi[1];
-      if (z8) {
-        const v128_t sum = wasm_i16x8_add(s_low[0], s_high[0]);
-        lo[0] = wasm_i32x4_extend_low_i16x8(sum);
-        hi[0] = wasm_i32x4_extend_high_i16x8(sum);
-      } else {
-        lo[0] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[0]), wasm_i32x4_extend_low_i16x8(s_high[0]));
-        hi[0] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[0]), wasm_i32x4_extend_high_i16x8(s_high[0]));
-        subtract_zero_points<1>(zero_points[b], in, b, lo, hi);
-      }
-      add_scaled_block(scales + b * kPanelWidth, dx[b], lo[0], hi[0], acc_lo, acc_hi);
+  // Block b's sums for one input row (a decode step's), the block whole: one_row_whole_blocks'
+  // step. Its 8 groups are straight-line code, read at constant offsets: with the generic loop (a
+  // few groups per iteration, their count and the odd one worked out per block) V8 spent about as
+  // many scalar instructions per block on the loop as the block has vector ones. Decode
+  // projection, one thread, against that loop (bench/decode/projection/run.sh): Chromium
+  // 1.19-1.23×, Firefox 1.04-1.05×, Node 20 (relaxed behind a flag) 0.91-0.94×: its older V8
+  // hoists the 16 loads and spills them. An empty asm between groups, or 4 groups a loop step, did
+  // no better in the browsers.
+  void whole_block_one_row(int b, const InputRows<1>& in, v128_t& lo, v128_t& hi) const {
+    const std::uint8_t* g = codes + storage::q4_byte(b * storage::kQuantBlock, 0);
+    const std::int8_t* x = in.codes[0] + b * storage::kQuantBlock;
+    const bool z8 = zero_points[b] == kEightEverywhere;
+    v128_t s_low[1] = {z8 ? wasm_v128_load32_splat(in.minus_8_sums[0] + b) : wasm_i16x8_splat(0)};
+    v128_t s_high[1] = {wasm_i16x8_splat(0)};
+    _Pragma("clang loop unroll(full)") for (int i = 0; i < storage::kQuantBlock / storage::kQ4GroupRows; ++i) {
+      const std::int8_t* const at[1] = {x + storage::kQ4GroupRows * i};
+      group<1>(wasm_v128_load(g + storage::kQ4GroupBytes * i), at, s_low, s_high);
     }
-    wasm_v128_store(acc, acc_lo);
-    wasm_v128_store(acc + 4, acc_hi);
+    if (z8) {
+      const v128_t sum = wasm_i16x8_add(s_low[0], s_high[0]);
+      lo = wasm_i32x4_extend_low_i16x8(sum);
+      hi = wasm_i32x4_extend_high_i16x8(sum);
+      return;
+    }
+    v128_t l[1] = {wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[0]), wasm_i32x4_extend_low_i16x8(s_high[0]))};
+    v128_t h[1] = {wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[0]), wasm_i32x4_extend_high_i16x8(s_high[0]))};
+    subtract_zero_points<1>(zero_points[b], in, b, l, h);
+    lo = l[0];
+    hi = h[0];
   }
 
  private:
