@@ -29,7 +29,7 @@ async function measure(modules, types) {
   for (const shape of SHAPES) {
     for (const [type, code] of Object.entries(TYPES)) {
       for (const m of modules) m._setup(...shape, code);
-      const weights = modules[0]._weights();
+      const weights = modules.map((m) => m._weights());  // each build's own count (a build may set up more layers)
       const time = (m, steps) => { const t0 = performance.now(); m._run(steps); return performance.now() - t0; };
       let steps = 1;
       while (time(modules[0], steps) < 50) steps *= 2;
@@ -78,10 +78,10 @@ async function inBrowser(engine) {
 const load = loadavg()[0];
 const rows = v.engine === 'node' ? await inNode() : await inBrowser(v.engine);
 console.log(`${v.engine}, one thread; GFLOP/s (2 per weight) of the best round; load average ${load.toFixed(1)} → ${loadavg()[0].toFixed(1)}`);
-const gflops = (r, i) => (2 * r.weights / r.ms[i] / 1e6).toFixed(1);
+const gflops = (r, i) => (2 * r.weights[i] / r.ms[i] / 1e6).toFixed(1);
 console.log(markdownTable([
   ['(E, h, hkv)', (r) => `(${r.shape.join(', ')})`, 'l'],
   ['weights', (r) => r.type, 'l'],
   ...builds.map((b, i) => [b.split('/').pop(), (r) => gflops(r, i), 'r']),
-  ...(builds.length > 1 ? [['last ÷ first', (r) => (r.ms[0] / r.ms.at(-1)).toFixed(2), 'r']] : []),
+  ...(builds.length > 1 ? [['last ÷ first (rate)', (r) => ((r.ms[0] / r.weights[0]) / (r.ms.at(-1) / r.weights.at(-1))).toFixed(2), 'r']] : []),
 ], rows));
