@@ -4,7 +4,9 @@
 // process) or in headless Chromium or Firefox. Builds alternate round by round, so a machine that
 // drifts moves them alike.
 //   node bench/decode/projection/compare.mjs [--engine node|chromium|firefox] [--types f32,f16,int8,int4,int8a8,int4a8]
-//        build/decode_projection/NAME ...
+//        [--copies N] build/decode_projection/NAME ...
+// --copies N: N copies of each layer's weights, stepped through in turn (24: a model's, streamed
+// from memory; 1, the default: one layer's, in the L3 at (2048, 32, 8) for every type but f32).
 import { createRequire } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,11 +18,12 @@ import { markdownTable } from '../../lib/table.mjs';
 const { values: v, positionals: builds } = parseFlags(import.meta.url, process.argv.slice(2), {
   engine: { type: 'string', default: 'node' },
   types: { type: 'string', default: 'f32,f16,int8' },
+  copies: { type: 'string', default: '1' },
 }, { allowPositionals: true });
 if (!builds.length) exitWithUsage(import.meta.url, 'name at least one build');
 
 /** In the engine: per shape and type, each build's best ms per step (its rounds interleaved). */
-async function measure(modules, types) {
+async function measure(modules, types, copies) {
   const SHAPES = [[768, 12, 12], [2048, 32, 8]];
   // projection.cpp's setup() codes: a StorageType, + 16 for activations 'int8'.
   const CODES = { f32: 0, f16: 1, bf16: 2, int8: 3, int4: 4, int8a8: 16 + 3, int4a8: 16 + 4 };
@@ -28,7 +31,7 @@ async function measure(modules, types) {
   const rows = [];
   for (const shape of SHAPES) {
     for (const [type, code] of Object.entries(TYPES)) {
-      for (const m of modules) m._setup(...shape, code);
+      for (const m of modules) m._setup(...shape, code, copies);
       const weights = modules.map((m) => m._weights());  // each build's own count (a build may set up more layers)
       const time = (m, steps) => { const t0 = performance.now(); m._run(steps); return performance.now() - t0; };
       let steps = 1;
@@ -42,6 +45,8 @@ async function measure(modules, types) {
 }
 
 const KNOWN = ['f32', 'f16', 'bf16', 'int8', 'int4', 'int8a8', 'int4a8'];
+const COPIES = Number(v.copies);
+if (!Number.isInteger(COPIES) || COPIES < 1) exitWithUsage(import.meta.url, `--copies: expected an integer >= 1, got '${v.copies}'`);
 const TYPE_NAMES = v.types.split(',').map((t) => t.trim()).filter(Boolean);
 for (const t of TYPE_NAMES) if (!KNOWN.includes(t)) exitWithUsage(import.meta.url, `--types: unknown '${t}' (expected some of ${KNOWN.join(', ')})`);
 
@@ -49,7 +54,7 @@ async function inNode() {
   const require = createRequire(import.meta.url);
   const modules = [];
   for (const b of builds) modules.push(await require(`${ROOT}/${b}.cjs`)({ wasmBinary: readFileSync(`${ROOT}/${b}.wasm`) }));
-  return measure(modules, TYPE_NAMES);
+  return measure(modules, TYPE_NAMES, COPIES);
 }
 
 async function inBrowser(engine) {
@@ -58,7 +63,7 @@ async function inBrowser(engine) {
   try {
     const page = await browser.newPage();
     await page.goto(`${server.url}/bench/decode/projection/page.html`);
-    return await page.evaluate(async ([names, source, types]) => {
+    return await page.evaluate(async ([names, source, types, copies]) => {
       const modules = [];
       for (const name of names) {
         const glue = await (await fetch(`/${name}.cjs`)).text();
@@ -67,8 +72,8 @@ async function inBrowser(engine) {
         const factory = new Function(`${glue}; return Module;`)();
         modules.push(await factory({ wasmBinary }));
       }
-      return (0, eval)(`(${source})`)(modules, types);
-    }, [builds, measure.toString(), TYPE_NAMES]);
+      return (0, eval)(`(${source})`)(modules, types, copies);
+    }, [builds, measure.toString(), TYPE_NAMES, COPIES]);
   } finally {
     await browser.close();
     server.child.kill();
@@ -77,7 +82,7 @@ async function inBrowser(engine) {
 
 const load = loadavg()[0];
 const rows = v.engine === 'node' ? await inNode() : await inBrowser(v.engine);
-console.log(`${v.engine}, one thread; GFLOP/s (2 per weight) of the best round; load average ${load.toFixed(1)} → ${loadavg()[0].toFixed(1)}`);
+console.log(`${v.engine}, one thread, ${COPIES} cop${COPIES === 1 ? 'y' : 'ies'} of each layer; GFLOP/s (2 per weight) of the best round; load average ${load.toFixed(1)} → ${loadavg()[0].toFixed(1)}`);
 const gflops = (r, i) => (2 * r.weights[i] / r.ms[i] / 1e6).toFixed(1);
 console.log(markdownTable([
   ['(E, h, hkv)', (r) => `(${r.shape.join(', ')})`, 'l'],

@@ -22,15 +22,17 @@ double weight_count = 0;
 
 extern "C" {
 
-// The layers of (E, h, hkv) stored as `type` (a StorageType: 0 f32, 1 f16, 2 bf16, 3 int8, 4 int4),
-// plus kInt8Activations for create()'s activations 'int8'.
+// `copies` layers of (E, h, hkv) stored as `type` (a StorageType: 0 f32, 1 f16, 2 bf16, 3 int8, 4
+// int4), plus kInt8Activations for create()'s activations 'int8'. One layer's weights fit the L3;
+// 24 copies are a model's, streamed from memory as in bench/decode/decode_stack.mjs.
 constexpr int kInt8Activations = 16;
-__attribute__((used)) void setup(int E, int h, int hkv, int type) {
+__attribute__((used)) void setup(int E, int h, int hkv, int type, int copies) {
   const int outs[4] = {h * 64, hkv * 64, hkv * 64, E}, ins[4] = {E, E, E, h * 64};
   std::mt19937 rng(1);
   layers.clear();
   weight_count = 0;
-  for (int i = 0; i < 4; ++i) {
+  for (int m = 0; m < 4 * copies; ++m) {
+    const int i = m % 4;
     const float bound = 1.0f / std::sqrt(static_cast<float>(ins[i]));
     std::uniform_real_distribution<float> value(-bound, bound);
     std::vector<float> W(static_cast<std::size_t>(outs[i]) * ins[i]);
