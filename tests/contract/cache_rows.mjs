@@ -37,7 +37,7 @@ const tokensOf = (b, n) => filled(n * E, 700 + b);
  * [{ rows, batched: Float32Array [rows.length, n, E], alone: [Float32Array [1, n, E] per listed
  * row] }], lengths (cache.lengths after each step), lengthError (what cache.length threw once the
  * rows differed), outputs: [per row, its outputs of the tokens it still holds, Float32Array
- * [n_b, E]], reference: [per row, the float64 outputs of those tokens] (null for a GQA module) }.
+ * [n_b, E]], reference: [per row, the float64 outputs of those tokens] }.
  */
 export function rowsRun(api, { cache: options, long }, create = ROWS_CREATE) {
   return withModule(api, create, async (mha, sd) => {
@@ -83,8 +83,7 @@ export function rowsRun(api, { cache: options, long }, create = ROWS_CREATE) {
         }
       }
     }
-    // The float64 reference models no GQA (reference.mjs): a GQA run is checked bit for bit only.
-    const reference = create.numKvHeads ? null : held.map((n, b) => rowReference(mha, sd, all[b], n, options));
+    const reference = held.map((n, b) => rowReference(mha, sd, all[b], n, options));
     const joined = outputs.map((rowsOut) => {
       const out = new Float32Array(rowsOut.length * E);
       rowsOut.forEach((r, t) => out.set(r, t * E));
@@ -166,7 +165,7 @@ export function hostileRowsRun(api, backend = {}) {
 /**
  * rowsRun()'s result checked with `assert` (node:assert's): each step bit for bit against one
  * cache per row, cache.lengths after each step, cache.length a CacheError naming lengths once the
- * rows differ, and each row within tolerance of its float64 reference (where there is one).
+ * rows differ, and each row within tolerance of its float64 reference.
  */
 export function checkRowsRun(assert, api, r, { long }) {
   for (const [s, step] of r.steps.entries()) {
@@ -181,7 +180,6 @@ export function checkRowsRun(assert, api, r, { long }) {
   assert.ok(r.lengthError instanceof api.CacheError, String(r.lengthError));
   assert.equal(r.lengthError.argument, 'lengths');
   r.outputs.forEach((out, b) => {
-    if (!r.reference) return;
     const shape = [out.length / E, E];
     assert.equal(outsideTolerance({ data: out, shape }, { data: r.reference[b], shape }), null, `row ${b}`);
   });

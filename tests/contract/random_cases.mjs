@@ -1,5 +1,5 @@
 // Seeded random MHA cases for the differential test: each seed gives one configuration (batch,
-// lengths, widths, heads, free head dims, kdim / vdim, bias (or one per projection), scale, softcap, sinks, every mask kind alone and together,
+// lengths, widths, heads, grouped-query K/V heads, free head dims, kdim / vdim, bias (or one per projection), scale, softcap, sinks, every mask kind alone and together,
 // causal, weights averaged or per head, fully masked rows, NaN and ±Infinity in queries, keys and
 // additive masks) with its expected result from the float64 reference (reference.mjs), in the
 // shape of a decoded fixture case, so runCase() runs it like any other. Values stay finite where
@@ -14,9 +14,9 @@ const product = (shape) => shape.reduce((a, b) => a * b, 1);
  * finite: no NaN or ±Infinity in inputs or additive masks (-Infinity masking stays), for
  * backends that do not promise NaN rows (WebGPU). weightsDtype: the module's (create()'s option;
  * the expected values are computed from the weights as it stores them, so a state dict of those
- * weights rounded to its 16-bit kind beforehand gives the same).
+ * weights rounded to its 16-bit kind beforehand gives the same). asBefore: below.
  */
-export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32', activations = 'float32' } = {}) {
+export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32', activations = 'float32', asBefore = false } = {}) {
   const next = rng(seed);
   const u = () => next() + 0.5;                       // [0, 1)
   const int = (lo, hi) => lo + Math.floor(u() * (hi - lo + 1));
@@ -24,7 +24,12 @@ export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32', 
   // Uniform in [-scale, scale): randomTensor's [-0.5, 0.5) doubled (exactly the same floats).
   const tensor = (shape, scale = 1) => randomTensor(shape, next, 2 * scale);
 
-  const numHeads = int(1, 4);
+  // The heads from a generator of their own, its seed hashed: this LCG's first draw for seeds
+  // 1…500 lies in [0.24, 0.43), which gave every case 1 or 2 heads. (The first draw is still
+  // taken, so that the draws after it stay as they were.) asBefore: the case as it was drawn
+  // before that and before grouped queries (a regression seed's).
+  const firstDraw = int(1, 4);
+  const numHeads = asBefore ? firstDraw : 1 + Math.floor((rng(Math.imul(seed, 0x9e3779b1) >>> 0)() + 0.5) * 4);
   const freeDims = chance(0.3);
   const headDim = freeDims ? int(1, 9) : int(1, 6);
   const embedDim = freeDims ? int(1, 20) : headDim * numHeads;
@@ -53,13 +58,15 @@ export function randomMhaCase(seed, { finite = false, weightsDtype = 'float32', 
   if (chance(0.1) && key !== value && key !== query && !finite) sprinkle(key.data, u);
 
   scoreOptions(create, rng(seed + 0x9e3779b9));
+  if (!asBefore) groupedQueries(create, rng(seed + 0x3c6ef372));
+  const numKvHeads = create.numKvHeads ?? numHeads;
 
   const stateDict = {};
-  const specs = parameterShapes({ embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, sinks: create.sinks, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim });
+  const specs = parameterShapes({ embedDim, numHeads, numKvHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, bias: create.bias, sinks: create.sinks, packed: kdim === embedDim && vdim === embedDim && numHeads * headDim === embedDim && numHeads * (create.valueHeadDim ?? headDim) === embedDim && numKvHeads === numHeads });
   for (const { name, shape } of specs) stateDict[name] = tensor(shape, name === 'sinks' ? 3 : name.includes('bias') ? 0.5 : 0.6);
   if (weightsDtype !== 'float32') create.weightsDtype = weightsDtype;
   if (activations !== 'float32') create.activations = activations;
-  const config = { embedDim, numHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap, weightsDtype, activations };
+  const config = { embedDim, numHeads, numKvHeads, kdim, vdim, headDim, valueHeadDim: create.valueHeadDim ?? headDim, scale: create.scale, softcap: create.softcap, weightsDtype, activations };
   const { output, weights, outputSlack } = mhaReference(config, stateDict, query, key, value, options);
   const weightsShape = options.averageAttnWeights === false ? [B, numHeads, L, S] : [B, L, S];
   return {
@@ -87,18 +94,29 @@ function scoreOptions(create, next) {
 }
 
 /**
- * PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E);
- * the input biases are in_proj_bias when q, k and v all have one, else one entry each.
+ * Grouped-query attention (numKvHeads, a divisor of numHeads below it) in about a third of the
+ * cases with more than one head, drawn from a generator of its own as scoreOptions' are.
  */
-export function parameterShapes({ embedDim: E, numHeads: H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed, sinks }) {
+function groupedQueries(create, next) {
+  const divisors = [];
+  for (let g = 1; g < create.numHeads; g++) if (create.numHeads % g === 0) divisors.push(g);
+  if (divisors.length && next() + 0.5 < 0.35) create.numKvHeads = divisors[Math.floor((next() + 0.5) * divisors.length)];
+}
+
+/**
+ * PyTorch's state-dict entries for these widths (packed in_proj_weight when every width is E and
+ * there are as many K/V heads as query heads); the input biases are in_proj_bias when q, k and v
+ * all have one, else one entry each. K and V have numKvHeads (G) heads.
+ */
+export function parameterShapes({ embedDim: E, numHeads: H, numKvHeads: G = H, kdim, vdim, headDim: dk, valueHeadDim: dv, bias, packed, sinks }) {
   const has = typeof bias === 'object' ? bias : { q: bias, k: bias, v: bias, out: bias };
   const specs = packed
     ? [{ name: 'in_proj_weight', shape: [3 * E, E] }]
-    : [{ name: 'q_proj_weight', shape: [H * dk, E] }, { name: 'k_proj_weight', shape: [H * dk, kdim] }, { name: 'v_proj_weight', shape: [H * dv, vdim] }];
+    : [{ name: 'q_proj_weight', shape: [H * dk, E] }, { name: 'k_proj_weight', shape: [G * dk, kdim] }, { name: 'v_proj_weight', shape: [G * dv, vdim] }];
   if (has.q && has.k && has.v) {
-    specs.push({ name: 'in_proj_bias', shape: [2 * H * dk + H * dv] });
+    specs.push({ name: 'in_proj_bias', shape: [H * dk + G * dk + G * dv] });
   } else {
-    for (const [p, width] of [['q', H * dk], ['k', H * dk], ['v', H * dv]]) if (has[p]) specs.push({ name: `${p}_proj_bias`, shape: [width] });
+    for (const [p, width] of [['q', H * dk], ['k', G * dk], ['v', G * dv]]) if (has[p]) specs.push({ name: `${p}_proj_bias`, shape: [width] });
   }
   specs.push({ name: 'out_proj.weight', shape: [E, H * dv] });
   if (has.out) specs.push({ name: 'out_proj.bias', shape: [E] });

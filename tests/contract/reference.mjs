@@ -9,7 +9,9 @@
 // weight 0 and adds 0 · its value, and a row whose allowed keys all score −∞ is NaN. A module
 // with 16- or 8-bit storage computes this with its weights, and a KV cache's keys and values,
 // replaced by the values they store (storage.mjs); with activations 'int8', each projection's input
-// rows replaced by their int8 blocks' values (storage.mjs's int8Activations).
+// rows replaced by their int8 blocks' values (storage.mjs's int8Activations). Grouped-query
+// attention (numKvHeads G < H): keys and values have G heads, query head h reads K/V head
+// floor(h · G / H) (docs/attention-math.md §9).
 import { int8ActivationSlack, projectionInput, stored, storedStateDict } from './storage.mjs';
 
 /**
@@ -29,6 +31,9 @@ export function linear(x, rows, inDim, W, outDim, rowOffset, b) {
   return y;
 }
 
+/** K/V heads: numKvHeads, or one per query head. */
+const kvHeads = (config) => config.numKvHeads ?? config.numHeads;
+
 /**
  * The weights W_q, W_k, W_v and their biases (whatever the state dict's layout: packed
  * in_proj_weight / in_proj_bias or one entry per projection; a bias not there is null), W_O, b_O.
@@ -38,14 +43,15 @@ function weights(config, sd) {
   const packed = get('in_proj_weight');
   const packedBias = get('in_proj_bias');
   const { embedDim: E, numHeads: H, headDim: dk } = config;
+  const G = kvHeads(config);
   const q = packed ? packed : get('q_proj_weight');
-  const k = packed ? packed.subarray(H * dk * E, 2 * H * dk * E) : get('k_proj_weight');
-  const v = packed ? packed.subarray(2 * H * dk * E) : get('v_proj_weight');
+  const k = packed ? packed.subarray(H * dk * E, (H + G) * dk * E) : get('k_proj_weight');
+  const v = packed ? packed.subarray((H + G) * dk * E) : get('v_proj_weight');
   return {
     q, k, v,
     qBias: packedBias ?? get('q_proj_bias'),
     kBias: packedBias ? packedBias.subarray(H * dk) : get('k_proj_bias'),
-    vBias: packedBias ? packedBias.subarray(2 * H * dk) : get('v_proj_bias'),
+    vBias: packedBias ? packedBias.subarray((H + G) * dk) : get('v_proj_bias'),
     outW: get('out_proj.weight'), outB: get('out_proj.bias'), sinks: get('sinks'),
   };
 }
@@ -110,14 +116,15 @@ export function attendRow(scores, sink, V, valueAt, dv, out, at) {
 }
 
 /**
- * RoPE (docs/attention-math.md §8) on projected rows [n, H·dk], row t at position t: pair j of each
- * head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by t·base^(−2j/dim). Unscaled θ only.
+ * RoPE (docs/attention-math.md §8) on projected rows [n, H·dk] of H heads, row t at position t:
+ * pair j of each head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by t·base^(−2j/dim).
+ * Unscaled θ only.
  */
-function rotated(config, x) {
+function rotated(config, x, H) {
   const r = config.rotary;
   if (!r) return x;
   if (r.scaling || r.table) throw new Error('reference: RoPE scaling and tables are not modelled here');
-  const { numHeads: H, headDim: dk } = config;
+  const { headDim: dk } = config;
   const y = Float64Array.from(x);
   const half = r.dim / 2;
   for (let t = 0; t < y.length / (H * dk); t++) {
@@ -147,6 +154,7 @@ function rotated(config, x) {
  */
 export function mhaReference(config, sd, query, key, value, options = {}, kvDtype = 'float32') {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
+  const G = kvHeads(config);
   const [B, L] = query.shape;
   const S = key.shape[1];
   const w = weights(config, storedStateDict(sd, config.weightsDtype));
@@ -160,19 +168,20 @@ export function mhaReference(config, sd, query, key, value, options = {}, kvDtyp
   // Logit softcapping (issue 20): after the scale, before the masks.
   const cap = config.softcap ? (x) => config.softcap * Math.tanh(x / config.softcap) : (x) => x;
   for (let b = 0; b < B; b++) {
-    const Q = rotated(config, linear(act(query.data.subarray(b * L * E, (b + 1) * L * E), E), L, E, w.q, H * dk, 0, w.qBias));
-    const K = cached(rotated(config, linear(act(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), kdim), S, kdim, w.k, H * dk, 0, w.kBias)), dk);
-    const V = cached(linear(act(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), vdim), S, vdim, w.v, H * dv, 0, w.vBias), dv);
+    const Q = rotated(config, linear(act(query.data.subarray(b * L * E, (b + 1) * L * E), E), L, E, w.q, H * dk, 0, w.qBias), H);
+    const K = cached(rotated(config, linear(act(key.data.subarray(b * S * kdim, (b + 1) * S * kdim), kdim), S, kdim, w.k, G * dk, 0, w.kBias), G), dk);
+    const V = cached(linear(act(value.data.subarray(b * S * vdim, (b + 1) * S * vdim), vdim), S, vdim, w.v, G * dv, 0, w.vBias), dv);
     const heads = new Float64Array(L * H * dv);
     for (let h = 0; h < H; h++) {
+      const g = Math.floor((h * G) / H);  // its K/V head
       for (let i = 0; i < L; i++) {
         const scores = [];
         for (let j = 0; j < S; j++) {
           let s = 0;
-          for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * H * dk + h * dk + c];
+          for (let c = 0; c < dk; c++) s += Q[i * H * dk + h * dk + c] * K[j * G * dk + g * dk + c];
           scores.push(maskedScore(cap(s * scale), options, H, L, S, b, h, i, j));
         }
-        const p = attendRow(scores, w.sinks ? w.sinks[h] : -Infinity, V, (j) => j * H * dv + h * dv, dv, heads, i * H * dv + h * dv);
+        const p = attendRow(scores, w.sinks ? w.sinks[h] : -Infinity, V, (j) => j * G * dv + g * dv, dv, heads, i * H * dv + h * dv);
         if (perHead) p.forEach((x, j) => { perHead[((b * H + h) * L + i) * S + j] = x; });
       }
     }
