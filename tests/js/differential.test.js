@@ -13,7 +13,8 @@ import { randomMhaCase, runCase } from '../contract/contract.mjs';
 const COUNT = 500;
 // Seeds past COUNT that once found a bug, kept as regressions: a NaN row's weights in the key
 // tiles causal never computes were 0 (1381: all its scores NaN; 500466: NaN among finite ones).
-// They run as they were drawn then (randomMhaCase's asBefore: 1 or 2 heads, no grouped queries).
+// They run as they were drawn then (randomMhaCase's asBefore: heads from the first draw, no
+// grouped queries).
 const REGRESSIONS = [1381, 500466];
 const first = Number(process.env.WEBATTENTION_DIFF_FIRST ?? 1);
 const seeds = process.env.WEBATTENTION_DIFF_SEEDS

@@ -22,15 +22,18 @@ const { values: v, positionals: builds } = parseFlags(import.meta.url, process.a
 }, { allowPositionals: true });
 if (!builds.length) exitWithUsage(import.meta.url, 'name at least one build');
 
-/** In the engine: per shape and type, each build's best ms per step (its rounds interleaved). */
+// projection.cpp's setup() codes per --types name: a StorageType, + 16 for activations 'int8'.
+const CODES = { f32: 0, f16: 1, bf16: 2, int8: 3, int4: 4, int8a8: 16 + 3, int4a8: 16 + 4 };
+
+/**
+ * In the engine: per shape and type ({ name: setup() code }), each build's best ms per step (its
+ * rounds interleaved).
+ */
 async function measure(modules, types, copies) {
   const SHAPES = [[768, 12, 12], [2048, 32, 8]];
-  // projection.cpp's setup() codes: a StorageType, + 16 for activations 'int8'.
-  const CODES = { f32: 0, f16: 1, bf16: 2, int8: 3, int4: 4, int8a8: 16 + 3, int4a8: 16 + 4 };
-  const TYPES = Object.fromEntries(types.map((t) => [t, CODES[t]]));
   const rows = [];
   for (const shape of SHAPES) {
-    for (const [type, code] of Object.entries(TYPES)) {
+    for (const [type, code] of Object.entries(types)) {
       for (const m of modules) m._setup(...shape, code, copies);
       const weights = modules.map((m) => m._weights());  // each build's own count (a build may set up more layers)
       const time = (m, steps) => { const t0 = performance.now(); m._run(steps); return performance.now() - t0; };
@@ -44,17 +47,17 @@ async function measure(modules, types, copies) {
   return rows;
 }
 
-const KNOWN = ['f32', 'f16', 'bf16', 'int8', 'int4', 'int8a8', 'int4a8'];
 const COPIES = Number(v.copies);
 if (!Number.isInteger(COPIES) || COPIES < 1) exitWithUsage(import.meta.url, `--copies: expected an integer >= 1, got '${v.copies}'`);
 const TYPE_NAMES = v.types.split(',').map((t) => t.trim()).filter(Boolean);
-for (const t of TYPE_NAMES) if (!KNOWN.includes(t)) exitWithUsage(import.meta.url, `--types: unknown '${t}' (expected some of ${KNOWN.join(', ')})`);
+for (const t of TYPE_NAMES) if (!(t in CODES)) exitWithUsage(import.meta.url, `--types: unknown '${t}' (expected some of ${Object.keys(CODES).join(', ')})`);
+const TYPES = Object.fromEntries(TYPE_NAMES.map((t) => [t, CODES[t]]));
 
 async function inNode() {
   const require = createRequire(import.meta.url);
   const modules = [];
   for (const b of builds) modules.push(await require(`${ROOT}/${b}.cjs`)({ wasmBinary: readFileSync(`${ROOT}/${b}.wasm`) }));
-  return measure(modules, TYPE_NAMES, COPIES);
+  return measure(modules, TYPES, COPIES);
 }
 
 async function inBrowser(engine) {
@@ -73,7 +76,7 @@ async function inBrowser(engine) {
         modules.push(await factory({ wasmBinary }));
       }
       return (0, eval)(`(${source})`)(modules, types, copies);
-    }, [builds, measure.toString(), TYPE_NAMES, COPIES]);
+    }, [builds, measure.toString(), TYPES, COPIES]);
   } finally {
     await browser.close();
     server.child.kill();

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -49,10 +50,9 @@ struct InputRows {
 // 2 adds after the loads, where a byte shuffle and two sign extensions (three instructions on x64)
 // took 3-4.
 struct I8Codes {
+  // No whole_block_one_row (one_row_whole_blocks): its 16 row pairs straight-line ran 0.77-0.81×
+  // block_dot's loop in Chromium (0.56-0.59× in Node).
   static constexpr int kMaxRows = kRows;  // input rows per row block
-  // Whether its one-row decode step takes one_row_whole_blocks (whole_block_one_row): not here, its
-  // 16 row pairs straight-line ran 0.77-0.81× block_dot's loop in Chromium (0.56-0.59× in Node).
-  static constexpr bool kWholeBlocksOneRow = false;
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -116,8 +116,8 @@ struct I8Codes {
 // = Σ q·q_x − z·Σ q_x, the block's Σ q_x from Q8Rows. Rows past `in` hold code 0 and meet input
 // codes that are zero (Q8Rows pads each row to whole blocks).
 struct Q4Codes {
+  // No whole_block_one_row: its 8 groups straight-line ran 0.72-0.88× the loop.
   static constexpr int kMaxRows = kRows;
-  static constexpr bool kWholeBlocksOneRow = false;  // its 8 groups straight-line: 0.72-0.88× the loop
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -228,7 +228,6 @@ struct Q4Codes {
 // per input row, a splat and a dot and an add per 4 columns: no shuffle or widening per row block.
 struct WideCodes {
   static constexpr int kMaxRows = kRows;
-  static constexpr bool kWholeBlocksOneRow = false;
   const std::int16_t* codes;
   const float* scales;
   template <int R>
@@ -259,12 +258,19 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
 }
 
 // acc += (s_w · d_x) · the block's integer sums, columns 0-3 (lo) and 4-7 (hi): q8_rows.h's rule,
-// s the block's 8 column scales, d its input row's.
-inline void add_scaled_block(const float* s, float d, v128_t lo, v128_t hi, v128_t& acc_lo, v128_t& acc_hi) {
+// s the block's column scales (s_lo, s_hi: columns 0-3, 4-7, loaded once for all its rows), d its
+// input row's.
+inline void add_scaled_block(v128_t s_lo, v128_t s_hi, float d, v128_t lo, v128_t hi, v128_t& acc_lo, v128_t& acc_hi) {
   const v128_t dv = wasm_f32x4_splat(d);
-  acc_lo = wasm_f32x4_add(acc_lo, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(s), dv), wasm_f32x4_convert_i32x4(lo)));
-  acc_hi = wasm_f32x4_add(acc_hi, wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(s + 4), dv), wasm_f32x4_convert_i32x4(hi)));
+  acc_lo = wasm_f32x4_add(acc_lo, wasm_f32x4_mul(wasm_f32x4_mul(s_lo, dv), wasm_f32x4_convert_i32x4(lo)));
+  acc_hi = wasm_f32x4_add(acc_hi, wasm_f32x4_mul(wasm_f32x4_mul(s_hi, dv), wasm_f32x4_convert_i32x4(hi)));
 }
+
+// Whether Codes has whole_block_one_row (one_row_whole_blocks' step).
+template <class Codes, class = void>
+struct HasWholeBlockOneRow : std::false_type {};
+template <class Codes>
+struct HasWholeBlockOneRow<Codes, std::void_t<decltype(&Codes::whole_block_one_row)>> : std::true_type {};
 
 // acc[0 .. 8) = one input row (a decode step's) times the panel, every block whole (the input's
 // width a multiple of 32): rows_times_panel's arithmetic, each block's sums from the codes'
@@ -273,9 +279,10 @@ template <class Codes>
 void one_row_whole_blocks(const Codes& codes, const InputRows<1>& in, const float* dx, int blocks, float* acc) {
   v128_t acc_lo = wasm_f32x4_splat(0.0f), acc_hi = wasm_f32x4_splat(0.0f);
   for (int b = 0; b < blocks; ++b) {
-    v128_t lo, hi;
+    v128_t lo[1], hi[1];
     codes.whole_block_one_row(b, in, lo, hi);
-    add_scaled_block(codes.scales + b * kPanelWidth, dx[b], lo, hi, acc_lo, acc_hi);
+    const float* s = codes.scales + b * kPanelWidth;
+    add_scaled_block(wasm_v128_load(s), wasm_v128_load(s + 4), dx[b], lo[0], hi[0], acc_lo, acc_hi);
   }
   wasm_v128_store(acc, acc_lo);
   wasm_v128_store(acc + 4, acc_hi);
@@ -310,7 +317,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
     dx[r] = q.row_scales(r0 + r);
   }
-  if constexpr (R == 1 && Codes::kWholeBlocksOneRow) {
+  if constexpr (R == 1 && HasWholeBlockOneRow<Codes>::value) {
     if (w.in % storage::kQuantBlock == 0) {  // every block whole: the one-row loop's case
       one_row_whole_blocks(codes, in, dx[0], q.blocks, acc[0]);
       return store_rows<R>(acc, w, p, y, y_stride);
@@ -320,9 +327,11 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
     v128_t lo[R], hi[R];
     codes.template block_dot<R>(b, k0, k1, in, lo, hi);
+    const float* s = codes.scales + b * kPanelWidth;
+    const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
     for (int r = 0; r < R; ++r) {
       v128_t acc_lo = wasm_v128_load(acc[r]), acc_hi = wasm_v128_load(acc[r] + 4);
-      add_scaled_block(codes.scales + b * kPanelWidth, dx[r][b], lo[r], hi[r], acc_lo, acc_hi);
+      add_scaled_block(s_lo, s_hi, dx[r][b], lo[r], hi[r], acc_lo, acc_hi);
       wasm_v128_store(acc[r], acc_lo);
       wasm_v128_store(acc[r] + 4, acc_hi);
     }

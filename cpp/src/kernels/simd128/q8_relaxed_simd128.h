@@ -23,7 +23,6 @@ namespace {
 // 15). The low and the high nibbles' sums are kept apart over the block (each ≤ 8 · 3810 < 2^15),
 // widened and added at its end.
 struct Q4RelaxedCodes : Q4Codes {
-  static constexpr bool kWholeBlocksOneRow = true;
   using Q4Codes::Q4Codes;
   // s_low, s_high += the group v's low and high nibbles times the R input rows' codes x[r] at its
   // first row (the device probe, cpp/probe/, times this step against Q4Codes::group).
@@ -38,15 +37,11 @@ struct Q4RelaxedCodes : Q4Codes {
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    if (zero_points[b] == kEightEverywhere) return block_dot_z8<R>(b, k0, k1, in, lo, hi);
+    const bool z8 = zero_points[b] == kEightEverywhere;
     v128_t s_low[R], s_high[R];
-    for (int r = 0; r < R; ++r) s_low[r] = s_high[r] = wasm_i16x8_splat(0);
+    start_sums<R>(z8, b, in, s_low, s_high);
     each_group_rows<R>(k0, k1, in.codes, [&](v128_t v, const std::int8_t* const x[R]) { group<R>(v, x, s_low, s_high); });
-    for (int r = 0; r < R; ++r) {
-      lo[r] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[r]), wasm_i32x4_extend_low_i16x8(s_high[r]));
-      hi[r] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[r]), wasm_i32x4_extend_high_i16x8(s_high[r]));
-    }
-    subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
+    finish_sums<R>(z8, b, in, s_low, s_high, lo, hi);
   }
   // Block b's sums for one input row (a decode step's), the block whole: one_row_whole_blocks'
   // step. Its 8 groups are straight-line code, read at constant offsets: with the generic loop (a
@@ -56,52 +51,54 @@ struct Q4RelaxedCodes : Q4Codes {
   // 1.19-1.23×, Firefox 1.04-1.05×, Node 20 (relaxed behind a flag) 0.91-0.94×: its older V8
   // hoists the 16 loads and spills them. An empty asm between groups, or 4 groups a loop step, did
   // no better in the browsers.
-  void whole_block_one_row(int b, const InputRows<1>& in, v128_t& lo, v128_t& hi) const {
+  void whole_block_one_row(int b, const InputRows<1>& in, v128_t lo[1], v128_t hi[1]) const {
+    const bool z8 = zero_points[b] == kEightEverywhere;
+    v128_t s_low[1], s_high[1];
+    start_sums<1>(z8, b, in, s_low, s_high);
     const std::uint8_t* g = codes + storage::q4_byte(b * storage::kQuantBlock, 0);
     const std::int8_t* x = in.codes[0] + b * storage::kQuantBlock;
-    const bool z8 = zero_points[b] == kEightEverywhere;
-    v128_t s_low[1] = {z8 ? wasm_v128_load32_splat(in.minus_8_sums[0] + b) : wasm_i16x8_splat(0)};
-    v128_t s_high[1] = {wasm_i16x8_splat(0)};
     _Pragma("clang loop unroll(full)") for (int i = 0; i < storage::kQuantBlock / storage::kQ4GroupRows; ++i) {
       const std::int8_t* const at[1] = {x + storage::kQ4GroupRows * i};
       group<1>(wasm_v128_load(g + storage::kQ4GroupBytes * i), at, s_low, s_high);
     }
-    if (z8) {
-      const v128_t sum = wasm_i16x8_add(s_low[0], s_high[0]);
-      lo = wasm_i32x4_extend_low_i16x8(sum);
-      hi = wasm_i32x4_extend_high_i16x8(sum);
-      return;
-    }
-    v128_t l[1] = {wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[0]), wasm_i32x4_extend_low_i16x8(s_high[0]))};
-    v128_t h[1] = {wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[0]), wasm_i32x4_extend_high_i16x8(s_high[0]))};
-    subtract_zero_points<1>(zero_points[b], in, b, l, h);
-    lo = l[0];
-    hi = h[0];
+    finish_sums<1>(z8, b, in, s_low, s_high, lo, hi);
   }
 
  private:
   // The zero-point word of a block whose 8 columns all have z = 8: every block quantised at load
   // (llama.cpp's rule), every Q4_0 block, and MatMulNBits' default.
   static constexpr std::uint32_t kEightEverywhere = 0x88888888u;
-  // block_dot where z = 8: the block's Σ (q − 8)·q_x lies in [−32·8·127, 32·8·127] = [−32512,
-  // 32512], so it is kept in int16 from the start: the low nibbles' sum starts at −8·Σ q_x, both
-  // sums wrap freely (i16x8.add is modular) and their sum, the exact result modulo 2^16, is the
-  // result. Per block an add and two widenings, where block_dot widens both sums (four), adds them
-  // (two) and subtracts z·Σ q_x (two more, a multiply and a splat): 3-5 % of a decode step's
-  // projection (bench/decode/projection/run.sh).
+  // A block's low and high nibbles' int16 sums, before its groups. Where z = 8 (z8) the block's
+  // Σ (q − 8)·q_x lies in [−32·8·127, 32·8·127] = [−32512, 32512], so it is kept in int16 from the
+  // start: the low sum starts at −8·Σ q_x, both sums wrap freely (i16x8.add is modular) and their
+  // sum, the exact result modulo 2^16, is the result (finish_sums). Per block an add and two
+  // widenings, where the general case widens both sums (four), adds them (two) and subtracts
+  // z·Σ q_x (two more, a multiply and a splat): 3-5 % of a decode step's projection
+  // (bench/decode/projection/run.sh).
   template <int R>
-  void block_dot_z8(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    v128_t s_low[R], s_high[R];
+  static void start_sums(bool z8, int b, const InputRows<R>& in, v128_t s_low[R], v128_t s_high[R]) {
     for (int r = 0; r < R; ++r) {
-      s_low[r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
+      s_low[r] = z8 ? wasm_v128_load32_splat(in.minus_8_sums[r] + b) : wasm_i16x8_splat(0);
       s_high[r] = wasm_i16x8_splat(0);
     }
-    each_group_rows<R>(k0, k1, in.codes, [&](v128_t v, const std::int8_t* const x[R]) { group<R>(v, x, s_low, s_high); });
-    for (int r = 0; r < R; ++r) {
-      const v128_t sum = wasm_i16x8_add(s_low[r], s_high[r]);
-      lo[r] = wasm_i32x4_extend_low_i16x8(sum);
-      hi[r] = wasm_i32x4_extend_high_i16x8(sum);
+  }
+  // lo, hi (columns 0-3, 4-7) = the block's Σ (q − z)·q_x from its sums (start_sums).
+  template <int R>
+  void finish_sums(bool z8, int b, const InputRows<R>& in, const v128_t s_low[R], const v128_t s_high[R], v128_t lo[R],
+                   v128_t hi[R]) const {
+    if (z8) {
+      for (int r = 0; r < R; ++r) {
+        const v128_t sum = wasm_i16x8_add(s_low[r], s_high[r]);
+        lo[r] = wasm_i32x4_extend_low_i16x8(sum);
+        hi[r] = wasm_i32x4_extend_high_i16x8(sum);
+      }
+      return;
     }
+    for (int r = 0; r < R; ++r) {
+      lo[r] = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(s_low[r]), wasm_i32x4_extend_low_i16x8(s_high[r]));
+      hi[r] = wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(s_low[r]), wasm_i32x4_extend_high_i16x8(s_high[r]));
+    }
+    subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
   }
 };
 
