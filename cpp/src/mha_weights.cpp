@@ -30,7 +30,7 @@ struct EntryData {
 // quantised blocks, in place) comes through here.
 void replace_weights(kernels::PackedLinear& w, kernels::PackedLinear packed, const MhaConfig& config) {
   packed.bias = std::move(w.bias);
-  packed.int8_activations = config.activations == StorageType::i8;
+  if (config.activations == StorageType::i8) kernels::use_int8_activations(packed);
   w = std::move(packed);
 }
 

@@ -37,7 +37,7 @@ kernels::PackedLinear packed(StorageType type, int kIn, std::uint32_t seed) {
   kernels::PackedLinear p = kernels::pack_linear(w.data(), StorageType::f32, kOut, kIn, type);
   const std::vector<float> bias = uniform(kOut, seed + 1);
   p.set_bias(bias.data(), kOut);
-  p.int8_activations = true;
+  kernels::use_int8_activations(p);
   return p;
 }
 

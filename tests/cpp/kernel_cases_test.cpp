@@ -44,7 +44,7 @@ TEST_P(LinearCases, MatchesReference) {
     bias[t] = uniform(outs[t], 4 + t);
     packed[t] = kernels::pack_linear(w[t].data(), StorageType::f32, outs[t], c.in, weights_type(types()));
     if (c.bias) packed[t].set_bias(bias[t].data(), outs[t]);
-    packed[t].int8_activations = int8_activations(types());
+    if (int8_activations(types())) kernels::use_int8_activations(packed[t]);
     y[t].assign(static_cast<std::size_t>(c.rows) * (outs[t] + 2), NAN);
     targets[t] = {&packed[t], y[t].data(), outs[t] + 2};
   }

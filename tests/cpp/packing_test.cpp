@@ -2,7 +2,8 @@
 // depth, the padding columns are zero, whether packed from a copy (pack_linear) or where the rows
 // lie (pack_rows_in_place), for shapes that end a panel and a 4-deep step early. f16 weights
 // stored rebiased (storage::rebias_f16) keep every value, subnormals included, and project to the
-// same bits as f32 weights of the same values, one row (a decode step) or several.
+// same bits as f32 weights of the same values, one row (a decode step) or several. int8 codes laid
+// in row pairs keep their values.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,6 +100,37 @@ TEST(Packing, F16WeightsProjectAsTheirF32Values) {
         for (std::size_t i = 0; i < y16.size(); ++i)
           ASSERT_EQ(storage::bits_of(y16[i]), storage::bits_of(y32[i])) << "range " << range << ", x up to " << large << ", rows " << rows << ", at " << i;
       }
+    }
+  }
+}
+
+// int8 codes move into row pairs for int8 activations (PackedLinear::i8_row_pairs) with every value
+// kept, an odd depth's last row paired with a stored zero row (the kernels load whole pairs), and
+// column slices of paired weights paired the same way.
+TEST(Packing, Int8RowPairsKeepEveryValue) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f);
+  for (const auto& [out, in] : {std::pair{1, 1}, {9, 5}, {16, 33}, {24, 64}, {13, 71}}) {
+    std::vector<float> W(static_cast<std::size_t>(out) * in);
+    for (float& x : W) x = value(rng);
+    const PackedLinear rows = pack_linear(W.data(), StorageType::f32, out, in, StorageType::i8);
+    PackedLinear pairs = pack_linear(W.data(), StorageType::f32, out, in, StorageType::i8);
+    use_int8_activations(pairs);
+    ASSERT_TRUE(pairs.i8_row_pairs());
+    ASSERT_EQ(pairs.panel_depth(), static_cast<std::size_t>(in + in % 2));
+    for (int n = 0; n < whole_panels(out); ++n) {
+      for (int k = 0; k < in; ++k) ASSERT_EQ(pairs.weight(n, k), rows.weight(n, k)) << "n = " << n << ", k = " << k;
+      if (in % 2 == 1) ASSERT_EQ(pairs.i8_code(n, in), 0) << "the zero row, n = " << n;
+    }
+    const int begin = out / 3, end = out - out / 4;
+    const PackedLinear slice = slice_columns(pairs, begin, end);
+    ASSERT_TRUE(slice.i8_row_pairs());
+    for (int n = 0; n < whole_panels(end - begin); ++n) {
+      for (int k = 0; k < static_cast<int>(slice.panel_depth()); ++k) {
+        const int expected = n < end - begin && k < in ? rows.i8_code(begin + n, k) : 0;
+        ASSERT_EQ(slice.i8_code(n, k), expected) << "slice [" << begin << ", " << end << ") n = " << n << ", k = " << k;
+      }
+      for (int k = 0; k < in; ++k) ASSERT_EQ(slice.weight(n, k), n < end - begin ? rows.weight(begin + n, k) : 0.0f);
     }
   }
 }

@@ -38,7 +38,7 @@ __attribute__((used)) void setup(int E, int h, int hkv, int type, int copies) {
     std::vector<float> W(static_cast<std::size_t>(outs[i]) * ins[i]);
     for (float& w : W) w = value(rng);
     layers.push_back(pack_linear(W.data(), StorageType::f32, outs[i], ins[i], static_cast<StorageType>(type & ~kInt8Activations)));
-    layers.back().int8_activations = (type & kInt8Activations) != 0;
+    if ((type & kInt8Activations) != 0) use_int8_activations(layers.back());
     weight_count += static_cast<double>(W.size());
   }
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);

@@ -38,7 +38,7 @@ struct PackedLinear {
   int in = 0;
   int out = 0;
   StorageType type = StorageType::f32;
-  // [ceil(out / 8)][in][8] elements of `type`. Not a std::vector: packing writes every element,
+  // [ceil(out / 8)][in][8] elements of `type` (int8 codes in row pairs: i8_row_pairs()). Not a std::vector: packing writes every element,
   // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
   AlignedBytes storage;
   std::unique_ptr<float[]> scales;  // int8 and int4 only
@@ -51,7 +51,8 @@ struct PackedLinear {
   // storage::rebiased_f16_to_f32; the SIMD readers scale by 2^(112 - f16_rebias) instead of 2^112.
   int f16_rebias = 0;
   // int8 and int4 only: the layer's inputs are quantised to int8 blocks and multiplied in
-  // integers (create()'s activations 'int8': q8_linear.h, docs/attention-math.md §11).
+  // integers (create()'s activations 'int8': q8_linear.h, docs/attention-math.md §11). Set by
+  // use_int8_activations(), which also lays int8 codes in row pairs (i8_row_pairs()).
   bool int8_activations = false;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias
 
@@ -63,6 +64,23 @@ struct PackedLinear {
   }
 
   bool empty() const { return !storage; }
+  // int8 codes multiplied by int8 activations lie in row pairs: rows k and k + 1 (k even) of a
+  // column side by side, [ceil(in / 2)][8][2] bytes a panel, a zero row after an odd last one. The
+  // integer kernels' i32x4.dot_i16x8_s multiplies such a (k, k + 1) pair by the input's, so the
+  // codes load as they lie (q8_linear_simd128.h's I8Codes); every other reader takes [in][8].
+  bool i8_row_pairs() const { return type == StorageType::i8 && int8_activations; }
+  // Rows stored per panel: `in`, or `in` rounded up to even in row pairs.
+  std::size_t panel_depth() const { return static_cast<std::size_t>(i8_row_pairs() ? in + in % 2 : in); }
+  // Column n's int8 code at depth k, in either layout.
+  std::int8_t& i8_code(int n, int k) const {
+    const int c = n % kPanelWidth;
+    std::int8_t* panel = elements<std::int8_t>().panel(n / kPanelWidth);
+    return i8_row_pairs() ? panel[i8_pair_index(c, k)] : panel[static_cast<std::size_t>(k) * kPanelWidth + c];
+  }
+  // Lane c's code at depth k in a panel of row pairs.
+  static constexpr std::size_t i8_pair_index(int c, int k) {
+    return static_cast<std::size_t>(k / 2) * 2 * kPanelWidth + static_cast<std::size_t>(c) * 2 + k % 2;
+  }
   int panel_count() const { return whole_panels(out) / kPanelWidth; }
   // Output columns panel p holds (8, or fewer in the last panel), the rest being padding.
   int panel_columns(int p) const { return std::min(kPanelWidth, out - p * kPanelWidth); }
@@ -70,7 +88,7 @@ struct PackedLinear {
   // The panels as elements of T (T matching `type`: float, std::uint16_t or std::int8_t).
   template <class T>
   PanelMatrix<T> elements() const {
-    return {reinterpret_cast<T*>(storage.get()), static_cast<std::size_t>(in)};
+    return {reinterpret_cast<T*>(storage.get()), panel_depth()};
   }
   PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
   const float* panel(int p) const { return matrix().panel(p); }    // f32 only
@@ -119,6 +137,9 @@ void pack_rows_in_place(PackedLinear& w);
 // Output columns [begin, end) of a packed layer, packed on their own with the same stored values
 // (and scales): the projection kernel then runs over those columns only.
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end);
+// Makes an int8 or int4 layer multiply int8 activations (int8_activations): int8 codes move into
+// row pairs (i8_row_pairs()), the same values.
+void use_int8_activations(PackedLinear& w);
 
 // One output of a projection: y[r, :out] = x[r, :] Wᵀ + b, row stride y_stride.
 struct LinearTarget {

@@ -118,10 +118,9 @@ void quantise_blocks(const Source& src, int p, const PackedLinear& w, Quantise&&
 }
 
 __attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const PackedLinear& w) {
-  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
   const int n0 = p * kPanelWidth;
   quantise_blocks(src, p, w, [&](int c, int k0, const float* x, int n) {
-    return storage::quantise_q8(x, n, [&](int k, std::int8_t q) { m.at(n0 + c, k0 + k) = q; });
+    return storage::quantise_q8(x, n, [&](int k, std::int8_t q) { w.i8_code(n0 + c, k0 + k) = q; });
   });
 }
 
@@ -152,12 +151,13 @@ void pack_panel(const Source& src, int p, const PackedLinear& w) {
   }
 }
 
-PackedLinear allocate(StorageType type, int out, int in) {
+PackedLinear allocate(StorageType type, int out, int in, bool int8_activations = false) {
   PackedLinear w;
   w.in = in;
   w.out = out;
   w.type = type;
-  const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * in;
+  w.int8_activations = int8_activations;
+  const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * w.panel_depth();
   // int4: half a byte per element, a panel's rows rounded up to whole groups of 4.
   w.storage = aligned_bytes(type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type));
   if (type == StorageType::i8 || type == StorageType::q4) {
@@ -175,7 +175,7 @@ float PackedLinear::weight(int n, int k) const {
     case StorageType::f16: return storage::rebiased_f16_to_f32(elements<const std::uint16_t>().at(n, k), f16_rebias);
     case StorageType::bf16: return storage::bf16_to_f32(elements<const std::uint16_t>().at(n, k));
     case StorageType::i8:
-      return storage::dequantise(elements<const std::int8_t>().at(n, k),
+      return storage::dequantise(i8_code(n, k),
                                  panel_scales(n / kPanelWidth)[(k / kQuantBlock) * kPanelWidth + n % kPanelWidth]);
     case StorageType::q4: {
       const int p = n / kPanelWidth, c = n % kPanelWidth;
@@ -227,10 +227,9 @@ WEBATTENTION_PACK_FOR_SIZE void pack_quantised_scales(const QuantisedSource& src
 
 WEBATTENTION_PACK_FOR_SIZE void pack_quantised_i8(const QuantisedSource& src, int p, const PackedLinear& w) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p), in = w.in;
-  const PanelMatrix<std::int8_t> m = w.elements<std::int8_t>();
   const auto* codes = static_cast<const std::int8_t*>(src.codes);
   for (int c = 0; c < kPanelWidth; ++c)
-    for (int k = 0; k < in; ++k) m.at(n0 + c, k) = c < cols ? codes[static_cast<std::size_t>(n0 + c) * in + k] : 0;
+    for (int k = 0; k < in; ++k) w.i8_code(n0 + c, k) = c < cols ? codes[static_cast<std::size_t>(n0 + c) * in + k] : 0;
 }
 
 WEBATTENTION_PACK_FOR_SIZE void pack_quantised_q4(const QuantisedSource& src, int p, const PackedLinear& w) {
@@ -302,13 +301,33 @@ void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
   }
 }
 
+// Column n's scales (blocks of its panel, 8 apart) from column `from` of w, or zeros (padding).
+void copy_column_scales(const PackedLinear& w, int from, bool real, PackedLinear& s, int n) {
+  float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
+  const float* src = real ? w.panel_scales(from / kPanelWidth) + from % kPanelWidth : nullptr;
+  for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
+}
+
+// Every int8 code of w (either layout) into s's layout, columns [begin, begin + s.out) to [0,
+// s.out): padding columns, and the zero row after an odd last one, are zeros (all-zero blocks).
+void copy_i8_columns(const PackedLinear& w, int begin, PackedLinear& s) {
+  for (int n = 0; n < whole_panels(s.out); ++n) {
+    const bool real = n < s.out;
+    for (int k = 0; k < static_cast<int>(s.panel_depth()); ++k) s.i8_code(n, k) = real && k < w.in ? w.i8_code(begin + n, k) : 0;
+    copy_column_scales(w, begin + n, real, s, n);
+  }
+}
+
 }  // namespace
 
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
-  PackedLinear s = allocate(w.type, end - begin, w.in);
-  s.int8_activations = w.int8_activations;
-  if (w.type == StorageType::q4) {
-    slice_q4_columns(w, begin, s);
+  PackedLinear s = allocate(w.type, end - begin, w.in, w.int8_activations);
+  if (w.type == StorageType::q4 || w.i8_row_pairs()) {
+    if (w.type == StorageType::q4) {
+      slice_q4_columns(w, begin, s);
+    } else {
+      copy_i8_columns(w, begin, s);
+    }
     if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);
     return s;
   }
@@ -327,14 +346,25 @@ PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
       const std::size_t at = static_cast<std::size_t>(k) * kPanelWidth * bytes;
       for (int i = 0; i < bytes; ++i) dst0[at + i] = real ? src0[at + i] : 0;
     }
-    if (w.type == StorageType::i8) {
-      float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
-      const float* src = real ? w.panel_scales((begin + n) / kPanelWidth) + (begin + n) % kPanelWidth : nullptr;
-      for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
-    }
+    if (w.type == StorageType::i8) copy_column_scales(w, begin + n, real, s, n);
   }
   if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);
   return s;
+}
+
+}  // namespace webattention::kernels
+
+namespace webattention::kernels {
+
+void use_int8_activations(PackedLinear& w) {
+  if (w.type != StorageType::i8 || w.int8_activations) {
+    w.int8_activations = true;
+    return;
+  }
+  PackedLinear paired = allocate(w.type, w.out, w.in, true);
+  copy_i8_columns(w, 0, paired);
+  paired.bias = std::move(w.bias);
+  w = std::move(paired);
 }
 
 }  // namespace webattention::kernels

@@ -44,61 +44,52 @@ struct InputRows {
   const std::uint32_t* minus_8_sums[R];
 };
 
-// int8 weights, [in][8] codes per panel: rows k and k+1 sign-extended to int16 as they load, their
-// lanes interleaved to (c, k), (c, k+1) pairs (one unpack each for columns 0-3 and 4-7) and dotted
-// with each input's pair: columns 0-3 into lo, 4-7 into hi. Per 16 weights 2 unpacks, 2 dots and
-// 2 adds after the loads, where a byte shuffle and two sign extensions (three instructions on x64)
-// took 3-4.
+// int8 weights in row pairs (PackedLinear::i8_row_pairs: 16 bytes hold rows k, k+1 as (c, k),
+// (c, k+1) pairs, columns 0-7): each half sign-extended to int16 as it loads is 4 columns' pairs
+// as i32x4.dot_i16x8_s takes them, dotted with the input's (x_k, x_k+1) pair: columns 0-3 into lo,
+// 4-7 into hi. Per 16 weights 2 dots and 2 adds after the loads; codes in rows of 8 took 2
+// unpacks more.
 struct I8Codes {
   // No whole_block_one_row (one_row_whole_blocks): its 16 row pairs straight-line ran 0.77-0.81×
-  // block_dot's loop in Chromium (0.56-0.59× in Node).
+  // block_dot's loop in Chromium (0.56-0.59× in Node), in the rows-of-8 layout.
   static constexpr int kMaxRows = kRows;  // input rows per row block
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  // lo, hi += the row pair at `pair` times each input row's pair at `k` (x rows from `in`).
   template <int R>
-  static void madd(v128_t row0, v128_t row1, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
-    const v128_t w03 = wasm_i16x8_shuffle(row0, row1, 0, 8, 1, 9, 2, 10, 3, 11);
-    const v128_t w47 = wasm_i16x8_shuffle(row0, row1, 4, 12, 5, 13, 6, 14, 7, 15);
+  static void madd(const std::int8_t* pair, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
+    const v128_t w03 = wasm_i16x8_load8x8(pair), w47 = wasm_i16x8_load8x8(pair + kPanelWidth);
     for (int r = 0; r < R; ++r) {
       const v128_t x = pair_at(in.x[r], k);
       lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_dot_i16x8(w03, x));
       hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_dot_i16x8(w47, x));
     }
   }
-  // Block b's dot products Σ q_w·q_x over weight rows [k0, k1), per input row; the inputs read
-  // zeros past their end, so an odd last row pairs with a zero row (never loaded).
+  // Block b's dot products Σ q_w·q_x over weight rows [k0, k1), per input row; an odd last row
+  // pairs with the stored zero row and the inputs' zeros past their end.
   template <int R>
   void block_dot(int, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
-    // Row k + 1 through a pointer clang cannot see is 8 bytes on: it would merge the two widening
-    // loads into one load, a byte shuffle and two sign extensions (the sequence this replaces).
-    const std::int8_t* next = p + kPanelWidth;
-    __asm__("" : "+r"(next));
-    int k = k0;
     if (R == 1 && k1 - k0 == storage::kQuantBlock) {
       // A whole block for one input row: pointers stepped (V8 then addresses the loads without a
       // multiply-add each), unrolled by 2 only: fully unrolled, clang hoists every load and V8
       // spills them, so the end is hidden from clang too.
-      const std::int8_t *a = p + k0 * kPanelWidth, *b = next + k0 * kPanelWidth, *end = a + storage::kQuantBlock * kPanelWidth;
+      const std::int8_t *a = p + k0 * kPanelWidth, *end = a + storage::kQuantBlock * kPanelWidth;
       __asm__("" : "+r"(end));
       InputRows<R> at = in;
       at.x[0] += k0;
-      _Pragma("clang loop unroll_count(2)") for (; a != end; a += 2 * kPanelWidth, b += 2 * kPanelWidth, at.x[0] += 2) {
-        madd<R>(wasm_i16x8_load8x8(a), wasm_i16x8_load8x8(b), at, 0, lo, hi);
-      }
+      _Pragma("clang loop unroll_count(2)") for (; a != end; a += 2 * kPanelWidth, at.x[0] += 2) madd<R>(a, at, 0, lo, hi);
       return;
     }
-    for (; k + 2 <= k1; k += 2)
-      madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_load8x8(next + k * kPanelWidth), in, k, lo, hi);
-    if (k < k1) madd<R>(wasm_i16x8_load8x8(p + k * kPanelWidth), wasm_i16x8_splat(0), in, k, lo, hi);
+    for (int k = k0; k < k1; k += 2) madd<R>(p + k * kPanelWidth, in, k, lo, hi);
   }
-  // Block b's rows [k0, k1) as WideCodes lays them out (out: kWideBlock int16, zeros past k1).
+  // Block b's rows [k0, k1) as WideCodes lays them out (out: kWideBlock int16, zeros past k1):
+  // the pairs widened where they lie.
   void widen_block(int, int k0, int k1, std::int16_t* out) const {
     int k = k0;
     for (; k < k1; k += 2, out += 2 * kPanelWidth) {
-      const v128_t rows = k + 2 <= k1 ? wasm_v128_load(p + k * kPanelWidth) : wasm_v128_load64_zero(p + k * kPanelWidth);
-      const v128_t pairs = wasm_i8x16_shuffle(rows, rows, 0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
+      const v128_t pairs = wasm_v128_load(p + k * kPanelWidth);
       wasm_v128_store(out, wasm_i16x8_extend_low_i8x16(pairs));
       wasm_v128_store(out + 8, wasm_i16x8_extend_high_i8x16(pairs));
     }
