@@ -3,7 +3,7 @@
 # kernels (the simd and relaxed modules' core libraries), in Node, Chromium and Firefox
 # (compare.mjs). With SOURCE=<another checkout> (e.g. a git worktree of an older commit), that
 # checkout's kernels too, in the same runs, interleaved: an A/B.
-# Usage: [SOURCE=DIR] [ENGINES="node chromium"] [TYPES=f32,int4a8] [VARIANTS=relaxed] [COPIES=24] bash bench/decode/projection/run.sh   (needs emcc: bash scripts/setup.sh)
+# Usage: [SOURCE=DIR] [ENGINES="node chromium"] [TYPES=f32,int4a8] [VARIANTS=relaxed] [COPIES=24] [ROWS=512] bash bench/decode/projection/run.sh   (needs emcc: bash scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 source scripts/env.sh
@@ -22,7 +22,7 @@ build() {
   local flags=(-msimd128 "$(grep -o -- '-sBINARYEN_EXTRA_PASSES=[^)]*' CMakeLists.txt)")
   [ "$3" = relaxed ] && flags+=(-mrelaxed-simd)
   em++ -std=c++17 -O3 "${flags[@]}" -fwasm-exceptions -I"$src/cpp/src" -I"$src/cpp/include" -sENVIRONMENT=web,node \
-    -sMODULARIZE -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sEXPORTED_FUNCTIONS=_setup,_run,_weights \
+    -sMODULARIZE -sALLOW_MEMORY_GROWTH -sMAXIMUM_MEMORY=4GB -sEXPORTED_FUNCTIONS=_setup,_run,_multiply_adds \
     bench/decode/projection/projection.cpp "$dir/libwebattention_core.a" -o "$out/$2_$3.cjs"
   if [ "$3" = relaxed ]; then python3 scripts/relaxed_simd_opcodes.py "$out/$2_$3.wasm" >/dev/null; fi
 }
@@ -34,6 +34,6 @@ for variant in ${VARIANTS:-simd relaxed}; do
   for engine in ${ENGINES:-node chromium firefox}; do
     flags=()
     [ "$variant" = relaxed ] && [ "$engine" = node ] && flags+=(--experimental-wasm-relaxed-simd)
-    node "${flags[@]}" bench/decode/projection/compare.mjs --engine "$engine" --types "${TYPES:-f32,f16,int8}" --copies "${COPIES:-1}" "${names[@]}"
+    node "${flags[@]}" bench/decode/projection/compare.mjs --engine "$engine" --types "${TYPES:-f32,f16,int8}" --copies "${COPIES:-1}" --rows "${ROWS:-1}" "${names[@]}"
   done
 done

@@ -53,6 +53,7 @@ struct I8Codes {
   // No whole_block_one_row (one_row_whole_blocks): its 16 row pairs straight-line ran 0.77-0.81×
   // block_dot's loop in Chromium (0.56-0.59× in Node), in the rows-of-8 layout.
   static constexpr int kMaxRows = kRows;  // input rows per row block
+  static constexpr bool kWidenForManyRows = true;  // panel_rows: WideCodes from kWideRows rows
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -109,6 +110,7 @@ struct I8Codes {
 struct Q4Codes {
   // No whole_block_one_row: its 8 groups straight-line ran 0.72-0.88× the loop.
   static constexpr int kMaxRows = kRows;
+  static constexpr bool kWidenForManyRows = true;  // panel_rows: WideCodes from kWideRows rows
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -345,7 +347,8 @@ void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w
 }
 
 // From kWideRows input rows (a prefill's) the panel is widened once (WideCodes) and read by every
-// row block; fewer rows (a decode step) read the packed codes, widening them per row block.
+// row block, where Codes::kWidenForManyRows; fewer rows (a decode step) read the packed codes,
+// widening them per row block.
 constexpr int kWideRows = 2 * kRows;
 
 // Every row of q times panel p. Never inlined, so that V8 swaps in optimised code between panels
@@ -353,7 +356,7 @@ constexpr int kWideRows = 2 * kRows;
 template <class Codes>
 __attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
   const Codes codes(w, p);
-  if (q.rows < kWideRows) {
+  if (q.rows < kWideRows || !Codes::kWidenForManyRows) {
     rows_times_codes(codes, q, w, p, y, y_stride);
     return;
   }

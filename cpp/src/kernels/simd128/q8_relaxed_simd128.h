@@ -3,9 +3,10 @@
 // operand) times a column's two weight codes (0…15, in the 0…127 that keeps the sum exact in every
 // engine), eight int16 lanes per instruction, each summed over the block in int16 (|Σ| ≤
 // 16 · 127 · 15 = 30480 < 2^15: exact) and widened once per block. The same integers as
-// q8_linear_simd128.h's Q4Codes, so the same bits after them; its widen_block serves the prefill
-// path unchanged (from kWideRows input rows the panel is widened once to int16 and read with
-// i32x4.dot_i16x8_s).
+// q8_linear_simd128.h's Q4Codes, so the same bits after them. A prefill's rows run through it too,
+// 4 rows a block sharing each group's unpacking, instead of the panel widened to int16 pairs
+// (WideCodes): per 32 weights and 4 rows 3 unpacking and 16 vector operations where WideCodes
+// takes 44 for half as many products per dot product.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -24,6 +25,9 @@ namespace {
 // widened and added at its end.
 struct Q4RelaxedCodes : Q4Codes {
   using Q4Codes::Q4Codes;
+  // Many rows (a prefill's) too: 1.24-1.35× the widened panel's rate in Chromium, 1.33-1.78× in
+  // Firefox (bench/decode/projection/run.sh, ROWS=256); Node 20 (relaxed behind its flag) 0.78-0.92×.
+  static constexpr bool kWidenForManyRows = false;
   // s_low, s_high += the group v's low and high nibbles times the R input rows' codes x[r] at its
   // first row (the device probe, cpp/probe/, times this step against Q4Codes::group).
   template <int R>
