@@ -64,6 +64,8 @@ struct PackedLinear {
   }
 
   bool empty() const { return !storage; }
+  // Whether the projection quantises its input rows for this layer (an integer kernel's).
+  bool quantises_input() const { return int8_activations && (type == StorageType::i8 || type == StorageType::q4); }
   // int8 codes multiplied by int8 activations lie in row pairs: rows k and k + 1 (k even) of a
   // column side by side, [ceil(in / 2)][8][2] bytes a panel, a zero row after an odd last one. The
   // integer kernels' i32x4.dot_i16x8_s multiplies such a (k, k + 1) pair by the input's, so the
@@ -168,6 +170,14 @@ void q4_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTa
 // input row quantised once per call, each block's dot product in int32 (<type>q8_linear_<ISA>.cpp).
 void i8q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
 void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) noexcept;
+// int8 activations for a call split over threads (projection.cpp): x [rows, in] quantised once by
+// this ISA's kernels' rule (q8_rows.h), then each thread's targets (all int8_activations) over
+// those rows, with the bits linear() gives. The ISA's i8q8 file defines quantise_activations.
+struct Q8Rows;
+void quantise_activations(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) noexcept;
+void linear_quantised(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept;
+void i8q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept;
+void q4q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept;
 
 // Optimised code early, for a cold start. V8 runs a WASM function in its baseline tier first and
 // compiles it optimised, in the background, once the function has used a budget (~1.8 MB of

@@ -8,4 +8,8 @@ void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const Linear
   simd128_q8::linear_panels<simd128_q8::Q4Codes>(x, rows, x_stride, targets, target_count);
 }
 
+void q4q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
+  q8_panels(q, targets, target_count, simd128_q8::panel_rows<simd128_q8::Q4Codes>);
+}
+
 }  // namespace webattention::kernels

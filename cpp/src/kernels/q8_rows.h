@@ -82,18 +82,25 @@ inline Q8Rows& q8_rows_scratch() {
   return rows;
 }
 
-// The driver every ISA's kernel shares: x quantised once (widened as `widen` says), then
-// panel_rows(q, w, p, y, y_stride) for every target and panel, over all the rows.
+// The driver every ISA's kernel shares: panel_rows(q, w, p, y, y_stride) for every target and
+// panel, over all the quantised rows q.
 template <class PanelRows>
-void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
-                      Widening widen, PanelRows&& panel_rows, Q8Rows::BlockQuantiser block = Q8Rows::quantise_block) {
-  if (target_count == 0) return;
-  Q8Rows& q = q8_rows_scratch();
-  q.quantise(x, rows, x_stride, targets[0].weights->in, widen, block);
+void q8_panels(const Q8Rows& q, const LinearTarget* targets, int target_count, PanelRows&& panel_rows) {
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
     for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p) panel_rows(q, w, p, targets[t].y, targets[t].y_stride);
   }
+}
+
+// The same from x: quantised first (quantise(x, rows, x_stride, in, q), the ISA's rule) into this
+// thread's scratch.
+template <class Quantise, class PanelRows>
+void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
+                      Quantise&& quantise, PanelRows&& panel_rows) {
+  if (target_count == 0) return;
+  Q8Rows& q = q8_rows_scratch();
+  quantise(x, rows, x_stride, targets[0].weights->in, q);
+  q8_panels(q, targets, target_count, panel_rows);
 }
 
 }  // namespace webattention::kernels

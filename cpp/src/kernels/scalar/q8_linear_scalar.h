@@ -66,12 +66,20 @@ void row_times_panel(const Q8Rows& q, int r, const PackedLinear& w, int p, float
   }
 }
 
+// Every row of q times panel p.
+template <class Codes>
+void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
+  for (int r = 0; r < q.rows; ++r) row_times_panel<Codes>(q, r, w, p, y + r * y_stride);
+}
+
+// This ISA's quantised rows: the codes alone.
+inline void quantise_rows(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) {
+  q.quantise(x, rows, x_stride, in, Widening::none);
+}
+
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, Widening::none,
-                   [](const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
-                     for (int r = 0; r < q.rows; ++r) row_times_panel<Codes>(q, r, w, p, y + r * y_stride);
-                   });
+  q8_linear_panels(x, rows, x_stride, targets, target_count, quantise_rows, panel_rows<Codes>);
 }
 
 }  // namespace

@@ -368,10 +368,14 @@ __attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w
   rows_times_codes(WideCodes{wide, codes.scales}, q, w, p, y, y_stride);
 }
 
+// This ISA's quantised rows: f32x4 blocks (q8_quantise_simd128.h), codes widened to int16 too.
+inline void quantise_rows(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) {
+  q.quantise(x, rows, x_stride, in, Widening::int16, quantise_block_simd128);
+}
+
 template <class Codes>
 void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, Widening::int16,
-                   panel_rows<Codes>, quantise_block_simd128);
+  q8_linear_panels(x, rows, x_stride, targets, target_count, quantise_rows, panel_rows<Codes>);
 }
 
 }  // namespace
