@@ -20,13 +20,13 @@ void project_by_panels(const float* x, int rows, std::ptrdiff_t x_stride,
   for (int t = 0; t < target_count; ++t) total += targets[t].weights->panel_count();
   // About two chunks per thread, each a multiple of 4 panels (the one-row loops' group).
   const int grain = std::max(4, ((total + 2 * threads - 1) / (2 * threads) + 3) / 4 * 4);
-  // int8 activations: the rows quantised once here for every chunk, not once in each (a 2048-wide
-  // row took each chunk about 4 µs). A module's weights share one activations mode.
-  // The calling thread's scratch, named by a reference the chunks capture: a thread_local named
-  // inside the lambda would be each worker's own (empty) one.
+  // int8 activations: the rows quantised once here for every chunk, not again in each. A module's
+  // weights share one activations mode.
+  // The calling thread's scratch (q8_rows.h; the chunks' linear_quantised never quantises into
+  // it), named by a reference the chunks capture: a thread_local named inside the lambda would be
+  // each worker's own (empty) one.
   const bool int8_activations = targets[0].weights->quantises_input();
-  thread_local kernels::Q8Rows scratch;
-  kernels::Q8Rows& quantised = scratch;
+  kernels::Q8Rows& quantised = kernels::q8_rows_scratch();
   if (int8_activations) kernels::quantise_activations(x, rows, x_stride, targets[0].weights->in, quantised);
   parallel_for(total, grain, [&](int begin, int end) {
     kernels::LinearTarget part[kMaxTargets];

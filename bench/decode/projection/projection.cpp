@@ -1,7 +1,7 @@
 // A decode step's projections alone: one input row (or `rows`: a prefill's) times the four weight
-// matrices of an (E, h, hkv) attention layer (Q [h·64, E], K and V [hkv·64, E], out [E, h·64]), through the package's
-// projection kernel (kernels::linear, linked from a module's core library), stored as one
-// weights type. compare.mjs times run() in Node or a browser. Weights uniform in ±1/sqrt(in), as
+// matrices of an (E, h, hkv) attention layer (Q [h·64, E], K and V [hkv·64, E], out [E, h·64]),
+// through the package's projection kernel (kernels::linear, linked from a module's core library),
+// stored as one weights type. compare.mjs times run() in Node or a browser. Weights uniform in ±1/sqrt(in), as
 // bench/decode/decode.mjs's (about 0.2 % of them f16 subnormals), x uniform in ±1.
 #include <algorithm>
 #include <cmath>

@@ -38,8 +38,9 @@ struct PackedLinear {
   int in = 0;
   int out = 0;
   StorageType type = StorageType::f32;
-  // [ceil(out / 8)][in][8] elements of `type` (int8 codes in row pairs: i8_row_pairs()). Not a std::vector: packing writes every element,
-  // and zero-filling megabytes first would touch each fresh page of WASM memory twice at load time.
+  // [ceil(out / 8)][in][8] elements of `type` (int8 codes in row pairs: i8_row_pairs()). Not a
+  // std::vector: packing writes every element, and zero-filling megabytes first would touch each
+  // fresh page of WASM memory twice at load time.
   AlignedBytes storage;
   std::unique_ptr<float[]> scales;  // int8 and int4 only
   std::unique_ptr<std::uint32_t[]> zero_points;  // int4 only

@@ -8,9 +8,16 @@ namespace webattention::kernels {
 namespace {
 
 using Kernel = void (*)(const float*, int, std::ptrdiff_t, const LinearTarget*, int) noexcept;
+using RowsKernel = void (*)(const Q8Rows&, const LinearTarget*, int) noexcept;
+
+// An int8-activation layer's kernel, from x (Kernel) or from rows quantised already (RowsKernel).
+template <class K>
+K act8_kernel(const PackedLinear& w, K int8, K int4) {
+  return w.type == StorageType::q4 ? int4 : int8;
+}
 
 Kernel kernel_for(const PackedLinear& w) {
-  if (w.quantises_input()) return w.type == StorageType::i8 ? i8q8_linear : q4q8_linear;
+  if (w.quantises_input()) return act8_kernel<Kernel>(w, i8q8_linear, q4q8_linear);
   switch (w.type) {
     case StorageType::f32: return f32_linear;
     case StorageType::f16: return f16_linear;
@@ -21,27 +28,31 @@ Kernel kernel_for(const PackedLinear& w) {
   return f32_linear;
 }
 
-}  // namespace
+RowsKernel rows_kernel_for(const PackedLinear& w) { return act8_kernel<RowsKernel>(w, i8q8_linear_rows, q4q8_linear_rows); }
 
-void linear_quantised(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
+// run(kernel, first, count) for each run of consecutive targets that kernel_of gives one kernel.
+template <class KernelOf, class Run>
+void each_run(const LinearTarget* targets, int target_count, KernelOf&& kernel_of, Run&& run) {
   for (int t = 0; t < target_count;) {
-    const bool int4 = targets[t].weights->type == StorageType::q4;
+    const auto kernel = kernel_of(*targets[t].weights);
     int end = t + 1;
-    while (end < target_count && (targets[end].weights->type == StorageType::q4) == int4) ++end;
-    (int4 ? q4q8_linear_rows : i8q8_linear_rows)(q, targets + t, end - t);
+    while (end < target_count && kernel_of(*targets[end].weights) == kernel) ++end;
+    run(kernel, targets + t, end - t);
     t = end;
   }
 }
 
+}  // namespace
+
+void linear_quantised(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
+  each_run(targets, target_count, rows_kernel_for,
+           [&](RowsKernel kernel, const LinearTarget* run, int count) { kernel(q, run, count); });
+}
+
 void linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
             int target_count) noexcept {
-  for (int t = 0; t < target_count;) {
-    const Kernel kernel = kernel_for(*targets[t].weights);
-    int end = t + 1;
-    while (end < target_count && kernel_for(*targets[end].weights) == kernel) ++end;
-    kernel(x, rows, x_stride, targets + t, end - t);
-    t = end;
-  }
+  each_run(targets, target_count, kernel_for,
+           [&](Kernel kernel, const LinearTarget* run, int count) { kernel(x, rows, x_stride, run, count); });
 }
 
 }  // namespace webattention::kernels

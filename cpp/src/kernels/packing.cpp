@@ -301,20 +301,17 @@ void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
   }
 }
 
-// Column n's scales (blocks of its panel, 8 apart) from column `from` of w, or zeros (padding).
-void copy_column_scales(const PackedLinear& w, int from, bool real, PackedLinear& s, int n) {
-  float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
-  const float* src = real ? w.panel_scales(from / kPanelWidth) + from % kPanelWidth : nullptr;
-  for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
-}
-
-// Every int8 code of w (either layout) into s's layout, columns [begin, begin + s.out) to [0,
-// s.out): padding columns, and the zero row after an odd last one, are zeros (all-zero blocks).
+// slice_columns for int8, and use_int8_activations: every code of w (either layout) into s's
+// layout, with its scales, columns [begin, begin + s.out) to [0, s.out); padding columns, and the
+// zero row after an odd last one, are zeros (all-zero blocks).
 void copy_i8_columns(const PackedLinear& w, int begin, PackedLinear& s) {
   for (int n = 0; n < whole_panels(s.out); ++n) {
     const bool real = n < s.out;
-    for (int k = 0; k < static_cast<int>(s.panel_depth()); ++k) s.i8_code(n, k) = real && k < w.in ? w.i8_code(begin + n, k) : 0;
-    copy_column_scales(w, begin + n, real, s, n);
+    const int from = begin + n;
+    for (int k = 0; k < static_cast<int>(s.panel_depth()); ++k) s.i8_code(n, k) = real && k < w.in ? w.i8_code(from, k) : 0;
+    float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
+    const float* src = real ? w.panel_scales(from / kPanelWidth) + from % kPanelWidth : nullptr;
+    for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
   }
 }
 
@@ -322,7 +319,7 @@ void copy_i8_columns(const PackedLinear& w, int begin, PackedLinear& s) {
 
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   PackedLinear s = allocate(w.type, end - begin, w.in, w.int8_activations);
-  if (w.type == StorageType::q4 || w.i8_row_pairs()) {
+  if (w.type == StorageType::q4 || w.type == StorageType::i8) {
     if (w.type == StorageType::q4) {
       slice_q4_columns(w, begin, s);
     } else {
@@ -336,7 +333,7 @@ PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   const int bytes = storage_element_bytes(w.type);
   const PanelMatrix<unsigned char> from{w.storage.get(), static_cast<std::size_t>(w.in) * bytes};
   const PanelMatrix<unsigned char> to{s.storage.get(), static_cast<std::size_t>(w.in) * bytes};
-  // Element bytes move as they are: column n at depth k is bytes [k·8·bytes + (n % 8)·bytes, ...)
+  // f32, f16, bf16: element bytes move as they are: column n at depth k is bytes [k·8·bytes + (n % 8)·bytes, ...)
   // of its panel, so a panel of `bytes`-wide elements is a panel of bytes with `bytes` rows per k.
   for (int n = 0; n < whole_panels(s.out); ++n) {
     const bool real = n < s.out;
@@ -346,15 +343,10 @@ PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
       const std::size_t at = static_cast<std::size_t>(k) * kPanelWidth * bytes;
       for (int i = 0; i < bytes; ++i) dst0[at + i] = real ? src0[at + i] : 0;
     }
-    if (w.type == StorageType::i8) copy_column_scales(w, begin + n, real, s, n);
   }
   if (!w.bias.empty()) s.set_bias(w.bias.data() + begin, end - begin);
   return s;
 }
-
-}  // namespace webattention::kernels
-
-namespace webattention::kernels {
 
 void use_int8_activations(PackedLinear& w) {
   if (w.type != StorageType::i8 || w.int8_activations) {

@@ -53,7 +53,6 @@ struct I8Codes {
   // No whole_block_one_row (one_row_whole_blocks): its 16 row pairs straight-line ran 0.77-0.81×
   // block_dot's loop in Chromium (0.56-0.59× in Node), in the rows-of-8 layout.
   static constexpr int kMaxRows = kRows;  // input rows per row block
-  static constexpr bool kWidenForManyRows = true;  // panel_rows: WideCodes from kWideRows rows
   const std::int8_t* p;
   const float* scales;
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
@@ -110,7 +109,6 @@ struct I8Codes {
 struct Q4Codes {
   // No whole_block_one_row: its 8 groups straight-line ran 0.72-0.88× the loop.
   static constexpr int kMaxRows = kRows;
-  static constexpr bool kWidenForManyRows = true;  // panel_rows: WideCodes from kWideRows rows
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
   const float* scales;
@@ -347,16 +345,21 @@ void rows_times_codes(const Codes& codes, const Q8Rows& q, const PackedLinear& w
 }
 
 // From kWideRows input rows (a prefill's) the panel is widened once (WideCodes) and read by every
-// row block, where Codes::kWidenForManyRows; fewer rows (a decode step) read the packed codes,
-// widening them per row block.
+// row block, unless Codes says kWidenForManyRows = false; fewer rows (a decode step) read the
+// packed codes, widening them per row block.
 constexpr int kWideRows = 2 * kRows;
+template <class Codes, class = void>
+struct WidensForManyRows : std::true_type {};
+template <class Codes>
+struct WidensForManyRows<Codes, std::void_t<decltype(Codes::kWidenForManyRows)>>
+    : std::bool_constant<Codes::kWidenForManyRows> {};
 
 // Every row of q times panel p. Never inlined, so that V8 swaps in optimised code between panels
 // of a first call (linear_simd128.h's panel_rows).
 template <class Codes>
 __attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
   const Codes codes(w, p);
-  if (q.rows < kWideRows || !Codes::kWidenForManyRows) {
+  if (q.rows < kWideRows || !WidensForManyRows<Codes>::value) {
     rows_times_codes(codes, q, w, p, y, y_stride);
     return;
   }

@@ -106,5 +106,8 @@ struct Q4RelaxedCodes : Q4Codes {
   }
 };
 
+static_assert(!WidensForManyRows<Q4RelaxedCodes>::value && WidensForManyRows<Q4Codes>::value,
+              "a prefill's rows take the relaxed block, the SIMD128 kernels the widened panel");
+
 }  // namespace
 }  // namespace webattention::kernels::simd128_q8
