@@ -21,7 +21,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/env.sh
 
-step() { printf '\n=== %s ===\n' "$*"; }
+# Each heading says how long the run has taken so far, so that a slow step shows in the log.
+step() { printf '\n=== [%d min %02d s] %s ===\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"; }
 
 step "C++ native: core vs reference"
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -70,3 +71,4 @@ node $NODE_TEST_FLAGS scripts/node_test.mjs tests/webgpu/  # node_setup.mjs poin
 
 step "Package as a user installs it, and every README code block as pasted"
 node tests/package/run.mjs
+step "All tests passed"

@@ -17,6 +17,7 @@ import { checkResult, compare, filled, seededStateDict } from '../contract/contr
 import { DEFAULT_VARIANTS, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
+import { coveringSubset } from './covering.mjs';
 
 if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
   process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;  // before Dawn loads (the import below)
@@ -68,6 +69,16 @@ export function seededModules(base) {
     return mha;
   };
   return { modules, module };
+}
+/**
+ * The whole of a long list of cases on a hardware GPU, or with WEBATTENTION_GPU_TESTS=all; on
+ * SwiftShader its covering subset over keysOf (covering.mjs): every variant, dtype, shape... the
+ * keys name still runs, not every combination of them, so that CI's WebGPU step keeps a fixed
+ * size on two slow cores.
+ */
+export function onGpuOrCovering(items, keysOf) {
+  const everything = kind === 'hardware' || process.env.WEBATTENTION_GPU_TESTS === 'all';
+  return everything ? items : coveringSubset(items, keysOf);
 }
 export let device;    // a device of ours, passed as `gpu` where a test needs to reach it
 export const runs = [];

@@ -3,16 +3,19 @@
 // u32 with their scales, int4 eight per u32 with their scales and zero points): random finite
 // MHA configurations per weightsDtype against the float64 reference of the stored weights, and
 // every linear variant, pinned, on both load flavours against WASM's module of the same
-// weightsDtype. The cache (gpu_kv_cache.js, kernels/cache_narrow.wgsl.js):
-// random decode sequences per cache dtype × weightsDtype, on both attention paths, against the
-// reference of the stored keys and values. Set-up: node_setup.mjs.
+// weightsDtype. The cache (gpu_kv_cache.js, kernels/cache_narrow.wgsl.js): random decode
+// sequences per cache dtype × weightsDtype, on both attention paths, against the reference of the
+// stored keys and values. On SwiftShader the two products shrink to their covering subsets
+// (onGpuOrCovering): every variant and every dtype, every cache dtype and every weightsDtype.
+// Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
 import { halfStateDict, selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
-import { adapterName, gpu, gpuMatchesWasm, paths, runs } from './node_setup.mjs';
+import { pairs } from './covering.mjs';
+import { adapterName, gpu, gpuMatchesWasm, onGpuOrCovering, paths, runs } from './node_setup.mjs';
 
 const NARROW = ['float16', 'bfloat16', 'int8', 'int4'];
 const BLOCKED = ['int8', 'int4'];  // quantised: no 16-bit tensors kept as given
@@ -36,40 +39,37 @@ for (const weightsDtype of NARROW) {
 
 describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () => {
   const ran = [];
-  for (const name of Object.keys(VARIANTS.linear)) {
-    for (const weightsDtype of NARROW) {
-      test(`${name}, ${weightsDtype}: E 132 (vec4 loads of X), kdim 13 / vdim 7 (scalar), out_proj over 70 rows`, async () => {
-        api.configure({ gpuKernels: { linear: name } });
-        selectionHooks.onCall = (names) => ran.push(names.linear);
-        ran.length = 0;
-        try {
-          await gpuMatchesWasm({ create: { embedDim: 132, numHeads: 4, weightsDtype }, B: 1, L: 70, self: true });
-          await gpuMatchesWasm({ create: { embedDim: 40, numHeads: 2, kdim: 13, vdim: 7, weightsDtype }, B: 2, L: 9, S: 37 });
-        } finally {
-          api.configure({ gpuKernels: {} });
-          selectionHooks.onCall = null;
-        }
-        assert.ok(ran.length > 0 && ran.every((n) => n === name), `the pinned variant ran: ${ran.join()}`);
-      });
-    }
+  for (const [name, weightsDtype] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), NARROW), (pair) => pair)) {
+    test(`${name}, ${weightsDtype}: E 132 (vec4 loads of X), kdim 13 / vdim 7 (scalar), out_proj over 70 rows`, async () => {
+      api.configure({ gpuKernels: { linear: name } });
+      selectionHooks.onCall = (names) => ran.push(names.linear);
+      ran.length = 0;
+      try {
+        await gpuMatchesWasm({ create: { embedDim: 132, numHeads: 4, weightsDtype }, B: 1, L: 70, self: true });
+        await gpuMatchesWasm({ create: { embedDim: 40, numHeads: 2, kdim: 13, vdim: 7, weightsDtype }, B: 2, L: 9, S: 37 });
+      } finally {
+        api.configure({ gpuKernels: {} });
+        selectionHooks.onCall = null;
+      }
+      assert.ok(ran.length > 0 && ran.every((n) => n === name), `the pinned variant ran: ${ran.join()}`);
+    });
   }
 });
 
-for (const cacheDtype of ['float16', 'int8']) {
-  for (const weightsDtype of ['float32', 'float16', 'int8', 'int4']) {
-    test(`random decode sequences on WebGPU: ${cacheDtype} cache, ${weightsDtype} weights, against the reference of the stored keys and values`, async () => {
-      const failures = [];
-      runs.length = 0;
-      paths.length = 0;
-      for (let seed = 1; seed <= 8; seed++) {
-        const c = randomDecodeCase(seed, { weightsDtype, cacheDtype });
-        const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
-        if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
-      }
-      assert.deepEqual(failures, []);
-      assert.ok(runs.length > 0 && runs.every((where) => where === 'webgpu'), `ran on ${[...new Set(runs)]}`);
-      // Chunks of 1 row take the decode path, longer ones the flash path: both read the cache.
-      assert.deepEqual([...new Set(paths)].sort(), ['decode', 'flash']);
-    });
-  }
+const cacheAndWeights = pairs(['float16', 'int8'], ['float32', 'float16', 'int8', 'int4']);
+for (const [cacheDtype, weightsDtype] of onGpuOrCovering(cacheAndWeights, ([cache, weights]) => [`cache ${cache}`, `weights ${weights}`])) {
+  test(`random decode sequences on WebGPU: ${cacheDtype} cache, ${weightsDtype} weights, against the reference of the stored keys and values`, async () => {
+    const failures = [];
+    runs.length = 0;
+    paths.length = 0;
+    for (let seed = 1; seed <= 8; seed++) {
+      const c = randomDecodeCase(seed, { weightsDtype, cacheDtype });
+      const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
+      if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
+    }
+    assert.deepEqual(failures, []);
+    assert.ok(runs.length > 0 && runs.every((where) => where === 'webgpu'), `ran on ${[...new Set(runs)]}`);
+    // Chunks of 1 row take the decode path, longer ones the flash path: both read the cache.
+    assert.deepEqual([...new Set(paths)].sort(), ['decode', 'flash']);
+  });
 }

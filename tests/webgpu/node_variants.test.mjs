@@ -2,13 +2,16 @@
 // against WASM on shapes that reach its edges: ragged tiles (rows, columns and K not multiples
 // of the tile; odd widths take the scalar-load flavour, multiples of 4 the vec4 one), several key
 // tiles, causal across tiles, masks, rows with every key masked, d_k ≠ d_v, grouped-query heads.
-// Each call is checked to have run the pinned variant. Set-up: node_setup.mjs.
+// Each call is checked to have run the pinned variant. On SwiftShader, the linear and attention
+// variants × shapes shrink to their covering subsets (onGpuOrCovering): every variant and every
+// shape, not every pair. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
-import { adapter, adapterName, boolMask, gpuMatchesWasm } from './node_setup.mjs';
+import { pairs } from './covering.mjs';
+import { adapter, adapterName, boolMask, gpuMatchesWasm, onGpuOrCovering } from './node_setup.mjs';
 
 const ran = [];
 selectionHooks.onCall = (names) => ran.push(names);
@@ -30,14 +33,14 @@ async function pinned(family, name, call) {
   for (const names of ran) assert.equal(names[family], name, `the pinned ${family} variant ran`);
 }
 
+const linearCases = [
+  ['self-attention E 132 (vec4 loads), L 70', { create: { embedDim: 132, numHeads: 4 }, B: 1, L: 70, self: true }],
+  ['kdim 13, vdim 7 (scalar loads), batch 2, L 9, S 131', { create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 2, L: 9, S: 131 }],
+];
+
 describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
-  for (const name of Object.keys(VARIANTS.linear)) {
-    test(`${name}: self-attention E 132 (vec4 loads), L 70`, () => pinned('linear', name, () => gpuMatchesWasm({
-      create: { embedDim: 132, numHeads: 4 }, B: 1, L: 70, self: true,
-    })));
-    test(`${name}: kdim 13, vdim 7 (scalar loads), batch 2, L 9, S 131`, () => pinned('linear', name, () => gpuMatchesWasm({
-      create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 2, L: 9, S: 131,
-    })));
+  for (const [name, [title, args]] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), linearCases), ([n, [t]]) => [n, t])) {
+    test(`${name}: ${title}`, () => pinned('linear', name, () => gpuMatchesWasm(args)));
   }
 });
 
@@ -87,10 +90,9 @@ function maskedCase(create, L, S) {
 describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
   // Only the pairs a variant can run on this adapter (its workgroup memory at these head widths);
   // what a pinned variant that does not fit does is the next test's.
-  for (const [name, variant] of Object.entries(VARIANTS.attention)) {
-    for (const [title, heads, args] of attentionCases.filter(([, heads]) => variant.fits(adapter.limits, heads))) {
-      test(`${name}: ${title}`, () => pinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
-    }
+  const fitting = pairs(Object.entries(VARIANTS.attention), attentionCases).filter(([[, variant], [, heads]]) => variant.fits(adapter.limits, heads));
+  for (const [[name], [title, , args]] of onGpuOrCovering(fitting, ([[n], [t]]) => [n, t])) {
+    test(`${name}: ${title}`, () => pinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
   }
 
   test('a pinned variant that does not fit the head widths gives way to one that does, and the answer is the same', async () => {
