@@ -118,12 +118,9 @@ for (const engine of ENGINES) describe(`demo page (${engine})`, { timeout: OVERA
     const descent = sweep.filter(([, e]) => e > 1e-5);
     for (let i = 1; i < descent.length; i++) assert.ok(descent[i][1] < descent[i - 1][1], `not decreasing: ${d.convSweep}`);
     assert.equal(Number(d.convBiasMaxDiff), sweep.find(([s]) => s === Number(d.convSharpness))?.[1]);
-    // A hang guard, not a speed claim. 3 s: since the browser entry imports the WebGPU code
-    // statically (one chunk for bundlers: an app's own worker builds with Vite's defaults) the
-    // unbundled page fetches ~60 modules, level after level, before the WASM (2.0–2.7 s to settle on
-    // 2 idle cores, most of it the module waterfall; the static build, npm run build:demo, is the
-    // one to publish).
-    assert.ok(info.settledMs < 3000, `page took ${info.settledMs.toFixed(0)} ms to settle`);
+    // No bound on settledMs here: the page's hang guards are openDemoPage()'s (harness.mjs: 20 s to
+    // load, 30 s to settle). A 3 s bound failed a CI run whose other test file shared the two cores
+    // (3.2 s in Chromium, 4.7 s in Firefox, 2.0–2.7 s alone): a speed check, not a hang guard.
     assert.deepEqual(problems, [], `console errors / failed requests:\n${problems.join('\n')}`);
     await page.close();
   });
