@@ -1,16 +1,18 @@
-// A covering subset of a test list: the fewest items (greedily) that still reach every value of
-// every key the caller names, e.g. every kernel variant and every weights dtype, though not every
-// variant with every dtype. The WebGPU suite runs whole lists on a GPU and covering subsets on
-// SwiftShader, whose CPU emulation of a GPU made the full lists the longest step of CI
+// A covering subset of a test list: the fewest items (greedily) that still reach every value on
+// every dimension the caller names, e.g. every kernel variant and every weights dtype, though not
+// every variant with every dtype. The WebGPU suite runs whole lists on a GPU and covering subsets
+// on SwiftShader, whose CPU emulation of a GPU made the full lists the longest step of CI
 // (node_setup.mjs's onGpuOrCovering says when). Environment-free: pure data in, data out.
 
 /**
- * The items of `items` that cover every key keysOf(item) gives (strings: 'variant:tile64',
- * 'dtype:int8', or a pair of both for a pair that must meet), chosen greedily: each pick covers the
- * most keys not yet covered, the earliest item winning a tie. Returned in the list's own order.
+ * The items of `items` that reach every value keysOf(item) gives, position by position: keysOf
+ * returns the item's value on each dimension ([variant, dtype]; by default the item itself), so
+ * that equal names on two dimensions (a float16 cache, float16 weights) stay two values; null or
+ * undefined at a position names nothing there. Chosen greedily: each pick reaches the most values
+ * not yet reached, the earliest item winning a tie. Returned in the list's own order.
  */
-export function coveringSubset(items, keysOf) {
-  const keys = items.map((item) => [...new Set(keysOf(item))]);
+export function coveringSubset(items, keysOf = (item) => item) {
+  const keys = items.map((item) => [...new Set(keysOf(item).flatMap((value, at) => (value == null ? [] : [`${at}:${value}`])))]);
   const uncovered = new Set(keys.flat());
   const chosen = [];
   while (uncovered.size > 0) {

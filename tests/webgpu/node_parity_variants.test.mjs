@@ -18,7 +18,7 @@ import { adapter, adapterName, fixtures, gpu, onGpuOrCovering } from './node_set
 const names = await api.gpuKernelVariants();
 const rounds = Math.max(names.linear.length, names.attention.length);
 const small = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS);
-const kept = onGpuOrCovering(pairs([...Array(rounds).keys()], small), ([round, c]) => [`round ${round}`, `fixture ${c.name}`]);
+const kept = onGpuOrCovering(pairs([...Array(rounds).keys()], small), ([round, c]) => [round, c.name]);
 const ran = [];
 selectionHooks.onCall = (variants) => ran.push(variants);
 after(() => {

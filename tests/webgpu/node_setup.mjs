@@ -72,8 +72,8 @@ export function seededModules(base) {
 }
 /**
  * The whole of a long list of cases on a hardware GPU, or with WEBATTENTION_GPU_TESTS=all; on
- * SwiftShader its covering subset over keysOf (covering.mjs): every variant, dtype, shape... the
- * keys name still runs, not every combination of them, so that CI's WebGPU step keeps a fixed
+ * SwiftShader its covering subset over keysOf (covering.mjs): every variant, dtype, shape... that
+ * keysOf names still runs, not every combination of them, so that CI's WebGPU step keeps a fixed
  * size on two slow cores.
  */
 export function onGpuOrCovering(items, keysOf) {

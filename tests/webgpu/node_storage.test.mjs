@@ -39,7 +39,7 @@ for (const weightsDtype of NARROW) {
 
 describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () => {
   const ran = [];
-  for (const [name, weightsDtype] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), NARROW), (pair) => pair)) {
+  for (const [name, weightsDtype] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), NARROW))) {
     test(`${name}, ${weightsDtype}: E 132 (vec4 loads of X), kdim 13 / vdim 7 (scalar), out_proj over 70 rows`, async () => {
       api.configure({ gpuKernels: { linear: name } });
       selectionHooks.onCall = (names) => ran.push(names.linear);
@@ -57,7 +57,7 @@ describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () 
 });
 
 const cacheAndWeights = pairs(['float16', 'int8'], ['float32', 'float16', 'int8', 'int4']);
-for (const [cacheDtype, weightsDtype] of onGpuOrCovering(cacheAndWeights, ([cache, weights]) => [`cache ${cache}`, `weights ${weights}`])) {
+for (const [cacheDtype, weightsDtype] of onGpuOrCovering(cacheAndWeights)) {
   test(`random decode sequences on WebGPU: ${cacheDtype} cache, ${weightsDtype} weights, against the reference of the stored keys and values`, async () => {
     const failures = [];
     runs.length = 0;
