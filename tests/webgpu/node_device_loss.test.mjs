@@ -58,7 +58,7 @@ describe('a lost device: the module carries on on WASM', () => {
   });
 
   test('a module made after the shared device was lost gets a new device', async () => {
-    const gpu2 = createGpu([]);
+    const gpu2 = createGpu();
     const f = c();
     const first = await MultiHeadAttention.create({ ...f.create, backend: 'webgpu', gpu: gpu2 });
     first.dispose();

@@ -208,7 +208,7 @@ describe(`${TILED} pinned in a module: WASM's bits`, () => {
 test(`the selection measures ${TILED} and ${SG} on calls of many rows, checks them on the device and keeps them where fastest`, async () => {
   // Faster by the injected clock: the tiled product, and the subgroup quantiser where offered.
   selectionHooks.clock = (names) => (names.q8linear === TILED ? 1 : 2) + (names.q8rows === SG ? 0 : 4);
-  const modules = await pair({ embedDim: 40, numHeads: 5, weightsDtype: 'int4', activations: 'int8' }, createGpu([]));
+  const modules = await pair({ embedDim: 40, numHeads: 5, weightsDtype: 'int4', activations: 'int8' }, createGpu());
   try {
     ran.length = 0;
     // attention pinned: the calls measure the two q8 families; every result WASM's bits.

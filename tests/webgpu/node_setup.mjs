@@ -19,19 +19,31 @@ import { loadFixtures } from '../js/fixtures.js';
 import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
 import { coveringSubset } from './covering.mjs';
 
-if (!process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES) {
-  process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;  // before Dawn loads (the import below)
-}
+const onSwiftShader = !process.env.VK_ICD_FILENAMES && !process.env.VK_DRIVER_FILES;
+if (onSwiftShader) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;  // before Dawn loads (the import below)
 
 const { MultiHeadAttention } = api;
 // A dynamic import: static ones run before this module's body, and Dawn must load after the
 // VK_ICD_FILENAMES default above.
-export const { create: createGpu } = await import('webgpu');
+const { create } = await import('webgpu');
+/**
+ * Dawn's switches for a new GPU object. On SwiftShader, two of Dawn's safety transforms are off:
+ * zeroing workgroup memory and clamping out-of-bounds accesses (robustness). Together they made
+ * each pipeline's compile about 6x as long (node_cache.test.mjs: 60 s of compile spans against
+ * 10 s; the file 27.6 s against 9.1 s), and compiling is what the WebGPU step's time goes on.
+ * The kernels write workgroup memory before reading it and stay in bounds, so results are the
+ * same; without the transforms, a kernel that did not would read garbage or fault here, where
+ * browsers would hide it. The browser test (browser.test.mjs: Chromium's own SwiftShader) and
+ * any hardware adapter run with Dawn's defaults.
+ */
+export const DAWN_SWITCHES = onSwiftShader ? ['enable-dawn-features=disable_workgroup_init,disable_robustness'] : [];
+/** A GPU object of the npm webgpu package (Dawn), with DAWN_SWITCHES. */
+export const createGpu = () => create(DAWN_SWITCHES);
 
 /** The PyTorch MHA fixture cases. */
 export const fixtures = webgpuCases(loadFixtures());
 
-export let gpu = createGpu([]);  // the npm webgpu package's GPU object
+export let gpu = createGpu();  // the npm webgpu package's GPU object
 // The adapter decides what some tests expect (SwiftShader or a hardware GPU): found before the
 // tests are made, so that their titles can say which.
 export const adapter = await requestTestAdapter(gpu);

@@ -191,7 +191,7 @@ describe(`the selection and the feature (Dawn, ${adapterName})`, () => {
   });
 
   test('a device with it: measured against split256, checked on the device, kept', { skip: !adapter.features.has('subgroups') && 'the adapter has no subgroups' }, async () => {
-    const profile = await decodeCalls(createGpu([]));  // a GPU object of its own: a new device, and the package's
+    const profile = await decodeCalls(createGpu());  // a GPU object of its own: a new device, and the package's
     assert.ok(ran.includes(SG), ran.join());
     assert.deepEqual(profile.rejected, []);
     const decode = profile.classes.find((c) => c.family === 'decode');

@@ -25,6 +25,7 @@ import { rowTableWgsl } from './row_table.wgsl.js';
 import { APPEND_PARAMS, APPEND_WORKGROUP } from './cache_append.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './packed_values.wgsl.js';
 import { q8DivisionWgsl } from './q8_division.wgsl.js';
+import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
 /** u32 words one head of `d` values takes in a cache row of `dtype` (int8: its scale's word too). */
 export const cacheHeadWords = (dtype, d) => (dtype === 'float32' ? d : wordsOf(dtype, d) + (dtype === 'int8' ? 1 : 0));
@@ -97,7 +98,7 @@ ${ROW_TABLE}const PER = ${VALUES_PER_WORD.int8}u;  // values per word
 const WG = ${APPEND_WORKGROUP}u;
 const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
 const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it
-var<workgroup> topBits: atomic<u32>;  // zero at the workgroup's start, as WGSL's workgroup memory is
+var<workgroup> topBits: atomic<u32>;
 ${q8DivisionWgsl}
 @compute @workgroup_size(${APPEND_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
@@ -107,6 +108,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let i = wg.y;
   let b = wg.z;
   ${HEAD_PLACE}
+  ${zeroWorkgroupAtomic('topBits')}
   var top = 0u;
   for (var j = t; j < p.d; j += WG) { top = max(top, src[row + j] & 0x7fffffffu); }
   atomicMax(&topBits, top);

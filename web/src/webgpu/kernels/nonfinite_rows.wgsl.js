@@ -24,6 +24,7 @@ import { paramsWgsl } from '../kernel_params.js';
 import { ATTENTION_PARAMS, attentionHelpers } from './attention_common.wgsl.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
+import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
 /** Invocations per workgroup of both kernels (one workgroup per row). */
 export const NONFINITE_WORKGROUP = 64;
@@ -71,10 +72,11 @@ const WG = ${NONFINITE_WORKGROUP}u;
 export function cacheFlagsShader({ dk, dv, dtype }) {
   return /* wgsl */ `${header({ dk, dv })}
 ${kvBitsReads({ kv: dtype, dk, dv, k: 1, v: 2, kAccess: 'read_write' })}${rowTableWgsl(3)}
-var<workgroup> found: atomic<u32>;  // zero at the workgroup's start
+var<workgroup> found: atomic<u32>;
 
 @compute @workgroup_size(${NONFINITE_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  ${zeroWorkgroupAtomic('found')}
   let row = keyRow(wg.y, shiftOf(wg.y) + wg.x);
   let G = p.H / p.group;
   var bad = false;
@@ -202,10 +204,11 @@ ${kvBitsReads({ kv: dtype, dk, dv })}@group(0) @binding(6) var<storage, read> si
 @group(0) @binding(7) var<storage, read_write> heads: array<u32>;    // row (b, i), head h at (b·L + i)·oStride + h·DV
 @group(0) @binding(8) var<storage, read_write> weights: array<u32>;  // [B, L, S] or [B, H, L, S]
 ${rows ? rowTableWgsl(9) : SAME_ROWS}${SCORES}${HEAD_ROW}
-var<workgroup> dirty: atomic<u32>;  // zero at the workgroup's start
+var<workgroup> dirty: atomic<u32>;
 
 @compute @workgroup_size(${NONFINITE_WORKGROUP})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  ${zeroWorkgroupAtomic('dirty')}
   let i = wg.x;
   let b = wg.y;
   let qRow = p.qOff + (b * p.L + i) * p.qStride;

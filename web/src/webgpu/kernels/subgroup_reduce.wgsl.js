@@ -15,6 +15,7 @@
 // Every function here must be called in uniform control flow (subgroup operations and barriers
 // need it), after subgroupLayout(). Each reduction has slots of its own, so two different ones
 // need no barrier between them; the same one called twice in a dispatch would need one.
+import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
 /** The directive a shader using these must start with (the device must have 'subgroups'). */
 export const ENABLE_SUBGROUPS = 'enable subgroups;';
@@ -60,6 +61,7 @@ struct SubgroupLayout {
 var<workgroup> subgroupNames: array<atomic<u32>, ${words}>;  // bit t: t is a subgroup's smallest index
 
 fn subgroupLayout(t: u32) -> SubgroupLayout {
+  ${zeroWorkgroupAtomic('subgroupNames', words)}
   let first = subgroupMin(t);
   if (t == first) { atomicOr(&subgroupNames[t / 32u], 1u << (t % 32u)); }
   workgroupBarrier();
@@ -106,6 +108,7 @@ var<workgroup> rowGroupFlag: u32;
 var<workgroup> rowGroupSlots: array<vec4f, ${groups * 4}>;  // [group][run]: up to 16 / 4 runs
 
 fn rowGroupsOf(t: u32, lane: u32, size: u32) -> RowGroups {
+  ${zeroWorkgroupAtomic('rowGroupMisaligned')}
   if (lane != t % size) { atomicOr(&rowGroupMisaligned, 1u); }
   workgroupBarrier();
   if (t == 0u) { rowGroupFlag = atomicLoad(&rowGroupMisaligned); }
