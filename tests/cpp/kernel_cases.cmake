@@ -1,6 +1,7 @@
-# The kernel-level cases of tests/cases/kernel_cases.json as GoogleTest executables, one per
-# kernel family the build has: `scalar` always, and the build's SIMD128 kernels (named `relaxed`
-# in a relaxed-SIMD module) under Emscripten. Included by CMakeLists.txt inside its test block.
+# The kernel-level cases of tests/cases/kernel_cases.json as a GoogleTest executable for the
+# kernel family the build has: `scalar` natively and in the scalar module, the SIMD128 kernels
+# (named `relaxed` in a relaxed-SIMD module) in the others. Included by CMakeLists.txt inside
+# its test block.
 #
 # The list becomes a header at configure time (kernel_cases.h in the build folder): the WASM
 # tests run under node with no mapping of the repository's files. Per op of the list's "ops"
@@ -138,47 +139,22 @@ endfunction()
 kernel_cases_header("${PROJECT_SOURCE_DIR}/tests/cases/kernel_cases.json"
                     "${CMAKE_BINARY_DIR}/kernel_cases/kernel_cases.h")
 
-# The families: the core as built (scalar natively and in the scalar module; SIMD128 kernels in
-# the SIMD modules, relaxed in the relaxed ones), and in a SIMD build also a second core with the
-# scalar kernel files in place of the SIMD128 ones (the same source list, each
-# `*_simd128.cpp` or `*_relaxed.cpp` swapped for its `*_scalar.cpp`), so that the scalar kernels
-# are checked as WASM too.
-set(kernel_case_families)
-if(WEBATTENTION_ISA STREQUAL scalar)
-  list(APPEND kernel_case_families scalar)
+# The family: the core as built: the scalar kernels natively and in the scalar module, the
+# SIMD128 ones in the SIMD modules (named `relaxed` in the relaxed ones). The scalar kernels as
+# WASM are the scalar module's to check: a second core of them in each SIMD build, for code no
+# SIMD module ships, was about 90 s of the 325 s of compiling and linking in each of four builds.
+if(WEBATTENTION_RELAXED)
+  set(family relaxed)
 else()
-  get_target_property(core_sources webattention_core SOURCES)
-  list(TRANSFORM core_sources REPLACE "_(${WEBATTENTION_ISA}|relaxed)\\.cpp$" "_scalar.cpp")
-  add_library(webattention_core_scalar STATIC ${core_sources})
-  foreach(property INCLUDE_DIRECTORIES INTERFACE_INCLUDE_DIRECTORIES COMPILE_DEFINITIONS)
-    get_target_property(value webattention_core ${property})
-    if(value)
-      set_target_properties(webattention_core_scalar PROPERTIES ${property} "${value}")
-    endif()
-  endforeach()
-  target_link_libraries(webattention_core_scalar PRIVATE Eigen3::Eigen)
-  list(APPEND kernel_case_families scalar)
-  if(WEBATTENTION_RELAXED)
-    list(APPEND kernel_case_families relaxed)
-  else()
-    list(APPEND kernel_case_families ${WEBATTENTION_ISA})
-  endif()
+  set(family ${WEBATTENTION_ISA})
 endif()
-
-foreach(family ${kernel_case_families})
-  set(target kernel_cases_${family})
-  add_executable(${target}
-    tests/cpp/kernel_cases_test.cpp
-    tests/cpp/kernel_cases_cache_test.cpp
-    tests/cpp/kernel_reference.cpp
-    cpp/reference/storage_reference.cpp)
-  target_include_directories(${target} PRIVATE "${CMAKE_BINARY_DIR}/kernel_cases" cpp/include cpp)
-  target_compile_definitions(${target} PRIVATE WEBATTENTION_KERNEL_FAMILY="${family}")
-  if(family STREQUAL scalar AND NOT WEBATTENTION_ISA STREQUAL scalar)
-    target_link_libraries(${target} PRIVATE webattention_core_scalar)
-    webattention_gtest(${target} PORTABLE)
-  else()
-    target_link_libraries(${target} PRIVATE webattention_core)
-    webattention_gtest(${target})
-  endif()
-endforeach()
+set(target kernel_cases_${family})
+add_executable(${target}
+  tests/cpp/kernel_cases_test.cpp
+  tests/cpp/kernel_cases_cache_test.cpp
+  tests/cpp/kernel_reference.cpp
+  cpp/reference/storage_reference.cpp)
+target_include_directories(${target} PRIVATE "${CMAKE_BINARY_DIR}/kernel_cases" cpp/include cpp)
+target_compile_definitions(${target} PRIVATE WEBATTENTION_KERNEL_FAMILY="${family}")
+target_link_libraries(${target} PRIVATE webattention_core)
+webattention_gtest(${target})
