@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(emscripten cmake make g++ clang libclang-rt-14-dev googletest libgtest-dev libeigen3-dev chromium firefox-esr libvulkan1)
+packages=(emscripten cmake make g++ clang libclang-rt-14-dev googletest libgtest-dev libeigen3-dev chromium firefox-esr libvulkan1 ccache)
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 source scripts/apt_install_missing.sh
 apt_install_missing setup "${packages[@]}"
