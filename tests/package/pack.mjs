@@ -40,7 +40,10 @@ export async function packPart(root) {
   symlinkSync(join(REPO, 'node_modules'), join(clone, 'node_modules'), 'dir');
   const packDir = join(root, 'pack');
   mkdirSync(packDir);
-  const r = await exec('npm', ['pack', '--json', '--pack-destination', packDir, '--loglevel=error'], { cwd: clone, timeoutMs: BUILD_TIMEOUT_MS });
+  // The repository's compiler cache (CMakeLists.txt: ccache): the copy's compiles are the ones
+  // its own WASM builds made, so only the links run again.
+  const env = { ...process.env, CCACHE_DIR: join(REPO, 'build/ccache') };
+  const r = await exec('npm', ['pack', '--json', '--pack-destination', packDir, '--loglevel=error'], { cwd: clone, timeoutMs: BUILD_TIMEOUT_MS, env });
   require_('npm pack (with its prepack build) succeeded', r.code === 0, r.code === 0 ? '' : describeRun(r));
   // The prepack build's log comes first on stdout; npm's JSON is the last thing, from a "[" line.
   const json = JSON.parse(r.stdout.slice(r.stdout.search(/^\[$(?![\s\S]*^\[$)/m)));
