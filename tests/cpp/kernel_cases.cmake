@@ -139,15 +139,12 @@ endfunction()
 kernel_cases_header("${PROJECT_SOURCE_DIR}/tests/cases/kernel_cases.json"
                     "${CMAKE_BINARY_DIR}/kernel_cases/kernel_cases.h")
 
-# The family: the core as built: the scalar kernels natively and in the scalar module, the
-# SIMD128 ones in the SIMD modules (named `relaxed` in the relaxed ones). The scalar kernels as
-# WASM are the scalar module's to check: a second core of them in each SIMD build, for code no
-# SIMD module ships, was about 90 s of the 325 s of compiling and linking in each of four builds.
-if(WEBATTENTION_RELAXED)
-  set(family relaxed)
-else()
-  set(family ${WEBATTENTION_ISA})
-endif()
+# The family: the core as built (WEBATTENTION_KERNEL_FAMILY): the scalar kernels natively and in
+# the scalar module, the SIMD128 ones in the SIMD modules (`relaxed` in the relaxed ones). The
+# scalar kernels as WASM are the scalar module's to check: a second core of them in each SIMD
+# build, for code no SIMD module ships, was about 90 s of the 325 s of compiling and linking in
+# each of four builds.
+set(family ${WEBATTENTION_KERNEL_FAMILY})
 set(target kernel_cases_${family})
 add_executable(${target}
   tests/cpp/kernel_cases_test.cpp

@@ -36,7 +36,7 @@ const { create } = await import('webgpu');
  * browsers would hide it. The browser test (browser.test.mjs: Chromium's own SwiftShader) and
  * any hardware adapter run with Dawn's defaults.
  */
-export const DAWN_SWITCHES = onSwiftShader ? ['enable-dawn-features=disable_workgroup_init,disable_robustness'] : [];
+const DAWN_SWITCHES = onSwiftShader ? ['enable-dawn-features=disable_workgroup_init,disable_robustness'] : [];
 /** A GPU object of the npm webgpu package (Dawn), with DAWN_SWITCHES. */
 export const createGpu = () => create(DAWN_SWITCHES);
 

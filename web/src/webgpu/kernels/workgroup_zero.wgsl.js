@@ -4,12 +4,13 @@
 // relied on it would read what the last workgroup left, and pass or fail by chance.
 
 /**
- * WGSL statements: invocation `t` 0 stores zero to the workgroup atomic `name` (or, given
- * `count`, invocations 0 … count − 1 to the count atomics of array `name`, count at most the
- * workgroup's size), then a barrier. In uniform control flow, before the first atomic operation.
+ * WGSL statements: invocation 0 (the caller's local_invocation_index, which it names `t`) stores
+ * zero to the workgroup atomic `name` (or, given `count`, invocations 0 … count − 1 to the count
+ * atomics of array `name`, count at most the workgroup's size), then a barrier. In uniform
+ * control flow, before the first atomic operation.
  */
-export function zeroWorkgroupAtomic(name, count = null, t = 't') {
-  const store = count === null ? `if (${t} == 0u) { atomicStore(&${name}, 0u); }`
-    : `if (${t} < ${count}u) { atomicStore(&${name}[${t}], 0u); }`;
+export function zeroWorkgroupAtomic(name, count = null) {
+  const store = count === null ? `if (t == 0u) { atomicStore(&${name}, 0u); }`
+    : `if (t < ${count}u) { atomicStore(&${name}[t], 0u); }`;
   return `${store}\n  workgroupBarrier();`;
 }
