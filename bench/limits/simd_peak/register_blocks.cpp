@@ -5,7 +5,11 @@
 //   broadcast: v128.load32_splat (with AVX a vbroadcastss from memory, on a load port; clang 14
 //              emits it for f32x4.splat of a loaded float too) or a v128.load of a pre-broadcast
 //              copy;
-// and the latency-bound limit: N independent chains c = c·x + y with no loads.
+// and the latency-bound limit: N independent chains c = c·x + y with no loads; and the integer
+// dot products' own rate (the int8-activation kernels' multiply-adds, issue 37): N chains
+// c = dot(c, b) + d of i32x4.dot_i16x8_s (8 products), or of i16x8.relaxed_dot_i8x16_i7x16_s
+// (16 products) with an i16x8.add, reported as 2 operations per product so that a line compares
+// with the f32 lines' GFLOP/s (f32x4 mul + add: 4 products per 2 instructions).
 // Built by run.sh (one module, relaxed SIMD; the mul + add rows are what the SIMD128 module can do)
 // and run in Node, Chromium and Firefox (bench/limits/simd_peak/engines.mjs). Prints one line per case.
 // Measured results and what they mean: docs/performance.md#relaxed-simd and #machine-limits.
@@ -84,6 +88,36 @@ __attribute__((noinline)) double chains(int iterations, float x, float y) {
   return 8.0 * N * iterations / ms / 1e6;
 }
 
+// The integer dot products' chains (products per instruction pair: 8 for dot_i16x8, 16 for the
+// relaxed dot): b holds (1, 0) pairs, so each chain keeps its low halves' values; no overflow.
+enum class IntDot { dot_i16x8, relaxed_i8x16 };
+
+// i16x8.relaxed_dot_i8x16_i7x16_s: clang 14 has no builtin; run.sh rewrites this stand-in's opcode
+// (scripts/relaxed_simd_opcodes.py, as the package's build does).
+__attribute__((always_inline)) inline v128_t relaxed_dot(v128_t a, v128_t b) {
+  return __builtin_wasm_relaxed_swizzle_i8x16(a, b);
+}
+
+template <IntDot D, int N>
+__attribute__((noinline)) double int_chains(int iterations) {
+  const v128_t b = D == IntDot::dot_i16x8 ? wasm_i32x4_splat(1) : wasm_i16x8_splat(1);
+  const v128_t d = wasm_i32x4_splat(static_cast<int>(g_zero));
+  v128_t c[N];
+  for (int i = 0; i < N; ++i) c[i] = wasm_i32x4_splat(i + static_cast<int>(g_one));
+  g_t0 = emscripten_get_now();
+  for (int n = 0; n < iterations; ++n)
+    for (int i = 0; i < N; ++i) {
+      if constexpr (D == IntDot::dot_i16x8) c[i] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(c[i], b), d);
+      else c[i] = wasm_i16x8_add(relaxed_dot(c[i], b), d);
+    }
+  v128_t s = d;
+  for (int i = 0; i < N; ++i) s = wasm_i32x4_add(s, c[i]);
+  g_sink = static_cast<float>(wasm_i32x4_extract_lane(s, 0));  // before the clock, as in block()
+  const double ms = emscripten_get_now() - g_t0;
+  const double products = D == IntDot::dot_i16x8 ? 8.0 : 16.0;
+  return 2.0 * products * N * iterations / ms / 1e6;
+}
+
 // Best of 7 calls after 0.3 s of warm-up calls (engines swap baseline code for optimized code
 // between calls, Firefox after a hotness count, and compile it on a background thread).
 template <class F>
@@ -115,6 +149,13 @@ void report_chains() {
               best([] { return chains<M, N>(200'000'000 / N, g_one, g_zero); }));
 }
 
+template <IntDot D, int N>
+void report_int_chains() {
+  std::printf("chains %2d            %s                 %6.1f GFLOP/s\n", N,
+              D == IntDot::dot_i16x8 ? "int dot_i16x8 + add      " : "int relaxed dot i8 + add ",
+              best([] { return int_chains<D, N>(200'000'000 / N); }));
+}
+
 template <Madd M, Broadcast B>
 void blocks() {
   report_block<M, B, 4, 2>();  // the flash kernel's 4 × 8 block
@@ -135,6 +176,10 @@ int main() {
   report_chains<Madd::mul_add, 4>();
   report_chains<Madd::mul_add, 8>();
   report_chains<Madd::mul_add, 12>();
+  report_int_chains<IntDot::dot_i16x8, 8>();
+  report_int_chains<IntDot::dot_i16x8, 12>();
+  report_int_chains<IntDot::relaxed_i8x16, 8>();
+  report_int_chains<IntDot::relaxed_i8x16, 12>();
   blocks<Madd::fma, Broadcast::load_splat>();
   blocks<Madd::mul_add, Broadcast::load_splat>();
   blocks<Madd::fma, Broadcast::prebroadcast>();
