@@ -7,11 +7,14 @@ namespace webattention::kernels {
 
 void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                  int target_count) noexcept {
-  simd128_q8::linear_panels<simd128_q8::Q4RelaxedCodes>(x, rows, x_stride, targets, target_count);
+  if (target_count == 0) return;
+  Q8Rows& q = q8_rows_scratch();
+  simd128_q8::quantise_rows(x, rows, x_stride, targets[0].weights->in, q);
+  simd128_q8::q4_relaxed_panels(q, targets, target_count);
 }
 
 void q4q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
-  q8_panels(q, targets, target_count, simd128_q8::panel_rows<simd128_q8::Q4RelaxedCodes>);
+  simd128_q8::q4_relaxed_panels(q, targets, target_count);
 }
 
 }  // namespace webattention::kernels

@@ -257,6 +257,32 @@ inline void add_scaled_block(v128_t s_lo, v128_t s_hi, float d, v128_t lo, v128_
   acc_hi = wasm_f32x4_add(acc_hi, wasm_f32x4_mul(wasm_f32x4_mul(s_hi, dv), wasm_f32x4_convert_i32x4(hi)));
 }
 
+// acc[r] += block b's sums (lo[r], hi[r]) scaled, for each of R rows: add_scaled_block with the
+// block's column scales s, the accumulators in memory (rows_times_panel says why).
+template <int R>
+void add_scaled_rows(const float* s, const float* const dx[R], int b, const v128_t lo[R], const v128_t hi[R],
+                     float (*acc)[kPanelWidth]) {
+  const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
+  for (int r = 0; r < R; ++r) {
+    v128_t acc_lo = wasm_v128_load(acc[r]), acc_hi = wasm_v128_load(acc[r] + 4);
+    add_scaled_block(s_lo, s_hi, dx[r][b], lo[r], hi[r], acc_lo, acc_hi);
+    wasm_v128_store(acc[r], acc_lo);
+    wasm_v128_store(acc[r] + 4, acc_hi);
+  }
+}
+
+// in, dx = quantised rows [r0, r0 + R) of q: their operands and their blocks' scales d_x.
+template <int R>
+void input_rows(const Q8Rows& q, int r0, InputRows<R>& in, const float* dx[R]) {
+  for (int r = 0; r < R; ++r) {
+    in.x[r] = q.wide_row(r0 + r);
+    in.codes[r] = q.row(r0 + r);
+    in.sums[r] = q.row_sums(r0 + r);
+    in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
+    dx[r] = q.row_scales(r0 + r);
+  }
+}
+
 // Whether Codes has whole_block_one_row (one_row_whole_blocks' step).
 template <class Codes, class = void>
 struct HasWholeBlockOneRow : std::false_type {};
@@ -301,13 +327,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
   InputRows<R> in;
   const float* dx[R];
   alignas(16) float acc[R][kPanelWidth] = {};
-  for (int r = 0; r < R; ++r) {
-    in.x[r] = q.wide_row(r0 + r);
-    in.codes[r] = q.row(r0 + r);
-    in.sums[r] = q.row_sums(r0 + r);
-    in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
-    dx[r] = q.row_scales(r0 + r);
-  }
+  input_rows<R>(q, r0, in, dx);
   if constexpr (R == 1 && HasWholeBlockOneRow<Codes>::value) {
     if (w.in % storage::kQuantBlock == 0) {  // every block whole: the one-row loop's case
       one_row_whole_blocks(codes, in, dx[0], q.blocks, acc[0]);
@@ -318,14 +338,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
     v128_t lo[R], hi[R];
     codes.template block_dot<R>(b, k0, k1, in, lo, hi);
-    const float* s = codes.scales + b * kPanelWidth;
-    const v128_t s_lo = wasm_v128_load(s), s_hi = wasm_v128_load(s + 4);
-    for (int r = 0; r < R; ++r) {
-      v128_t acc_lo = wasm_v128_load(acc[r]), acc_hi = wasm_v128_load(acc[r] + 4);
-      add_scaled_block(s_lo, s_hi, dx[r][b], lo[r], hi[r], acc_lo, acc_hi);
-      wasm_v128_store(acc[r], acc_lo);
-      wasm_v128_store(acc[r] + 4, acc_hi);
-    }
+    add_scaled_rows<R>(codes.scales + b * kPanelWidth, dx, b, lo, hi, acc);
   }
   store_rows<R>(acc, w, p, y, y_stride);
 }
