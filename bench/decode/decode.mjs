@@ -9,7 +9,7 @@
 //
 //   npm --prefix bench install --no-audit --no-fund      (once: onnxruntime-web, in bench/)
 //   bash scripts/build.sh                                 (once: web/dist, this package's WASM)
-//   node bench/decode/decode.mjs [--node] [--browser] [--firefox] [--quick] [--budget MS] [--markdown] [--json FILE]
+//   node bench/decode/decode.mjs [--node] [--browser] [--firefox] [--quick] [--memory] [--budget MS] [--markdown] [--json FILE]
 //                         [--timeout S] [--wasm M] [--dtypes f32,f16,i8]
 //
 //   (no flag)        run in Node (this process)
@@ -23,6 +23,8 @@
 //   --dtypes LIST    the storage dtypes timed with the cache, each a weightsDtype + cache dtype
 //                    pair: f32 (float32 + float32), f16 (float16 + float16), i8 (int8 + int8);
 //                    default all three; f32 is always timed (the others are compared with it)
+//   --memory         only the memory table (Node): each dtype's WASM heap for its weights and a cache
+//                    of 8192 positions, against §11's byte count, in a few seconds
 //   --markdown       also print the tables as Markdown
 //   --json FILE      also write { node?, browser?, firefox? } → { header, check, decode, prefill } to FILE
 //   --timeout S      give up on the browser run after S seconds (default 1200)
@@ -30,9 +32,10 @@
 //                    in the page, which is cross-origin isolated and would otherwise load 'mt')
 //
 // The bandwidth kernel (bench/limits/membw/membw.c) is built into build/membw/ on first use (emcc).
-import { LAYOUT, checkText, runDecodeBench } from './decode_suite.mjs';
+import { LAYOUT, checkText, runDecodeBench, runMemoryTable } from './decode_suite.mjs';
 import { DTYPES, parseDtypes } from './decode_dtypes.mjs';
-import { formatDecode } from './decode_table.mjs';
+import { MEMORY_COLUMNS, formatDecode } from './decode_table.mjs';
+import { markdownTable, plainTable } from '../lib/table.mjs';
 import { SUITE_FLAGS, checkPeersInstalled, exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
 import { membwWasm } from '../limits/membw/wasm_file.mjs';
@@ -43,9 +46,10 @@ function parseOptions(argv) {
     budget: '1500',
     timeout: '1200',
     dtypes: { type: 'string', default: Object.keys(DTYPES).join(',') },
+    memory: { type: 'boolean', default: false },
   });
   const opts = { node: v.node, browser: v.browser, firefox: v.firefox, quick: v.quick, budgetMs: Number(v.budget), markdown: v.markdown,
-    json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null, dtypes: null };
+    json: v.json ?? null, timeoutS: Number(v.timeout), wasm: v.wasm ?? null, dtypes: null, memory: v.memory };
   try {
     opts.dtypes = parseDtypes(v.dtypes);
   } catch (e) {
@@ -54,6 +58,7 @@ function parseOptions(argv) {
   if (!(opts.budgetMs > 0)) usage('--budget must be a positive number of ms');
   if (!(opts.timeoutS > 0)) usage('--timeout must be a positive number of seconds');
   if (!opts.browser && !opts.firefox) opts.node = true;
+  if (opts.memory && (opts.browser || opts.firefox)) usage('--memory: Node only');
   return opts;
 }
 
@@ -84,6 +89,12 @@ function printResults(title, header, result, opts) {
 
 async function runNode(opts, common) {
   const { MultiHeadAttention, wasmMemoryInUse, capabilities } = await import('../../web/src/node.js');
+  if (opts.memory) {
+    const memory = await runMemoryTable({ MultiHeadAttention, wasmMemoryInUse }, { dtypes: opts.dtypes });
+    console.log(`\nMemory (expected from §11's byte counts; measured: wasmMemoryInUse() before and after):\n\n${plainTable(MEMORY_COLUMNS, memory)}`);
+    if (opts.markdown) console.log(`\n${markdownTable(MEMORY_COLUMNS, memory)}`);
+    return { memory };
+  }
   const ort = await import('onnxruntime-web');
   console.log(`\n-- Node ${process.version}`);
   const result = await runDecodeBench({ MultiHeadAttention, wasmMemoryInUse, capabilities, ort }, membwWasm(),

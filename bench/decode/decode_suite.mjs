@@ -291,6 +291,13 @@ async function memoryRow(libs, config, dtype, n) {
   }
 }
 
+/** The memory rows alone (decode.mjs --memory): every configuration and dtype, a cache of n positions. */
+export async function runMemoryTable(libs, { dtypes = Object.keys(DTYPES), n = Math.max(...LENGTHS) } = {}) {
+  const memory = [];
+  for (const config of CONFIGS) for (const dtype of dtypes) memory.push(await memoryRow(libs, config, dtype, n));
+  return memory;
+}
+
 /**
  * Every cell at a size where each is instant; throws when ORT or (b) disagree with (a). Then
  * each cell steps for warmUpMs untimed: engines run WASM on a baseline compiler first and
