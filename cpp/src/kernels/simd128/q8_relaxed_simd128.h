@@ -6,8 +6,8 @@
 // q8_linear_simd128.h's Q4Codes, so the same bits after them. A prefill's rows run through it too,
 // 4 rows a block sharing each group's unpacking, instead of the panel widened to int16 pairs
 // (WideCodes): per 32 weights and 4 rows 3 unpacking and 16 vector operations where WideCodes
-// takes 44 for half as many products per dot product; and two panels at a time
-// (q4_relaxed_panels), sharing each row's splats too.
+// takes 44 for half as many products per dot product; the kernel's driver takes two panels at a
+// time (q8_relaxed_pairs_simd128.h).
 #pragma once
 
 #include <wasm_simd128.h>
@@ -107,89 +107,6 @@ struct Q4RelaxedCodes : Q4Codes {
     subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
   }
 };
-
-// Two panels side by side for a prefill's rows: each row's input splats meet both panels' groups
-// (per 64 weights and row 2 splats, 4 dot products and 4 adds, where a panel at a time takes 2
-// splats per 32). Blocks whose zero points are all 8 in both panels (every block quantised at
-// load) keep one int16 sum per row and panel, start_sums' wrap; any other block takes each
-// panel's block_dot. The projection alone, 512 rows, one thread, against a panel at a time
-// (bench/decode/projection/run.sh, ROWS=512): Chromium 1.09-1.22×, Firefox 1.04-1.16×; 3 rows
-// a block ran 1.0-1.1×, 2 rows 0.8-1.0× (V8 has 15 vector registers for 8 sums, 4 nibble
-// vectors, 2 splats and the mask); one input row (a decode step), even with the blocks
-// straight-line, 0.94-1.01×.
-template <int R>
-void pair_block_dot(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, int b, int k0, int k1, const InputRows<R>& in,
-                    v128_t lo[2][R], v128_t hi[2][R]) {
-  if (a.zero_points[b] != Q4RelaxedCodes::kEightEverywhere || c.zero_points[b] != Q4RelaxedCodes::kEightEverywhere) {
-    a.block_dot<R>(b, k0, k1, in, lo[0], hi[0]);
-    c.block_dot<R>(b, k0, k1, in, lo[1], hi[1]);
-    return;
-  }
-  v128_t sa[R], sc[R];
-  for (int r = 0; r < R; ++r) sa[r] = sc[r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
-  const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
-  const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-  __asm__("" : "+r"(end));  // each_group's loop, two panels' groups a step
-  for (int k = k0; ga != end; ga += storage::kQ4GroupBytes, gc += storage::kQ4GroupBytes, k += storage::kQ4GroupRows) {
-    v128_t la, ha, lc, hc;
-    Q4Codes::nibbles(wasm_v128_load(ga), la, ha);
-    Q4Codes::nibbles(wasm_v128_load(gc), lc, hc);
-    for (int r = 0; r < R; ++r) {
-      const v128_t x01 = wasm_v128_load16_splat(in.codes[r] + k), x23 = wasm_v128_load16_splat(in.codes[r] + k + 2);
-      sa[r] = wasm_i16x8_add(sa[r], wasm_i16x8_add(relaxed_dot_i16(x01, la), relaxed_dot_i16(x23, ha)));
-      sc[r] = wasm_i16x8_add(sc[r], wasm_i16x8_add(relaxed_dot_i16(x01, lc), relaxed_dot_i16(x23, hc)));
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    lo[0][r] = wasm_i32x4_extend_low_i16x8(sa[r]);
-    hi[0][r] = wasm_i32x4_extend_high_i16x8(sa[r]);
-    lo[1][r] = wasm_i32x4_extend_low_i16x8(sc[r]);
-    hi[1][r] = wasm_i32x4_extend_high_i16x8(sc[r]);
-  }
-}
-
-// Rows [r0, r0 + R) of y times panels p and p + 1 (a, c): rows_times_panel's arithmetic for both.
-template <int R>
-void rows_times_panel_pair(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, const Q8Rows& q, int r0, const PackedLinear& w,
-                           int p, float* y, std::ptrdiff_t y_stride) {
-  InputRows<R> in;
-  const float* dx[R];
-  alignas(16) float acc[2][R][kPanelWidth] = {};
-  input_rows<R>(q, r0, in, dx);
-  for (int b = 0; b < q.blocks; ++b) {
-    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo[2][R], hi[2][R];
-    pair_block_dot<R>(a, c, b, k0, k1, in, lo, hi);
-    add_scaled_rows<R>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
-    add_scaled_rows<R>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
-  }
-  store_rows<R>(acc[0], w, p, y, y_stride);
-  store_rows<R>(acc[1], w, p + 1, y, y_stride);
-}
-
-// Every row of q times panels p and p + 1, kRows at a time, then one by one. Never inlined, as
-// panel_rows.
-__attribute__((noinline)) inline void panel_pair_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y,
-                                                      std::ptrdiff_t y_stride) {
-  const Q4RelaxedCodes a(w, p), c(w, p + 1);
-  int r = 0;
-  for (; r + kRows <= q.rows; r += kRows) rows_times_panel_pair<kRows>(a, c, q, r, w, p, y + r * y_stride, y_stride);
-  for (; r < q.rows; ++r) rows_times_panel_pair<1>(a, c, q, r, w, p, y + r * y_stride, y_stride);
-}
-
-// The relaxed int4 kernel's panels (q8_panels' order): in pairs for a prefill's rows (kWideRows or
-// more), else, and an odd last one, one at a time.
-inline void q4_relaxed_panels(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  for (int t = 0; t < target_count; ++t) {
-    const PackedLinear& w = *targets[t].weights;
-    int p = targets[t].panel_begin;
-    const int end = targets[t].panels_end();
-    if (q.rows >= kWideRows) {
-      for (; p + 1 < end; p += 2) panel_pair_rows(q, w, p, targets[t].y, targets[t].y_stride);
-    }
-    for (; p < end; ++p) panel_rows<Q4RelaxedCodes>(q, w, p, targets[t].y, targets[t].y_stride);
-  }
-}
 
 static_assert(!WidensForManyRows<Q4RelaxedCodes>::value && WidensForManyRows<Q4Codes>::value,
               "a prefill's rows take the relaxed block, the SIMD128 kernels the widened panel");
