@@ -6,6 +6,7 @@
 
 #include <wasm_simd128.h>
 
+#include "kernels/simd128/q8_panel_pairs_simd128.h"
 #include "kernels/simd128/q8_relaxed_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {
@@ -108,9 +109,10 @@ inline void pair_whole_block_one_row(const Q4RelaxedCodes& a, const Q4RelaxedCod
   lo[1][0] = wasm_i32x4_extend_low_i16x8(sc);
   hi[1][0] = wasm_i32x4_extend_high_i16x8(sc);
 }
+
 // One input row (a decode step's) times panels p and p2, every block whole: one_row_whole_blocks
 // for both, the accumulators in registers. Never inlined, as panel_rows.
-__attribute__((noinline)) inline void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
+__attribute__((noinline)) inline void whole_blocks_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
   const Q4RelaxedCodes a(w, p), c(w, p2);
   InputRows<1> in;
   const float* dx[1];
@@ -133,28 +135,16 @@ __attribute__((noinline)) inline void panel_pair_one_row(const Q8Rows& q, const 
   store_rows<1>(acc[1], w, p2, y, 0);
 }
 
-// The relaxed int4 kernel's panels: in pairs for a prefill's rows (kWideRows or more); for one
-// input row (a decode step) in pairs half the range apart, p + i with p + half + i, so that a step
-// reads its weights as two sequential streams, where the memory system keeps more reads in flight
-// than for one: the projection, one thread, weights streamed from memory (COPIES=24 ROWS=1 bash
-// bench/decode/projection/run.sh, A/B) 1.04-1.25× in Chromium and Firefox, in the L3 0.96-1.05×;
-// the two panels side by side (8 KB apart) ran 0.61-0.85×, and a generic loop over N panels
-// (pointers in an array) 0.81-0.94× for N = 2 and 4. Any other rows, and an odd last panel, one
-// panel at a time.
+// The relaxed int4 kernel's panels (panels_in_pairs): a prefill's rows in adjacent pairs, a decode
+// step's half the range apart, each by the pair steps above; one row with a partial last block
+// (rare: an input width not a multiple of 32) one panel at a time.
 inline void q4_relaxed_panels(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  for (int t = 0; t < target_count; ++t) {
-    const PackedLinear& w = *targets[t].weights;
-    int p = targets[t].panel_begin;
-    const int end = targets[t].panels_end();
-    if (q.rows >= kWideRows) {
-      for (; p + 1 < end; p += 2) panel_pair_rows(q, w, p, targets[t].y, targets[t].y_stride);
-    } else if (q.rows == 1 && w.in % storage::kQuantBlock == 0) {
-      const int half = (end - p) / 2;
-      for (int i = 0; i < half; ++i) panel_pair_one_row(q, w, p + i, p + half + i, targets[t].y);
-      p += 2 * half;
-    }
-    for (; p < end; ++p) panel_rows<Q4RelaxedCodes>(q, w, p, targets[t].y, targets[t].y_stride);
-  }
+  const auto one_row = [](const Q8Rows& rows, const PackedLinear& w, int p, int p2, float* y) {
+    if (w.in % storage::kQuantBlock == 0) return whole_blocks_pair_one_row(rows, w, p, p2, y);
+    panel_rows<Q4RelaxedCodes>(rows, w, p, y, 0);
+    panel_rows<Q4RelaxedCodes>(rows, w, p2, y, 0);
+  };
+  panels_in_pairs(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
 }
 
 }  // namespace

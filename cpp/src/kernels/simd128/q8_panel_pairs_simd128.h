@@ -1,0 +1,84 @@
+// Two panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and which
+// panels a call takes together (panels_in_pairs). A decode step (one input row) reads every
+// panel's codes once, from memory in a model: taken in pairs half the target's panel range apart
+// (p + i with p + half + i) it reads them as two sequential streams, where the memory system keeps
+// more reads in flight than for one. The projection, one thread, weights streamed from memory
+// (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8 1.18-1.50× in Node,
+// Chromium and Firefox, simd and relaxed modules; relaxed int4 (its own pair step,
+// q8_relaxed_pairs_simd128.h) 1.04-1.33×; in the L3, 0.84-1.28×. Two panels side by side
+// (8 KB apart) ran 0.61-0.85×; the SIMD128 int4 kernel's blocks interleaved so ran 0.58-0.61×
+// (it keeps a panel at a time).
+#pragma once
+
+#include <wasm_simd128.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <type_traits>
+
+#include "kernels/simd128/q8_linear_simd128.h"
+
+namespace webattention::kernels::simd128_q8 {
+namespace {
+
+// One input row times panels p and p2 (y: the output row): rows_times_panel's arithmetic for
+// both, their blocks interleaved. Never inlined, as panel_rows.
+template <class Codes>
+__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
+  const Codes a(w, p), c(w, p2);
+  InputRows<1> in;
+  const float* dx[1];
+  input_rows<1>(q, 0, in, dx);
+  alignas(16) float acc[2][1][kPanelWidth] = {};
+  for (int b = 0; b < q.blocks; ++b) {
+    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
+    v128_t lo[1], hi[1];
+    a.template block_dot<1>(b, k0, k1, in, lo, hi);
+    add_scaled_rows<1>(a.scales + b * kPanelWidth, dx, b, lo, hi, acc[0]);
+    c.template block_dot<1>(b, k0, k1, in, lo, hi);
+    add_scaled_rows<1>(c.scales + b * kPanelWidth, dx, b, lo, hi, acc[1]);
+  }
+  store_rows<1>(acc[0], w, p, y, 0);
+  store_rows<1>(acc[1], w, p2, y, 0);
+}
+
+// Every target's panels of q: one input row by pair_one_row(q, w, p, p2, y) in pairs half the
+// range apart; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in adjacent pairs where
+// given (nullptr: none); the rest, and an odd last panel, by single(q, w, p, y, y_stride).
+template <class PairOneRow, class PairRows, class Single>
+void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count, PairOneRow&& pair_one_row,
+                     PairRows&& pair_rows, Single&& single) {
+  for (int t = 0; t < target_count; ++t) {
+    const PackedLinear& w = *targets[t].weights;
+    int p = targets[t].panel_begin;
+    const int end = targets[t].panels_end();
+    if (q.rows == 1) {
+      const int half = (end - p) / 2;
+      for (int i = 0; i < half; ++i) pair_one_row(q, w, p + i, p + half + i, targets[t].y);
+      p += 2 * half;
+    } else if constexpr (!std::is_same_v<std::decay_t<PairRows>, std::nullptr_t>) {
+      if (q.rows >= kWideRows) {
+        for (; p + 1 < end; p += 2) pair_rows(q, w, p, targets[t].y, targets[t].y_stride);
+      }
+    }
+    for (; p < end; ++p) single(q, w, p, targets[t].y, targets[t].y_stride);
+  }
+}
+
+// Codes' kernel over quantised rows q, a decode step's panels in pairs (the rest one at a time).
+template <class Codes>
+void rows_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count) {
+  panels_in_pairs(q, targets, target_count, panel_pair_one_row<Codes>, nullptr, panel_rows<Codes>);
+}
+
+// The same from x, quantised first (linear_panels' order of work).
+template <class Codes>
+void linear_in_pairs(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
+  if (target_count == 0) return;
+  Q8Rows& q = q8_rows_scratch();
+  quantise_rows(x, rows, x_stride, targets[0].weights->in, q);
+  rows_in_pairs<Codes>(q, targets, target_count);
+}
+
+}  // namespace
+}  // namespace webattention::kernels::simd128_q8
