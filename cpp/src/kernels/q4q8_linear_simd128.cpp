@@ -1,15 +1,16 @@
-// q4 (int4) weights times int8 activations, WebAssembly SIMD128: simd128/q8_linear_simd128.h over Q4Codes.
-#include "kernels/simd128/q8_linear_simd128.h"
+// q4 (int4) weights times int8 activations, WebAssembly SIMD128: simd128/q8_linear_simd128.h over Q4Codes,
+// a decode step's panels in pairs (simd128/q8_panel_pairs_simd128.h).
+#include "kernels/simd128/q8_panel_pairs_simd128.h"
 
 namespace webattention::kernels {
 
 void q4q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                  int target_count) noexcept {
-  simd128_q8::linear_panels<simd128_q8::Q4Codes>(x, rows, x_stride, targets, target_count);
+  simd128_q8::linear_in_pairs<simd128_q8::Q4Codes, simd128_q8::q4_groups_pair_one_row>(x, rows, x_stride, targets, target_count);
 }
 
 void q4q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
-  q8_panels(q, targets, target_count, simd128_q8::panel_rows<simd128_q8::Q4Codes>);
+  simd128_q8::rows_in_pairs<simd128_q8::Q4Codes, simd128_q8::q4_groups_pair_one_row>(q, targets, target_count);
 }
 
 }  // namespace webattention::kernels

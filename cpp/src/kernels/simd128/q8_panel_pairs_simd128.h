@@ -5,9 +5,8 @@
 // more reads in flight than for one. The projection, one thread, weights streamed from memory
 // (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8 1.18-1.50× in Node,
 // Chromium and Firefox, simd and relaxed modules; relaxed int4 (its own pair step,
-// q8_relaxed_pairs_simd128.h) 1.04-1.33×; in the L3, 0.84-1.28×. Two panels side by side
-// (8 KB apart) ran 0.61-0.85×; the SIMD128 int4 kernel's blocks interleaved so ran 0.58-0.61×
-// (it keeps a panel at a time).
+// q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (q4_groups_pair_one_row) 0.84-1.24×; in
+// the L3, 0.84-1.28×. Two panels side by side (8 KB apart) ran 0.61-0.85×.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -42,6 +41,40 @@ __attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedL
   store_rows<1>(acc[1], w, p2, y, 0);
 }
 
+// The SIMD128 int4 kernel's pair step: one input row times panels p and p2, their groups of 4
+// weight rows interleaved (Q4Codes::group, whose input splats clang shares between the two), where
+// panel_pair_one_row's interleaved blocks ran 0.58-0.61× a panel at a time. Streamed from memory,
+// against a panel at a time: Node 1.16-1.20×, Chromium 1.20-1.24×, Firefox 0.84-1.17× (in the
+// L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose browser entry takes the relaxed module wherever
+// its dot product pays, as on this project's machines).
+__attribute__((noinline)) inline void q4_groups_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
+  const Q4Codes a(w, p), c(w, p2);
+  InputRows<1> in;
+  const float* dx[1];
+  input_rows<1>(q, 0, in, dx);
+  alignas(16) float acc[2][1][kPanelWidth] = {};
+  for (int b = 0; b < q.blocks; ++b) {
+    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
+    v128_t lo[2][1], hi[2][1];
+    for (int i = 0; i < 2; ++i) lo[i][0] = hi[i][0] = wasm_i32x4_splat(0);
+    const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
+    const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+    __asm__("" : "+r"(end));
+    const std::int16_t* x = in.x[0] + k0;
+    for (; ga != end; ga += storage::kQ4GroupBytes, gc += storage::kQ4GroupBytes, x += storage::kQ4GroupRows) {
+      const std::int16_t* const xs[1] = {x};
+      Q4Codes::group<1>(wasm_v128_load(ga), xs, lo[0], hi[0]);
+      Q4Codes::group<1>(wasm_v128_load(gc), xs, lo[1], hi[1]);
+    }
+    Q4Codes::subtract_zero_points<1>(a.zero_points[b], in, b, lo[0], hi[0]);
+    Q4Codes::subtract_zero_points<1>(c.zero_points[b], in, b, lo[1], hi[1]);
+    add_scaled_rows<1>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
+    add_scaled_rows<1>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
+  }
+  store_rows<1>(acc[0], w, p, y, 0);
+  store_rows<1>(acc[1], w, p2, y, 0);
+}
+
 // Every target's panels of q: one input row by pair_one_row(q, w, p, p2, y) in pairs half the
 // range apart; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in adjacent pairs where
 // given (nullptr: none); the rest, and an odd last panel, by single(q, w, p, y, y_stride).
@@ -65,19 +98,20 @@ void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_co
   }
 }
 
-// Codes' kernel over quantised rows q, a decode step's panels in pairs (the rest one at a time).
-template <class Codes>
+// Codes' kernel over quantised rows q, a decode step's panels in pairs by PairOneRow (the rest
+// one at a time).
+template <class Codes, auto PairOneRow = panel_pair_one_row<Codes>>
 void rows_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  panels_in_pairs(q, targets, target_count, panel_pair_one_row<Codes>, nullptr, panel_rows<Codes>);
+  panels_in_pairs(q, targets, target_count, PairOneRow, nullptr, panel_rows<Codes>);
 }
 
 // The same from x, quantised first (linear_panels' order of work).
-template <class Codes>
+template <class Codes, auto PairOneRow = panel_pair_one_row<Codes>>
 void linear_in_pairs(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
   quantise_rows(x, rows, x_stride, targets[0].weights->in, q);
-  rows_in_pairs<Codes>(q, targets, target_count);
+  rows_in_pairs<Codes, PairOneRow>(q, targets, target_count);
 }
 
 }  // namespace
