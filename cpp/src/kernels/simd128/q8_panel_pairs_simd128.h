@@ -5,7 +5,7 @@
 // more reads in flight than for one. The projection, one thread, weights streamed from memory
 // (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8 1.18-1.50× in Node,
 // Chromium and Firefox, simd and relaxed modules; relaxed int4 (its own pair step,
-// q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (q4_groups_pair_one_row) 0.84-1.24×; in
+// q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (Q4GroupsInTurn) 0.84-1.24×; in
 // the L3, 0.84-1.28×. Two panels side by side (8 KB apart) ran 0.61-0.85×.
 #pragma once
 
@@ -20,46 +20,28 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// One input row times panels p and p2 (y: the output row): rows_times_panel's arithmetic for
-// both, their blocks interleaved. Never inlined, as panel_rows.
+// Block b's sums of panels a and c for one input row, one panel after the other (Codes::block_dot).
 template <class Codes>
-__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
-  const Codes a(w, p), c(w, p2);
-  InputRows<1> in;
-  const float* dx[1];
-  input_rows<1>(q, 0, in, dx);
-  alignas(16) float acc[2][1][kPanelWidth] = {};
-  for (int b = 0; b < q.blocks; ++b) {
-    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo[1], hi[1];
-    a.template block_dot<1>(b, k0, k1, in, lo, hi);
-    add_scaled_rows<1>(a.scales + b * kPanelWidth, dx, b, lo, hi, acc[0]);
-    c.template block_dot<1>(b, k0, k1, in, lo, hi);
-    add_scaled_rows<1>(c.scales + b * kPanelWidth, dx, b, lo, hi, acc[1]);
+struct BlocksInTurn {
+  static void dots(const Codes& a, const Codes& c, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[2][1],
+                   v128_t hi[2][1]) {
+    a.template block_dot<1>(b, k0, k1, in, lo[0], hi[0]);
+    c.template block_dot<1>(b, k0, k1, in, lo[1], hi[1]);
   }
-  store_rows<1>(acc[0], w, p, y, 0);
-  store_rows<1>(acc[1], w, p2, y, 0);
-}
+};
 
-// The SIMD128 int4 kernel's pair step: one input row times panels p and p2, their groups of 4
-// weight rows interleaved (Q4Codes::group, whose input splats clang shares between the two), where
-// panel_pair_one_row's interleaved blocks ran 0.58-0.61× a panel at a time. Streamed from memory,
-// against a panel at a time: Node 1.16-1.20×, Chromium 1.20-1.24×, Firefox 0.84-1.17× (in the
-// L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose browser entry takes the relaxed module wherever
-// its dot product pays, as on this project's machines).
-__attribute__((noinline)) inline void q4_groups_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
-  const Q4Codes a(w, p), c(w, p2);
-  InputRows<1> in;
-  const float* dx[1];
-  input_rows<1>(q, 0, in, dx);
-  alignas(16) float acc[2][1][kPanelWidth] = {};
-  for (int b = 0; b < q.blocks; ++b) {
-    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo[2][1], hi[2][1];
+// The SIMD128 int4 kernel's: the two panels' groups of 4 weight rows interleaved (Q4Codes::group,
+// whose input splats clang shares between the two), where BlocksInTurn ran 0.58-0.61× a panel at
+// a time. Streamed from memory, against a panel at a time: Node 1.16-1.20×, Chromium 1.20-1.24×,
+// Firefox 0.84-1.17× (in the L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose browser entry takes the
+// relaxed module wherever its dot product pays, as on this project's machines).
+struct Q4GroupsInTurn {
+  static void dots(const Q4Codes& a, const Q4Codes& c, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[2][1],
+                   v128_t hi[2][1]) {
     for (int i = 0; i < 2; ++i) lo[i][0] = hi[i][0] = wasm_i32x4_splat(0);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
     const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-    __asm__("" : "+r"(end));
+    __asm__("" : "+r"(end));  // each_group's loop, two panels' groups a step
     const std::int16_t* x = in.x[0] + k0;
     for (; ga != end; ga += storage::kQ4GroupBytes, gc += storage::kQ4GroupBytes, x += storage::kQ4GroupRows) {
       const std::int16_t* const xs[1] = {x};
@@ -68,6 +50,22 @@ __attribute__((noinline)) inline void q4_groups_pair_one_row(const Q8Rows& q, co
     }
     Q4Codes::subtract_zero_points<1>(a.zero_points[b], in, b, lo[0], hi[0]);
     Q4Codes::subtract_zero_points<1>(c.zero_points[b], in, b, lo[1], hi[1]);
+  }
+};
+
+// One input row times panels p and p2 (y: the output row): rows_times_panel's arithmetic for
+// both, each block's sums by Dots. Never inlined, as panel_rows.
+template <class Codes, class Dots = BlocksInTurn<Codes>>
+__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
+  const Codes a(w, p), c(w, p2);
+  InputRows<1> in;
+  const float* dx[1];
+  input_rows<1>(q, 0, in, dx);
+  alignas(16) float acc[2][1][kPanelWidth] = {};
+  for (int b = 0; b < q.blocks; ++b) {
+    const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
+    v128_t lo[2][1], hi[2][1];
+    Dots::dots(a, c, b, k0, k1, in, lo, hi);
     add_scaled_rows<1>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
     add_scaled_rows<1>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
   }
@@ -98,20 +96,20 @@ void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_co
   }
 }
 
-// Codes' kernel over quantised rows q, a decode step's panels in pairs by PairOneRow (the rest
-// one at a time).
-template <class Codes, auto PairOneRow = panel_pair_one_row<Codes>>
+// Codes' kernel over quantised rows q, a decode step's panels in pairs, their sums by Dots (the
+// rest one at a time).
+template <class Codes, class Dots = BlocksInTurn<Codes>>
 void rows_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  panels_in_pairs(q, targets, target_count, PairOneRow, nullptr, panel_rows<Codes>);
+  panels_in_pairs(q, targets, target_count, panel_pair_one_row<Codes, Dots>, nullptr, panel_rows<Codes>);
 }
 
 // The same from x, quantised first (linear_panels' order of work).
-template <class Codes, auto PairOneRow = panel_pair_one_row<Codes>>
+template <class Codes, class Dots = BlocksInTurn<Codes>>
 void linear_in_pairs(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
   quantise_rows(x, rows, x_stride, targets[0].weights->in, q);
-  rows_in_pairs<Codes, PairOneRow>(q, targets, target_count);
+  rows_in_pairs<Codes, Dots>(q, targets, target_count);
 }
 
 }  // namespace
