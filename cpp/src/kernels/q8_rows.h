@@ -92,15 +92,23 @@ void q8_panels(const Q8Rows& q, const LinearTarget* targets, int target_count, P
   }
 }
 
-// The same from x: quantised first (quantise(x, rows, x_stride, in, q), the ISA's rule) into this
-// thread's scratch.
-template <class Quantise, class PanelRows>
-void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
-                      Quantise&& quantise, PanelRows&& panel_rows) {
+// From x: quantised first (quantise(x, rows, x_stride, in, q), the ISA's rule) into this thread's
+// scratch, then rows_of_panels(q, targets, target_count), a driver over every target's panels.
+template <class Quantise, class RowsOfPanels>
+void q8_linear_rows(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
+                    Quantise&& quantise, RowsOfPanels&& rows_of_panels) {
   if (target_count == 0) return;
   Q8Rows& q = q8_rows_scratch();
   quantise(x, rows, x_stride, targets[0].weights->in, q);
-  q8_panels(q, targets, target_count, panel_rows);
+  rows_of_panels(q, targets, target_count);
+}
+
+// The same with q8_panels' driver: panel_rows for each panel in turn.
+template <class Quantise, class PanelRows>
+void q8_linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count,
+                      Quantise&& quantise, PanelRows&& panel_rows) {
+  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise,
+                 [&](const Q8Rows& q, const LinearTarget* t, int n) { q8_panels(q, t, n, panel_rows); });
 }
 
 }  // namespace webattention::kernels

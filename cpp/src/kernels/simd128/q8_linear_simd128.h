@@ -4,7 +4,8 @@
 // int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
 // pair. The relaxed modules' int4 kernel (q8_relaxed_simd128.h) replaces Q4Codes' block_dot by
 // i16x8.relaxed_dot_i8x16_i7x16_s on the codes' bytes, the same integers.
-// i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp instantiate linear_panels with their Codes.
+// i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp run their Codes through q8_panel_pairs_simd128.h's
+// driver.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -387,11 +388,6 @@ __attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w
 // This ISA's quantised rows: f32x4 blocks (q8_quantise_simd128.h), codes widened to int16 too.
 inline void quantise_rows(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) {
   q.quantise(x, rows, x_stride, in, Widening::int16, quantise_block_simd128);
-}
-
-template <class Codes>
-void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_panels(x, rows, x_stride, targets, target_count, quantise_rows, panel_rows<Codes>);
 }
 
 }  // namespace

@@ -20,24 +20,29 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// Block b's sums of panels a and c for one input row, one panel after the other (Codes::block_dot).
+// Block b's sums of panels a and c for R input rows (Dots: the pair frame's step), one panel
+// after the other (Codes::block_dot).
 template <class Codes>
 struct BlocksInTurn {
-  static void dots(const Codes& a, const Codes& c, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[2][1],
-                   v128_t hi[2][1]) {
-    a.template block_dot<1>(b, k0, k1, in, lo[0], hi[0]);
-    c.template block_dot<1>(b, k0, k1, in, lo[1], hi[1]);
+  template <int R>
+  static void dots(const Codes& a, const Codes& c, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[2][R],
+                   v128_t hi[2][R]) {
+    a.template block_dot<R>(b, k0, k1, in, lo[0], hi[0]);
+    c.template block_dot<R>(b, k0, k1, in, lo[1], hi[1]);
   }
 };
 
-// The SIMD128 int4 kernel's: the two panels' groups of 4 weight rows interleaved (Q4Codes::group,
-// whose input splats clang shares between the two), where BlocksInTurn ran 0.58-0.61× a panel at
-// a time. Streamed from memory, against a panel at a time: Node 1.16-1.20×, Chromium 1.20-1.24×,
-// Firefox 0.84-1.17× (in the L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose browser entry takes the
-// relaxed module wherever its dot product pays, as on this project's machines).
+// The SIMD128 int4 kernel's, one input row: the two panels' groups of 4 weight rows interleaved
+// (Q4Codes::group, whose input splats clang shares between the two), where BlocksInTurn ran
+// 0.58-0.61× a panel at a time. Streamed from memory, against a panel at a time: Node 1.16-1.20×,
+// Chromium 1.20-1.24×, Firefox 0.84-1.17× (in the L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose
+// browser entry takes the relaxed module wherever its dot product pays, as on this project's
+// machines).
 struct Q4GroupsInTurn {
-  static void dots(const Q4Codes& a, const Q4Codes& c, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[2][1],
-                   v128_t hi[2][1]) {
+  template <int R>
+  static void dots(const Q4Codes& a, const Q4Codes& c, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[2][R],
+                   v128_t hi[2][R]) {
+    static_assert(R == 1, "a decode step's pair step");
     for (int i = 0; i < 2; ++i) lo[i][0] = hi[i][0] = wasm_i32x4_splat(0);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
     const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
@@ -53,24 +58,31 @@ struct Q4GroupsInTurn {
   }
 };
 
-// One input row times panels p and p2 (y: the output row): rows_times_panel's arithmetic for
-// both, each block's sums by Dots. Never inlined, as panel_rows.
-template <class Codes, class Dots = BlocksInTurn<Codes>>
-__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
-  const Codes a(w, p), c(w, p2);
-  InputRows<1> in;
-  const float* dx[1];
-  input_rows<1>(q, 0, in, dx);
-  alignas(16) float acc[2][1][kPanelWidth] = {};
+// The pair frame: rows [r0, r0 + R) of y (y points at row r0) times panels p and p2 (a, c):
+// rows_times_panel's arithmetic for both, each block's sums by Dots.
+template <class Codes, class Dots, int R>
+void rows_times_panel_pair(const Codes& a, const Codes& c, const Q8Rows& q, int r0, const PackedLinear& w, int p, int p2,
+                           float* y, std::ptrdiff_t y_stride) {
+  InputRows<R> in;
+  const float* dx[R];
+  alignas(16) float acc[2][R][kPanelWidth] = {};
+  input_rows<R>(q, r0, in, dx);
   for (int b = 0; b < q.blocks; ++b) {
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo[2][1], hi[2][1];
-    Dots::dots(a, c, b, k0, k1, in, lo, hi);
-    add_scaled_rows<1>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
-    add_scaled_rows<1>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
+    v128_t lo[2][R], hi[2][R];
+    Dots::template dots<R>(a, c, b, k0, k1, in, lo, hi);
+    add_scaled_rows<R>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
+    add_scaled_rows<R>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
   }
-  store_rows<1>(acc[0], w, p, y, 0);
-  store_rows<1>(acc[1], w, p2, y, 0);
+  store_rows<R>(acc[0], w, p, y, y_stride);
+  store_rows<R>(acc[1], w, p2, y, y_stride);
+}
+
+// One input row (a decode step's) times panels p and p2 (y: the output row). Never inlined, as
+// panel_rows.
+template <class Codes, class Dots = BlocksInTurn<Codes>>
+__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
+  rows_times_panel_pair<Codes, Dots, 1>(Codes(w, p), Codes(w, p2), q, 0, w, p, p2, y, 0);
 }
 
 // Every target's panels of q: one input row by pair_one_row(q, w, p, p2, y) in pairs half the
@@ -103,13 +115,10 @@ void rows_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_coun
   panels_in_pairs(q, targets, target_count, panel_pair_one_row<Codes, Dots>, nullptr, panel_rows<Codes>);
 }
 
-// The same from x, quantised first (linear_panels' order of work).
+// The same from x, quantised first (q8_rows.h's q8_linear_rows).
 template <class Codes, class Dots = BlocksInTurn<Codes>>
 void linear_in_pairs(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  if (target_count == 0) return;
-  Q8Rows& q = q8_rows_scratch();
-  quantise_rows(x, rows, x_stride, targets[0].weights->in, q);
-  rows_in_pairs<Codes, Dots>(q, targets, target_count);
+  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise_rows, rows_in_pairs<Codes, Dots>);
 }
 
 }  // namespace
