@@ -18,6 +18,8 @@
 
 #include <cstdio>
 
+#include "kernels/simd128/relaxed_dot_simd128.h"
+
 namespace {
 
 enum class Madd { fma, mul_add };
@@ -92,11 +94,9 @@ __attribute__((noinline)) double chains(int iterations, float x, float y) {
 // relaxed dot): b holds (1, 0) pairs, so each chain keeps its low halves' values; no overflow.
 enum class IntDot { dot_i16x8, relaxed_i8x16 };
 
-// i16x8.relaxed_dot_i8x16_i7x16_s: clang 14 has no builtin; run.sh rewrites this stand-in's opcode
-// (scripts/relaxed_simd_opcodes.py, as the package's build does).
-__attribute__((always_inline)) inline v128_t relaxed_dot(v128_t a, v128_t b) {
-  return __builtin_wasm_relaxed_swizzle_i8x16(a, b);
-}
+// i16x8.relaxed_dot_i8x16_i7x16_s: the package's stand-in (relaxed_dot_simd128.h), whose opcode
+// run.sh rewrites as the package's build does.
+using webattention::kernels::relaxed_dot_i16;
 
 template <IntDot D, int N>
 __attribute__((noinline)) double int_chains(int iterations) {
@@ -108,7 +108,7 @@ __attribute__((noinline)) double int_chains(int iterations) {
   for (int n = 0; n < iterations; ++n)
     for (int i = 0; i < N; ++i) {
       if constexpr (D == IntDot::dot_i16x8) c[i] = wasm_i32x4_add(wasm_i32x4_dot_i16x8(c[i], b), d);
-      else c[i] = wasm_i16x8_add(relaxed_dot(c[i], b), d);
+      else c[i] = wasm_i16x8_add(relaxed_dot_i16(c[i], b), d);
     }
   v128_t s = d;
   for (int i = 0; i < N; ++i) s = wasm_i32x4_add(s, c[i]);

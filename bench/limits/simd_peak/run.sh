@@ -25,7 +25,7 @@ fi
 # Register blocks (acc[r][c] += broadcast(x[r][k]) · w[k][c]) and FMA / mul+add chains, in
 # relaxed SIMD and SIMD128 in Node, Chromium and Firefox (bench/limits/simd_peak/register_blocks.cpp).
 # clang 14 emits the prototype FMA opcode: rewritten as in the package's build.
-em++ -std=c++17 -O3 -msimd128 -mrelaxed-simd -sENVIRONMENT=web,node bench/limits/simd_peak/register_blocks.cpp \
+em++ -std=c++17 -O3 -msimd128 -mrelaxed-simd -DWEBATTENTION_RELAXED_SIMD -Icpp/src -sENVIRONMENT=web,node bench/limits/simd_peak/register_blocks.cpp \
   -o "$out/register_blocks.cjs"
 python3 scripts/relaxed_simd_opcodes.py "$out/register_blocks.wasm"
 node bench/limits/simd_peak/engines.mjs ${ENGINES:-node chromium firefox}
