@@ -1,8 +1,6 @@
 // Two panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and which
-// panels a call takes together (panels_in_pairs). A decode step (one input row) reads every
-// panel's codes once, from memory in a model: taken in pairs half the target's panel range apart
-// (p + i with p + half + i) it reads them as two sequential streams, where the memory system keeps
-// more reads in flight than for one. The projection, one thread, weights streamed from memory
+// panels a call takes together (panels_in_pairs). A decode step (one input row) takes them in
+// pairs half the target's panel range apart (p + i with p + half + i: far_panels.h, why). The projection, one thread, weights streamed from memory
 // (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8 1.18-1.50× in Node,
 // Chromium and Firefox, simd and relaxed modules; relaxed int4 (its own pair step,
 // q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (Q4GroupsInTurn) 0.84-1.24×; in
@@ -15,6 +13,7 @@
 #include <cstddef>
 #include <type_traits>
 
+#include "kernels/far_panels.h"
 #include "kernels/simd128/q8_linear_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {
@@ -96,10 +95,13 @@ void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_co
     int p = targets[t].panel_begin;
     const int end = targets[t].panels_end();
     if (q.rows == 1) {
-      const int half = (end - p) / 2;
-      for (int i = 0; i < half; ++i) pair_one_row(q, w, p + i, p + half + i, targets[t].y);
-      p += 2 * half;
-    } else if constexpr (!std::is_same_v<std::decay_t<PairRows>, std::nullptr_t>) {
+      float* y = targets[t].y;
+      far_panel_groups<2>(
+          p, end, [&](int p0, int half) { pair_one_row(q, w, p0, p0 + half, y); },
+          [&](int last) { single(q, w, last, y, targets[t].y_stride); });
+      continue;
+    }
+    if constexpr (!std::is_same_v<std::decay_t<PairRows>, std::nullptr_t>) {
       if (q.rows >= kWideRows) {
         for (; p + 1 < end; p += 2) pair_rows(q, w, p, targets[t].y, targets[t].y_stride);
       }

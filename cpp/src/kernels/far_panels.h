@@ -1,0 +1,25 @@
+// Which weight panels a decode step's loop reads together. A step (one input row) reads each
+// panel once, from memory in a model, and one thread keeps only so many reads in flight for one
+// sequential stream: a loop over G panels whose starts lie a G-th of the range apart reads G
+// sequential streams at once, where the memory system keeps more reads in flight. G panels side
+// by side (one panel's width apart, 8-32 KB) ran 0.61-0.85× one panel at a time
+// (docs/performance.md#decode-kernels). The one-row loops of every narrow type take their groups
+// here: int8-activation kernels in pairs (q8_panel_pairs_simd128.h), the float32-activation
+// readers of f16, bf16, int8 and int4 in their groups of 4 or 2 (linear_simd128.h).
+#pragma once
+
+namespace webattention::kernels {
+
+// Panels [begin, end) as group(p0, stride) for the groups {p0, p0 + stride, ..., p0 + (G - 1) ·
+// stride} (stride: the range's G-th, so the groups' G streams lie that far apart), then
+// single(p) for each of the fewer than G panels left at the end. The groups cover [begin, begin +
+// G · stride) and each of its panels once; the weights' last panel, the only one narrower than
+// kPanelWidth, is the last one of its group or a single.
+template <int G, class Group, class Single>
+void far_panel_groups(int begin, int end, Group&& group, Single&& single) {
+  const int stride = (end - begin) / G;
+  for (int i = 0; i < stride; ++i) group(begin + i, stride);
+  for (int p = begin + G * stride; p < end; ++p) single(p);
+}
+
+}  // namespace webattention::kernels
