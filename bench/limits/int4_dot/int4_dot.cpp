@@ -21,6 +21,8 @@
 
 #include <emscripten.h>
 
+#include "kernels/simd128/relaxed_dot_simd128.h"
+
 namespace {
 
 constexpr int K = 2048, N = 2048, kPanels = N / 8, kBlocks = K / 32;
@@ -34,9 +36,9 @@ alignas(16) std::int16_t x_wide[K];           // int16 codes
 alignas(16) std::int8_t x_bytes[K];           // int8 codes
 alignas(16) std::int32_t out[N];
 
-// i16x8.relaxed_dot_i8x16_i7x16_s: clang 14 has no builtin; run.sh rewrites this stand-in's
-// opcode (scripts/relaxed_simd_opcodes.py, as the package's build does).
-inline v128_t relaxed_dot(v128_t a, v128_t b) { return __builtin_wasm_relaxed_swizzle_i8x16(a, b); }
+// i16x8.relaxed_dot_i8x16_i7x16_s: the package's stand-in (relaxed_dot_simd128.h), whose opcode
+// run.sh rewrites as the package's build does (scripts/relaxed_simd_opcodes.py).
+using webattention::kernels::relaxed_dot_i16;
 
 v128_t pair_columns(v128_t a, v128_t c) {
   const v128_t rows02 = wasm_i16x8_add(wasm_i32x4_shuffle(a, c, 0, 1, 4, 5), wasm_i32x4_shuffle(a, c, 2, 3, 6, 7));
@@ -86,8 +88,8 @@ __attribute__((noinline)) void row_words_relaxed() {
     v128_t al = wasm_i16x8_splat(0), ah = al;
     each_row_words(p, b, x_row_pairs, [&](v128_t v, v128_t xx) {
       const v128_t l = wasm_v128_and(v, mask), h = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
-      al = wasm_i16x8_add(al, relaxed_dot(xx, wasm_i8x16_shuffle(l, l, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)));
-      ah = wasm_i16x8_add(ah, relaxed_dot(xx, wasm_i8x16_shuffle(h, h, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)));
+      al = wasm_i16x8_add(al, relaxed_dot_i16(xx, wasm_i8x16_shuffle(l, l, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)));
+      ah = wasm_i16x8_add(ah, relaxed_dot_i16(xx, wasm_i8x16_shuffle(h, h, 0, 4, 1, 5, 2, 6, 3, 7, 8, 12, 9, 13, 10, 14, 11, 15)));
     });
     // al: columns 0, 4, 1, 5 (rows k, k+1) then the same (k+2, k+3); ah: 2, 6, 3, 7.
     const v128_t sl = wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(al), wasm_i32x4_extend_high_i16x8(al));
@@ -129,8 +131,8 @@ __attribute__((noinline)) void groups_relaxed() {
   each_panel([&](int p, int b, v128_t& lo, v128_t& hi) {
     v128_t a01 = wasm_i16x8_splat(0), a23 = a01;
     each_group(p, b, x_bytes, [&](v128_t v, const std::int8_t* x) {
-      a01 = wasm_i16x8_add(a01, relaxed_dot(wasm_v128_load16_splat(x), wasm_v128_and(v, mask)));
-      a23 = wasm_i16x8_add(a23, relaxed_dot(wasm_v128_load16_splat(x + 2), wasm_v128_and(wasm_u16x8_shr(v, 4), mask)));
+      a01 = wasm_i16x8_add(a01, relaxed_dot_i16(wasm_v128_load16_splat(x), wasm_v128_and(v, mask)));
+      a23 = wasm_i16x8_add(a23, relaxed_dot_i16(wasm_v128_load16_splat(x + 2), wasm_v128_and(wasm_u16x8_shr(v, 4), mask)));
     });
     lo = wasm_i32x4_add(lo, wasm_i32x4_add(wasm_i32x4_extend_low_i16x8(a01), wasm_i32x4_extend_low_i16x8(a23)));
     hi = wasm_i32x4_add(hi, wasm_i32x4_add(wasm_i32x4_extend_high_i16x8(a01), wasm_i32x4_extend_high_i16x8(a23)));

@@ -6,6 +6,6 @@ cd "$(dirname "$0")/../../.."
 source scripts/env.sh
 out=build/int4_dot
 mkdir -p "$out"
-em++ -std=c++17 -O3 -msimd128 -mrelaxed-simd -sENVIRONMENT=node -sALLOW_MEMORY_GROWTH=1 bench/limits/int4_dot/int4_dot.cpp -o "$out/int4_dot.cjs"
+em++ -std=c++17 -O3 -msimd128 -mrelaxed-simd -DWEBATTENTION_RELAXED_SIMD -Icpp/src -sENVIRONMENT=node -sALLOW_MEMORY_GROWTH=1 bench/limits/int4_dot/int4_dot.cpp -o "$out/int4_dot.cjs"
 python3 scripts/relaxed_simd_opcodes.py "$out/int4_dot.wasm"
 node --no-experimental-fetch --experimental-wasm-relaxed-simd "$out/int4_dot.cjs"
