@@ -10,7 +10,8 @@
 // file (imported by a computed URL, one per module).
 // The WebGPU executor (~80 KB with its WGSL), which Node imports only when there is a GPU, is a
 // file of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
-// (docs/performance.md#cold-start); so is lazy_exports.js (web/src/lazy_exports.js says why).
+// (docs/performance.md#cold-start); so are lazy_exports.js (web/src/lazy_exports.js says why) and
+// node_threads.js (the pthreads modules' loader, imported only when WEBATTENTION_WASM names one).
 // What they share with the entry is one chunk, node_chunk.js, which the entry imports: one
 // copy of every module (error classes among them) for all. The worker is bundled apart: a chunk
 // shared with it would be one more file for the entry to load.
@@ -52,7 +53,8 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
   // a file each to resolve, read and link at import) had cost a cold start more than the ~27 KB
   // of lazy_exports.js saved. (Hashed chunks of such a build are removed: npm pack would ship them.)
   for (const f of readdirSync(outDir)) if (/^node_chunk_\w+\.js$/.test(f)) rmSync(join(outDir, f));
-  const later = { webgpu: join(ROOT, 'web/src/webgpu/webgpu_executor.js'), lazy: join(ROOT, 'web/src/lazy_exports.js') };
+  const later = { webgpu: join(ROOT, 'web/src/webgpu/webgpu_executor.js'), lazy: join(ROOT, 'web/src/lazy_exports.js'),
+    threads: join(ROOT, 'web/src/node_threads.js') };
   const main = join(ROOT, 'web/src/node.js');
   const entryGraph = await graphOf(main, common, [early, externalFiles(Object.values(later))]);
   // A module both later files import and the entry does not (storage/q8_0.js: the GPU's weight
@@ -62,7 +64,7 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
   const shared = [...new Set(laterGraphs.flat().filter((f, i, all) => all.indexOf(f) !== i && !entryGraph.includes(f) && !laterFiles.includes(f)))];
   const { metafile } = await build({
     ...common,
-    entryPoints: { node_main: main, node_webgpu_executor: later.webgpu, lazy_exports: later.lazy },
+    entryPoints: { node_main: main, node_webgpu_executor: later.webgpu, lazy_exports: later.lazy, node_threads: later.threads },
     splitting: true, chunkNames: 'node_[name]',
     plugins: [early, importingAlso(laterFiles, [...entryGraph, ...shared]), importingAlso([main], shared)], metafile: true,
     // package.json's sideEffects: false makes esbuild skip those imports' evaluation, as it should
@@ -110,5 +112,5 @@ export const { ${[...names].sort().join(', ')} } = bundle;
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const out = resolve(process.argv[2] ?? join(ROOT, 'web/dist'));
   await bundleNode(out);
-  console.log(`bundle_node: wrote node.js (with node_main.js, node_chunk.js, node_webgpu_executor.js and lazy_exports.js) and node_worker.js into ${out}`);
+  console.log(`bundle_node: wrote node.js (with node_main.js, node_chunk.js, node_webgpu_executor.js, lazy_exports.js and node_threads.js) and node_worker.js into ${out}`);
 }

@@ -66,6 +66,9 @@ done
 step "JS API again on the worker pool: every module made with threads: 2"
 WEBATTENTION_THREADS=2 node $NODE_TEST_FLAGS scripts/node_test.mjs tests/js/
 
+step "JS API's kernel cases on a pthreads module under Node (WEBATTENTION_WASM=mt: the core's own two threads, cached calls too)"
+WEBATTENTION_WASM=mt WEBATTENTION_THREADS=2 node $NODE_TEST_FLAGS scripts/node_test.mjs tests/js/kernel_cases.test.js
+
 step "WebGPU backend on SwiftShader (no GPU needed): Node (npm webgpu / Dawn) and headless Chromium"
 node $NODE_TEST_FLAGS scripts/node_test.mjs tests/webgpu/  # node_setup.mjs points Dawn at SwiftShader (VK_ICD_FILENAMES)
 

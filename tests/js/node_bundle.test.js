@@ -42,12 +42,12 @@ test('the bundled Node entry: the source entry\'s exports, its own chunks only, 
     // One chunk: each file a cold start loads costs its import more than the bytes it holds.
     assert.deepEqual(readdirSync(dist).filter((f) => /^node_chunk/.test(f)), ['node_chunk.js'], 'one shared chunk');
     assert.deepEqual(packageFiles(staticImports('node_main.js')).sort(), ['./node_chunk.js', './node_early.js'], 'node_main.js: node: builtins, the early load and its shared chunk');
-    assert.deepEqual(packageFiles(dynamicImports('node_main.js')).sort(), ['./lazy_exports.js', './node_webgpu_executor.js'],
-      'node_main.js: the WebGPU executor and, on a Node without require(esm), lazy_exports.js, lazily');
+    assert.deepEqual(packageFiles(dynamicImports('node_main.js')).sort(), ['./lazy_exports.js', './node_threads.js', './node_webgpu_executor.js'],
+      'node_main.js: the WebGPU executor, the pthreads modules\' loader and, on a Node without require(esm), lazy_exports.js, lazily');
     for (const file of ['node_chunk.js', 'node_worker.js', 'node_early.js']) {
       assert.deepEqual(packageFiles(staticImports(file)), [], `${file} imports only node: builtins`);
     }
-    for (const file of ['node_webgpu_executor.js', 'lazy_exports.js']) assert.deepEqual(packageFiles(staticImports(file)), ['./node_chunk.js'], file);
+    for (const file of ['node_webgpu_executor.js', 'lazy_exports.js', 'node_threads.js']) assert.deepEqual(packageFiles(staticImports(file)), ['./node_chunk.js'], file);
     // What a cold start never runs is not in what its import loads.
     const coldPath = ['node_main.js', 'node_chunk.js'].map((f) => readFileSync(join(dist, f), 'utf8')).join('\n');
     // (base/lazy_modules.js's internals too: quantised loading, other namings, GPU inputs, encode(), keep()).

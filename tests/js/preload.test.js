@@ -27,7 +27,7 @@ test('a preload that fails (a bad WEBATTENTION_WASM) throws nothing at import; c
     const mha = await api.MultiHeadAttention.create({ embedDim: 8, numHeads: 2 });
     console.log('then', mha.config.embedDim);`, { WEBATTENTION_WASM: 'avx512' });
   assert.equal(lines[0], 'imported');
-  assert.match(lines[1], /^OptionError WEBATTENTION_WASM WEBATTENTION_WASM: expected 'simd' or 'relaxed' or 'scalar', got 'avx512'$/);
+  assert.match(lines[1], /^OptionError WEBATTENTION_WASM WEBATTENTION_WASM: expected 'simd' or 'relaxed' or 'scalar' or 'mt' or 'mt-relaxed', got 'avx512'$/);
   assert.equal(lines[2], 'then 8');
 });
 

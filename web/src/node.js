@@ -1,11 +1,12 @@
 // Node entry: loads the chosen module once (node_core.js; the pool's workers get the compiled
-// module). WEBATTENTION_WASM=<name> forces a module (web/modules.json: simd|relaxed|scalar);
+// module). WEBATTENTION_WASM=<name> forces a module (web/modules.json: simd|relaxed|scalar, or
+// the pthreads mt|mt-relaxed, loaded by node_threads.js when asked for);
 // WEBATTENTION_THREADS=auto|<n> sets the default of create()'s `threads` option. Workers are worker_threads, unreferenced while idle.
 import os from 'node:os';
 import { bindApi } from './api/api.js';
 import { loadNodeCore } from './node_core.js';
 import { takeEarlyLoad } from './node_early.js';
-import { pickVariant } from './wasm/variant.js';
+import { moduleEntry, pickVariant } from './wasm/variant.js';
 import { setLazyLoader } from './base/lazy_modules.js';
 
 // Pool workers get no node flags (execArgv: []). By default a Worker inherits the process's, and
@@ -50,8 +51,13 @@ const lazyExports = () => imported
   ?? (required ??= process.getBuiltinModule('node:module').createRequire(import.meta.url)('./lazy_exports.js'));
 setLazyLoader(lazyExports);
 
+// A pthreads module only where WEBATTENTION_WASM names one: detection never picks one here (no
+// cross-origin isolation in Node). node_threads.js is imported then only (it imports
+// node:worker_threads, ~2 ms of a cold start).
 const loadCore = () => {
-  const variant = pickVariant(process.env.WEBATTENTION_WASM);
+  const variant = pickVariant(process.env.WEBATTENTION_WASM, { threadsModule: true });
+  const entry = moduleEntry(variant);
+  if (entry.threads) return import('./node_threads.js').then(({ loadNodeThreadsCore }) => loadNodeThreadsCore(entry));
   return takeEarlyLoad(variant) ?? loadNodeCore(variant);
 };
 const api = bindApi(loadCore, {

@@ -1,4 +1,5 @@
-// The WASM modules under Node (web/modules.json; Node runs the single-threaded ones): how one is
+// The single-threaded WASM modules under Node (web/modules.json; the pthreads ones, opt-in:
+// node_threads.js): how one is
 // loaded (node.js on the calling thread, node_worker.js for the glue alone in pool workers,
 // bench/ scripts). Node needs no literal import paths (no bundler), so they come from the
 // manifest. The .wasm is read and compiled here, not by the glue: 3.1.6's own file loading fails
