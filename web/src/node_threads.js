@@ -7,8 +7,9 @@
 // <stem>.worker.js, which talks to it with self.onmessage / postMessage and imports the glue.
 // Node 20 has neither Worker nor navigator. While the glue loads (every worker starts then:
 // PTHREAD_POOL_SIZE), this file lends it a Worker over worker_threads whose thread runs the
-// worker script with the browser names it uses bound to its parentPort, and takes it back after. The workers are unreferenced once loaded: an idle core does not keep
-// the process alive (the threads run only inside a call).
+// worker script with the browser names it uses bound to its parentPort, and takes it back after.
+// The workers are unreferenced once loaded: an idle core does not keep the process alive (the
+// threads run only inside a call).
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Worker as NodeWorker } from 'node:worker_threads';
