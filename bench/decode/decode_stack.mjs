@@ -12,7 +12,8 @@
 //   --firefox        headless Firefox ESR, the same page
 //   --settings LIST  decode_dtypes.mjs names (weights + cache dtype [+ activations]; default
 //                    f32,f16,i8,i8a8,i4,i4a8); f32 first
-//   --wasm M         the page's module (default simd; mt or mt-relaxed: two threads, pthreads)
+//   --wasm M         the module (the page's default simd, Node's its own choice; mt or mt-relaxed:
+//                    pthreads, in Node too; Node takes relaxed ones with --experimental-wasm-relaxed-simd)
 //   --layers N       layers in each stack (default 24: ~1 GB of float32 weights)
 //   --tokens N       timed tokens per setting (default 24)
 //   --cache N        cached positions per layer (default 512)
@@ -55,6 +56,7 @@ function print(title, runtime, result) {
 }
 
 async function runNode() {
+  if (v.wasm) process.env.WEBATTENTION_WASM = v.wasm;  // read when the entry loads its module
   const { MultiHeadAttention } = await import('../../web/src/node.js');
   const result = await runDecodeStack({ MultiHeadAttention }, membwWasm(), { settings, ...sizes, log: (l) => console.log(`   ${l}`) });
   return print(`Node ${process.version}`, `Node ${process.version}, module ${process.env.WEBATTENTION_WASM ?? "the package's choice"}, threads ${result.shape.threads}`, result);
