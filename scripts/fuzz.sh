@@ -4,8 +4,9 @@
 #   tests/fuzz/mha_fuzz.cpp     multi-head attention against the float64 reference
 #   tests/fuzz/decode_fuzz.cpp  KV cache / GQA / RoPE: chunks fed to a cache = one plain forward
 #   bash scripts/fuzz.sh [seconds]
-# FUZZ_SEED=N fixes libFuzzer's seed (scripts/test.sh does: the test command's verdict is then the
-# change's, not the draw's); unset, each run draws its own (long runs that look for new finds).
+# FUZZ_SEED=N fixes libFuzzer's seed (scripts/test.sh does); unset, each run draws its own (long
+# runs that look for new finds). A fixed seed does not fix the path: two 15 s runs of mha_fuzz with
+# seed 1 took different ones (its sequence also follows timing), and only one met a failing input.
 # Seeds come from tests/fuzz/corpus/<harness>/ (kept in the repo); new inputs go to
 # build/fuzz/corpus/<harness>/. A crash leaves its input in build/fuzz/ (crash-*): replay it with
 # build/fuzz/<harness> FILE. To fold new finds into the kept corpus (smallest set, same coverage):
