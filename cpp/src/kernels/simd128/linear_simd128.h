@@ -269,6 +269,17 @@ __attribute__((noinline)) void one_row_scaled_pair_panels(const float* x, const 
   store_pair_panels<kPanels>(w, target, p0, stride, sums);
 }
 
+// kPanels panels `stride` apart, one input row: one_row_scaled_pair_panels (the accumulators in
+// memory) or one_row_pair_panels.
+template <class Panel, int kPanels, bool kScaledInMemory>
+void one_row_pair_group(const float* x, const LinearTarget& target, int p0, int stride) {
+  if constexpr (kScaledInMemory) {
+    one_row_scaled_pair_panels<Panel, kPanels>(x, target, p0, stride);
+  } else {
+    one_row_pair_panels<Panel, kPanels>(x, target, p0, stride);
+  }
+}
+
 // x[0, n) times `scale` into xs, if exact for every element (no finite x overflows); else false.
 // A power of two scales exactly otherwise, subnormals included, Inf and NaN staying themselves.
 inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& xs) {
@@ -306,17 +317,10 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     }
     const float* xt = scale == 1.0f ? x : scaled.data();
     const LinearTarget& target = targets[t];
-    if constexpr (kScaledInMemory) {
-      far_panel_groups<kGroup>(
-          target.panel_begin, target.panels_end(),
-          [&](int p0, int stride) { one_row_scaled_pair_panels<Panel, kGroup>(xt, target, p0, stride); },
-          [&](int p) { one_row_scaled_pair_panels<Panel, 1>(xt, target, p, 1); });
-    } else {
-      far_panel_groups<kGroup>(
-          target.panel_begin, target.panels_end(),
-          [&](int p0, int stride) { one_row_pair_panels<Panel, kGroup>(xt, target, p0, stride); },
-          [&](int p) { one_row_pair_panels<Panel, 1>(xt, target, p, 1); });
-    }
+    far_panel_groups<kGroup>(
+        target.panel_begin, target.panels_end(),
+        [&](int p0, int stride) { one_row_pair_group<Panel, kGroup, kScaledInMemory>(xt, target, p0, stride); },
+        [&](int p) { one_row_pair_group<Panel, 1, kScaledInMemory>(xt, target, p, 1); });
   }
   return true;
 }
