@@ -11,7 +11,7 @@ import { LOADERS } from '../dist/browser_modules.js';
 import { bindApi } from './api/api.js';
 import { fileUrl, moduleWorkerUrl, scriptBlobUrl } from './browser_files.js';
 import { THREADS_VARIANTS, chooseVariant, moduleEntry } from './wasm/variant.js';
-import { instantiateCore } from './wasm/instantiate_core.js';
+import { instantiateCore, instantiateThreadsCore } from './wasm/instantiate_core.js';
 import { fetchWasmModule, loadError } from './wasm/wasm_fetch.js';
 import { warnOnce } from './base/warn_once.js';
 // Statically here (Node imports it lazily): a dynamic import would split a bundle in two chunks.
@@ -47,27 +47,16 @@ function spawnWorker(variant) {
   };
 }
 
-// The pthreads module waits for its workers before it resolves; where they cannot start (a CSP,
-// a server that refuses them), give up after this long and use its fallback.
-const THREADS_MODULE_TIMEOUT_MS = 15000;
-
+// A pthreads module whose workers cannot start (instantiateThreadsCore's time limit) gives way to
+// its fallback below.
 async function loadThreadsModule(variant) {
   const { create, module, glueUrl } = await fetchModule(variant);
   const { threadWorkerSource } = LOADERS[variant];
   if (!threadWorkerSource) throw new Error('its worker script was not built into web/dist/browser_modules.js');
   const threadWorker = scriptBlobUrl(threadWorkerSource);
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
-  });
-  try {
-    // locateFile: the glue's own worker script (a blob: URL of its text, which works on any
-    // origin and under any bundler); that worker imports the glue from mainScriptUrlOrBlob.
-    const options = { locateFile: () => threadWorker, mainScriptUrlOrBlob: glueUrl };
-    return await Promise.race([instantiateCore(create, module, options), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  // locateFile: the glue's own worker script (a blob: URL of its text, which works on any
+  // origin and under any bundler); that worker imports the glue from mainScriptUrlOrBlob.
+  return instantiateThreadsCore(create, module, { locateFile: () => threadWorker, mainScriptUrlOrBlob: glueUrl });
 }
 
 setLazyLoader(() => lazyExports);

@@ -13,11 +13,8 @@
 import os from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { Worker as NodeWorker } from 'node:worker_threads';
-import { instantiateCore } from './wasm/instantiate_core.js';
-
-// The glue waits for every thread's start before it resolves: a load that hears nothing for this
-// long fails (the browser entry's limit, browser.js).
-const THREADS_MODULE_TIMEOUT_MS = 15000;
+import { distUrl, loadGlueAndModule } from './node_core.js';
+import { instantiateThreadsCore } from './wasm/instantiate_core.js';
 
 // A worker thread's bootstrap (CommonJS, eval'd): the browser names the worker script uses, then
 // the script itself (workerData.source).
@@ -31,8 +28,8 @@ parentPort.on('message', (data) => globalThis.onmessage?.({ data }));
 
 /**
  * A Web Worker's surface (postMessage, onmessage, terminate) over a worker_threads Worker. A
- * thread that fails calls fail(error): the glue's own onerror would throw from the event, which
- * in Node ends the process.
+ * thread that fails calls fail(error) (the glue's own onerror would throw from the event, which
+ * in Node ends the process).
  */
 function webWorkerClass(source, started, fail) {
   return class WebWorker {
@@ -71,31 +68,24 @@ function ensureNavigator() {
 
 /**
  * Loads pthreads module `entry` (web/modules.json) from web/dist: { core, variant }. The worker
- * script imports the glue by its file URL (mainScriptUrlOrBlob).
+ * script imports the glue by its file URL (mainScriptUrlOrBlob). A thread that fails, or no answer
+ * in instantiateThreadsCore's time, rejects it with an error naming the module (as the browser
+ * entry's warning does).
  */
 export async function loadNodeThreadsCore(entry) {
-  const url = (ext) => new URL(`../dist/${entry.stem}${ext}`, import.meta.url);
-  const [create, module, source] = await Promise.all([
-    import(url('.mjs').href).then((m) => m.default),
-    readFile(url('.wasm')).then((bytes) => WebAssembly.compile(bytes)),
-    readFile(url('.worker.js'), 'utf8'),
-  ]);
+  const [{ create, module }, source] = await Promise.all([loadGlueAndModule(entry.name),
+    readFile(distUrl(entry.name, '.worker.js'), 'utf8')]);
   const started = [];
-  let fail, timer;
-  const failed = new Promise((_, reject) => {
-    fail = (e) => reject(new Error(`webattention: a thread of the '${entry.name}' module failed: ${e?.message ?? e}`));
-    timer = setTimeout(() => fail(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`), THREADS_MODULE_TIMEOUT_MS);
-  });
+  let fail;
+  const failed = new Promise((_, reject) => { fail = reject; });
   ensureNavigator();
   try {
     const core = await withWorkerClass(webWorkerClass(source, started, fail),
-      () => Promise.race([instantiateCore(create, module, { mainScriptUrlOrBlob: url('.mjs').href }), failed]));
+      () => instantiateThreadsCore(create, module, { mainScriptUrlOrBlob: distUrl(entry.name, '.mjs').href }, failed));
     for (const thread of started) thread.unref();
     return { core, variant: entry.name };
   } catch (e) {
     for (const thread of started) thread.terminate();
-    throw e;
-  } finally {
-    clearTimeout(timer);
+    throw new Error(`webattention: the pthreads module '${entry.name}' did not start: ${e?.message ?? e}`);
   }
 }

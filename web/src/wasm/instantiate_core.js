@@ -18,3 +18,24 @@ export function instantiateCore(create, module, moduleOptions = {}) {
   });
   return Promise.race([core, failed]);
 }
+
+// A pthreads module's glue resolves only once every thread has started; where they cannot (a CSP,
+// a server that refuses workers, a thread that fails at its start) it never does: the loaders
+// (browser.js, node_threads.js) give up after this long.
+export const THREADS_MODULE_TIMEOUT_MS = 15000;
+
+/**
+ * instantiateCore for a pthreads module: rejects with "no answer in … ms" after
+ * THREADS_MODULE_TIMEOUT_MS, or as `failed` does if it rejects first (a thread's own failure).
+ */
+export async function instantiateThreadsCore(create, module, moduleOptions, failed = new Promise(() => {})) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer in ${THREADS_MODULE_TIMEOUT_MS} ms`)), THREADS_MODULE_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([instantiateCore(create, module, moduleOptions), timeout, failed]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
