@@ -224,6 +224,9 @@ inline void set_q4_code_at(std::uint8_t* panel, int k, int column, int code) {
 // [16 + 4i, 20 + 4i).
 constexpr int q4_shift(int column) { return (column & 1) * 16 + (column >> 1) * 4; }
 inline int q4_code(std::uint32_t word, int column) { return static_cast<int>((word >> q4_shift(column)) & 0xFu); }
+// The zero-point word of a block whose 8 columns all have z = 8: every block quantised at load
+// (llama.cpp's rule), every Q4_0 block, and MatMulNBits' default.
+constexpr std::uint32_t kQ4EightEverywhere = 0x88888888u;
 inline void set_q4_code(std::uint32_t& word, int column, int code) {
   word = (word & ~(0xFu << q4_shift(column))) | (static_cast<std::uint32_t>(code) << q4_shift(column));
 }

@@ -25,7 +25,7 @@ struct RelaxedGroupsInTurn {
   template <int R>
   static void dots(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, int b, int k0, int k1, const InputRows<R>& in,
                    v128_t lo[2][R], v128_t hi[2][R]) {
-    if (a.zero_points[b] != Q4RelaxedCodes::kEightEverywhere || c.zero_points[b] != Q4RelaxedCodes::kEightEverywhere) {
+    if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
       return BlocksInTurn<Q4RelaxedCodes>::dots<R>(a, c, b, k0, k1, in, lo, hi);
     }
     v128_t sa[R], sc[R];
@@ -64,7 +64,7 @@ struct RelaxedWholeBlocks {
   static void dots(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, int b, int, int, const InputRows<R>& in,
                    v128_t lo[2][R], v128_t hi[2][R]) {
     static_assert(R == 1, "a decode step's pair step");
-    if (a.zero_points[b] != Q4RelaxedCodes::kEightEverywhere || c.zero_points[b] != Q4RelaxedCodes::kEightEverywhere) {
+    if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
       a.whole_block_one_row(b, in, lo[0], hi[0]);
       c.whole_block_one_row(b, in, lo[1], hi[1]);
       return;

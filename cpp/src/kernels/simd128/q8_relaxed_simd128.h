@@ -42,7 +42,7 @@ struct Q4RelaxedCodes : Q4Codes {
   }
   template <int R>
   void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    const bool z8 = zero_points[b] == kEightEverywhere;
+    const bool z8 = zero_points[b] == storage::kQ4EightEverywhere;
     v128_t s_low[R], s_high[R];
     start_sums<R>(z8, b, in, s_low, s_high);
     each_group_rows<R>(k0, k1, in.codes, [&](v128_t v, const std::int8_t* const x[R]) { group<R>(v, x, s_low, s_high); });
@@ -57,7 +57,7 @@ struct Q4RelaxedCodes : Q4Codes {
   // hoists the 16 loads and spills them. An empty asm between groups, or 4 groups a loop step, did
   // no better in the browsers.
   void whole_block_one_row(int b, const InputRows<1>& in, v128_t lo[1], v128_t hi[1]) const {
-    const bool z8 = zero_points[b] == kEightEverywhere;
+    const bool z8 = zero_points[b] == storage::kQ4EightEverywhere;
     v128_t s_low[1], s_high[1];
     start_sums<1>(z8, b, in, s_low, s_high);
     const std::uint8_t* g = codes + storage::q4_byte(b * storage::kQuantBlock, 0);
@@ -68,10 +68,6 @@ struct Q4RelaxedCodes : Q4Codes {
     }
     finish_sums<1>(z8, b, in, s_low, s_high, lo, hi);
   }
-
-  // The zero-point word of a block whose 8 columns all have z = 8: every block quantised at load
-  // (llama.cpp's rule), every Q4_0 block, and MatMulNBits' default.
-  static constexpr std::uint32_t kEightEverywhere = 0x88888888u;
 
  private:
   // A block's low and high nibbles' int16 sums, before its groups. Where z = 8 (z8) the block's
