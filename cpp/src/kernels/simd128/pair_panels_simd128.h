@@ -199,20 +199,22 @@ struct Q4PairPanel {
 // row of 8: 6 where Q4PairPanel takes 8 (7 and 5 for a group's last row).
 struct Q4EightsPairPanel {
   static constexpr int kGroupRows = storage::kQ4GroupRows;
-  const std::uint8_t* p;
+  const std::uint8_t* p = nullptr;
+  Q4EightsPairPanel() = default;
   explicit Q4EightsPairPanel(const Q4PairPanel& panel) : p(panel.p) {}
-  Q4EightsPairPanel() : p(nullptr) {}
-  v128_t group(int k) const { return wasm_v128_xor(wasm_v128_load(p + storage::q4_byte(k, 0)), wasm_i8x16_splat(static_cast<std::int8_t>(0x88))); }
+  v128_t group(int k) const {  // k a multiple of 4
+    return wasm_v128_xor(wasm_v128_load(p + storage::q4_byte(k, 0)), wasm_i8x16_splat(static_cast<std::int8_t>(0x88)));
+  }
   template <int J>
   void group_row(v128_t g, v128_t& even, v128_t& odd) const {
-    constexpr int shift = storage::q4_row_shift(J);
-    even = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 28 - shift), 28));
-    const v128_t odd_top = shift == 12 ? g : wasm_i32x4_shl(g, 12 - shift);
-    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(odd_top, 28));
+    signed_codes(g, storage::q4_row_shift(J), even, odd);
   }
-  void row(int k, v128_t& even, v128_t& odd) const {
-    const int shift = storage::q4_row_shift(k & 3);
-    const v128_t g = group(k & ~3);
+  void row(int k, v128_t& even, v128_t& odd) const { signed_codes(group(k & ~3), storage::q4_row_shift(k & 3), even, odd); }
+
+ private:
+  // The flipped group g's row at bit `shift` of each half, as f32 (even, odd columns). A shift by
+  // 0 (the last row's odd column, already at the top) folds away.
+  __attribute__((always_inline)) static void signed_codes(v128_t g, int shift, v128_t& even, v128_t& odd) {
     even = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 28 - shift), 28));
     odd = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 12 - shift), 28));
   }
