@@ -21,7 +21,7 @@ void project_by_panels(const float* x, int rows, std::ptrdiff_t x_stride,
   // About eight chunks per thread, each a multiple of 4 panels (the one-row loops' group). With
   // two, the caller waited for the last chunk of a slower or later thread: a two-thread int4 x
   // int8 decode step of the 24-layer stack spent 3.5 ms of ~18 in that wait, 0.7 with eight
-  // (Node, mt-relaxed; docs/performance.md, Threads).
+  // (Node, mt-relaxed; docs/performance.md#threads).
   const int grain = std::max(4, ((total + 8 * threads - 1) / (8 * threads) + 3) / 4 * 4);
   // int8 activations: the rows quantised once here for every chunk, not again in each. A module's
   // weights share one activations mode.
