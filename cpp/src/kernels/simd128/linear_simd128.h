@@ -218,7 +218,6 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
     for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
       v128_t part[2 * kPanels];
       for (auto& v : part) v = wasm_f32x4_splat(0.0f);
-      for (auto& panel : panels) panel.start(k0);
       block_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
       for (int i = 0; i < kPanels; ++i) panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], acc[2 * i], acc[2 * i + 1]);
     }
@@ -254,7 +253,6 @@ __attribute__((noinline)) void one_row_scaled_pair_panels(const float* x, const 
   for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
     v128_t part[2 * kPanels];
     for (auto& v : part) v = wasm_f32x4_splat(0.0f);
-    for (auto& panel : panels) panel.start(k0);
     block_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
     for (int i = 0; i < kPanels; ++i) {
       v128_t even = wasm_v128_load(acc[2 * i]), odd = wasm_v128_load(acc[2 * i + 1]);

@@ -140,6 +140,35 @@ inline void q4_zero_lanes(std::uint32_t zw, v128_t& z03, v128_t& z47) {
   z47 = wasm_i32x4_make(storage::q4_code(zw, 4), storage::q4_code(zw, 5), storage::q4_code(zw, 6), storage::q4_code(zw, 7));
 }
 
+// Q4PairPanel's rows over a block whose zero points are all 8 (storage::kQ4EightEverywhere:
+// every block quantised at load, every Q4_0 one): q - 8 is the code with its top bit flipped read
+// as a signed 4-bit number, so a group's 16 bytes are flipped once (one xor for its 32 codes) and
+// each row's nibble is moved to the top of its lane and shifted back arithmetically, with no mask,
+// no subtraction and no zero points spread into lanes (Q4PairPanel::start). The same integers as Q4PairPanel's, converted alike: the same bits. Operations per
+// row of 8: 6 where Q4PairPanel takes 8 (7 and 5 for a group's last row).
+struct Q4EightsPairPanel {
+  static constexpr int kGroupRows = storage::kQ4GroupRows;
+  const std::uint8_t* p = nullptr;
+  Q4EightsPairPanel() = default;
+  explicit Q4EightsPairPanel(const std::uint8_t* codes) : p(codes) {}
+  v128_t group(int k) const {  // k a multiple of 4
+    return wasm_v128_xor(wasm_v128_load(p + storage::q4_byte(k, 0)), wasm_i8x16_splat(static_cast<std::int8_t>(0x88)));
+  }
+  template <int J>
+  void group_row(v128_t g, v128_t& even, v128_t& odd) const {
+    signed_codes(g, storage::q4_row_shift(J), even, odd);
+  }
+  void row(int k, v128_t& even, v128_t& odd) const { signed_codes(group(k & ~3), storage::q4_row_shift(k & 3), even, odd); }
+
+ private:
+  // The flipped group g's row at bit `shift` of each half, as f32 (even, odd columns). A shift by
+  // 0 (the last row's odd column, already at the top) folds away.
+  __attribute__((always_inline)) static void signed_codes(v128_t g, int shift, v128_t& even, v128_t& odd) {
+    even = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 28 - shift), 28));
+    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 12 - shift), 28));
+  }
+};
+
 // int4 codes, a group of 4 rows in 16 bytes (storage_convert.h's q4_byte): as 32-bit lanes, lane i
 // holds columns 2i (low half) and 2i + 1 (high half), row j of the group at bit q4_row_shift(j) of
 // its half. Row k's codes are the group shifted right by its row's bit and masked (the even
@@ -162,6 +191,10 @@ struct Q4PairPanel {
     q4_zero_lanes(zero_points[k0 / kBlock], z03, z47);
     to_pairs(z03, z47, z_even, z_odd);
   }
+  // Whether the block at row k0 has zero points 8 in every column; its rows then read through
+  // eights_reader(), with no start().
+  bool eights(int k0) const { return zero_points[k0 / kBlock] == storage::kQ4EightEverywhere; }
+  Q4EightsPairPanel eights_reader() const { return Q4EightsPairPanel(p); }
   // Rows a group at a time (panels_simd128.h's row_times_panel_rows): the group's 16 bytes once,
   // each row's shift a constant.
   static constexpr int kGroupRows = storage::kQ4GroupRows;
@@ -191,49 +224,29 @@ struct Q4PairPanel {
   }
 };
 
-// Q4PairPanel over a block whose zero points are all 8 (storage::kQ4EightEverywhere: every block
-// quantised at load, every Q4_0 one): q - 8 is the code with its top bit flipped read as a signed
-// 4-bit number, so a group's 16 bytes are flipped once (one xor for its 32 codes) and each row's
-// nibble is moved to the top of its lane and shifted back arithmetically, with no mask and no
-// subtraction. The same integers as Q4PairPanel's, converted alike: the same bits. Operations per
-// row of 8: 6 where Q4PairPanel takes 8 (7 and 5 for a group's last row).
-struct Q4EightsPairPanel {
-  static constexpr int kGroupRows = storage::kQ4GroupRows;
-  const std::uint8_t* p = nullptr;
-  Q4EightsPairPanel() = default;
-  explicit Q4EightsPairPanel(const Q4PairPanel& panel) : p(panel.p) {}
-  v128_t group(int k) const {  // k a multiple of 4
-    return wasm_v128_xor(wasm_v128_load(p + storage::q4_byte(k, 0)), wasm_i8x16_splat(static_cast<std::int8_t>(0x88)));
-  }
-  template <int J>
-  void group_row(v128_t g, v128_t& even, v128_t& odd) const {
-    signed_codes(g, storage::q4_row_shift(J), even, odd);
-  }
-  void row(int k, v128_t& even, v128_t& odd) const { signed_codes(group(k & ~3), storage::q4_row_shift(k & 3), even, odd); }
+// A reader whose blocks may read through a faster reader of their own (Q4PairPanel's
+// eights_reader) says so by eights() and eights_reader().
+template <class Panel, class = void>
+struct HasEightsReader : std::false_type {};
+template <class Panel>
+struct HasEightsReader<Panel, std::void_t<decltype(&Panel::eights_reader)>> : std::true_type {};
 
- private:
-  // The flipped group g's row at bit `shift` of each half, as f32 (even, odd columns). A shift by
-  // 0 (the last row's odd column, already at the top) folds away.
-  __attribute__((always_inline)) static void signed_codes(v128_t g, int shift, v128_t& even, v128_t& odd) {
-    even = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 28 - shift), 28));
-    odd = wasm_f32x4_convert_i32x4(wasm_i32x4_shr(wasm_i32x4_shl(g, 12 - shift), 28));
-  }
-};
-
-// acc (the block's partial sums) += x[k0, k1) times block rows [k0, k1) of kPanels panels: through
-// Q4EightsPairPanel where every panel's block has zero points 8, else through the panels' readers.
+// acc (the block's partial sums) += x[k0, k1) times block rows [k0, k1) of kPanels panels, the
+// block starting at k0: through their eights readers where every panel's block allows it, else
+// through the panels themselves, started at the block (Panel::start).
 template <int kPanels, class Panel>
-__attribute__((always_inline)) inline void block_times_panel_rows(const float* x, int k0, int k1, const Panel* panels,
+__attribute__((always_inline)) inline void block_times_panel_rows(const float* x, int k0, int k1, Panel* panels,
                                                                   v128_t* acc) {
-  if constexpr (std::is_same_v<Panel, Q4PairPanel>) {
+  if constexpr (HasEightsReader<Panel>::value) {
     bool eights = true;
-    for (int i = 0; i < kPanels; ++i) eights = eights && panels[i].zero_points[k0 / Panel::kBlock] == storage::kQ4EightEverywhere;
+    for (int i = 0; i < kPanels; ++i) eights = eights && panels[i].eights(k0);
     if (eights) {
-      Q4EightsPairPanel flipped[kPanels];
-      for (int i = 0; i < kPanels; ++i) flipped[i] = Q4EightsPairPanel(panels[i]);
-      return row_times_panel_rows<kPanels>(x, k0, k1, flipped, acc);
+      decltype(panels[0].eights_reader()) readers[kPanels];
+      for (int i = 0; i < kPanels; ++i) readers[i] = panels[i].eights_reader();
+      return row_times_panel_rows<kPanels>(x, k0, k1, readers, acc);
     }
   }
+  for (int i = 0; i < kPanels; ++i) panels[i].start(k0);
   row_times_panel_rows<kPanels>(x, k0, k1, panels, acc);
 }
 
