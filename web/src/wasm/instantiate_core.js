@@ -22,7 +22,7 @@ export function instantiateCore(create, module, moduleOptions = {}) {
 // A pthreads module's glue resolves only once every thread has started; where they cannot (a CSP,
 // a server that refuses workers, a thread that fails at its start) it never does: the loaders
 // (browser.js, node_threads.js) give up after this long.
-export const THREADS_MODULE_TIMEOUT_MS = 15000;
+const THREADS_MODULE_TIMEOUT_MS = 15000;
 
 /**
  * instantiateCore for a pthreads module: rejects with "no answer in … ms" after
