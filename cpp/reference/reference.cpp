@@ -100,13 +100,24 @@ Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
 
 // Qwen3's qk-norm (docs/attention-math.md §8's neighbour in MhaConfig): every head_dim-wide head
 // of every row divided by its root mean square (plus eps) and scaled by w.
-void rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps) {
+// Returns the largest gain over the heads, sqrt(mean(T²)) / sqrt(mean(x²) + eps), T the head's
+// entries in `terms`: the factor by which the norm magnifies an error of a few ulps of T.
+double rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps, const Matrix& terms) {
+  double gain = 0.0;
   for (Eigen::Index r = 0; r < x.rows(); ++r)
     for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim) {
       auto head = x.block(r, h0, 1, head_dim);
       const double inv = 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
+      gain = std::max(gain, std::sqrt(terms.block(r, h0, 1, head_dim).squaredNorm() / head_dim) * inv);
       for (int c = 0; c < head_dim; ++c) head(0, c) *= inv * w[c];
     }
+  return gain;
+}
+
+// Per entry of input · wᵀ + b, the sum of its terms' magnitudes, |input| · |w|ᵀ + |b|: the scale
+// of a float32 core's rounding of that entry, whatever the terms cancel to.
+Matrix term_magnitudes(const Matrix& input, const Matrix& w, const Eigen::RowVectorXd& b) {
+  return (input.cwiseAbs() * w.cwiseAbs().transpose()).rowwise() + b.cwiseAbs();
 }
 
 // θ_j of §8, scaled as §8 writes it ('linear': / factor; 'llama3': by wavelength).
@@ -175,7 +186,7 @@ const std::vector<float>* MhaParameters::find(const std::string& name) const {
 }
 
 void mha_forward(const MhaConfig& config, const MhaParameters& params,
-                 const MhaForwardArgs& a, std::vector<double>* out_slack, double ambiguous_code) {
+                 const MhaForwardArgs& a, Sensitivity* sensitivity, double ambiguous_code) {
   const bool act8 = config.activations == StorageType::i8;
   // PyTorch's defaults for the widths left at 0 (MhaConfig says which).
   const int E = config.embed_dim, H = config.num_heads;
@@ -219,11 +230,14 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   }
   if (with.out) read_bias("out_proj.bias", 0, bo);
   const int B = a.batch, L = a.L, S = a.S;
-  Matrix q = (projection_input(a.query, B * L, E, act8) * wq.transpose()).rowwise() + bq;
-  Matrix k = (projection_input(a.key, B * S, kdim, act8) * wk.transpose()).rowwise() + bk;
+  const Matrix query_in = projection_input(a.query, B * L, E, act8), key_in = projection_input(a.key, B * S, kdim, act8);
+  Matrix q = (query_in * wq.transpose()).rowwise() + bq;
+  Matrix k = (key_in * wk.transpose()).rowwise() + bk;
+  if (sensitivity) *sensitivity = Sensitivity{};
   if (config.qk_norm) {
-    rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps);
-    rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps);
+    const double q_gain = rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps, term_magnitudes(query_in, wq, bq));
+    const double k_gain = rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps, term_magnitudes(key_in, wk, bk));
+    if (sensitivity) sensitivity->qk_norm_gain = std::max(q_gain, k_gain);
   }
   if (config.rotary_dim > 0) {
     rotate(q, config, dk, L, a.position_ids, params);
@@ -264,16 +278,16 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
     }
     if (a.weights && a.average_weights) scatter(average, a.weights + b * LS);
   }
-  if (out_slack) out_slack->assign(static_cast<std::size_t>(B) * L * E, 0.0);
+  if (sensitivity) sensitivity->out_slack.assign(static_cast<std::size_t>(B) * L * E, 0.0);
   if (act8) {
     // The core holds the heads' output in float32: quantise that, and say where it may round apart.
     std::vector<float> held(static_cast<std::size_t>(heads.size()));
     scatter(heads, held.data());
-    if (out_slack) {
+    if (sensitivity) {
       const std::vector<double> exact(heads.data(), heads.data() + heads.size());
       const std::vector<double> slack = int8_activation_slack(exact, B * L, vw, kActivationBlock, ambiguous_code);
       const Matrix spread = Eigen::Map<const Matrix>(slack.data(), B * L, vw) * wo.cwiseAbs().transpose();
-      std::copy_n(spread.data(), spread.size(), out_slack->data());
+      std::copy_n(spread.data(), spread.size(), sensitivity->out_slack.data());
     }
     heads = projection_input(held.data(), B * L, vw, true);
   }

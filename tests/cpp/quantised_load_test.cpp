@@ -122,9 +122,10 @@ TEST(QuantisedLoading, Int8ActivationsApplyToBlocks) {
     args.query = args.key = args.value = x.data();
     args.output = got.data();
     m.forward(args);
-    std::vector<double> slack;
+    reference::Sensitivity sensitivity;
     args.output = act8.data();
-    reference::mha_forward(c, params, args, &slack);
+    reference::mha_forward(c, params, args, &sensitivity);
+    const std::vector<double>& slack = sensitivity.out_slack;
     MhaConfig float_inputs = c;
     float_inputs.activations = StorageType::f32;
     args.output = f32.data();
