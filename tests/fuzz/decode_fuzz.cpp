@@ -33,6 +33,7 @@
 
 #include "fuzz_bytes.h"
 #include "fuzz_options.h"
+#include "fuzz_threads.h"
 #include "fuzz_window.h"
 #include "webattention/errors.h"
 #include "webattention/kv_cache.h"
@@ -302,6 +303,11 @@ void check_full(const Case& k, KvCache& cache) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  webattention::fuzz::limit_threads_from_environment();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);

@@ -31,6 +31,7 @@
 
 #include "fuzz_bytes.h"
 #include "fuzz_options.h"
+#include "fuzz_threads.h"
 #include "kernels/storage_convert.h"
 #include "reference/reference.h"
 #include "reference/storage_reference.h"
@@ -134,6 +135,11 @@ Mask make_mask(Bytes& in, std::vector<int> shape, bool* non_finite) {
 }
 
 }  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  webattention::fuzz::limit_threads_from_environment();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   Bytes in(data, size);
