@@ -82,28 +82,31 @@ function emulatedLinear(x, W, bias, inDim, outDim) {
   return y;
 }
 
-test('int8 weights × int8 activations give the documented float32 sum bit for bit (one key: attention passes V on)', async () => {
-  const E = 80;  // blocks of 32, 32 and 16
-  const next = rng(21);
-  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 1, weightsDtype: 'int8', activations: 'int8' });
-  try {
-    const sd = Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
-    mha.loadStateDict(sd);
-    const x = randomTensor([1, 1, E], next);
-    // Block 0's largest value 127 · 2⁻⁷, so d = 2⁻⁷ exactly, and x[3] = 62.5 d, a tie: away from
-    // zero it is 63 (to even it would be 62).
-    for (let k = 0; k < 32; k++) x.data[k] *= 0.5;
-    x.data[0] = 127 / 128;
-    x.data[3] = 62.5 / 128;
-    const W = sd.in_proj_weight.data, b = sd.in_proj_bias.data;
-    const v = emulatedLinear(x.data, W.subarray(2 * E * E), b.subarray(2 * E), E, E);
-    const want = emulatedLinear(v, sd['out_proj.weight'].data, sd['out_proj.bias'].data, E, E);
-    const { output } = await mha.forward(x, x, x);
-    assert.deepEqual([...output.data], [...want]);
-  } finally {
-    mha.dispose();
-  }
-});
+// E 80: blocks of 32, 32 and 16, 10 panels of 8 outputs (a one-row step's pairs); E 516: 65
+// panels, 64 of them in far groups of 4 (kernels/simd128/q8_panel_pairs_simd128.h) and one narrow.
+for (const E of [80, 516]) {
+  test(`int8 weights × int8 activations give the documented float32 sum bit for bit (E ${E}; one key: attention passes V on)`, async () => {
+    const next = rng(21);
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 1, weightsDtype: 'int8', activations: 'int8' });
+    try {
+      const sd = Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
+      mha.loadStateDict(sd);
+      const x = randomTensor([1, 1, E], next);
+      // Block 0's largest value 127 · 2⁻⁷, so d = 2⁻⁷ exactly, and x[3] = 62.5 d, a tie: away from
+      // zero it is 63 (to even it would be 62).
+      for (let k = 0; k < 32; k++) x.data[k] *= 0.5;
+      x.data[0] = 127 / 128;
+      x.data[3] = 62.5 / 128;
+      const W = sd.in_proj_weight.data, b = sd.in_proj_bias.data;
+      const v = emulatedLinear(x.data, W.subarray(2 * E * E), b.subarray(2 * E), E, E);
+      const want = emulatedLinear(v, sd['out_proj.weight'].data, sd['out_proj.bias'].data, E, E);
+      const { output } = await mha.forward(x, x, x);
+      assert.deepEqual([...output.data], [...want]);
+    } finally {
+      mha.dispose();
+    }
+  });
+}
 
 // ---- the default, the options --------------------------------------------------------------
 

@@ -1,17 +1,20 @@
-// Two panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and which
-// panels a call takes together (panels_in_pairs). A decode step (one input row) takes them in
-// pairs half the target's panel range apart (p + i with p + half + i: far_panels.h, why). The projection, one thread, weights streamed from memory
-// (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8 1.18-1.50× in Node,
-// Chromium and Firefox, simd and relaxed modules; relaxed int4 (its own pair step,
-// q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (Q4GroupsInTurn) 0.84-1.24×; in
-// the L3, 0.84-1.28×. Two panels side by side (8 KB apart) ran 0.61-0.85×.
+// Several panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and
+// which panels a call takes together (panels_in_groups). A decode step (one input row) takes them
+// in groups a G-th of the target's panel range apart (p + i, p + stride + i, ...: far_panels.h,
+// why): int8 weights 4 (kI8FarPanels), int4 2. The projection, one thread, weights streamed from
+// memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): pairs against a panel at a
+// time, int8 × int8 1.18-1.50× in Node, Chromium and Firefox, simd and relaxed modules; relaxed
+// int4 (its own pair step, q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (Q4GroupsInTurn)
+// 0.84-1.24×; in the L3, 0.84-1.28×. Two panels side by side (8 KB apart) ran 0.61-0.85×.
 #pragma once
 
 #include <wasm_simd128.h>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/far_panels.h"
 #include "kernels/simd128/q8_linear_simd128.h"
@@ -19,15 +22,35 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// Block b's sums of panels a and c for R input rows (Dots: the pair frame's step), one panel
-// after the other (Codes::block_dot).
+// A decode step's int8 × int8 panels a group: 4 streams where a pair read 2. The projection
+// alone, one thread, streamed, against pairs (A/B as above): (2048, 32, 8) 1.08-1.15× in Node,
+// Chromium and Firefox, simd and relaxed modules, (768, 12, 12) 0.93-1.12×, in the L3
+// 0.97-1.11×; 8 ran 0.52-0.64× (docs/performance.md#decode-kernels). int4 keeps pairs: 3 or 4 far
+// panels ran its relaxed kernel 0.86-0.93×.
+constexpr int kI8FarPanels = 4;
+// A range of panels shorter than this many per stream goes in pairs: a two-thread step's chunks
+// (16-24 panels at E 2048, projection.cpp) in groups of 4 made the 24-layer stack's int8 × int8
+// token about 3 % slower (two threads, 8 streams), in pairs it kept its time.
+constexpr int kFarStreamMinPanels = 16;
+
+// Codes of panels p0, p0 + stride, ..., p0 + (N - 1) · stride.
+template <class Codes, std::size_t... I>
+std::array<Codes, sizeof...(I)> panel_codes(const PackedLinear& w, int p0, int stride, std::index_sequence<I...>) {
+  return {Codes(w, p0 + static_cast<int>(I) * stride)...};
+}
+template <class Codes, int N>
+std::array<Codes, N> panel_codes(const PackedLinear& w, int p0, int stride) {
+  return panel_codes<Codes>(w, p0, stride, std::make_index_sequence<N>());
+}
+
+// Block b's sums of N panels for R input rows (Dots: the group frame's step), one panel after
+// the other (Codes::block_dot).
 template <class Codes>
 struct BlocksInTurn {
-  template <int R>
-  static void dots(const Codes& a, const Codes& c, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[2][R],
-                   v128_t hi[2][R]) {
-    a.template block_dot<R>(b, k0, k1, in, lo[0], hi[0]);
-    c.template block_dot<R>(b, k0, k1, in, lo[1], hi[1]);
+  template <int R, int N>
+  static void dots(const std::array<Codes, N>& codes, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[N][R],
+                   v128_t hi[N][R]) {
+    for (int i = 0; i < N; ++i) codes[i].template block_dot<R>(b, k0, k1, in, lo[i], hi[i]);
   }
 };
 
@@ -38,10 +61,11 @@ struct BlocksInTurn {
 // browser entry takes the relaxed module wherever its dot product pays, as on this project's
 // machines).
 struct Q4GroupsInTurn {
-  template <int R>
-  static void dots(const Q4Codes& a, const Q4Codes& c, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[2][R],
-                   v128_t hi[2][R]) {
-    static_assert(R == 1, "a decode step's pair step");
+  template <int R, int N>
+  static void dots(const std::array<Q4Codes, N>& codes, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[N][R],
+                   v128_t hi[N][R]) {
+    static_assert(R == 1 && N == 2, "a decode step's pair step");
+    const Q4Codes &a = codes[0], &c = codes[1];
     for (int i = 0; i < 2; ++i) lo[i][0] = hi[i][0] = wasm_i32x4_splat(0);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
     const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
@@ -57,48 +81,67 @@ struct Q4GroupsInTurn {
   }
 };
 
-// The pair frame: rows [r0, r0 + R) of y (y points at row r0) times panels p and p2 (a, c):
-// rows_times_panel's arithmetic for both, each block's sums by Dots.
-template <class Codes, class Dots, int R>
-void rows_times_panel_pair(const Codes& a, const Codes& c, const Q8Rows& q, int r0, const PackedLinear& w, int p, int p2,
-                           float* y, std::ptrdiff_t y_stride) {
+// The group frame: rows [r0, r0 + R) of y (y points at row r0) times the N panels of `codes`
+// (panel numbers `panels`): rows_times_panel's arithmetic for each, each block's sums by Dots.
+template <class Codes, class Dots, int R, int N>
+void rows_times_panel_group(const std::array<Codes, N>& codes, const Q8Rows& q, int r0, const PackedLinear& w,
+                            const std::array<int, N>& panels, float* y, std::ptrdiff_t y_stride) {
   InputRows<R> in;
   const float* dx[R];
-  alignas(16) float acc[2][R][kPanelWidth] = {};
+  alignas(16) float acc[N][R][kPanelWidth] = {};
   input_rows<R>(q, r0, in, dx);
   for (int b = 0; b < q.blocks; ++b) {
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
-    v128_t lo[2][R], hi[2][R];
-    Dots::template dots<R>(a, c, b, k0, k1, in, lo, hi);
-    add_scaled_rows<R>(a.scales + b * kPanelWidth, dx, b, lo[0], hi[0], acc[0]);
-    add_scaled_rows<R>(c.scales + b * kPanelWidth, dx, b, lo[1], hi[1], acc[1]);
+    v128_t lo[N][R], hi[N][R];
+    Dots::template dots<R, N>(codes, b, k0, k1, in, lo, hi);
+    for (int i = 0; i < N; ++i) add_scaled_rows<R>(codes[i].scales + b * kPanelWidth, dx, b, lo[i], hi[i], acc[i]);
   }
-  store_rows<R>(acc[0], w, p, y, y_stride);
-  store_rows<R>(acc[1], w, p2, y, y_stride);
+  for (int i = 0; i < N; ++i) store_rows<R>(acc[i], w, panels[i], y, y_stride);
 }
 
-// One input row (a decode step's) times panels p and p2 (y: the output row). Never inlined, as
-// panel_rows.
-template <class Codes, class Dots = BlocksInTurn<Codes>>
-__attribute__((noinline)) void panel_pair_one_row(const Q8Rows& q, const PackedLinear& w, int p, int p2, float* y) {
-  rows_times_panel_pair<Codes, Dots, 1>(Codes(w, p), Codes(w, p2), q, 0, w, p, p2, y, 0);
+// Panels p0, p0 + stride, ..., p0 + (N - 1) · stride.
+template <int N>
+std::array<int, N> panel_numbers(int p0, int stride) {
+  std::array<int, N> p{};
+  for (int i = 0; i < N; ++i) p[i] = p0 + i * stride;
+  return p;
 }
 
-// Every target's panels of q: one input row by pair_one_row(q, w, p, p2, y) in pairs half the
-// range apart; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in adjacent pairs where
-// given (nullptr: none); the rest, and an odd last panel, by single(q, w, p, y, y_stride).
-template <class PairOneRow, class PairRows, class Single>
-void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count, PairOneRow&& pair_one_row,
-                     PairRows&& pair_rows, Single&& single) {
+// The group size a one-row callback is called for (panels_in_groups).
+template <int N>
+using GroupSize = std::integral_constant<int, N>;
+
+// One input row (a decode step's) times N panels stride apart from p0 (y: the output row). Never
+// inlined, as panel_rows.
+template <class Codes, class Dots, int N>
+__attribute__((noinline)) void panel_group_one_row(const Q8Rows& q, const PackedLinear& w, int p0, int stride, float* y) {
+  rows_times_panel_group<Codes, Dots, 1, N>(panel_codes<Codes, N>(w, p0, stride), q, 0, w, panel_numbers<N>(p0, stride), y, 0);
+}
+
+// Every target's panels of q: one input row by group_one_row(GroupSize<N>, q, w, p0, stride, y)
+// in groups of N a N-th of the range apart (far_panel_groups): N = G, or 2 for a range shorter
+// than G · kFarStreamMinPanels; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in
+// adjacent pairs where given (nullptr: none); the rest, and the panels left after the groups, by
+// single(q, w, p, y, y_stride).
+template <int G, class GroupOneRow, class PairRows, class Single>
+void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count, GroupOneRow&& group_one_row,
+                      PairRows&& pair_rows, Single&& single) {
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
     int p = targets[t].panel_begin;
     const int end = targets[t].panels_end();
     if (q.rows == 1) {
       float* y = targets[t].y;
-      far_panel_groups<2>(
-          p, end, [&](int p0, int half) { pair_one_row(q, w, p0, p0 + half, y); },
-          [&](int last) { single(q, w, last, y, targets[t].y_stride); });
+      const auto groups = [&](auto n) {
+        far_panel_groups<decltype(n)::value>(
+            p, end, [&](int p0, int stride) { group_one_row(n, q, w, p0, stride, y); },
+            [&](int last) { single(q, w, last, y, targets[t].y_stride); });
+      };
+      if (G == 2 || end - p < G * kFarStreamMinPanels) {
+        groups(GroupSize<2>());
+      } else {
+        groups(GroupSize<G>());
+      }
       continue;
     }
     if constexpr (!std::is_same_v<std::decay_t<PairRows>, std::nullptr_t>) {
@@ -110,17 +153,20 @@ void panels_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_co
   }
 }
 
-// Codes' kernel over quantised rows q, a decode step's panels in pairs, their sums by Dots (the
-// rest one at a time).
-template <class Codes, class Dots = BlocksInTurn<Codes>>
-void rows_in_pairs(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  panels_in_pairs(q, targets, target_count, panel_pair_one_row<Codes, Dots>, nullptr, panel_rows<Codes>);
+// Codes' kernel over quantised rows q, a decode step's panels in groups of G, their sums by Dots
+// (the rest one at a time).
+template <class Codes, int G, class Dots = BlocksInTurn<Codes>>
+void rows_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count) {
+  const auto one_row = [](auto n, const Q8Rows& rows, const PackedLinear& w, int p0, int stride, float* y) {
+    panel_group_one_row<Codes, Dots, decltype(n)::value>(rows, w, p0, stride, y);
+  };
+  panels_in_groups<G>(q, targets, target_count, one_row, nullptr, panel_rows<Codes>);
 }
 
 // The same from x, quantised first (q8_rows.h's q8_linear_rows).
-template <class Codes, class Dots = BlocksInTurn<Codes>>
-void linear_in_pairs(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise_rows, rows_in_pairs<Codes, Dots>);
+template <class Codes, int G, class Dots = BlocksInTurn<Codes>>
+void linear_in_groups(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
+  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise_rows, rows_in_groups<Codes, G, Dots>);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The relaxed int4 kernel (q4q8_linear_relaxed.cpp) two panels at a time: q8_relaxed_simd128.h's
 // Q4RelaxedCodes block sums, one input splat meeting both panels' groups, and the same bits as
-// one panel at a time: q8_panel_pairs_simd128.h's pair frame with this kernel's steps. Which
+// one panel at a time: q8_panel_pairs_simd128.h's group frame with this kernel's steps. Which
 // pairs, and why: q4_relaxed_panels below.
 #pragma once
 
@@ -22,11 +22,13 @@ namespace {
 // 15 vector registers for 8 sums, 4 nibble vectors, 2 splats and the mask); for a decode step's
 // one row, adjacent panels gained nothing (0.94-1.01×): it takes RelaxedWholeBlocks, far apart.
 struct RelaxedGroupsInTurn {
-  template <int R>
-  static void dots(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, int b, int k0, int k1, const InputRows<R>& in,
-                   v128_t lo[2][R], v128_t hi[2][R]) {
+  template <int R, int N>
+  static void dots(const std::array<Q4RelaxedCodes, N>& codes, int b, int k0, int k1, const InputRows<R>& in,
+                   v128_t lo[N][R], v128_t hi[N][R]) {
+    static_assert(N == 2, "adjacent pairs");
+    const Q4RelaxedCodes &a = codes[0], &c = codes[1];
     if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
-      return BlocksInTurn<Q4RelaxedCodes>::dots<R>(a, c, b, k0, k1, in, lo, hi);
+      return BlocksInTurn<Q4RelaxedCodes>::dots<R, N>(codes, b, k0, k1, in, lo, hi);
     }
     v128_t sa[R], sc[R];
     for (int r = 0; r < R; ++r) sa[r] = sc[r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
@@ -60,10 +62,11 @@ struct RelaxedGroupsInTurn {
 // A decode step's (one input row, every block whole): whole_block_one_row for both panels at
 // once, its 8 groups straight-line, each splat of the input meeting both panels' groups.
 struct RelaxedWholeBlocks {
-  template <int R>
-  static void dots(const Q4RelaxedCodes& a, const Q4RelaxedCodes& c, int b, int, int, const InputRows<R>& in,
-                   v128_t lo[2][R], v128_t hi[2][R]) {
-    static_assert(R == 1, "a decode step's pair step");
+  template <int R, int N>
+  static void dots(const std::array<Q4RelaxedCodes, N>& codes, int b, int, int, const InputRows<R>& in,
+                   v128_t lo[N][R], v128_t hi[N][R]) {
+    static_assert(R == 1 && N == 2, "a decode step's pair step");
+    const Q4RelaxedCodes &a = codes[0], &c = codes[1];
     if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
       a.whole_block_one_row(b, in, lo[0], hi[0]);
       c.whole_block_one_row(b, in, lo[1], hi[1]);
@@ -91,26 +94,27 @@ struct RelaxedWholeBlocks {
 // panel_rows.
 __attribute__((noinline)) inline void panel_pair_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y,
                                                       std::ptrdiff_t y_stride) {
-  const Q4RelaxedCodes a(w, p), c(w, p + 1);
+  const std::array<Q4RelaxedCodes, 2> codes = panel_codes<Q4RelaxedCodes, 2>(w, p, 1);
+  const std::array<int, 2> panels = panel_numbers<2>(p, 1);
   int r = 0;
   for (; r + kRows <= q.rows; r += kRows) {
-    rows_times_panel_pair<Q4RelaxedCodes, RelaxedGroupsInTurn, kRows>(a, c, q, r, w, p, p + 1, y + r * y_stride, y_stride);
+    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, kRows, 2>(codes, q, r, w, panels, y + r * y_stride, y_stride);
   }
   for (; r < q.rows; ++r) {
-    rows_times_panel_pair<Q4RelaxedCodes, RelaxedGroupsInTurn, 1>(a, c, q, r, w, p, p + 1, y + r * y_stride, y_stride);
+    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, 1, 2>(codes, q, r, w, panels, y + r * y_stride, y_stride);
   }
 }
 
-// The relaxed int4 kernel's panels (panels_in_pairs): a prefill's rows in adjacent pairs, a decode
+// The relaxed int4 kernel's panels (panels_in_groups): a prefill's rows in adjacent pairs, a decode
 // step's half the range apart, each by the pair steps above; one row with a partial last block
 // (rare: an input width not a multiple of 32) one panel at a time.
 inline void q4_relaxed_panels(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  const auto one_row = [](const Q8Rows& rows, const PackedLinear& w, int p, int p2, float* y) {
-    if (w.in % storage::kQuantBlock == 0) return panel_pair_one_row<Q4RelaxedCodes, RelaxedWholeBlocks>(rows, w, p, p2, y);
+  const auto one_row = [](GroupSize<2>, const Q8Rows& rows, const PackedLinear& w, int p, int stride, float* y) {
+    if (w.in % storage::kQuantBlock == 0) return panel_group_one_row<Q4RelaxedCodes, RelaxedWholeBlocks, 2>(rows, w, p, stride, y);
     panel_rows<Q4RelaxedCodes>(rows, w, p, y, 0);
-    panel_rows<Q4RelaxedCodes>(rows, w, p2, y, 0);
+    panel_rows<Q4RelaxedCodes>(rows, w, p + stride, y, 0);
   };
-  panels_in_pairs(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
+  panels_in_groups<2>(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
 }
 
 }  // namespace
