@@ -9,9 +9,11 @@
 # A fixed path needs more than a seed. The core runs on the calling thread alone
 # (WEBATTENTION_FUZZ_THREADS=1, tests/fuzz/fuzz_threads.h): libFuzzer's coverage counters are
 # bumped without atomics, and with the pool's worker the same input counted differently from run
-# to run. Address randomisation is off where setarch may turn it off: addresses reach the
-# comparisons libFuzzer mutates from (-use_cmp), and decode_fuzz's counts once in a few replays of
-# its corpus. And a count of inputs, not seconds, ends each harness.
+# to run. No comparison operands guide the mutations (-use_cmp=0 -use_memmem=0): they carry
+# addresses, which differ between runs and between builds in other folders. Address randomisation
+# is off where setarch may turn it off: decode_fuzz's corpus counted one feature more in a few
+# replays of six, and with it off the same in each (yet one more in a build in another folder). And
+# a count of inputs, not seconds, ends each harness.
 # Seeds come from tests/fuzz/corpus/<harness>/ (kept in the repo); new inputs go to
 # build/fuzz/corpus/<harness>/ (with FUZZ_SEED to build/fuzz/seeded/<harness>/, emptied first).
 # A crash leaves its input in build/fuzz/ (crash-*): replay it with build/fuzz/<harness> FILE.
@@ -41,7 +43,7 @@ for h in "${harnesses[@]}"; do
   if [ -n "${FUZZ_SEED:-}" ]; then
     found="seeded/$h"
     rm -rf "$found"
-    budget=(-seed="$FUZZ_SEED" -runs="${SEEDED_RUNS[$h]}" -reload=0)
+    budget=(-seed="$FUZZ_SEED" -runs="${SEEDED_RUNS[$h]}" -reload=0 -use_cmp=0 -use_memmem=0)
   else
     found="corpus/$h"  # kept across long runs
     budget=(-max_total_time="$((seconds / ${#harnesses[@]}))")

@@ -83,7 +83,7 @@ function emulatedLinear(x, W, bias, inDim, outDim) {
 }
 
 // E 80: blocks of 32, 32 and 16, 10 panels of 8 outputs (a one-row step's pairs); E 516: 65
-// panels, 64 of them in far groups of 4 (kernels/simd128/q8_panel_pairs_simd128.h) and one narrow.
+// panels, 64 of them in far groups of 4 (kernels/simd128/q8_panel_groups_simd128.h) and one narrow.
 for (const E of [80, 516]) {
   test(`int8 weights × int8 activations give the documented float32 sum bit for bit (E ${E}; one key: attention passes V on)`, async () => {
     const next = rng(21);

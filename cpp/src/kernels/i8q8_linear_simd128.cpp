@@ -1,8 +1,8 @@
 // i8 (int8) weights times int8 activations, WebAssembly SIMD128: simd128/q8_linear_simd128.h over
-// I8Codes, a decode step's panels in far groups of 4 (simd128/q8_panel_pairs_simd128.h); and this ISA's
-// quantise_activations (kernels.h), whose rows every int8-activation kernel of the ISA reads (the
-// relaxed int4 one too).
-#include "kernels/simd128/q8_panel_pairs_simd128.h"
+// I8Codes, a decode step's panels in far groups of 4 (simd128/q8_panel_groups_simd128.h); and this
+// ISA's quantise_activations (kernels.h), whose rows every int8-activation kernel of the ISA reads
+// (the relaxed int4 one too).
+#include "kernels/simd128/q8_panel_groups_simd128.h"
 
 namespace webattention::kernels {
 

@@ -1,6 +1,6 @@
 // q4 (int4) weights times int8 activations, WebAssembly SIMD128: simd128/q8_linear_simd128.h over Q4Codes,
-// a decode step's panels in pairs (simd128/q8_panel_pairs_simd128.h).
-#include "kernels/simd128/q8_panel_pairs_simd128.h"
+// a decode step's panels in pairs (simd128/q8_panel_groups_simd128.h).
+#include "kernels/simd128/q8_panel_groups_simd128.h"
 
 namespace webattention::kernels {
 

@@ -4,8 +4,8 @@
 // int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
 // pair. The relaxed modules' int4 kernel (q8_relaxed_simd128.h) replaces Q4Codes' block_dot by
 // i16x8.relaxed_dot_i8x16_i7x16_s on the codes' bytes, the same integers.
-// i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp run their Codes through q8_panel_pairs_simd128.h's
-// driver.
+// i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp run their Codes through
+// q8_panel_groups_simd128.h's driver.
 #pragma once
 
 #include <wasm_simd128.h>

@@ -1,12 +1,12 @@
 // The relaxed int4 kernel (q4q8_linear_relaxed.cpp) two panels at a time: q8_relaxed_simd128.h's
 // Q4RelaxedCodes block sums, one input splat meeting both panels' groups, and the same bits as
-// one panel at a time: q8_panel_pairs_simd128.h's group frame with this kernel's steps. Which
+// one panel at a time: q8_panel_groups_simd128.h's group frame with this kernel's steps. Which
 // pairs, and why: q4_relaxed_panels below.
 #pragma once
 
 #include <wasm_simd128.h>
 
-#include "kernels/simd128/q8_panel_pairs_simd128.h"
+#include "kernels/simd128/q8_panel_groups_simd128.h"
 #include "kernels/simd128/q8_relaxed_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {

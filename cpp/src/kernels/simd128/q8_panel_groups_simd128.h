@@ -23,10 +23,10 @@ namespace webattention::kernels::simd128_q8 {
 namespace {
 
 // A decode step's int8 × int8 panels a group: 4 streams where a pair read 2. The projection
-// alone, one thread, streamed, against pairs (A/B as above): (2048, 32, 8) 1.08-1.15× in Node,
-// Chromium and Firefox, simd and relaxed modules, (768, 12, 12) 0.93-1.12×, in the L3
-// 0.97-1.11×; 8 ran 0.52-0.64× (docs/performance.md#decode-kernels). int4 keeps pairs: 3 or 4 far
-// panels ran its relaxed kernel 0.86-0.93×.
+// alone, one thread, streamed, against pairs (A/B as above): (2048, 32, 8) 1.00-1.15× (median
+// about 1.08) in Node, Chromium and Firefox, simd and relaxed modules, (768, 12, 12) 0.91-1.34×,
+// in the L3 0.97-1.11×; 8 ran 0.52-0.64× (docs/performance.md#decode-kernels). int4 keeps pairs:
+// 3 or 4 far panels ran its relaxed kernel 0.86-0.93×.
 constexpr int kI8FarPanels = 4;
 // A range of panels shorter than this many per stream goes in pairs: a two-thread step's chunks
 // (16-24 panels at E 2048, projection.cpp) in groups of 4 made the 24-layer stack's int8 × int8
