@@ -100,15 +100,16 @@ Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
 
 // Qwen3's qk-norm (docs/attention-math.md §8's neighbour in MhaConfig): every head_dim-wide head
 // of every row divided by its root mean square (plus eps) and scaled by w.
-// Returns the largest gain over the heads, sqrt(mean(T²)) / sqrt(mean(x²) + eps), T the head's
-// entries in `terms`: the factor by which the norm magnifies an error of a few ulps of T.
-double rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps, const Matrix& terms) {
+// Where `terms` is given, returns the largest gain over the heads, sqrt(mean(T²)) /
+// sqrt(mean(x²) + eps), T the head's entries in terms: the factor by which the norm magnifies an
+// error of a few ulps of T (0 without terms).
+double rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps, const Matrix* terms) {
   double gain = 0.0;
   for (Eigen::Index r = 0; r < x.rows(); ++r)
     for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim) {
       auto head = x.block(r, h0, 1, head_dim);
       const double inv = 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
-      gain = std::max(gain, std::sqrt(terms.block(r, h0, 1, head_dim).squaredNorm() / head_dim) * inv);
+      if (terms) gain = std::max(gain, std::sqrt(terms->block(r, h0, 1, head_dim).squaredNorm() / head_dim) * inv);
       for (int c = 0; c < head_dim; ++c) head(0, c) *= inv * w[c];
     }
   return gain;
@@ -235,8 +236,11 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   Matrix k = (key_in * wk.transpose()).rowwise() + bk;
   if (sensitivity) *sensitivity = Sensitivity{};
   if (config.qk_norm) {
-    const double q_gain = rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps, term_magnitudes(query_in, wq, bq));
-    const double k_gain = rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps, term_magnitudes(key_in, wk, bk));
+    // The terms' magnitudes only for a caller that asks how sensitive the result is.
+    const Matrix q_terms = sensitivity ? term_magnitudes(query_in, wq, bq) : Matrix();
+    const Matrix k_terms = sensitivity ? term_magnitudes(key_in, wk, bk) : Matrix();
+    const double q_gain = rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps, sensitivity ? &q_terms : nullptr);
+    const double k_gain = rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps, sensitivity ? &k_terms : nullptr);
     if (sensitivity) sensitivity->qk_norm_gain = std::max(q_gain, k_gain);
   }
   if (config.rotary_dim > 0) {

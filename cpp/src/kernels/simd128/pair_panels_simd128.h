@@ -144,8 +144,9 @@ inline void q4_zero_lanes(std::uint32_t zw, v128_t& z03, v128_t& z47) {
 // every block quantised at load, every Q4_0 one): q - 8 is the code with its top bit flipped read
 // as a signed 4-bit number, so a group's 16 bytes are flipped once (one xor for its 32 codes) and
 // each row's nibble is moved to the top of its lane and shifted back arithmetically, with no mask,
-// no subtraction and no zero points spread into lanes (Q4PairPanel::start). The same integers as Q4PairPanel's, converted alike: the same bits. Operations per
-// row of 8: 6 where Q4PairPanel takes 8 (7 and 5 for a group's last row).
+// no subtraction and no zero points spread into lanes (Q4PairPanel::start). The same integers as
+// Q4PairPanel's, converted alike: the same bits. Operations per row of 8: 6 where Q4PairPanel
+// takes 8 (7 and 5 for a group's last row).
 struct Q4EightsPairPanel {
   static constexpr int kGroupRows = storage::kQ4GroupRows;
   const std::uint8_t* p = nullptr;

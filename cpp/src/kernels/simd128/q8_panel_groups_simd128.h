@@ -82,10 +82,10 @@ struct Q4GroupsInTurn {
 };
 
 // The group frame: rows [r0, r0 + R) of y (y points at row r0) times the N panels of `codes`
-// (panel numbers `panels`): rows_times_panel's arithmetic for each, each block's sums by Dots.
+// (panel_codes(w, p0, stride)): rows_times_panel's arithmetic for each, each block's sums by Dots.
 template <class Codes, class Dots, int R, int N>
-void rows_times_panel_group(const std::array<Codes, N>& codes, const Q8Rows& q, int r0, const PackedLinear& w,
-                            const std::array<int, N>& panels, float* y, std::ptrdiff_t y_stride) {
+void rows_times_panel_group(const std::array<Codes, N>& codes, const Q8Rows& q, int r0, const PackedLinear& w, int p0,
+                            int stride, float* y, std::ptrdiff_t y_stride) {
   InputRows<R> in;
   const float* dx[R];
   alignas(16) float acc[N][R][kPanelWidth] = {};
@@ -96,15 +96,7 @@ void rows_times_panel_group(const std::array<Codes, N>& codes, const Q8Rows& q, 
     Dots::template dots<R, N>(codes, b, k0, k1, in, lo, hi);
     for (int i = 0; i < N; ++i) add_scaled_rows<R>(codes[i].scales + b * kPanelWidth, dx, b, lo[i], hi[i], acc[i]);
   }
-  for (int i = 0; i < N; ++i) store_rows<R>(acc[i], w, panels[i], y, y_stride);
-}
-
-// Panels p0, p0 + stride, ..., p0 + (N - 1) · stride.
-template <int N>
-std::array<int, N> panel_numbers(int p0, int stride) {
-  std::array<int, N> p{};
-  for (int i = 0; i < N; ++i) p[i] = p0 + i * stride;
-  return p;
+  for (int i = 0; i < N; ++i) store_rows<R>(acc[i], w, p0 + i * stride, y, y_stride);
 }
 
 // The group size a one-row callback is called for (panels_in_groups).
@@ -115,7 +107,7 @@ using GroupSize = std::integral_constant<int, N>;
 // inlined, as panel_rows.
 template <class Codes, class Dots, int N>
 __attribute__((noinline)) void panel_group_one_row(const Q8Rows& q, const PackedLinear& w, int p0, int stride, float* y) {
-  rows_times_panel_group<Codes, Dots, 1, N>(panel_codes<Codes, N>(w, p0, stride), q, 0, w, panel_numbers<N>(p0, stride), y, 0);
+  rows_times_panel_group<Codes, Dots, 1, N>(panel_codes<Codes, N>(w, p0, stride), q, 0, w, p0, stride, y, 0);
 }
 
 // Every target's panels of q: one input row by group_one_row(GroupSize<N>, q, w, p0, stride, y)
@@ -137,7 +129,7 @@ void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_c
             p, end, [&](int p0, int stride) { group_one_row(n, q, w, p0, stride, y); },
             [&](int last) { single(q, w, last, y, targets[t].y_stride); });
       };
-      if (G == 2 || end - p < G * kFarStreamMinPanels) {
+      if (end - p < G * kFarStreamMinPanels) {
         groups(GroupSize<2>());
       } else {
         groups(GroupSize<G>());

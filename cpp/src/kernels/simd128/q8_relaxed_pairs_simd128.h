@@ -95,13 +95,12 @@ struct RelaxedWholeBlocks {
 __attribute__((noinline)) inline void panel_pair_rows(const Q8Rows& q, const PackedLinear& w, int p, float* y,
                                                       std::ptrdiff_t y_stride) {
   const std::array<Q4RelaxedCodes, 2> codes = panel_codes<Q4RelaxedCodes, 2>(w, p, 1);
-  const std::array<int, 2> panels = panel_numbers<2>(p, 1);
   int r = 0;
   for (; r + kRows <= q.rows; r += kRows) {
-    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, kRows, 2>(codes, q, r, w, panels, y + r * y_stride, y_stride);
+    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, kRows, 2>(codes, q, r, w, p, 1, y + r * y_stride, y_stride);
   }
   for (; r < q.rows; ++r) {
-    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, 1, 2>(codes, q, r, w, panels, y + r * y_stride, y_stride);
+    rows_times_panel_group<Q4RelaxedCodes, RelaxedGroupsInTurn, 1, 2>(codes, q, r, w, p, 1, y + r * y_stride, y_stride);
   }
 }
 
