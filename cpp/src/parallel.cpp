@@ -41,6 +41,17 @@ std::atomic<int> thread_limit{1 << 30};
 // short enough that an idle page's workers are soon asleep.
 constexpr auto kWatchForNextJob = std::chrono::microseconds(500);
 
+// Gives the calling thread a thread_local with a destructor, before the pool's workers exist. The
+// first such variable any thread meets registers its destructor through libc++abi's
+// __cxa_thread_atexit, whose first call builds a function-local static under a guard: where a
+// worker and the calling thread met theirs in the same job (the chunks' scratch: attention
+// workspace, quantised rows), one of them waited for the other's guard on a condition variable.
+// A browser's main thread that waits on one makes Emscripten warn on the console ("Blocking on the
+// main thread is very dangerous"): 1 page in 20 of the pthreads module's parity page here.
+void register_thread_exit_first() {
+  thread_local std::vector<char> with_destructor;
+  with_destructor.clear();
+}
 // One parallel_for call. Workers hold it through a shared_ptr, so one that wakes late sees its
 // own (finished) job, never the next one's counter.
 struct Job {
@@ -51,9 +62,8 @@ struct Job {
 };
 
 // The calling thread's hold on the pool mutex, taken by spinning on try_lock: a worker holds it
-// only while it picks up or finishes a job, and a blocking lock on a browser's main thread is a
-// futex wait, which Emscripten warns about on the console ("Blocking on the main thread is very
-// dangerous") whenever a worker happens to hold the mutex at that moment.
+// only while it picks up or finishes a job, and a blocking lock is a futex wait, which a browser's
+// main thread may not do (Emscripten's runtime busy-waits it there anyway).
 class SpinLock {
  public:
   explicit SpinLock(std::mutex& m) : m_(m) {
@@ -71,6 +81,7 @@ class SpinLock {
 class Pool {
  public:
   Pool() {
+    register_thread_exit_first();
     const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
     const int workers = static_cast<int>(std::min(hw, 16u)) - 1;
     for (int i = 0; i < workers; ++i) threads_.emplace_back([this] { work(); });
