@@ -98,19 +98,32 @@ Matrix weighted_values(const Matrix& p, const Matrix& hidden, const Matrix& v) {
   return out;
 }
 
+// 1 / sqrt(mean(x²) + eps) of one head-wide block of a row: qk-norm's factor for that head.
+template <class Head>
+double inverse_rms(const Head& head, int head_dim, double eps) {
+  return 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
+}
+
 // Qwen3's qk-norm (docs/attention-math.md §8's neighbour in MhaConfig): every head_dim-wide head
 // of every row divided by its root mean square (plus eps) and scaled by w.
-// Where `terms` is given, returns the largest gain over the heads, sqrt(mean(T²)) /
-// sqrt(mean(x²) + eps), T the head's entries in terms: the factor by which the norm magnifies an
-// error of a few ulps of T (0 without terms).
-double rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps, const Matrix* terms) {
-  double gain = 0.0;
+void rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps) {
   for (Eigen::Index r = 0; r < x.rows(); ++r)
     for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim) {
       auto head = x.block(r, h0, 1, head_dim);
-      const double inv = 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
-      if (terms) gain = std::max(gain, std::sqrt(terms->block(r, h0, 1, head_dim).squaredNorm() / head_dim) * inv);
+      const double inv = inverse_rms(head, head_dim, eps);
       for (int c = 0; c < head_dim; ++c) head(0, c) *= inv * w[c];
+    }
+}
+
+// The largest gain qk-norm gives x's heads (x before the norm), sqrt(mean(T²)) / sqrt(mean(x²) +
+// eps), T the head's entries in `terms`: the factor by which the norm magnifies an error of a
+// few ulps of T.
+double rms_norm_gain(const Matrix& x, const Matrix& terms, int head_dim, double eps) {
+  double gain = 0.0;
+  for (Eigen::Index r = 0; r < x.rows(); ++r)
+    for (Eigen::Index h0 = 0; h0 < x.cols(); h0 += head_dim) {
+      const double t = std::sqrt(terms.block(r, h0, 1, head_dim).squaredNorm() / head_dim);
+      gain = std::max(gain, t * inverse_rms(x.block(r, h0, 1, head_dim), head_dim, eps));
     }
   return gain;
 }
@@ -236,12 +249,13 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
   Matrix k = (key_in * wk.transpose()).rowwise() + bk;
   if (sensitivity) *sensitivity = Sensitivity{};
   if (config.qk_norm) {
-    // The terms' magnitudes only for a caller that asks how sensitive the result is.
-    const Matrix q_terms = sensitivity ? term_magnitudes(query_in, wq, bq) : Matrix();
-    const Matrix k_terms = sensitivity ? term_magnitudes(key_in, wk, bk) : Matrix();
-    const double q_gain = rms_norm_heads(q, dk, need("q_norm.weight"), config.qk_norm_eps, sensitivity ? &q_terms : nullptr);
-    const double k_gain = rms_norm_heads(k, dk, need("k_norm.weight"), config.qk_norm_eps, sensitivity ? &k_terms : nullptr);
-    if (sensitivity) sensitivity->qk_norm_gain = std::max(q_gain, k_gain);
+    const double eps = config.qk_norm_eps;
+    if (sensitivity) {  // the terms' magnitudes only for a caller that asks
+      sensitivity->qk_norm_gain = std::max(rms_norm_gain(q, term_magnitudes(query_in, wq, bq), dk, eps),
+                                           rms_norm_gain(k, term_magnitudes(key_in, wk, bk), dk, eps));
+    }
+    rms_norm_heads(q, dk, need("q_norm.weight"), eps);
+    rms_norm_heads(k, dk, need("k_norm.weight"), eps);
   }
   if (config.rotary_dim > 0) {
     rotate(q, config, dk, L, a.position_ids, params);
