@@ -20,9 +20,13 @@ namespace {
 // Input widths: blocks of 32, 32 and 7 (an odd tail: int8's last row pair and int4's last group of
 // 4 rows are part padding), and two whole blocks (the relaxed int4 kernel's one-row loop over whole
 // blocks); a last panel of 3 columns; rows enough for the kernels' many-row path (SIMD128: the
-// panel widened once, from 8 rows) with two 4-row blocks and 3 rows over.
-constexpr int kRows = 11, kOut = 19;
+// panel widened once, from 8 rows) with two 4-row blocks and 3 rows over. Output widths: 3
+// panels (a decode step's far pairs, then one), 66 (far groups of 4 panels, then two, the
+// narrow last one among them) and 68 (the narrow last panel in the last group of 4): the
+// groups' sizes and thresholds, kernels/far_panels.h and q8_panel_groups_simd128.h.
+constexpr int kRows = 11;
 constexpr int kWidths[] = {71, 64};
+constexpr int kOuts[] = {19, 8 * 65 + 3, 8 * 67 + 3};
 
 std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
   std::mt19937 rng(seed);
@@ -32,7 +36,7 @@ std::vector<float> uniform(std::size_t n, std::uint32_t seed) {
   return v;
 }
 
-kernels::PackedLinear packed(StorageType type, int kIn, std::uint32_t seed) {
+kernels::PackedLinear packed(StorageType type, int kOut, int kIn, std::uint32_t seed) {
   const std::vector<float> w = uniform(static_cast<std::size_t>(kOut) * kIn, seed);
   kernels::PackedLinear p = kernels::pack_linear(w.data(), StorageType::f32, kOut, kIn, type);
   const std::vector<float> bias = uniform(kOut, seed + 1);
@@ -42,6 +46,7 @@ kernels::PackedLinear packed(StorageType type, int kIn, std::uint32_t seed) {
 }
 
 std::vector<float> project(const kernels::PackedLinear& w, const std::vector<float>& x, int rows) {
+  const int kOut = w.out;
   std::vector<float> y(static_cast<std::size_t>(rows) * kOut, NAN);
   const kernels::LinearTarget target{&w, y.data(), kOut};
   kernels::linear(x.data(), rows, w.in, &target, 1);
@@ -60,9 +65,9 @@ void random_zero_points(kernels::PackedLinear& w, std::uint32_t seed) {
 }
 
 // kRows rows (the many-row path), one row (a decode step) and 5 (a 4-row block and one row), of
-// input width kIn.
-void expect_the_stored_values_with_zero_points(int kIn) {
-  kernels::PackedLinear w = packed(StorageType::q4, kIn, 3);
+// input width kIn, kOut outputs.
+void expect_the_stored_values_with_zero_points(int kOut, int kIn) {
+  kernels::PackedLinear w = packed(StorageType::q4, kOut, kIn, 3);
   random_zero_points(w, 9);
   for (int rows : {kRows, 1, 5}) {
     const std::vector<float> x = uniform(static_cast<std::size_t>(rows) * kIn, 5 + rows);
@@ -73,22 +78,24 @@ void expect_the_stored_values_with_zero_points(int kIn) {
         double want = w.bias[n];
         for (int k = 0; k < kIn; ++k) want += xq[r * kIn + k] * w.weight(n, k);
         EXPECT_NEAR(y[r * kOut + n], want, 1e-4 + 1e-4 * std::fabs(want))
-            << "in " << kIn << ", " << rows << " rows: row " << r << ", column " << n;
+            << "out " << kOut << ", in " << kIn << ", " << rows << " rows: row " << r << ", column " << n;
       }
     }
   }
 }
 
 TEST(Int8Activations, Int4ZeroPointsOtherThanEight) {
-  for (int in : kWidths) expect_the_stored_values_with_zero_points(in);
+  for (int out : kOuts)
+    for (int in : kWidths) expect_the_stored_values_with_zero_points(out, in);
 }
 
 // Alone (a decode step's one-row kernels), among 5 rows and among kRows: the same bits, for int8,
-// int4 with its zero points at 8 and int4 with zero points of every value, of input width kIn.
-void expect_the_same_bits_alone_and_among_others(int kIn) {
+// int4 with its zero points at 8 and int4 with zero points of every value, of input width kIn,
+// kOut outputs.
+void expect_the_same_bits_alone_and_among_others(int kOut, int kIn) {
   for (int variant = 0; variant < 3; ++variant) {
     const StorageType type = variant == 0 ? StorageType::i8 : StorageType::q4;
-    kernels::PackedLinear w = packed(type, kIn, 11);
+    kernels::PackedLinear w = packed(type, kOut, kIn, 11);
     if (variant == 2) random_zero_points(w, 17);
     const std::vector<float> x = uniform(static_cast<std::size_t>(kRows) * kIn, 13);
     const std::vector<float> all = project(w, x, kRows);
@@ -97,10 +104,10 @@ void expect_the_same_bits_alone_and_among_others(int kIn) {
       const std::vector<float> alone = project(w, std::vector<float>(x.begin() + r * kIn, x.begin() + (r + 1) * kIn), 1);
       for (int n = 0; n < kOut; ++n) {
         EXPECT_EQ(storage::bits_of(alone[n]), storage::bits_of(all[r * kOut + n]))
-            << "in " << kIn << ", variant " << variant << " row " << r << ", column " << n;
+            << "out " << kOut << ", in " << kIn << ", variant " << variant << " row " << r << ", column " << n;
         if (r < 5) {
           EXPECT_EQ(storage::bits_of(five[r * kOut + n]), storage::bits_of(all[r * kOut + n]))
-              << "in " << kIn << ", variant " << variant << " row " << r;
+              << "out " << kOut << ", in " << kIn << ", variant " << variant << " row " << r;
         }
       }
     }
@@ -108,7 +115,8 @@ void expect_the_same_bits_alone_and_among_others(int kIn) {
 }
 
 TEST(Int8Activations, ARowGivesTheSameBitsAloneAndAmongOthers) {
-  for (int in : kWidths) expect_the_same_bits_alone_and_among_others(in);
+  for (int out : kOuts)
+    for (int in : kWidths) expect_the_same_bits_alone_and_among_others(out, in);
 }
 
 }  // namespace

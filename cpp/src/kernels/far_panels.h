@@ -4,12 +4,11 @@
 // sequential streams at once, where the memory system keeps more reads in flight. Against G
 // panels side by side (one panel's width apart, 8-64 KB), weights streamed from memory: the
 // float32-activation loops 1.04-1.34× (f32 0.97-1.11×). The int8-activation pairs ran
-// 1.02-1.50× one panel at a time, where a pair side by side ran 0.61-0.85×; 3 or 4 far panels
-// for relaxed int4 × int8 ran 0.86-0.93× its pair, and int8 × int8 in 4 ran 1.00-1.15× its pair
-// (docs/performance.md#decode-kernels). Every one-row projection loop takes its groups here: the
-// int8-activation kernels in groups of 4 (int8) or 2 (int4; q8_panel_groups_simd128.h), f32 and
-// the float32-activation readers of f16, bf16, int8 and int4 in their groups of 4 or 2
-// (linear_simd128.h).
+// 1.02-1.50× one panel at a time, where a pair side by side ran 0.61-0.85×; int8 × int8 in 4
+// ran 1.00-1.15× its pair, int4 × int8 1.14-2.64× on a Xeon VM (0.86-0.93× relaxed on a Zen 3 VM)
+// (docs/performance.md#decode-kernels). Every one-row projection loop takes its groups here, of 4
+// panels: the int8-activation kernels (q8_panel_groups_simd128.h: 2 for a range under 16
+// panels), f32 and the float32-activation readers of f16, bf16, int8 and int4 (linear_simd128.h).
 #pragma once
 
 namespace webattention::kernels {

@@ -1,5 +1,5 @@
 // i8 (int8) weights times int8 activations, WebAssembly SIMD128: simd128/q8_linear_simd128.h over
-// I8Codes, a decode step's panels in far groups of 4 (simd128/q8_panel_groups_simd128.h); and this
+// I8Codes, a decode step's panels in far groups (simd128/q8_panel_groups_simd128.h); and this
 // ISA's quantise_activations (kernels.h), whose rows every int8-activation kernel of the ISA reads
 // (the relaxed int4 one too).
 #include "kernels/simd128/q8_panel_groups_simd128.h"
@@ -8,11 +8,11 @@ namespace webattention::kernels {
 
 void i8q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                  int target_count) noexcept {
-  simd128_q8::linear_in_groups<simd128_q8::I8Codes, simd128_q8::kI8FarPanels>(x, rows, x_stride, targets, target_count);
+  simd128_q8::linear_in_groups<simd128_q8::I8Codes, simd128_q8::kFarPanels>(x, rows, x_stride, targets, target_count);
 }
 
 void i8q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
-  simd128_q8::rows_in_groups<simd128_q8::I8Codes, simd128_q8::kI8FarPanels>(q, targets, target_count);
+  simd128_q8::rows_in_groups<simd128_q8::I8Codes, simd128_q8::kFarPanels>(q, targets, target_count);
 }
 
 void quantise_activations(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) noexcept {

@@ -1,5 +1,5 @@
 // q4 (int4) weights times int8 activations, relaxed SIMD: simd128/q8_relaxed_pairs_simd128.h's
-// panel pairs over simd128/q8_relaxed_simd128.h's Q4RelaxedCodes (i16x8.relaxed_dot_i8x16_i7x16_s);
+// panel groups over simd128/q8_relaxed_simd128.h's Q4RelaxedCodes (i16x8.relaxed_dot_i8x16_i7x16_s);
 // the SIMD128 kernel's bits.
 #include "kernels/simd128/q8_relaxed_pairs_simd128.h"
 

@@ -289,11 +289,12 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
   return true;
 }
 
-// A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time
-// (int4 2: its partial sums and zero points take registers too), each group's panels a quarter
-// (a half) of the target's range apart (far_panels.h): against 4 side by side, the projection
-// streamed from memory ran 1.06-1.31× in Node, Chromium and Firefox, f16, int8 and int4 alike,
-// and 0.99-1.11× in the L3. x is multiplied by each target's
+// A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time,
+// each group's panels a quarter of the target's range apart (far_panels.h): against 4 side by
+// side, the projection streamed from memory ran 1.06-1.31× in Node, Chromium and Firefox, f16,
+// int8 and int4 alike, and 0.99-1.11× in the L3. int4 read 2 (its partial sums and zero points
+// take registers too) until a Xeon VM streamed its pairs at two thirds of their in-cache rate:
+// 4 ran 1.40-1.68× there streamed, 1.00× in the L3. x is multiplied by each target's
 // reader scale (Panel::x_scale: f16 2^112, or 2^102 for rebiased weights), once per run of
 // targets with the same scale. Returns false where x times a scale would overflow (f16: |x| >=
 // 2^16, or 2^26): the caller then takes the f32x4 readers for every target, which compute the
@@ -301,7 +302,7 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
   constexpr bool kScaledInMemory = std::is_same_v<Panel, I8PairPanel>;
-  constexpr int kGroup = Panel::kBlockScales && !kScaledInMemory ? 2 : 4;
+  constexpr int kGroup = 4;  // panels a group: streams
   int in = 0;  // the x values any target reads
   for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
   // Kept between calls (one per thread): a decode step would otherwise allocate it every step.

@@ -1,11 +1,8 @@
 // Several panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and
 // which panels a call takes together (panels_in_groups). A decode step (one input row) takes them
-// in groups a G-th of the target's panel range apart (p + i, p + stride + i, ...: far_panels.h,
-// why): int8 weights 4 (kI8FarPanels), int4 2. The projection, one thread, weights streamed from
-// memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): pairs against a panel at a
-// time, int8 × int8 1.18-1.50× in Node, Chromium and Firefox, simd and relaxed modules; relaxed
-// int4 (its own pair step, q8_relaxed_pairs_simd128.h) 1.04-1.33×, SIMD128 int4 (Q4GroupsInTurn)
-// 0.84-1.24×; in the L3, 0.84-1.28×. Two panels side by side (8 KB apart) ran 0.61-0.85×.
+// in groups of kFarPanels, a kFarPanels-th of the target's panel range apart (p + i, p + stride +
+// i, ...: far_panels.h, why), int8 and int4 weights alike. Measured: docs/performance.md#decode-kernels
+// (pairs against a panel at a time, then groups of 4 against pairs).
 #pragma once
 
 #include <wasm_simd128.h>
@@ -22,16 +19,17 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// A decode step's int8 × int8 panels a group: 4 streams where a pair read 2. The projection
-// alone, one thread, streamed, against pairs (A/B as above): (2048, 32, 8) 1.00-1.15× (median
-// about 1.08) in Node, Chromium and Firefox, simd and relaxed modules, (768, 12, 12) 0.91-1.34×,
-// in the L3 0.97-1.11×; 8 ran 0.52-0.64× (docs/performance.md#decode-kernels). int4 keeps pairs:
-// 3 or 4 far panels ran its relaxed kernel 0.86-0.93×.
-constexpr int kI8FarPanels = 4;
-// A range of panels shorter than this many per stream goes in pairs: a two-thread step's chunks
-// (16-24 panels at E 2048, projection.cpp) in groups of 4 made the 24-layer stack's int8 × int8
-// token about 3 % slower (two threads, 8 streams), in pairs it kept its time.
-constexpr int kFarStreamMinPanels = 16;
+// A decode step's panels a group: 4 streams where a pair read 2. The projection alone, one
+// thread, weights streamed from memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh,
+// A/B), against pairs: int8 × int8 1.00-1.15× on a Zen 3 VM (8 ran 0.52-0.64×); int4 × int8 on
+// a Xeon VM with AVX-512 1.14-1.27× relaxed and 1.9-2.6× SIMD128 (its pairs streamed at a third
+// of their in-cache rate there), where the Zen 3 VM ran the relaxed int4 step 0.86-0.93×.
+constexpr int kFarPanels = 4;
+// A range of panels shorter than this many per stream goes in pairs. A two-thread step's chunks
+// (16-24 panels at E 2048, projection.cpp) in groups of 4, against pairs, the 24-layer stack's
+// token (two builds in one process, mt-relaxed): int8 × int8 about 1.03× slower on the Zen 3 VM,
+// 0.92× the time on the Xeon VM (int4 × int8 0.91×, its 4 far panels included).
+constexpr int kFarStreamMinPanels = 4;
 
 // Codes of panels p0, p0 + stride, ..., p0 + (N - 1) · stride.
 template <class Codes, std::size_t... I>
@@ -54,18 +52,22 @@ struct BlocksInTurn {
   }
 };
 
-// The SIMD128 int4 kernel's, one input row: the two panels' groups of 4 weight rows interleaved
-// (Q4Codes::group, whose input splats clang shares between the two), where BlocksInTurn ran
-// 0.58-0.61× a panel at a time. Streamed from memory, against a panel at a time: Node 1.16-1.20×,
-// Chromium 1.20-1.24×, Firefox 0.84-1.17× (in the L3: 1.15-1.19×, 0.80-0.85× in Firefox, whose
-// browser entry takes the relaxed module wherever its dot product pays, as on this project's
-// machines).
+// The SIMD128 int4 kernel's, one input row: the panels in pairs, each pair's groups of 4 weight
+// rows interleaved (Q4Codes::group, whose input splats clang shares between the two), where
+// BlocksInTurn ran 0.58-0.61× a panel at a time. Streamed from memory, a pair against a panel at a
+// time: Node 1.16-1.20×, Chromium 1.20-1.24×, Firefox 0.84-1.17× (Zen 3 VM). Four panels, two
+// pairs a block, against one pair (Xeon VM): streamed 2.10-2.64×, in the L3 0.91× (Node,
+// Chromium) and 1.45× (Firefox, whose browser entry takes the relaxed module wherever its dot
+// product pays); the 4 panels' groups interleaved ran 0.84-0.88× in the L3, spilling.
 struct Q4GroupsInTurn {
   template <int R, int N>
   static void dots(const std::array<Q4Codes, N>& codes, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[N][R],
                    v128_t hi[N][R]) {
-    static_assert(R == 1 && N == 2, "a decode step's pair step");
-    const Q4Codes &a = codes[0], &c = codes[1];
+    static_assert(R == 1 && N % 2 == 0, "a decode step's group step: pairs");
+    for (int i = 0; i < N; i += 2) pair_dots(codes[i], codes[i + 1], b, k0, k1, in, lo + i, hi + i);
+  }
+  static void pair_dots(const Q4Codes& a, const Q4Codes& c, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[2][1],
+                        v128_t hi[2][1]) {
     for (int i = 0; i < 2; ++i) lo[i][0] = hi[i][0] = wasm_i32x4_splat(0);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
     const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);

@@ -1,7 +1,7 @@
-// The relaxed int4 kernel (q4q8_linear_relaxed.cpp) two panels at a time: q8_relaxed_simd128.h's
-// Q4RelaxedCodes block sums, one input splat meeting both panels' groups, and the same bits as
+// The relaxed int4 kernel (q4q8_linear_relaxed.cpp) several panels at a time: q8_relaxed_simd128.h's
+// Q4RelaxedCodes block sums, one input splat meeting every panel's groups, and the same bits as
 // one panel at a time: q8_panel_groups_simd128.h's group frame with this kernel's steps. Which
-// pairs, and why: q4_relaxed_panels below.
+// panels, and why: q4_relaxed_panels below.
 #pragma once
 
 #include <wasm_simd128.h>
@@ -59,34 +59,39 @@ struct RelaxedGroupsInTurn {
   }
 };
 
-// A decode step's (one input row, every block whole): whole_block_one_row for both panels at
-// once, its 8 groups straight-line, each splat of the input meeting both panels' groups.
+// A decode step's (one input row, every block whole): whole_block_one_row for N panels at once
+// (kFarPanels, or 2 for a short range), its 8 groups straight-line, each splat of the input
+// meeting every panel's group; a panel's nibbles live only for its two dot products, so 4 panels
+// take no more registers than 2 but for their sums.
 struct RelaxedWholeBlocks {
   template <int R, int N>
   static void dots(const std::array<Q4RelaxedCodes, N>& codes, int b, int, int, const InputRows<R>& in,
                    v128_t lo[N][R], v128_t hi[N][R]) {
-    static_assert(R == 1 && N == 2, "a decode step's pair step");
-    const Q4RelaxedCodes &a = codes[0], &c = codes[1];
-    if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
-      a.whole_block_one_row(b, in, lo[0], hi[0]);
-      c.whole_block_one_row(b, in, lo[1], hi[1]);
+    static_assert(R == 1, "a decode step's group step");
+    bool z8 = true;
+    for (int i = 0; i < N; ++i) z8 = z8 && codes[i].zero_points[b] == storage::kQ4EightEverywhere;
+    if (!z8) {
+      for (int i = 0; i < N; ++i) codes[i].whole_block_one_row(b, in, lo[i], hi[i]);
       return;
     }
-    v128_t s[2] = {wasm_v128_load32_splat(in.minus_8_sums[0] + b)};
-    s[1] = s[0];
+    v128_t s[N];
+    s[0] = wasm_v128_load32_splat(in.minus_8_sums[0] + b);
+    for (int i = 1; i < N; ++i) s[i] = s[0];
     const std::size_t first = storage::q4_byte(b * storage::kQuantBlock, 0);
-    const std::uint8_t *ga = a.codes + first, *gc = c.codes + first;
     const std::int8_t* x = in.codes[0] + b * storage::kQuantBlock;
-    _Pragma("clang loop unroll(full)") for (int i = 0; i < storage::kQuantBlock / storage::kQ4GroupRows; ++i) {
-      v128_t la, ha, lc, hc;
-      Q4Codes::nibbles(wasm_v128_load(ga + storage::kQ4GroupBytes * i), la, ha);
-      Q4Codes::nibbles(wasm_v128_load(gc + storage::kQ4GroupBytes * i), lc, hc);
-      const std::int8_t* at = x + storage::kQ4GroupRows * i;
+    _Pragma("clang loop unroll(full)") for (int g = 0; g < storage::kQuantBlock / storage::kQ4GroupRows; ++g) {
+      const std::int8_t* at = x + storage::kQ4GroupRows * g;
       const v128_t x01 = wasm_v128_load16_splat(at), x23 = wasm_v128_load16_splat(at + 2);
-      s[0] = wasm_i16x8_add(s[0], wasm_i16x8_add(relaxed_dot_i16(x01, la), relaxed_dot_i16(x23, ha)));
-      s[1] = wasm_i16x8_add(s[1], wasm_i16x8_add(relaxed_dot_i16(x01, lc), relaxed_dot_i16(x23, hc)));
+      for (int i = 0; i < N; ++i) {
+        v128_t l, h;
+        Q4Codes::nibbles(wasm_v128_load(codes[i].codes + first + storage::kQ4GroupBytes * g), l, h);
+        s[i] = wasm_i16x8_add(s[i], wasm_i16x8_add(relaxed_dot_i16(x01, l), relaxed_dot_i16(x23, h)));
+      }
     }
-    RelaxedGroupsInTurn::widen_sums<1>(&s[0], &s[1], lo, hi);
+    for (int i = 0; i < N; ++i) {
+      lo[i][0] = wasm_i32x4_extend_low_i16x8(s[i]);
+      hi[i][0] = wasm_i32x4_extend_high_i16x8(s[i]);
+    }
   }
 };
 
@@ -104,16 +109,16 @@ __attribute__((noinline)) inline void panel_pair_rows(const Q8Rows& q, const Pac
   }
 }
 
-// The relaxed int4 kernel's panels (panels_in_groups): a prefill's rows in adjacent pairs, a decode
-// step's half the range apart, each by the pair steps above; one row with a partial last block
-// (rare: an input width not a multiple of 32) one panel at a time.
+// The relaxed int4 kernel's panels (panels_in_groups): a prefill's rows in adjacent pairs
+// (panel_pair_rows), a decode step's in far groups of kFarPanels (RelaxedWholeBlocks); one row
+// with a partial last block (rare: an input width not a multiple of 32) one panel at a time.
 inline void q4_relaxed_panels(const Q8Rows& q, const LinearTarget* targets, int target_count) {
-  const auto one_row = [](GroupSize<2>, const Q8Rows& rows, const PackedLinear& w, int p, int stride, float* y) {
-    if (w.in % storage::kQuantBlock == 0) return panel_group_one_row<Q4RelaxedCodes, RelaxedWholeBlocks, 2>(rows, w, p, stride, y);
-    panel_rows<Q4RelaxedCodes>(rows, w, p, y, 0);
-    panel_rows<Q4RelaxedCodes>(rows, w, p + stride, y, 0);
+  const auto one_row = [](auto n, const Q8Rows& rows, const PackedLinear& w, int p, int stride, float* y) {
+    constexpr int N = decltype(n)::value;
+    if (w.in % storage::kQuantBlock == 0) return panel_group_one_row<Q4RelaxedCodes, RelaxedWholeBlocks, N>(rows, w, p, stride, y);
+    for (int i = 0; i < N; ++i) panel_rows<Q4RelaxedCodes>(rows, w, p + i * stride, y, 0);
   };
-  panels_in_groups<2>(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
+  panels_in_groups<kFarPanels>(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
 }
 
 }  // namespace
