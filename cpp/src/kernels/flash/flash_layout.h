@@ -72,6 +72,7 @@ struct NarrowKv {
   const float* k_scales = nullptr;  // int8: one per slot
   const float* v_scales = nullptr;
   int capacity = 0;
+  int dk = 0;      // K's rows: d_k
   int dv_pad = 0;  // V's columns: d_v in whole panels
   bool finite = false;  // no Inf or NaN stored (f16: the cheap widening may be used)
 
@@ -119,6 +120,7 @@ inline KvPanels unit_kv(const AttentionProblem& p, int b, int g, const Layout& l
       n.v_scales = c.v_scales + block * c.capacity;
     }
     n.capacity = c.capacity;
+    n.dk = p.dk;
     n.dv_pad = lay.dv_pad;
     n.finite = c.finite;
     return {nullptr, {}, n, c.finite};

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/flash/touch_ahead.h"
 #include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/kv_layout.h"
 #include "kernels/simd128/pair_panels_simd128.h"
@@ -124,7 +125,9 @@ void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int s
 // 4 rows (q rows dk apart, from key_operand): scores[r][0 .. n) = q_r · keys [slot, slot + n).
 template <StorageType T>
 void tile_score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, int n, float* scores) {
+  flash::TouchAhead values = flash::value_tile_ahead(c, slot, n / kPanelWidth);  // touch_ahead.h
   for (int jb = 0; jb < n; jb += kPanelWidth) {
+    values.piece(jb / kPanelWidth);
     Block4x8 acc = Block4x8::zero();
     block_times_pair_rows(q, q + dk, q + 2 * dk, q + 3 * dk, dk, key_pairs<T>(c, dk, slot + jb), acc);
     for (int r = 0; r < 4; ++r) store_scores<T>(acc.lo[r], acc.hi[r], c, slot + jb, scores + r * flash::kKeyTile + jb);
@@ -135,7 +138,9 @@ void tile_score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot
 template <StorageType T>
 void tile_pv_pairs(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slot, float* acc) {
   constexpr int kTile = flash::kKeyTile;
+  flash::TouchAhead next_keys = flash::next_key_tile_ahead(c, slot, n, dv_pad / kPanelWidth);  // touch_ahead.h
   for (int cb = 0; cb < dv_pad; cb += kPanelWidth) {
+    next_keys.piece(cb / kPanelWidth);
     Block4x8 block;
     for (int r = 0; r < 4; ++r) {
       const float* a = acc + r * dv_pad + cb;
