@@ -9,7 +9,7 @@
 // bench/decode/llama_cpp_suite.mjs.
 //
 //   bash scripts/build.sh && npm --prefix bench install --no-audit --no-fund      (once)
-//   node bench/decode/llama_cpp.mjs [--quick] [--firefox] [--markdown] [--json FILE]
+//   node bench/decode/llama_cpp.mjs [--quick] [--firefox] [--relaxed] [--markdown] [--json FILE]
 //        [--shapes 768/12/12,2048/32/8] [--cache 128,2048] [--threads 1,2] [--types F32,F16,Q8_0,Q4_0]
 //        [--flash off,on] [--tokens 16] [--repeats 3] [--timeout S]
 //
@@ -20,6 +20,9 @@
 //   --cache LIST    n: the prompt (prefill) length, then decode over caches of n to n + tokens
 //   --threads LIST  1: our simd module, llama.cpp n_threads 1; 2: our pthreads module (mt) with
 //                   threads 2, llama.cpp n_threads 2 (the page is cross-origin isolated)
+//   --relaxed       ours in the relaxed-SIMD modules instead (relaxed, mt-relaxed), as the package's
+//                   browser entry picks them where the engine has relaxed SIMD; wllama's build is
+//                   SIMD128, the default's like
 //   --tokens N      generated tokens per llama.cpp completion, timed tokens per setting of ours
 //   --repeats N     completions per llama.cpp model after a warm-up (the median is taken)
 // GGUFs are written once into build/llama_cpp/ (kept: the same seed writes the same bytes).
@@ -34,6 +37,7 @@ import { OUR_SETTINGS } from './llama_cpp_suite.mjs';
 const SCRIPT = 'decode/llama_cpp.mjs';
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   quick: { type: 'boolean', default: false }, firefox: { type: 'boolean', default: false }, markdown: { type: 'boolean', default: false },
+  relaxed: { type: 'boolean', default: false },
   json: { type: 'string' }, shapes: '768/12/12,2048/32/8', cache: '128,2048', threads: '1,2', types: 'F32,F16,Q8_0,Q4_0',
   flash: 'off,on', tokens: '16', repeats: '3', timeout: '3600',
 });
@@ -75,11 +79,14 @@ function modelStem({ E, h, hkv }, layers, type) {
   return stem;
 }
 
+/** Our module for a thread count: simd or mt, or with --relaxed their relaxed-SIMD kinds. */
+const ourModule = (threads) => ({ 1: v.relaxed ? 'relaxed' : 'simd', 2: v.relaxed ? 'mt-relaxed' : 'mt' })[threads];
+
 /** One page: a shape, a cache length n and a thread count; every type and flash setting. */
 async function runPage(engine, shape, n, threads) {
   const query = new URLSearchParams({ suite: 'llama_cpp', ...Object.fromEntries(Object.entries(shape).map(([k, x]) => [k, String(x)])), n: String(n),
     threads: String(threads), tokens: String(o.tokens), repeats: String(o.repeats), types: o.types.join(','),
-    flash: o.flash.map((f) => (f === 'on' ? '1' : '0')).join(','), wasm: threads > 1 ? 'mt' : 'simd',
+    flash: o.flash.map((f) => (f === 'on' ? '1' : '0')).join(','), wasm: ourModule(threads),
     wllamaWasm: '/bench/node_modules/@wllama/wllama/esm/wasm/wllama.wasm' });
   for (const type of o.types) for (const layers of [8, 1]) query.set(`model${layers}_${type}`, modelStem(shape, layers, type));
   const { result } = await runBenchPage(engine, { script: SCRIPT, path: '/bench/browser/suite.html', query,
@@ -140,7 +147,7 @@ async function runBrowser(_opts, _common, engine) {
       tables.push({ shape, n, rows });
     }
   }
-  print(`${version} headless; llama.cpp: wllama's own timings (wall clock in its worker), ours: wall clock per forward; `
+  print(`${version} headless; llama.cpp: wllama's own timings (wall clock in its worker), ours: wall clock per forward, modules ${ourModule(1)} / ${ourModule(2)}; `
     + `${o.tokens} tokens per completion / setting, ${o.repeats} completions; load average at the end ${loadAverage()}`, tables);
   return { engine: version, tables };
 }
