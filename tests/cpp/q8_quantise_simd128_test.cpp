@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
@@ -18,12 +17,6 @@ namespace {
 
 constexpr int kBlock = storage::kQuantBlock;
 
-std::uint32_t bits(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
 void expect_same_as_scalar(const std::vector<float>& x, const char* what) {
   std::int8_t want_q[kBlock], got_q[kBlock];
   std::int32_t want_sum = -1, got_sum = -2;
@@ -32,12 +25,12 @@ void expect_same_as_scalar(const std::vector<float>& x, const char* what) {
   if (std::isnan(want_d)) {
     EXPECT_TRUE(std::isnan(got_d)) << what;
   } else {
-    EXPECT_EQ(bits(got_d), bits(want_d)) << what;
+    EXPECT_EQ(storage::bits_of(got_d), storage::bits_of(want_d)) << what;
   }
   EXPECT_EQ(got_sum, want_sum) << what;
   for (int i = 0; i < kBlock; ++i) EXPECT_EQ(got_q[i], want_q[i]) << what << ", element " << i;
   const float scale = simd128_q8::q8_scale_simd128(x.data()), scalar = storage::q8_scale(x.data(), kBlock);
-  EXPECT_TRUE(std::isnan(scalar) ? std::isnan(scale) : bits(scale) == bits(scalar)) << what;
+  EXPECT_TRUE(std::isnan(scalar) ? std::isnan(scale) : storage::bits_of(scale) == storage::bits_of(scalar)) << what;
 }
 
 TEST(Q8QuantiseSimd128, RandomBlocksAsTheScalarRule) {

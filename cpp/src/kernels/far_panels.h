@@ -13,6 +13,13 @@
 
 namespace webattention::kernels {
 
+// Panels a one-row loop's group reads at once, each its own stream. Against pairs, weights
+// streamed from memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8
+// 1.00-1.15× on a Zen 3 VM (8 ran 0.52-0.64×); int4 × int8 on a Xeon VM with AVX-512 1.14-1.27×
+// relaxed and 1.9-2.6× SIMD128 (its pairs streamed at a third of their in-cache rate there), where
+// the Zen 3 VM ran the relaxed int4 step 0.86-0.93×; int4 with float32 activations 1.40-1.68×.
+constexpr int kFarPanels = 4;
+
 // Panels [begin, end) as group(p0, stride) for the groups {p0, p0 + stride, ..., p0 + (G - 1) ·
 // stride} (stride: the range's G-th, so the groups' G streams lie that far apart), then
 // single(p) for each of the fewer than G panels left at the end. The groups cover [begin, begin +

@@ -8,11 +8,11 @@ namespace webattention::kernels {
 
 void i8q8_linear(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                  int target_count) noexcept {
-  simd128_q8::linear_in_groups<simd128_q8::I8Codes, simd128_q8::kFarPanels>(x, rows, x_stride, targets, target_count);
+  simd128_q8::linear_in_groups<simd128_q8::I8Codes>(x, rows, x_stride, targets, target_count);
 }
 
 void i8q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_count) noexcept {
-  simd128_q8::rows_in_groups<simd128_q8::I8Codes, simd128_q8::kFarPanels>(q, targets, target_count);
+  simd128_q8::rows_in_groups<simd128_q8::I8Codes>(q, targets, target_count);
 }
 
 void quantise_activations(const float* x, int rows, std::ptrdiff_t x_stride, int in, Q8Rows& q) noexcept {

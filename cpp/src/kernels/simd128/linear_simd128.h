@@ -302,7 +302,6 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
   constexpr bool kScaledInMemory = std::is_same_v<Panel, I8PairPanel>;
-  constexpr int kGroup = 4;  // panels a group: streams
   int in = 0;  // the x values any target reads
   for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
   // Kept between calls (one per thread): a decode step would otherwise allocate it every step.
@@ -316,9 +315,9 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     }
     const float* xt = scale == 1.0f ? x : scaled.data();
     const LinearTarget& target = targets[t];
-    far_panel_groups<kGroup>(
+    far_panel_groups<kFarPanels>(
         target.panel_begin, target.panels_end(),
-        [&](int p0, int stride) { one_row_pair_group<Panel, kGroup, kScaledInMemory>(xt, target, p0, stride); },
+        [&](int p0, int stride) { one_row_pair_group<Panel, kFarPanels, kScaledInMemory>(xt, target, p0, stride); },
         [&](int p) { one_row_pair_group<Panel, 1, kScaledInMemory>(xt, target, p, 1); });
   }
   return true;

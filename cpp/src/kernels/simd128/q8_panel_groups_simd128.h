@@ -1,6 +1,6 @@
 // Several panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and
 // which panels a call takes together (panels_in_groups). A decode step (one input row) takes them
-// in groups of kFarPanels, a kFarPanels-th of the target's panel range apart (p + i, p + stride +
+// in groups of kFarPanels (far_panels.h), a kFarPanels-th of the target's panel range apart (p + i, p + stride +
 // i, ...: far_panels.h, why), int8 and int4 weights alike. Measured: docs/performance.md#decode-kernels
 // (pairs against a panel at a time, then groups of 4 against pairs).
 #pragma once
@@ -19,12 +19,6 @@
 namespace webattention::kernels::simd128_q8 {
 namespace {
 
-// A decode step's panels a group: 4 streams where a pair read 2. The projection alone, one
-// thread, weights streamed from memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh,
-// A/B), against pairs: int8 × int8 1.00-1.15× on a Zen 3 VM (8 ran 0.52-0.64×); int4 × int8 on
-// a Xeon VM with AVX-512 1.14-1.27× relaxed and 1.9-2.6× SIMD128 (its pairs streamed at a third
-// of their in-cache rate there), where the Zen 3 VM ran the relaxed int4 step 0.86-0.93×.
-constexpr int kFarPanels = 4;
 // A range of panels shorter than this many per stream goes in pairs. A two-thread step's chunks
 // (16-24 panels at E 2048, projection.cpp) in groups of 4, against pairs, the 24-layer stack's
 // token (two builds in one process, mt-relaxed): int8 × int8 about 1.03× slower on the Zen 3 VM,
@@ -113,11 +107,11 @@ __attribute__((noinline)) void panel_group_one_row(const Q8Rows& q, const Packed
 }
 
 // Every target's panels of q: one input row by group_one_row(GroupSize<N>, q, w, p0, stride, y)
-// in groups of N a N-th of the range apart (far_panel_groups): N = G, or 2 for a range shorter
-// than G · kFarStreamMinPanels; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in
+// in groups of N a N-th of the range apart (far_panel_groups): N = kFarPanels, or 2 for a range
+// shorter than kFarPanels · kFarStreamMinPanels; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in
 // adjacent pairs where given (nullptr: none); the rest, and the panels left after the groups, by
 // single(q, w, p, y, y_stride).
-template <int G, class GroupOneRow, class PairRows, class Single>
+template <class GroupOneRow, class PairRows, class Single>
 void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count, GroupOneRow&& group_one_row,
                       PairRows&& pair_rows, Single&& single) {
   for (int t = 0; t < target_count; ++t) {
@@ -131,10 +125,10 @@ void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_c
             p, end, [&](int p0, int stride) { group_one_row(n, q, w, p0, stride, y); },
             [&](int last) { single(q, w, last, y, targets[t].y_stride); });
       };
-      if (end - p < G * kFarStreamMinPanels) {
+      if (end - p < kFarPanels * kFarStreamMinPanels) {
         groups(GroupSize<2>());
       } else {
-        groups(GroupSize<G>());
+        groups(GroupSize<kFarPanels>());
       }
       continue;
     }
@@ -147,20 +141,20 @@ void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_c
   }
 }
 
-// Codes' kernel over quantised rows q, a decode step's panels in groups of G, their sums by Dots
+// Codes' kernel over quantised rows q, a decode step's panels in far groups, their sums by Dots
 // (the rest one at a time).
-template <class Codes, int G, class Dots = BlocksInTurn<Codes>>
+template <class Codes, class Dots = BlocksInTurn<Codes>>
 void rows_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count) {
   const auto one_row = [](auto n, const Q8Rows& rows, const PackedLinear& w, int p0, int stride, float* y) {
     panel_group_one_row<Codes, Dots, decltype(n)::value>(rows, w, p0, stride, y);
   };
-  panels_in_groups<G>(q, targets, target_count, one_row, nullptr, panel_rows<Codes>);
+  panels_in_groups(q, targets, target_count, one_row, nullptr, panel_rows<Codes>);
 }
 
 // The same from x, quantised first (q8_rows.h's q8_linear_rows).
-template <class Codes, int G, class Dots = BlocksInTurn<Codes>>
+template <class Codes, class Dots = BlocksInTurn<Codes>>
 void linear_in_groups(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets, int target_count) {
-  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise_rows, rows_in_groups<Codes, G, Dots>);
+  q8_linear_rows(x, rows, x_stride, targets, target_count, quantise_rows, rows_in_groups<Codes, Dots>);
 }
 
 }  // namespace

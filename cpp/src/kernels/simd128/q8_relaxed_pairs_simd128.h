@@ -30,8 +30,8 @@ struct RelaxedGroupsInTurn {
     if (a.zero_points[b] != storage::kQ4EightEverywhere || c.zero_points[b] != storage::kQ4EightEverywhere) {
       return BlocksInTurn<Q4RelaxedCodes>::dots<R, N>(codes, b, k0, k1, in, lo, hi);
     }
-    v128_t sa[R], sc[R];
-    for (int r = 0; r < R; ++r) sa[r] = sc[r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
+    v128_t s[2][R];
+    for (int r = 0; r < R; ++r) s[0][r] = s[1][r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
     const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
     __asm__("" : "+r"(end));  // each_group's loop, two panels' groups a step
@@ -41,20 +41,20 @@ struct RelaxedGroupsInTurn {
       Q4Codes::nibbles(wasm_v128_load(gc), lc, hc);
       for (int r = 0; r < R; ++r) {
         const v128_t x01 = wasm_v128_load16_splat(in.codes[r] + k), x23 = wasm_v128_load16_splat(in.codes[r] + k + 2);
-        sa[r] = wasm_i16x8_add(sa[r], wasm_i16x8_add(relaxed_dot_i16(x01, la), relaxed_dot_i16(x23, ha)));
-        sc[r] = wasm_i16x8_add(sc[r], wasm_i16x8_add(relaxed_dot_i16(x01, lc), relaxed_dot_i16(x23, hc)));
+        s[0][r] = wasm_i16x8_add(s[0][r], wasm_i16x8_add(relaxed_dot_i16(x01, la), relaxed_dot_i16(x23, ha)));
+        s[1][r] = wasm_i16x8_add(s[1][r], wasm_i16x8_add(relaxed_dot_i16(x01, lc), relaxed_dot_i16(x23, hc)));
       }
     }
-    widen_sums<R>(sa, sc, lo, hi);
+    widen_sums<R, 2>(s, lo, hi);
   }
-  // lo, hi (panel a: [0], c: [1]) = the int16 sums sa, sc widened.
-  template <int R>
-  static void widen_sums(const v128_t sa[R], const v128_t sc[R], v128_t lo[2][R], v128_t hi[2][R]) {
-    for (int r = 0; r < R; ++r) {
-      lo[0][r] = wasm_i32x4_extend_low_i16x8(sa[r]);
-      hi[0][r] = wasm_i32x4_extend_high_i16x8(sa[r]);
-      lo[1][r] = wasm_i32x4_extend_low_i16x8(sc[r]);
-      hi[1][r] = wasm_i32x4_extend_high_i16x8(sc[r]);
+  // lo, hi = each of N panels' int16 sums s widened (int32 lanes, columns 0-3 and 4-7).
+  template <int R, int N>
+  static void widen_sums(const v128_t s[N][R], v128_t lo[N][R], v128_t hi[N][R]) {
+    for (int i = 0; i < N; ++i) {
+      for (int r = 0; r < R; ++r) {
+        lo[i][r] = wasm_i32x4_extend_low_i16x8(s[i][r]);
+        hi[i][r] = wasm_i32x4_extend_high_i16x8(s[i][r]);
+      }
     }
   }
 };
@@ -74,9 +74,9 @@ struct RelaxedWholeBlocks {
       for (int i = 0; i < N; ++i) codes[i].whole_block_one_row(b, in, lo[i], hi[i]);
       return;
     }
-    v128_t s[N];
-    s[0] = wasm_v128_load32_splat(in.minus_8_sums[0] + b);
-    for (int i = 1; i < N; ++i) s[i] = s[0];
+    v128_t s[N][1];
+    s[0][0] = wasm_v128_load32_splat(in.minus_8_sums[0] + b);
+    for (int i = 1; i < N; ++i) s[i][0] = s[0][0];
     const std::size_t first = storage::q4_byte(b * storage::kQuantBlock, 0);
     const std::int8_t* x = in.codes[0] + b * storage::kQuantBlock;
     _Pragma("clang loop unroll(full)") for (int g = 0; g < storage::kQuantBlock / storage::kQ4GroupRows; ++g) {
@@ -85,13 +85,10 @@ struct RelaxedWholeBlocks {
       for (int i = 0; i < N; ++i) {
         v128_t l, h;
         Q4Codes::nibbles(wasm_v128_load(codes[i].codes + first + storage::kQ4GroupBytes * g), l, h);
-        s[i] = wasm_i16x8_add(s[i], wasm_i16x8_add(relaxed_dot_i16(x01, l), relaxed_dot_i16(x23, h)));
+        s[i][0] = wasm_i16x8_add(s[i][0], wasm_i16x8_add(relaxed_dot_i16(x01, l), relaxed_dot_i16(x23, h)));
       }
     }
-    for (int i = 0; i < N; ++i) {
-      lo[i][0] = wasm_i32x4_extend_low_i16x8(s[i]);
-      hi[i][0] = wasm_i32x4_extend_high_i16x8(s[i]);
-    }
+    RelaxedGroupsInTurn::widen_sums<1, N>(s, lo, hi);
   }
 };
 
@@ -118,7 +115,7 @@ inline void q4_relaxed_panels(const Q8Rows& q, const LinearTarget* targets, int 
     if (w.in % storage::kQuantBlock == 0) return panel_group_one_row<Q4RelaxedCodes, RelaxedWholeBlocks, N>(rows, w, p, stride, y);
     for (int i = 0; i < N; ++i) panel_rows<Q4RelaxedCodes>(rows, w, p + i * stride, y, 0);
   };
-  panels_in_groups<kFarPanels>(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
+  panels_in_groups(q, targets, target_count, one_row, panel_pair_rows, panel_rows<Q4RelaxedCodes>);
 }
 
 }  // namespace
