@@ -6,7 +6,7 @@
 // misses then overlap the arithmetic instead of stalling it; only after a whole tile, since a
 // shorter one is a run's last (else the touches would read slots past the cache's length).
 // WebAssembly has no prefetch: a touch is a volatile load (clang keeps it), its byte summed into
-// a relaxed atomic, so that the engine sees a use. The 24-layer stack (E 2048, GQA 32/8, cache 512; Xeon VM), two builds in one Node
+// a thread's own variable, so that the engine sees a use and no two threads write one line. The 24-layer stack (E 2048, GQA 32/8, cache 512; Xeon VM), two builds in one Node
 // process, tokens interleaved: i4a8 0.947-0.973× the time with one thread (relaxed),
 // 0.963-0.967× (simd), 0.976-0.989× with two (mt-relaxed); an f16 cache 0.994-1.011×, within the
 // noise. One layer alone, its cache in the L2, ran the same attention about 30 % faster than the
@@ -14,7 +14,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -22,8 +21,8 @@
 
 namespace webattention::kernels::flash {
 
-// Where every touch's byte goes: stored once per loop, by any thread.
-inline std::atomic<std::uint32_t> touched_bytes{0};
+// Where a thread's touches go: stored once per loop.
+inline thread_local std::uint32_t touched_bytes = 0;
 
 // A run of memory touched in `pieces` shares, piece(i) by the loop's step i.
 class TouchAhead {
@@ -36,7 +35,7 @@ class TouchAhead {
     for (std::size_t at = static_cast<std::size_t>(i) * share_, end = std::min(bytes_, at + share_); at < end; at += kLine)
       sum_ += first_[at];
   }
-  ~TouchAhead() { touched_bytes.store(sum_, std::memory_order_relaxed); }
+  ~TouchAhead() { touched_bytes = sum_; }
   TouchAhead(const TouchAhead&) = delete;
   TouchAhead& operator=(const TouchAhead&) = delete;
 
