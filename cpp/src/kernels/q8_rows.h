@@ -28,6 +28,10 @@ struct Q8Rows {
   std::vector<float> scales;        // [rows][blocks]: d_x of each block
   std::vector<std::int32_t> sums;   // [rows][blocks]: Σ q_x over the block (an int4 zero point's share)
   std::vector<std::int16_t> wide;   // [rows][blocks · 32]: the codes as int16 (the SIMD128 kernels' operand)
+  // [blocks · 32], made with `wide` for one row only (a decode step's; empty for more): each group
+  // of 4 codes (x_k, x_k+1, x_k+2 − 16·x_k, x_k+3 − 16·x_k+1), the SIMD128 int4 kernel's one-row
+  // operand (q4_codes_simd128.h's Q4Codes::group_one_row says why; |each| ≤ 17 · 128 < 2^15).
+  std::vector<std::int16_t> q4_one_row;
   // [rows][blocks]: −8 · Σ q_x as an int16, twice (low and high half): where a block's zero points
   // are all 8, the relaxed int4 kernel's start of its int16 sum (q8_relaxed_simd128.h), splat by
   // one 32-bit load (a scalar's splat cost V8 more than the operations it saves).
@@ -66,11 +70,23 @@ struct Q8Rows {
         scales[at] = block(x + r * x_stride + k0, n, codes.data() + r * stride() + k0, &sums[at]);
       }
     }
-    if (widen != Widening::none) wide.assign(codes.begin(), codes.end());
+    if (widen != Widening::none) widen_codes();
     minus_8_sums.resize(sums.size());
     for (std::size_t i = 0; i < sums.size(); ++i) {
       const std::uint32_t half = static_cast<std::uint16_t>(-8 * sums[i]);  // |8 Σ q_x| ≤ 8 · 32 · 127 < 2^15
       minus_8_sums[i] = half | half << 16;
+    }
+  }
+
+ private:
+  void widen_codes() {
+    wide.assign(codes.begin(), codes.end());
+    q4_one_row.clear();
+    if (rows != 1) return;
+    q4_one_row.assign(codes.begin(), codes.end());
+    for (std::size_t k = 0; k < q4_one_row.size(); k += 4) {
+      q4_one_row[k + 2] = static_cast<std::int16_t>(q4_one_row[k + 2] - 16 * q4_one_row[k]);
+      q4_one_row[k + 3] = static_cast<std::int16_t>(q4_one_row[k + 3] - 16 * q4_one_row[k + 1]);
     }
   }
 };

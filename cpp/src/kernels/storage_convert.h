@@ -198,7 +198,7 @@ float quantise_q4(const float* x, int n, Put&& put) {
 // (j = 0, 1). The low nibbles of a group are then (column, rows 4g, 4g + 1) byte pairs, the high
 // ones (column, rows 4g + 2, 4g + 3): with int8 activations each pair meets the input pair
 // (x_k, x_k+1) in one dot product per lane and no shuffle (i32x4.dot_i16x8_s on the codes widened
-// to int16, i16x8.relaxed_dot_i8x16_i7x16_s on the bytes: q8_linear_simd128.h,
+// to int16, i16x8.relaxed_dot_i8x16_i7x16_s on the bytes: q4_codes_simd128.h,
 // q8_relaxed_simd128.h). Read as 32-bit lanes, lane i holds the column pair (2i, 2i + 1), row j of
 // the group at bit q4_row_shift(j) (pair_panels_simd128.h). A panel stores its rows rounded up to
 // a whole group; padding rows hold code 0 and meet inputs that are zero or never read.

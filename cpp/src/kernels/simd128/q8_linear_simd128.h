@@ -2,8 +2,9 @@
 // (column c's lane does the scalar kernel's f32 operations, in its order, so every module gives
 // the same bits). Each block's integer dot products come from i32x4.dot_i16x8_s on codes widened to
 // int16: two input values × 4 columns per instruction, the input codes splat as an (x_k, x_k+1)
-// pair. The relaxed modules' int4 kernel (q8_relaxed_simd128.h) replaces Q4Codes' block_dot by
-// i16x8.relaxed_dot_i8x16_i7x16_s on the codes' bytes, the same integers.
+// pair. int4 weights: q4_codes_simd128.h's Q4Codes; the relaxed modules' int4 kernel
+// (q8_relaxed_simd128.h) replaces its block_dot by i16x8.relaxed_dot_i8x16_i7x16_s on the codes'
+// bytes, the same integers.
 // i8q8_linear_simd128.cpp and q4q8_linear_simd128.cpp run their Codes through
 // q8_panel_groups_simd128.h's driver.
 #pragma once
@@ -36,10 +37,12 @@ constexpr int kWideBlock = storage::kQuantBlock * kPanelWidth;
 inline v128_t pair_at(const std::int16_t* x, int k) { return wasm_v128_load32_splat(x + k); }
 
 // R input rows of the quantised block being multiplied: their int16 codes, their int8 codes and
-// −8 · Σ q_x (the relaxed kernel's operands), and Σ q_x per block.
+// −8 · Σ q_x (the relaxed kernel's operands), and Σ q_x per block; for one row of a one-row
+// quantisation also Q8Rows::q4_one_row (else null).
 template <int R>
 struct InputRows {
   const std::int16_t* x[R];
+  const std::int16_t* q4_one_row = nullptr;
   const std::int8_t* codes[R];
   const std::int32_t* sums[R];
   const std::uint32_t* minus_8_sums[R];
@@ -97,119 +100,6 @@ struct I8Codes {
     for (; k < k0 + storage::kQuantBlock; k += 2, out += 2 * kPanelWidth) {
       wasm_v128_store(out, wasm_i32x4_splat(0));
       wasm_v128_store(out + 8, wasm_i32x4_splat(0));
-    }
-  }
-};
-
-// int4 weights, a group of 4 rows in 16 bytes (storage_convert.h's q4_byte): the low nibbles are
-// (column, rows k, k+1) pairs, the high ones (column, rows k+2, k+3). Each nibble vector widened to
-// int16 (columns 0-3, then 4-7) is dotted with the input pair as it lies: per 32 weights 3
-// operations to unpack, 4 to widen, 4 dot products and 4 adds, and no regrouping. Σ (q − z)·q_x
-// = Σ q·q_x − z·Σ q_x, the block's Σ q_x from Q8Rows. Rows past `in` hold code 0 and meet input
-// codes that are zero (Q8Rows pads each row to whole blocks).
-struct Q4Codes {
-  // No whole_block_one_row: its 8 groups straight-line ran 0.72-0.88× the loop.
-  static constexpr int kMaxRows = kRows;
-  const std::uint8_t* codes;
-  const std::uint32_t* zero_points;
-  const float* scales;
-  Q4Codes(const PackedLinear& w, int panel)
-      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
-  // A group's low and high nibbles, as bytes.
-  static void nibbles(v128_t v, v128_t& low, v128_t& high) {
-    const v128_t mask = wasm_i8x16_splat(0x0F);
-    low = wasm_v128_and(v, mask);
-    high = wasm_v128_and(wasm_u16x8_shr(v, 4), mask);
-  }
-  // lo, hi += the group v times the R input rows' codes x[r] at its first row.
-  template <int R>
-  static void group(v128_t v, const std::int16_t* const x[R], v128_t lo[R], v128_t hi[R]) {
-    v128_t low, high;
-    nibbles(v, low, high);
-    const v128_t low03 = wasm_u16x8_extend_low_u8x16(low), low47 = wasm_u16x8_extend_high_u8x16(low);
-    const v128_t high03 = wasm_u16x8_extend_low_u8x16(high), high47 = wasm_u16x8_extend_high_u8x16(high);
-    for (int r = 0; r < R; ++r) {
-      const v128_t x01 = pair_at(x[r], 0), x23 = pair_at(x[r], 2);
-      lo[r] = wasm_i32x4_add(lo[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low03, x01), wasm_i32x4_dot_i16x8(high03, x23)));
-      hi[r] = wasm_i32x4_add(hi[r], wasm_i32x4_add(wasm_i32x4_dot_i16x8(low47, x01), wasm_i32x4_dot_i16x8(high47, x23)));
-    }
-  }
-  // f(v, at) for each group of rows k … k+3 of [k0, k1), v its 16 bytes, `at` stepped by 4 rows
-  // from `first` (a row index, or a pointer to row k0 of an input). The groups' pointer stepped,
-  // the loop's end hidden from clang so that it unrolls by 2 only (fully unrolled, clang hoisted
-  // every load and V8 spilled them).
-  template <class At, class F>
-  void each_group(int k0, int k1, At first, F&& f) const {
-    const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-    __asm__("" : "+r"(end));
-    At at = first;
-    _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, at += storage::kQ4GroupRows) f(wasm_v128_load(g), at);
-  }
-  // f(v, x) for each group of [k0, k1), x the R input rows (rows[r]) at its first row. One row (a
-  // decode step): its pointer stepped with the codes' (V8 then addresses its loads without an
-  // index computation each); more: each from the group's row index.
-  template <int R, class T, class F>
-  void each_group_rows(int k0, int k1, const T* const rows[R], F&& f) const {
-    if constexpr (R == 1) {
-      each_group(k0, k1, rows[0] + k0, [&](v128_t v, const T* at) {
-        const T* x[1] = {at};
-        f(v, x);
-      });
-    } else {
-      each_group(k0, k1, k0, [&](v128_t v, int k) {
-        const T* x[R];
-        for (int r = 0; r < R; ++r) x[r] = rows[r] + k;
-        f(v, x);
-      });
-    }
-  }
-  template <int R>
-  void block_dot(int b, int k0, int k1, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
-    for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
-    each_group_rows<R>(k0, k1, in.x, [&](v128_t v, const std::int16_t* const x[R]) { group<R>(v, x, lo, hi); });
-    subtract_zero_points<R>(zero_points[b], in, b, lo, hi);
-  }
-  // lo, hi −= z · Σ q_x per input row.
-  template <int R>
-  static void subtract_zero_points(std::uint32_t zw, const InputRows<R>& in, int b, v128_t lo[R], v128_t hi[R]) {
-    if (zw == (zw & 0xFu) * 0x11111111u) {  // one zero point for the block's 8 columns (always at load)
-      for (int r = 0; r < R; ++r) {
-        const v128_t zs = wasm_i32x4_splat(static_cast<std::int32_t>(zw & 0xFu) * in.sums[r][b]);
-        lo[r] = wasm_i32x4_sub(lo[r], zs);
-        hi[r] = wasm_i32x4_sub(hi[r], zs);
-      }
-      return;
-    }
-    v128_t z03, z47;
-    q4_zero_lanes(zw, z03, z47);
-    for (int r = 0; r < R; ++r) {
-      const v128_t sum = wasm_i32x4_splat(in.sums[r][b]);
-      lo[r] = wasm_i32x4_sub(lo[r], wasm_i32x4_mul(z03, sum));
-      hi[r] = wasm_i32x4_sub(hi[r], wasm_i32x4_mul(z47, sum));
-    }
-  }
-  // Block b's rows [k0, k1) as WideCodes lays them out, each code less its zero point (so the
-  // int32 dot is Σ (q − z)·q_x directly, the same integer as block_dot's Σ q·q_x − z·Σ q_x). Rows
-  // past k1 hold 0 − z: they meet input codes that are zero.
-  void widen_block(int b, int k0, int k1, std::int16_t* out) const {
-    // Each column's zero point twice, (z0, z0, z1, z1, ...) as int16, as the (k, k+1) pairs lie.
-    v128_t z03, z47;
-    q4_zero_lanes(zero_points[b], z03, z47);
-    z03 = wasm_v128_or(z03, wasm_i32x4_shl(z03, 16));
-    z47 = wasm_v128_or(z47, wasm_i32x4_shl(z47, 16));
-    const std::int16_t* after = out + kWideBlock;
-    each_group(k0, k1, k0, [&](v128_t v, int) {
-      v128_t low, high;
-      nibbles(v, low, high);
-      wasm_v128_store(out, wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(low), z03));
-      wasm_v128_store(out + 8, wasm_i16x8_sub(wasm_u16x8_extend_high_u8x16(low), z47));
-      wasm_v128_store(out + 16, wasm_i16x8_sub(wasm_u16x8_extend_low_u8x16(high), z03));
-      wasm_v128_store(out + 24, wasm_i16x8_sub(wasm_u16x8_extend_high_u8x16(high), z47));
-      out += storage::kQ4GroupRows * kPanelWidth;
-    });
-    for (; out != after; out += 16) {
-      wasm_v128_store(out, wasm_i16x8_neg(z03));
-      wasm_v128_store(out + 8, wasm_i16x8_neg(z47));
     }
   }
 };
@@ -280,6 +170,7 @@ void input_rows(const Q8Rows& q, int r0, InputRows<R>& in, const float* dx[R]) {
     in.codes[r] = q.row(r0 + r);
     in.sums[r] = q.row_sums(r0 + r);
     in.minus_8_sums[r] = q.row_minus_8_sums(r0 + r);
+    if (R == 1 && q.rows == 1) in.q4_one_row = q.q4_one_row.data();
     dx[r] = q.row_scales(r0 + r);
   }
 }

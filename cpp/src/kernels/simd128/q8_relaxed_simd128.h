@@ -3,7 +3,7 @@
 // operand) times a column's two weight codes (0…15, in the 0…127 that keeps the sum exact in every
 // engine), eight int16 lanes per instruction, each summed over the block in int16 (|Σ| ≤
 // 16 · 127 · 15 = 30480 < 2^15: exact) and widened once per block. The same integers as
-// q8_linear_simd128.h's Q4Codes, so the same bits after them. A prefill's rows run through it too,
+// q4_codes_simd128.h's Q4Codes, so the same bits after them. A prefill's rows run through it too,
 // 4 rows a block sharing each group's unpacking, instead of the panel widened to int16 pairs
 // (WideCodes): per 32 weights and 4 rows 3 unpacking and 16 vector operations where WideCodes
 // takes 44 for half as many products per dot product; the kernel's driver takes two panels at a
@@ -12,7 +12,7 @@
 
 #include <wasm_simd128.h>
 
-#include "kernels/simd128/q8_linear_simd128.h"
+#include "kernels/simd128/q4_codes_simd128.h"
 #include "kernels/simd128/relaxed_dot_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {
