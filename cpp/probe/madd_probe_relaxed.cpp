@@ -7,9 +7,9 @@
 // separate adders keep mul + add as fast: docs/performance.md#relaxed-simd). And the int4 ×
 // int8 decode kernel's step over a group of codes both ways: relaxed SIMD's
 // i16x8.relaxed_dot_i8x16_i7x16_s (Q4RelaxedCodes::group, 7 operations per 32 weights) and the
-// SIMD128 modules' widening to int16 and i32x4.dot_i16x8_s (Q4Codes::group, 15), the kernels'
-// own code, which ran 1.7x faster relaxed on an AMD Zen where fusing paid nothing
-// (bench/limits/int4_dot).
+// SIMD128 modules' one-row step, bytes widened to int16 for i32x4.dot_i16x8_s
+// (Q4Codes::group_one_row, 12), the kernels' own code. Relaxed ran 1.7x faster on an AMD Zen
+// where fusing paid nothing (bench/limits/int4_dot), against the 15-operation step of then.
 #include <wasm_simd128.h>
 
 #include <cstdint>
@@ -74,8 +74,7 @@ int group_dots(int reps) {
         const std::int8_t* const x[1] = {x8 + 4 * g};
         Q4RelaxedCodes::group<1>(v, x, a, b);
       } else {
-        const std::int16_t* const x[1] = {x16 + 4 * g};
-        Q4Codes::group<1>(v, x, a, b);
+        Q4Codes::group_one_row(v, x16 + 4 * g, a[0], b[0]);
       }
     }
   }

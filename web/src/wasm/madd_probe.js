@@ -5,8 +5,9 @@
 // relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose separate adders keep
 // mul + add at the same rate (the relaxed module 0.96-0.98x; docs/performance.md#relaxed-simd).
 // And their int4 × int8 decode kernel takes i16x8.relaxed_dot_i8x16_i7x16_s (7 operations per 32
-// weights where SIMD128 widens to int16 in 15): 1.7x faster on an AMD Zen where fusing gained
-// nothing, so an int4 model decoded 1.3x faster in the relaxed module there. So the package times
+// weights where SIMD128's one-row step widens to int16 in 12; its older step took 15): 1.7x faster
+// than the 15 on an AMD Zen where fusing gained nothing, so an int4 model decoded 1.3x faster in
+// the relaxed module there; 1.24x the 12 on an Intel Xeon (docs/performance.md#relaxed-simd). So the package times
 // both steps both ways (cpp/probe/, ~3 KB, embedded in web/dist/madd_probe.js) before it picks a
 // module (variant.js chooseVariant), in 15-40 ms, and relaxedPays() below decides.
 import { MADD_PROBE } from '../../dist/madd_probe.js';
