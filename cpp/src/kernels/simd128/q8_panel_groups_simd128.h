@@ -46,43 +46,36 @@ struct BlocksInTurn {
   }
 };
 
-// The SIMD128 int4 kernel's, one input row: up to M panels' groups of 4 weight rows interleaved
-// (Q4Codes::group_one_row, whose input splats clang shares between them), their sums in locals.
-// History (the Zen 3 VM, then the Xeon VM): BlocksInTurn ran 0.58-0.61× a panel at a time; pairs
-// against a panel at a time, streamed from memory, 1.16-1.24× (Firefox 0.84-1.17×); two pairs a
-// block against one pair, streamed 2.10-2.64×. With the sums in locals and group_one_row (Xeon
-// VM, the projection alone, Node): pairs 1.20× the code before in the L3 and 1.13× streamed, 4
-// panels together 1.34× and 1.20× (Chromium and Firefox 1.25-1.29× streamed); before, the sums
-// went through memory and 4 panels together spilled (0.84-0.88× in the L3).
-template <int M>
+// The SIMD128 int4 kernel's, one input row: the group's N panels' groups of 4 weight rows
+// interleaved (Q4Codes::group_one_row, whose input splats clang shares between them), their sums
+// in locals. History (the Zen 3 VM, then the Xeon VM): BlocksInTurn ran 0.58-0.61× a panel at a
+// time; pairs against a panel at a time, streamed from memory, 1.16-1.24× (Firefox 0.84-1.17×);
+// two pairs a block against one pair, streamed 2.10-2.64×. With the sums in locals and
+// group_one_row (Xeon VM, the projection alone, Node): pairs 1.20× the code before in the L3 and
+// 1.13× streamed, 4 panels together 1.34× and 1.20× (Chromium and Firefox 1.25-1.29× streamed);
+// before, the sums went through memory and 4 panels together spilled (0.84-0.88× in the L3).
 struct Q4GroupsInTurn {
   template <int R, int N>
   static void dots(const std::array<Q4Codes, N>& codes, int b, int k0, int k1, const InputRows<R>& in, v128_t lo[N][R],
                    v128_t hi[N][R]) {
-    constexpr int kStep = N < M ? N : M;
-    static_assert(R == 1 && N % kStep == 0, "a decode step's group step: M panels at a time");
-    for (int i = 0; i < N; i += kStep) panels_dots<kStep>(&codes[i], b, k0, k1, in, lo + i, hi + i);
-  }
-  template <int S>
-  static void panels_dots(const Q4Codes* codes, int b, int k0, int k1, const InputRows<1>& in, v128_t lo[S][1],
-                          v128_t hi[S][1]) {
+    static_assert(R == 1, "a decode step's group step");
     // The sums in locals: through lo and hi (which may alias the codes, to clang) each group's
     // load and store of them made a chain through memory.
-    v128_t l[S], h[S];
-    const std::uint8_t* g[S];
-    for (int i = 0; i < S; ++i) {
+    v128_t l[N], h[N];
+    const std::uint8_t* g[N];
+    for (int i = 0; i < N; ++i) {
       l[i] = h[i] = wasm_i32x4_splat(0);
       g[i] = codes[i].codes + storage::q4_byte(k0, 0);
     }
     const std::uint8_t* end = codes[0].codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
-    __asm__("" : "+r"(end));  // each_group's loop, S panels' groups a step
+    __asm__("" : "+r"(end));  // each_group's loop, N panels' groups a step
     for (const std::int16_t* x = in.q4_one_row + k0; g[0] != end; x += storage::kQ4GroupRows) {
-      for (int i = 0; i < S; ++i) {
+      for (int i = 0; i < N; ++i) {
         Q4Codes::group_one_row(wasm_v128_load(g[i]), x, l[i], h[i]);
         g[i] += storage::kQ4GroupBytes;
       }
     }
-    for (int i = 0; i < S; ++i) {
+    for (int i = 0; i < N; ++i) {
       lo[i][0] = l[i];
       hi[i][0] = h[i];
       Q4Codes::subtract_zero_points<1>(codes[i].zero_points[b], in, b, lo[i], hi[i]);
