@@ -1,16 +1,23 @@
-// A narrow cache's next reads, started early: a GQA decode step's 4-row loops over an int8 or f16
-// cache (narrow_pairs_simd128.h) compute long enough per cache line that one thread has few of
-// its misses in flight, and the hardware prefetcher, restarting at each 4 KB page, does not run
-// far enough ahead. So while a tile's scores are computed, its V tile is touched (one byte of each
-// 64-byte line, a share per key panel), and while its P·V runs, the next tile's keys are: their
-// misses then overlap the arithmetic instead of stalling it; only after a whole tile, since a
-// shorter one is a run's last (else the touches would read slots past the cache's length).
+// A narrow cache's next reads, started early. A decode step's loops over an int8 or f16 cache
+// (narrow_pairs_simd128.h, narrow_rows_simd128.h) compute long enough per cache line that one
+// thread has few of its misses in flight, and the hardware prefetcher, restarting at each 4 KB
+// page, does not run far enough ahead. So while a tile's scores are computed, its V tile is
+// touched (a share per key panel), and while its P·V runs, the next tile's keys are: their misses
+// then overlap the arithmetic instead of stalling it; only after a whole tile, since a shorter one
+// is a run's last (else the touches would read slots past the cache's length). Only the first
+// kLeadLines lines of each page are touched: that starts the prefetcher on the page, and the one-
+// row loops (multi-head attention: one query row per K/V head) have too little arithmetic per
+// line to touch every one (a byte of each 64-byte line cost a layer whose cache sits in the L2
+// 11-13 %; these touches cost it 3-5 %).
 // WebAssembly has no prefetch: a touch is a volatile load (clang keeps it), its byte summed into
-// a thread's own variable, so that the engine sees a use and no two threads write one line. The 24-layer stack (E 2048, GQA 32/8, cache 512; Xeon VM), two builds in one Node
-// process, tokens interleaved: i4a8 0.947-0.973× the time with one thread (relaxed),
-// 0.963-0.967× (simd), 0.976-0.989× with two (mt-relaxed); an f16 cache 0.994-1.011×, within the
-// noise. One layer alone, its cache in the L2, ran the same attention about 30 % faster than the
-// stack, whose caches come from memory.
+// a thread's own variable, so that the engine sees a use and no two threads write one line.
+// Measured on a Xeon VM (AVX-512), two builds in one Node process, tokens interleaved:
+//   - 8 layers (768, 12, 12) over f16 caches of 2048 slots: 0.85-0.86× the time with one thread
+//     (every line touched: 0.85-0.91×; 2 lines a page 0.88×, 1 line 0.91×), 0.90× with two;
+//     int8 caches 0.92-0.94× (2 lines a page 1.01-1.04×);
+//   - 24 layers (2048, 32, 8), GQA, caches of 512: against every line touched 0.997-1.012×, and
+//     every line against no touches: i4a8 0.947-0.973× (one thread, relaxed), 0.963-0.967×
+//     (simd), 0.976-0.989× (two threads, mt-relaxed).
 #pragma once
 
 #include <algorithm>
@@ -31,9 +38,17 @@ class TouchAhead {
       : first_(static_cast<const volatile unsigned char*>(first)),
         bytes_(bytes),
         share_((bytes / static_cast<std::size_t>(std::max(pieces, 1)) + kLine - 1) / kLine * kLine) {}
+  // Touches the first kLeadLines lines of each 4 KB page in piece i's share (a page's lead lines
+  // in another piece's share are that piece's).
   void piece(int i) {
-    for (std::size_t at = static_cast<std::size_t>(i) * share_, end = std::min(bytes_, at + share_); at < end; at += kLine)
-      sum_ += first_[at];
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(first_);
+    const std::size_t at = static_cast<std::size_t>(i) * share_, end = std::min(bytes_, at + share_);
+    for (std::uintptr_t page = (base + at) & ~std::uintptr_t{kPage - 1}; page < base + end; page += kPage) {
+      for (std::size_t l = 0; l < kLeadLines; ++l) {
+        const std::uintptr_t a = page + l * kLine;
+        if (a >= base + at && a < base + end) sum_ += *reinterpret_cast<const volatile unsigned char*>(a);
+      }
+    }
   }
   ~TouchAhead() { touched_bytes = sum_; }
   TouchAhead(const TouchAhead&) = delete;
@@ -41,6 +56,8 @@ class TouchAhead {
 
  private:
   static constexpr std::size_t kLine = 64;
+  static constexpr std::size_t kPage = 4096;
+  static constexpr std::size_t kLeadLines = 8;
   const volatile unsigned char* first_;
   std::size_t bytes_, share_;
   std::uint32_t sum_ = 0;

@@ -9,6 +9,7 @@
 #include <wasm_simd128.h>
 
 #include "kernels/flash/kv_widen.h"
+#include "kernels/flash/touch_ahead.h"
 #include "kernels/simd128/narrow_pairs_simd128.h"
 #include "kernels/simd128/panels_simd128.h"
 
@@ -50,7 +51,11 @@ void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int 
   alignas(16) float buf[kMaxOperand];
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, dk, buf, qx)) {
-    by_panels(n, [&](int jb) { score_pairs<T>(qx, dk, c, slot + jb, s + jb); });
+    flash::TouchAhead values = flash::value_tile_ahead(c, slot, n / kPanelWidth);  // touch_ahead.h
+    by_panels(n, [&](int jb) {
+      values.piece(jb / kPanelWidth);
+      score_pairs<T>(qx, dk, c, slot + jb, s + jb);
+    });
   } else if constexpr (T == StorageType::f16) {  // key_operand fails for f16 only
     if (c.finite) {
       by_panels(n, [&](int jb) { f16_score_panel<true>(q, dk, c, slot + jb, s + jb); });
@@ -65,7 +70,11 @@ void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slo
   if (T != StorageType::f16 || c.finite) {
     alignas(16) float buf[flash::kKeyTile];
     const float* px = value_operand<T>(p, 1, 0, n, c, slot, buf);
-    by_panels(dv_pad, [&](int cb) { pv_pairs<T>(px, n, c, cb, slot, acc + cb); });
+    flash::TouchAhead next_keys = flash::next_key_tile_ahead(c, slot, n, dv_pad / kPanelWidth);  // touch_ahead.h
+    by_panels(dv_pad, [&](int cb) {
+      next_keys.piece(cb / kPanelWidth);
+      pv_pairs<T>(px, n, c, cb, slot, acc + cb);
+    });
   } else if constexpr (T == StorageType::f16) {
     by_panels(dv_pad, [&](int cb) { f16_pv_panel<false>(p, n, c, cb, slot, acc + cb); });
   }
