@@ -5,7 +5,8 @@
 //
 //   bash scripts/build.sh                    (once: web/dist, this package's WASM)
 //   node bench/decode/decode_stack.mjs [--node] [--browser] [--firefox] [--settings f32,f16,i8,i4]
-//        [--layers N] [--tokens N] [--cache N] [--wasm M] [--markdown] [--json FILE] [--timeout S]
+//        [--layers N] [--tokens N] [--cache N] [--shape E/h/hkv] [--wasm M] [--markdown] [--json FILE]
+//        [--timeout S]
 //
 //   (no flag)        run in Node (this process: one thread, the package's single-threaded module)
 //   --browser        headless Chromium (bench/browser/suite.html; cross-origin isolated)
@@ -18,6 +19,8 @@
 //   --tokens N       timed tokens per setting (default 24)
 //   --cache N        cached positions per layer (default 512)
 //   --threads N      create()'s threads (default 1; with --wasm mt, 2 runs the pthreads module on two)
+//   --shape E/h/hkv  embedding width, heads, KV heads (default 2048/32/8; head width 64): a small
+//                    E (64/1/1) leaves each layer's fixed cost (the JS call, the glue) per token
 import { parseDtypes } from './decode_dtypes.mjs';
 import { runDecodeStack, STACK_DEFAULTS } from './decode_stack_suite.mjs';
 import { exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
@@ -28,7 +31,7 @@ import { membwWasm } from '../limits/membw/wasm_file.mjs';
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   node: { type: 'boolean', default: false }, browser: { type: 'boolean', default: false }, firefox: { type: 'boolean', default: false },
   settings: { type: 'string', default: 'f32,f16,i8,i8a8,i4,i4a8' }, wasm: { type: 'string' }, layers: { type: 'string' },
-  tokens: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
+  tokens: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, shape: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
   timeout: { type: 'string', default: '3600' },
 });
 const usage = (error) => exitWithUsage(import.meta.url, error);
@@ -36,6 +39,13 @@ let settings;
 try { settings = parseDtypes(v.settings); } catch (e) { usage(e.message); }
 const sizes = Object.fromEntries([['layers', v.layers], ['tokens', v.tokens], ['cacheLength', v.cache], ['threads', v.threads]]
   .filter(([, s]) => s !== undefined).map(([k, s]) => [k, Number(s)]));
+if (v.shape !== undefined) {
+  const [E, h, hkv, ...rest] = v.shape.split('/').map(Number);
+  if (rest.length || ![E, h, hkv].every((n) => Number.isInteger(n) && n > 0) || E !== h * STACK_DEFAULTS.headDim || h % hkv) {
+    usage(`--shape: expected E/h/hkv with E = h * ${STACK_DEFAULTS.headDim} and hkv dividing h, got '${v.shape}'`);
+  }
+  Object.assign(sizes, { E, h, hkv });
+}
 for (const [k, n] of Object.entries(sizes)) if (!(Number.isInteger(n) && n > 0)) usage(`--${k}: expected a positive integer`);
 const opts = { node: v.node || (!v.browser && !v.firefox), browser: v.browser, firefox: v.firefox, json: v.json ?? null, timeoutS: Number(v.timeout) };
 

@@ -112,9 +112,9 @@ function row(name, times, diff, shape, bandwidth) {
   return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bandwidth ? bytes / (bandwidth.gbps * 1e6) : null };
 }
 
-/** The page's run (bench/browser/suite.html?suite=decode_stack): ?settings=&layers=&tokens=&cacheLength=&threads=, bandwidth measured. */
+/** The page's run (bench/browser/suite.html?suite=decode_stack): ?settings=&layers=&tokens=&cacheLength=&threads=&E=&h=&hkv=, bandwidth measured. */
 export async function runDecodeStackPage({ MultiHeadAttention }, q, log) {
   const membw = await (await fetch('/build/membw/membw.wasm')).arrayBuffer();
-  const sizes = Object.fromEntries(['layers', 'tokens', 'cacheLength', 'threads'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
+  const sizes = Object.fromEntries(['layers', 'tokens', 'cacheLength', 'threads', 'E', 'h', 'hkv'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
   return runDecodeStack({ MultiHeadAttention }, membw, { settings: parseDtypes(q.get('settings') ?? 'f32'), ...sizes, log });
 }
