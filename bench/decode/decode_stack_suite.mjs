@@ -28,7 +28,7 @@ export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64,
 const now = () => performance.now();
 
 /** One stack per setting name (DTYPES), layer by layer so that one layer's float32 weights live at a time. */
-async function createStacks(MultiHeadAttention, shape, settings, log) {
+export async function createStacks(MultiHeadAttention, shape, settings, log) {
   const stacks = settings.map((name) => ({ name, layers: [] }));
   const maxLength = shape.cacheLength + shape.drift + 1;
   for (let i = 0; i < shape.layers; i++) {
@@ -48,7 +48,7 @@ async function createStacks(MultiHeadAttention, shape, settings, log) {
 }
 
 /** One token through every layer of a stack: the last layer's output. */
-async function token(stack, x, E) {
+export async function token(stack, x, E) {
   let h = x;
   for (const { mha, cache } of stack.layers) {
     const x = { data: h, shape: [1, 1, E] };
@@ -58,7 +58,7 @@ async function token(stack, x, E) {
 }
 
 /** Fills every layer's cache with cacheLength positions: one prefill call per layer, fed forward. Resolves to its ms. */
-async function prefill(stack, { E, cacheLength }) {
+export async function prefill(stack, { E, cacheLength }) {
   let h = filled(cacheLength * E, 7, 1);
   const t0 = now();
   for (const { mha, cache } of stack.layers) {
@@ -68,7 +68,8 @@ async function prefill(stack, { E, cacheLength }) {
   return now() - t0;
 }
 
-const rewind = (stack, length) => { for (const { cache } of stack.layers) cache.truncate(length); };
+/** Truncates every layer's cache of a stack back to `length` positions. */
+export const rewind = (stack, length) => { for (const { cache } of stack.layers) cache.truncate(length); };
 
 /**
  * Runs the benchmark. libs: { MultiHeadAttention }; membwBytes: build/membw/membw.wasm's bytes,
@@ -110,6 +111,18 @@ function row(name, times, diff, shape, bandwidth) {
   const perLayer = stepBytes(shape, shape.headDim, shape.cacheLength + shape.drift / 2, name);
   const bytes = shape.layers * (perLayer.weights + perLayer.cache);
   return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bandwidth ? bytes / (bandwidth.gbps * 1e6) : null };
+}
+
+/**
+ * '--shape E/h/hkv' text → { E, h, hkv } (head width STACK_DEFAULTS.headDim), or throws an
+ * Error saying what was expected.
+ */
+export function parseStackShape(text) {
+  const [E, h, hkv, ...rest] = text.split('/').map(Number);
+  if (rest.length || ![E, h, hkv].every((n) => Number.isInteger(n) && n > 0) || E !== h * STACK_DEFAULTS.headDim || h % hkv) {
+    throw new Error(`--shape: expected E/h/hkv with E = h * ${STACK_DEFAULTS.headDim} and hkv dividing h, got '${text}'`);
+  }
+  return { E, h, hkv };
 }
 
 /** The page's run (bench/browser/suite.html?suite=decode_stack): ?settings=&layers=&tokens=&cacheLength=&threads=&E=&h=&hkv=, bandwidth measured. */

@@ -1,0 +1,68 @@
+#!/usr/bin/env node
+// A/B of two builds on the decode stack (decode_stack_suite.mjs): two package roots, each a
+// checkout with its own web/dist (e.g. `git worktree add /tmp/base <commit>`, then
+// `bash scripts/build.sh` there), loaded in one Node process. Each setting gets a stack per build,
+// made from the same weights and fed the same input; the two are timed a token each in turn, their
+// order swapped every token, so a slow spell of the machine hits both alike. Prints each setting's
+// median ms per token and B's time ÷ A's.
+//
+//   node bench/decode/stack_ab.mjs ROOT_A ROOT_B [--settings i8a8,i4a8] [--threads N] [--tokens N]
+//        [--layers N] [--cache N] [--shape E/h/hkv]
+//
+//   --settings LIST  decode_dtypes.mjs names (default i8a8,i4a8)
+//   --tokens N       timed tokens per setting and build (default 24)
+//   --layers, --cache, --shape, --threads: as bench/decode/decode_stack.mjs (defaults 24, 512,
+//                    2048/32/8, 1)
+//
+// The module is each root's package choice, or WEBATTENTION_WASM's (mt, mt-relaxed: pthreads, with
+// --threads 2); Node runs the relaxed ones with --experimental-wasm-relaxed-simd.
+import { pathToFileURL } from 'node:url';
+import { resolve } from 'node:path';
+import { exitWithUsage, parseFlags } from '../lib/run_env.mjs';
+import { filled, median } from '../lib/suite.mjs';
+import { DTYPES } from './decode_dtypes.mjs';
+import { STACK_DEFAULTS, createStacks, parseStackShape, prefill, rewind, token } from './decode_stack_suite.mjs';
+
+const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
+  settings: 'i8a8,i4a8', threads: '1', tokens: '24', layers: String(STACK_DEFAULTS.layers),
+  cache: String(STACK_DEFAULTS.cacheLength), shape: `${STACK_DEFAULTS.E}/${STACK_DEFAULTS.h}/${STACK_DEFAULTS.hkv}`,
+}, { allowPositionals: true });
+const usage = (error) => exitWithUsage(import.meta.url, error);
+if (positionals.length !== 2) usage('expected two package roots, ROOT_A and ROOT_B');
+const counts = { threads: Number(v.threads), tokens: Number(v.tokens), layers: Number(v.layers), cacheLength: Number(v.cache) };
+for (const [k, n] of Object.entries(counts)) if (!(Number.isInteger(n) && n > 0)) usage(`--${k}: expected a positive integer`);
+let settings, dims;
+try {
+  settings = v.settings.split(',').filter(Boolean);
+  const unknown = settings.find((name) => !DTYPES[name]);
+  if (unknown !== undefined || !settings.length) throw new Error(`--settings: expected names of ${Object.keys(DTYPES).join(', ')}, got '${v.settings}'`);
+  dims = parseStackShape(v.shape);
+} catch (e) { usage(e.message); }
+const shape = { ...STACK_DEFAULTS, ...dims, ...counts };
+
+const builds = [];
+for (const root of positionals) {
+  const { MultiHeadAttention } = await import(pathToFileURL(resolve(root, 'web/src/node.js')).href);
+  builds.push({ root, stacks: await createStacks(MultiHeadAttention, shape, settings, () => {}) });
+}
+for (const { stacks } of builds) for (const stack of stacks) await prefill(stack, shape);
+const x = filled(shape.E, 11, 1);
+const times = builds.map(({ stacks }) => stacks.map(() => []));
+for (let t = 0; t < shape.tokens; t++) {
+  if (t % shape.drift === 0) for (const { stacks } of builds) stacks.forEach((s) => rewind(s, shape.cacheLength));
+  for (let s = 0; s < settings.length; s++) {
+    for (const b of t % 2 ? [1, 0] : [0, 1]) {
+      const t0 = performance.now();
+      await token(builds[b].stacks[s], x, shape.E);
+      times[b][s].push(performance.now() - t0);
+    }
+  }
+}
+console.log(`A ${builds[0].root}, B ${builds[1].root}; (E, h, hkv) = (${shape.E}, ${shape.h}, ${shape.hkv}), `
+  + `${shape.layers} layers, cache ${shape.cacheLength}, threads ${shape.threads}, ${shape.tokens} tokens each`);
+settings.forEach((name, s) => {
+  const [a, b] = [0, 1].map((i) => median([...times[i][s]].sort((p, q) => p - q)));
+  console.log(`${name}: A ${a.toFixed(2)} ms, B ${b.toFixed(2)} ms, B/A time ${(b / a).toFixed(3)}`);
+});
+for (const { stacks } of builds) for (const stack of stacks) for (const { mha } of stack.layers) mha.dispose();
+process.exit(0);
