@@ -29,16 +29,22 @@ const WEIGHT_BYTES = { f32: 4, f16: 2, i8: 1 + 4 / 32, i4: 0.5 + 4.5 / 32 };
 const INT8_CACHE_BYTES = (d) => 2 * d + 2 * 4;
 const CACHE_BYTES = { f32: (d) => 4 * 2 * d, f16: (d) => 2 * 2 * d, i8: INT8_CACHE_BYTES, i4: INT8_CACHE_BYTES };
 
-/**
- * '--dtypes' text ('f32,f16,i8') → the list, f32 first (added when missing: the speed-ups and
- * the outputs' differences are against it). Throws on an unknown or repeated name.
- */
-export function parseDtypes(text) {
+/** '--dtypes' text ('f16,i8') → its names, in order. Throws on an unknown or repeated name. */
+export function dtypeNames(text) {
   const names = text.split(',').map((s) => s.trim()).filter(Boolean);
   for (const [i, name] of names.entries()) {
     if (!DTYPES[name]) throw new Error(`--dtypes: unknown dtype '${name}' (expected a list of ${Object.keys(DTYPES).join(', ')})`);
     if (names.indexOf(name) !== i) throw new Error(`--dtypes: '${name}' given twice`);
   }
+  return names;
+}
+
+/**
+ * '--dtypes' text ('f32,f16,i8') → the list, f32 first (added when missing: the speed-ups and
+ * the outputs' differences are against it). Throws on an unknown or repeated name.
+ */
+export function parseDtypes(text) {
+  const names = dtypeNames(text);
   return [REFERENCE_DTYPE, ...names.filter((n) => n !== REFERENCE_DTYPE)];
 }
 

@@ -22,7 +22,7 @@
 //   --shape E/h/hkv  embedding width, heads, KV heads (default 2048/32/8; head width 64): a small
 //                    E (64/1/1) leaves each layer's fixed cost (the JS call, the glue) per token
 import { parseDtypes } from './decode_dtypes.mjs';
-import { parseStackShape, runDecodeStack } from './decode_stack_suite.mjs';
+import { parseStackSizes, runDecodeStack } from './decode_stack_suite.mjs';
 import { exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
 import { engineTitle, engineVersion, runBenchPage } from '../lib/browser_page.mjs';
 import { markdownTable } from '../lib/table.mjs';
@@ -37,12 +37,8 @@ const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
 const usage = (error) => exitWithUsage(import.meta.url, error);
 let settings;
 try { settings = parseDtypes(v.settings); } catch (e) { usage(e.message); }
-const sizes = Object.fromEntries([['layers', v.layers], ['tokens', v.tokens], ['cacheLength', v.cache], ['threads', v.threads]]
-  .filter(([, s]) => s !== undefined).map(([k, s]) => [k, Number(s)]));
-if (v.shape !== undefined) {
-  try { Object.assign(sizes, parseStackShape(v.shape)); } catch (e) { usage(e.message); }
-}
-for (const [k, n] of Object.entries(sizes)) if (!(Number.isInteger(n) && n > 0)) usage(`--${k}: expected a positive integer`);
+let sizes;
+try { sizes = parseStackSizes(v); } catch (e) { usage(e.message); }
 const opts = { node: v.node || (!v.browser && !v.firefox), browser: v.browser, firefox: v.firefox, json: v.json ?? null, timeoutS: Number(v.timeout) };
 
 function print(title, runtime, result) {

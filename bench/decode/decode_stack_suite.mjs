@@ -79,7 +79,7 @@ export const rewind = (stack, length) => { for (const { cache } of stack.layers)
  * the stack), bytes, boundMs }] }.
  */
 export async function runDecodeStack(libs, membwBytes, { settings, log = () => {}, ...options }) {
-  const shape = { ...STACK_DEFAULTS, threads: 1, ...options };
+  const shape = stackShape(options);
   const bandwidth = membwBytes ? await measureReadBandwidth(membwBytes, { megabytes: 1024, passes: 12 }) : null;
   log(`${bandwidth ? `read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s; ` : ''}creating ${settings.length} stacks of ${shape.layers} layers`);
   const stacks = await createStacks(libs.MultiHeadAttention, shape, settings, log);
@@ -113,11 +113,28 @@ function row(name, times, diff, shape, bandwidth) {
   return { name, ms: median(sorted), best: sorted[0], diff, bytes, boundMs: bandwidth ? bytes / (bandwidth.gbps * 1e6) : null };
 }
 
+/** The stack a run builds: STACK_DEFAULTS and one thread, with `options` (sizes) over them. */
+export const stackShape = (options) => ({ ...STACK_DEFAULTS, threads: 1, ...options });
+
+/**
+ * The command line's sizes (the flags' text, or undefined where not given: layers, tokens, cache,
+ * threads, shape) → runDecodeStack's options; throws an Error naming the flag.
+ */
+export function parseStackSizes({ layers, tokens, cache, threads, shape }) {
+  const sizes = {};
+  for (const [flag, key, text] of [['layers', 'layers', layers], ['tokens', 'tokens', tokens], ['cache', 'cacheLength', cache], ['threads', 'threads', threads]]) {
+    if (text === undefined) continue;
+    sizes[key] = Number(text);
+    if (!(Number.isInteger(sizes[key]) && sizes[key] > 0)) throw new Error(`--${flag}: expected a positive integer`);
+  }
+  return shape === undefined ? sizes : { ...sizes, ...parseStackShape(shape) };
+}
+
 /**
  * '--shape E/h/hkv' text → { E, h, hkv } (head width STACK_DEFAULTS.headDim), or throws an
  * Error saying what was expected.
  */
-export function parseStackShape(text) {
+function parseStackShape(text) {
   const [E, h, hkv, ...rest] = text.split('/').map(Number);
   if (rest.length || ![E, h, hkv].every((n) => Number.isInteger(n) && n > 0) || E !== h * STACK_DEFAULTS.headDim || h % hkv) {
     throw new Error(`--shape: expected E/h/hkv with E = h * ${STACK_DEFAULTS.headDim} and hkv dividing h, got '${text}'`);

@@ -20,25 +20,21 @@ import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
 import { exitWithUsage, parseFlags } from '../lib/run_env.mjs';
 import { filled, median } from '../lib/suite.mjs';
-import { DTYPES } from './decode_dtypes.mjs';
-import { STACK_DEFAULTS, createStacks, parseStackShape, prefill, rewind, token } from './decode_stack_suite.mjs';
+import { dtypeNames } from './decode_dtypes.mjs';
+import { createStacks, parseStackSizes, prefill, rewind, stackShape, token } from './decode_stack_suite.mjs';
 
 const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
-  settings: 'i8a8,i4a8', threads: '1', tokens: '24', layers: String(STACK_DEFAULTS.layers),
-  cache: String(STACK_DEFAULTS.cacheLength), shape: `${STACK_DEFAULTS.E}/${STACK_DEFAULTS.h}/${STACK_DEFAULTS.hkv}`,
+  settings: 'i8a8,i4a8', threads: { type: 'string' }, tokens: { type: 'string' }, layers: { type: 'string' },
+  cache: { type: 'string' }, shape: { type: 'string' },
 }, { allowPositionals: true });
 const usage = (error) => exitWithUsage(import.meta.url, error);
 if (positionals.length !== 2) usage('expected two package roots, ROOT_A and ROOT_B');
-const counts = { threads: Number(v.threads), tokens: Number(v.tokens), layers: Number(v.layers), cacheLength: Number(v.cache) };
-for (const [k, n] of Object.entries(counts)) if (!(Number.isInteger(n) && n > 0)) usage(`--${k}: expected a positive integer`);
-let settings, dims;
+let settings, shape;
 try {
-  settings = v.settings.split(',').filter(Boolean);
-  const unknown = settings.find((name) => !DTYPES[name]);
-  if (unknown !== undefined || !settings.length) throw new Error(`--settings: expected names of ${Object.keys(DTYPES).join(', ')}, got '${v.settings}'`);
-  dims = parseStackShape(v.shape);
+  settings = dtypeNames(v.settings);
+  shape = stackShape(parseStackSizes(v));
 } catch (e) { usage(e.message); }
-const shape = { ...STACK_DEFAULTS, ...dims, ...counts };
+if (!settings.length) usage('--settings: expected at least one name');
 
 const builds = [];
 for (const root of positionals) {
