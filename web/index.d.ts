@@ -148,6 +148,15 @@ export interface ForwardOptions {
    * recorded, in one queue.submit() (docs/webgpu.md, "One submit per step").
    */
   batch?: GpuBatch;
+  /**
+   * The array the output is written into, returned as output.data: a Float32Array (a Uint16Array
+   * for 16-bit inputs) of exactly the output's elements, so that a loop of calls makes no new
+   * output array per call. It may be an input's own array (the inputs are read first). Written
+   * before the promise resolves; with output 'gpu-buffer' an OptionError. Detached or shrunk
+   * while the call waited: a ShapeError naming `out` (a call with a cache on WASM then appends
+   * nothing; one on the GPU has appended).
+   */
+  out?: Float32Array | Uint16Array;
 }
 
 export interface AttentionResult {
@@ -386,6 +395,8 @@ export interface ScaledDotProductAttentionOptions {
   /** Default 1 / sqrt(dk). */
   scale?: number;
   needWeights?: boolean;
+  /** As forward()'s `out`: the array the output [..., L, dv] is written into. */
+  out?: Float32Array | Uint16Array;
 }
 
 /** softmax(q kᵀ · scale + attnMask) v for q [..., L, dk], k [..., S, dk], v [..., S, dv]. */

@@ -6,7 +6,7 @@
 //   bash scripts/build.sh                    (once: web/dist, this package's WASM)
 //   node bench/decode/decode_stack.mjs [--node] [--browser] [--firefox] [--settings f32,f16,i8,i4]
 //        [--layers N] [--tokens N] [--cache N] [--shape E/h/hkv] [--wasm M] [--markdown] [--json FILE]
-//        [--timeout S]
+//        [--fresh-outputs] [--timeout S]
 //
 //   (no flag)        run in Node (this process: one thread, the package's single-threaded module)
 //   --browser        headless Chromium (bench/browser/suite.html; cross-origin isolated)
@@ -21,6 +21,8 @@
 //   --threads N      create()'s threads (default 1; with --wasm mt, 2 runs the pthreads module on two)
 //   --shape E/h/hkv  embedding width, heads, KV heads (default 2048/32/8; head width 64): a small
 //                    E (64/1/1) leaves each layer's fixed cost (the JS call, the glue) per token
+//   --fresh-outputs  every forward() makes a new output array (default: each layer writes into an
+//                    array of its own, forward's `out`, as a model's loop would)
 import { parseDtypes } from './decode_dtypes.mjs';
 import { parseStackSizes, runDecodeStack } from './decode_stack_suite.mjs';
 import { exitWithUsage, loadAverage, parseFlags, runAndExit } from '../lib/run_env.mjs';
@@ -32,6 +34,7 @@ const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   node: { type: 'boolean', default: false }, browser: { type: 'boolean', default: false }, firefox: { type: 'boolean', default: false },
   settings: { type: 'string', default: 'f32,f16,i8,i8a8,i4,i4a8' }, wasm: { type: 'string' }, layers: { type: 'string' },
   tokens: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, shape: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
+  'fresh-outputs': { type: 'boolean', default: false },
   timeout: { type: 'string', default: '3600' },
 });
 const usage = (error) => exitWithUsage(import.meta.url, error);
@@ -45,7 +48,8 @@ function print(title, runtime, result) {
   const { shape, bandwidth, rows } = result;
   const f32 = rows[0].ms;
   const header = [`(E, h, hkv) = (${shape.E}, ${shape.h}, ${shape.hkv}), head width ${shape.headDim}, RoPE, ${shape.layers} layers, `
-    + `cache ${shape.cacheLength} (+ up to ${shape.drift}), ${shape.tokens} tokens per setting, interleaved`,
+    + `cache ${shape.cacheLength} (+ up to ${shape.drift}), ${shape.tokens} tokens per setting, interleaved, `
+    + `output arrays ${result.outputs === 'reused' ? "each layer's own (forward's out)" : 'new per call'}`,
   `${runtime}; one-thread read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s (best of ${bandwidth.passes} passes over ${bandwidth.megabytes} MiB); `
     + `load average at the end ${loadAverage()}`];
   const table = [['setting', 'ms/token (median)', 'best', 'speed-up over f32', 'MB read/token', 'bound ms', 'ms / bound', 'max |Δ| vs f32'],
@@ -60,13 +64,14 @@ function print(title, runtime, result) {
 async function runNode() {
   if (v.wasm) process.env.WEBATTENTION_WASM = v.wasm;  // read when the entry loads its module
   const { MultiHeadAttention } = await import('../../web/src/node.js');
-  const result = await runDecodeStack({ MultiHeadAttention }, membwWasm(), { settings, ...sizes, log: (l) => console.log(`   ${l}`) });
+  const result = await runDecodeStack({ MultiHeadAttention }, membwWasm(), { settings, ...sizes, freshOutputs: v['fresh-outputs'], log: (l) => console.log(`   ${l}`) });
   return print(`Node ${process.version}`, `Node ${process.version}, module ${process.env.WEBATTENTION_WASM ?? "the package's choice"}, threads ${result.shape.threads}`, result);
 }
 
 async function runBrowser(_opts, _common, engine) {
   membwWasm();  // built before the page fetches it
-  const q = new URLSearchParams({ suite: 'decode_stack', settings: settings.join(','), wasm: v.wasm ?? 'simd', ...Object.fromEntries(Object.entries(sizes).map(([k, n]) => [k, String(n)])) });
+  const q = new URLSearchParams({ suite: 'decode_stack', settings: settings.join(','), wasm: v.wasm ?? 'simd', ...Object.fromEntries(Object.entries(sizes).map(([k, n]) => [k, String(n)])),
+    ...(v['fresh-outputs'] ? { freshOutputs: '1' } : {}) });
   const { result } = await runBenchPage(engine, { script: 'decode_stack.mjs', path: '/bench/browser/suite.html', query: q,
     resultName: '__decodeStack', logPrefix: '[decode_stack] ', timeoutS: opts.timeoutS });
   const version = engineVersion(engine, result.env.userAgent);

@@ -27,9 +27,33 @@ export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64,
 
 const now = () => performance.now();
 
-/** One stack per setting name (DTYPES), layer by layer so that one layer's float32 weights live at a time. */
+/**
+ * Whether this build's forward() takes `out` (the caller's output array; builds before it refuse
+ * the option): stack_ab.mjs may load one.
+ */
+async function takesOut(MultiHeadAttention) {
+  const mha = await MultiHeadAttention.create({ embedDim: 2, numHeads: 1, backend: 'wasm', threads: 1 });
+  try {
+    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, { data: new Float32Array(shape.reduce((a, b) => a * b, 1)), shape }])));
+    const x = { data: new Float32Array(2), shape: [1, 1, 2] };
+    await mha.forward(x, x, x, { out: new Float32Array(2) });
+    return true;
+  } catch (e) {
+    if (e.argument === 'out') return false;
+    throw e;
+  } finally {
+    mha.dispose();
+  }
+}
+
+/**
+ * One stack per setting name (DTYPES), layer by layer so that one layer's float32 weights live at
+ * a time. Each layer writes its output into an array of its own (forward's `out`), as a model's
+ * loop would, unless shape.freshOutputs (or the build predates `out`): then every call makes a new one.
+ */
 export async function createStacks(MultiHeadAttention, shape, settings, log) {
-  const stacks = settings.map((name) => ({ name, layers: [] }));
+  const reuse = !shape.freshOutputs && await takesOut(MultiHeadAttention);
+  const stacks = settings.map((name) => ({ name, layers: [], outputs: reuse ? 'reused' : 'fresh' }));
   const maxLength = shape.cacheLength + shape.drift + 1;
   for (let i = 0; i < shape.layers; i++) {
     const W = makeDecodeWeights(shape, 100 + 10 * i);  // layer i's own
@@ -40,19 +64,21 @@ export async function createStacks(MultiHeadAttention, shape, settings, log) {
         backend: 'wasm', weightsDtype: weights, ...(activations ? { activations } : {}),
       });
       mha.loadStateDict(stateDict(mha.stateDictShapes, W));
-      stack.layers.push({ mha, cache: mha.createCache({ batchSize: 1, maxLength, dtype: cache }) });
+      const kvCache = mha.createCache({ batchSize: 1, maxLength, dtype: cache });
+      const options = reuse ? { cache: kvCache, out: new Float32Array(shape.E) } : { cache: kvCache };
+      stack.layers.push({ mha, cache: kvCache, options });
     }
     if ((i + 1) % 6 === 0) log(`created layer ${i + 1} of ${shape.layers}`);
   }
   return stacks;
 }
 
-/** One token through every layer of a stack: the last layer's output. */
+/** One token through every layer of a stack: the last layer's output (its own array, when reused: copy it to keep it). */
 export async function token(stack, x, E) {
   let h = x;
-  for (const { mha, cache } of stack.layers) {
+  for (const { mha, options } of stack.layers) {
     const x = { data: h, shape: [1, 1, E] };
-    h = (await mha.forward(x, x, x, { cache })).output.data;
+    h = (await mha.forward(x, x, x, options)).output.data;
   }
   return h;
 }
@@ -89,7 +115,7 @@ export async function runDecodeStack(libs, membwBytes, { settings, log = () => {
     log(`prefilled ${shape.cacheLength} positions per layer`);
     const x = filled(shape.E, 11, 1);
     const firsts = [];
-    for (const stack of stacks) { firsts.push(await token(stack, x, shape.E)); rewind(stack, shape.cacheLength); }
+    for (const stack of stacks) { firsts.push((await token(stack, x, shape.E)).slice()); rewind(stack, shape.cacheLength); }
     const times = stacks.map(() => []);
     for (let t = 0; t < shape.tokens; t++) {
       if (t % shape.drift === 0) stacks.forEach((s) => rewind(s, shape.cacheLength));
@@ -100,7 +126,7 @@ export async function runDecodeStack(libs, membwBytes, { settings, log = () => {
         times[s].push(now() - t0);
       }
     }
-    return { shape, bandwidth, rows: stacks.map((stack, s) => ({ ...row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth), prefillMs: prefillMs[s] })) };
+    return { shape, bandwidth, outputs: stacks[0].outputs, rows: stacks.map((stack, s) => ({ ...row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth), prefillMs: prefillMs[s] })) };
   } finally {
     for (const stack of stacks) for (const { mha } of stack.layers) mha.dispose();
   }
@@ -142,9 +168,12 @@ function parseStackShape(text) {
   return { E, h, hkv };
 }
 
-/** The page's run (bench/browser/suite.html?suite=decode_stack): ?settings=&layers=&tokens=&cacheLength=&threads=&E=&h=&hkv=, bandwidth measured. */
+/**
+ * The page's run (bench/browser/suite.html?suite=decode_stack):
+ * ?settings=&layers=&tokens=&cacheLength=&threads=&E=&h=&hkv=&freshOutputs=1, bandwidth measured.
+ */
 export async function runDecodeStackPage({ MultiHeadAttention }, q, log) {
   const membw = await (await fetch('/build/membw/membw.wasm')).arrayBuffer();
   const sizes = Object.fromEntries(['layers', 'tokens', 'cacheLength', 'threads', 'E', 'h', 'hkv'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
-  return runDecodeStack({ MultiHeadAttention }, membw, { settings: parseDtypes(q.get('settings') ?? 'f32'), ...sizes, log });
+  return runDecodeStack({ MultiHeadAttention }, membw, { settings: parseDtypes(q.get('settings') ?? 'f32'), ...sizes, freshOutputs: q.has('freshOutputs'), log });
 }

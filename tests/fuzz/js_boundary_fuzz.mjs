@@ -2,7 +2,8 @@
 // and scaledDotProductAttention() whose tensors or options a hostile caller has spoiled — holes,
 // Proxies whose answers change, getters (throwing or not), detached buffers, arrays of another
 // realm, views at an offset, huge or sparse ranks, strings and non-finite sizes, wrong element
-// types, off-by-one lengths, masks of the wrong shape, unknown options. Every call must either
+// types, off-by-one lengths, masks of the wrong shape, unknown options, an `out` array right,
+// wrong or detached by a getter. Every call must either
 // throw a typed WebAttentionError (or, for a getter that throws, that getter's own error, passed
 // through unchanged: the documented choice), or, where the spoiled input still means the same
 // tensor, return exactly the output of the plain input. After every call the WASM memory in use is
@@ -72,6 +73,16 @@ const SPOIL_OPTIONS = {
   pastTablePositionIds: (o, { B, L, table }) => [{ ...o, positionIds: { data: new Int32Array(B * L).fill(table ? 4 : -5), shape: [B, L] } }, false],
   defaultPositionIds: (o, { B, L, S, rotary }) => [{ ...o, positionIds: { data: Int32Array.from({ length: B * L }, (_, n) => n % L), shape: [B, L] } },
     rotary && L === S],
+  // `out`: the caller's array for the output (the same result), or one of the wrong kind or size,
+  // or one a getter of the same options object detaches before it is checked.
+  out: (o, { B, L, E }) => [{ ...o, out: new Float32Array(B * L * E) }, true],
+  badOut: (o, { B, L, E }) => [{ ...o, out: pick([new Float32Array(B * L * E + 1), new Float64Array(B * L * E), new Uint16Array(B * L * E),
+    [...new Float32Array(B * L * E)], new Float32Array(B * L * E).buffer]) }, false],
+  outDetachedByGetter: (o, { B, L, E }) => {
+    const out = new Float32Array(B * L * E);
+    const spoiler = { ...o, out };
+    return [Object.defineProperty(spoiler, 'needWeights', { get() { structuredClone(out.buffer, { transfer: [out.buffer] }); return o.needWeights; } }), false];
+  },
 };
 
 // The modules' score options, biases, sinks, qk-norm and scaled RoPE (issue 20): the spoiled calls
@@ -135,7 +146,7 @@ async function randomCall() {
   if (random() < 0.15 && expected) return spoiledAfterCheckCall('forward', (args) => mha.forward(...args, options), [q, k, v], expected, TOOLS);
   if (random() < 0.25) {
     const name = pick(Object.keys(SPOIL_OPTIONS));
-    const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, rotary: Boolean(mha.config.rotary), table: Boolean(module.options.rotary?.table) });
+    const [spoiled, same] = SPOIL_OPTIONS[name](options, { B, L, S, E, rotary: Boolean(mha.config.rotary), table: Boolean(module.options.rotary?.table) });
     return { name: `options ${name}`, run: () => mha.forward(q, k, v, spoiled), expected: same ? expected : null };
   }
   const name = pick(Object.keys(SPOIL_TENSOR));

@@ -32,11 +32,15 @@ async function decode(prompt: Tensor, token: Tensor) {
   cache.truncate([3, 3]);  // one length per row
   const lengths: number[] = cache.lengths;
   await mha.forward(token, token, token, { cache, rows: [0], positionIds: null });
+  const step = new Float32Array(128);
+  const into: Float32Array = (await mha.forward(token, token, token, { cache, out: step })).output.data;
+  // @ts-expect-error: out is a Float32Array (Uint16Array for 16-bit inputs)
+  await mha.forward(token, token, token, { cache, out: new Float64Array(128) });
   // @ts-expect-error: rows are a list of the cache's rows
   await mha.forward(token, token, token, { cache, rows: 0 });
   // @ts-expect-error: truncate takes numbers
   cache.truncate(['3']);
-  console.log(lengths);
+  console.log(lengths, into);
   cache.reset();
   cache.dispose();
   try {

@@ -240,7 +240,7 @@ function results({ output, weights }, plan) {
   // output: 'gpu-buffer': GpuTensors (webgpu/gpu_tensor.js), float32 whatever the inputs.
   if (plan.output === 'gpu-buffer') return { output, attnWeights: weights ?? null };
   return {
-    output: outputTensor(output, plan.outputShape, plan.dtype),
+    output: outputTensor(output, plan.outputShape, plan.dtype, plan.out),
     attnWeights: weights ? outputTensor(weights, plan.weightsShape, plan.dtype) : null,
   };
 }

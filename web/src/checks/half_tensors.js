@@ -5,6 +5,7 @@ import { DTypeError } from '../base/errors.js';
 import { roundToHalf, widenHalf } from '../storage/half_floats.js';
 import { tensorDtype } from '../base/tensor_checks.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
+import { writeOut } from '../base/output_target.js';
 
 /**
  * entries: [[argument, checked tensor]] of one call (query, key, value). They must share one dtype
@@ -33,9 +34,12 @@ export function widenInputs(entries) {
 
 /**
  * A float32 result as the caller's form: { data, shape } for float32 inputs, else its values
- * rounded to nearest-even into { data: Uint16Array, shape, dtype } of the inputs' kind.
+ * rounded to nearest-even into { data: Uint16Array, shape, dtype } of the inputs' kind. With
+ * `out` (the call's checked `out` option, base/output_target.js) data is the caller's array,
+ * written here unless the WASM executor wrote it already (then `data` is that array).
  */
-export function outputTensor(data, shape, dtype) {
-  if (dtype === 'float32') return { data, shape };
-  return { data: roundToHalf(dtype, data), shape, dtype };
+export function outputTensor(data, shape, dtype, out = null) {
+  if (dtype === 'float32') return { data: out && data !== out.given ? writeOut(out, data) : data, shape };
+  const halves = out ? writeOut(out, (view) => roundToHalf(dtype, data, view)) : roundToHalf(dtype, data);
+  return { data: halves, shape, dtype };
 }

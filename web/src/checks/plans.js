@@ -9,11 +9,12 @@ import { isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
+import { checkOut } from './out_option.js';
 import { checkCallRows } from '../dispatch/cache_checks.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
-const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'rows', 'positionIds', 'output', 'batch'];
+const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'rows', 'positionIds', 'output', 'batch', 'out'];
 /** forward()'s `output`: where its result tensors are ('cpu': typed arrays; 'gpu-buffer': GPUBuffers, no readback). */
 const OUTPUT_LOCATIONS = ['cpu', 'gpu-buffer'];
 
@@ -34,8 +35,17 @@ export function resolveMhaForward(config, query, key, value, options) {
         argument: 'output', expected: "'cpu'", actual: output,
       });
     }
-    return lazyModules().resolveEncodedForward(config, query, key, value, o);
+    return withOut(lazyModules().resolveEncodedForward(config, query, key, value, o), o.out);
   }
+  return withOut(resolvePlainForward(config, query, key, value, o, { output, batch }), o.out);
+}
+
+// A plan with its checked `out` (checks/out_option.js), looked at once the inputs are: its length
+// is the output's.
+const withOut = (plan, out) => Object.assign(plan, { out: checkOut(out, { shape: plan.outputShape, dtype: plan.dtype, output: plan.output }) });
+
+// resolveMhaForward() of a call without an encode()d cache.
+function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   const views = new Map();
   const buffers = new Map();
   // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
@@ -114,7 +124,7 @@ function checkBatch(batch, output) {
 
 /** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
 export function resolveSdpa(q, k, v, options) {
-  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights']);
+  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights', 'out']);
   const views = new Map();
   const given = checkTensor('q', q, { dtypes: FLOAT_DATA, views });
   const rank = given.shape.length;
@@ -154,6 +164,7 @@ export function resolveSdpa(q, k, v, options) {
     needWeights,
     outputShape: [...leading, L, dv],
     weightsShape: needWeights ? [...leading, L, S] : null,
+    out: checkOut(o.out, { shape: [...leading, L, dv], dtype }),
   };
 }
 

@@ -130,6 +130,8 @@ export class PoolExecutor {
       this.#live();
       if (!this.working) return this.#wasm.forward(plan);
     }
+    // The shares' outputs are joined here: the caller's `out` is written once, by api.js's results().
+    plan = { ...plan, out: null };
     const config = this.#config;
     const pool = this.#pool;
     const id = this.#id;

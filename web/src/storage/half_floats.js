@@ -105,11 +105,13 @@ export function roundHalfEven(value) {
 
 const ROUNDING = { float16: f32BitsToF16, bfloat16: f32BitsToBf16 };
 
-/** A Float32Array's values rounded to `dtype` ('float16' | 'bfloat16'): a new Uint16Array of their bits. */
-export function roundToHalf(dtype, values) {
+/**
+ * A Float32Array's values rounded to `dtype` ('float16' | 'bfloat16'): their bits in `out` (a
+ * Uint16Array of their length), a new one by default.
+ */
+export function roundToHalf(dtype, values, out = new Uint16Array(values.length)) {
   const round = ROUNDING[dtype];
   const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  const out = new Uint16Array(values.length);
   for (let i = 0; i < out.length; i++) out[i] = round(bits[i]);
   return out;
 }

@@ -5,6 +5,7 @@
 import { CoreMha, WASM_MAX_BYTES, coreSdpa, newCoreCache } from './core_binding.js';
 import { throwCoreError, MemoryError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
+import { requireOutWhole, writeOut } from '../base/output_target.js';
 
 const F32 = 4;
 
@@ -59,6 +60,21 @@ function withHeap(core, parts, body) {
 
 // slice() straight off HEAPF32: no intermediate view to allocate on every call.
 const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
+
+// A float32 call's output: into the caller's `out` (base/output_target.js) when it gave one, else
+// a new array. (A 16-bit call's `out` is written by api.js, after the rounding.)
+const readOutput = (core, address, count, target) => (target
+  ? writeOut(target, core.HEAPF32.subarray(address >>> 2, (address >>> 2) + count))
+  : readFloats(core, address, count));
+
+// The `out` a float32 call writes on this thread, null for none or for a 16-bit call; checked
+// before the core runs, so that an `out` detached while the call waited fails with the call
+// undone (a cache not appended to).
+function outTarget(plan) {
+  if (!plan.out || plan.dtype !== 'float32') return null;
+  requireOutWhole(plan.out);
+  return plan.out;
+}
 
 // A plan's mask as core_binding.js takes it: its kind, where its data was copied, its rank and its
 // shape padded to three dims.
@@ -268,7 +284,7 @@ export class WasmExecutor {
   forward(plan) {
     const cache = plan.cache?.storage;
     return this.#run(plan, plan.B * plan.L * this.config.embedDim, this.config.numHeads,
-      cache ? (args) => this.handle.forwardCached(args, cache) : (args) => this.handle.forward(args));
+      cache ? (args) => this.handle.forwardCached(args, cache) : (args) => this.handle.forward(args), outTarget(plan));
   }
 
   /**
@@ -303,9 +319,9 @@ export class WasmExecutor {
   }
 
   // Copies the plan's inputs in, calls `call(args)` with the core's ForwardArgs (`output`: where
-  // `outFloats` floats go) and reads the output and the weights (of `weightHeads` heads unless
-  // averaged) back.
-  #run(plan, outFloats, weightHeads, call) {
+  // `outFloats` floats go) and reads the output (into `target` when given) and the weights (of
+  // `weightHeads` heads unless averaged) back.
+  #run(plan, outFloats, weightHeads, call, target = null) {
     // The pthreads module's pool serves every module: each call sets this module's thread count.
     this.core.setThreadLimit(this.threads);
     const { B, L, S } = plan;
@@ -324,7 +340,7 @@ export class WasmExecutor {
       });
       if (error) throwCoreError(error);
       return {
-        output: readFloats(this.core, output, outFloats),
+        output: readOutput(this.core, output, outFloats, target),
         weights: weightFloats ? readFloats(this.core, weights, weightFloats) : null,
       };
     });
@@ -341,6 +357,7 @@ export function wasmSdpa(core, plan) {
   const { N, L, S, dk, dv, attnMask } = plan;
   const outFloats = N * L * dv;
   const weightFloats = plan.needWeights ? N * L * S : 0;
+  const target = outTarget(plan);
   return withHeap(core, [
     { data: plan.q }, { data: plan.k }, { data: plan.v }, { data: attnMask.data },
     { floats: outFloats }, { floats: weightFloats },
@@ -351,7 +368,7 @@ export function wasmSdpa(core, plan) {
     });
     if (error) throwCoreError(error);
     return {
-      output: readFloats(core, output, outFloats),
+      output: readOutput(core, output, outFloats, target),
       weights: weightFloats ? readFloats(core, weights, weightFloats) : null,
     };
   });
