@@ -5,7 +5,7 @@
 //
 //   bash scripts/build.sh                    (once: web/dist, this package's WASM)
 //   node bench/decode/decode_stack.mjs [--node] [--browser] [--firefox] [--settings f32,f16,i8,i4]
-//        [--layers N] [--tokens N] [--cache N] [--shape E/h/hkv] [--wasm M] [--markdown] [--json FILE]
+//        [--layers N] [--tokens N] [--warmup N] [--cache N] [--shape E/h/hkv] [--wasm M] [--markdown] [--json FILE]
 //        [--fresh-outputs] [--timeout S]
 //
 //   (no flag)        run in Node (this process: one thread, the package's single-threaded module)
@@ -17,6 +17,8 @@
 //                    pthreads, in Node too; Node takes relaxed ones with --experimental-wasm-relaxed-simd)
 //   --layers N       layers in each stack (default 24: ~1 GB of float32 weights)
 //   --tokens N       timed tokens per setting (default 24)
+//   --warmup N       untimed tokens per setting before them (default 48: the engine's tier-up,
+//                    decode_stack_suite.mjs's STACK_DEFAULTS says why; 0 times from the first)
 //   --cache N        cached positions per layer (default 512)
 //   --threads N      create()'s threads (default 1; with --wasm mt, 2 runs the pthreads module on two)
 //   --shape E/h/hkv  embedding width, heads, KV heads (default 2048/32/8; head width 64): a small
@@ -33,7 +35,7 @@ import { membwWasm } from '../limits/membw/wasm_file.mjs';
 const { values: v } = parseFlags(import.meta.url, process.argv.slice(2), {
   node: { type: 'boolean', default: false }, browser: { type: 'boolean', default: false }, firefox: { type: 'boolean', default: false },
   settings: { type: 'string', default: 'f32,f16,i8,i8a8,i4,i4a8' }, wasm: { type: 'string' }, layers: { type: 'string' },
-  tokens: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, shape: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
+  tokens: { type: 'string' }, warmup: { type: 'string' }, cache: { type: 'string' }, threads: { type: 'string' }, shape: { type: 'string' }, markdown: { type: 'boolean', default: false }, json: { type: 'string' },
   'fresh-outputs': { type: 'boolean', default: false },
   timeout: { type: 'string', default: '3600' },
 });
@@ -48,7 +50,7 @@ function print(title, runtime, result) {
   const { shape, bandwidth, rows } = result;
   const f32 = rows[0].ms;
   const header = [`(E, h, hkv) = (${shape.E}, ${shape.h}, ${shape.hkv}), head width ${shape.headDim}, RoPE, ${shape.layers} layers, `
-    + `cache ${shape.cacheLength} (+ up to ${shape.drift}), ${shape.tokens} tokens per setting, interleaved, `
+    + `cache ${shape.cacheLength} (+ up to ${shape.drift}), ${shape.tokens} tokens per setting after ${shape.warmup} untimed, interleaved, `
     + `output arrays ${result.outputs === 'reused' ? "each layer's own (forward's out)" : 'new per call'}`,
   `${runtime}; one-thread read bandwidth ${bandwidth.gbps.toFixed(1)} GB/s (best of ${bandwidth.passes} passes over ${bandwidth.megabytes} MiB); `
     + `load average at the end ${loadAverage()}`];

@@ -23,7 +23,12 @@ import { filled, maxAbsDiff, median } from '../lib/suite.mjs';
 import { DTYPES, parseDtypes, stepBytes } from './decode_dtypes.mjs';
 import { makeDecodeWeights, stateDict } from './decode_suite.mjs';
 
-export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64, cacheLength: 512, tokens: 24, drift: 8 };
+// warmup: untimed tokens per setting before the timed ones (interleaved as they are). The first
+// few dozen tokens run slower while the engine still tiers code up (V8's WebAssembly from Liftoff
+// to TurboFan, the JS around each call): in Node, two threads, int4 with int8 activations, the
+// first 40 tokens ran at 12.5 ms, tokens 120-1200 at 10.2-10.3 ms (one thread: 18.6 against
+// 17.7-17.9); a model generating text runs at the later pace.
+export const STACK_DEFAULTS = { layers: 24, E: 2048, h: 32, hkv: 8, headDim: 64, cacheLength: 512, tokens: 24, warmup: 48, drift: 8 };
 
 const now = () => performance.now();
 
@@ -117,13 +122,13 @@ export async function runDecodeStack(libs, membwBytes, { settings, log = () => {
     const firsts = [];
     for (const stack of stacks) { firsts.push((await token(stack, x, shape.E)).slice()); rewind(stack, shape.cacheLength); }
     const times = stacks.map(() => []);
-    for (let t = 0; t < shape.tokens; t++) {
+    for (let t = -shape.warmup; t < shape.tokens; t++) {
       if (t % shape.drift === 0) stacks.forEach((s) => rewind(s, shape.cacheLength));
       for (let k = 0; k < stacks.length; k++) {
-        const s = (t + k) % stacks.length;
+        const s = (t + shape.warmup + k) % stacks.length;
         const t0 = now();
         await token(stacks[s], x, shape.E);
-        times[s].push(now() - t0);
+        if (t >= 0) times[s].push(now() - t0);
       }
     }
     return { shape, bandwidth, outputs: stacks[0].outputs, rows: stacks.map((stack, s) => ({ ...row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth), prefillMs: prefillMs[s] })) };
@@ -143,15 +148,19 @@ function row(name, times, diff, shape, bandwidth) {
 export const stackShape = (options) => ({ ...STACK_DEFAULTS, threads: 1, ...options });
 
 /**
- * The command line's sizes (the flags' text, or undefined where not given: layers, tokens, cache,
- * threads, shape) → runDecodeStack's options; throws an Error naming the flag.
+ * The command line's sizes (the flags' text, or undefined where not given: layers, tokens, warmup,
+ * cache, threads, shape) → runDecodeStack's options; throws an Error naming the flag.
  */
-export function parseStackSizes({ layers, tokens, cache, threads, shape }) {
+export function parseStackSizes({ layers, tokens, warmup, cache, threads, shape }) {
   const sizes = {};
   for (const [flag, key, text] of [['layers', 'layers', layers], ['tokens', 'tokens', tokens], ['cache', 'cacheLength', cache], ['threads', 'threads', threads]]) {
     if (text === undefined) continue;
     sizes[key] = Number(text);
     if (!(Number.isInteger(sizes[key]) && sizes[key] > 0)) throw new Error(`--${flag}: expected a positive integer`);
+  }
+  if (warmup !== undefined) {
+    sizes.warmup = Number(warmup);
+    if (!(Number.isInteger(sizes.warmup) && sizes.warmup >= 0)) throw new Error('--warmup: expected an integer >= 0');
   }
   return shape === undefined ? sizes : { ...sizes, ...parseStackShape(shape) };
 }
@@ -170,10 +179,10 @@ function parseStackShape(text) {
 
 /**
  * The page's run (bench/browser/suite.html?suite=decode_stack):
- * ?settings=&layers=&tokens=&cacheLength=&threads=&E=&h=&hkv=&freshOutputs=1, bandwidth measured.
+ * ?settings=&layers=&tokens=&warmup=&cacheLength=&threads=&E=&h=&hkv=&freshOutputs=1, bandwidth measured.
  */
 export async function runDecodeStackPage({ MultiHeadAttention }, q, log) {
   const membw = await (await fetch('/build/membw/membw.wasm')).arrayBuffer();
-  const sizes = Object.fromEntries(['layers', 'tokens', 'cacheLength', 'threads', 'E', 'h', 'hkv'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
+  const sizes = Object.fromEntries(['layers', 'tokens', 'warmup', 'cacheLength', 'threads', 'E', 'h', 'hkv'].filter((k) => q.has(k)).map((k) => [k, Number(q.get(k))]));
   return runDecodeStack({ MultiHeadAttention }, membw, { settings: parseDtypes(q.get('settings') ?? 'f32'), ...sizes, freshOutputs: q.has('freshOutputs'), log });
 }

@@ -74,7 +74,8 @@ export async function runLlamaCppPage({ MultiHeadAttention, Wllama }, q, log) {
   const ourNames = types.flatMap((t) => OUR_SETTINGS[t]);
   log(`ours: 8-layer stacks of ${ourNames.join(', ')}, n ${shape.n}, threads ${shape.threads}`);
   const ours = await runDecodeStack({ MultiHeadAttention }, null, { settings: ourNames, layers: 8, E: shape.E, h: shape.h, hkv: shape.hkv,
-    headDim: shape.E / shape.h, cacheLength: shape.n, tokens: Math.max(8, shape.tokens), threads: shape.threads, log });
+    headDim: shape.E / shape.h, cacheLength: shape.n, tokens: Math.max(8, shape.tokens), threads: shape.threads,
+    warmup: 0, log });  // timed from the first token, as llama.cpp's (after its 2-token warm-up completion)
   const llama = [];
   for (const type of types) {
     const fetchBlob = async (layers) => (await fetch(`/build/llama_cpp/${q.get(`model${layers}_${type}`)}.gguf`)).blob();

@@ -7,10 +7,11 @@
 // median ms per token and B's time ÷ A's.
 //
 //   node bench/decode/stack_ab.mjs ROOT_A ROOT_B [--settings i8a8,i4a8] [--threads N] [--tokens N]
-//        [--layers N] [--cache N] [--shape E/h/hkv]
+//        [--warmup N] [--layers N] [--cache N] [--shape E/h/hkv]
 //
 //   --settings LIST  decode_dtypes.mjs names (default i8a8,i4a8)
 //   --tokens N       timed tokens per setting and build (default 24)
+//   --warmup N       untimed tokens before them (default 48, as decode_stack.mjs)
 //   --layers, --cache, --shape, --threads: as bench/decode/decode_stack.mjs (defaults 24, 512,
 //                    2048/32/8, 1)
 //
@@ -24,7 +25,7 @@ import { dtypeNames } from './decode_dtypes.mjs';
 import { createStacks, parseStackSizes, prefill, rewind, stackShape, token } from './decode_stack_suite.mjs';
 
 const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
-  settings: 'i8a8,i4a8', threads: { type: 'string' }, tokens: { type: 'string' }, layers: { type: 'string' },
+  settings: 'i8a8,i4a8', threads: { type: 'string' }, tokens: { type: 'string' }, warmup: { type: 'string' }, layers: { type: 'string' },
   cache: { type: 'string' }, shape: { type: 'string' },
 }, { allowPositionals: true });
 const usage = (error) => exitWithUsage(import.meta.url, error);
@@ -44,18 +45,18 @@ for (const root of positionals) {
 for (const { stacks } of builds) for (const stack of stacks) await prefill(stack, shape);
 const x = filled(shape.E, 11, 1);
 const times = builds.map(({ stacks }) => stacks.map(() => []));
-for (let t = 0; t < shape.tokens; t++) {
+for (let t = -shape.warmup; t < shape.tokens; t++) {
   if (t % shape.drift === 0) for (const { stacks } of builds) stacks.forEach((s) => rewind(s, shape.cacheLength));
   for (let s = 0; s < settings.length; s++) {
     for (const b of t % 2 ? [1, 0] : [0, 1]) {
       const t0 = performance.now();
       await token(builds[b].stacks[s], x, shape.E);
-      times[b][s].push(performance.now() - t0);
+      if (t >= 0) times[b][s].push(performance.now() - t0);
     }
   }
 }
 console.log(`A ${builds[0].root}, B ${builds[1].root}; (E, h, hkv) = (${shape.E}, ${shape.h}, ${shape.hkv}), `
-  + `${shape.layers} layers, cache ${shape.cacheLength}, threads ${shape.threads}, ${shape.tokens} tokens each`);
+  + `${shape.layers} layers, cache ${shape.cacheLength}, threads ${shape.threads}, ${shape.tokens} tokens each after ${shape.warmup} untimed`);
 settings.forEach((name, s) => {
   const [a, b] = [0, 1].map((i) => median([...times[i][s]].sort((p, q) => p - q)));
   console.log(`${name}: A ${a.toFixed(2)} ms, B ${b.toFixed(2)} ms, B/A time ${(b / a).toFixed(3)}`);
