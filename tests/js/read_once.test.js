@@ -189,3 +189,18 @@ test('scaledDotProductAttention(): an attnMask changed right after the call chan
   attnMask.data.fill(NaN);
   assert.ok(sameBits((await call).output.data, expected));
 });
+
+test('forward(x, x, x): one tensor object passed three times is read once (each getter runs once), the result unchanged', async () => {
+  const mha = await MultiHeadAttention.create({ embedDim: 8, numHeads: 2, threads: 1 });
+  try {
+    mha.loadStateDict(seededStateDict(mha.stateDictShapes, 5));
+    const values = filled(3 * 8, 4);
+    const expected = (await mha.forward(tensor(values, [1, 3, 8]), tensor(values, [1, 3, 8]), tensor(values, [1, 3, 8]))).output.data;
+    const reads = { data: 0, shape: 0 };
+    const x = { get data() { reads.data += 1; return values; }, get shape() { reads.shape += 1; return [1, 3, 8]; } };
+    assert.ok(sameBits((await mha.forward(x, x, x)).output.data, expected));
+    assert.deepEqual(reads, { data: 1, shape: 1 });
+  } finally {
+    mha.dispose();
+  }
+});

@@ -48,10 +48,16 @@ const withOut = (plan, out) => Object.assign(plan, { out: checkOut(out, { shape:
 function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   const views = new Map();
   const buffers = new Map();
-  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
-  const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
-    ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
-    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
+  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js). One
+  // object passed twice or three times (self-attention, a decode step) is read and checked once.
+  const checked = new Map();
+  const input = (argument, tensor, ranks) => {
+    if (checked.has(tensor)) return checked.get(tensor);
+    const t = isGpuTensor(tensor) ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+      : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true });
+    if (tensor !== null && typeof tensor === 'object') checked.set(tensor, t);
+    return t;
+  };
   const given = input('query', query, [2, 3]);
   const batched = given.shape.length === 3;
   const rank = given.shape.length;
