@@ -174,7 +174,8 @@ export class MultiHeadAttention {
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');
     const plan = resolveMhaForward(this.#config, query, key, value, options);
-    return results(await dispatcher.forward(plan), plan);
+    const ran = dispatcher.forward(plan);  // a promise unless it ran now
+    return results(ran instanceof Promise ? await ran : ran, plan);
   }
 
   /**

@@ -43,8 +43,7 @@ export const testHooks = { onRun: null };
 
 /** One module's executors and the rules that pick one per call. */
 export class Dispatcher {
-  #config;
-  #wasm;
+  #config; #wasm;
   #pool;
   #autoThreads;
   #gpu;              // null, or the GPU slot (below)
@@ -211,13 +210,15 @@ export class Dispatcher {
   }
 
   /**
-   * plan: from resolveMhaForward(). Resolves to a ForwardResult. A call that has not read its
-   * weights when this returns (it waits, or runs on the GPU) holds back later loads until it
-   * settles (loadStateDict()).
+   * plan: from resolveMhaForward(). A ForwardResult, or a promise of one: a host call on a cache of
+   * a WASM-only module with no load pending waits for nothing, so it runs now, outside #forward's
+   * async frame (each await cost a decode step about 5 µs in Firefox). A call that has not read its
+   * weights when this returns (it waits, or runs on the GPU) holds back later loads until it settles.
    */
   forward(plan) {
     const call = { bound: false };
-    const result = this.#forward(plan, call);
+    const now = plan.cache && !this.#gpu && !this.#loading && !plan.onDevice && plan.output !== 'gpu-buffer';
+    const result = now ? this.#enqueueCached(plan, 'wasm', call) : this.#forward(plan, call);
     if (!call.bound) {
       this.#unbound.add(result);
       const done = () => this.#unbound.delete(result);
@@ -267,8 +268,8 @@ export class Dispatcher {
     return result;
   }
 
-  // A call sampled for the device's threshold (auto_threshold.js): on the CPU executor and on the
-  // GPU, both reported to onRun; the result is the one of where route() sent it.
+  // A call sampled for the device's threshold (auto_threshold.js): on the CPU executor and the GPU,
+  // both reported to onRun; the result is that of where route() sent it.
   async #sampled(plan, where, cpu) {
     const { executor } = this.#gpu;
     const ran = await sampleBoth(executor.device, forwardFlops(plan, this.#config), () => this.#deviceSide.cpu(cpu).forward(plan), () => executor.forward(plan));
@@ -306,9 +307,8 @@ export class Dispatcher {
     return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call), deviceInputs(plan).length === 0);
   }
 
-  // A call with a cache, in its cache's queue (KvCache.enqueue()): where the cache is. On WASM it
-  // runs synchronously; a GPU call that fails cannot move to WASM (the storage is on the device),
-  // so it rejects (the module's other calls follow the failure policy).
+  // A call with a cache, in its cache's queue (KvCache.enqueue()), where the cache is: on WASM at once; on
+  // the GPU a failure rejects (the storage is there), the module's other calls follow the failure policy.
   #forwardCached(plan, where, call) {
     this.#live();
     if (where !== 'webgpu') {

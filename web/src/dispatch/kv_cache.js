@@ -108,7 +108,8 @@ export class KvCache {
   /**
    * Runs `run()` (a forward() on this cache, planned by `planned` = the plan's { lengthBefore,
    * lengthAfter }) after the calls made before it: at once when none is running (a WASM call then
-   * runs synchronously, reading its inputs at the call), else queued. Resolves to run()'s result.
+   * runs synchronously, reading its inputs at the call), else queued. Returns run()'s result
+   * itself where it ran at once and gave one (a WASM call: no promise to settle), else a promise.
    */
   /** Whether calls are queued or running on it (a call enqueued now would run later). */
   get busy() { return this.#queued > 0; }
@@ -142,7 +143,7 @@ export class KvCache {
       this.#lastRows = rows;
       this.#lastPerRow = perRow;
       this.#lastInputsHeld = inputsHeld;
-      if (!(call instanceof Promise)) return Promise.resolve(call);  // done already (WASM)
+      if (!(call instanceof Promise)) return call;  // done already (WASM)
     } else {
       call = this.#queue.then(start);
       this.#lastRows = rows;
