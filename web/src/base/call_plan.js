@@ -12,7 +12,7 @@ import { isDeviceData } from './gpu_tensors.js';
  *   executor that runs the call, set by dispatch.js's forward()), positionIds (null, or Int32Array
  *   [B·L]: each row's rotary position), outputShape, weightsShape, out (null, or
  *   base/output_target.js's OutTarget: the calling thread's WASM executor writes the output
- *   there; null in planWithCopies()'s plan, which a worker gets) }
+ *   there, api.js's results() any other; pool/pool.js posts a worker named fields only) }
  * @typedef {{ output: Float32Array, weights: Float32Array | null, path?: string }} ForwardResult
  *   path: the GPU attention kernels used ('flash' | 'decode'), for tests
  * @typedef {{ name: string, data: Float32Array }} StateDictEntry  checked against parameterSpecs()
@@ -36,7 +36,7 @@ export function weightsPerBatch(plan, heads) {
 }
 
 /** The plan itself if it owns its arrays, else planWithCopies()'s: for a call that runs later. */
-export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).plan, borrowed: false, out: plan.out } : plan);
+export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).plan, borrowed: false } : plan);
 
 /**
  * The plan with fresh copies of every input array (query, key, value, mask data, position ids; an
@@ -55,8 +55,6 @@ export function planWithCopies(plan) {
     ...plan,
     query: copy(plan.query), key: copy(plan.key), value: copy(plan.value),
     keyPaddingMask: mask(plan.keyPaddingMask), attnMask: mask(plan.attnMask), positionIds: copy(plan.positionIds),
-    // The caller's `out` is never posted to a worker: api.js's results() writes the pool's output there.
-    out: null,
   };
   return { plan: copied, buffers: [...copies.values()].map((c) => c.buffer) };
 }

@@ -32,6 +32,9 @@ export const isDeviceData = (data) => data instanceof DeviceData;
 /** A plan's inputs (query, key, value) on the GPU, in that order. */
 export const deviceInputs = (plan) => [plan.query, plan.key, plan.value].filter(isDeviceData);
 
+/** Whether a forward() plan has GPU-resident tensors: a GPU input, or output 'gpu-buffer'. */
+export const isDeviceCall = (plan) => Boolean(plan.onDevice) || plan.output === 'gpu-buffer';
+
 /**
  * Whether a caller's tensor is a GPU one: an object with a `gpuBuffer` key (checkGpuTensor() checks
  * the rest), unless its `location` says otherwise (an onnxruntime-web Tensor has a gpuBuffer getter

@@ -15,13 +15,16 @@ import { isDetached, stillWhole, typedArrayLength } from './typed_arrays.js';
  *   subclass's set() runs), length (elements: the output's) }
  */
 
+/** An `out` array's length as its ShapeError reports it: 'detached', or its element count. */
+export const outLength = (array) => (isDetached(array) ? 'detached' : typedArrayLength(array));
+
 /**
  * ShapeError unless `target`'s memory still holds the output: the caller may have detached
  * (transferred) or shrunk its buffer while the call waited (for the core, a load, workers, the GPU).
  */
 export function requireOutWhole(target) {
   if (stillWhole(target.view, target.length)) return;
-  const actual = isDetached(target.view) ? 'detached' : typedArrayLength(target.view);
+  const actual = outLength(target.view);
   throw new ShapeError(`out: its ArrayBuffer was detached or shrunk before the result was written (it needs ${target.length} elements, got ${actual})`, {
     argument: 'out', expected: target.length, actual,
   });

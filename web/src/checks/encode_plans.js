@@ -7,6 +7,7 @@ import { checkBoolean, checkChoice, checkOptions } from '../base/option_checks.j
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, requireWhole, shapeError } from '../base/tensor_checks.js';
 import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { widenInputs } from './half_tensors.js';
+import { checkOut } from './out_option.js';
 
 /**
  * encode(key [B, S, kdim] (or [S, kdim]), value [B, S, vdim], { dtype }) checked: { B, S, batched,
@@ -75,6 +76,7 @@ export function resolveEncodedForward(config, query, key, value, o) {
   const averageAttnWeights = checkBoolean('averageAttnWeights', o.averageAttnWeights, true);
   requireWhole('query', q);
   requireWhole('keyPaddingMask', keyPaddingMask);
+  const outputShape = [...lead, L, config.embedDim];
   return {
     borrowed: true,
     B, L, S: 0, T, batched,
@@ -86,7 +88,8 @@ export function resolveEncodedForward(config, query, key, value, o) {
     averageAttnWeights,
     cache: { kvCache: cache, rows: null, lengthsBefore: new Array(B).fill(T), L: 0, lengthBefore: T, lengthAfter: T },
     positionIds: null,
-    outputShape: [...lead, L, config.embedDim],
+    outputShape,
     weightsShape: needWeights ? [...lead, ...(averageAttnWeights ? [] : [config.numHeads]), L, T] : null,
+    out: checkOut(o.out, { shape: outputShape, dtype }),
   };
 }

@@ -2,7 +2,8 @@
 // (base/output_target.js writes into it): a Float32Array for a float32 call, a Uint16Array for a
 // 16-bit one (its output's kind), of exactly the output's elements.
 import { DTypeError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
-import { isDetached, plainView, typedArrayLength, typedArrayType } from '../base/typed_arrays.js';
+import { plainView, typedArrayLength, typedArrayType } from '../base/typed_arrays.js';
+import { outLength } from '../base/output_target.js';
 import { product } from '../base/tensor_checks.js';
 
 /**
@@ -24,7 +25,7 @@ export function checkOut(out, { shape, dtype, output = 'cpu' }) {
   }
   const length = product(shape);
   if (typedArrayLength(out) !== length) {
-    const actual = isDetached(out) ? 'detached' : typedArrayLength(out);
+    const actual = outLength(out);
     throw new ShapeError(`out: expected ${length} elements (the output is ${formatShape(shape)}), got ${actual}`, {
       argument: 'out', expected: length, actual,
     });

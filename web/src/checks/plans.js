@@ -35,33 +35,26 @@ export function resolveMhaForward(config, query, key, value, options) {
         argument: 'output', expected: "'cpu'", actual: output,
       });
     }
-    return withOut(lazyModules().resolveEncodedForward(config, query, key, value, o), o.out);
+    return lazyModules().resolveEncodedForward(config, query, key, value, o);
   }
-  return withOut(resolvePlainForward(config, query, key, value, o, { output, batch }), o.out);
+  return resolvePlainForward(config, query, key, value, o, { output, batch });
 }
-
-// A plan with its checked `out` (checks/out_option.js), looked at once the inputs are: its length
-// is the output's.
-const withOut = (plan, out) => Object.assign(plan, { out: checkOut(out, { shape: plan.outputShape, dtype: plan.dtype, output: plan.output }) });
 
 // resolveMhaForward() of a call without an encode()d cache.
 function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   const views = new Map();
   const buffers = new Map();
-  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js). One
-  // object passed twice or three times (self-attention, a decode step) is read and checked once.
-  const checked = new Map();
-  const input = (argument, tensor, ranks) => {
-    if (checked.has(tensor)) return checked.get(tensor);
-    const t = isGpuTensor(tensor) ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
-      : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true });
-    if (tensor !== null && typeof tensor === 'object') checked.set(tensor, t);
-    return t;
-  };
+  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
+  const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
+    ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
   const given = input('query', query, [2, 3]);
   const batched = given.shape.length === 3;
   const rank = given.shape.length;
-  const { tensors: [q, k, v], dtype } = widenInputs([['query', given], ['key', input('key', key, [rank])], ['value', input('value', value, [rank])]]);
+  // One object passed twice or three times (self-attention, a decode step) is read and checked once.
+  const givenKey = key === query ? given : input('key', key, [rank]);
+  const givenValue = value === query ? given : value === key ? givenKey : input('value', value, [rank]);
+  const { tensors: [q, k, v], dtype } = widenInputs([['query', given], ['key', givenKey], ['value', givenValue]]);
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
   const [Bk, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -92,6 +85,7 @@ function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   requireWhole('value', v);
   requireWhole('keyPaddingMask', keyPaddingMask);
   requireWhole('attnMask', attnMask);
+  const outputShape = [...lead(B), L, config.embedDim];
   return {
     borrowed: true,
     B, L, S, T, batched,
@@ -106,8 +100,9 @@ function resolvePlainForward(config, query, key, value, o, { output, batch }) {
     averageAttnWeights,
     cache,
     positionIds,
-    outputShape: [...lead(B), L, config.embedDim],
+    outputShape,
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
+    out: checkOut(o.out, { shape: outputShape, dtype, output }),  // after the inputs: its length is the output's
   };
 }
 
@@ -160,6 +155,7 @@ export function resolveSdpa(q, k, v, options) {
   // float32 would round to 0 or overflow.
   const scale = o.scale === undefined ? undefined : checkPositive('scale', o.scale);
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
+  const outputShape = [...leading, L, dv];
   return {
     N, L, S, dk, dv,
     dtype,
@@ -168,9 +164,9 @@ export function resolveSdpa(q, k, v, options) {
     isCausal: checkBoolean('isCausal', o.isCausal, false),
     scale,
     needWeights,
-    outputShape: [...leading, L, dv],
+    outputShape,
     weightsShape: needWeights ? [...leading, L, S] : null,
-    out: checkOut(o.out, { shape: [...leading, L, dv], dtype }),
+    out: checkOut(o.out, { shape: outputShape, dtype }),
   };
 }
 

@@ -23,7 +23,7 @@
 // once and the caller gets a correct result. A call with GPU-resident tensors (a GPU input, or
 // output 'gpu-buffer') has its own rules: dispatch/device_calls.js.
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
-import { deviceInputs } from '../base/gpu_tensors.js';
+import { deviceInputs, isDeviceCall } from '../base/gpu_tensors.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
@@ -43,7 +43,8 @@ export const testHooks = { onRun: null };
 
 /** One module's executors and the rules that pick one per call. */
 export class Dispatcher {
-  #config; #wasm;
+  #config;
+  #wasm;
   #pool;
   #autoThreads;
   #gpu;              // null, or the GPU slot (below)
@@ -210,15 +211,15 @@ export class Dispatcher {
   }
 
   /**
-   * plan: from resolveMhaForward(). A ForwardResult, or a promise of one: a host call on a cache of
-   * a WASM-only module with no load pending waits for nothing, so it runs now, outside #forward's
-   * async frame (each await cost a decode step about 5 µs in Firefox). A call that has not read its
-   * weights when this returns (it waits, or runs on the GPU) holds back later loads until it settles.
+   * plan: from resolveMhaForward(). A ForwardResult, or a promise of one: a host call on a cache with
+   * no load pending waits for nothing (#gpuWanted() leaves cache calls where their cache is), so it
+   * is queued now, as #forward would after its waiting (a WASM step then returns no promise: each
+   * await cost a Firefox decode step ~5 µs). An unread-weights call holds back later loads till it settles.
    */
   forward(plan) {
     const call = { bound: false };
-    const now = plan.cache && !this.#gpu && !this.#loading && !plan.onDevice && plan.output !== 'gpu-buffer';
-    const result = now ? this.#enqueueCached(plan, 'wasm', call) : this.#forward(plan, call);
+    const now = plan.cache && !isDeviceCall(plan) && !this.#loading;
+    const result = now ? this.#enqueueCached(plan, this.route(plan).where, call) : this.#forward(plan, call);
     if (!call.bound) {
       this.#unbound.add(result);
       const done = () => this.#unbound.delete(result);
@@ -229,13 +230,12 @@ export class Dispatcher {
 
   // forward()'s body; sets call.bound where the call reads its weights before its first await.
   async #forward(given, call) {
-    // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at
-    // its first large call. A call that waits, or runs anywhere but on this thread's WASM at
-    // once, owns copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change its
-    // arrays once this returns.
+    // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at its
+    // first large call. A call that waits, or runs anywhere but on this thread's WASM at once, owns
+    // copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change them after.
     let plan = given;
     // A call with GPU-resident tensors wants the GPU whatever its size (device_calls.js).
-    const device = plan.onDevice || plan.output === 'gpu-buffer';
+    const device = isDeviceCall(plan);
     const wantsGpu = () => this.#gpu?.state === 'pending' && (device || this.#gpuWanted(plan));
     if (this.#loading || wantsGpu()) plan = ownedPlan(plan);
     if (this.#loading) {

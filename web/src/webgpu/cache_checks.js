@@ -1,6 +1,7 @@
 // What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
 // executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
 import { CacheError, MemoryError } from '../base/errors.js';
+import { isDeviceCall } from '../base/gpu_tensors.js';
 import { cachedPasses } from './cached_passes.js';
 import { callRows, firstPositions, windowIds } from './forward_encode.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
@@ -49,7 +50,7 @@ export function checkCachedCall(plan, config, fits, limits) {
   checkWindowIds(plan);
   checkRowTable(plan, limits);
   // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
-  if (plan.L > plan.cache.storage.maxRowsPerPass && (plan.onDevice || plan.output === 'gpu-buffer')) {
+  if (plan.L > plan.cache.storage.maxRowsPerPass && isDeviceCall(plan)) {
     throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
       + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
       argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
