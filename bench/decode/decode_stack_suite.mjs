@@ -102,6 +102,25 @@ export async function prefill(stack, { E, cacheLength }) {
 /** Truncates every layer's cache of a stack back to `length` positions. */
 export const rewind = (stack, length) => { for (const { cache } of stack.layers) cache.truncate(length); };
 
+/** ms of one token through `stack` (token() timed). */
+export async function timeToken(stack, x, E) {
+  const t0 = now();
+  await token(stack, x, E);
+  return now() - t0;
+}
+
+/**
+ * shape.warmup untimed rounds, then shape.tokens timed ones: round(t, timed) for t from
+ * -warmup on, every stack of `stacks` truncated back to cacheLength every `drift` rounds, so that
+ * the timed lengths stay within drift of it. Shared by runDecodeStack and stack_ab.mjs.
+ */
+export async function tokenRounds(shape, stacks, round) {
+  for (let t = -shape.warmup; t < shape.tokens; t++) {
+    if (t % shape.drift === 0) stacks.forEach((s) => rewind(s, shape.cacheLength));
+    await round(t, t >= 0);
+  }
+}
+
 /**
  * Runs the benchmark. libs: { MultiHeadAttention }; membwBytes: build/membw/membw.wasm's bytes,
  * or null for no bandwidth and no bounds. settings: DTYPES names, the first the reference.
@@ -122,15 +141,13 @@ export async function runDecodeStack(libs, membwBytes, { settings, log = () => {
     const firsts = [];
     for (const stack of stacks) { firsts.push((await token(stack, x, shape.E)).slice()); rewind(stack, shape.cacheLength); }
     const times = stacks.map(() => []);
-    for (let t = -shape.warmup; t < shape.tokens; t++) {
-      if (t % shape.drift === 0) stacks.forEach((s) => rewind(s, shape.cacheLength));
+    await tokenRounds(shape, stacks, async (t, timed) => {
       for (let k = 0; k < stacks.length; k++) {
-        const s = (t + shape.warmup + k) % stacks.length;
-        const t0 = now();
-        await token(stacks[s], x, shape.E);
-        if (t >= 0) times[s].push(now() - t0);
+        const s = (t + shape.warmup + k) % stacks.length;  // a rotating order
+        const ms = await timeToken(stacks[s], x, shape.E);
+        if (timed) times[s].push(ms);
       }
-    }
+    });
     return { shape, bandwidth, outputs: stacks[0].outputs, rows: stacks.map((stack, s) => ({ ...row(stack.name, times[s], maxAbsDiff(firsts[s], firsts[0]), shape, bandwidth), prefillMs: prefillMs[s] })) };
   } finally {
     for (const stack of stacks) for (const { mha } of stack.layers) mha.dispose();
@@ -153,14 +170,12 @@ export const stackShape = (options) => ({ ...STACK_DEFAULTS, threads: 1, ...opti
  */
 export function parseStackSizes({ layers, tokens, warmup, cache, threads, shape }) {
   const sizes = {};
-  for (const [flag, key, text] of [['layers', 'layers', layers], ['tokens', 'tokens', tokens], ['cache', 'cacheLength', cache], ['threads', 'threads', threads]]) {
+  const flags = [['layers', 'layers', layers, 1], ['tokens', 'tokens', tokens, 1], ['warmup', 'warmup', warmup, 0],
+    ['cache', 'cacheLength', cache, 1], ['threads', 'threads', threads, 1]];
+  for (const [flag, key, text, least] of flags) {
     if (text === undefined) continue;
     sizes[key] = Number(text);
-    if (!(Number.isInteger(sizes[key]) && sizes[key] > 0)) throw new Error(`--${flag}: expected a positive integer`);
-  }
-  if (warmup !== undefined) {
-    sizes.warmup = Number(warmup);
-    if (!(Number.isInteger(sizes.warmup) && sizes.warmup >= 0)) throw new Error('--warmup: expected an integer >= 0');
+    if (!(Number.isInteger(sizes[key]) && sizes[key] >= least)) throw new Error(`--${flag}: expected an integer >= ${least}`);
   }
   return shape === undefined ? sizes : { ...sizes, ...parseStackShape(shape) };
 }

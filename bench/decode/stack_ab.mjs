@@ -22,7 +22,7 @@ import { resolve } from 'node:path';
 import { exitWithUsage, parseFlags } from '../lib/run_env.mjs';
 import { filled, median } from '../lib/suite.mjs';
 import { dtypeNames } from './decode_dtypes.mjs';
-import { createStacks, parseStackSizes, prefill, rewind, stackShape, token } from './decode_stack_suite.mjs';
+import { createStacks, parseStackSizes, prefill, stackShape, timeToken, tokenRounds } from './decode_stack_suite.mjs';
 
 const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
   settings: 'i8a8,i4a8', threads: { type: 'string' }, tokens: { type: 'string' }, warmup: { type: 'string' }, layers: { type: 'string' },
@@ -45,16 +45,14 @@ for (const root of positionals) {
 for (const { stacks } of builds) for (const stack of stacks) await prefill(stack, shape);
 const x = filled(shape.E, 11, 1);
 const times = builds.map(({ stacks }) => stacks.map(() => []));
-for (let t = -shape.warmup; t < shape.tokens; t++) {
-  if (t % shape.drift === 0) for (const { stacks } of builds) stacks.forEach((s) => rewind(s, shape.cacheLength));
+await tokenRounds(shape, builds.flatMap((b) => b.stacks), async (t, timed) => {
   for (let s = 0; s < settings.length; s++) {
-    for (const b of t % 2 ? [1, 0] : [0, 1]) {
-      const t0 = performance.now();
-      await token(builds[b].stacks[s], x, shape.E);
-      if (t >= 0) times[b][s].push(performance.now() - t0);
+    for (const b of t % 2 ? [1, 0] : [0, 1]) {  // the builds' order swapped every token
+      const ms = await timeToken(builds[b].stacks[s], x, shape.E);
+      if (timed) times[b][s].push(ms);
     }
   }
-}
+});
 console.log(`A ${builds[0].root}, B ${builds[1].root}; (E, h, hkv) = (${shape.E}, ${shape.h}, ${shape.hkv}), `
   + `${shape.layers} layers, cache ${shape.cacheLength}, threads ${shape.threads}, ${shape.tokens} tokens each after ${shape.warmup} untimed`);
 settings.forEach((name, s) => {
