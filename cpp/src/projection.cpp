@@ -18,11 +18,12 @@ void project_by_panels(const float* x, int rows, std::ptrdiff_t x_stride,
                        const kernels::LinearTarget* targets, int target_count, int threads) {
   int total = 0;
   for (int t = 0; t < target_count; ++t) total += targets[t].weights->panel_count();
-  // About eight chunks per thread, each a multiple of 4 panels (the one-row loops' group). With
-  // two, the caller waited for the last chunk of a slower or later thread: a two-thread int4 x
-  // int8 decode step of the 24-layer stack spent 3.5 ms of ~18 in that wait, 0.7 with eight
-  // (Node, mt-relaxed; docs/performance.md#threads).
-  const int grain = std::max(4, ((total + 8 * threads - 1) / (8 * threads) + 3) / 4 * 4);
+  // About four chunks per thread, each a multiple of 4 panels (the one-row loops' group). With
+  // two, the caller waited for the last chunk of a slower or later thread (a VM's); each chunk
+  // more restarts the weight streams, which the hardware prefetcher must find again: eight per
+  // thread ran a two-thread step of the 24-layer stack 4-8 % slower than four on an Intel VM
+  // (docs/performance.md#threads).
+  const int grain = std::max(4, ((total + 4 * threads - 1) / (4 * threads) + 3) / 4 * 4);
   // int8 activations: the rows quantised once here for every chunk, not again in each. A module's
   // weights share one activations mode.
   // The calling thread's scratch (q8_rows.h; the chunks' linear_quantised never quantises into
