@@ -105,15 +105,15 @@ export class KvCache {
     return B === 1 ? [handle.length()] : Array.from({ length: B }, (_, b) => handle.rowLength(b));
   }
 
+  /** Whether calls are queued or running on it (a call enqueued now would run later). */
+  get busy() { return this.#queued > 0; }
+
   /**
    * Runs `run()` (a forward() on this cache, planned by `planned` = the plan's { lengthBefore,
    * lengthAfter }) after the calls made before it: at once when none is running (a WASM call then
    * runs synchronously, reading its inputs at the call), else queued. Returns run()'s result
    * itself where it ran at once and gave one (a WASM call: no promise to settle), else a promise.
    */
-  /** Whether calls are queued or running on it (a call enqueued now would run later). */
-  get busy() { return this.#queued > 0; }
-
   enqueue(planned, run, inputsHeld = true) {
     const epoch = this.#epoch;
     const { L, lengthsBefore } = planned;
@@ -140,16 +140,13 @@ export class KvCache {
       } catch (e) {
         return Promise.reject(e);
       }
-      this.#lastRows = rows;
-      this.#lastPerRow = perRow;
-      this.#lastInputsHeld = inputsHeld;
-      if (!(call instanceof Promise)) return call;  // done already (WASM)
     } else {
       call = this.#queue.then(start);
-      this.#lastRows = rows;
-      this.#lastPerRow = perRow;
-      this.#lastInputsHeld = inputsHeld;
     }
+    this.#lastRows = rows;
+    this.#lastPerRow = perRow;
+    this.#lastInputsHeld = inputsHeld;
+    if (!(call instanceof Promise)) return call;  // ran at once and done (WASM)
     this.#queued += 1;
     this.#planned = lengthsBefore.slice();
     for (const b of listed) this.#planned[b] += L;
