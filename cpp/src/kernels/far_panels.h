@@ -8,7 +8,8 @@
 // ran 1.00-1.15× its pair, int4 × int8 1.14-2.64× on a Xeon VM (0.86-0.93× relaxed on a Zen 3 VM)
 // (docs/performance.md#decode-kernels). Every one-row projection loop takes its groups here, of 4
 // panels: the int8-activation kernels (q8_panel_groups_simd128.h: 2 for a range under 16
-// panels), f32 and the float32-activation readers of f16, bf16, int8 and int4 (linear_simd128.h).
+// panels), f32 and the float32-activation readers of f16, bf16, int8 and int4 (linear_simd128.h);
+// f16 and int8 (relaxed modules) take kFarPanelsInMemory.
 #pragma once
 
 namespace webattention::kernels {
@@ -19,6 +20,15 @@ namespace webattention::kernels {
 // relaxed and 1.9-2.6× SIMD128 (its pairs streamed at a third of their in-cache rate there), where
 // the Zen 3 VM ran the relaxed int4 step 0.86-0.93×; int4 with float32 activations 1.40-1.68×.
 constexpr int kFarPanels = 4;
+
+// Panels a one-row loop whose sums live in memory between blocks of rows takes at once
+// (linear_simd128.h's one_row_pairs_in_memory: kFarPanels of them in registers a block, then the
+// next kFarPanels): twice the streams for no more registers. The 24-layer decode stack at (2048,
+// 32, 8) on the Xeon VM, 8 against 4 (builds alternated; docs/performance.md#decode-kernels):
+// f16 weights 0.94-0.95x the token's time with two threads in every module and with one 0.93-0.97x;
+// int8 weights 0.95-0.97x in the relaxed modules, but 1.01-1.05x in the SIMD128 ones, whose loop
+// (no fused multiply-add) is bound by its operations, so int8 takes 8 in the relaxed modules only.
+constexpr int kFarPanelsInMemory = 8;
 
 // Panels [begin, end) as group(p0, stride) for the groups {p0, p0 + stride, ..., p0 + (G - 1) ·
 // stride} (stride: the range's G-th, so the groups' G streams lie that far apart), then

@@ -227,52 +227,70 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
   store_pair_panels<kPanels>(w, target, p0, stride, acc);
 }
 
-// one_row_pair_panels for int8 (I8PairPanel), 4 panels at a time: each block's partial sums in
-// registers, from zero, added times the block's scales to accumulators kept in memory (`acc`,
-// touched once a block), so that 4 panels' partial sums (8 registers) share a row's broadcast of
-// x without spilling in V8's 15 registers (held in registers too, the accumulators fit only 2
-// panels, and a decode step at (2048, 32, 8) took 1.10-1.16x as long:
-// docs/performance.md#decode-kernels). Per column the same operations in the same order as
-// one_row_pair_panels. int4 stays there, 2 panels at a time: its readers hold their block's zero
-// points in registers, and this loop ran it 3 % slower.
+// one_row_pair_panels with the sums in memory (`acc`, touched once a block of rows and sub-group),
+// for the readers whose kSumsInMemory says so: the rows in blocks (a reader's own, int8's 32, or
+// kRowBlock), the panels in sub-groups of up to kFarPanels, each sub-group's sums of a block in
+// registers. So 4 panels' sums (8 registers) share a row's broadcast of x without spilling in
+// V8's 15 registers (int8's accumulators and partial sums both in registers fit only 2 panels,
+// and a decode step at (2048, 32, 8) took 1.10-1.16x as long), and kFarPanelsInMemory panels read
+// as many streams with 4 panels' registers (far_panels.h). A reader with block scales sums each
+// block from zero and adds it times the block's scales (scale_block); the others add each row to
+// the sums themselves. Per column the same operations in the same order as one_row_pair_panels:
+// the same bits. docs/performance.md#decode-kernels.
 template <class Panel, int kPanels>
-__attribute__((noinline)) void one_row_scaled_pair_panels(const float* x, const LinearTarget& target, int p0, int stride) {
+__attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const LinearTarget& target, int p0, int stride) {
+  constexpr int kSub = kPanels < kFarPanels ? kPanels : kFarPanels;
+  static_assert(kPanels % kSub == 0, "whole sub-groups");
+  constexpr int kRowBlock = Panel::kBlockScales ? Panel::kBlock : 32;
   const PackedLinear& w = *target.weights;
   alignas(16) float acc[2 * kPanels][4];
   // The array's address escapes into an empty asm: clang keeps it in memory, not in registers.
   __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
+  Panel panels[kPanels];
+  AfterFirst<Panel> rest[kPanels];
   for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i * stride) * kPanelWidth;
     v128_t even, odd;
     to_pairs(bias_or_zero(w, n0), bias_or_zero(w, n0 + 4), even, odd);
     wasm_v128_store(acc[2 * i], even);
     wasm_v128_store(acc[2 * i + 1], odd);
+    panels[i] = Panel(w, p0 + i * stride);
+    rest[i].panel = panels[i];
   }
-  Panel panels[kPanels];
-  for (int i = 0; i < kPanels; ++i) panels[i] = Panel(w, p0 + i * stride);
-  for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
-    v128_t part[2 * kPanels];
-    for (auto& v : part) v = wasm_f32x4_splat(0.0f);
-    block_times_panel_rows<kPanels>(x, k0, std::min(w.in, k0 + Panel::kBlock), panels, part);
-    for (int i = 0; i < kPanels; ++i) {
-      v128_t even = wasm_v128_load(acc[2 * i]), odd = wasm_v128_load(acc[2 * i + 1]);
-      panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], even, odd);
-      wasm_v128_store(acc[2 * i], even);
-      wasm_v128_store(acc[2 * i + 1], odd);
+  for (int k0 = 0; k0 < w.in; k0 += kRowBlock) {
+    const int k1 = std::min(w.in, k0 + kRowBlock);
+    for (int g = 0; g < kPanels; g += kSub) {
+      v128_t part[2 * kSub];
+      for (int i = 0; i < 2 * kSub; ++i) part[i] = Panel::kBlockScales ? wasm_f32x4_splat(0.0f) : wasm_v128_load(acc[2 * g + i]);
+      if constexpr (Panel::kBlockScales) {
+        block_times_panel_rows<kSub>(x, k0, k1, panels + g, part);
+      } else {  // row 0 as it lies, the rows after it through AfterFirst (row_times_pair_rows)
+        if (k0 == 0) row_times_panel_rows<kSub>(x, 0, std::min(k1, 1), panels + g, part);
+        row_times_panel_rows<kSub>(x, std::max(k0, 1), k1, rest + g, part);
+      }
+      for (int i = 0; i < kSub; ++i) {
+        v128_t even = part[2 * i], odd = part[2 * i + 1];
+        if constexpr (Panel::kBlockScales) {
+          even = wasm_v128_load(acc[2 * (g + i)]);
+          odd = wasm_v128_load(acc[2 * (g + i) + 1]);
+          panels[g + i].scale_block(k0, part[2 * i], part[2 * i + 1], even, odd);
+        }
+        wasm_v128_store(acc[2 * (g + i)], even);
+        wasm_v128_store(acc[2 * (g + i) + 1], odd);
+      }
+      __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
     }
-    __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
   }
   v128_t sums[2 * kPanels];
   for (int i = 0; i < 2 * kPanels; ++i) sums[i] = wasm_v128_load(acc[i]);
   store_pair_panels<kPanels>(w, target, p0, stride, sums);
 }
 
-// kPanels panels `stride` apart, one input row: one_row_scaled_pair_panels (the accumulators in
-// memory) or one_row_pair_panels.
-template <class Panel, int kPanels, bool kScaledInMemory>
+// kPanels panels `stride` apart, one input row: one_row_pairs_in_memory or one_row_pair_panels.
+template <class Panel, int kPanels>
 void one_row_pair_group(const float* x, const LinearTarget& target, int p0, int stride) {
-  if constexpr (kScaledInMemory) {
-    one_row_scaled_pair_panels<Panel, kPanels>(x, target, p0, stride);
+  if constexpr (Panel::kSumsInMemory) {
+    one_row_pairs_in_memory<Panel, kPanels>(x, target, p0, stride);
   } else {
     one_row_pair_panels<Panel, kPanels>(x, target, p0, stride);
   }
@@ -289,8 +307,9 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
   return true;
 }
 
-// A decode step's projections (one input row) over narrow panels read in pairs, 4 panels at a time,
-// each group's panels a quarter of the target's range apart (far_panels.h): against 4 side by
+// A decode step's projections (one input row) over narrow panels read in pairs, Panel::kFarGroup
+// panels at a time (4, or kFarPanelsInMemory), each group's panels that fraction of the target's
+// range apart (far_panels.h). 4 such panels, against 4 side by
 // side, the projection streamed from memory ran 1.06-1.31× in Node, Chromium and Firefox, f16,
 // int8 and int4 alike, and 0.99-1.11× in the L3. int4 read 2 (its partial sums and zero points
 // take registers too) until a Xeon VM streamed its pairs at two thirds of their in-cache rate:
@@ -301,7 +320,6 @@ inline bool scaled_row(const float* x, int n, float scale, std::vector<float>& x
 // same values (over whatever this wrote).
 template <class Panel>
 bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count) {
-  constexpr bool kScaledInMemory = std::is_same_v<Panel, I8PairPanel>;
   int in = 0;  // the x values any target reads
   for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
   // Kept between calls (one per thread): a decode step would otherwise allocate it every step.
@@ -315,10 +333,10 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     }
     const float* xt = scale == 1.0f ? x : scaled.data();
     const LinearTarget& target = targets[t];
-    far_panel_groups<kFarPanels>(
+    far_panel_groups<Panel::kFarGroup>(
         target.panel_begin, target.panels_end(),
-        [&](int p0, int stride) { one_row_pair_group<Panel, kFarPanels, kScaledInMemory>(xt, target, p0, stride); },
-        [&](int p) { one_row_pair_group<Panel, 1, kScaledInMemory>(xt, target, p, 1); });
+        [&](int p0, int stride) { one_row_pair_group<Panel, Panel::kFarGroup>(xt, target, p0, stride); },
+        [&](int p) { one_row_pair_group<Panel, 1>(xt, target, p, 1); });
   }
   return true;
 }

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/far_panels.h"
 #include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/kernels.h"
 #include "kernels/simd128/panels_simd128.h"
@@ -45,6 +46,9 @@ inline void from_pairs(v128_t even, v128_t odd, v128_t& lo, v128_t& hi) {
 struct F16PairPanel {
   static constexpr int kBlock = INT_MAX / 2;
   static constexpr bool kBlockScales = false;
+  // A decode step's projection loop (linear_simd128.h): the sums in memory, 8 far panels a group.
+  static constexpr bool kSumsInMemory = true;
+  static constexpr int kFarGroup = kFarPanelsInMemory;
   // The rows read as the weights' values over f16_bits_scale(PackedLinear::f16_rebias): x times it.
   static float x_scale(const PackedLinear& w) { return f16_bits_scale(w.f16_rebias); }
   const std::uint16_t* p = nullptr;
@@ -92,6 +96,8 @@ struct AfterFirst {
 struct BF16PairPanel {
   static constexpr int kBlock = INT_MAX / 2;
   static constexpr bool kBlockScales = false;
+  static constexpr bool kSumsInMemory = false;
+  static constexpr int kFarGroup = kFarPanels;
   static float x_scale(const PackedLinear&) { return 1.0f; }
   const std::uint16_t* p = nullptr;
   BF16PairPanel() = default;
@@ -110,6 +116,12 @@ struct BF16PairPanel {
 struct I8PairPanel {
   static constexpr int kBlock = storage::kQuantBlock;
   static constexpr bool kBlockScales = true;
+  static constexpr bool kSumsInMemory = true;
+#ifdef WEBATTENTION_RELAXED_SIMD
+  static constexpr int kFarGroup = kFarPanelsInMemory;
+#else
+  static constexpr int kFarGroup = kFarPanels;  // far_panels.h: 8 ran slower without fused multiply-adds
+#endif
   static float x_scale(const PackedLinear&) { return 1.0f; }
   const std::int8_t* p = nullptr;
   const float* scales = nullptr;
@@ -179,6 +191,8 @@ struct Q4EightsPairPanel {
 struct Q4PairPanel {
   static constexpr int kBlock = storage::kQuantBlock;
   static constexpr bool kBlockScales = true;
+  static constexpr bool kSumsInMemory = false;  // its zero points take registers (linear_simd128.h)
+  static constexpr int kFarGroup = kFarPanels;
   static float x_scale(const PackedLinear&) { return 1.0f; }
   const std::uint8_t* p = nullptr;
   const std::uint32_t* zero_points = nullptr;
