@@ -24,10 +24,12 @@ constexpr int kFarPanels = 4;
 // Panels a one-row loop whose sums live in memory between blocks of rows takes at once
 // (linear_simd128.h's one_row_pairs_in_memory: kFarPanels of them in registers a block, then the
 // next kFarPanels): twice the streams for no more registers. The 24-layer decode stack at (2048,
-// 32, 8) on the Xeon VM, 8 against 4 (builds alternated; docs/performance.md#decode-kernels):
-// f16 weights 0.94-0.95x the token's time with two threads in every module and with one 0.93-0.97x;
-// int8 weights 0.95-0.97x in the relaxed modules, but 1.01-1.05x in the SIMD128 ones, whose loop
-// (no fused multiply-add) is bound by its operations, so int8 takes 8 in the relaxed modules only.
+// 32, 8) on a Xeon VM, 8 against 4 (builds alternated; docs/performance.md#decode-kernels):
+// f16 weights with two threads in Node 1.59-1.65x float32 against 1.54-1.60x (Chromium and
+// Firefox alike within their noise), with one 0.91-1.01x the time; int8 weights in the relaxed
+// modules 2.21-2.37x against 2.12-2.23x with two threads, 0.95-1.00x the time with one, but in the
+// SIMD128 ones 1.01-1.05x as long (its loop has no fused multiply-add, and its operations bound
+// it), so int8 takes 8 in the relaxed modules only.
 constexpr int kFarPanelsInMemory = 8;
 
 // Panels [begin, end) as group(p0, stride) for the groups {p0, p0 + stride, ..., p0 + (G - 1) ·

@@ -228,9 +228,8 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
 }
 
 // one_row_pair_panels with the sums in memory (`acc`, touched once a block of rows and sub-group),
-// for the readers whose kSumsInMemory says so: the rows in blocks (a reader's own, int8's 32, or
-// kRowBlock), the panels in sub-groups of up to kFarPanels, each sub-group's sums of a block in
-// registers. So 4 panels' sums (8 registers) share a row's broadcast of x without spilling in
+// for the readers whose kSumsInMemory says so: the rows in blocks of kRowBlock, the panels in
+// sub-groups of up to kFarPanels, each sub-group's sums of a block in registers. So 4 panels' sums (8 registers) share a row's broadcast of x without spilling in
 // V8's 15 registers (int8's accumulators and partial sums both in registers fit only 2 panels,
 // and a decode step at (2048, 32, 8) took 1.10-1.16x as long), and kFarPanelsInMemory panels read
 // as many streams with 4 panels' registers (far_panels.h). A reader with block scales sums each
@@ -241,6 +240,7 @@ template <class Panel, int kPanels>
 __attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const LinearTarget& target, int p0, int stride) {
   constexpr int kSub = kPanels < kFarPanels ? kPanels : kFarPanels;
   static_assert(kPanels % kSub == 0, "whole sub-groups");
+  // A reader's blocks, or for f16 32 rows: its sums' load and store then come once per 32 rows.
   constexpr int kRowBlock = Panel::kBlockScales ? Panel::kBlock : 32;
   const PackedLinear& w = *target.weights;
   alignas(16) float acc[2 * kPanels][4];
