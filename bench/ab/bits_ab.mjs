@@ -4,14 +4,14 @@
 // prefill are run on the same weights and inputs, for every weights dtype and activations mode, and
 // their outputs compared bit for bit. Prints each case's count of differing values; exits 1 if any.
 //
-//   node bench/ab/bits_ab.mjs ROOT_A ROOT_B [--shapes 2048/32/8,320/5/5,192/3/1] [--steps 6]
+//   node bench/ab/bits_ab.mjs ROOT_A ROOT_B [--shapes 2048/32/8,320/5/5,192/3/1] [--steps 6] [--threads N]
 //
 // ROOT_A, ROOT_B: package roots, each with its own web/dist (e.g. `git worktree add /tmp/base
 // HEAD`, then its build). The module is each root's package choice, or WEBATTENTION_WASM's (Node
 // runs the relaxed ones with --experimental-wasm-relaxed-simd; mt and mt-relaxed with --threads 2).
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import { HEAD_DIM, makeDecodeWeights, stateDict } from '../decode/decode_suite.mjs';
+import { HEAD_DIM, makeDecodeWeights, rows, stateDict } from '../decode/decode_suite.mjs';
 import { parseFlags, exitWithUsage } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
 
@@ -35,11 +35,11 @@ async function outputs(MultiHeadAttention, { E, h, hkv }, setting, steps) {
   mha.loadStateDict(stateDict(mha.stateDictShapes, makeDecodeWeights({ E, h, hkv })));
   const cache = mha.createCache({ batchSize: 1, maxLength: PREFILL + steps });
   const x = filled((PREFILL + steps) * E, 3 + E, 1);
-  const rows = (from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
   const out = [];
   for (const [from, to] of [[0, PREFILL], ...Array.from({ length: steps }, (_, i) => [PREFILL + i, PREFILL + i + 1])]) {
-    const t = rows(from, to);
-    out.push(new Uint32Array(Float32Array.from((await mha.forward(t, t, t, { cache })).output.data).buffer));
+    const t = rows(x, E, from, to);
+    const { data } = (await mha.forward(t, t, t, { cache })).output;  // a new array per call
+    out.push(new Uint32Array(data.buffer, data.byteOffset, data.length));
   }
   mha.dispose();
   return out;

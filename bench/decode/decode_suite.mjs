@@ -80,7 +80,7 @@ export function stateDict(specs, W) {
 export const LAYOUT = { configs: CONFIGS, headDim: HEAD_DIM, prefillLength: PREFILL_LENGTH };
 
 /** Rows [from, to) of x ([T, E]) as a [1, to − from, E] tensor (a view, no copy). */
-const rows = (x, E, from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
+export const rows = (x, E, from, to) => ({ data: x.subarray(from * E, to * E), shape: [1, to - from, E] });
 
 // ---- the cells: { name, rewind() (to length n), step(p) → output of the token at position p } --
 

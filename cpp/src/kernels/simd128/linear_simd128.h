@@ -222,17 +222,18 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
       for (int i = 0; i < kPanels; ++i) panels[i].scale_block(k0, part[2 * i], part[2 * i + 1], acc[2 * i], acc[2 * i + 1]);
     }
   } else {
-    row_times_pair_rows<kPanels>(x, w.in, panels, acc);
+    row_times_pair_rows<kPanels>(x, 0, w.in, panels, acc);
   }
   store_pair_panels<kPanels>(w, target, p0, stride, acc);
 }
 
 // one_row_pair_panels with the sums in memory (`acc`, touched once a block of rows and sub-group),
 // for the readers whose kSumsInMemory says so: the rows in blocks of kRowBlock, the panels in
-// sub-groups of up to kFarPanels, each sub-group's sums of a block in registers. So 4 panels' sums (8 registers) share a row's broadcast of x without spilling in
-// V8's 15 registers (int8's accumulators and partial sums both in registers fit only 2 panels,
-// and a decode step at (2048, 32, 8) took 1.10-1.16x as long), and kFarPanelsInMemory panels read
-// as many streams with 4 panels' registers (far_panels.h). A reader with block scales sums each
+// sub-groups of up to kFarPanels, each sub-group's sums of a block in registers. So 4 panels'
+// sums (8 registers) share a row's broadcast of x without spilling in V8's 15 registers (int8's
+// accumulators and partial sums both in registers fit only 2 panels, and a decode step at (2048,
+// 32, 8) took 1.10-1.16x as long), and kFarPanelsInMemory panels read as many streams with 4
+// panels' registers (far_panels.h). A reader with block scales sums each
 // block from zero and adds it times the block's scales (scale_block); the others add each row to
 // the sums themselves. Per column the same operations in the same order as one_row_pair_panels:
 // the same bits. docs/performance.md#decode-kernels.
@@ -247,7 +248,6 @@ __attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const Lin
   // The array's address escapes into an empty asm: clang keeps it in memory, not in registers.
   __asm__ volatile("" : : "r"(&acc[0][0]) : "memory");
   Panel panels[kPanels];
-  AfterFirst<Panel> rest[kPanels];
   for (int i = 0; i < kPanels; ++i) {
     const int n0 = (p0 + i * stride) * kPanelWidth;
     v128_t even, odd;
@@ -255,7 +255,6 @@ __attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const Lin
     wasm_v128_store(acc[2 * i], even);
     wasm_v128_store(acc[2 * i + 1], odd);
     panels[i] = Panel(w, p0 + i * stride);
-    rest[i].panel = panels[i];
   }
   for (int k0 = 0; k0 < w.in; k0 += kRowBlock) {
     const int k1 = std::min(w.in, k0 + kRowBlock);
@@ -264,9 +263,8 @@ __attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const Lin
       for (int i = 0; i < 2 * kSub; ++i) part[i] = Panel::kBlockScales ? wasm_f32x4_splat(0.0f) : wasm_v128_load(acc[2 * g + i]);
       if constexpr (Panel::kBlockScales) {
         block_times_panel_rows<kSub>(x, k0, k1, panels + g, part);
-      } else {  // row 0 as it lies, the rows after it through AfterFirst (row_times_pair_rows)
-        if (k0 == 0) row_times_panel_rows<kSub>(x, 0, std::min(k1, 1), panels + g, part);
-        row_times_panel_rows<kSub>(x, std::max(k0, 1), k1, rest + g, part);
+      } else {
+        row_times_pair_rows<kSub>(x, k0, k1, panels + g, part);
       }
       for (int i = 0; i < kSub; ++i) {
         v128_t even = part[2 * i], odd = part[2 * i + 1];

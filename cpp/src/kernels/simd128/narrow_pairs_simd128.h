@@ -104,7 +104,7 @@ template <StorageType T>
 void score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, float* s) {
   const PairPanelOf<T> panel = key_pairs<T>(c, dk, slot);
   v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  row_times_pair_rows<1>(q, dk, &panel, acc);
+  row_times_pair_rows<1>(q, 0, dk, &panel, acc);
   store_scores<T>(acc[0], acc[1], c, slot, s);
 }
 
@@ -115,7 +115,7 @@ void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int s
   const PairPanelOf<T> panel = value_pairs<T>(c, column, slot);
   v128_t acc[2];
   to_pairs(wasm_v128_load(out), wasm_v128_load(out + 4), acc[0], acc[1]);
-  row_times_pair_rows<1>(p, n, &panel, acc);
+  row_times_pair_rows<1>(p, 0, n, &panel, acc);
   v128_t lo, hi;
   from_pairs(acc[0], acc[1], lo, hi);
   wasm_v128_store(out, lo);

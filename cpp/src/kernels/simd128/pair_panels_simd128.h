@@ -282,15 +282,15 @@ struct Q4Panel : Q4PairPanel {
   }
 };
 
-// acc += Σ_{k < k1} x[k] · row k of panels[i] (row_times_panel_rows), the rows after the first
-// through AfterFirst.
+// acc += Σ_{k0 <= k < k1} x[k] · row k of panels[i] (row_times_panel_rows): row 0 as it lies, the
+// rows after it through AfterFirst.
 template <int kPanels, class Panel>
-__attribute__((always_inline)) inline void row_times_pair_rows(const float* x, int k1, const Panel* panels,
+__attribute__((always_inline)) inline void row_times_pair_rows(const float* x, int k0, int k1, const Panel* panels,
                                                                v128_t* acc) {
-  row_times_panel_rows<kPanels>(x, 0, k1 < 1 ? k1 : 1, panels, acc);
+  if (k0 == 0) row_times_panel_rows<kPanels>(x, 0, k1 < 1 ? k1 : 1, panels, acc);
   AfterFirst<Panel> rest[kPanels];
   for (int i = 0; i < kPanels; ++i) rest[i].panel = panels[i];
-  row_times_panel_rows<kPanels>(x, 1, k1, rest, acc);
+  row_times_panel_rows<kPanels>(x, k0 < 1 ? 1 : k0, k1, rest, acc);
 }
 
 // acc row r += Σ_{k < n} x_r[k] · row k of panel (even, odd columns): the 4-row register block
