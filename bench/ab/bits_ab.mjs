@@ -4,7 +4,11 @@
 // prefill are run on the same weights and inputs, for every weights dtype and activations mode, and
 // their outputs compared bit for bit. Prints each case's count of differing values; exits 1 if any.
 //
-//   node bench/ab/bits_ab.mjs ROOT_A ROOT_B [--shapes 2048/32/8,320/5/5,192/3/1] [--steps 6] [--threads N]
+//   node bench/ab/bits_ab.mjs ROOT_A ROOT_B [--shapes 2048/32/8,320/5/5,192/3/1] [--steps 6] [--prefill 37]
+//        [--threads N]
+//
+// Every setting decodes over a float32 cache; three more over narrow caches (cacheDtype below).
+// --prefill: the positions cached before the steps (37: an odd count of 8-slot panels).
 //
 // ROOT_A, ROOT_B: package roots, each with its own web/dist (e.g. `git worktree add /tmp/base
 // HEAD`, then its build). The module is each root's package choice, or WEBATTENTION_WASM's (Node
@@ -18,6 +22,7 @@ import { filled } from '../lib/suite.mjs';
 const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
   shapes: '2048/32/8,320/5/5,192/3/1',
   steps: '6',
+  prefill: '37',
   threads: '1',
 }, { allowPositionals: true });
 if (positionals.length !== 2) exitWithUsage(import.meta.url, 'expected two package roots, ROOT_A and ROOT_B');
@@ -25,15 +30,17 @@ const SETTINGS = [
   { weightsDtype: 'float32' }, { weightsDtype: 'float16' }, { weightsDtype: 'bfloat16' },
   { weightsDtype: 'int8' }, { weightsDtype: 'int4' },
   { weightsDtype: 'int8', activations: 'int8' }, { weightsDtype: 'int4', activations: 'int8' },
+  { weightsDtype: 'float32', cacheDtype: 'float16' }, { weightsDtype: 'float16', cacheDtype: 'float16' },
+  { weightsDtype: 'int8', cacheDtype: 'int8' },
 ];
-const PREFILL = 5;
+const PREFILL = Number(v.prefill);
 
 /** One build's outputs for a shape and setting: the prefill's, then each decode step's. */
-async function outputs(MultiHeadAttention, { E, h, hkv }, setting, steps) {
+async function outputs(MultiHeadAttention, { E, h, hkv }, { cacheDtype = 'float32', ...setting }, steps) {
   const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, backend: 'wasm',
     threads: Number(v.threads), ...setting });
   mha.loadStateDict(stateDict(mha.stateDictShapes, makeDecodeWeights({ E, h, hkv })));
-  const cache = mha.createCache({ batchSize: 1, maxLength: PREFILL + steps });
+  const cache = mha.createCache({ batchSize: 1, maxLength: PREFILL + steps, dtype: cacheDtype });
   const x = filled((PREFILL + steps) * E, 3 + E, 1);
   const out = [];
   for (const [from, to] of [[0, PREFILL], ...Array.from({ length: steps }, (_, i) => [PREFILL + i, PREFILL + i + 1])]) {

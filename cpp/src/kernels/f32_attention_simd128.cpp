@@ -4,6 +4,7 @@
 
 #include <cstddef>
 
+#include "kernels/far_panels.h"
 #include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/simd128/exp_simd128.h"
 #include "kernels/flash/flash_attention.h"
@@ -63,30 +64,44 @@ struct Simd128 {
 
   static void softcap_row(float* s, int width, float cap) { softcap_row_simd128(s, width, cap); }
 
-  // One query row's loops (a decode step) read one panel at a time (f32_row_panels_simd128.h):
-  // they stream the cache from memory, and the hardware prefetcher keeps up with one sequential
-  // stream where it did not with 4 panels read side by side (keys 2 KB apart, value panels 8 KB
-  // apart). On an AMD Zen 4, a step at (768, 12, 12) over an f32 cache of 8192 slots took
-  // 4.9 ms with 4 panels at a time, 3.2 with one key panel, 2.6 with one value panel too; with
-  // 2 key panels 4.3.
+  // One query row's loops (a decode step) read kFarCachePanels panels at once, a key tile's (or a
+  // value tile's columns) split into that many far runs (far_panels.h): more of the cache's
+  // misses in flight than one sequential stream keeps. On an AMD Zen 4 (not measured there since),
+  // panels side by side ran slower than one at a time: a step at (768, 12, 12) over an f32 cache
+  // of 8192 slots took 4.9 ms with 4 (keys 2 KB apart, value panels 8 KB apart), 4.3 with 2 key
+  // panels, 3.2 with one key panel, 2.6 with one value panel too.
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const PanelMatrix<const float> keys = key_panels(kp, dk);
-    for (int jb = 0; jb < width; jb += kPanelWidth) {
-      v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-      row_times_panels<1>(q, dk, keys.panel((j0 + jb) / kPanelWidth), 0, acc);
-      wasm_v128_store(s + jb, acc[0]);
-      wasm_v128_store(s + jb + 4, acc[1]);
-    }
+    far_cache_panels((width + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
+      constexpr int kCount = decltype(count)::value;
+      v128_t acc[2 * kCount];
+      for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
+      row_times_panels<kCount>(q, dk, keys.panel(j0 / kPanelWidth + p0), stride * keys.panel_elements(), acc);
+      for (int i = 0; i < kCount; ++i) {
+        float* out = s + (p0 + i * stride) * kPanelWidth;
+        wasm_v128_store(out, acc[2 * i]);
+        wasm_v128_store(out + 4, acc[2 * i + 1]);
+      }
+    });
   }
 
-  // acc += p · V for one row, a value panel (8 columns) at a time.
+  // acc += p · V for one row, over the value tile's column panels (8 columns each).
   static void row_pv(const float* p, int width, const ValueMatrix<const float>& values, int j0, float* acc) {
-    for (int cb = 0; cb < values.columns; cb += kPanelWidth) {
-      v128_t sum[2] = {wasm_v128_load(acc + cb), wasm_v128_load(acc + cb + 4)};
-      row_times_panels<1>(p, width, &values.at(cb, j0), 0, sum);
-      wasm_v128_store(acc + cb, sum[0]);
-      wasm_v128_store(acc + cb + 4, sum[1]);
-    }
+    far_cache_panels(values.columns / kPanelWidth, [&](auto count, int p0, int stride) {
+      constexpr int kCount = decltype(count)::value;
+      v128_t sum[2 * kCount];
+      for (int i = 0; i < kCount; ++i) {
+        const float* a = acc + (p0 + i * stride) * kPanelWidth;
+        sum[2 * i] = wasm_v128_load(a);
+        sum[2 * i + 1] = wasm_v128_load(a + 4);
+      }
+      row_times_panels<kCount>(p, width, &values.at(p0 * kPanelWidth, j0), stride * values.panel_stride(j0), sum);
+      for (int i = 0; i < kCount; ++i) {
+        float* a = acc + (p0 + i * stride) * kPanelWidth;
+        wasm_v128_store(a, sum[2 * i]);
+        wasm_v128_store(a + 4, sum[2 * i + 1]);
+      }
+    });
   }
 
   // The same two loops, and the 4-row block's, over a narrow cache (narrow_rows_simd128.h).

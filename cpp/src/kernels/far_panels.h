@@ -1,4 +1,4 @@
-// Which weight panels a decode step's loop reads together. A step (one input row) reads each
+// Which panels (weights, or a KV cache's) a decode step's loops read together. A step (one input row) reads each
 // panel once, from memory in a model, and one thread keeps only so many reads in flight for one
 // sequential stream: a loop over G panels whose starts lie a G-th of the range apart reads G
 // sequential streams at once, where the memory system keeps more reads in flight. Against G
@@ -9,8 +9,11 @@
 // (docs/performance.md#decode-kernels). Every one-row projection loop takes its groups here, of 4
 // panels: the int8-activation kernels (q8_panel_groups_simd128.h: 2 for a range under 16
 // panels), f32 and the float32-activation readers of f16, bf16, int8 and int4 (linear_simd128.h);
-// f16 and int8 (relaxed modules) take kFarPanelsInMemory.
+// f16 and int8 (relaxed modules) take kFarPanelsInMemory. A decode step's one-row attention loops
+// read a cache's panels kFarCachePanels at once.
 #pragma once
+
+#include <type_traits>
 
 namespace webattention::kernels {
 
@@ -42,6 +45,26 @@ void far_panel_groups(int begin, int end, Group&& group, Single&& single) {
   const int stride = (end - begin) / G;
   for (int i = 0; i < stride; ++i) group(begin + i, stride);
   for (int p = begin + G * stride; p < end; ++p) single(p);
+}
+
+// Panels a decode step's one-row attention loops (multi-head attention: one query row per K/V
+// head) read at once: a key tile's panels (f32_attention_simd128.cpp's row_scores,
+// narrow_rows_simd128.h's) or a value tile's column panels (row_pv), each its own stream, the
+// row's broadcasts shared. 8 layers at (768, 12, 12) over caches of 2048 slots on a Xeon VM
+// (AVX-512), builds alternated, against one panel at a time: f32 caches 0.82-0.92x the time, f16
+// 0.76-0.86x, int8 0.86-0.99x, in Node, Chromium and Firefox, with one thread and two; 4 panels ran
+// as 2 (docs/performance.md#decode-kernels). Not measured on AMD, where 2 or 4 key panels side by
+// side (adjacent, one stream read in pieces) ran slower than one.
+constexpr int kFarCachePanels = 2;
+
+// Panels [0, count) as far_panel_groups<kFarCachePanels>: body(kCount, p0, stride) for each group
+// (kCount a std::integral_constant of kFarCachePanels: panels p0, p0 + stride, ...) and for each
+// panel left (kCount 1, stride 0).
+template <class Body>
+void far_cache_panels(int count, Body&& body) {
+  far_panel_groups<kFarCachePanels>(
+      0, count, [&](int p0, int stride) { body(std::integral_constant<int, kFarCachePanels>{}, p0, stride); },
+      [&](int p) { body(std::integral_constant<int, 1>{}, p, 0); });
 }
 
 }  // namespace webattention::kernels

@@ -98,28 +98,37 @@ inline void store_scores(v128_t even, v128_t odd, const flash::NarrowKv& c, int 
   wasm_v128_store(s + 4, hi);
 }
 
-// One row, one panel (narrow_rows_simd128.h's by_panels): s[0 .. 8) = q · the keys [slot, slot +
-// 8) (q from key_operand).
-template <StorageType T>
-void score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, float* s) {
-  const PairPanelOf<T> panel = key_pairs<T>(c, dk, slot);
-  v128_t acc[2] = {wasm_f32x4_splat(0.0f), wasm_f32x4_splat(0.0f)};
-  row_times_pair_rows<1>(q, 0, dk, &panel, acc);
-  store_scores<T>(acc[0], acc[1], c, slot, s);
+// One row, kCount key panels at once (narrow_rows_simd128.h's row_scores, far_panels.h): for
+// each i < kCount, s[i·stride + (0 .. 8)) = q · the keys [slot + i·stride, + 8) (q from
+// key_operand; slot and stride multiples of 8). Each panel's sums in the order of one panel alone.
+template <StorageType T, int kCount>
+void score_pairs(const float* q, int dk, const flash::NarrowKv& c, int slot, int stride, float* s) {
+  PairPanelOf<T> panels[kCount];
+  v128_t acc[2 * kCount];
+  for (int i = 0; i < kCount; ++i) panels[i] = key_pairs<T>(c, dk, slot + i * stride);
+  for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
+  row_times_pair_rows<kCount>(q, 0, dk, panels, acc);
+  for (int i = 0; i < kCount; ++i) store_scores<T>(acc[2 * i], acc[2 * i + 1], c, slot + i * stride, s + i * stride);
 }
 
-// One row, one panel: out[0 .. 8) += Σ_j p[j] · value columns [column, column + 8) of slot + j
-// (p from value_operand).
-template <StorageType T>
-void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int slot, float* out) {
-  const PairPanelOf<T> panel = value_pairs<T>(c, column, slot);
-  v128_t acc[2];
-  to_pairs(wasm_v128_load(out), wasm_v128_load(out + 4), acc[0], acc[1]);
-  row_times_pair_rows<1>(p, 0, n, &panel, acc);
-  v128_t lo, hi;
-  from_pairs(acc[0], acc[1], lo, hi);
-  wasm_v128_store(out, lo);
-  wasm_v128_store(out + 4, hi);
+// One row, kCount value panels at once: for each i < kCount, with columns [column + i·stride,
+// + 8): out[those columns] += Σ_j p[j] · their values of slot + j (p from value_operand).
+template <StorageType T, int kCount>
+void pv_pairs(const float* p, int n, const flash::NarrowKv& c, int column, int stride, int slot, float* out) {
+  PairPanelOf<T> panels[kCount];
+  v128_t acc[2 * kCount];
+  for (int i = 0; i < kCount; ++i) {
+    const float* o = out + column + i * stride;
+    panels[i] = value_pairs<T>(c, column + i * stride, slot);
+    to_pairs(wasm_v128_load(o), wasm_v128_load(o + 4), acc[2 * i], acc[2 * i + 1]);
+  }
+  row_times_pair_rows<kCount>(p, 0, n, panels, acc);
+  for (int i = 0; i < kCount; ++i) {
+    v128_t lo, hi;
+    from_pairs(acc[2 * i], acc[2 * i + 1], lo, hi);
+    wasm_v128_store(out + column + i * stride, lo);
+    wasm_v128_store(out + column + i * stride + 4, hi);
+  }
 }
 
 // 4 rows (q rows dk apart, from key_operand): scores[r][0 .. n) = q_r · keys [slot, slot + n).

@@ -8,6 +8,7 @@
 
 #include <wasm_simd128.h>
 
+#include "kernels/far_panels.h"
 #include "kernels/flash/kv_widen.h"
 #include "kernels/flash/touch_ahead.h"
 #include "kernels/simd128/narrow_pairs_simd128.h"
@@ -37,10 +38,9 @@ void f16_pv_panel(const float* p, int n, const flash::NarrowKv& c, int column, i
   wasm_v128_store(out + 4, acc[1]);
 }
 
-// Calls body(offset) for each panel of 8 over [0, n): one panel at a time, so that a decode step
-// streams the cache as one sequential run, which the hardware prefetcher follows (4 panels side
-// by side, as the projections read their weights, ran a step at (768, 12, 12) over an f16 cache
-// of 8192 slots at 4.0 ms against 2.5 on an AMD Zen 4; f32_attention_simd128.cpp's row loops).
+// Calls body(offset) for each panel of 8 over [0, n), one at a time: the f16 fallback's loops (a
+// cache with an Inf or NaN, or a query too large to scale), which are rare and keep it simple. The
+// pair readers' loops below read kFarCachePanels far panels at once (far_panels.h).
 template <class Body>
 inline void by_panels(int n, Body&& body) {
   for (int at = 0; at < n; at += kPanelWidth) body(at);
@@ -52,9 +52,10 @@ void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int 
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, dk, buf, qx)) {
     flash::TouchAhead values = flash::value_tile_ahead(c, slot, n / kPanelWidth);  // touch_ahead.h
-    by_panels(n, [&](int jb) {
-      values.piece(jb / kPanelWidth);
-      score_pairs<T>(qx, dk, c, slot + jb, s + jb);
+    far_cache_panels((n + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
+      for (int i = 0; i < count; ++i) values.piece(p0 + i * stride);
+      const int j0 = p0 * kPanelWidth;
+      score_pairs<T, decltype(count)::value>(qx, dk, c, slot + j0, stride * kPanelWidth, s + j0);
     });
   } else if constexpr (T == StorageType::f16) {  // key_operand fails for f16 only
     if (c.finite) {
@@ -71,9 +72,9 @@ void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slo
     alignas(16) float buf[flash::kKeyTile];
     const float* px = value_operand<T>(p, 1, 0, n, c, slot, buf);
     flash::TouchAhead next_keys = flash::next_key_tile_ahead(c, slot, n, dv_pad / kPanelWidth);  // touch_ahead.h
-    by_panels(dv_pad, [&](int cb) {
-      next_keys.piece(cb / kPanelWidth);
-      pv_pairs<T>(px, n, c, cb, slot, acc + cb);
+    far_cache_panels(dv_pad / kPanelWidth, [&](auto count, int p0, int stride) {
+      for (int i = 0; i < count; ++i) next_keys.piece(p0 + i * stride);
+      pv_pairs<T, decltype(count)::value>(px, n, c, p0 * kPanelWidth, stride * kPanelWidth, slot, acc);
     });
   } else if constexpr (T == StorageType::f16) {
     by_panels(dv_pad, [&](int cb) { f16_pv_panel<false>(p, n, c, cb, slot, acc + cb); });
