@@ -52,7 +52,7 @@ void far_panel_groups(int begin, int end, Group&& group, Single&& single) {
 // narrow_rows_simd128.h's) or a value tile's column panels (row_pv), each its own stream, the
 // row's broadcasts shared. 8 layers at (768, 12, 12) over caches of 2048 slots on a Xeon VM
 // (AVX-512), builds alternated, against one panel at a time: f32 caches 0.82-0.92x the time, f16
-// 0.76-0.86x, int8 0.86-0.99x, in Node, Chromium and Firefox, with one thread and two; 4 panels ran
+// 0.76-0.86x, int8 0.85-0.99x, in Node, Chromium and Firefox, with one thread and two; 4 panels ran
 // as 2 (docs/performance.md#decode-kernels). Not measured on AMD, where 2 or 4 key panels side by
 // side (adjacent, one stream read in pieces) ran slower than one.
 constexpr int kFarCachePanels = 2;
