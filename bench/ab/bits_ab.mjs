@@ -7,7 +7,7 @@
 //   node bench/ab/bits_ab.mjs ROOT_A ROOT_B [--shapes 2048/32/8,320/5/5,192/3/1] [--steps 6] [--prefill 37]
 //        [--threads N]
 //
-// Every setting decodes over a float32 cache; three more over narrow caches (cacheDtype below).
+// Every setting (SETTINGS below) decodes over a float32 cache, and over its narrow cache where it has one.
 // --prefill: the positions cached before the steps (37: an odd count of 8-slot panels).
 //
 // ROOT_A, ROOT_B: package roots, each with its own web/dist (e.g. `git worktree add /tmp/base
@@ -15,6 +15,7 @@
 // runs the relaxed ones with --experimental-wasm-relaxed-simd; mt and mt-relaxed with --threads 2).
 import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
+import { DTYPES } from '../decode/decode_dtypes.mjs';
 import { HEAD_DIM, makeDecodeWeights, rows, stateDict } from '../decode/decode_suite.mjs';
 import { parseFlags, exitWithUsage } from '../lib/run_env.mjs';
 import { filled } from '../lib/suite.mjs';
@@ -26,12 +27,14 @@ const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slic
   threads: '1',
 }, { allowPositionals: true });
 if (positionals.length !== 2) exitWithUsage(import.meta.url, 'expected two package roots, ROOT_A and ROOT_B');
+// decode_dtypes.mjs's storage settings, each over a float32 cache and over its own cache dtype,
+// and bfloat16 weights (which that list leaves out).
 const SETTINGS = [
-  { weightsDtype: 'float32' }, { weightsDtype: 'float16' }, { weightsDtype: 'bfloat16' },
-  { weightsDtype: 'int8' }, { weightsDtype: 'int4' },
-  { weightsDtype: 'int8', activations: 'int8' }, { weightsDtype: 'int4', activations: 'int8' },
-  { weightsDtype: 'float32', cacheDtype: 'float16' }, { weightsDtype: 'float16', cacheDtype: 'float16' },
-  { weightsDtype: 'int8', cacheDtype: 'int8' },
+  ...Object.values(DTYPES).flatMap(({ weights, cache, activations }) => {
+    const setting = { weightsDtype: weights, ...(activations && { activations }) };
+    return cache === 'float32' ? [setting] : [setting, { ...setting, cacheDtype: cache }];
+  }),
+  { weightsDtype: 'bfloat16' },
 ];
 const PREFILL = Number(v.prefill);
 

@@ -72,7 +72,7 @@ struct Simd128 {
   // panels, 3.2 with one key panel, 2.6 with one value panel too.
   static void row_scores(const float* q, int dk, const float* kp, int j0, int width, float* s) {
     const PanelMatrix<const float> keys = key_panels(kp, dk);
-    far_cache_panels((width + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
+    far_panel_counts<kFarCachePanels>(0, (width + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
       constexpr int kCount = decltype(count)::value;
       v128_t acc[2 * kCount];
       for (auto& a : acc) a = wasm_f32x4_splat(0.0f);
@@ -87,7 +87,7 @@ struct Simd128 {
 
   // acc += p · V for one row, over the value tile's column panels (8 columns each).
   static void row_pv(const float* p, int width, const ValueMatrix<const float>& values, int j0, float* acc) {
-    far_cache_panels(values.columns / kPanelWidth, [&](auto count, int p0, int stride) {
+    far_panel_counts<kFarCachePanels>(0, values.columns / kPanelWidth, [&](auto count, int p0, int stride) {
       constexpr int kCount = decltype(count)::value;
       v128_t sum[2 * kCount];
       for (int i = 0; i < kCount; ++i) {

@@ -57,14 +57,14 @@ void far_panel_groups(int begin, int end, Group&& group, Single&& single) {
 // side (adjacent, one stream read in pieces) ran slower than one.
 constexpr int kFarCachePanels = 2;
 
-// Panels [0, count) as far_panel_groups<kFarCachePanels>: body(kCount, p0, stride) for each group
-// (kCount a std::integral_constant of kFarCachePanels: panels p0, p0 + stride, ...) and for each
-// panel left (kCount 1, stride 0).
-template <class Body>
-void far_cache_panels(int count, Body&& body) {
-  far_panel_groups<kFarCachePanels>(
-      0, count, [&](int p0, int stride) { body(std::integral_constant<int, kFarCachePanels>{}, p0, stride); },
-      [&](int p) { body(std::integral_constant<int, 1>{}, p, 0); });
+// far_panel_groups with one body for the groups and the panels left: body(kCount, p0, stride),
+// kCount a std::integral_constant, G for each group (panels p0, p0 + stride, ...) and 1 for each
+// panel left (stride 1, unused), so that a caller writes its loop once, templated on the count.
+template <int G, class Body>
+void far_panel_counts(int begin, int end, Body&& body) {
+  far_panel_groups<G>(
+      begin, end, [&](int p0, int stride) { body(std::integral_constant<int, G>{}, p0, stride); },
+      [&](int p) { body(std::integral_constant<int, 1>{}, p, 1); });
 }
 
 }  // namespace webattention::kernels

@@ -331,10 +331,9 @@ bool one_row_pairs(const float* x, const LinearTarget* targets, int target_count
     }
     const float* xt = scale == 1.0f ? x : scaled.data();
     const LinearTarget& target = targets[t];
-    far_panel_groups<Panel::kFarGroup>(
-        target.panel_begin, target.panels_end(),
-        [&](int p0, int stride) { one_row_pair_group<Panel, Panel::kFarGroup>(xt, target, p0, stride); },
-        [&](int p) { one_row_pair_group<Panel, 1>(xt, target, p, 1); });
+    far_panel_counts<Panel::kFarGroup>(target.panel_begin, target.panels_end(), [&](auto count, int p0, int stride) {
+      one_row_pair_group<Panel, decltype(count)::value>(xt, target, p0, stride);
+    });
   }
   return true;
 }
@@ -348,10 +347,9 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
     if (rows == 1) {
       for (int t = 0; t < target_count; ++t) {
         const LinearTarget& target = targets[t];
-        far_panel_groups<Panel::kRowPanels>(
-            target.panel_begin, target.panels_end(),
-            [&](int p0, int stride) { one_row_panels<Panel, Panel::kRowPanels>(x, target, p0, stride); },
-            [&](int p) { one_row_panels<Panel, 1>(x, target, p, 1); });
+        far_panel_counts<Panel::kRowPanels>(target.panel_begin, target.panels_end(), [&](auto count, int p0, int stride) {
+          one_row_panels<Panel, decltype(count)::value>(x, target, p0, stride);
+        });
       }
       return;
     }

@@ -52,7 +52,7 @@ void row_scores(const float* q, int dk, const flash::NarrowKv& c, int slot, int 
   const float* qx;
   if ((T != StorageType::f16 || c.finite) && key_operand<T>(q, dk, buf, qx)) {
     flash::TouchAhead values = flash::value_tile_ahead(c, slot, n / kPanelWidth);  // touch_ahead.h
-    far_cache_panels((n + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
+    far_panel_counts<kFarCachePanels>(0, (n + kPanelWidth - 1) / kPanelWidth, [&](auto count, int p0, int stride) {
       for (int i = 0; i < count; ++i) values.piece(p0 + i * stride);
       const int j0 = p0 * kPanelWidth;
       score_pairs<T, decltype(count)::value>(qx, dk, c, slot + j0, stride * kPanelWidth, s + j0);
@@ -72,7 +72,7 @@ void row_pv(const float* p, int n, const flash::NarrowKv& c, int dv_pad, int slo
     alignas(16) float buf[flash::kKeyTile];
     const float* px = value_operand<T>(p, 1, 0, n, c, slot, buf);
     flash::TouchAhead next_keys = flash::next_key_tile_ahead(c, slot, n, dv_pad / kPanelWidth);  // touch_ahead.h
-    far_cache_panels(dv_pad / kPanelWidth, [&](auto count, int p0, int stride) {
+    far_panel_counts<kFarCachePanels>(0, dv_pad / kPanelWidth, [&](auto count, int p0, int stride) {
       for (int i = 0; i < count; ++i) next_keys.piece(p0 + i * stride);
       pv_pairs<T, decltype(count)::value>(px, n, c, p0 * kPanelWidth, stride * kPanelWidth, slot, acc);
     });
