@@ -137,6 +137,10 @@ PackedLinear pack_quantised(const QuantisedSource& source, int out, int in, Stor
 // from the storage's start), and pack_rows_in_place() packs them where they lie.
 PackedLinear rows_for_packing(int out, int in);
 void pack_rows_in_place(PackedLinear& w);
+// One panel ([depth][8], kv_layout.h) from `cols` <= 8 rows of a row-major f32 matrix, `stride`
+// floats apart (row c becomes column c), columns past `cols` zero: a weight panel at load time, a
+// unit's key panel in every prefill (flash_layout.h's unit_kv).
+void pack_rows_into_panel(const float* rows, std::ptrdiff_t stride, int cols, int depth, float* panel);
 // Output columns [begin, end) of a packed layer, packed on their own with the same stored values
 // (and scales): the projection kernel then runs over those columns only.
 PackedLinear slice_columns(const PackedLinear& w, int begin, int end);

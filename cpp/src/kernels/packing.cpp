@@ -55,30 +55,11 @@ void transpose4(const float* const r[4], int k, float* dst, int lane) {
 }
 
 // f32 from f32, the common case: output column c is source row c (`rows`: the panel's first, W
-// row 8p), 4×4 blocks transposed at a time, the rest copied down its lane; the padding columns
-// are zeros. A cold start's first loadStateDict packs in V8's first tier, where the transposes'
-// vector loads, shuffles and stores ran ~4× faster than the strided copy of one float at a time.
+// row 8p), pack_rows_into_panel's transposes. A cold start's first loadStateDict packs in V8's
+// first tier, where the transposes' vector loads, shuffles and stores ran ~4× faster than the
+// strided copy of one float at a time.
 __attribute__((noinline)) void pack_panel_f32_copy(const float* rows, int p, const PackedLinear& w) {
-  const int n0 = p * kPanelWidth, in = w.in, cols = w.panel_columns(p);
-  const PanelMatrix<float> m = w.elements<float>();
-  int done = 0;  // depths [0, done) of full panels are packed
-  if (cols == kPanelWidth) {
-    float* dst = m.panel(p);
-    const float* lo[4] = {rows, rows + in, rows + 2 * in, rows + 3 * in};
-    const float* hi[4] = {rows + 4 * in, rows + 5 * in, rows + 6 * in, rows + 7 * in};
-    for (; done + 4 <= in; done += 4) {
-      transpose4(lo, done, dst, 0);
-      transpose4(hi, done, dst, 4);
-    }
-  }
-  for (int c = 0; c < cols; ++c) {
-    const float* src = rows + static_cast<std::size_t>(c) * in;
-    for (int k = done; k < in; ++k) m.at(n0 + c, k) = src[k];
-  }
-  for (int c = cols; c < kPanelWidth; ++c) {
-    float* dst = &m.at(n0 + c, 0);
-    for (int k = 0; k < in; ++k) dst[static_cast<std::size_t>(k) * kPanelWidth] = 0.0f;
-  }
+  pack_rows_into_panel(rows, w.in, w.panel_columns(p), w.in, w.elements<float>().panel(p));
 }
 
 // f32 storage from a 16-bit or int8 source, widened exactly.
@@ -168,6 +149,27 @@ PackedLinear allocate(StorageType type, int out, int in, bool int8_activations =
 }
 
 }  // namespace
+
+// Full panels 4×4 blocks transposed at a time, the depths left (depth % 4) and a short panel's
+// columns copied down their lanes; the padding columns zeros.
+void pack_rows_into_panel(const float* rows, std::ptrdiff_t stride, int cols, int depth, float* panel) {
+  int done = 0;  // depths [0, done) of a full panel are packed
+  if (cols == kPanelWidth) {
+    const float* lo[4] = {rows, rows + stride, rows + 2 * stride, rows + 3 * stride};
+    const float* hi[4] = {rows + 4 * stride, rows + 5 * stride, rows + 6 * stride, rows + 7 * stride};
+    for (; done + 4 <= depth; done += 4) {
+      transpose4(lo, done, panel, 0);
+      transpose4(hi, done, panel, 4);
+    }
+  }
+  for (int c = 0; c < cols; ++c) {
+    const float* src = rows + c * stride;
+    for (int k = done; k < depth; ++k) panel[static_cast<std::size_t>(k) * kPanelWidth + c] = src[k];
+  }
+  for (int c = std::max(cols, 0); c < kPanelWidth; ++c) {
+    for (int k = 0; k < depth; ++k) panel[static_cast<std::size_t>(k) * kPanelWidth + c] = 0.0f;
+  }
+}
 
 float PackedLinear::weight(int n, int k) const {
   switch (type) {
