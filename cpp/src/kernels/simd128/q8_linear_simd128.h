@@ -197,15 +197,27 @@ void one_row_whole_blocks(const Codes& codes, const InputRows<1>& in, const floa
   wasm_v128_store(acc + 4, acc_hi);
 }
 
-// y's R rows (y_stride apart), columns [8p, 8p + 8) below w.out = acc + bias.
+// y's R rows (y_stride apart), columns [8p, 8p + 8) below w.out = acc + bias: a whole panel's
+// straight from the registers, the last panel's (narrower than 8) through acc. A copy of a
+// variable count is a call of memmove: once per row and panel it was 2-3 % of a prefill with
+// int8 activations (docs/performance.md#prefill-kernels).
 template <int R>
 void store_rows(float (*acc)[kPanelWidth], const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
-  const int n0 = p * kPanelWidth;
+  const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
+  const v128_t bias_lo = bias_or_zero(w, n0), bias_hi = bias_or_zero(w, n0 + 4);
   for (int r = 0; r < R; ++r) {
-    wasm_v128_store(acc[r], wasm_f32x4_add(wasm_v128_load(acc[r]), bias_or_zero(w, n0)));
-    wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_or_zero(w, n0 + 4)));
+    const v128_t lo = wasm_f32x4_add(wasm_v128_load(acc[r]), bias_lo);
+    const v128_t hi = wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_hi);
+    float* out = y + r * y_stride + n0;
+    if (cols == kPanelWidth) {
+      wasm_v128_store(out, lo);
+      wasm_v128_store(out + 4, hi);
+    } else {
+      wasm_v128_store(acc[r], lo);
+      wasm_v128_store(acc[r] + 4, hi);
+      std::copy_n(acc[r], cols, out);
+    }
   }
-  for (int r = 0; r < R; ++r) std::copy_n(acc[r], w.panel_columns(p), y + r * y_stride + n0);
 }
 
 // Rows [r0, r0 + R) of y, columns [8p, 8p + 8) (those below w.out) = those quantised rows of q times
