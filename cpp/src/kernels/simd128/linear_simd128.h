@@ -85,8 +85,18 @@ void block_4x8_scaled(const float* const x_rows[kRows], int rows, const PackedLi
       wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), wasm_f32x4_mul(part.hi[r], s1)));
     }
   }
+  // A whole panel's rows by vector copies: std::copy of a count known at run time is a call of
+  // memmove per row (q8_linear_simd128.h's store_rows says what that cost).
   const int cols = w.panel_columns(p);
-  for (int r = 0; r < rows; ++r) std::copy(acc[r], acc[r] + cols, y + r * y_stride + n0);
+  for (int r = 0; r < rows; ++r) {
+    float* out = y + r * y_stride + n0;
+    if (cols == kPanelWidth) {
+      wasm_v128_store(out, wasm_v128_load(acc[r]));
+      wasm_v128_store(out + 4, wasm_v128_load(acc[r] + 4));
+    } else {
+      std::copy(acc[r], acc[r] + cols, out);
+    }
+  }
 }
 
 // Panel p's w.in rows as f32, by the f32x4 reader Panel, into out (w.in × 8 floats).
