@@ -24,10 +24,6 @@ namespace {
 
 constexpr int kRows = 4;
 
-inline v128_t bias_or_zero(const PackedLinear& w, int at) {
-  return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
-}
-
 // y[0..rows)[n0..n0+8) = x rows · panel p (+ bias), rows <= 4; x_rows[r] point at the input rows;
 // `panel` holds panel p's rows as f32 (the packed f32 weights, or a narrow panel widened).
 inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLinear& w, int p,
@@ -85,17 +81,9 @@ void block_4x8_scaled(const float* const x_rows[kRows], int rows, const PackedLi
       wasm_v128_store(acc[r] + 4, wasm_f32x4_add(wasm_v128_load(acc[r] + 4), wasm_f32x4_mul(part.hi[r], s1)));
     }
   }
-  // A whole panel's rows by vector copies: std::copy of a count known at run time is a call of
-  // memmove per row (q8_linear_simd128.h's store_rows says what that cost).
   const int cols = w.panel_columns(p);
   for (int r = 0; r < rows; ++r) {
-    float* out = y + r * y_stride + n0;
-    if (cols == kPanelWidth) {
-      wasm_v128_store(out, wasm_v128_load(acc[r]));
-      wasm_v128_store(out + 4, wasm_v128_load(acc[r] + 4));
-    } else {
-      std::copy(acc[r], acc[r] + cols, out);
-    }
+    store_panel_row(y + r * y_stride + n0, wasm_v128_load(acc[r]), wasm_v128_load(acc[r] + 4), cols);
   }
 }
 

@@ -9,6 +9,7 @@
 
 #include <wasm_simd128.h>
 
+#include <algorithm>
 #include <type_traits>
 #include <utility>
 
@@ -20,6 +21,28 @@
 #include "kernels/simd128/widen_simd128.h"
 
 namespace webattention::kernels {
+
+// A projection's bias at output columns [at, at + 4) (PackedLinear keeps it padded to whole
+// panels), or zeros.
+inline v128_t bias_or_zero(const PackedLinear& w, int at) {
+  return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
+}
+
+// A row of a panel's 8 results (columns 0-3 in lo, 4-7 in hi) into out[0, cols), cols <= 8: a
+// whole panel's by two vector stores, a narrower last panel's through memory. A copy of a count
+// known only at run time is a call of memmove: once per row and panel it was 2-3 % of a prefill
+// with int8 activations (docs/performance.md#prefill-kernels).
+inline void store_panel_row(float* out, v128_t lo, v128_t hi, int cols) {
+  if (cols == kPanelWidth) {
+    wasm_v128_store(out, lo);
+    wasm_v128_store(out + 4, hi);
+    return;
+  }
+  alignas(16) float row[kPanelWidth];
+  wasm_v128_store(row, lo);
+  wasm_v128_store(row + 4, hi);
+  std::copy_n(row, cols, out);
+}
 
 struct F32Panel {
   static constexpr int kBlock = INT_MAX / 2;

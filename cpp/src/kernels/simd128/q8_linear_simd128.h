@@ -135,10 +135,6 @@ inline std::int16_t* wide_scratch(int blocks) {
   return wide.data();
 }
 
-inline v128_t bias_or_zero(const PackedLinear& w, int at) {
-  return w.bias.empty() ? wasm_f32x4_splat(0.0f) : wasm_v128_load(w.bias.data() + at);
-}
-
 // acc += (s_w · d_x) · the block's integer sums, columns 0-3 (lo) and 4-7 (hi): q8_rows.h's rule,
 // s the block's column scales (s_lo, s_hi: columns 0-3, 4-7, loaded once for all its rows), d its
 // input row's.
@@ -197,26 +193,14 @@ void one_row_whole_blocks(const Codes& codes, const InputRows<1>& in, const floa
   wasm_v128_store(acc + 4, acc_hi);
 }
 
-// y's R rows (y_stride apart), columns [8p, 8p + 8) below w.out = acc + bias: a whole panel's
-// straight from the registers, the last panel's (narrower than 8) through acc. A copy of a
-// variable count is a call of memmove: once per row and panel it was 2-3 % of a prefill with
-// int8 activations (docs/performance.md#prefill-kernels).
+// y's R rows (y_stride apart), columns [8p, 8p + 8) below w.out = acc + bias.
 template <int R>
 void store_rows(float (*acc)[kPanelWidth], const PackedLinear& w, int p, float* y, std::ptrdiff_t y_stride) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
   const v128_t bias_lo = bias_or_zero(w, n0), bias_hi = bias_or_zero(w, n0 + 4);
   for (int r = 0; r < R; ++r) {
-    const v128_t lo = wasm_f32x4_add(wasm_v128_load(acc[r]), bias_lo);
-    const v128_t hi = wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_hi);
-    float* out = y + r * y_stride + n0;
-    if (cols == kPanelWidth) {
-      wasm_v128_store(out, lo);
-      wasm_v128_store(out + 4, hi);
-    } else {
-      wasm_v128_store(acc[r], lo);
-      wasm_v128_store(acc[r] + 4, hi);
-      std::copy_n(acc[r], cols, out);
-    }
+    store_panel_row(y + r * y_stride + n0, wasm_f32x4_add(wasm_v128_load(acc[r]), bias_lo),
+                    wasm_f32x4_add(wasm_v128_load(acc[r] + 4), bias_hi), cols);
   }
 }
 
