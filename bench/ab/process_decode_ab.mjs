@@ -8,10 +8,9 @@
 //
 //   node bench/ab/process_decode_ab.mjs <package root A> <package root B> [--pairs N] [--steps N]
 //        [--shape E/h] [--cache n]        (each root's web/dist/node.js: bash scripts/build.sh there)
-import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { exitWithUsage, loadAverage, parseFlags } from '../lib/run_env.mjs';
+import { exitWithUsage, loadAverage, parseFlags, runChild } from '../lib/run_env.mjs';
 import { filled, median } from '../lib/suite.mjs';
 
 const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slice(2), {
@@ -47,8 +46,7 @@ if (v.child) {
   console.log(await childRun(positionals[0]));
 } else {
   if (positionals.length !== 2) exitWithUsage(import.meta.url, 'expected two package roots');
-  const run = (root) => Number(execFileSync(process.execPath, [new URL(import.meta.url).pathname, '--child', root,
-    '--steps', String(sizes.steps), '--shape', v.shape, '--cache', String(sizes.n)], { encoding: 'utf8' }).trim());
+  const run = (root) => runChild(import.meta.url, [root, '--steps', String(sizes.steps), '--shape', v.shape, '--cache', String(sizes.n)]);
   const ratios = [];
   console.log(`decode step (E, h) = (${E}, ${h}), n = ${sizes.n}, ${sizes.steps} steps a process; A = ${positionals[0]}, B = ${positionals[1]}`);
   for (let p = 0; p < sizes.pairs; p++) {

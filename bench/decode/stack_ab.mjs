@@ -23,10 +23,9 @@
 // The module is each root's package choice, or WEBATTENTION_WASM's (mt, mt-relaxed: pthreads, with
 // --threads 2); Node runs the relaxed ones with --experimental-wasm-relaxed-simd (the processes
 // get this one's Node flags).
-import { execFileSync } from 'node:child_process';
-import { pathToFileURL, fileURLToPath } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import { resolve } from 'node:path';
-import { exitWithUsage, parseFlags } from '../lib/run_env.mjs';
+import { exitWithUsage, parseFlags, runChild } from '../lib/run_env.mjs';
 import { filled, median } from '../lib/suite.mjs';
 import { dtypeNames } from './decode_dtypes.mjs';
 import { createStacks, parseStackSizes, prefill, stackShape, timeToken, tokenRounds } from './decode_stack_suite.mjs';
@@ -37,8 +36,8 @@ const { values: v, positionals } = parseFlags(import.meta.url, process.argv.slic
   ...Object.fromEntries(SIZE_FLAGS.map((name) => [name, { type: 'string' }])),
 }, { allowPositionals: true });
 const usage = (error) => exitWithUsage(import.meta.url, error);
-const roots = v.child ? 1 : 2;
-if (positionals.length !== roots) usage(v.child ? 'expected one package root' : 'expected two package roots, ROOT_A and ROOT_B');
+const rootCount = v.child ? 1 : 2;
+if (positionals.length !== rootCount) usage(v.child ? 'expected one package root' : 'expected two package roots, ROOT_A and ROOT_B');
 let settings, shape;
 try {
   settings = dtypeNames(v.settings);
@@ -78,12 +77,10 @@ async function childRun(root) {
   console.log(JSON.stringify(times.map(medianOf)));
 }
 
-// This script again on one root, with this process's Node flags and the same sizes.
+// This script again on one root, with the same settings and sizes (run_env.mjs's runChild).
 function runProcess(root) {
   const flags = ['--settings', settings.join(','), ...SIZE_FLAGS.filter((k) => v[k] !== undefined).flatMap((k) => [`--${k}`, v[k]])];
-  const out = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', root, ...flags],
-    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
-  return JSON.parse(out.trim().split('\n').pop());
+  return runChild(import.meta.url, [root, ...flags]);
 }
 
 function header() {

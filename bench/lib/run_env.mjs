@@ -95,6 +95,19 @@ export function parseFlags(scriptUrl, argv, options, { allowPositionals = false 
   return parsed;
 }
 
+/**
+ * The calling script (scriptUrl: its import.meta.url) run again in a fresh Node process as
+ * `--child ...args`, with this process's Node flags (e.g. --experimental-wasm-relaxed-simd): the
+ * last line it prints, parsed as JSON. The A/Bs of two builds run each in processes of its own
+ * (bench/ab/process_decode_ab.mjs, bench/decode/stack_ab.mjs --processes): in one process the
+ * build imported first, or timed second, ran faster.
+ */
+export function runChild(scriptUrl, args) {
+  const out = execFileSync(process.execPath, [...process.execArgv, fileURLToPath(scriptUrl), '--child', ...args],
+    { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
+  return JSON.parse(out.trim().split('\n').pop());
+}
+
 /** The header lines every run starts with (bench/<script> run with argv). */
 export function commonHeader(script, argv) {
   return {
