@@ -137,7 +137,7 @@ PackedLinear pack_quantised(const QuantisedSource& source, int out, int in, Stor
 // from the storage's start), and pack_rows_in_place() packs them where they lie.
 PackedLinear rows_for_packing(int out, int in);
 void pack_rows_in_place(PackedLinear& w);
-// One panel ([depth][8], kv_layout.h) from `cols` <= 8 rows of a row-major f32 matrix, `stride`
+// One panel ([depth][8], kv_layout.h) from `cols` (1 to 8) rows of a row-major f32 matrix, `stride`
 // floats apart (row c becomes column c), columns past `cols` zero: a weight panel at load time, a
 // unit's key panel in every prefill (flash_layout.h's unit_kv).
 void pack_rows_into_panel(const float* rows, std::ptrdiff_t stride, int cols, int depth, float* panel);

@@ -166,7 +166,7 @@ void pack_rows_into_panel(const float* rows, std::ptrdiff_t stride, int cols, in
     const float* src = rows + c * stride;
     for (int k = done; k < depth; ++k) panel[static_cast<std::size_t>(k) * kPanelWidth + c] = src[k];
   }
-  for (int c = std::max(cols, 0); c < kPanelWidth; ++c) {
+  for (int c = cols; c < kPanelWidth; ++c) {
     for (int k = 0; k < depth; ++k) panel[static_cast<std::size_t>(k) * kPanelWidth + c] = 0.0f;
   }
 }
