@@ -99,6 +99,29 @@ test('firstNonFinite of float32 values: the first NaN or ±inf, -1 for none', ()
   assert.equal(firstNonFinite(new Float32Array(0)), -1);
 });
 
+test('firstNonFinite of float32 values in long arrays (chunked sums), from a start: the plain loop\'s answer', () => {
+  const plain = (data, start) => {
+    for (let i = start; i < data.length; i++) if (!Number.isFinite(data[i])) return i;
+    return -1;
+  };
+  let seed = 5;
+  const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+  // Lengths about the chunk (256) and its multiples, tails of every size; large finite values whose
+  // products with 0 are still 0, and -0.
+  for (const n of [1, 255, 256, 257, 511, 512, 1000, 4099]) {
+    for (const bad of [NaN, Infinity, -Infinity]) {
+      for (let trial = 0; trial < 6; trial++) {
+        const data = Float32Array.from({ length: n }, (_, i) => (i % 5 === 0 ? -0 : (next() - 0.5) * 3.4e38));
+        const places = [Math.floor(next() * n), Math.floor(next() * n), n - 1].slice(0, 1 + (trial % 3));
+        for (const at of places) data[at] = bad;
+        for (const start of [0, Math.floor(next() * n), Math.min(...places), Math.min(...places) + 1]) {
+          assert.equal(firstNonFinite(data, 'float32', start), plain(data, start), `n ${n}, ${bad} at ${places}, from ${start}`);
+        }
+      }
+    }
+  }
+});
+
 test('float16 by hand: 65504 and 65519.996 stay, 65520 is inf; the smallest subnormal and its halves', () => {
   const f16 = (value) => f32BitsToF16(bitsOf(value));
   assert.equal(f16(65504), 0x7bff);

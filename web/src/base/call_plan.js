@@ -35,19 +35,25 @@ export function weightsPerBatch(plan, heads) {
   return (plan.averageAttnWeights ? 1 : heads) * plan.L * (plan.T ?? plan.S);
 }
 
-/** The plan itself if it owns its arrays, else planWithCopies()'s: for a call that runs later. */
-export const ownedPlan = (plan) => (plan.borrowed ? { ...planWithCopies(plan).plan, borrowed: false } : plan);
+/**
+ * The plan itself if it owns its arrays, else planWithCopies()'s: for a call that runs later.
+ * copyOf: as planWithCopies()'s (a HostCopies lease's copy, host_copies.js, for a call that gives them back).
+ */
+export const ownedPlan = (plan, copyOf) => (plan.borrowed ? { ...planWithCopies(plan, copyOf).plan, borrowed: false } : plan);
+
+const fresh = (data) => data.slice();
 
 /**
- * The plan with fresh copies of every input array (query, key, value, mask data, position ids; an
- * array passed twice is copied once, so aliasing survives), and those copies' buffers (`buffers`,
- * for a transfer list): a worker's share owns its arrays (pool/pool.js).
+ * The plan with copies of every input array (query, key, value, mask data, position ids; an
+ * array passed twice is copied once, so aliasing survives), made by copyOf(array) (fresh ones by
+ * default), and those copies' buffers (`buffers`, for a transfer list: fresh copies only): a
+ * worker's share owns its arrays (pool/pool.js).
  */
-export function planWithCopies(plan) {
+export function planWithCopies(plan, copyOf = fresh) {
   const copies = new Map();
   const copy = (data) => {
     if (!data || isDeviceData(data)) return data;  // a GPU input is read on the device, when the call runs
-    if (!copies.has(data)) copies.set(data, data.slice());
+    if (!copies.has(data)) copies.set(data, copyOf(data));
     return copies.get(data);
   };
   const mask = (m) => (m ? { ...m, data: copy(m.data) } : m);  // encode()'s plan has none

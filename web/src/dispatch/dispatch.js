@@ -27,6 +27,8 @@ import { deviceInputs, isDeviceCall } from '../base/gpu_tensors.js';
 import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
+import { HostCopies } from '../base/host_copies.js';
+import { acquireGpu, gpuFailed, gpuSlot } from './gpu_slot.js';
 import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
 import { lazyModules } from '../base/lazy_modules.js';
@@ -55,6 +57,7 @@ export class Dispatcher {
   #unbound = new Set();
   #loading = null;
   #finiteWeights = true;  // the loaded weights hold no NaN or ±Inf (finite_inputs.js): the GPU may take calls
+  #copies = new HostCopies();
 
   /**
    * wasm: the calling thread's WasmExecutor. pool: a PoolExecutor or null; autoThreads: threads
@@ -69,11 +72,7 @@ export class Dispatcher {
     this.#wasm = wasm;
     this.#pool = pool;
     this.#autoThreads = autoThreads;
-    // state: 'pending' (not asked for yet) | 'ready' | 'none' ('auto' found nothing to use)
-    this.#gpu = gpu && {
-      state: gpu.acquire ? 'pending' : 'ready', executor: gpu.executor ?? null, acquire: gpu.acquire ?? null,
-      acquiring: null, pendingEntries: null, minFlops: gpuMinFlops, measureThreshold, warned: false,
-    };
+    this.#gpu = gpuSlot(gpu, gpuMinFlops, measureThreshold);
   }
 
   /** 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). */
@@ -219,7 +218,11 @@ export class Dispatcher {
   forward(plan) {
     const call = { bound: false };
     const now = plan.cache && !isDeviceCall(plan) && !this.#loading;
-    const result = now ? this.#enqueueCached(plan, this.route(plan).where, call) : this.#forward(plan, call);
+    // A plain call's copies of its inputs are reused arrays (host_copies.js); a cache may hold its
+    // last call's inputs (keep()), and a GPU-tensor call has its own rules (device_calls.js).
+    const lease = plan.cache || isDeviceCall(plan) ? null : this.#copies.lease();
+    const result = now ? this.#enqueueCached(plan, this.route(plan).where, call) : this.#forward(plan, call, lease?.copy);
+    lease && result.then(lease.release, lease.release);
     if (!call.bound) {
       this.#unbound.add(result);
       const done = () => this.#unbound.delete(result);
@@ -229,28 +232,30 @@ export class Dispatcher {
   }
 
   // forward()'s body; sets call.bound where the call reads its weights before its first await.
-  async #forward(given, call) {
+  // copyOf: the call's copies of its inputs, reused arrays held until it settles (host_copies.js).
+  async #forward(given, call, copyOf) {
     // The waiting first: a load made before this call, then an 'auto' module's GPU, looked for at its
-    // first large call. A call that waits, or runs anywhere but on this thread's WASM at once, owns
-    // copies of its inputs first (base/call_plan.js ownedPlan()): the caller may change them after.
+    // first large call. A call that waits, or reads its inputs after an await (on the GPU, or on a
+    // pool whose workers are not up), owns copies of them first (base/call_plan.js ownedPlan()):
+    // the caller may change them after. A ready pool posts copies to its workers before its first await.
     let plan = given;
     // A call with GPU-resident tensors wants the GPU whatever its size (device_calls.js).
     const device = isDeviceCall(plan);
     const wantsGpu = () => this.#gpu?.state === 'pending' && (device || this.#gpuWanted(plan));
-    if (this.#loading || wantsGpu()) plan = ownedPlan(plan);
+    if (this.#loading || wantsGpu()) plan = ownedPlan(plan, copyOf);
     if (this.#loading) {
       await this.#loading;
       this.#live();
     }
     if (wantsGpu()) {
-      await this.#acquireGpu();
+      await acquireGpu(this.#gpu, () => this.#disposed);
       this.#live();
     }
     if (device) return lazyModules().forwardOnDevice(this.#deviceSide, plan);
     const { where, fallback, sample } = this.route(plan);
     if (plan.cache) return this.#enqueueCached(plan, where, call);
-    if (sample) return this.#sampled(ownedPlan(plan), where, fallback);
-    if (where !== 'wasm') plan = ownedPlan(plan);
+    if (sample) return this.#sampled(ownedPlan(plan, copyOf), where, fallback);
+    if (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady)) plan = ownedPlan(plan, copyOf);
     // The calling thread computes at once; a ready pool starts every share before its first await.
     call.bound = where === 'wasm' || (where === 'pool' && this.#pool.isReady);
     if (where === 'webgpu') {
@@ -260,7 +265,7 @@ export class Dispatcher {
         return result;
       } catch (e) {
         this.#live();  // disposed during the call: a DisposedError, whatever the GPU said
-        await this.#gpuFailed(e);
+        await gpuFailed(this.#gpu, e);
       }
     }
     const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
@@ -276,7 +281,7 @@ export class Dispatcher {
     testHooks.onRun?.('wasm', plan);
     if (ran.gpuError) {
       this.#live();
-      await this.#gpuFailed(ran.gpuError);
+      await gpuFailed(this.#gpu, ran.gpuError);
       return ran.cpu;
     }
     testHooks.onRun?.('webgpu', plan, ran.gpu.path);
@@ -291,7 +296,7 @@ export class Dispatcher {
     route: (plan) => this.route(plan),
     cpu: (where) => (where === 'pool' ? this.#pool : this.#wasm),
     enqueueCached: (plan, where) => this.#enqueueCached(plan, where, { bound: false }),
-    gpuFailed: (error, ranOnCpu) => this.#gpuFailed(error, ranOnCpu),
+    gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu),
     onRun: (where, plan, path) => testHooks.onRun?.(where, plan, path),
   };
 
@@ -340,6 +345,7 @@ export class Dispatcher {
     this.#caches.clear();
     this.#pool?.dispose();
     this.#wasm.dispose();
+    this.#copies.clear();
   }
 
   // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
@@ -351,45 +357,6 @@ export class Dispatcher {
   #gpuUsable() {
     const gpu = this.#gpu;
     return gpu?.state === 'ready' && !gpu.executor.lost;
-  }
-
-  // Backend 'auto', first large call: ask for the GPU once (concurrent calls share the asking).
-  #acquireGpu() {
-    const gpu = this.#gpu;
-    gpu.acquiring ??= (async () => {
-      let executor = null;
-      try {
-        executor = await gpu.acquire();
-      } catch {
-        executor = null;  // 'auto' never fails over WebGPU: WASM it is
-      }
-      if (this.#disposed || gpu.state !== 'pending') {
-        executor?.dispose();
-        return;
-      }
-      gpu.state = executor ? 'ready' : 'none';
-      gpu.executor = executor;
-      if (executor && gpu.pendingEntries) executor.loadStateDict(gpu.pendingEntries);
-      gpu.pendingEntries = null;
-    })();
-    return gpu.acquiring;
-  }
-
-  // The failure policy of a GPU call (see the top of this file).
-  async #gpuFailed(error, ranOnCpu = true) {
-    const { executor } = this.#gpu;
-    // A lost device reports through device.lost, which may settle a moment after the failed
-    // call: give it that moment before deciding.
-    await executor.settleLoss();
-    if (executor.lost) {
-      const { reason, message } = executor.lost;
-      console.warn(`webattention: the WebGPU device was lost (${reason}${message ? `: ${message}` : ''}); `
-        + 'this module computes on WASM from now on (mha.backend is \'wasm\')');
-      executor.dispose();
-    } else if (ranOnCpu && !this.#gpu.warned) {
-      this.#gpu.warned = true;
-      console.warn(`webattention: a WebGPU forward() failed (${error?.message ?? error}); that call ran on WASM`);
-    }
   }
 
   #live() {

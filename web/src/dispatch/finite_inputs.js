@@ -31,17 +31,17 @@ function maskEntriesFinite(mask) {
 
 const masks = (mask, i) => (mask.kind === MaskKind.boolean ? mask.data[i] !== 0 : mask.data[i] === -Infinity);
 
-/** The rows b·S + s of `data` ([B·S, width]) that hold a NaN or an infinity, up to `limit` + 1 of them. */
+/**
+ * The rows b·S + s of `data` ([B·S, width]) that hold a NaN or an infinity, up to `limit` + 1 of
+ * them: one scan of the whole array, resumed after each row found.
+ */
 function nonFiniteRows(data, rows, limit, found) {
   if (isDeviceData(data)) return found;
   const width = data.length / rows;
-  for (let r = 0; r < rows && found.size <= limit; r++) {
-    for (let i = r * width; i < (r + 1) * width; i++) {
-      if (!finite(data[i])) {
-        found.add(r);
-        break;
-      }
-    }
+  for (let i = firstNonFinite(data); i >= 0 && found.size <= limit;) {
+    const r = Math.floor(i / width);
+    found.add(r);
+    i = firstNonFinite(data, 'float32', (r + 1) * width);
   }
   return found;
 }
@@ -65,7 +65,10 @@ function keyVisible(plan, b, s) {
 export function finiteInputs(plan) {
   if (!allFinite(plan.query) || !maskEntriesFinite(plan.keyPaddingMask) || !maskEntriesFinite(plan.attnMask)) return false;
   const rows = plan.B * plan.S;
-  const found = nonFiniteRows(plan.value, rows, MAX_ROWS_SEARCHED, nonFiniteRows(plan.key, rows, MAX_ROWS_SEARCHED, new Set()));
+  // Each array scanned once: the query was found finite above, and self-attention passes it three times.
+  const rowsOf = (data, found) => (data === plan.query ? found : nonFiniteRows(data, rows, MAX_ROWS_SEARCHED, found));
+  const keyRows = rowsOf(plan.key, new Set());
+  const found = plan.value === plan.key ? keyRows : rowsOf(plan.value, keyRows);
   if (found.size > MAX_ROWS_SEARCHED) return false;
   for (const r of found) if (keyVisible(plan, Math.floor(r / plan.S), r % plan.S)) return false;
   return true;
