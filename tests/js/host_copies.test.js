@@ -4,7 +4,7 @@
 // of up to its size (not one of less than half), and at most three are kept.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { HostCopies, POOLED_BYTES } from '../../web/src/base/host_copies.js';
+import { HostCopies, IDLE_CALLS, POOLED_BYTES } from '../../web/src/base/host_copies.js';
 import { ownedPlan } from '../../web/src/base/call_plan.js';
 
 const big = (n, seed) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 0.01 + seed));
@@ -92,4 +92,22 @@ test('ownedPlan() with a lease: one copy of a tensor passed as query, key and va
   assert.notEqual(owned.query.buffer, x.buffer);
   assert.deepEqual(owned.query, x);
   lease.release();
+});
+
+test(`a kept array no call took for ${IDLE_CALLS} calls is dropped, whatever those calls copied`, () => {
+  const copies = new HostCopies();
+  const a = copies.lease();
+  const kept = a.copy(big(4 * FLOATS, 1)).buffer;
+  a.release();
+  // Calls that copy nothing large (small inputs, or none): the large array idles.
+  for (let i = 0; i < IDLE_CALLS; i++) copies.lease().release();
+  const b = copies.lease();
+  assert.notEqual(b.copy(big(3 * FLOATS, 2)).buffer, kept, `dropped after ${IDLE_CALLS} calls`);
+  b.release();
+  // One call fewer: still kept, and taken.
+  const c = copies.lease();
+  const again = c.copy(big(4 * FLOATS, 3)).buffer;
+  c.release();
+  for (let i = 0; i < IDLE_CALLS - 1; i++) copies.lease().release();
+  assert.equal(copies.lease().copy(big(4 * FLOATS, 4)).buffer, again, `kept for ${IDLE_CALLS - 1} calls`);
 });

@@ -11,15 +11,23 @@
 export const POOLED_BYTES = 1 << 20;
 /** Arrays kept between calls (the most recently given back): a call has at most three inputs. */
 const KEPT = 3;
+/**
+ * Calls after which a kept array no call took is dropped: a module whose calls change size keeps
+ * no array of an old size for long (its GPU buffers of that size stay until dispose()).
+ */
+export const IDLE_CALLS = 4;
 
 export class HostCopies {
   #free = [];  // arrays no call holds, the most recently given back last
+  #idle = new Map();  // a free array → calls since it was given back
 
   /**
    * A lease for one call: copy(data) gives a copy of `data` (a typed array) that stays the
    * call's until release(), called once when the call has settled.
    */
   lease() {
+    for (const [array, calls] of this.#idle) this.#idle.set(array, calls + 1);
+    this.#free = this.#free.filter((a) => this.#idle.get(a) <= IDLE_CALLS);
     const held = [];
     return {
       copy: (data) => {
@@ -33,6 +41,7 @@ export class HostCopies {
       release: () => {
         this.#free.push(...held.splice(0));
         this.#free.splice(0, Math.max(0, this.#free.length - KEPT));
+        this.#idle = new Map(this.#free.map((a) => [a, this.#idle.get(a) ?? 0]));
       },
     };
   }
@@ -40,6 +49,7 @@ export class HostCopies {
   /** Drops the kept arrays (the module's dispose()). */
   clear() {
     this.#free = [];
+    this.#idle.clear();
   }
 
   // The smallest free array of `type` with room for `length` elements and no more than twice
@@ -50,6 +60,8 @@ export class HostCopies {
       const fits = a.constructor === type && a.length >= length && a.length <= 2 * length;
       if (fits && (best < 0 || a.length < this.#free[best].length)) best = i;
     });
-    return best < 0 ? new type(length) : this.#free.splice(best, 1)[0];
+    if (best < 0) return new type(length);
+    this.#idle.delete(this.#free[best]);
+    return this.#free.splice(best, 1)[0];
   }
 }
