@@ -319,11 +319,13 @@ export class MultiHeadAttention {
    * Cross-attention: an encoder's output key [B, S, kdim] (or [S, kdim]) and value [B, S, vdim]
    * projected once into a read-only cache of S positions (not rotated: a rotary module throws
    * OptionError). forward(query, null, null, { cache }) then attends to all of them, with no
-   * causal rule and keyPaddingMask [B, S]; weights [B, (numHeads,) L, S]. On WebGPU modules the
-   * encoded cache is stored and attended on the calling thread's WASM.
+   * causal rule and keyPaddingMask [B, S]; weights [B, (numHeads,) L, S]. On a WebGPU module the
+   * encoded cache is stored and attended on the GPU (key and value may then be GPU tensors, an
+   * encoder's output left on the device, and its steps take GPU queries and output 'gpu-buffer').
    */
-  encode(key: TensorInput | HalfTensorInput, value: TensorInput | HalfTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
-  forward(query: TensorInput | HalfTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
+  encode(key: TensorInput | HalfTensorInput | GpuTensorInput, value: TensorInput | HalfTensorInput | GpuTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
+  forward(query: FloatInput | GpuTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache; output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+  forward(query: TensorInput | HalfTensorInput | GpuTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
   forward(query: FloatInput | GpuTensorInput, key: FloatInput | GpuTensorInput, value: FloatInput | GpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
   forward(query: HalfTensorInput | HalfGpuTensorInput, key: HalfTensorInput | HalfGpuTensorInput, value: HalfTensorInput | HalfGpuTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
   forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;

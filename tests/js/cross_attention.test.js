@@ -1,78 +1,27 @@
-// Cross-attention through mha.encode() (docs/attention-math.md §9): decoder steps against an
-// encoded cache equal the float64 reference of the full cross-attention (keys and values stored
-// as the cache's dtype rounds them), and the full forward with that key and value; every misuse
-// is a typed error naming its argument that leaves the cache and the module working.
+// Cross-attention through mha.encode() (docs/attention-math.md §9) on WASM: the runs of
+// tests/contract/cross_attention.mjs (decoder steps against an encoded cache equal the float64
+// reference and the full forward), and every misuse is a typed error naming its argument that
+// leaves the cache and the module working.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
   MultiHeadAttention, wasmMemoryInUse, CacheError, DisposedError, OptionError, ShapeError, StateDictError,
 } from '#webattention';
-import { compare, mhaReference, randomTensor, rng } from '../contract/contract.mjs';
+import { randomTensor, rng } from '../contract/contract.mjs';
+import { B, FULL_FORWARD_MODULES, REFERENCE_DTYPES, S, fullForwardRun, loadedModule, referenceRun } from '../contract/cross_attention.mjs';
 
 const next = rng(23);
-const B = 2, S = 19;
+const create = (options) => MultiHeadAttention.create({ threads: 1, ...options });
+const loaded = (options) => loadedModule(create, options, next);
 
-async function loaded(options) {
-  const mha = await MultiHeadAttention.create({ threads: 1, ...options });
-  const sd = {};
-  for (const { name, shape } of mha.stateDictShapes) sd[name] = randomTensor(shape, next);
-  mha.loadStateDict(sd);
-  return { mha, sd };
-}
-
-// Batch 1's last positions are padding; batch 0 sees them all.
-const padding = () => ({ data: Uint8Array.from({ length: B * S }, (_, k) => (k >= S + 14 ? 1 : 0)), shape: [B, S] });
-
-// Steps against `encoded` (made from key and value) and what each must equal: `expected(query,
-// options)` resolves to { output, weights } data.
-async function checkSteps(mha, encoded, expected) {
-  const { embedDim, numHeads: H } = mha.config;
-  for (const L of [1, 3, 2]) {
-    const query = randomTensor([B, L, embedDim], next);
-    const o = { keyPaddingMask: padding(), needWeights: true, averageAttnWeights: L !== 3 };
-    const got = await mha.forward(query, null, null, { cache: encoded, ...o });
-    const want = await expected(query, o);
-    const outputs = compare(got.output, { data: want.output, shape: [B, L, embedDim] });
-    assert.ok(outputs.ok, `L ${L}, output: ${outputs.detail}`);
-    const weights = compare(got.attnWeights, { data: want.weights, shape: o.averageAttnWeights ? [B, L, S] : [B, H, L, S] });
-    assert.ok(weights.ok, `L ${L}, weights: ${weights.detail}`);
-  }
-  assert.equal(encoded.length, S, 'nothing appended');
-}
-
-// The float64 reference, keys and values rounded as each cache dtype stores them.
-for (const dtype of ['float32', 'float16', 'int8']) {
-  test(`encode + steps = the float64 cross-attention, widths of their own, ${dtype} cache`, async () => {
-    const { mha, sd } = await loaded({ embedDim: 16, numHeads: 4, kdim: 10, vdim: 7 });
-    try {
-      const key = randomTensor([B, S, 10], next);
-      const value = randomTensor([B, S, 7], next);
-      const encoded = await mha.encode(key, value, { dtype });
-      assert.equal(encoded.encoded, true);
-      assert.deepEqual([encoded.length, encoded.batchSize, encoded.dtype], [S, B, dtype]);
-      await checkSteps(mha, encoded, (query, o) => mhaReference(mha.config, sd, query, key, value, o, dtype));
-    } finally {
-      mha.dispose();
-    }
-  });
+for (const dtype of REFERENCE_DTYPES) {
+  test(`encode + steps = the float64 cross-attention, widths of their own, ${dtype} cache`, () => referenceRun(create, dtype));
 }
 
 // Grouped-query heads and qk-norm, and one tensor for key and value: the full forward with that
 // key and value (itself checked against the references by the other suites).
-for (const options of [{ embedDim: 24, numHeads: 4, numKvHeads: 2 }, { embedDim: 16, numHeads: 2, qkNorm: {} }]) {
-  test(`encode + steps = the full forward: ${JSON.stringify(options)}, one tensor as key and value`, async () => {
-    const { mha } = await loaded(options);
-    try {
-      const kv = randomTensor([B, S, options.embedDim], next);
-      const encoded = await mha.encode(kv, kv);
-      await checkSteps(mha, encoded, async (query, o) => {
-        const full = await mha.forward(query, kv, kv, o);
-        return { output: full.output.data, weights: full.attnWeights.data };
-      });
-    } finally {
-      mha.dispose();
-    }
-  });
+for (const options of FULL_FORWARD_MODULES) {
+  test(`encode + steps = the full forward: ${JSON.stringify(options)}, one tensor as key and value`, () => fullForwardRun(create, options));
 }
 
 test('encode and encoded caches used wrongly: typed errors, the cache and the module still working', async () => {
@@ -96,6 +45,7 @@ test('encode and encoded caches used wrongly: typed errors, the cache and the mo
       [() => mha.forward(randomTensor([1, 1, 16], next), null, null, { cache: encoded }), ShapeError, 'query'],
       [() => other.forward(x, null, null, { cache: encoded }), CacheError, 'cache'],
       [() => mha.forward(x, null, null), null, null],  // null key without a cache: the forward's own check
+      [() => mha.forward(x, null, null, { cache: encoded, output: 'gpu-buffer' }), OptionError, 'output'],  // a WASM module
     ];
     for (const [call, type, argument] of refusals) {
       const e = await Promise.resolve().then(call).then(() => null, (error) => error);

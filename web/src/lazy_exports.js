@@ -15,6 +15,7 @@ export { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } from './checks/gguf_confi
 export { quantisedEntry, quantisedRows, stackQuantised } from './storage/quantised_tensors.js';
 export { checkGpuTensor } from './checks/gpu_tensor_checks.js';
 export { forwardOnDevice } from './dispatch/device_calls.js';
+export { encodeStorage } from './dispatch/encode_call.js';
 export { checkKeep } from './dispatch/keep_checks.js';
 export { resolveLayout } from './storage/layout_resolution.js';
 export { resolveEncode, resolveEncodedForward } from './checks/encode_plans.js';

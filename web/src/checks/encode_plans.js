@@ -4,14 +4,16 @@
 // its own words; these are the messages users see.
 import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { checkBoolean, checkChoice, checkOptions } from '../base/option_checks.js';
-import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, requireWhole, shapeError } from '../base/tensor_checks.js';
+import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
+import { isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
+import { checkGpuTensor } from './gpu_tensor_checks.js';
 import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { widenInputs } from './half_tensors.js';
 import { checkOut } from './out_option.js';
 
 /**
  * encode(key [B, S, kdim] (or [S, kdim]), value [B, S, vdim], { dtype }) checked: { B, S, batched,
- * key, value (float32 data, borrowed), dtype (the cache's) }.
+ * key, value (float32 data, borrowed, or GPU tensors' DeviceData), dtype (the cache's), onDevice }.
  */
 export function resolveEncode(config, key, value, options) {
   const o = checkOptions('encode', options, ['dtype']);
@@ -20,10 +22,14 @@ export function resolveEncode(config, key, value, options) {
       + 'have none in the decoder\'s sequence', { argument: 'rotary', expected: 'a module without rotary', actual: 'rotary' });
   }
   const views = new Map();
-  const givenKey = checkTensor('key', key, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
+  const buffers = new Map();
+  // A host tensor, or a GPU one (an encoder's output on the device: dispatch/encode_call.js).
+  const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
+    ? checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
+  const givenKey = input('key', key, [2, 3]);
   const rank = givenKey.shape.length;
-  const { tensors: [k, v] } = widenInputs([['key', givenKey],
-    ['value', checkTensor('value', value, { dtypes: FLOAT_DATA, ranks: [rank], views, borrow: true })]]);
+  const { tensors: [k, v] } = widenInputs([['key', givenKey], ['value', value === key ? givenKey : input('value', value, [rank])]]);
   const batched = rank === 3;
   const [B, S, kdim] = batched ? k.shape : [1, ...k.shape];
   const [Bv, Sv, vdim] = batched ? v.shape : [1, ...v.shape];
@@ -33,7 +39,7 @@ export function resolveEncode(config, key, value, options) {
   const dtype = checkChoice('dtype', o.dtype, CACHE_DTYPES, 'float32');
   requireWhole('key', k);
   requireWhole('value', v);
-  return { B, S, batched, key: k.data, value: v.data, dtype, borrowed: true };
+  return { B, S, batched, key: k.data, value: v.data, dtype, borrowed: true, onDevice: isDeviceData(k.data) || isDeviceData(v.data) };
 }
 
 /**
@@ -41,7 +47,7 @@ export function resolveEncode(config, key, value, options) {
  * cache holds them), no causal rule, no attnMask or positionIds, keyPaddingMask [B, S]. The
  * plan of resolveMhaForward(), with S = 0 new positions and T = S attended.
  */
-export function resolveEncodedForward(config, query, key, value, o) {
+export function resolveEncodedForward(config, query, key, value, o, { output = 'cpu', batch = null } = {}) {
   const cache = o.cache;
   if ((key !== null && key !== undefined) || (value !== null && value !== undefined)) {
     throw new CacheError('cache: an encoded cache (mha.encode()) is read-only and holds the keys and values: pass null '
@@ -54,7 +60,10 @@ export function resolveEncodedForward(config, query, key, value, o) {
     }
   }
   const views = new Map();
-  const given = checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
+  // A GPU query (and output 'gpu-buffer') runs where the cache is stored: on the GPU, or refused
+  // by dispatch/device_calls.js naming the cache.
+  const given = isGpuTensor(query) ? checkGpuTensor('query', query, { ranks: [2, 3], shapeOf: snapshotShape, buffers: new Map() })
+    : checkTensor('query', query, { dtypes: FLOAT_DATA, ranks: [2, 3], views, borrow: true });
   const { tensors: [q], dtype } = widenInputs([['query', given]]);
   const batched = q.shape.length === 3;
   const [B, L, E] = batched ? q.shape : [1, ...q.shape];
@@ -82,6 +91,7 @@ export function resolveEncodedForward(config, query, key, value, o) {
     B, L, S: 0, T, batched,
     dtype,
     query: q.data, key: null, value: null,
+    output, batch, onDevice: isDeviceData(q.data),
     keyPaddingMask, attnMask: checkMask('attnMask', undefined),
     isCausal: false,
     needWeights,
@@ -90,6 +100,6 @@ export function resolveEncodedForward(config, query, key, value, o) {
     positionIds: null,
     outputShape,
     weightsShape: needWeights ? [...lead, ...(averageAttnWeights ? [] : [config.numHeads]), L, T] : null,
-    out: checkOut(o.out, { shape: outputShape, dtype }),
+    out: checkOut(o.out, { shape: outputShape, dtype, output }),
   };
 }

@@ -29,14 +29,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
   const batch = checkBatch(o.batch, output);
   // Cross-attention: the encoder's keys and values are in the cache (encode_plans.js).
-  if (KvCache.isKvCache(o.cache) && o.cache.encoded) {
-    if (output !== 'cpu') {
-      throw new OptionError("output: 'gpu-buffer' is not available with an encode()d cache (it is stored on WASM)", {
-        argument: 'output', expected: "'cpu'", actual: output,
-      });
-    }
-    return lazyModules().resolveEncodedForward(config, query, key, value, o);
-  }
+  if (KvCache.isKvCache(o.cache) && o.cache.encoded) return lazyModules().resolveEncodedForward(config, query, key, value, o, { output, batch });
   return resolvePlainForward(config, query, key, value, o, { output, batch });
 }
 

@@ -29,16 +29,7 @@ const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
  */
 export async function forwardOnDevice(side, plan) {
   const argument = deviceArgument(plan);
-  if (!side.complete()) {
-    throw new StateDictError('forward: the module has no complete state dict yet (loadStateDict()); a GPU call needs its weights', {
-      argument: 'stateDict', expected: 'loaded weights', actual: 'incomplete',
-    });
-  }
-  const executor = side.executor();
-  if (!executor) {
-    throw new OptionError(`${argument}: GPU-resident tensors need the module's WebGPU device (backend 'webgpu', or 'auto' `
-      + 'with a usable GPU); this module computes on WASM', { argument, expected: 'a module on WebGPU', actual: 'wasm' });
-  }
+  const executor = deviceExecutor(side, 'forward', argument);
   if (plan.cache) {
     if (!plan.cache.kvCache.isOf(executor)) {
       throw new CacheError(`cache: stored on WASM (made before the module had its GPU); ${argument} needs a cache on the GPU`, {
@@ -65,6 +56,25 @@ export async function forwardOnDevice(side, plan) {
     }
     return onCpu(side, executor, fallback, owned);
   }
+}
+
+/**
+ * The GPU executor a call with GPU-resident tensors (`what`: 'forward' | 'encode') runs on, or the
+ * typed error of why it cannot: no weights yet (StateDictError), no device (OptionError naming
+ * `argument`: a WASM module has no device to read or write buffers on).
+ */
+export function deviceExecutor(side, what, argument) {
+  if (!side.complete()) {
+    throw new StateDictError(`${what}: the module has no complete state dict yet (loadStateDict()); a GPU call needs its weights`, {
+      argument: 'stateDict', expected: 'loaded weights', actual: 'incomplete',
+    });
+  }
+  const executor = side.executor();
+  if (!executor) {
+    throw new OptionError(`${argument}: GPU-resident tensors need the module's WebGPU device (backend 'webgpu', or 'auto' `
+      + 'with a usable GPU); this module computes on WASM', { argument, expected: 'a module on WebGPU', actual: 'wasm' });
+  }
+  return executor;
 }
 
 // A call with host inputs computed on the CPU (`where`), its result put into GPU buffers.

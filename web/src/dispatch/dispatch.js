@@ -115,14 +115,14 @@ export class Dispatcher {
     return KvCache.make(owner, owner.createCache(options), options, this.#adoptCache);
   }
 
-  /**
-   * encode()'s cache (plan from resolveEncode()), after a load made before it: always in the
-   * calling thread's WASM instance, where its calls then run (route()); a GPU-stored encoded
-   * cache is not built yet. The plan's arrays are copied first when it waits.
-   */
   // A cache of this module, made or forked: released with the module (dispose()).
   #adoptCache = (cache) => this.#caches.add(new WeakRef(cache));
 
+  /**
+   * encode()'s cache (plan from resolveEncode()), after a load made before it, stored where
+   * encode_call.js says (the GPU while its executor is in use, else the calling thread's WASM);
+   * its calls then run there (route()). The plan's arrays are copied first when it waits.
+   */
   async encode(plan) {
     let owned = plan;
     if (this.#loading) {
@@ -131,8 +131,27 @@ export class Dispatcher {
       this.#live();
     }
     const options = { batchSize: owned.B, maxLength: owned.S, window: 0, dtype: owned.dtype, encoded: true };
-    return KvCache.make(this.#wasm, this.#wasm.encode(owned), options, this.#adoptCache);
+    const { owner, storage } = await lazyModules().encodeStorage(this.#encodeSide, owned).catch((e) => {
+      this.#live();
+      throw e;
+    });
+    if (this.#disposed) storage.delete();
+    this.#live();
+    return KvCache.make(owner, storage, options, this.#adoptCache);
   }
+
+  // What encode_call.js reads of this dispatcher, made once.
+  #encodeSide = {
+    executor: () => (this.#gpuUsable() ? this.#gpu.executor : null),
+    complete: () => this.#wasm.complete,
+    wasm: () => this.#wasm,
+    acquire: async () => {
+      if (this.#gpu?.state !== 'pending') return;
+      await acquireGpu(this.#gpu, () => this.#disposed);
+      this.#live();
+    },
+    gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu),
+  };
 
   /**
    * entries: checked against parameterSpecs(), the package's own copies. A call made before this

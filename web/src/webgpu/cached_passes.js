@@ -12,7 +12,8 @@
  */
 export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads: H }) {
   const { B, L, T } = plan;
-  if (L <= maxRows) return { passes: [plan], merge: ([result]) => result };
+  // A step on an encoded cache appends nothing (S = 0): no ring to wrap, one pass.
+  if (L <= maxRows || plan.S === 0) return { passes: [plan], merge: ([result]) => result };
   const n = plan.cache.lengthBefore;
   // Each cache row's length before the pass from row i0 on: the call's rows advanced by i0.
   const { rows: listed, lengthsBefore } = plan.cache;

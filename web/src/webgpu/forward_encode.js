@@ -20,6 +20,9 @@
 //                                   IEEE on the bits (kernels/nonfinite_rows.wgsl.js)
 //   output projection   linear      heads·W_oᵀ + b_o
 //
+// An encoded cache (gpu_encode.js): its filling (L = 0) stops after the K/V projections, the append
+// and the flags (encodeCacheFill()); its steps (S = 0) project the query alone and append nothing.
+//
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
 // family takes the same uniforms (packed from the family's list) and bindings. With int8
 // activations each linear is q8_projection.js's two dispatches: q8Rows, then q8Linear.
@@ -150,7 +153,7 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     encodeProjection(ctx, kernels, problem,
       [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')], out);
   }
-  const operand = ({ role, off, stride }) => ({ buf: ctx.buffers.get(role), off, stride });
+  const operand = (at) => at && { buf: ctx.buffers.get(at.role), off: at.off, stride: at.stride };
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
   const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
   const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
@@ -158,8 +161,8 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
       uniform(packParams(QK_NORM_PARAMS, { count, heads, headDim: dk, off, stride, eps: config.qkNorm.eps })),
       [weights, buf], [cdiv(heads, QK_NORM_WORKGROUP), count, B]);
-    normalize(q, L, H, params.qNorm);
-    normalize(k, S, G, params.kNorm);
+    if (q) normalize(q, L, H, params.qNorm);
+    if (k) normalize(k, S, G, params.kNorm);
   }
   if (rotary) {
     // One table for queries (positions first…first+L−1) and keys (first…first+S−1), shared by
@@ -177,16 +180,23 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     rotate(q, L, H);
     rotate(k, S, G);
   }
-  if (cache) [k, v] = appendToCache(ctx, { plan, config, cache, kernels }, k, v);
+  // A step on an encoded cache appends nothing (S = 0): its attention reads the cache as stored.
+  if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v) : storedOperands(cache, config);
   return { q, k, v };
 }
+
+// A cache's K and V as the attention kernels' operands (strides in floats, or in words narrow).
+const storedOperands = (cache, { numKvHeads: G, headDim: dk, valueHeadDim: dv }) => [
+  { buf: cache.keys, off: 0, stride: G * cacheHeadWords(cache.dtype, dk) },
+  { buf: cache.values, off: 0, stride: G * cacheHeadWords(cache.dtype, dv) },
+];
 
 // The new K and V rows appended to the cache's ring in place (a float16 or int8 cache's rounded or
 // quantised: cache_narrow.wgsl.js); every attention kernel then reads each cached position from
 // the ring where it is stored, in the cache's dtype (kv_reads.wgsl.js): no float32 copy of a
 // narrow cache is made. Returns the { k, v } operands (strides in floats, or in words narrow).
 function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
-  const { B, L } = plan;
+  const { B, S } = plan;  // S: the rows appended (a plain step's L; an encoded cache's filling, its S)
   const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const first = plan.cache.lengthBefore;
   const perRow = callRows(plan);
@@ -194,12 +204,13 @@ function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const append = ({ buf, off, stride }, d, to) => {
     ctx.dispatch(kernels.pipelines.append,
       ctx.uniform(packParams(APPEND_PARAMS, {
-        count: L, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first, perRow: perRow ? 1 : 0,
+        count: S, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first, perRow: perRow ? 1 : 0,
       })),
-      [buf, to, rowTable], cacheAppendGrid(cache.dtype, { heads: G, d, count: L, B }));
-    return { buf: to, off: 0, stride: G * cacheHeadWords(cache.dtype, d) };
+      [buf, to, rowTable], cacheAppendGrid(cache.dtype, { heads: G, d, count: S, B }));
   };
-  return [append(k, dk, cache.keys), append(v, dv, cache.values)];
+  append(k, dk, cache.keys);
+  append(v, dv, cache.values);
+  return storedOperands(cache, config);
 }
 
 // Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.
@@ -232,7 +243,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     ...values, average: plan.averageAttnWeights ? 1 : 0, flagsOff: cache.flagsOffset,
     hasSinks: config.sinks ? 1 : 0, hasWeights: plan.needWeights ? 1 : 0,
   }));
-  if (cache) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
+  if (cache && plan.S > 0) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
 
   const heads = buffer(B * L * H * dv, Usage.STORAGE, 'heads');
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
@@ -276,10 +287,24 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
  * (linear_problems.js), kernels (call_kernels.js) }. Returns { out, outFloats, weights, weightFloats }.
  */
 export function encodeForward(ctx, call) {
+  if (call.plan.L === 0) return encodeCacheFill(ctx, call);
   const operands = encodeInputs(ctx, call);
   const { heads, weights, weightFloats } = encodeAttention(ctx, call, operands);
   const { floats, problem } = call.problems.output;
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
   encodeProjection(ctx, call.kernels, problem, [heads, ctx.params.wout, ctx.params.bout, out, ...blockBuffers(ctx.params, 'wout')], 'output');
   return { out, outFloats: floats, weights, weightFloats };
+}
+
+// An encoded cache's filling (gpu_encode.js: no query, L = 0): key and value projected and
+// appended, then each new slot's flag of the NaN rule (kernels/nonfinite_rows.wgsl.js), which
+// the steps on the cache read; no attention, no output.
+function encodeCacheFill(ctx, call) {
+  const { plan: { B, S }, config: { numHeads: H, numKvHeads: G }, cache, kernels } = call;
+  const { k, v } = encodeInputs(ctx, call);
+  const flags = ctx.uniform(packParams(NONFINITE_PARAMS, {
+    B, S, H, group: H / G, kvRows: cache.capacity, flagsOff: cache.flagsOffset, kStride: k.stride, vStride: v.stride,
+  }));
+  ctx.dispatch(kernels.pipelines.cacheFlags, flags, [k.buf, v.buf, rowTableOf(ctx, null)], [S, B, 1]);
+  return { out: null, outFloats: 0, weights: null, weightFloats: 0 };
 }

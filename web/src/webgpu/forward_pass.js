@@ -248,7 +248,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   // a 'gpu-buffer' call (a batched one among them: its submit is the batch's) runs the variants
   // the module's other calls chose, never a candidate being measured.
   const measuring = gpu.selecting || Boolean(selectionHooks.clock);
-  const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' });
+  const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' && plan.L > 0 });
   const names = variantNames(kernels);
   selectionHooks.onCall?.(names);
   flushPendingInputs(plan);
@@ -281,6 +281,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   let failed = true;
   let ctx = null;
   const onDevice = plan.output === 'gpu-buffer';
+  const filling = plan.L === 0;  // an encoded cache's filling (gpu_encode.js): no output to read
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
@@ -289,7 +290,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
-    const readback = onDevice ? null : readbackBuffer(ctx, outFloats + weightFloats);
+    const readback = onDevice || filling ? null : readbackBuffer(ctx, outFloats + weightFloats);
     if (readback) encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);
     if (readback && weights) encoder.copyBufferToBuffer(weights, 0, readback, outFloats * F32, weightFloats * F32);
     timer?.start();
@@ -299,7 +300,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     scopes.forEach((s) => s.catch(() => {}));
     gpu.staging?.rearm();
     marks?.push(performance.now());
-    const result = onDevice ? { kernels: names } : resultArrays(outFloats, weightFloats, names);
+    const result = onDevice || filling ? { kernels: names } : resultArrays(outFloats, weightFloats, names);
     marks?.push(performance.now());
     const readBytes = (outFloats + weightFloats) * F32;
     if (readback) await untilLost(readback.mapAsync(MAP_READ, 0, readBytes));
@@ -308,7 +309,9 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     marks?.push(performance.now());
     // A GPU input WebGPU refused (destroyed, another device's) is the caller's error: named.
     if (gpuError) throw (plan.onDevice && await refusedInput(device, plan)) || new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
-    if (onDevice) {
+    if (filling) {
+      result.output = null;
+    } else if (onDevice) {
       result.output = new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape]);
       result.weights = weights ? new GpuTensor(device, ctx.made.get('weights'), [...plan.weightsShape]) : null;
     } else {

@@ -36,6 +36,9 @@ export function linearProblems(plan, config) {
   });
   const at = (role, off, stride) => ({ role, off, stride });
   const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E, weights, sOff: 0 } };
+  // An encoded cache's calls (gpu_encode.js): a step on it projects the query alone (its keys and
+  // values are the cache's), its filling key and value alone (no query).
+  if (plan.key === null) return { input: [project('query', 'q', B * L, Hdk, E, 0, 0)], q: at('q', 0, Hdk), k: null, v: null, output };
   if (plan.query === plan.key && plan.key === plan.value && kdim === E && vdim === E) {
     const width = Hdk + Gdk + Gdv;
     return {
@@ -43,16 +46,17 @@ export function linearProblems(plan, config) {
       q: at('qkv', 0, width), k: at('qkv', Hdk, width), v: at('qkv', Hdk + Gdk, width), output,
     };
   }
-  const q = project('query', 'q', B * L, Hdk, E, 0, 0);
+  const q = plan.query === null ? [] : [project('query', 'q', B * L, Hdk, E, 0, 0)];
+  const qAt = plan.query === null ? null : at('q', 0, Hdk);
   if (plan.key === plan.value && kdim === vdim) {
     const width = Gdk + Gdv;
     return {
-      input: [q, project('key', 'kv', B * S, width, kdim, wOffK, Hdk)],
-      q: at('q', 0, Hdk), k: at('kv', 0, width), v: at('kv', Gdk, width), output,
+      input: [...q, project('key', 'kv', B * S, width, kdim, wOffK, Hdk)],
+      q: qAt, k: at('kv', 0, width), v: at('kv', Gdk, width), output,
     };
   }
   return {
-    input: [q, project('key', 'k', B * S, Gdk, kdim, wOffK, Hdk), project('value', 'v', B * S, Gdv, vdim, wOffV, Hdk + Gdk)],
-    q: at('q', 0, Hdk), k: at('k', 0, Gdk), v: at('v', 0, Gdv), output,
+    input: [...q, project('key', 'k', B * S, Gdk, kdim, wOffK, Hdk), project('value', 'v', B * S, Gdv, vdim, wOffV, Hdk + Gdk)],
+    q: qAt, k: at('k', 0, Gdk), v: at('v', 0, Gdv), output,
   };
 }

@@ -30,6 +30,7 @@ import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
+import { encodedCacheOptions, fillingPlan } from './gpu_encode.js';
 import { uploadedTensor } from './gpu_tensor.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
@@ -129,7 +130,7 @@ export class WebGpuExecutor {
     const limits = this.#device.limits;
     const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
     const weightFloats = B * weightsPerBatch(plan, H);
-    const biggest = Math.max(plan.query.length, plan.key.length, plan.value.length,
+    const biggest = Math.max(plan.query?.length ?? 0, plan.key?.length ?? 0, plan.value?.length ?? 0,
       B * L * (H * dk + G * dk + G * dv), B * S * G * (dk + dv), B * L * E, weightFloats, B * H * L * 2,
       plan.attnMask.data?.length ?? 0, config.rotary ? (plan.positionIds?.length ?? Math.max(L, S)) * dk : 0);
     if (biggest * F32 > maxBytes || (B * L * E + weightFloats) * F32 > limits.maxBufferSize) return false;
@@ -204,6 +205,17 @@ export class WebGpuExecutor {
     const { headDim: dk, valueHeadDim: dv } = this.#config;
     for (const kind of ['cacheFlags', 'nonFiniteRows']) programPipeline(this.#device, KERNELS[kind], { dk, dv, dtype: cache.dtype }).catch(() => {});
     return cache;
+  }
+
+  /** mha.encode() here: a read-only cache of plan's projected key and value (gpu_encode.js); null: it does not fit. */
+  encode(plan) {
+    if (this.#lost || this.#disposed || !this.#params) return Promise.reject(new DeviceLost('the WebGPU device was lost'));
+    if (!this.fits(fillingPlan(plan, null, this.#config))) return Promise.resolve(null);
+    const cache = this.createCache(encodedCacheOptions(plan));
+    return this.#serialised(() => this.#forwardCached(fillingPlan(plan, cache, this.#config), cache)).then(() => cache, (e) => {
+      cache.delete();
+      throw e;
+    });
   }
 
   /** cache.keep()'s limit here, before it is queued (cache_checks.js). */
@@ -290,7 +302,7 @@ export class WebGpuExecutor {
       throw e;
     }
     snapshot?.discard();
-    cache.advance(plan.L, plan.cache.rows);
+    cache.advance(plan.S, plan.cache.rows);  // the rows appended: a plain step's L, none on an encoded cache
     return { ...merge(results), path };
   }
 

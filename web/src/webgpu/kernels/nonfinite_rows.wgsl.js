@@ -115,6 +115,10 @@ fn score(b: u32, h: u32, i: u32, j: u32) -> u32 {
   return s;
 }
 
+// One past the last key row (b, i) may see: its position's, within the S keys of the call (a
+// step on an encoded cache sits after all of them: gpu_encode.js).
+fn lastKey(b: u32, i: u32) -> u32 { return min(i + shiftOf(b) + 1u, p.S); }
+
 // Whether a mask entry of row (b, i) at key j is a NaN or +Inf (-Inf arrives as the sentinel).
 fn maskNonFinite(b: u32, i: u32, j: u32) -> bool {
   var found = p.hasKpm != 0u && nonFinite(kpm[b * p.S + j]);
@@ -133,7 +137,7 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   let o = (b * p.L + i) * p.oStride + h * DV;
   let wAt = ((b * p.H + h) * p.L + i) * p.S;
   let perHead = p.hasWeights != 0u && p.average == 0u;
-  let j1 = i + shiftOf(b) + 1u;  // keys [firstKey(b, i), j1) by the position rule
+  let j1 = lastKey(b, i);  // keys [firstKey(b, i), j1) by the position rule
   var nan = p.hasSinks != 0u && isNan(sinks[h]);
   var sink = NEG;  // a -Inf sink arrives as the sentinel: none
   if (p.hasSinks != 0u && !nan) { sink = max(sink, bitcast<f32>(sinks[h])); }
@@ -214,7 +218,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   let qRow = p.qOff + (b * p.L + i) * p.qStride;
   var seen = false;
   for (var e = t; e < p.H * DK; e += WG) { seen = seen || nonFinite(q[qRow + e]); }
-  for (var j = firstKey(b, i) + t; j <= i + shiftOf(b); j += WG) {
+  for (var j = firstKey(b, i) + t; j < lastKey(b, i); j += WG) {
     seen = seen || (!beforeWindow(b, i, j) && (k[p.flagsOff + keyRow(b, j)] != 0u || maskNonFinite(b, i, j)));
   }
   for (var h = t; p.hasSinks != 0u && h < p.H; h += WG) { seen = seen || isNan(sinks[h]); }
