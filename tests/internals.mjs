@@ -6,9 +6,9 @@
 import { forwardFlops } from '../web/src/base/cost_model.js';
 import { resolveMhaConfig } from '../web/src/checks/module_config.js';
 import { resolveMhaForward } from '../web/src/checks/plans.js';
-import { asFloat32, roundToHalf } from '../web/src/storage/half_floats.js';
+import { asFloat32, f32BitsToF16, roundToHalf } from '../web/src/storage/half_floats.js';
 
-export { asFloat32, forwardFlops, resolveMhaConfig, resolveMhaForward, roundToHalf };
+export { asFloat32, f32BitsToF16, forwardFlops, resolveMhaConfig, resolveMhaForward, roundToHalf };
 export { CREATE_OPTIONS, coreConfig } from '../web/src/checks/module_config.js';
 export { MAX_CACHE_POSITIONS, ringGeometry } from '../web/src/storage/kv_ring.js';
 export { AUTO_MIN_FLOPS, DEFAULT_WEBGPU_MIN_FLOPS } from '../web/src/base/cost_model.js';
@@ -36,7 +36,7 @@ export { Usage } from '../web/src/webgpu/device.js';
 export { packParams } from '../web/src/webgpu/kernel_params.js';
 export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
 export { cacheAppendGrid, cacheAppendNarrowShader, cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
-export { WIDEN_HALF_PARAMS, widenHalfGrid, widenHalfShader } from '../web/src/webgpu/kernels/widen_half.wgsl.js';
+export { WIDEN_HALF_PARAMS, narrowHalfShader, widenHalfGrid, widenHalfShader } from '../web/src/webgpu/kernels/widen_half.wgsl.js';
 
 /** The fixture cases a WebGPU module runs: every 'mha' case. */
 export const webgpuCases = (cases) => cases.filter((c) => c.kind === 'mha');

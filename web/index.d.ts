@@ -137,7 +137,7 @@ export interface ForwardOptions {
   positionIds?: PositionIds | null;
   /**
    * Where the results are: 'cpu' (default: typed arrays) or 'gpu-buffer' (GpuTensors on the
-   * module's device, no readback; float32 whatever the inputs). Needs the module's GPU: on a
+   * module's device, no readback; float16 for float16 inputs, else float32). Needs the module's GPU: on a
    * module computing on WASM it is an OptionError; with host inputs a call the module computes on
    * the CPU ('auto' under webgpuMinFlops) has its result put into a new buffer.
    */
@@ -324,9 +324,14 @@ export class MultiHeadAttention {
    * encoder's output left on the device, and its steps take GPU queries and output 'gpu-buffer').
    */
   encode(key: TensorInput | HalfTensorInput | GpuTensorInput, value: TensorInput | HalfTensorInput | GpuTensorInput, options?: { dtype?: CacheDtype }): Promise<KvCache>;
-  forward(query: FloatInput | GpuTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache; output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+  forward(query: HalfGpuTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache; output: 'gpu-buffer' }): Promise<GpuAttentionResult<'float16'>>;
+  forward(query: TensorInput | FloatGpuInput, key: null, value: null, options: ForwardOptions & { cache: KvCache; output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+  forward(query: HalfTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache; output: 'gpu-buffer' }): Promise<GpuAttentionResult<'float32' | 'float16'>>;
   forward(query: TensorInput | HalfTensorInput | GpuTensorInput, key: null, value: null, options: ForwardOptions & { cache: KvCache }): Promise<AttentionResult | HalfAttentionResult>;
-  forward(query: FloatInput | GpuTensorInput, key: FloatInput | GpuTensorInput, value: FloatInput | GpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+  /** output 'gpu-buffer': float16 results for float16 inputs (host or GPU), float32 for the others (bfloat16 among them). */
+  forward(query: HalfGpuTensorInput, key: HalfGpuTensorInput, value: HalfGpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult<'float16'>>;
+  forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+  forward(query: FloatInput | GpuTensorInput, key: FloatInput | GpuTensorInput, value: FloatInput | GpuTensorInput, options: ForwardOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult<'float32' | 'float16'>>;
   forward(query: HalfTensorInput | HalfGpuTensorInput, key: HalfTensorInput | HalfGpuTensorInput, value: HalfTensorInput | HalfGpuTensorInput, options?: ForwardOptions): Promise<HalfAttentionResult>;
   forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options: ForwardOptions & { needWeights: true }): Promise<AttentionResultWithWeights>;
   forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;

@@ -26,7 +26,7 @@ test('every program is a descriptor { name, fits, key, shader }', () => {
 });
 
 test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
-  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf']);
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf', 'narrowHalf']);
   assert.equal(KERNELS.widenHalf.key(), 'widenHalf:');
   assert.equal(KERNELS.rotary.key(), 'rotary:');
   assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');

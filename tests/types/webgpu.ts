@@ -46,13 +46,18 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   const ort = { location: 'gpu-buffer' as const, gpuBuffer: buffer, dims: [1, 8, 16], type: 'float32' as const };
   await a.forward(ort, ort, ort, { output: 'gpu-buffer' });
   const half = { gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'float16' as const };
-  await a.forward(half, half, half, { output: 'gpu-buffer' });
+  const halfOnGpu = await a.forward(half, half, half, { output: 'gpu-buffer' });
+  const halfBits: Uint16Array = await halfOnGpu.output.read();
+  const halfAgain = await b.forward(halfOnGpu.output, halfOnGpu.output, halfOnGpu.output, { output: 'gpu-buffer' });
+  const dtype: 'float16' = halfAgain.output.dtype;
+  // @ts-expect-error: a float16 result reads as its bits
+  const notFloats: Float32Array = await halfOnGpu.output.read();
   const halfOut: Uint16Array = (await a.forward(half, half, half)).output.data;
   // @ts-expect-error: a GPU tensor holds float32 or float16
   await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'bfloat16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
   await a.forward(x, x, x, { output: 'gpu' });
-  return [values, weights, hostValues, onDevice, halfOut];
+  return [values, weights, hostValues, onDevice, halfOut, halfBits, dtype, notFloats];
 }
 gpuTensorsExample;
 

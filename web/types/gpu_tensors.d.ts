@@ -42,22 +42,25 @@ export interface OrtGpuTensorInput {
   type: 'float32';
 }
 
-/** A result of forward(..., { output: 'gpu-buffer' }): a buffer the caller owns, float32. */
-export interface GpuTensor extends GpuTensorInput {
+/**
+ * A result of forward(..., { output: 'gpu-buffer' }): a buffer the caller owns, float32, or
+ * float16 bits (two to a 4-byte word) for a float16 call's.
+ */
+export interface GpuTensor<D extends 'float32' | 'float16' = 'float32'> extends GpuTensorInput {
   readonly gpuBuffer: GpuBufferLike;
   readonly shape: number[];
-  readonly dtype: 'float32';
-  /** The values, copied back (DisposedError after dispose()). */
-  read(): Promise<Float32Array>;
+  readonly dtype: D;
+  /** The values, copied back: float32 values, or float16 bits (DisposedError after dispose()). */
+  read(): Promise<D extends 'float16' ? Uint16Array : Float32Array>;
   /** Destroys the buffer; again: nothing. */
   dispose(): void;
 }
 
-/** forward()'s result with output: 'gpu-buffer'. */
-export interface GpuAttentionResult {
-  output: GpuTensor;
+/** forward()'s result with output: 'gpu-buffer' (D: 'float16' for a float16 call, else 'float32'). */
+export interface GpuAttentionResult<D extends 'float32' | 'float16' = 'float32'> {
+  output: GpuTensor<D>;
   /** Present when weights were asked for, else null. */
-  attnWeights: GpuTensor | null;
+  attnWeights: GpuTensor<D> | null;
 }
 
 /**

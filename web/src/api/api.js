@@ -238,7 +238,7 @@ export async function scaledDotProductAttention(q, k, v, options) {
 
 /** A call's { output, attnWeights } tensors, 16-bit when its inputs were (half_tensors.js). */
 function results({ output, weights }, plan) {
-  // output: 'gpu-buffer': GpuTensors (webgpu/gpu_tensor.js), float32 whatever the inputs.
+  // output: 'gpu-buffer': GpuTensors (webgpu/gpu_tensor.js), float16 for float16 inputs, else float32.
   if (plan.output === 'gpu-buffer') return { output, attnWeights: weights ?? null };
   return {
     output: outputTensor(output, plan.outputShape, plan.dtype, plan.out),

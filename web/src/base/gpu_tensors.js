@@ -32,6 +32,13 @@ export const isDeviceData = (data) => data instanceof DeviceData;
 /** A plan's inputs (query, key, value) on the GPU, in that order. */
 export const deviceInputs = (plan) => [plan.query, plan.key, plan.value].filter(isDeviceData);
 
+/**
+ * The dtype of a call's 'gpu-buffer' results: float16 for a float16 call (host or GPU float16
+ * inputs, as its 'cpu' results would be), else float32 (bfloat16 calls too: a GPU tensor holds
+ * float32 or float16).
+ */
+export const gpuResultDtype = (plan) => (plan.dtype === 'float16' ? 'float16' : 'float32');
+
 /** Whether a forward() plan has GPU-resident tensors: a GPU input, or output 'gpu-buffer'. */
 export const isDeviceCall = (plan) => Boolean(plan.onDevice) || plan.output === 'gpu-buffer';
 

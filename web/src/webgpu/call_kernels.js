@@ -8,7 +8,7 @@ import { chooseKernels } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
-import { deviceInputs } from '../base/gpu_tensors.js';
+import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
 import { callTable } from './forward_encode.js';
 
@@ -39,9 +39,9 @@ export function callDecisions(plan, config, path, device) {
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
  * pipelines: { linear(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
- * cacheFlags, nonFiniteRows, widenHalf } (linear: the pipeline of a problem of `problems`,
+ * cacheFlags, nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
  * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines of the q8linear
- * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; widenHalf a
+ * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
  * float16 GPU input's widening).
  */
 export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
@@ -57,7 +57,8 @@ export async function callKernels(device, { plan, config, path, cache, problems,
   const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
   const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
-  const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf] = await Promise.all([
+  const halfResults = plan.output === 'gpu-buffer' && gpuResultDtype(plan) === 'float16';
+  const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
     variants.q8linear ? q8Pipelines(device, config, variants.q8linear, variants.q8rows) : null,
     programPipeline(device, attention, heads),
@@ -70,13 +71,14 @@ export async function callKernels(device, { plan, config, path, cache, problems,
     nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),
     nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, rows: Boolean(callTable(plan)) }),
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
+    halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
   ]);
   const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
     variants, measured,
     pipelines: {
       linear: (problem) => byProblem.get(problem), q8, attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
-      cacheFlags, nonFiniteRows, widenHalf,
+      cacheFlags, nonFiniteRows, widenHalf, narrowHalf,
     },
   };
 }

@@ -12,7 +12,7 @@ import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
 import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
-import { deviceBytes, isDeviceData } from '../base/gpu_tensors.js';
+import { deviceBytes, gpuResultDtype, isDeviceData } from '../base/gpu_tensors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -24,7 +24,7 @@ import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
 import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
-import { WIDEN_HALF_PARAMS, widenHalfGrid } from './kernels/widen_half.wgsl.js';
+import { WIDEN_HALF_PARAMS, narrowHalfGrid, widenHalfGrid } from './kernels/widen_half.wgsl.js';
 import { packParams } from './kernel_params.js';
 
 export { cdiv } from './forward_encode.js';
@@ -120,6 +120,21 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
+// A call's dispatches (encodeForward()), then with `half` (a float16 call's 'gpu-buffer' results)
+// the results rounded to float16 into buffers made for the caller (ctx.made: the results' buffers
+// from then on; narrowHalfShader()). Returns encodeForward()'s.
+function encodeCall(ctx, call, device, half) {
+  const encoded = encodeForward(ctx, call);
+  const narrow = (role, source, floats) => {
+    const halves = device.createBuffer({ size: Math.max(deviceBytes('float16', floats), 4), usage: RESULT_USAGE, label: `webattention ${role} float16` });
+    ctx.made.set(role, halves);
+    ctx.dispatch(call.kernels.pipelines.narrowHalf, ctx.uniform(packParams(WIDEN_HALF_PARAMS, { count: floats })), [source, halves], narrowHalfGrid(floats));
+  };
+  if (half) narrow('output', encoded.out, encoded.outFloats);
+  if (half && encoded.weights) narrow('weights', encoded.weights, encoded.weightFloats);
+  return encoded;
+}
+
 // The buffer of ctx's uniform slots.
 const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
 // The buffer the results are read back through.
@@ -192,8 +207,9 @@ function recordForward(gpu, call, names) {
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
-    ctx = encodingContext(gpu, encoder, { results: ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf });
-    encodeForward(ctx, call);
+    const half = gpuResultDtype(plan) === 'float16';
+    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf });
+    encodeCall(ctx, call, device, half);
     encodePass(device, ctx, encoder, null);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
   } catch (e) {
@@ -217,8 +233,8 @@ function recordForward(gpu, call, names) {
   const weights = ctx.made.get('weights');
   return {
     kernels: names,
-    output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending),
-    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending) : null,
+    output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending, gpuResultDtype(plan)),
+    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending, gpuResultDtype(plan)) : null,
   };
 }
 
@@ -286,8 +302,9 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   device.pushErrorScope('validation');
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
-    ctx = encodingContext(gpu, encoder, { results: onDevice ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf });
-    const { out, outFloats, weights, weightFloats } = encodeForward(ctx, { plan, config, path, cache, problems, kernels });
+    const half = onDevice && gpuResultDtype(plan) === 'float16';
+    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf });
+    const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, device, half);
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
     const readback = onDevice || filling ? null : readbackBuffer(ctx, outFloats + weightFloats);
@@ -312,8 +329,8 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     if (filling) {
       result.output = null;
     } else if (onDevice) {
-      result.output = new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape]);
-      result.weights = weights ? new GpuTensor(device, ctx.made.get('weights'), [...plan.weightsShape]) : null;
+      result.output = new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], null, gpuResultDtype(plan));
+      result.weights = weights ? new GpuTensor(device, ctx.made.get('weights'), [...plan.weightsShape], null, gpuResultDtype(plan)) : null;
     } else {
       const range = readback.getMappedRange(0, readBytes);
       if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');

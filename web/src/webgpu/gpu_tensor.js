@@ -3,43 +3,50 @@
 // whose GPU input WebGPU refused at the submit (destroyed, or of another device: only the device
 // can tell), found by trying each input alone.
 import { BackendError, DisposedError } from '../base/errors.js';
-import { deviceInputs } from '../base/gpu_tensors.js';
+import { deviceBytes, deviceInputs } from '../base/gpu_tensors.js';
+import { roundToHalf } from '../storage/half_floats.js';
 import { MAP_READ, Usage } from './device.js';
 
 /** Usage of a result buffer: bound by the kernels, copied by read() and by a next module's call. */
 export const RESULT_USAGE = Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST;
 
 /**
- * A float32 tensor in a GPUBuffer the caller owns: { gpuBuffer, shape, dtype: 'float32', read(),
- * dispose() }. Valid as an input of any module on the same device.
+ * A tensor in a GPUBuffer the caller owns: { gpuBuffer, shape, dtype: 'float32' | 'float16' (its
+ * bits, two to a word: gpu_tensors.js deviceBytes()), read(), dispose() }. Valid as an input of
+ * any module on the same device.
  */
 export class GpuTensor {
   #device;
   #disposed = false;
   #pending;  // a batched call's: { submitted() (submits its batch if need be), after(fn) (fn once it was) }
 
-  constructor(device, gpuBuffer, shape, pending = null) {
+  constructor(device, gpuBuffer, shape, pending = null, dtype = 'float32') {
     this.#device = device;
     this.#pending = pending;
     this.gpuBuffer = gpuBuffer;
     this.shape = shape;
-    this.dtype = 'float32';
+    this.dtype = dtype;
   }
 
-  /** Resolves to the values as a Float32Array (one copy to a mappable buffer, then the map). */
+  /**
+   * Resolves to the values: a Float32Array, or a float16 tensor's bits as a Uint16Array (one copy
+   * to a mappable buffer, then the map).
+   */
   async read() {
     if (this.#disposed) throw new DisposedError('GpuTensor.read: the tensor was disposed');
     // A batched call's values exist from its batch's submit on (a refused batch rejects here).
     if (this.#pending) await this.#pending.submitted();
     if (this.#disposed) throw new DisposedError('GpuTensor.read: the tensor was disposed');
-    const bytes = this.shape.reduce((a, b) => a * b, 1) * 4;
+    const count = this.shape.reduce((a, b) => a * b, 1);
+    const bytes = deviceBytes(this.dtype, count);
     const staging = this.#device.createBuffer({ size: Math.max(bytes, 4), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention read()' });
     try {
       const encoder = this.#device.createCommandEncoder({ label: 'webattention read()' });
       encoder.copyBufferToBuffer(this.gpuBuffer, 0, staging, 0, bytes);
       this.#device.queue.submit([encoder.finish()]);
       await staging.mapAsync(MAP_READ, 0, Math.max(bytes, 4));
-      return new Float32Array(staging.getMappedRange(0, bytes).slice(0));
+      const copied = staging.getMappedRange(0, bytes).slice(0);
+      return this.dtype === 'float16' ? new Uint16Array(copied, 0, count) : new Float32Array(copied);
     } catch (e) {
       throw new BackendError(`GpuTensor.read: the copy back failed (${e?.message ?? e})`, {
         argument: 'tensor', expected: 'a live buffer on a working device', actual: e?.message ?? String(e),
@@ -83,12 +90,18 @@ export function flushPendingInputs(plan) {
   }
 }
 
-/** A host array put into a new result buffer (a 'gpu-buffer' call that computed on the CPU). */
-export function uploadedTensor(device, data, shape) {
-  const gpuBuffer = device.createBuffer({ size: Math.max(data.byteLength, 4), usage: RESULT_USAGE, mappedAtCreation: true, label: 'webattention result' });
-  new Float32Array(gpuBuffer.getMappedRange(0, data.byteLength)).set(data);
+/**
+ * A host Float32Array put into a new result buffer (a 'gpu-buffer' call that computed on the
+ * CPU), as float16 bits rounded as the host rounds them where dtype says so.
+ */
+export function uploadedTensor(device, data, shape, dtype = 'float32') {
+  const bytes = deviceBytes(dtype, data.length);
+  const gpuBuffer = device.createBuffer({ size: Math.max(bytes, 4), usage: RESULT_USAGE, mappedAtCreation: true, label: 'webattention result' });
+  const range = gpuBuffer.getMappedRange(0, bytes);
+  if (dtype === 'float16') roundToHalf('float16', data, new Uint16Array(range, 0, data.length));
+  else new Float32Array(range).set(data);
   gpuBuffer.unmap();
-  return new GpuTensor(device, gpuBuffer, shape);
+  return new GpuTensor(device, gpuBuffer, shape, null, dtype);
 }
 
 /**

@@ -28,7 +28,7 @@ import { q8TiledShader, q8TiledTile } from './kernels/q8_tiled.wgsl.js';
 import { q8RowsShader } from './kernels/q8_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
-import { widenHalfShader } from './kernels/widen_half.wgsl.js';
+import { narrowHalfShader, widenHalfShader } from './kernels/widen_half.wgsl.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
 const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 16384;
@@ -157,7 +157,7 @@ function kernel(name, shader) {
  * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
  * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
  * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened). (Activations 'int8''s row quantiser and product
+ * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
  * are the q8rows and q8linear families', VARIANTS.)
  */
 export const KERNELS = Object.fromEntries(Object.entries({
@@ -170,4 +170,5 @@ export const KERNELS = Object.fromEntries(Object.entries({
   cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
   widenHalf: () => widenHalfShader(),
+  narrowHalf: () => narrowHalfShader(),
 }).map(([name, shader]) => [name, kernel(name, shader)]));

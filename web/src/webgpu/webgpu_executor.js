@@ -32,6 +32,7 @@ import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { encodedCacheOptions, fillingPlan } from './gpu_encode.js';
 import { uploadedTensor } from './gpu_tensor.js';
+import { gpuResultDtype } from '../base/gpu_tensors.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
 /** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
@@ -185,8 +186,8 @@ export class WebGpuExecutor {
       });
     }
     return {
-      output: uploadedTensor(this.#device, output, [...plan.outputShape]),
-      weights: weights ? uploadedTensor(this.#device, weights, [...plan.weightsShape]) : null,
+      output: uploadedTensor(this.#device, output, [...plan.outputShape], gpuResultDtype(plan)),
+      weights: weights ? uploadedTensor(this.#device, weights, [...plan.weightsShape], gpuResultDtype(plan)) : null,
     };
   }
 

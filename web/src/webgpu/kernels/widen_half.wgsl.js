@@ -48,3 +48,51 @@ export function widenHalfGrid(count) {
   const groups = Math.ceil(Math.ceil(count / 2) / WIDEN_HALF_WORKGROUP);
   return [Math.min(groups, WIDEN_HALF_ROW), Math.ceil(groups / WIDEN_HALF_ROW), 1];
 }
+
+/**
+ * The reverse, for a float16 call's 'gpu-buffer' results: float32 values (read as bits) rounded to
+ * float16 bits, two to a word (low half first), to nearest-even by integer operations, bit for
+ * bit the host's f32BitsToF16() (storage/half_floats.js): NaN quieted with its payload's top bits,
+ * 65520 and above to infinity, subnormals rounded in units of 2^-24. Grid: narrowHalfGrid().
+ */
+export function narrowHalfShader() {
+  return /* wgsl */ `
+${paramsWgsl(WIDEN_HALF_PARAMS)}@group(0) @binding(1) var<storage, read> values: array<u32>;  // count f32 bit patterns
+@group(0) @binding(2) var<storage, read_write> halves: array<u32>;  // ceil(count / 2) words
+
+fn narrow(x: u32) -> u32 {
+  let sign = (x >> 16u) & 0x8000u;
+  let mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) { return sign | 0x7e00u | ((mag >> 13u) & 0x3ffu); }  // NaN
+  if (mag >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (mag >= 0x38800000u) {
+    let r = mag - 0x38000000u;  // rebiased (127 → 15); a carry out of the mantissa bumps the exponent
+    return sign | ((r + 0xfffu + ((r >> 13u) & 1u)) >> 13u);
+  }
+  // Below 2^-14: the value in units of 2^-24 is the significand shifted right by 126 − e (from 14
+  // on), rounded half to even; past 24 places nothing reaches half a unit.
+  let e = mag >> 23u;
+  let shift = select(126u - e, 125u, e == 0u);
+  if (shift > 24u) { return sign; }
+  let significand = select(mag | 0x800000u, mag, e == 0u) & 0xffffffu;
+  let q = significand >> shift;
+  let rest = significand & ((1u << shift) - 1u);
+  let half = 1u << (shift - 1u);
+  return sign | (q + select(0u, 1u, rest > half || (rest == half && (q & 1u) == 1u)));
+}
+
+// One invocation per word (two values).
+@compute @workgroup_size(${WIDEN_HALF_WORKGROUP})
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let w = gid.y * ${WIDEN_HALF_ROW * WIDEN_HALF_WORKGROUP}u + gid.x;
+  let first = 2u * w;
+  if (first >= p.count) { return; }
+  var word = narrow(values[first]);
+  if (first + 1u < p.count) { word = word | (narrow(values[first + 1u]) << 16u); }
+  halves[w] = word;
+}
+`;
+}
+
+/** The grid for `count` values narrowed (one invocation per word, as widenHalfGrid()). */
+export const narrowHalfGrid = widenHalfGrid;
