@@ -53,6 +53,10 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   // @ts-expect-error: a float16 result reads as its bits
   const notFloats: Float32Array = await halfOnGpu.output.read();
   const halfOut: Uint16Array = (await a.forward(half, half, half)).output.data;
+  const packed = { gpuBuffer: buffer, shape: [1, 8, 16], byteOffset: 512 };
+  await a.forward(packed, packed, packed, { output: 'gpu-buffer' });
+  // @ts-expect-error: byteOffset is a number of bytes
+  await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], byteOffset: '512' }, x, x);
   // @ts-expect-error: a GPU tensor holds float32 or float16
   await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'bfloat16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'

@@ -284,6 +284,11 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
     ['dtype bfloat16', () => ({ ...onGpu(q), dtype: 'bfloat16' }), 'DTypeError', 'query'],
     ['not a buffer', () => ({ gpuBuffer: new Float32Array(4), shape: [1, 4, E] }), 'DTypeError', 'query'],
     ['without STORAGE or COPY_SRC', () => gpuTensor(q.data, q.shape, { usage: COPY_DST }), 'DTypeError', 'query'],
+    ['byteOffset not a multiple of 4', () => ({ ...onGpu(q), byteOffset: 2 }), 'ShapeError', 'query'],
+    ['byteOffset negative', () => ({ ...onGpu(q), byteOffset: -4 }), 'ShapeError', 'query'],
+    ['byteOffset a string', () => ({ ...onGpu(q), byteOffset: '4' }), 'ShapeError', 'query'],
+    ['byteOffset past the room the shape needs', () => ({ ...onGpu(q), byteOffset: 4 }), 'ShapeError', 'query'],
+    ['byteOffset on a STORAGE-only buffer', () => ({ ...gpuTensor(q.data, q.shape, { usage: STORAGE }), byteOffset: 0x100, shape: [1, 2, E] }), 'DTypeError', 'query'],
   ];
   for (const [what, make, name, argument] of synchronous) {
     test(`${what}: ${name} naming ${argument}, the module usable afterwards`, async () => {
@@ -298,6 +303,33 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
       await stillWorks();
     });
   }
+
+  test('byteOffset: query, key and value at offsets of one buffer (float32, and float16 bits) give the separate tensors\' values', async () => {
+    const [k, v] = [host(6, 73), host(6, 74)];
+    const want = (await mha.forward(q, k, v, { needWeights: true })).output.data;
+    // [pad 16 B][query][key][value] in one buffer; the pad moves every tensor off byte 0.
+    const parts = [q.data, k.data, v.data];
+    const packed = new Float32Array(4 + parts.reduce((n, p) => n + p.length, 0));
+    let at = 4;
+    const offsets = parts.map((p) => { packed.set(p, at); at += p.length; return (at - p.length) * 4; });
+    const one = gpuTensor(packed, [packed.length]).gpuBuffer;
+    const [tq, tk, tv] = [q, k, v].map((t, i) => ({ gpuBuffer: one, shape: t.shape, byteOffset: offsets[i] }));
+    const got = await mha.forward(tq, tk, tv, { output: 'gpu-buffer' });
+    assert.deepEqual(await got.output.read(), want);
+    // The same view passed twice is one input; another offset of the buffer is another.
+    const self = await mha.forward(tk, tk, tk, { output: 'gpu-buffer' });
+    assert.deepEqual(await self.output.read(), (await mha.forward(k, k, k)).output.data);
+    // float16 bits at a word offset: the same as the host float16 call.
+    const bits = roundToHalf('float16', q.data);
+    const halfBuffer = device.createBuffer({ size: 8 + bits.byteLength, usage: COPY_SRC | COPY_DST });
+    device.queue.writeBuffer(halfBuffer, 8, bits);
+    const half = { gpuBuffer: halfBuffer, shape: q.shape, dtype: 'float16', byteOffset: 8 };
+    const hostHalf = { data: bits, shape: q.shape, dtype: 'float16' };
+    const fromHalf = await mha.forward(half, half, half);
+    assert.deepEqual(fromHalf.output.data, (await mha.forward(hostHalf, hostHalf, hostHalf)).output.data);
+    for (const t of [got.output, self.output]) t.dispose();
+    for (const b of [one, halfBuffer]) b.destroy();
+  });
 
   test('a buffer with STORAGE alone (bound as it is) or COPY_SRC alone (copied): the same values', async () => {
     for (const usage of [STORAGE, COPY_SRC]) {

@@ -23,10 +23,15 @@ export interface GpuTensorInput {
   /**
    * float32 (the default), or float16 bits widened on the device, exactly: the buffer then holds
    * at least ceil(n / 2) · 4 bytes for n elements (whole 4-byte words). bfloat16 goes through the
-   * host as Uint16Array tensors. A call's inputs share one dtype; float16 ones give float16 'cpu'
-   * results (float32 GpuTensors).
+   * host as Uint16Array tensors. A call's inputs share one dtype; float16 ones give float16
+   * results ('cpu' and 'gpu-buffer' alike).
    */
   dtype?: 'float32' | 'float16';
+  /**
+   * Where the elements start in the buffer, in bytes (default 0): a multiple of 4. A tensor not at
+   * byte 0 is copied from there on the device, so its buffer needs COPY_SRC usage.
+   */
+  byteOffset?: number;
 }
 
 /** A float16 GPU input: its call's 'cpu' results are float16 (HalfAttentionResult). */

@@ -12,14 +12,14 @@
 export const deviceBytes = (dtype, length) => (dtype === 'float16' ? Math.ceil(length / 2) * 4 : length * 4);
 
 /**
- * A checked GPU input: `length` elements of `dtype` (GPU_INPUT_DTYPES) of `gpuBuffer` from
- * element `offset` (what the kernels read, a float16 one once widened).
+ * A checked GPU input: `length` elements of `dtype` (GPU_INPUT_DTYPES) of `gpuBuffer` from byte
+ * `byteOffset` (a multiple of 4: what the kernels read, a float16 one once widened).
  */
 export class DeviceData {
-  constructor(argument, gpuBuffer, offset, length, dtype = 'float32') {
+  constructor(argument, gpuBuffer, byteOffset, length, dtype = 'float32') {
     this.argument = argument;
     this.gpuBuffer = gpuBuffer;
-    this.offset = offset;
+    this.byteOffset = byteOffset;
     this.length = length;
     this.dtype = dtype;
     Object.freeze(this);

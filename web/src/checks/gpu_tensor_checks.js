@@ -22,11 +22,11 @@ const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.d
   && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
 
 /**
- * Checks a caller's `{ gpuBuffer, shape, dtype? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
+ * Checks a caller's `{ gpuBuffer, shape, dtype?, byteOffset? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
  * a GPUBuffer (not mapped; STORAGE usage: the kernels bind it, or COPY_SRC: the call copies it
  * into its own input buffer, on the device) of at least deviceBytes() of shape, dtype 'float32' (the
  * default) or 'float16'. shapeOf(argument, shape) reads the shape as checkTensor() does;
- * `buffers` (gpuBuffer → DeviceData) makes one buffer passed twice one input, so that the fused
+ * `buffers` (gpuBuffer → its DeviceData) makes one view passed twice one input, so that the fused
  * projections of self-attention apply. Returns { data: DeviceData, shape, dtype }: a float16 call's
  * dtype, as a host float16 tensor's (its 'cpu' results are rounded to float16).
  */
@@ -51,11 +51,13 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
     });
   }
   const elements = shape.reduce((a, b) => a * b, 1);
+  const byteOffset = checkByteOffset(argument, tensor.byteOffset, gpuBuffer);
   const bytes = deviceBytes(type, elements);
-  if (gpuBuffer.size < bytes) {
+  if (gpuBuffer.size - byteOffset < bytes) {
     const rule = type === 'float16' ? 'float16: 2 per element, rounded up to whole 4-byte words' : 'float32';
-    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${bytes} bytes (${rule}), its gpuBuffer has ${gpuBuffer.size}`, {
-      argument, expected: bytes, actual: gpuBuffer.size,
+    const from = byteOffset ? ` from its byteOffset ${byteOffset}` : '';
+    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${bytes} bytes (${rule})${from}, its gpuBuffer has ${gpuBuffer.size}`, {
+      argument, expected: bytes + byteOffset, actual: gpuBuffer.size,
     });
   }
   if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
@@ -69,8 +71,31 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
       argument, expected: 'unmapped', actual: gpuBuffer.mapState,
     });
   }
-  const same = buffers.get(gpuBuffer);
-  const data = same?.length === elements && same.dtype === type ? same : new DeviceData(argument, gpuBuffer, 0, elements, type);
-  buffers.set(gpuBuffer, data);
+  // The same buffer, offset, length and dtype: one input (fused projections); else a view of its own.
+  const seen = buffers.get(gpuBuffer) ?? [];
+  let data = seen.find((d) => d.length === elements && d.dtype === type && d.byteOffset === byteOffset);
+  if (!data) {
+    data = new DeviceData(argument, gpuBuffer, byteOffset, elements, type);
+    buffers.set(gpuBuffer, [...seen, data]);
+  }
   return { data, shape, dtype: type };
+}
+
+/**
+ * A GPU tensor's `byteOffset` (default 0): where its elements start in the buffer, a multiple of 4
+ * (WebGPU copies whole words; a float16 tensor's halves start on a word). A tensor that does not
+ * start at byte 0 is copied from there on the device, so its buffer needs COPY_SRC usage.
+ */
+function checkByteOffset(argument, byteOffset, gpuBuffer) {
+  if (byteOffset === undefined || byteOffset === 0) return 0;
+  if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % 4 !== 0) {
+    throw new ShapeError(`${argument}.byteOffset: expected a non-negative multiple of 4 (bytes), got ${describe(byteOffset)}`, {
+      argument, expected: 'a non-negative multiple of 4', actual: describe(byteOffset),
+    });
+  }
+  if (!(gpuBuffer.usage & COPY_SRC)) {
+    throw new DTypeError(`${argument}.gpuBuffer: a tensor at byteOffset ${byteOffset} is copied from there on the device, so its buffer `
+      + `needs COPY_SRC usage, got ${usageNames(gpuBuffer.usage)}`, { argument, expected: 'COPY_SRC', actual: usageNames(gpuBuffer.usage) });
+  }
+  return byteOffset;
 }

@@ -54,7 +54,7 @@ export class DeviceLost extends Error {}
 // staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
 // caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
-// its usage has STORAGE, else copied on the device into the role's buffer.
+// its usage has STORAGE and it starts at byte 0, else copied on the device into the role's buffer.
 // A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
 // are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
 // device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
@@ -78,7 +78,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
-    if (!uploads.has(data) && isDeviceData(data) && data.offset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
+    if (!uploads.has(data) && isDeviceData(data) && data.byteOffset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
@@ -91,7 +91,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (isDeviceData(data)) encoder.copyBufferToBuffer(data.gpuBuffer, data.offset * F32, b, 0, data.length * F32);
+      if (isDeviceData(data)) encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, b, 0, data.length * F32);
       else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
@@ -107,11 +107,11 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   const widened = (data, role) => {
     const bytes = deviceBytes('float16', data.length);
     let halves = data.gpuBuffer;
-    if (halves.usage & Usage.STORAGE) {
+    if (data.byteOffset === 0 && (halves.usage & Usage.STORAGE)) {
       sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      encoder.copyBufferToBuffer(data.gpuBuffer, 0, halves, 0, bytes);
+      encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, halves, 0, bytes);
     }
     const b = buffer(data.length, STORAGE_IN, role);
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));

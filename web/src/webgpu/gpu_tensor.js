@@ -118,7 +118,7 @@ export async function refusedInput(device, plan) {
     for (const data of inputs) {
       device.pushErrorScope('validation');
       const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(data.gpuBuffer, data.offset * 4, probe, 0, 4);
+      encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, probe, 0, 4);
       device.queue.submit([encoder.finish()]);
       const error = await device.popErrorScope();
       if (error) {
