@@ -1,8 +1,10 @@
-// Per-call GPU buffers are cached per module: reused, grown, destroyed on dispose() and dropped on
-// device loss, with results equal to WASM throughout. Set-up: node_setup.mjs.
+// Per-call GPU buffers are cached per module: reused, grown, freed when later calls need far less
+// (never under a GpuBatch's recorded work), destroyed on dispose() and dropped on device loss,
+// with results equal to WASM throughout. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from '#webattention';
+import { GpuBatch, MultiHeadAttention } from '#webattention';
+import { TRIM_CALLS } from '../../web/src/webgpu/buffer_pool.js';
 import { filled } from '../contract/contract.mjs';
 import { assertClose, boolMask, freshDevice, pinDefaultsWhereSelecting, randomStateDict, runs } from './node_setup.mjs';
 
@@ -37,14 +39,20 @@ describe('per-call GPU buffers are cached per module', () => {
     ];
   }
 
+  /** A WASM module and one on `gpu` with the same seeded weights. */
+  async function loadedPair(gpu, seed) {
+    const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
+    const mha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
+    const stateDict = randomStateDict(wasm.stateDictShapes, seed);
+    wasm.loadStateDict(stateDict);
+    mha.loadStateDict(stateDict);
+    return { wasm, mha };
+  }
+
   test('a second identical call creates no buffer; larger calls grow the cache; results equal WASM and stay equal; dispose destroys them', async () => {
     const { own, made, live } = await countingDevice();
-    const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
-    const mha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu: own });
+    const { wasm, mha } = await loadedPair(own, 5);
     try {
-      const stateDict = randomStateDict(wasm.stateDictShapes, 5);
-      wasm.loadStateDict(stateDict);
-      mha.loadStateDict(stateDict);
       const check = async (args, what) => {
         const actual = await mha.forward(...args);
         const expected = await wasm.forward(...args);
@@ -107,6 +115,38 @@ describe('per-call GPU buffers are cached per module', () => {
       wasm2.dispose();
     } finally {
       again.dispose();
+      own.destroy();
+    }
+  });
+
+  test(`buffers a large call left are freed once ${TRIM_CALLS} calls in a row needed far less (gpuProfile().bufferBytes), never under a batch's recorded work`, async () => {
+    const { own } = await countingDevice();
+    const { wasm, mha } = await loadedPair(own, 9);
+    try {
+      // Keys and values over 1 MiB each (staging buffers too), a short query: cheap on SwiftShader.
+      const [q, k, v] = inputs(1, 4, 24000, 10);
+      await mha.forward(q, k, v);
+      const afterLarge = mha.gpuProfile().bufferBytes;
+      assert.ok(afterLarge > 4 << 20, `the large call's buffers: ${afterLarge} bytes`);
+      const small = inputs(1, 3, 5, 11).slice(0, 3);
+      const want = (await wasm.forward(...small)).output;
+      // Batched calls only: the batch holds their work, nothing is freed until it is submitted.
+      const batch = new GpuBatch();
+      const recorded = [];
+      for (let i = 0; i < 2 * TRIM_CALLS; i++) recorded.push(await mha.forward(...small, { output: 'gpu-buffer', batch }));
+      assert.equal(mha.gpuProfile().bufferBytes >= afterLarge, true, 'nothing freed under the batch');
+      await batch.submit();
+      for (const r of recorded) {
+        assert.deepEqual(Array.from(await r.output.read()), Array.from((await mha.forward(...small)).output.data));
+        r.output.dispose();
+      }
+      for (let i = 0; i < 2 * TRIM_CALLS; i++) assertClose((await mha.forward(...small)).output, want, `small call ${i}`);
+      const afterSmall = mha.gpuProfile().bufferBytes;
+      assert.ok(afterSmall < afterLarge / 8, `freed: ${afterLarge} → ${afterSmall} bytes`);
+      assertClose((await mha.forward(q, k, v)).output, (await wasm.forward(q, k, v)).output, 'the large call again, buffers made again');
+    } finally {
+      mha.dispose();
+      wasm.dispose();
       own.destroy();
     }
   });

@@ -42,4 +42,6 @@ export interface GpuProfile {
   classes: GpuKernelClass[];
   rejected: GpuRejectedVariant[];
   autoThreshold: GpuAutoThreshold;
+  /** Bytes the module's per-call and staging buffers hold now (freed when later calls need far less). */
+  bufferBytes: number;
 }

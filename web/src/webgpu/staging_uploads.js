@@ -16,6 +16,7 @@
 // staging copy at ~10); at (128, 512, 8), 256 KiB each way, they cost 0.08 ms, hence the size.
 
 import { MAP_WRITE, Usage, reusableSize } from './device.js';
+import { TRIM_CALLS, oversized } from './buffer_pool.js';
 
 /** Each option: true, false, or 'auto' (on from TRANSFER_AUTO_BYTES). Tests and the bench set them. */
 export const transferModes = { staging: 'auto', prefault: 'auto' };
@@ -33,6 +34,8 @@ export function transferOn(name, bytes) {
 export class StagingUploads {
   #device;
   #buffers = new Map();  // role → GPUBuffer (MAP_WRITE | COPY_SRC)
+  #needs = new Map();    // role → the most bytes asked since the last look (afterCall())
+  #calls = 0;
   #used = [];            // buffers of the call in progress, mapped again by rearm()
 
   constructor(device) {
@@ -56,6 +59,7 @@ export class StagingUploads {
 
   /** The staging buffer of `role`, made (mapped) where it is missing or smaller than `bytes`. */
   reserve(role, bytes) {
+    this.#needs.set(role, Math.max(this.#needs.get(role) ?? 0, bytes));
     let staging = this.#buffers.get(role);
     if (staging && staging.size < bytes) {
       staging.destroy();
@@ -73,6 +77,23 @@ export class StagingUploads {
   rearm() {
     for (const staging of this.#used) staging.mapAsync(MAP_WRITE).catch(() => {});
     this.#used = [];
+  }
+
+  /** After a call: every TRIM_CALLS calls, the staging buffers far larger than recent needs freed (buffer_pool.js's rule). */
+  afterCall() {
+    if (++this.#calls % TRIM_CALLS !== 0) return;
+    for (const [role, staging] of this.#buffers) {
+      if (oversized({ bytes: staging.size, need: this.#needs.get(role) ?? 0 })) {
+        staging.destroy();
+        this.#buffers.delete(role);
+      }
+    }
+    this.#needs.clear();
+  }
+
+  /** Bytes the staging buffers hold. */
+  get bytes() {
+    return [...this.#buffers.values()].reduce((n, b) => n + b.size, 0);
   }
 
   destroy() {

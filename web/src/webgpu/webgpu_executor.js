@@ -16,7 +16,6 @@ import { BackendError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
 import { checkCachedCall, checkKeepRows } from './cache_checks.js';
-import { Usage, reusableSize } from './device.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
@@ -30,6 +29,7 @@ import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
+import { BufferPool } from './buffer_pool.js';
 import { encodedCacheOptions, fillingPlan } from './gpu_encode.js';
 import { uploadedTensor } from './gpu_tensor.js';
 import { gpuResultDtype } from '../base/gpu_tensors.js';
@@ -56,12 +56,10 @@ export class WebGpuExecutor {
   #lostSignal;             // rejects with DeviceLost when the device is lost
   #params;                 // { win, bin, wout, bout } GPU buffers, null once released
   #disposed = false;
-  #pool = new Map();       // role → { buffer, bytes, usage }: per-call buffers, reused across calls
+  #pool;                   // BufferPool: per-call buffers, reused across calls (buffer_pool.js)
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
   #pass;                   // the executor as runForwardPass() sees it
   #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
-  #lent = new Map();       // a lent buffer → its pool entry, until given back
-  #lending = { lend: (role, bytes, usage) => this.#lend(role, bytes, usage), giveBack: (role, buffer) => this.#giveBack(role, buffer) };
   #batched = null;         // { batch, flush() } of the GpuBatch last given this module's work (recordForward())
 
   /** gpu: { device } from acquireGpu() (shared: dispose() leaves the device alone). */
@@ -75,6 +73,7 @@ export class WebGpuExecutor {
     });
     this.#lostSignal.catch(() => {});
     this.#params = this.#createParams();
+    this.#pool = new BufferPool(gpu.device, () => this.#disposed || this.#lost !== null);
     this.#staging = new StagingUploads(gpu.device);
     /** Resolves once the module's default pipelines are compiled (create() awaits it). */
     this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
@@ -83,7 +82,7 @@ export class WebGpuExecutor {
     this.#pass = {
       device: this.#device,
       get params() { return executor.#params; },
-      pooled: (role, floats, usage) => this.#pooled(role, floats, usage),
+      pooled: (role, floats, usage) => this.#pool.take(role, floats, usage),
       releasePool: () => this.#releasePool(),
       untilLost: (promise) => Promise.race([promise, this.#lostSignal]),
       gone: () => this.#lost !== null || this.#disposed,
@@ -155,15 +154,26 @@ export class WebGpuExecutor {
         this.#flushBatch(plan.batch);
         const result = await this.#forwardCached(plan, plan.cache.storage);
         plan.cache.storage.recordCall(plan);
+        this.#afterCall();
         return result;
       });
     }
     const path = attentionPath(plan, config, this.#device.limits);
-    const result = await this.#serialised(() => {
+    const result = await this.#serialised(async () => {
       this.#flushBatch(plan.batch);
-      return runForwardPass(this.#pass, plan, config, path);
+      const done = await runForwardPass(this.#pass, plan, config, path);
+      this.#afterCall();
+      return done;
     });
     return { ...result, path };
+  }
+
+  // After a call: the per-call buffers its recent calls outgrew are freed (buffer_pool.js), unless a
+  // GpuBatch still holds recorded work of this module (its submit would read them).
+  #afterCall() {
+    if (this.#batched) return;
+    this.#pool.afterCall();
+    this.#staging.afterCall();
   }
 
   /**
@@ -191,9 +201,12 @@ export class WebGpuExecutor {
     };
   }
 
-  /** mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js). */
+  /**
+   * mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js)
+   * and bufferBytes, what its per-call and staging buffers hold now (buffer_pool.js).
+   */
   gpuProfile() {
-    return kernelProfile(this.#device);
+    return { ...kernelProfile(this.#device), bufferBytes: this.#pool.bytes + this.#staging.bytes };
   }
 
   /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */
@@ -289,7 +302,7 @@ export class WebGpuExecutor {
   async #forwardCached(plan, cache) {
     const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
-    const snapshot = passes.length > 1 ? cache.snapshot(this.#lending) : null;
+    const snapshot = passes.length > 1 ? cache.snapshot(this.#pool) : null;
     const results = [];
     let path;
     try {
@@ -342,52 +355,8 @@ export class WebGpuExecutor {
     return run;
   }
 
-  /**
-   * The cached buffer of `role`, at least `floats` floats, created (or replaced by a bigger one:
-   * next power of two, at least 256 bytes, within the device's limits) when needed.
-   */
-  #pooled(role, floats, usage, exact = false) {
-    const bytes = Math.max(floats, 1) * F32;
-    let entry = this.#pool.get(role);
-    if (!entry || entry.bytes < bytes || entry.usage !== usage) {
-      entry?.buffer.destroy();
-      const limits = this.#device.limits;
-      let cap = (usage & Usage.STORAGE)
-        ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
-      cap -= cap % F32;
-      const size = exact ? bytes : reusableSize(bytes, cap);
-      const buffer = this.#device.createBuffer({ size, usage, label: `webattention ${role}` });
-      entry = { buffer, bytes: size, usage };
-      this.#pool.set(role, entry);
-    }
-    return entry.buffer;
-  }
-
-  // The pool's buffer of `role` (`bytes`, exactly, when made now: a cache's copy can be large),
-  // taken out of the pool for a caller that holds it across passes (GpuKvCache.snapshot()): a
-  // failed pass releases the pool, and a lent buffer must outlive that until giveBack().
-  #lend(role, bytes, usage) {
-    const buffer = this.#pooled(role, Math.ceil(bytes / F32), usage, true);
-    this.#lent.set(buffer, this.#pool.get(role));
-    this.#pool.delete(role);
-    return buffer;
-  }
-
-  // A lent buffer back into the pool (destroyed instead when the pool is gone for good, or when
-  // the role has a buffer again).
-  #giveBack(role, buffer) {
-    const entry = this.#lent.get(buffer);
-    this.#lent.delete(buffer);
-    if (this.#disposed || this.#lost || this.#pool.has(role) || !entry) {
-      buffer.destroy();
-      return;
-    }
-    this.#pool.set(role, entry);
-  }
-
   #releasePool() {
-    for (const { buffer } of this.#pool.values()) buffer.destroy();
-    this.#pool.clear();
+    this.#pool?.release();
     this.#staging?.destroy();
   }
 
