@@ -241,7 +241,7 @@ export class Dispatcher {
     // last call's inputs (keep()), and a GPU-tensor call has its own rules (device_calls.js).
     const lease = plan.cache || isDeviceCall(plan) ? null : this.#copies.lease();
     const result = now ? this.#enqueueCached(plan, this.route(plan).where, call) : this.#forward(plan, call, lease?.copy);
-    lease && result.then(lease.release, lease.release);
+    if (lease) result.then(lease.release, lease.release);
     if (!call.bound) {
       this.#unbound.add(result);
       const done = () => this.#unbound.delete(result);

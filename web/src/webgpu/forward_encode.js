@@ -302,6 +302,8 @@ export function encodeForward(ctx, call) {
 function encodeCacheFill(ctx, call) {
   const { plan: { B, S }, config: { numHeads: H, numKvHeads: G }, cache, kernels } = call;
   const { k, v } = encodeInputs(ctx, call);
+  // The flags kernel reads the slots' rows from these; the other uniforms stay 0 (no shift: the
+  // filling starts at slot 0; no row table, window or causal rule).
   const flags = ctx.uniform(packParams(NONFINITE_PARAMS, {
     B, S, H, group: H / G, kvRows: cache.capacity, flagsOff: cache.flagsOffset, kStride: k.stride, vStride: v.stride,
   }));
