@@ -4,7 +4,10 @@
 #       VK_ICD_FILENAMES names: node_setup.mjs; 426 tests in 34 s on an H100);
 #   (b) decode steps per storage dtype (f32, f16, int8) at (768, 12, 12) and (2048, 32, 8) with
 #       n = 2048 and 8192 cached positions, and one prefill per weightsDtype
-#       (node bench/gpu/gpu.mjs --decode), as a small table.
+#       (node bench/gpu/gpu.mjs --decode), as a small table;
+#   (c) the host's share of a forward() (bench/gpu/gpu_host_side.mjs: ms in forward() before it
+#       returns, and the whole call) and cross-attention steps on a GPU-stored encoded cache beside
+#       a WASM one (bench/gpu/gpu_cross_attention.mjs).
 #
 #   bash scripts/gpu_check.sh
 #
@@ -14,7 +17,7 @@
 # SwiftShader (tests/webgpu/adapter.mjs's SWIFTSHADER_ICD), the bench with --quick shapes: a
 # check that the script works, not a measurement. Needs web/dist (bash scripts/build.sh): the
 # tests compare with the WASM backend. Output: $OUT (or build/gpu_check/): tests.txt, bench.txt,
-# summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
+# host_side.txt, cross_attention.txt, summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
 # browser test needs Chromium, which a GPU machine may lack.)
 set -u
 cd "$(dirname "$0")/.."
@@ -54,5 +57,12 @@ for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
   rc_bench=$?
   echo "bench ($(( $(date +%s) - start )) s, exit $rc_bench):"
   cat "$out/bench.txt"
+  # (c) The host's share and cross-attention steps (SwiftShader: small shapes, a check only).
+  host_shapes=$([ "$mode" = gpu ] && echo "--shapes 1024/768/12,2048/768/12" || echo "--cross --shapes 4096/64/1 --rounds 3")
+  # shellcheck disable=SC2086  # the options are words
+  timeout 120 node bench/gpu/gpu_host_side.mjs $host_shapes > "$out/host_side.txt" 2>&1
+  echo "host side (exit $?):"; cat "$out/host_side.txt"
+  timeout 120 node bench/gpu/gpu_cross_attention.mjs $quick --steps-ms 2000 > "$out/cross_attention.txt" 2>&1
+  echo "cross-attention (exit $?):"; cat "$out/cross_attention.txt"
 } 2>&1 | tee "$out/summary.txt"
 grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q 'bench (.*exit 0)' "$out/summary.txt"
