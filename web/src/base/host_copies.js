@@ -18,16 +18,15 @@ const KEPT = 3;
 export const IDLE_CALLS = 4;
 
 export class HostCopies {
-  #free = [];  // arrays no call holds, the most recently given back last
-  #idle = new Map();  // a free array → calls since it was given back
+  #free = [];  // { array, calls (since it was given back) } no call holds, the most recently given back last
 
   /**
    * A lease for one call: copy(data) gives a copy of `data` (a typed array) that stays the
    * call's until release(), called once when the call has settled.
    */
   lease() {
-    for (const [array, calls] of this.#idle) this.#idle.set(array, calls + 1);
-    this.#free = this.#free.filter((a) => this.#idle.get(a) <= IDLE_CALLS);
+    for (const entry of this.#free) entry.calls += 1;
+    this.#free = this.#free.filter((entry) => entry.calls <= IDLE_CALLS);
     const held = [];
     return {
       copy: (data) => {
@@ -39,9 +38,8 @@ export class HostCopies {
         return view;
       },
       release: () => {
-        this.#free.push(...held.splice(0));
+        this.#free.push(...held.splice(0).map((array) => ({ array, calls: 0 })));
         this.#free.splice(0, Math.max(0, this.#free.length - KEPT));
-        this.#idle = new Map(this.#free.map((a) => [a, this.#idle.get(a) ?? 0]));
       },
     };
   }
@@ -49,19 +47,16 @@ export class HostCopies {
   /** Drops the kept arrays (the module's dispose()). */
   clear() {
     this.#free = [];
-    this.#idle.clear();
   }
 
   // The smallest free array of `type` with room for `length` elements and no more than twice
   // that (a much larger one would stay held by a small call), else a new one.
   #take(type, length) {
     let best = -1;
-    this.#free.forEach((a, i) => {
+    this.#free.forEach(({ array: a }, i) => {
       const fits = a.constructor === type && a.length >= length && a.length <= 2 * length;
-      if (fits && (best < 0 || a.length < this.#free[best].length)) best = i;
+      if (fits && (best < 0 || a.length < this.#free[best].array.length)) best = i;
     });
-    if (best < 0) return new type(length);
-    this.#idle.delete(this.#free[best]);
-    return this.#free.splice(best, 1)[0];
+    return best < 0 ? new type(length) : this.#free.splice(best, 1)[0].array;
   }
 }

@@ -131,7 +131,7 @@ export class Dispatcher {
       this.#live();
     }
     const options = { batchSize: owned.B, maxLength: owned.S, window: 0, dtype: owned.dtype, encoded: true };
-    const { owner, storage } = await lazyModules().encodeStorage(this.#encodeSide, owned).catch((e) => {
+    const { owner, storage } = await lazyModules().encodeStorage(this.#deviceSide, owned).catch((e) => {
       this.#live();
       throw e;
     });
@@ -139,19 +139,6 @@ export class Dispatcher {
     this.#live();
     return KvCache.make(owner, storage, options, this.#adoptCache);
   }
-
-  // What encode_call.js reads of this dispatcher, made once.
-  #encodeSide = {
-    executor: () => (this.#gpuUsable() ? this.#gpu.executor : null),
-    complete: () => this.#wasm.complete,
-    wasm: () => this.#wasm,
-    acquire: async () => {
-      if (this.#gpu?.state !== 'pending') return;
-      await acquireGpu(this.#gpu, () => this.#disposed);
-      this.#live();
-    },
-    gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu),
-  };
 
   /**
    * entries: checked against parameterSpecs(), the package's own copies. A call made before this
@@ -307,7 +294,7 @@ export class Dispatcher {
     return where === 'webgpu' ? ran.gpu : ran.cpu;
   }
 
-  // What device_calls.js reads of this dispatcher, made once.
+  // What device_calls.js and encode_call.js read of this dispatcher, made once.
   #deviceSide = {
     executor: () => (this.#gpuUsable() ? this.#gpu.executor : null),
     complete: () => this.#wasm.complete,
@@ -317,6 +304,12 @@ export class Dispatcher {
     enqueueCached: (plan, where) => this.#enqueueCached(plan, where, { bound: false }),
     gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu),
     onRun: (where, plan, path) => testHooks.onRun?.(where, plan, path),
+    // encode_call.js: an 'auto' module's first look for its GPU, made by a call with GPU tensors.
+    acquire: async () => {
+      if (this.#gpu?.state !== 'pending') return;
+      await acquireGpu(this.#gpu, () => this.#disposed);
+      this.#live();
+    },
   };
 
   // A call with a cache: its storage on the executor `where` names, looked up here once and put in

@@ -12,10 +12,9 @@ import { isDeviceData } from '../base/gpu_tensors.js';
 import { deviceExecutor } from './device_calls.js';
 
 /**
- * plan: resolveEncode()'s. side: { executor() (the GPU executor in use, or null), complete()
- * (weights loaded), wasm() (the calling thread's executor), acquire() (an 'auto' module's first
- * look for its GPU), gpuFailed(error, ranOnCpu) }. Resolves to { owner, storage }: the executor
- * that holds the new cache and its storage.
+ * plan: resolveEncode()'s. side: the Dispatcher's, as device_calls.js reads it ({ executor(),
+ * complete(), cpu(where), gpuFailed(error, ranOnCpu), acquire() (an 'auto' module's first look for
+ * its GPU) }). Resolves to { owner, storage }: the executor that holds the new cache and its storage.
  */
 export async function encodeStorage(side, plan) {
   const argument = [plan.key, plan.value].find(isDeviceData)?.argument ?? null;
@@ -41,5 +40,6 @@ export async function encodeStorage(side, plan) {
       }
     }
   }
-  return { owner: side.wasm(), storage: side.wasm().encode(owned) };
+  const wasm = side.cpu('wasm');
+  return { owner: wasm, storage: wasm.encode(owned) };
 }

@@ -1,4 +1,5 @@
-// One executor's per-call buffers (webgpu_executor.js): a buffer per role ('q', 'kv', 'heads',
+// One executor's per-call buffers (webgpu_executor.js; its inputs' staging buffers too,
+// staging_uploads.js): a buffer per role ('q', 'kv', 'heads',
 // 'output', 'uniforms', 'readback', …), made at a call that needs it, reused by later calls,
 // replaced by a bigger one when a call needs more, and freed when calls stop needing its size.
 // Why the last: one long prefill through a 24-layer model left each layer's module holding
@@ -17,19 +18,22 @@ export const TRIM_RATIO = 4;
 /** Needs under this many bytes count as this many (small buffers are not worth remaking). */
 const SMALL_BYTES = 1 << 16;
 
-/** Whether a pool entry ({ bytes, need }) is worth freeing: far larger than its recent need. */
-export const oversized = ({ bytes, need }) => bytes > TRIM_RATIO * Math.max(need, SMALL_BYTES);
+// Whether a pool entry ({ bytes, need }) is worth freeing: far larger than its recent need.
+const oversized = ({ bytes, need }) => bytes > TRIM_RATIO * Math.max(need, SMALL_BYTES);
 
 export class BufferPool {
   #device;
   #entries = new Map();  // role → { buffer, bytes, usage, need (the most asked since the last look) }
   #lent = new Map();     // a lent buffer → its entry, until given back
   #closed;               // () => whether the executor is gone (disposed or lost)
+  #mapped;               // buffers made mapped (staging_uploads.js's MAP_WRITE ones)
   #calls = 0;
 
-  constructor(device, closed) {
+  /** closed: () => whether the executor is gone; mappedAtCreation: new buffers are made mapped. */
+  constructor(device, closed, { mappedAtCreation = false } = {}) {
     this.#device = device;
     this.#closed = closed;
+    this.#mapped = mappedAtCreation;
   }
 
   /**
@@ -45,7 +49,8 @@ export class BufferPool {
       let cap = (usage & Usage.STORAGE) ? Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize) : limits.maxBufferSize;
       cap -= cap % F32;
       const size = exact ? bytes : reusableSize(bytes, cap);
-      entry = { buffer: this.#device.createBuffer({ size, usage, label: `webattention ${role}` }), bytes: size, usage, need: 0 };
+      const buffer = this.#device.createBuffer({ size, usage, mappedAtCreation: this.#mapped, label: `webattention ${role}` });
+      entry = { buffer, bytes: size, usage, need: 0 };
       this.#entries.set(role, entry);
     }
     entry.need = Math.max(entry.need, bytes);

@@ -15,8 +15,8 @@
 // 16) 26.8 → 16.9 ms, (16384, 768, 12) 157 → 110 ms (writeBuffer() ran at ~2 GB/s there; the
 // staging copy at ~10); at (128, 512, 8), 256 KiB each way, they cost 0.08 ms, hence the size.
 
-import { MAP_WRITE, Usage, reusableSize } from './device.js';
-import { TRIM_CALLS, oversized } from './buffer_pool.js';
+import { MAP_WRITE, Usage } from './device.js';
+import { BufferPool } from './buffer_pool.js';
 
 /** Each option: true, false, or 'auto' (on from TRANSFER_AUTO_BYTES). Tests and the bench set them. */
 export const transferModes = { staging: 'auto', prefault: 'auto' };
@@ -32,14 +32,12 @@ export function transferOn(name, bytes) {
 
 
 export class StagingUploads {
-  #device;
-  #buffers = new Map();  // role → GPUBuffer (MAP_WRITE | COPY_SRC)
-  #needs = new Map();    // role → the most bytes asked since the last look (afterCall())
-  #calls = 0;
-  #used = [];            // buffers of the call in progress, mapped again by rearm()
+  // role → buffer (MAP_WRITE | COPY_SRC, made mapped): grown and trimmed by the per-call buffers' rules.
+  #pool;
+  #used = [];  // buffers of the call in progress, mapped again by rearm()
 
   constructor(device) {
-    this.#device = device;
+    this.#pool = new BufferPool(device, () => false, { mappedAtCreation: true });
   }
 
   /**
@@ -59,18 +57,7 @@ export class StagingUploads {
 
   /** The staging buffer of `role`, made (mapped) where it is missing or smaller than `bytes`. */
   reserve(role, bytes) {
-    this.#needs.set(role, Math.max(this.#needs.get(role) ?? 0, bytes));
-    let staging = this.#buffers.get(role);
-    if (staging && staging.size < bytes) {
-      staging.destroy();
-      staging = null;
-    }
-    if (!staging) {
-      const size = reusableSize(bytes, this.#device.limits.maxBufferSize);
-      staging = this.#device.createBuffer({ size, usage: Usage.MAP_WRITE | Usage.COPY_SRC, mappedAtCreation: true, label: `webattention staging ${role}` });
-      this.#buffers.set(role, staging);
-    }
-    return staging;
+    return this.#pool.take(`staging ${role}`, Math.ceil(bytes / 4), Usage.MAP_WRITE | Usage.COPY_SRC);
   }
 
   /** Maps the call's staging buffers again for the next call (after its work was submitted). */
@@ -79,26 +66,18 @@ export class StagingUploads {
     this.#used = [];
   }
 
-  /** After a call: every TRIM_CALLS calls, the staging buffers far larger than recent needs freed (buffer_pool.js's rule). */
+  /** After a call: the staging buffers far larger than recent calls' needs freed (BufferPool.afterCall()). */
   afterCall() {
-    if (++this.#calls % TRIM_CALLS !== 0) return;
-    for (const [role, staging] of this.#buffers) {
-      if (oversized({ bytes: staging.size, need: this.#needs.get(role) ?? 0 })) {
-        staging.destroy();
-        this.#buffers.delete(role);
-      }
-    }
-    this.#needs.clear();
+    this.#pool.afterCall();
   }
 
   /** Bytes the staging buffers hold. */
   get bytes() {
-    return [...this.#buffers.values()].reduce((n, b) => n + b.size, 0);
+    return this.#pool.bytes;
   }
 
   destroy() {
-    for (const staging of this.#buffers.values()) staging.destroy();
-    this.#buffers.clear();
+    this.#pool.release();
     this.#used = [];
   }
 }
