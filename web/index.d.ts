@@ -404,9 +404,36 @@ export interface ScaledDotProductAttentionOptions {
   needWeights?: boolean;
   /** As forward()'s `out`: the array the output [..., L, dv] is written into. */
   out?: Float32Array | Uint16Array;
+  /**
+   * Where it computes: 'wasm' (default for host tensors), 'webgpu' (default with a GPU tensor or
+   * output 'gpu-buffer'), or 'auto' (the GPU from webgpuMinFlops): create()'s meanings.
+   */
+  backend?: MultiHeadAttentionOptions['backend'];
+  /** As create()'s: the WebGPU (or the GPUDevice the GPU tensors are on). */
+  gpu?: MultiHeadAttentionOptions['gpu'];
+  webgpuMinFlops?: number;
+  /** 'gpu-buffer': the results are GPU tensors, not read back (docs/webgpu.md). */
+  output?: 'cpu' | 'gpu-buffer';
+  /** As forward()'s: the call recorded into a GpuBatch (with output 'gpu-buffer'). */
+  batch?: GpuBatch;
 }
 
 /** softmax(q kᵀ · scale + attnMask) v for q [..., L, dk], k [..., S, dk], v [..., S, dv]. */
+export function scaledDotProductAttention(
+  q: HalfGpuTensorInput, k: HalfGpuTensorInput, v: HalfGpuTensorInput, options: ScaledDotProductAttentionOptions & { output: 'gpu-buffer' },
+): Promise<GpuAttentionResult<'float16'>>;
+export function scaledDotProductAttention(
+  q: TensorInput | FloatGpuInput, k: TensorInput | FloatGpuInput, v: TensorInput | FloatGpuInput, options: ScaledDotProductAttentionOptions & { output: 'gpu-buffer' },
+): Promise<GpuAttentionResult>;
+export function scaledDotProductAttention(
+  q: FloatInput | GpuTensorInput, k: FloatInput | GpuTensorInput, v: FloatInput | GpuTensorInput, options: ScaledDotProductAttentionOptions & { output: 'gpu-buffer' },
+): Promise<GpuAttentionResult<'float32' | 'float16'>>;
+export function scaledDotProductAttention(
+  q: HalfTensorInput | HalfGpuTensorInput, k: HalfTensorInput | HalfGpuTensorInput, v: HalfTensorInput | HalfGpuTensorInput, options?: ScaledDotProductAttentionOptions,
+): Promise<HalfAttentionResult>;
+export function scaledDotProductAttention(
+  q: TensorInput | FloatGpuInput, k: TensorInput | FloatGpuInput, v: TensorInput | FloatGpuInput, options: ScaledDotProductAttentionOptions & { needWeights: true },
+): Promise<AttentionResultWithWeights>;
 export function scaledDotProductAttention(
   q: HalfTensorInput, k: HalfTensorInput, v: HalfTensorInput, options?: ScaledDotProductAttentionOptions,
 ): Promise<HalfAttentionResult>;
@@ -414,10 +441,10 @@ export function scaledDotProductAttention(
   q: TensorInput, k: TensorInput, v: TensorInput, options: ScaledDotProductAttentionOptions & { needWeights: true },
 ): Promise<AttentionResultWithWeights>;
 export function scaledDotProductAttention(
-  q: TensorInput, k: TensorInput, v: TensorInput, options?: ScaledDotProductAttentionOptions & { needWeights?: false },
+  q: TensorInput | FloatGpuInput, k: TensorInput | FloatGpuInput, v: TensorInput | FloatGpuInput, options?: ScaledDotProductAttentionOptions & { needWeights?: false },
 ): Promise<AttentionResultWithoutWeights>;
 export function scaledDotProductAttention(
-  q: TensorInput, k: TensorInput, v: TensorInput, options?: ScaledDotProductAttentionOptions,
+  q: TensorInput | FloatGpuInput, k: TensorInput | FloatGpuInput, v: TensorInput | FloatGpuInput, options?: ScaledDotProductAttentionOptions,
 ): Promise<AttentionResult>;
 
 export interface SelfAttentionOptions {
@@ -425,13 +452,21 @@ export interface SelfAttentionOptions {
   needWeights?: boolean;
   /** @deprecated The old name of needWeights (a console warning says so once). */
   returnWeights?: boolean;
+  /** Where it computes and where its results go: scaledDotProductAttention()'s options. */
+  backend?: ScaledDotProductAttentionOptions['backend'];
+  gpu?: ScaledDotProductAttentionOptions['gpu'];
+  webgpuMinFlops?: number;
+  output?: 'cpu' | 'gpu-buffer';
+  batch?: GpuBatch;
 }
 
 /** softmax(x xᵀ / sqrt(C)) x for x [L, C] or [..., L, C] (Q = K = V = x). */
-export function selfAttention(x: HalfTensorInput, options?: SelfAttentionOptions): Promise<HalfAttentionResult>;
-export function selfAttention(x: TensorInput, options: SelfAttentionOptions & ({ needWeights: true } | { returnWeights: true })): Promise<AttentionResultWithWeights>;
-export function selfAttention(x: TensorInput, options?: SelfAttentionOptions & { needWeights?: false; returnWeights?: false }): Promise<AttentionResultWithoutWeights>;
-export function selfAttention(x: TensorInput, options?: SelfAttentionOptions): Promise<AttentionResult>;
+export function selfAttention(x: HalfGpuTensorInput, options: SelfAttentionOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult<'float16'>>;
+export function selfAttention(x: TensorInput | FloatGpuInput, options: SelfAttentionOptions & { output: 'gpu-buffer' }): Promise<GpuAttentionResult>;
+export function selfAttention(x: HalfTensorInput | HalfGpuTensorInput, options?: SelfAttentionOptions): Promise<HalfAttentionResult>;
+export function selfAttention(x: TensorInput | FloatGpuInput, options: SelfAttentionOptions & ({ needWeights: true } | { returnWeights: true })): Promise<AttentionResultWithWeights>;
+export function selfAttention(x: TensorInput | FloatGpuInput, options?: SelfAttentionOptions & { needWeights?: false; returnWeights?: false }): Promise<AttentionResultWithoutWeights>;
+export function selfAttention(x: TensorInput | FloatGpuInput, options?: SelfAttentionOptions): Promise<AttentionResult>;
 
 export interface ConfigureOptions {
   /**

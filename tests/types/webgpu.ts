@@ -1,6 +1,6 @@
 // The WebGPU options as a user writes them (compiled with usage.ts by tsc --noEmit). No WebGPU
 // type package is needed: `gpu` is typed structurally.
-import { BackendError, GpuBatch, MultiHeadAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
+import { BackendError, GpuBatch, MultiHeadAttention, scaledDotProductAttention, selfAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
@@ -75,3 +75,19 @@ async function gpuBatchExample(layers: MultiHeadAttention[]) {
   return pending;
 }
 gpuBatchExample;
+
+// scaledDotProductAttention() and selfAttention() on the GPU: host or GPU tensors, GpuTensors out.
+async function sdpaOnGpuExample() {
+  const q = { gpuBuffer: buffer, shape: [2, 8, 64] };
+  const onDevice: GpuAttentionResult = await scaledDotProductAttention(q, q, q, { gpu: device, output: 'gpu-buffer', isCausal: true });
+  const back: Float32Array = (await scaledDotProductAttention(onDevice.output, q, q, { gpu: device })).output.data;
+  const host = { data: new Float32Array(64), shape: [8, 8] };
+  const auto = await scaledDotProductAttention(host, host, host, { backend: 'auto', gpu: navigatorGpu, webgpuMinFlops: 0 });
+  const self = await selfAttention(host, { backend: 'webgpu', gpu: device, output: 'gpu-buffer' });
+  const half = { gpuBuffer: buffer, shape: [8, 8], dtype: 'float16' as const };
+  const halfDtype: 'float16' = (await selfAttention(half, { output: 'gpu-buffer' })).output.dtype;
+  // @ts-expect-error: backend is 'auto', 'wasm' or 'webgpu'
+  await scaledDotProductAttention(host, host, host, { backend: 'cuda' });
+  return [back, auto.output.data, self.output, halfDtype];
+}
+sdpaOnGpuExample;

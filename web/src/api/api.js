@@ -17,12 +17,14 @@ import { checkIndex, checkOptions } from '../base/option_checks.js';
 import { resolveMhaForward, resolveSdpa, resolveSelfAttention } from '../checks/plans.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { Runtime } from './runtime.js';
+import { AttentionEngines } from './attention_engines.js';
 import { offsetQkNorm, resolveModuleStateDict } from '../storage/state_dict.js';
 import { moduleEntry } from '../wasm/variant.js';
 import { warnOnce } from '../base/warn_once.js';
 
 /** @type {Runtime | null} */
 let runtime = null;
+let engines = null;  // AttentionEngines: scaledDotProductAttention() off the default WASM path
 
 const tensor = (data, shape) => ({ data, shape });
 
@@ -226,13 +228,17 @@ export class MultiHeadAttention {
 
 /**
  * softmax(q kᵀ · scale + attnMask) v over [..., L, dk], [..., S, dk], [..., S, dv].
- * options: { attnMask?, isCausal?, scale? = 1/√dk, needWeights? }.
- * Resolves to { output [..., L, dv], attnWeights [..., L, S] | null }.
+ * options: { attnMask?, isCausal?, scale? = 1/√dk, needWeights?, out?, backend? ('wasm' by default,
+ * 'webgpu' with GPU tensors or output 'gpu-buffer'; 'auto'), gpu?, webgpuMinFlops?, output? }:
+ * q, k, v may be GPU tensors (docs/webgpu.md). Resolves to { output [..., L, dv], attnWeights
+ * [..., L, S] | null }: GpuTensors with output 'gpu-buffer'.
  */
 export async function scaledDotProductAttention(q, k, v, options) {
   // The plan holds copies of the inputs, taken here before the await (tensor_checks.js): what the
   // caller does with its arrays while the core loads cannot reach the call.
   const plan = resolveSdpa(q, k, v, options);
+  // Another backend, GPU tensors or 'gpu-buffer' results: routed as a module's calls are (attention_engines.js).
+  if (plan.backendOptions.backend !== 'wasm') return results(await engines.forward(plan, plan.backendOptions), plan);
   return results(wasmSdpa(await runtime.core(), plan), plan);
 }
 
@@ -247,15 +253,15 @@ function results({ output, weights }, plan) {
 }
 
 /**
- * Plain self-attention softmax(X Xᵀ / √C) X (Q = K = V = X).
- * Resolves to { output, attnWeights (only with needWeights) }.
+ * Plain self-attention softmax(X Xᵀ / √C) X (Q = K = V = X). options: { needWeights?, and
+ * scaledDotProductAttention()'s backend options }. Resolves to { output, attnWeights (only with needWeights) }.
  */
 export async function selfAttention(x, options) {
-  const { x: t, needWeights, deprecatedReturnWeights } = resolveSelfAttention(x, options);
+  const { x: t, options: sdpaOptions, deprecatedReturnWeights } = resolveSelfAttention(x, options);
   if (deprecatedReturnWeights) {
     warnOnce('returnWeights', 'webattention: selfAttention({ returnWeights }) is deprecated; say needWeights, as every other call does');
   }
-  return scaledDotProductAttention(t, t, t, { needWeights });
+  return scaledDotProductAttention(t, t, t, sdpaOptions);
 }
 
 /** Bytes in use on the WASM heap: flat across calls when nothing leaks. */
@@ -297,6 +303,7 @@ export async function ready() {
  */
 export function bindApi(loadCore, platform) {
   runtime = new Runtime(loadCore, platform);
+  engines = new AttentionEngines(runtime);
   if (platform.preload) runtime.preload();
   return { MultiHeadAttention, scaledDotProductAttention, selfAttention, wasmMemoryInUse, wasmHeapBytes, capabilities, ready };
 }

@@ -54,7 +54,8 @@ export function forwardFlops(plan, config) {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const G = config.numKvHeads ?? H;
   const T = plan.T ?? S;  // keys attended: with a cache, every cached position
-  const projections = L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
+  // An attention-only config (scaledDotProductAttention() on a Dispatcher) projects nothing.
+  const projections = config.projections === false ? 0 : L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
   const attention = H * L * T * (dk + dv) + (plan.needWeights ? H * L * T * dk : 0);
   return 2 * B * (projections + attention);
 }

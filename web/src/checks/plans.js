@@ -11,6 +11,7 @@ import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { checkOut } from './out_option.js';
 import { checkCallRows } from '../dispatch/cache_checks.js';
+import { resolveBackendOptions } from './module_config.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
@@ -33,14 +34,21 @@ export function resolveMhaForward(config, query, key, value, options) {
   return resolvePlainForward(config, query, key, value, o, { output, batch });
 }
 
+/**
+ * A call's input checker: (argument, tensor, ranks) → a host tensor ({ data, shape }, borrowed
+ * where `borrow` says: base/tensor_checks.js) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
+ */
+function inputChecker(views, borrow) {
+  const buffers = new Map();
+  return (argument, tensor, ranks) => (isGpuTensor(tensor)
+    ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
+    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow }));
+}
+
 // resolveMhaForward() of a call without an encode()d cache.
 function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   const views = new Map();
-  const buffers = new Map();
-  // A host tensor ({ data, shape }) or a GPU one ({ gpuBuffer, shape }: base/gpu_tensors.js).
-  const input = (argument, tensor, ranks) => (isGpuTensor(tensor)
-    ? lazyModules().checkGpuTensor(argument, tensor, { ranks, shapeOf: snapshotShape, buffers })
-    : checkTensor(argument, tensor, { dtypes: FLOAT_DATA, ranks, views, borrow: true }));
+  const input = inputChecker(views, true);
   const given = input('query', query, [2, 3]);
   const batched = given.shape.length === 3;
   const rank = given.shape.length;
@@ -116,16 +124,27 @@ function checkBatch(batch, output) {
   return batch;
 }
 
-/** scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv]. */
+/** scaledDotProductAttention()'s options beside the attention's: where it runs and where its results go. */
+const SDPA_BACKEND_OPTIONS = ['backend', 'gpu', 'webgpuMinFlops', 'output', 'batch'];
+
+/**
+ * scaledDotProductAttention(q, k, v, options): [..., L, dk], [..., S, dk], [..., S, dv], host or
+ * GPU tensors. The plan has a forward() plan's fields for one head (B: the leading dims' product),
+ * so that a Dispatcher can route it (api/attention_engines.js), and `backendOptions`
+ * (resolveBackendOptions()'s): backend 'wasm' by default, 'webgpu' for a call with GPU tensors or
+ * output 'gpu-buffer'. Its host inputs are copies: the call may wait for the core or the GPU.
+ */
 export function resolveSdpa(q, k, v, options) {
-  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights', 'out']);
+  const o = checkOptions('scaledDotProductAttention', options, ['attnMask', 'isCausal', 'scale', 'needWeights', 'out', ...SDPA_BACKEND_OPTIONS]);
   const views = new Map();
-  const given = checkTensor('q', q, { dtypes: FLOAT_DATA, views });
+  const input = inputChecker(views, false);
+  const given = input('q', q);
   const rank = given.shape.length;
   if (rank < 2) shapeError('q', '[..., L, dk]', given.shape);
-  const { tensors: [qt, kt, vt], dtype } = widenInputs([['q', given],
-    ['k', checkTensor('k', k, { dtypes: FLOAT_DATA, ranks: [rank], views })],
-    ['v', checkTensor('v', v, { dtypes: FLOAT_DATA, ranks: [rank], views })]]);
+  // One object passed twice or three times (self-attention) is read and checked once.
+  const givenK = k === q ? given : input('k', k, [rank]);
+  const givenV = v === q ? given : v === k ? givenK : input('v', v, [rank]);
+  const { tensors: [qt, kt, vt], dtype } = widenInputs([['q', given], ['k', givenK], ['v', givenV]]);
   const leading = qt.shape.slice(0, -2);
   const [L, dk] = qt.shape.slice(-2);
   const [S, dkk] = kt.shape.slice(-2);
@@ -134,51 +153,73 @@ export function resolveSdpa(q, k, v, options) {
   const prefix = lead ? `${lead}, ` : '';
   if (formatShape(kt.shape.slice(0, -2)) !== formatShape(leading) || dkk !== dk) shapeError('k', `[${prefix}S, ${dk}]`, kt.shape);
   if (formatShape(vt.shape.slice(0, -2)) !== formatShape(leading) || Sv !== S) shapeError('v', `[${prefix}${S}, dv]`, vt.shape);
-  const N = product(leading);
-  // Copied, not borrowed: the call waits for the core before it computes.
+  const B = product(leading);
   const attnMask = checkMask('attnMask', o.attnMask, views);
   if (attnMask.kind !== MaskKind.none) {
     const s = formatShape(attnMask.shape);
     if (s !== formatShape([L, S]) && s !== formatShape([...leading, L, S])) {
       shapeError('attnMask', `${formatShape([L, S])} or ${formatShape([...leading, L, S])}`, attnMask.shape);
     }
-    attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [N, L, S];
+    attnMask.shape = attnMask.shape.length === 2 ? [L, S] : [B, L, S];
   }
   // undefined: 1/√dk (the core then takes no scale, never a 0); checkPositive() refuses what
   // float32 would round to 0 or overflow.
   const scale = o.scale === undefined ? undefined : checkPositive('scale', o.scale);
   const needWeights = checkBoolean('needWeights', o.needWeights, false);
   const outputShape = [...leading, L, dv];
+  const onDevice = [qt, kt, vt].some((t) => isDeviceData(t.data));
+  const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
+  const batch = checkBatch(o.batch, output);
   return {
-    N, L, S, dk, dv,
+    B, L, S, T: S, dk, dv,
     dtype,
-    q: qt.data, k: kt.data, v: vt.data,
-    attnMask,
+    query: qt.data, key: kt.data, value: vt.data,
+    keyPaddingMask: { kind: MaskKind.none, data: null, shape: [] }, attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
     scale,
     needWeights,
+    averageAttnWeights: true,  // one head: its weights are the average
+    output, onDevice, batch, cache: null, positionIds: null,
     outputShape,
     weightsShape: needWeights ? [...leading, L, S] : null,
-    out: checkOut(o.out, { shape: outputShape, dtype }),
+    out: checkOut(o.out, { shape: outputShape, dtype, output }),
+    backendOptions: sdpaBackendOptions(o, onDevice || output === 'gpu-buffer'),
   };
 }
 
+// The backend options of a scaledDotProductAttention() call (onGpu: it has GPU tensors or 'gpu-buffer' results).
+function sdpaBackendOptions(o, onGpu) {
+  const backendOptions = resolveBackendOptions({ backend: o.backend ?? (onGpu ? 'webgpu' : 'wasm'), gpu: o.gpu, webgpuMinFlops: o.webgpuMinFlops });
+  if (onGpu && backendOptions.backend === 'wasm') {
+    throw new OptionError("backend: GPU tensors and output: 'gpu-buffer' need a device, backend 'webgpu' or 'auto', got 'wasm'", {
+      argument: 'backend', expected: "'webgpu' | 'auto'", actual: "'wasm'",
+    });
+  }
+  return backendOptions;
+}
+
 /**
- * selfAttention(x, { needWeights }): x is [L, C] or [..., L, C]. `returnWeights` is needWeights'
- * old name (still taken, with a deprecation warning from api.js; not both at once).
+ * selfAttention(x, options): x is [L, C] or [..., L, C], host or GPU. `returnWeights` is needWeights'
+ * old name (still taken, with a deprecation warning from api.js; not both at once). Returns { x,
+ * options (scaledDotProductAttention()'s), deprecatedReturnWeights }.
  */
 export function resolveSelfAttention(x, options) {
-  const o = checkOptions('selfAttention', options, ['needWeights', 'returnWeights']);
+  const o = checkOptions('selfAttention', options, ['needWeights', 'returnWeights', ...SDPA_BACKEND_OPTIONS]);
   if (o.needWeights !== undefined && o.returnWeights !== undefined) {
     throw new OptionError('selfAttention: give needWeights only (returnWeights is its deprecated old name), not both', {
       argument: 'returnWeights', expected: 'needWeights alone', actual: 'both',
     });
   }
-  const t = checkTensor('x', x, { dtypes: FLOAT_DATA });
+  const t = inputChecker(new Map(), false)('x', x);
   if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
+  // What scaledDotProductAttention() is given: the checked copy, or the GPU tensor as checked
+  // (its getters are not read again).
+  const d = t.data;
+  const checked = isDeviceData(d) ? { gpuBuffer: d.gpuBuffer, shape: t.shape, dtype: d.dtype, byteOffset: d.byteOffset } : t;
   const needWeights = o.returnWeights !== undefined
     ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);
-  return { x: t, needWeights, deprecatedReturnWeights: o.returnWeights !== undefined };
+  const passed = Object.fromEntries(SDPA_BACKEND_OPTIONS.filter((name) => o[name] !== undefined).map((name) => [name, o[name]]));
+  return { x: checked, options: { needWeights, ...passed }, deprecatedReturnWeights: o.returnWeights !== undefined };
 }
 
 // A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.

@@ -354,12 +354,12 @@ export class WasmExecutor {
 
 /** plan: from resolveSdpa(). Returns { output, weights }. */
 export function wasmSdpa(core, plan) {
-  const { N, L, S, dk, dv, attnMask } = plan;
+  const { B: N, L, S, dk, dv, attnMask } = plan;
   const outFloats = N * L * dv;
   const weightFloats = plan.needWeights ? N * L * S : 0;
   const target = outTarget(plan);
   return withHeap(core, [
-    { data: plan.q }, { data: plan.k }, { data: plan.v }, { data: attnMask.data },
+    { data: plan.query }, { data: plan.key }, { data: plan.value }, { data: attnMask.data },
     { floats: outFloats }, { floats: weightFloats },
   ], ([q, k, v, mask, output, weights]) => {
     const error = coreSdpa(core, {
@@ -372,4 +372,24 @@ export function wasmSdpa(core, plan) {
       weights: weightFloats ? readFloats(core, weights, weightFloats) : null,
     };
   });
+}
+
+/**
+ * The WASM executor of an attention-only Dispatcher (api/attention_engines.js): its calls are
+ * scaledDotProductAttention() plans, computed by the core's SDPA on the calling thread; no weights.
+ */
+export class WasmSdpaExecutor {
+  complete = true;  // nothing to load
+  threads = 1;
+  #core;
+
+  constructor(core) {
+    this.#core = core;
+  }
+
+  forward(plan) {
+    return wasmSdpa(this.#core, plan);
+  }
+
+  dispose() {}
 }

@@ -22,6 +22,8 @@
 //
 // An encoded cache (gpu_encode.js): its filling (L = 0) stops after the K/V projections, the append
 // and the flags (encodeCacheFill()); its steps (S = 0) project the query alone and append nothing.
+// An attention-only config (scaledDotProductAttention(): api/attention_engines.js) projects
+// nothing: its query, key and value are the attention's operands, its heads the output.
 //
 // Which variant of linear, flash and decode runs is call_kernels.js's choice; every variant of a
 // family takes the same uniforms (packed from the family's list) and bindings. With int8
@@ -149,13 +151,18 @@ function encodeProjection(ctx, kernels, problem, bindings, role) {
 function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { B, L, S } = plan;
   const { buffer, upload, uniform, dispatch, params } = ctx;
+  const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
+  // Attention only (api/attention_engines.js): query, key and value are Q, K and V as given.
+  if (config.projections === false) {
+    const operand = (data, role, d) => ({ buf: upload(data, role), off: 0, stride: d });
+    return { q: operand(plan.query, 'query', dk), k: operand(plan.key, 'key', dk), v: operand(plan.value, 'value', dv) };
+  }
   for (const { input, out, floats, problem } of problems.input) {
     encodeProjection(ctx, kernels, problem,
       [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')], out);
   }
   const operand = (at) => at && { buf: ctx.buffers.get(at.role), off: at.off, stride: at.stride };
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
-  const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
   const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
   if (config.qkNorm) {  // before RoPE, as the core does
     const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
@@ -233,7 +240,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
     ...maskUniforms(plan, B, H, cache, perRow),
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
-    shift, window: cache ? cache.window : 0, scale: config.scale, softcap: config.softcap ?? 0, perRow: perRow ? 1 : 0,
+    shift, window: cache ? cache.window : 0, scale: plan.scale ?? config.scale, softcap: config.softcap ?? 0, perRow: perRow ? 1 : 0,
     windowIds: ids ? 1 : 0,
   };
   const attention = (average) => uniform(packParams(ATTENTION_PARAMS, { ...values, average: average ? 1 : 0 }));
@@ -245,7 +252,8 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   }));
   if (cache && plan.S > 0) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
 
-  const heads = buffer(B * L * H * dv, Usage.STORAGE, 'heads');
+  // Attention only (no output projection): the heads are the call's output.
+  const heads = config.projections === false ? buffer(B * L * H * dv, STORAGE_OUT, 'output') : buffer(B * L * H * dv, Usage.STORAGE, 'heads');
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
@@ -290,6 +298,7 @@ export function encodeForward(ctx, call) {
   if (call.plan.L === 0) return encodeCacheFill(ctx, call);
   const operands = encodeInputs(ctx, call);
   const { heads, weights, weightFloats } = encodeAttention(ctx, call, operands);
+  if (!call.problems.output) return { out: heads, outFloats: call.plan.B * call.plan.L * call.config.valueHeadDim, weights, weightFloats };
   const { floats, problem } = call.problems.output;
   const out = ctx.buffer(floats, STORAGE_OUT, 'output');
   encodeProjection(ctx, call.kernels, problem, [heads, ctx.params.wout, ctx.params.bout, out, ...blockBuffers(ctx.params, 'wout')], 'output');

@@ -35,6 +35,8 @@ export function linearProblems(plan, config) {
     },
   });
   const at = (role, off, stride) => ({ role, off, stride });
+  // Attention only (api/attention_engines.js): the inputs are Q, K and V (forward_encode.js).
+  if (config.projections === false) return { input: [], q: null, k: null, v: null, output: null };
   const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E, weights, sOff: 0 } };
   // An encoded cache's calls (gpu_encode.js): a step on it projects the query alone (its keys and
   // values are the cache's), its filling key and value alone (no query).

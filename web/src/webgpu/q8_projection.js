@@ -20,8 +20,12 @@ export const int8Activations = (config) => config.activations === 'int8';
 /** The variant families of projections; those a module's calls run: projectionFamilies(). */
 const PROJECTION_FAMILIES = ['linear', 'q8linear', 'q8rows'];
 
-/** The projection families the module's calls run: q8linear and q8rows with int8 activations, else linear. */
-export const projectionFamilies = (config) => (int8Activations(config) ? ['q8linear', 'q8rows'] : ['linear']);
+/**
+ * The projection families the module's calls run: q8linear and q8rows with int8 activations, else
+ * linear; none for an attention-only config (api/attention_engines.js: projections false).
+ */
+export const projectionFamilies = (config) => (config.projections === false ? []
+  : int8Activations(config) ? ['q8linear', 'q8rows'] : ['linear']);
 
 /** Whether the module's calls run `family`'s variants. */
 export const runsFamily = (config, family) => !PROJECTION_FAMILIES.includes(family) || projectionFamilies(config).includes(family);

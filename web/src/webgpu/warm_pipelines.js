@@ -23,7 +23,7 @@ function moduleLinearProblems(config) {
   ];
   return plans.flatMap((plan) => {
     const { input, output } = linearProblems(plan, config);
-    return [...input.map((p) => p.problem), output.problem];
+    return [...input.map((p) => p.problem), ...(output ? [output.problem] : [])];
   });
 }
 

@@ -48,6 +48,7 @@ const OPTIONAL = { sinks: (c) => Boolean(c.sinks), qNorm: (c) => Boolean(c.qkNor
  * points), and sinks, qNorm, kNorm when configured.
  */
 export function parameterBufferBytes(config) {
+  if (config.projections === false) return {};  // attention only (api/attention_engines.js): no weights
   const dtype = config.weightsDtype ?? 'float32';
   const buffers = Object.entries(parameterLayout(config).buffers).filter(([name]) => OPTIONAL[name]?.(config) ?? true);
   const bytes = Object.fromEntries(buffers.map(([name, elements]) =>

@@ -1,0 +1,97 @@
+// scaledDotProductAttention() and selfAttention() on a backend other than the calling thread's
+// WASM (a `backend` option, or GPU-resident tensors). Each such call is routed by a Dispatcher
+// (dispatch/dispatch.js) of an attention-only config: one head of widths d_k and d_v, no
+// projections and no weights (webgpu/forward_encode.js reads the inputs as Q, K and V). So these
+// calls keep a module's rules, from their one place: the NaN rule and the failure policy (the call
+// then runs on WASM), 'auto''s threshold, GPU tensors and 'gpu-buffer' results (device_calls.js).
+//
+// One dispatcher per (backend options, d_k, d_v), made at its first call and kept: its GPU
+// executor holds the compiled pipelines and the per-call buffers of those widths. Past MAX_ENGINES
+// the least recently used one is disposed, once the calls it has taken have settled.
+import { Dispatcher } from '../dispatch/dispatch.js';
+import { gpuSide } from '../webgpu/gpu_acquisition.js';
+import { WasmSdpaExecutor } from '../wasm/wasm_executor.js';
+
+/** Dispatchers kept at most (each a set of pipelines and buffers on the GPU). */
+export const MAX_ENGINES = 8;
+
+/** An attention-only config: the module fields the executors and the cost model read, for one head. */
+export const attentionConfig = (dk, dv) => ({
+  embedDim: dk, kdim: dk, vdim: dv, numHeads: 1, numKvHeads: 1, headDim: dk, valueHeadDim: dv,
+  scale: 1 / Math.sqrt(dk), projections: false,
+});
+
+const objectIds = new WeakMap();  // a `gpu` option (GPU or GPUDevice) → a number for the engines' keys
+let lastId = 0;
+const idOf = (object) => {
+  if (object === undefined || object === null) return 0;
+  if (typeof object !== 'object' && typeof object !== 'function') return `(${typeof object})`;  // refused by gpuSide()
+  if (!objectIds.has(object)) objectIds.set(object, ++lastId);
+  return objectIds.get(object);
+};
+
+export class AttentionEngines {
+  #engines = new Map();  // key → { dispatcher: Promise<Dispatcher>, calls, evicted }, least recently used first
+  #runtime;
+
+  /** runtime: api/runtime.js's Runtime (the core, the WebGpuExecutor class). */
+  constructor(runtime) {
+    this.#runtime = runtime;
+  }
+
+  /**
+   * Runs plan (resolveSdpa()'s) on the dispatcher of its backend options (resolveBackendOptions()'s
+   * { backend, gpu, minFlops }) and widths. Resolves to the Dispatcher's result ({ output, weights }).
+   */
+  async forward(plan, backendOptions) {
+    const engine = this.#engine(plan, backendOptions);
+    engine.calls++;
+    try {
+      const dispatcher = await engine.dispatcher;
+      return await dispatcher.forward(plan);
+    } finally {
+      engine.calls--;
+      this.#disposeIfDone(engine);
+    }
+  }
+
+  // The engine of a call's key, moved to the most recently used end; a new one made (the oldest
+  // evicted past MAX_ENGINES). One that failed to be made is forgotten, so the next call tries again.
+  #engine({ dk, dv }, backendOptions) {
+    const { backend, gpu, minFlops } = backendOptions;
+    const key = `${backend}:${idOf(gpu)}:${minFlops ?? ''}:${dk}:${dv}`;
+    let engine = this.#engines.get(key);
+    this.#engines.delete(key);
+    if (!engine) {
+      engine = { dispatcher: this.#dispatcher(attentionConfig(dk, dv), backendOptions), calls: 0, evicted: false };
+      engine.dispatcher.catch(() => {
+        if (this.#engines.get(key) === engine) this.#engines.delete(key);
+      });
+    }
+    this.#engines.set(key, engine);
+    for (const [oldKey, old] of this.#engines) {
+      if (this.#engines.size <= MAX_ENGINES) break;
+      this.#engines.delete(oldKey);
+      old.evicted = true;
+      this.#disposeIfDone(old);
+    }
+    return engine;
+  }
+
+  // A Dispatcher as create_executors.js makes a module's, with the core's SDPA as its WASM executor.
+  async #dispatcher(config, backendOptions) {
+    const side = await gpuSide(backendOptions, async (found) => {
+      const executor = new (await this.#runtime.loadWebGpuExecutor())(config, found);
+      await executor.ready;
+      return executor;
+    });
+    const wasm = new WasmSdpaExecutor(await this.#runtime.core());
+    const { gpu, gpuMinFlops, measureThreshold = false } = side;
+    return new Dispatcher(config, { wasm, gpu, gpuMinFlops, measureThreshold });
+  }
+
+  #disposeIfDone(engine) {
+    if (!engine.evicted || engine.calls > 0) return;
+    engine.dispatcher.then((d) => d.dispose(), () => {});
+  }
+}
