@@ -6,7 +6,7 @@
 // GPU tensor's buffer may be, and hostile ones: node_gpu_tensor_buffers.test.mjs. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MultiHeadAttention } from '#webattention';
+import { GpuBatch, MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { asFloat32, roundToHalf } from '../internals.mjs';
 import { adapterName, device, gpu, randomStateDict, runs, seededModules } from './node_setup.mjs';
@@ -201,7 +201,7 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
     first.output.dispose();
   });
 
-  test("'auto': a cache made on WASM (before the GPU) is a CacheError for a GPU call; a windowed step over one pass a MemoryError", async () => {
+  test("'auto': a cache made on WASM (before the GPU) is a CacheError for a GPU call; a windowed step over one pass runs, in a GpuBatch a MemoryError", async () => {
     const auto = await module({ backend: 'auto', webgpuMinFlops: 1e15 });
     const cache = auto.createCache({ maxLength: 8 });
     const row = host(1, 95);
@@ -212,8 +212,11 @@ describe(`GPU-resident tensors (Dawn, ${adapterName})`, () => {
     const mha = await module();
     const windowed = mha.createCache({ window: 2 });
     const long = onGpu(host(80, 96));  // a window of 2 rings over 65 slots: 64 rows per pass
-    await assert.rejects(mha.forward(long, long, long, { cache: windowed }), { name: 'MemoryError', argument: 'cache' });
+    // Cut into passes on the device (node_cache_device_passes.test.mjs), but not in a batch.
+    await assert.rejects(mha.forward(long, long, long, { cache: windowed, output: 'gpu-buffer', batch: new GpuBatch() }), { name: 'MemoryError', argument: 'cache' });
     assert.equal(windowed.length, 0);
+    await mha.forward(long, long, long, { cache: windowed });
+    assert.equal(windowed.length, 80);
     for (const t of [g, long]) t.gpuBuffer.destroy();
   });
 

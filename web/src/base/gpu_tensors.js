@@ -13,18 +13,39 @@ export const deviceBytes = (dtype, length) => (dtype === 'float16' ? Math.ceil(l
 
 /**
  * A checked GPU input: `length` elements of `dtype` (GPU_INPUT_DTYPES) of `gpuBuffer` from byte
- * `byteOffset` (a multiple of 4: what the kernels read, a float16 one once widened).
+ * `byteOffset` (a multiple of 4: what the kernels read, a float16 one once widened). `pieces`, for
+ * rows of it (deviceRows()): [byteOffset, bytes] runs of the buffer that make it up in order, which a
+ * call copies on the device one after the other; null for one run of deviceBytes() from byteOffset.
  */
 export class DeviceData {
-  constructor(argument, gpuBuffer, byteOffset, length, dtype = 'float32') {
+  constructor(argument, gpuBuffer, byteOffset, length, dtype = 'float32', pieces = null) {
     this.argument = argument;
     this.gpuBuffer = gpuBuffer;
     this.byteOffset = byteOffset;
     this.length = length;
     this.dtype = dtype;
+    this.pieces = pieces;
     Object.freeze(this);
   }
 }
+
+const ELEMENT_BYTES = { float32: 4, float16: 2 };
+
+/**
+ * Rows [i0, i1) of each of the `blocks` blocks of `rowsPerBlock` rows of `width` elements of data
+ * (a DeviceData of one run), as a DeviceData of pieces; null where a piece would not start and end
+ * on a 4-byte word (float16 with an odd width), which a device copy needs.
+ */
+export function deviceRows(data, blocks, rowsPerBlock, width, i0, i1) {
+  const rowBytes = width * ELEMENT_BYTES[data.dtype];
+  const bytes = (i1 - i0) * rowBytes;
+  if ((i0 * rowBytes) % 4 !== 0 || bytes % 4 !== 0) return null;
+  const pieces = Array.from({ length: blocks }, (_, b) => [data.byteOffset + (b * rowsPerBlock + i0) * rowBytes, bytes]);
+  return new DeviceData(data.argument, data.gpuBuffer, pieces[0][0], blocks * (i1 - i0) * width, data.dtype, pieces);
+}
+
+/** A DeviceData's runs of its buffer: its pieces, or one run of its bytes from byteOffset. */
+export const devicePieces = (data) => data.pieces ?? [[data.byteOffset, deviceBytes(data.dtype, data.length)]];
 
 /** Whether a plan's input array is a DeviceData (on the GPU) rather than a typed array. */
 export const isDeviceData = (data) => data instanceof DeviceData;

@@ -1,7 +1,9 @@
 // What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
 // executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
 import { CacheError, MemoryError } from '../base/errors.js';
-import { isDeviceCall } from '../base/gpu_tensors.js';
+import { deviceInputs, isDeviceCall, isDeviceData } from '../base/gpu_tensors.js';
+import { Usage } from './device.js';
+import { mergesOnDevice } from './pass_merge.js';
 import { cachedPasses } from './cached_passes.js';
 import { callRows, firstPositions, windowIds } from './forward_encode.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
@@ -49,20 +51,35 @@ export function checkKeepRows(rows, indices, inputsHeld = true) {
 export function checkCachedCall(plan, config, fits, limits) {
   checkWindowIds(plan);
   checkRowTable(plan, limits);
-  // GPU-resident tensors are not cut into passes (that would slice them on the device): one pass.
-  if (plan.L > plan.cache.storage.maxRowsPerPass && isDeviceCall(plan)) {
-    throw new MemoryError(`forward: a step of ${plan.L} rows with GPU-resident tensors must fit one pass of the cache `
-      + `(at most ${plan.cache.storage.maxRowsPerPass} rows with its window); use shorter steps`, {
-      argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
-    });
-  }
-  const misfit = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config).passes.find((pass) => !fits(pass));
+  const { passes } = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config);
+  if (passes.length > 1 && isDeviceCall(plan)) checkDevicePasses(plan, passes, config);
+  const misfit = passes.find((pass) => !fits(pass));
   if (misfit) {
     throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
       + 'device\'s buffer or dispatch limits (the cache\'s storage is on that device); use shorter steps or needWeights: false', {
       argument: 'cache', expected: 'a step that fits the device', actual: `${misfit.L} rows over ${misfit.T} positions`,
     });
   }
+}
+
+// A call with GPU-resident tensors cut into passes: each pass copies its rows of a GPU input on the
+// device (deviceRows()), and 'gpu-buffer' results are put together there (pass_merge.js). What
+// cannot be done so is a MemoryError naming `cache`, before anything runs: a batched call (its
+// passes would each submit the batch), an input without COPY_SRC (its rows cannot be copied), or
+// float16 rows or results that are not whole 4-byte words.
+function checkDevicePasses(plan, passes, config) {
+  const refuse = (why) => {
+    throw new MemoryError(`forward: a step of ${plan.L} rows is cut into passes of at most ${plan.cache.storage.maxRowsPerPass} `
+      + `(its cache's window); with GPU-resident tensors ${why}: use steps of at most ${plan.cache.storage.maxRowsPerPass} rows`, {
+      argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
+    });
+  };
+  if (plan.batch) refuse('a GpuBatch takes one pass a call');
+  const inputs = deviceInputs(plan);
+  if (inputs.some((d) => !(d.gpuBuffer.usage & Usage.COPY_SRC))) refuse('each input needs COPY_SRC usage, to be copied a pass at a time');
+  const unsliced = (pass) => ['query', 'key', 'value'].some((role) => isDeviceData(plan[role]) && pass[role] === null);  // deviceRows()'s null
+  if (passes.some(unsliced)) refuse('float16 inputs need an even width, to be copied a pass at a time');
+  if (plan.output === 'gpu-buffer' && !mergesOnDevice(plan, passes, config.embedDim)) refuse('float16 results need even widths, to be put together on the device');
 }
 
 /**

@@ -3,12 +3,16 @@
 // (ringGeometry()'s rowsPerPass, kv_ring.js): a longer step (a long prefill) is cut into passes
 // of consecutive rows, each attending over the positions up to its own last row, exactly the rows
 // of the one call (docs/attention-math.md §9); merge() puts their outputs and weights back
-// together as the call's.
+// together as the call's. A GPU input's rows are a DeviceData of pieces (deviceRows(): copied on
+// the device by each pass); 'gpu-buffer' results are put together on the device (pass_merge.js).
+import { deviceRows, isDeviceData } from '../base/gpu_tensors.js';
+import { mergeOnDevice } from './pass_merge.js';
 
 /**
  * plan: a cached call (resolveMhaForward()); maxRows: the cache's rows per pass; config: the
- * module's. Returns { passes, merge }: passes are plans of at most maxRows rows (the plan itself when it fits), merge(results) turns
- * their { output, weights } into the call's ([B, L, E]; [B, (h,) L, T], 0 past a pass's keys).
+ * module's. Returns { passes, merge }: passes are plans of at most maxRows rows (the plan itself when it fits), merge(results, device) turns
+ * their { output, weights } into the call's ([B, L, E]; [B, (h,) L, T], 0 past a pass's keys): at
+ * once for host results, a promise of GpuTensors on `device` for 'gpu-buffer' ones.
  */
 export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads: H }) {
   const { B, L, T } = plan;
@@ -33,7 +37,7 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
     const i1 = Math.min(L, i0 + maxRows);
     const slices = new Map();  // one slice per input array: aliasing (fused projections) survives
     const slice = (data, width) => {
-      if (!slices.has(data)) slices.set(data, rows(data, L, width, i0, i1));
+      if (!slices.has(data)) slices.set(data, isDeviceData(data) ? deviceRows(data, B, L, width, i0, i1) : rows(data, L, width, i0, i1));
       return slices.get(data);
     };
     const keys = n + i1;
@@ -49,9 +53,10 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
       cache: { ...plan.cache, lengthBefore: n + i0, lengthAfter: keys, maskKey0: n, lengthsBefore: rowsBefore(i0) },
     });
   }
-  const merge = (results) => {
+  const perBatch = plan.needWeights ? (plan.averageAttnWeights ? 1 : H) : 0;
+  const merge = (results, device) => {
+    if (plan.output === 'gpu-buffer') return mergeOnDevice(device, { plan, passes, results, E, perBatch });
     const output = new Float32Array(B * L * E);
-    const perBatch = plan.needWeights ? (plan.averageAttnWeights ? 1 : H) : 0;
     const weights = perBatch ? new Float32Array(B * perBatch * L * T) : null;
     results.forEach((r, p) => {
       const { firstRow, L: Lp, T: Tp } = passes[p];

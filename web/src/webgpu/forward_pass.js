@@ -12,7 +12,7 @@ import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
 import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
-import { deviceBytes, gpuResultDtype, isDeviceData } from '../base/gpu_tensors.js';
+import { deviceBytes, devicePieces, gpuResultDtype, isDeviceData } from '../base/gpu_tensors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
@@ -78,7 +78,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
-    if (!uploads.has(data) && isDeviceData(data) && data.byteOffset === 0 && (data.gpuBuffer.usage & Usage.STORAGE)) {
+    if (!uploads.has(data) && isDeviceData(data) && data.byteOffset === 0 && !data.pieces && (data.gpuBuffer.usage & Usage.STORAGE)) {
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
@@ -91,7 +91,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (isDeviceData(data)) encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, b, 0, data.length * F32);
+      if (isDeviceData(data)) copyPieces(encoder, data, b);
       else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
@@ -107,17 +107,26 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   const widened = (data, role) => {
     const bytes = deviceBytes('float16', data.length);
     let halves = data.gpuBuffer;
-    if (data.byteOffset === 0 && (halves.usage & Usage.STORAGE)) {
+    if (data.byteOffset === 0 && !data.pieces && (halves.usage & Usage.STORAGE)) {
       sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, halves, 0, bytes);
+      copyPieces(encoder, data, halves);
     }
     const b = buffer(data.length, STORAGE_IN, role);
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
     return b;
   };
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
+}
+
+// A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
+function copyPieces(encoder, data, to) {
+  let at = 0;
+  for (const [from, bytes] of devicePieces(data)) {
+    encoder.copyBufferToBuffer(data.gpuBuffer, from, to, at, bytes);
+    at += bytes;
+  }
 }
 
 // A call's dispatches (encodeForward()), then with `half` (a float16 call's 'gpu-buffer' results)

@@ -30,6 +30,7 @@ import { KERNELS } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { BufferPool } from './buffer_pool.js';
+import { disposeResult } from './pass_merge.js';
 import { encodedCacheOptions, fillingPlan } from './gpu_encode.js';
 import { uploadedTensor } from './gpu_tensor.js';
 import { gpuResultDtype } from '../base/gpu_tensors.js';
@@ -305,19 +306,22 @@ export class WebGpuExecutor {
     const snapshot = passes.length > 1 ? cache.snapshot(this.#pool) : null;
     const results = [];
     let path;
+    let merged;
     try {
       for (const [index, pass] of passes.entries()) {
         await cacheHooks.beforePass?.(index);
         path = attentionPath(pass, config, this.#device.limits);
         results.push(await runForwardPass(this.#pass, pass, config, path, cache));
       }
+      merged = await merge(results, this.#device);
     } catch (e) {
       snapshot?.restore();
+      if (passes.length > 1) results.forEach(disposeResult);  // 'gpu-buffer' passes' buffers
       throw e;
     }
     snapshot?.discard();
     cache.advance(plan.S, plan.cache.rows);  // the rows appended: a plain step's L, none on an encoded cache
-    return { ...merge(results), path };
+    return { ...merged, path };
   }
 
   /** Frees the module's GPU buffers (the device is shared and stays). */

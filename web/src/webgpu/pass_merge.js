@@ -1,0 +1,63 @@
+// The 'gpu-buffer' results of a cached call cut into passes (cached_passes.js) put together on the
+// device: each pass's output rows, and its weight rows (over the keys up to its own last row, the
+// rest of the call's row left 0), copied into buffers made for the caller, in one submit; the
+// passes' own result buffers are then destroyed. Nothing is read back.
+import { GpuTensor, RESULT_USAGE } from './gpu_tensor.js';
+import { gpuResultDtype } from '../base/gpu_tensors.js';
+
+const ELEMENT_BYTES = { float32: 4, float16: 2 };
+
+/**
+ * Whether every copy mergeOnDevice() would make starts and ends on a 4-byte word (WebGPU copies
+ * words): always for float32; for float16 results, even output widths and weight rows.
+ */
+export function mergesOnDevice(plan, passes, E) {
+  if (gpuResultDtype(plan) !== 'float16') return true;
+  return E % 2 === 0 && (!plan.needWeights || (plan.T % 2 === 0 && passes.every(({ T }) => T % 2 === 0)));
+}
+
+/**
+ * device: the passes' device; plan: the call; passes: cachedPasses()'s, each with firstRow, L and
+ * T; results: their { output, weights } GpuTensors; E: the output's width, perBatch: weight rows
+ * per batch row (0 without weights, 1 averaged, else the heads). Resolves to the call's { output,
+ * weights } GpuTensors.
+ */
+export async function mergeOnDevice(device, { plan, passes, results, E, perBatch }) {
+  const { B, L, T } = plan;
+  const dtype = gpuResultDtype(plan);
+  const unit = ELEMENT_BYTES[dtype];
+  const made = (elements, what) => device.createBuffer({ size: Math.max(4, Math.ceil(elements * unit / 4) * 4), usage: RESULT_USAGE, label: `webattention ${what}` });
+  device.pushErrorScope('out-of-memory');
+  const output = made(B * L * E, 'output');
+  const weights = perBatch ? made(B * perBatch * L * T, 'weights') : null;
+  const encoder = device.createCommandEncoder({ label: 'webattention pass merge' });
+  results.forEach(({ output: part, weights: partWeights }, p) => {
+    const { firstRow, L: Lp, T: Tp } = passes[p];
+    for (let b = 0; b < B; b++) {
+      encoder.copyBufferToBuffer(part.gpuBuffer, b * Lp * E * unit, output, (b * L + firstRow) * E * unit, Lp * E * unit);
+    }
+    for (let bh = 0; bh < B * perBatch; bh++) {
+      for (let i = 0; i < Lp; i++) {
+        encoder.copyBufferToBuffer(partWeights.gpuBuffer, (bh * Lp + i) * Tp * unit, weights, ((bh * L + firstRow + i) * T) * unit, Tp * unit);
+      }
+    }
+  });
+  device.queue.submit([encoder.finish()]);
+  const error = await device.popErrorScope();
+  for (const r of results) disposeResult(r);
+  if (error) {
+    output.destroy();
+    weights?.destroy();
+    throw new Error(`GPUOutOfMemoryError: ${error.message}`);
+  }
+  return {
+    output: new GpuTensor(device, output, [...plan.outputShape], null, dtype),
+    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], null, dtype) : null,
+  };
+}
+
+/** A pass's 'gpu-buffer' results given back (a merged call's, or a failed call's passes). */
+export function disposeResult({ output, weights }) {
+  output?.dispose?.();  // host arrays (a call read back) have nothing to give back
+  weights?.dispose?.();
+}
