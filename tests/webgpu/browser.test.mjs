@@ -3,7 +3,7 @@
 // serves the repository (tests/browser/harness.mjs: scripts/serve.mjs, plain page), opens
 // tests/webgpu/page.html, which runs every check (page.mjs), and asserts on what it reports: the
 // PyTorch MHA fixtures on backend 'webgpu' (those over MAX_FIXTURE_FLOPS would be named in a test
-// title; none are), a device destroyed mid-sequence, 'auto' at its default threshold (WASM on a
+// title; none are), the SDPA and selfAttention fixtures with backend 'webgpu', a device destroyed mid-sequence, 'auto' at its default threshold (WASM on a
 // software adapter, the GPU on a hardware one), BackendError without an adapter. Then, in a Chromium without WebGPU enabled, 'auto' modules making large
 // calls: WASM results and a single adapter probe.
 //   node --test tests/webgpu/       (needs web/dist: bash scripts/build.sh)
@@ -30,6 +30,7 @@ const fixtures = webgpuCases(loadFixtures());
 const names = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS).map((c) => c.name);
 const leftOut = fixtures.filter((c) => caseFlops(c) > MAX_FIXTURE_FLOPS).map((c) => c.name);
 const decodeCases = loadFixtures().filter((c) => c.kind === 'decode');
+const sdpaCases = loadFixtures().filter((c) => c.kind === 'sdpa' || c.kind === 'self');
 
 let server;
 let browser;
@@ -93,6 +94,12 @@ describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adap
       const r = result(`parity ${name}`);
       assert.equal(r.backend, 'webgpu');
       assert.deepEqual(r.ran, ['webgpu'], 'the call ran on the GPU');
+    });
+  }
+
+  for (const c of sdpaCases) {
+    test(`webgpu parity with PyTorch in Chromium: ${c.kind} ${c.name}`, () => {
+      assert.deepEqual(result(`sdpa ${c.name}`).ran, ['webgpu'], 'the call ran on the GPU');
     });
   }
 

@@ -96,6 +96,13 @@ async function main() {
       return { problems: r.ok ? [] : [r.detail], backend: r.backend };
     });
   }
+  // scaledDotProductAttention() and selfAttention() on the GPU (api/attention_engines.js).
+  for (const c of files.flat().filter((f) => f.kind === 'sdpa' || f.kind === 'self')) {
+    await record(`sdpa ${c.name}`, async () => {
+      const r = await runCase(api, { ...c, options: { ...c.options, backend: 'webgpu' } });
+      return { problems: r.ok ? [] : [r.detail] };
+    });
+  }
   // The KV cache on the GPU: each decode case's sequence in chunks, twice (run_decode.mjs).
   for (const c of decodeCases) {
     await record(`decode ${c.name}`, async () => {
