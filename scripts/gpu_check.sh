@@ -7,7 +7,9 @@
 #       (node bench/gpu/gpu.mjs --decode), as a small table;
 #   (c) the host's share of a forward() (bench/gpu/gpu_host_side.mjs: ms in forward() before it
 #       returns, and the whole call) and cross-attention steps on a GPU-stored encoded cache beside
-#       a WASM one (bench/gpu/gpu_cross_attention.mjs).
+#       a WASM one (bench/gpu/gpu_cross_attention.mjs);
+#   (d) scaledDotProductAttention() on the GPU, host to host and on the device, beside WASM
+#       (bench/gpu/gpu_sdpa.mjs; PyTorch's: bench/gpu/torch_sdpa.py, run beside it by hand).
 #
 #   bash scripts/gpu_check.sh
 #
@@ -17,7 +19,7 @@
 # SwiftShader (tests/webgpu/adapter.mjs's SWIFTSHADER_ICD), the bench with --quick shapes: a
 # check that the script works, not a measurement. Needs web/dist (bash scripts/build.sh): the
 # tests compare with the WASM backend. Output: $OUT (or build/gpu_check/): tests.txt, bench.txt,
-# host_side.txt, cross_attention.txt, summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
+# host_side.txt, cross_attention.txt, sdpa.txt, summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
 # browser test needs Chromium, which a GPU machine may lack.)
 set -u
 cd "$(dirname "$0")/.."
@@ -64,5 +66,8 @@ for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
   echo "host side (exit $?):"; cat "$out/host_side.txt"
   timeout 120 node bench/gpu/gpu_cross_attention.mjs $quick --steps-ms 2000 > "$out/cross_attention.txt" 2>&1
   echo "cross-attention (exit $?):"; cat "$out/cross_attention.txt"
+  # (d) SDPA on the GPU.
+  timeout 120 node bench/gpu/gpu_sdpa.mjs $quick > "$out/sdpa.txt" 2>&1
+  echo "sdpa (exit $?):"; cat "$out/sdpa.txt"
 } 2>&1 | tee "$out/summary.txt"
 grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q 'bench (.*exit 0)' "$out/summary.txt"
