@@ -76,4 +76,15 @@ describe(`a cached step of GPU tensors over several passes of a windowed cache (
     await mha.forward(short, short, short, { cache, output: 'gpu-buffer' }).then((r) => r.output.dispose());
     assert.equal(cache.length, 60, 'one pass still takes GPU tensors');
   });
+
+  test('float16 of an odd width (copies move whole words): refused, float16 results and inputs alike', async () => {
+    const odd = await module({ embedDim: 15, numHeads: 3, numKvHeads: 3, rotary: undefined });
+    const cache = cacheOf(odd);
+    const input = half({ data: filled(B * L * 15, 10), shape: [B, L, 15] });
+    const refused = (why) => (e) => e.name === 'MemoryError' && e.argument === 'cache' && e.message.includes(why);
+    await assert.rejects(odd.forward(input, input, input, { cache, output: 'gpu-buffer' }), refused('float16 results need even widths'));
+    const x = halfOnGpu(input);
+    await assert.rejects(odd.forward(x, x, x, { cache }), refused('float16 inputs need an even width'));
+    assert.equal(cache.length, 0);
+  });
 });

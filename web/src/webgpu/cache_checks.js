@@ -3,7 +3,6 @@
 import { CacheError, MemoryError } from '../base/errors.js';
 import { deviceInputs, isDeviceCall, isDeviceData } from '../base/gpu_tensors.js';
 import { Usage } from './device.js';
-import { mergesOnDevice } from './pass_merge.js';
 import { cachedPasses } from './cached_passes.js';
 import { callRows, firstPositions, windowIds } from './forward_encode.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
@@ -51,8 +50,9 @@ export function checkKeepRows(rows, indices, inputsHeld = true) {
 export function checkCachedCall(plan, config, fits, limits) {
   checkWindowIds(plan);
   checkRowTable(plan, limits);
-  const { passes } = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config);
-  if (passes.length > 1 && isDeviceCall(plan)) checkDevicePasses(plan, passes, config);
+  const cut = cachedPasses(plan, plan.cache.storage.maxRowsPerPass, config);
+  const { passes } = cut;
+  if (passes.length > 1 && isDeviceCall(plan)) checkDevicePasses(plan, cut, limits);
   const misfit = passes.find((pass) => !fits(pass));
   if (misfit) {
     throw new MemoryError(`forward: a step of ${misfit.L} rows over ${misfit.T} cached positions does not fit this WebGPU `
@@ -66,8 +66,8 @@ export function checkCachedCall(plan, config, fits, limits) {
 // device (deviceRows()), and 'gpu-buffer' results are put together there (pass_merge.js). What
 // cannot be done so is a MemoryError naming `cache`, before anything runs: a batched call (its
 // passes would each submit the batch), an input without COPY_SRC (its rows cannot be copied), or
-// float16 rows or results that are not whole 4-byte words.
-function checkDevicePasses(plan, passes, config) {
+// float16 rows that are not whole 4-byte words, results the device cannot put together (pass_merge.js).
+function checkDevicePasses(plan, { passes, deviceMergeRefusal }, limits) {
   const refuse = (why) => {
     throw new MemoryError(`forward: a step of ${plan.L} rows is cut into passes of at most ${plan.cache.storage.maxRowsPerPass} `
       + `(its cache's window); with GPU-resident tensors ${why}: use steps of at most ${plan.cache.storage.maxRowsPerPass} rows`, {
@@ -79,7 +79,8 @@ function checkDevicePasses(plan, passes, config) {
   if (inputs.some((d) => !(d.gpuBuffer.usage & Usage.COPY_SRC))) refuse('each input needs COPY_SRC usage, to be copied a pass at a time');
   const unsliced = (pass) => ['query', 'key', 'value'].some((role) => isDeviceData(plan[role]) && pass[role] === null);  // deviceRows()'s null
   if (passes.some(unsliced)) refuse('float16 inputs need an even width, to be copied a pass at a time');
-  if (plan.output === 'gpu-buffer' && !mergesOnDevice(plan, passes, config.embedDim)) refuse('float16 results need even widths, to be put together on the device');
+  const merging = plan.output === 'gpu-buffer' && deviceMergeRefusal(limits);
+  if (merging) refuse(`${merging}, to be put together on the device`);
 }
 
 /**

@@ -6,7 +6,7 @@
 // together as the call's. A GPU input's rows are a DeviceData of pieces (deviceRows(): copied on
 // the device by each pass); 'gpu-buffer' results are put together on the device (pass_merge.js).
 import { deviceRows, isDeviceData } from '../base/gpu_tensors.js';
-import { mergeOnDevice } from './pass_merge.js';
+import { mergeOnDevice, mergeRefusal } from './pass_merge.js';
 
 /**
  * plan: a cached call (resolveMhaForward()); maxRows: the cache's rows per pass; config: the
@@ -69,5 +69,7 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
     });
     return { output, weights };
   };
-  return { passes, merge };
+  // Why 'gpu-buffer' results cannot be put together on a device of `limits`, or null (pass_merge.js).
+  const deviceMergeRefusal = (limits) => mergeRefusal(plan, passes, { E, perBatch }, limits);
+  return { passes, merge, deviceMergeRefusal };
 }

@@ -8,12 +8,17 @@ import { gpuResultDtype } from '../base/gpu_tensors.js';
 const ELEMENT_BYTES = { float32: 4, float16: 2 };
 
 /**
- * Whether every copy mergeOnDevice() would make starts and ends on a 4-byte word (WebGPU copies
- * words): always for float32; for float16 results, even output widths and weight rows.
+ * Why mergeOnDevice() cannot put `passes`' results together on a device of `limits`, or null: a
+ * result over maxBufferSize, or (float16 results) a copy that would not start and end on a 4-byte
+ * word (WebGPU copies words): an odd output width or weight row. perBatch: as mergeOnDevice()'s.
  */
-export function mergesOnDevice(plan, passes, E) {
-  if (gpuResultDtype(plan) !== 'float16') return true;
-  return E % 2 === 0 && (!plan.needWeights || (plan.T % 2 === 0 && passes.every(({ T }) => T % 2 === 0)));
+export function mergeRefusal(plan, passes, { E, perBatch }, limits) {
+  const unit = ELEMENT_BYTES[gpuResultDtype(plan)];
+  const { B, L, T } = plan;
+  if (Math.max(B * L * E, B * perBatch * L * T) * unit > limits.maxBufferSize) return 'results over the device\'s largest buffer';
+  if (unit === 4) return null;
+  const even = E % 2 === 0 && (!perBatch || (T % 2 === 0 && passes.every((pass) => pass.T % 2 === 0)));
+  return even ? null : 'float16 results need even widths';
 }
 
 /**
@@ -28,6 +33,7 @@ export async function mergeOnDevice(device, { plan, passes, results, E, perBatch
   const unit = ELEMENT_BYTES[dtype];
   const made = (elements, what) => device.createBuffer({ size: Math.max(4, Math.ceil(elements * unit / 4) * 4), usage: RESULT_USAGE, label: `webattention ${what}` });
   device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
   const output = made(B * L * E, 'output');
   const weights = perBatch ? made(B * perBatch * L * T, 'weights') : null;
   const encoder = device.createCommandEncoder({ label: 'webattention pass merge' });
@@ -43,12 +49,13 @@ export async function mergeOnDevice(device, { plan, passes, results, E, perBatch
     }
   });
   device.queue.submit([encoder.finish()]);
-  const error = await device.popErrorScope();
+  const scopes = [device.popErrorScope(), device.popErrorScope()];  // popped before any await
+  const error = (await Promise.all(scopes)).find(Boolean);
   for (const r of results) disposeResult(r);
   if (error) {
     output.destroy();
     weights?.destroy();
-    throw new Error(`GPUOutOfMemoryError: ${error.message}`);
+    throw new Error(`${error.constructor?.name ?? 'GPUError'} putting the passes' results together: ${error.message}`);
   }
   return {
     output: new GpuTensor(device, output, [...plan.outputShape], null, dtype),
