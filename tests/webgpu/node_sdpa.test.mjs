@@ -189,6 +189,8 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
     await assert.rejects(sdpa(x, x, x, { backend: 'webgpu', gpu: 5 }), named('gpu'));
     await assert.rejects(sdpa(x, x, x, { backend: 'webgpu', webgpuMinFlops: -1 }), named('webgpuMinFlops'));
     await assert.rejects(selfAttention(x, { backend: 'webgpu', gpu: 'x' }), named('gpu'));
+    await assert.rejects(sdpa(x, x, x, { backend: 'webgpu' }), named('backend', 'BackendError'));  // Node: no navigator.gpu
+    assert.equal((await sdpa(x, x, x, { backend: 'auto' })).output.shape[0], 3, "'auto' without a GPU: WASM");
     await sameAsWasm({ q: x, k: x, v: x }, 'after the errors');
   });
 });
