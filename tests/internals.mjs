@@ -58,3 +58,4 @@ export const halfStateDict = (stateDict, dtype, tag = dtype) => Object.fromEntri
   [name, t.shape.length !== 2 ? t : { data: roundToHalf(dtype, t.data), shape: t.shape, dtype: tag }]));
 export { WasmExecutor } from '../web/src/wasm/wasm_executor.js';
 export { resolveModuleStateDict } from '../web/src/storage/state_dict.js';
+export { MAX_ENGINES, engineHooks } from '../web/src/api/attention_engines.js';

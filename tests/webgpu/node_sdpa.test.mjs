@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
-import { asFloat32, roundToHalf } from '../internals.mjs';
+import { asFloat32, engineHooks, roundToHalf } from '../internals.mjs';
 import { adapterName, assertClose, device, gpu, runs } from './node_setup.mjs';
 import { gpuTensor } from './gpu_tensor_inputs.mjs';
 
@@ -176,6 +176,32 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
   test('widths past the engines kept: each call still right (the least recent disposed)', async () => {
     for (let d = 1; d <= 11; d++) await sameAsWasm({ q: tensor([3, d], d), k: tensor([4, d], d + 1), v: tensor([4, d], d + 2) }, `dk ${d}`);
     await sameAsWasm({ q: tensor([3, 1], 1), k: tensor([4, 1], 2), v: tensor([4, 1], 3) }, 'dk 1 again');
+  });
+
+  test('an engine left idle gives its GPU buffers back; a later call of its widths makes it again', async () => {
+    const deviceProto = Object.getPrototypeOf(device);
+    const bufferProto = Object.getPrototypeOf(device.createBuffer({ size: 4, usage: 0x8 }));
+    const { createBuffer } = deviceProto;
+    const { destroy } = bufferProto;
+    const made = new Set();
+    const destroyed = new Set();
+    const idleMs = engineHooks.idleMs;
+    engineHooks.idleMs = 0;
+    deviceProto.createBuffer = function recording(...args) { const b = createBuffer.apply(this, args); made.add(b); return b; };
+    bufferProto.destroy = function recording() { destroyed.add(this); return destroy.call(this); };
+    try {
+      const call = () => sameAsWasm({ q: tensor([5, 13], 25), k: tensor([6, 13], 26), v: tensor([6, 13], 27) }, 'dk 13');
+      await call();
+      const own = [...made].filter((b) => /webattention (query|output)$/.test(b.label));  // this engine's per-call buffers
+      assert.ok(own.length >= 2 && own.every((b) => !destroyed.has(b)), 'made by the call, kept while it runs');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      assert.ok(own.every((b) => destroyed.has(b)), 'given back once idle');
+      await call();
+    } finally {
+      deviceProto.createBuffer = createBuffer;
+      bufferProto.destroy = destroy;
+      engineHooks.idleMs = idleMs;
+    }
   });
 
   test('typed errors: the backend options, and the module usable after them', async () => {

@@ -7,13 +7,17 @@
 //
 // One dispatcher per (backend options, d_k, d_v), made at its first call and kept: its GPU
 // executor holds the compiled pipelines and the per-call buffers of those widths. Past MAX_ENGINES
-// the least recently used one is disposed, once the calls it has taken have settled.
+// the least recently used one is disposed, once the calls it has taken have settled, and so is one
+// left idle for engineHooks.idleMs: nothing holds its GPU buffers for a caller who made one large
+// call and went on (a later call makes it again; the device keeps the compiled pipelines).
 import { Dispatcher } from '../dispatch/dispatch.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
 import { WasmSdpaExecutor } from '../wasm/wasm_executor.js';
 
 /** Dispatchers kept at most (each a set of pipelines and buffers on the GPU). */
 export const MAX_ENGINES = 8;
+/** idleMs: how long a dispatcher with no call is kept (tests shorten it). */
+export const engineHooks = { idleMs: 10_000 };
 
 /** An attention-only config: the module fields the executors and the cost model read, for one head. */
 export const attentionConfig = (dk, dv) => ({
@@ -46,12 +50,13 @@ export class AttentionEngines {
   async forward(plan, backendOptions) {
     const engine = this.#engine(plan, backendOptions);
     engine.calls++;
+    clearTimeout(engine.idle);
     try {
       const dispatcher = await engine.dispatcher;
       return await dispatcher.forward(plan);
     } finally {
       engine.calls--;
-      this.#disposeIfDone(engine);
+      this.#afterCall(engine);
     }
   }
 
@@ -63,7 +68,7 @@ export class AttentionEngines {
     let engine = this.#engines.get(key);
     this.#engines.delete(key);
     if (!engine) {
-      engine = { dispatcher: this.#dispatcher(attentionConfig(dk, dv), backendOptions), calls: 0, evicted: false };
+      engine = { key, dispatcher: this.#dispatcher(attentionConfig(dk, dv), backendOptions), calls: 0, evicted: false, idle: null };
       engine.dispatcher.catch(() => {
         if (this.#engines.get(key) === engine) this.#engines.delete(key);
       });
@@ -73,7 +78,7 @@ export class AttentionEngines {
       if (this.#engines.size <= MAX_ENGINES) break;
       this.#engines.delete(oldKey);
       old.evicted = true;
-      this.#disposeIfDone(old);
+      this.#afterCall(old);
     }
     return engine;
   }
@@ -90,8 +95,20 @@ export class AttentionEngines {
     return new Dispatcher(config, { wasm, gpu, gpuMinFlops, measureThreshold });
   }
 
-  #disposeIfDone(engine) {
-    if (!engine.evicted || engine.calls > 0) return;
+  // Once an engine has no call: disposed now if evicted, else after engineHooks.idleMs without one.
+  #afterCall(engine) {
+    if (engine.calls > 0) return;
+    clearTimeout(engine.idle);
+    if (!engine.evicted) {
+      engine.idle = setTimeout(() => {
+        if (engine.calls > 0 || this.#engines.get(engine.key) !== engine) return;
+        this.#engines.delete(engine.key);
+        engine.evicted = true;
+        this.#afterCall(engine);
+      }, engineHooks.idleMs);
+      engine.idle.unref?.();  // Node: an idle engine never keeps the process alive
+      return;
+    }
     engine.dispatcher.then((d) => d.dispose(), () => {});
   }
 }
