@@ -179,12 +179,18 @@ TEST(Sdpa, MinusInfinityScoresByArithmeticAreNotMasks) {
     const bool nan = i == 0 || i >= 5;
     EXPECT_EQ(std::isnan(out[i]), nan) << "row " << i << ": " << out[i];
     EXPECT_EQ(std::isnan(ref_out[i]), nan) << "reference row " << i << ": " << ref_out[i];
-    if (!nan) EXPECT_NEAR(out[i], ref_out[i], 1e-5f) << "row " << i;
+    if (!nan) {
+      EXPECT_NEAR(out[i], ref_out[i], 1e-5f) << "row " << i;
+    }
     for (int j = 0; j <= i; ++j) {
       EXPECT_EQ(std::isnan(w[i * n + j]), i == 0) << "weight " << i << ", " << j;
-      if (i != 0) EXPECT_NEAR(w[i * n + j], ref_w[i * n + j], 1e-6f) << "weight " << i << ", " << j;
+      if (i != 0) {
+        EXPECT_NEAR(w[i * n + j], ref_w[i * n + j], 1e-6f) << "weight " << i << ", " << j;
+      }
     }
-    if (i >= 5) EXPECT_EQ(w[i * n + 5], 0.0f) << "row " << i;
+    if (i >= 5) {
+      EXPECT_EQ(w[i * n + 5], 0.0f) << "row " << i;
+    }
   }
 }
 
