@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
-import { asFloat32, engineHooks, roundToHalf } from '../internals.mjs';
+import { MAX_ENGINES, asFloat32, engineHooks, roundToHalf } from '../internals.mjs';
 import { adapterName, assertClose, device, gpu, runs } from './node_setup.mjs';
 import { gpuTensor } from './gpu_tensor_inputs.mjs';
 
@@ -200,6 +200,24 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
     } finally {
       deviceProto.createBuffer = createBuffer;
       bufferProto.destroy = destroy;
+      engineHooks.idleMs = idleMs;
+    }
+  });
+
+  test('an engine with work in an unsubmitted GpuBatch is kept, past its idle time and past eviction, till the submit', async () => {
+    const idleMs = engineHooks.idleMs;
+    engineHooks.idleMs = 0;
+    try {
+      const [q, k, v] = [tensor([4, 17], 28), tensor([5, 17], 29), tensor([5, 17], 30)];
+      const want = await sdpa(q, k, v);
+      const batch = new api.GpuBatch();
+      const { output } = await sdpa(gpuTensor(q.data, q.shape), gpuTensor(k.data, k.shape), gpuTensor(v.data, v.shape), { gpu: device, output: 'gpu-buffer', batch });
+      await new Promise((resolve) => setTimeout(resolve, 20));  // idle: disposed unless held
+      for (let d = 40; d < 40 + MAX_ENGINES; d++) await sdpa(tensor([2, d], d), tensor([2, d], d), tensor([2, d], d), onGpu);  // evicted unless held
+      await batch.submit();
+      assertClose(await onHost(output), want.output, 'the batched call');
+      output.dispose();
+    } finally {
       engineHooks.idleMs = idleMs;
     }
   });

@@ -7,7 +7,8 @@
 //
 // One dispatcher per (backend options, d_k, d_v), made at its first call and kept: its GPU
 // executor holds the compiled pipelines and the per-call buffers of those widths. Past MAX_ENGINES
-// the least recently used one is disposed, once the calls it has taken have settled, and so is one
+// the least recently used one is disposed, once the calls it has taken have settled (a batched
+// call's once its GpuBatch was submitted), and so is one
 // left idle for engineHooks.idleMs: nothing holds its GPU buffers for a caller who made one large
 // call and went on (a later call makes it again; the device keeps the compiled pipelines).
 import { Dispatcher } from '../dispatch/dispatch.js';
@@ -53,7 +54,10 @@ export class AttentionEngines {
     clearTimeout(engine.idle);
     try {
       const dispatcher = await engine.dispatcher;
-      return await dispatcher.forward(plan);
+      const result = await dispatcher.forward(plan);
+      // A batched call's work reads the engine's per-call buffers at the batch's submit: held till then.
+      if (plan.batch) this.#holdUntilSubmitted(engine, plan.batch);
+      return result;
     } finally {
       engine.calls--;
       this.#afterCall(engine);
@@ -93,6 +97,14 @@ export class AttentionEngines {
     const wasm = new WasmSdpaExecutor(await this.#runtime.core());
     const { gpu, gpuMinFlops, measureThreshold = false } = side;
     return new Dispatcher(config, { wasm, gpu, gpuMinFlops, measureThreshold });
+  }
+
+  #holdUntilSubmitted(engine, batch) {
+    engine.calls++;
+    batch.afterPending(() => {
+      engine.calls--;
+      this.#afterCall(engine);
+    });
   }
 
   // Once an engine has no call: disposed now if evicted, else after engineHooks.idleMs without one.

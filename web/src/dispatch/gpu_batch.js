@@ -79,6 +79,15 @@ export class GpuBatch {
   }
 
   /**
+   * Internal (api/attention_engines.js, which holds an engine whose buffers recorded work reads):
+   * runs fn() once what the batch holds now is submitted (at once when it holds nothing).
+   */
+  afterPending(fn) {
+    if (this.#calls.length > 0) this.#after.push(fn);
+    else fn();
+  }
+
+  /**
    * Submits the calls recorded since the last submit() (one queue.submit(), or one more per module
    * called twice) before it returns, and resolves once WebGPU has validated them; nothing
    * recorded: resolves at once. Rejects with a BackendError naming the call (its index among them)
