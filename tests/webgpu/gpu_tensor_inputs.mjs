@@ -18,6 +18,13 @@ export function gpuTensor(data, shape, { on = device, usage = STORAGE | COPY_SRC
   gpuBuffer.unmap();
   return { gpuBuffer, shape, dtype: 'float32' };
 }
+/** A float16 GPU tensor of `bits` (a Uint16Array) on `on`: whole words, the last half-word zero. */
+export function halfGpuTensor(bits, shape, { on = device, usage = STORAGE | COPY_SRC | COPY_DST } = {}) {
+  const gpuBuffer = on.createBuffer({ size: Math.ceil(bits.length / 2) * 4, usage, mappedAtCreation: true });
+  new Uint16Array(gpuBuffer.getMappedRange()).set(bits);
+  gpuBuffer.unmap();
+  return { gpuBuffer, shape, dtype: 'float16' };
+}
 /** Seeded host input [B, rows, E]. */
 export const host = (rows, seed, B = 1) => ({ data: filled(B * rows * E, seed), shape: [B, rows, E] });
 /** A host tensor's values as a GPU tensor. */

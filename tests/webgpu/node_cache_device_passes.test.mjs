@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { GpuBatch } from '#webattention';
 import { filled, sameBits } from '../contract/contract.mjs';
 import { roundToHalf } from '../internals.mjs';
-import { adapterName, device, runs, seededModules } from './node_setup.mjs';
-import { COPY_DST, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
+import { adapterName, runs, seededModules } from './node_setup.mjs';
+import { COPY_DST, STORAGE, gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
 
 const E = 16;
 const B = 2;
@@ -21,12 +21,7 @@ const cacheOf = (mha) => mha.createCache({ batchSize: B, maxLength: 1024, window
 const host = (rows, seed) => ({ data: filled(B * rows * E, seed), shape: [B, rows, E] });
 const half = (t) => ({ data: roundToHalf('float16', t.data), shape: t.shape, dtype: 'float16' });
 // A float16 host tensor's bits in a GPU buffer.
-function halfOnGpu(t) {
-  const gpuBuffer = device.createBuffer({ size: t.data.byteLength, usage: STORAGE | COPY_DST | 0x4, mappedAtCreation: true });
-  new Uint16Array(gpuBuffer.getMappedRange()).set(t.data);
-  gpuBuffer.unmap();
-  return { gpuBuffer, shape: t.shape, dtype: 'float16' };
-}
+const halfOnGpu = (t) => halfGpuTensor(t.data, t.shape);
 const read = async (t) => (t.read ? t.read() : t.data);
 
 // The step from the host and from the GPU (each on a cache of its own), then one decode step on each:

@@ -13,16 +13,10 @@ import { GpuBatch } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { Usage, WIDEN_HALF_PARAMS, asFloat32, f32BitsToF16, narrowHalfShader, packParams, roundToHalf, widenHalfGrid, widenHalfShader } from '../internals.mjs';
 import { adapterName, device, runs, seededModules } from './node_setup.mjs';
+import { halfGpuTensor } from './gpu_tensor_inputs.mjs';
 
 const { module } = seededModules({ embedDim: 16, numHeads: 2, backend: 'webgpu' });
 
-/** A float16 GPU tensor of `bits` (a Uint16Array): whole words, the last half-word zero. */
-function halfTensor(bits, shape, usage = Usage.STORAGE | Usage.COPY_SRC) {
-  const gpuBuffer = device.createBuffer({ size: Math.ceil(bits.length / 2) * 4, usage, mappedAtCreation: true });
-  new Uint16Array(gpuBuffer.getMappedRange()).set(bits);
-  gpuBuffer.unmap();
-  return { gpuBuffer, shape, dtype: 'float16' };
-}
 function floatTensor(data, shape) {
   const gpuBuffer = device.createBuffer({ size: data.byteLength, usage: Usage.STORAGE | Usage.COPY_SRC, mappedAtCreation: true });
   new Float32Array(gpuBuffer.getMappedRange()).set(data);
@@ -127,7 +121,7 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
     const reference = [q, k, v].map(wide);
     const want = await mha.forward(...reference, { output: 'gpu-buffer', needWeights: true });
     for (const usage of [Usage.STORAGE | Usage.COPY_SRC, Usage.COPY_SRC]) {
-      const halves = [q, k, v].map((t) => halfTensor(t.bits, t.shape, usage));
+      const halves = [q, k, v].map((t) => halfGpuTensor(t.bits, t.shape, { usage }));
       // 'gpu-buffer' results: float16, the float32 ones rounded on the device as the host rounds them.
       const got = await mha.forward(...halves, { output: 'gpu-buffer', needWeights: true });
       assert.deepEqual([got.output.dtype, got.attnWeights.dtype], ['float16', 'float16']);
@@ -141,7 +135,7 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
       for (const t of [got.output, got.attnWeights]) t.dispose();
       for (const t of halves) t.gpuBuffer.destroy();
     }
-    const one = halfTensor(q.bits, q.shape);
+    const one = halfGpuTensor(q.bits, q.shape);
     const self = await mha.forward(one, one, one, { isCausal: true, output: 'gpu-buffer' });
     const selfWant = await mha.forward(reference[0], reference[0], reference[0], { isCausal: true, output: 'gpu-buffer' });
     assert.deepEqual(await self.output.read(), roundToHalf('float16', await selfWant.output.read()));
@@ -158,7 +152,7 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
   test('an odd element count (E 15): a buffer of ⌈n/2⌉ words; 2n bytes alone is a ShapeError naming query with the bytes', async () => {
     const mha = await module({ embedDim: 15, numHeads: 3 }, 65);
     const bits = halfBits(3 * 15, 66);  // 45 halves: 92 bytes
-    const half = halfTensor(bits, [1, 3, 15]);
+    const half = halfGpuTensor(bits, [1, 3, 15]);
     assert.equal(half.gpuBuffer.size, 92);
     const wide = floatTensor(asFloat32(bits, 'float16'), [1, 3, 15]);
     const got = await mha.forward(half, half, half, { output: 'gpu-buffer' });
@@ -177,7 +171,7 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
     const [halfCache, wideCache] = [mha.createCache({ maxLength: 16 }), mha.createCache({ maxLength: 16 })];
     for (const [s, rows] of [[0, 3], [1, 1], [2, 1]]) {
       const bits = halfBits(rows * 32, 70 + s);
-      const half = halfTensor(bits, [1, rows, 32]);
+      const half = halfGpuTensor(bits, [1, rows, 32]);
       const wide = floatTensor(asFloat32(bits, 'float16'), [1, rows, 32]);
       const got = await mha.forward(half, half, half, { cache: halfCache, output: 'gpu-buffer' });
       const want = await mha.forward(wide, wide, wide, { cache: wideCache, output: 'gpu-buffer' });
@@ -218,11 +212,11 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
     const bits = halfBits(4 * 16, 69);
     const host = { data: filled(4 * 16, 70), shape: [1, 4, 16] };
     for (const dtype of ['bfloat16', 'int8']) {
-      const t = { ...halfTensor(bits, [1, 4, 16]), dtype };
+      const t = { ...halfGpuTensor(bits, [1, 4, 16]), dtype };
       await assert.rejects(mha.forward(t, t, t), (e) => e.name === 'DTypeError' && e.argument === 'query' && e.actual.includes(dtype));
       t.gpuBuffer.destroy();
     }
-    const half = halfTensor(bits, [1, 4, 16]);
+    const half = halfGpuTensor(bits, [1, 4, 16]);
     await assert.rejects(mha.forward(half, host, host), { name: 'DTypeError', argument: 'key' });
     const r = await mha.forward(half, half, half, { output: 'gpu-buffer' });  // usable afterwards
     r.output.dispose();

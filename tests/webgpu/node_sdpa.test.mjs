@@ -11,7 +11,7 @@ import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { MAX_ENGINES, asFloat32, engineHooks, roundToHalf } from '../internals.mjs';
 import { adapterName, assertClose, device, gpu, runs } from './node_setup.mjs';
-import { gpuTensor } from './gpu_tensor_inputs.mjs';
+import { gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
 
 const { scaledDotProductAttention: sdpa, selfAttention } = api;
 const sdpaFixtures = loadFixtures().filter((c) => c.kind === 'sdpa' || c.kind === 'self');
@@ -91,12 +91,7 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
     const want = await sdpa(q, k, v, { isCausal: true });
     // The same values as float16, on the host and on the device.
     const half = (t) => ({ data: roundToHalf('float16', t.data), shape: t.shape, dtype: 'float16' });
-    const halfOnGpu = (t) => {
-      const gpuBuffer = device.createBuffer({ size: Math.ceil(t.data.byteLength / 4) * 4, usage: 0x80 | 0x4 | 0x8, mappedAtCreation: true });
-      new Uint16Array(gpuBuffer.getMappedRange(), 0, t.data.length).set(t.data);
-      gpuBuffer.unmap();
-      return { gpuBuffer, shape: t.shape, dtype: 'float16' };
-    };
+    const halfOnGpu = (t) => halfGpuTensor(t.data, t.shape);
     const [qh, kh, vh] = [half(q), half(k), half(v)];
     const wantHalf = await sdpa(qh, kh, vh, { isCausal: true });
     runs.length = 0;

@@ -236,9 +236,13 @@ export class MultiHeadAttention {
 export async function scaledDotProductAttention(q, k, v, options) {
   // The plan holds copies of the inputs, taken here before the await (tensor_checks.js): what the
   // caller does with its arrays while the core loads cannot reach the call.
-  const plan = resolveSdpa(q, k, v, options);
-  // Another backend, GPU tensors or 'gpu-buffer' results: routed as a module's calls are (attention_engines.js).
-  if (plan.backendOptions.backend !== 'wasm') return results(await engines.forward(plan, plan.backendOptions), plan);
+  return runSdpa(resolveSdpa(q, k, v, options));
+}
+
+// A scaledDotProductAttention() plan run: on the calling thread's core, or (another backend, GPU
+// tensors or 'gpu-buffer' results) routed as a module's calls are (attention_engines.js).
+async function runSdpa(plan) {
+  if (plan.backendOptions.backend !== 'wasm') return results(await engines.forward(plan), plan);
   return results(wasmSdpa(await runtime.core(), plan), plan);
 }
 
@@ -257,11 +261,11 @@ function results({ output, weights }, plan) {
  * scaledDotProductAttention()'s backend options }. Resolves to { output, attnWeights (only with needWeights) }.
  */
 export async function selfAttention(x, options) {
-  const { x: t, options: sdpaOptions, deprecatedReturnWeights } = resolveSelfAttention(x, options);
+  const { plan, deprecatedReturnWeights } = resolveSelfAttention(x, options);
   if (deprecatedReturnWeights) {
     warnOnce('returnWeights', 'webattention: selfAttention({ returnWeights }) is deprecated; say needWeights, as every other call does');
   }
-  return scaledDotProductAttention(t, t, t, sdpaOptions);
+  return runSdpa(plan);
 }
 
 /** Bytes in use on the WASM heap: flat across calls when nothing leaks. */

@@ -45,11 +45,11 @@ export class AttentionEngines {
   }
 
   /**
-   * Runs plan (resolveSdpa()'s) on the dispatcher of its backend options (resolveBackendOptions()'s
+   * Runs plan (resolveSdpa()'s) on the dispatcher of its backendOptions (resolveBackendOptions()'s
    * { backend, gpu, minFlops }) and widths. Resolves to the Dispatcher's result ({ output, weights }).
    */
-  async forward(plan, backendOptions) {
-    const engine = this.#engine(plan, backendOptions);
+  async forward(plan) {
+    const engine = this.#engine(plan);
     engine.calls++;
     clearTimeout(engine.idle);
     try {
@@ -66,7 +66,7 @@ export class AttentionEngines {
 
   // The engine of a call's key, moved to the most recently used end; a new one made (the oldest
   // evicted past MAX_ENGINES). One that failed to be made is forgotten, so the next call tries again.
-  #engine({ dk, dv }, backendOptions) {
+  #engine({ dk, dv, backendOptions }) {
     const { backend, gpu, minFlops } = backendOptions;
     const key = `${backend}:${idOf(gpu)}:${minFlops ?? ''}:${dk}:${dv}`;
     let engine = this.#engines.get(key);

@@ -29,23 +29,26 @@ export class DeviceData {
   }
 }
 
-const ELEMENT_BYTES = { float32: 4, float16: 2 };
+/** Bytes per element of a GPU tensor's dtype (GPU_INPUT_DTYPES; its results' too). */
+export const ELEMENT_BYTES = Object.freeze({ float32: 4, float16: 2 });
 
 /**
  * Rows [i0, i1) of each of the `blocks` blocks of `rowsPerBlock` rows of `width` elements of data
- * (a DeviceData of one run), as a DeviceData of pieces; null where a piece would not start and end
- * on a 4-byte word (float16 with an odd width), which a device copy needs.
+ * (a DeviceData of one run), as a DeviceData of pieces (which a device copy can move only when
+ * inWords()).
  */
 export function deviceRows(data, blocks, rowsPerBlock, width, i0, i1) {
   const rowBytes = width * ELEMENT_BYTES[data.dtype];
   const bytes = (i1 - i0) * rowBytes;
-  if ((i0 * rowBytes) % 4 !== 0 || bytes % 4 !== 0) return null;
   const pieces = Array.from({ length: blocks }, (_, b) => [data.byteOffset + (b * rowsPerBlock + i0) * rowBytes, bytes]);
   return new DeviceData(data.argument, data.gpuBuffer, pieces[0][0], blocks * (i1 - i0) * width, data.dtype, pieces);
 }
 
 /** A DeviceData's runs of its buffer: its pieces, or one run of its bytes from byteOffset. */
 export const devicePieces = (data) => data.pieces ?? [[data.byteOffset, deviceBytes(data.dtype, data.length)]];
+
+/** Whether every run of a DeviceData starts and ends on a 4-byte word, as a device copy needs. */
+export const inWords = (data) => devicePieces(data).every(([at, bytes]) => at % 4 === 0 && bytes % 4 === 0);
 
 /** Whether a plan's input array is a DeviceData (on the GPU) rather than a typed array. */
 export const isDeviceData = (data) => data instanceof DeviceData;

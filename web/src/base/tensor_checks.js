@@ -173,9 +173,12 @@ export function shapeError(argument, expected, actual) {
   });
 }
 
+/** A plan's absent mask (a new object: a given mask's shape is set by the call's checks). */
+export const noMask = () => ({ kind: MaskKind.none, data: null, shape: [] });
+
 /** A boolean (Uint8Array) or additive (Float32Array) mask, or none. */
 export function checkMask(argument, mask, views, borrow = false) {
-  if (mask === undefined || mask === null) return { kind: MaskKind.none, data: null, shape: [] };
+  if (mask === undefined || mask === null) return noMask();
   const t = checkTensor(argument, mask, { dtypes: ['Uint8Array', 'Float32Array'], views, borrow });
   const kind = typedArrayType(t.data) === 'Uint8Array' ? MaskKind.boolean : MaskKind.additive;
   return { kind, ...t };

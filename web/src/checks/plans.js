@@ -13,7 +13,7 @@ import { checkOut } from './out_option.js';
 import { checkCallRows } from '../dispatch/cache_checks.js';
 import { resolveBackendOptions } from './module_config.js';
 import { MaskKind } from '../base/call_plan.js';
-import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
+import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, noMask, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
 
 const MHA_FORWARD_OPTIONS = ['keyPaddingMask', 'attnMask', 'isCausal', 'needWeights', 'averageAttnWeights', 'cache', 'rows', 'positionIds', 'output', 'batch', 'out'];
 /** forward()'s `output`: where its result tensors are ('cpu': typed arrays; 'gpu-buffer': GPUBuffers, no readback). */
@@ -144,7 +144,12 @@ export function resolveSdpa(q, k, v, options) {
   // One object passed twice or three times (self-attention) is read and checked once.
   const givenK = k === q ? given : input('k', k, [rank]);
   const givenV = v === q ? given : v === k ? givenK : input('v', v, [rank]);
-  const { tensors: [qt, kt, vt], dtype } = widenInputs([['q', given], ['k', givenK], ['v', givenV]]);
+  return sdpaPlan([['q', given], ['k', givenK], ['v', givenV]], o, views);
+}
+
+// The plan of checked tensors ([argument, tensor] for q, k and v) and checked options `o`.
+function sdpaPlan(named, o, views) {
+  const { tensors: [qt, kt, vt], dtype } = widenInputs(named);
   const leading = qt.shape.slice(0, -2);
   const [L, dk] = qt.shape.slice(-2);
   const [S, dkk] = kt.shape.slice(-2);
@@ -174,7 +179,7 @@ export function resolveSdpa(q, k, v, options) {
     B, L, S, T: S, dk, dv,
     dtype,
     query: qt.data, key: kt.data, value: vt.data,
-    keyPaddingMask: { kind: MaskKind.none, data: null, shape: [] }, attnMask,
+    keyPaddingMask: noMask(), attnMask,
     isCausal: checkBoolean('isCausal', o.isCausal, false),
     scale,
     needWeights,
@@ -199,9 +204,10 @@ function sdpaBackendOptions(o, onGpu) {
 }
 
 /**
- * selfAttention(x, options): x is [L, C] or [..., L, C], host or GPU. `returnWeights` is needWeights'
- * old name (still taken, with a deprecation warning from api.js; not both at once). Returns { x,
- * options (scaledDotProductAttention()'s), deprecatedReturnWeights }.
+ * selfAttention(x, options): x is [L, C] or [..., L, C], host or GPU, checked (and copied) once and
+ * planned as scaledDotProductAttention(x, x, x). `returnWeights` is needWeights' old name (still
+ * taken, with a deprecation warning from api.js; not both at once). Returns { plan (resolveSdpa()'s),
+ * deprecatedReturnWeights }.
  */
 export function resolveSelfAttention(x, options) {
   const o = checkOptions('selfAttention', options, ['needWeights', 'returnWeights', ...SDPA_BACKEND_OPTIONS]);
@@ -210,16 +216,12 @@ export function resolveSelfAttention(x, options) {
       argument: 'returnWeights', expected: 'needWeights alone', actual: 'both',
     });
   }
-  const t = inputChecker(new Map(), false)('x', x);
+  const views = new Map();
+  const t = inputChecker(views, false)('x', x);
   if (t.shape.length < 2) shapeError('x', '[L, C] or [..., L, C]', t.shape);
-  // What scaledDotProductAttention() is given: the checked copy, or the GPU tensor as checked
-  // (its getters are not read again).
-  const d = t.data;
-  const checked = isDeviceData(d) ? { gpuBuffer: d.gpuBuffer, shape: t.shape, dtype: d.dtype, byteOffset: d.byteOffset } : t;
   const needWeights = o.returnWeights !== undefined
     ? checkBoolean('returnWeights', o.returnWeights, false) : checkBoolean('needWeights', o.needWeights, false);
-  const passed = Object.fromEntries(SDPA_BACKEND_OPTIONS.filter((name) => o[name] !== undefined).map((name) => [name, o[name]]));
-  return { x: checked, options: { needWeights, ...passed }, deprecatedReturnWeights: o.returnWeights !== undefined };
+  return { plan: sdpaPlan([['x', t], ['x', t], ['x', t]], { ...o, needWeights }, views), deprecatedReturnWeights: o.returnWeights !== undefined };
 }
 
 // A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.

@@ -1,7 +1,7 @@
 // What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
 // executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
 import { CacheError, MemoryError } from '../base/errors.js';
-import { deviceInputs, isDeviceCall, isDeviceData } from '../base/gpu_tensors.js';
+import { deviceInputs, inWords, isDeviceCall } from '../base/gpu_tensors.js';
 import { Usage } from './device.js';
 import { cachedPasses } from './cached_passes.js';
 import { callRows, firstPositions, windowIds } from './forward_encode.js';
@@ -75,10 +75,8 @@ function checkDevicePasses(plan, { passes, deviceMergeRefusal }, limits) {
     });
   };
   if (plan.batch) refuse('a GpuBatch takes one pass a call');
-  const inputs = deviceInputs(plan);
-  if (inputs.some((d) => !(d.gpuBuffer.usage & Usage.COPY_SRC))) refuse('each input needs COPY_SRC usage, to be copied a pass at a time');
-  const unsliced = (pass) => ['query', 'key', 'value'].some((role) => isDeviceData(plan[role]) && pass[role] === null);  // deviceRows()'s null
-  if (passes.some(unsliced)) refuse('float16 inputs need an even width, to be copied a pass at a time');
+  if (deviceInputs(plan).some((d) => !(d.gpuBuffer.usage & Usage.COPY_SRC))) refuse('each input needs COPY_SRC usage, to be copied a pass at a time');
+  if (passes.some((pass) => !deviceInputs(pass).every(inWords))) refuse('float16 inputs need an even width, to be copied a pass at a time');
   const merging = plan.output === 'gpu-buffer' && deviceMergeRefusal(limits);
   if (merging) refuse(`${merging}, to be put together on the device`);
 }

@@ -4,9 +4,8 @@
 // writes them); the rows before the first such one stay where they are. No cache data leaves the
 // device.
 import { CacheError } from '../base/errors.js';
-import { MaskKind } from '../base/call_plan.js';
+import { noMask } from '../base/tensor_checks.js';
 
-const NO_MASK = { kind: MaskKind.none, data: null, shape: [] };
 
 /**
  * last: GpuKvCache.lastCall; indices: kv_cache.js's checked Int32Array; rotary: the module's
@@ -47,7 +46,7 @@ export function keptRows(last, indices, rotary) {
     length: first + t0,
     plan: {
       ...last, L: n, S: n, T: lengthAfter, query: pick(last.query), key: pick(last.key), value: pick(last.value),
-      positionIds: null, keyPaddingMask: NO_MASK, attnMask: NO_MASK, needWeights: false, weightsShape: null,
+      positionIds: null, keyPaddingMask: noMask(), attnMask: noMask(), needWeights: false, weightsShape: null,
       cache: { ...last.cache, lengthBefore: first + t0, lengthAfter, maskKey0: undefined },
     },
   };

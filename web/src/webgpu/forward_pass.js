@@ -78,7 +78,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
-    if (!uploads.has(data) && isDeviceData(data) && data.byteOffset === 0 && !data.pieces && (data.gpuBuffer.usage & Usage.STORAGE)) {
+    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) {
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
@@ -107,7 +107,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   const widened = (data, role) => {
     const bytes = deviceBytes('float16', data.length);
     let halves = data.gpuBuffer;
-    if (data.byteOffset === 0 && !data.pieces && (halves.usage & Usage.STORAGE)) {
+    if (bindsAsIs(data)) {
       sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
@@ -119,6 +119,9 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
   };
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
+
+// Whether a GPU input is bound as it is (one run from byte 0 of a buffer with STORAGE), not copied.
+const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE);
 
 // A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
 function copyPieces(encoder, data, to) {

@@ -6,18 +6,17 @@
 // for the NaN rule, and nothing is attended or read back. A step on it is a cached pass that
 // appends nothing: its query rows sit after the S positions (lengthBefore = S), so the causal rule
 // of a cached call lets every row see all of them, as the encoded cache's contract says.
-import { MaskKind } from '../base/call_plan.js';
+import { noMask } from '../base/tensor_checks.js';
 
 /** The GpuKvCache options of an encoded cache for plan (resolveEncode()'s { B, S, dtype }). */
 export const encodedCacheOptions = ({ B, S, dtype }) => ({ batchSize: B, maxLength: S, window: 0, dtype });
 
-const NO_MASK = Object.freeze({ kind: MaskKind.none, data: null, shape: [] });
 
 /** The filling pass of `storage` (a new GpuKvCache of encodedCacheOptions()) from an owned encode plan. */
 export function fillingPlan({ B, S, key, value }, storage, { embedDim: E }) {
   return {
     B, L: 0, S, T: S, batched: true,
-    query: null, key, value, keyPaddingMask: NO_MASK, attnMask: NO_MASK,
+    query: null, key, value, keyPaddingMask: noMask(), attnMask: noMask(),
     isCausal: false, needWeights: false, averageAttnWeights: true, positionIds: null,
     cache: { kvCache: null, storage, rows: null, lengthsBefore: null, L: S, lengthBefore: 0, lengthAfter: S },
     outputShape: [B, 0, E], weightsShape: null, out: null,

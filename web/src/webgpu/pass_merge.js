@@ -3,9 +3,7 @@
 // rest of the call's row left 0), copied into buffers made for the caller, in one submit; the
 // passes' own result buffers are then destroyed. Nothing is read back.
 import { GpuTensor, RESULT_USAGE } from './gpu_tensor.js';
-import { gpuResultDtype } from '../base/gpu_tensors.js';
-
-const ELEMENT_BYTES = { float32: 4, float16: 2 };
+import { ELEMENT_BYTES, gpuResultDtype } from '../base/gpu_tensors.js';
 
 /**
  * Why mergeOnDevice() cannot put `passes`' results together on a device of `limits`, or null: a
@@ -65,6 +63,6 @@ export async function mergeOnDevice(device, { plan, passes, results, E, perBatch
 
 /** A pass's 'gpu-buffer' results given back (a merged call's, or a failed call's passes). */
 export function disposeResult({ output, weights }) {
-  output?.dispose?.();  // host arrays (a call read back) have nothing to give back
-  weights?.dispose?.();
+  output.dispose();
+  weights?.dispose();
 }

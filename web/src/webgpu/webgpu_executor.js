@@ -316,7 +316,7 @@ export class WebGpuExecutor {
       merged = await merge(results, this.#device);
     } catch (e) {
       snapshot?.restore();
-      if (passes.length > 1) results.forEach(disposeResult);  // 'gpu-buffer' passes' buffers
+      if (passes.length > 1 && plan.output === 'gpu-buffer') results.forEach(disposeResult);  // the passes' result buffers
       throw e;
     }
     snapshot?.discard();
