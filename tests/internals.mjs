@@ -24,7 +24,7 @@ export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';
 export { cacheHooks } from '../web/src/webgpu/webgpu_executor.js';
-export { heapHooks } from '../web/src/wasm/wasm_executor.js';
+export { heapHooks } from '../web/src/wasm/heap_calls.js';
 export { CoreMha } from '../web/src/wasm/core_binding.js';
 export { selectionHooks, selectionProfile } from '../web/src/webgpu/selection/kernel_selection.js';
 export { DEFAULT_VARIANTS, SELECTION_RUNS } from '../web/src/webgpu/selection/kernel_config.js';

@@ -358,10 +358,10 @@ export interface FromConfigOptions {
 }
 
 export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights'>;
 
 export type FromGgufOptions = { layer: number }
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights'>;
 
 export interface FromConfigResult {
   /** config.model_type ('llama' for SmolLM too). */

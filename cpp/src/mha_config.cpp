@@ -164,11 +164,7 @@ MultiHeadAttention::MultiHeadAttention(const MhaConfig& config) : config_(config
   rotary_frequencies_ = rotary_frequencies(c);
   rotary_table_.resize(c.rotary_dim);
   specs_ = state_dict_entries(c, {qk_width_, k_width_, kv_width_, v_width_, kv_group_});
-  loaded_.assign(specs_.size(), false);
-  wq_ = std::make_unique<kernels::PackedLinear>();
-  wk_ = std::make_unique<kernels::PackedLinear>();
-  wv_ = std::make_unique<kernels::PackedLinear>();
-  wo_ = std::make_unique<kernels::PackedLinear>();
+  reset_weight_storage();
 }
 
 MultiHeadAttention::~MultiHeadAttention() = default;

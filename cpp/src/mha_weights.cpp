@@ -289,9 +289,18 @@ void MultiHeadAttention::read_parameter(const std::string& name, float* out,
   }
 }
 
-void MultiHeadAttention::forget_parameters() {
+void MultiHeadAttention::forget_parameters() { reset_weight_storage(); }
+
+// No entry loaded and no projection storage held (its memory returned, not only emptied); the
+// vector entries (sinks, qk-norm weights: a head's width each) keep theirs.
+void MultiHeadAttention::reset_weight_storage() {
   loaded_.assign(specs_.size(), false);
   slices_.clear();
+  pending_.clear();
+  wq_ = std::make_unique<kernels::PackedLinear>();
+  wk_ = std::make_unique<kernels::PackedLinear>();
+  wv_ = std::make_unique<kernels::PackedLinear>();
+  wo_ = std::make_unique<kernels::PackedLinear>();
 }
 
 std::vector<std::string> MultiHeadAttention::missing_parameters() const {

@@ -11,6 +11,8 @@ async function webgpuExample() {
   const shared = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'auto', gpu: device, webgpuMinFlops: 1e8 });
   const prepared = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', expect: { L: 4096, batchSize: 2 } });
   prepared.dispose();
+  const gpuOnly = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', hostWeights: false });
+  gpuOnly.dispose();
   const where: 'wasm' | 'webgpu' = onGpu.backend;
   const gpu: GpuLike = device;
   try {
@@ -26,6 +28,8 @@ webgpuExample;
 
 // @ts-expect-error: expect's L is a number of rows
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, expect: { L: '4096' } });
+// @ts-expect-error: hostWeights is a boolean
+MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'webgpu', hostWeights: 'no' });
 // @ts-expect-error: backend is 'auto', 'wasm' or 'webgpu'
 MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'cuda' });
 // @ts-expect-error: gpu must look like navigator.gpu or a GPUDevice
@@ -86,7 +90,9 @@ async function sdpaOnGpuExample() {
   const self = await selfAttention(host, { backend: 'webgpu', gpu: device, output: 'gpu-buffer' });
   const half = { gpuBuffer: buffer, shape: [8, 8], dtype: 'float16' as const };
   const halfDtype: 'float16' = (await selfAttention(half, { output: 'gpu-buffer' })).output.dtype;
-  // @ts-expect-error: backend is 'auto', 'wasm' or 'webgpu'
+  // @ts-expect-error: hostWeights is a boolean
+MultiHeadAttention.create({ embedDim: 8, numHeads: 2, backend: 'webgpu', hostWeights: 'no' });
+// @ts-expect-error: backend is 'auto', 'wasm' or 'webgpu'
   await scaledDotProductAttention(host, host, host, { backend: 'cuda' });
   return [back, auto.output.data, self.output, halfDtype];
 }

@@ -1,6 +1,7 @@
-// What the GPU-tensor tests share (node_gpu_tensors.test.mjs, node_gpu_tensor_buffers.test.mjs): the
-// module's widths, GPUBufferUsage's numbers (Node has no such global) and GPU tensors made from
-// host data on the test device (node_setup.mjs).
+// What the GPU-tensor tests share (node_gpu_tensors, node_gpu_tensor_buffers, node_gpu_batch,
+// node_gpu_half_inputs, node_sdpa, node_cache_device_passes): the module's widths,
+// GPUBufferUsage's numbers (Node has no such global) and GPU tensors made from host data on the
+// test device (node_setup.mjs).
 import { filled } from '../contract/contract.mjs';
 import { device } from './node_setup.mjs';
 

@@ -10,18 +10,9 @@ import assert from 'node:assert/strict';
 import { GpuBatch, MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
+import { COPY_DST, gpuTensor } from './gpu_tensor_inputs.mjs';
 
 const E = 32;
-const STORAGE = 0x80;
-const COPY_SRC = 0x4;
-const COPY_DST = 0x8;
-
-function gpuTensor(data, shape, on = device) {
-  const gpuBuffer = on.createBuffer({ size: data.byteLength, usage: STORAGE | COPY_SRC | COPY_DST, mappedAtCreation: true });
-  new Float32Array(gpuBuffer.getMappedRange()).set(data);
-  gpuBuffer.unmap();
-  return { gpuBuffer, shape, dtype: 'float32' };
-}
 const host = (rows, seed) => ({ data: filled(rows * E, seed), shape: [1, rows, E] });
 
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });

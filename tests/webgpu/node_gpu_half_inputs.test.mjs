@@ -13,16 +13,12 @@ import { GpuBatch } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { Usage, WIDEN_HALF_PARAMS, asFloat32, f32BitsToF16, narrowHalfShader, packParams, roundToHalf, widenHalfGrid, widenHalfShader } from '../internals.mjs';
 import { adapterName, device, runs, seededModules } from './node_setup.mjs';
-import { halfGpuTensor } from './gpu_tensor_inputs.mjs';
+import { gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
 
 const { module } = seededModules({ embedDim: 16, numHeads: 2, backend: 'webgpu' });
 
-function floatTensor(data, shape) {
-  const gpuBuffer = device.createBuffer({ size: data.byteLength, usage: Usage.STORAGE | Usage.COPY_SRC, mappedAtCreation: true });
-  new Float32Array(gpuBuffer.getMappedRange()).set(data);
-  gpuBuffer.unmap();
-  return { gpuBuffer, shape, dtype: 'float32' };
-}
+// COPY_SRC-only buffers: a GPU input needs no more usage than STORAGE and the staging copy's.
+const floatTensor = (data, shape) => gpuTensor(data, shape, { usage: Usage.STORAGE | Usage.COPY_SRC });
 /** float16 bits of seeded values, with subnormals, ±0 and the largest half among them. */
 function halfBits(n, seed) {
   const bits = roundToHalf('float16', filled(n, seed));

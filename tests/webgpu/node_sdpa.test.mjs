@@ -105,7 +105,7 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
     got.output.dispose();
   });
 
-  test('calls recorded into a GpuBatch: one submit for calls of other widths; a call of the same widths submits first', async () => {
+  test('calls recorded into a GpuBatch: one submit, for calls of other widths and of the same widths alike', async () => {
     const [q, k, v, v4] = [tensor([2, 6, 8], 21), tensor([2, 9, 8], 22), tensor([2, 9, 8], 23), tensor([2, 9, 4], 24)];
     const first = await sdpa(q, k, v);
     const want = await sdpa(first.output, k, v4, { isCausal: true });
@@ -121,11 +121,11 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
       const a = await sdpa(gpuTensor(q.data, q.shape), kg, vg, inBatch);
       const b = await sdpa(a.output, kg, v4g, { ...inBatch, isCausal: true });
       assert.equal(submits, 0, 'nothing submitted before batch.submit()');
-      // The widths of the first call again: its per-call buffers are the first's, which go first.
+      // The widths of the first call again: an engine of its own (its slot), so no submit first.
       const c = await sdpa(gpuTensor(q.data, q.shape), kg, vg, inBatch);
-      assert.equal(submits, 1, 'the batch so far submitted before the call of the same widths');
+      assert.equal(submits, 0, 'a call of the same widths submits nothing');
       await batch.submit();
-      assert.equal(submits, 2);
+      assert.equal(submits, 1);
       assert.deepEqual(runs, ['webgpu', 'webgpu', 'webgpu']);
       assertClose(await onHost(b.output), want.output, 'the second call, fed the first\'s output');
       assertClose(await onHost(c.output), first.output, 'the third call');
@@ -134,6 +134,37 @@ describe(`scaledDotProductAttention() on backend 'webgpu' (${adapterName})`, () 
       queue.submit = submit;
     }
     await assert.rejects(sdpa(q, k, v, { ...onGpu, batch }), (e) => e.name === 'OptionError' && e.argument === 'output');
+  });
+
+  test('a stack of more same-width calls than MAX_ENGINES, each fed the last, in one GpuBatch: one submit a step, as unbatched', async () => {
+    const layers = MAX_ENGINES + 3;
+    const [q, k, v] = [tensor([2, 3, 16], 31), tensor([2, 5, 16], 32), tensor([2, 5, 16], 33)];
+    let want = q;
+    for (let i = 0; i < layers; i++) want = (await sdpa(want, k, v, { isCausal: i % 2 === 1 })).output;
+    const queue = Object.getPrototypeOf(device.queue);
+    const { submit } = queue;
+    let submits = 0;
+    queue.submit = function counting(...args) { submits++; return submit.apply(this, args); };
+    const batch = new api.GpuBatch();
+    const [kg, vg] = [gpuTensor(k.data, k.shape), gpuTensor(v.data, v.shape)];
+    try {
+      for (let step = 0; step < 2; step++) {
+        submits = 0;
+        const outputs = [];
+        let x = gpuTensor(q.data, q.shape);
+        for (let i = 0; i < layers; i++) {
+          x = (await sdpa(x, kg, vg, { gpu: device, output: 'gpu-buffer', batch, isCausal: i % 2 === 1 })).output;
+          outputs.push(x);
+        }
+        assert.equal(submits, 0, `step ${step}: nothing submitted before batch.submit()`);
+        await batch.submit();
+        assert.equal(submits, 1, `step ${step}: one submit`);
+        assertClose(await onHost(x), want, `step ${step}: the last call's output`);
+        for (const t of outputs) t.dispose();
+      }
+    } finally {
+      queue.submit = submit;
+    }
   });
 
   test('a NaN that a row sees: the call runs on WASM and gives its answer; masked away, it stays on the GPU', async () => {

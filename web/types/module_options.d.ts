@@ -85,6 +85,13 @@ export interface MultiHeadAttentionOptions {
    */
   expect?: { L: number; S?: number; batchSize?: number };
   /**
+   * false: the weights live on the GPU only (backend 'webgpu', one thread): each load is checked
+   * and quantised as usual, uploaded, then freed from WASM memory. A call that would run on WASM
+   * (a NaN or an infinity in view, a call that does not fit the device, a lost device) is then a
+   * typed error, as are headBilinearForm() and a load of non-finite weights. Default true.
+   */
+  hostWeights?: boolean;
+  /**
    * How the weight matrices are stored (default 'float32'): 'float16' / 'bfloat16' (float32
    * weights rounded to nearest-even, 16-bit ones of the same kind kept as given), 'int8'
    * (llama.cpp's q8_0: one float32 scale per block of 32 along the input dimension), 'int4'
@@ -165,7 +172,7 @@ export type GpuLike =
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
   rotary: ResolvedRotary | null;
   bias: Required<ProjectionBias>;
   /** null: none. */

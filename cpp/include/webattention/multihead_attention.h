@@ -189,10 +189,11 @@ class MultiHeadAttention {
   // module with f32 weights, exactly the values load_parameter() took (in f32). Throws
   // StateDictError for an unknown name, a wrong count or an entry not loaded yet.
   void read_parameter(const std::string& name, float* out, std::size_t count) const;
-  // Forgets that any entry was loaded: forward() refuses, naming a missing entry, as before the
-  // first load, until every entry is loaded again. For a state dict whose load failed part-way
-  // (memory ran out after some entries went in): a module holding a mix of two state dicts must
-  // not compute.
+  // Forgets that any entry was loaded and frees the weights' storage: forward() refuses, naming a
+  // missing entry, as before the first load, until every entry is loaded again. For a state dict
+  // whose load failed part-way (memory ran out after some entries went in: a module holding a mix
+  // of two state dicts must not compute), and for a module whose weights live on the GPU only
+  // (create()'s hostWeights: false), after each load.
   void forget_parameters();
 
   // RoPE from a given table instead of θ_j (a module with rotary_dim > 0): cos and sin [positions,
@@ -322,6 +323,7 @@ class MultiHeadAttention {
               const kernels::PackedLinear& wq, const kernels::PackedLinear& wk,
               const kernels::PackedLinear& wv, float* heads_out) const;
   const HeadSlice& head_slice(int head_begin, int head_end) const;
+  void reset_weight_storage();
 
   MhaConfig config_;
   std::uint64_t id_ = 0;  // tells this module's caches from another's

@@ -9,7 +9,7 @@ import { Dispatcher } from '../dispatch/dispatch.js';
 import { outputTensor } from '../checks/half_tensors.js';
 import { DisposedError } from '../base/errors.js';
 import { createExecutors } from './create_executors.js';
-import { wasmSdpa } from '../wasm/wasm_executor.js';
+import { wasmSdpa } from '../wasm/wasm_sdpa.js';
 import { resolveCacheOptions } from '../dispatch/cache_checks.js';
 import { PLACEMENT_OPTIONS, resolveMhaConfig } from '../checks/module_config.js';
 import { measuredSpeedups } from '../wasm/madd_probe.js';

@@ -11,20 +11,21 @@
 // call's once its GpuBatch was submitted), and so is one
 // left idle for engineHooks.idleMs: nothing holds its GPU buffers for a caller who made one large
 // call and went on (a later call makes it again; the device keeps the compiled pipelines).
+//
+// Calls of the same widths in one GpuBatch (a model's layers, each calling attention at one width)
+// would share per-call buffers, so the batch would submit before each (dispatch/gpu_batch.js). The
+// n-th such call since the batch's last submit takes the n-th engine of its widths instead (its
+// slot), so the batch stays one submit; engines past the first of their widths are not counted in
+// MAX_ENGINES (a stack of n layers needs n) and leave when idle.
 import { Dispatcher } from '../dispatch/dispatch.js';
+import { attentionConfig } from '../base/attention_only.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
-import { WasmSdpaExecutor } from '../wasm/wasm_executor.js';
+import { WasmSdpaExecutor } from '../wasm/wasm_sdpa.js';
 
 /** Dispatchers kept at most (each a set of pipelines and buffers on the GPU). */
 export const MAX_ENGINES = 8;
 /** idleMs: how long a dispatcher with no call is kept (tests shorten it). */
 export const engineHooks = { idleMs: 10_000 };
-
-/** An attention-only config: the module fields the executors and the cost model read, for one head. */
-export const attentionConfig = (dk, dv) => ({
-  embedDim: dk, kdim: dk, vdim: dv, numHeads: 1, numKvHeads: 1, headDim: dk, valueHeadDim: dv,
-  scale: 1 / Math.sqrt(dk), projections: false,
-});
 
 const objectIds = new WeakMap();  // a `gpu` option (GPU or GPUDevice) → a number for the engines' keys
 let lastId = 0;
@@ -34,6 +35,9 @@ const idOf = (object) => {
   if (!objectIds.has(object)) objectIds.set(object, ++lastId);
   return objectIds.get(object);
 };
+
+// The engines of one backend option set and widths share this key (and differ in their slot).
+const engineKey = ({ backend, gpu, minFlops }, dk, dv) => `${backend}:${idOf(gpu)}:${minFlops ?? ''}:${dk}:${dv}`;
 
 export class AttentionEngines {
   #engines = new Map();  // key → { dispatcher: Promise<Dispatcher>, calls, evicted }, least recently used first
@@ -49,7 +53,7 @@ export class AttentionEngines {
    * { backend, gpu, minFlops }) and widths. Resolves to the Dispatcher's result ({ output, weights }).
    */
   async forward(plan) {
-    const engine = this.#engine(plan);
+    const engine = this.#engine(plan, this.#slotOf(plan));
     engine.calls++;
     clearTimeout(engine.idle);
     try {
@@ -61,25 +65,39 @@ export class AttentionEngines {
     } finally {
       engine.calls--;
       this.#afterCall(engine);
+      // Slots count from 0 again once the batch's calls are submitted (at once if it holds none).
+      plan.batch?.afterPending(() => this.#batchSlots.delete(plan.batch));
     }
+  }
+
+  // A call's slot: 0, or for a batched call the number of calls of its widths made into the batch
+  // since its last submit (counted when made, so that calls not awaited in turn get theirs too).
+  #batchSlots = new WeakMap();  // GpuBatch → Map(engine key without slot → calls made)
+  #slotOf({ batch, dk, dv, backendOptions }) {
+    if (!batch) return 0;
+    if (!this.#batchSlots.has(batch)) this.#batchSlots.set(batch, new Map());
+    const counts = this.#batchSlots.get(batch);
+    const key = engineKey(backendOptions, dk, dv);
+    const slot = counts.get(key) ?? 0;
+    counts.set(key, slot + 1);
+    return slot;
   }
 
   // The engine of a call's key, moved to the most recently used end; a new one made (the oldest
   // evicted past MAX_ENGINES). One that failed to be made is forgotten, so the next call tries again.
-  #engine({ dk, dv, backendOptions }) {
-    const { backend, gpu, minFlops } = backendOptions;
-    const key = `${backend}:${idOf(gpu)}:${minFlops ?? ''}:${dk}:${dv}`;
+  #engine({ dk, dv, backendOptions }, slot) {
+    const key = `${engineKey(backendOptions, dk, dv)}:${slot}`;
     let engine = this.#engines.get(key);
     this.#engines.delete(key);
     if (!engine) {
-      engine = { key, dispatcher: this.#dispatcher(attentionConfig(dk, dv), backendOptions), calls: 0, evicted: false, idle: null };
+      engine = { key, slot, dispatcher: this.#dispatcher(attentionConfig(dk, dv), backendOptions), calls: 0, evicted: false, idle: null };
       engine.dispatcher.catch(() => {
         if (this.#engines.get(key) === engine) this.#engines.delete(key);
       });
     }
     this.#engines.set(key, engine);
-    for (const [oldKey, old] of this.#engines) {
-      if (this.#engines.size <= MAX_ENGINES) break;
+    const firsts = [...this.#engines].filter(([, e]) => e.slot === 0);
+    for (const [oldKey, old] of firsts.slice(0, Math.max(0, firsts.length - MAX_ENGINES))) {
       this.#engines.delete(oldKey);
       old.evicted = true;
       this.#afterCall(old);

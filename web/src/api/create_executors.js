@@ -12,7 +12,8 @@ import { WasmExecutor } from '../wasm/wasm_executor.js';
 /**
  * The executors of a module of resolved `config`, from its create() `options` (threads and the
  * backend options, checked here) and the package's `runtime` (runtime.js). Resolves to what the
- * Dispatcher takes: { wasm, pool, autoThreads, gpu, gpuMinFlops, measureThreshold }.
+ * Dispatcher takes: { wasm, pool, autoThreads, gpu, gpuMinFlops, measureThreshold, hostWeights }
+ * (hostWeights false: no pool, the WASM side one thread; it never computes).
  */
 export async function createExecutors(config, options, runtime) {
   const { threads, auto } = runtime.threads(options.threads);
@@ -34,13 +35,13 @@ export async function createExecutors(config, options, runtime) {
   let pool = null;
   if (moduleEntry(loaded.variant).threads) {
     // The pthreads module splits work over its own threads in shared memory: no worker pool.
-    wasm.threads = threads === 1 ? 1 : loaded.core.threadCount();
-  } else if (threads > 1) {
+    wasm.threads = threads === 1 || !backendOptions.hostWeights ? 1 : loaded.core.threadCount();
+  } else if (threads > 1 && backendOptions.hostWeights) {
     // 'auto' never waits for the workers, so they need not keep Node alive while they start, and
     // starts them only at its first call big enough to use them (dispatch.js).
     pool = new PoolExecutor(wasm, config, { threads, makePool: () => runtime.pool(loaded), keepAlive: !auto });
   }
-  return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops, measureThreshold };
+  return { wasm, pool, autoThreads: auto, gpu, gpuMinFlops, measureThreshold, hostWeights: backendOptions.hostWeights };
 }
 
 /**

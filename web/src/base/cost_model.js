@@ -2,6 +2,7 @@
 // that decides where a call runs or how long it may take. The router (dispatch.js) and the
 // executors (the pool's output split, its workers' answer budgets; the GPU acquisition's default
 // threshold and how 'auto' measures its own) read them here.
+import { isAttentionOnly } from './attention_only.js';
 
 /**
  * threads 'auto': a call under this many FLOPs stays on the calling thread. A worker round trip
@@ -54,8 +55,7 @@ export function forwardFlops(plan, config) {
   const { embedDim: E, kdim, vdim, numHeads: H, headDim: dk, valueHeadDim: dv } = config;
   const G = config.numKvHeads ?? H;
   const T = plan.T ?? S;  // keys attended: with a cache, every cached position
-  // An attention-only config (scaledDotProductAttention() on a Dispatcher) projects nothing.
-  const projections = config.projections === false ? 0 : L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
+  const projections = isAttentionOnly(config) ? 0 : L * E * H * dk + S * kdim * G * dk + S * vdim * G * dv + L * H * dv * E;
   const attention = H * L * T * (dk + dv) + (plan.needWeights ? H * L * T * dk : 0);
   return 2 * B * (projections + attention);
 }

@@ -43,7 +43,7 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
-export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops', 'expect'];
+export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops', 'expect', 'hostWeights'];
 
 /** Every option MultiHeadAttention.create() takes. */
 export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
@@ -164,7 +164,7 @@ const BACKENDS = ['auto', 'wasm', 'webgpu'];
 
 /**
  * Checks the backend options; returns { backend, gpu, minFlops (undefined: not given), expect
- * (resolveExpect()'s) }.
+ * (resolveExpect()'s), hostWeights (resolveHostWeights()'s) }.
  */
 export function resolveBackendOptions(options) {
   const backend = options.backend ?? 'auto';
@@ -179,7 +179,32 @@ export function resolveBackendOptions(options) {
       argument: 'webgpuMinFlops', expected: 'number >= 0', actual: describe(minFlops),
     });
   }
-  return { backend, gpu: options.gpu, minFlops, expect: resolveExpect(options.expect, backend) };
+  return {
+    backend, gpu: options.gpu, minFlops, expect: resolveExpect(options.expect, backend),
+    hostWeights: resolveHostWeights(options, backend),
+  };
+}
+
+/**
+ * create()'s `hostWeights` (default true): false keeps the weights on the GPU only, the WASM copy
+ * freed after each load (dispatch.js), so a module on the GPU takes no host memory for them. Only
+ * with backend 'webgpu' (the module never computes on WASM) and one thread (a pool would hold
+ * them again, for nothing).
+ */
+function resolveHostWeights(options, backend) {
+  const hostWeights = checkBoolean('hostWeights', options.hostWeights, true);
+  if (hostWeights) return true;
+  if (backend !== 'webgpu') {
+    throw new OptionError(`hostWeights: false keeps the weights on the GPU only, so it takes backend 'webgpu', got backend '${backend}'`, {
+      argument: 'hostWeights', expected: "backend 'webgpu'", actual: `backend '${backend}'`,
+    });
+  }
+  if (options.threads !== undefined && options.threads !== 1) {
+    throw new OptionError(`threads: a module with hostWeights: false computes on the GPU only, so it takes no threads, got ${describe(options.threads)}`, {
+      argument: 'threads', expected: 'undefined or 1', actual: describe(options.threads),
+    });
+  }
+  return false;
 }
 
 /**

@@ -10,12 +10,15 @@
 //     does not apply to it, the cached kernels' rule (nonfinite_rows.wgsl.js) does; a host input
 //     of the same call that a row sees a NaN or an infinity in is a BackendError;
 //   - host inputs with output 'gpu-buffer' follow the plain rules (threshold, NaN rule, fits,
-//     failure policy); a call they send to the CPU puts its result into a new GPU buffer;
+//     failure policy); a call they send to the CPU puts its result into a new GPU buffer, unless the
+//     module keeps its weights on the GPU only (hostWeights: false): then it is refused as a GPU
+//     input's call would be;
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
 //     use) and the call must be one pass (a windowed cache's rows per pass).
-import { BackendError, CacheError, MemoryError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
+import { BackendError, CacheError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
 import { ownedPlan } from '../base/call_plan.js';
+import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, refuseOffGpu } from './off_gpu.js';
 
 /** The argument a GPU call's refusal names: its first GPU input, else `output`. */
 const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
@@ -23,6 +26,7 @@ const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
 /**
  * plan: a forward() plan with plan.onDevice or plan.output 'gpu-buffer'. side (the Dispatcher's):
  * { executor() (the GPU executor in use, or null), complete() (weights loaded), finiteWeights(),
+ * hostWeights() (false: the weights are on the GPU only, create()'s hostWeights),
  * route(plan) (dispatch.js route()), cpu(where) (the executor named), enqueueCached(plan, where),
  * gpuFailed(error) (the failure policy), onRun(where, plan, path) }. Resolves to a ForwardResult
  * whose output (and weights) are GpuTensors when plan.output is 'gpu-buffer'.
@@ -39,7 +43,9 @@ export async function forwardOnDevice(side, plan) {
     return side.enqueueCached(plan, 'webgpu');
   }
   const { where, fallback } = side.route(plan);
-  if (where !== 'webgpu' && plan.onDevice) refuse(executor, plan, argument, side.finiteWeights());
+  if (where !== 'webgpu' && (plan.onDevice || !side.hostWeights())) {
+    refuseOffGpu(executor, plan, argument, side.finiteWeights(), plan.onDevice ? GPU_INPUTS_STAY : WEIGHTS_ON_GPU_ONLY);
+  }
   if (where !== 'webgpu') return onCpu(side, executor, where, ownedPlan(plan));
   const owned = ownedPlan(plan);
   try {
@@ -49,8 +55,9 @@ export async function forwardOnDevice(side, plan) {
   } catch (e) {
     if (e instanceof WebAttentionError) throw e;
     await side.gpuFailed(e, !plan.onDevice);
-    if (plan.onDevice || !side.executor()) {
-      throw new BackendError(`${argument}: the WebGPU call failed (${e?.message ?? e}); a GPU-resident call cannot move to the CPU`, {
+    if (plan.onDevice || !side.executor() || !side.hostWeights()) {
+      const why = side.hostWeights() ? 'a GPU-resident call cannot move to the CPU' : WEIGHTS_ON_GPU_ONLY.replace(/^and /, '');
+      throw new BackendError(`${argument}: the WebGPU call failed (${e?.message ?? e}); ${why}`, {
         argument, expected: 'a working WebGPU device', actual: e?.message ?? String(e),
       });
     }
@@ -82,19 +89,4 @@ async function onCpu(side, executor, where, plan) {
   const result = await side.cpu(where).forward(plan);
   side.onRun('wasm', plan);
   return executor.deviceResult(result, plan);
-}
-
-// Why a call with a GPU input cannot run on the GPU: a typed error.
-function refuse(executor, plan, argument, finiteWeights) {
-  if (!executor.fits(plan)) {
-    throw new MemoryError(`${argument}: this call does not fit the WebGPU device's buffer or dispatch limits, and its GPU `
-      + 'inputs cannot move to the CPU; split it', { argument, expected: 'a call that fits the device', actual: `B ${plan.B}, L ${plan.L}, S ${plan.S}` });
-  }
-  if (!finiteWeights) {
-    throw new BackendError(`${argument}: the loaded weights hold a NaN or an infinity, which the GPU kernels promise nothing for, `
-      + 'and GPU inputs cannot move to the CPU', { argument, expected: 'finite weights', actual: 'non-finite weights' });
-  }
-  // What is left of route()'s rules: a host input of the same call holds a NaN or an infinity a row sees.
-  throw new BackendError(`${argument}: a host input of this call holds a NaN or an infinity where a row sees it, which the GPU `
-    + 'kernels promise nothing for, and its GPU inputs cannot move to the CPU', { argument, expected: 'finite host inputs', actual: 'non-finite' });
 }

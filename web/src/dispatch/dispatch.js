@@ -21,10 +21,13 @@
 // fallback (pool or wasm); if the device was lost the module stays off the GPU for good
 // ('backend' then reads 'wasm'), otherwise only that call moves; either way console.warn says so
 // once and the caller gets a correct result. A call with GPU-resident tensors (a GPU input, or
-// output 'gpu-buffer') has its own rules: dispatch/device_calls.js.
+// output 'gpu-buffer') has its own rules: dispatch/device_calls.js. So does a module that keeps
+// its weights on the GPU only (create()'s hostWeights: false): each load goes through the core's
+// checks and is then freed there, and a call route() sends to the CPU is a typed error
+// (off_gpu.js requireGpu()), as is a load of weights the GPU promises nothing for.
 import { AUTO_MIN_FLOPS, forwardFlops } from '../base/cost_model.js';
 import { deviceInputs, isDeviceCall } from '../base/gpu_tensors.js';
-import { BackendError, DisposedError, WebAttentionError } from '../base/errors.js';
+import { BackendError, DisposedError, StateDictError, WebAttentionError } from '../base/errors.js';
 import { finiteInputs, finiteWeights } from './finite_inputs.js';
 import { ownedPlan } from '../base/call_plan.js';
 import { HostCopies } from '../base/host_copies.js';
@@ -33,6 +36,7 @@ import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { deviceThreshold, moduleThreshold, sampleBoth, thresholdReport, wantsSample } from './auto_threshold.js';
+import { WEIGHTS_ON_GPU_ONLY, requireGpu } from './off_gpu.js';
 
 // Executor and ForwardPlan: base/call_plan.js's typedefs. 'auto''s measured threshold: auto_threshold.js.
 
@@ -57,6 +61,7 @@ export class Dispatcher {
   #unbound = new Set();
   #loading = null;
   #finiteWeights = true;  // the loaded weights hold no NaN or ±Inf (finite_inputs.js): the GPU may take calls
+  #hostWeights;  // false: the core frees its copy after each load, the GPU's is the only one
   #copies = new HostCopies();
 
   /**
@@ -65,10 +70,12 @@ export class Dispatcher {
    * gpu: null (WASM only), { executor } (a device is there), or { acquire } (backend 'auto': a
    * function resolving to an executor or null, called at the first call that would use it);
    * gpuMinFlops: calls under it stay on WASM (measureThreshold: until the GPU is there; then its
-   * device's measured threshold, auto_threshold.js).
+   * device's measured threshold, auto_threshold.js). hostWeights: false for a module whose weights
+   * live on the GPU only (backend 'webgpu', no pool: checks/module_config.js).
    */
-  constructor(config, { wasm, pool = null, autoThreads = false, gpu = null, gpuMinFlops = 0, measureThreshold = false }) {
+  constructor(config, { wasm, pool = null, autoThreads = false, gpu = null, gpuMinFlops = 0, measureThreshold = false, hostWeights = true }) {
     this.#config = config;
+    this.#hostWeights = hostWeights;
     this.#wasm = wasm;
     this.#pool = pool;
     this.#autoThreads = autoThreads;
@@ -166,10 +173,16 @@ export class Dispatcher {
   }
 
   #load(entries) {
-    this.#wasm.loadStateDict(entries);
     // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
     // would pay ~1 ms per 4 MB of weights for nothing).
-    if (this.#gpu) this.#finiteWeights = finiteWeights(entries);
+    const finite = this.#gpu ? finiteWeights(entries) : true;
+    if (!finite && !this.#hostWeights) {
+      throw new StateDictError(`loadStateDict: the weights hold a NaN or an infinity, which the GPU kernels promise nothing for, ${WEIGHTS_ON_GPU_ONLY}`, {
+        argument: 'stateDict', expected: 'finite weights', actual: 'non-finite weights',
+      });
+    }
+    this.#wasm.loadStateDict(entries);
+    if (this.#gpu) this.#finiteWeights = finite;
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
     const gpu = this.#gpu;
     if (gpu?.state === 'pending') {
@@ -177,6 +190,8 @@ export class Dispatcher {
     } else if (this.#gpuUsable()) {
       gpu.executor.loadStateDict(entries);
     }
+    // Checked, quantised and uploaded as any module's: now the GPU's copy is the only one.
+    if (!this.#hostWeights) this.#wasm.releaseWeights();
   }
 
   /**
@@ -260,6 +275,7 @@ export class Dispatcher {
     if (device) return lazyModules().forwardOnDevice(this.#deviceSide, plan);
     const { where, fallback, sample } = this.route(plan);
     if (plan.cache) return this.#enqueueCached(plan, where, call);
+    requireGpu(this.#deviceSide, plan, where);
     if (sample) return this.#sampled(ownedPlan(plan, copyOf), where, fallback);
     if (where === 'webgpu' || (where === 'pool' && !this.#pool.isReady)) plan = ownedPlan(plan, copyOf);
     // The calling thread computes at once; a ready pool starts every share before its first await.
@@ -271,7 +287,8 @@ export class Dispatcher {
         return result;
       } catch (e) {
         this.#live();  // disposed during the call: a DisposedError, whatever the GPU said
-        await gpuFailed(this.#gpu, e);
+        await gpuFailed(this.#gpu, e, this.#hostWeights, this.#hostWeights);
+        requireGpu(this.#deviceSide, plan, fallback, e);
       }
     }
     const result = await ((where === 'webgpu' ? fallback : where) === 'pool' ? this.#pool : this.#wasm).forward(plan);
@@ -299,10 +316,11 @@ export class Dispatcher {
     executor: () => (this.#gpuUsable() ? this.#gpu.executor : null),
     complete: () => this.#wasm.complete,
     finiteWeights: () => this.#finiteWeights,
+    hostWeights: () => this.#hostWeights,
     route: (plan) => this.route(plan),
     cpu: (where) => (where === 'pool' ? this.#pool : this.#wasm),
     enqueueCached: (plan, where) => this.#enqueueCached(plan, where, { bound: false }),
-    gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu),
+    gpuFailed: (error, ranOnCpu) => gpuFailed(this.#gpu, error, ranOnCpu && this.#hostWeights, this.#hostWeights),
     onRun: (where, plan, path) => testHooks.onRun?.(where, plan, path),
     // encode_call.js: an 'auto' module's first look for its GPU, made by a call with GPU tensors.
     acquire: async () => {
@@ -363,7 +381,8 @@ export class Dispatcher {
   // Whether a call is one the GPU should take, if there is one: a plain call (a cache call runs
   // where its cache is) of at least the module's GPU threshold, once a state dict is loaded.
   #gpuWanted(plan, flops = forwardFlops(plan, this.#config)) {
-    return this.#wasm.complete && !plan.cache && this.#gpu !== null && flops >= moduleThreshold(this.#gpu);
+    // A module whose weights live on the GPU only has no other place: no threshold.
+    return this.#wasm.complete && !plan.cache && this.#gpu !== null && (!this.#hostWeights || flops >= moduleThreshold(this.#gpu));
   }
 
   #gpuUsable() {

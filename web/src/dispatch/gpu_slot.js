@@ -35,8 +35,11 @@ export function acquireGpu(gpu, disposed) {
   return gpu.acquiring;
 }
 
-/** The failure policy of a GPU call that threw `error` (ranOnCpu: the call then ran on the CPU). */
-export async function gpuFailed(gpu, error, ranOnCpu = true) {
+/**
+ * The failure policy of a GPU call that threw `error` (ranOnCpu: the call then ran on the CPU;
+ * hostWeights false: the module has no weights on the CPU, so its calls are refused from now on).
+ */
+export async function gpuFailed(gpu, error, ranOnCpu = true, hostWeights = true) {
   const { executor } = gpu;
   // A lost device reports through device.lost, which may settle a moment after the failed
   // call: give it that moment before deciding.
@@ -44,7 +47,8 @@ export async function gpuFailed(gpu, error, ranOnCpu = true) {
   if (executor.lost) {
     const { reason, message } = executor.lost;
     console.warn(`webattention: the WebGPU device was lost (${reason}${message ? `: ${message}` : ''}); `
-      + 'this module computes on WASM from now on (mha.backend is \'wasm\')');
+      + (hostWeights ? 'this module computes on WASM from now on (mha.backend is \'wasm\')'
+        : 'this module kept its weights on the GPU only (hostWeights: false): its calls are refused from now on'));
     executor.dispose();
   } else if (ranOnCpu && !gpu.warned) {
     gpu.warned = true;

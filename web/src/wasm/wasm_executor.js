@@ -1,87 +1,10 @@
 // The WASM executor (dispatch.js's Executor) of the calling thread, which the pool's workers run
-// too, and scaledDotProductAttention() on the core: each copies the checked inputs into one heap
-// block per call, runs the core, copies the results out and frees the block, on every path (so a
-// failing call leaks nothing).
-import { CoreMha, WASM_MAX_BYTES, coreSdpa, newCoreCache } from './core_binding.js';
-import { throwCoreError, MemoryError } from '../base/errors.js';
+// too: each call copies the checked inputs into one heap block, runs the core, copies the results
+// out and frees the block, on every path (heap_calls.js: a failing call leaks nothing).
+import { CoreMha, newCoreCache } from './core_binding.js';
+import { BackendError, throwCoreError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
-import { requireOutWhole, writeOut } from '../base/output_target.js';
-
-const F32 = 4;
-
-/** Test seam: malloc(core, bytes) in place of core._malloc (a 0 from it is an out-of-memory). */
-export const heapHooks = { malloc: null };
-
-// "64 + 4294967296": the byte sizes a call's block is made of, for the error message.
-const describeParts = (sizes) => sizes.filter((b) => b > 0).join(' + ');
-
-/**
- * Reserves one aligned block for `parts` ({ data } to copy in, or { floats } to reserve), calls
- * `body(addresses)` and always frees the block. Views are taken after malloc, since heap growth
- * detaches earlier ones.
- */
-function withHeap(core, parts, body) {
-  // The same typed array passed twice (self-attention: query === key === value) is copied once,
-  // and the core sees equal addresses, which lets it fuse the Q, K and V projections.
-  const first = parts.map((p, i) => (p.data ? parts.findIndex((o) => o.data === p.data) : i));
-  const sizes = parts.map((p, i) => {
-    if (first[i] !== i) return 0;
-    const bytes = p.data ? p.data.byteLength : (p.floats ?? 0) * F32;
-    return Math.ceil(bytes / 16) * 16;
-  });
-  const total = sizes.reduce((a, b) => a + b, 0);
-  // _malloc takes a 32-bit size: a request at or past 4 GiB would wrap to a small block that the
-  // copies below would then overrun.
-  if (total >= WASM_MAX_BYTES) {
-    throw new MemoryError(`out of WASM memory: a call needs ${total} bytes (${describeParts(sizes)}), `
-      + `more than a WASM heap holds (${WASM_MAX_BYTES})`, { argument: 'inputs', expected: `< ${WASM_MAX_BYTES} bytes`, actual: total });
-  }
-  const bytes = Math.max(total, 16);
-  // >>> 0: _malloc returns an i32, negative for an address at or past 2 GiB (the heap may grow to 4).
-  const base = (heapHooks.malloc ? heapHooks.malloc(core, bytes) : core._malloc(bytes)) >>> 0;
-  if (!base) throw new MemoryError(`out of WASM memory: a call needs ${total} bytes`);
-  try {
-    const addresses = [];
-    let offset = base;
-    parts.forEach((p, i) => {
-      if (first[i] !== i) {
-        addresses.push(addresses[first[i]]);
-        return;
-      }
-      addresses.push(p.data || p.floats ? offset : 0);
-      if (p.data) core.HEAPU8.set(new Uint8Array(p.data.buffer, p.data.byteOffset, p.data.byteLength), offset);
-      offset += sizes[i];
-    });
-    return body(addresses);
-  } finally {
-    core._free(base);
-  }
-}
-
-// slice() straight off HEAPF32: no intermediate view to allocate on every call.
-const readFloats = (core, address, count) => core.HEAPF32.slice(address >>> 2, (address >>> 2) + count);
-
-// A float32 call's output: into the caller's `out` (base/output_target.js) when it gave one, else
-// a new array. (A 16-bit call's `out` is written by api.js, after the rounding.)
-const readOutput = (core, address, count, target) => (target
-  ? writeOut(target, core.HEAPF32.subarray(address >>> 2, (address >>> 2) + count))
-  : readFloats(core, address, count));
-
-// The `out` a float32 call writes on this thread, null for none or for a 16-bit call; checked
-// before the core runs, so that an `out` detached while the call waited fails with the call
-// undone (a cache not appended to).
-function outTarget(plan) {
-  if (!plan.out || plan.dtype !== 'float32') return null;
-  requireOutWhole(plan.out);
-  return plan.out;
-}
-
-// A plan's mask as core_binding.js takes it: its kind, where its data was copied, its rank and its
-// shape padded to three dims.
-function maskArgs(mask, address) {
-  const [d0 = 0, d1 = 0, d2 = 0] = mask.shape;
-  return { kind: mask.kind, address, rank: mask.shape.length, shape0: d0, shape1: d1, shape2: d2 };
-}
+import { maskArgs, outTarget, readFloats, readOutput, withHeap } from './heap_calls.js';
 
 export class WasmExecutor {
   /** Threads of the pthreads module's own pool this module uses (set by createExecutors(); 1 elsewhere). */
@@ -89,6 +12,12 @@ export class WasmExecutor {
 
   /** Every entry is loaded (false before the first load, and after a load that failed part-way). */
   complete = false;
+
+  /**
+   * The core's copy of the weights was freed after the load (releaseWeights(): create()'s
+   * hostWeights: false, the GPU holds them). complete stays true; what would compute here throws.
+   */
+  weightsReleased = false;
 
   /**
    * core: an instantiated WASM module (instantiate_core.js); config: the module's, resolved;
@@ -156,6 +85,23 @@ export class WasmExecutor {
   }
 
   /**
+   * Frees the core's copy of the loaded weights (a module whose weights live on the GPU only,
+   * dispatch.js): the module still has them, so complete stays true, and every call that would
+   * compute here is refused (#requireWeights()) instead of the core's "not loaded".
+   */
+  releaseWeights() {
+    this.handle.forgetParameters();
+    this.weightsReleased = true;
+  }
+
+  // The BackendError of a call that would compute with the weights here after releaseWeights().
+  #requireWeights(method) {
+    if (!this.weightsReleased) return;
+    throw new BackendError(`${method}: this module keeps its weights on the GPU only (create()'s hostWeights: false), `
+      + 'and this call would compute on WASM', { argument: 'hostWeights', expected: 'a call the GPU takes', actual: 'a call on WASM' });
+  }
+
+  /**
    * Entry `name` written straight into the core's new storage where the core takes it that way
    * (f32 weights into an f32 module): the load then holds one copy of the weights in WASM memory,
    * not a staging copy beside the packed one (a cold start's loadStateDict touches half the fresh
@@ -175,6 +121,7 @@ export class WasmExecutor {
    * parameterSpecs() order (for float32 weights, exactly the values loadStateDict() took).
    */
   readStateDict() {
+    this.#requireWeights('stateDict');
     return this.parameterSpecs().map(({ name, shape }) => {
       const count = shape.reduce((a, b) => a * b, 1);
       const data = withHeap(this.core, [{ floats: count }], ([at]) => {
@@ -188,6 +135,7 @@ export class WasmExecutor {
 
   /** docs/attention-math.md §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
   headBilinearForm(head) {
+    this.#requireWeights('headBilinearForm');
     const form = this.handle.headBilinearForm(head);
     if (form.error) throwCoreError(form.error);
     return form;
@@ -198,6 +146,7 @@ export class WasmExecutor {
    * error (MemoryError when it cannot be allocated; nothing is left allocated then).
    */
   createCache({ batchSize, maxLength, window, dtype }) {
+    this.#requireWeights('createCache');  // its calls would compute here
     const handle = newCoreCache(this.core);
     const error = this.handle.createCache(handle, batchSize, maxLength, window, dtype);
     if (error) {
@@ -209,6 +158,7 @@ export class WasmExecutor {
 
   /** encode(): a new cache of this core holding the plan's projected key and value (read-only). */
   encode({ B, S, key, value, dtype }) {
+    this.#requireWeights('encode');
     const handle = newCoreCache(this.core);
     try {
       withHeap(this.core, [{ data: key }, { data: value }], ([k, v]) => {
@@ -310,6 +260,7 @@ export class WasmExecutor {
 
   /** heads [rows, numHeads·valueHeadDim] → output [rows, embedDim] (W_O and its bias). */
   projectOutput(heads, rows) {
+    this.#requireWeights('forward');
     const outFloats = rows * this.config.embedDim;
     return withHeap(this.core, [{ data: heads }, { floats: outFloats }], ([at, out]) => {
       const error = this.handle.projectOutput(at, rows, out);
@@ -322,6 +273,7 @@ export class WasmExecutor {
   // `outFloats` floats go) and reads the output (into `target` when given) and the weights (of
   // `weightHeads` heads unless averaged) back.
   #run(plan, outFloats, weightHeads, call, target = null) {
+    this.#requireWeights('forward');
     // The pthreads module's pool serves every module: each call sets this module's thread count.
     this.core.setThreadLimit(this.threads);
     const { B, L, S } = plan;
@@ -350,46 +302,4 @@ export class WasmExecutor {
     this.handle.delete();
     this.handle = null;
   }
-}
-
-/** plan: from resolveSdpa(). Returns { output, weights }. */
-export function wasmSdpa(core, plan) {
-  const { B: N, L, S, dk, dv, attnMask } = plan;
-  const outFloats = N * L * dv;
-  const weightFloats = plan.needWeights ? N * L * S : 0;
-  const target = outTarget(plan);
-  return withHeap(core, [
-    { data: plan.query }, { data: plan.key }, { data: plan.value }, { data: attnMask.data },
-    { floats: outFloats }, { floats: weightFloats },
-  ], ([q, k, v, mask, output, weights]) => {
-    const error = coreSdpa(core, {
-      N, L, S, dk, dv, q, k, v, attnMask: maskArgs(attnMask, mask),
-      isCausal: plan.isCausal, hasScale: plan.scale !== undefined, scale: plan.scale ?? 0, output, weights,
-    });
-    if (error) throwCoreError(error);
-    return {
-      output: readOutput(core, output, outFloats, target),
-      weights: weightFloats ? readFloats(core, weights, weightFloats) : null,
-    };
-  });
-}
-
-/**
- * The WASM executor of an attention-only Dispatcher (api/attention_engines.js): its calls are
- * scaledDotProductAttention() plans, computed by the core's SDPA on the calling thread; no weights.
- */
-export class WasmSdpaExecutor {
-  complete = true;  // nothing to load
-  threads = 1;
-  #core;
-
-  constructor(core) {
-    this.#core = core;
-  }
-
-  forward(plan) {
-    return wasmSdpa(this.#core, plan);
-  }
-
-  dispose() {}
 }

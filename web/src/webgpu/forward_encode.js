@@ -43,6 +43,7 @@ import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
 import { cacheAppendGrid, cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
+import { isAttentionOnly } from '../base/attention_only.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -153,7 +154,7 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   const { buffer, upload, uniform, dispatch, params } = ctx;
   const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
   // Attention only (api/attention_engines.js): query, key and value are Q, K and V as given.
-  if (config.projections === false) {
+  if (isAttentionOnly(config)) {
     const operand = (data, role, d) => ({ buf: upload(data, role), off: 0, stride: d });
     return { q: operand(plan.query, 'query', dk), k: operand(plan.key, 'key', dk), v: operand(plan.value, 'value', dv) };
   }
@@ -253,7 +254,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   if (cache && plan.S > 0) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
 
   // Attention only (no output projection): the heads are the call's output.
-  const heads = config.projections === false ? buffer(B * L * H * dv, STORAGE_OUT, 'output') : buffer(B * L * H * dv, Usage.STORAGE, 'heads');
+  const heads = isAttentionOnly(config) ? buffer(B * L * H * dv, STORAGE_OUT, 'output') : buffer(B * L * H * dv, Usage.STORAGE, 'heads');
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.

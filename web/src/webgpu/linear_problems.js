@@ -9,6 +9,7 @@
 // product with [W_k; W_v]. Each problem carries the module's weightsDtype (`weights`, which its
 // pipeline compiles in) and, for int8 weights, where its matrix's scales start (weight_storage.js).
 import { scaleOffsets } from './weight_storage.js';
+import { isAttentionOnly } from '../base/attention_only.js';
 
 /**
  * { input: [{ input, out, floats, problem }] (input: 'query' | 'key' | 'value'; out: the role of
@@ -36,7 +37,7 @@ export function linearProblems(plan, config) {
   });
   const at = (role, off, stride) => ({ role, off, stride });
   // Attention only (api/attention_engines.js): the inputs are Q, K and V (forward_encode.js).
-  if (config.projections === false) return { input: [], q: null, k: null, v: null, output: null };
+  if (isAttentionOnly(config)) return { input: [], q: null, k: null, v: null, output: null };
   const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E, weights, sOff: 0 } };
   // An encoded cache's calls (gpu_encode.js): a step on it projects the query alone (its keys and
   // values are the cache's), its filling key and value alone (no query).

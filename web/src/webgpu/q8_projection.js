@@ -11,6 +11,7 @@ import { packParams } from './kernel_params.js';
 import { programPipeline } from './pipelines.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { Q8_ROWS_PARAMS, Q8_ROWS_PER_DIM } from './kernels/q8_rows.wgsl.js';
+import { isAttentionOnly } from '../base/attention_only.js';
 
 const cdiv = (a, b) => Math.ceil(a / b);
 
@@ -24,7 +25,7 @@ const PROJECTION_FAMILIES = ['linear', 'q8linear', 'q8rows'];
  * The projection families the module's calls run: q8linear and q8rows with int8 activations, else
  * linear; none for an attention-only config (api/attention_engines.js: projections false).
  */
-export const projectionFamilies = (config) => (config.projections === false ? []
+export const projectionFamilies = (config) => (isAttentionOnly(config) ? []
   : int8Activations(config) ? ['q8linear', 'q8rows'] : ['linear']);
 
 /** Whether the module's calls run `family`'s variants. */

@@ -12,6 +12,7 @@ import { ENTRY } from '../storage/state_dict_entries.js';
 import { blocksPerRow, quantizeQ8 } from '../storage/q8_0.js';
 import { quantizeQ4 } from '../storage/q4_0.js';
 import { MASK_SENTINEL } from './kernels/attention_common.wgsl.js';
+import { isAttentionOnly } from '../base/attention_only.js';
 
 /** Bytes per weight element of each weightsDtype. */
 const ELEMENT_BYTES = { float32: 4, float16: 2, bfloat16: 2, int8: 1, int4: 0.5 };
@@ -48,7 +49,7 @@ const OPTIONAL = { sinks: (c) => Boolean(c.sinks), qNorm: (c) => Boolean(c.qkNor
  * points), and sinks, qNorm, kNorm when configured.
  */
 export function parameterBufferBytes(config) {
-  if (config.projections === false) return {};  // attention only (api/attention_engines.js): no weights
+  if (isAttentionOnly(config)) return {};  // attention only (api/attention_engines.js): no weights
   const dtype = config.weightsDtype ?? 'float32';
   const buffers = Object.entries(parameterLayout(config).buffers).filter(([name]) => OPTIONAL[name]?.(config) ?? true);
   const bytes = Object.fromEntries(buffers.map(([name, elements]) =>
