@@ -112,7 +112,12 @@ describe('hostWeights: false: the weights on the GPU only', () => {
       const before = (await mha.forward(x, x, x)).output;
       const bad = randomStateDict(mha.stateDictShapes, 6);
       bad['out_proj.weight'].data[3] = Infinity;
-      assert.throws(() => mha.loadStateDict(bad), (e) => e instanceof StateDictError && /hostWeights: false/.test(e.message));
+      const refused = (e) => e instanceof StateDictError && /hostWeights: false/.test(e.message);
+      assert.throws(() => mha.loadStateDict(bad), refused);
+      // A load made while a call still waits is deferred: refused now all the same.
+      const inFlight = mha.forward(x, x, x);
+      assert.throws(() => mha.loadStateDict(bad), refused);
+      assert.deepEqual((await inFlight).output, before);
       assert.deepEqual((await mha.forward(x, x, x)).output, before);
     } finally {
       mha.dispose();

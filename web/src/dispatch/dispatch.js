@@ -154,14 +154,22 @@ export class Dispatcher {
    * now, and the wasm executor throws (memory only) before the others see the entries.
    */
   loadStateDict(entries) {
+    // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
+    // would pay ~1 ms per 4 MB of weights for nothing). Refused now, not when a deferred load runs.
+    const finite = this.#gpu ? finiteWeights(entries) : true;
+    if (!finite && !this.#hostWeights) {
+      throw new StateDictError(`loadStateDict: the weights hold a NaN or an infinity, which the GPU kernels promise nothing for, ${WEIGHTS_ON_GPU_ONLY}`, {
+        argument: 'stateDict', expected: 'finite weights', actual: 'non-finite weights',
+      });
+    }
     if (this.#unbound.size === 0 && !this.#loading) {
-      this.#load(entries);
+      this.#load(entries, finite);
       return;
     }
     // Kept for later: copies (the entries may be the caller's memory: state_dict.js).
     const kept = copyEntries(entries);
     const loading = Promise.allSettled([...this.#unbound, this.#loading]).then(() => {
-      if (!this.#disposed) this.#load(kept);
+      if (!this.#disposed) this.#load(kept, finite);
     }).catch((e) => {
       // Only memory fails past the checks (the documented reset); no caller awaits a load.
       console.warn(`webattention: a loadStateDict() that waited for earlier calls failed (${e?.message ?? e}); `
@@ -172,15 +180,7 @@ export class Dispatcher {
     this.#loading = loading;
   }
 
-  #load(entries) {
-    // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
-    // would pay ~1 ms per 4 MB of weights for nothing).
-    const finite = this.#gpu ? finiteWeights(entries) : true;
-    if (!finite && !this.#hostWeights) {
-      throw new StateDictError(`loadStateDict: the weights hold a NaN or an infinity, which the GPU kernels promise nothing for, ${WEIGHTS_ON_GPU_ONLY}`, {
-        argument: 'stateDict', expected: 'finite weights', actual: 'non-finite weights',
-      });
-    }
+  #load(entries, finite) {
     this.#wasm.loadStateDict(entries);
     if (this.#gpu) this.#finiteWeights = finite;
     if (this.#pool?.working) this.#pool.loadStateDict(entries);
