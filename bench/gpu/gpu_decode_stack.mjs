@@ -3,7 +3,7 @@
 // (docs/webgpu.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
 // and batched (a GpuBatch: one queue.submit() per token), float32 and int4 weights.
 //
-//   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS]
+//   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--host-weights]
 //   VK_ICD_FILENAMES=<a GPU's Vulkan ICD .json> node bench/gpu/gpu_decode_stack.mjs   (a GPU)
 //   VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/gpu/gpu_decode_stack.mjs --quick
 //
@@ -12,10 +12,13 @@
 // 511 (the cache is cut back to 511 after each, so every step attends 512 keys). A step is the
 // stack's forward() calls on GPU tensors plus the read() of the last output (what a token's
 // sampling needs). --quick: 4 layers, E 128, 2/1 heads, 63 cached positions (for SwiftShader).
-// The kernel selection decides first (letSelectionDecide()). Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
-// calls per token, and max |Δ| of the batched last output against the per-layer one (0: bit for bit).
+// The layers keep their weights on the GPU only (create()'s hostWeights: false; --host-weights:
+// in WASM memory too, as by default). The kernel selection decides first (letSelectionDecide()).
+// Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
+// calls per token, max |Δ| of the batched last output against the per-layer one (0: bit for bit),
+// and the WASM memory the stack holds (wasmMemoryInUse() after it was made, less before).
 import { benchAdapter } from './gpu_adapter.mjs';
-import { GpuBatch, MultiHeadAttention } from '../../web/src/node.js';
+import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';
 import { HEAD_DIM, makeDecodeWeights, stateDict } from '../decode/decode_suite.mjs';
 import { markdownTable, plainTable } from '../lib/table.mjs';
@@ -27,6 +30,7 @@ const shape = quick ? { layers: 4, E: 128, h: 2, hkv: 1, cached: 63 } : { layers
 shape.layers = flag('--layers', shape.layers);
 const stepsMs = flag('--steps-ms', quick ? 3000 : 5000);
 const WEIGHTS = ['float32', 'int4'];
+const hostWeights = args.includes('--host-weights');
 
 const { adapter, info } = await benchAdapter();
 console.log(`adapter: ${JSON.stringify({ vendor: info.vendor, architecture: info.architecture, description: info.description })}`);
@@ -72,8 +76,9 @@ async function makeStack(weightsDtype) {
   const sd = stateDict(probe.stateDictShapes, makeDecodeWeights({ E, h, hkv }));
   probe.dispose();
   const layers = [];
+  const before = await wasmMemoryInUse();
   for (let i = 0; i < n; i++) {
-    const m = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, backend: 'webgpu', gpu: device, weightsDtype });
+    const m = await MultiHeadAttention.create({ embedDim: E, numHeads: h, numKvHeads: hkv, backend: 'webgpu', gpu: device, weightsDtype, hostWeights });
     m.loadStateDict(sd);
     layers.push(m);
   }
@@ -81,7 +86,7 @@ async function makeStack(weightsDtype) {
   const prompt = onDevice(filled(cached * E, 5), cached);
   (await throughStack(layers, caches, prompt, null)).dispose();
   prompt.gpuBuffer.destroy();
-  return { layers, caches };
+  return { layers, caches, wasmMB: ((await wasmMemoryInUse()) - before) / 2 ** 20 };
 }
 
 // On a hardware adapter the kernel selection measures unbatched calls (a batched one runs what
@@ -128,18 +133,18 @@ for (const weights of WEIGHTS) {
   const perLayer = await timeSteps(stack, 'per layer', x);
   const batched = await timeSteps(stack, 'batched', x);
   const diff = batched.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);
-  for (const r of [perLayer.row, batched.row]) rows.push({ weights, ...r, maxAbsDiff: r === batched.row ? diff : null });
+  for (const r of [perLayer.row, batched.row]) rows.push({ weights, ...r, maxAbsDiff: r === batched.row ? diff : null, wasmMB: stack.wasmMB });
   for (const m of stack.layers) m.dispose();
 }
 x.gpuBuffer.destroy();
 
 const { layers, E, h, hkv, cached } = shape;
-console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys; ms per token (a step + read())`);
+console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys, hostWeights ${hostWeights}; ms per token (a step + read())`);
 const fmt = (v, d = 3) => (v === null ? '-' : Number(v).toFixed(d));
 const columns = [['weights', (r) => r.weights], ['mode', (r) => r.mode], ['median ms', (r) => fmt(r.medianMs), 'r'],
   ['best ms', (r) => fmt(r.bestMs), 'r'], ['tokens', (r) => String(r.tokens), 'r'], ['submits/token', (r) => String(r.submits), 'r'],
-  ['max|Δ| vs per layer', (r) => (r.maxAbsDiff === null ? '-' : r.maxAbsDiff.toExponential(1)), 'r']];
-if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, ...r }));
+  ['max|Δ| vs per layer', (r) => (r.maxAbsDiff === null ? '-' : r.maxAbsDiff.toExponential(1)), 'r'], ['WASM MB held', (r) => fmt(r.wasmMB, 1), 'r']];
+if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, hostWeights, ...r }));
 else console.log(plainTable(columns, rows));
 if (args.includes('--markdown')) console.log(`\n${markdownTable(columns, rows)}`);
 process.exit(0);

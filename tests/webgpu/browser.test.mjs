@@ -124,6 +124,10 @@ describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adap
     assert.equal(result('gpu tensors: a 2-layer chain and a cached step, buffer to buffer').backend, 'webgpu');
   });
 
+  test('the same with the weights on the GPU only (hostWeights: false)', () => {
+    assert.equal(result('gpu tensors, weights on the GPU only (hostWeights: false): the same chain and step').backend, 'webgpu');
+  });
+
   test("'webgpu' without an adapter throws BackendError", () => {
     result('webgpu without an adapter: BackendError');
   });

@@ -155,7 +155,8 @@ async function main() {
     }
   });
 
-  await record('gpu tensors: a 2-layer chain and a cached step, buffer to buffer', gpuTensorChain);
+  await record('gpu tensors: a 2-layer chain and a cached step, buffer to buffer', () => gpuTensorChain({}));
+  await record('gpu tensors, weights on the GPU only (hostWeights: false): the same chain and step', () => gpuTensorChain({ hostWeights: false }));
 
   await record('webgpu without an adapter: BackendError', async () => {
     const noAdapter = { requestAdapter: async () => null };
@@ -168,15 +169,16 @@ async function main() {
   });
 }
 
-// Two modules on a device the page owns: a GPU input, output 'gpu-buffer' between them, read()
-// once; then a decode step through both, each on its own cache. Bit for bit the host chain's.
-async function gpuTensorChain() {
+// Two modules (create() `options` added) on a device the page owns: a GPU input, output
+// 'gpu-buffer' between them, read() once; then a decode step through both, each on its own cache.
+// Bit for bit the host chain's.
+async function gpuTensorChain(options) {
   const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
   const device = await (await navigator.gpu.requestAdapter()).requestDevice();
   const E = 16;
   const layers = [];
   for (const seed of [1, 2]) {
-    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, backend: 'webgpu', gpu: device });
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 2, backend: 'webgpu', gpu: device, ...options });
     mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => [name, {
       data: Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => Math.sin(i * seed) / 4), shape }])));
     layers.push(mha);

@@ -79,6 +79,7 @@ export class WasmExecutor {
       if (loaded > 0) {
         this.handle.forgetParameters();
         this.complete = false;
+        this.weightsReleased = false;  // nothing loaded now: the core's own refusal names what is missing
       }
       throw e;
     }
