@@ -1,8 +1,8 @@
 // The PyTorch MHA fixtures through the test contract's runCase() with every kernel variant pinned
 // (configure({ gpuKernels })): round i pins the i-th linear variant with the (i mod n)-th flash
 // variant, so each variant of each family runs every fixture it fits (wide64x16 is only for wide
-// heads, which no fixture has: node_variants.test.mjs covers it); each call is checked to have run
-// the pinned variants where they fit. On SwiftShader, the covering subset of rounds × fixtures
+// heads, which no fixture has, and rows8 for a decode step's few rows: node_variants.test.mjs covers
+// them); each call is checked to have run the pinned variants where they fit. On SwiftShader, the covering subset of rounds × fixtures
 // (onGpuOrCovering): every round and every fixture once. Set-up: node_setup.mjs
 // (node_parity.test.mjs runs every fixture on the defaults).
 import { after, describe, test } from 'node:test';
@@ -16,6 +16,8 @@ import { pairs } from './covering.mjs';
 import { adapter, adapterName, fixtures, gpu, onGpuOrCovering } from './node_setup.mjs';
 
 const names = await api.gpuKernelVariants();
+// A fixture's largest projection's rows (B·L or B·S), which a linear variant's fits() reads.
+const callRows = ({ inputs: { query, key } }) => Math.max(...[query, key].map((t) => t.shape.slice(0, -1).reduce((a, b) => a * b, 1)));
 const rounds = Math.max(names.linear.length, names.attention.length);
 const small = fixtures.filter((c) => caseFlops(c) <= MAX_FIXTURE_FLOPS);
 const kept = onGpuOrCovering(pairs([...Array(rounds).keys()], small), ([round, c]) => [round, c.name]);
@@ -39,7 +41,8 @@ for (let round = 0; round < rounds; round++) {
         if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
         const { headDim: dk, valueHeadDim: dv } = resolveMhaConfig(c.create);
         const fits = VARIANTS.attention[pins.attention].fits(adapter.limits, { dk, dv });
-        const wrong = ran.find((v) => v.linear !== pins.linear || (fits && v.attention && v.attention !== pins.attention));
+        const linearFits = VARIANTS.linear[pins.linear].fits(adapter.limits, { rows: callRows(c) });
+        const wrong = ran.find((v) => (linearFits && v.linear !== pins.linear) || (fits && v.attention && v.attention !== pins.attention));
         if (r.backend !== 'webgpu' || ran.length === 0 || wrong) failures.push(`${c.name}: ran ${JSON.stringify(ran)} on ${r.backend}`);
       }
       assert.deepEqual(failures, []);

@@ -36,11 +36,29 @@ async function pinned(family, name, call) {
 const linearCases = [
   ['self-attention E 132 (vec4 loads), L 70', { create: { embedDim: 132, numHeads: 4 }, B: 1, L: 70, self: true }],
   ['kdim 13, vdim 7 (scalar loads), batch 2, L 9, S 131', { create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 2, L: 9, S: 131 }],
+  // A decode step's few rows (rows8's calls): 3 rows of a ragged row group, 1 row.
+  ['few rows: batch 3, L 1, E 132 (vec4 loads), GQA', { create: { embedDim: 132, numHeads: 4, numKvHeads: 2 }, B: 3, L: 1, self: true }],
+  ['few rows: L 1, S 4, kdim 13, vdim 7 (scalar loads)', { create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 1, L: 1, S: 4 }],
 ];
+// The rows fits() sees: the call's largest projection's (call_kernels.js).
+const callRows = ({ B, L, S = L }) => B * Math.max(L, S);
+const linearPairs = pairs(Object.keys(VARIANTS.linear), linearCases)
+  .filter(([name, [, args]]) => VARIANTS.linear[name].fits(adapter.limits, { rows: callRows(args) }));
 
 describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
-  for (const [name, [title, args]] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), linearCases), ([n, [t]]) => [n, t])) {
+  for (const [name, [title, args]] of onGpuOrCovering(linearPairs, ([n, [t]]) => [n, t])) {
     test(`${name}: ${title}`, () => pinned('linear', name, () => gpuMatchesWasm(args)));
+  }
+});
+
+// rows8 reads W through its own loops (vec4s for float32, weight(n, k) for the narrow dtypes):
+// every few-rows case on every weights dtype, whatever the covering subset above kept.
+describe(`rows8 on every weights dtype vs WASM (Dawn, ${adapterName})`, () => {
+  const fewRows = linearCases.filter(([, args]) => VARIANTS.linear.rows8.fits(adapter.limits, { rows: callRows(args) }));
+  for (const weightsDtype of ['float32', 'float16', 'bfloat16', 'int8', 'int4']) {
+    for (const [title, args] of fewRows) {
+      test(`${weightsDtype}: ${title}`, () => pinned('linear', 'rows8', () => gpuMatchesWasm({ ...args, create: { ...args.create, weightsDtype } })));
+    }
   }
 });
 

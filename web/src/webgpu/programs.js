@@ -20,8 +20,9 @@ import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_at
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
-import { packedKey } from './kernels/packed_values.wgsl.js';
+import { isPacked, packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
+import { ROWS_KERNEL_TILE, linearRowsShader } from './kernels/linear_rows.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
 import { q8TiledShader, q8TiledTile } from './kernels/q8_tiled.wgsl.js';
@@ -38,6 +39,16 @@ const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 1638
 const weightsKey = ({ weights }) => packedKey(weights);
 
 function linearVariant(name, spec) {
+  if (spec.kernel === 'rows') {
+    // fits() takes { rows } (the call's largest projection; absent: any), as q8LinearVariant's.
+    const vec4 = (problem) => vec4Aligned(problem) && !isPacked(problem.weights);
+    return {
+      name, fits: (limits, { rows } = {}) => rows === undefined || rows <= spec.maxRows,
+      key: (problem) => `linear:${name}:${vec4(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}`,
+      shader: (problem) => linearRowsShader({ vec4: vec4(problem), weights: problem.weights }),
+      grid: ({ M, N }) => [cdiv(N, ROWS_KERNEL_TILE.cols), cdiv(M, ROWS_KERNEL_TILE.rows), 1],
+    };
+  }
   if (spec.kernel === 'tile64') {
     return {
       name, fits: () => true, key: (problem) => `linear:${name}${weightsKey(problem)}`, shader: ({ weights }) => linearShader(weights),

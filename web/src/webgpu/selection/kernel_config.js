@@ -20,7 +20,9 @@ export const DECODE_MAX_L = 4;
  * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk; the names ending in
  * 'p' load the next K slice into registers while the current one is multiplied (prefetch). On the
  * H100, prefetch helped only at BK 8 (r64x128k16p and r128x128k16p were dropped: never faster
- * than their plain twins).
+ * than their plain twins). 'rows8' is linear_rows.wgsl.js: 8 columns of Y per workgroup, K split
+over 32 invocations per column, for a decode step's few rows (`maxRows`: a candidate only for
+calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call).
  */
 export const LINEAR_VARIANTS = {
   tile64: { kernel: 'tile64' },
@@ -31,6 +33,7 @@ export const LINEAR_VARIANTS = {
   r128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16 },
   r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
   r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
+  rows8: { kernel: 'rows', maxRows: DECODE_MAX_L },
 };
 
 /**
