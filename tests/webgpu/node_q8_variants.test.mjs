@@ -1,5 +1,6 @@
 // The q8linear family (int8-activation projections): the tiled variant q8r64x64
-// (kernels/q8_tiled.wgsl.js) and the default q8tile16 (kernels/q8_linear.wgsl.js), each dispatched
+// (kernels/q8_tiled.wgsl.js), the few-rows variant q8split8 (kernels/q8_split.wgsl.js) and the
+// default q8tile16 (kernels/q8_linear.wgsl.js), each dispatched
 // alone on random codes against the contract computed here (docs/attention-math.md §11: per block
 // the exact integer Σ (q_w − z)·q_x, then acc = acc + (s_w·d_x)·f32(dot) and y = acc + bias, each
 // an f32 operation): bit for bit on SwiftShader, the contract's tolerance on a GPU (which may fuse).
@@ -8,7 +9,8 @@
 // word), Y at an offset and stride (cells outside Y untouched), rows with d = 0, d Inf and d NaN
 // (their outputs NaN); int8 and int4 weights, dot4I8Packed and the i32 loop. Through a module, the
 // tiled variant pinned gives WASM's bits on calls of 5 to 140 rows (projections of 1 row among
-// them); it is a candidate for calls of more than DECODE_MAX_L rows and no fewer, and the
+// them), the split one on calls of 1 to 4; the tiled variant is a candidate for calls of more
+// than DECODE_MAX_L rows and no fewer, the split one for no more, and the
 // selection measures it, checks it on the device and keeps it where it is fastest. Set-up:
 // node_setup.mjs.
 import { after, describe, test } from 'node:test';
@@ -141,6 +143,7 @@ for (const name of Object.keys(VARIANTS.q8linear)) {
 }
 
 const TILED = 'q8r64x64';
+const SPLIT = 'q8split8';
 const SG = 'sg32';
 const subgroups = adapter.features.has('subgroups');
 const ran = [];
@@ -150,12 +153,12 @@ after(() => {
   configure({ gpuKernels: {} });
 });
 
-test(`${TILED} is a q8linear candidate for calls of more than DECODE_MAX_L rows, on any device`, () => {
+test(`${TILED} is a q8linear candidate for calls of more than DECODE_MAX_L rows, ${SPLIT} for calls of at most DECODE_MAX_L, on any device`, () => {
   const names = (rows) => fittingVariants('q8linear', { limits: {}, features: new Set() }, { rows }).map((v) => v.name);
   assert.deepEqual(names(DECODE_MAX_L + 1), ['q8tile16', TILED]);
   assert.deepEqual(names(16384), ['q8tile16', TILED]);
-  assert.deepEqual(names(DECODE_MAX_L), ['q8tile16']);
-  assert.deepEqual(names(1), ['q8tile16']);
+  assert.deepEqual(names(DECODE_MAX_L), ['q8tile16', SPLIT]);
+  assert.deepEqual(names(1), ['q8tile16', SPLIT]);
 });
 
 // A WASM and a WebGPU module (on `on`) with the same random weights.
@@ -197,6 +200,27 @@ describe(`${TILED} pinned in a module: WASM's bits`, () => {
           }
           const one = await oneKeyCall(modules, 1, 1, { q8linear: TILED });
           assert.deepEqual(one.ran, ['q8tile16'], 'a call of one row: the pin gives way to the default');
+        } finally {
+          modules.dispose();
+        }
+      }
+    });
+  }
+});
+
+describe(`${SPLIT} pinned in a module: WASM's bits`, () => {
+  for (const weightsDtype of ['int8', 'int4']) {
+    test(`${weightsDtype} weights: projections of 1 to 4 rows, odd widths; a call of 5 rows gives way to the default`, async () => {
+      for (const [embedDim, numHeads, kdim, vdim] of [[40, 5, 33, 70], [24, 3, 7, 130]]) {
+        const modules = await pair({ embedDim, numHeads, kdim, vdim, weightsDtype, activations: 'int8' });
+        try {
+          for (const [B, L] of [[1, 1], [3, 1], [2, 2]]) {
+            const r = await oneKeyCall(modules, B, L, { q8linear: SPLIT });
+            assert.deepEqual(r.ran, [SPLIT], 'the split variant ran');
+            assertSame(r.actual, r.want, `E ${embedDim} kdim ${kdim} vdim ${vdim}, B ${B} L ${L}`);
+          }
+          const five = await oneKeyCall(modules, 1, 5, { q8linear: SPLIT });
+          assert.deepEqual(five.ran, ['q8tile16'], 'a call of 5 rows: the pin gives way to the default');
         } finally {
           modules.dispose();
         }

@@ -15,7 +15,7 @@ import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.m
 import { halfStateDict, selectionHooks } from '../internals.mjs';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import { pairs } from './covering.mjs';
-import { adapterName, gpu, gpuMatchesWasm, onGpuOrCovering, paths, runs } from './node_setup.mjs';
+import { adapter, adapterName, gpu, gpuMatchesWasm, onGpuOrCovering, paths, runs } from './node_setup.mjs';
 
 const NARROW = ['float16', 'bfloat16', 'int8', 'int4'];
 const BLOCKED = ['int8', 'int4'];  // quantised: no 16-bit tensors kept as given
@@ -37,9 +37,13 @@ for (const weightsDtype of NARROW) {
   });
 }
 
+// The variants these calls (70 and 74 rows) may run: rows8 (a decode step's few rows) reads narrow weights
+// in node_variants.test.mjs.
+const manyRows = Object.keys(VARIANTS.linear).filter((name) => VARIANTS.linear[name].fits(adapter.limits, { rows: 70 }));
+
 describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () => {
   const ran = [];
-  for (const [name, weightsDtype] of onGpuOrCovering(pairs(Object.keys(VARIANTS.linear), NARROW))) {
+  for (const [name, weightsDtype] of onGpuOrCovering(pairs(manyRows, NARROW))) {
     test(`${name}, ${weightsDtype}: E 132 (vec4 loads of X), kdim 13 / vdim 7 (scalar), out_proj over 70 rows`, async () => {
       api.configure({ gpuKernels: { linear: name } });
       selectionHooks.onCall = (names) => ran.push(names.linear);

@@ -26,6 +26,7 @@ import { ROWS_KERNEL_TILE, linearRowsShader } from './kernels/linear_rows.wgsl.j
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
 import { q8TiledShader, q8TiledTile } from './kernels/q8_tiled.wgsl.js';
+import { Q8_SPLIT_TILE, q8SplitShader } from './kernels/q8_split.wgsl.js';
 import { q8RowsShader } from './kernels/q8_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
@@ -115,8 +116,14 @@ function decodeVariant(name, { chunk, subgroups = false }) {
 // problem: { dtype: the weightsDtype, dot: 'dot4' | 'loop' } (q8_projection.js's q8LinearProblem)
 // for the pipeline; fits() takes { rows } (the call's largest projection; absent: any), and
 // grid() LINEAR_PARAMS' M and N. The default keeps its key of before ('q8Linear:int8:dot4').
-function q8LinearVariant(name, { kernel, minRows = 0, ...spec }) {
-  const fits = (limits, { rows } = {}) => rows === undefined || rows >= minRows;
+function q8LinearVariant(name, { kernel, minRows = 0, maxRows = Infinity, ...spec }) {
+  const fits = (limits, { rows } = {}) => rows === undefined || (rows >= minRows && rows <= maxRows);
+  if (kernel === 'split') {
+    return {
+      name, fits, key: ({ dtype, dot }) => `q8Linear:${name}:${dtype}:${dot}`, shader: ({ dtype, dot }) => q8SplitShader({ weights: dtype, dot }),
+      grid: ({ M, N }) => [cdiv(N, Q8_SPLIT_TILE.cols), cdiv(M, Q8_SPLIT_TILE.rows), 1],
+    };
+  }
   if (kernel === 'tile16') {
     return {
       name, fits, key: ({ dtype, dot }) => `q8Linear:${dtype}:${dot}`, shader: ({ dtype, dot }) => q8LinearShader({ weights: dtype, dot }),

@@ -78,11 +78,14 @@ export const DECODE_VARIANTS = {
  * invocation, 16 × 16 a workgroup); 'tiled' is q8_tiled.wgsl.js, a (16·rm) × (16·rn) tile with
  * rm · rn outputs per invocation, a candidate only for calls whose largest projection has more
  * than DECODE_MAX_L rows (`minRows`: a decode step's one-row products would leave most of its
- * tile idle). Both give the same bits (q8_common.wgsl.js): the default tolerance holds with room.
+ * tile idle); 'split' is q8_split.wgsl.js, 8 columns of Y per workgroup with a column's blocks
+split over 32 invocations, a candidate only for calls of at most DECODE_MAX_L rows (`maxRows`).
+All give the same bits (q8_common.wgsl.js): the default tolerance holds with room.
  */
 export const Q8_LINEAR_VARIANTS = {
   q8tile16: { kernel: 'tile16' },
   q8r64x64: { kernel: 'tiled', rm: 4, rn: 4, minRows: DECODE_MAX_L + 1 },
+  q8split8: { kernel: 'split', maxRows: DECODE_MAX_L },
 };
 
 /**
