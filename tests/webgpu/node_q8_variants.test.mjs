@@ -187,47 +187,37 @@ async function oneKeyCall({ wasm, onGpu, next }, B, L, pins) {
   }
 }
 
-describe(`${TILED} pinned in a module: WASM's bits`, () => {
+// `variant` pinned in modules of `widths` ([E, heads, kdim, vdim]), int8 and int4 weights: WASM's
+// bits on oneKeyCall()s of `calls` ([B, L]); `other` ([B, L]) a call it does not fit, where the
+// default runs instead.
+function pinnedInModules(variant, title, widths, calls, other) {
   for (const weightsDtype of ['int8', 'int4']) {
-    test(`${weightsDtype} weights: value projections of 1 and 2 rows, output projections of 5 to 140 rows, odd widths`, async () => {
-      for (const [embedDim, numHeads, kdim, vdim] of [[40, 5, 33, 70], [64, 4, 64, 96], [24, 3, 7, 130]]) {
+    test(`${weightsDtype} weights: ${title}`, async () => {
+      for (const [embedDim, numHeads, kdim, vdim] of widths) {
         const modules = await pair({ embedDim, numHeads, kdim, vdim, weightsDtype, activations: 'int8' });
         try {
-          for (const [B, L] of [[1, 5], [2, 3], [2, 70]]) {
-            const r = await oneKeyCall(modules, B, L, { q8linear: TILED });
-            assert.deepEqual(r.ran, [TILED], 'the tiled variant ran');
+          for (const [B, L] of calls) {
+            const r = await oneKeyCall(modules, B, L, { q8linear: variant });
+            assert.deepEqual(r.ran, [variant], `${variant} ran`);
             assertSame(r.actual, r.want, `E ${embedDim} kdim ${kdim} vdim ${vdim}, B ${B} L ${L}`);
           }
-          const one = await oneKeyCall(modules, 1, 1, { q8linear: TILED });
-          assert.deepEqual(one.ran, ['q8tile16'], 'a call of one row: the pin gives way to the default');
+          const outside = await oneKeyCall(modules, ...other, { q8linear: variant });
+          assert.deepEqual(outside.ran, ['q8tile16'], `B ${other[0]} L ${other[1]}: the pin gives way to the default`);
         } finally {
           modules.dispose();
         }
       }
     });
   }
-});
+}
 
-describe(`${SPLIT} pinned in a module: WASM's bits`, () => {
-  for (const weightsDtype of ['int8', 'int4']) {
-    test(`${weightsDtype} weights: projections of 1 to 4 rows, odd widths; a call of 5 rows gives way to the default`, async () => {
-      for (const [embedDim, numHeads, kdim, vdim] of [[40, 5, 33, 70], [24, 3, 7, 130]]) {
-        const modules = await pair({ embedDim, numHeads, kdim, vdim, weightsDtype, activations: 'int8' });
-        try {
-          for (const [B, L] of [[1, 1], [3, 1], [2, 2]]) {
-            const r = await oneKeyCall(modules, B, L, { q8linear: SPLIT });
-            assert.deepEqual(r.ran, [SPLIT], 'the split variant ran');
-            assertSame(r.actual, r.want, `E ${embedDim} kdim ${kdim} vdim ${vdim}, B ${B} L ${L}`);
-          }
-          const five = await oneKeyCall(modules, 1, 5, { q8linear: SPLIT });
-          assert.deepEqual(five.ran, ['q8tile16'], 'a call of 5 rows: the pin gives way to the default');
-        } finally {
-          modules.dispose();
-        }
-      }
-    });
-  }
-});
+describe(`${TILED} pinned in a module: WASM's bits`, () => pinnedInModules(TILED,
+  'value projections of 1 and 2 rows, output projections of 5 to 140 rows, odd widths; a call of one row gives way',
+  [[40, 5, 33, 70], [64, 4, 64, 96], [24, 3, 7, 130]], [[1, 5], [2, 3], [2, 70]], [1, 1]));
+
+describe(`${SPLIT} pinned in a module: WASM's bits`, () => pinnedInModules(SPLIT,
+  'projections of 1 to 4 rows, odd widths; a call of 5 rows gives way',
+  [[40, 5, 33, 70], [24, 3, 7, 130]], [[1, 1], [3, 1], [2, 2]], [1, 5]));
 
 test(`the selection measures ${TILED} and ${SG} on calls of many rows, checks them on the device and keeps them where fastest`, async () => {
   // Faster by the injected clock: the tiled product, and the subgroup quantiser where offered.

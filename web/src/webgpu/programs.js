@@ -22,11 +22,12 @@ import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.j
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { isPacked, packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
-import { ROWS_KERNEL_TILE, linearRowsShader } from './kernels/linear_rows.wgsl.js';
+import { linearRowsShader } from './kernels/linear_rows.wgsl.js';
+import { splitGrid } from './kernels/column_split.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
 import { q8TiledShader, q8TiledTile } from './kernels/q8_tiled.wgsl.js';
-import { Q8_SPLIT_TILE, q8SplitShader } from './kernels/q8_split.wgsl.js';
+import { q8SplitShader } from './kernels/q8_split.wgsl.js';
 import { q8RowsShader } from './kernels/q8_rows.wgsl.js';
 import { qkNormShader } from './kernels/qk_norm.wgsl.js';
 import { rotaryShader } from './kernels/rotary.wgsl.js';
@@ -47,7 +48,7 @@ function linearVariant(name, spec) {
       name, fits: (limits, { rows } = {}) => rows === undefined || rows <= spec.maxRows,
       key: (problem) => `linear:${name}:${vec4(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}`,
       shader: (problem) => linearRowsShader({ vec4: vec4(problem), weights: problem.weights }),
-      grid: ({ M, N }) => [cdiv(N, ROWS_KERNEL_TILE.cols), cdiv(M, ROWS_KERNEL_TILE.rows), 1],
+      grid: splitGrid,
     };
   }
   if (spec.kernel === 'tile64') {
@@ -121,7 +122,7 @@ function q8LinearVariant(name, { kernel, minRows = 0, maxRows = Infinity, ...spe
   if (kernel === 'split') {
     return {
       name, fits, key: ({ dtype, dot }) => `q8Linear:${name}:${dtype}:${dot}`, shader: ({ dtype, dot }) => q8SplitShader({ weights: dtype, dot }),
-      grid: ({ M, N }) => [cdiv(N, Q8_SPLIT_TILE.cols), cdiv(M, Q8_SPLIT_TILE.rows), 1],
+      grid: splitGrid,
     };
   }
   if (kernel === 'tile16') {

@@ -4,8 +4,8 @@
 // a large GPU's memory busy, and a decode step's projections only stream W. Variant 'rows8'
 // (programs.js), a candidate for calls of at most DECODE_MAX_L rows (kernel_config.js).
 //
-// Shape: a workgroup of 256 invocations owns COLS = 8 columns of Y and ROWS = 4 rows; the 32
-// invocations of a column split K between them (invocation `lane` takes k = lane, lane + 32, …,
+// Shape (column_split.wgsl.js): a workgroup of 256 invocations owns 8 columns of Y and 4 rows; the
+// 32 invocations of a column split K between them (invocation `lane` takes k = lane, lane + 32, …,
 // or vec4s of k where vec4Aligned()), so that a column's 32 invocations read 128 (or 512)
 // consecutive bytes of W's row at a time, each value once. Their partial sums then meet in a
 // tree over workgroup memory (5 barriers). Grid: ⌈N / 8⌉ × ⌈M / 4⌉: any M is right, only slow.
@@ -16,16 +16,11 @@
 // linear_common.wgsl.js; narrow weights are read by its weight(n, k).
 import { linearBindings } from './linear_common.wgsl.js';
 import { isPacked } from './packed_values.wgsl.js';
-
-/** Columns and rows of Y per workgroup; must match the WGSL below. */
-export const ROWS_KERNEL_TILE = { cols: 8, rows: 4 };
-
-const LANES = 32;  // invocations per column: 256 / cols
+import { columnSplitHead } from './column_split.wgsl.js';
 
 /** vec4: read X and W as vec4f (float32 weights, vec4Aligned() problems); weights: the module's weightsDtype. */
 export function linearRowsShader({ vec4 = false, weights = 'float32' } = {}) {
   const wide = vec4 && !isPacked(weights);
-  const { cols, rows } = ROWS_KERNEL_TILE;
   // One step of a lane's loop: W's value(s) at k (or vec4 index k4) times each row's.
   const step = wide
     ? `for (var k4 = lane; k4 < p.K / 4u; k4 += LANES) {
@@ -42,18 +37,8 @@ export function linearRowsShader({ vec4 = false, weights = 'float32' } = {}) {
     }`;
   return /* wgsl */ `
 ${linearBindings(wide ? 'vec4f' : 'f32', weights)}
-const COLS = ${cols}u;
-const ROWS = ${rows}u;
-const LANES = ${LANES}u;
-var<workgroup> partial: array<f32, ${cols * rows * LANES}>;  // [COLS][ROWS][LANES]
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let c = t / LANES;
-  let lane = t % LANES;
-  let n = wg.x * COLS + c;
-  let m0 = wg.y * ROWS;
-  var acc: array<f32, ${rows}>;
+${columnSplitHead('partial')}
+  var acc: array<f32, ROWS>;
   if (n < p.N) {
     ${step}
   }

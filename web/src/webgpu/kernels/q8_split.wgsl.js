@@ -4,7 +4,8 @@
 // workgroup, each reading a row of W alone; here the blocks of a column are split between 32
 // invocations, as linear_rows.wgsl.js splits K.
 //
-// Shape: a workgroup of 256 invocations owns 8 columns of Y and 4 rows; per chunk of 32 blocks,
+// Shape (column_split.wgsl.js): a workgroup of 256 invocations owns 8 columns of Y and 4 rows,
+// 32 invocations a column (terms: its [COLS][ROWS][LANES] scratch); per chunk of 32 blocks,
 // invocation `lane` of a column forms block chunk·32 + lane's term for each row: the exact i32
 // Σ (q_w − z)·q_x (its weight words read once for the 4 rows), then (s_w·d_x)·f32(dot), written
 // to workgroup memory. Invocation r < 4 of the column then adds the chunk's 32 terms to its row's
@@ -13,29 +14,14 @@
 // cannot be fused into the sum, as a GPU may fuse q8_linear.wgsl.js's). Grid ⌈N / 8⌉ × ⌈M / 4⌉:
 // any M is right, only slow.
 import { q8LinearHeader } from './q8_common.wgsl.js';
-
-/** Columns and rows of Y per workgroup; must match the WGSL below. */
-export const Q8_SPLIT_TILE = { cols: 8, rows: 4 };
-
-const LANES = 32;  // invocations per column (blocks per chunk): 256 / cols
+import { columnSplitHead } from './column_split.wgsl.js';
 
 /** weights: 'int8' | 'int4'; dot: 'dot4' | 'loop'. */
 export function q8SplitShader({ weights, dot }) {
   const int4 = weights === 'int4';
-  const { cols, rows } = Q8_SPLIT_TILE;
   return /* wgsl */ `
 ${q8LinearHeader({ weights, dot })}
-const COLS = ${cols}u;
-const ROWS = ${rows}u;
-const LANES = ${LANES}u;
-var<workgroup> terms: array<f32, ${cols * rows * LANES}>;  // [COLS][ROWS][LANES]: a chunk's block terms
-
-@compute @workgroup_size(256)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) lt: u32) {
-  let c = lt / LANES;
-  let lane = lt % LANES;
-  let n = wg.x * COLS + c;
-  let m0 = wg.y * ROWS;
+${columnSplitHead('terms')}
   let blocks = (p.K + Q8_BLOCK - 1u) / Q8_BLOCK;
   let mine = lane < ROWS && n < p.N && m0 + lane < p.M;  // this invocation sums row m0 + lane
   var acc = 0.0;
