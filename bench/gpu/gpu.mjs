@@ -2,13 +2,14 @@
 // The WebGPU profile bench: every kernel variant (selection/kernel_config.js's catalogue) timed alone, and
 // the whole forward host to host, on the machine's GPU through npm `webgpu` (Dawn).
 //
-//   node bench/gpu/gpu.mjs [--quick] [--json]
+//   node bench/gpu/gpu.mjs [--quick | --smoke] [--json]
 //   VK_ICD_FILENAMES=/usr/share/vulkan/icd.d/nvidia_icd.json node bench/gpu/gpu.mjs   (an NVIDIA GPU)
 //   VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/gpu/gpu.mjs --quick  (a check on the CPU)
 //
 // Prints the adapter (info, features, limits), then per shape (L, E, h), batch 1, self-attention:
-//   - linear: each variant on the Q/K/V projection (L × 3E × E) and the output projection
-//     (L × E × E); ms per dispatch, GFLOP/s (2·M·N·K), GB/s (X, W and Y once), compile ms and
+//   - linear: each variant on the Q/K/V projection (L × 3E × E), the output projection
+//     (L × E × E) and a decode step's Q/K/V projection (1 × 3E × E); each variant that fits the
+//     rows (rows8: at most 4); ms per dispatch, GFLOP/s (2·M·N·K), GB/s (X, W and Y once), compile ms and
 //     max |Δ| against the first variant (the default) on the same inputs;
 //   - attention: each flash variant, not causal and causal (GFLOP/s over the keys each row
 //     attends: 4·L·S·E, about half with causal); GB/s: Q, K, V and the output once;
@@ -40,11 +41,14 @@ import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
 import { DTYPES } from '../decode/decode_dtypes.mjs';
 
 const args = process.argv.slice(2);
-const quick = args.includes('--quick');
+// --smoke: --quick on one tiny shape with the smallest budgets (tests/webgpu/node_gpu_benches.test.mjs:
+// that the bench runs, not what it measures).
+const smoke = args.includes('--smoke');
+const quick = smoke || args.includes('--quick');
 const json = args.includes('--json');
 
-const SHAPES = quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
-const CUBE = quick ? 256 : 4096;
+const SHAPES = smoke ? [[16, 32, 2]] : quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
+const CUBE = smoke ? 32 : quick ? 256 : 4096;
 
 const markdown = args.includes('--markdown');
 const steps = [];
@@ -92,7 +96,8 @@ device.lost.then((info) => {
 });
 
 const started = performance.now();
-const budget = { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
+const budget = smoke ? { kernelMs: 1, forwardMs: 1, selectionMs: 1 }
+  : { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
 const finish = () => {
   console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
   process.exit(0);  // (not device.destroy(): the lost handler above would report it)
@@ -113,6 +118,8 @@ for (const [L, E, h] of SHAPES) {
   const best = {};
   best.linear = (await profileLinear(device, { M: L, N: 3 * E, K: E }, `qkv ${L}x${3 * E}x${E}`, budget, print)).fastest;
   await profileLinear(device, { M: L, N: E, K: E }, `out ${L}x${E}x${E}`, budget, print);
+  // A decode step's Q/K/V projection (one row): the few-rows variant (rows8) against the tiled ones.
+  await profileLinear(device, { M: 1, N: 3 * E, K: E }, `qkv 1x${3 * E}x${E}`, budget, print);
   for (const causal of [false, true]) {
     const fastest = (await profileAttention(device, shape, causal, budget, print)).fastest;
     if (!causal) best.attention = fastest;

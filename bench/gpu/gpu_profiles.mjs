@@ -50,7 +50,7 @@ export async function profileLinear(device, { M, N, K }, shape, budget, print) {
     const kernel = preparedKernel(device, [{ pipeline, params: LINEAR_PARAMS, values: problem, bindings: [x, w, b, y], groups: variant.grid(problem) }]);
     return { kernel, compileMs, output: () => readBack(device, y, M * N) };
   };
-  const result = await profileVariants(device, fittingVariants('linear', device.limits, problem), make, row, budget, print);
+  const result = await profileVariants(device, fittingVariants('linear', device, { ...problem, rows: M }), make, row, budget, print);
   [x, w, b, y].forEach((buf) => buf.destroy());
   return result;
 }
@@ -86,7 +86,7 @@ export async function profileAttention(device, shape, causal, budget, print) {
     const kernel = preparedKernel(device, [{ pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings, groups: variant.grid({ L, BH: h }) }]);
     return { kernel, compileMs, output: () => readBack(device, out, L * E) };
   };
-  const result = await profileVariants(device, fittingVariants('attention', device.limits, heads), make, row, budget, print);
+  const result = await profileVariants(device, fittingVariants('attention', device, heads), make, row, budget, print);
   ops.destroy();
   [out, stats].forEach((buf) => buf.destroy());
   return result;
@@ -116,7 +116,7 @@ export async function profileDecode(device, shape, budget, print) {
     ]);
     return { kernel, compileMs: performance.now() - t0, output: () => readBack(device, heads, E) };
   };
-  const result = await profileVariants(device, fittingVariants('decode', device.limits, dims), make, row, budget, print);
+  const result = await profileVariants(device, fittingVariants('decode', device, dims), make, row, budget, print);
   ops.destroy();
   [heads, stats, partials].forEach((buf) => buf?.destroy());
   return result;
