@@ -18,6 +18,8 @@ const BENCHES = [
   ['bench/gpu/gpu.mjs', '--decode', '--smoke'],
   ['bench/gpu/gpu_decode_stack.mjs', '--quick', '--layers', '2', '--steps-ms', '100'],
   ['bench/gpu/gpu_sdpa.mjs', '--quick', '--ms', '100'],
+  ['bench/gpu/gpu_host_side.mjs', '--cross', '--shapes', '4096/64/1', '--rounds', '3'],
+  ['bench/gpu/gpu_cross_attention.mjs', '--quick', '--steps-ms', '100'],
 ];
 
 for (const [script, ...args] of BENCHES) {
