@@ -40,7 +40,7 @@ const idOf = (object) => {
 const engineKey = ({ backend, gpu, minFlops }, dk, dv) => `${backend}:${idOf(gpu)}:${minFlops ?? ''}:${dk}:${dv}`;
 
 export class AttentionEngines {
-  #engines = new Map();  // key → { dispatcher: Promise<Dispatcher>, calls, evicted }, least recently used first
+  #engines = new Map();  // key → { key, slot, dispatcher: Promise<Dispatcher>, calls, evicted, idle }, least recently used first
   #runtime;
 
   /** runtime: api/runtime.js's Runtime (the core, the WebGpuExecutor class). */
