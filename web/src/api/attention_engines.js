@@ -96,7 +96,8 @@ export class AttentionEngines {
       });
     }
     this.#engines.set(key, engine);
-    const firsts = [...this.#engines].filter(([, e]) => e.slot === 0);
+    // (No list made while the engines fit: most calls.)
+    const firsts = this.#engines.size > MAX_ENGINES ? [...this.#engines].filter(([, e]) => e.slot === 0) : [];
     for (const [oldKey, old] of firsts.slice(0, Math.max(0, firsts.length - MAX_ENGINES))) {
       this.#engines.delete(oldKey);
       old.evicted = true;

@@ -18,7 +18,7 @@
 import { BackendError, CacheError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
 import { ownedPlan } from '../base/call_plan.js';
-import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, refuseOffGpu } from './off_gpu.js';
+import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, refuseOffGpu, requireGpu } from './off_gpu.js';
 
 /** The argument a GPU call's refusal names: its first GPU input, else `output`. */
 const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
@@ -55,9 +55,9 @@ export async function forwardOnDevice(side, plan) {
   } catch (e) {
     if (e instanceof WebAttentionError) throw e;
     await side.gpuFailed(e, !plan.onDevice);
-    if (plan.onDevice || !side.executor() || !side.hostWeights()) {
-      const why = side.hostWeights() ? 'a GPU-resident call cannot move to the CPU' : WEIGHTS_ON_GPU_ONLY.replace(/^and /, '');
-      throw new BackendError(`${argument}: the WebGPU call failed (${e?.message ?? e}); ${why}`, {
+    requireGpu(side, plan, 'cpu', e);  // weights on the GPU only: its typed error, as a plain call's
+    if (plan.onDevice || !side.executor()) {
+      throw new BackendError(`${argument}: the WebGPU call failed (${e?.message ?? e}); a GPU-resident call cannot move to the CPU`, {
         argument, expected: 'a working WebGPU device', actual: e?.message ?? String(e),
       });
     }

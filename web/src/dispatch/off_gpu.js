@@ -6,8 +6,10 @@ import { BackendError, MemoryError } from '../base/errors.js';
 
 /** refuseOffGpu()'s `why` for a call with a GPU input. */
 export const GPU_INPUTS_STAY = 'and its GPU inputs cannot move to the CPU';
-/** refuseOffGpu()'s `why` for a module whose weights live on the GPU only (dispatch.js). */
-export const WEIGHTS_ON_GPU_ONLY = "and this module keeps its weights on the GPU only (create()'s hostWeights: false)";
+// Why a module whose weights live on the GPU only (dispatch.js) has no other place for a call.
+const GPU_ONLY = "this module keeps its weights on the GPU only (create()'s hostWeights: false)";
+/** refuseOffGpu()'s `why` for such a module. */
+export const WEIGHTS_ON_GPU_ONLY = `and ${GPU_ONLY}`;
 
 /**
  * A module whose weights live on the GPU only (side.hostWeights() false) cannot run a call on
@@ -20,7 +22,7 @@ export function requireGpu(side, plan, where, gpuError = null) {
   const executor = side.executor();
   if (gpuError || !executor) {
     const failure = gpuError ? `the WebGPU call failed (${gpuError?.message ?? gpuError})` : "the module's WebGPU device was lost";
-    throw new BackendError(`forward: ${failure}; ${WEIGHTS_ON_GPU_ONLY.replace(/^and /, '')}`, {
+    throw new BackendError(`forward: ${failure}; ${GPU_ONLY}`, {
       argument: 'hostWeights', expected: 'a working WebGPU device', actual: gpuError ? String(gpuError?.message ?? gpuError) : 'device lost',
     });
   }
