@@ -21,9 +21,10 @@ export const DTYPES = {
 export const REFERENCE_DTYPE = 'f32';
 
 // Bytes per weight-matrix entry: int8 stores one byte plus one f32 scale per block of 32 inputs,
-// int4 half a byte plus an f32 scale and a 4-bit zero point per block (5.125 bits; every row
-// length here is a multiple of 32). Biases stay f32 in every dtype.
-const WEIGHT_BYTES = { f32: 4, f16: 2, i8: 1 + 4 / 32, i4: 0.5 + 4.5 / 32 };
+// int4 half a byte plus an f32 scale per block (5 bits: quantised at load, every zero point is 8
+// and all panels read one panel's; every row length here is a multiple of 32). Biases stay f32 in
+// every dtype.
+const WEIGHT_BYTES = { f32: 4, f16: 2, i8: 1 + 4 / 32, i4: 0.5 + 4 / 32 };
 // Bytes per cached position and K/V head for head width d (dk = dv = d, a multiple of 8 so no
 // padding): K and V elements, plus for int8 one f32 scale for the keys and one for the values.
 const INT8_CACHE_BYTES = (d) => 2 * d + 2 * 4;

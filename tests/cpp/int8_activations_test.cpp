@@ -56,6 +56,10 @@ std::vector<float> project(const kernels::PackedLinear& w, const std::vector<flo
 // Each block's 8 zero points drawn from 0-15 (a MatMulNBits checkpoint's), where quantising at
 // load gives 8 throughout.
 void random_zero_points(kernels::PackedLinear& w, std::uint32_t seed) {
+  if (w.zero_point_panel_words == 0) {  // packing shared one panel's eights: each panel its own words again
+    w.zero_point_panel_words = static_cast<std::size_t>(w.scale_blocks());
+    w.zero_points.reset(new std::uint32_t[w.panel_count() * w.zero_point_panel_words]);
+  }
   std::mt19937 rng(seed);
   for (int p = 0; p < w.panel_count(); ++p) {
     for (int b = 0; b < w.scale_blocks(); ++b) {

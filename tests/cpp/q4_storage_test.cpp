@@ -155,14 +155,48 @@ TEST(Q4Packing, RoundTripAndSlices) {
   }
 }
 
+// The blocks as a panel stores them (storage_convert.h's q4_byte): a block's 8 groups, then its 8
+// scales, then the next block; zero points quantised at load (all 8) are one panel's words that
+// every panel reads, a checkpoint's other zero points each panel's own.
+TEST(Q4Packing, EachBlocksScalesAfterItsCodesAndEightsZeroPointsShared) {
+  const int out = 16, in = 70;
+  std::vector<float> W(static_cast<std::size_t>(out) * in);
+  for (std::size_t i = 0; i < W.size(); ++i) W[i] = std::sin(static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
+  const kernels::PackedLinear w = kernels::pack_linear(W.data(), StorageType::f32, out, in, StorageType::q4);
+  ASSERT_EQ(w.q4_panel_bytes(), 3u * 160u);  // 3 blocks, the last one short
+  EXPECT_EQ(w.zero_point_panel_words, 0u);
+  EXPECT_EQ(w.panel_zero_points(0), w.panel_zero_points(1));
+  const std::vector<float> expected = reference::stored(W, out, in, StorageType::q4, 32);
+  for (int p = 0; p < 2; ++p) {
+    for (int b = 0; b < 3; ++b) {
+      const std::uint8_t* block = w.q4_panel(p) + 160 * b;
+      float scales[8];
+      std::memcpy(scales, block + 128, sizeof scales);
+      for (int c = 0; c < 8; ++c) {
+        const int n = 8 * p + c, k = 32 * b + 5;
+        if (k >= in) continue;
+        const int code = (block[(5 / 4) * 16 + 2 * c + (5 & 1)] >> ((5 & 2) * 2)) & 0xF;
+        EXPECT_EQ(static_cast<float>(code - 8) * scales[c], expected[static_cast<std::size_t>(n) * in + k]) << n << ", " << k;
+      }
+    }
+  }
+  std::vector<std::uint8_t> codes(static_cast<std::size_t>(out) * in, 3), zeros(static_cast<std::size_t>(out) * 3, 8);
+  const std::vector<float> block_scales(zeros.size(), 0.5f);
+  zeros[3 * 9 + 1] = 2;  // column 9 (panel 1), block 1
+  const kernels::PackedLinear q = kernels::pack_quantised({codes.data(), block_scales.data(), zeros.data()}, out, in, StorageType::q4);
+  EXPECT_EQ(q.zero_point_panel_words, 3u);
+  EXPECT_EQ(q.weight(9, 40), 0.5f);    // (3 - 2) · 0.5
+  EXPECT_EQ(q.weight(1, 40), -2.5f);   // (3 - 8) · 0.5: panel 0 keeps its eights
+}
+
 // A block's own zero point (a checkpoint's, not the quantiser's 8) is read by every path.
 TEST(Q4Packing, PerBlockZeroPoints) {
   const std::vector<float> W(8 * 40, 0.0f);
   kernels::PackedLinear w = kernels::pack_linear(W.data(), StorageType::f32, 8, 40, StorageType::q4);
   // Block 1 (depths 32-39) of an even and an odd column (the SIMD readers' two halves).
-  w.scales[1 * 8 + 2] = 0.5f;
+  w.q4_scales(0, 1)[2] = 0.5f;
   storage::set_q4_code(w.panel_zero_points(0)[1], 2, 5);   // code 8 is (8 - 5) · 0.5
-  w.scales[1 * 8 + 3] = 0.25f;
+  w.q4_scales(0, 1)[3] = 0.25f;
   storage::set_q4_code(w.panel_zero_points(0)[1], 3, 11);  // code 8 is (8 - 11) · 0.25
   EXPECT_EQ(w.weight(2, 35), 1.5f);
   EXPECT_EQ(w.weight(3, 35), -0.75f);

@@ -28,12 +28,14 @@ namespace webattention::kernels {
 // [in][kPanelWidth] contiguous, the last one zero-padded; elements of the module's storage type
 // (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
 // values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
-// by side, as its elements are). int4 stores its codes in groups of 4 panel rows, 16 bytes each
-// (storage_convert.h's q4_byte: the layout), [ceil(out / 8)][q4_stored_rows(in) / 4][16] bytes, so
-// 4 bytes per 8 weights; int8's scales; and each block's 8 zero points in one word
+// by side, as its elements are). int4 stores its codes in groups of 4 panel rows, 16 bytes each,
+// each block's 8 groups followed by its 8 scales (storage_convert.h's q4_byte: the layout),
+// [ceil(out / 8)][ceil(in / 32)][160] bytes, and each block's 8 zero points in one word
 // (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per
 // weight. A block's zero point is 8 where the weights were quantised at load (storage::kQ4Zero);
-// it is stored per block for checkpoints that carry their own (ORT's MatMulNBits).
+// it is stored per block for checkpoints that carry their own (ORT's MatMulNBits). Where every
+// block's is 8, one panel's words serve all (share_eights_zero_points()): a decode step's far
+// panels then read no zero-point stream each.
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -42,8 +44,9 @@ struct PackedLinear {
   // std::vector: packing writes every element, and zero-filling megabytes first would touch each
   // fresh page of WASM memory twice at load time.
   AlignedBytes storage;
-  std::unique_ptr<float[]> scales;  // int8 and int4 only
+  std::unique_ptr<float[]> scales;  // int8 only (int4's lie in `storage`)
   std::unique_ptr<std::uint32_t[]> zero_points;  // int4 only
+  std::size_t zero_point_panel_words = 0;        // int4: scale_blocks(), or 0 where one panel's serve all
   // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
   // widening (widen_simd128.h's load_f16x8_finite).
   bool finite = true;
@@ -95,20 +98,24 @@ struct PackedLinear {
   }
   PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
   const float* panel(int p) const { return matrix().panel(p); }    // f32 only
-  // Panel p's int8 or int4 scales: [scale_blocks()][8].
+  // Panel p's int8 scales: [scale_blocks()][8].
   const float* panel_scales(int p) const {
     return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
   }
-  // Panel p's int4 codes (storage_convert.h's q4_byte) and zero-point words ([scale_blocks()]).
+  // Panel p's int4 blocks (storage_convert.h's q4_byte), its block b's 8 scales, and its
+  // zero-point words ([scale_blocks()]).
   std::uint8_t* q4_panel(int p) const {
     return storage.get() + static_cast<std::size_t>(p) * q4_panel_bytes();
   }
-  std::size_t q4_panel_bytes() const {
-    return static_cast<std::size_t>(storage::q4_stored_rows(in)) * kPanelWidth / 2;
+  std::size_t q4_panel_bytes() const { return storage::q4_panel_bytes(in); }
+  float* q4_scales(int p, int b) const {
+    return reinterpret_cast<float*>(q4_panel(p) + storage::q4_scales_byte(b));
   }
   std::uint32_t* panel_zero_points(int p) const {
-    return zero_points.get() + static_cast<std::size_t>(p) * scale_blocks();
+    return zero_points.get() + static_cast<std::size_t>(p) * zero_point_panel_words;
   }
+  // int4: every panel's zero points read from one panel's words where all are 8 (after packing).
+  void share_eights_zero_points();
   // Weight W[n][k] in PyTorch's [out, in] indexing, as stored (widened or dequantised to f32).
   float weight(int n, int k) const;
 };

@@ -81,19 +81,24 @@ __attribute__((noinline)) void pack_panel_16(const Source& src, int p, const Pac
   }
 }
 
+// Block b's 8 scales of panel p, int8 or int4, to be written.
+float* block_scales(const PackedLinear& w, int p, int b) {
+  if (w.type == StorageType::q4) return w.q4_scales(p, b);
+  return w.scales.get() + (static_cast<std::size_t>(p) * w.scale_blocks() + b) * kPanelWidth;
+}
+
 // The quantised types' blocks of panel p: each column's blocks of 32 (padding columns all
 // zeros) handed to quantise(c, k0, x, n), x[0, n) the block's values from depth k0, which stores
 // the codes and returns the block's scale, stored here.
 template <class Quantise>
 void quantise_blocks(const Source& src, int p, const PackedLinear& w, Quantise&& quantise) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p);
-  float* scales = w.scales.get() + static_cast<std::size_t>(p) * w.scale_blocks() * kPanelWidth;
   for (int c = 0; c < kPanelWidth; ++c) {
     for (int b = 0; b < w.scale_blocks(); ++b) {
       const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, w.in - k0);
       float x[kQuantBlock];
       for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
-      scales[b * kPanelWidth + c] = quantise(c, k0, x, n);
+      block_scales(w, p, b)[c] = quantise(c, k0, x, n);
     }
   }
 }
@@ -139,12 +144,13 @@ PackedLinear allocate(StorageType type, int out, int in, bool int8_activations =
   w.type = type;
   w.int8_activations = int8_activations;
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * w.panel_depth();
-  // int4: half a byte per element, a panel's rows rounded up to whole groups of 4.
+  // int4: half a byte per element and its scales, a panel's rows rounded up to whole blocks.
   w.storage = aligned_bytes(type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type));
-  if (type == StorageType::i8 || type == StorageType::q4) {
-    w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
+  if (type == StorageType::i8) w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
+  if (type == StorageType::q4) {
+    w.zero_point_panel_words = static_cast<std::size_t>(w.scale_blocks());
+    w.zero_points.reset(new std::uint32_t[w.panel_count() * w.zero_point_panel_words]);
   }
-  if (type == StorageType::q4) w.zero_points.reset(new std::uint32_t[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks()]);
   return w;
 }
 
@@ -183,16 +189,25 @@ float PackedLinear::weight(int n, int k) const {
       const int p = n / kPanelWidth, c = n % kPanelWidth;
       return storage::dequantise_q4(storage::q4_code_at(q4_panel(p), k, c),
                                     storage::q4_code(panel_zero_points(p)[k / kQuantBlock], c),
-                                    panel_scales(p)[(k / kQuantBlock) * kPanelWidth + c]);
+                                    q4_scales(p, k / kQuantBlock)[c]);
     }
   }
   return 0.0f;
+}
+
+void PackedLinear::share_eights_zero_points() {
+  const std::size_t words = static_cast<std::size_t>(panel_count()) * zero_point_panel_words;
+  if (std::any_of(zero_points.get(), zero_points.get() + words, [](std::uint32_t z) { return z != storage::kQ4EightEverywhere; })) return;
+  zero_point_panel_words = 0;
+  zero_points.reset(new std::uint32_t[static_cast<std::size_t>(scale_blocks())]);
+  std::fill(zero_points.get(), zero_points.get() + scale_blocks(), storage::kQ4EightEverywhere);
 }
 
 PackedLinear pack_linear(const void* weight, StorageType source, int out, int in, StorageType type) {
   PackedLinear w = allocate(type, out, in);
   const Source src{weight, source, in};
   for (int p = 0; p < w.panel_count(); ++p) pack_panel(src, p, w);
+  if (type == StorageType::q4) w.share_eights_zero_points();
   if (type == StorageType::f16) {
     std::uint16_t* bits = w.elements<std::uint16_t>().data;
     const std::size_t n = static_cast<std::size_t>(whole_panels(out)) * in;
@@ -220,10 +235,9 @@ namespace {
 
 WEBATTENTION_PACK_FOR_SIZE void pack_quantised_scales(const QuantisedSource& src, int p, const PackedLinear& w) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p), blocks = w.scale_blocks();
-  float* scales = w.scales.get() + static_cast<std::size_t>(p) * blocks * kPanelWidth;
   // Padding columns as packing writes them: all-zero blocks (scale 0, int4 codes at the zero point 8).
   for (int c = 0; c < kPanelWidth; ++c) {
-    for (int b = 0; b < blocks; ++b) scales[b * kPanelWidth + c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
+    for (int b = 0; b < blocks; ++b) block_scales(w, p, b)[c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
   }
 }
 
@@ -254,13 +268,14 @@ WEBATTENTION_PACK_FOR_SIZE void pack_quantised_q4(const QuantisedSource& src, in
 PackedLinear pack_quantised(const QuantisedSource& src, int out, int in, StorageType type) {
   PackedLinear w = allocate(type, out, in);
   for (int p = 0; p < w.panel_count(); ++p) {
-    pack_quantised_scales(src, p, w);
     if (type == StorageType::i8) {
       pack_quantised_i8(src, p, w);
     } else {
-      pack_quantised_q4(src, p, w);
+      pack_quantised_q4(src, p, w);  // zero-fills the panel, its scales' places too
     }
+    pack_quantised_scales(src, p, w);
   }
+  if (type == StorageType::q4) w.share_eights_zero_points();
   return w;
 }
 
@@ -292,13 +307,12 @@ void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
     const int from = begin + n, c = n % kPanelWidth, fc = from % kPanelWidth;
     std::uint8_t* codes = s.q4_panel(n / kPanelWidth);
     std::uint32_t* zeros = s.panel_zero_points(n / kPanelWidth);
-    float* scales = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + c;
     for (int k = 0; k < w.in; ++k) {
       storage::set_q4_code_at(codes, k, c, real ? storage::q4_code_at(w.q4_panel(from / kPanelWidth), k, fc) : storage::kQ4Zero);
     }
     for (int b = 0; b < s.scale_blocks(); ++b) {
       storage::set_q4_code(zeros[b], c, real ? storage::q4_code(w.panel_zero_points(from / kPanelWidth)[b], fc) : storage::kQ4Zero);
-      scales[b * kPanelWidth] = real ? w.panel_scales(from / kPanelWidth)[b * kPanelWidth + fc] : 0.0f;
+      s.q4_scales(n / kPanelWidth, b)[c] = real ? w.q4_scales(from / kPanelWidth, b)[fc] : 0.0f;
     }
   }
 }
@@ -324,6 +338,7 @@ PackedLinear slice_columns(const PackedLinear& w, int begin, int end) {
   if (w.type == StorageType::q4 || w.type == StorageType::i8) {
     if (w.type == StorageType::q4) {
       slice_q4_columns(w, begin, s);
+      s.share_eights_zero_points();
     } else {
       copy_i8_columns(w, begin, s);
     }

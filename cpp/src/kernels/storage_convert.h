@@ -200,14 +200,36 @@ float quantise_q4(const float* x, int n, Put&& put) {
 // (x_k, x_k+1) in one dot product per lane and no shuffle (i32x4.dot_i16x8_s on the codes widened
 // to int16, i16x8.relaxed_dot_i8x16_i7x16_s on the bytes: q4_codes_simd128.h,
 // q8_relaxed_simd128.h). Read as 32-bit lanes, lane i holds the column pair (2i, 2i + 1), row j of
-// the group at bit q4_row_shift(j) (pair_panels_simd128.h). A panel stores its rows rounded up to
-// a whole group; padding rows hold code 0 and meet inputs that are zero or never read.
+// the group at bit q4_row_shift(j) (pair_panels_simd128.h). Padding rows hold code 0 and meet
+// inputs that are zero or never read.
+// A block's 8 groups (128 bytes) are followed by its 8 columns' f32 scales (32 bytes): a panel
+// is one stream of 160-byte blocks. With the scales in an array of their own, a decode step's 4
+// far panels (far_panels.h) were 8 streams, and on a Zen 5 VM the int4 × int8 projection streamed
+// from memory at 0.67x the rate it reached with the scales' streams taken away
+// (bench/decode/projection/run.sh, COPIES=48; docs/performance.md#decode-kernels).
 constexpr int kQ4GroupRows = 4;
 constexpr int kQ4GroupBytes = 16;
+constexpr int kQ4BlockCodeBytes = kQuantBlock / kQ4GroupRows * kQ4GroupBytes;
+constexpr int kQ4BlockBytes = kQ4BlockCodeBytes + 8 * static_cast<int>(sizeof(float));
 constexpr int q4_stored_rows(int in) { return (in + kQ4GroupRows - 1) / kQ4GroupRows * kQ4GroupRows; }
+// Bytes of a panel of `in` rows: whole blocks (a short last one padded with code 0).
+constexpr std::size_t q4_panel_bytes(int in) { return static_cast<std::size_t>(quant_blocks(in)) * kQ4BlockBytes; }
+// Row k's byte of column `column` in its panel: its group's, past the scales of the blocks before it.
 constexpr std::size_t q4_byte(int k, int column) {
-  return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes + 2 * column + (k & 1);
+  return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes +
+         static_cast<std::size_t>(k / kQuantBlock) * (kQ4BlockBytes - kQ4BlockCodeBytes) + 2 * column + (k & 1);
 }
+// The end of the groups that hold rows [k0, k1) of one block (k0 a multiple of 4): a loop over
+// them steps kQ4GroupBytes from q4_byte(k0, 0).
+constexpr std::size_t q4_groups_end(int k0, int k1) {
+  return q4_byte(k0, 0) + static_cast<std::size_t>(q4_stored_rows(k1 - k0)) / kQ4GroupRows * kQ4GroupBytes;
+}
+// Block b's 8 scales (f32, column order): their byte in the panel; floats from one block's
+// scales to the next's.
+constexpr std::size_t q4_scales_byte(int b) { return static_cast<std::size_t>(b) * kQ4BlockBytes + kQ4BlockCodeBytes; }
+constexpr int kQ4ScaleStride = kQ4BlockBytes / static_cast<int>(sizeof(float));
+static_assert(q4_byte(kQuantBlock, 0) == kQ4BlockBytes && q4_groups_end(0, kQuantBlock) == kQ4BlockCodeBytes,
+              "a block's groups, then its scales, then the next block's groups");
 // Row j (0-3) of a group: its bit in a 32-bit lane of the group (its even column's; the odd
 // column's is 16 on), and in its byte, (k & 2) · 2.
 constexpr int q4_row_shift(int j) { return (j & 1) * 8 + (j >> 1) * 4; }

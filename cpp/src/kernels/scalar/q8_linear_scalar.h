@@ -30,10 +30,10 @@ struct Q4Codes {
   std::uint32_t block_zeros = 0;
   const float* block_scales = nullptr;
   Q4Codes(const PackedLinear& w, int panel)
-      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.q4_scales(panel, 0)) {}
   void start(int b) {
     block_zeros = zero_points[b];
-    block_scales = scales + b * kPanelWidth;
+    block_scales = scales + b * storage::kQ4ScaleStride;
   }
   int code(int k, int c) const { return storage::q4_code_at(codes, k, c); }
   int zero(int c) const { return storage::q4_code(block_zeros, c); }

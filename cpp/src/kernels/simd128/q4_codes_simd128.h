@@ -22,9 +22,11 @@ struct Q4Codes {
   static constexpr int kMaxRows = kRows;
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
-  const float* scales;
+  const float* scales;  // block 0's, within the codes (storage_convert.h's q4_scales_byte)
+  static constexpr int kScaleStride = storage::kQ4ScaleStride;
   Q4Codes(const PackedLinear& w, int panel)
-      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.panel_scales(panel)) {}
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.q4_scales(panel, 0)) {}
+  const float* block_scales(int b) const { return scales + b * kScaleStride; }
   // A group's low and high nibbles, as bytes.
   static void nibbles(v128_t v, v128_t& low, v128_t& high) {
     const v128_t mask = wasm_i8x16_splat(0x0F);
@@ -62,7 +64,7 @@ struct Q4Codes {
   // every load and V8 spilled them).
   template <class At, class F>
   void each_group(int k0, int k1, At first, F&& f) const {
-    const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+    const std::uint8_t *g = codes + storage::q4_byte(k0, 0), *end = codes + storage::q4_groups_end(k0, k1);
     __asm__("" : "+r"(end));
     At at = first;
     _Pragma("clang loop unroll_count(2)") for (; g != end; g += storage::kQ4GroupBytes, at += storage::kQ4GroupRows) f(wasm_v128_load(g), at);

@@ -59,7 +59,9 @@ struct I8Codes {
   static constexpr int kMaxRows = kRows;  // input rows per row block
   const std::int8_t* p;
   const float* scales;
+  static constexpr int kScaleStride = kPanelWidth;  // floats from a block's scales to the next's
   I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  const float* block_scales(int b) const { return scales + b * kScaleStride; }
   // lo, hi += the row pair at `pair` times each input row's pair at `k` (x rows from `in`).
   template <int R>
   static void madd(const std::int8_t* pair, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
@@ -112,6 +114,8 @@ struct WideCodes {
   static constexpr int kMaxRows = kRows;
   const std::int16_t* codes;
   const float* scales;
+  int scale_stride;  // the codes' kScaleStride
+  const float* block_scales(int b) const { return scales + b * scale_stride; }
   template <int R>
   void block_dot(int b, int, int, const InputRows<R>& in, v128_t lo[R], v128_t hi[R]) const {
     for (int r = 0; r < R; ++r) lo[r] = hi[r] = wasm_i32x4_splat(0);
@@ -186,7 +190,7 @@ void one_row_whole_blocks(const Codes& codes, const InputRows<1>& in, const floa
   for (int b = 0; b < blocks; ++b) {
     v128_t lo[1], hi[1];
     codes.whole_block_one_row(b, in, lo, hi);
-    const float* s = codes.scales + b * kPanelWidth;
+    const float* s = codes.block_scales(b);
     add_scaled_block(wasm_v128_load(s), wasm_v128_load(s + 4), dx[b], lo[0], hi[0], acc_lo, acc_hi);
   }
   wasm_v128_store(acc, acc_lo);
@@ -226,7 +230,7 @@ void rows_times_panel(const Codes& codes, const Q8Rows& q, int r0, const PackedL
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
     v128_t lo[R], hi[R];
     codes.template block_dot<R>(b, k0, k1, in, lo, hi);
-    add_scaled_rows<R>(codes.scales + b * kPanelWidth, dx, b, lo, hi, acc);
+    add_scaled_rows<R>(codes.block_scales(b), dx, b, lo, hi, acc);
   }
   store_rows<R>(acc, w, p, y, y_stride);
 }
@@ -269,7 +273,7 @@ __attribute__((noinline)) void panel_rows(const Q8Rows& q, const PackedLinear& w
     const int k0 = b * storage::kQuantBlock;
     codes.widen_block(b, k0, std::min(w.in, k0 + storage::kQuantBlock), wide + b * kWideBlock);
   }
-  rows_times_codes(WideCodes{wide, codes.scales}, q, w, p, y, y_stride);
+  rows_times_codes(WideCodes{wide, codes.scales, Codes::kScaleStride}, q, w, p, y, y_stride);
 }
 
 // This ISA's quantised rows: f32x4 blocks (q8_quantise_simd128.h), codes widened to int16 too.

@@ -67,7 +67,7 @@ struct Q4GroupsInTurn {
       l[i] = h[i] = wasm_i32x4_splat(0);
       g[i] = codes[i].codes + storage::q4_byte(k0, 0);
     }
-    const std::uint8_t* end = codes[0].codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+    const std::uint8_t* end = codes[0].codes + storage::q4_groups_end(k0, k1);
     __asm__("" : "+r"(end));  // each_group's loop, N panels' groups a step
     for (const std::int16_t* x = in.q4_one_row + k0; g[0] != end; x += storage::kQ4GroupRows) {
       for (int i = 0; i < N; ++i) {
@@ -96,7 +96,7 @@ void rows_times_panel_group(const std::array<Codes, N>& codes, const Q8Rows& q, 
     const int k0 = b * storage::kQuantBlock, k1 = std::min(w.in, k0 + storage::kQuantBlock);
     v128_t lo[N][R], hi[N][R];
     Dots::template dots<R, N>(codes, b, k0, k1, in, lo, hi);
-    for (int i = 0; i < N; ++i) add_scaled_rows<R>(codes[i].scales + b * kPanelWidth, dx, b, lo[i], hi[i], acc[i]);
+    for (int i = 0; i < N; ++i) add_scaled_rows<R>(codes[i].block_scales(b), dx, b, lo[i], hi[i], acc[i]);
   }
   for (int i = 0; i < N; ++i) store_rows<R>(acc[i], w, p0 + i * stride, y, y_stride);
 }

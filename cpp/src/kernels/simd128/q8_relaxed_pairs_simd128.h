@@ -33,7 +33,7 @@ struct RelaxedGroupsInTurn {
     v128_t s[2][R];
     for (int r = 0; r < R; ++r) s[0][r] = s[1][r] = wasm_v128_load32_splat(in.minus_8_sums[r] + b);
     const std::uint8_t *ga = a.codes + storage::q4_byte(k0, 0), *gc = c.codes + storage::q4_byte(k0, 0);
-    const std::uint8_t* end = a.codes + storage::q4_byte(storage::q4_stored_rows(k1), 0);
+    const std::uint8_t* end = a.codes + storage::q4_groups_end(k0, k1);
     __asm__("" : "+r"(end));  // each_group's loop, two panels' groups a step
     for (int k = k0; ga != end; ga += storage::kQ4GroupBytes, gc += storage::kQ4GroupBytes, k += storage::kQ4GroupRows) {
       v128_t la, ha, lc, hc;
