@@ -17,7 +17,8 @@
 
 namespace webattention::kernels {
 
-// Panels a one-row loop's group reads at once, each its own stream. Against pairs, weights
+// Panels a one-row loop's group reads at once, each its own stream (the int8-activation kernels:
+// this or pairs, whichever their first calls ran faster, far_stream_choice.h). Against pairs, weights
 // streamed from memory (COPIES=24 ROWS=1 bash bench/decode/projection/run.sh, A/B): int8 × int8
 // 1.00-1.15× on a Zen 3 VM (8 ran 0.52-0.64×); int4 × int8 on a Xeon VM with AVX-512 1.14-1.27×
 // relaxed and 1.9-2.6× SIMD128 (its pairs streamed at a third of their in-cache rate there), where

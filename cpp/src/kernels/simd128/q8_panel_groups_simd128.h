@@ -1,10 +1,12 @@
 // Several panels at a time for the int8-activation kernels (q8_linear_simd128.h's Codes), and
 // which panels a call takes together (panels_in_groups). A decode step (one input row) takes them
-// in groups of kFarPanels (far_panels.h), a kFarPanels-th of the target's panel range apart (p + i, p + stride +
-// i, ...: far_panels.h, why), int8 and int4 weights alike. Measured: docs/performance.md#decode-kernels
-// (pairs against a panel at a time, then groups of 4 against pairs).
+// in groups of kFarPanels (far_panels.h) or in pairs, whichever its first calls ran faster
+// (far_stream_choice.h), a group's panels an N-th of the target's panel range apart (p + i, p +
+// stride + i, ...: far_panels.h, why), int8 and int4 weights alike. Measured:
+// docs/performance.md#decode-kernels (pairs against a panel at a time, then groups of 4 against pairs).
 #pragma once
 
+#include <emscripten/emscripten.h>
 #include <wasm_simd128.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <utility>
 
 #include "kernels/far_panels.h"
+#include "kernels/far_stream_choice.h"
 #include "kernels/simd128/q4_codes_simd128.h"
 
 namespace webattention::kernels::simd128_q8 {
@@ -112,32 +115,57 @@ __attribute__((noinline)) void panel_group_one_row(const Q8Rows& q, const Packed
   rows_times_panel_group<Codes, Dots, 1, N>(panel_codes<Codes, N>(w, p0, stride), q, 0, w, p0, stride, y, 0);
 }
 
-// Every target's panels of q: one input row by group_one_row(GroupSize<N>, q, w, p0, stride, y)
-// in groups of N a N-th of the range apart (far_panel_groups): N = kFarPanels, or 2 for a range
-// shorter than kFarPanels · kFarStreamMinPanels; kWideRows rows or more by pair_rows(q, w, p, y, y_stride) in
-// adjacent pairs where given (nullptr: none); the rest, and the panels left after the groups, by
+// The calling thread's choice of a decode step's group size (far_stream_choice.h), one per
+// kernel (each file that includes this its own): each thread times its own calls, as a pthreads
+// module's chunks run on two.
+inline FarStreamChoice& far_stream_choice() {
+  thread_local FarStreamChoice choice;
+  return choice;
+}
+
+// Every target's panels of one input row (a decode step's) by group_one_row(GroupSize<N>, q, w,
+// p0, stride, y) in groups of N a N-th of the range apart (far_panel_groups): N =
+// far_stream_choice()'s size, or 2 for a range shorter than kFarPanels · kFarStreamMinPanels;
+// the panels left after the groups by single(q, w, p, y, y_stride). Timed while the choice is
+// open: its work the panels' blocks.
+template <class GroupOneRow, class Single>
+void one_row_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count, GroupOneRow&& group_one_row,
+                       Single&& single) {
+  FarStreamChoice& choice = far_stream_choice();
+  const int size = choice.group();
+  const bool timing = choice.timing();
+  const double start = timing ? emscripten_get_now() : 0.0;
+  double work = 0.0;
+  for (int t = 0; t < target_count; ++t) {
+    const PackedLinear& w = *targets[t].weights;
+    const int p = targets[t].panel_begin, end = targets[t].panels_end();
+    float* y = targets[t].y;
+    const auto groups = [&](auto n) {
+      far_panel_groups<decltype(n)::value>(
+          p, end, [&](int p0, int stride) { group_one_row(n, q, w, p0, stride, y); },
+          [&](int last) { single(q, w, last, y, targets[t].y_stride); });
+    };
+    if (size == FarStreamChoice::kPairs || end - p < kFarPanels * kFarStreamMinPanels) {
+      groups(GroupSize<FarStreamChoice::kPairs>());
+    } else {
+      groups(GroupSize<kFarPanels>());
+    }
+    work += static_cast<double>(end - p) * w.scale_blocks();
+  }
+  choice.record(size, timing ? emscripten_get_now() - start : 0.0, work);
+}
+
+// Every target's panels of q: one input row by one_row_in_groups; kWideRows rows or more by
+// pair_rows(q, w, p, y, y_stride) in adjacent pairs where given (nullptr: none); the rest by
 // single(q, w, p, y, y_stride).
 template <class GroupOneRow, class PairRows, class Single>
 void panels_in_groups(const Q8Rows& q, const LinearTarget* targets, int target_count, GroupOneRow&& group_one_row,
                       PairRows&& pair_rows, Single&& single) {
+  if (q.rows == 1) return one_row_in_groups(q, targets, target_count, group_one_row, single);
   for (int t = 0; t < target_count; ++t) {
     const PackedLinear& w = *targets[t].weights;
     int p = targets[t].panel_begin;
     const int end = targets[t].panels_end();
-    if (q.rows == 1) {
-      float* y = targets[t].y;
-      const auto groups = [&](auto n) {
-        far_panel_groups<decltype(n)::value>(
-            p, end, [&](int p0, int stride) { group_one_row(n, q, w, p0, stride, y); },
-            [&](int last) { single(q, w, last, y, targets[t].y_stride); });
-      };
-      if (end - p < kFarPanels * kFarStreamMinPanels) {
-        groups(GroupSize<2>());
-      } else {
-        groups(GroupSize<kFarPanels>());
-      }
-      continue;
-    }
     if constexpr (!std::is_same_v<std::decay_t<PairRows>, std::nullptr_t>) {
       if (q.rows >= kWideRows) {
         for (; p + 1 < end; p += 2) pair_rows(q, w, p, targets[t].y, targets[t].y_stride);
