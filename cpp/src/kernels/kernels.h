@@ -36,6 +36,8 @@ namespace webattention::kernels {
 // it is stored per block for checkpoints that carry their own (ORT's MatMulNBits). Where every
 // block's is 8, one panel's words serve all (share_eights_zero_points()): a decode step's far
 // panels then read no zero-point stream each.
+static_assert(storage::kQ4BlockBytes - storage::kQ4BlockCodeBytes == kPanelWidth * static_cast<int>(sizeof(float)),
+              "an int4 block's scales are its panel's columns' f32s");
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -110,6 +112,11 @@ struct PackedLinear {
   std::size_t q4_panel_bytes() const { return storage::q4_panel_bytes(in); }
   float* q4_scales(int p, int b) const {
     return reinterpret_cast<float*>(q4_panel(p) + storage::q4_scales_byte(b));
+  }
+  // Panel p's block b's 8 scales, int8 or int4 (where each type keeps them).
+  float* block_scales(int p, int b) const {
+    if (type == StorageType::q4) return q4_scales(p, b);
+    return scales.get() + (static_cast<std::size_t>(p) * scale_blocks() + b) * kPanelWidth;
   }
   std::uint32_t* panel_zero_points(int p) const {
     return zero_points.get() + static_cast<std::size_t>(p) * zero_point_panel_words;

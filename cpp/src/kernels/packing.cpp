@@ -81,12 +81,6 @@ __attribute__((noinline)) void pack_panel_16(const Source& src, int p, const Pac
   }
 }
 
-// Block b's 8 scales of panel p, int8 or int4, to be written.
-float* block_scales(const PackedLinear& w, int p, int b) {
-  if (w.type == StorageType::q4) return w.q4_scales(p, b);
-  return w.scales.get() + (static_cast<std::size_t>(p) * w.scale_blocks() + b) * kPanelWidth;
-}
-
 // The quantised types' blocks of panel p: each column's blocks of 32 (padding columns all
 // zeros) handed to quantise(c, k0, x, n), x[0, n) the block's values from depth k0, which stores
 // the codes and returns the block's scale, stored here.
@@ -98,7 +92,7 @@ void quantise_blocks(const Source& src, int p, const PackedLinear& w, Quantise&&
       const int k0 = b * kQuantBlock, n = std::min(kQuantBlock, w.in - k0);
       float x[kQuantBlock];
       for (int k = 0; k < n; ++k) x[k] = c < cols ? src.at(n0 + c, k0 + k) : 0.0f;
-      block_scales(w, p, b)[c] = quantise(c, k0, x, n);
+      w.block_scales(p, b)[c] = quantise(c, k0, x, n);
     }
   }
 }
@@ -184,12 +178,12 @@ float PackedLinear::weight(int n, int k) const {
     case StorageType::bf16: return storage::bf16_to_f32(elements<const std::uint16_t>().at(n, k));
     case StorageType::i8:
       return storage::dequantise(i8_code(n, k),
-                                 panel_scales(n / kPanelWidth)[(k / kQuantBlock) * kPanelWidth + n % kPanelWidth]);
+                                 block_scales(n / kPanelWidth, k / kQuantBlock)[n % kPanelWidth]);
     case StorageType::q4: {
       const int p = n / kPanelWidth, c = n % kPanelWidth;
       return storage::dequantise_q4(storage::q4_code_at(q4_panel(p), k, c),
                                     storage::q4_code(panel_zero_points(p)[k / kQuantBlock], c),
-                                    q4_scales(p, k / kQuantBlock)[c]);
+                                    block_scales(p, k / kQuantBlock)[c]);
     }
   }
   return 0.0f;
@@ -237,7 +231,7 @@ WEBATTENTION_PACK_FOR_SIZE void pack_quantised_scales(const QuantisedSource& src
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p), blocks = w.scale_blocks();
   // Padding columns as packing writes them: all-zero blocks (scale 0, int4 codes at the zero point 8).
   for (int c = 0; c < kPanelWidth; ++c) {
-    for (int b = 0; b < blocks; ++b) block_scales(w, p, b)[c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
+    for (int b = 0; b < blocks; ++b) w.block_scales(p, b)[c] = c < cols ? src.scales[static_cast<std::size_t>(n0 + c) * blocks + b] : 0.0f;
   }
 }
 
@@ -298,6 +292,13 @@ PackedLinear pack_linear(const float* weight, int out, int in) {
 
 namespace {
 
+// Column `from` of w's scales into column n of s's, every block (a padding column's: 0), int8 or int4.
+void copy_column_scales(const PackedLinear& w, int from, PackedLinear& s, int n, bool real) {
+  for (int b = 0; b < s.scale_blocks(); ++b) {
+    s.block_scales(n / kPanelWidth, b)[n % kPanelWidth] = real ? w.block_scales(from / kPanelWidth, b)[from % kPanelWidth] : 0.0f;
+  }
+}
+
 // slice_columns for int4: each column's codes, scales and zero points moved nibble by nibble into
 // its new panel and lane (padding columns: all-zero blocks, as packing writes them).
 void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
@@ -312,8 +313,8 @@ void slice_q4_columns(const PackedLinear& w, int begin, PackedLinear& s) {
     }
     for (int b = 0; b < s.scale_blocks(); ++b) {
       storage::set_q4_code(zeros[b], c, real ? storage::q4_code(w.panel_zero_points(from / kPanelWidth)[b], fc) : storage::kQ4Zero);
-      s.q4_scales(n / kPanelWidth, b)[c] = real ? w.q4_scales(from / kPanelWidth, b)[fc] : 0.0f;
     }
+    copy_column_scales(w, from, s, n, real);
   }
 }
 
@@ -325,9 +326,7 @@ void copy_i8_columns(const PackedLinear& w, int begin, PackedLinear& s) {
     const bool real = n < s.out;
     const int from = begin + n;
     for (int k = 0; k < static_cast<int>(s.panel_depth()); ++k) s.i8_code(n, k) = real && k < w.in ? w.i8_code(from, k) : 0;
-    float* dst = s.scales.get() + static_cast<std::size_t>(n / kPanelWidth) * s.scale_blocks() * kPanelWidth + n % kPanelWidth;
-    const float* src = real ? w.panel_scales(from / kPanelWidth) + from % kPanelWidth : nullptr;
-    for (int b = 0; b < s.scale_blocks(); ++b) dst[b * kPanelWidth] = real ? src[b * kPanelWidth] : 0.0f;
+    copy_column_scales(w, from, s, n, real);
   }
 }
 

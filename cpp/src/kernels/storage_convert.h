@@ -210,7 +210,7 @@ float quantise_q4(const float* x, int n, Put&& put) {
 constexpr int kQ4GroupRows = 4;
 constexpr int kQ4GroupBytes = 16;
 constexpr int kQ4BlockCodeBytes = kQuantBlock / kQ4GroupRows * kQ4GroupBytes;
-constexpr int kQ4BlockBytes = kQ4BlockCodeBytes + 8 * static_cast<int>(sizeof(float));
+constexpr int kQ4BlockBytes = kQ4BlockCodeBytes + 8 * static_cast<int>(sizeof(float));  // + 8 columns' scales (kernels.h checks 8 = kPanelWidth)
 constexpr int q4_stored_rows(int in) { return (in + kQ4GroupRows - 1) / kQ4GroupRows * kQ4GroupRows; }
 // Bytes of a panel of `in` rows: whole blocks (a short last one padded with code 0).
 constexpr std::size_t q4_panel_bytes(int in) { return static_cast<std::size_t>(quant_blocks(in)) * kQ4BlockBytes; }
