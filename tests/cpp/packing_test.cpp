@@ -105,8 +105,8 @@ TEST(Packing, F16WeightsProjectAsTheirF32Values) {
 }
 
 // int8 codes move into row pairs for int8 activations (PackedLinear::i8_row_pairs) with every value
-// kept, an odd depth's last row paired with a stored zero row (the kernels load whole pairs), and
-// column slices of paired weights paired the same way.
+// kept, the last block's rows past the depth stored as zeros (the kernels load whole pairs), each
+// block's scales after its codes, and column slices of paired weights paired the same way.
 TEST(Packing, Int8RowPairsKeepEveryValue) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<float> value(-2.0f, 2.0f);
@@ -117,10 +117,18 @@ TEST(Packing, Int8RowPairsKeepEveryValue) {
     PackedLinear pairs = pack_linear(W.data(), StorageType::f32, out, in, StorageType::i8);
     use_int8_activations(pairs);
     ASSERT_TRUE(pairs.i8_row_pairs());
-    ASSERT_EQ(pairs.panel_depth(), static_cast<std::size_t>(in + in % 2));
+    ASSERT_EQ(pairs.panel_depth(), static_cast<std::size_t>(storage::quant_blocks(in) * storage::kQuantBlock));
     for (int n = 0; n < whole_panels(out); ++n) {
       for (int k = 0; k < in; ++k) ASSERT_EQ(pairs.weight(n, k), rows.weight(n, k)) << "n = " << n << ", k = " << k;
-      if (in % 2 == 1) ASSERT_EQ(pairs.i8_code(n, in), 0) << "the zero row, n = " << n;
+      for (int k = in; k < static_cast<int>(pairs.panel_depth()); ++k) ASSERT_EQ(pairs.i8_code(n, k), 0) << "padding row " << k << ", n = " << n;
+    }
+    // Each block's scales follow its 16 row pairs in the panel: one stream per panel.
+    for (int p = 0; p < pairs.panel_count(); ++p) {
+      for (int b = 0; b < pairs.scale_blocks(); ++b) {
+        const auto* block = reinterpret_cast<const unsigned char*>(pairs.i8_pair_panel(p)) + static_cast<std::size_t>(b) * 288;
+        ASSERT_EQ(reinterpret_cast<const unsigned char*>(pairs.block_scales(p, b)), block + 256) << "panel " << p << ", block " << b;
+        for (int c = 0; c < kPanelWidth; ++c) ASSERT_EQ(pairs.block_scales(p, b)[c], rows.block_scales(p, b)[c]);
+      }
     }
     const int begin = out / 3, end = out - out / 4;
     const PackedLinear slice = slice_columns(pairs, begin, end);

@@ -28,7 +28,8 @@ namespace webattention::kernels {
 // [in][kPanelWidth] contiguous, the last one zero-padded; elements of the module's storage type
 // (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
 // values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
-// by side, as its elements are). int4 stores its codes in groups of 4 panel rows, 16 bytes each,
+// by side, as its elements are); int8 in row pairs (int8 activations) keeps each block's scales
+// after its codes instead (storage_convert.h's i8_pair_byte: 288-byte blocks). int4 stores its codes in groups of 4 panel rows, 16 bytes each,
 // each block's 8 groups followed by its 8 scales (storage_convert.h's q4_byte: the layout),
 // [ceil(out / 8)][ceil(in / 32)][160] bytes, and each block's 8 zero points in one word
 // (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per
@@ -36,8 +37,8 @@ namespace webattention::kernels {
 // it is stored per block for checkpoints that carry their own (ORT's MatMulNBits). Where every
 // block's is 8, one panel's words serve all (share_eights_zero_points()): a decode step's far
 // panels then read no zero-point stream each.
-static_assert(storage::kQ4BlockBytes - storage::kQ4BlockCodeBytes == kPanelWidth * static_cast<int>(sizeof(float)),
-              "an int4 block's scales are its panel's columns' f32s");
+static_assert(storage::kScaleBytes == kPanelWidth * static_cast<int>(sizeof(float)),
+              "an int4 or paired int8 block's scales are its panel's columns' f32s");
 struct PackedLinear {
   int in = 0;
   int out = 0;
@@ -46,7 +47,7 @@ struct PackedLinear {
   // std::vector: packing writes every element, and zero-filling megabytes first would touch each
   // fresh page of WASM memory twice at load time.
   AlignedBytes storage;
-  std::unique_ptr<float[]> scales;  // int8 only (int4's lie in `storage`)
+  std::unique_ptr<float[]> scales;  // int8 in rows of 8 only (int4's and row pairs' lie in `storage`)
   std::unique_ptr<std::uint32_t[]> zero_points;  // int4 only
   std::size_t zero_point_panel_words = 0;        // int4: scale_blocks(), or 0 where one panel's serve all
   // No stored Inf or NaN (f16: no exponent 31), so the f16 kernels may take their finite-only
@@ -72,22 +73,24 @@ struct PackedLinear {
   bool empty() const { return !storage; }
   // Whether the projection quantises its input rows for this layer (an integer kernel's).
   bool quantises_input() const { return int8_activations && (type == StorageType::i8 || type == StorageType::q4); }
-  // int8 codes multiplied by int8 activations lie in row pairs: rows k and k + 1 (k even) of a
-  // column side by side, [ceil(in / 2)][8][2] bytes a panel, a zero row after an odd last one. The
-  // integer kernels' i32x4.dot_i16x8_s multiplies such a (k, k + 1) pair by the input's, so the
-  // codes load as they lie (q8_linear_simd128.h's I8Codes); every other reader takes [in][8].
+  // int8 codes multiplied by int8 activations lie in row pairs, each block's scales after its
+  // codes (storage_convert.h's i8_pair_byte), the last block's rows past `in` zero. The integer
+  // kernels' i32x4.dot_i16x8_s multiplies a (k, k + 1) pair by the input's, so the codes load as
+  // they lie (q8_linear_simd128.h's I8Codes); every other reader takes [in][8].
   bool i8_row_pairs() const { return type == StorageType::i8 && int8_activations; }
-  // Rows stored per panel: `in`, or `in` rounded up to even in row pairs.
-  std::size_t panel_depth() const { return static_cast<std::size_t>(i8_row_pairs() ? in + in % 2 : in); }
+  // Rows stored per panel: `in`, or whole blocks in row pairs.
+  std::size_t panel_depth() const {
+    return static_cast<std::size_t>(i8_row_pairs() ? scale_blocks() * storage::kQuantBlock : in);
+  }
+  // Panel p of int8 row pairs (storage_convert.h's i8_pair_byte).
+  std::int8_t* i8_pair_panel(int p) const {
+    return reinterpret_cast<std::int8_t*>(storage.get()) + static_cast<std::size_t>(p) * storage::kI8PairBlocks.panel_bytes(in);
+  }
   // Column n's int8 code at depth k, in either layout.
   std::int8_t& i8_code(int n, int k) const {
     const int c = n % kPanelWidth;
-    std::int8_t* panel = elements<std::int8_t>().panel(n / kPanelWidth);
-    return i8_row_pairs() ? panel[i8_pair_index(c, k)] : panel[static_cast<std::size_t>(k) * kPanelWidth + c];
-  }
-  // Lane c's code at depth k in a panel of row pairs.
-  static constexpr std::size_t i8_pair_index(int c, int k) {
-    return static_cast<std::size_t>(k / 2) * 2 * kPanelWidth + static_cast<std::size_t>(c) * 2 + k % 2;
+    if (i8_row_pairs()) return i8_pair_panel(n / kPanelWidth)[storage::i8_pair_byte(k, c)];
+    return elements<std::int8_t>().panel(n / kPanelWidth)[static_cast<std::size_t>(k) * kPanelWidth + c];
   }
   int panel_count() const { return whole_panels(out) / kPanelWidth; }
   // Output columns panel p holds (8, or fewer in the last panel), the rest being padding.
@@ -100,7 +103,7 @@ struct PackedLinear {
   }
   PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
   const float* panel(int p) const { return matrix().panel(p); }    // f32 only
-  // Panel p's int8 scales: [scale_blocks()][8].
+  // Panel p's int8 scales in rows of 8: [scale_blocks()][8].
   const float* panel_scales(int p) const {
     return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
   }
@@ -116,6 +119,7 @@ struct PackedLinear {
   // Panel p's block b's 8 scales, int8 or int4 (where each type keeps them).
   float* block_scales(int p, int b) const {
     if (type == StorageType::q4) return q4_scales(p, b);
+    if (i8_row_pairs()) return reinterpret_cast<float*>(i8_pair_panel(p) + storage::kI8PairBlocks.scales_byte(b));
     return scales.get() + (static_cast<std::size_t>(p) * scale_blocks() + b) * kPanelWidth;
   }
   std::uint32_t* panel_zero_points(int p) const {

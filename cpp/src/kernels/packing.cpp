@@ -138,9 +138,16 @@ PackedLinear allocate(StorageType type, int out, int in, bool int8_activations =
   w.type = type;
   w.int8_activations = int8_activations;
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * w.panel_depth();
-  // int4: half a byte per element and its scales, a panel's rows rounded up to whole blocks.
-  w.storage = aligned_bytes(type == StorageType::q4 ? w.panel_count() * w.q4_panel_bytes() : elements * storage_element_bytes(type));
-  if (type == StorageType::i8) w.scales.reset(new float[static_cast<std::size_t>(w.panel_count()) * w.scale_blocks() * kPanelWidth]);
+  // int4 and int8 row pairs: blocks of codes and their scales, a panel's rows rounded up to whole blocks.
+  const std::size_t panels = static_cast<std::size_t>(w.panel_count());
+  if (type == StorageType::q4) {
+    w.storage = aligned_bytes(panels * w.q4_panel_bytes());
+  } else if (w.i8_row_pairs()) {
+    w.storage = aligned_bytes(panels * storage::kI8PairBlocks.panel_bytes(in));
+  } else {
+    w.storage = aligned_bytes(elements * storage_element_bytes(type));
+  }
+  if (type == StorageType::i8 && !w.i8_row_pairs()) w.scales.reset(new float[panels * w.scale_blocks() * kPanelWidth]);
   if (type == StorageType::q4) {
     w.zero_point_panel_words = static_cast<std::size_t>(w.scale_blocks());
     w.zero_points.reset(new std::uint32_t[w.panel_count() * w.zero_point_panel_words]);

@@ -193,6 +193,39 @@ float quantise_q4(const float* x, int n, Put&& put) {
   return d;
 }
 
+// The integer kernels' panels (int4, and int8 in row pairs) are each one stream of blocks: a
+// block's codes for 32 rows of the panel's 8 columns, then those columns' 8 f32 scales. With the
+// scales in an array of their own, a decode step's far panels (far_panels.h) were twice as many
+// streams, and on a Zen 5 VM the int4 × int8 projection streamed from memory at 0.67x the rate it
+// reached with the scales' streams taken away, int8 × int8 at 0.82x (bench/decode/projection/run.sh,
+// COPIES=48; docs/performance.md#decode-kernels).
+constexpr int kScaleBytes = 8 * static_cast<int>(sizeof(float));  // a block's 8 columns' scales (kernels.h checks 8 = kPanelWidth)
+struct ScaledBlocks {
+  int code_bytes;  // a block's codes
+  constexpr int block_bytes() const { return code_bytes + kScaleBytes; }
+  // Bytes of a panel of `in` rows: whole blocks (a short last one padded).
+  constexpr std::size_t panel_bytes(int in) const { return static_cast<std::size_t>(quant_blocks(in)) * block_bytes(); }
+  // The scales' bytes that lie before row k's codes: those of the blocks before its own.
+  constexpr std::size_t scales_before(int k) const { return static_cast<std::size_t>(k / kQuantBlock) * kScaleBytes; }
+  // Block b's 8 scales: their byte in the panel.
+  constexpr std::size_t scales_byte(int b) const { return static_cast<std::size_t>(b) * block_bytes() + code_bytes; }
+  // Floats from one block's scales to the next's.
+  constexpr int scale_stride() const { return block_bytes() / static_cast<int>(sizeof(float)); }
+};
+
+// int8 codes multiplied by int8 activations lie in row pairs (kernels.h's PackedLinear::i8_row_pairs):
+// rows k and k + 1 (k even) of a column side by side, 16 bytes a pair of the panel's 8 columns,
+// so that i32x4.dot_i16x8_s takes a pair as it loads; a block's 16 pairs (256 bytes), then its
+// scales: 288-byte blocks, the rows past `in` zero codes.
+constexpr int kI8PairBytes = 2 * 8;
+constexpr ScaledBlocks kI8PairBlocks{kQuantBlock / 2 * kI8PairBytes};
+// Row k's byte of column `column` in its panel (the pair's first byte: i8_pair_byte(k & ~1, 0)).
+constexpr std::size_t i8_pair_byte(int k, int column) {
+  return static_cast<std::size_t>(k / 2) * kI8PairBytes + kI8PairBlocks.scales_before(k) + 2 * column + (k & 1);
+}
+static_assert(i8_pair_byte(kQuantBlock, 0) == static_cast<std::size_t>(kI8PairBlocks.block_bytes()),
+              "an int8 block's pairs, then its scales, then the next block's pairs");
+
 // An int4 panel's codes (kernels.h's PackedLinear) lie in groups of 4 rows, 16 bytes a group:
 // byte 2c + j holds column c's row 4g + j in its low nibble and its row 4g + 2 + j in its high one
 // (j = 0, 1). The low nibbles of a group are then (column, rows 4g, 4g + 1) byte pairs, the high
@@ -203,21 +236,18 @@ float quantise_q4(const float* x, int n, Put&& put) {
 // the group at bit q4_row_shift(j) (pair_panels_simd128.h). Padding rows hold code 0 and meet
 // inputs that are zero or never read.
 // A block's 8 groups (128 bytes) are followed by its 8 columns' f32 scales (32 bytes): a panel
-// is one stream of 160-byte blocks. With the scales in an array of their own, a decode step's 4
-// far panels (far_panels.h) were 8 streams, and on a Zen 5 VM the int4 × int8 projection streamed
-// from memory at 0.67x the rate it reached with the scales' streams taken away
-// (bench/decode/projection/run.sh, COPIES=48; docs/performance.md#decode-kernels).
+// is one stream of 160-byte blocks (ScaledBlocks below).
 constexpr int kQ4GroupRows = 4;
 constexpr int kQ4GroupBytes = 16;
-constexpr int kQ4BlockCodeBytes = kQuantBlock / kQ4GroupRows * kQ4GroupBytes;
-constexpr int kQ4BlockBytes = kQ4BlockCodeBytes + 8 * static_cast<int>(sizeof(float));  // + 8 columns' scales (kernels.h checks 8 = kPanelWidth)
+constexpr ScaledBlocks kQ4Blocks{kQuantBlock / kQ4GroupRows * kQ4GroupBytes};
+constexpr int kQ4BlockCodeBytes = kQ4Blocks.code_bytes;
+constexpr int kQ4BlockBytes = kQ4Blocks.block_bytes();
 constexpr int q4_stored_rows(int in) { return (in + kQ4GroupRows - 1) / kQ4GroupRows * kQ4GroupRows; }
 // Bytes of a panel of `in` rows: whole blocks (a short last one padded with code 0).
-constexpr std::size_t q4_panel_bytes(int in) { return static_cast<std::size_t>(quant_blocks(in)) * kQ4BlockBytes; }
+constexpr std::size_t q4_panel_bytes(int in) { return kQ4Blocks.panel_bytes(in); }
 // Row k's byte of column `column` in its panel: its group's, past the scales of the blocks before it.
 constexpr std::size_t q4_byte(int k, int column) {
-  return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes +
-         static_cast<std::size_t>(k / kQuantBlock) * (kQ4BlockBytes - kQ4BlockCodeBytes) + 2 * column + (k & 1);
+  return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes + kQ4Blocks.scales_before(k) + 2 * column + (k & 1);
 }
 // The end of the groups that hold rows [k0, k1) of one block (k0 a multiple of 4): a loop over
 // them steps kQ4GroupBytes from q4_byte(k0, 0).
@@ -226,8 +256,8 @@ constexpr std::size_t q4_groups_end(int k0, int k1) {
 }
 // Block b's 8 scales (f32, column order): their byte in the panel; floats from one block's
 // scales to the next's.
-constexpr std::size_t q4_scales_byte(int b) { return static_cast<std::size_t>(b) * kQ4BlockBytes + kQ4BlockCodeBytes; }
-constexpr int kQ4ScaleStride = kQ4BlockBytes / static_cast<int>(sizeof(float));
+constexpr std::size_t q4_scales_byte(int b) { return kQ4Blocks.scales_byte(b); }
+constexpr int kQ4ScaleStride = kQ4Blocks.scale_stride();
 static_assert(q4_byte(kQuantBlock, 0) == kQ4BlockBytes && q4_groups_end(0, kQuantBlock) == kQ4BlockCodeBytes,
               "a block's groups, then its scales, then the next block's groups");
 // Row j (0-3) of a group: its bit in a 32-bit lane of the group (its even column's; the odd

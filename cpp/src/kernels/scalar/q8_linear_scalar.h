@@ -16,9 +16,9 @@ struct I8Codes {
   const std::int8_t* p;
   const float* scales;
   const float* block_scales = nullptr;
-  I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
-  void start(int b) { block_scales = scales + b * kPanelWidth; }
-  int code(int k, int c) const { return p[PackedLinear::i8_pair_index(c, k)]; }  // row pairs (i8_row_pairs)
+  I8Codes(const PackedLinear& w, int panel) : p(w.i8_pair_panel(panel)), scales(w.block_scales(panel, 0)) {}
+  void start(int b) { block_scales = scales + b * storage::kI8PairBlocks.scale_stride(); }
+  int code(int k, int c) const { return p[storage::i8_pair_byte(k, c)]; }  // row pairs (i8_row_pairs)
   int zero(int) const { return 0; }
   float scale(int c) const { return block_scales[c]; }
 };

@@ -49,7 +49,8 @@ struct InputRows {
 };
 
 // int8 weights in row pairs (PackedLinear::i8_row_pairs: 16 bytes hold rows k, k+1 as (c, k),
-// (c, k+1) pairs, columns 0-7): each half sign-extended to int16 as it loads is 4 columns' pairs
+// (c, k+1) pairs, columns 0-7; each block's 16 pairs followed by its scales, storage_convert.h's
+// i8_pair_byte): each half sign-extended to int16 as it loads is 4 columns' pairs
 // as i32x4.dot_i16x8_s takes them, dotted with the input's (x_k, x_k+1) pair: columns 0-3 into lo,
 // 4-7 into hi. Per 16 weights 2 dots and 2 adds after the loads; codes in rows of 8 took 2
 // unpacks more.
@@ -58,10 +59,12 @@ struct I8Codes {
   // block_dot's loop in Chromium (0.56-0.59× in Node), in the rows-of-8 layout.
   static constexpr int kMaxRows = kRows;  // input rows per row block
   const std::int8_t* p;
-  const float* scales;
-  static constexpr int kScaleStride = kPanelWidth;  // floats from a block's scales to the next's
-  I8Codes(const PackedLinear& w, int panel) : p(w.elements<const std::int8_t>().panel(panel)), scales(w.panel_scales(panel)) {}
+  const float* scales;  // block 0's
+  static constexpr int kScaleStride = storage::kI8PairBlocks.scale_stride();  // floats from a block's scales to the next's
+  I8Codes(const PackedLinear& w, int panel) : p(w.i8_pair_panel(panel)), scales(w.block_scales(panel, 0)) {}
   const float* block_scales(int b) const { return scales + b * kScaleStride; }
+  // The pair of rows (k, k + 1), k even.
+  const std::int8_t* pair(int k) const { return p + storage::i8_pair_byte(k, 0); }
   // lo, hi += the row pair at `pair` times each input row's pair at `k` (x rows from `in`).
   template <int R>
   static void madd(const std::int8_t* pair, const InputRows<R>& in, int k, v128_t lo[R], v128_t hi[R]) {
@@ -81,21 +84,21 @@ struct I8Codes {
       // A whole block for one input row: pointers stepped (V8 then addresses the loads without a
       // multiply-add each), unrolled by 2 only: fully unrolled, clang hoists every load and V8
       // spills them, so the end is hidden from clang too.
-      const std::int8_t *a = p + k0 * kPanelWidth, *end = a + storage::kQuantBlock * kPanelWidth;
+      const std::int8_t *a = pair(k0), *end = a + storage::kI8PairBlocks.code_bytes;
       __asm__("" : "+r"(end));
       InputRows<R> at = in;
       at.x[0] += k0;
       _Pragma("clang loop unroll_count(2)") for (; a != end; a += 2 * kPanelWidth, at.x[0] += 2) madd<R>(a, at, 0, lo, hi);
       return;
     }
-    for (int k = k0; k < k1; k += 2) madd<R>(p + k * kPanelWidth, in, k, lo, hi);
+    for (int k = k0; k < k1; k += 2) madd<R>(pair(k), in, k, lo, hi);
   }
   // Block b's rows [k0, k1) as WideCodes lays them out (out: kWideBlock int16, zeros past k1):
   // the pairs widened where they lie.
   void widen_block(int, int k0, int k1, std::int16_t* out) const {
     int k = k0;
     for (; k < k1; k += 2, out += 2 * kPanelWidth) {
-      const v128_t pairs = wasm_v128_load(p + k * kPanelWidth);
+      const v128_t pairs = wasm_v128_load(pair(k));
       wasm_v128_store(out, wasm_i16x8_extend_low_i8x16(pairs));
       wasm_v128_store(out + 8, wasm_i16x8_extend_high_i8x16(pairs));
     }
