@@ -29,11 +29,11 @@ namespace webattention::kernels {
 // (webattention/storage_type.h). int8 adds one f32 scale per block of storage::kQuantBlock input
 // values of each output column, [ceil(out / 8)][ceil(in / 32)][8] (the panel's 8 columns side
 // by side, as its elements are); int8 in row pairs (int8 activations) keeps each block's scales
-// after its codes instead (storage_convert.h's i8_pair_byte: 288-byte blocks). int4 stores its codes in groups of 4 panel rows, 16 bytes each,
-// each block's 8 groups followed by its 8 scales (storage_convert.h's q4_byte: the layout),
-// [ceil(out / 8)][ceil(in / 32)][160] bytes, and each block's 8 zero points in one word
-// (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in / 32)] words: 4 + 1 + 1/8 bits per
-// weight. A block's zero point is 8 where the weights were quantised at load (storage::kQ4Zero);
+// after its codes instead (storage_convert.h's i8_pair_byte: 288-byte blocks). int4 stores its
+// codes in groups of 4 panel rows, 16 bytes each, each block's 8 groups followed by its 8 scales
+// (storage_convert.h's q4_byte: the layout), [ceil(out / 8)][ceil(in / 32)][160] bytes, and
+// each block's 8 zero points in one word (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in
+// / 32)] words: 4 + 1 + 1/8 bits per weight. A block's zero point is 8 where the weights were quantised at load (storage::kQ4Zero);
 // it is stored per block for checkpoints that carry their own (ORT's MatMulNBits). Where every
 // block's is 8, one panel's words serve all (share_eights_zero_points()): a decode step's far
 // panels then read no zero-point stream each.

@@ -236,7 +236,7 @@ static_assert(i8_pair_byte(kQuantBlock, 0) == static_cast<std::size_t>(kI8PairBl
 // the group at bit q4_row_shift(j) (pair_panels_simd128.h). Padding rows hold code 0 and meet
 // inputs that are zero or never read.
 // A block's 8 groups (128 bytes) are followed by its 8 columns' f32 scales (32 bytes): a panel
-// is one stream of 160-byte blocks (ScaledBlocks below).
+// is one stream of 160-byte blocks (ScaledBlocks above).
 constexpr int kQ4GroupRows = 4;
 constexpr int kQ4GroupBytes = 16;
 constexpr ScaledBlocks kQ4Blocks{kQuantBlock / kQ4GroupRows * kQ4GroupBytes};
