@@ -163,7 +163,7 @@ TEST(Q4Packing, EachBlocksScalesAfterItsCodesAndEightsZeroPointsShared) {
   std::vector<float> W(static_cast<std::size_t>(out) * in);
   for (std::size_t i = 0; i < W.size(); ++i) W[i] = std::sin(static_cast<float>(i)) * (1.0f + static_cast<float>(i % 7));
   const kernels::PackedLinear w = kernels::pack_linear(W.data(), StorageType::f32, out, in, StorageType::q4);
-  ASSERT_EQ(w.q4_panel_bytes(), 3u * 160u);  // 3 blocks, the last one short
+  ASSERT_EQ(w.scaled_panel_bytes(), 3u * 160u);  // 3 blocks, the last one short
   EXPECT_EQ(w.zero_point_panel_words, 0u);
   EXPECT_EQ(w.panel_zero_points(0), w.panel_zero_points(1));
   const std::vector<float> expected = reference::stored(W, out, in, StorageType::q4, 32);
@@ -194,9 +194,9 @@ TEST(Q4Packing, PerBlockZeroPoints) {
   const std::vector<float> W(8 * 40, 0.0f);
   kernels::PackedLinear w = kernels::pack_linear(W.data(), StorageType::f32, 8, 40, StorageType::q4);
   // Block 1 (depths 32-39) of an even and an odd column (the SIMD readers' two halves).
-  w.q4_scales(0, 1)[2] = 0.5f;
+  w.block_scales(0, 1)[2] = 0.5f;
   storage::set_q4_code(w.panel_zero_points(0)[1], 2, 5);   // code 8 is (8 - 5) · 0.5
-  w.q4_scales(0, 1)[3] = 0.25f;
+  w.block_scales(0, 1)[3] = 0.25f;
   storage::set_q4_code(w.panel_zero_points(0)[1], 3, 11);  // code 8 is (8 - 11) · 0.25
   EXPECT_EQ(w.weight(2, 35), 1.5f);
   EXPECT_EQ(w.weight(3, 35), -0.75f);

@@ -33,8 +33,9 @@ namespace webattention::kernels {
 // codes in groups of 4 panel rows, 16 bytes each, each block's 8 groups followed by its 8 scales
 // (storage_convert.h's q4_byte: the layout), [ceil(out / 8)][ceil(in / 32)][160] bytes, and
 // each block's 8 zero points in one word (storage_convert.h's q4_shift), [ceil(out / 8)][ceil(in
-// / 32)] words: 4 + 1 + 1/8 bits per weight. A block's zero point is 8 where the weights were quantised at load (storage::kQ4Zero);
-// it is stored per block for checkpoints that carry their own (ORT's MatMulNBits). Where every
+// / 32)] words: 4 + 1 + 1/8 bits per weight. A block's zero point is 8 where the weights were
+// quantised at load (storage::kQ4Zero); it is stored per block for checkpoints that carry their
+// own (ORT's MatMulNBits). Where every
 // block's is 8, one panel's words serve all (share_eights_zero_points()): a decode step's far
 // panels then read no zero-point stream each.
 static_assert(storage::kScaleBytes == kPanelWidth * static_cast<int>(sizeof(float)),
@@ -82,10 +83,25 @@ struct PackedLinear {
   std::size_t panel_depth() const {
     return static_cast<std::size_t>(i8_row_pairs() ? scale_blocks() * storage::kQuantBlock : in);
   }
-  // Panel p of int8 row pairs (storage_convert.h's i8_pair_byte).
-  std::int8_t* i8_pair_panel(int p) const {
-    return reinterpret_cast<std::int8_t*>(storage.get()) + static_cast<std::size_t>(p) * storage::kI8PairBlocks.panel_bytes(in);
+  // The layout of int4's panels and int8's in row pairs: blocks of codes, each followed by its
+  // scales (storage_convert.h's ScaledBlocks); null for the other layouts.
+  const storage::ScaledBlocks* scaled_blocks() const {
+    if (type == StorageType::q4) return &storage::kQ4Blocks;
+    return i8_row_pairs() ? &storage::kI8PairBlocks : nullptr;
   }
+  // Bytes of a panel in those layouts.
+  std::size_t scaled_panel_bytes() const { return scaled_blocks()->panel_bytes(in); }
+  // Panel p and its block b's scales in the layout the caller names: int4's (storage_convert.h's
+  // q4_byte) or int8 row pairs' (i8_pair_byte). A kernel, which knows its type, gets them with no
+  // branch (the constant layout folds into the arithmetic).
+  std::uint8_t* scaled_panel(const storage::ScaledBlocks& blocks, int p) const {
+    return storage.get() + static_cast<std::size_t>(p) * blocks.panel_bytes(in);
+  }
+  float* block_scales(const storage::ScaledBlocks& blocks, int p, int b) const {
+    return reinterpret_cast<float*>(scaled_panel(blocks, p) + blocks.scales_byte(b));
+  }
+  std::uint8_t* q4_panel(int p) const { return scaled_panel(storage::kQ4Blocks, p); }
+  std::int8_t* i8_pair_panel(int p) const { return reinterpret_cast<std::int8_t*>(scaled_panel(storage::kI8PairBlocks, p)); }
   // Column n's int8 code at depth k, in either layout.
   std::int8_t& i8_code(int n, int k) const {
     const int c = n % kPanelWidth;
@@ -103,25 +119,21 @@ struct PackedLinear {
   }
   PanelMatrix<float> matrix() const { return elements<float>(); }  // f32 only
   const float* panel(int p) const { return matrix().panel(p); }    // f32 only
-  // Panel p's int8 scales in rows of 8: [scale_blocks()][8].
-  const float* panel_scales(int p) const {
-    return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth;
-  }
-  // Panel p's int4 blocks (storage_convert.h's q4_byte), its block b's 8 scales, and its
-  // zero-point words ([scale_blocks()]).
-  std::uint8_t* q4_panel(int p) const {
-    return storage.get() + static_cast<std::size_t>(p) * q4_panel_bytes();
-  }
-  std::size_t q4_panel_bytes() const { return storage::q4_panel_bytes(in); }
-  float* q4_scales(int p, int b) const {
-    return reinterpret_cast<float*>(q4_panel(p) + storage::q4_scales_byte(b));
-  }
-  // Panel p's block b's 8 scales, int8 or int4 (where each type keeps them).
+  // Panel p's block b's 8 scales, int8 or int4, where the layout keeps them: after the block's
+  // codes (scaled_blocks()), or in `scales`, [scale_blocks()][8] a panel (int8 in rows of 8).
   float* block_scales(int p, int b) const {
-    if (type == StorageType::q4) return q4_scales(p, b);
-    if (i8_row_pairs()) return reinterpret_cast<float*>(i8_pair_panel(p) + storage::kI8PairBlocks.scales_byte(b));
-    return scales.get() + (static_cast<std::size_t>(p) * scale_blocks() + b) * kPanelWidth;
+    if (type == StorageType::q4) return block_scales(storage::kQ4Blocks, p, b);  // scaled_blocks()'s, each a constant
+    if (i8_row_pairs()) return block_scales(storage::kI8PairBlocks, p, b);
+    return panel_scales(p) + static_cast<std::size_t>(b) * kPanelWidth;
   }
+  // Panel p's int8 scales in rows of 8: [scale_blocks()][8].
+  float* panel_scales(int p) const { return scales.get() + static_cast<std::size_t>(p) * scale_blocks() * kPanelWidth; }
+  // Floats from one block's scales to the next's in a panel (block_scales).
+  int scale_stride() const {
+    const storage::ScaledBlocks* blocks = scaled_blocks();
+    return blocks ? blocks->scale_stride() : kPanelWidth;
+  }
+  // Panel p's int4 zero-point words ([scale_blocks()]).
   std::uint32_t* panel_zero_points(int p) const {
     return zero_points.get() + static_cast<std::size_t>(p) * zero_point_panel_words;
   }

@@ -108,7 +108,7 @@ __attribute__((noinline)) void pack_panel_i8(const Source& src, int p, const Pac
 // (padding columns: scale 0, code 8; padding rows: code 0); zero points 8.
 __attribute__((noinline)) void pack_panel_q4(const Source& src, int p, const PackedLinear& w) {
   std::uint8_t* codes = w.q4_panel(p);
-  std::fill(codes, codes + w.q4_panel_bytes(), std::uint8_t{0});
+  std::fill(codes, codes + w.scaled_panel_bytes(), std::uint8_t{0});
   std::uint32_t* zeros = w.panel_zero_points(p);
   static_assert(storage::kQ4Zero == 8, "the zero-point words are 8 in every nibble");
   std::fill(zeros, zeros + w.scale_blocks(), 0x88888888u);
@@ -140,10 +140,8 @@ PackedLinear allocate(StorageType type, int out, int in, bool int8_activations =
   const std::size_t elements = static_cast<std::size_t>(whole_panels(out)) * w.panel_depth();
   // int4 and int8 row pairs: blocks of codes and their scales, a panel's rows rounded up to whole blocks.
   const std::size_t panels = static_cast<std::size_t>(w.panel_count());
-  if (type == StorageType::q4) {
-    w.storage = aligned_bytes(panels * w.q4_panel_bytes());
-  } else if (w.i8_row_pairs()) {
-    w.storage = aligned_bytes(panels * storage::kI8PairBlocks.panel_bytes(in));
+  if (w.scaled_blocks()) {
+    w.storage = aligned_bytes(panels * w.scaled_panel_bytes());
   } else {
     w.storage = aligned_bytes(elements * storage_element_bytes(type));
   }
@@ -252,7 +250,7 @@ WEBATTENTION_PACK_FOR_SIZE void pack_quantised_i8(const QuantisedSource& src, in
 WEBATTENTION_PACK_FOR_SIZE void pack_quantised_q4(const QuantisedSource& src, int p, const PackedLinear& w) {
   const int n0 = p * kPanelWidth, cols = w.panel_columns(p), in = w.in, blocks = w.scale_blocks();
   std::uint8_t* panel = w.q4_panel(p);
-  std::fill(panel, panel + w.q4_panel_bytes(), std::uint8_t{0});
+  std::fill(panel, panel + w.scaled_panel_bytes(), std::uint8_t{0});
   std::uint32_t* zeros = w.panel_zero_points(p);
   const auto* codes = static_cast<const std::uint8_t*>(src.codes);
   for (int c = 0; c < kPanelWidth; ++c) {

@@ -240,11 +240,7 @@ static_assert(i8_pair_byte(kQuantBlock, 0) == static_cast<std::size_t>(kI8PairBl
 constexpr int kQ4GroupRows = 4;
 constexpr int kQ4GroupBytes = 16;
 constexpr ScaledBlocks kQ4Blocks{kQuantBlock / kQ4GroupRows * kQ4GroupBytes};
-constexpr int kQ4BlockCodeBytes = kQ4Blocks.code_bytes;
-constexpr int kQ4BlockBytes = kQ4Blocks.block_bytes();
 constexpr int q4_stored_rows(int in) { return (in + kQ4GroupRows - 1) / kQ4GroupRows * kQ4GroupRows; }
-// Bytes of a panel of `in` rows: whole blocks (a short last one padded with code 0).
-constexpr std::size_t q4_panel_bytes(int in) { return kQ4Blocks.panel_bytes(in); }
 // Row k's byte of column `column` in its panel: its group's, past the scales of the blocks before it.
 constexpr std::size_t q4_byte(int k, int column) {
   return static_cast<std::size_t>(k / kQ4GroupRows) * kQ4GroupBytes + kQ4Blocks.scales_before(k) + 2 * column + (k & 1);
@@ -254,11 +250,8 @@ constexpr std::size_t q4_byte(int k, int column) {
 constexpr std::size_t q4_groups_end(int k0, int k1) {
   return q4_byte(k0, 0) + static_cast<std::size_t>(q4_stored_rows(k1 - k0)) / kQ4GroupRows * kQ4GroupBytes;
 }
-// Block b's 8 scales (f32, column order): their byte in the panel; floats from one block's
-// scales to the next's.
-constexpr std::size_t q4_scales_byte(int b) { return kQ4Blocks.scales_byte(b); }
-constexpr int kQ4ScaleStride = kQ4Blocks.scale_stride();
-static_assert(q4_byte(kQuantBlock, 0) == kQ4BlockBytes && q4_groups_end(0, kQuantBlock) == kQ4BlockCodeBytes,
+static_assert(q4_byte(kQuantBlock, 0) == static_cast<std::size_t>(kQ4Blocks.block_bytes()) &&
+                  q4_groups_end(0, kQuantBlock) == static_cast<std::size_t>(kQ4Blocks.code_bytes),
               "a block's groups, then its scales, then the next block's groups");
 // Row j (0-3) of a group: its bit in a 32-bit lane of the group (its even column's; the odd
 // column's is 16 on), and in its byte, (k & 2) · 2.

@@ -49,14 +49,14 @@ struct BlockScaled {
   const float* scales;  // block 0's
   int scale_stride;     // floats from a block's scales to the next's
   const float* block_scales = nullptr;
-  BlockScaled(const float* first_scales, int stride) : scales(first_scales), scale_stride(stride) {}
+  BlockScaled(const PackedLinear& w, int panel) : scales(w.block_scales(panel, 0)), scale_stride(w.scale_stride()) {}
   void start(int k0) { block_scales = scales + (k0 / kBlock) * scale_stride; }
   float block_sum(float part, int c) const { return part * block_scales[c]; }
 };
 struct I8Panel : BlockScaled {
   const std::int8_t* p;
   I8Panel(const PackedLinear& w, int panel)
-      : BlockScaled(w.panel_scales(panel), kPanelWidth), p(w.elements<const std::int8_t>().panel(panel)) {}
+      : BlockScaled(w, panel), p(w.elements<const std::int8_t>().panel(panel)) {}
   float at(int k, int c) const { return static_cast<float>(p[k * kPanelWidth + c]); }  // q itself
 };
 // int4: q - z, exact in f32, with the zero points of the block start() begins.
@@ -65,7 +65,7 @@ struct Q4Panel : BlockScaled {
   const std::uint32_t* zero_points;
   std::uint32_t block_zeros = 0;
   Q4Panel(const PackedLinear& w, int panel)
-      : BlockScaled(w.q4_scales(panel, 0), storage::kQ4ScaleStride), codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)) {}
+      : BlockScaled(w, panel), codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)) {}
   void start(int k0) {
     BlockScaled::start(k0);
     block_zeros = zero_points[k0 / kBlock];

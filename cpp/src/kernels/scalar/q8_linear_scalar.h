@@ -14,10 +14,11 @@ namespace {
 
 struct I8Codes {
   const std::int8_t* p;
-  const float* scales;
+  const float* scales;  // block 0's
+  int scale_stride;     // PackedLinear::scale_stride
   const float* block_scales = nullptr;
-  I8Codes(const PackedLinear& w, int panel) : p(w.i8_pair_panel(panel)), scales(w.block_scales(panel, 0)) {}
-  void start(int b) { block_scales = scales + b * storage::kI8PairBlocks.scale_stride(); }
+  I8Codes(const PackedLinear& w, int panel) : p(w.i8_pair_panel(panel)), scales(w.block_scales(panel, 0)), scale_stride(w.scale_stride()) {}
+  void start(int b) { block_scales = scales + b * scale_stride; }
   int code(int k, int c) const { return p[storage::i8_pair_byte(k, c)]; }  // row pairs (i8_row_pairs)
   int zero(int) const { return 0; }
   float scale(int c) const { return block_scales[c]; }
@@ -26,14 +27,15 @@ struct I8Codes {
 struct Q4Codes {
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
-  const float* scales;
+  const float* scales;  // block 0's
+  int scale_stride;     // PackedLinear::scale_stride
   std::uint32_t block_zeros = 0;
   const float* block_scales = nullptr;
   Q4Codes(const PackedLinear& w, int panel)
-      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.q4_scales(panel, 0)) {}
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.block_scales(panel, 0)), scale_stride(w.scale_stride()) {}
   void start(int b) {
     block_zeros = zero_points[b];
-    block_scales = scales + b * storage::kQ4ScaleStride;
+    block_scales = scales + b * scale_stride;
   }
   int code(int k, int c) const { return storage::q4_code_at(codes, k, c); }
   int zero(int c) const { return storage::q4_code(block_zeros, c); }

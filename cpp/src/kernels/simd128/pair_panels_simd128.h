@@ -200,7 +200,7 @@ struct Q4PairPanel {
   v128_t z_even = wasm_i32x4_splat(0), z_odd = wasm_i32x4_splat(0);
   Q4PairPanel() = default;
   Q4PairPanel(const PackedLinear& w, int panel)
-      : p(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.q4_scales(panel, 0)) {}
+      : p(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.block_scales(storage::kQ4Blocks, panel, 0)) {}
   void start(int k0) {
     v128_t z03, z47;
     q4_zero_lanes(zero_points[k0 / kBlock], z03, z47);
@@ -227,7 +227,7 @@ struct Q4PairPanel {
   }
   // The scales of the block that starts at row k0, even and odd columns.
   void pair_scales(int k0, v128_t& s_even, v128_t& s_odd) const {
-    const float* s = scales + (k0 / kBlock) * storage::kQ4ScaleStride;
+    const float* s = scales + (k0 / kBlock) * storage::kQ4Blocks.scale_stride();
     to_pairs(wasm_v128_load(s), wasm_v128_load(s + 4), s_even, s_odd);
   }
   // acc += part · the block's scales (I8PairPanel::scale_block's arithmetic).

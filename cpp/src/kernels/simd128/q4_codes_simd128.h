@@ -22,10 +22,10 @@ struct Q4Codes {
   static constexpr int kMaxRows = kRows;
   const std::uint8_t* codes;
   const std::uint32_t* zero_points;
-  const float* scales;  // block 0's, within the codes (storage_convert.h's q4_scales_byte)
-  static constexpr int kScaleStride = storage::kQ4ScaleStride;
+  const float* scales;  // block 0's, within the codes (storage_convert.h's ScaledBlocks)
+  static constexpr int kScaleStride = storage::kQ4Blocks.scale_stride();
   Q4Codes(const PackedLinear& w, int panel)
-      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.q4_scales(panel, 0)) {}
+      : codes(w.q4_panel(panel)), zero_points(w.panel_zero_points(panel)), scales(w.block_scales(storage::kQ4Blocks, panel, 0)) {}
   const float* block_scales(int b) const { return scales + b * kScaleStride; }
   // A group's low and high nibbles, as bytes.
   static void nibbles(v128_t v, v128_t& low, v128_t& high) {
