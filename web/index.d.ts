@@ -286,7 +286,8 @@ export class MultiHeadAttention {
   /**
    * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
    * (also with 'auto' before its first call of at least webgpuMinFlops, and after the WebGPU
-   * device was lost: the module then carries on on WASM).
+   * device was lost: the module then carries on on WASM). A hostWeights: false module has no WASM
+   * copy and stays 'webgpu' after a loss, its calls refused.
    */
   readonly backend: 'wasm' | 'webgpu';
   /** What the WebGPU kernel selection measured and chose on this module's device; null without a GPU in use. */

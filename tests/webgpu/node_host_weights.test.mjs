@@ -148,6 +148,10 @@ describe('hostWeights: false: the weights on the GPU only', () => {
         (e) => e instanceof BackendError && e.argument === 'hostWeights' && /device was lost/.test(e.message)));
       assert.ok(warnings.every((w) => /refused from now on/.test(w)), warnings.join('\n'));
       assert.throws(() => mha.createCache({ maxLength: 4 }), (e) => e instanceof BackendError && e.argument === 'hostWeights');
+      // It has no WASM copy to run on, so it does not claim one; its profile and device are gone.
+      assert.equal(mha.backend, 'webgpu');
+      assert.equal(mha.gpuProfile(), null);
+      assert.equal(mha.gpuDevice, null);
     } finally {
       mha.dispose();
     }

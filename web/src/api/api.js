@@ -117,7 +117,7 @@ export class MultiHeadAttention {
   /**
    * 'webgpu' (with backend 'auto', calls under webgpuMinFlops still run on WASM) or 'wasm'
    * (backend 'wasm'; 'auto' before its first large call or without a usable GPU; after the
-   * WebGPU device was lost).
+   * WebGPU device was lost, except in a hostWeights: false module, which has no WASM copy).
    */
   get backend() {
     return this.#live('backend').backend;

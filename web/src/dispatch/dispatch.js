@@ -82,9 +82,13 @@ export class Dispatcher {
     this.#gpu = gpuSlot(gpu, gpuMinFlops, measureThreshold);
   }
 
-  /** 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). */
+  /**
+   * 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). A module whose
+   * weights live on the GPU only never computes on WASM, so it says 'webgpu' even once its device is
+   * lost (its calls are then refused: off_gpu.js).
+   */
   get backend() {
-    return this.#gpuUsable() ? 'webgpu' : 'wasm';
+    return this.#gpuUsable() || !this.#hostWeights ? 'webgpu' : 'wasm';
   }
 
   /** Threads forward() computes on: 1 once the pool has failed. */
