@@ -82,11 +82,7 @@ export class Dispatcher {
     this.#gpu = gpuSlot(gpu, gpuMinFlops, measureThreshold);
   }
 
-  /**
-   * 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost). A module whose
-   * weights live on the GPU only never computes on WASM, so it says 'webgpu' even once its device is
-   * lost (its calls are then refused: off_gpu.js).
-   */
+  /** 'webgpu' while a device is in use, else 'wasm' (not chosen yet, none, or lost); always 'webgpu' with hostWeights: false (no WASM copy). */
   get backend() {
     return this.#gpuUsable() || !this.#hostWeights ? 'webgpu' : 'wasm';
   }
