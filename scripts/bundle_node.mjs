@@ -10,7 +10,7 @@
 // file (imported by a computed URL, one per module).
 // The WebGPU executor (~80 KB with its WGSL), which Node imports only when there is a GPU, is a
 // file of its own, node_webgpu_executor.js: parsing it cost a cold start ~2 ms of its import
-// (docs/performance.md#cold-start); so are lazy_exports.js (web/src/lazy_exports.js says why) and
+// (docs/performance/memory_and_startup.md#cold-start); so are lazy_exports.js (web/src/lazy_exports.js says why) and
 // node_threads.js (the pthreads modules' loader, imported only when WEBATTENTION_WASM names one).
 // What they share with the entry is one chunk, node_chunk.js, which the entry imports: one
 // copy of every module (error classes among them) for all. The worker is bundled apart: a chunk
@@ -34,7 +34,8 @@ export async function bundleNode(outDir = join(ROOT, 'web/dist')) {
     target: 'node18',  // package.json engines
     // Without whitespace and comments, in shorter equivalent syntax; names stay as written (stack
     // traces, error classes). V8 parses the import in 7.1 ms instead of 8.4 (270 → 197 KB; median
-    // of 15 imports each, docs/performance.md#cold-start). Renaming identifiers too would save 0.3 ms more.
+    // of 15 imports each, docs/performance/memory_and_startup.md#cold-start). Renaming identifiers
+    // too would save 0.3 ms more.
     minifyWhitespace: true,
     minifySyntax: true,
     banner: { js: BANNER },

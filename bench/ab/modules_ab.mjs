@@ -10,7 +10,7 @@
 //   node [--experimental-wasm-relaxed-simd] bench/ab/modules_ab.mjs [--browser | --firefox] [--causal] [--quick]
 //        [--rounds N] [--markdown] [--firefox-pref NAME=VALUE ...] [--weights DTYPE] [--activations int8] [--rows L]
 //        <module>[:<threads>][@<package root>] ...
-//   --markdown  also print the results as a Markdown table (docs/performance.md#wasm-modules)
+//   --markdown  also print the results as a Markdown table (docs/performance/platform.md#wasm-modules)
 //   --weights, --activations  create()'s weightsDtype and activations for every contender
 //   --rows L    every shape with L rows (--rows 1: a decode step's projections, one key)
 //   e.g. node --experimental-wasm-relaxed-simd bench/ab/modules_ab.mjs simd relaxed

@@ -10,7 +10,7 @@
 // modules). Prints the median and minimum of each.
 //
 //   node bench/cold_start/browser_cold_start.mjs [--runs N] [--plain] [--static] [--browser chromium|firefox] [--markdown]
-//   --markdown    also print the table as Markdown (docs/performance.md#cold-start)
+//   --markdown    also print the table as Markdown (docs/performance/memory_and_startup.md#cold-start)
 //
 // web/demo/ is the page as written (every module of web/src a request of its own: what `npm start`
 // serves first); build/demo/ is what a visitor of a static deploy loads (one bundle per page,

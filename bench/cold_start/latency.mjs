@@ -8,7 +8,7 @@
 //                 median over runs of its total over the first entry's total in the same run.
 //   --runs N      cold starts per entry (default 9)
 //   --cold-only   skip the small-input latency
-//   --markdown    also print the results as Markdown tables (docs/performance.md#cold-start)
+//   --markdown    also print the results as Markdown tables (docs/performance/memory_and_startup.md#cold-start)
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';

@@ -16,7 +16,7 @@
 //   --browser        run in headless Chromium instead (bench/browser/suite.html?suite=decode, served by
 //                    scripts/serve.mjs; /usr/bin/chromium unless CHROMIUM= says otherwise)
 //   --firefox        run in headless Firefox (firefox-esr, tests/browser/browsers.mjs; FIREFOX=)
-//   --node --browser --firefox  any of them, one after the other (what docs/performance.md#decode records)
+//   --node --browser --firefox  any of them, one after the other (what docs/performance/decode.md#decode records)
 //   --quick          cache lengths 128 and 512 only (the full run has 128, 512, 2048, 8192)
 //   --budget MS      time per cell for the timed steps (default 1500): runs = budget / warm
 //                    time, at least 3, at most 100

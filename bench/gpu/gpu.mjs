@@ -32,7 +32,7 @@
 // 'timestamp-query' (else wall time); every loop is bounded by time, the full run by about 3 min
 // on an H100. --quick: two small shapes and 256³ (for a software adapter). --json: one JSON
 // object per line instead of the table. --markdown (with --decode): also the decode steps as a
-// Markdown table at the end (docs/performance.md#gpu).
+// Markdown table at the end (docs/performance/platform.md#gpu).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
 import { timeTransfers } from './gpu_kernel_timing.mjs';

@@ -372,7 +372,7 @@ export function formatTable(rows) {
   });
 }
 
-/** Markdown table (for docs/performance.md#prefill). */
+/** Markdown table (for docs/performance/prefill.md#prefill). */
 export function formatMarkdown(rows) {
   return markdownTable(COLUMNS, rows, {
     edit: (r, cells) => {

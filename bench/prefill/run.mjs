@@ -45,7 +45,7 @@
 //                    globalThis.WEBATTENTION_WASM in a browser): the page is cross-origin isolated,
 //                    so a browser picks 'mt-relaxed' or 'mt' unless told. Node 20 runs 'relaxed' only when started
 //                    with --experimental-wasm-relaxed-simd.
-//   --markdown       also print each table as Markdown (what docs/performance.md#prefill holds)
+//   --markdown       also print each table as Markdown (what docs/performance/prefill.md#prefill holds)
 //   --json FILE      also write { node?, browser?, firefox? } → { header, rows } as JSON to FILE
 //   --timeout S      give up on the browser run after S seconds (default 600)
 //   CHROMIUM=/path, FIREFOX=/path   other browser binaries

@@ -193,9 +193,9 @@ class MhaBinding {
     });
   }
 
-  // [{name, shape}] in state_dict() order as JSON (the module's own identifiers: nothing to escape),
-  // appended into one reserved block: temporaries allocate, and a cold start's allocations would
-  // bring dlmalloc to V8's optimising compile during the first forward (docs/performance.md#cold-start).
+  // [{name, shape}] in state_dict() order as JSON (the module's own identifiers: nothing to escape), appended
+  // into one reserved block: temporaries allocate, and a cold start's allocations would bring dlmalloc to
+  // V8's optimising compile during the first forward (docs/performance/memory_and_startup.md#cold-start).
   std::string parameterSpecs() const {
     std::string json = "[";
     json.reserve(64 * mha->parameter_specs().size());

@@ -4,7 +4,7 @@
 // own (~3 KB, embedded in web/dist/madd_probe.js), which web/src/madd_probe.js times on the user's
 // device before the package picks its WASM module: the relaxed-SIMD modules run these kernels
 // fused, and pay only where fusing is faster (1.6x on an Intel Xeon; 0.97x on AMD Zen 5, whose
-// separate adders keep mul + add as fast: docs/performance.md#relaxed-simd). And the int4 ×
+// separate adders keep mul + add as fast: docs/performance/platform.md#relaxed-simd). And the int4 ×
 // int8 decode kernel's step over a group of codes both ways: relaxed SIMD's
 // i16x8.relaxed_dot_i8x16_i7x16_s (Q4RelaxedCodes::group, 7 operations per 32 weights) and the
 // SIMD128 modules' one-row step, bytes widened to int16 for i32x4.dot_i16x8_s

@@ -10,7 +10,7 @@ namespace webattention {
 
 // The work parallel_for() runs, held by reference: the caller's lambda outlives the call, which
 // returns when every chunk is done. std::function allocated for a lambda of more than a few
-// captures: three mallocs and frees in every forward (docs/performance.md#cold-start).
+// captures: three mallocs and frees in every forward (docs/performance/memory_and_startup.md#cold-start).
 class ChunkFn {
  public:
   template <typename F, typename = std::enable_if_t<!std::is_same_v<std::decay_t<F>, ChunkFn>>>

@@ -22,7 +22,7 @@ void project_by_panels(const float* x, int rows, std::ptrdiff_t x_stride,
   // two, the caller waited for the last chunk of a slower or later thread (a VM's); each chunk
   // more restarts the weight streams, which the hardware prefetcher must find again: eight per
   // thread ran a two-thread step of the 24-layer stack 4-8 % slower than four on an Intel VM
-  // (docs/performance.md#threads).
+  // (docs/performance/platform.md#threads).
   const int grain = std::max(4, ((total + 4 * threads - 1) / (4 * threads) + 3) / 4 * 4);
   // int8 activations: the rows quantised once here for every chunk, not again in each. A module's
   // weights share one activations mode.

@@ -1,12 +1,15 @@
-// What code comments may cite about measurements: a section of docs/performance.md by its anchor
-// (docs/performance.md#decode), which stays put when a table is measured anew. Not a date (the
-// dated notes of bench/log/ are history, and a date says nothing about where to look), and
-// not docs/benchmarks.md, the lab log those two replaced. Every anchor cited must be a heading of
-// docs/performance.md (GitHub's anchors, as the demo's Markdown converter makes them).
+// What code comments may cite about measurements: a section of one of the pages of
+// docs/performance/ by its page and anchor (docs/performance/decode.md#decode), which stays put when
+// a table is measured anew; docs/performance.md is the pages' index. Not a date (the dated notes of
+// bench/log/ are history, and a date says nothing about where to look), and not
+// docs/benchmarks.md, the lab log those two replaced. Every page cited must exist and have the
+// anchor as a heading (GitHub's anchors, as the demo's Markdown converter makes them); so must the
+// Markdown links into docs/performance.md and docs/performance/ (an anchor of the index, whose
+// sections moved to the pages, is no longer one of its headings).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
-import { join, relative, extname } from 'node:path';
+import { dirname, join, relative, extname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { slug } from '../../web/demo/markdown.js';
 
@@ -16,12 +19,25 @@ const SKIP = new Set(['node_modules', 'dist', 'build', '.git']);
 const C_LIKE = new Set(['.js', '.mjs', '.cjs', '.ts', '.h', '.hpp', '.c', '.cc', '.cpp', '.wgsl']);
 const HASH = new Set(['.sh', '.py', '.cmake']);
 const DATE = /\b(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b/;
-const CITATION = /docs\/performance\.md#([\w-]+)/g;
+// docs/performance/<page>.md#anchor, and the index's docs/performance.md#anchor (which must fail).
+const CITATION = /docs\/(performance(?:\/[\w-]+)?\.md)#([\w-]+)/g;
 
 /** The Markdown pages of docs/ and the dated notes of bench/log/. */
 function markdownDocs() {
   return ['docs', 'bench/log'].flatMap((dir) => readdirSync(join(ROOT, dir), { recursive: true })
     .filter((f) => f.endsWith('.md')).map((f) => join(ROOT, dir, f)));
+}
+
+/** The anchors of a Markdown file's headings, outside fenced code. */
+function headings(file) {
+  let fenced = false;
+  const anchors = new Set();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const m = !fenced && line.match(/^#{1,6}\s+(.*)$/);
+    if (m) anchors.add(slug(m[1].trim()));
+  }
+  return anchors;
 }
 
 function* files(dir) {
@@ -107,7 +123,7 @@ test('no comment in web/src, cpp/, bench/ or scripts/ cites a date', () => {
   const dated = codeFiles.flatMap((file) => comments(readFileSync(file, 'utf8'), extname(file))
     .filter(([, text]) => DATE.test(text))
     .map(([n, text]) => `${relative(ROOT, file)}:${n}: ${text.trim()}`));
-  assert.deepEqual(dated, [], 'cite a section of docs/performance.md (docs/performance.md#anchor) instead');
+  assert.deepEqual(dated, [], 'cite a section of docs/performance/ (docs/performance/<page>.md#anchor) instead');
 });
 
 test('nothing cites docs/benchmarks.md (now docs/performance.md and bench/log/)', () => {
@@ -118,28 +134,39 @@ test('nothing cites docs/benchmarks.md (now docs/performance.md and bench/log/)'
   assert.deepEqual(citing, []);
 });
 
-test('every docs/performance.md#anchor cited in code and docs is a heading of docs/performance.md', () => {
-  const page = readFileSync(join(ROOT, 'docs/performance.md'), 'utf8');
-  let fenced = false;
-  const anchors = new Set();
-  for (const line of page.split('\n')) {
-    if (line.startsWith('```')) fenced = !fenced;
-    const m = !fenced && line.match(/^#{1,6}\s+(.*)$/);
-    if (m) anchors.add(slug(m[1].trim()));
-  }
-  assert.ok(anchors.has('decode') && anchors.has('prefill') && anchors.has('cold-start'), [...anchors].join(', '));
+test('every docs/performance/<page>.md#anchor cited in code and docs is a heading of that page', () => {
+  const pages = readdirSync(join(ROOT, 'docs/performance')).filter((f) => f.endsWith('.md'));
+  const anchorsOf = new Map(['docs/performance.md', ...pages.map((f) => `docs/performance/${f}`)]
+    .map((page) => [page, headings(join(ROOT, page))]));
+  const has = (page, anchor) => anchorsOf.get(page)?.has(anchor);
+  assert.ok(has('docs/performance/decode.md', 'decode') && has('docs/performance/prefill.md', 'prefill')
+    && has('docs/performance/memory_and_startup.md', 'cold-start'), [...anchorsOf.keys()].join(', '));
   const cited = [];
-  for (const file of [...codeFiles, join(ROOT, 'README.md'), ...markdownDocs()]) {
+  for (const file of [...codeFiles, join(ROOT, 'README.md'), join(ROOT, 'bench/README.md'), ...markdownDocs()]) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(CITATION)) cited.push([relative(ROOT, file), m[1]]);
-    // Links between the docs: performance.md#x from docs/ (bench/log/'s ../../docs/performance.md#x
-    // is a CITATION), and #x inside performance.md itself.
-    for (const m of text.matchAll(/\]\(performance\.md#([\w-]+)\)/g)) cited.push([relative(ROOT, file), m[1]]);
-    if (file.endsWith('docs/performance.md')) for (const m of text.matchAll(/\]\(#([\w-]+)\)/g)) cited.push(['docs/performance.md', m[1]]);
+    for (const m of text.matchAll(CITATION)) cited.push([relative(ROOT, file), `docs/${m[1]}`, m[2]]);
+    // Markdown links, relative to the file (docs/'s performance/decode.md#decode, #decode inside a
+    // page, decode.md#decode between pages, bench/log/'s ../../docs/performance/decode.md#decode).
+    if (extname(file) !== '.md') continue;
+    for (const m of text.matchAll(/\]\(([\w./-]*)#([\w-]+)\)/g)) {
+      const target = relative(ROOT, m[1] ? join(dirname(file), m[1]) : file).split('\\').join('/');
+      if (/^docs\/performance(\.md|\/)/.test(target)) cited.push([relative(ROOT, file), target, m[2]]);
+    }
   }
   assert.ok(cited.length >= 15, `${cited.length} citations`);
-  const missing = cited.filter(([, anchor]) => !anchors.has(anchor)).map(([file, anchor]) => `${file}: #${anchor}`);
-  assert.deepEqual(missing, [], `headings: ${[...anchors].join(', ')}`);
+  const missing = cited.filter(([, page, anchor]) => !has(page, anchor))
+    .map(([file, page, anchor]) => `${file}: ${page}#${anchor}${anchorsOf.has(page) ? '' : ' (no such page)'}`);
+  assert.deepEqual(missing, [], [...anchorsOf].map(([page, anchors]) => `${page}: ${[...anchors].join(', ')}`).join('\n'));
+});
+
+test('docs/performance.md links every section of every page of docs/performance/', () => {
+  const index = readFileSync(join(ROOT, 'docs/performance.md'), 'utf8');
+  const linked = new Set([...index.matchAll(/\]\((performance\/[\w-]+\.md#[\w-]+)\)/g)].map((m) => m[1]));
+  const sections = readdirSync(join(ROOT, 'docs/performance')).filter((f) => f.endsWith('.md')).flatMap((f) =>
+    readFileSync(join(ROOT, 'docs/performance', f), 'utf8').split('\n').filter((line) => line.startsWith('## '))
+      .map((line) => `performance/${f}#${slug(line.slice(3).trim())}`));
+  assert.ok(sections.length >= 20, `${sections.length} sections`);
+  assert.deepEqual(sections.filter((s) => !linked.has(s)), []);
 });
 
 test('every note of bench/log/ is listed in its README.md, and every line there names a note', () => {

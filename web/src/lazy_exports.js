@@ -5,7 +5,7 @@
 // forward() on GPU inputs, encode() (cross-attention) and KvCache.keep()'s checks. The browser entry imports this file as any other (one chunk for a bundler); the bundled
 // Node entry loads it on first use instead (node.js lazyExports()): the ~66 KB of its bundle
 // (web/dist/lazy_exports.js) were a third of what every cold start's import parsed
-// (docs/performance.md#cold-start).
+// (docs/performance/memory_and_startup.md#cold-start).
 export { loadGguf } from './storage/gguf.js';
 export { loadSafetensors } from './storage/safetensors.js';
 export { saveSafetensors } from './storage/safetensors_writer.js';

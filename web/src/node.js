@@ -70,8 +70,9 @@ const api = bindApi(loadCore, {
   loadWebGpuExecutor: async () => (await import('./webgpu/webgpu_executor.js')).WebGpuExecutor,
   loadCheckpointMappings: async () => lazyExports(),
   // The module's file is read and compiled from the import on (its read, compile and instantiate
-  // were ~4 ms of a cold start's first create(), docs/performance.md#cold-start): a process that imports the
-  // package means to compute with it, and configure()'s wasmPaths, which Node ignores, stays open.
+  // were ~4 ms of a cold start's first create(), docs/performance/memory_and_startup.md#cold-start):
+  // a process that imports the package means to compute with it, and configure()'s wasmPaths,
+  // which Node ignores, stays open.
   preload: true,
 });
 

@@ -12,7 +12,7 @@
 // with the f32 lines' GFLOP/s (f32x4 mul + add: 4 products per 2 instructions).
 // Built by run.sh (one module, relaxed SIMD; the mul + add rows are what the SIMD128 module can do)
 // and run in Node, Chromium and Firefox (bench/limits/simd_peak/engines.mjs). Prints one line per case.
-// Measured results and what they mean: docs/performance.md#relaxed-simd and #machine-limits.
+// Measured results and what they mean: docs/performance/platform.md#relaxed-simd and #machine-limits.
 #include <emscripten.h>
 #include <wasm_simd128.h>
 

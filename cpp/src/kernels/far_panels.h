@@ -6,7 +6,7 @@
 // float32-activation loops 1.04-1.34× (f32 0.97-1.11×). The int8-activation pairs ran
 // 1.02-1.50× one panel at a time, where a pair side by side ran 0.61-0.85×; int8 × int8 in 4
 // ran 1.00-1.15× its pair, int4 × int8 1.14-2.64× on a Xeon VM (0.86-0.93× relaxed on a Zen 3 VM)
-// (docs/performance.md#decode-kernels). Every one-row projection loop takes its groups here, of 4
+// (docs/performance/decode_kernels.md#decode-kernels). Every one-row projection loop takes its groups here, of 4
 // panels: the int8-activation kernels (q8_panel_groups_simd128.h: 2 for a range under 16
 // panels), f32 and the float32-activation readers of f16, bf16, int8 and int4 (linear_simd128.h);
 // f16 and int8 (relaxed modules) take kFarPanelsInMemory. A decode step's one-row attention loops
@@ -28,7 +28,7 @@ constexpr int kFarPanels = 4;
 // Panels a one-row loop whose sums live in memory between blocks of rows takes at once
 // (linear_simd128.h's one_row_pairs_in_memory: kFarPanels of them in registers a block, then the
 // next kFarPanels): twice the streams for no more registers. The 24-layer decode stack at (2048,
-// 32, 8) on a Xeon VM, 8 against 4 (builds alternated; docs/performance.md#decode-kernels):
+// 32, 8) on a Xeon VM, 8 against 4 (builds alternated; docs/performance/decode_kernels.md#decode-kernels):
 // f16 weights with two threads in Node 1.59-1.65x float32 against 1.54-1.60x (Chromium and
 // Firefox alike within their noise), with one 0.91-1.01x the time; int8 weights in the relaxed
 // modules 2.21-2.37x against 2.12-2.23x with two threads, 0.95-1.00x the time with one, but in the
@@ -54,7 +54,7 @@ void far_panel_groups(int begin, int end, Group&& group, Single&& single) {
 // row's broadcasts shared. 8 layers at (768, 12, 12) over caches of 2048 slots on a Xeon VM
 // (AVX-512), builds alternated, against one panel at a time: f32 caches 0.82-0.92x the time, f16
 // 0.76-0.86x, int8 0.85-0.99x, in Node, Chromium and Firefox, with one thread and two; 4 panels ran
-// as 2 (docs/performance.md#decode-kernels). Not measured on AMD, where 2 or 4 key panels side by
+// as 2 (docs/performance/decode_kernels.md#decode-kernels). Not measured on AMD, where 2 or 4 key panels side by
 // side (adjacent, one stream read in pieces) ran slower than one.
 constexpr int kFarCachePanels = 2;
 

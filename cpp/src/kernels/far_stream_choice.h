@@ -2,7 +2,7 @@
 // machine: kFarPanels or 2, chosen by timing both on the first calls. Which is faster depends on
 // the CPU's prefetchers, not on anything WASM can ask: streamed from memory, a Xeon VM ran the
 // int4 × int8 projection 1.14-1.27× faster in groups of 4 than in pairs, a Zen 5 VM 1.05-1.67×
-// faster in pairs (docs/performance.md#decode-kernels). The groups hold the same panels' same
+// faster in pairs (docs/performance/decode_kernels.md#decode-kernels). The groups hold the same panels' same
 // arithmetic either way, so the choice never changes a result's bits.
 #pragma once
 

@@ -220,7 +220,7 @@ void q4q8_linear_rows(const Q8Rows& q, const LinearTarget* targets, int target_c
 // in V8 11.3, so ~500 calls). A kernel called with no work kRequestCalls times thus asks for its
 // optimised code at once, which is then ready when the work comes, where a first forward used to
 // run its projection's first panels and all its attention in the baseline tier while the compiler
-// caught up (docs/performance.md#cold-start). Other engines only run the empty calls.
+// caught up (docs/performance/memory_and_startup.md#cold-start). Other engines only run the empty calls.
 // Each asks once per module instance; later calls return at once.
 constexpr int kRequestCalls = 800;
 // The projection kernel of w's storage type (f32 on the SIMD128 modules; a no-op elsewhere).

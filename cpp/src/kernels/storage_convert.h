@@ -67,8 +67,8 @@ inline float f16_to_f32(std::uint16_t h) {
 // nonzero exponent field. The SIMD decode step widens a weight by moving its bits into an f32
 // (kernels/pair_panels_simd128.h); an f16 subnormal read that way is an f32 subnormal, which the
 // multiply takes in a slow microcode path on x86 (a decode step ~12 % slower with 0.2 % of its
-// weights subnormal, docs/performance.md#decode-kernels). The values are unchanged: rebiased_f16_to_f32 gives back
-// exactly the f16 value.
+// weights subnormal, docs/performance/decode_kernels.md#decode-kernels). The values are unchanged:
+// rebiased_f16_to_f32 gives back exactly the f16 value.
 constexpr int kF16Rebias = 10;
 constexpr std::uint16_t kF16RebiasLimit = (30 - kF16Rebias) << 10;  // largest exponent field rebiased
 
@@ -198,7 +198,7 @@ float quantise_q4(const float* x, int n, Put&& put) {
 // scales in an array of their own, a decode step's far panels (far_panels.h) were twice as many
 // streams, and on a Zen 5 VM the int4 × int8 projection streamed from memory at 0.67x the rate it
 // reached with the scales' streams taken away, int8 × int8 at 0.82x (bench/decode/projection/run.sh,
-// COPIES=48; docs/performance.md#decode-kernels).
+// COPIES=48; docs/performance/decode_kernels.md#decode-kernels).
 constexpr int kScaleBytes = 8 * static_cast<int>(sizeof(float));  // a block's 8 columns' scales (kernels.h checks 8 = kPanelWidth)
 struct ScaledBlocks {
   int code_bytes;  // a block's codes

@@ -14,7 +14,7 @@ export const AUTO_MIN_FLOPS = 16e6;
 /**
  * How long a pool worker may take to answer a request before it counts as hung: then the pool
  * stops with a WorkerError and its modules carry on on the calling thread. Generous on purpose:
- * 10 s plus the work at 0.1 GFLOP/s (a hundredth of the speed measured in docs/performance.md#prefill);
+ * 10 s plus the work at 0.1 GFLOP/s (a hundredth of the speed measured in docs/performance/prefill.md#prefill);
  * requests without work (start, weights, memory) get the 10 s alone. Measured from when the
  * request reaches the head of the worker's queue (a worker answers in order).
  */
@@ -28,7 +28,7 @@ export const SPLIT_PROJECTION_FLOPS = 16e6;
 
 /**
  * backend 'auto': the FLOPs from which a call goes to a hardware GPU. 2^26 ≈ 67 MFLOP is about
- * 2 ms of single-threaded WASM at the 27–32 GFLOP/s in docs/performance.md#prefill (≈ 1.3 ms on the pool);
+ * 2 ms of single-threaded WASM at the 27–32 GFLOP/s in docs/performance/prefill.md#prefill (≈ 1.3 ms on the pool);
  * below that, the 0.7–0.9 ms fixed cost of a GPU round trip (upload, dispatches, readback) leaves
  * a GPU little to win. docs/webgpu.md says how to measure it for a given GPU (webgpuMinFlops
  * overrides it). A software adapter (SwiftShader) is never used by 'auto' unless webgpuMinFlops

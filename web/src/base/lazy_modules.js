@@ -2,7 +2,7 @@
 // lazy_exports.js's internals (quantised-tensor loading, other checkpoint namings, the GPU-tensor
 // checks, forward() on a GPU input, encode(), KvCache.keep()'s checks), through a loader each entry sets (setLazyLoader()). The bundled
 // Node entry requires that file synchronously on first use (node.js lazyExports()), so these calls
-// stay synchronous and the import never parses them (docs/performance.md#cold-start); the browser
+// stay synchronous and the import never parses them (docs/performance/memory_and_startup.md#cold-start); the browser
 // entry imports it with the rest (one chunk for a bundler).
 let load = null;
 

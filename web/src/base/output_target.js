@@ -1,7 +1,7 @@
 // A call's `out` option (forward(), scaledDotProductAttention()): a typed array of the caller's
 // that receives the output, so that a loop of calls (a decode step per token and layer) makes no
 // new output array each call: in Firefox a fresh array per call cost 5–8 % of an int4 token of
-// the 24-layer stack (docs/performance.md#output-arrays).
+// the 24-layer stack (docs/performance/memory_and_startup.md#output-arrays).
 //
 // checks/out_option.js checks it when the call is made; this module writes into it, where the
 // result is: the calling thread's WASM executor straight from its heap, any other path (the

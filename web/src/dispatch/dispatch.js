@@ -207,7 +207,7 @@ export class Dispatcher {
     if (!this.#wasm.complete) return { where: 'wasm', fallback: 'wasm' };
     // A WASM cache lives in the calling thread's memory. The pool declines cache calls: to split a
     // step over workers each would have to hold its heads' part of the cache and get every new
-    // row; one step takes 0.5–7 ms on one thread (docs/performance.md#decode),
+    // row; one step takes 0.5–7 ms on one thread (docs/performance/decode.md#decode),
     // so a split could save at most part of the attention, less a round trip per step. A cache
     // made on the GPU runs there (whatever its size: its storage is there) and cannot fall back.
     if (plan.cache) {

@@ -3,13 +3,14 @@
 // fused instruction where the CPU has FMA) instead of f32x4.mul + f32x4.add: that depends on the
 // CPU, not the engine: the projection's register block ran 1.6x faster fused on an Intel Xeon (the
 // relaxed module 1.12-1.51x the SIMD128 one), and 0.97x on AMD Zen 5, whose separate adders keep
-// mul + add at the same rate (the relaxed module 0.96-0.98x; docs/performance.md#relaxed-simd).
-// And their int4 × int8 decode kernel takes i16x8.relaxed_dot_i8x16_i7x16_s (7 operations per 32
-// weights where SIMD128's one-row step widens to int16 in 12; its older step took 15): 1.7x faster
-// than the 15 on an AMD Zen where fusing gained nothing, so an int4 model decoded 1.3x faster in
-// the relaxed module there; 1.24x the 12 on an Intel Xeon (docs/performance.md#relaxed-simd). So the package times
-// both steps both ways (cpp/probe/, ~3 KB, embedded in web/dist/madd_probe.js) before it picks a
-// module (variant.js chooseVariant), in 15-40 ms, and relaxedPays() below decides.
+// mul + add at the same rate (the relaxed module 0.96-0.98x;
+// docs/performance/platform.md#relaxed-simd). And their int4 × int8 decode kernel takes
+// i16x8.relaxed_dot_i8x16_i7x16_s (7 operations per 32 weights where SIMD128's one-row step widens
+// to int16 in 12; its older step took 15): 1.7x faster than the 15 on an AMD Zen where fusing
+// gained nothing, so an int4 model decoded 1.3x faster in the relaxed module there; 1.24x the 12 on
+// an Intel Xeon (docs/performance/platform.md#relaxed-simd). So the package times both steps both
+// ways (cpp/probe/, ~3 KB, embedded in web/dist/madd_probe.js) before it picks a module (variant.js
+// chooseVariant), in 15-40 ms, and relaxedPays() below decides.
 import { MADD_PROBE } from '../../dist/madd_probe.js';
 
 /** Fused must run the block at least this much faster than separate for relaxed SIMD to be picked, */

@@ -381,7 +381,7 @@ void attention_unit(const AttentionProblem& p, int unit, float* ws) {
   const KvPanels kv = unit_kv(p, b, g, lay, ws);
   // The loops' variant is chosen once per unit, not per tile: with every variant's branches in
   // one function, V8's code for the f32 loops ran ~10 % slower at n = 8192
-  // (docs/performance.md#decode-kernels). A cache that never stored an Inf or NaN (KvCache's
+  // (docs/performance/decode_kernels.md#decode-kernels). A cache that never stored an Inf or NaN (KvCache's
   // finite flag; its unwritten slots hold zeros), or packed values with none (unit_kv checks),
   // have no hidden non-finite key to search for.
   const bool narrow = kv.narrow.type != StorageType::f32;

@@ -104,7 +104,7 @@ inline void pack_queries(const AttentionProblem& p, int b, int g, const Layout& 
 // Values [0, S) (rows row_stride apart) into V panels, zero-padded past S and dv: a slot's 8
 // columns of a panel are one run in each tile (kv_layout.h), copied as one (ValueMatrix::at per
 // element worked out the tile and the panel of each; with the key panels an element at a time,
-// packing was 4.7 % of an SDPA at (12, 512, 64): docs/performance.md#prefill-kernels).
+// packing was 4.7 % of an SDPA at (12, 512, 64): docs/performance/prefill.md#prefill-kernels).
 inline void pack_value_panels(const float* v, std::ptrdiff_t row_stride, int S, int dv, const ValueMatrix<float>& vp) {
   for (int first = 0; first < vp.slots; first += kValueTile) {
     const int slots = std::min(kValueTile, vp.slots - first);

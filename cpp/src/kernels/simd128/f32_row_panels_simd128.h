@@ -32,7 +32,7 @@ __attribute__((always_inline)) inline void row_times_panels(const float* x, int 
       // No instruction: it keeps clang from hoisting the next panels' loads above these
       // multiply-adds. With the 4 panels' 8 loads at the loop's top, V8 11.3 (Node 20, 15 XMM
       // registers) kept one accumulator on the stack, and an f32 decode step at (768, 12, 12) took
-      // 1.6x as long there (docs/performance.md#decode-kernels).
+      // 1.6x as long there (docs/performance/decode_kernels.md#decode-kernels).
       __asm__ volatile("" ::: "memory");
     }
   }

@@ -44,7 +44,8 @@ inline void block_4x8(const float* const x_rows[kRows], int rows, const PackedLi
   // may be a call (memmove), and SpiderMonkey keeps a vector that lives across a call in the stack
   // frame for its whole life: the rows still in registers at the copies used to be, so row 3's
   // accumulators went through memory at every k of the loop above in Firefox (1.4-3x slower
-  // prefill; bench/prefill/firefox_hot_code.mjs shows the loop, docs/performance.md#prefill-kernels the numbers).
+  // prefill; bench/prefill/firefox_hot_code.mjs shows the loop,
+  // docs/performance/prefill.md#prefill-kernels the numbers).
   alignas(16) float tmp[kRows][kPanelWidth];
   for (int r = 0; r < kRows; ++r) acc.store_row(r, tmp[r]);
   for (int r = 0; r < rows; ++r) std::copy(tmp[r], tmp[r] + cols, y + r * y_stride + n0);
@@ -107,8 +108,8 @@ void widen_panel(const PackedLinear& w, int p, float* out) {
 // A narrow panel is widened once into `widened` (w.in × 8 floats) for all these rows: the inner
 // loop is then f32's, and the widening (f16 8 operations per row of 8, int8 10) is shared by the
 // block's rows (64 at in = 768, up to 256) instead of 4: narrow readers in the 4-row loop kept
-// the whole prefill at 1.8-2.1x f32's time (docs/performance.md#prefill-kernels). Exact: the stored values (int8:
-// q · 2^16, its scales applied per block by block_4x8_scaled).
+// the whole prefill at 1.8-2.1x f32's time (docs/performance/prefill.md#prefill-kernels). Exact:
+// the stored values (int8: q · 2^16, its scales applied per block by block_4x8_scaled).
 // Never inlined: V8 swaps in optimised code between calls of a function, never during one, so a
 // first forward() reaches TurboFan code after a few panels only if each panel is its own call
 // (CMakeLists.txt keeps Binaryen from inlining it too).
@@ -170,7 +171,8 @@ __attribute__((noinline)) void one_row_panels(const float* x, const LinearTarget
   if constexpr (std::is_same_v<Panel, F32Panel>) {
     // f32 panels lie in·8 floats apart: one pointer and a constant stride (attention's one-row
     // loop, f32_row_panels_simd128.h) instead of a pointer per panel, which V8 keeps in fewer
-    // registers; the per-panel readers made an f32 decode step ~10 % slower (docs/performance.md#decode-kernels).
+    // registers; the per-panel readers made an f32 decode step ~10 % slower
+    // (docs/performance/decode_kernels.md#decode-kernels).
     row_times_panels<kPanels>(x, w.in, w.elements<const float>().panel(p0),
                               static_cast<std::size_t>(stride) * w.in * kPanelWidth, acc);
   } else {
@@ -234,7 +236,7 @@ __attribute__((noinline)) void one_row_pair_panels(const float* x, const LinearT
 // panels' registers (far_panels.h). A reader with block scales sums each
 // block from zero and adds it times the block's scales (scale_block); the others add each row to
 // the sums themselves. Per column the same operations in the same order as one_row_pair_panels:
-// the same bits. docs/performance.md#decode-kernels.
+// the same bits. docs/performance/decode_kernels.md#decode-kernels.
 template <class Panel, int kPanels>
 __attribute__((noinline)) void one_row_pairs_in_memory(const float* x, const LinearTarget& target, int p0, int stride) {
   constexpr int kSub = kPanels < kFarPanels ? kPanels : kFarPanels;

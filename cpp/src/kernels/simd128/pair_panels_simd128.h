@@ -306,8 +306,9 @@ __attribute__((always_inline)) inline void block_times_pair_rows(const float* x0
       // asm that may touch memory keeps clang from loading the odd half first). Node 20's V8
       // (15 XMM registers) keeps one of this block's accumulators on the stack either way, but
       // compiles this order to a loop that made a decode step over a long f16 cache at (2048,
-      // 32, 8) 12-14 % faster; Chromium's V8 (no spill) runs both alike (docs/performance.md#decode-kernels).
-      // int8 keeps one load per row: its halves apart were 4 % slower in Chromium.
+      // 32, 8) 12-14 % faster; Chromium's V8 (no spill) runs both alike
+      // (docs/performance/decode_kernels.md#decode-kernels). int8 keeps one load per row: its
+      // halves apart were 4 % slower in Chromium.
       const v128_t s[4] = {wasm_f32x4_splat(x0[k]), wasm_f32x4_splat(x1[k]), wasm_f32x4_splat(x2[k]),
                            wasm_f32x4_splat(x3[k])};
       const v128_t even = reader.even(k);

@@ -31,7 +31,7 @@ inline v128_t bias_or_zero(const PackedLinear& w, int at) {
 // A row of a panel's 8 results (columns 0-3 in lo, 4-7 in hi) into out[0, cols), cols <= 8: a
 // whole panel's by two vector stores, a narrower last panel's through memory. A copy of a count
 // known only at run time is a call of memmove: once per row and panel it was 2-3 % of a prefill
-// with int8 activations (docs/performance.md#prefill-kernels).
+// with int8 activations (docs/performance/prefill.md#prefill-kernels).
 inline void store_panel_row(float* out, v128_t lo, v128_t hi, int cols) {
   if (cols == kPanelWidth) {
     wasm_v128_store(out, lo);

@@ -3,7 +3,7 @@
 // in groups of kFarPanels (far_panels.h) or in pairs, whichever its first calls ran faster
 // (far_stream_choice.h), a group's panels an N-th of the target's panel range apart (p + i, p +
 // stride + i, ...: far_panels.h, why), int8 and int4 weights alike. Measured:
-// docs/performance.md#decode-kernels (pairs against a panel at a time, then groups of 4 against pairs).
+// docs/performance/decode_kernels.md#decode-kernels (pairs against a panel at a time, then groups of 4 against pairs).
 #pragma once
 
 #include <emscripten/emscripten.h>
