@@ -132,7 +132,7 @@ export interface ForwardOptions {
    * positionIds[b, i] instead of i (cache.length + i with a cache). Integers >= 0, below
    * rotary.table's rows with a table. Masks, causality and the cache's order still follow the rows;
    * a cache's window counts in the ids (a draft at its depth sees the cached keys its branch's own
-   * run sees; docs/attention-math.md §9).
+   * run sees; docs/attention-math/decoding.md §9).
    */
   positionIds?: PositionIds | null;
   /**
@@ -145,7 +145,7 @@ export interface ForwardOptions {
   /**
    * Records the call into this GpuBatch instead of submitting it (needs output 'gpu-buffer'; an
    * OptionError otherwise, or for a batch of another device): batch.submit() submits every call
-   * recorded, in one queue.submit() (docs/webgpu.md, "One submit per step").
+   * recorded, in one queue.submit() (docs/webgpu/tensors_and_steps.md, "One submit per step").
    */
   batch?: GpuBatch;
   /**
@@ -253,7 +253,7 @@ export interface HeadBilinearForm {
   matrix: Tensor;
   /** Singular values of W_i, largest first: min(headDim, embedDim, kdim) of them (computed in double). */
   singularValues: Float64Array;
-  /** How many singular values exceed max|W_i| · max(embedDim, kdim) · 1e-6 (docs/attention-math.md §5). */
+  /** How many singular values exceed max|W_i| · max(embedDim, kdim) · 1e-6 (docs/attention-math/heads.md §5). */
   rank: number;
   /** (embedDim + kdim) · headDim */
   factoredParameters: number;
@@ -338,7 +338,7 @@ export class MultiHeadAttention {
   forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options?: ForwardOptions & { needWeights?: false }): Promise<AttentionResultWithoutWeights>;
   forward(query: TensorInput | FloatGpuInput, key: TensorInput | FloatGpuInput, value: TensorInput | FloatGpuInput, options?: ForwardOptions): Promise<AttentionResult>;
   /**
-   * docs/attention-math.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
+   * docs/attention-math/heads.md §5: head `head`'s W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim]; scores are
    * x W_i yᵀ / sqrt(headDim) without biases), its rank and both parameter counts.
    */
   headBilinearForm(head: number): HeadBilinearForm;

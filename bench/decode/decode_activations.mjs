@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Decode steps per token with int8 activations (create({ activations: 'int8' }), docs/attention-math.md
+// Decode steps per token with int8 activations (create({ activations: 'int8' }), docs/attention-math/storage.md
 // §11) against the weights' own float32-activation path: float32, int8 and int4 weights, each narrow
 // one with float32 and with int8 activations, one process, the variants interleaved round by round
 // (each round times `--steps` steps of every variant in turn; the table shows each variant's median

@@ -1,6 +1,6 @@
 // The decode benchmark's storage axis (bench/decode/decode.mjs --dtypes): which weights + cache dtype
 // pair each short name stands for, and the bytes a decode step of each must read (its memory
-// bound's numerator). The byte counts follow docs/attention-math.md §11 ("Memory").
+// bound's numerator). The byte counts follow docs/attention-math/storage.md §11 ("Memory").
 
 /**
  * Short name → create({ weightsDtype }) and createCache({ dtype }); f32 is the reference. `ort`:

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A decode step through a stack of layers on the GPU, tensors on the device between layers
-// (docs/webgpu.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
+// (docs/webgpu/tensors_and_steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
 // and batched (a GpuBatch: one queue.submit() per token), float32 and int4 weights.
 //
 //   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--host-weights]

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Prefill with int8 activations (create({ activations: 'int8' }), docs/attention-math.md §11)
+// Prefill with int8 activations (create({ activations: 'int8' }), docs/attention-math/storage.md §11)
 // against float32: one uncached self-attention forward of L rows (causal), float32, int8 and int4
 // weights, the narrow ones with int8 activations too, one thread, the variants interleaved round
 // by round (the table: each variant's median round and its fastest; on a shared machine the

@@ -104,7 +104,7 @@ double inverse_rms(const Head& head, int head_dim, double eps) {
   return 1.0 / std::sqrt(head.squaredNorm() / head_dim + eps);
 }
 
-// Qwen3's qk-norm (docs/attention-math.md §8's neighbour in MhaConfig): every head_dim-wide head
+// Qwen3's qk-norm (docs/attention-math/decoding.md §8's neighbour in MhaConfig): every head_dim-wide head
 // of every row divided by its root mean square (plus eps) and scaled by w.
 void rms_norm_heads(Matrix& x, int head_dim, const std::vector<float>& w, double eps) {
   for (Eigen::Index r = 0; r < x.rows(); ++r)
@@ -280,7 +280,7 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
       };
       const double scale = config.scale ? *config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
       const double sink = config.sinks ? need("sinks")[h] : 0.0;
-      // The module refuses a +Inf sink at load_parameter() (docs/attention-math.md §10): the
+      // The module refuses a +Inf sink at load_parameter() (docs/attention-math/scores.md §10): the
       // oracle does not give it a meaning either.
       if (sink == -kNegInf) throw std::invalid_argument("reference: a +Inf sink is refused");
       Matrix hidden;

@@ -1,4 +1,4 @@
-// The oracle's storage rules (docs/attention-math.md §11), written from the definitions in double
+// The oracle's storage rules (docs/attention-math/storage.md §11), written from the definitions in double
 // precision, independently of the core's bit-level conversions (cpp/src/kernels/storage_convert.h): the
 // values a module or cache of a narrow storage type holds, for the reference to compute with.
 #pragma once
@@ -16,10 +16,10 @@ float round_to_bf16(float x);
 // The stored values of a matrix [rows, cols] (row-major) in `type`: rounded for f16 / bf16;
 // for int8 each row quantised in blocks of `block` values (the last one shorter), each with its
 // own scale max|x| / 127, and dequantised (a block with a non-finite value is NaN); for int4 the
-// same blocks by llama.cpp's q4_0 rule (docs/attention-math.md §11).
+// same blocks by llama.cpp's q4_0 rule (docs/attention-math/storage.md §11).
 std::vector<float> stored(const std::vector<float>& x, int rows, int cols, StorageType type, int block);
 
-// A projection's input rows [rows, cols] under activations 'int8' (docs/attention-math.md §11): each
+// A projection's input rows [rows, cols] under activations 'int8' (docs/attention-math/storage.md §11): each
 // row in blocks of `block` values, d = max|x| / 127 and q = round(x / d) (halves away from zero;
 // both f32 operations), each value q · d exactly; a block with a non-finite value is NaN.
 std::vector<double> int8_activations(const std::vector<float>& x, int rows, int cols, int block);

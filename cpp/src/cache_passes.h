@@ -1,4 +1,4 @@
-// The one pass splitter of a cached forward (docs/attention-math.md §9): a step of `rows` new
+// The one pass splitter of a cached forward (docs/attention-math/decoding.md §9): a step of `rows` new
 // rows runs as consecutive passes of at most rows_per_pass rows (RingGeometry), each appending
 // its rows to the cache and attending before the next overwrites a slot. The WebGPU backend
 // splits the same way (web/src/webgpu/cached_passes.js).

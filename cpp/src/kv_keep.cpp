@@ -1,4 +1,4 @@
-// cache.keep() (docs/attention-math.md §9): the last forward's kept positions moved down to
+// cache.keep() (docs/attention-math/decoding.md §9): the last forward's kept positions moved down to
 // consecutive ones, a key rotated at another position than its new one turned to it.
 #include <algorithm>
 #include <cstring>
@@ -54,7 +54,7 @@ void KvCache::move_position(int b, int index, std::int64_t to, const KeyRotation
     if (ks) ks[dst] = ks[src];
   }
   if (!rotates) return;
-  // A key rotated at another position (docs/attention-math.md §9): from the call's projected row,
+  // A key rotated at another position (docs/attention-math/decoding.md §9): from the call's projected row,
   // k-normed and rotated at `to` as a fresh run does (the same bits); a call whose rows were not
   // kept (record_call()) rotates the stored key on by the difference instead.
   std::vector<float> row(static_cast<std::size_t>(kv_heads_) * dk_);

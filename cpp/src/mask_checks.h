@@ -17,7 +17,7 @@ MaskView key_padding_view(const MaskArg& mask, int batch, int S, const char* arg
 MaskView attn_mask_view(const MaskArg& mask, int batch, int heads, int L, int S,
                         const char* argument);
 
-// A cached forward's verification mask among its L new positions (docs/attention-math.md §9):
+// A cached forward's verification mask among its L new positions (docs/attention-math/decoding.md §9):
 // [L, L] shared, [batch, L, L] per batch or [batch * heads, L, L] per head; key j of the view is
 // position `first` + j (key0), earlier (cached) positions are not covered.
 MaskView verify_mask_view(const MaskArg& mask, int batch, int heads, int L, std::int64_t first,

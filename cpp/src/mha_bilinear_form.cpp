@@ -1,4 +1,4 @@
-// docs/attention-math.md §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its singular values and
+// docs/attention-math/heads.md §5: each head's score matrix W_i = W_i^Q W_i^Kᵀ, its singular values and
 // rank (Eigen, in double), and its parameter counts.
 #include <algorithm>
 #include <cmath>

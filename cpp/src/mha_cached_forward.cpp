@@ -1,4 +1,4 @@
-// Incremental decoding (docs/attention-math.md §9): a forward that appends to a KV cache and
+// Incremental decoding (docs/attention-math/decoding.md §9): a forward that appends to a KV cache and
 // attends over it, reading the cached K and V in place.
 #include <algorithm>
 #include <cmath>
@@ -15,10 +15,10 @@
 namespace webattention {
 namespace {
 // A call of at most this many rows keeps its projected keys for keep() (a draft verification's
-// few); a longer one's moved keys are rotated on from the stored ones (docs/attention-math.md §9).
+// few); a longer one's moved keys are rotated on from the stored ones (docs/attention-math/decoding.md §9).
 constexpr int kKeepProjectedRows = 256;
 
-// Whether a call's positionIds move a window off the slots (Positions::ids, docs/attention-math.md
+// Whether a call's positionIds move a window off the slots (Positions::ids, docs/attention-math/decoding.md
 // §9): the cache has a window and some id is not its row's slot. Otherwise the kernels' plain
 // rule is the same rule, at no cost.
 bool window_in_ids(const MhaForwardArgs& a, const KvCache& cache) {
@@ -169,14 +169,14 @@ void MultiHeadAttention::forward(const MhaForwardArgs& a, KvCache& cache) const 
     positions = call_positions_.data();
   }
   const MaskView padding = key_padding_view(a.key_padding_mask, B, total, "key_padding_mask");
-  // Among the new positions, on top of the causal rule (a tree of drafts: docs/attention-math.md §9).
+  // Among the new positions, on top of the causal rule (a tree of drafts: docs/attention-math/decoding.md §9).
   const MaskView verify = verify_mask_view(a.attn_mask, B, H, L, first, "attn_mask");
   const std::size_t heads_floats = static_cast<std::size_t>(B) * L * v_width_;
   const std::size_t scratch = scratch_floats(B, L, L);
   scratch_.resize(scratch);  // before anything changes: a failed allocation leaves the cache
   float* heads = scratch_.data() + (scratch - heads_floats);
   const Projected x = project_inputs(a, 0, H, *wq_, *wk_, *wv_);
-  // A RoPE module's keys as projected, for a keep() that moves one (docs/attention-math.md §9):
+  // A RoPE module's keys as projected, for a keep() that moves one (docs/attention-math/decoding.md §9):
   // rotated at its new position, they are what a fresh run stores, for every storage type.
   const bool keeps_keys = c.rotary_dim > 0 && L <= kKeepProjectedRows;
   cache.project_keys(keeps_keys ? x.k : nullptr, static_cast<std::size_t>(B) * L * x.k_width);

@@ -1,4 +1,4 @@
-// Cross-attention over an encoder's output (docs/attention-math.md §9): encode() projects the
+// Cross-attention over an encoder's output (docs/attention-math/decoding.md §9): encode() projects the
 // encoder's keys and values once into a read-only KvCache, and each decoder step's forward()
 // projects only its queries and attends to every encoded position, as a full forward with
 // that key and value would.

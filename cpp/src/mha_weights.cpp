@@ -71,7 +71,7 @@ void require_finite(const std::string& name, const EntryData& d, const std::vect
 }
 
 // A sink of +Inf would take all of its head's softmax mass, but the running max would compute
-// Inf − Inf = NaN on every backend: refused (docs/attention-math.md §10, attention sinks). NaN
+// Inf − Inf = NaN on every backend: refused (docs/attention-math/scores.md §10, attention sinks). NaN
 // stays a NaN input (NaN rows) and −Inf means no sink (exp(−Inf) = 0).
 void require_no_infinite_sink(const std::vector<float>& sinks) {
   for (std::size_t h = 0; h < sinks.size(); ++h) {

@@ -1,4 +1,4 @@
-// Rotary position embedding (docs/attention-math.md §8), applied in place to projected rows.
+// Rotary position embedding (docs/attention-math/decoding.md §8), applied in place to projected rows.
 #pragma once
 
 #include <cstdint>

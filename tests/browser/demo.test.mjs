@@ -86,11 +86,11 @@ for (const engine of ENGINES) describe(`demo page (${engine})`, { timeout: OVERA
     assert.ok(values.every(Number.isFinite), `shown values not all finite: '${info.values}'`);
     assert.ok(values.some((v) => v !== 0), 'shown values are all zero (weights not loaded?)');
     assert.ok(Number(info.msFirst) >= 0 && Number(info.msMedian) >= 0);
-    // docs/attention-math.md §2: plain self-attention on equal-norm tokens peaks on the diagonal.
+    // docs/attention-math/basics.md §2: plain self-attention on equal-norm tokens peaks on the diagonal.
     assert.match(info.selfStats, /row max on the diagonal: 32\/32 rows/);
     assert.match(info.selfStats, /\): 0$/);
 
-    // docs/attention-math.md §5: W_i from headBilinearForm has rank d_k, and the scores through it give
+    // docs/attention-math/heads.md §5: W_i from headBilinearForm has rank d_k, and the scores through it give
     // the module's per-head weights.
     const d = info.data;
     const bilinearDiff = Number(d.bilinearMaxDiff);
@@ -108,7 +108,7 @@ for (const engine of ENGINES) describe(`demo page (${engine})`, { timeout: OVERA
     assert.ok(factored > 0 && factored < full, `parameters factored/full = ${d.bilinearParams}`);
     assert.match(await page.textContent('#bil-rank'), new RegExp(`^${dk} `));
 
-    // docs/attention-math.md §6: the boolean-mask version is the convolution; the bias version converges.
+    // docs/attention-math/heads.md §6: the boolean-mask version is the convolution; the bias version converges.
     const convDiff = Number(d.convMaxDiff);
     assert.ok(Number.isFinite(convDiff) && convDiff < 1e-5, `§6 boolean-mask max diff = ${d.convMaxDiff}`);
     const sweep = JSON.parse(d.convSweep);

@@ -135,9 +135,10 @@ for (const engine of ENGINES) describe(`demo as a product page (${engine})`, { t
     await page.close();
   });
 
-  test('"the maths" links open the section rendered (headings, code, tables), not raw Markdown', async () => {
+  test('"the maths" links open the section rendered (headings, code), not raw Markdown', async () => {
     const { page, problems } = await openDemoPage(browser, `${baseUrl}/web/demo/`, DESKTOP);
-    const hrefs = await page.$$eval('a[href^="doc.html?doc=math#"]', (as) => as.map((a) => a.getAttribute('href')));
+    // Each to the page of docs/attention-math/ that holds the section (doc=math-heads#…).
+    const hrefs = await page.$$eval('a[href^="doc.html?doc=math"][href*="#"]', (as) => as.map((a) => a.getAttribute('href')));
     assert.ok(hrefs.length >= 4, hrefs.join(', '));
     await page.close();
     const doc = await browser.newPage(DESKTOP);
@@ -153,7 +154,7 @@ for (const engine of ENGINES) describe(`demo as a product page (${engine})`, { t
         raw: /(^|\n)(#{1,6} |```)|\*\*/.test(document.getElementById('doc').innerText),
       }), decodeURIComponent(href.split('#')[1]));
       assert.deepEqual(r, { ...r, status: 'ok', heading: 'H2', raw: false }, href);
-      assert.ok(r.pre > 5 && r.tables > 0, `${href}: ${JSON.stringify(r)}`);
+      assert.ok(r.pre > 0, `${href}: ${JSON.stringify(r)}`);
     }
     assert.deepEqual([...problems, ...docProblems], []);
     await doc.close();

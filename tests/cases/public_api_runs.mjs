@@ -33,7 +33,7 @@ const slackThrough = (input, rows, width, W, outDim) =>
 
 /**
  * An identity projection's output with int8 activations, bit for bit as the core computes it
- * (docs/attention-math.md §11): the one nonzero weight of each output's row, a block of code q_w
+ * (docs/attention-math/storage.md §11): the one nonzero weight of each output's row, a block of code q_w
  * and scale s_w (int8: 127 and fl(1/127); int4: −8 about its zero point and −1/8), times the
  * input's code and block scale, fl(fl(s_w · d) · q_w·q). Exact, so that a cache rounding or
  * quantising the projected keys and values sees the core's very numbers.

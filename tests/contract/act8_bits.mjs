@@ -1,4 +1,4 @@
-// The output bits of int8 activations calls (create({ activations: 'int8' }), docs/attention-math.md
+// The output bits of int8 activations calls (create({ activations: 'int8' }), docs/attention-math/storage.md
 // §11) with int4 and int8 weights, for comparing WASM modules and engine tiers: every module must
 // give the projections' same bits (the integer block sums are exact, the f32 order is the rule's).
 // Attention itself may differ in its last bits between modules (the relaxed ones fuse its

@@ -52,7 +52,7 @@ export function lastPositions({ data, shape: [B, G, T, d] }, first) {
 /**
  * The case's whole cache read from a float32 cache and from a `dtype` one (same module, same
  * sequence: the projected rows appended are the same floats): { float32, narrow, expected }, with
- * expected the float32 read as `dtype` storage holds it (docs/attention-math.md §11: one int8
+ * expected the float32 read as `dtype` storage holds it (docs/attention-math/storage.md §11: one int8
  * scale per position and K/V head, a row of d values).
  */
 export async function readNarrowAndFloat32(api, dtype, create = {}) {

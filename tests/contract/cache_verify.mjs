@@ -27,7 +27,7 @@ export const VERIFY_LAYOUTS = [
   { create: { rotary: { dim: 4 } }, cache: { maxLength: 40 }, mask: 'bool' },
   { create: { rotary: { dim: 4, interleaved: true } }, cache: { maxLength: 40, dtype: 'float16' }, mask: 'additive-batch' },
   { create: { rotary: { dim: 2 } }, cache: { maxLength: 40, dtype: 'int8' }, mask: 'bool-head' },
-  // A window counts in positions (docs/attention-math.md §9): a draft's are its positionIds, so a
+  // A window counts in positions (docs/attention-math/decoding.md §9): a draft's are its positionIds, so a
   // draft whose row is past its depth still sees the old keys at its window's edge (prefix 90 at
   // window 8: the draft in row 94 at depth 92 sees keys 85 and 86); the mask still takes part.
   { create: { rotary: { dim: 4 } }, cache: { window: 8 }, mask: 'additive', prefix: 90, tree: 'chain' },
@@ -320,7 +320,7 @@ export function wideTreeRun(api, on = {}) {
 }
 
 /**
- * positionIds that move a window (docs/attention-math.md §9) where its ring cannot hold the keys
+ * positionIds that move a window (docs/attention-math/decoding.md §9) where its ring cannot hold the keys
  * they reach: ids below the cache's length, and a call longer than one pass of the ring (window 8:
  * 65 rows) at ids off its rows. Resolves to { errors: [each call's error or null], length (after
  * them), unchanged (the next call equals a twin's that saw none, bit for bit) }.

@@ -1,4 +1,4 @@
-// Cross-attention through mha.encode() (docs/attention-math.md §9), the same runs on every backend:
+// Cross-attention through mha.encode() (docs/attention-math/decoding.md §9), the same runs on every backend:
 // decoder steps against an encoded cache equal the float64 reference of the full cross-attention
 // (keys and values stored as the cache's dtype rounds them), and the full forward with that key and
 // value. tests/js/cross_attention.test.js runs them on WASM, tests/webgpu/node_cross_attention.test.mjs

@@ -3,7 +3,7 @@
 // refusal happens before the first entry is loaded, so a state dict whose last entry is bad
 // leaves the module computing exactly what its earlier weights computed, whatever weightsDtype
 // stores them. Each bad state dict changes every entry (so that a half-done load would show) and
-// breaks its last one: a non-finite int8 weight (docs/attention-math.md §11), a 16-bit weight of
+// breaks its last one: a non-finite int8 weight (docs/attention-math/storage.md §11), a 16-bit weight of
 // the other 16-bit kind, a +Inf sink, a wrong shape.
 import { sameBits } from './compare.mjs';
 import { filled, seededStateDict } from './random.mjs';

@@ -11,7 +11,7 @@
 // replaced by the values they store (storage.mjs); with activations 'int8', each projection's input
 // rows replaced by their int8 blocks' values (storage.mjs's int8Activations). Grouped-query
 // attention (numKvHeads G < H): keys and values have G heads, query head h reads K/V head
-// floor(h · G / H) (docs/attention-math.md §9).
+// floor(h · G / H) (docs/attention-math/decoding.md §9).
 import { int8ActivationSlack, projectionInput, stored, storedStateDict } from './storage.mjs';
 
 /**
@@ -83,7 +83,7 @@ function maskedScore(score, o, H, L, S, b, h, i, j) {
  * A sink (a number: attention sinks) is one more logit in the denominator, with no value.
  */
 export function softmaxRow(scores, sink = -Infinity) {
-  // The package refuses a +Inf sink at loadStateDict() (docs/attention-math.md §10): so does this.
+  // The package refuses a +Inf sink at loadStateDict() (docs/attention-math/scores.md §10): so does this.
   if (sink === Infinity) throw new Error('reference: a +Inf sink is refused');
   const allowed = scores.filter((s) => s !== null);
   if (allowed.some(Number.isNaN)) return scores.map(() => NaN);
@@ -116,7 +116,7 @@ export function attendRow(scores, sink, V, valueAt, dv, out, at) {
 }
 
 /**
- * RoPE (docs/attention-math.md §8) on projected rows [n, H·dk] of H heads, row t at position t:
+ * RoPE (docs/attention-math/decoding.md §8) on projected rows [n, H·dk] of H heads, row t at position t:
  * pair j of each head ((j, j + dim/2), or (2j, 2j + 1) interleaved) turned by t·base^(−2j/dim).
  * Unscaled θ only.
  */

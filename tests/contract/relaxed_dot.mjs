@@ -2,7 +2,7 @@
 // i16x8.relaxed_dot_i8x16_i7x16_s, which the relaxed modules' int4 × int8-activations kernel uses
 // (cpp/src/kernels/simd128/relaxed_dot_simd128.h), and the accumulating
 // i32x4.relaxed_dot_i8x16_i7x16_add_s, which no kernel uses (Node 20's Liftoff computes it wrongly
-// for some register choices: docs/attention-math.md §11). Operands at the extremes the kernels may
+// for some register choices: docs/attention-math/storage.md §11). Operands at the extremes the kernels may
 // give: the signed one in −127…127, the other in 0…127 (where every engine must be exact).
 //
 // The module, from this text (wabt 1.0.32: wat2wasm --enable-relaxed-simd, its names for them):

@@ -1,5 +1,5 @@
 // Attention sinks at their limits on any backend (tests/js/sink_limits.test.js on the WASM modules
-// and the pool, tests/webgpu/node_sink_limits.test.mjs on WebGPU), docs/attention-math.md §10: a
+// and the pool, tests/webgpu/node_sink_limits.test.mjs on WebGPU), docs/attention-math/scores.md §10: a
 // +Inf sink is a StateDictError naming `sinks` (as float32 and as float16 bits 0x7c00) that leaves
 // the module with its previous weights; -Inf (or the lowest float32) is no sink; a NaN sink makes its head's rows NaN
 // (WASM only: on WebGPU NaN follows no rule, docs/webgpu.md).

@@ -158,7 +158,7 @@ TEST(Sdpa, FullyMaskedRowInALongSequenceGivesZeros) {
   EXPECT_FLOAT_EQ(w[3 * S + 300] + w[3 * S + 301], 1.0f);
 }
 
-// Scores of -inf by arithmetic are not masks (PyTorch's rule, docs/attention-math.md §4): row 0's
+// Scores of -inf by arithmetic are not masks (PyTorch's rule, docs/attention-math/heads.md §4): row 0's
 // -inf query scores every key it may see -inf, so it is NaN (exp(-inf - -inf)); key 5 scores -inf
 // for every other row and holds an infinite value, so every row that may see it adds 0 · inf = NaN,
 // in the 4-row block of the diagonal and after it alike; rows 1..4 stay finite.
@@ -212,7 +212,7 @@ TEST(Sdpa, RejectsMisshapedMaskNamingIt) {
   }
 }
 
-// docs/attention-math.md §2: x_i·x_j ≤ ½(x_i·x_i + x_j·x_j), so no score beats the larger of its two
+// docs/attention-math/basics.md §2: x_i·x_j ≤ ½(x_i·x_i + x_j·x_j), so no score beats the larger of its two
 // diagonal scores. After the per-row softmax that bounds weights only within a row of tokens of
 // equal norm: there the token's own weight is the largest of its row. (The cross-row claim
 // α_ij ≤ max(α_ii, α_jj) does not hold in general: random inputs break it, since each row has its

@@ -1,4 +1,4 @@
-// docs/attention-math.md §5: a head's singular values and rank, which the core takes from Eigen
+// docs/attention-math/heads.md §5: a head's singular values and rank, which the core takes from Eigen
 // (thin QR of both factors, an SVD of their small product), against a case whose singular values
 // are known exactly and against an SVD of the whole W_i.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// A batched KvCache's rows of different lengths (docs/attention-math.md §9): a call on some rows
+// A batched KvCache's rows of different lengths (docs/attention-math/decoding.md §9): a call on some rows
 // (MhaForwardArgs::rows), or on every row of a cache whose rows differ, equals one batch-1 cache
 // per row, bit for bit, for every cache storage type, with RoPE, GQA, a softcap and a window whose
 // ring wraps; truncate_rows() cuts each row on its own; a misuse changes nothing.

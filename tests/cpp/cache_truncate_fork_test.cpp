@@ -1,4 +1,4 @@
-// KvCache::truncate() and fork() (docs/attention-math.md §9): a truncated cache continues exactly
+// KvCache::truncate() and fork() (docs/attention-math/decoding.md §9): a truncated cache continues exactly
 // as a cache that never saw the dropped positions, and a fork is an independent copy, bit for bit,
 // for every cache storage type, with a window's ring wrapped or not.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Draft verification in the core (docs/attention-math.md §9), by equivalences: a cached forward
+// Draft verification in the core (docs/attention-math/decoding.md §9), by equivalences: a cached forward
 // with a verification mask among its new positions gives the rows of the plain forward over the
 // whole sequence with that mask placed at the new positions (also over a window's ring, in
 // several passes, weights included); keep() leaves a cache whose next step and read() equal a

@@ -1,4 +1,4 @@
-// Cross-attention through an encoded cache (MultiHeadAttention::encode(), docs/attention-math.md
+// Cross-attention through an encoded cache (MultiHeadAttention::encode(), docs/attention-math/decoding.md
 // §9): each decoder step equals the full forward with the encoder's key and value, weights
 // included, for key and value widths of their own, GQA, qk-norm and a key-padding mask; the cache
 // is read-only and a rotary module refuses to encode.

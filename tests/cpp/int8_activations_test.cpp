@@ -1,4 +1,4 @@
-// int8 activations (MhaConfig::activations, docs/attention-math.md §11) on this build's kernel
+// int8 activations (MhaConfig::activations, docs/attention-math/storage.md §11) on this build's kernel
 // family: int4 weights whose blocks carry zero points other than 8 (as checkpoints may: the
 // kernel cases only meet the 8 of weights quantised at load) against the reference of the stored
 // weights and quantised inputs; and a row gives the same bits alone (a decode step) as among

@@ -334,7 +334,7 @@ TEST(MhaConfigCheck, RejectsEmbedDimNotDivisibleByHeads) {
 namespace webattention {
 namespace {
 
-// docs/attention-math.md §5: scores through W_i equal the factored ones, head by head.
+// docs/attention-math/heads.md §5: scores through W_i equal the factored ones, head by head.
 TEST(BilinearForm, ScoresThroughWiEqualFactoredScores) {
   std::mt19937 rng(5);
   MultiHeadAttention mha(config(12, 3, 7, 5, false));  // d_k = 4 < E·kdim/(E + kdim) ≈ 4.42: the factored form wins

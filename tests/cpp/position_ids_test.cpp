@@ -1,4 +1,4 @@
-// MhaForwardArgs::position_ids (docs/attention-math.md §8), checked by equivalences that need no
+// MhaForwardArgs::position_ids (docs/attention-math/decoding.md §8), checked by equivalences that need no
 // reference: the default ids give the same bits as none; rows carry their ids with them (a batch
 // entry computes alone what it computes beside another, and permuting rows together with their
 // ids permutes the outputs of a maskless forward); a cache fed in chunks with ids equals one

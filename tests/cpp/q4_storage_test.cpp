@@ -1,4 +1,4 @@
-// int4 weights (StorageType::q4, docs/attention-math.md §11): the core's block quantiser
+// int4 weights (StorageType::q4, docs/attention-math/storage.md §11): the core's block quantiser
 // (storage::quantise_q4, llama.cpp's q4_0 rule) on blocks whose codes were worked out by hand,
 // and against the oracle's independent rule (reference::stored); packing into panels and back
 // (PackedLinear::weight, slice_columns) with the nibble order and zero points; the module

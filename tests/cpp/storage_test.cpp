@@ -1,4 +1,4 @@
-// 16- and 8-bit storage (docs/attention-math.md §11): the core's conversions against the
+// 16- and 8-bit storage (docs/attention-math/storage.md §11): the core's conversions against the
 // oracle's independent rules, loading from 16-bit sources, the errors, non-finite values, and the
 // memory a narrow module and cache hold. Each dtype's forward against the reference is in
 // multihead_attention_test.cpp (Storage cases) and the kernel-level cases (kernel_cases.json's

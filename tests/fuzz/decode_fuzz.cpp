@@ -8,7 +8,7 @@
 // appending past max_length is a CacheError that leaves the cache; reset() then a second pass gives
 // the same bits, and with two batch rows one of the passes feeds them one call per row (each on its
 // cache row alone, MhaForwardArgs::rows), so the rows' lengths differ between calls. Inputs with NaN or infinities run for memory safety only. Weights and the cache
-// come in every storage type (docs/attention-math.md §11); a narrow cache is compared with one
+// come in every storage type (docs/attention-math/storage.md §11); a narrow cache is compared with one
 // cache of its type fed the whole sequence in one call (the rows it stores are the same whatever
 // the chunks), the f32 cache with the plain forward. Issue 20's options come from fuzz_options.h
 // (int8 activations with integer weights, scale, softcap, sinks, qk-norm with all-zero heads, a

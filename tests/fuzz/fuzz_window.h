@@ -1,4 +1,4 @@
-// The sliding window in positionIds as decode_fuzz draws and checks it (docs/attention-math.md §9,
+// The sliding window in positionIds as decode_fuzz draws and checks it (docs/attention-math/decoding.md §9,
 // draft verification): ids that are not the rows' own positions, chunk by chunk, and the
 // whole-sequence mask that makes one plain forward give the chunks' rows. With a window W, the
 // query of row t (in a chunk starting at n) is at its id p_t; a key j < n (cached before the

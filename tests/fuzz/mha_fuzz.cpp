@@ -7,7 +7,7 @@
 // inputs the output and weights match the float64 reference (cpp/reference). NaN and infinities
 // come in through a few byte values; such inputs are run for memory safety only (the NaN rules
 // are checked against their own reference by tests/js/differential.test.js). The weights are
-// stored as f32, f16, bf16, int8 or int4 (docs/attention-math.md §11) and given as f32 or as f16 bits
+// stored as f32, f16, bf16, int8 or int4 (docs/attention-math/storage.md §11) and given as f32 or as f16 bits
 // (f32 weight matrices of an f32 module written in place, as the JS side loads them;
 // decode_fuzz.cpp loads through load_parameter());
 // the reference then computes with the stored values, and a non-finite weight bound for int8 or int4 must

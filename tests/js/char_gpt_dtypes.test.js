@@ -1,5 +1,5 @@
 // The char-level GPT (web/model/) with its attention weights and KV caches stored in 16 and 8
-// bits (create({ weightsDtype }), createCache({ dtype }); docs/attention-math.md §11) against
+// bits (create({ weightsDtype }), createCache({ dtype }); docs/attention-math/storage.md §11) against
 // PyTorch's golden data (web/model/golden.json, float64 from the file's F16 weights). The file
 // is F16, so float16 weights hold exactly the values float32 weights do: the golden tolerance
 // (1e-4) and the golden greedy text. The other dtypes round or quantise: their greedy

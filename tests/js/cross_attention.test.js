@@ -1,4 +1,4 @@
-// Cross-attention through mha.encode() (docs/attention-math.md §9) on WASM: the runs of
+// Cross-attention through mha.encode() (docs/attention-math/decoding.md §9) on WASM: the runs of
 // tests/contract/cross_attention.mjs (decoder steps against an encoded cache equal the float64
 // reference and the full forward), and every misuse is a typed error naming its argument that
 // leaves the cache and the module working.

@@ -3,20 +3,38 @@
 // from a document's text.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { markdownToHtml, slug } from '../../web/demo/markdown.js';
-import { DOCUMENTS } from '../../web/demo/documents.js';
+import { DOCUMENTS, documentLink } from '../../web/demo/documents.js';
 
 const ROOT = new URL('../../', import.meta.url);
 
 test('headings get GitHub anchors; the demo\'s "the maths" links point at existing ones', () => {
   assert.equal(slug('§6 Nine heads are a 3×3 convolution'), '6-nine-heads-are-a-33-convolution');
   assert.equal(slug("§5 Each head's bilinear form"), '5-each-heads-bilinear-form');
-  const math = markdownToHtml(readFileSync(new URL(DOCUMENTS.math, ROOT), 'utf8'));
   const page = readFileSync(new URL('web/demo/index.html', ROOT), 'utf8');
-  const anchors = [...page.matchAll(/href="doc\.html\?doc=math#([^"]+)"/g)].map((m) => m[1]);
-  assert.ok(anchors.length >= 4, anchors.join(', '));
-  for (const id of anchors) assert.match(math, new RegExp(`<h2 id="${id}">`), id);
+  const links = [...page.matchAll(/href="doc\.html\?doc=(math[\w-]*)#([^"]+)"/g)].map((m) => [m[1], m[2]]);
+  assert.ok(links.length >= 4, links.join(', '));
+  for (const [name, id] of links) {
+    assert.ok(DOCUMENTS[name], `no document ${name}`);
+    const math = markdownToHtml(readFileSync(new URL(DOCUMENTS[name], ROOT), 'utf8'));
+    assert.match(math, new RegExp(`<h2 id="${id}">`), `${name}#${id}`);
+  }
+});
+
+test('the maths\' index and every page of docs/attention-math/ are shown, their links between them opening rendered', () => {
+  const pages = readdirSync(new URL('docs/attention-math/', ROOT)).filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/attention-math/${f}`);
+  assert.ok(pages.length >= 2, pages.join(', '));
+  assert.deepEqual(pages.filter((path) => !Object.values(DOCUMENTS).includes(path)), []);
+  const root = new URL('https://example.org/demo/');
+  const at = (path) => new URL(path, root);
+  assert.equal(documentLink('attention-math/heads.md#4-multi-head-attention', at('docs/attention-math.md'), root),
+    'doc.html?doc=math-heads#4-multi-head-attention');
+  assert.equal(documentLink('../attention-math.md', at('docs/attention-math/heads.md'), root), 'doc.html?doc=math');
+  assert.equal(documentLink('../webgpu.md', at('docs/attention-math/scores.md'), root), 'https://example.org/demo/docs/webgpu.md');
+  assert.equal(documentLink('#notation', at('docs/attention-math/basics.md'), root), '#notation');
+  assert.equal(documentLink('https://pytorch.org/', at('README.md'), root), 'https://pytorch.org/');
 });
 
 test('blocks: fenced code (also inside a list item), tables, nested lists, quotes, paragraphs', () => {

@@ -2,10 +2,15 @@
 // docs/performance/ by its page and anchor (docs/performance/decode.md#decode), which stays put when
 // a table is measured anew; docs/performance.md is the pages' index. Not a date (the dated notes of
 // bench/log/ are history, and a date says nothing about where to look), and not
-// docs/benchmarks.md, the lab log those two replaced. Every page cited must exist and have the
-// anchor as a heading (GitHub's anchors, as the demo's Markdown converter makes them); so must the
-// Markdown links into docs/performance.md and docs/performance/ (an anchor of the index, whose
-// sections moved to the pages, is no longer one of its headings).
+// docs/benchmarks.md, the lab log those two replaced. docs/webgpu.md and docs/attention-math.md are
+// indexes of pages too (SPLIT_DOCS): a section is cited by its page, with its anchor
+// (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu) or, in the maths, its number
+// (docs/attention-math/decoding.md §9). Every page cited must exist and have the anchor (or the
+// number) as a heading (GitHub's anchors, as the demo's Markdown converter makes them); so must the
+// Markdown links into the split docs (an anchor of an index, whose sections moved to the pages, is
+// no longer one of its headings). The maths' index is cited with numbers only for sections on more
+// than one page (docs/attention-math.md §7–§9). Code comments, tests, the demo, the type
+// declarations, the READMEs and the docs are read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, existsSync } from 'node:fs';
@@ -19,8 +24,20 @@ const SKIP = new Set(['node_modules', 'dist', 'build', '.git']);
 const C_LIKE = new Set(['.js', '.mjs', '.cjs', '.ts', '.h', '.hpp', '.c', '.cc', '.cpp', '.wgsl']);
 const HASH = new Set(['.sh', '.py', '.cmake']);
 const DATE = /\b(19|20)\d\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])\b/;
-// docs/performance/<page>.md#anchor, and the index's docs/performance.md#anchor (which must fail).
-const CITATION = /docs\/(performance(?:\/[\w-]+)?\.md)#([\w-]+)/g;
+// The docs split into pages, docs/<doc>/<page>.md, listed by their index docs/<doc>.md.
+const SPLIT_DOCS = ['performance', 'webgpu', 'attention-math'];
+const SPLIT = SPLIT_DOCS.join('|');
+// docs/<doc>/<page>.md#anchor, and an index's docs/<doc>.md#anchor (which must fail).
+const CITATION = new RegExp(`docs/((?:${SPLIT})(?:/[\\w-]+)?\\.md)#([\\w-]+)`, 'g');
+// A Markdown link's target (relative to the repository) inside the split docs.
+const SPLIT_TARGET = new RegExp(`^docs/(?:${SPLIT})(?:\\.md|/)`);
+// The maths' sections by number, also across a comment's line break: docs/attention-math/<page>.md
+// §9, and the index's docs/attention-math.md §3, §7 or §7–§9.
+const SECTION_CITATION = /docs\/(attention-math(?:\/[\w-]+)?\.md)`?(?:\s|\/\/|#|\*)*?(§\d+(?:(?:\s*[–-]\s*|,\s*|,?\s+and\s+)§\d+)*)/g;
+
+/** The sections of a list: '§2, §5 and §6' → §2, §5, §6; '§7–§9' → §7, §8, §9. */
+const sectionList = (list) => [...list.matchAll(/§(\d+)(?:\s*[–-]\s*§(\d+))?/g)]
+  .flatMap(([, a, b]) => Array.from({ length: Number(b ?? a) - Number(a) + 1 }, (_, i) => `§${Number(a) + i}`));
 
 /** The Markdown pages of docs/ and the dated notes of bench/log/. */
 function markdownDocs() {
@@ -28,7 +45,7 @@ function markdownDocs() {
     .filter((f) => f.endsWith('.md')).map((f) => join(ROOT, dir, f)));
 }
 
-/** The anchors of a Markdown file's headings, outside fenced code. */
+/** The anchors of a Markdown file's headings, outside fenced code, and the maths' numbers (§9). */
 function headings(file) {
   let fenced = false;
   const anchors = new Set();
@@ -36,17 +53,21 @@ function headings(file) {
     if (line.startsWith('```')) fenced = !fenced;
     const m = !fenced && line.match(/^#{1,6}\s+(.*)$/);
     if (m) anchors.add(slug(m[1].trim()));
+    const n = m && m[1].match(/^§\d+(?=\s)/);
+    if (n) anchors.add(n[0]);
   }
   return anchors;
 }
 
-function* files(dir) {
+const isCode = (path) => C_LIKE.has(extname(path)) || HASH.has(extname(path)) || extname(path) === '.html';
+
+function* files(dir, wanted = isCode) {
   if (!existsSync(dir)) return;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     if (SKIP.has(entry.name)) continue;
     const path = join(dir, entry.name);
-    if (entry.isDirectory()) yield* files(path);
-    else if (C_LIKE.has(extname(path)) || HASH.has(extname(path)) || extname(path) === '.html') yield path;
+    if (entry.isDirectory()) yield* files(path, wanted);
+    else if (wanted(path)) yield path;
   }
 }
 
@@ -103,6 +124,12 @@ export function comments(source, ext) {
 }
 
 const codeFiles = CODE_FOLDERS.flatMap((folder) => [...files(join(ROOT, folder))]);
+// Where the split docs are cited: code comments, tests (and their READMEs), the demo, the type
+// declarations, the READMEs, docs/ and bench/log/ (not this file, whose examples are not citations).
+const citingFiles = [...codeFiles,
+  ...['tests', 'web/demo', 'web/types'].flatMap((dir) => [...files(join(ROOT, dir), (f) => isCode(f) || f.endsWith('.md'))]),
+  ...['README.md', 'bench/README.md', 'web/index.d.ts'].map((f) => join(ROOT, f)), ...markdownDocs()]
+  .filter((file) => file !== fileURLToPath(import.meta.url));
 
 test('the comment reader finds dates in comments, not in strings or URLs', () => {
   const found = (src, ext) => comments(src, ext).filter(([, text]) => DATE.test(text)).map(([n]) => n);
@@ -134,40 +161,61 @@ test('nothing cites docs/benchmarks.md (now docs/performance.md and bench/log/)'
   assert.deepEqual(citing, []);
 });
 
-test('every docs/performance/<page>.md#anchor cited in code and docs is a heading of that page', () => {
-  const pages = readdirSync(join(ROOT, 'docs/performance')).filter((f) => f.endsWith('.md'));
-  const anchorsOf = new Map(['docs/performance.md', ...pages.map((f) => `docs/performance/${f}`)]
+const pagesOf = (doc) => readdirSync(join(ROOT, 'docs', doc)).filter((f) => f.endsWith('.md'));
+
+test('every docs/<doc>/<page>.md#anchor (or §n) cited in code and docs is a heading of that page', () => {
+  const anchorsOf = new Map(SPLIT_DOCS.flatMap((doc) => [`docs/${doc}.md`, ...pagesOf(doc).map((f) => `docs/${doc}/${f}`)])
     .map((page) => [page, headings(join(ROOT, page))]));
   const has = (page, anchor) => anchorsOf.get(page)?.has(anchor);
   assert.ok(has('docs/performance/decode.md', 'decode') && has('docs/performance/prefill.md', 'prefill')
-    && has('docs/performance/memory_and_startup.md', 'cold-start'), [...anchorsOf.keys()].join(', '));
+    && has('docs/performance/memory_and_startup.md', 'cold-start') && has('docs/webgpu/kernels.md', 'host-copies')
+    && has('docs/attention-math/decoding.md', '§9'), [...anchorsOf.keys()].join(', '));
+  const mathPageWith = (section) => [...anchorsOf].find(([page, anchors]) =>
+    page.startsWith('docs/attention-math/') && anchors.has(section))?.[0];
   const cited = [];
-  for (const file of [...codeFiles, join(ROOT, 'README.md'), join(ROOT, 'bench/README.md'), ...markdownDocs()]) {
+  const onOnePage = [];
+  for (const file of citingFiles) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(CITATION)) cited.push([relative(ROOT, file), `docs/${m[1]}`, m[2]]);
+    const name = relative(ROOT, file);
+    for (const m of text.matchAll(CITATION)) cited.push([name, `docs/${m[1]}`, m[2]]);
+    for (const m of text.matchAll(SECTION_CITATION)) {
+      const sections = sectionList(m[2]);
+      if (m[1] !== 'attention-math.md') cited.push(...sections.map((section) => [name, `docs/${m[1]}`, section]));
+      else if (new Set(sections.map(mathPageWith)).size < 2) onOnePage.push(`${name}: docs/${m[1]} ${m[2]}`);
+    }
     // Markdown links, relative to the file (docs/'s performance/decode.md#decode, #decode inside a
     // page, decode.md#decode between pages, bench/log/'s ../../docs/performance/decode.md#decode).
     if (extname(file) !== '.md') continue;
     for (const m of text.matchAll(/\]\(([\w./-]*)#([\w-]+)\)/g)) {
       const target = relative(ROOT, m[1] ? join(dirname(file), m[1]) : file).split('\\').join('/');
-      if (/^docs\/performance(\.md|\/)/.test(target)) cited.push([relative(ROOT, file), target, m[2]]);
+      if (SPLIT_TARGET.test(target)) cited.push([name, target, m[2]]);
     }
   }
-  assert.ok(cited.length >= 15, `${cited.length} citations`);
+  for (const doc of SPLIT_DOCS) {
+    const count = cited.filter(([, page]) => page.startsWith(`docs/${doc}`)).length;
+    assert.ok(count >= 15, `${count} citations of docs/${doc}`);
+  }
   const missing = cited.filter(([, page, anchor]) => !has(page, anchor))
-    .map(([file, page, anchor]) => `${file}: ${page}#${anchor}${anchorsOf.has(page) ? '' : ' (no such page)'}`);
+    .map(([file, page, anchor]) => `${file}: ${page}${anchor.startsWith('§') ? ' ' : '#'}${anchor}${anchorsOf.has(page) ? '' : ' (no such page)'}`);
   assert.deepEqual(missing, [], [...anchorsOf].map(([page, anchors]) => `${page}: ${[...anchors].join(', ')}`).join('\n'));
+  assert.deepEqual(onOnePage, [], 'sections on one page: cite the page (docs/attention-math/<page>.md §n)');
 });
 
-test('docs/performance.md links every section of every page of docs/performance/', () => {
-  const index = readFileSync(join(ROOT, 'docs/performance.md'), 'utf8');
-  const linked = new Set([...index.matchAll(/\]\((performance\/[\w-]+\.md#[\w-]+)\)/g)].map((m) => m[1]));
-  const sections = readdirSync(join(ROOT, 'docs/performance')).filter((f) => f.endsWith('.md')).flatMap((f) =>
-    readFileSync(join(ROOT, 'docs/performance', f), 'utf8').split('\n').filter((line) => line.startsWith('## '))
-      .map((line) => `performance/${f}#${slug(line.slice(3).trim())}`));
-  assert.ok(sections.length >= 20, `${sections.length} sections`);
-  assert.deepEqual(sections.filter((s) => !linked.has(s)), []);
-});
+for (const doc of SPLIT_DOCS) {
+  test(`docs/${doc}.md links every section of every page of docs/${doc}/, each page links back`, () => {
+    const index = readFileSync(join(ROOT, `docs/${doc}.md`), 'utf8');
+    const linked = new Set([...index.matchAll(/\]\(([\w-]+\/[\w-]+\.md#[\w-]+)\)/g)].map((m) => m[1]));
+    const pages = pagesOf(doc);
+    const sections = pages.flatMap((f) => readFileSync(join(ROOT, 'docs', doc, f), 'utf8').split('\n')
+      .filter((line) => line.startsWith('## ')).map((line) => `${doc}/${f}#${slug(line.slice(3).trim())}`));
+    assert.ok(pages.length >= 2 && sections.length >= pages.length, `${pages.length} pages, ${sections.length} sections`);
+    assert.deepEqual(sections.filter((s) => !linked.has(s)), []);
+    // A title, then a line that points back to the index.
+    const astray = pages.filter((f) => !new RegExp(`^# .+\\n\\n.*\\]\\(\\.\\./${doc}\\.md\\)`)
+      .test(readFileSync(join(ROOT, 'docs', doc, f), 'utf8')));
+    assert.deepEqual(astray, []);
+  });
+}
 
 test('every note of bench/log/ is listed in its README.md, and every line there names a note', () => {
   const dir = join(ROOT, 'bench/log');

@@ -1,5 +1,5 @@
 // Scores of −∞ by arithmetic (an infinite query or key), not by a mask: PyTorch's rule, which the
-// package follows (docs/attention-math.md §4). torch 1.13's nn.MultiheadAttention(batch_first),
+// package follows (docs/attention-math/heads.md §4). torch 1.13's nn.MultiheadAttention(batch_first),
 // float32 and float64 alike, with weights as below: a row whose keys all score −∞ is NaN, output
 // and weights (softmax's exp(−∞ − −∞)); a key of score −∞ among finite ones has weight 0 and still
 // adds 0 · its value, NaN when the value is infinite (weights [0, 1], output NaN); with finite

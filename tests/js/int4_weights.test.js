@@ -1,4 +1,4 @@
-// weightsDtype 'int4' (docs/attention-math.md §11) through the public API, beside the contract
+// weightsDtype 'int4' (docs/attention-math/storage.md §11) through the public API, beside the contract
 // cases that storage_dtypes.test.js and kernel_cases.test.js run on it: a NaN or ±inf in a block
 // is a StateDictError naming the entry, the index, the row and the block, and the module keeps
 // computing with its earlier weights (no reload in between); the stored values differ from

@@ -1,4 +1,4 @@
-// create({ activations: 'int8' }) (docs/attention-math.md §11): int8 and int4 weights multiplied by
+// create({ activations: 'int8' }) (docs/attention-math/storage.md §11): int8 and int4 weights multiplied by
 // projection inputs quantised per block of 32 (llama.cpp's q8_0 rule), each block's dot product in
 // int32. Random MHA configurations and decode sequences against the float64 reference that
 // quantises the same way (tests/contract/storage.mjs's int8Activations); the documented f32

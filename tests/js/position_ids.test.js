@@ -1,4 +1,4 @@
-// forward()'s positionIds (docs/attention-math.md §8) on whichever WASM module and thread count
+// forward()'s positionIds (docs/attention-math/decoding.md §8) on whichever WASM module and thread count
 // the environment picks (WEBATTENTION_WASM, WEBATTENTION_THREADS): the default ids change no bit,
 // hostile ids are typed errors that leave the module and its cache untouched
 // (tests/contract/position_ids.mjs; WebGPU: tests/webgpu/node_position_ids.test.mjs). Ids that

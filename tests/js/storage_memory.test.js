@@ -1,6 +1,6 @@
 // 16-, 8- and 4-bit storage in WASM memory: after create + loadStateDict, and after createCache, the
 // memory in use (wasmMemoryInUse) falls 2× for 16-bit storage, at least 3.5× for int8 and 6× for
-// int4 weights (4 + 1 + 1/8 bits per weight: docs/attention-math.md §11), against
+// int4 weights (4 + 1 + 1/8 bits per weight: docs/attention-math/storage.md §11), against
 // float32 (the README's bytes per cached position: 2·numKvHeads·headDim·(4 | 2 | 1) B, int8 plus
 // 2·numKvHeads·4 B of scales).
 import { test } from 'node:test';

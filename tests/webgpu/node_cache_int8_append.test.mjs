@@ -4,7 +4,7 @@
 // words too) are checked beside narrow ones, and heads that are all zero, whose scale underflows,
 // or that hold a NaN or an infinity (anywhere: first value, last value, every value). Each stored
 // head against q8_0.js's rule with one block per head, the WASM core's cache rule
-// (docs/attention-math.md §11): a non-finite head stores scale NaN (0x7fc00000, the core's NAN)
+// (docs/attention-math/storage.md §11): a non-finite head stores scale NaN (0x7fc00000, the core's NAN)
 // and q 0. Set-up: node_setup.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

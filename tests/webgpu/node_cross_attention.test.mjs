@@ -1,4 +1,4 @@
-// Cross-attention on a 'webgpu' module (mha.encode(), docs/attention-math.md §9): the encoded cache
+// Cross-attention on a 'webgpu' module (mha.encode(), docs/attention-math/decoding.md §9): the encoded cache
 // is stored and attended on the GPU (webgpu/gpu_encode.js). The runs of tests/contract/cross_attention.mjs
 // (steps against the float64 reference per cache dtype, and against the module's own full
 // forward), each step run on the GPU; non-finite encoder rows under the NaN rule as WASM gives

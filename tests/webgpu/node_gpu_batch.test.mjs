@@ -1,4 +1,4 @@
-// GpuBatch (README "Tensors on the GPU", docs/webgpu.md#one-submit-per-step): a decode step through
+// GpuBatch (README "Tensors on the GPU", docs/webgpu/tensors_and_steps.md#one-submit-per-step): a decode step through
 // a stack of layers, each on its own KV cache, recorded into one batch is exactly one queue.submit()
 // and no mapAsync until read(), bit for bit the per-layer path; read() before submit() submits; a
 // module called twice in one batch; work outside the batch (an unbatched call of its module,

@@ -1,4 +1,4 @@
-// float16 GPU inputs (docs/webgpu.md#tensors-on-the-gpu): { gpuBuffer, shape, dtype: 'float16' },
+// float16 GPU inputs (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu): { gpuBuffer, shape, dtype: 'float16' },
 // the bits widened on the device (kernels/widen_half.wgsl.js). The kernel alone on all 65536
 // patterns against an independent decode (subnormals, ±0, ±Inf, NaN payloads: bit for bit); then
 // forward() on float16 GPU inputs bit for bit the same values as float32 GPU inputs (STORAGE and

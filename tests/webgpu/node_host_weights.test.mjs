@@ -1,4 +1,4 @@
-// create({ backend: 'webgpu', hostWeights: false }) (docs/webgpu.md#weights-on-the-gpu-only): the
+// create({ backend: 'webgpu', hostWeights: false }) (docs/webgpu/fallback_and_tests.md#weights-on-the-gpu-only): the
 // weights are checked and quantised by the core as any module's, uploaded, then freed from WASM
 // memory. Such a module computes what a module with host weights computes, bit for bit (plain
 // calls, 'gpu-buffer' results, cached steps, int4 weights), and holds no WASM memory for its

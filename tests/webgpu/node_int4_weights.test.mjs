@@ -1,4 +1,4 @@
-// int4 weights on WebGPU (issue 39; the contract is issue 37's, docs/attention-math.md §11): the
+// int4 weights on WebGPU (issue 39; the contract is issue 37's, docs/attention-math/storage.md §11): the
 // GPU stores the values the WASM core stores. Float weights are quantised by the core's q4_0 rule
 // in JS (storage/q4_0.js), pre-quantised q4_0 and MatMulNBits tensors go up as stored; either way
 // the writes loadStateDict() makes (weight_storage.js's parameterWrites(): codes eight per u32,

@@ -1,4 +1,4 @@
-// activations 'int8' on WebGPU (issue 39; the contract is the WASM core's, docs/attention-math.md
+// activations 'int8' on WebGPU (issue 39; the contract is the WASM core's, docs/attention-math/storage.md
 // §11): each projection's input rows quantised on the GPU (kernels/q8_rows.wgsl.js) and multiplied
 // by int8 or int4 weights in i32 (kernels/q8_linear.wgsl.js: dot4I8Packed, or an exact i32 loop
 // where WGSL lacks it). Checked: the outputs are WASM's bit for bit where attention passes one

@@ -226,7 +226,7 @@ test('a GPU cache with grouped-query heads and RoPE, float16, and a non-finite w
   }
 });
 
-// A score of -Inf by arithmetic is no mask (PyTorch's rule, docs/attention-math.md §1): embedDim 1
+// A score of -Inf by arithmetic is no mask (PyTorch's rule, docs/attention-math/basics.md §1): embedDim 1
 // and x = [-Inf] is NaN (the row's only key scores -Inf); a -Inf-scoring key whose value is
 // infinite makes every later row NaN (its weight 0 times the value). Before the rule's kernel
 // knew it, the GPU gave the first a zero row and dropped the key from the later rows.

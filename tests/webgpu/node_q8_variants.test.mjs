@@ -1,7 +1,7 @@
 // The q8linear family (int8-activation projections): the tiled variant q8r64x64
 // (kernels/q8_tiled.wgsl.js), the few-rows variant q8split8 (kernels/q8_split.wgsl.js) and the
 // default q8tile16 (kernels/q8_linear.wgsl.js), each dispatched
-// alone on random codes against the contract computed here (docs/attention-math.md §11: per block
+// alone on random codes against the contract computed here (docs/attention-math/storage.md §11: per block
 // the exact integer Σ (q_w − z)·q_x, then acc = acc + (s_w·d_x)·f32(dot) and y = acc + bias, each
 // an f32 operation): bit for bit on SwiftShader, the contract's tolerance on a GPU (which may fuse).
 // Odd sizes: 1 to 200 rows (one and several 64-row tiles, ragged), N not a multiple of the tile, K

@@ -8,7 +8,7 @@ import { signedColor } from './colors.js';
 import { heatmap, signedColorbar } from './heatmap.js';
 import { MUTED, chartAxes, log10 } from './chart.js';
 
-// ---------------------------------------------------------------- docs/attention-math.md §5
+// ---------------------------------------------------------------- docs/attention-math/heads.md §5
 
 const BIL = { embedDim: 16, kdim: 24, vdim: 20, numHeads: 4, L: 8, S: 12 };
 const RANK_TOL = 1e-4;  // numerical rank in JS: σ_k > RANK_TOL · σ_1

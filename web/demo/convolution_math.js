@@ -2,7 +2,7 @@
 // per-head masks that pick offset Δ_k, and the direct computation it is checked against.
 import { SEED, prng } from './seeded_data.js';
 
-// ---------------------------------------------------------------- docs/attention-math.md §6
+// ---------------------------------------------------------------- docs/attention-math/heads.md §6
 
 export const N = 16;           // image side; the tokens are its N² pixels
 export const PIX = N * N;

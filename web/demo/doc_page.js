@@ -3,7 +3,7 @@
 // The documents sit where the repository keeps them; scripts/build_demo.mjs copies the same ones
 // (DOCUMENTS is the one list of both). <body> gets data-status = ok | error.
 import { markdownToHtml } from './markdown.js';
-import { DOCUMENTS } from './documents.js';
+import { DOCUMENTS, documentLink } from './documents.js';
 
 const setStatus = (status) => { document.body.dataset.status = status; };
 
@@ -16,11 +16,13 @@ async function show() {
     setStatus('error');
     return;
   }
-  const source = new URL(`../../${doc}`, location.href);
+  const root = new URL('../../', location.href);
+  const source = new URL(doc, root);
   const response = await fetch(source);
   if (!response.ok) throw new Error(`${doc}: HTTP ${response.status}`);
-  // A relative link or image in a document is relative to the document's own place.
-  const link = (url) => (/^([a-z]+:|#)/i.test(url) ? url : new URL(url, source).href);
+  // A relative link or image in a document is relative to the document's own place; one to
+  // another of the documents opens it here.
+  const link = (url) => documentLink(url, source, root);
   article.innerHTML = markdownToHtml(await response.text(), { link });
   document.title = `${article.querySelector('h1')?.textContent ?? doc} · webattention`;
   if (location.hash) document.getElementById(decodeURIComponent(location.hash.slice(1)))?.scrollIntoView();

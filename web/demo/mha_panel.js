@@ -67,7 +67,7 @@ export async function runMha({ L, E, h, causal }) {
   }
 }
 
-/** docs/attention-math.md §2: plain self-attention on equal-norm tokens next to one weighted head
+/** docs/attention-math/basics.md §2: plain self-attention on equal-norm tokens next to one weighted head
  *  of the module above, both under its mask: a causal mask only removes keys j > i, so the
  *  diagonal argument (α_ij ≤ α_ii within a row) still holds. */
 async function runSelfVsHead(mha, x, L, E, h, causal) {

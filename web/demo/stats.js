@@ -16,7 +16,7 @@ export function rowSumError(w, S) {
 }
 
 /** For one [L, L] matrix at `offset`: argmax of each row, rows peaking on the diagonal, and
- *  pairs with α_ij > max(α_ii, α_jj): the weight-level inequality, which docs/attention-math.md §2
+ *  pairs with α_ij > max(α_ii, α_jj): the weight-level inequality, which docs/attention-math/basics.md §2
  *  shows for equal-norm tokens (what the demo feeds in), not in general. */
 export function diagonalStats(w, L, offset = 0) {
   const at = (i, j) => w[offset + i * L + j];

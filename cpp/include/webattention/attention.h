@@ -1,5 +1,5 @@
 // Scaled dot-product attention, softmax(Q Kᵀ · scale + masks) V, and plain self-attention
-// softmax(X Xᵀ / √C) X (docs/attention-math.md §1, §2).
+// softmax(X Xᵀ / √C) X (docs/attention-math/basics.md §1, §2).
 //
 // One deliberate difference from PyTorch: a query row whose keys are all masked gets a zero
 // output row (and zero weights) instead of NaN.

@@ -1,4 +1,4 @@
-// A KV cache for incremental decoding (docs/attention-math.md §9): the projected (and rotated)
+// A KV cache for incremental decoding (docs/attention-math/decoding.md §9): the projected (and rotated)
 // keys and values of the positions appended so far, in storage allocated once, appended in place.
 // Made by MultiHeadAttention::create_cache() and used only with that module.
 #pragma once
@@ -23,7 +23,7 @@ struct KvCacheConfig {
   // > 0: sliding-window attention; the query at p sees only keys at positions > p - window, and
   // the storage is a ring (ring_geometry below), so the length has no limit.
   int window = 0;
-  // How keys and values are stored (docs/attention-math.md §11): f32, f16 (rounded to
+  // How keys and values are stored (docs/attention-math/storage.md §11): f32, f16 (rounded to
   // nearest-even) or int8 (one scale per position and K/V head). bf16 is not a cache type.
   StorageType dtype = StorageType::f32;
 };

@@ -38,7 +38,7 @@ struct MhaConfig {
   int head_dim = 0;        // per-head query/key width d_k; 0 = embed_dim / num_heads
   int value_head_dim = 0;  // per-head value width d_v; 0 = head_dim default (embed_dim / num_heads)
   ProjectionBias bias{true};  // all four
-  // Grouped-query attention (docs/attention-math.md §7): K/V heads, 0 = num_heads. Query head i
+  // Grouped-query attention (docs/attention-math/heads.md §7): K/V heads, 0 = num_heads. Query head i
   // reads K/V head i / (num_heads / num_kv_heads); 1 is multi-query attention.
   int num_kv_heads = 0;
   // Rotary position embedding (§8) on the first rotary_dim features of every query and key head
@@ -47,7 +47,7 @@ struct MhaConfig {
   int rotary_dim = 0;
   double rotary_base = 10000.0;
   bool rotary_interleaved = false;
-  // RoPE frequency scaling for contexts past the trained one (docs/attention-math.md §8):
+  // RoPE frequency scaling for contexts past the trained one (docs/attention-math/decoding.md §8):
   // kNone; kLinear: every θ_j / factor (positions divided by factor); kLlama3: Llama 3.1's rule —
   // wavelengths 2π/θ_j shorter than original_max_positions / high_freq_factor kept, longer than
   // original_max_positions / low_freq_factor divided by factor, those between blended smoothly.
@@ -57,7 +57,7 @@ struct MhaConfig {
   double rotary_low_freq_factor = 1.0;
   double rotary_high_freq_factor = 4.0;
   double rotary_original_max_positions = 8192.0;
-  // The score scale (docs/attention-math.md §3); none = 1/sqrt(head_dim). Gemma sets its own
+  // The score scale (docs/attention-math/basics.md §3); none = 1/sqrt(head_dim). Gemma sets its own
   // (query_pre_attn_scalar^-1/2). A given scale is used as it is: it must be finite and > 0 as
   // float32 (a value that rounds to 0 or overflows there is a ConfigError, never the default).
   std::optional<double> scale;
@@ -74,10 +74,10 @@ struct MhaConfig {
   // "k_norm.weight" [head_dim].
   bool qk_norm = false;
   double qk_norm_eps = 1e-6;
-  // How the weight matrices are stored (docs/attention-math.md §11): f32, f16 or bf16 (rounded
+  // How the weight matrices are stored (docs/attention-math/storage.md §11): f32, f16 or bf16 (rounded
   // to nearest-even), int8 or int4 (quantised in blocks of 32 input values). Biases stay f32.
   StorageType weights_dtype = StorageType::f32;
-  // The projections' inputs (docs/attention-math.md §11): f32, exact on the stored weights; or
+  // The projections' inputs (docs/attention-math/storage.md §11): f32, exact on the stored weights; or
   // i8 (int8 or int4 weights only, else ConfigError "activations"): each input row quantised per
   // block of 32 by llama.cpp's q8_0 rule, each block's dot product with the weight codes in int32.
   StorageType activations = StorageType::f32;
@@ -90,14 +90,14 @@ struct ParameterSpec {
   std::size_t size() const;
 };
 
-// docs/attention-math.md §5: per head, (x W_i^Q)(y W_i^K)ᵀ = x W_i yᵀ with W_i = W_i^Q W_i^Kᵀ, an
+// docs/attention-math/heads.md §5: per head, (x W_i^Q)(y W_i^K)ᵀ = x W_i yᵀ with W_i = W_i^Q W_i^Kᵀ, an
 // embed_dim × kdim matrix of rank <= d_k. The factored form stores (embed_dim + kdim)·d_k numbers
 // against embed_dim·kdim for W_i, and is what the kernels apply. (With biases the scores also
 // gain terms linear in x and y; W_i is the bilinear part.)
 struct BilinearForm {
   int rows = 0, cols = 0;     // embed_dim, kdim
   std::vector<float> matrix;  // W_i, row-major [rows, cols]
-  int rank = 0;               // numerical rank of W_i (docs/attention-math.md §5's tolerance)
+  int rank = 0;               // numerical rank of W_i (docs/attention-math/heads.md §5's tolerance)
   std::vector<double> singular_values;  // of W_i, largest first: min(d_k, E, kdim) of them
   std::size_t factored_parameters = 0;
   std::size_t full_parameters = 0;
@@ -119,7 +119,7 @@ struct MhaForwardArgs {
   // [B, L] (optional, rotary modules only): the rotary position of each query row and of the key
   // row beside it (without a cache S must equal L), instead of its row index (plus the cache's
   // length). Integers >= 0, below the table's rows with a given table. Masks, causality and the
-  // cache's order still follow the rows (docs/attention-math.md §8); a cache's window counts in
+  // cache's order still follow the rows (docs/attention-math/decoding.md §8); a cache's window counts in
   // the ids (§9: ids other than the rows' own need one pass and ids >= the row's length).
   const std::int32_t* position_ids = nullptr;
   // forward(args, cache) only: the cache rows the call's `batch` rows append to and attend over,
@@ -136,7 +136,7 @@ class MultiHeadAttention {
   MultiHeadAttention& operator=(MultiHeadAttention&&) noexcept;
 
   const MhaConfig& config() const { return config_; }
-  // RoPE's θ_j, j < rotary_dim / 2, scaling applied (docs/attention-math.md §8; rotary.cpp).
+  // RoPE's θ_j, j < rotary_dim / 2, scaling applied (docs/attention-math/decoding.md §8; rotary.cpp).
   const std::vector<double>& rotary_thetas() const { return rotary_frequencies_; }
 
   // The entries load_parameter() accepts, in PyTorch's state_dict() order (their names:
@@ -231,7 +231,7 @@ class MultiHeadAttention {
   // the cache was made, reset, truncated or kept; an encoded cache; indices out of range,
   // repeated or unsorted; positions gone from a window's ring.
   void keep(KvCache& cache, const std::int32_t* indices, int count) const;
-  // Cross-attention over an encoder's output (docs/attention-math.md §9): its keys
+  // Cross-attention over an encoder's output (docs/attention-math/decoding.md §9): its keys
   // [batch, S, kdim] and values [batch, S, vdim] projected once (K and V projections with their
   // biases, and the k-norm of a qk-norm module; no RoPE: a rotary module is a ConfigError) into a
   // read-only cache of `dtype` (f32, f16 or i8) holding S positions. forward(args, cache) with

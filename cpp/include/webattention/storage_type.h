@@ -1,5 +1,5 @@
 // Storage types: how a module keeps its weight matrices and a KV cache its keys and values
-// (docs/attention-math.md §11). Arithmetic is f32 whatever the storage; a narrow type only changes
+// (docs/attention-math/storage.md §11). Arithmetic is f32 whatever the storage; a narrow type only changes
 // the values held (rounded to nearest-even for the 16-bit types, block-quantised for int8 and int4).
 #pragma once
 

@@ -50,7 +50,7 @@ struct Positions {
   std::int64_t query0 = 0;
   std::int64_t window = 0;  // > 0: the query at p sees only keys at positions > p - window
   // The window in positionIds (a cached call's drafts at depths that are not their slots:
-  // docs/attention-math.md §9): the call's rows, from slot call0 on, are at positions
+  // docs/attention-math/decoding.md §9): the call's rows, from slot call0 on, are at positions
   // ids[slot - call0] for the window, keys before call0 at their slots; the causal rule stays
   // on slots. Null (the default, and whenever ids equal the slots): every row at its slot.
   // [batch][ids_stride]; for_batch() points it at its batch's row.

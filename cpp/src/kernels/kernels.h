@@ -59,7 +59,7 @@ struct PackedLinear {
   // storage::rebiased_f16_to_f32; the SIMD readers scale by 2^(112 - f16_rebias) instead of 2^112.
   int f16_rebias = 0;
   // int8 and int4 only: the layer's inputs are quantised to int8 blocks and multiplied in
-  // integers (create()'s activations 'int8': q8_linear.h, docs/attention-math.md §11). Set by
+  // integers (create()'s activations 'int8': q8_linear.h, docs/attention-math/storage.md §11). Set by
   // use_int8_activations(), which also lays int8 codes in row pairs (i8_row_pairs()).
   bool int8_activations = false;
   std::vector<float> bias;  // [out] zero-padded to whole panels, or empty for no bias

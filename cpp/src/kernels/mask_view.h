@@ -15,7 +15,7 @@ namespace webattention {
 //   data[b * batch_stride + h * head_stride + i * row_stride + (j - key0)].
 // A zero stride broadcasts that dimension. Keys before key0 are not covered (the mask allows
 // them): a cached forward's verification mask covers only the call's new positions, the keys
-// from the cache's old length on (docs/attention-math.md §9).
+// from the cache's old length on (docs/attention-math/decoding.md §9).
 struct MaskView {
   MaskKind kind = MaskKind::kNone;
   const void* data = nullptr;

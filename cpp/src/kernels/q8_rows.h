@@ -1,4 +1,4 @@
-// Projection inputs under activations 'int8' (docs/attention-math.md §11), for every ISA's
+// Projection inputs under activations 'int8' (docs/attention-math/storage.md §11), for every ISA's
 // integer kernels (<type>q8_linear_<ISA>.cpp): each input row quantised once per call, block by
 // block (storage_convert.h's quantise_activations_q8), and then read by every target and panel.
 // One rule of arithmetic for all of them, so that every module gives the same bits: column c's

@@ -1,4 +1,4 @@
-// The storage types' value rules, one scalar place (docs/attention-math.md §11): f32 to and from
+// The storage types' value rules, one scalar place (docs/attention-math/storage.md §11): f32 to and from
 // f16 and bf16 (round to nearest-even, NaN stays NaN, overflow to ±Inf), and the int8 block rule
 // (symmetric, scale = max|x| / 127, q = round-half-to-even(x / scale), llama.cpp's q8_0), and the
 // int4 block rule (llama.cpp's q4_0: codes 0-15 about a zero point, d = the signed extreme / -8). Weight
@@ -146,7 +146,7 @@ inline float quantise_q8(const float* x, int n, std::int8_t* q) {
   return quantise_q8(x, n, [q](int i, std::int8_t v) { q[i] = v; });
 }
 
-// One block of a projection's input row under activations 'int8' (docs/attention-math.md §11):
+// One block of a projection's input row under activations 'int8' (docs/attention-math/storage.md §11):
 // llama.cpp's quantize_row_q8_0 rule with d kept in f32, d = max|x| / 127 and q[i] = round(x[i] / d),
 // halves away from zero (std::round; f32 division, so every ISA quantises alike); every q 0 for
 // d = 0 (an all-zero block, or one whose max underflows). A non-finite value makes d NaN (every q

@@ -158,7 +158,7 @@ export class MultiHeadAttention {
   }
 
   /**
-   * Cross-attention (docs/attention-math.md §9): an encoder's output key [B, S, kdim] (or [S,
+   * Cross-attention (docs/attention-math/decoding.md §9): an encoder's output key [B, S, kdim] (or [S,
    * kdim]) and value [B, S, vdim] projected once into a read-only KvCache (options { dtype }),
    * which forward(query, null, null, { cache }) then attends to at every decoder step.
    */
@@ -181,7 +181,7 @@ export class MultiHeadAttention {
   }
 
   /**
-   * docs/attention-math.md §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim],
+   * docs/attention-math/heads.md §5: head `head`'s score matrix W_i = W_i^Q W_i^Kᵀ ([embedDim, kdim],
    * so that the head's scores are x W_i yᵀ / √d_k without biases), its singular values (a
    * Float64Array, largest first) and rank (<= headDim), and the parameter counts of the factored
    * and the full form.

@@ -3,7 +3,7 @@
 // for the GPU) owns copies of them (call_plan.js ownedPlan()): the caller may change its arrays
 // meanwhile. A fresh copy of a large input pays for new pages as well as the copy: slice() of
 // 6 MB took 1.24 ms in Node where set() into an array used before took 0.44 ms
-// (docs/webgpu.md#host-copies). So a module keeps the arrays of its last calls' copies and
+// (docs/webgpu/kernels.md#host-copies). So a module keeps the arrays of its last calls' copies and
 // lends them out again; each call leases them and gives them back when it settles, after which
 // nothing of the call reads them.
 

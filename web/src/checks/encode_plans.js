@@ -1,4 +1,4 @@
-// Cross-attention's two calls checked into plans (docs/attention-math.md §9): mha.encode(key,
+// Cross-attention's two calls checked into plans (docs/attention-math/decoding.md §9): mha.encode(key,
 // value) (resolveEncode) and forward(query, null, null, { cache: encoded }) (resolveEncodedForward,
 // which plans.js's resolveMhaForward() hands an encoded cache to). The core checks them again in
 // its own words; these are the messages users see.

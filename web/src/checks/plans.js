@@ -233,7 +233,7 @@ function checkRotaryTable(table, first, rows) {
 
 /**
  * forward()'s attnMask shape: [L, S] or per head [B·H, L, S]; with a cache a verification mask
- * among the L new positions (docs/attention-math.md §9): [L, L], [B, L, L] or [B·H, L, L].
+ * among the L new positions (docs/attention-math/decoding.md §9): [L, L], [B, L, L] or [B·H, L, L].
  */
 function checkAttnMaskShape(shape, { B, H, L, S, cached }) {
   const shapes = cached ? [[L, L], [B, L, L], [B * H, L, L]] : [[L, S], [B * H, L, S]];

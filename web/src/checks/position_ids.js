@@ -1,4 +1,4 @@
-// forward()'s `positionIds` option (docs/attention-math.md §8): the rotary position of each query
+// forward()'s `positionIds` option (docs/attention-math/decoding.md §8): the rotary position of each query
 // row (and of the key row beside it) instead of its index. The rotation moves, and a cache's window
 // (§9): masks, the causal rule and a cache's order still follow the rows, so ids may repeat, skip
 // or run backwards (with a window, within what its ring holds).

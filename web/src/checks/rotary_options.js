@@ -1,4 +1,4 @@
-// create()'s `rotary` option (docs/attention-math.md §8): RoPE from a base, with an optional
+// create()'s `rotary` option (docs/attention-math/decoding.md §8): RoPE from a base, with an optional
 // frequency scaling, or from a given cos/sin table; resolved and checked, and as the core's
 // MhaConfig fields take it (module_config.js's CONFIG_FIELDS lists it).
 import { OptionError, describe, formatShape } from '../base/errors.js';
@@ -30,7 +30,7 @@ export function resolveRotary(options, { headDim }) {
     });
   }
   // > 1: the frequencies base^(−2j/dim) must fall with j; a base in (0, 1] gives rising ones, and
-  // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math.md §8).
+  // one near 0 (1e-320) gives infinite angles and NaN outputs (docs/attention-math/decoding.md §8).
   const base = checkPositive('rotary.base', r.base ?? 10000, 1);
   return { base, interleaved, dim, scaling: resolveRotaryScaling(r.scaling), table: null };
 }

@@ -1,4 +1,4 @@
-// A cache's arguments checked (docs/attention-math.md §9): createCache()'s options, and a batched
+// A cache's arguments checked (docs/attention-math/decoding.md §9): createCache()'s options, and a batched
 // cache's one length per row for kv_cache.js and forward()'s plan: cache.truncate()'s argument,
 // forward()'s `rows`, and the one length of rows that agree.
 import { CACHE_DTYPES } from '../storage/storage_types.js';

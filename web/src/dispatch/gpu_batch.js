@@ -1,4 +1,4 @@
-// The public GpuBatch (README "Tensors on the GPU", docs/webgpu.md#one-submit-per-step): forward()
+// The public GpuBatch (README "Tensors on the GPU", docs/webgpu/tensors_and_steps.md#one-submit-per-step): forward()
 // calls with `{ output: 'gpu-buffer', batch }` are recorded into one GPUCommandEncoder of the
 // batch instead of each submitting its own, and batch.submit() submits them together, so that a
 // decode step through a stack of layers is one queue.submit(). WebGPU runs a queue's work in the

@@ -1,4 +1,4 @@
-// cache.keep()'s argument checked against the cache (docs/attention-math.md §9), for kv_cache.js.
+// cache.keep()'s argument checked against the cache (docs/attention-math/decoding.md §9), for kv_cache.js.
 import { CacheError, describe } from '../base/errors.js';
 import { truncationFloor } from '../storage/kv_ring.js';
 import { increasingIndices, isList } from './cache_checks.js';

@@ -214,7 +214,7 @@ export class KvCache {
 
   /**
    * Drops positions >= length (an integer in [lowest, this.length]; lowest is 0 unless a window's
-   * ring has wrapped: see docs/attention-math.md §9), keeping the storage: a later call continues
+   * ring has wrapped: see docs/attention-math/decoding.md §9), keeping the storage: a later call continues
    * at `length`, exactly as if the dropped positions had never been appended. One length cuts
    * every row to it; a list (truncate(lengths)) holds one per row. After the calls made before it,
    * as reset(); a misuse is a CacheError that changes nothing.
@@ -235,7 +235,7 @@ export class KvCache {
    * positions, moved to consecutive positions from the length before that call; the others are
    * dropped. Afterwards every result, read() included, equals a fresh run over the kept tokens
    * alone at consecutive positions: a kept key rotated (RoPE) at another position than its new one
-   * is rotated at the new one (docs/attention-math.md §9). After the calls made before it, as
+   * is rotated at the new one (docs/attention-math/decoding.md §9). After the calls made before it, as
    * truncate(); a misuse is a CacheError that changes nothing.
    */
   keep(indices) {

@@ -1,4 +1,4 @@
-// The KV cache's ring geometry, the one JS statement of it (docs/attention-math.md §9): how many
+// The KV cache's ring geometry, the one JS statement of it (docs/attention-math/decoding.md §9): how many
 // slots a cache holds and how many rows one pass may append. The core computes the same from its
 // config (cpp/include/webattention/kv_cache.h, exposed as core_binding.js's
 // coreRingGeometry()); the GPU cache (webgpu/gpu_kv_cache.js) and createCache()'s limits read it here.

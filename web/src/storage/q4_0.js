@@ -1,5 +1,5 @@
 // 4-bit block quantisation of float weights at load, llama.cpp's quantize_row_q4_0 rule
-// (docs/attention-math.md §11), in float32 arithmetic as the WASM core computes it
+// (docs/attention-math/storage.md §11), in float32 arithmetic as the WASM core computes it
 // (cpp/src/kernels/storage_convert.h's quantise_q4): per block of up to 32 values along a row,
 // m = the first value of largest magnitude (sign kept), d = fl(m / −8), id = fl(1 / d) (0 when d
 // is 0), code q = min(15, trunc(fl(fl(x · id) + 8.5))), zero point 8; the value of code q is

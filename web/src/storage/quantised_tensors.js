@@ -1,4 +1,4 @@
-// Weight tensors quantised already, taken as stored by loadStateDict() (docs/attention-math.md
+// Weight tensors quantised already, taken as stored by loadStateDict() (docs/attention-math/storage.md
 // §11): GGUF's Q4_0 and Q8_0 blocks (loadGguf()'s { dtype: 'q4_0' | 'q8_0', data, shape }) and ORT
 // MatMulNBits' 4-bit initializers ({ dtype: 'int4', data, scales, zeroPoints?, blockSize, shape }).
 // Each becomes one form, a quantised entry, without loss: { dtype: 'int8' | 'int4', data (one

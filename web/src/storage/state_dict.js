@@ -163,7 +163,7 @@ const QUANTISED = ['int8', 'int4'];
 
 /**
  * int8 and int4 storage quantise blocks of 32 values of a row by their largest magnitude, which a
- * NaN or an infinity makes meaningless (docs/attention-math.md §11): refused here, for every entry
+ * NaN or an infinity makes meaningless (docs/attention-math/storage.md §11): refused here, for every entry
  * before any backend loads one, so that a refused state dict leaves the module's weights as they
  * were (the C++ core refuses them too, for C++ callers, but one entry at a time). The index is in
  * the tensor as the caller gave it; the row and block in the module's [out, in] weight, where a
@@ -248,7 +248,7 @@ export function offsetQkNorm(entries, offset) {
  * A +Inf sink would take all of its head's softmax mass, but every backend's running max would
  * compute Inf − Inf = NaN: refused here, before any backend loads anything, so the module keeps
  * its weights (the C++ core refuses it too, for C++ callers). NaN stays a NaN input (NaN rows);
- * −Inf is no sink (docs/attention-math.md §10).
+ * −Inf is no sink (docs/attention-math/scores.md §10).
  */
 function refuseInfiniteSink(entries, prefix) {
   const sinks = entries.find((e) => e.name === ENTRY.sinks);

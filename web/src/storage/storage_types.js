@@ -1,4 +1,4 @@
-// The storage types (docs/attention-math.md §11), one row each: the package's one list of them.
+// The storage types (docs/attention-math/storage.md §11), one row each: the package's one list of them.
 // The core's own table (cpp/include/webattention/storage_type.h's kStorageTypes) is its C++ twin,
 // and tests/js/storage_types.test.js reads that one through the binding and checks the two, and
 // the TypeScript unions (web/types/tensors.d.ts), agree.

@@ -134,7 +134,7 @@ export class WasmExecutor {
     });
   }
 
-  /** docs/attention-math.md §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
+  /** docs/attention-math/heads.md §5 for one head: { matrix, shape, rank, factoredParameters, fullParameters }. */
   headBilinearForm(head) {
     this.#requireWeights('headBilinearForm');
     const form = this.handle.headBilinearForm(head);

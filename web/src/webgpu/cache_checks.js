@@ -82,7 +82,7 @@ function checkDevicePasses(plan, { passes, deviceMergeRefusal }, limits) {
 }
 
 /**
- * A cache's window counts in positionIds (docs/attention-math.md §9: a draft sees the keys its
+ * A cache's window counts in positionIds (docs/attention-math/decoding.md §9: a draft sees the keys its
  * depth's window holds), which the kernels read where windowIds() gives them. The ring holds the
  * keys such a call reaches only when it is one pass and no id is before its row's length: else a
  * CacheError naming positionIds, the core's check_window_ids() (cpp/src/mha_cached_forward.cpp)

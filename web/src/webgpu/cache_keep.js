@@ -1,4 +1,4 @@
-// cache.keep() on the GPU (docs/attention-math.md §9): the kept rows of the last call that move,
+// cache.keep() on the GPU (docs/attention-math/decoding.md §9): the kept rows of the last call that move,
 // or whose rotation changes, are written again by a cached call of their own inputs at their new
 // positions (projections, k-norm, RoPE and append on the device, as a fresh run of those tokens
 // writes them); the rows before the first such one stay where they are. No cache data leaves the

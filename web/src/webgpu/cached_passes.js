@@ -2,7 +2,7 @@
 // so with a window (a ring) one pass may take at most GpuKvCache.maxRowsPerPass rows
 // (ringGeometry()'s rowsPerPass, kv_ring.js): a longer step (a long prefill) is cut into passes
 // of consecutive rows, each attending over the positions up to its own last row, exactly the rows
-// of the one call (docs/attention-math.md §9); merge() puts their outputs and weights back
+// of the one call (docs/attention-math/decoding.md §9); merge() puts their outputs and weights back
 // together as the call's. A GPU input's rows are a DeviceData of pieces (deviceRows(): copied on
 // the device by each pass); 'gpu-buffer' results are put together on the device (pass_merge.js).
 import { deviceRows, isDeviceData } from '../base/gpu_tensors.js';

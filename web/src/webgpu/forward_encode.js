@@ -75,7 +75,7 @@ export const firstPositions = (plan) =>
 const rowPairs = (plan) => Uint32Array.from(firstPositions(plan).flatMap((n, b) => [cacheRowOf(plan, b), n]));
 
 /**
- * A cached call's positionIds where they move its cache's window (docs/attention-math.md §9), or
+ * A cached call's positionIds where they move its cache's window (docs/attention-math/decoding.md §9), or
  * null: the cache has a window and some id is not its row's own position (its first new position
  * plus the row index), as the core's window_in_ids(). Otherwise the kernels' plain rule is the same
  * rule, and the call keeps the plain kernels' table, uniforms and pipelines.

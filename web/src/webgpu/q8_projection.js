@@ -1,4 +1,4 @@
-// activations 'int8' on the GPU (docs/attention-math.md §11): every projection of such a module
+// activations 'int8' on the GPU (docs/attention-math/storage.md §11): every projection of such a module
 // is two dispatches, its input rows quantised (the q8rows family's variant: kernels/q8_rows.wgsl.js,
 // the block max by a tree or by subgroups) and the integer product (the q8linear family's:
 // kernels/q8_linear.wgsl.js or, for calls of many rows, the tiled kernels/q8_tiled.wgsl.js), both

@@ -1,5 +1,5 @@
 // RoPE's frequencies θ_j = base^(−2j/dim), j < dim/2, with the scaling of a resolved rotary
-// option (docs/attention-math.md §8), in float64: the WebGPU cos/sin table (webgpu/rotary_table.js)
+// option (docs/attention-math/decoding.md §8), in float64: the WebGPU cos/sin table (webgpu/rotary_table.js)
 // is built from them. The WASM core computes the same rule (cpp/src/rotary.cpp).
 
 const TWO_PI = 2 * Math.PI;

@@ -1,7 +1,7 @@
 // The cos/sin table the rotary kernel reads (kernels/rotary.wgsl.js), formed on the CPU in
 // float64 per call: θ_j (rotary_frequencies.js) and the angle p·θ_j are doubles, as in the WASM core
 // (cpp/src/rotary.cpp), and only cos and sin are rounded to f32.
-// An f32 angle would be off by about 10⁻² radian at p = 10⁵ (docs/attention-math.md §8).
+// An f32 angle would be off by about 10⁻² radian at p = 10⁵ (docs/attention-math/decoding.md §8).
 
 import { rotaryFrequencies } from './rotary_frequencies.js';
 

@@ -176,7 +176,7 @@ inline std::int64_t window_position(const AttentionProblem& p, std::int64_t slot
 
 // The one position rule: the keys the query at `query_pos` may see, a contiguous range of
 // positions. Causal stops after the query's own position, a window starts after
-// query_pos - window (docs/attention-math.md §9). With Positions::ids the range keeps every key
+// query_pos - window (docs/attention-math/decoding.md §9). With Positions::ids the range keeps every key
 // of the call the causal rule allows; mask_tile tests those against the window one by one.
 inline KeyRange allowed_keys(const AttentionProblem& p, std::int64_t query_pos) {
   const std::int64_t S = p.S;

@@ -1,4 +1,4 @@
-// Attention over a narrow KV cache (f16, int8; docs/attention-math.md §11), the ISA-independent
+// Attention over a narrow KV cache (f16, int8; docs/attention-math/storage.md §11), the ISA-independent
 // part: the stored elements are widened to f32 as they are loaded, inside the loops, never into
 // a copy. The 4-row register block's loops are written here once for every ISA (each panel row
 // of 8 elements widened into the block's operand), for the scalar kernel and as the SIMD kernel's

@@ -8,7 +8,7 @@
 //
 // Not the accumulating i32x4.relaxed_dot_i8x16_i7x16_add_s: Node 20's V8 computes that one wrongly
 // in its baseline tier (Liftoff) for some register choices and right for others, so no load-time
-// probe can vouch for a kernel's code (docs/attention-math.md §11).
+// probe can vouch for a kernel's code (docs/attention-math/storage.md §11).
 #pragma once
 
 #include <wasm_simd128.h>

@@ -11,7 +11,7 @@
 // i is masked), as in the WASM core; with a KV cache (shift = its length before the call) it is
 // bottom-right (key j > i + shift), and a window masks keys j <= i + shift − window too (with
 // windowIds, those before the window of the query's positionId: beforeWindow(),
-// docs/attention-math.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
+// docs/attention-math/decoding.md §9). Keys are read through keyRow(): a cache is a ring of kvRows slots
 // per batch (position j in slot j mod kvRows); without one kvRows = S and the row is j.
 
 import { paramsWgsl } from '../kernel_params.js';
@@ -66,7 +66,7 @@ export const attentionHelpers = /* wgsl */ `
 const MASKED_AT = -1.0e38;  // a score at or below this is a masked key
 const NEG = -3.0e38;        // "minus infinity" for masked scores and empty running maxima
 
-// The K/V head query head h reads (grouped-query attention, docs/attention-math.md §7): K and V
+// The K/V head query head h reads (grouped-query attention, docs/attention-math/heads.md §7): K and V
 // are indexed, never copied per query head.
 fn kvHead(h: u32) -> u32 { return h / p.group; }
 
@@ -85,7 +85,7 @@ fn firstKey(b: u32, i0: u32) -> u32 {
   return firstKeyAt(i0, shiftOf(b));
 }
 
-// Whether key j of batch b lies before the window of query row i (docs/attention-math.md §9): the
+// Whether key j of batch b lies before the window of query row i (docs/attention-math/decoding.md §9): the
 // query at its position, a key cached before the call (j < shiftOf(b)) at its own and a key of the
 // call at its row's; with windowIds positionId() gives the query's and the call's keys', else they
 // are the rows' own (i + shift, j).

@@ -1,4 +1,4 @@
-// WGSL kernel: attention sinks (gpt-oss; docs/attention-math.md §10), applied after the attention
+// WGSL kernel: attention sinks (gpt-oss; docs/attention-math/scores.md §10), applied after the attention
 // kernel of either path, so that no attention variant needs to know about them. Every path leaves
 // each row's normalised output o = Σ_j e^(s_j − m) v_j / l and its stats (m, l); the sink's logit
 // σ_h joins the denominator, with m' = max(m, σ_h) and l' = l·e^(m − m') + e^(σ_h − m'):

@@ -1,5 +1,5 @@
 // The storage of a float16 or int8 KV cache on the GPU (gpu_kv_cache.js), as the WASM core's
-// cache stores it (docs/attention-math.md §11), and its append kernel, which stores a call's new
+// cache stores it (docs/attention-math/storage.md §11), and its append kernel, which stores a call's new
 // key or value rows narrow. The attention kernels read the rows where they are stored
 // (kv_reads.wgsl.js).
 //

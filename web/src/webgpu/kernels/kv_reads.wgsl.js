@@ -6,7 +6,7 @@
 //   - 'float16' / 'int8': a narrow cache read where it is stored (cache_narrow.wgsl.js's layout,
 //     packed_values.wgsl.js's reads): head g of row `row` starts at word
 //     kOff + row·kStride + g·(words per head), strides in words; int8 multiplies q by the head's
-//     scale, the word after its values (one float32 product, docs/attention-math.md §11).
+//     scale, the word after its values (one float32 product, docs/attention-math/storage.md §11).
 // No float32 copy of a narrow cache is ever made: each kernel widens the values it loads. The NaN
 // rule's kernels (nonfinite_rows.wgsl.js) read the same heads as float32 bits instead
 // (kBits / vBits, kvBitsReads()), so that a NaN or an infinity is never a float there.

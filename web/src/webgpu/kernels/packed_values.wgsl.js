@@ -6,7 +6,7 @@
 // the lowest bits), so a packed array is the narrow values in order, as the CPU packs them.
 // float16 reads with unpack2x16float (no shader-f16 needed); a bfloat16 is the top half of a
 // float32, so a shift moves it there; int8 is a sign-extending extractBits, and the caller
-// multiplies by the value's scale (docs/attention-math.md §11: q · scale is one float32 product,
+// multiplies by the value's scale (docs/attention-math/storage.md §11: q · scale is one float32 product,
 // as the WASM core forms it). Arithmetic stays float32.
 import { Q8_BLOCK } from '../../storage/storage_types.js';
 

@@ -1,7 +1,7 @@
 // What the int8-activation linear kernels (q8_linear.wgsl.js: one output per invocation;
 // q8_tiled.wgsl.js: a register-blocked tile) share, so that both give the same bits: their
 // bindings, the four-lane integer dot product, the weight codes as i8 lanes, and the f32 steps
-// per block and per output (docs/attention-math.md §11, the WASM core's <type>q8_linear kernels).
+// per block and per output (docs/attention-math/storage.md §11, the WASM core's <type>q8_linear kernels).
 // Per output, per block of Q8_BLOCK in order, the block's Σ (q_w − z)·q_x is an exact i32 (at
 // most 32 · 255 · 127 in magnitude, so its f32 is exact too), and
 //   acc = acc + (s_w · d_x) · f32(dot),   y = acc + bias

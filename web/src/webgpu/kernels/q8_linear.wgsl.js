@@ -1,4 +1,4 @@
-// WGSL kernel: Y = X · Wᵀ + b with activations 'int8' (docs/attention-math.md §11), for int8 and
+// WGSL kernel: Y = X · Wᵀ + b with activations 'int8' (docs/attention-math/storage.md §11), for int8 and
 // int4 weights: X's rows quantised already by q8_rows.wgsl.js (codes four per u32, a d per block),
 // W's codes as weight_storage.js stores them. The arithmetic, and so the bits, are
 // q8_common.wgsl.js's (shared with the tiled variant, q8_tiled.wgsl.js).

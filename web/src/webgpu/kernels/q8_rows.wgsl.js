@@ -1,4 +1,4 @@
-// WGSL kernel: a projection's input rows quantised for activations 'int8' (docs/attention-math.md
+// WGSL kernel: a projection's input rows quantised for activations 'int8' (docs/attention-math/storage.md
 // §11, the WASM core's cpp/src/kernels/q8_rows.h): each row of X, per block of Q8_BLOCK values
 // along it, by llama.cpp's quantize_row_q8_0 rule with d kept in f32:
 //   d = max|x| / 127,   q = round(x / d) (halves away from zero), every q 0 where d is 0,

@@ -1,4 +1,4 @@
-// WGSL kernel: the qk-norm (Qwen3, Gemma 3; docs/attention-math.md §10), an RMSNorm of every
+// WGSL kernel: the qk-norm (Qwen3, Gemma 3; docs/attention-math/scores.md §10), an RMSNorm of every
 // query or key head applied in place to the projected rows after their bias and before RoPE:
 // x ← x / sqrt(mean(x²) + eps) · w, w [headDim]. One invocation per (row, head); sizes, offsets
 // and eps are uniforms: one pipeline per device.

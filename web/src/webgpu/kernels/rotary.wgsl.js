@@ -1,4 +1,4 @@
-// WGSL kernel: rotary position embedding (RoPE, docs/attention-math.md §8), applied in place to
+// WGSL kernel: rotary position embedding (RoPE, docs/attention-math/decoding.md §8), applied in place to
 // the projected queries or keys after their bias, before attention reads them.
 //
 // Why a table: the angle p·θ_j loses its precision in f32 at large positions (about 10⁻² radian

@@ -11,7 +11,7 @@
  * so each batch reads its own ring and sees its own keys; else batch b is row b at p.shift
  * (`shift`: p.first in the append kernels). With `positions` (the attention kernels' uniforms,
  * which have B, L and windowIds): where windowIds is 1, row i of batch b is at positionId(b, i) =
- * rowTable[2B + b·L + i] for the window (docs/attention-math.md §9), the table's rows part then
+ * rowTable[2B + b·L + i] for the window (docs/attention-math/decoding.md §9), the table's rows part then
  * written for every batch. A kernel whose entry point never reads them has the binding declared
  * and unused (the decode reduce kernel), which its pipeline's layout leaves out.
  */
