@@ -8,8 +8,9 @@
 //
 // Prints the adapter (info, features, limits), then per shape (L, E, h), batch 1, self-attention:
 //   - linear: each variant on the Q/K/V projection (L × 3E × E), the output projection
-//     (L × E × E) and a decode step's Q/K/V projection (1 × 3E × E); each variant that fits the
-//     rows (rows8: at most 4); ms per dispatch, GFLOP/s (2·M·N·K), GB/s (X, W and Y once), compile ms and
+//     (L × E × E) and a decode step's Q/K/V projection (1 × 3E × E), and rows8 (rows8sg) alone on that one
+//     with each narrow weights dtype (W's random bits as it stores them); each variant that fits the rows (rows8: at most 4); ms per
+//     dispatch, GFLOP/s (2·M·N·K), GB/s (X, W as stored and Y once), compile ms and
 //     max |Δ| against the first variant (the default) on the same inputs;
 //   - attention: each flash variant, not causal and causal (GFLOP/s over the keys each row
 //     attends: 4·L·S·E, about half with causal); GB/s: Q, K, V and the output once;
@@ -48,6 +49,7 @@ const quick = smoke || args.includes('--quick');
 const json = args.includes('--json');
 
 const SHAPES = smoke ? [[16, 32, 2]] : quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
+const NARROW_WEIGHTS = ['float16', 'bfloat16', 'int8', 'int4'];
 const CUBE = smoke ? 32 : quick ? 256 : 4096;
 
 const markdown = args.includes('--markdown');
@@ -86,7 +88,7 @@ const head = {
   node: process.version, date: new Date().toISOString(), quick,
 };
 console.log(json ? JSON.stringify(head) : `adapter: ${JSON.stringify({ vendor: head.vendor, architecture: head.architecture, device: head.device, description: head.description })}\nfeatures: ${head.features.join(',')}\nlimits: ${JSON.stringify(head.limits)}`);
-const requiredFeatures = ['timestamp-query'].filter((f) => adapter.features.has(f));
+const requiredFeatures = ['timestamp-query', 'subgroups'].filter((f) => adapter.features.has(f));
 const requiredLimits = Object.fromEntries(limitNames.filter((n) => n !== 'maxComputeInvocationsPerWorkgroup').map((n) => [n, adapter.limits[n]]));
 const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
 device.addEventListener?.('uncapturederror', (e) => console.log('GPU error:', e.error?.message));
@@ -118,8 +120,12 @@ for (const [L, E, h] of SHAPES) {
   const best = {};
   best.linear = (await profileLinear(device, { M: L, N: 3 * E, K: E }, `qkv ${L}x${3 * E}x${E}`, budget, print)).fastest;
   await profileLinear(device, { M: L, N: E, K: E }, `out ${L}x${E}x${E}`, budget, print);
-  // A decode step's Q/K/V projection (one row): the few-rows variant (rows8) against the tiled ones.
+  // A decode step's Q/K/V projection (one row): the few-rows variant (rows8) against the tiled
+  // ones, then rows8 and rows8sg on each narrow weights dtype (GB/s of the bytes each stores).
   await profileLinear(device, { M: 1, N: 3 * E, K: E }, `qkv 1x${3 * E}x${E}`, budget, print);
+  for (const weights of NARROW_WEIGHTS) {
+    await profileLinear(device, { M: 1, N: 3 * E, K: E, weights, only: ['rows8', 'rows8sg'] }, `qkv 1x${3 * E}x${E} ${weights}`, budget, print);
+  }
   for (const causal of [false, true]) {
     const fastest = (await profileAttention(device, shape, causal, budget, print)).fastest;
     if (!causal) best.attention = fastest;

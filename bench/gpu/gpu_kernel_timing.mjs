@@ -16,6 +16,17 @@ export function randomBuffer(device, floats, seed, scale = 1) {
   return buffer;
 }
 
+/**
+ * A storage buffer of `words` random u32 words ANDed with `mask` (deterministic): packed narrow
+ * values, e.g. 16-bit floats kept finite by a mask that clears the top exponent bit of each half.
+ */
+export function randomWordsBuffer(device, words, seed, mask = 0xffffffff) {
+  const data = new Uint32Array(filled(words, seed, 1).buffer).map((w) => (w * 2654435761 >>> 0) & mask);
+  const buffer = device.createBuffer({ size: Math.max(4, words * 4), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC });
+  device.queue.writeBuffer(buffer, 0, data);
+  return buffer;
+}
+
 export const zeroBuffer = (device, floats) => device.createBuffer({
   size: Math.max(4, floats * 4), usage: Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST,
 });

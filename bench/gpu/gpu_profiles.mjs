@@ -4,8 +4,9 @@
 import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { ATTENTION_PARAMS } from '../../web/src/webgpu/kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
+import { VALUES_PER_WORD } from '../../web/src/webgpu/kernels/packed_values.wgsl.js';
 import {
-  compiledPipeline, maxAbsDiff, preparedKernel, randomBuffer, readBack, timeKernel, zeroBuffer,
+  compiledPipeline, maxAbsDiff, preparedKernel, randomBuffer, randomWordsBuffer, readBack, timeKernel, zeroBuffer,
 } from './gpu_kernel_timing.mjs';
 
 const cdiv = (a, b) => Math.ceil(a / b);
@@ -35,23 +36,44 @@ async function profileVariants(device, variants, make, row, budget, print) {
   return { fastest: fastest?.variant };
 }
 
-/** The linear variants on Y[M, N] = X[M, K] · W[N, K]ᵀ + b. */
-export async function profileLinear(device, { M, N, K }, shape, budget, print) {
+// Bytes per weight of each weightsDtype as the GPU stores it (blocked types: and a float32 scale
+// per 32 weights, int4 a 4-bit zero point too).
+const WEIGHT_BYTES = { float32: 4, float16: 2, bfloat16: 2, int8: 1 + 4 / 32, int4: 0.5 + 4.5 / 32 };
+
+// The top exponent bit of each 16-bit half cleared: float16 and bfloat16 values below 2, finite.
+const FINITE_HALVES = 0xbfffbfff;
+
+// W of `weights` with random bits (finite; timing and a max |Δ| between variants: words, scales and
+// zero points as the kernels bind them after Y, linear_common.wgsl.js's bindings 2, 5 and 6).
+function weightBuffers(device, weights, N, K) {
+  if (weights === 'float32') return { w: randomBuffer(device, N * K, 2, 1 / Math.sqrt(K)), blocks: [] };
+  const mask = VALUES_PER_WORD[weights] === 2 ? FINITE_HALVES : 0xffffffff;
+  const w = randomWordsBuffer(device, Math.ceil((N * K) / VALUES_PER_WORD[weights]), 2, mask);
+  const scaleCount = N * cdiv(K, 32);
+  const blocks = weights === 'int8' ? [randomBuffer(device, scaleCount, 5, 0.01)]
+    : weights === 'int4' ? [randomBuffer(device, scaleCount, 5, 0.01), randomBuffer(device, cdiv(scaleCount, 8), 6)] : [];
+  return { w, blocks };
+}
+
+/** The linear variants (those named in `only`, when given) on Y[M, N] = X[M, K] · W[N, K]ᵀ + b, W stored as `weights`. */
+export async function profileLinear(device, { M, N, K, weights = 'float32', only }, shape, budget, print) {
   const x = randomBuffer(device, M * K, 1);
-  const w = randomBuffer(device, N * K, 2, 1 / Math.sqrt(K));
+  const { w, blocks } = weightBuffers(device, weights, N, K);
   const b = randomBuffer(device, N, 3, 0.1);
   const y = zeroBuffer(device, M * N);
-  const problem = { M, N, K, xStride: K, yStride: N };
+  const values = { M, N, K, xStride: K, yStride: N };  // the uniforms; the dtype is the pipeline's
+  const problem = { ...values, weights };
   const row = (ms) => ({
-    kind: 'linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: ((M * K + N * K + M * N) * 4) / ms / 1e6,
+    kind: 'linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: ((M * K + M * N) * 4 + N * K * WEIGHT_BYTES[weights]) / ms / 1e6,
   });
   const make = async (variant) => {
     const { pipeline, compileMs } = await compiledPipeline(device, variant, problem);
-    const kernel = preparedKernel(device, [{ pipeline, params: LINEAR_PARAMS, values: problem, bindings: [x, w, b, y], groups: variant.grid(problem) }]);
+    const kernel = preparedKernel(device, [{ pipeline, params: LINEAR_PARAMS, values, bindings: [x, w, b, y, ...blocks], groups: variant.grid(problem) }]);
     return { kernel, compileMs, output: () => readBack(device, y, M * N) };
   };
-  const result = await profileVariants(device, fittingVariants('linear', device, { ...problem, rows: M }), make, row, budget, print);
-  [x, w, b, y].forEach((buf) => buf.destroy());
+  const variants = fittingVariants('linear', device, { ...problem, rows: M }).filter((v) => !only || only.includes(v.name));
+  const result = await profileVariants(device, variants, make, row, budget, print);
+  [x, w, b, y, ...blocks].forEach((buf) => buf.destroy());
   return result;
 }
 

@@ -236,3 +236,16 @@ describe(`${FLASH_SG} pinned: tile64x16's bits (Dawn, ${adapterName})`, () => {
     });
   }
 });
+
+describe('rows8sg: the few-rows linear kernel with its column sums by subgroup shuffles', () => {
+  test('a candidate with the subgroups feature, never without it, for a decode step\'s rows only', () => {
+    const names = (features, rows) => fittingVariants('linear', { limits: {}, features }, { rows }).map((v) => v.name);
+    assert.ok(names(new Set(['subgroups']), 1).includes('rows8sg') && names(new Set(['subgroups']), 1).includes('rows8'));
+    assert.ok(!names(new Set(), 1).includes('rows8sg') && names(new Set(), 1).includes('rows8'));
+    assert.ok(!names(new Set(['subgroups']), 70).includes('rows8sg'));
+    for (const weights of ['float32', 'int4']) {
+      assert.match(VARIANTS.linear.rows8sg.shader({ K: 64, xStride: 64, weights }), /^enable subgroups;\n/);
+    }
+  });
+  // Its outputs against WASM on every weights dtype, pinned: node_variants.test.mjs.
+});

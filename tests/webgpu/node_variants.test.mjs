@@ -39,10 +39,17 @@ const linearCases = [
   // A decode step's few rows (rows8's calls): 3 rows of a ragged row group, 1 row.
   ['few rows: batch 3, L 1, E 132 (vec4 loads), GQA', { create: { embedDim: 132, numHeads: 4, numKvHeads: 2 }, B: 3, L: 1, self: true }],
   ['few rows: L 1, S 4, kdim 13, vdim 7 (scalar loads)', { create: { embedDim: 20, numHeads: 2, kdim: 13, vdim: 7 }, B: 1, L: 1, S: 4 }],
+  // rows8's word-per-lane reads of narrow rows (linear_rows.wgsl.js rowWords()): E 136, every
+  // narrow dtype's rows on words (int4's too, 8 a word; E 132 leaves int4 a value per lane), X as
+  // vec4s; E 130, float16 and bfloat16 on words with X read a value at a time.
+  ['few rows: batch 2, L 1, E 136 (every narrow row on words), GQA', { create: { embedDim: 136, numHeads: 4, numKvHeads: 2 }, B: 2, L: 1, self: true }],
+  ['few rows: L 2, E 130 (16-bit rows on words, scalar X)', { create: { embedDim: 130, numHeads: 2 }, B: 1, L: 2, self: true }],
 ];
 // The rows fits() sees: the call's largest projection's (call_kernels.js).
 const callRows = ({ B, L, S = L }) => B * Math.max(L, S);
-const linearPairs = pairs(Object.keys(VARIANTS.linear), linearCases)
+// The variants of a family this adapter can run: a pin of one it lacks the features of falls back.
+const offered = (family) => Object.keys(VARIANTS[family]).filter((name) => VARIANTS[family][name].features.every((f) => adapter.features.has(f)));
+const linearPairs = pairs(offered('linear'), linearCases)
   .filter(([name, [, args]]) => VARIANTS.linear[name].fits(adapter.limits, { rows: callRows(args) }));
 
 describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
@@ -51,13 +58,18 @@ describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
   }
 });
 
-// rows8 reads W through its own loops (vec4s for float32, weight(n, k) for the narrow dtypes):
-// every few-rows case on every weights dtype, whatever the covering subset above kept.
-describe(`rows8 on every weights dtype vs WASM (Dawn, ${adapterName})`, () => {
+// rows8 reads W through its own loops (vec4s for float32; a narrow dtype's words, or weight(n, k)),
+// and rows8sg with it (its column sums by subgroup shuffles): every few-rows case on every weights
+// dtype, whatever the covering subset above kept.
+const ROWS_VARIANTS = offered('linear').filter((name) => VARIANTS.linear[name].fits(adapter.limits, { rows: 1 })
+  && !VARIANTS.linear[name].fits(adapter.limits, { rows: 70 }));
+describe(`${ROWS_VARIANTS.join(', ')} on every weights dtype vs WASM (Dawn, ${adapterName})`, () => {
   const fewRows = linearCases.filter(([, args]) => VARIANTS.linear.rows8.fits(adapter.limits, { rows: callRows(args) }));
-  for (const weightsDtype of ['float32', 'float16', 'bfloat16', 'int8', 'int4']) {
-    for (const [title, args] of fewRows) {
-      test(`${weightsDtype}: ${title}`, () => pinned('linear', 'rows8', () => gpuMatchesWasm({ ...args, create: { ...args.create, weightsDtype } })));
+  for (const name of ROWS_VARIANTS) {
+    for (const weightsDtype of ['float32', 'float16', 'bfloat16', 'int8', 'int4']) {
+      for (const [title, args] of fewRows) {
+        test(`${name}, ${weightsDtype}: ${title}`, () => pinned('linear', name, () => gpuMatchesWasm({ ...args, create: { ...args.create, weightsDtype } })));
+      }
     }
   }
 });

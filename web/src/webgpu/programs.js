@@ -22,7 +22,7 @@ import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.j
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { isPacked, packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
-import { linearRowsShader } from './kernels/linear_rows.wgsl.js';
+import { linearRowsShader, rowWords } from './kernels/linear_rows.wgsl.js';
 import { splitGrid } from './kernels/column_split.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
@@ -43,11 +43,16 @@ const weightsKey = ({ weights }) => packedKey(weights);
 function linearVariant(name, spec) {
   if (spec.kernel === 'rows') {
     // fits() takes { rows } (the call's largest projection; absent: any), as q8LinearVariant's.
-    const vec4 = (problem) => vec4Aligned(problem) && !isPacked(problem.weights);
+    // Narrow weights: a word per lane where rows start on words (rowWords), X as vec4s with them.
+    const flavour = (problem) => {
+      const words = rowWords(problem);
+      const vec4 = vec4Aligned(problem) && (words || !isPacked(problem.weights));
+      return { words, vec4, name: `${words ? 'words' : ''}${vec4 ? 'vec4' : words ? '' : 'f32'}` };
+    };
     return {
       name, fits: (limits, { rows } = {}) => rows === undefined || rows <= spec.maxRows,
-      key: (problem) => `linear:${name}:${vec4(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}`,
-      shader: (problem) => linearRowsShader({ vec4: vec4(problem), weights: problem.weights }),
+      key: (problem) => `linear:${name}:${flavour(problem).name}${weightsKey(problem)}`,
+      shader: (problem) => linearRowsShader({ ...flavour(problem), weights: problem.weights, subgroups: spec.subgroups }),
       grid: splitGrid,
     };
   }

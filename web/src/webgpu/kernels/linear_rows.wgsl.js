@@ -10,39 +10,82 @@
 // consecutive bytes of W's row at a time, each value once. Their partial sums then meet in a
 // tree over workgroup memory (5 barriers). Grid: ⌈N / 8⌉ × ⌈M / 4⌉: any M is right, only slow.
 //
+// Narrow weights whose rows start on a word (rowWords(): K and W's offset multiples of the values
+// per u32 word) are read a word per lane: lane j of a column takes words j, j + 32, …, and each
+// word's 2, 4 or 8 values (one block scale and zero point a word: a q8_0 block is whole words),
+// where a lane reading value k through weight(n, k) loads the word, the scale and the zero point
+// again for each value, and 8 lanes load the same int4 word. Their X values are read as vec4s
+// where vec4Aligned() (float16: two words a step, so 4 values).
+//
 // Exactness: each output is a sum of the same K products as the other kernels' in another order
 // (32 strided partial sums, then the tree), so it agrees with them to rounding: the selection's
-// default tolerance (kernel_config.js DEFAULT_TOLERANCE) holds with room. Uniforms and bindings:
-// linear_common.wgsl.js; narrow weights are read by its weight(n, k).
+// default tolerance (kernel_config.js DEFAULT_TOLERANCE) holds with room. Each weight is the same
+// float32 as weight(n, k)'s (packed_values.wgsl.js's wordValue(), times its scale as one product).
+// Uniforms and bindings: linear_common.wgsl.js.
 import { linearBindings } from './linear_common.wgsl.js';
-import { isPacked } from './packed_values.wgsl.js';
-import { columnSplitHead } from './column_split.wgsl.js';
+import { VALUES_PER_WORD, isPacked, wordValue } from './packed_values.wgsl.js';
+import { SPLIT_TILE, columnSplitHead } from './column_split.wgsl.js';
+import { ENABLE_SUBGROUPS, rowGroupsWgsl } from './subgroup_reduce.wgsl.js';
 
-/** vec4: read X and W as vec4f (float32 weights, vec4Aligned() problems); weights: the module's weightsDtype. */
-export function linearRowsShader({ vec4 = false, weights = 'float32' } = {}) {
-  const wide = vec4 && !isPacked(weights);
-  // One step of a lane's loop: W's value(s) at k (or vec4 index k4) times each row's.
-  const step = wide
-    ? `for (var k4 = lane; k4 < p.K / 4u; k4 += LANES) {
+/** Whether a problem's narrow W rows start on a u32 word: K and wOff multiples of the values per word. */
+export const rowWords = ({ K, wOff = 0, weights }) => isPacked(weights) && (K | wOff) % VALUES_PER_WORD[weights] === 0;
+
+/** acc[r] += (X[m0 + r, k] for the `width` values from k) · w, for each row in range. */
+const rowsStep = (width, x, w) => `for (var r = 0u; r < ROWS; r++) {
+        if (m0 + r < p.M) { acc[r] += ${width === 4 ? 'dot' : ''}(${x} ${width === 4 ? ',' : '*'} ${w}); }
+      }`;
+
+/** One step of a lane's loop that reads a float32 W (vec4s where `vec4`) or a narrow one by weight(n, k). */
+function elementStep(vec4, weights) {
+  if (vec4) {
+    return `for (var k4 = lane; k4 < p.K / 4u; k4 += LANES) {
       let wv = w[(p.wOff + n * p.K) / 4u + k4];
-      for (var r = 0u; r < ROWS; r++) {
-        if (m0 + r < p.M) { acc[r] += dot(x[(p.xOff + (m0 + r) * p.xStride) / 4u + k4], wv); }
-      }
-    }`
-    : `for (var k = lane; k < p.K; k += LANES) {
-      let wv = ${isPacked(weights) ? 'weight(n, k)' : 'w[p.wOff + n * p.K + k]'};
-      for (var r = 0u; r < ROWS; r++) {
-        if (m0 + r < p.M) { acc[r] += x[p.xOff + (m0 + r) * p.xStride + k] * wv; }
-      }
+      ${rowsStep(4, 'x[(p.xOff + (m0 + r) * p.xStride) / 4u + k4]', 'wv')}
     }`;
-  return /* wgsl */ `
-${linearBindings(wide ? 'vec4f' : 'f32', weights)}
-${columnSplitHead('partial')}
-  var acc: array<f32, ROWS>;
-  if (n < p.N) {
-    ${step}
   }
-  for (var r = 0u; r < ROWS; r++) { partial[(c * ROWS + r) * LANES + lane] = acc[r]; }
+  return `for (var k = lane; k < p.K; k += LANES) {
+      let wv = ${isPacked(weights) ? 'weight(n, k)' : 'w[p.wOff + n * p.K + k]'};
+      ${rowsStep(1, 'x[p.xOff + (m0 + r) * p.xStride + k]', 'wv')}
+    }`;
+}
+
+/**
+ * A lane's loop over whole words of a narrow W row (rowWords()): a step takes `unit` values (one
+ * word, or two float16 / bfloat16 words where X is read as vec4s), with the block's scale and
+ * zero point once; each value is the float32 weight(n, k) gives.
+ */
+function wordStep(vec4, weights) {
+  const per = VALUES_PER_WORD[weights];
+  const unit = vec4 ? Math.max(per, 4) : per;
+  const blocked = weights === 'int8' || weights === 'int4';
+  const lines = [];
+  const first = unit === per ? 'j' : `j * ${unit / per}u`;  // the step's first word in the row
+  for (let t = 0; t < unit / per; t++) lines.push(`let w${t} = w[(p.wOff + n * p.K) / ${per}u + ${first}${t ? ` + ${t}u` : ''}];`);
+  if (blocked) {
+    lines.push('let b = p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k0 / Q8_BLOCK;', 'let s = scales[b];');
+    if (weights === 'int4') lines.push('let z = zeroPoint(b);');
+  }
+  const value = (i) => {
+    const q = wordValue(weights, `w${Math.floor(i / per)}`, `${i % per}u`);
+    return weights === 'int4' ? `(${q} - z) * s` : blocked ? `${q} * s` : q;
+  };
+  for (let i = 0; i < unit; i++) lines.push(`let v${i} = ${value(i)};`);
+  if (vec4) {
+    for (let g = 0; g < unit / 4; g++) {
+      lines.push(rowsStep(4, `x[(p.xOff + (m0 + r) * p.xStride + k0) / 4u + ${g}u]`, `vec4f(v${4 * g}, v${4 * g + 1}, v${4 * g + 2}, v${4 * g + 3})`));
+    }
+  } else {
+    for (let i = 0; i < unit; i++) lines.push(rowsStep(1, `x[p.xOff + (m0 + r) * p.xStride + k0 + ${i}u]`, `v${i}`));
+  }
+  return `for (var j = lane; j < p.K / ${unit}u; j += LANES) {
+      let k0 = j * ${unit}u;
+      ${lines.join('\n      ')}
+    }`;
+}
+
+// The lanes' partial sums of each row met in a tree over workgroup memory (5 barriers); lane r
+// of the column then holds row r's sum at partial[(c · ROWS + r) · LANES].
+const treeSum = /* wgsl */ `for (var r = 0u; r < ROWS; r++) { partial[(c * ROWS + r) * LANES + lane] = acc[r]; }
   workgroupBarrier();
   for (var s = LANES / 2u; s > 0u; s >>= 1u) {
     if (lane < s) {
@@ -52,11 +95,49 @@ ${columnSplitHead('partial')}
       }
     }
     workgroupBarrier();
+  }`;
+
+// Lane r writes row m0 + r of column n: `sum` its row's sum.
+const store = (sum) => `if (lane < ROWS && n < p.N && m0 + lane < p.M) {
+    y[p.yOff + (m0 + lane) * p.yStride + n] = ${sum} + bias[p.bOff + n];
+  }`;
+
+/**
+ * The column's sums and their store. subgroups (variant 'rows8sg'): the 4 rows' sums as one vec4f
+ * met by subgroup shuffles (subgroup_reduce.wgsl.js's rowGroupAdd over the column's 32 lanes: no
+ * barrier on a device whose subgroups hold 32, one for the slots), where the workgroup's subgroups
+ * are aligned runs of local indices; elsewhere the tree.
+ */
+function columnSums(subgroups) {
+  if (SPLIT_TILE.rows !== 4) throw new Error('rows8sg sums a column\'s rows as one vec4f');
+  const tree = `${treeSum}
+  ${store('partial[(c * ROWS + lane) * LANES]')}`;
+  if (!subgroups) return tree;
+  return `if (groups.aligned) {
+    let sums = rowGroupAdd(vec4f(acc[0], acc[1], acc[2], acc[3]), lt, groups);
+    ${store('sums[lane]').replaceAll('\n', '\n  ')}
+  } else {
+    ${tree.replaceAll('\n', '\n  ')}
+  }`;
+}
+
+/**
+ * vec4: read X as vec4f (vec4Aligned() problems), and a float32 W too; words: a narrow W a word
+ * per lane (rowWords() problems); weights: the module's weightsDtype; subgroups: the column's
+ * sums by subgroup operations (columnSums()).
+ */
+export function linearRowsShader({ vec4 = false, words = false, weights = 'float32', subgroups = false } = {}) {
+  const packed = isPacked(weights);
+  const step = words && packed ? wordStep(vec4, weights) : elementStep(vec4 && !packed, weights);
+  const xVec4 = vec4 && (!packed || words);
+  return /* wgsl */ `${subgroups ? `${ENABLE_SUBGROUPS}\n${rowGroupsWgsl({ groups: SPLIT_TILE.cols, width: SPLIT_TILE.lanes, op: 'add' })}` : ''}
+${linearBindings(xVec4 ? 'vec4f' : 'f32', weights)}
+${columnSplitHead('partial', { subgroups })}${subgroups ? '\n  let groups = rowGroupsOf(lt, sgLane, sgSize);' : ''}
+  var acc: array<f32, ROWS>;
+  if (n < p.N) {
+    ${step}
   }
-  // Lane r writes row m0 + r of column n.
-  if (lane < ROWS && n < p.N && m0 + lane < p.M) {
-    y[p.yOff + (m0 + lane) * p.yStride + n] = partial[(c * ROWS + lane) * LANES] + bias[p.bOff + n];
-  }
+  ${columnSums(subgroups)}
 }
 `;
 }

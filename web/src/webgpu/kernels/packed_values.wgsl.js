@@ -25,20 +25,28 @@ export const wordsOf = (dtype, n) => Math.ceil(n / VALUES_PER_WORD[dtype]);
 /** WGSL: the q8_0 block (values per int8 scale along a weight row), from the one JS constant. */
 export const q8BlockWgsl = `const Q8_BLOCK = ${Q8_BLOCK}u;\n`;
 
-// The body of a read of value i, given the expression of its word.
-const READS = {
-  float16: (word) => `return unpack2x16float(${word})[i % 2u];`,
-  bfloat16: (word) => `let word = ${word};\n  return bitcast<f32>(select(word << 16u, word & 0xffff0000u, (i % 2u) == 1u));`,
+// Value `at` (0 … PER − 1, a WGSL expression) of a packed word, as f32: each dtype's one definition.
+const WORD_VALUES = {
+  float16: (word, at) => `unpack2x16float(${word})[${at}]`,
+  bfloat16: (word, at) => `bitcast<f32>(select(${word} << 16u, ${word} & 0xffff0000u, (${at}) == 1u))`,
   // The integer q as float32 (exact); extractBits of an i32 sign-extends the byte.
-  int8: (word) => `return f32(extractBits(bitcast<i32>(${word}), 8u * (i % 4u), 8u));`,
+  int8: (word, at) => `f32(extractBits(bitcast<i32>(${word}), 8u * (${at}), 8u))`,
   // The code 0-15 as float32 (exact); extractBits of a u32 does not extend the sign.
-  int4: (word) => `return f32(extractBits(${word}, 4u * (i % 8u), 4u));`,
+  int4: (word, at) => `f32(extractBits(${word}, 4u * (${at}), 4u))`,
 };
+
+/**
+ * WGSL expression: value `at` of the u32 `word` (a name: it may be read twice) of `dtype`, as f32
+ * (int8: q, unscaled; int4: the code, without its zero point). For kernels that read whole words
+ * (linear_rows.wgsl.js): the same bits as packedRead()'s value.
+ */
+export const wordValue = (dtype, word, at) => WORD_VALUES[dtype](word, at);
 
 /**
  * WGSL `fn name(i: u32) -> f32`: value i of the packed u32 array `array` of `dtype` (int8: q,
  * unscaled; int4: the code q, without its zero point). One function per array, since WGSL passes no storage buffer to a function.
  */
 export function packedRead(dtype, name, array) {
-  return `fn ${name}(i: u32) -> f32 {\n  ${READS[dtype](`${array}[i / ${VALUES_PER_WORD[dtype]}u]`)}\n}\n`;
+  const per = VALUES_PER_WORD[dtype];
+  return `fn ${name}(i: u32) -> f32 {\n  let word = ${array}[i / ${per}u];\n  return ${wordValue(dtype, 'word', `i % ${per}u`)};\n}\n`;
 }

@@ -96,16 +96,25 @@ export const rowGroupMaxFloats = (groups) => 16 * groups + 2;
  * workgroupUniformLoad) and the caller takes its own path. A max is exact in any order: the
  * result is the plain loop's.
  */
-export function rowGroupMaxWgsl(groups) {
+export const rowGroupMaxWgsl = (groups) => rowGroupsWgsl({ groups, width: 16, op: 'max' });
+
+/**
+ * rowGroupMaxWgsl()'s WGSL for groups of `width` (a power of two, at most 128) consecutive local
+ * indices and `op` 'max' (fn rowGroupMax) or 'add' (fn rowGroupAdd: the sum, butterfly first, then
+ * the runs' slots in order: one order per subgroup size, the same on every run).
+ */
+export function rowGroupsWgsl({ groups, width, op }) {
+  const combine = COMBINE[op].pair;
+  const fn = `rowGroup${op[0].toUpperCase()}${op.slice(1)}`;
   return /* wgsl */ `
 struct RowGroups {
   aligned: bool,  // every subgroup of the workgroup is an aligned run of local indices
-  run: u32,       // lanes of a group in one subgroup: min(subgroup size, 16)
+  run: u32,       // lanes of a group in one subgroup: min(subgroup size, ${width})
 }
 
 var<workgroup> rowGroupMisaligned: atomic<u32>;
 var<workgroup> rowGroupFlag: u32;
-var<workgroup> rowGroupSlots: array<vec4f, ${groups * 4}>;  // [group][run]: up to 16 / 4 runs
+var<workgroup> rowGroupSlots: array<vec4f, ${groups * (width / 4)}>;  // [group][run]: up to ${width} / 4 runs
 
 fn rowGroupsOf(t: u32, lane: u32, size: u32) -> RowGroups {
   ${zeroWorkgroupAtomic('rowGroupMisaligned')}
@@ -113,17 +122,17 @@ fn rowGroupsOf(t: u32, lane: u32, size: u32) -> RowGroups {
   workgroupBarrier();
   if (t == 0u) { rowGroupFlag = atomicLoad(&rowGroupMisaligned); }
   let misaligned = workgroupUniformLoad(&rowGroupFlag);
-  return RowGroups(misaligned == 0u, min(size, 16u));
+  return RowGroups(misaligned == 0u, min(size, ${width}u));
 }
 
-fn rowGroupMax(v: vec4f, t: u32, g: RowGroups) -> vec4f {
+fn ${fn}(v: vec4f, t: u32, g: RowGroups) -> vec4f {
   var r = v;
-  for (var o = 1u; o < g.run; o *= 2u) { r = max(r, subgroupShuffleXor(r, o)); }
-  let at = (t / 16u) * 4u;
-  if ((t % 16u) % g.run == 0u) { rowGroupSlots[at + (t % 16u) / g.run] = r; }
+  for (var o = 1u; o < g.run; o *= 2u) { r = ${combine('r', 'subgroupShuffleXor(r, o)')}; }
+  let at = (t / ${width}u) * ${width / 4}u;
+  if ((t % ${width}u) % g.run == 0u) { rowGroupSlots[at + (t % ${width}u) / g.run] = r; }
   workgroupBarrier();
   var m = rowGroupSlots[at];
-  for (var k = 1u; k < 16u / g.run; k++) { m = max(m, rowGroupSlots[at + k]); }
+  for (var k = 1u; k < ${width}u / g.run; k++) { m = ${combine('m', 'rowGroupSlots[at + k]')}; }
   return m;
 }
 `;

@@ -22,7 +22,9 @@ export const DECODE_MAX_L = 4;
  * H100, prefetch helped only at BK 8 (r64x128k16p and r128x128k16p were dropped: never faster
  * than their plain twins). 'rows8' is linear_rows.wgsl.js: 8 columns of Y per workgroup, K split
 over 32 invocations per column, for a decode step's few rows (`maxRows`: a candidate only for
-calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call).
+calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call);
+'rows8sg' meets a column's 32 partial sums by subgroup shuffles instead of a 5-barrier tree
+(only where the device has 'subgroups'; the sums in another order, so the default tolerance).
  */
 export const LINEAR_VARIANTS = {
   tile64: { kernel: 'tile64' },
@@ -34,6 +36,7 @@ export const LINEAR_VARIANTS = {
   r128x128k32: { kernel: 'tiled', im: 2, in: 2, bk: 32 },
   r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
   rows8: { kernel: 'rows', maxRows: DECODE_MAX_L },
+  rows8sg: { kernel: 'rows', maxRows: DECODE_MAX_L, subgroups: true, features: ['subgroups'] },
 };
 
 /**
