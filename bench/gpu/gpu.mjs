@@ -40,6 +40,7 @@ import { timeTransfers } from './gpu_kernel_timing.mjs';
 import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
 import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
 import { DTYPES } from '../decode/decode_dtypes.mjs';
+import { WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
 
 const args = process.argv.slice(2);
 // --smoke: --quick on one tiny shape with the smallest budgets (tests/webgpu/node_gpu_benches.test.mjs:
@@ -49,7 +50,7 @@ const quick = smoke || args.includes('--quick');
 const json = args.includes('--json');
 
 const SHAPES = smoke ? [[16, 32, 2]] : quick ? [[64, 64, 2], [128, 128, 2]] : [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]];
-const NARROW_WEIGHTS = ['float16', 'bfloat16', 'int8', 'int4'];
+const NARROW_WEIGHTS = WEIGHTS_DTYPES.filter((dtype) => dtype !== 'float32');
 const CUBE = smoke ? 32 : quick ? 256 : 4096;
 
 const markdown = args.includes('--markdown');

@@ -8,24 +8,23 @@ import { filled } from '../../tests/contract/random.mjs';
 
 export const Usage = { MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 0x40, STORAGE: 0x80, QUERY_RESOLVE: 0x200 };
 
-/** A storage buffer of `floats` random values in [-scale, scale) (deterministic). */
-export function randomBuffer(device, floats, seed, scale = 1) {
-  const data = filled(floats, seed, scale);
-  const buffer = device.createBuffer({ size: Math.max(4, floats * 4), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC });
+// A storage buffer holding `data` (a typed array of 4-byte values).
+function storageBuffer(device, data) {
+  const buffer = device.createBuffer({ size: Math.max(4, data.byteLength), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC });
   device.queue.writeBuffer(buffer, 0, data);
   return buffer;
 }
 
+/** A storage buffer of `floats` random values in [-scale, scale) (deterministic). */
+export const randomBuffer = (device, floats, seed, scale = 1) => storageBuffer(device, filled(floats, seed, scale));
+
 /**
  * A storage buffer of `words` random u32 words ANDed with `mask` (deterministic): packed narrow
  * values, e.g. 16-bit floats kept finite by a mask that clears the top exponent bit of each half.
+ * (The random floats' bits, multiplied by an odd constant mod 2³², so every bit varies.)
  */
-export function randomWordsBuffer(device, words, seed, mask = 0xffffffff) {
-  const data = new Uint32Array(filled(words, seed, 1).buffer).map((w) => (w * 2654435761 >>> 0) & mask);
-  const buffer = device.createBuffer({ size: Math.max(4, words * 4), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC });
-  device.queue.writeBuffer(buffer, 0, data);
-  return buffer;
-}
+export const randomWordsBuffer = (device, words, seed, mask = 0xffffffff) => storageBuffer(device,
+  new Uint32Array(filled(words, seed, 1).buffer).map((w) => Math.imul(w, 2654435761) & mask));
 
 export const zeroBuffer = (device, floats) => device.createBuffer({
   size: Math.max(4, floats * 4), usage: Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST,

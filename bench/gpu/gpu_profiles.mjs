@@ -4,7 +4,9 @@
 import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { ATTENTION_PARAMS } from '../../web/src/webgpu/kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
-import { VALUES_PER_WORD } from '../../web/src/webgpu/kernels/packed_values.wgsl.js';
+import { VALUES_PER_WORD, wordsOf } from '../../web/src/webgpu/kernels/packed_values.wgsl.js';
+import { STORAGE_TYPES } from '../../web/src/storage/storage_types.js';
+import { blocksPerRow } from '../../web/src/storage/q8_0.js';
 import {
   compiledPipeline, maxAbsDiff, preparedKernel, randomBuffer, randomWordsBuffer, readBack, timeKernel, zeroBuffer,
 } from './gpu_kernel_timing.mjs';
@@ -36,9 +38,12 @@ async function profileVariants(device, variants, make, row, budget, print) {
   return { fastest: fastest?.variant };
 }
 
-// Bytes per weight of each weightsDtype as the GPU stores it (blocked types: and a float32 scale
-// per 32 weights, int4 a 4-bit zero point too).
-const WEIGHT_BYTES = { float32: 4, float16: 2, bfloat16: 2, int8: 1 + 4 / 32, int4: 0.5 + 4.5 / 32 };
+// Bytes per weight of each weightsDtype as the GPU stores it: its bits, and in blocks a float32
+// scale (int4: and a 4-bit zero point) per block.
+const weightBytes = (weights) => {
+  const { bits, block } = STORAGE_TYPES.find((t) => t.name === weights);
+  return bits / 8 + (block ? (4 + (weights === 'int4' ? 0.5 : 0)) / block : 0);
+};
 
 // The top exponent bit of each 16-bit half cleared: float16 and bfloat16 values below 2, finite.
 const FINITE_HALVES = 0xbfffbfff;
@@ -48,10 +53,10 @@ const FINITE_HALVES = 0xbfffbfff;
 function weightBuffers(device, weights, N, K) {
   if (weights === 'float32') return { w: randomBuffer(device, N * K, 2, 1 / Math.sqrt(K)), blocks: [] };
   const mask = VALUES_PER_WORD[weights] === 2 ? FINITE_HALVES : 0xffffffff;
-  const w = randomWordsBuffer(device, Math.ceil((N * K) / VALUES_PER_WORD[weights]), 2, mask);
-  const scaleCount = N * cdiv(K, 32);
+  const w = randomWordsBuffer(device, wordsOf(weights, N * K), 2, mask);
+  const scaleCount = N * blocksPerRow(K);
   const blocks = weights === 'int8' ? [randomBuffer(device, scaleCount, 5, 0.01)]
-    : weights === 'int4' ? [randomBuffer(device, scaleCount, 5, 0.01), randomBuffer(device, cdiv(scaleCount, 8), 6)] : [];
+    : weights === 'int4' ? [randomBuffer(device, scaleCount, 5, 0.01), randomWordsBuffer(device, wordsOf('int4', scaleCount), 6)] : [];
   return { w, blocks };
 }
 
@@ -64,7 +69,7 @@ export async function profileLinear(device, { M, N, K, weights = 'float32', only
   const values = { M, N, K, xStride: K, yStride: N };  // the uniforms; the dtype is the pipeline's
   const problem = { ...values, weights };
   const row = (ms) => ({
-    kind: 'linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: ((M * K + M * N) * 4 + N * K * WEIGHT_BYTES[weights]) / ms / 1e6,
+    kind: 'linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: ((M * K + M * N) * 4 + N * K * weightBytes(weights)) / ms / 1e6,
   });
   const make = async (variant) => {
     const { pipeline, compileMs } = await compiledPipeline(device, variant, problem);

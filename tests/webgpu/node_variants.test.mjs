@@ -9,7 +9,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
-import { VARIANTS } from '../../web/src/webgpu/programs.js';
+import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
 import { pairs } from './covering.mjs';
 import { adapter, adapterName, boolMask, gpuMatchesWasm, onGpuOrCovering } from './node_setup.mjs';
 
@@ -47,9 +47,9 @@ const linearCases = [
 ];
 // The rows fits() sees: the call's largest projection's (call_kernels.js).
 const callRows = ({ B, L, S = L }) => B * Math.max(L, S);
-// The variants of a family this adapter can run: a pin of one it lacks the features of falls back.
-const offered = (family) => Object.keys(VARIANTS[family]).filter((name) => VARIANTS[family][name].features.every((f) => adapter.features.has(f)));
-const linearPairs = pairs(offered('linear'), linearCases)
+// The variants this adapter can run for `problem` (a pin of one it lacks the features of falls back).
+const fitting = (family, problem) => fittingVariants(family, adapter, problem).map((v) => v.name);
+const linearPairs = pairs(fitting('linear', {}), linearCases)
   .filter(([name, [, args]]) => VARIANTS.linear[name].fits(adapter.limits, { rows: callRows(args) }));
 
 describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
@@ -61,8 +61,7 @@ describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
 // rows8 reads W through its own loops (vec4s for float32; a narrow dtype's words, or weight(n, k)),
 // and rows8sg with it (its column sums by subgroup shuffles): every few-rows case on every weights
 // dtype, whatever the covering subset above kept.
-const ROWS_VARIANTS = offered('linear').filter((name) => VARIANTS.linear[name].fits(adapter.limits, { rows: 1 })
-  && !VARIANTS.linear[name].fits(adapter.limits, { rows: 70 }));
+const ROWS_VARIANTS = fitting('linear', { rows: 1 }).filter((name) => !fitting('linear', { rows: 70 }).includes(name));
 describe(`${ROWS_VARIANTS.join(', ')} on every weights dtype vs WASM (Dawn, ${adapterName})`, () => {
   const fewRows = linearCases.filter(([, args]) => VARIANTS.linear.rows8.fits(adapter.limits, { rows: callRows(args) }));
   for (const name of ROWS_VARIANTS) {

@@ -20,9 +20,9 @@ import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_at
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
-import { isPacked, packedKey } from './kernels/packed_values.wgsl.js';
+import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
-import { linearRowsShader, rowWords } from './kernels/linear_rows.wgsl.js';
+import { linearRowsShader, rowsFlavour } from './kernels/linear_rows.wgsl.js';
 import { splitGrid } from './kernels/column_split.wgsl.js';
 import { linearTiledBytes, linearTiledShader, linearTiledTile } from './kernels/linear_tiled.wgsl.js';
 import { Q8_LINEAR_TILE, q8LinearShader } from './kernels/q8_linear.wgsl.js';
@@ -43,16 +43,10 @@ const weightsKey = ({ weights }) => packedKey(weights);
 function linearVariant(name, spec) {
   if (spec.kernel === 'rows') {
     // fits() takes { rows } (the call's largest projection; absent: any), as q8LinearVariant's.
-    // Narrow weights: a word per lane where rows start on words (rowWords), X as vec4s with them.
-    const flavour = (problem) => {
-      const words = rowWords(problem);
-      const vec4 = vec4Aligned(problem) && (words || !isPacked(problem.weights));
-      return { words, vec4, name: `${words ? 'words' : ''}${vec4 ? 'vec4' : words ? '' : 'f32'}` };
-    };
     return {
       name, fits: (limits, { rows } = {}) => rows === undefined || rows <= spec.maxRows,
-      key: (problem) => `linear:${name}:${flavour(problem).name}${weightsKey(problem)}`,
-      shader: (problem) => linearRowsShader({ ...flavour(problem), weights: problem.weights, subgroups: spec.subgroups }),
+      key: (problem) => `linear:${name}:${rowsFlavour(problem).key}${weightsKey(problem)}`,
+      shader: (problem) => linearRowsShader({ ...rowsFlavour(problem), weights: problem.weights, subgroups: spec.subgroups }),
       grid: splitGrid,
     };
   }

@@ -10,6 +10,7 @@
 // weight(n, k) and compute in float32 (the packed read: packed_values.wgsl.js).
 import { packParams, paramsWgsl } from '../kernel_params.js';
 import { isPacked, packedRead, q8BlockWgsl } from './packed_values.wgsl.js';
+import { INTEGER_WEIGHTS_DTYPES } from '../../storage/storage_types.js';
 
 /** The linear kernels' uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const LINEAR_PARAMS = [
@@ -30,20 +31,30 @@ export function linearUniforms({ weights, ...values }) {
   return packParams(LINEAR_PARAMS, values);
 }
 
-// W[n, k] as f32: element i = wOff + n·K + k of the packed words (int8: q times its block's
-// scale; int4: (q − z) times it, z its block's zero point: one float32 product, as the WASM core
-// forms it; (q − z) is an integer, exact in f32).
+// The int8 and int4 rule, in one place for every reader of W (weight() below, linear_rows.wgsl.js's
+// whole words): W[n, k] = q · s (int8) or (q − z) · s (int4), s and z its block's scale and zero
+// point, one float32 product as the WASM core forms it ((q − z) is an integer, exact in f32).
+const isBlocked = (weights) => INTEGER_WEIGHTS_DTYPES.includes(weights);
+
+/**
+ * WGSL statements that bind `s` (and for int4 `z`) for the block of W[n, k] (`k` a WGSL
+ * expression; n and the uniforms p in scope), for dequantised(); none where W has no blocks.
+ */
+export const blockTerms = (weights, k) => (!isBlocked(weights) ? [] : [
+  `let b = p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + ${k} / Q8_BLOCK;`,
+  'let s = scales[b];',
+  ...(weights === 'int4' ? ['let z = zeroPoint(b);'] : []),
+]);
+
+/** WGSL: the float32 weight of stored value `q` (a code as f32, or a 16-bit float), with blockTerms()' s and z. */
+export const dequantised = (weights, q) => (weights === 'int4' ? `(${q} - z) * s` : isBlocked(weights) ? `${q} * s` : q);
+
+// W[n, k] as f32: element i = wOff + n·K + k of the packed words.
 function weightRead(weights) {
-  const blocked = weights === 'int8' || weights === 'int4';
-  const code = weights === 'int4' ? '(packedW(i) - zeroPoint(b))' : 'packedW(i)';
-  const body = blocked
-    ? `let i = p.wOff + n * p.K + k;
-  let b = p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k / Q8_BLOCK;
-  return ${code} * scales[b];`
-    : 'return packedW(p.wOff + n * p.K + k);';
-  return `${packedRead(weights, 'packedW', 'w')}${weights === 'int4' ? packedRead(weights, 'zeroPoint', 'zeros') : ''}${blocked ? q8BlockWgsl : ''}
+  return `${packedRead(weights, 'packedW', 'w')}${weights === 'int4' ? packedRead(weights, 'zeroPoint', 'zeros') : ''}${isBlocked(weights) ? q8BlockWgsl : ''}
 fn weight(n: u32, k: u32) -> f32 {
-  ${body}
+  let i = p.wOff + n * p.K + k;
+  ${[...blockTerms(weights, 'k'), `return ${dequantised(weights, 'packedW(i)')};`].join('\n  ')}
 }
 `;
 }
@@ -55,7 +66,7 @@ fn weight(n: u32, k: u32) -> f32 {
  */
 export function linearBindings(element = 'f32', weights = 'float32') {
   const narrow = isPacked(weights);
-  const scales = weights === 'int8' || weights === 'int4' ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : '';
+  const scales = isBlocked(weights) ? '@group(0) @binding(5) var<storage, read> scales: array<f32>;\n' : '';
   const zeros = weights === 'int4' ? '@group(0) @binding(6) var<storage, read> zeros: array<u32>;\n' : '';
   return `${paramsWgsl(LINEAR_PARAMS)}
 @group(0) @binding(1) var<storage, read> x: array<${element}>;

@@ -22,7 +22,7 @@
 // default tolerance (kernel_config.js DEFAULT_TOLERANCE) holds with room. Each weight is the same
 // float32 as weight(n, k)'s (packed_values.wgsl.js's wordValue(), times its scale as one product).
 // Uniforms and bindings: linear_common.wgsl.js.
-import { linearBindings } from './linear_common.wgsl.js';
+import { blockTerms, dequantised, linearBindings, vec4Aligned } from './linear_common.wgsl.js';
 import { VALUES_PER_WORD, isPacked, wordValue } from './packed_values.wgsl.js';
 import { SPLIT_TILE, columnSplitHead } from './column_split.wgsl.js';
 import { ENABLE_SUBGROUPS, rowGroupsWgsl } from './subgroup_reduce.wgsl.js';
@@ -30,12 +30,23 @@ import { ENABLE_SUBGROUPS, rowGroupsWgsl } from './subgroup_reduce.wgsl.js';
 /** Whether a problem's narrow W rows start on a u32 word: K and wOff multiples of the values per word. */
 export const rowWords = ({ K, wOff = 0, weights }) => isPacked(weights) && (K | wOff) % VALUES_PER_WORD[weights] === 0;
 
+/**
+ * How the kernel reads a problem (linearRowsShader()'s flags, and their part of the pipeline key):
+ * a narrow W by words where rowWords(), else a value at a time; X (and a float32 W) as vec4s where
+ * vec4Aligned(), except beside a narrow W read a value at a time.
+ */
+export function rowsFlavour(problem) {
+  const words = rowWords(problem);
+  const vec4 = vec4Aligned(problem) && (words || !isPacked(problem.weights));
+  return { words, vec4, key: `${words ? 'words:' : ''}${vec4 ? 'vec4' : 'f32'}` };
+}
+
 /** acc[r] += (X[m0 + r, k] for the `width` values from k) · w, for each row in range. */
 const rowsStep = (width, x, w) => `for (var r = 0u; r < ROWS; r++) {
         if (m0 + r < p.M) { acc[r] += ${width === 4 ? 'dot' : ''}(${x} ${width === 4 ? ',' : '*'} ${w}); }
       }`;
 
-/** One step of a lane's loop that reads a float32 W (vec4s where `vec4`) or a narrow one by weight(n, k). */
+/** One step of a lane's loop that reads a float32 W (vec4s where `vec4`: float32 only) or a narrow one by weight(n, k). */
 function elementStep(vec4, weights) {
   if (vec4) {
     return `for (var k4 = lane; k4 < p.K / 4u; k4 += LANES) {
@@ -57,18 +68,11 @@ function elementStep(vec4, weights) {
 function wordStep(vec4, weights) {
   const per = VALUES_PER_WORD[weights];
   const unit = vec4 ? Math.max(per, 4) : per;
-  const blocked = weights === 'int8' || weights === 'int4';
-  const lines = [];
   const first = unit === per ? 'j' : `j * ${unit / per}u`;  // the step's first word in the row
+  const lines = [];
   for (let t = 0; t < unit / per; t++) lines.push(`let w${t} = w[(p.wOff + n * p.K) / ${per}u + ${first}${t ? ` + ${t}u` : ''}];`);
-  if (blocked) {
-    lines.push('let b = p.sOff + n * ((p.K + Q8_BLOCK - 1u) / Q8_BLOCK) + k0 / Q8_BLOCK;', 'let s = scales[b];');
-    if (weights === 'int4') lines.push('let z = zeroPoint(b);');
-  }
-  const value = (i) => {
-    const q = wordValue(weights, `w${Math.floor(i / per)}`, `${i % per}u`);
-    return weights === 'int4' ? `(${q} - z) * s` : blocked ? `${q} * s` : q;
-  };
+  lines.push(...blockTerms(weights, 'k0'));
+  const value = (i) => dequantised(weights, wordValue(weights, `w${Math.floor(i / per)}`, `${i % per}u`));
   for (let i = 0; i < unit; i++) lines.push(`let v${i} = ${value(i)};`);
   if (vec4) {
     for (let g = 0; g < unit / 4; g++) {
@@ -109,10 +113,10 @@ const store = (sum) => `if (lane < ROWS && n < p.N && m0 + lane < p.M) {
  * are aligned runs of local indices; elsewhere the tree.
  */
 function columnSums(subgroups) {
-  if (SPLIT_TILE.rows !== 4) throw new Error('rows8sg sums a column\'s rows as one vec4f');
   const tree = `${treeSum}
   ${store('partial[(c * ROWS + lane) * LANES]')}`;
   if (!subgroups) return tree;
+  if (SPLIT_TILE.rows !== 4) throw new Error('rows8sg sums a column\'s rows as one vec4f');
   return `if (groups.aligned) {
     let sums = rowGroupAdd(vec4f(acc[0], acc[1], acc[2], acc[3]), lt, groups);
     ${store('sums[lane]').replaceAll('\n', '\n  ')}
@@ -122,16 +126,13 @@ function columnSums(subgroups) {
 }
 
 /**
- * vec4: read X as vec4f (vec4Aligned() problems), and a float32 W too; words: a narrow W a word
- * per lane (rowWords() problems); weights: the module's weightsDtype; subgroups: the column's
- * sums by subgroup operations (columnSums()).
+ * words, vec4: rowsFlavour()'s flags for the problem; weights: the module's weightsDtype;
+ * subgroups: the column's sums by subgroup operations (columnSums()).
  */
 export function linearRowsShader({ vec4 = false, words = false, weights = 'float32', subgroups = false } = {}) {
-  const packed = isPacked(weights);
-  const step = words && packed ? wordStep(vec4, weights) : elementStep(vec4 && !packed, weights);
-  const xVec4 = vec4 && (!packed || words);
+  const step = words ? wordStep(vec4, weights) : elementStep(vec4, weights);
   return /* wgsl */ `${subgroups ? `${ENABLE_SUBGROUPS}\n${rowGroupsWgsl({ groups: SPLIT_TILE.cols, width: SPLIT_TILE.lanes, op: 'add' })}` : ''}
-${linearBindings(xVec4 ? 'vec4f' : 'f32', weights)}
+${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}
 ${columnSplitHead('partial', { subgroups })}${subgroups ? '\n  let groups = rowGroupsOf(lt, sgLane, sgSize);' : ''}
   var acc: array<f32, ROWS>;
   if (n < p.N) {
