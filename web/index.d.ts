@@ -359,10 +359,10 @@ export interface FromConfigOptions {
 }
 
 export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'gpuPrecision'>;
 
 export type FromGgufOptions = { layer: number }
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights'>;
+  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'gpuPrecision'>;
 
 export interface FromConfigResult {
   /** config.model_type ('llama' for SmolLM too). */

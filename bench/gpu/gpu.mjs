@@ -89,7 +89,7 @@ const head = {
   node: process.version, date: new Date().toISOString(), quick,
 };
 console.log(json ? JSON.stringify(head) : `adapter: ${JSON.stringify({ vendor: head.vendor, architecture: head.architecture, device: head.device, description: head.description })}\nfeatures: ${head.features.join(',')}\nlimits: ${JSON.stringify(head.limits)}`);
-const requiredFeatures = ['timestamp-query', 'subgroups'].filter((f) => adapter.features.has(f));
+const requiredFeatures = ['timestamp-query', 'subgroups', 'shader-f16'].filter((f) => adapter.features.has(f));
 const requiredLimits = Object.fromEntries(limitNames.filter((n) => n !== 'maxComputeInvocationsPerWorkgroup').map((n) => [n, adapter.limits[n]]));
 const device = await adapter.requestDevice({ requiredFeatures, requiredLimits });
 device.addEventListener?.('uncapturederror', (e) => console.log('GPU error:', e.error?.message));

@@ -76,7 +76,8 @@ export async function profileLinear(device, { M, N, K, weights = 'float32', only
     const kernel = preparedKernel(device, [{ pipeline, params: LINEAR_PARAMS, values, bindings: [x, w, b, y, ...blocks], groups: variant.grid(problem) }]);
     return { kernel, compileMs, output: () => readBack(device, y, M * N) };
   };
-  const variants = fittingVariants('linear', device, { ...problem, rows: M }).filter((v) => !only || only.includes(v.name));
+  // precision 'float16': the float16-arithmetic variants too, where the device has 'shader-f16'.
+  const variants = fittingVariants('linear', device, { ...problem, rows: M, precision: 'float16' }).filter((v) => !only || only.includes(v.name));
   const result = await profileVariants(device, variants, make, row, budget, print);
   [x, w, b, y, ...blocks].forEach((buf) => buf.destroy());
   return result;

@@ -11,10 +11,15 @@ async function kernelsExample() {
   const chosen: (string | null)[] = profile?.classes.map((c) => c.chosen) ?? [];
   const dropped: string[] = profile?.rejected.map((r) => `${r.kernel}:${r.variant} ${r.maxAbsDiff} > ${r.tolerance}`) ?? [];
   const threshold: number = profile?.autoThreshold.measured ? profile.autoThreshold.flops : 0;
-  return [chosen, dropped, threshold];
+  const uncompiled: string[] = profile?.rejected.flatMap((r) => (r.error === undefined ? [] : [r.error])) ?? [];
+  const half = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4, backend: 'webgpu', gpuPrecision: 'float16' });
+  const float16: boolean = half.gpuProfile()?.precision.float16 ?? false;
+  return [chosen, dropped, threshold, uncompiled, float16];
 }
 kernelsExample;
 
+// @ts-expect-error: gpuPrecision is 'float32' or 'float16'
+MultiHeadAttention.create({ embedDim: 16, numHeads: 4, gpuPrecision: 'float64' });
 // @ts-expect-error: a pin is a variant name
 configure({ gpuKernels: { linear: 3 } });
 // @ts-expect-error: the families are linear, attention and decode

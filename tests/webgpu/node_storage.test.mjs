@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { randomDecodeCase, randomMhaCase, runCase } from '../contract/contract.mjs';
 import { halfStateDict, selectionHooks } from '../internals.mjs';
-import { VARIANTS } from '../../web/src/webgpu/programs.js';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { pairs } from './covering.mjs';
 import { adapter, adapterName, gpu, gpuMatchesWasm, onGpuOrCovering, paths, runs } from './node_setup.mjs';
 
@@ -37,9 +37,10 @@ for (const weightsDtype of NARROW) {
   });
 }
 
-// The variants these calls (70 and 74 rows) may run: rows8 (a decode step's few rows) reads narrow weights
-// in node_variants.test.mjs.
-const manyRows = Object.keys(VARIANTS.linear).filter((name) => VARIANTS.linear[name].fits(adapter.limits, { rows: 70 }));
+// The variants these calls (70 and 74 rows) of float32 modules may run on this adapter: rows8 (a
+// decode step's few rows) reads narrow weights in node_variants.test.mjs, the float16 variants'
+// twins in node_half_precision.test.mjs.
+const manyRows = fittingVariants('linear', adapter, { rows: 70 }).map((v) => v.name);
 
 describe(`every linear variant reads narrow weights (Dawn, ${adapterName})`, () => {
   const ran = [];

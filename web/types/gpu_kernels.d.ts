@@ -18,8 +18,11 @@ export interface GpuRejectedVariant {
   kernel: 'linear' | 'attention' | 'decode' | 'q8linear' | 'q8rows';
   variant: string;
   shapeClass: string;
-  maxAbsDiff: number;
-  tolerance: number;
+  /** null for a variant that did not compile on this device. */
+  maxAbsDiff: number | null;
+  tolerance: number | null;
+  /** The compiler's message, for a variant that did not compile. */
+  error?: string;
 }
 /**
  * The FLOPs from which a call runs on the GPU: 'auto' without webgpuMinFlops measures it once per
@@ -41,6 +44,8 @@ export interface GpuProfile {
   pinned: GpuKernelPins;
   classes: GpuKernelClass[];
   rejected: GpuRejectedVariant[];
+  /** create()'s gpuPrecision, and whether its float16 variants are candidates on this device ('shader-f16'). */
+  precision: { requested: 'float32' | 'float16'; float16: boolean };
   autoThreshold: GpuAutoThreshold;
   /** Bytes the module's per-call and staging buffers hold now (freed when later calls need far less). */
   bufferBytes: number;

@@ -92,6 +92,14 @@ export interface MultiHeadAttentionOptions {
    */
   hostWeights?: boolean;
   /**
+   * The arithmetic the GPU's projections may use (default 'float32'). 'float16': where the device
+   * has 'shader-f16', float16-arithmetic linear kernels join the candidates the selection times,
+   * each checked on the device against the float32 default first (docs/webgpu/kernels.md): X and
+   * W rounded to float16, so inputs beyond ±65504 overflow. Elsewhere it warns once and runs
+   * float32 (gpuProfile().precision). Backend 'webgpu' or 'auto'; OptionError with backend 'wasm'.
+   */
+  gpuPrecision?: 'float32' | 'float16';
+  /**
    * How the weight matrices are stored (default 'float32'): 'float16' / 'bfloat16' (float32
    * weights rounded to nearest-even, 16-bit ones of the same kind kept as given), 'int8'
    * (llama.cpp's q8_0: one float32 scale per block of 32 along the input dimension), 'int4'
@@ -172,7 +180,7 @@ export type GpuLike =
   | { createBuffer(descriptor: any): unknown; readonly queue: unknown };
 
 export interface ResolvedMultiHeadAttentionConfig
-  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
+  extends Required<Omit<MultiHeadAttentionOptions, 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'gpuPrecision' | 'rotary' | 'bias' | 'softcap' | 'qkNorm'>> {
   rotary: ResolvedRotary | null;
   bias: Required<ProjectionBias>;
   /** null: none. */

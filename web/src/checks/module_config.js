@@ -7,6 +7,7 @@ import { checkBoolean, checkChoice, checkOptions, checkPositive, checkSize } fro
 import { parameterFloats } from '../storage/parameter_layout.js';
 import { WASM_MAX_BYTES } from '../wasm/core_binding.js';
 import { resolveRotary, rotaryCore } from './rotary_options.js';
+import { GPU_PRECISIONS } from '../webgpu/selection/kernel_config.js';
 
 /**
  * The fields of a module's config, the one list of them: each is a create() option resolved by
@@ -43,7 +44,7 @@ const CONFIG_FIELDS = [
 ];
 
 /** create()'s options that choose where the module runs rather than what it computes. */
-export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops', 'expect', 'hostWeights'];
+export const PLACEMENT_OPTIONS = ['threads', 'backend', 'gpu', 'webgpuMinFlops', 'expect', 'hostWeights', 'gpuPrecision'];
 
 /** Every option MultiHeadAttention.create() takes. */
 export const CREATE_OPTIONS = [...CONFIG_FIELDS.map((f) => f.name), ...PLACEMENT_OPTIONS];
@@ -164,7 +165,7 @@ const BACKENDS = ['auto', 'wasm', 'webgpu'];
 
 /**
  * Checks the backend options; returns { backend, gpu, minFlops (undefined: not given), expect
- * (resolveExpect()'s), hostWeights (resolveHostWeights()'s) }.
+ * (resolveExpect()'s), hostWeights (resolveHostWeights()'s), gpuPrecision (resolveGpuPrecision()'s) }.
  */
 export function resolveBackendOptions(options) {
   const backend = options.backend ?? 'auto';
@@ -182,7 +183,23 @@ export function resolveBackendOptions(options) {
   return {
     backend, gpu: options.gpu, minFlops, expect: resolveExpect(options.expect, backend),
     hostWeights: resolveHostWeights(options, backend),
+    gpuPrecision: resolveGpuPrecision(options, backend),
   };
+}
+
+/**
+ * create()'s `gpuPrecision` (default 'float32'): 'float16' lets the GPU's projections run
+ * float16-arithmetic kernels where the device has 'shader-f16' (docs/webgpu/kernels.md). Only for
+ * a module that may run on the GPU: backend 'webgpu' or 'auto'.
+ */
+function resolveGpuPrecision(options, backend) {
+  const precision = checkChoice('gpuPrecision', options.gpuPrecision, GPU_PRECISIONS, 'float32');
+  if (precision !== 'float32' && backend === 'wasm') {
+    throw new OptionError(`gpuPrecision: '${precision}' applies to the WebGPU backend, got backend 'wasm'`, {
+      argument: 'gpuPrecision', expected: "backend 'webgpu' or 'auto'", actual: "backend 'wasm'",
+    });
+  }
+  return precision;
 }
 
 /**

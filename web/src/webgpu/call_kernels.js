@@ -4,7 +4,7 @@
 // heads, query rows and keys (bucketed) and causal. Everything is resolved before the call encodes anything.
 import { attentionFamily } from './selection/attention_path.js';
 import { preferredVariant } from './selection/kernel_config.js';
-import { chooseKernels } from './selection/kernel_selection.js';
+import { chooseKernels, recordCompileFailure } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
@@ -28,9 +28,12 @@ export function callDecisions(plan, config, path, device) {
   });
   // int8 activations: the projections are the q8linear and q8rows families' (q8_projection.js;
   // q8linear's tiled variants only for calls of many rows: their fits()).
-  const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}`;
+  // gpuPrecision 'float16' offers more candidates: a class of its own, so that a float32 module on
+  // the same device never takes its choice.
+  const precision = config.gpuPrecision ?? 'float32';
+  const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}${precision === 'float32' ? '' : `:${precision}`}`;
   return [
-    ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows }))),
+    ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows, precision }))),
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, device, { dk, dv })),
   ];
 }
@@ -42,27 +45,66 @@ export function callDecisions(plan, config, path, device) {
  * cacheFlags, nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
  * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines of the q8linear
  * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
- * float16 GPU input's widening).
+ * float16 GPU input's widening). A candidate on its first run (one with a reference) that does
+ * not compile is dropped on the device (recordCompileFailure()) and the call chooses again.
  */
-export async function callKernels(device, { plan, config, path, cache, problems, measuring, timed = true, variants: given }) {
-  const { variants, measured } = given ? { variants: given, measured: null }
-    : chooseKernels(device, callDecisions(plan, config, path, device), measuring, timed);
-  const { headDim: dk, valueHeadDim: dv } = config;
+export async function callKernels(device, args) {
+  const { plan, config, path, measuring, timed = true, variants: given } = args;
+  for (;;) {
+    const { variants, measured } = given ? { variants: given, measured: null }
+      : chooseKernels(device, callDecisions(plan, config, path, device), measuring, timed);
+    const own = variantPipelines(device, args, variants);
+    const failure = measured?.reference ? await compileFailure(own, measured.family) : null;
+    if (failure) {
+      recordCompileFailure(device, measured, failure);
+      for (const pending of [...own.linear, own.q8, own.attention, own.decodeReduce]) pending?.catch(() => {});  // not awaited now
+      continue;
+    }
+    return { variants, measured, pipelines: await callPipelines(device, args, own) };
+  }
+}
+
+// The pipelines of the call's variants, compiling: { linear: [per problem], linearProblems, q8,
+// attention, decodeReduce } (promises).
+function variantPipelines(device, { config, path, cache, problems }, variants) {
   const linear = variants.linear;
   const linearProblems = linear ? [...problems.input.map((p) => p.problem), problems.output.problem] : [];
   const attention = variants[attentionFamily(path)];
-  // A narrow cache (float16, int8): its own append, and every attention kernel (flash, decode,
-  // weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
+  return {
+    linearProblems,
+    linear: linearProblems.map((problem) => programPipeline(device, linear, problem)),
+    q8: variants.q8linear ? q8Pipelines(device, config, variants.q8linear, variants.q8rows) : null,
+    attention: programPipeline(device, attention, callHeads(config, cache)),
+    decodeReduce: path === 'decode' ? programPipeline(device, attention.reduce, { dv: config.valueHeadDim }) : null,
+  };
+}
+
+// What the attention kernels compile in: the head widths, and a narrow cache's dtype (float16,
+// int8), which every attention kernel (flash, decode, weights) reads K and V in (kv_reads.wgsl.js).
+function callHeads({ headDim: dk, valueHeadDim: dv }, cache) {
+  return cache && cache.dtype !== 'float32' ? { dk, dv, kv: cache.dtype } : { dk, dv };
+}
+
+// The error of `family`'s pipelines among `own` (variantPipelines()'s), or null once they compiled.
+async function compileFailure(own, family) {
+  const of = { linear: own.linear, q8linear: [own.q8], q8rows: [own.q8], attention: [own.attention], decode: [own.attention, own.decodeReduce] };
+  try {
+    await Promise.all(of[family]);
+    return null;
+  } catch (error) {
+    return error ?? new Error('a pipeline did not compile');
+  }
+}
+
+// Every pipeline of the call: the variants' (`own`) and the kernels the call needs.
+async function callPipelines(device, { plan, config, cache }, own) {
+  const { headDim: dk, valueHeadDim: dv } = config;
   const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
-  const heads = narrowCache ? { dk, dv, kv: narrowCache.dtype } : { dk, dv };
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
   const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
   const halfResults = plan.output === 'gpu-buffer' && gpuResultDtype(plan) === 'float16';
-  const [linearPipelines, q8, attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
-    Promise.all(linearProblems.map((problem) => programPipeline(device, linear, problem))),
-    variants.q8linear ? q8Pipelines(device, config, variants.q8linear, variants.q8rows) : null,
-    programPipeline(device, attention, heads),
-    path === 'decode' ? programPipeline(device, attention.reduce, { dv }) : null,
+  const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
+    Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
     cache ? programPipeline(device, narrowCache ? KERNELS.cacheAppendNarrow : KERNELS.cacheAppend, narrowCache ?? {}) : null,
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
@@ -73,12 +115,9 @@ export async function callKernels(device, { plan, config, path, cache, problems,
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
   ]);
-  const byProblem = new Map(linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
+  const byProblem = new Map(own.linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
-    variants, measured,
-    pipelines: {
-      linear: (problem) => byProblem.get(problem), q8, attention: attentionPipeline, decodeReduce, rotary, append, weights, sinks, qkNorm,
-      cacheFlags, nonFiniteRows, widenHalf, narrowHalf,
-    },
+    linear: (problem) => byProblem.get(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
+    cacheFlags, nonFiniteRows, widenHalf, narrowHalf,
   };
 }

@@ -57,10 +57,12 @@ function linearVariant(name, spec) {
     };
   }
   const { rows, cols } = linearTiledTile(spec);
+  // A float16 variant's f32 twin (spec.halfType 'f32', tests only) is a program of its own.
+  const twin = spec.halfType === 'f32' ? ':f32' : '';
   return {
     name,
     fits: (limits) => linearTiledBytes(spec) <= workgroupBytes(limits),
-    key: (problem) => `linear:${name}:${vec4Aligned(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}`,
+    key: (problem) => `linear:${name}:${vec4Aligned(problem) ? 'vec4' : 'f32'}${weightsKey(problem)}${twin}`,
     shader: (problem) => linearTiledShader({ ...spec, vec4: vec4Aligned(problem), weights: problem.weights }),
     grid: ({ M, N }) => [cdiv(N, cols), cdiv(M, rows), 1],
   };
@@ -142,11 +144,19 @@ const q8RowsVariant = (name, { subgroups = false }) => ({
   name, fits: () => true, key: () => `q8Rows:${subgroups ? name : ''}`, shader: () => q8RowsShader({ subgroups }),
 });
 
-// Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE)
-// and the device features it needs (`features`, none by default).
-const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [
-  name, { tolerance: spec.tolerance ?? DEFAULT_TOLERANCE, features: spec.features ?? [], ...make(name, spec) },
-]));
+// Each descriptor carries its tolerance against the reference (kernel_config.js's DEFAULT_TOLERANCE),
+// the device features it needs (`features`, none by default) and the gpuPrecision of the modules
+// it may run for (`precision`: 'float32' for any module, 'float16' for those that opted in).
+const descriptor = (name, spec, make) => ({
+  tolerance: spec.tolerance ?? DEFAULT_TOLERANCE, features: spec.features ?? [], precision: spec.precision ?? 'float32', ...make(name, spec),
+});
+const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [name, descriptor(name, spec, make)]));
+
+/**
+ * Tests: the linear variant `name` (a float16 one) compiled with f32 in place of f16, as a
+ * descriptor that needs no feature, so that a device without 'shader-f16' runs its program.
+ */
+export const halfTwin = (name) => ({ ...descriptor(name, { ...LINEAR_VARIANTS[name], halfType: 'f32' }, linearVariant), features: [] });
 
 /** family → name → descriptor. */
 export const VARIANTS = {
@@ -159,10 +169,13 @@ export const VARIANTS = {
 
 /**
  * The variants of `family` that `device` ({ limits, features }: a GPUDevice) can run for `problem`,
- * in the catalogue's order: within its limits, and with every feature the variant needs.
+ * in the catalogue's order: within its limits, with every feature the variant needs, and of the
+ * module's precision (problem.precision, create()'s gpuPrecision: 'float16' adds its variants to
+ * the float32 ones).
  */
 export const fittingVariants = (family, device, problem) => Object.values(VARIANTS[family])
-  .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem));
+  .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem)
+    && (v.precision === 'float32' || v.precision === problem.precision));
 
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv and
 // dtype ('weights:64', 'cacheFlags:64:64:int8', 'rotary:'); it fits every device the module does.

@@ -41,7 +41,7 @@ export async function warmPipelines(device, config) {
   const defaults = [];
   // int8 activations: the q8rows and q8linear variants instead of the linear ones.
   for (const family of Object.keys(VARIANTS).filter((f) => runsFamily(config, f))) {
-    const fitting = fittingVariants(family, device, heads);
+    const fitting = fittingVariants(family, device, { ...heads, precision: config.gpuPrecision });
     const pinned = pinnedVariant(family);
     const names = fitting.map((v) => v.name);
     // The defaults for small and for large calls (one and the same but for linear).

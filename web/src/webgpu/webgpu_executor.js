@@ -24,7 +24,7 @@ import { DeviceLost, F32, STORAGE_IN, cdiv, reserveBuffers, runForwardPass } fro
 import { expectedPlan } from './expected_call.js';
 import { warmPipelines } from './warm_pipelines.js';
 import { attentionPath } from './selection/attention_path.js';
-import { kernelProfile } from './selection/kernel_profile.js';
+import { kernelProfile, precisionProfile } from './selection/kernel_profile.js';
 import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS } from './programs.js';
 import { programPipeline } from './pipelines.js';
@@ -78,6 +78,7 @@ export class WebGpuExecutor {
     this.#staging = new StagingUploads(gpu.device);
     /** Resolves once the module's default pipelines are compiled (create() awaits it). */
     this.ready = warmPipelines(this.#device, config).catch(() => {});  // a failure shows at the call
+    precisionProfile(this.#device, config.gpuPrecision);  // warns now where float16 cannot be had
     // What forward_pass.js reads of this executor, made once (not per call).
     const executor = this;
     this.#pass = {
@@ -203,11 +204,15 @@ export class WebGpuExecutor {
   }
 
   /**
-   * mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js)
-   * and bufferBytes, what its per-call and staging buffers hold now (buffer_pool.js).
+   * mha.gpuProfile(): the kernel selection on this module's device (selection/kernel_profile.js),
+   * the module's precision there (precisionProfile()) and bufferBytes, what its per-call and
+   * staging buffers hold now (buffer_pool.js).
    */
   gpuProfile() {
-    return { ...kernelProfile(this.#device), bufferBytes: this.#pool.bytes + this.#staging.bytes };
+    return {
+      ...kernelProfile(this.#device), precision: precisionProfile(this.#device, this.#config.gpuPrecision),
+      bufferBytes: this.#pool.bytes + this.#staging.bytes,
+    };
   }
 
   /** A KV cache's storage on this device (options: resolveCacheOptions()'s). */

@@ -14,14 +14,20 @@
 //
 // Exactness: every output sums its K products in order k = 0, 1, …, as linear.wgsl.js and the
 // WASM kernels do, so the variants agree to rounding (fused multiply-add aside).
+//
+// Float16 arithmetic (`half`, the 'h' variants, gpuPrecision 'float16'): the tiles are staged as
+// f16 (half the workgroup memory), each invocation sums a K slice's BK products in f16 (twice the
+// multiply-adds per cycle where the GPU packs halves), and adds each slice's sums to its float32
+// ones, so a rounding error does not grow with K. `halfType` 'f32' compiles the same program with
+// f32 in place of f16: the tests run it where the device has no 'shader-f16' (SwiftShader).
 import { linearBindings } from './linear_common.wgsl.js';
 import { isPacked } from './packed_values.wgsl.js';
 
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
 
-/** Workgroup memory of a variant, in bytes (xs and ws). */
-export const linearTiledBytes = ({ im, in: jn, bk }) => bk * 64 * (im + jn) * 4;
+/** Workgroup memory of a variant, in bytes (xs and ws): f16 tiles take half. */
+export const linearTiledBytes = ({ im, in: jn, bk, half = false }) => bk * 64 * (im + jn) * (half ? 2 : 4);
 
 /** Output tile of a variant: { rows, cols }. */
 export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * jn });
@@ -32,7 +38,7 @@ export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * 
 // Element e = t + 256·u of the slice is row e / per-row, K offset e % per-row (per-row: BK, or
 // BK/4 vec4s), so consecutive invocations read consecutive addresses of a row. `read(row, k)`,
 // if given, is the WGSL of one element (narrow weights: weight(n, k)) in place of src[...].
-function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read }) {
+function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, tileType = 'f32' }) {
   const width = vec4 ? 4 : 1;
   const perRow = bk / width;
   const count = (tile * perRow) / 256;
@@ -57,32 +63,61 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read }) {
       let e = t + 256u * u;
       let r = e / ${perRow}u;
       let c = ${width}u * (e % ${perRow}u);
-      ${vec4 ? `for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = ${reg}[u][q]; }`
-    : `${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = ${reg}[u];`}
+      ${vec4 ? `for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = ${tileType}(${reg}[u][q]); }`
+    : `${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = ${tileType}(${reg}[u]);`}
     }`,
   };
 }
 
+// The K slice's multiply-adds into acc (float32 arithmetic), or (halfType: float16 arithmetic)
+// into the slice's own sums `part`, added to acc after the slice.
+function sliceProducts({ tm, tn, halfType }) {
+  const tileVec = halfType ? `vec4<${halfType}>` : 'vec4f';
+  const sums = halfType ? 'part' : 'acc';
+  const loop = `for (var c = 0u; c < BK; c++) {
+      var a: array<${tileVec}, IM>;
+      var b: array<${tileVec}, IN>;
+      for (var i = 0u; i < IM; i++) { a[i] = xs[c * ${tm / 4}u + lid.y + 16u * i]; }
+      for (var j = 0u; j < IN; j++) { b[j] = ws[c * ${tn / 4}u + lid.x + 16u * j]; }
+      for (var i = 0u; i < IM; i++) {
+        for (var r = 0u; r < 4u; r++) {
+          for (var j = 0u; j < IN; j++) { ${sums}[(i * 4u + r) * IN + j] += a[i][r] * b[j]; }
+        }
+      }
+    }`;
+  if (!halfType) return loop;
+  // part is declared with acc (zero there) and zeroed again once added: a var declared inside the
+  // K loop is not zeroed on each pass by every compiler (SwiftShader's sums ran on).
+  return `${loop}
+    for (var s = 0u; s < 4u * IM * IN; s++) {
+      acc[s] += vec4f(part[s]);
+      part[s] = ${tileVec}();
+    }`;
+}
+
 /**
- * WGSL of variant { im, in, bk, prefetch } with vec4 (true) or scalar global loads. prefetch: the
- * next K slice is loaded into registers before the current one is multiplied, so its global
- * loads are in flight during the arithmetic (the registers cost occupancy: hence a variant).
+ * WGSL of variant { im, in, bk, prefetch, half } with vec4 (true) or scalar global loads.
+ * prefetch: the next K slice is loaded into registers before the current one is multiplied, so
+ * its global loads are in flight during the arithmetic (the registers cost occupancy: hence a
+ * variant). half: float16 arithmetic (above); halfType its scalar type, 'f16' unless a test asks
+ * for 'f32'.
  */
-export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32' }) {
+export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32', half = false, halfType = half ? 'f16' : null }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
-  const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4 });
+  const tileType = halfType ?? 'f32';
+  const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4, tileType });
   const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
-    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined });
+    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, tileType });
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
-  return /* wgsl */ `
+  return /* wgsl */ `${halfType === 'f16' ? 'enable f16;' : ''}
 ${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}
 const IM = ${im}u;
 const IN = ${jn}u;
 const BK = ${bk}u;
-var<workgroup> xs: array<vec4f, ${(bk * tm) / 4}>;  // xs[k·TM/4 + m/4][m % 4] = X[m0 + m, k0 + k]
-var<workgroup> ws: array<vec4f, ${(bk * tn) / 4}>;  // ws[k·TN/4 + n/4][n % 4] = W[n0 + n, k0 + k]
+var<workgroup> xs: array<vec4<${tileType}>, ${(bk * tm) / 4}>;  // xs[k·TM/4 + m/4][m % 4] = X[m0 + m, k0 + k]
+var<workgroup> ws: array<vec4<${tileType}>, ${(bk * tn) / 4}>;  // ws[k·TN/4 + n/4][n % 4] = W[n0 + n, k0 + k]
 
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u,
@@ -90,7 +125,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let m0 = wg.y * ${tm}u;
   let n0 = wg.x * ${tn}u;
   // acc[(i·4 + r)·IN + j][c] = Y[m0 + 4·ty + 64·i + r, n0 + 4·tx + 64·j + c]
-  var acc: array<vec4f, ${4 * im * jn}>;
+  var acc: array<vec4f, ${4 * im * jn}>;${halfType ? `
+  var part: array<vec4<${halfType}>, ${4 * im * jn}>;  // a K slice's sums (float16 arithmetic)` : ''}
   ${xs.declare}
   ${ws.declare}
   ${stage.before}
@@ -99,17 +135,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     ${stage.top}
     workgroupBarrier();
     ${stage.afterBarrier}
-    for (var c = 0u; c < BK; c++) {
-      var a: array<vec4f, IM>;
-      var b: array<vec4f, IN>;
-      for (var i = 0u; i < IM; i++) { a[i] = xs[c * ${tm / 4}u + lid.y + 16u * i]; }
-      for (var j = 0u; j < IN; j++) { b[j] = ws[c * ${tn / 4}u + lid.x + 16u * j]; }
-      for (var i = 0u; i < IM; i++) {
-        for (var r = 0u; r < 4u; r++) {
-          for (var j = 0u; j < IN; j++) { acc[(i * 4u + r) * IN + j] += a[i][r] * b[j]; }
-        }
-      }
-    }
+    ${sliceProducts({ tm, tn, halfType })}
     workgroupBarrier();
   }
 

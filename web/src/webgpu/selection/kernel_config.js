@@ -15,6 +15,23 @@
 export const DECODE_MAX_L = 4;
 
 /**
+ * How far a float16-arithmetic variant may be from its float32 reference, as DEFAULT_TOLERANCE
+ * (below) reads it. X and W rounded to f16 (2^-11 relative each) and sums of 16 products in f16
+ * put a projection's error near 1e-3 of its largest output for random data of K up to 4096; a
+ * wrong index or a missed tile is off by the size of the output itself.
+ */
+export const HALF_TOLERANCE = 1e-2;
+
+// A variant's catalogue fields for float16 arithmetic: module option gpuPrecision 'float16' and
+// the device feature 'shader-f16'.
+function halfArithmetic() {
+  return { half: true, precision: 'float16', features: ['shader-f16'], tolerance: HALF_TOLERANCE };
+}
+
+/** create()'s gpuPrecision values: what arithmetic the GPU's projections may use. */
+export const GPU_PRECISIONS = ['float32', 'float16'];
+
+/**
  * The linear (Y = X·Wᵀ + b) variants: kernel 'tile64' is linear.wgsl.js (64×64 tile, 4×4 per
  * invocation, BK 16, scalar loads); 'tiled' is linear_tiled.wgsl.js with a tile of
  * 64·im × 64·in outputs ((4·im)×(4·in) per invocation) and K slices of bk; the names ending in
@@ -25,6 +42,10 @@ over 32 invocations per column, for a decode step's few rows (`maxRows`: a candi
 calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call);
 'rows8sg' meets a column's 32 partial sums by subgroup shuffles instead of a 5-barrier tree
 (only where the device has 'subgroups'; the sums in another order, so the default tolerance).
+The names starting with 'h' are their twins with float16 arithmetic (`half`): X and W staged in
+workgroup memory as f16, each K slice's products summed in f16 and added to float32 sums
+(linear_tiled.wgsl.js). They are candidates only for modules created with gpuPrecision 'float16'
+(`precision`) on devices with 'shader-f16', and are held to HALF_TOLERANCE.
  */
 export const LINEAR_VARIANTS = {
   tile64: { kernel: 'tile64' },
@@ -37,6 +58,8 @@ export const LINEAR_VARIANTS = {
   r128x128k8p: { kernel: 'tiled', im: 2, in: 2, bk: 8, prefetch: true },
   rows8: { kernel: 'rows', maxRows: DECODE_MAX_L },
   rows8sg: { kernel: 'rows', maxRows: DECODE_MAX_L, subgroups: true, features: ['subgroups'] },
+  h64x64k16: { kernel: 'tiled', im: 1, in: 1, bk: 16, ...halfArithmetic() },
+  h128x128k16: { kernel: 'tiled', im: 2, in: 2, bk: 16, ...halfArithmetic() },
 };
 
 /**

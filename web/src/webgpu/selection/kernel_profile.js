@@ -3,6 +3,7 @@
 import { DEFAULT_VARIANTS, LINEAR_LARGE_ROWS } from './kernel_config.js';
 import { pinnedVariant } from './gpu_kernel_pins.js';
 import { rejectedVariants, selectionProfile, selectsKernels } from './kernel_selection.js';
+import { warnOnce } from '../../base/warn_once.js';
 
 /**
  * { adapter: GPUAdapterInfo fields, measuring (false on a software adapter: the defaults run),
@@ -24,4 +25,18 @@ export function kernelProfile(device) {
     classes: selectionProfile(device),
     rejected: rejectedVariants(device),
   };
+}
+
+/**
+ * A module's create() gpuPrecision on `device`: { requested, float16 } (float16: its float16
+ * variants are candidates, which needs the device feature 'shader-f16'). Where 'float16' was asked
+ * of a device without it, says so once: the module's projections then run in float32.
+ */
+export function precisionProfile(device, requested = 'float32') {
+  const float16 = requested === 'float16' && Boolean(device.features?.has('shader-f16'));
+  if (requested === 'float16' && !float16) {
+    warnOnce('webgpu-no-shader-f16', 'webattention: gpuPrecision \'float16\' was asked of a WebGPU device without '
+      + '\'shader-f16\'; its projections run in float32 (mha.gpuProfile().precision)');
+  }
+  return { requested, float16 };
 }

@@ -153,15 +153,30 @@ export function recordCheck(device, measured, maxAbsDiff, tolerance) {
     board.verified.add(measured.name);
     return true;
   }
+  reject(device, measured, { maxAbsDiff, tolerance }, `gave results ${maxAbsDiff} from its reference's (tolerance ${tolerance})`);
+  return false;
+}
+
+/**
+ * A candidate (measured: chooseKernels()'s) whose pipeline failed to compile on `device` (error:
+ * the compiler's): dropped as recordCheck() drops one, its entry's `error` the message. Such a
+ * variant needs a feature or takes a path that CI's compiler never saw (its WGSL is checked by
+ * naga there, but each browser's compiler has its own rules), so a call never fails for it: the
+ * call chooses again (call_kernels.js).
+ */
+export function recordCompileFailure(device, measured, error) {
+  const message = String(error?.message ?? error);
+  reject(device, measured, { maxAbsDiff: null, tolerance: null, error: message }, `did not compile (${message})`);
+}
+
+// Drops the candidate on `device` for every shape class of its family and warns once.
+function reject(device, { family, shapeClass, name }, entry, what) {
   let rejected = rejections.get(device);
   if (!rejected) rejections.set(device, (rejected = new Map()));
-  const { family, shapeClass, name } = measured;
-  rejected.set(`${family}|${name}`, { kernel: family, variant: name, shapeClass, maxAbsDiff, tolerance });
-  for (const b of boards.get(device).values()) if (b.family === family) delete b.times[name];
-  warnOnce(`webgpu-rejected|${family}|${name}`, `webattention: the WebGPU ${family} kernel '${name}' gave results `
-    + `${maxAbsDiff} from its reference's (tolerance ${tolerance}) on this GPU; it is not used on this device `
-    + '(mha.gpuProfile().rejected)');
-  return false;
+  rejected.set(`${family}|${name}`, { kernel: family, variant: name, shapeClass, ...entry });
+  for (const b of boards.get(device)?.values() ?? []) if (b.family === family) delete b.times[name];
+  warnOnce(`webgpu-rejected|${family}|${name}`, `webattention: the WebGPU ${family} kernel '${name}' ${what} on this GPU; `
+    + 'it is not used on this device (mha.gpuProfile().rejected)');
 }
 
 /** Records the time of a call that measured `measured` (chooseKernels()'s); decides when complete. */
@@ -187,5 +202,9 @@ export function selectionProfile(device) {
   }));
 }
 
-/** The candidates dropped on `device` for their results: [{ kernel, variant, shapeClass, maxAbsDiff, tolerance }]. */
+/**
+ * The candidates dropped on `device`, for their results or a failed compile: [{ kernel, variant,
+ * shapeClass, maxAbsDiff, tolerance, error? }] (maxAbsDiff and tolerance null, error the
+ * compiler's message, for one that did not compile).
+ */
 export const rejectedVariants = (device) => [...(rejections.get(device)?.values() ?? [])];
