@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { KERNELS, VARIANTS } from '../../web/src/webgpu/programs.js';
 import { pipelineCount, programPipeline } from '../../web/src/webgpu/pipelines.js';
-import { attentionFamily, attentionPath } from '../../web/src/webgpu/selection/attention_path.js';
+import { attentionFamily, attentionPath, splitShape } from '../../web/src/webgpu/selection/attention_path.js';
 import { DECODE_MAX_L } from '../../web/src/webgpu/selection/kernel_config.js';
 
 const descriptors = () => [
@@ -71,4 +71,19 @@ test('attentionPath(): decode up to DECODE_MAX_L rows where its scratch and grid
   assert.equal(attentionPath(plan(1, 256 * 10), config, { ...limits, maxComputeWorkgroupsPerDimension: 9 }), 'flash');
   assert.equal(attentionFamily('decode'), 'decode');
   assert.equal(attentionFamily('flash'), 'attention');
+});
+
+test('each decode variant fits a call by its own chunk\'s scratch and grid; without a call, any', () => {
+  const config = { numHeads: 4, valueHeadDim: 64 };
+  const limits = { maxStorageBufferBindingSize: 2 ** 27, maxBufferSize: 2 ** 28, maxComputeWorkgroupsPerDimension: 65535 };
+  const names = (T, lim = limits) => Object.values(VARIANTS.decode)
+    .filter((v) => v.fits(lim, splitShape({ B: 1, L: 1, T }, config))).map((v) => v.chunk);
+  const chunks = Object.values(VARIANTS.decode).map((v) => v.chunk);
+  assert.ok(chunks.includes(64) && chunks.includes(1024), chunks.join());
+  assert.deepEqual(names(5000), chunks);
+  // 5000 keys: 79 chunks of 64, 20 of 256, 5 of 1024; a grid of at most 20 leaves out 64.
+  assert.deepEqual(names(5000, { ...limits, maxComputeWorkgroupsPerDimension: 20 }), chunks.filter((c) => c >= 256));
+  // Scratch: 4 heads × ⌈T/chunk⌉ × 66 floats; 2^16 bytes hold 62 chunks of them: 64 is over.
+  assert.deepEqual(names(5000, { ...limits, maxStorageBufferBindingSize: 2 ** 16 }), chunks.filter((c) => c >= 256));
+  for (const v of Object.values(VARIANTS.decode)) assert.equal(v.fits(limits, { dk: 64, dv: 64 }), true, `${v.name} without a call`);
 });

@@ -148,6 +148,9 @@ describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
     test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
     })));
+    test(`${name}: L 1, S 2100 (ragged chunks of every size), GQA`, () => pinned('decode', name, () => gpuMatchesWasm({
+      create: { embedDim: 32, numHeads: 4, numKvHeads: 2 }, B: 1, L: 1, S: 2100, path: 'decode',
+    })));
     test(`${name}: softcap 0.5 after scale 3, k-only bias, L 1, S 300, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4, bias: { k: true }, scale: 3, softcap: 0.5 }, B: 1, L: 1, S: 300, path: 'decode', options: { needWeights: true },
     })));

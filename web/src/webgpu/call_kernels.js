@@ -2,7 +2,7 @@
 // (selection/kernel_selection.js) is per shape class: for the linear family the rows of the call
 // (bucketed to a power of two) and the module's widths; for attention the head widths, batch ×
 // heads, query rows and keys (bucketed) and causal. Everything is resolved before the call encodes anything.
-import { attentionFamily } from './selection/attention_path.js';
+import { attentionFamily, splitShape } from './selection/attention_path.js';
 import { preferredVariant } from './selection/kernel_config.js';
 import { chooseKernels, recordCompileFailure } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
@@ -34,7 +34,8 @@ export function callDecisions(plan, config, path, device) {
   const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}${precision === 'float32' ? '' : `:${precision}`}`;
   return [
     ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows, precision }))),
-    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`, fittingVariants(family, device, { dk, dv })),
+    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`,
+      fittingVariants(family, device, { dk, dv, ...(path === 'decode' ? splitShape(plan, config) : {}) })),
   ];
 }
 

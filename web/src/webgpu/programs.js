@@ -20,6 +20,7 @@ import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_at
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
+import { splitFits } from './selection/attention_path.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { LINEAR_TILE, linearShader } from './kernels/linear.wgsl.js';
 import { linearRowsShader, rowsFlavour } from './kernels/linear_rows.wgsl.js';
@@ -103,10 +104,11 @@ function attentionVariant(name, spec) {
 
 // Two programs: partial (problem { dk, dv, kv? }, as the flash variants') then `reduce`, a
 // descriptor of its own ({ dv }), one program per chunk (the subgroup variant's is split256's).
+// fits() takes a call's splitShape() (absent: any call): its scratch and grid for this chunk.
 function decodeVariant(name, { chunk, subgroups = false }) {
   const reduceName = `split${chunk}`;
   return {
-    name, chunk, fits: () => true,
+    name, chunk, fits: (limits, problem = {}) => problem.keys === undefined || splitFits(limits, chunk, problem),
     key: (problem) => `decodePartial:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
     shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv, subgroups }),
     reduce: {

@@ -13,14 +13,23 @@ const F32 = 4;  // bytes per float of the decode partials
  * same row stats.
  */
 export function attentionPath(plan, config, limits) {
-  const { B, L, T } = plan;
-  if (L > DECODE_MAX_L) return 'flash';
-  const chunks = Math.ceil(T / DECODE_CHUNK);
-  const scratch = B * config.numHeads * L * chunks * (config.valueHeadDim + 2);
+  if (plan.L > DECODE_MAX_L) return 'flash';
+  return splitFits(limits, DECODE_CHUNK, splitShape(plan, config)) ? 'decode' : 'flash';
+}
+
+/** What a decode variant's fits() reads of a call: { batchHeads: B·H, rows: L, keys: T, dv }. */
+export const splitShape = ({ B, L, T }, { numHeads, valueHeadDim }) => ({ batchHeads: B * numHeads, rows: L, keys: T, dv: valueHeadDim });
+
+/**
+ * Whether the decode kernels with chunks of `chunk` keys fit the device for a call of
+ * splitShape(): their scratch buffer (m_c, l_c and DV sums per chunk of each row) and their grid
+ * (chunks × L × B·H workgroups).
+ */
+export function splitFits(limits, chunk, { batchHeads, rows, keys, dv }) {
+  const chunks = Math.ceil(keys / chunk);
   const maxBytes = Math.min(limits.maxStorageBufferBindingSize, limits.maxBufferSize);
   const maxGroups = limits.maxComputeWorkgroupsPerDimension;
-  const fits = scratch * F32 <= maxBytes && chunks <= maxGroups && B * config.numHeads <= maxGroups;
-  return fits ? 'decode' : 'flash';
+  return batchHeads * rows * chunks * (dv + 2) * F32 <= maxBytes && chunks <= maxGroups && batchHeads <= maxGroups;
 }
 
 /** The variant family of a path: 'decode', or 'attention' (the flash variants). */

@@ -87,7 +87,12 @@ export const ATTENTION_VARIANTS = {
 };
 
 /**
- * The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys. subgroups:
+ * The decode path's variants (L <= DECODE_MAX_L): split-K over chunks of `chunk` keys, one
+ * workgroup of 64 a chunk. Smaller chunks give a short cache more workgroups (a cache of 512
+ * keys is 2 chunks of 256 per head, 8 of 64) at the cost of more partials to combine; larger ones
+ * give a long cache fewer (a cache of 32768 keys is 128 chunks of 256 per head, 32 of 1024) and
+ * each invocation more keys. Which wins depends on the GPU, the heads and the cache: the
+ * selection times them (each variant's fits() checks its own scratch and grid). subgroups:
  * the chunk's max and sum by subgroup operations (decode_partial.wgsl.js, subgroup_reduce.wgsl.js;
  * 3 barriers a chunk instead of 16), for any subgroup size, only where the device has the 'subgroups'
  * feature (`features`: what a variant needs, programs.js's fittingVariants()). Its sums differ from
@@ -95,6 +100,8 @@ export const ATTENTION_VARIANTS = {
  */
 export const DECODE_VARIANTS = {
   split256: { chunk: 256 },
+  split64: { chunk: 64 },
+  split1024: { chunk: 1024 },
   split256sg: { chunk: 256, subgroups: true, features: ['subgroups'] },
 };
 
