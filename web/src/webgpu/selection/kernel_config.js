@@ -42,7 +42,7 @@ over 32 invocations per column, for a decode step's few rows (`maxRows`: a candi
 calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call);
 'rows8sg' meets a column's 32 partial sums by subgroup shuffles instead of a 5-barrier tree
 (only where the device has 'subgroups'; the sums in another order, so the default tolerance).
-The names starting with 'h' are their twins with float16 arithmetic (`half`): X and W staged in
+'h64x64k16' and 'h128x128k16' are r64x64k16 and r128x128k16 with float16 arithmetic (`half`): X and W staged in
 workgroup memory as f16, each K slice's products summed in f16 and added to float32 sums
 (linear_tiled.wgsl.js). They are candidates only for modules created with gpuPrecision 'float16'
 (`precision`) on devices with 'shader-f16', and are held to HALF_TOLERANCE.
@@ -70,7 +70,8 @@ export const LINEAR_VARIANTS = {
  * features, Q and K staged that way; lean: K, V, scores and p in arrays of their own, three
  * barriers per key tile instead of five; subgroups: each tile's row max by subgroup shuffles of
  * the invocations' own scores instead of BC reads of the score tile, the same value, only where
- * the device has 'subgroups'); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
+ * the device has 'subgroups': sg64x16, sglean64x16 and sgdot64x16, twins of tile64x16, lean64x16
+ * and dot64x16); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
  * of workgroup memory at d = 64).
  */
 export const ATTENTION_VARIANTS = {
@@ -84,6 +85,8 @@ export const ATTENTION_VARIANTS = {
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
   sg64x16: { kernel: 'tiled', bc: 16, subgroups: true, features: ['subgroups'] },
+  sglean64x16: { kernel: 'tiled', bc: 16, lean: true, subgroups: true, features: ['subgroups'] },
+  sgdot64x16: { kernel: 'tiled', bc: 16, dot: true, subgroups: true, features: ['subgroups'] },
 };
 
 /**
