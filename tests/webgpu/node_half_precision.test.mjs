@@ -5,7 +5,8 @@
 //   variants never run, the results float32's;
 // - each variant's program compiled with f32 in place of f16 (programs.js's halfTwin(): the same
 //   WGSL but for that type name, which is checked here), pinned, against WASM on ragged tiles,
-//   both load flavours and a narrow weights dtype. naga validates the f16 programs themselves
+//   both load flavours and a narrow weights dtype; and with every value rounded to f16
+//   ('f16-rounded'), float16's error against WASM, within the variants' tolerance. naga validates the f16 programs themselves
 //   (wgsl_naga.test.mjs), and a device that has the feature checks each against the float32
 //   default on its first run (node_variant_checks.test.mjs). Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
@@ -15,7 +16,7 @@ import { selectionHooks } from '../internals.mjs';
 import { VARIANTS, fittingVariants, halfTwin } from '../../web/src/webgpu/programs.js';
 import { HALF_TOLERANCE, variantFeatures } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled, mhaReference } from '../contract/contract.mjs';
-import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuMatchesWasm, randomStateDict } from './node_setup.mjs';
+import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuMatchesWasm, randomStateDict, runs } from './node_setup.mjs';
 
 const HALF = Object.keys(VARIANTS.linear).filter((name) => VARIANTS.linear[name].precision === 'float16');
 const ran = [];
@@ -107,5 +108,52 @@ describe(`the float16 variants' programs with f32 arithmetic, pinned, vs WASM (D
   ];
   for (const name of HALF) {
     for (const [title, args] of cases) test(`${name}: ${title}`, () => pinnedTwin(name, () => gpuMatchesWasm(args)));
+  }
+});
+
+// float16's error, on a device without it: each variant's twin with every tile value, product and
+// slice sum rounded to f16 (halfType 'f16-rounded'), pinned, against WASM's float32 on the same
+// weights and inputs: max |Δ| / max(1, max |WASM|) over the output, the bound the selection's
+// on-device check holds the variant to (HALF_TOLERANCE). Above 1e-6: the rounding took place.
+describe(`float16's error through the rounded twins, vs WASM (Dawn, ${adapterName})`, () => {
+  const cases = [
+    ['E 256, L 70', { embedDim: 256, numHeads: 4 }, 70],
+    ['E 1024 (K 1024), L 40, int8 weights', { embedDim: 1024, numHeads: 16, weightsDtype: 'int8' }, 40],
+  ];
+  for (const name of HALF) {
+    for (const [title, create, L] of cases) {
+      test(`${name}: ${title}`, async (t) => {
+        const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
+        const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
+        try {
+          const sd = randomStateDict(wasm.stateDictShapes, 11);
+          wasm.loadStateDict(sd);
+          gpuMha.loadStateDict(sd);
+          const x = { data: filled(L * create.embedDim, 12), shape: [1, L, create.embedDim] };
+          const want = (await wasm.forward(x, x, x)).output.data;
+          selectionHooks.candidates = (family, list) => (family === 'linear' ? [...list, halfTwin(name, 'f16-rounded')] : list);
+          configure({ gpuKernels: { linear: name } });
+          selectionHooks.onCall = (names) => ran.push(names.linear);
+          ran.length = 0;
+          runs.length = 0;
+          const got = (await gpuMha.forward(x, x, x)).output.data;
+          assert.deepEqual([runs, ran], [['webgpu'], [name]], 'the rounded twin ran on the GPU');
+          let scale = 1;
+          let diff = 0;
+          for (let i = 0; i < want.length; i++) {
+            scale = Math.max(scale, Math.abs(want[i]));
+            diff = Math.max(diff, Math.abs(got[i] - want[i]));
+          }
+          t.diagnostic(`max |Δ| ${diff.toExponential(2)}, ${(diff / scale).toExponential(2)} of max(1, max |output|)`);
+          assert.ok(diff / scale <= HALF_TOLERANCE, `${diff / scale} over ${HALF_TOLERANCE}`);
+          assert.ok(diff > 1e-6, `max |Δ| ${diff}: the values were not rounded to f16`);
+        } finally {
+          configure({ gpuKernels: {} });
+          Object.assign(selectionHooks, { candidates: null, onCall: null });
+          wasm.dispose();
+          gpuMha.dispose();
+        }
+      });
+    }
   }
 });

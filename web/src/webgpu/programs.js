@@ -58,8 +58,8 @@ function linearVariant(name, spec) {
     };
   }
   const { rows, cols } = linearTiledTile(spec);
-  // A float16 variant's f32 twin (spec.halfType 'f32', tests only) is a program of its own.
-  const twin = spec.halfType === 'f32' ? ':f32' : '';
+  // A float16 variant's f32 twins (spec.halfType 'f32' or 'f16-rounded', tests only) are programs of their own.
+  const twin = spec.halfType && spec.halfType !== 'f16' ? `:${spec.halfType}` : '';
   return {
     name,
     fits: (limits) => linearTiledBytes(spec) <= workgroupBytes(limits),
@@ -155,10 +155,11 @@ const descriptor = (name, spec, make) => ({
 const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [name, descriptor(name, spec, make)]));
 
 /**
- * Tests: the linear variant `name` (a float16 one) compiled with f32 in place of f16, as a
- * descriptor that needs no feature, so that a device without 'shader-f16' runs its program.
+ * Tests: the linear variant `name` (a float16 one) compiled with f32 in place of f16 (halfType
+ * 'f32'; 'f16-rounded': every value rounded to f16 as float16 arithmetic would), as a descriptor
+ * that needs no feature, so that a device without 'shader-f16' runs its program.
  */
-export const halfTwin = (name) => ({ ...descriptor(name, { ...LINEAR_VARIANTS[name], halfType: 'f32' }, linearVariant), features: [] });
+export const halfTwin = (name, halfType = 'f32') => ({ ...descriptor(name, { ...LINEAR_VARIANTS[name], halfType }, linearVariant), features: [] });
 
 /** family → name → descriptor. */
 export const VARIANTS = {

@@ -19,7 +19,9 @@
 // f16 (half the workgroup memory), each invocation sums a K slice's BK products in f16 (twice the
 // multiply-adds per cycle where the GPU packs halves), and adds each slice's sums to its float32
 // ones, so a rounding error does not grow with K. `halfType` 'f32' compiles the same program with
-// f32 in place of f16: the tests run it where the device has no 'shader-f16' (SwiftShader).
+// f32 in place of f16, and 'f16-rounded' that program with every tile value, product and sum
+// rounded to f16 (pack2x16float): the tests run them where the device has no 'shader-f16'
+// (SwiftShader), the first for the program, the second for float16's error.
 import { linearBindings } from './linear_common.wgsl.js';
 import { isPacked } from './packed_values.wgsl.js';
 
@@ -38,7 +40,7 @@ export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * 
 // Element e = t + 256·u of the slice is row e / per-row, K offset e % per-row (per-row: BK, or
 // BK/4 vec4s), so consecutive invocations read consecutive addresses of a row. `read(row, k)`,
 // if given, is the WGSL of one element (narrow weights: weight(n, k)) in place of src[...].
-function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, tileType = 'f32' }) {
+function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, ops }) {
   const width = vec4 ? 4 : 1;
   const perRow = bk / width;
   const count = (tile * perRow) / 256;
@@ -63,16 +65,34 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, tileTyp
       let e = t + 256u * u;
       let r = e / ${perRow}u;
       let c = ${width}u * (e % ${perRow}u);
-      ${vec4 ? `for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = ${tileType}(${reg}[u][q]); }`
-    : `${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = ${tileType}(${reg}[u]);`}
+      ${vec4 ? `for (var q = 0u; q < 4u; q++) { ${dst}[(c + q) * ${tile / 4}u + r / 4u][r % 4u] = ${ops.store(`${reg}[u][q]`)}; }`
+    : `${dst}[c * ${tile / 4}u + r / 4u][r % 4u] = ${ops.store(`${reg}[u]`)};`}
     }`,
   };
 }
 
+// f16 rounding in f32 ('f16-rounded'): the nearest f16 (pack2x16float rounds to nearest even).
+const ROUND_HALF = /* wgsl */ `
+fn roundHalf(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2f(x, 0.0))).x; }
+fn roundHalf4(v: vec4f) -> vec4f {
+  return vec4f(unpack2x16float(pack2x16float(v.xy)), unpack2x16float(pack2x16float(v.zw)));
+}
+`;
+
+// The arithmetic of a halfType (null: float32): the tiles' scalar type, the WGSL that stores a
+// staged f32 value into a tile, and a slice sum's multiply-add.
+function halfOps(halfType) {
+  if (halfType === 'f16-rounded') {
+    return { type: 'f32', helpers: ROUND_HALF, store: (x) => `roundHalf(${x})`, madd: (s, a, b) => `${s} = roundHalf4(${s} + roundHalf4(${a} * ${b}))` };
+  }
+  const type = halfType ?? 'f32';
+  return { type, helpers: '', store: (x) => `${type}(${x})`, madd: (s, a, b) => `${s} += ${a} * ${b}` };
+}
+
 // The K slice's multiply-adds into acc (float32 arithmetic), or (halfType: float16 arithmetic)
 // into the slice's own sums `part`, added to acc after the slice.
-function sliceProducts({ tm, tn, halfType }) {
-  const tileVec = halfType ? `vec4<${halfType}>` : 'vec4f';
+function sliceProducts({ tm, tn, halfType, ops }) {
+  const tileVec = halfType ? `vec4<${ops.type}>` : 'vec4f';
   const sums = halfType ? 'part' : 'acc';
   const loop = `for (var c = 0u; c < BK; c++) {
       var a: array<${tileVec}, IM>;
@@ -81,7 +101,7 @@ function sliceProducts({ tm, tn, halfType }) {
       for (var j = 0u; j < IN; j++) { b[j] = ws[c * ${tn / 4}u + lid.x + 16u * j]; }
       for (var i = 0u; i < IM; i++) {
         for (var r = 0u; r < 4u; r++) {
-          for (var j = 0u; j < IN; j++) { ${sums}[(i * 4u + r) * IN + j] += a[i][r] * b[j]; }
+          for (var j = 0u; j < IN; j++) { ${ops.madd(`${sums}[(i * 4u + r) * IN + j]`, 'a[i][r]', 'b[j]')}; }
         }
       }
     }`;
@@ -99,20 +119,21 @@ function sliceProducts({ tm, tn, halfType }) {
  * WGSL of variant { im, in, bk, prefetch, half } with vec4 (true) or scalar global loads.
  * prefetch: the next K slice is loaded into registers before the current one is multiplied, so
  * its global loads are in flight during the arithmetic (the registers cost occupancy: hence a
- * variant). half: float16 arithmetic (above); halfType its scalar type, 'f16' unless a test asks
- * for 'f32'.
+ * variant). half: float16 arithmetic (above); halfType 'f16' unless a test asks for 'f32' or
+ * 'f16-rounded'.
  */
 export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32', half = false, halfType = half ? 'f16' : null }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
-  const tileType = halfType ?? 'f32';
-  const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4, tileType });
+  const ops = halfOps(halfType);
+  const tileType = ops.type;
+  const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4, ops });
   const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
-    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, tileType });
+    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, ops });
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
   return /* wgsl */ `${halfType === 'f16' ? 'enable f16;' : ''}
-${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}
+${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}${ops.helpers}
 const IM = ${im}u;
 const IN = ${jn}u;
 const BK = ${bk}u;
@@ -126,7 +147,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let n0 = wg.x * ${tn}u;
   // acc[(i·4 + r)·IN + j][c] = Y[m0 + 4·ty + 64·i + r, n0 + 4·tx + 64·j + c]
   var acc: array<vec4f, ${4 * im * jn}>;${halfType ? `
-  var part: array<vec4<${halfType}>, ${4 * im * jn}>;  // a K slice's sums (float16 arithmetic)` : ''}
+  var part: array<vec4<${tileType}>, ${4 * im * jn}>;  // a K slice's sums (float16 arithmetic)` : ''}
   ${xs.declare}
   ${ws.declare}
   ${stage.before}
@@ -135,7 +156,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     ${stage.top}
     workgroupBarrier();
     ${stage.afterBarrier}
-    ${sliceProducts({ tm, tn, halfType })}
+    ${sliceProducts({ tm, tn, halfType, ops })}
     workgroupBarrier();
   }
 
