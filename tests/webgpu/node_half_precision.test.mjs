@@ -16,7 +16,8 @@ import { selectionHooks } from '../internals.mjs';
 import { VARIANTS, fittingVariants, halfTwin } from '../../web/src/webgpu/programs.js';
 import { HALF_TOLERANCE, variantFeatures } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled, mhaReference } from '../contract/contract.mjs';
-import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuMatchesWasm, randomStateDict, runs } from './node_setup.mjs';
+import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuAndWasm, gpuMatchesWasm, randomStateDict } from './node_setup.mjs';
+import { resultDistance, toleranceFor } from '../../web/src/webgpu/selection/kernel_selection.js';
 
 const HALF = Object.keys(VARIANTS.linear).filter((name) => VARIANTS.linear[name].precision === 'float16');
 const ran = [];
@@ -86,8 +87,8 @@ describe(`a float16 module on an adapter without shader-f16 (Dawn, ${adapterName
 });
 
 // Runs `call` with the linear family pinned to `name`, its twin offered in its place.
-async function pinnedTwin(name, call) {
-  selectionHooks.candidates = (family, list) => (family === 'linear' ? [...list, halfTwin(name)] : list);
+async function pinnedTwin(name, call, halfType = 'f32') {
+  selectionHooks.candidates = (family, list) => (family === 'linear' ? [...list, halfTwin(name, halfType)] : list);
   selectionHooks.onCall = (names) => ran.push(names.linear);
   configure({ gpuKernels: { linear: name } });
   ran.length = 0;
@@ -113,47 +114,24 @@ describe(`the float16 variants' programs with f32 arithmetic, pinned, vs WASM (D
 
 // float16's error, on a device without it: each variant's twin with every tile value, product and
 // slice sum rounded to f16 (halfType 'f16-rounded'), pinned, against WASM's float32 on the same
-// weights and inputs: max |Δ| / max(1, max |WASM|) over the output, the bound the selection's
-// on-device check holds the variant to (HALF_TOLERANCE). Above 1e-6: the rounding took place.
+// weights and inputs: max |Δ| over the output within the bound the selection's on-device check
+// holds the variant to (toleranceFor(): HALF_TOLERANCE × max(1, max |WASM|)). Above 1e-6: the
+// rounding took place.
 describe(`float16's error through the rounded twins, vs WASM (Dawn, ${adapterName})`, () => {
   const cases = [
-    ['E 256, L 70', { embedDim: 256, numHeads: 4 }, 70],
-    ['E 1024 (K 1024), L 40, int8 weights', { embedDim: 1024, numHeads: 16, weightsDtype: 'int8' }, 40],
+    ['E 256, L 70', { create: { embedDim: 256, numHeads: 4 }, B: 1, L: 70, self: true, seed: 2 }],
+    ['E 1024 (K 1024), L 40, int8 weights', { create: { embedDim: 1024, numHeads: 16, weightsDtype: 'int8' }, B: 1, L: 40, self: true, seed: 2 }],
   ];
   for (const name of HALF) {
-    for (const [title, create, L] of cases) {
-      test(`${name}: ${title}`, async (t) => {
-        const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
-        const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
-        try {
-          const sd = randomStateDict(wasm.stateDictShapes, 11);
-          wasm.loadStateDict(sd);
-          gpuMha.loadStateDict(sd);
-          const x = { data: filled(L * create.embedDim, 12), shape: [1, L, create.embedDim] };
-          const want = (await wasm.forward(x, x, x)).output.data;
-          selectionHooks.candidates = (family, list) => (family === 'linear' ? [...list, halfTwin(name, 'f16-rounded')] : list);
-          configure({ gpuKernels: { linear: name } });
-          selectionHooks.onCall = (names) => ran.push(names.linear);
-          ran.length = 0;
-          runs.length = 0;
-          const got = (await gpuMha.forward(x, x, x)).output.data;
-          assert.deepEqual([runs, ran], [['webgpu'], [name]], 'the rounded twin ran on the GPU');
-          let scale = 1;
-          let diff = 0;
-          for (let i = 0; i < want.length; i++) {
-            scale = Math.max(scale, Math.abs(want[i]));
-            diff = Math.max(diff, Math.abs(got[i] - want[i]));
-          }
-          t.diagnostic(`max |Δ| ${diff.toExponential(2)}, ${(diff / scale).toExponential(2)} of max(1, max |output|)`);
-          assert.ok(diff / scale <= HALF_TOLERANCE, `${diff / scale} over ${HALF_TOLERANCE}`);
-          assert.ok(diff > 1e-6, `max |Δ| ${diff}: the values were not rounded to f16`);
-        } finally {
-          configure({ gpuKernels: {} });
-          Object.assign(selectionHooks, { candidates: null, onCall: null });
-          wasm.dispose();
-          gpuMha.dispose();
-        }
-      });
+    for (const [title, args] of cases) {
+      test(`${name}: ${title}`, (t) => pinnedTwin(name, async () => {
+        const { actual, expected } = await gpuAndWasm(args);
+        const diff = resultDistance({ output: actual.output.data }, { output: expected.output.data });
+        const bound = toleranceFor(VARIANTS.linear[name], { output: expected.output.data });
+        t.diagnostic(`max |Δ| ${diff.toExponential(2)}, ${(diff * HALF_TOLERANCE / bound).toExponential(2)} of max(1, max |output|)`);
+        assert.ok(diff <= bound, `${diff} over ${bound}`);
+        assert.ok(diff > 1e-6, `max |Δ| ${diff}: the values were not rounded to f16`);
+      }, 'f16-rounded'));
     }
   }
 });

@@ -155,7 +155,19 @@ export function checkAgainstFixture(c, result) {
 export const randomStateDict = (shapes, seed) => seededStateDict(shapes, seed, (shape) => 1 / Math.sqrt(shape.at(-1)));
 
 /** Runs the same call on 'wasm' and on 'webgpu' and compares (1e-4 abs + 1e-4 rel). */
-export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path, nonFiniteKeys = [] }) {
+export async function gpuMatchesWasm(args) {
+  const { actual, expected } = await gpuAndWasm(args);
+  assertClose(actual.output, expected.output, 'output');
+  if (expected.attnWeights) assertClose(actual.attnWeights, expected.attnWeights, 'attnWeights');
+  else assert.equal(actual.attnWeights, null);
+  return { actual, expected };
+}
+
+/**
+ * The same call on 'wasm' (expected) and on 'webgpu' (actual, checked to have run there, on
+ * `path` where given): modules of `create` with one random state dict (seed), inputs of seed + 10…12.
+ */
+export async function gpuAndWasm({ create, B, L, S, self = false, kvSame = false, options = {}, seed = 7, scale = 1, path, nonFiniteKeys = [] }) {
   const wasm = await MultiHeadAttention.create({ ...create, backend: 'wasm' });
   const gpuMha = await MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu });
   try {
@@ -179,9 +191,6 @@ export async function gpuMatchesWasm({ create, B, L, S, self = false, kvSame = f
     const actual = await gpuMha.forward(query, key, value, options);
     assert.deepEqual(runs, ['webgpu']);
     if (path) assert.deepEqual(paths, [path], `the ${path} path was taken`);
-    assertClose(actual.output, expected.output, 'output');
-    if (expected.attnWeights) assertClose(actual.attnWeights, expected.attnWeights, 'attnWeights');
-    else assert.equal(actual.attnWeights, null);
     return { actual, expected };
   } finally {
     wasm.dispose();

@@ -3,7 +3,8 @@
 // its tolerance is dropped for the device, listed by gpuProfile().rejected and warned of once, and
 // every call's result stays correct. A deliberately wrong linear variant (tile64 with its outputs
 // scaled by 1.01) is offered through selectionHooks.candidates, and the injected clock makes it
-// the fastest, on SwiftShader as on a GPU. The checks' bookkeeping runs first on a stand-in device.
+// the fastest, on SwiftShader as on a GPU; so is one that does not compile. The checks'
+// bookkeeping runs first on a stand-in device.
 // Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -59,41 +60,49 @@ describe('the checks\' bookkeeping (a stand-in device, no GPU)', () => {
   });
 });
 
-describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
+// tile64 made into a candidate of its own, `name`, its WGSL changed by change(code).
+function changedTile64(name, change) {
   const base = VARIANTS.linear.tile64;
-  const broken = {
-    ...base, name: 'broken', key: (problem) => `broken:${base.key(problem)}`,
-    shader: (problem) => {
-      const code = base.shader(problem);
-      const wrong = code.replace('acc[i * 4u + j] + bias', '1.01 * acc[i * 4u + j] + bias');
-      assert.notEqual(wrong, code, 'the linear kernel changed: find another place to break it');
-      return wrong;
-    },
-  };
+  return { ...base, name, key: (problem) => `${name}:${base.key(problem)}`, shader: (problem) => change(base.shader(problem)) };
+}
+
+// A module of E 16, 2 heads on `device`, with its state dict.
+async function moduleOn(device) {
+  const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 2, backend: 'webgpu', gpu: device });
+  const sd = randomStateDict(mha.stateDictShapes, 9);
+  mha.loadStateDict(sd);
+  return { mha, sd };
+}
+
+// One call of L rows, checked against the float64 reference.
+async function checkedCall({ mha, sd }, L, seed) {
+  const x = { data: filled(L * 16, seed), shape: [1, L, 16] };
+  const r = await mha.forward(x, x, x);
+  assertClose(r.output, { data: mhaReference(mha.config, sd, x, x, x).output, shape: x.shape }, `call ${seed} (L = ${L})`);
+}
+
+// Linear's default, one good candidate and `candidate`, which the clock makes the fastest;
+// attention's default alone (not measured). ran: the linear variant of every GPU call.
+function offerFastest(candidate, ran) {
+  selectionHooks.candidates = (family, list) => (family === 'linear'
+    ? [...list.filter((v) => ['r64x64k16', 'tile64'].includes(v.name)), candidate] : list.slice(0, 1));
+  selectionHooks.clock = (names) => (names.linear === candidate.name ? 0.1 : 1);
+  selectionHooks.onCall = (names) => ran.push(names.linear);
+}
+
+describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
+  const broken = changedTile64('broken', (code) => {
+    const wrong = code.replace('acc[i * 4u + j] + bias', '1.01 * acc[i * 4u + j] + bias');
+    assert.notEqual(wrong, code, 'the linear kernel changed: find another place to break it');
+    return wrong;
+  });
   const ran = [];
   let device;
 
-  const moduleOn = async () => {
-    const mha = await MultiHeadAttention.create({ embedDim: 16, numHeads: 2, backend: 'webgpu', gpu: device });
-    const sd = randomStateDict(mha.stateDictShapes, 9);
-    mha.loadStateDict(sd);
-    return { mha, sd };
-  };
-  // One call of L rows, checked against the float64 reference.
-  const checkedCall = async ({ mha, sd }, L, seed) => {
-    const x = { data: filled(L * 16, seed), shape: [1, L, 16] };
-    const r = await mha.forward(x, x, x);
-    assertClose(r.output, { data: mhaReference(mha.config, sd, x, x, x).output, shape: x.shape }, `call ${seed} (L = ${L})`);
-  };
-
   test('is dropped for the device, reported, warned of once, and no call returns its result', async () => {
     device = await freshDevice();
-    // Linear's default, one good candidate and the broken one; attention's default alone (not measured).
-    selectionHooks.candidates = (family, list) => (family === 'linear'
-      ? [...list.filter((v) => ['r64x64k16', 'tile64'].includes(v.name)), broken] : list.slice(0, 1));
-    selectionHooks.clock = (names) => (names.linear === 'broken' ? 0.1 : 1);
-    selectionHooks.onCall = (names) => ran.push(names.linear);
-    const module = await moduleOn();
+    offerFastest(broken, ran);
+    const module = await moduleOn(device);
     const { warnings } = await captureWarnings(async () => {
       for (let i = 0; i < 12; i++) await checkedCall(module, 70, 100 + i);
     });
@@ -114,7 +123,7 @@ describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
 
   test('another shape class and another module on the device never run it, and no second warning', async () => {
     ran.length = 0;
-    const module = await moduleOn();
+    const module = await moduleOn(device);
     const { warnings } = await captureWarnings(async () => {
       for (let i = 0; i < 8; i++) await checkedCall(module, 300, 200 + i);
     });
@@ -129,7 +138,7 @@ describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
     const saved = device;
     device = fresh;
     ran.length = 0;
-    const { mha, sd } = await moduleOn();
+    const { mha, sd } = await moduleOn(device);
     const N = 48;
     const seq = { data: filled(N * 16, 300), shape: [1, N, 16] };
     const want = mhaReference(mha.config, sd, seq, seq, seq, { isCausal: true }).output;
@@ -165,5 +174,38 @@ describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
     mha.dispose();
     fresh.destroy();
     device.destroy();
+  });
+});
+
+// A candidate whose program does not compile on the device (a feature or a subgroup size CI never
+// saw, or a browser's compiler with rules of its own) never fails a call: on its first run its
+// pipelines fail, it is dropped for the device (kernel_selection.js's recordCompileFailure()),
+// reported by gpuProfile().rejected with the compiler's message and warned of once, and the call
+// chooses again.
+describe(`a candidate that does not compile (Dawn, ${adapterName})`, () => {
+  const uncompilable = changedTile64('uncompilable', (code) => `${code}\nfn broken() -> f32 { return undefinedName; }\n`);
+
+  test('is dropped for the device, reported with the compiler\'s message, warned of once; every call is right', async () => {
+    const device = await freshDevice();
+    device.addEventListener?.('uncapturederror', () => {});  // the shader module's own error, expected
+    const ran = [];
+    offerFastest(uncompilable, ran);
+    const module = await moduleOn(device);
+    try {
+      const { warnings } = await captureWarnings(async () => {
+        for (let i = 0; i < 10; i++) await checkedCall(module, 70, 40 + i);
+      });
+      assert.ok(ran.length >= 10 && !ran.includes('uncompilable'), ran.join());
+      const { rejected, classes } = module.mha.gpuProfile();
+      assert.equal(rejected.length, 1, JSON.stringify(rejected));
+      assert.equal(rejected[0].variant, 'uncompilable');
+      assert.equal(rejected[0].maxAbsDiff, null);
+      assert.ok(typeof rejected[0].error === 'string' && rejected[0].error.length > 0, JSON.stringify(rejected[0]));
+      assert.equal(classes.find((c) => c.family === 'linear').runs.uncompilable, undefined, 'no time kept');
+      assert.equal(warnings.filter((w) => w.includes("'uncompilable' did not compile")).length, 1, warnings.join('\n'));
+    } finally {
+      module.mha.dispose();
+      device.destroy();
+    }
   });
 });

@@ -80,10 +80,14 @@ function variantPipelines(device, { config, path, cache, problems }, variants) {
   };
 }
 
-// What the attention kernels compile in: the head widths, and a narrow cache's dtype (float16,
-// int8), which every attention kernel (flash, decode, weights) reads K and V in (kv_reads.wgsl.js).
+// A narrow cache's dtype (float16, int8), else null: its own append, and every attention kernel
+// (flash, decode, weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
+const narrowCacheDtype = (cache) => (cache && cache.dtype !== 'float32' ? cache.dtype : null);
+
+// What the attention kernels compile in: the head widths, and a narrow cache's dtype.
 function callHeads({ headDim: dk, valueHeadDim: dv }, cache) {
-  return cache && cache.dtype !== 'float32' ? { dk, dv, kv: cache.dtype } : { dk, dv };
+  const kv = narrowCacheDtype(cache);
+  return kv ? { dk, dv, kv } : { dk, dv };
 }
 
 // The error of `family`'s pipelines among `own` (variantPipelines()'s), or null once they compiled.
@@ -100,15 +104,15 @@ async function compileFailure(own, family) {
 // Every pipeline of the call: the variants' (`own`) and the kernels the call needs.
 async function callPipelines(device, { plan, config, cache }, own) {
   const { headDim: dk, valueHeadDim: dv } = config;
-  const narrowCache = cache && cache.dtype !== 'float32' ? { dtype: cache.dtype } : null;
+  const narrow = narrowCacheDtype(cache);
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
   const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
   const halfResults = plan.output === 'gpu-buffer' && gpuResultDtype(plan) === 'float16';
   const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
-    cache ? programPipeline(device, narrowCache ? KERNELS.cacheAppendNarrow : KERNELS.cacheAppend, narrowCache ?? {}) : null,
-    plan.needWeights ? programPipeline(device, KERNELS.weights, narrowCache ? { dk, dtype: narrowCache.dtype } : { dk }) : null,
+    cache ? programPipeline(device, narrow ? KERNELS.cacheAppendNarrow : KERNELS.cacheAppend, narrow ? { dtype: narrow } : {}) : null,
+    plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
     nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),

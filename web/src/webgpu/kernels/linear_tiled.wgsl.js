@@ -15,7 +15,7 @@
 // Exactness: every output sums its K products in order k = 0, 1, …, as linear.wgsl.js and the
 // WASM kernels do, so the variants agree to rounding (fused multiply-add aside).
 //
-// Float16 arithmetic (`half`, the 'h' variants, gpuPrecision 'float16'): the tiles are staged as
+// Float16 arithmetic (`halfType` 'f16', the 'h' variants, gpuPrecision 'float16'): the tiles are staged as
 // f16 (half the workgroup memory), each invocation sums a K slice's BK products in f16 (twice the
 // multiply-adds per cycle where the GPU packs halves), and adds each slice's sums to its float32
 // ones, so a rounding error does not grow with K. `halfType` 'f32' compiles the same program with
@@ -28,8 +28,8 @@ import { isPacked } from './packed_values.wgsl.js';
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
 
-/** Workgroup memory of a variant, in bytes (xs and ws): f16 tiles take half. */
-export const linearTiledBytes = ({ im, in: jn, bk, half = false }) => bk * 64 * (im + jn) * (half ? 2 : 4);
+/** Workgroup memory of a variant, in bytes (xs and ws): f16 tiles take half (not its f32 twins'). */
+export const linearTiledBytes = ({ im, in: jn, bk, halfType = null }) => bk * 64 * (im + jn) * (halfType === 'f16' ? 2 : 4);
 
 /** Output tile of a variant: { rows, cols }. */
 export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * jn });
@@ -92,7 +92,7 @@ function halfOps(halfType) {
 // The K slice's multiply-adds into acc (float32 arithmetic), or (halfType: float16 arithmetic)
 // into the slice's own sums `part`, added to acc after the slice.
 function sliceProducts({ tm, tn, halfType, ops }) {
-  const tileVec = halfType ? `vec4<${ops.type}>` : 'vec4f';
+  const tileVec = `vec4<${ops.type}>`;
   const sums = halfType ? 'part' : 'acc';
   const loop = `for (var c = 0u; c < BK; c++) {
       var a: array<${tileVec}, IM>;
@@ -116,13 +116,13 @@ function sliceProducts({ tm, tn, halfType, ops }) {
 }
 
 /**
- * WGSL of variant { im, in, bk, prefetch, half } with vec4 (true) or scalar global loads.
+ * WGSL of variant { im, in, bk, prefetch, halfType } with vec4 (true) or scalar global loads.
  * prefetch: the next K slice is loaded into registers before the current one is multiplied, so
  * its global loads are in flight during the arithmetic (the registers cost occupancy: hence a
- * variant). half: float16 arithmetic (above); halfType 'f16' unless a test asks for 'f32' or
- * 'f16-rounded'.
+ * variant). halfType: float16 arithmetic (above): 'f16', or for tests 'f32' or 'f16-rounded';
+ * null: float32.
  */
-export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32', half = false, halfType = half ? 'f16' : null }) {
+export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32', halfType = null }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
   const ops = halfOps(halfType);
   const tileType = ops.type;

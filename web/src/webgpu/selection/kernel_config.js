@@ -16,16 +16,18 @@ export const DECODE_MAX_L = 4;
 
 /**
  * How far a float16-arithmetic variant may be from its float32 reference, as DEFAULT_TOLERANCE
- * (below) reads it. X and W rounded to f16 (2^-11 relative each) and sums of 16 products in f16
- * put a projection's error near 1e-3 of its largest output for random data of K up to 4096; a
- * wrong index or a missed tile is off by the size of the output itself.
+ * (below) reads it. X and W rounded to f16 (2^-11 relative each) and sums of 16 products in f16:
+ * with that rounding emulated on SwiftShader (the variants' 'f16-rounded' twins,
+ * node_half_precision.test.mjs), a module's output was 9.7e-5 (E 256) and 1.3e-4 (E 1024) of
+ * max(1, max |output|) from WASM's float32; a wrong index or a missed tile is off by the size of
+ * the output itself.
  */
 export const HALF_TOLERANCE = 1e-2;
 
 // A variant's catalogue fields for float16 arithmetic: module option gpuPrecision 'float16' and
 // the device feature 'shader-f16'.
 function halfArithmetic() {
-  return { half: true, precision: 'float16', features: ['shader-f16'], tolerance: HALF_TOLERANCE };
+  return { halfType: 'f16', precision: 'float16', features: ['shader-f16'], tolerance: HALF_TOLERANCE };
 }
 
 /** create()'s gpuPrecision values: what arithmetic the GPU's projections may use. */
@@ -42,7 +44,7 @@ over 32 invocations per column, for a decode step's few rows (`maxRows`: a candi
 calls whose largest projection has at most DECODE_MAX_L rows; pinned, it runs any call);
 'rows8sg' meets a column's 32 partial sums by subgroup shuffles instead of a 5-barrier tree
 (only where the device has 'subgroups'; the sums in another order, so the default tolerance).
-'h64x64k16' and 'h128x128k16' are r64x64k16 and r128x128k16 with float16 arithmetic (`half`): X and W staged in
+'h64x64k16' and 'h128x128k16' are r64x64k16 and r128x128k16 with float16 arithmetic (`halfType`): X and W staged in
 workgroup memory as f16, each K slice's products summed in f16 and added to float32 sums
 (linear_tiled.wgsl.js). They are candidates only for modules created with gpuPrecision 'float16'
 (`precision`) on devices with 'shader-f16', and are held to HALF_TOLERANCE.
