@@ -114,7 +114,8 @@ export async function profileAttention(device, shape, causal, budget, print) {
     const kernel = preparedKernel(device, [{ pipeline, params: ATTENTION_PARAMS, values: ops.values, bindings, groups: variant.grid({ L, BH: h }) }]);
     return { kernel, compileMs, output: () => readBack(device, out, L * E) };
   };
-  const result = await profileVariants(device, fittingVariants('attention', device, heads), make, row, budget, print);
+  // precision 'float16': the float16-arithmetic flash variants too, where the device has 'shader-f16'.
+  const result = await profileVariants(device, fittingVariants('attention', device, { ...heads, precision: 'float16' }), make, row, budget, print);
   ops.destroy();
   [out, stats].forEach((buf) => buf.destroy());
   return result;

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { caseFlops, resolveMhaConfig, selectionHooks } from '../internals.mjs';
-import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
+import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { MAX_FIXTURE_FLOPS } from './adapter.mjs';
 import { pairs } from './covering.mjs';
 import { adapter, adapterName, fixtures, gpu, onGpuOrCovering } from './node_setup.mjs';
@@ -40,7 +40,7 @@ for (let round = 0; round < rounds; round++) {
         const r = await runCase(api, c, { create: { backend: 'webgpu', gpu } });
         if (!r.ok) failures.push(`${c.name}: ${r.detail}`);
         const { headDim: dk, valueHeadDim: dv } = resolveMhaConfig(c.create);
-        const fits = VARIANTS.attention[pins.attention].fits(adapter.limits, { dk, dv });
+        const fits = fittingVariants('attention', adapter, { dk, dv }).some((v) => v.name === pins.attention);
         // A float32 module on this adapter runs the pin where fittingVariants() offers it (its
         // limits, its features, the module's precision), else the default.
         const linearFits = fittingVariants('linear', adapter, { rows: callRows(c) }).some((v) => v.name === pins.linear);

@@ -92,10 +92,11 @@ export interface MultiHeadAttentionOptions {
    */
   hostWeights?: boolean;
   /**
-   * The arithmetic the GPU's projections may use (default 'float32'). 'float16': where the device
-   * has 'shader-f16', float16-arithmetic linear kernels join the candidates the selection times,
-   * each checked on the device against the float32 default first (docs/webgpu/kernels.md): X and
-   * W rounded to float16, so inputs beyond ±65504 overflow. Elsewhere it warns once and runs
+   * The arithmetic the GPU's projections and flash attention may use (default 'float32').
+   * 'float16': where the device has 'shader-f16', float16-arithmetic linear and flash kernels join
+   * the candidates the selection times, each checked on the device against the float32 default
+   * first (docs/webgpu/kernels.md): their inputs rounded to float16, so values beyond ±65504
+   * overflow; attention's softmax stays float32. Elsewhere it warns once and runs
    * float32 (gpuProfile().precision). Backend 'webgpu' or 'auto'; OptionError with backend 'wasm'.
    */
   gpuPrecision?: 'float32' | 'float16';

@@ -24,7 +24,7 @@ export async function createExecutors(config, options, runtime) {
   // would split the package into two chunks for a bundler.
   const backendOptions = resolveBackendOptions(options);
   const side = await gpuSide(backendOptions, async (found) => {
-    // The GPU side's config carries the arithmetic its projections may use (create()'s gpuPrecision).
+    // The GPU side's config carries the arithmetic its projections and attention may use (create()'s gpuPrecision).
     const executor = new (await runtime.loadWebGpuExecutor())({ ...config, gpuPrecision: backendOptions.gpuPrecision }, found);
     await executor.ready;  // the module's pipelines, compiled before its first call
     return executor;

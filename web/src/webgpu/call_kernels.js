@@ -28,14 +28,15 @@ export function callDecisions(plan, config, path, device) {
   });
   // int8 activations: the projections are the q8linear and q8rows families' (q8_projection.js;
   // q8linear's tiled variants only for calls of many rows: their fits()).
-  // gpuPrecision 'float16' offers more candidates: a class of its own, so that a float32 module on
-  // the same device never takes its choice.
+  // gpuPrecision 'float16' offers more candidates: classes of their own, so that a float32 module
+  // on the same device never takes their choice.
   const precision = config.gpuPrecision ?? 'float32';
-  const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}${precision === 'float32' ? '' : `:${precision}`}`;
+  const tag = precision === 'float32' ? '' : `:${precision}`;
+  const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}${tag}`;
   return [
     ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows, precision }))),
-    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}`,
-      fittingVariants(family, device, { dk, dv, ...(path === 'decode' ? splitShape(plan, config) : {}) })),
+    decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}${tag}`,
+      fittingVariants(family, device, { dk, dv, precision, ...(path === 'decode' ? splitShape(plan, config) : {}) })),
   ];
 }
 

@@ -18,7 +18,7 @@ import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
-import { flashTiledFloats, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
+import { flashTiledBytes, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { splitFits } from './selection/attention_path.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
@@ -40,6 +40,8 @@ const workgroupBytes = (limits) => limits.maxComputeWorkgroupStorageSize ?? 1638
 // problem: { M, N, K, xOff, xStride, wOff } (LINEAR_PARAMS' names) and `weights`, the module's
 // weightsDtype, which the WGSL compiles in (float32's keys stay as they were).
 const weightsKey = ({ weights }) => packedKey(weights);
+// A float16 variant's f32 twins (spec.halfType 'f32' or 'f16-rounded', tests only) are programs of their own.
+const twinKey = ({ halfType }) => (halfType && halfType !== 'f16' ? `:${halfType}` : '');
 
 function linearVariant(name, spec) {
   if (spec.kernel === 'rows') {
@@ -58,8 +60,7 @@ function linearVariant(name, spec) {
     };
   }
   const { rows, cols } = linearTiledTile(spec);
-  // A float16 variant's f32 twins (spec.halfType 'f32' or 'f16-rounded', tests only) are programs of their own.
-  const twin = spec.halfType && spec.halfType !== 'f16' ? `:${spec.halfType}` : '';
+  const twin = twinKey(spec);
   return {
     name,
     fits: (limits) => linearTiledBytes(spec) <= workgroupBytes(limits),
@@ -83,10 +84,10 @@ const attentionKernels = {
   // Q from global memory (qShared false) is for heads too wide for Q in workgroup memory: a
   // candidate only where the 16-key tile with Q staged does not fit, or for heads of 128 and more
   // (on the H100 it ran at half the speed of tile64x16 at d = 64).
-  tiled: ({ bc, qShared = true, dot = false, lean = false, subgroups = false }) => ({
-    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledFloats(dk, dv, bc, qShared, dot, lean, subgroups) * 4 <= workgroupBytes(limits)
-      && (qShared || Math.max(dk, dv) >= 128 || flashTiledFloats(dk, dv, bc) * 4 > workgroupBytes(limits)),
-    shader: ({ dk, dv, kv }) => flashTiledShader({ dk, dv, bc, qShared, dot, lean, subgroups, kv }),
+  tiled: (spec) => ({
+    fits: (limits, { dk, dv }) => dv <= 256 && flashTiledBytes(dk, dv, spec) <= workgroupBytes(limits)
+      && (spec.qShared !== false || Math.max(dk, dv) >= 128 || flashTiledBytes(dk, dv, { bc: spec.bc }) > workgroupBytes(limits)),
+    shader: ({ dk, dv, kv }) => flashTiledShader({ ...spec, dk, dv, kv }),
   }),
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),
@@ -97,7 +98,7 @@ const attentionKernels = {
 function attentionVariant(name, spec) {
   return {
     name, ...attentionKernels[spec.kernel](spec),
-    key: (problem) => `flash:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}`,
+    key: (problem) => `flash:${name}:${problem.dk}:${problem.dv}${kvKey(problem)}${twinKey(spec)}`,
     grid: ({ L, BH }) => [cdiv(L, FLASH_BR), BH, 1],
   };
 }
@@ -154,21 +155,26 @@ const descriptor = (name, spec, make) => ({
 });
 const build = (catalogue, make) => Object.fromEntries(Object.entries(catalogue).map(([name, spec]) => [name, descriptor(name, spec, make)]));
 
+const CATALOGUES = {
+  linear: [LINEAR_VARIANTS, linearVariant],
+  attention: [ATTENTION_VARIANTS, attentionVariant],
+  decode: [DECODE_VARIANTS, decodeVariant],
+  q8linear: [Q8_LINEAR_VARIANTS, q8LinearVariant],
+  q8rows: [Q8_ROWS_VARIANTS, q8RowsVariant],
+};
+
 /**
- * Tests: the linear variant `name` (a float16 one) compiled with f32 in place of f16 (halfType
- * 'f32'; 'f16-rounded': every value rounded to f16 as float16 arithmetic would), as a descriptor
- * that needs no feature, so that a device without 'shader-f16' runs its program.
+ * Tests: the float16 variant `name` of `family` (linear, attention) compiled with f32 in place of
+ * f16 (halfType 'f32'; 'f16-rounded': every value rounded to f16 as float16 arithmetic would), as
+ * a descriptor that needs no feature, so that a device without 'shader-f16' runs its program.
  */
-export const halfTwin = (name, halfType = 'f32') => ({ ...descriptor(name, { ...LINEAR_VARIANTS[name], halfType }, linearVariant), features: [] });
+export function halfTwin(family, name, halfType = 'f32') {
+  const [catalogue, make] = CATALOGUES[family];
+  return { ...descriptor(name, { ...catalogue[name], halfType }, make), features: [] };
+}
 
 /** family → name → descriptor. */
-export const VARIANTS = {
-  linear: build(LINEAR_VARIANTS, linearVariant),
-  attention: build(ATTENTION_VARIANTS, attentionVariant),
-  decode: build(DECODE_VARIANTS, decodeVariant),
-  q8linear: build(Q8_LINEAR_VARIANTS, q8LinearVariant),
-  q8rows: build(Q8_ROWS_VARIANTS, q8RowsVariant),
-};
+export const VARIANTS = Object.fromEntries(Object.entries(CATALOGUES).map(([family, [catalogue, make]]) => [family, build(catalogue, make)]));
 
 /**
  * The variants of `family` that `device` ({ limits, features }: a GPUDevice) can run for `problem`,

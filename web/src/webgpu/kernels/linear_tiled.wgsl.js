@@ -24,6 +24,7 @@
 // (SwiftShader), the first for the program, the second for float16's error.
 import { linearBindings } from './linear_common.wgsl.js';
 import { isPacked } from './packed_values.wgsl.js';
+import { halfOps } from './half_arithmetic.wgsl.js';
 
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
@@ -71,24 +72,6 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, ops }) 
   };
 }
 
-// f16 rounding in f32 ('f16-rounded'): the nearest f16 (pack2x16float rounds to nearest even).
-const ROUND_HALF = /* wgsl */ `
-fn roundHalf(x: f32) -> f32 { return unpack2x16float(pack2x16float(vec2f(x, 0.0))).x; }
-fn roundHalf4(v: vec4f) -> vec4f {
-  return vec4f(unpack2x16float(pack2x16float(v.xy)), unpack2x16float(pack2x16float(v.zw)));
-}
-`;
-
-// The arithmetic of a halfType (null: float32): the tiles' scalar type, the WGSL that stores a
-// staged f32 value into a tile, and a slice sum's multiply-add.
-function halfOps(halfType) {
-  if (halfType === 'f16-rounded') {
-    return { type: 'f32', helpers: ROUND_HALF, store: (x) => `roundHalf(${x})`, madd: (s, a, b) => `${s} = roundHalf4(${s} + roundHalf4(${a} * ${b}))` };
-  }
-  const type = halfType ?? 'f32';
-  return { type, helpers: '', store: (x) => `${type}(${x})`, madd: (s, a, b) => `${s} += ${a} * ${b}` };
-}
-
 // The K slice's multiply-adds into acc (float32 arithmetic), or (halfType: float16 arithmetic)
 // into the slice's own sums `part`, added to acc after the slice.
 function sliceProducts({ tm, tn, halfType, ops }) {
@@ -132,7 +115,7 @@ export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weig
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
-  return /* wgsl */ `${halfType === 'f16' ? 'enable f16;' : ''}
+  return /* wgsl */ `${ops.enable}
 ${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}${ops.helpers}
 const IM = ${im}u;
 const IN = ${jn}u;

@@ -19,8 +19,10 @@ export const DECODE_MAX_L = 4;
  * (below) reads it. X and W rounded to f16 (2^-11 relative each) and sums of 16 products in f16:
  * with that rounding emulated on SwiftShader (the variants' 'f16-rounded' twins,
  * node_half_precision.test.mjs), a module's output was 9.7e-5 (E 256) and 1.3e-4 (E 1024) of
- * max(1, max |output|) from WASM's float32; a wrong index or a missed tile is off by the size of
- * the output itself.
+ * max(1, max |output|) from WASM's float32 through a linear variant, and 4.2e-5 to 1.1e-3 through a
+ * flash variant at d = 64 (the larger with scores of a few units: a score's f16 error grows with
+ * it, and exp() turns that into a relative error of p); a wrong index or a missed tile is off by
+ * the size of the output itself.
  */
 export const HALF_TOLERANCE = 1e-2;
 
@@ -30,7 +32,7 @@ function halfArithmetic() {
   return { halfType: 'f16', precision: 'float16', features: ['shader-f16'], tolerance: HALF_TOLERANCE };
 }
 
-/** create()'s gpuPrecision values: what arithmetic the GPU's projections may use. */
+/** create()'s gpuPrecision values: what arithmetic the GPU's projections and attention may use. */
 export const GPU_PRECISIONS = ['float32', 'float16'];
 
 /**
@@ -74,7 +76,11 @@ export const LINEAR_VARIANTS = {
  * the invocations' own scores instead of BC reads of the score tile, the same value, only where
  * the device has 'subgroups': sg64x16, sglean64x16 and sgdot64x16, twins of tile64x16, lean64x16
  * and dot64x16); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
- * of workgroup memory at d = 64).
+ * of workgroup memory at d = 64). 'h64x16' and 'hdot64x16' are tile64x16 and dot64x16 with
+ * float16 arithmetic (`halfType`): Q, K and V staged in workgroup memory as f16, each slice of 16
+ * features of a score summed in f16 and added to a float32 score, p·V of each key tile summed in
+ * f16 and added to float32 accumulators; the softmax (max, exp, row sums) stays float32. Offered
+ * as the float16 linear variants are (`precision`, 'shader-f16'), held to HALF_TOLERANCE.
  */
 export const ATTENTION_VARIANTS = {
   row: { kernel: 'row' },
@@ -89,6 +95,8 @@ export const ATTENTION_VARIANTS = {
   sg64x16: { kernel: 'tiled', bc: 16, subgroups: true, features: ['subgroups'] },
   sglean64x16: { kernel: 'tiled', bc: 16, lean: true, subgroups: true, features: ['subgroups'] },
   sgdot64x16: { kernel: 'tiled', bc: 16, dot: true, subgroups: true, features: ['subgroups'] },
+  h64x16: { kernel: 'tiled', bc: 16, ...halfArithmetic() },
+  hdot64x16: { kernel: 'tiled', bc: 16, dot: true, ...halfArithmetic() },
 };
 
 /**

@@ -30,13 +30,13 @@ export function kernelProfile(device) {
 /**
  * A module's create() gpuPrecision on `device`: { requested, float16 } (float16: its float16
  * variants are candidates, which needs the device feature 'shader-f16'). Where 'float16' was asked
- * of a device without it, says so once: the module's projections then run in float32.
+ * of a device without it, says so once: the module's projections and attention then run in float32.
  */
 export function precisionProfile(device, requested = 'float32') {
   const float16 = requested === 'float16' && Boolean(device.features?.has('shader-f16'));
   if (requested === 'float16' && !float16) {
     warnOnce('webgpu-no-shader-f16', 'webattention: gpuPrecision \'float16\' was asked of a WebGPU device without '
-      + '\'shader-f16\'; its projections run in float32 (mha.gpuProfile().precision)');
+      + '\'shader-f16\'; its projections and attention run in float32 (mha.gpuProfile().precision)');
   }
   return { requested, float16 };
 }
