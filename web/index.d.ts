@@ -7,13 +7,20 @@ export * from './types/tensors.js';
 export * from './types/module_options.js';
 export * from './types/gpu_kernels.js';
 export * from './types/gpu_tensors.js';
+export * from './types/kv_cache.js';
+export * from './types/checkpoints.js';
+export * from './types/errors.js';
 import type {
   CacheDtype, FloatInput, HalfTensor, HalfTensorInput, Mask, PositionIds, Tensor, TensorInput,
 } from './types/tensors.js';
 import type {
-  CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig, RotaryOptions,
+  CacheOptions, MultiHeadAttentionOptions, ResolvedMultiHeadAttentionConfig,
 } from './types/module_options.js';
 import type { GpuKernelPins, GpuKernelVariants, GpuProfile } from './types/gpu_kernels.js';
+import type { KvCache } from './types/kv_cache.js';
+import type {
+  CheckpointInfo, FromConfigModuleOptions, FromGgufOptions, GgufFile, HfConfig, LoadStateDictOptions, StateDict, StateDictEntryShape,
+} from './types/checkpoints.js';
 import type { FloatGpuTensorInput, GpuAttentionResult, GpuBatch, GpuTensorInput as GpuTensorOnly, HalfGpuTensorInput, OrtGpuTensorInput } from './types/gpu_tensors.js';
 
 /** A GPU input of forward(): this package's form or onnxruntime-web's. */
@@ -21,73 +28,6 @@ type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
 /** A GPU input whose call's 'cpu' results are float32. */
 type FloatGpuInput = FloatGpuTensorInput | OrtGpuTensorInput;
 
-
-/** KvCache.read()'s result. */
-export interface CacheContents {
-  /** [batchSize, numKvHeads, n, headDim]. */
-  key: Tensor;
-  /** [batchSize, numKvHeads, n, valueHeadDim]. */
-  value: Tensor;
-  /** The position of index 0 along n (length − n). */
-  firstPosition: number;
-}
-
-/** Keys and values of the positions appended so far, for incremental decoding; allocated once. */
-export class KvCache {
-  private constructor();
-  /**
-   * Positions appended so far, counting the calls made on it that still run (in order): every
-   * row's one length. Where the rows hold different numbers (a forward() with `rows`, or
-   * truncate(lengths)), reading it throws CacheError (naming `lengths`): read `lengths` then.
-   */
-  readonly length: number;
-  /** Each row's positions (batchSize of them), counted as `length` counts them. */
-  readonly lengths: number[];
-  readonly batchSize: number;
-  /** 0: no limit (a window without maxLength). */
-  readonly maxLength: number;
-  /** 0: no window. */
-  readonly window: number;
-  readonly dtype: CacheDtype;
-  /** Made by mha.encode(): an encoder's keys and values, read-only (reset(), truncate() and keep() throw CacheError). */
-  readonly encoded: boolean;
-  /**
-   * The keys (as stored: rotated) and values of the positions held, in position order: all of
-   * them, or with a window the last min(length, window); after the calls made before it.
-   * onnxruntime's present_key / present_value. Rows of different lengths: CacheError (naming
-   * `lengths`).
-   */
-  read(): Promise<CacheContents>;
-  /** Back to length 0 without freeing, after the calls made before it. */
-  reset(): void;
-  /**
-   * Drops positions >= length (an integer, one for every row; at most each row's length, and with
-   * a window whose ring has wrapped at least the oldest position held plus the window), after the
-   * calls made before it: later calls continue as if they had never been appended. With a list,
-   * one length per row (batchSize of them), each row cut on its own. CacheError (naming `length`
-   * or `lengths`) otherwise, the cache unchanged.
-   */
-  truncate(length: number | ArrayLike<number>): void;
-  /**
-   * Keeps only `indices` (strictly increasing, in [0, L)) among the last forward()'s L new
-   * positions (speculative decoding: the accepted drafts), moved to consecutive positions from
-   * the length before that call; the rest are dropped, after the calls made before it. Afterwards
-   * every result, read() included, equals a fresh run over the kept tokens alone: a moved key is
-   * rotated (RoPE) at its new position. CacheError (naming `indices`) otherwise, the cache
-   * unchanged: indices repeated, unsorted or out of range, no forward() since the cache was made,
-   * reset, truncated or kept, an encoded cache, a window's ring that no longer holds them, a
-   * last call on some `rows` or on rows of different lengths (keep() takes a call on every row).
-   */
-  keep(indices: ArrayLike<number>): void;
-  /**
-   * A new cache of the same module (same dtype, backend and options) holding a copy of this
-   * one's positions, after the calls made before it; later calls on either leave the other as it
-   * was. Freed by its own dispose() or the module's.
-   */
-  fork(): KvCache;
-  /** Frees the storage once the calls made before it finish; later use throws DisposedError (as after the module's dispose()). */
-  dispose(): void;
-}
 
 export interface ForwardOptions {
   /** [B, S] (or [S] unbatched). Uint8Array: nonzero = ignore that key. Float32Array: additive. */
@@ -176,77 +116,6 @@ export interface AttentionResultWithoutWeights extends AttentionResult {
 export interface HalfAttentionResult {
   output: HalfTensor;
   attnWeights: HalfTensor | null;
-}
-
-export interface StateDictEntryShape {
-  name: string;
-  shape: number[];
-}
-
-/**
- * ORT MatMulNBits' 4-bit initializers of an [N, K] weight, as its spec lays them out: B
- * [N][ceil(K / blockSize)][blockSize / 2] bytes, codes low nibble first along K; scales
- * [N][blocks] (float32, or float16 bits); zero points [N][ceil(blocks / 2)] bytes, low nibble first
- * (absent: 8). Value (code − zero point) · scale. Loads as stored into a weightsDtype 'int4' module.
- */
-export interface MatMulNBitsTensor {
-  dtype: 'int4';
-  data: Uint8Array;
-  scales: Float32Array | { data: Uint16Array; dtype: 'float16' };
-  zeroPoints?: Uint8Array;
-  blockSize: 32 | 64 | 128 | 256;
-  shape: [number, number];
-}
-
-/** Weights quantised already, loaded as stored (bit-exactly): GGUF q4_0 → int4, q8_0 → int8, MatMulNBits → int4. */
-export type QuantisedTensor = GgufBlockTensor | MatMulNBitsTensor;
-
-/** Keys exactly as torch.nn.MultiheadAttention.state_dict() (or another layout's). */
-export type StateDict =
-  | Record<string, TensorInput | HalfTensorInput | Float32Array | QuantisedTensor>
-  | Map<string, TensorInput | HalfTensorInput | Float32Array | QuantisedTensor>;
-
-export interface LoadStateDictOptions {
-  /**
-   * Key prefix of the module inside a bigger model, e.g. 'layers.0.self_attn.': only keys that
-   * start with it are the module's, and it is stripped from them (default '').
-   */
-  prefix?: string;
-  /**
-   * true (default): a key that is not one of the module's is a StateDictError. false: such keys
-   * (the rest of the model) are ignored. Missing keys are errors either way.
-   */
-  strict?: boolean;
-  /**
-   * The checkpoint's naming (default 'torch': nn.MultiheadAttention's). 'hf': q_proj, k_proj,
-   * v_proj, o_proj (.weight, .bias; Llama, Mistral, Qwen, Gemma) or Phi-3's packed qkv_proj;
-   * 'gpt2': c_attn, c_proj as Conv1D ([in, out], transposed); 'bert': self.query, self.key,
-   * self.value, output.dense (prefix '...attention.'). A key of a bias the module lacks, or a
-   * bias it has that the file lacks, is a StateDictError naming the bias option that fits.
-   * 'gguf': llama.cpp's attn_q, attn_k, attn_v, attn_output (.weight, .bias), attn_qkv,
-   * attn_q_norm, attn_k_norm (prefix 'blk.N.'); a GgufFile is taken whole (the rest of the model
-   * is passed over), Q/K rows as stored (llama: rotary.interleaved; fromGguf() sets it).
-   */
-  layout?: 'torch' | 'hf' | 'gpt2' | 'bert' | 'gguf';
-}
-
-/** One tensor of a .safetensors file, as float32 whatever the file stored. */
-export interface SafetensorsTensor extends Tensor {
-  /** The file's dtype: F16 and BF16 values are converted to float32 exactly. */
-  dtype: 'F32' | 'F16' | 'BF16';
-}
-
-/** One F16 or BF16 tensor of loadSafetensors(bytes, { convert: false }): its 16-bit bits. */
-export interface SafetensorsHalfTensor {
-  data: Uint16Array;
-  shape: number[];
-  dtype: 'F16' | 'BF16';
-}
-
-/** loadSafetensors()'s result: name → tensor in the header's order, and the file's metadata. */
-export interface SafetensorsFile<T = SafetensorsTensor> extends Map<string, T> {
-  /** The header's __metadata__ strings (empty when the file has none). */
-  readonly metadata: Map<string, string>;
 }
 
 export interface HeadBilinearForm {
@@ -345,56 +214,6 @@ export class MultiHeadAttention {
   /** Frees the WASM memory of this module; later calls throw DisposedError. */
   dispose(): void;
 }
-
-/** A Hugging Face config.json, parsed (only the attention's fields are read). */
-export type HfConfig = Record<string, unknown>;
-
-export interface FromConfigOptions {
-  /** The decoder or encoder layer, in [0, num_hidden_layers). */
-  layer: number;
-  /** The layer's state-dict prefix, if not the published checkpoint's ('model.layers.3.self_attn.'). */
-  prefix?: string;
-  /** Replaces the config's RoPE, e.g. a { table } for a rope_scaling fromConfig does not compute (yarn, longrope). */
-  rotary?: RotaryOptions;
-}
-
-export type FromConfigModuleOptions = FromConfigOptions
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'activations' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'gpuPrecision'>;
-
-export type FromGgufOptions = { layer: number }
-  & Pick<MultiHeadAttentionOptions, 'weightsDtype' | 'threads' | 'backend' | 'gpu' | 'webgpuMinFlops' | 'expect' | 'hostWeights' | 'gpuPrecision'>;
-
-export interface FromConfigResult {
-  /** config.model_type ('llama' for SmolLM too). */
-  modelType: string;
-  layer: number;
-  /** create()'s options for the layer. */
-  options: MultiHeadAttentionOptions;
-  /** createCache()'s window for a sliding-window layer; null for full attention. */
-  window: number | null;
-  /** Whether the model's self-attention is causal (forward's isCausal, or a cache). */
-  causal: boolean;
-  /** loadStateDict()'s layout and prefix for the published checkpoint. */
-  load: { layout: 'hf' | 'gpt2' | 'bert'; prefix: string };
-  /**
-   * What the file's q_norm/k_norm weights lack: 1 for Gemma 3 (its norm scales by 1 + w), else 0. A fromConfig()
-   * module's loadStateDict() adds it; a create()d one needs it added to the weights before the load.
-   */
-  qkNormWeightOffset: number;
-}
-
-export interface CheckpointInfo {
-  modelType: string;
-  layer: number;
-  window: number | null;
-  causal: boolean;
-  layout: 'hf' | 'gpt2' | 'bert' | 'gguf';
-  prefix: string;
-  qkNormWeightOffset: number;
-}
-
-/** The mapping MultiHeadAttention.fromConfig() uses, without creating anything (docs/checkpoints.md). */
-export function attentionOptionsFromConfig(config: HfConfig, options: FromConfigOptions): FromConfigResult;
 
 export interface ScaledDotProductAttentionOptions {
   /** [L, S] or [..., L, S]. */
@@ -523,94 +342,11 @@ export interface Capabilities {
   relaxedDotSpeedup: number | null;
 }
 
-/**
- * The tensors of a .safetensors file (F32, F16 or BF16; every other dtype is refused), checked
- * as strictly as the reference implementation checks them: a broken file is a SafetensorsError
- * naming the problem. Aligned F32 data is a view on `bytes`, everything else a copy.
- */
-export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options?: { convert?: true }): SafetensorsFile;
-/** convert: false: F16 and BF16 tensors keep their bits (views on `bytes` where 2-byte aligned). */
-export function loadSafetensors(bytes: ArrayBufferLike | ArrayBufferView, options: { convert: boolean }): SafetensorsFile<SafetensorsTensor | SafetensorsHalfTensor>;
-
-/** Q8_0 or Q4_0 blocks of a GGUF file as stored (llama.cpp's layout), `shape` row-major. */
-export interface GgufBlockTensor {
-  /** q8_0: 34-byte blocks (f16 d, 32 int8; value q·d). q4_0: 18-byte blocks (f16 d, 16 bytes: low nibbles elements 0–15, high nibbles 16–31; value (q − 8)·d). */
-  dtype: 'q8_0' | 'q4_0';
-  data: Uint8Array;
-  shape: number[];
-}
-
-/** A metadata value of a GGUF file: UINT64 / INT64 as bigint, BOOL as boolean, ARRAY as an array. */
-export type GgufValue = number | bigint | boolean | string | GgufValue[];
-
-/** loadGguf()'s result: name → tensor in the file's order, with the file's metadata. */
-export interface GgufFile<T = Tensor | HalfTensor | GgufBlockTensor> extends Map<string, T> {
-  /** The key-value pairs in the file's order (general.architecture, llama.attention.head_count, ...). */
-  readonly metadata: Map<string, GgufValue>;
-  /** name → the GGML type the file stores it as ('F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', ...). */
-  readonly types: Map<string, string>;
-  readonly version: 2 | 3;
-  /** general.alignment, 32 when absent. */
-  readonly alignment: number;
-}
-
-/**
- * The tensors and metadata of a GGUF file (llama.cpp's format, versions 2 and 3, little-endian),
- * checked strictly: a broken file is a GgufError naming the problem. Shapes are row-major, as
- * PyTorch's: GGUF's ne (innermost first) reversed, so a matrix is [ne[1], ne[0]]. F32 is float32,
- * F16 / BF16 16-bit tensors, Q8_0 / Q4_0 their blocks as stored (views on `bytes` where aligned);
- * any other type is a GgufError naming the tensor and its type.
- */
-export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options?: { dequantize?: false }): GgufFile;
-/** dequantize: true: every tensor float32 by llama.cpp's dequantisation (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0; others a GgufError). */
-export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options: { dequantize: true }): GgufFile<Tensor>;
-export function loadGguf(bytes: ArrayBufferLike | ArrayBufferView, options: { dequantize: boolean }): GgufFile;
-
-/**
- * The bytes of a .safetensors file holding `tensors` (name → tensor): float32 tensors as F32,
- * 16-bit ones ({ data: Uint16Array, dtype }) as F16 / BF16, their bits as given; `metadata`
- * becomes the header's __metadata__. F32 tensors come first in the file (aligned, so that
- * loadSafetensors() views them in place); loadSafetensors() reads the file back bit for bit.
- */
-export function saveSafetensors(
-  tensors: Map<string, TensorInput | HalfTensorInput> | Record<string, TensorInput | HalfTensorInput>,
-  options?: { metadata?: Map<string, string> | Record<string, string> },
-): Uint8Array;
-
 /** Which module and features this engine uses (loads the core if needed). */
 export function capabilities(): Promise<Capabilities>;
 
 /** Resolves once the WASM core is loaded (optional: every call loads it on demand; under Node it starts loading at import). */
 export function ready(): Promise<void>;
-
-export class WebAttentionError extends Error {
-  /** The offending argument ("query", "attnMask", "in_proj_weight", ...). */
-  readonly argument?: string;
-  readonly expected?: unknown;
-  readonly actual?: unknown;
-}
-export class ShapeError extends WebAttentionError {}
-export class DTypeError extends WebAttentionError {}
-export class StateDictError extends WebAttentionError {}
-export class OptionError extends WebAttentionError {}
-export class DisposedError extends WebAttentionError {}
-export class MemoryError extends WebAttentionError {}
-/** A KV cache appended past its maxLength, or used with a module other than its own. */
-export class CacheError extends WebAttentionError {}
-/** A worker of a module's thread pool crashed, exited or could not start. */
-export class WorkerError extends WebAttentionError {}
-/** backend 'webgpu' where there is no WebGPU, no adapter or no device. */
-export class BackendError extends WebAttentionError {}
-/** A .safetensors file that breaks the format (loadSafetensors()); `argument` names the part. */
-export class SafetensorsError extends WebAttentionError {}
-/** A GGUF file that breaks the format, or a tensor type loadGguf() cannot return; `argument` names the part. */
-export class GgufError extends WebAttentionError {}
-/**
- * A file of the package could not be fetched or is not what it should be (HTML served instead
- * of the .wasm: Vite's dev server without optimizeDeps.exclude); the message names the URL and
- * the fix (optimizeDeps.exclude, the URL, configure({ wasmPaths })).
- */
-export class LoadError extends WebAttentionError {}
 
 /** Resolves to the WebGPU kernel variants' names, per family. */
 export function gpuKernelVariants(): Promise<GpuKernelVariants>;
