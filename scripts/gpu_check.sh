@@ -26,19 +26,10 @@ cd "$(dirname "$0")/.."
 out="${OUT:-build/gpu_check}"
 mkdir -p "$out"
 
-if [ -f gpu_carry/remote_env.sh ] && command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-  # shellcheck disable=SC1091
-  source gpu_carry/remote_env.sh
-  mode=gpu
-  quick=
-else
-  if [ -z "${VK_ICD_FILENAMES:-}" ]; then
-    VK_ICD_FILENAMES=$(node -e "import('./tests/webgpu/adapter.mjs').then((m) => console.log(m.SWIFTSHADER_ICD))")
-    export VK_ICD_FILENAMES
-  fi
-  mode=swiftshader
-  quick=--quick
-fi
+# shellcheck source=scripts/gpu_env.sh
+source scripts/gpu_env.sh
+mode=$gpu_mode
+quick=$([ "$mode" = gpu ] || echo --quick)
 [ -f web/dist/webattention_core.wasm ] || { echo "gpu_check: web/dist is missing (bash scripts/build.sh)" | tee "$out/summary.txt"; exit 2; }
 
 tests=${GPU_CHECK_TESTS:-$(cd tests/webgpu && ls node_*.test.mjs | sed 's/\.test\.mjs$//')}
