@@ -111,50 +111,8 @@ async function main() {
     });
   }
 
-  // device.destroy() while the 2nd of 3 calls is in flight, on a device the page owns.
-  await record('device loss mid-sequence', async () => {
-    const c = fixtures.find((f) => f.name === 'kpm_bool_attn_float');
-    const device = await (await navigator.gpu.requestAdapter()).requestDevice();
-    const mha = await MultiHeadAttention.create({ ...c.create, backend: 'webgpu', gpu: device });
-    const warnings = [];
-    const warn = console.warn;
-    console.warn = (...args) => warnings.push(args.join(' '));
-    try {
-      mha.loadStateDict(c.stateDict);
-      const { query, key, value } = c.inputs;
-      const results = [await mha.forward(query, key, value, c.options)];
-      const inFlight = mha.forward(query, key, value, c.options);
-      device.destroy();
-      results.push(await inFlight, await mha.forward(query, key, value, c.options));
-      const problems = results.flatMap((r, i) => check(c, r).map((p) => `call ${i + 1}: ${p}`));
-      if (runs.join() !== 'webgpu,wasm,wasm') problems.push(`ran on ${runs.join()}`);
-      if (warnings.length !== 1 || !/device was lost/.test(warnings[0])) problems.push(`warnings: ${JSON.stringify(warnings)}`);
-      return { problems, backend: mha.backend };
-    } finally {
-      console.warn = warn;
-      mha.dispose();
-    }
-  });
-
-  // A call of 2^26+ FLOPs, the default threshold: 'auto' looks at the adapter; SwiftShader it
-  // leaves alone (WASM), a hardware GPU it uses. Either way backend 'wasm''s result.
-  await record("auto at the default threshold: this adapter's backend", async () => {
-    const expected = await autoReference();
-    const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto' });
-    try {
-      mha.loadStateDict(autoWeights(mha));
-      runs.length = 0;
-      const { output } = await mha.forward(autoInput, autoInput, autoInput);
-      const where = autoBackendForLargeCalls(kind);
-      const problems = runs.join() === where ? [] : [`ran on ${runs.join()}, expected ${where} on a ${kind} adapter`];
-      const diff = compare(output, expected);
-      if (!diff.ok) problems.push(`vs backend 'wasm': ${diff.detail}`);
-      return { problems, backend: mha.backend };
-    } finally {
-      mha.dispose();
-    }
-  });
-
+  await record('device loss mid-sequence', () => deviceLossMidSequence(fixtures));
+  await record("auto at the default threshold: this adapter's backend", () => autoAtDefaultThreshold(kind));
   await record('gpu tensors: a 2-layer chain and a cached step, buffer to buffer', () => gpuTensorChain({}));
   await record('gpu tensors, weights on the GPU only (hostWeights: false): the same chain and step', () => gpuTensorChain({ hostWeights: false }));
 
@@ -167,6 +125,50 @@ async function main() {
       return { problems: e instanceof BackendError && e.name === 'BackendError' ? [] : [`${e.name}: ${e.message}`] };
     }
   });
+}
+
+// device.destroy() while the 2nd of 3 calls is in flight, on a device the page owns.
+async function deviceLossMidSequence(fixtures) {
+  const c = fixtures.find((f) => f.name === 'kpm_bool_attn_float');
+  const device = await (await navigator.gpu.requestAdapter()).requestDevice();
+  const mha = await MultiHeadAttention.create({ ...c.create, backend: 'webgpu', gpu: device });
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(args.join(' '));
+  try {
+    mha.loadStateDict(c.stateDict);
+    const { query, key, value } = c.inputs;
+    const results = [await mha.forward(query, key, value, c.options)];
+    const inFlight = mha.forward(query, key, value, c.options);
+    device.destroy();
+    results.push(await inFlight, await mha.forward(query, key, value, c.options));
+    const problems = results.flatMap((r, i) => check(c, r).map((p) => `call ${i + 1}: ${p}`));
+    if (runs.join() !== 'webgpu,wasm,wasm') problems.push(`ran on ${runs.join()}`);
+    if (warnings.length !== 1 || !/device was lost/.test(warnings[0])) problems.push(`warnings: ${JSON.stringify(warnings)}`);
+    return { problems, backend: mha.backend };
+  } finally {
+    console.warn = warn;
+    mha.dispose();
+  }
+}
+
+// A call of 2^26+ FLOPs, the default threshold: 'auto' looks at the adapter; SwiftShader it
+// leaves alone (WASM), a hardware GPU it uses. Either way backend 'wasm''s result.
+async function autoAtDefaultThreshold(kind) {
+  const expected = await autoReference();
+  const mha = await MultiHeadAttention.create({ embedDim: 256, numHeads: 4, backend: 'auto' });
+  try {
+    mha.loadStateDict(autoWeights(mha));
+    runs.length = 0;
+    const { output } = await mha.forward(autoInput, autoInput, autoInput);
+    const where = autoBackendForLargeCalls(kind);
+    const problems = runs.join() === where ? [] : [`ran on ${runs.join()}, expected ${where} on a ${kind} adapter`];
+    const diff = compare(output, expected);
+    if (!diff.ok) problems.push(`vs backend 'wasm': ${diff.detail}`);
+    return { problems, backend: mha.backend };
+  } finally {
+    mha.dispose();
+  }
 }
 
 // Two modules (create() `options` added) on a device the page owns: a GPU input, output

@@ -37,13 +37,7 @@ export async function runConvolution({ sweep = true } = {}) {
   const s = sharpness();
   const mha = await MultiHeadAttention.create({ embedDim: 1, numHeads: 9, headDim: 1, valueHeadDim: 1, bias: false });
   try {
-    // Zero W_Q and W_K (scores = mask only), identity W_V per head, W_O = the taps.
-    const fill = { q_proj_weight: () => 0, k_proj_weight: () => 0, v_proj_weight: () => 1, 'out_proj.weight': (i) => taps[i] };
-    mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
-      if (!fill[name] || shape.reduce((a, b) => a * b, 1) !== 9) throw new Error(`unexpected state-dict entry ${name} [${shape}]`);
-      return [name, { data: Float32Array.from({ length: 9 }, (_, i) => fill[name](i)), shape }];
-    })));
-    const { numHeads, headDim, valueHeadDim } = mha.config;
+    loadConvolutionWeights(mha, taps);
     const img = { data: conv.image, shape: [1, PIX, 1] };
     const expected = directConvolution(conv.image, taps);
     const maskShape = [9, PIX, PIX];
@@ -66,42 +60,7 @@ export async function runConvolution({ sweep = true } = {}) {
       }
     }
 
-    const shown = mode === 'bool' ? exact : soft;
-    const range = Math.max(1e-6, ...Array.from(expected, Math.abs));
-    heatmap($('conv-input'), conv.image, N, N, { colorOf: signedColor(1) });
-    outlineCell($('conv-input'), N, N, ...conv.probe, '#1d2433');
-    heatmap($('conv-direct'), expected, N, N, { colorOf: signedColor(range) });
-    heatmap($('conv-mha'), shown.output.data, N, N, { colorOf: signedColor(range) });
-    // The bias version's claim is the interior (a bias cannot express zero padding): its border
-    // is drawn grey, so that the map shows what the max |diff| beside it measures.
-    const outside = (i) => mode === 'bias' && !isInterior(i);
-    const diff = shown.output.data.map((v, i) => (outside(i) ? NaN : Math.abs(v - expected[i])));
-    heatmap($('conv-diff'), diff, N, N, { colorOf: (v) => (Number.isNaN(v) ? BORDER_GREY : logColor(v)) });
-    $('conv-diff-scope').textContent = mode === 'bias' ? '; grey: the border, outside the bias claim' : '';
-    // Σ over the heads of the probe pixel's weight rows: one-hot on its 3×3 window when sharp.
-    const p = conv.probe[0] * N + conv.probe[1];
-    const probe = new Float32Array(PIX);
-    for (let k = 0; k < numHeads; k++) {
-      const row = shown.attnWeights.data.subarray((k * PIX + p) * PIX, (k * PIX + p + 1) * PIX);
-      for (let q = 0; q < PIX; q++) probe[q] += row[q];
-    }
-    heatmap($('conv-probe'), probe, N, N);
-    outlineCell($('conv-probe'), N, N, ...conv.probe);
-
-    $('conv-input-size').textContent = `${N}×${N}`;
-    $('conv-mode-label').textContent = mode === 'bool' ? 'boolean mask' : `bias s = ${fmtS(s)}`;
-    $('conv-probe-at').textContent = `(${conv.probe[0]}, ${conv.probe[1]})`;
-    $('conv-config').textContent = `embedDim=1, h=${numHeads}, d_k=${headDim}, d_v=${valueHeadDim}, bias: false; `
-      + `L=S=${PIX} pixels, attnMask [${maskShape.join(', ')}]`;
-    const t = (i) => (taps[i] >= 0 ? ' ' : '') + (Number.isInteger(taps[i]) ? String(taps[i]) : taps[i].toFixed(3));
-    $('conv-taps').textContent = `${kernelLabel}\n${[0, 3, 6].map((r) => [r, r + 1, r + 2].map(t).map((x) => x.padStart(6)).join(' ')).join('\n')}`;
-    $('conv-bool-diff').textContent = `${boolDiff.toExponential(2)} (all ${PIX} pixels, zero padding)`;
-    $('conv-bias-diff').textContent = `${biasDiff.toExponential(2)} (s = ${fmtS(s)}, interior ${N - 2}×${N - 2}; on the border the bias falls back to the nearest pixel inside)`;
-    $('conv-lo').textContent = (-range).toFixed(2);
-    $('conv-hi').textContent = `+${range.toFixed(2)}`;
-    $('conv-s').textContent = fmtS(s);
-    drawSweep($('conv-sweep'), conv.sweep, [s, biasDiff], boolDiff);
-    $('conv-explain').textContent = explanation(mode, s, biasDiff, boolDiff);
+    showConvolution({ mha, mode, shown: mode === 'bool' ? exact : soft, expected, maskShape, kernelLabel, taps, s, boolDiff, biasDiff });
     $('conv-ms').textContent = `${fmtMs(performance.now() - t0)} (${forwards} forwards of L = ${PIX})`;
     Object.assign(document.body.dataset, {
       convMaxDiff: String(boolDiff),
@@ -115,6 +74,55 @@ export async function runConvolution({ sweep = true } = {}) {
   } finally {
     mha.dispose();
   }
+}
+
+// Zero W_Q and W_K (scores = mask only), identity W_V per head, W_O = the taps.
+function loadConvolutionWeights(mha, taps) {
+  const fill = { q_proj_weight: () => 0, k_proj_weight: () => 0, v_proj_weight: () => 1, 'out_proj.weight': (i) => taps[i] };
+  mha.loadStateDict(Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
+    if (!fill[name] || shape.reduce((a, b) => a * b, 1) !== 9) throw new Error(`unexpected state-dict entry ${name} [${shape}]`);
+    return [name, { data: Float32Array.from({ length: 9 }, (_, i) => fill[name](i)), shape }];
+  })));
+}
+
+// The panel's maps and labels for one run: `shown` is the result of the chosen mode.
+function showConvolution({ mha, mode, shown, expected, maskShape, kernelLabel, taps, s, boolDiff, biasDiff }) {
+  const { numHeads, headDim, valueHeadDim } = mha.config;
+  const range = Math.max(1e-6, ...Array.from(expected, Math.abs));
+  heatmap($('conv-input'), conv.image, N, N, { colorOf: signedColor(1) });
+  outlineCell($('conv-input'), N, N, ...conv.probe, '#1d2433');
+  heatmap($('conv-direct'), expected, N, N, { colorOf: signedColor(range) });
+  heatmap($('conv-mha'), shown.output.data, N, N, { colorOf: signedColor(range) });
+  // The bias version's claim is the interior (a bias cannot express zero padding): its border
+  // is drawn grey, so that the map shows what the max |diff| beside it measures.
+  const outside = (i) => mode === 'bias' && !isInterior(i);
+  const diff = shown.output.data.map((v, i) => (outside(i) ? NaN : Math.abs(v - expected[i])));
+  heatmap($('conv-diff'), diff, N, N, { colorOf: (v) => (Number.isNaN(v) ? BORDER_GREY : logColor(v)) });
+  $('conv-diff-scope').textContent = mode === 'bias' ? '; grey: the border, outside the bias claim' : '';
+  // Σ over the heads of the probe pixel's weight rows: one-hot on its 3×3 window when sharp.
+  const p = conv.probe[0] * N + conv.probe[1];
+  const probe = new Float32Array(PIX);
+  for (let k = 0; k < numHeads; k++) {
+    const row = shown.attnWeights.data.subarray((k * PIX + p) * PIX, (k * PIX + p + 1) * PIX);
+    for (let q = 0; q < PIX; q++) probe[q] += row[q];
+  }
+  heatmap($('conv-probe'), probe, N, N);
+  outlineCell($('conv-probe'), N, N, ...conv.probe);
+
+  $('conv-input-size').textContent = `${N}×${N}`;
+  $('conv-mode-label').textContent = mode === 'bool' ? 'boolean mask' : `bias s = ${fmtS(s)}`;
+  $('conv-probe-at').textContent = `(${conv.probe[0]}, ${conv.probe[1]})`;
+  $('conv-config').textContent = `embedDim=1, h=${numHeads}, d_k=${headDim}, d_v=${valueHeadDim}, bias: false; `
+    + `L=S=${PIX} pixels, attnMask [${maskShape.join(', ')}]`;
+  const t = (i) => (taps[i] >= 0 ? ' ' : '') + (Number.isInteger(taps[i]) ? String(taps[i]) : taps[i].toFixed(3));
+  $('conv-taps').textContent = `${kernelLabel}\n${[0, 3, 6].map((r) => [r, r + 1, r + 2].map(t).map((x) => x.padStart(6)).join(' ')).join('\n')}`;
+  $('conv-bool-diff').textContent = `${boolDiff.toExponential(2)} (all ${PIX} pixels, zero padding)`;
+  $('conv-bias-diff').textContent = `${biasDiff.toExponential(2)} (s = ${fmtS(s)}, interior ${N - 2}×${N - 2}; on the border the bias falls back to the nearest pixel inside)`;
+  $('conv-lo').textContent = (-range).toFixed(2);
+  $('conv-hi').textContent = `+${range.toFixed(2)}`;
+  $('conv-s').textContent = fmtS(s);
+  drawSweep($('conv-sweep'), conv.sweep, [s, biasDiff], boolDiff);
+  $('conv-explain').textContent = explanation(mode, s, biasDiff, boolDiff);
 }
 
 // Below this max |diff| the bias version counts as the convolution (float32 rounding of the

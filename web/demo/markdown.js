@@ -88,33 +88,9 @@ function blocks(lines, link) {
     }
     const item = line.match(LIST_ITEM);
     if (item) {
-      const ordered = /\d/.test(item[2]);
-      const base = item[1].length;
-      const items = [];
-      while (i < lines.length) {
-        const m = lines[i].match(LIST_ITEM);
-        if (!m || m[1].length !== base || /\d/.test(m[2]) !== ordered) break;
-        const width = m[0].length;
-        const body = [lines[i].slice(width)];
-        // The item goes on while lines are indented under it (or blank inside it).
-        for (i++; i < lines.length; i++) {
-          const next = lines[i];
-          if (blank(next)) {
-            if (i + 1 < lines.length && indentOf(lines[i + 1]) > base && !blank(lines[i + 1])) body.push('');
-            else break;
-          } else if (indentOf(next) > base) {
-            body.push(next.slice(Math.min(width, indentOf(next))));
-          } else if (!LIST_ITEM.test(next) && !/^(#|```|~~~|\||>)/.test(next.trim()) && !blank(lines[i - 1])) {
-            body.push(next);  // a lazy continuation line of the item's paragraph
-          } else {
-            break;
-          }
-        }
-        items.push(body);
-        while (i < lines.length && blank(lines[i]) && i + 1 < lines.length && lines[i + 1].match(LIST_ITEM)?.[1].length === base) i++;
-      }
-      const tag = ordered ? 'ol' : 'ul';
-      html.push(`<${tag}>${items.map((body) => `<li>${blocks(body, link).replace(/^<p>([\s\S]*?)<\/p>(?=\n|$)/, '$1')}</li>`).join('')}</${tag}>`);
+      const list = listAt(lines, i, item, link);
+      html.push(list.html);
+      i = list.end;
       continue;
     }
     const paragraph = [];
@@ -125,6 +101,44 @@ function blocks(lines, link) {
     html.push(`<p>${inline(paragraph.join('\n'), link)}</p>`);
   }
   return html.join('\n');
+}
+
+/**
+ * The list whose first item `item` (LIST_ITEM's match) is at lines[start]: its items while they
+ * keep its indent and kind (ordered or not), each rendered by blocks(). { html, end }: end is the
+ * first line after it.
+ */
+function listAt(lines, start, item, link) {
+  const blank = (l) => l.trim() === '';
+  const ordered = /\d/.test(item[2]);
+  const base = item[1].length;
+  const items = [];
+  let i = start;
+  while (i < lines.length) {
+    const m = lines[i].match(LIST_ITEM);
+    if (!m || m[1].length !== base || /\d/.test(m[2]) !== ordered) break;
+    const width = m[0].length;
+    const body = [lines[i].slice(width)];
+    // The item goes on while lines are indented under it (or blank inside it).
+    for (i++; i < lines.length; i++) {
+      const next = lines[i];
+      if (blank(next)) {
+        if (i + 1 < lines.length && indentOf(lines[i + 1]) > base && !blank(lines[i + 1])) body.push('');
+        else break;
+      } else if (indentOf(next) > base) {
+        body.push(next.slice(Math.min(width, indentOf(next))));
+      } else if (!LIST_ITEM.test(next) && !/^(#|```|~~~|\||>)/.test(next.trim()) && !blank(lines[i - 1])) {
+        body.push(next);  // a lazy continuation line of the item's paragraph
+      } else {
+        break;
+      }
+    }
+    items.push(body);
+    while (i < lines.length && blank(lines[i]) && i + 1 < lines.length && lines[i + 1].match(LIST_ITEM)?.[1].length === base) i++;
+  }
+  const tag = ordered ? 'ol' : 'ul';
+  const html = `<${tag}>${items.map((body) => `<li>${blocks(body, link).replace(/^<p>([\s\S]*?)<\/p>(?=\n|$)/, '$1')}</li>`).join('')}</${tag}>`;
+  return { html, end: i };
 }
 
 /** Markdown → HTML. options.link(url): how a link or image target is rewritten (default: as is). */
