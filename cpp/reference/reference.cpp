@@ -199,74 +199,76 @@ const std::vector<float>* MhaParameters::find(const std::string& name) const {
   return nullptr;
 }
 
-void mha_forward(const MhaConfig& config, const MhaParameters& params,
-                 const MhaForwardArgs& a, Sensitivity* sensitivity, double ambiguous_code) {
-  const bool act8 = config.activations == StorageType::i8;
-  // PyTorch's defaults for the widths left at 0 (MhaConfig says which).
+namespace {
+
+// The widths of a module, PyTorch's defaults for those left at 0 (MhaConfig says which).
+struct Widths {
+  int E, H, kdim, vdim, dk, dv, qk, vw;
+};
+
+Widths widths_of(const MhaConfig& config) {
   const int E = config.embed_dim, H = config.num_heads;
-  const int kdim = config.kdim ? config.kdim : E, vdim = config.vdim ? config.vdim : E;
   const int dk = config.head_dim ? config.head_dim : E / H;
   const int dv = config.value_head_dim ? config.value_head_dim : E / H;
-  const int qk = H * dk, vw = H * dv;
-  const auto need = [&](const std::string& name) -> const std::vector<float>& {
-    const auto* p = params.find(name);
-    if (!p) throw std::invalid_argument("reference: missing " + name);
-    return *p;
-  };
-  Matrix wq, wk, wv;
+  return {E, H, config.kdim ? config.kdim : E, config.vdim ? config.vdim : E, dk, dv, H * dk, H * dv};
+}
+
+const std::vector<float>& need(const MhaParameters& params, const std::string& name) {
+  const auto* p = params.find(name);
+  if (!p) throw std::invalid_argument("reference: missing " + name);
+  return *p;
+}
+
+// The four projections' weights ([out, in]) and biases (zero where the module has none).
+struct Projections {
+  Matrix wq, wk, wv, wo;
+  Eigen::RowVectorXd bq, bk, bv, bo;
+};
+
+Projections read_projections(const MhaConfig& config, const MhaParameters& params, const Widths& w) {
+  Projections p;
   if (const auto* packed = params.find("in_proj_weight")) {
-    Matrix w = gather(packed->data(), E, 3 * E, E);
-    wq = w.topRows(qk);
-    wk = w.middleRows(qk, qk);
-    wv = w.bottomRows(vw);
+    Matrix all = gather(packed->data(), w.E, 3 * w.E, w.E);
+    p.wq = all.topRows(w.qk);
+    p.wk = all.middleRows(w.qk, w.qk);
+    p.wv = all.bottomRows(w.vw);
   } else {
-    wq = gather(need("q_proj_weight").data(), E, qk, E);
-    wk = gather(need("k_proj_weight").data(), kdim, qk, kdim);
-    wv = gather(need("v_proj_weight").data(), vdim, vw, vdim);
+    p.wq = gather(need(params, "q_proj_weight").data(), w.E, w.qk, w.E);
+    p.wk = gather(need(params, "k_proj_weight").data(), w.kdim, w.qk, w.kdim);
+    p.wv = gather(need(params, "v_proj_weight").data(), w.vdim, w.vw, w.vdim);
   }
-  Matrix wo = gather(need("out_proj.weight").data(), vw, E, vw);
-  Eigen::RowVectorXd bq = Eigen::RowVectorXd::Zero(qk), bk = bq, bv = Eigen::RowVectorXd::Zero(vw),
-                     bo = Eigen::RowVectorXd::Zero(E);
+  p.wo = gather(need(params, "out_proj.weight").data(), w.vw, w.E, w.vw);
+  p.bq = p.bk = Eigen::RowVectorXd::Zero(w.qk);
+  p.bv = Eigen::RowVectorXd::Zero(w.vw);
+  p.bo = Eigen::RowVectorXd::Zero(w.E);
   // Input biases packed as in_proj_bias, or one entry per projection that has one.
   const auto read_bias = [&](const char* name, int offset, Eigen::RowVectorXd& b) {
-    const std::vector<float>& values = need(name);
+    const std::vector<float>& values = need(params, name);
     for (Eigen::Index i = 0; i < b.size(); ++i) b(i) = values[offset + i];
   };
   const ProjectionBias& with = config.bias;
   if (with.all_inputs()) {
-    read_bias("in_proj_bias", 0, bq);
-    read_bias("in_proj_bias", qk, bk);
-    read_bias("in_proj_bias", 2 * qk, bv);
+    read_bias("in_proj_bias", 0, p.bq);
+    read_bias("in_proj_bias", w.qk, p.bk);
+    read_bias("in_proj_bias", 2 * w.qk, p.bv);
   } else {
-    if (with.q) read_bias("q_proj_bias", 0, bq);
-    if (with.k) read_bias("k_proj_bias", 0, bk);
-    if (with.v) read_bias("v_proj_bias", 0, bv);
+    if (with.q) read_bias("q_proj_bias", 0, p.bq);
+    if (with.k) read_bias("k_proj_bias", 0, p.bk);
+    if (with.v) read_bias("v_proj_bias", 0, p.bv);
   }
-  if (with.out) read_bias("out_proj.bias", 0, bo);
-  const int B = a.batch, L = a.L, S = a.S;
-  const Matrix query_in = projection_input(a.query, B * L, E, act8), key_in = projection_input(a.key, B * S, kdim, act8);
-  Matrix q = (query_in * wq.transpose()).rowwise() + bq;
-  Matrix k = (key_in * wk.transpose()).rowwise() + bk;
-  if (sensitivity) *sensitivity = Sensitivity{};
-  if (config.qk_norm) {
-    const double eps = config.qk_norm_eps;
-    if (sensitivity) {  // the terms' magnitudes only for a caller that asks
-      sensitivity->qk_norm_gain = std::max(rms_norm_gain(q, term_magnitudes(query_in, wq, bq), dk, eps),
-                                           rms_norm_gain(k, term_magnitudes(key_in, wk, bk), dk, eps));
-    }
-    rms_norm_heads(q, dk, need("q_norm.weight"), eps);
-    rms_norm_heads(k, dk, need("k_norm.weight"), eps);
-  }
-  if (config.rotary_dim > 0) {
-    rotate(q, config, dk, L, a.position_ids, params);
-    rotate(k, config, dk, S, a.position_ids, params);
-  }
-  const Matrix v = (projection_input(a.value, B * S, vdim, act8) * wv.transpose()).rowwise() + bv;
+  if (with.out) read_bias("out_proj.bias", 0, p.bo);
+  return p;
+}
 
+// The heads' outputs side by side (row b·L + i) from the projected q, k, v; the weights into
+// a.weights where asked (averaged over the heads or per head).
+Matrix attend_heads(const MhaConfig& config, const MhaParameters& params, const MhaForwardArgs& a, const Widths& w,
+                    const Matrix& q, const Matrix& k, const Matrix& v) {
+  const int B = a.batch, L = a.L, S = a.S, H = w.H, dk = w.dk, dv = w.dv;
   const std::size_t LS = static_cast<std::size_t>(L) * S;
   const MaskArg& kpm = a.key_padding_mask;
   const MaskArg& am = a.attn_mask;
-  Matrix heads(B * L, vw);  // row b·L + i: the heads' outputs side by side
+  Matrix heads(B * L, w.vw);
   for (int b = 0; b < B; ++b) {
     Matrix average = Matrix::Zero(L, S);
     for (int h = 0; h < H; ++h) {
@@ -279,7 +281,7 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
                mask_term(am, am_block + static_cast<std::size_t>(i) * S + j);
       };
       const double scale = config.scale ? *config.scale : 1.0 / std::sqrt(static_cast<double>(dk));
-      const double sink = config.sinks ? need("sinks")[h] : 0.0;
+      const double sink = config.sinks ? need(params, "sinks")[h] : 0.0;
       // The module refuses a +Inf sink at load_parameter() (docs/attention-math/scores.md §10): the
       // oracle does not give it a meaning either.
       if (sink == -kNegInf) throw std::invalid_argument("reference: a +Inf sink is refused");
@@ -296,20 +298,50 @@ void mha_forward(const MhaConfig& config, const MhaParameters& params,
     }
     if (a.weights && a.average_weights) scatter(average, a.weights + b * LS);
   }
-  if (sensitivity) sensitivity->out_slack.assign(static_cast<std::size_t>(B) * L * E, 0.0);
+  return heads;
+}
+
+}  // namespace
+
+void mha_forward(const MhaConfig& config, const MhaParameters& params,
+                 const MhaForwardArgs& a, Sensitivity* sensitivity, double ambiguous_code) {
+  const bool act8 = config.activations == StorageType::i8;
+  const Widths w = widths_of(config);
+  const Projections pr = read_projections(config, params, w);
+  const int B = a.batch, L = a.L, S = a.S;
+  const Matrix query_in = projection_input(a.query, B * L, w.E, act8), key_in = projection_input(a.key, B * S, w.kdim, act8);
+  Matrix q = (query_in * pr.wq.transpose()).rowwise() + pr.bq;
+  Matrix k = (key_in * pr.wk.transpose()).rowwise() + pr.bk;
+  if (sensitivity) *sensitivity = Sensitivity{};
+  if (config.qk_norm) {
+    const double eps = config.qk_norm_eps;
+    if (sensitivity) {  // the terms' magnitudes only for a caller that asks
+      sensitivity->qk_norm_gain = std::max(rms_norm_gain(q, term_magnitudes(query_in, pr.wq, pr.bq), w.dk, eps),
+                                           rms_norm_gain(k, term_magnitudes(key_in, pr.wk, pr.bk), w.dk, eps));
+    }
+    rms_norm_heads(q, w.dk, need(params, "q_norm.weight"), eps);
+    rms_norm_heads(k, w.dk, need(params, "k_norm.weight"), eps);
+  }
+  if (config.rotary_dim > 0) {
+    rotate(q, config, w.dk, L, a.position_ids, params);
+    rotate(k, config, w.dk, S, a.position_ids, params);
+  }
+  const Matrix v = (projection_input(a.value, B * S, w.vdim, act8) * pr.wv.transpose()).rowwise() + pr.bv;
+  Matrix heads = attend_heads(config, params, a, w, q, k, v);
+  if (sensitivity) sensitivity->out_slack.assign(static_cast<std::size_t>(B) * L * w.E, 0.0);
   if (act8) {
     // The core holds the heads' output in float32: quantise that, and say where it may round apart.
     std::vector<float> held(static_cast<std::size_t>(heads.size()));
     scatter(heads, held.data());
     if (sensitivity) {
       const std::vector<double> exact(heads.data(), heads.data() + heads.size());
-      const std::vector<double> slack = int8_activation_slack(exact, B * L, vw, kActivationBlock, ambiguous_code);
-      const Matrix spread = Eigen::Map<const Matrix>(slack.data(), B * L, vw) * wo.cwiseAbs().transpose();
+      const std::vector<double> slack = int8_activation_slack(exact, B * L, w.vw, kActivationBlock, ambiguous_code);
+      const Matrix spread = Eigen::Map<const Matrix>(slack.data(), B * L, w.vw) * pr.wo.cwiseAbs().transpose();
       std::copy_n(spread.data(), spread.size(), sensitivity->out_slack.data());
     }
-    heads = projection_input(held.data(), B * L, vw, true);
+    heads = projection_input(held.data(), B * L, w.vw, true);
   }
-  scatter((heads * wo.transpose()).rowwise() + bo, a.output);
+  scatter((heads * pr.wo.transpose()).rowwise() + pr.bo, a.output);
 }
 
 }  // namespace webattention::reference
