@@ -45,20 +45,16 @@ for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
   echo "tests ($(( $(date +%s) - start )) s, exit $rc_tests): $(grep -E '^# (tests|pass|fail|cancelled) ' "$out/tests.txt" | tr '\n' ' ')"
   grep -E '^ *not ok' "$out/tests.txt" | head -20
   # (b) The decode table.
-  start=$(date +%s)
-  timeout 150 node bench/gpu/gpu.mjs --decode $quick > "$out/bench.txt" 2>&1
-  rc_bench=$?
-  echo "bench ($(( $(date +%s) - start )) s, exit $rc_bench):"
-  cat "$out/bench.txt"
+  # shellcheck disable=SC2086  # the options are words
+  part bench 150 node bench/gpu/gpu.mjs --decode $quick
   # (c) The host's share and cross-attention steps (SwiftShader: small shapes, a check only).
   host_shapes=$([ "$mode" = gpu ] && echo "--shapes 1024/768/12,2048/768/12" || echo "--cross --shapes 4096/64/1 --rounds 3")
-  # shellcheck disable=SC2086  # the options are words
-  timeout 120 node bench/gpu/gpu_host_side.mjs $host_shapes > "$out/host_side.txt" 2>&1
-  echo "host side (exit $?):"; cat "$out/host_side.txt"
-  timeout 120 node bench/gpu/gpu_cross_attention.mjs $quick --steps-ms 2000 > "$out/cross_attention.txt" 2>&1
-  echo "cross-attention (exit $?):"; cat "$out/cross_attention.txt"
+  # shellcheck disable=SC2086
+  part host_side 120 node bench/gpu/gpu_host_side.mjs $host_shapes
+  # shellcheck disable=SC2086
+  part cross_attention 120 node bench/gpu/gpu_cross_attention.mjs $quick --steps-ms 2000
   # (d) SDPA on the GPU.
-  timeout 120 node bench/gpu/gpu_sdpa.mjs $quick > "$out/sdpa.txt" 2>&1
-  echo "sdpa (exit $?):"; cat "$out/sdpa.txt"
+  # shellcheck disable=SC2086
+  part sdpa 120 node bench/gpu/gpu_sdpa.mjs $quick
 } 2>&1 | tee "$out/summary.txt"
-grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q 'bench (.*exit 0)' "$out/summary.txt"
+grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q '== bench (.*exit 0)' "$out/summary.txt"

@@ -34,17 +34,6 @@ for candidate in ${PYTHON:-} python3 /usr/bin/python3; do
 done
 [ -f web/dist/webattention_core.wasm ] || { echo "gpu_tables: web/dist is missing (bash scripts/build.sh)" | tee "$out/summary.txt"; exit 2; }
 
-# name, seconds, command...: the command's output in $out/<name>.txt, its exit status and time in the summary.
-part() {
-  local name=$1 seconds=$2 start rc
-  shift 2
-  start=$(date +%s)
-  timeout "$seconds" "$@" > "$out/$name.txt" 2>&1
-  rc=$?
-  echo "== $name ($(( $(date +%s) - start )) s, exit $rc): $*"
-  cat "$out/$name.txt"
-}
-
 {
   echo "gpu_tables: $mode, node $(node --version), VK_ICD_FILENAMES=$VK_ICD_FILENAMES, $(git rev-parse --short HEAD 2>/dev/null)"
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null

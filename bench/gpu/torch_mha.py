@@ -13,10 +13,11 @@
 # --quick: small shapes and a 2-layer stack of E 128 (a check that it runs, e.g. --device cpu).
 import argparse
 import json
-import time
 
 import torch
 import torch.nn.functional as F
+
+from torch_timing import median_ms
 
 parser = argparse.ArgumentParser()
 parser.add_argument('--quick', action='store_true')
@@ -26,8 +27,6 @@ parser.add_argument('--layers', type=int)
 args = parser.parse_args()
 device = torch.device(args.device)
 cuda = device.type == 'cuda'
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
 default_shapes = [[64, 64, 2], [128, 128, 2]] if args.quick else [[128, 512, 8], [1024, 768, 12], [2048, 768, 12], [4096, 1024, 16], [16384, 768, 12]]
 shapes = json.loads(args.shapes) if args.shapes else default_shapes
 stack = dict(layers=2, E=128, h=2, hkv=1, cached=63) if args.quick else dict(layers=24, E=2048, h=32, hkv=8, cached=511)
@@ -35,25 +34,10 @@ if args.layers:
     stack['layers'] = args.layers
 
 
-def sync():
-    if cuda:
-        torch.cuda.synchronize()
-
-
-def median_ms(fn, budget_s=2.0, least=5):
-    """fn() timed after 3 warm-up runs, as often as budget_s allows (at least `least` times)."""
-    for _ in range(3):
-        fn()
-    sync()
-    times = []
-    end = time.perf_counter() + budget_s
-    while len(times) < least or time.perf_counter() < end:
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return round(times[len(times) // 2] * 1e3, 3), len(times)
+def timed(fn):
+    """fn()'s median ms (3 decimals) over at least 2 s and 5 runs, and the count."""
+    ms, runs = median_ms(fn, least=5, budget_s=2.0)
+    return round(ms, 3), runs
 
 
 def forward_rows():
@@ -63,11 +47,11 @@ def forward_rows():
         x = host.to(device)
         for causal in (False, True):
             mask = torch.ones(L, L, dtype=torch.bool, device=device).triu(1) if causal else None
-            on_device, runs = median_ms(lambda: mha(x, x, x, attn_mask=mask, need_weights=False))
+            on_device, runs = timed(lambda: mha(x, x, x, attn_mask=mask, need_weights=False))
             def host_to_host():
                 up = host.to(device)
                 return mha(up, up, up, attn_mask=mask, need_weights=False)[0].cpu()
-            e2e, _ = median_ms(host_to_host)
+            e2e, _ = timed(host_to_host)
             gflop = (8 * L * E * E + 4 * L * L * E / (2 if causal else 1)) / 1e9
             print(json.dumps(dict(kind='forward', L=L, E=E, h=h, causal=causal, torch_f32_dev_ms=on_device, torch_f32_e2e_ms=e2e,
                                   dev_gflops=round(gflop / on_device * 1e3, 1), runs=runs)), flush=True)
@@ -105,8 +89,8 @@ def stack_rows():
         for layer in layers:
             t = layer.step(t)
         return t
-    on_device, runs = median_ms(through)
-    read, _ = median_ms(lambda: through().cpu())
+    on_device, runs = timed(through)
+    read, _ = timed(lambda: through().cpu())
     print(json.dumps(dict(kind='stack', **stack, keys=stack['cached'] + 1, torch_f32_dev_ms=on_device, torch_f32_read_ms=read, runs=runs)), flush=True)
 
 

@@ -4,29 +4,14 @@
 #   python3 bench/gpu/torch_sdpa.py ['[[12, 1024, 64], ...]']
 import json
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
 
-torch.backends.cuda.matmul.allow_tf32 = False
-torch.backends.cudnn.allow_tf32 = False
+from torch_timing import median_ms
+
 shapes = json.loads(sys.argv[1]) if len(sys.argv) > 1 else [[12, 1024, 64], [12, 2048, 64], [12, 4096, 64], [16, 8192, 64]]
 print(torch.__version__, torch.cuda.get_device_name(), flush=True)
-
-
-def median_ms(fn, n=30):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t0)
-    times.sort()
-    return times[len(times) // 2] * 1e3
 
 
 with torch.no_grad():
@@ -36,7 +21,7 @@ with torch.no_grad():
         for causal in (False, True):
             gflop = 4 * N * L * L * d / (2 if causal else 1) / 1e9
             row = dict(N=N, L=L, d=d, causal=causal)
-            row['torch_f32_e2e_ms'] = round(median_ms(lambda: F.scaled_dot_product_attention(*(host.cuda(),) * 3, is_causal=causal).cpu()), 3)
-            row['torch_f32_dev_ms'] = round(median_ms(lambda: F.scaled_dot_product_attention(x, x, x, is_causal=causal)), 3)
+            row['torch_f32_e2e_ms'] = round(median_ms(lambda: F.scaled_dot_product_attention(*(host.cuda(),) * 3, is_causal=causal).cpu())[0], 3)
+            row['torch_f32_dev_ms'] = round(median_ms(lambda: F.scaled_dot_product_attention(x, x, x, is_causal=causal))[0], 3)
             row['torch_f32_dev_gflops'] = round(gflop / row['torch_f32_dev_ms'] * 1e3, 1)
             print(json.dumps(row), flush=True)

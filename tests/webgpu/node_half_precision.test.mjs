@@ -18,7 +18,7 @@ import { selectionHooks } from '../internals.mjs';
 import { VARIANTS, fittingVariants, halfTwin } from '../../web/src/webgpu/programs.js';
 import { HALF_TOLERANCE, variantFeatures } from '../../web/src/webgpu/selection/kernel_config.js';
 import { filled, mhaReference } from '../contract/contract.mjs';
-import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuAndWasm, gpuMatchesWasm, randomStateDict } from './node_setup.mjs';
+import { adapter, adapterName, assertClose, captureWarnings, gpu, gpuAndWasm, gpuMatchesWasm, randomStateDict, withPinned } from './node_setup.mjs';
 import { resultDistance, toleranceFor } from '../../web/src/webgpu/selection/kernel_selection.js';
 import { attentionCases } from './attention_cases.mjs';
 
@@ -113,16 +113,11 @@ describe(`a float16 module on an adapter without shader-f16 (Dawn, ${adapterName
 // Runs `call` with `family` pinned to `name`, its twin offered in its place.
 async function pinnedTwin(family, name, call, halfType = 'f32') {
   selectionHooks.candidates = (f, list) => (f === family ? [...list, halfTwin(family, name, halfType)] : list);
-  selectionHooks.onCall = (names) => ran.push(names[family]);
-  configure({ gpuKernels: { [family]: name } });
-  ran.length = 0;
   try {
-    await call();
+    await withPinned(family, name, call);
   } finally {
-    configure({ gpuKernels: {} });
-    Object.assign(selectionHooks, { onCall: null, candidates: null });
+    selectionHooks.candidates = null;
   }
-  assert.ok(ran.length > 0 && ran.every((n) => n === name), `the twin of ${name} ran: ${ran.join()}`);
 }
 
 describe(`the float16 variants' programs with f32 arithmetic, pinned, vs WASM (Dawn, ${adapterName})`, () => {

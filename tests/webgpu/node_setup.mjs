@@ -14,7 +14,7 @@ import { after, before } from 'node:test';
 import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { checkResult, compare, filled, seededStateDict } from '../contract/contract.mjs';
-import { DEFAULT_VARIANTS, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
+import { DEFAULT_VARIANTS, selectionHooks, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { SWIFTSHADER_ICD, adapterInfo, adapterKind, requestTestAdapter } from './adapter.mjs';
 import { coveringSubset } from './covering.mjs';
@@ -196,6 +196,28 @@ export async function gpuAndWasm({ create, B, L, S, self = false, kvSame = false
     wasm.dispose();
     gpuMha.dispose();
   }
+}
+
+/**
+ * Runs call() with `family` pinned to variant `name` (configure({ gpuKernels })) and checks that a
+ * GPU call ran and every one ran `name`; selectionHooks.onCall, if set, still sees every call.
+ */
+export async function withPinned(family, name, call) {
+  const ran = [];
+  const onCall = selectionHooks.onCall;
+  selectionHooks.onCall = (names) => {
+    ran.push(names[family]);
+    onCall?.(names);
+  };
+  api.configure({ gpuKernels: { [family]: name } });
+  try {
+    await call();
+  } finally {
+    api.configure({ gpuKernels: {} });
+    selectionHooks.onCall = onCall;
+  }
+  assert.ok(ran.length > 0, 'a GPU call ran');
+  for (const ranName of ran) assert.equal(ranName, name, `the pinned ${family} variant ran`);
 }
 
 /** A boolean mask of n entries with every `every`-th one set (masked), from `offset`. */

@@ -11,28 +11,13 @@ import { configure } from '#webattention';
 import { selectionHooks } from '../internals.mjs';
 import { VARIANTS, fittingVariants } from '../../web/src/webgpu/programs.js';
 import { pairs } from './covering.mjs';
-import { adapter, adapterName, gpuMatchesWasm, onGpuOrCovering } from './node_setup.mjs';
+import { adapter, adapterName, gpuMatchesWasm, onGpuOrCovering, withPinned } from './node_setup.mjs';
 import { attentionCases } from './attention_cases.mjs';
 
-const ran = [];
-selectionHooks.onCall = (names) => ran.push(names);
 after(() => {
   selectionHooks.onCall = null;
   configure({ gpuKernels: {} });
 });
-
-// Runs `call` with `family` pinned to `name` and checks that every GPU call used it.
-async function pinned(family, name, call) {
-  configure({ gpuKernels: { [family]: name } });
-  ran.length = 0;
-  try {
-    await call();
-  } finally {
-    configure({ gpuKernels: {} });
-  }
-  assert.ok(ran.length > 0, 'a GPU call ran');
-  for (const names of ran) assert.equal(names[family], name, `the pinned ${family} variant ran`);
-}
 
 const linearCases = [
   ['self-attention E 132 (vec4 loads), L 70', { create: { embedDim: 132, numHeads: 4 }, B: 1, L: 70, self: true }],
@@ -55,7 +40,7 @@ const linearPairs = pairs(fitting('linear', {}), linearCases)
 
 describe(`linear variants vs WASM (Dawn, ${adapterName})`, () => {
   for (const [name, [title, args]] of onGpuOrCovering(linearPairs, ([n, [t]]) => [n, t])) {
-    test(`${name}: ${title}`, () => pinned('linear', name, () => gpuMatchesWasm(args)));
+    test(`${name}: ${title}`, () => withPinned('linear', name, () => gpuMatchesWasm(args)));
   }
 });
 
@@ -68,7 +53,7 @@ describe(`${ROWS_VARIANTS.join(', ')} on every weights dtype vs WASM (Dawn, ${ad
   for (const name of ROWS_VARIANTS) {
     for (const weightsDtype of ['float32', 'float16', 'bfloat16', 'int8', 'int4']) {
       for (const [title, args] of fewRows) {
-        test(`${name}, ${weightsDtype}: ${title}`, () => pinned('linear', name, () => gpuMatchesWasm({ ...args, create: { ...args.create, weightsDtype } })));
+        test(`${name}, ${weightsDtype}: ${title}`, () => withPinned('linear', name, () => gpuMatchesWasm({ ...args, create: { ...args.create, weightsDtype } })));
       }
     }
   }
@@ -80,19 +65,21 @@ describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
   // the next test's.
   const attentionPairs = pairs(Object.keys(VARIANTS.attention), attentionCases).filter(([name, [, heads]]) => fitting('attention', heads).includes(name));
   for (const [name, [title, , args]] of onGpuOrCovering(attentionPairs, ([n, [t]]) => [n, t])) {
-    test(`${name}: ${title}`, () => pinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
+    test(`${name}: ${title}`, () => withPinned('attention', name, () => gpuMatchesWasm({ ...args, path: 'flash' })));
   }
 
   test('a pinned variant that does not fit the head widths gives way to one that does, and the answer is the same', async () => {
     const heads = { dk: 512, dv: 512 };  // wider than every cooperative tile's workgroup memory
     const misfit = Object.entries(VARIANTS.attention).find(([, v]) => !v.fits(adapter.limits, heads));
     assert.ok(misfit, 'some attention variant cannot take d = 512 on this adapter');
+    const ran = [];
+    selectionHooks.onCall = (names) => ran.push(names);
     configure({ gpuKernels: { attention: misfit[0] } });
-    ran.length = 0;
     try {
       await gpuMatchesWasm({ create: { embedDim: 1024, numHeads: 2 }, B: 1, L: 9, S: 12, path: 'flash', options: { isCausal: false } });
     } finally {
       configure({ gpuKernels: {} });
+      selectionHooks.onCall = null;
     }
     assert.ok(ran.length > 0, 'a GPU call ran');
     for (const names of ran) {
@@ -104,17 +91,17 @@ describe(`attention variants vs WASM (Dawn, ${adapterName})`, () => {
 
 describe(`decode variants vs WASM (Dawn, ${adapterName})`, () => {
   for (const name of Object.keys(VARIANTS.decode)) {
-    test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+    test(`${name}: L 2, S 700 (several chunks), causal, weights`, () => withPinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
     })));
-    test(`${name}: L 1, S 2100 (ragged chunks of every size), GQA`, () => pinned('decode', name, () => gpuMatchesWasm({
+    test(`${name}: L 1, S 2100 (ragged chunks of every size), GQA`, () => withPinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4, numKvHeads: 2 }, B: 1, L: 1, S: 2100, path: 'decode',
     })));
-    test(`${name}: softcap 0.5 after scale 3, k-only bias, L 1, S 300, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+    test(`${name}: softcap 0.5 after scale 3, k-only bias, L 1, S 300, weights`, () => withPinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4, bias: { k: true }, scale: 3, softcap: 0.5 }, B: 1, L: 1, S: 300, path: 'decode', options: { needWeights: true },
     })));
     // Rows 0 and 1 see keys 0 and 0..1: NaN / Inf in the first chunk's and a later chunk's keys.
-    test(`${name}: masked means absent: NaN and Inf at future keys, weights`, () => pinned('decode', name, () => gpuMatchesWasm({
+    test(`${name}: masked means absent: NaN and Inf at future keys, weights`, () => withPinned('decode', name, () => gpuMatchesWasm({
       create: { embedDim: 32, numHeads: 4 }, B: 2, L: 2, S: 700, path: 'decode', options: { isCausal: true, needWeights: true },
       nonFiniteKeys: [[5, NaN], [300, Infinity]],
     })));

@@ -28,7 +28,7 @@
 import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
 import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperative.wgsl.js';
 import { ENABLE_SUBGROUPS, rowGroupMaxFloats, rowGroupMaxWgsl } from './subgroup_reduce.wgsl.js';
-import { halfOps } from './half_arithmetic.wgsl.js';
+import { halfOps, tileBytes } from './half_arithmetic.wgsl.js';
 
 /** Query rows per workgroup (the same as the row kernel's FLASH_BR, so the grid is the same). */
 const BR = 64;
@@ -43,7 +43,7 @@ const HALF_SLICE = 16;
  * scores and p stay f32.
  */
 export function flashTiledBytes(dk, dv, { bc, qShared = true, dot = false, lean = false, subgroups = false, halfType = null }) {
-  const tile = halfType === 'f16' ? 2 : 4;
+  const tile = tileBytes(halfType);
   const dk4 = 4 * Math.ceil(dk / 4);
   const shuffles = subgroups ? 4 * rowGroupMaxFloats(BR / 4) : 0;
   if (dot) return tile * (BR * dk4 + bc * dk4 + bc * dv) + 4 * (lean ? 2 : 1) * BR * bc + shuffles;  // Q, K, V apart (K as vec4s over d)
@@ -66,10 +66,10 @@ fn qAt(b: u32, h: u32, row: u32, d: u32) -> f32 {
 // The score block's loop over the features: dots[j][i] = q(row 4·tr + i) · k(key tc + 16·j).
 // 'rows': per feature d, Q's 4 rows as one vec4 and one key per j (4 multiply-adds per 2 reads);
 // dot: per 4 features, each row's 4 as a vec4 and the key's 4 as one (16 per 5 reads). With
-// float16 arithmetic (halfType) each slice of HALF_SLICE features is summed in f16 (`part`) and
+// float16 arithmetic (ops.half) each slice of HALF_SLICE features is summed in f16 (`part`) and
 // then added to the float32 dots, so a rounding error does not grow with the head width.
-function scoreLoop({ dot, qShared, halfType }, kTile, ops) {
-  const sums = halfType ? 'part' : 'dots';
+function scoreLoop({ dot, qShared }, kTile, ops) {
+  const sums = ops.half ? 'part' : 'dots';
   const [index, end] = dot ? ['d4', 'DK4'] : ['d', 'DK'];
   const body = dot ? `
       var a: array<vec4<${ops.type}>, 4>;
@@ -80,7 +80,7 @@ function scoreLoop({ dot, qShared, halfType }, kTile, ops) {
       }` : `
       let a = ${qRows(qShared, ops)};
       for (var j = 0u; j < KC; j++) { ${ops.madd(`${sums}[j]`, 'a', `${kTile}[d * BC + tc + 16u * j]`)}; }`;
-  if (!halfType) return `
+  if (!ops.half) return `
     for (var ${index} = 0u; ${index} < ${end}; ${index}++) {${body}
     }`;
   const slice = dot ? HALF_SLICE / 4 : HALF_SLICE;
@@ -96,11 +96,11 @@ function scoreLoop({ dot, qShared, halfType }, kTile, ops) {
     }`;
 }
 
-// O += P V over the tile's keys (pArray, vTile): float32, or (halfType) the tile's products summed
+// O += P V over the tile's keys (pArray, vTile): float32, or (ops.half) the tile's products summed
 // in f16 and added to the float32 accumulators after the tile. The row sums l stay float32, and
 // a key whose float32 p is 0 (masked) adds exactly 0 (attention_common's pvRows()).
-function valueLoop({ halfType }, pArray, vTile, ops) {
-  if (!halfType) return `
+function valueLoop(pArray, vTile, ops) {
+  if (!ops.half) return `
     for (var c = 0u; c < BC; c++) {
       let pr = ${pArray}[c * (BR / 4u) + tr];
       l += pr;
@@ -132,6 +132,8 @@ function layoutOf({ dot, qShared, lean }, dk, dv, bc, ops) {
   const dk4 = Math.ceil(dk / 4);
   const [one, four] = [ops.type, `vec4<${ops.type}>`];  // the Q, K and V tiles' types
   const put = (to) => `${to} = ${ops.store('x')};`;
+  // Q staged as vec4s over rows (qs[d·16 + row/4][row % 4]), by the modes that read it so.
+  const rowsQ = { stageQ: qShared, qStore: put('qs[d * 16u + r / 4u][r % 4u]') };
   const common = { v: 'kv', p: 'st', k: 'kv', barrier: { afterMax: 'workgroupBarrier();', tileEnd: 'workgroupBarrier();' } };
   const scores = `var<workgroup> st: array<vec4f, ${(bc * BR) / 4}>;  // st[key·BR/4 + row/4][row % 4]: s${lean ? '' : ', then p'}`;
   const none = '// (no barrier: see layoutOf())';
@@ -158,7 +160,7 @@ var<workgroup> kk: array<${one}, ${bc * dk}>;  // K tile kk[d·BC + key]
 var<workgroup> vv: array<${one}, ${bc * dv}>;  // V tile vv[key·DV + d]
 ${scores}
 ${pArray}`,
-      start: { stageQ: qShared, qStore: put('qs[d * 16u + r / 4u][r % 4u]') },
+      start: rowsQ,
       kStage: { src: 'k', width: 'DK', dim: 'DK', store: put('kk[d * BC + c]') },
     };
   }
@@ -167,7 +169,7 @@ ${pArray}`,
     arrays: `${qArray}
 var<workgroup> kv: array<${one}, ${bc * Math.max(dk, dv)}>;  // K tile kt[d·BC + key], then V vs[key·DV + d]
 ${scores}`,
-    start: { stageQ: qShared, qStore: put('qs[d * 16u + r / 4u][r % 4u]') },
+    start: rowsQ,
     kStage: { src: 'k', width: 'DK', dim: 'DK', store: put('kv[d * BC + c]') },
   };
 }
@@ -220,7 +222,7 @@ ${stageKeyRows(layout.kStage)}
 
     var dots: array<vec4f, KC>;
     for (var j = 0u; j < KC; j++) { dots[j] = vec4f(0.0); }
-${scoreLoop({ dot, qShared, halfType }, layout.k, ops)}
+${scoreLoop({ dot, qShared }, layout.k, ops)}
 ${subgroups ? '    var localMax = vec4f(NEG);\n' : ''}    for (var j = 0u; j < KC; j++) {
       let c = tc + 16u * j;
       var s = vec4f(NEG);
@@ -247,7 +249,7 @@ ${subgroups ? '    var localMax = vec4f(NEG);\n' : ''}    for (var j = 0u; j < K
     }
 ${stageKeyRows({ src: 'v', width: 'DV', dim: 'DV', store: `${layout.v}[c * DV + d] = ${ops.store('x')};` })}
     workgroupBarrier();
-${valueLoop({ halfType }, layout.p, layout.v, ops)}
+${valueLoop(layout.p, layout.v, ops)}
     ${layout.barrier.tileEnd}
   }
 

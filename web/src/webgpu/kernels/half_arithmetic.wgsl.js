@@ -18,19 +18,18 @@ fn dotHalf(a: vec4f, b: vec4f) -> f32 {
 }
 `;
 
-/**
- * The snippets of `halfType` (null: float32): `type`, the scalar type of stored tiles and half
- * sums; `enable`, the program's first line; `helpers`, WGSL functions; `store(x)`, an f32 value as
- * stored; `vec(x)`, a vec4f as a vec4 of type; `round(x, width)`, a product of width 1 or 4 as
- * float16 arithmetic gives it; `madd(s, a, b)`, s += a·b (vec4s); `add(s, x, width)`, s += x;
- * `dot(a, b)`, a scalar of type.
- */
-export function halfOps(halfType) {
+/** Bytes a staged tile value of `halfType` takes: 2 as f16, else 4 (f32, and the f32 twins). */
+export const tileBytes = (halfType) => (halfType === 'f16' ? 2 : 4);
+
+// The primitives of each halfType: `type`, the scalar type of stored tiles and half sums;
+// `enable`, the program's first line; `helpers`, WGSL functions; `store(x)`, an f32 value as
+// stored; `vec(x)`, a vec4f as a vec4 of type; `round(x, width)`, a value of width 1 or 4 as
+// float16 arithmetic gives it; `add(s, x, width)`, s += x; `dot(a, b)`, a scalar of type.
+function primitives(halfType) {
   if (halfType === 'f16-rounded') {
     const round = (x, width) => `${width === 4 ? 'roundHalf4' : 'roundHalf'}(${x})`;
     return {
       type: 'f32', enable: '', helpers: ROUND_HALF, store: (x) => round(x, 1), vec: (x) => round(x, 4), round,
-      madd: (s, a, b) => `${s} = roundHalf4(${s} + roundHalf4(${a} * ${b}))`,
       add: (s, x, width) => `${s} = ${round(`${s} + ${x}`, width)}`,
       dot: (a, b) => `dotHalf(${a}, ${b})`,
     };
@@ -40,6 +39,16 @@ export function halfOps(halfType) {
   return {
     type, enable: halfType === 'f16' ? 'enable f16;' : '', helpers: '',
     store: (x) => (cast ? `${type}(${x})` : x), vec: (x) => (cast ? `vec4<${type}>(${x})` : x), round: (x) => x,
-    madd: (s, a, b) => `${s} += ${a} * ${b}`, add: (s, x) => `${s} += ${x}`, dot: (a, b) => `dot(${a}, ${b})`,
+    add: (s, x) => `${s} += ${x}`, dot: (a, b) => `dot(${a}, ${b})`,
   };
+}
+
+/**
+ * The snippets of `halfType` (null: float32): primitives() above, `half` (whether the kernel sums
+ * in float16 slices: any halfType), and `madd(s, a, b)`, s += a·b of vec4s, the product rounded as
+ * float16 arithmetic gives it.
+ */
+export function halfOps(halfType) {
+  const ops = primitives(halfType);
+  return { ...ops, half: halfType !== null && halfType !== undefined, madd: (s, a, b) => ops.add(s, ops.round(`${a} * ${b}`, 4), 4) };
 }

@@ -24,13 +24,13 @@
 // (SwiftShader), the first for the program, the second for float16's error.
 import { linearBindings } from './linear_common.wgsl.js';
 import { isPacked } from './packed_values.wgsl.js';
-import { halfOps } from './half_arithmetic.wgsl.js';
+import { halfOps, tileBytes } from './half_arithmetic.wgsl.js';
 
 /** Invocations per workgroup along each axis (16×16). */
 const SIDE = 16;
 
 /** Workgroup memory of a variant, in bytes (xs and ws): f16 tiles take half (not its f32 twins'). */
-export const linearTiledBytes = ({ im, in: jn, bk, halfType = null }) => bk * 64 * (im + jn) * (halfType === 'f16' ? 2 : 4);
+export const linearTiledBytes = ({ im, in: jn, bk, halfType = null }) => bk * 64 * (im + jn) * tileBytes(halfType);
 
 /** Output tile of a variant: { rows, cols }. */
 export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * jn });
@@ -72,11 +72,11 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, ops }) 
   };
 }
 
-// The K slice's multiply-adds into acc (float32 arithmetic), or (halfType: float16 arithmetic)
+// The K slice's multiply-adds into acc (float32 arithmetic), or (ops.half: float16 arithmetic)
 // into the slice's own sums `part`, added to acc after the slice.
-function sliceProducts({ tm, tn, halfType, ops }) {
+function sliceProducts({ tm, tn, ops }) {
   const tileVec = `vec4<${ops.type}>`;
-  const sums = halfType ? 'part' : 'acc';
+  const sums = ops.half ? 'part' : 'acc';
   const loop = `for (var c = 0u; c < BK; c++) {
       var a: array<${tileVec}, IM>;
       var b: array<${tileVec}, IN>;
@@ -88,7 +88,7 @@ function sliceProducts({ tm, tn, halfType, ops }) {
         }
       }
     }`;
-  if (!halfType) return loop;
+  if (!ops.half) return loop;
   // part is declared with acc (zero there) and zeroed again once added: a var declared inside the
   // K loop is not zeroed on each pass by every compiler (SwiftShader's sums ran on).
   return `${loop}
@@ -108,7 +108,6 @@ function sliceProducts({ tm, tn, halfType, ops }) {
 export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weights = 'float32', halfType = null }) {
   const { rows: tm, cols: tn } = linearTiledTile({ im, in: jn });
   const ops = halfOps(halfType);
-  const tileType = ops.type;
   const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4, ops });
   const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
     read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, ops });
@@ -120,8 +119,8 @@ ${linearBindings(vec4 ? 'vec4f' : 'f32', weights)}${ops.helpers}
 const IM = ${im}u;
 const IN = ${jn}u;
 const BK = ${bk}u;
-var<workgroup> xs: array<vec4<${tileType}>, ${(bk * tm) / 4}>;  // xs[k·TM/4 + m/4][m % 4] = X[m0 + m, k0 + k]
-var<workgroup> ws: array<vec4<${tileType}>, ${(bk * tn) / 4}>;  // ws[k·TN/4 + n/4][n % 4] = W[n0 + n, k0 + k]
+var<workgroup> xs: array<vec4<${ops.type}>, ${(bk * tm) / 4}>;  // xs[k·TM/4 + m/4][m % 4] = X[m0 + m, k0 + k]
+var<workgroup> ws: array<vec4<${ops.type}>, ${(bk * tn) / 4}>;  // ws[k·TN/4 + n/4][n % 4] = W[n0 + n, k0 + k]
 
 @compute @workgroup_size(${SIDE}, ${SIDE})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u,
@@ -129,8 +128,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let m0 = wg.y * ${tm}u;
   let n0 = wg.x * ${tn}u;
   // acc[(i·4 + r)·IN + j][c] = Y[m0 + 4·ty + 64·i + r, n0 + 4·tx + 64·j + c]
-  var acc: array<vec4f, ${4 * im * jn}>;${halfType ? `
-  var part: array<vec4<${tileType}>, ${4 * im * jn}>;  // a K slice's sums (float16 arithmetic)` : ''}
+  var acc: array<vec4f, ${4 * im * jn}>;${ops.half ? `
+  var part: array<vec4<${ops.type}>, ${4 * im * jn}>;  // a K slice's sums (float16 arithmetic)` : ''}
   ${xs.declare}
   ${ws.declare}
   ${stage.before}
@@ -139,7 +138,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     ${stage.top}
     workgroupBarrier();
     ${stage.afterBarrier}
-    ${sliceProducts({ tm, tn, halfType, ops })}
+    ${sliceProducts({ tm, tn, ops })}
     workgroupBarrier();
   }
 
