@@ -2,8 +2,10 @@
 // on a sliding-window layer: webgpu/cached_passes.js): each pass copies its rows of the GPU input on
 // the device, and 'gpu-buffer' results are put together there (pass_merge.js). The same bits as the
 // same step from the host (whose passes slice host arrays), outputs, weights and the cache after
-// it (a decode step on each); float16 inputs and results; the refusals (a batched call, an input
-// without COPY_SRC), which leave the cache as it was. Set-up: node_setup.mjs.
+// it (a decode step on each); float16 inputs and results; in a GpuBatch (its passes submitted after
+// the batch's earlier calls, its results the batch's; a batch refused after it puts the ring back
+// from the snapshot); the refusal of an input without COPY_SRC, which leaves the cache as it was.
+// Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch } from '#webattention';
@@ -56,14 +58,60 @@ describe(`a cached step of GPU tensors over several passes of a windowed cache (
   test('host input, \'gpu-buffer\' results (put together on the device) = the host\'s step', () =>
     sameAsHost({ toDevice: (t) => t, options: { output: 'gpu-buffer' } }));
 
-  test('refused before anything runs, the cache as it was: a batched call; an input without COPY_SRC', async () => {
+  test('in a GpuBatch, between calls of other layers: the same bits as unbatched, the caches alike after it', async () => {
+    const [first, mha, last] = [await module({}, 31), await module({}, 32), await module({}, 33)];
+    const plainCache = (m) => m.createCache({ batchSize: B, maxLength: 1024 });
+    const run = async (caches, batch) => {
+      const x = gpuTensor(host(L, 34).data, [B, L, E]);
+      const at = (cache) => ({ cache, output: 'gpu-buffer', ...(batch ? { batch } : {}) });
+      const y = (await first.forward(x, x, x, at(caches[0]))).output;
+      const z = await mha.forward(y, y, y, { ...at(caches[1]), needWeights: true });
+      const w = (await last.forward(z.output, z.output, z.output, { output: 'gpu-buffer', ...(batch ? { batch } : {}) })).output;
+      if (batch) {
+        assert.equal(batch.pending, 3);
+        await batch.submit();
+      }
+      const values = await Promise.all([z.output, z.attnWeights, w].map((t) => t.read()));
+      for (const t of [x, y, z.output, z.attnWeights, w]) (t.dispose ?? (() => t.gpuBuffer.destroy())).call(t);
+      return values;
+    };
+    const want = [plainCache(first), cacheOf(mha)];
+    const got = [plainCache(first), cacheOf(mha)];
+    const [a, b] = [await run(want), await run(got, new GpuBatch())];
+    ['output', 'weights', 'the next layer\'s output'].forEach((what, i) => assert.ok(sameBits(b[i], a[i]), what));
+    assert.deepEqual(got.map((c) => c.length), want.map((c) => c.length));
+    const next = host(1, 35);
+    const [p, q] = [await mha.forward(next, next, next, { cache: want[1] }), await mha.forward(next, next, next, { cache: got[1] })];
+    assert.ok(sameBits(q.output.data, p.output.data), 'a decode step after it: the caches hold the same');
+  });
+
+  test('in a GpuBatch refused at its submit: its results destroyed, its cache back (the ring overwritten by its passes put back)', async () => {
+    const [mha, other] = [await module({}, 41), await module({}, 42)];
+    const [cache, reference] = [cacheOf(mha), cacheOf(mha)];
+    const before = host(20, 43);
+    for (const c of [cache, reference]) await mha.forward(before, before, before, { cache: c });
+    const batch = new GpuBatch();
+    const x = gpuTensor(host(L, 44).data, [B, L, E]);
+    const r = await mha.forward(x, x, x, { cache, output: 'gpu-buffer', batch });
+    assert.equal(cache.length, 20 + L);
+    const doomed = gpuTensor(host(1, 45).data, [B, 1, E]);
+    const s2 = (await other.forward(doomed, doomed, doomed, { output: 'gpu-buffer', batch })).output;
+    doomed.gpuBuffer.destroy();
+    await assert.rejects(batch.submit(), (e) => e.name === 'BackendError' && e.argument === 'query' && /call 1 of the batch/.test(e.message));
+    assert.equal(cache.length, 20, 'the length before the batch');
+    await assert.rejects(r.output.read(), { name: 'BackendError' });
+    for (const t of [r.output, s2]) t.dispose();
+    x.gpuBuffer.destroy();
+    const next = host(1, 46);
+    const [p, q] = [await mha.forward(next, next, next, { cache: reference }), await mha.forward(next, next, next, { cache })];
+    assert.ok(sameBits(q.output.data, p.output.data), 'a decode step after it: the storage as before the batch');
+  });
+
+  test('refused before anything runs, the cache as it was: an input without COPY_SRC', async () => {
     const mha = await module();
     const cache = cacheOf(mha);
     const input = host(L, 9);
     const refused = (e) => e.name === 'MemoryError' && e.argument === 'cache';
-    const batch = new GpuBatch();
-    const x = gpuTensor(input.data, input.shape);
-    await assert.rejects(mha.forward(x, x, x, { cache, output: 'gpu-buffer', batch }), refused);
     const storageOnly = gpuTensor(input.data, input.shape, { usage: STORAGE | COPY_DST });
     await assert.rejects(mha.forward(storageOnly, storageOnly, storageOnly, { cache }), refused);
     assert.equal(cache.length, 0);

@@ -74,7 +74,9 @@ export interface GpuAttentionResult<D extends 'float32' | 'float16' = 'float32'>
  * queue.submit(). A batched forward() resolves once its work is encoded; its results hold their
  * values from the submit on (read() submits first when need be; dispose() destroys after it). The
  * package's own work outside the batch on its modules, caches or results submits it first; the
- * caller's own passes do not: submit() before reading results there.
+ * caller's own passes do not: submit() before reading results there. A cached step longer than a
+ * windowed cache's pass submits what the batch holds and then its own passes, and stays the
+ * batch's call (a refused submit destroys its results and puts its cache back).
  */
 export class GpuBatch {
   constructor();

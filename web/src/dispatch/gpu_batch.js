@@ -12,7 +12,12 @@
 //     queue.writeBuffer() before the submit: a second call of the same module in one batch would
 //     overwrite the first's, so the batch submits what it holds first (two submits, same results);
 //   - a cached call's length advances when it is encoded (the next call on that cache is planned on
-//     it); when the submit fails, every cache of the batch goes back to its length before the batch.
+//     it); when the submit fails, every cache of the batch goes back to its length before the batch;
+//   - a cached call of several passes (a step longer than a windowed cache's pass) submits what the
+//     batch holds, then its own passes (each pass rewrites the module's per-call buffers), after a
+//     copy of the cache's storage: its forward() settles as an unbatched call's does, and it stays
+//     the batch's call, so that a submit that fails destroys its results too and puts its storage
+//     back from that copy (a ring's slots its passes overwrote).
 import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
 
 export class GpuBatch {
@@ -49,14 +54,23 @@ export class GpuBatch {
   }
 
   /**
-   * Internal: a call recorded into encoderFor()'s encoder. call: { scopes (its encoding's error
-   * scopes, popped), refused() (resolves to the typed error of its GPU input WebGPU refused, or
-   * null), undo() (its cache back to the length before it), destroy() (its result buffers) }.
-   * Returns its ticket for whenSubmitted().
+   * Internal: a call recorded into encoderFor()'s encoder (or submitted after submitHeld()). call:
+   * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
+   * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()
+   * (its result buffers), kept() (optional: the batch's work was accepted) }. Returns its ticket
+   * for whenSubmitted().
    */
   record(call) {
     this.#calls.push(call);
     return this.#generation;
+  }
+
+  /**
+   * Internal (a cached call of several passes, which submits its own work): what the encoder holds
+   * submitted now, ahead of that work in the queue. The calls stay this submit()'s to validate.
+   */
+  submitHeld() {
+    if (this.#encoder) this.#submitEncoder();
   }
 
   /**
@@ -114,7 +128,10 @@ export class GpuBatch {
   async #validated(calls, submits) {
     const failures = await Promise.all([...calls.flatMap((c) => c.scopes), ...submits.flat()]);
     const failure = failures.find(Boolean);
-    if (!failure) return;
+    if (!failure) {
+      for (const call of calls) call.kept?.();
+      return;
+    }
     let error = null;
     for (const [index, call] of calls.entries()) {
       error = await call.refused().catch(() => null);

@@ -64,9 +64,10 @@ export function checkCachedCall(plan, config, fits, limits) {
 
 // A call with GPU-resident tensors cut into passes: each pass copies its rows of a GPU input on the
 // device (deviceRows()), and 'gpu-buffer' results are put together there (pass_merge.js). What
-// cannot be done so is a MemoryError naming `cache`, before anything runs: a batched call (its
-// passes would each submit the batch), an input without COPY_SRC (its rows cannot be copied), or
-// float16 rows that are not whole 4-byte words, results the device cannot put together (pass_merge.js).
+// cannot be done so is a MemoryError naming `cache`, before anything runs: an input without
+// COPY_SRC (its rows cannot be copied), or float16 rows that are not whole 4-byte words, results
+// the device cannot put together (pass_merge.js). A batched call may be cut into passes
+// (webgpu_executor.js #forwardCached()).
 function checkDevicePasses(plan, { passes, deviceMergeRefusal }, limits) {
   const refuse = (why) => {
     throw new MemoryError(`forward: a step of ${plan.L} rows is cut into passes of at most ${plan.cache.storage.maxRowsPerPass} `
@@ -74,7 +75,6 @@ function checkDevicePasses(plan, { passes, deviceMergeRefusal }, limits) {
       argument: 'cache', expected: `<= ${plan.cache.storage.maxRowsPerPass} rows`, actual: plan.L,
     });
   };
-  if (plan.batch) refuse('a GpuBatch takes one pass a call');
   if (deviceInputs(plan).some((d) => !(d.gpuBuffer.usage & Usage.COPY_SRC))) refuse('each input needs COPY_SRC usage, to be copied a pass at a time');
   if (passes.some((pass) => !deviceInputs(pass).every(inWords))) refuse('float16 inputs need an even width, to be copied a pass at a time');
   const merging = plan.output === 'gpu-buffer' && deviceMergeRefusal(limits);

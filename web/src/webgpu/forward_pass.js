@@ -11,7 +11,8 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
-import { GpuTensor, RESULT_USAGE, flushPendingInputs, markPending, refusedInput } from './gpu_tensor.js';
+import { GpuTensor, RESULT_USAGE, flushPendingInputs, refusedInput } from './gpu_tensor.js';
+import { lengthsBeforeOf, recordBatched } from './batch_records.js';
 import { deviceBytes, devicePieces, gpuResultDtype, isDeviceData } from '../base/gpu_tensors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
@@ -230,18 +231,13 @@ function recordForward(gpu, call, names) {
     for (const b of ctx?.made.values() ?? []) b.destroy();
     throw e;
   }
-  // Each row's length before the call (a call on some rows, or rows of unequal lengths, too).
-  const lengthsBefore = cache ? plan.cache.lengthsBefore ?? plan.cache.lengthBefore : 0;
-  const ticket = plan.batch.record({
+  const lengthsBefore = lengthsBeforeOf(plan);
+  const pending = recordBatched(gpu, plan.batch, {
     scopes: popScopes(),
     refused: () => refusedInput(device, plan),
     undo: () => cache?.truncate(lengthsBefore),
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
-  });
-  const pending = { submitted: () => plan.batch.whenSubmitted(ticket), after: (fn) => plan.batch.afterSubmit(ticket, fn) };
-  const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
-  gpu.recorded(plan.batch, flush);
-  markPending(ctx.made.values(), plan.batch, flush);
+  }, [...ctx.made.values()]);
   const weights = ctx.made.get('weights');
   return {
     kernels: names,
@@ -280,7 +276,8 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const names = variantNames(kernels);
   selectionHooks.onCall?.(names);
   flushPendingInputs(plan);
-  if (plan.batch) return recordForward(gpu, { ...call, kernels }, names);
+  // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
+  if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels }, names);
   const { measured } = kernels;
   const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());

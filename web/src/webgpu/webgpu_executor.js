@@ -15,6 +15,7 @@
 import { BackendError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { cachedPasses } from './cached_passes.js';
+import { recordSubmitted } from './batch_records.js';
 import { checkCachedCall, checkKeepRows } from './cache_checks.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
@@ -304,10 +305,15 @@ export class WebGpuExecutor {
 
   // A cached call (the cache's queue has checked its length): its passes (cachedPasses()) one
   // after the other, each appending its rows; the length advances once every pass succeeded, and
-  // a call of several passes that fails puts the storage back (GpuKvCache.snapshot()).
+  // a call of several passes that fails puts the storage back (GpuKvCache.snapshot()). Such a call
+  // in a GpuBatch submits what the batch holds, then its passes, and is recorded as the batch's
+  // call once they succeeded (batch_records.js recordSubmitted(), which keeps the snapshot until
+  // the batch's submit was accepted).
   async #forwardCached(plan, cache) {
     const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
+    const batched = passes.length > 1 && plan.batch;
+    if (batched) plan.batch.submitHeld();  // before the snapshot: the batch's earlier work on this cache
     const snapshot = passes.length > 1 ? cache.snapshot(this.#pool) : null;
     const results = [];
     let path;
@@ -316,7 +322,7 @@ export class WebGpuExecutor {
       for (const [index, pass] of passes.entries()) {
         await cacheHooks.beforePass?.(index);
         path = attentionPath(pass, config, this.#device.limits);
-        results.push(await runForwardPass(this.#pass, pass, config, path, cache));
+        results.push(await runForwardPass(this.#pass, batched ? { ...pass, ownSubmit: true } : pass, config, path, cache));
       }
       merged = await merge(results, this.#device);
     } catch (e) {
@@ -324,8 +330,9 @@ export class WebGpuExecutor {
       if (passes.length > 1 && plan.output === 'gpu-buffer') results.forEach(disposeResult);  // the passes' result buffers
       throw e;
     }
-    snapshot?.discard();
     cache.advance(plan.S, plan.cache.rows);  // the rows appended: a plain step's L, none on an encoded cache
+    if (batched) return { ...recordSubmitted(this.#pass, plan, cache, merged, snapshot), path };
+    snapshot?.discard();
     return { ...merged, path };
   }
 

@@ -1,0 +1,41 @@
+// A GpuBatch's records of a module's calls (dispatch/gpu_batch.js): what a failed submit undoes
+// and destroys of each, and the `pending` of its GpuTensors (read() waits for the batch's submit).
+import { GpuTensor, markPending } from './gpu_tensor.js';
+
+// Each cache row's length before a cached call (a call on some rows, or rows of unequal lengths, too).
+export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore ?? plan.cache.lengthBefore : 0);
+
+// `call` (GpuBatch.record()'s) recorded into `batch`, its result `buffers` marked as the batch's
+// (a call outside it that reads them submits it first). Returns the `pending` of its GpuTensors.
+export function recordBatched(gpu, batch, call, buffers) {
+  const ticket = batch.record(call);
+  const pending = { submitted: () => batch.whenSubmitted(ticket), after: (fn) => batch.afterSubmit(ticket, fn) };
+  const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
+  gpu.recorded(batch, flush);
+  markPending(buffers, batch, flush);
+  return pending;
+}
+
+/**
+ * A batched cached call of several passes (webgpu_executor.js), its passes submitted and their
+ * results put together (`results`: { output, weights } GpuTensors): recorded as the batch's call,
+ * so that its GpuTensors (returned) read once the batch was submitted, and a submit that fails
+ * destroys them and puts `cache` back: its storage from `snapshot` (GpuKvCache.snapshot(), kept
+ * until then), its lengths to those before the call.
+ */
+export function recordSubmitted(gpu, plan, cache, results, snapshot) {
+  const lengthsBefore = lengthsBeforeOf(plan);
+  const buffers = [results.output, results.weights].filter(Boolean).map((t) => t.gpuBuffer);
+  const pending = recordBatched(gpu, plan.batch, {
+    scopes: [],
+    refused: async () => null,  // its passes' submits were accepted before its forward() resolved
+    undo: () => {
+      snapshot.restore();
+      cache.truncate(lengthsBefore);
+    },
+    destroy: () => buffers.forEach((b) => b.destroy()),
+    kept: () => snapshot.discard(),
+  }, buffers);
+  const batched = (t) => t && new GpuTensor(gpu.device, t.gpuBuffer, t.shape, pending, t.dtype);
+  return { output: batched(results.output), weights: batched(results.weights) };
+}
