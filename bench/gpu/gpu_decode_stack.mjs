@@ -14,9 +14,11 @@
 // sampling needs). --quick: 4 layers, E 128, 2/1 heads, 63 cached positions (for SwiftShader).
 // The layers keep their weights on the GPU only (create()'s hostWeights: false; --host-weights:
 // in WASM memory too, as by default). The kernel selection decides first (letSelectionDecide()).
-// Prints per weights dtype and mode: median and best ms per token, tokens timed, queue.submit()
-// calls per token, max |Δ| of the batched last output against the per-layer one (0: bit for bit),
-// and the WASM memory the stack holds (wasmMemoryInUse() after it was made, less before).
+// Prints per weights dtype and mode: median and best ms per token, the batched step's host time
+// before its submit (its layers' forward() calls: what bounds a step however fast the GPU; median),
+// tokens timed, queue.submit() calls per token, max |Δ| of the batched last output against the
+// per-layer one (0: bit for bit), and the WASM memory the stack holds (wasmMemoryInUse() after it
+// was made, less before).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';
@@ -58,6 +60,7 @@ function onDevice(data, rows) {
 }
 
 // One pass through the stack from GPU tensor x (kept), into `batch` when given; the last output.
+// recorded: when the last layer's forward() resolved (a batch's: before its submit).
 async function throughStack(layers, caches, x, batch) {
   let t = x;
   for (const [i, layer] of layers.entries()) {
@@ -65,8 +68,9 @@ async function throughStack(layers, caches, x, batch) {
     if (t !== x) t.dispose();
     t = output;
   }
+  const recorded = performance.now();
   if (batch) await batch.submit();
-  return t;
+  return Object.assign(t, { recorded });
 }
 
 // The layers of one weights dtype, each with its cache filled by a prefill through the stack.
@@ -108,6 +112,7 @@ async function letSelectionDecide(stack, x) {
 async function timeSteps(stack, mode, x) {
   const batch = mode === 'batched' ? new GpuBatch() : null;
   const times = [];
+  const records = [];  // a batched step's host time before its submit: its layers' forward() calls
   let values = null;
   let counted = 0;
   const end = performance.now() + stepsMs;
@@ -117,11 +122,13 @@ async function timeSteps(stack, mode, x) {
     const out = await throughStack(stack.layers, stack.caches, x, batch);
     values = await out.read();
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
+    if (step >= 2 && batch) records.push(out.recorded - t0);
     counted = submits - before - 1;  // read()'s copy is one
     out.dispose();
     for (const c of stack.caches) c.truncate(shape.cached);
   }
-  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), tokens: times.length, submits: counted }, values };
+  const recordMs = batch ? median(records) : null;
+  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, tokens: times.length, submits: counted }, values };
 }
 
 const rows = [];
@@ -142,7 +149,7 @@ const { layers, E, h, hkv, cached } = shape;
 console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys, hostWeights ${hostWeights}; ms per token (a step + read())`);
 const fmt = (v, d = 3) => (v === null ? '-' : Number(v).toFixed(d));
 const columns = [['weights', (r) => r.weights], ['mode', (r) => r.mode], ['median ms', (r) => fmt(r.medianMs), 'r'],
-  ['best ms', (r) => fmt(r.bestMs), 'r'], ['tokens', (r) => String(r.tokens), 'r'], ['submits/token', (r) => String(r.submits), 'r'],
+  ['best ms', (r) => fmt(r.bestMs), 'r'], ['host record ms', (r) => fmt(r.recordMs), 'r'], ['tokens', (r) => String(r.tokens), 'r'], ['submits/token', (r) => String(r.submits), 'r'],
   ['max|Δ| vs per layer', (r) => (r.maxAbsDiff === null ? '-' : r.maxAbsDiff.toExponential(1)), 'r'], ['WASM MB held', (r) => fmt(r.wasmMB, 1), 'r']];
 if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, hostWeights, ...r }));
 else console.log(plainTable(columns, rows));

@@ -11,8 +11,15 @@ import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
 import { callTable } from './forward_encode.js';
+import { keptPerDevice } from './kept_per_device.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
+
+// fittingVariants() kept per device and problem: a device's features and limits stay, and a
+// call asks what the call before it asked (filtering the catalogues was about a tenth of a
+// batched decode layer's host time on SwiftShader). A decode step's problem names its key count.
+const fitted = keptPerDevice(256);
+const fittingOn = (device, family, problem) => fitted.get(device, `${family}${JSON.stringify(problem)}`, () => fittingVariants(family, device, problem));
 
 /** The decisions of one call, in the order they are measured (selection/kernel_selection.js). */
 export function callDecisions(plan, config, path, device) {
@@ -34,9 +41,9 @@ export function callDecisions(plan, config, path, device) {
   const tag = precision === 'float32' ? '' : `:${precision}`;
   const projections = `M${bucket(B * L)}:S${bucket(B * S)}:E${E}:${kdim}:${vdim}:${H}x${dk}x${dv}${weights}${tag}`;
   return [
-    ...projectionFamilies(config).map((f) => decision(f, projections, fittingVariants(f, device, { rows, precision }))),
+    ...projectionFamilies(config).map((f) => decision(f, projections, fittingOn(device, f, { rows, precision }))),
     decision(family, `${dk}x${dv}:BH${bucket(B * H)}:L${bucket(L)}:T${bucket(T)}:${causal}${tag}`,
-      fittingVariants(family, device, { dk, dv, precision, ...(path === 'decode' ? splitShape(plan, config) : {}) })),
+      fittingOn(device, family, { dk, dv, precision, ...(path === 'decode' ? splitShape(plan, config) : {}) })),
   ];
 }
 

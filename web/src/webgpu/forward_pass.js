@@ -17,6 +17,7 @@ import { deviceBytes, devicePieces, gpuResultDtype, isDeviceData } from '../base
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
 import { bindGroupLayout } from './pipelines.js';
+import { bindGroupFor } from './bind_groups.js';
 import { paramsBytes } from './kernel_params.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
@@ -163,15 +164,12 @@ function encodePass(device, ctx, encoder, timer) {
   const pass = encoder.beginComputePass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
   for (const { pipeline, slot, bindings, groups } of dispatches) {
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, device.createBindGroup({
-      layout: bindGroupLayout(pipeline),
-      entries: [
-        { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
-        ...bindings.map((b, i) => ({
-          binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
-        })),
-      ],
-    }));
+    pass.setBindGroup(0, bindGroupFor(device, pipeline, bindGroupLayout(pipeline), [
+      { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
+      ...bindings.map((b, i) => ({
+        binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
+      })),
+    ]));
     pass.dispatchWorkgroups(...groups);
   }
   pass.end();

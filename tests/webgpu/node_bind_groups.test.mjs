@@ -1,0 +1,83 @@
+// Bind groups are reused (webgpu/bind_groups.js): a call like the one before it makes none, a
+// decode step through a cache makes only the groups that bind its new result buffers, the results
+// stay bit for bit those of the first call, and the cache keeps at most BIND_GROUPS_KEPT groups per
+// device, the least recently used dropped first. Set-up: node_setup.mjs.
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MultiHeadAttention } from '#webattention';
+import { BIND_GROUPS_KEPT, bindGroupFor } from '../../web/src/webgpu/bind_groups.js';
+import { filled } from '../contract/contract.mjs';
+import { freshDevice, pinDefaultsWhereSelecting, randomStateDict } from './node_setup.mjs';
+import { gpuTensor } from './gpu_tensor_inputs.mjs';
+
+after(pinDefaultsWhereSelecting().undo);
+
+const E = 32;
+
+// A fresh device whose createBindGroup() calls are counted (count()), and a module on it.
+async function countedModule() {
+  const gpu = await freshDevice();
+  let made = 0;
+  const createBindGroup = gpu.createBindGroup;
+  gpu.createBindGroup = function (descriptor) {
+    made++;
+    return createBindGroup.call(this, descriptor);
+  };
+  const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu', gpu });
+  mha.loadStateDict(randomStateDict(mha.stateDictShapes, 11));
+  const count = async (fn) => {
+    const before = made;
+    const result = await fn();
+    return { made: made - before, result };
+  };
+  return { gpu, mha, count };
+}
+
+describe('bind groups are reused', () => {
+  test('a host call like the one before it makes no bind group, and gives the same bits', async () => {
+    const { gpu, mha, count } = await countedModule();
+    const x = { data: filled(3 * E, 12), shape: [1, 3, E] };
+    const first = await count(() => mha.forward(x, x, x, { isCausal: true, needWeights: true }));
+    const second = await count(() => mha.forward(x, x, x, { isCausal: true, needWeights: true }));
+    assert.ok(first.made > 0, 'the first call makes its groups');
+    assert.equal(second.made, 0, 'the second makes none');
+    assert.deepEqual(second.result.output.data, first.result.output.data);
+    assert.deepEqual(second.result.attnWeights.data, first.result.attnWeights.data);
+    mha.dispose();
+    gpu.destroy();
+  });
+
+  test("a decode step on a GPU input makes only the groups of its new 'gpu-buffer' results; steps agree with a fresh cache's", async () => {
+    const { gpu, mha, count } = await countedModule();
+    const x = gpuTensor(filled(E, 13), [1, 1, E], { on: gpu });
+    const cache = mha.createCache({ maxLength: 8 });
+    const step = () => mha.forward(x, x, x, { cache, output: 'gpu-buffer' });
+    const first = await count(step);
+    const second = await count(step);
+    assert.ok(second.made > 0 && second.made < first.made, `the second step makes fewer groups (${second.made} of ${first.made})`);
+    const reference = mha.createCache({ maxLength: 8 });
+    for (const _ of [0, 1]) (await mha.forward(x, x, x, { cache: reference, output: 'gpu-buffer' })).output.dispose();
+    const [got, want] = [await mha.forward(x, x, x, { cache }), await mha.forward(x, x, x, { cache: reference })];
+    assert.deepEqual(got.output.data, want.output.data);
+    for (const r of [first.result, second.result]) r.output.dispose();
+    x.gpuBuffer.destroy();
+    mha.dispose();
+    gpu.destroy();
+  });
+
+  test(`at most ${BIND_GROUPS_KEPT} groups per device, the least recently used dropped first`, () => {
+    let made = 0;
+    const device = { createBindGroup: () => ({ serial: made++ }) };
+    const pipeline = {};
+    const buffers = Array.from({ length: BIND_GROUPS_KEPT + 1 }, () => ({}));
+    const group = (buffer) => bindGroupFor(device, pipeline, null, [{ binding: 0, resource: { buffer } }]);
+    const oldest = group(buffers[0]);
+    const kept = group(buffers[1]);
+    for (const b of buffers.slice(2)) group(b);  // one over the bound: buffers[0]'s group goes
+    assert.equal(made, BIND_GROUPS_KEPT + 1);
+    assert.equal(group(buffers[1]), kept, 'used again before the bound was passed: kept');
+    assert.notEqual(group(buffers[0]), oldest, 'the least recently used: made again');
+    const sized = bindGroupFor(device, pipeline, null, [{ binding: 0, resource: { buffer: buffers[1], size: 64 } }]);
+    assert.notEqual(sized, kept, 'another binding size is another group');
+  });
+});
