@@ -1,7 +1,8 @@
 // Bind groups are reused (webgpu/bind_groups.js): a call like the one before it makes none, a
-// decode step through a cache makes only the groups that bind its new result buffers, the results
-// stay bit for bit those of the first call, and the cache keeps at most BIND_GROUPS_KEPT groups per
-// device, the least recently used dropped first. Set-up: node_setup.mjs.
+// decode step through a cache makes only the groups that bind its new result buffers (a caller's
+// buffer is never held by a kept group), the results stay bit for bit those of the first call, and
+// at most BIND_GROUPS_KEPT groups are kept per owner, the least recently used dropped first.
+// Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
@@ -65,19 +66,23 @@ describe('bind groups are reused', () => {
     gpu.destroy();
   });
 
-  test(`at most ${BIND_GROUPS_KEPT} groups per device, the least recently used dropped first`, () => {
+  test(`at most ${BIND_GROUPS_KEPT} groups per owner, the least recently used dropped first; none binding a caller's buffer`, () => {
     let made = 0;
     const device = { createBindGroup: () => ({ serial: made++ }) };
-    const pipeline = {};
+    const [pipeline, owner, other] = [{}, {}, {}];
+    const none = new Set();
     const buffers = Array.from({ length: BIND_GROUPS_KEPT + 1 }, () => ({}));
-    const group = (buffer) => bindGroupFor(device, pipeline, null, [{ binding: 0, resource: { buffer } }]);
+    const group = (buffer, callers = none, at = owner) => bindGroupFor(device, at, callers, pipeline, null, [{ binding: 0, resource: { buffer } }]);
     const oldest = group(buffers[0]);
     const kept = group(buffers[1]);
     for (const b of buffers.slice(2)) group(b);  // one over the bound: buffers[0]'s group goes
     assert.equal(made, BIND_GROUPS_KEPT + 1);
     assert.equal(group(buffers[1]), kept, 'used again before the bound was passed: kept');
     assert.notEqual(group(buffers[0]), oldest, 'the least recently used: made again');
-    const sized = bindGroupFor(device, pipeline, null, [{ binding: 0, resource: { buffer: buffers[1], size: 64 } }]);
+    const sized = bindGroupFor(device, owner, none, pipeline, null, [{ binding: 0, resource: { buffer: buffers[1], size: 64 } }]);
     assert.notEqual(sized, kept, 'another binding size is another group');
+    assert.notEqual(group(buffers[1], none, other), kept, 'another owner keeps its own');
+    const callers = new Set([buffers[1]]);
+    assert.notEqual(group(buffers[1], callers), group(buffers[1], callers), "a group binding a caller's buffer is made each time");
   });
 });

@@ -11,14 +11,14 @@ import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
 import { callTable } from './forward_encode.js';
-import { keptPerDevice } from './kept_per_device.js';
+import { keptPer } from './kept_values.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
 // fittingVariants() kept per device and problem: a device's features and limits stay, and a
 // call asks what the call before it asked (filtering the catalogues was about a tenth of a
 // batched decode layer's host time on SwiftShader). A decode step's problem names its key count.
-const fitted = keptPerDevice(256);
+const fitted = keptPer(256);
 const fittingOn = (device, family, problem) => fitted.get(device, `${family}${JSON.stringify(problem)}`, () => fittingVariants(family, device, problem));
 
 /** The decisions of one call, in the order they are measured (selection/kernel_selection.js). */

@@ -61,12 +61,14 @@ export class DeviceLost extends Error {}
 // are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
 // device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
 // Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
-function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null } = {}) {
+// `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
+function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const made = new Map();  // role → a result buffer of the caller's
+  const asIs = new Set();  // the caller's GPU input buffers bound as they are
   const buffer = (floats, usage, role) => {
     const b = results?.includes(role)
       ? device.createBuffer({ size: Math.max(floats, 1) * F32, usage: RESULT_USAGE, label: `webattention ${role}` })
@@ -84,6 +86,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
       // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
       const b = data.gpuBuffer;
       sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
+      asIs.add(b);
       uploads.set(data, b);
     }
     if (!uploads.has(data) && !encoder) {
@@ -111,6 +114,7 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
     let halves = data.gpuBuffer;
     if (bindsAsIs(data)) {
       sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
+      asIs.add(halves);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
       copyPieces(encoder, data, halves);
@@ -119,7 +123,10 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
     return b;
   };
-  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
+  // The call's bind group (bind_groups.js): kept under its cache, else its module, unless it binds
+  // a buffer of the caller's.
+  const bindGroup = (pipeline, entries) => bindGroupFor(device, cache ?? gpu, new Set([...asIs, ...made.values()]), pipeline, bindGroupLayout(pipeline), entries);
+  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
 // Whether a GPU input is bound as it is (one run from byte 0 of a buffer with STORAGE), not copied.
@@ -164,7 +171,7 @@ function encodePass(device, ctx, encoder, timer) {
   const pass = encoder.beginComputePass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
   for (const { pipeline, slot, bindings, groups } of dispatches) {
     pass.setPipeline(pipeline);
-    pass.setBindGroup(0, bindGroupFor(device, pipeline, bindGroupLayout(pipeline), [
+    pass.setBindGroup(0, ctx.bindGroup(pipeline, [
       { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
       ...bindings.map((b, i) => ({
         binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
@@ -219,7 +226,7 @@ function recordForward(gpu, call, names) {
   device.pushErrorScope('validation');
   try {
     const half = gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf });
+    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache });
     encodeCall(ctx, call, device, half);
     encodePass(device, ctx, encoder, null);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
@@ -310,7 +317,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
     const half = onDevice && gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf });
+    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache });
     const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, device, half);
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
