@@ -124,8 +124,13 @@ function encodingContext(gpu, encoder, { results = null, batched = false, widenH
     return b;
   };
   // The call's bind group (bind_groups.js): kept under its cache, else its module, unless it binds
-  // a buffer of the caller's.
-  const bindGroup = (pipeline, entries) => bindGroupFor(device, cache ?? gpu, new Set([...asIs, ...made.values()]), pipeline, bindGroupLayout(pipeline), entries);
+  // a buffer of the caller's. Those buffers are known once the dispatches are (encodePass()), and
+  // gathered once a call, not once a dispatch.
+  let callers = null;
+  const bindGroup = (pipeline, entries) => {
+    callers ??= new Set([...asIs, ...made.values()]);
+    return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
+  };
   return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
 }
 
