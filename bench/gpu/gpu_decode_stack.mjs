@@ -3,22 +3,24 @@
 // (docs/webgpu/tensors_and_steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
 // and batched (a GpuBatch: one queue.submit() per token), float32 and int4 weights.
 //
-//   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--idle-ms MS] [--host-weights]
+//   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--idle-ms MS] [--grow] [--host-weights]
 //   VK_ICD_FILENAMES=<a GPU's Vulkan ICD .json> node bench/gpu/gpu_decode_stack.mjs   (a GPU)
 //   VK_ICD_FILENAMES=/usr/lib/chromium/vk_swiftshader_icd.json node bench/gpu/gpu_decode_stack.mjs --quick
 //
 // Default: 24 layers, E 2048, 32 query heads over 8 KV heads (d 64), each layer on its own float32
 // KV cache holding 511 positions (a prefill through the stack), then one-token steps at position
-// 511 (the cache is cut back to 511 after each, so every step attends 512 keys). A step is the
+// 511 (the cache is cut back to 511 after each, so every step attends 512 keys; --grow: it is not,
+// each step attends one key more, as a generation's steps do, at most 2000 steps). A step is the
 // stack's forward() calls on GPU tensors plus the read() of the last output (what a token's
 // sampling needs). --quick: 4 layers, E 128, 2/1 heads, 63 cached positions (for SwiftShader).
 // The layers keep their weights on the GPU only (create()'s hostWeights: false; --host-weights:
 // in WASM memory too, as by default). The kernel selection decides first (letSelectionDecide()).
 // Prints per weights dtype and mode: median and best ms per token, the batched step's host time
 // before its submit (its layers' forward() calls: what bounds a step however fast the GPU; median
-// and best), tokens timed, queue.submit() calls per token, max |Δ| of the batched last output
+// and best), tokens timed, queue.submit() calls per token, max |Δ| of the batched first step's last output
 // against the per-layer one (0: bit for bit), and the WASM memory the stack holds
-// (wasmMemoryInUse() after it was made, less before). --idle-ms: a pause before each step.
+// (wasmMemoryInUse() after it was made, less before). --idle-ms: a pause before each step, in
+// which the garbage is collected where node runs with --expose-gc (host times free of its pauses).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';
@@ -36,6 +38,8 @@ const stepsMs = flag('--steps-ms', quick ? 3000 : 5000);
 const idleMs = flag('--idle-ms', 0);
 const WEIGHTS = ['float32', 'int4'];
 const hostWeights = args.includes('--host-weights');
+const grow = args.includes('--grow');
+const MAX_STEPS = 2000;
 
 const { adapter, info } = await benchAdapter();
 console.log(`adapter: ${JSON.stringify({ vendor: info.vendor, architecture: info.architecture, description: info.description })}`);
@@ -89,7 +93,7 @@ async function makeStack(weightsDtype) {
     m.loadStateDict(sd);
     layers.push(m);
   }
-  const caches = layers.map((m) => m.createCache({ maxLength: cached + 1 }));
+  const caches = layers.map((m) => m.createCache({ maxLength: cached + 1 + (grow ? MAX_STEPS + 8 : 0) }));
   const prompt = onDevice(filled(cached * E, 5), cached);
   (await throughStack(layers, caches, prompt, null)).dispose();
   prompt.gpuBuffer.destroy();
@@ -111,7 +115,7 @@ async function letSelectionDecide(stack, x) {
   return steps;
 }
 
-// Timed one-token steps in `mode` ('per layer' | 'batched'); the row, and the last step's output values.
+// Timed one-token steps in `mode` ('per layer' | 'batched'); the row, and the first step's output values.
 async function timeSteps(stack, mode, x) {
   const batch = mode === 'batched' ? new GpuBatch() : null;
   const times = [];
@@ -119,18 +123,21 @@ async function timeSteps(stack, mode, x) {
   let values = null;
   let counted = 0;
   const end = performance.now() + stepsMs;
-  for (let step = 0; step < 3 || (performance.now() < end && step < 2000); step++) {
+  for (let step = 0; step < 3 || (performance.now() < end && step < MAX_STEPS); step++) {
     if (idleMs > 0) await new Promise((resolve) => setTimeout(resolve, idleMs));
+    if (idleMs > 0) globalThis.gc?.();
     const before = submits;
     const t0 = performance.now();
     const out = await throughStack(stack.layers, stack.caches, x, batch);
-    values = await out.read();
+    const read = await out.read();
+    values ??= read;  // the first step's: at 512 keys in both modes, --grow too
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
     if (step >= 2 && batch) records.push(out.recorded - t0);
     counted = submits - before - 1;  // read()'s copy is one
     out.dispose();
-    for (const c of stack.caches) c.truncate(shape.cached);
+    if (!grow) for (const c of stack.caches) c.truncate(shape.cached);
   }
+  for (const c of stack.caches) c.truncate(shape.cached);
   const [recordMs, bestRecordMs] = batch ? [median(records), Math.min(...records)] : [null, null];
   return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: counted }, values };
 }
@@ -150,13 +157,13 @@ for (const weights of WEIGHTS) {
 x.gpuBuffer.destroy();
 
 const { layers, E, h, hkv, cached } = shape;
-console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys, hostWeights ${hostWeights}; ms per token (a step + read())`);
+console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys${grow ? ' and growing' : ''}, hostWeights ${hostWeights}; ms per token (a step + read())`);
 const fmt = (v, d = 3) => (v === null ? '-' : Number(v).toFixed(d));
 const columns = [['weights', (r) => r.weights], ['mode', (r) => r.mode], ['median ms', (r) => fmt(r.medianMs), 'r'],
   ['best ms', (r) => fmt(r.bestMs), 'r'], ['host record ms', (r) => fmt(r.recordMs), 'r'],
   ['best record ms', (r) => fmt(r.bestRecordMs), 'r'], ['tokens', (r) => String(r.tokens), 'r'], ['submits/token', (r) => String(r.submits), 'r'],
   ['max|Δ| vs per layer', (r) => (r.maxAbsDiff === null ? '-' : r.maxAbsDiff.toExponential(1)), 'r'], ['WASM MB held', (r) => fmt(r.wasmMB, 1), 'r']];
-if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, hostWeights, ...r }));
+if (args.includes('--json')) for (const r of rows) console.log(JSON.stringify({ ...shape, hostWeights, grow, ...r }));
 else console.log(plainTable(columns, rows));
 if (args.includes('--markdown')) console.log(`\n${markdownTable(columns, rows)}`);
 process.exit(0);

@@ -1,12 +1,15 @@
 // Bind groups are reused (webgpu/bind_groups.js): a call like the one before it makes none, a
-// decode step through a cache makes only the groups that bind its new result buffers (a caller's
-// buffer is never held by a kept group), the results stay bit for bit those of the first call, and
-// at most BIND_GROUPS_KEPT groups are kept per owner, the least recently used dropped first.
+// decode step through a cache on GPU tensors makes none either (its small input and results are
+// copied through the module's pooled buffers: forward_pass.js SMALL_TENSOR_BYTES), tensors over
+// that size are bound as they are and only their groups are made again (a caller's buffer is
+// never held by a kept group), the results stay bit for bit those of the first call, and at most
+// BIND_GROUPS_KEPT groups are kept per owner, the least recently used dropped first.
 // Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
 import { BIND_GROUPS_KEPT, bindGroupFor } from '../../web/src/webgpu/bind_groups.js';
+import { SMALL_TENSOR_BYTES } from '../internals.mjs';
 import { filled } from '../contract/contract.mjs';
 import { freshDevice, pinDefaultsWhereSelecting, randomStateDict } from './node_setup.mjs';
 import { gpuTensor } from './gpu_tensor_inputs.mjs';
@@ -48,18 +51,37 @@ describe('bind groups are reused', () => {
     gpu.destroy();
   });
 
-  test("a decode step on a GPU input makes only the groups of its new 'gpu-buffer' results; steps agree with a fresh cache's", async () => {
+  test("a decode step on a GPU input with 'gpu-buffer' results makes no group after the first; steps agree with a fresh cache's", async () => {
     const { gpu, mha, count } = await countedModule();
     const x = gpuTensor(filled(E, 13), [1, 1, E], { on: gpu });
     const cache = mha.createCache({ maxLength: 8 });
     const step = () => mha.forward(x, x, x, { cache, output: 'gpu-buffer' });
     const first = await count(step);
     const second = await count(step);
-    assert.ok(second.made > 0 && second.made < first.made, `the second step makes fewer groups (${second.made} of ${first.made})`);
+    assert.ok(first.made > 0, 'the first step makes its groups');
+    assert.equal(second.made, 0, 'the second step makes none: its input and result are copied through pooled buffers');
     const reference = mha.createCache({ maxLength: 8 });
     for (const _ of [0, 1]) (await mha.forward(x, x, x, { cache: reference, output: 'gpu-buffer' })).output.dispose();
     const [got, want] = [await mha.forward(x, x, x, { cache }), await mha.forward(x, x, x, { cache: reference })];
     assert.deepEqual(got.output.data, want.output.data);
+    for (const r of [first.result, second.result]) r.output.dispose();
+    x.gpuBuffer.destroy();
+    mha.dispose();
+    gpu.destroy();
+  });
+
+  test(`tensors over ${SMALL_TENSOR_BYTES} bytes are bound as they are: only their groups are made again; the host call's bits`, async () => {
+    const { gpu, mha, count } = await countedModule();
+    const B = Math.ceil(SMALL_TENSOR_BYTES / (E * 4)) + 1;  // [B, 1, E]: input and output just over the size
+    const values = filled(B * E, 14);
+    const x = gpuTensor(values, [B, 1, E], { on: gpu });
+    const call = () => mha.forward(x, x, x, { output: 'gpu-buffer' });
+    const first = await count(call);
+    const second = await count(call);
+    assert.ok(first.made > 2, 'the first call makes its groups');
+    assert.equal(second.made, 2, "the second makes the two that bind the caller's buffers: the input's and the output's");
+    const host = await mha.forward({ data: values, shape: [B, 1, E] }, { data: values, shape: [B, 1, E] }, { data: values, shape: [B, 1, E] });
+    assert.deepEqual(await second.result.output.read(), host.output.data);
     for (const r of [first.result, second.result]) r.output.dispose();
     x.gpuBuffer.destroy();
     mha.dispose();

@@ -12,18 +12,10 @@
 // (a GPU input bound as it is, a 'gpu-buffer' result) is made for the call and not kept, so that
 // dropping such a buffer still frees it. A destroyed buffer is never bound again by the package
 // (its pool makes a new one), so its groups only age out.
-import { keptPer } from './kept_values.js';
+import { idOf, keptPer } from './kept_values.js';
 
 /** Bind groups kept per owner (a module's calls without a cache, or one cache's calls). */
 export const BIND_GROUPS_KEPT = 256;
-
-const ids = new WeakMap();  // GPU object → a number for the key (the object is held by its group)
-let nextId = 1;
-const idOf = (object) => {
-  let id = ids.get(object);
-  if (id === undefined) ids.set(object, (id = nextId++));
-  return id;
-};
 
 const kept = keptPer(BIND_GROUPS_KEPT);
 

@@ -4,14 +4,14 @@
 // heads, query rows and keys (bucketed) and causal. Everything is resolved before the call encodes anything.
 import { attentionFamily, splitShape } from './selection/attention_path.js';
 import { preferredVariant } from './selection/kernel_config.js';
-import { chooseKernels, recordCompileFailure } from './selection/kernel_selection.js';
+import { chooseKernels, recordCompileFailure, selectionGeneration } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
 import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
 import { callTable } from './forward_encode.js';
-import { keptPer } from './kept_values.js';
+import { idOf, keptPer } from './kept_values.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
 
@@ -47,6 +47,26 @@ export function callDecisions(plan, config, path, device) {
   ];
 }
 
+// A module's calls repeat: a decode step calls each layer as the step before did. Their kernels are
+// kept per module (`owner`: its executor's) and given again to a call like one before it while the
+// selection answers as it did (selectionGeneration()); choosing them again was about a sixth of a
+// batched decode layer's host time on SwiftShader. Only a call that measures nothing is kept (a
+// measured one records its time), and never one of given variants (a candidate's reference).
+const keptKernels = keptPer(8);
+
+// What callKernels() reads of a call, as a key (the module's config and device are the owner's),
+// or null when its kernels are not kept (a test's own candidates).
+function repeatKey({ plan, config, path, cache, problems, measuring, timed }) {
+  const generation = selectionGeneration();
+  if (generation === null) return null;
+  const { B, L, S, T } = plan;
+  const keys = path === 'decode' ? splitShape(plan, config).keys : 0;
+  const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
+  const results = plan.output === 'gpu-buffer' ? gpuResultDtype(plan) : 'host';
+  return `${generation}|${idOf(problems)}|${measuring}|${timed}|${path}|${B}|${L}|${S}|${bucket(T)}|${keys}|${Boolean(plan.isCausal || plan.cache)}`
+    + `|${cache?.dtype}|${plan.needWeights}|${Boolean(callTable(plan))}|${halfInputs}|${results}`;
+}
+
 /**
  * Resolves to { variants, measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
@@ -56,9 +76,13 @@ export function callDecisions(plan, config, path, device) {
  * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
  * float16 GPU input's widening). A candidate on its first run (one with a reference) that does
  * not compile is dropped on the device (recordCompileFailure()) and the call chooses again.
+ * owner: the module's executor, which kept kernels are kept under (repeatKey()), or null.
  */
-export async function callKernels(device, args) {
+export async function callKernels(device, args, owner = null) {
   const { plan, config, path, measuring, timed = true, variants: given } = args;
+  const key = owner && !given ? repeatKey({ ...args, timed }) : null;
+  const kept = key && keptKernels.find(owner, key);
+  if (kept) return kept;
   for (;;) {
     const { variants, measured } = given ? { variants: given, measured: null }
       : chooseKernels(device, callDecisions(plan, config, path, device), measuring, timed);
@@ -69,7 +93,9 @@ export async function callKernels(device, args) {
       for (const pending of [...own.linear, own.q8, own.attention, own.decodeReduce]) pending?.catch(() => {});  // not awaited now
       continue;
     }
-    return { variants, measured, pipelines: await callPipelines(device, args, own) };
+    const kernels = { variants, measured, pipelines: await callPipelines(device, args, own) };
+    if (key && !measured) keptKernels.keep(owner, key, kernels);
+    return kernels;
   }
 }
 

@@ -11,13 +11,11 @@ import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
 import { transferOn } from './staging_uploads.js';
-import { GpuTensor, RESULT_USAGE, flushPendingInputs, refusedInput } from './gpu_tensor.js';
+import { GpuTensor, flushPendingInputs, refusedInput } from './gpu_tensor.js';
 import { lengthsBeforeOf, recordBatched } from './batch_records.js';
-import { deviceBytes, devicePieces, gpuResultDtype, isDeviceData } from '../base/gpu_tensors.js';
+import { deviceBytes, gpuResultDtype } from '../base/gpu_tensors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { linearProblems } from './linear_problems.js';
-import { bindGroupLayout } from './pipelines.js';
-import { bindGroupFor } from './bind_groups.js';
 import { paramsBytes } from './kernel_params.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
@@ -26,16 +24,14 @@ import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
 import { SINKS_PARAMS } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
-import { WIDEN_HALF_PARAMS, narrowHalfGrid, widenHalfGrid } from './kernels/widen_half.wgsl.js';
+import { WIDEN_HALF_PARAMS, narrowHalfGrid } from './kernels/widen_half.wgsl.js';
 import { packParams } from './kernel_params.js';
 
+import { F32, UNIFORM_SLOT, encodingContext } from './encoding_context.js';
+
 export { cdiv } from './forward_encode.js';
-export const F32 = 4;
-const UNIFORM_SLOT = 256;  // minUniformBufferOffsetAlignment's largest allowed value
 // The largest uniform block of the kernels a call binds (a slot holds any of them).
 const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS, WIDEN_HALF_PARAMS].map(paramsBytes));
-/** Usage of the buffers the kernels read that the CPU writes. */
-export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
 /**
  * Profiling (bench/gpu/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines
@@ -52,108 +48,13 @@ export const passHooks = { onPhases: null, onDispatches: null };
 /** Thrown inside the GPU path when the device is gone. */
 export class DeviceLost extends Error {}
 
-// What encodeForward() writes through: pooled buffers by role, uploads (through the module's
-// staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
-// `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
-// caller instead of pooled (ctx.made keeps them); a GPU input (DeviceData) is bound as it is where
-// its usage has STORAGE and it starts at byte 0, else copied on the device into the role's buffer.
-// A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
-// are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
-// device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
-// Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
-// `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
-function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null } = {}) {
-  const { device } = gpu;
-  const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
-  const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
-  const buffers = new Map();  // role → buffer
-  const made = new Map();  // role → a result buffer of the caller's
-  const asIs = new Set();  // the caller's GPU input buffers bound as they are
-  const buffer = (floats, usage, role) => {
-    const b = results?.includes(role)
-      ? device.createBuffer({ size: Math.max(floats, 1) * F32, usage: RESULT_USAGE, label: `webattention ${role}` })
-      : gpu.pooled(role, floats, usage);
-    if (results?.includes(role)) made.set(role, b);
-    sizes.set(b, Math.max(floats, 1) * F32);
-    buffers.set(role, b);
-    return b;
-  };
-  const uploads = new Map();  // the same typed array goes up once
-  let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
-  const upload = (data, role) => {
-    if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
-    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) {
-      // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
-      const b = data.gpuBuffer;
-      sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
-      asIs.add(b);
-      uploads.set(data, b);
-    }
-    if (!uploads.has(data) && !encoder) {
-      uploads.set(data, buffer(data.length, STORAGE_IN, role));
-      if (staging(data)) gpu.staging.reserve(role, data.byteLength);
-    }
-    if (!uploads.has(data)) {
-      const b = buffer(data.length, STORAGE_IN, role);
-      const t0 = performance.now();
-      if (isDeviceData(data)) copyPieces(encoder, data, b);
-      else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
-      uploadMs += performance.now() - t0;
-      uploads.set(data, b);
-    }
-    return uploads.get(data);
-  };
-  const slots = [];  // one 256-byte uniform slot per dispatch
-  const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
-  const dispatches = [];
-  const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
-  // A float16 GPU input's words bound as they are (STORAGE usage) or copied on the device into the
-  // role's half buffer, then widened into the role's float32 buffer before the kernels read it.
-  const widened = (data, role) => {
-    const bytes = deviceBytes('float16', data.length);
-    let halves = data.gpuBuffer;
-    if (bindsAsIs(data)) {
-      sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
-      asIs.add(halves);
-    } else {
-      halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      copyPieces(encoder, data, halves);
-    }
-    const b = buffer(data.length, STORAGE_IN, role);
-    dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
-    return b;
-  };
-  // The call's bind group (bind_groups.js): kept under its cache, else its module, unless it binds
-  // a buffer of the caller's. Those buffers are known once the dispatches are (encodePass()), and
-  // gathered once a call, not once a dispatch.
-  let callers = null;
-  const bindGroup = (pipeline, entries) => {
-    callers ??= new Set([...asIs, ...made.values()]);
-    return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
-  };
-  return { params: gpu.params, buffers, buffer, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, uploadMs: () => uploadMs };
-}
-
-// Whether a GPU input is bound as it is (one run from byte 0 of a buffer with STORAGE), not copied.
-const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE);
-
-// A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
-function copyPieces(encoder, data, to) {
-  let at = 0;
-  for (const [from, bytes] of devicePieces(data)) {
-    encoder.copyBufferToBuffer(data.gpuBuffer, from, to, at, bytes);
-    at += bytes;
-  }
-}
-
 // A call's dispatches (encodeForward()), then with `half` (a float16 call's 'gpu-buffer' results)
 // the results rounded to float16 into buffers made for the caller (ctx.made: the results' buffers
 // from then on; narrowHalfShader()). Returns encodeForward()'s.
-function encodeCall(ctx, call, device, half) {
+function encodeCall(ctx, call, half) {
   const encoded = encodeForward(ctx, call);
   const narrow = (role, source, floats) => {
-    const halves = device.createBuffer({ size: Math.max(deviceBytes('float16', floats), 4), usage: RESULT_USAGE, label: `webattention ${role} float16` });
-    ctx.made.set(role, halves);
+    const halves = ctx.result(role, Math.max(deviceBytes('float16', floats), 4), Usage.STORAGE, `${role} float16`);
     ctx.dispatch(call.kernels.pipelines.narrowHalf, ctx.uniform(packParams(WIDEN_HALF_PARAMS, { count: floats })), [source, halves], narrowHalfGrid(floats));
   };
   if (half) narrow('output', encoded.out, encoded.outFloats);
@@ -185,6 +86,7 @@ function encodePass(device, ctx, encoder, timer) {
     pass.dispatchWorkgroups(...groups);
   }
   pass.end();
+  for (const [from, to, bytes] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
   timer?.afterPass(encoder);
 }
 
@@ -232,7 +134,7 @@ function recordForward(gpu, call, names) {
   try {
     const half = gpuResultDtype(plan) === 'float16';
     ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache });
-    encodeCall(ctx, call, device, half);
+    encodeCall(ctx, call, half);
     encodePass(device, ctx, encoder, null);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
   } catch (e) {
@@ -260,7 +162,7 @@ const variantNames = (kernels) => Object.fromEntries(Object.entries(kernels.vari
 
 // callKernels() on a device that is still there once they are ready.
 async function kernelsOf(gpu, args) {
-  const kernels = await gpu.untilLost(callKernels(gpu.device, args));
+  const kernels = await gpu.untilLost(callKernels(gpu.device, args, gpu));
   if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
   return kernels;
 }
@@ -323,7 +225,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
     const half = onDevice && gpuResultDtype(plan) === 'float16';
     ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache });
-    const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, device, half);
+    const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, half);
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
     const readback = onDevice || filling ? null : readbackBuffer(ctx, outFloats + weightFloats);

@@ -26,12 +26,20 @@ export function packParams(fields, values) {
   const block = new ArrayBuffer(paramsBytes(fields));
   const u32 = new Uint32Array(block);
   const f32 = new Float32Array(block);
-  const index = new Map(fields.map(([name, type], i) => [name, { i, type }]));
-  for (const [name, value] of Object.entries(values)) {
+  const index = indexOf(fields);
+  for (const name in values) {
     const field = index.get(name);
     if (!field) throw new Error(`uniform '${name}' is not one of ${[...index.keys()].join(', ')}`);
-    if (field.type === 'f32') f32[field.i] = value;
-    else u32[field.i] = value;
+    if (field.type === 'f32') f32[field.i] = values[name];
+    else u32[field.i] = values[name];
   }
   return block;
+}
+
+// name → { i, type } of a list of fields, made once per list (a decode layer packs a dozen blocks).
+const indexes = new WeakMap();
+function indexOf(fields) {
+  let index = indexes.get(fields);
+  if (!index) indexes.set(fields, (index = new Map(fields.map(([name, type], i) => [name, { i, type }]))));
+  return index;
 }

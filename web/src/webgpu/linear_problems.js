@@ -10,13 +10,36 @@
 // pipeline compiles in) and, for int8 weights, where its matrix's scales start (weight_storage.js).
 import { scaleOffsets } from './weight_storage.js';
 import { isAttentionOnly } from '../base/attention_only.js';
+import { keptPer } from './kept_values.js';
 
 /**
  * { input: [{ input, out, floats, problem }] (input: 'query' | 'key' | 'value'; out: the role of
  * the output buffer; floats: its size; problem: LINEAR_PARAMS values), q, k, v:
  * { role, off, stride }, output: { floats, problem } } for plan (B, L, S, query, key, value) and config.
+ * The same object for the calls of one module with the same sizes and inputs shared alike (a
+ * decode step's layers, token after token): call_kernels.js keeps a call's kernels, whose linear
+ * pipelines are looked up by problem, for the calls like it. Read only.
  */
 export function linearProblems(plan, config) {
+  const sharing = inputSharing(plan, config);
+  return kept.get(config, `${plan.B}|${plan.L}|${plan.S}|${sharing}`, () => problemsOf(plan, config, sharing));
+}
+
+const kept = keptPer(16);  // per module config: a few shapes of calls (a prefill, a decode step)
+
+// Which products a call's inputs make: 'none' (attention only: api/attention_engines.js), 'query'
+// (an encoded cache's step: gpu_encode.js), 'qkv' (query, key and value one array), 'kv' or
+// 'q+kv' (key and value one array; no query: an encoded cache's filling), 'k+v' or 'q+k+v'.
+function inputSharing(plan, config) {
+  const { embedDim: E, kdim, vdim } = config;
+  if (isAttentionOnly(config)) return 'none';
+  if (plan.key === null) return 'query';
+  if (plan.query === plan.key && plan.key === plan.value && kdim === E && vdim === E) return 'qkv';
+  const q = plan.query === null ? '' : 'q+';
+  return plan.key === plan.value && kdim === vdim ? `${q}kv` : `${q}k+v`;
+}
+
+function problemsOf(plan, config, sharing) {
   const { B, L, S } = plan;
   const { embedDim: E, kdim, vdim, numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
   const Hdk = H * dk;
@@ -36,13 +59,13 @@ export function linearProblems(plan, config) {
     },
   });
   const at = (role, off, stride) => ({ role, off, stride });
-  // Attention only (api/attention_engines.js): the inputs are Q, K and V (forward_encode.js).
-  if (isAttentionOnly(config)) return { input: [], q: null, k: null, v: null, output: null };
+  // Attention only: the inputs are Q, K and V (forward_encode.js).
+  if (sharing === 'none') return { input: [], q: null, k: null, v: null, output: null };
   const output = { floats: B * L * E, problem: { M: B * L, N: E, K: H * dv, xStride: H * dv, yStride: E, weights, sOff: 0 } };
-  // An encoded cache's calls (gpu_encode.js): a step on it projects the query alone (its keys and
-  // values are the cache's), its filling key and value alone (no query).
-  if (plan.key === null) return { input: [project('query', 'q', B * L, Hdk, E, 0, 0)], q: at('q', 0, Hdk), k: null, v: null, output };
-  if (plan.query === plan.key && plan.key === plan.value && kdim === E && vdim === E) {
+  // An encoded cache's step projects the query alone (its keys and values are the cache's), its
+  // filling key and value alone (no query).
+  if (sharing === 'query') return { input: [project('query', 'q', B * L, Hdk, E, 0, 0)], q: at('q', 0, Hdk), k: null, v: null, output };
+  if (sharing === 'qkv') {
     const width = Hdk + Gdk + Gdv;
     return {
       input: [project('query', 'qkv', B * L, width, E, 0, 0)],
@@ -51,7 +74,7 @@ export function linearProblems(plan, config) {
   }
   const q = plan.query === null ? [] : [project('query', 'q', B * L, Hdk, E, 0, 0)];
   const qAt = plan.query === null ? null : at('q', 0, Hdk);
-  if (plan.key === plan.value && kdim === vdim) {
+  if (sharing.endsWith('kv')) {
     const width = Gdk + Gdv;
     return {
       input: [...q, project('key', 'kv', B * S, width, kdim, wOffK, Hdk)],

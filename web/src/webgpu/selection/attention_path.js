@@ -1,7 +1,7 @@
 // Flash or decode: the one place that decides which attention kernels a call (or a cached call's
 // pass) takes. The executor asks it for an uncached call and for each pass of a cached one
 // (cached_passes.js); call_kernels.js turns its answer into the family whose variant runs.
-import { DECODE_MAX_L } from './kernel_config.js';
+import { DECODE_MAX_L, DECODE_VARIANTS } from './kernel_config.js';
 import { DECODE_CHUNK } from '../kernels/decode_partial.wgsl.js';
 
 const F32 = 4;  // bytes per float of the decode partials
@@ -17,8 +17,16 @@ export function attentionPath(plan, config, limits) {
   return splitFits(limits, DECODE_CHUNK, splitShape(plan, config)) ? 'decode' : 'flash';
 }
 
-/** What a decode variant's fits() reads of a call: { batchHeads: B·H, rows: L, keys: T, dv }. */
-export const splitShape = ({ B, L, T }, { numHeads, valueHeadDim }) => ({ batchHeads: B * numHeads, rows: L, keys: T, dv: valueHeadDim });
+/**
+ * What a decode variant's fits() reads of a call: { batchHeads: B·H, rows: L, keys, dv }, keys T
+ * rounded up to a whole number of the largest chunk. A variant that fits there fits at T (its
+ * scratch and grid grow with the keys), and a growing cache's steps ask the same question for
+ * that many tokens (call_kernels.js keeps a call's kernels for the calls like it).
+ */
+export const splitShape = ({ B, L, T }, { numHeads, valueHeadDim }) => ({
+  batchHeads: B * numHeads, rows: L, keys: Math.ceil(T / KEYS_STEP) * KEYS_STEP, dv: valueHeadDim,
+});
+const KEYS_STEP = Math.max(...Object.values(DECODE_VARIANTS).map((v) => v.chunk));
 
 /**
  * Whether the decode kernels with chunks of `chunk` keys fit the device for a call of

@@ -6,6 +6,7 @@ import { OptionError, describe } from '../../base/errors.js';
 import { variantNames } from './kernel_config.js';
 
 let pins = {};
+let pinnings = 0;  // pinGpuKernels() calls: pinsGeneration()
 
 /** Checks a gpuKernels option: null/undefined (no pins) or { family: a variant name }. */
 export function checkGpuKernels(value) {
@@ -35,7 +36,11 @@ export function checkGpuKernels(value) {
 /** Replaces the pins (a checked value). */
 export function pinGpuKernels(checked) {
   pins = { ...checked };
+  pinnings++;
 }
+
+/** A number that changes whenever the pins may have (kernel choices kept from before are stale). */
+export const pinsGeneration = () => pinnings;
 
 /** The variant pinned for `family`, or undefined. */
 export const pinnedVariant = (family) => pins[family];

@@ -19,12 +19,21 @@
 // Kernels that CI cannot run in full (features or subgroup sizes that SwiftShader lacks) can so
 // enter the selection without a wrong result ever reaching a caller.
 import { SELECTION_PRUNE_RATIO, SELECTION_RUNS } from './kernel_config.js';
-import { pinnedVariant } from './gpu_kernel_pins.js';
+import { pinnedVariant, pinsGeneration } from './gpu_kernel_pins.js';
 import { isSoftwareAdapter } from '../device.js';
 import { warnOnce } from '../../base/warn_once.js';
 
 const boards = new WeakMap();  // GPUDevice → Map(`family|shapeClass` → board)
 const rejections = new WeakMap();  // GPUDevice → Map(`family|name` → gpuProfile()'s rejected entry)
+let changes = 0;  // what chooseKernels() reads changed: a time recorded, a candidate dropped
+
+/**
+ * A string that changes whenever chooseKernels() may answer a call otherwise than before (a time
+ * recorded, a candidate dropped, the pins replaced), or null while a test offers candidates of its
+ * own (selectionHooks.candidates): call_kernels.js keeps a call's kernels for the calls like it
+ * while it stays.
+ */
+export const selectionGeneration = () => (selectionHooks.candidates ? null : `${changes}.${pinsGeneration()}`);
 
 /**
  * Whether the kernel selection measures on `device`: not on a software adapter (SwiftShader runs
@@ -37,9 +46,10 @@ export const selectsKernels = (device) => !isSoftwareAdapter({ info: device.adap
  * Tests: clock(variants) returns the milliseconds a measured call "took" ({ family: name } of the
  * call) instead of timing the GPU, and makes the selection run on a software adapter too;
  * onCall(variants) sees the variants of every GPU call; candidates(family, descriptors) returns
- * the candidates a decision takes (a deliberately wrong one added, to see it dropped).
+ * the candidates a decision takes (a deliberately wrong one added, to see it dropped); onChoose()
+ * is called each time a call's variants are chosen (not given again: call_kernels.js keeps them).
  */
-export const selectionHooks = { clock: null, onCall: null, candidates: null };
+export const selectionHooks = { clock: null, onCall: null, candidates: null, onChoose: null };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
@@ -81,6 +91,7 @@ function live(board) {
  * recordCheck()).
  */
 export function chooseKernels(device, decisions, measuring, timed = true) {
+  selectionHooks.onChoose?.();
   const variants = {};
   let measured = null;
   const rejected = rejections.get(device);
@@ -151,6 +162,7 @@ export function recordCheck(device, measured, maxAbsDiff, tolerance) {
   if (!board) return false;
   if (maxAbsDiff <= tolerance) {
     board.verified.add(measured.name);
+    changes++;
     return true;
   }
   reject(device, measured, { maxAbsDiff, tolerance }, `gave results ${maxAbsDiff} from its reference's (tolerance ${tolerance})`);
@@ -174,6 +186,7 @@ function reject(device, { family, shapeClass, name }, entry, what) {
   let rejected = rejections.get(device);
   if (!rejected) rejections.set(device, (rejected = new Map()));
   rejected.set(`${family}|${name}`, { kernel: family, variant: name, shapeClass, ...entry });
+  changes++;
   for (const b of boards.get(device)?.values() ?? []) if (b.family === family) delete b.times[name];
   warnOnce(`webgpu-rejected|${family}|${name}`, `webattention: the WebGPU ${family} kernel '${name}' ${what} on this GPU; `
     + 'it is not used on this device (mha.gpuProfile().rejected)');
@@ -184,6 +197,7 @@ export function recordTime(device, measured, ms) {
   const board = boards.get(device)?.get(`${measured.family}|${measured.shapeClass}`);
   if (!board || board.chosen || !board.times[measured.name]) return;
   board.times[measured.name].push(ms);
+  changes++;
   const running = live(board).map((name) => [name, board.times[name]]);
   if (running.every(([, times]) => times.length >= SELECTION_RUNS)) {
     board.chosen = running.reduce((best, e) => (median(e[1]) < median(best[1]) ? e : best))[0];

@@ -1,0 +1,131 @@
+// The context one MHA forward encodes through (forward_encode.js's ctx): the call's buffers by
+// role (the module's pooled ones, or a 'gpu-buffer' result's own), its inputs put on the device,
+// its uniform slots and dispatches, and the bind group of each dispatch (kept: bind_groups.js).
+// forward_pass.js makes one per call and encodes its dispatches into a compute pass.
+import { Usage } from './device.js';
+import { transferOn } from './staging_uploads.js';
+import { RESULT_USAGE } from './gpu_tensor.js';
+import { deviceBytes, devicePieces, isDeviceData } from '../base/gpu_tensors.js';
+import { bindGroupLayout } from './pipelines.js';
+import { bindGroupFor } from './bind_groups.js';
+import { packParams } from './kernel_params.js';
+import { WIDEN_HALF_PARAMS, widenHalfGrid } from './kernels/widen_half.wgsl.js';
+
+export const F32 = 4;
+/** Bytes of a dispatch's uniform slot: minUniformBufferOffsetAlignment's largest allowed value. */
+export const UNIFORM_SLOT = 256;
+/** Usage of the buffers the kernels read that the CPU writes. */
+export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
+
+// What encodeForward() writes through: pooled buffers by role, uploads (through the module's
+// staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
+// `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
+// caller (ctx.made keeps them), written by the kernels, or for a small result written in the
+// role's pooled buffer and copied into the caller's after the pass (ctx.copiesOut); a GPU input
+// (DeviceData) is bound as it is where bindsAsIs(), else copied on the device into the role's buffer.
+// A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
+// are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
+// device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
+// Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
+// `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
+export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null } = {}) {
+  const { device } = gpu;
+  const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
+  const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
+  const buffers = new Map();  // role → buffer
+  const made = new Map();  // role → a result buffer of the caller's
+  const asIs = new Set();  // the caller's GPU input buffers bound as they are
+  const copiesOut = [];  // [pooled, made, bytes]: small results, copied into the caller's after the pass
+  // The buffer the kernels write result `role` into: the caller's new buffer, or for a small result
+  // the pooled buffer of `pooledRole`, copied into the caller's after the pass (copiesOut).
+  const result = (role, bytes, usage, pooledRole = role) => {
+    const b = device.createBuffer({ size: bytes, usage: RESULT_USAGE, label: `webattention ${pooledRole}` });
+    made.set(role, b);
+    if (bytes > SMALL_TENSOR_BYTES) return b;
+    const pooled = gpu.pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
+    copiesOut.push([pooled, b, bytes]);
+    return pooled;
+  };
+  const buffer = (floats, usage, role) => {
+    const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : gpu.pooled(role, floats, usage);
+    sizes.set(b, Math.max(floats, 1) * F32);
+    buffers.set(role, b);
+    return b;
+  };
+  const uploads = new Map();  // the same typed array goes up once
+  let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
+  const upload = (data, role) => {
+    if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
+    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) {
+      // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
+      const b = data.gpuBuffer;
+      sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
+      asIs.add(b);
+      uploads.set(data, b);
+    }
+    if (!uploads.has(data) && !encoder) {
+      uploads.set(data, buffer(data.length, STORAGE_IN, role));
+      if (staging(data)) gpu.staging.reserve(role, data.byteLength);
+    }
+    if (!uploads.has(data)) {
+      const b = buffer(data.length, STORAGE_IN, role);
+      const t0 = performance.now();
+      if (isDeviceData(data)) copyPieces(encoder, data, b);
+      else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
+      uploadMs += performance.now() - t0;
+      uploads.set(data, b);
+    }
+    return uploads.get(data);
+  };
+  const slots = [];  // one 256-byte uniform slot per dispatch
+  const uniform = (block) => (slots.push(block), (slots.length - 1) * UNIFORM_SLOT);
+  const dispatches = [];
+  const dispatch = (pipeline, slot, bindings, groups) => dispatches.push({ pipeline, slot, bindings, groups });
+  // A float16 GPU input's words bound as they are (STORAGE usage) or copied on the device into the
+  // role's half buffer, then widened into the role's float32 buffer before the kernels read it.
+  const widened = (data, role) => {
+    const bytes = deviceBytes('float16', data.length);
+    let halves = data.gpuBuffer;
+    if (bindsAsIs(data)) {
+      sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
+      asIs.add(halves);
+    } else {
+      halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
+      copyPieces(encoder, data, halves);
+    }
+    const b = buffer(data.length, STORAGE_IN, role);
+    dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
+    return b;
+  };
+  // The call's bind group (bind_groups.js): kept under its cache, else its module, unless it binds
+  // a buffer of the caller's. Those buffers are known once the dispatches are (encodePass()), and
+  // gathered once a call, not once a dispatch.
+  let callers = null;
+  const bindGroup = (pipeline, entries) => {
+    callers ??= new Set([...asIs, ...made.values()]);
+    return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
+  };
+  return { params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, copiesOut, uploadMs: () => uploadMs };
+}
+
+// A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into
+// the module's pooled buffer (and a result out of one) rather than bound as it is: a bind group
+// that binds a caller's buffer is made again at every call (bind_groups.js), 20–33 µs of the
+// host's time each on SwiftShader's Dawn, where a small copy is one command, and the groups of
+// pooled buffers are kept. Larger tensors are bound as they are (a copy would cost the GPU time
+// and memory).
+export const SMALL_TENSOR_BYTES = 1 << 18;
+
+// Whether a GPU input is bound as it is (one run from byte 0 of a buffer with STORAGE, larger than
+// SMALL_TENSOR_BYTES or without COPY_SRC), not copied.
+const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE)
+  && (deviceBytes(data.dtype, data.length) > SMALL_TENSOR_BYTES || !(data.gpuBuffer.usage & Usage.COPY_SRC));
+
+// A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
+function copyPieces(encoder, data, to) {
+  let at = 0;
+  for (const [from, bytes] of devicePieces(data)) {
+    encoder.copyBufferToBuffer(data.gpuBuffer, from, to, at, bytes);
+    at += bytes;
+  }
+}
