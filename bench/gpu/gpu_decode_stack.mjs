@@ -124,8 +124,10 @@ async function timeSteps(stack, mode, x) {
   let counted = 0;
   const end = performance.now() + stepsMs;
   for (let step = 0; step < 3 || (performance.now() < end && step < MAX_STEPS); step++) {
-    if (idleMs > 0) await new Promise((resolve) => setTimeout(resolve, idleMs));
-    if (idleMs > 0) globalThis.gc?.();
+    if (idleMs > 0) {
+      await new Promise((resolve) => setTimeout(resolve, idleMs));
+      globalThis.gc?.();
+    }
     const before = submits;
     const t0 = performance.now();
     const out = await throughStack(stack.layers, stack.caches, x, batch);

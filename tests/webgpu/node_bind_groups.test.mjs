@@ -1,6 +1,6 @@
 // Bind groups are reused (webgpu/bind_groups.js): a call like the one before it makes none, a
 // decode step through a cache on GPU tensors makes none either (its small input and results are
-// copied through the module's pooled buffers: forward_pass.js SMALL_TENSOR_BYTES), tensors over
+// copied through the module's pooled buffers: encoding_context.js SMALL_TENSOR_BYTES), tensors over
 // that size are bound as they are and only their groups are made again (a caller's buffer is
 // never held by a kept group), the results stay bit for bit those of the first call, and at most
 // BIND_GROUPS_KEPT groups are kept per owner, the least recently used dropped first.

@@ -56,19 +56,30 @@ const keptKernels = keptPer(8);
 
 // What callKernels() reads of a call, as a key (the module's config and device are the owner's),
 // or null when its kernels are not kept (a test's own candidates).
-function repeatKey({ plan, config, path, cache, problems, measuring, timed }) {
+function repeatKey({ plan, config, path, cache, problems, measuring }, timed) {
   const generation = selectionGeneration();
   if (generation === null) return null;
   const { B, L, S, T } = plan;
   const keys = path === 'decode' ? splitShape(plan, config).keys : 0;
-  const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
-  const results = plan.output === 'gpu-buffer' ? gpuResultDtype(plan) : 'host';
+  const { halfInputs, halfResults } = halfData(plan);
   return `${generation}|${idOf(problems)}|${measuring}|${timed}|${path}|${B}|${L}|${S}|${bucket(T)}|${keys}|${Boolean(plan.isCausal || plan.cache)}`
-    + `|${cache?.dtype}|${plan.needWeights}|${Boolean(callTable(plan))}|${halfInputs}|${results}`;
+    + `|${cache?.dtype}|${plan.needWeights}|${Boolean(callTable(plan))}|${halfInputs}|${halfResults}`;
 }
 
+// Whether a call widens float16 GPU inputs and rounds its 'gpu-buffer' results to float16 (the
+// widenHalf and narrowHalf kernels it needs).
+function halfData(plan) {
+  return {
+    halfInputs: deviceInputs(plan).some((d) => d.dtype === 'float16'),
+    halfResults: plan.output === 'gpu-buffer' && gpuResultDtype(plan) === 'float16',
+  };
+}
+
+// A call's variant names, { family: name } (its result's `kernels`, the selection hooks' argument).
+const variantNames = (variants) => Object.freeze(Object.fromEntries(Object.entries(variants).map(([family, v]) => [family, v.name])));
+
 /**
- * Resolves to { variants, measured, pipelines } for one call: variants and measured as
+ * Resolves to { variants, names (variantNames()), measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
  * pipelines: { linear(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
  * cacheFlags, nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
@@ -80,7 +91,7 @@ function repeatKey({ plan, config, path, cache, problems, measuring, timed }) {
  */
 export async function callKernels(device, args, owner = null) {
   const { plan, config, path, measuring, timed = true, variants: given } = args;
-  const key = owner && !given ? repeatKey({ ...args, timed }) : null;
+  const key = owner && !given ? repeatKey(args, timed) : null;
   const kept = key && keptKernels.find(owner, key);
   if (kept) return kept;
   for (;;) {
@@ -93,7 +104,7 @@ export async function callKernels(device, args, owner = null) {
       for (const pending of [...own.linear, own.q8, own.attention, own.decodeReduce]) pending?.catch(() => {});  // not awaited now
       continue;
     }
-    const kernels = { variants, measured, pipelines: await callPipelines(device, args, own) };
+    const kernels = { variants, names: variantNames(variants), measured, pipelines: await callPipelines(device, args, own) };
     if (key && !measured) keptKernels.keep(owner, key, kernels);
     return kernels;
   }
@@ -140,8 +151,7 @@ async function callPipelines(device, { plan, config, cache }, own) {
   const { headDim: dk, valueHeadDim: dv } = config;
   const narrow = narrowCacheDtype(cache);
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
-  const halfInputs = deviceInputs(plan).some((d) => d.dtype === 'float16');
-  const halfResults = plan.output === 'gpu-buffer' && gpuResultDtype(plan) === 'float16';
+  const { halfInputs, halfResults } = halfData(plan);
   const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,

@@ -52,17 +52,18 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     buffers.set(role, b);
     return b;
   };
+  // A caller's buffer bound as it is, `bytes` of it (the most any of the call's bindings read).
+  const boundAsIs = (b, bytes) => {
+    sizes.set(b, Math.max(sizes.get(b) ?? 0, bytes));
+    asIs.add(b);
+    return b;
+  };
   const uploads = new Map();  // the same typed array goes up once
   let uploadMs = 0;  // time in writeBuffer() (passHooks' phases)
   const upload = (data, role) => {
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
-    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) {
-      // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
-      const b = data.gpuBuffer;
-      sizes.set(b, Math.max(sizes.get(b) ?? 0, data.length * F32));
-      asIs.add(b);
-      uploads.set(data, b);
-    }
+    // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
+    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) uploads.set(data, boundAsIs(data.gpuBuffer, data.length * F32));
     if (!uploads.has(data) && !encoder) {
       uploads.set(data, buffer(data.length, STORAGE_IN, role));
       if (staging(data)) gpu.staging.reserve(role, data.byteLength);
@@ -85,10 +86,9 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
   // role's half buffer, then widened into the role's float32 buffer before the kernels read it.
   const widened = (data, role) => {
     const bytes = deviceBytes('float16', data.length);
-    let halves = data.gpuBuffer;
+    let halves;
     if (bindsAsIs(data)) {
-      sizes.set(halves, Math.max(sizes.get(halves) ?? 0, bytes));
-      asIs.add(halves);
+      halves = boundAsIs(data.gpuBuffer, bytes);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
       copyPieces(encoder, data, halves);

@@ -123,7 +123,7 @@ function reportPhases(marks, uploadMs, gpuMs) {
 // A call with plan.batch (dispatch/gpu_batch.js): its dispatches recorded into the batch's encoder,
 // under error scopes of its own (popped at once, awaited by batch.submit()), and nothing submitted.
 // Resolves to { output, weights, kernels } with GpuTensors that read() submits the batch for.
-function recordForward(gpu, call, names) {
+function recordForward(gpu, call) {
   const { device } = gpu;
   const { plan, cache } = call;
   const encoder = plan.batch.encoderFor(gpu, device);  // before the scopes: it may submit
@@ -152,13 +152,11 @@ function recordForward(gpu, call, names) {
   }, [...ctx.made.values()]);
   const weights = ctx.made.get('weights');
   return {
-    kernels: names,
+    kernels: call.kernels.names,
     output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending, gpuResultDtype(plan)),
     weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending, gpuResultDtype(plan)) : null,
   };
 }
-
-const variantNames = (kernels) => Object.fromEntries(Object.entries(kernels.variants).map(([family, v]) => [family, v.name]));
 
 // callKernels() on a device that is still there once they are ready.
 async function kernelsOf(gpu, args) {
@@ -185,11 +183,11 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   // the module's other calls chose, never a candidate being measured.
   const measuring = gpu.selecting || Boolean(selectionHooks.clock);
   const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' && plan.L > 0 });
-  const names = variantNames(kernels);
+  const { names } = kernels;
   selectionHooks.onCall?.(names);
   flushPendingInputs(plan);
   // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
-  if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels }, names);
+  if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels });
   const { measured } = kernels;
   const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
@@ -213,7 +211,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
 // to { result, ms } (ms: the timer's, else null).
 async function submitCall(gpu, { plan, config, path, cache, problems }, kernels, timer, marks) {
   const { device, untilLost } = gpu;
-  const names = variantNames(kernels);
+  const { names } = kernels;
   let scopes = null;
   let failed = true;
   let ctx = null;

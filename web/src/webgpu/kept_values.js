@@ -31,7 +31,10 @@ export function keptPer(capacity) {
   return {
     find,
     keep,
-    get: (owner, key, make) => find(owner, key) ?? keep(owner, key, make()),
+    get(owner, key, make) {
+      const value = find(owner, key);
+      return value !== undefined ? value : keep(owner, key, make());
+    },
   };
 }
 

@@ -5,6 +5,7 @@ import { DECODE_MAX_L, DECODE_VARIANTS } from './kernel_config.js';
 import { DECODE_CHUNK } from '../kernels/decode_partial.wgsl.js';
 
 const F32 = 4;  // bytes per float of the decode partials
+const LARGEST_CHUNK = Math.max(...Object.values(DECODE_VARIANTS).map((v) => v.chunk));  // keys
 
 /**
  * The attention kernels of `plan` (a call, or one pass of a cached call): 'decode'
@@ -24,9 +25,8 @@ export function attentionPath(plan, config, limits) {
  * that many tokens (call_kernels.js keeps a call's kernels for the calls like it).
  */
 export const splitShape = ({ B, L, T }, { numHeads, valueHeadDim }) => ({
-  batchHeads: B * numHeads, rows: L, keys: Math.ceil(T / KEYS_STEP) * KEYS_STEP, dv: valueHeadDim,
+  batchHeads: B * numHeads, rows: L, keys: Math.ceil(T / LARGEST_CHUNK) * LARGEST_CHUNK, dv: valueHeadDim,
 });
-const KEYS_STEP = Math.max(...Object.values(DECODE_VARIANTS).map((v) => v.chunk));
 
 /**
  * Whether the decode kernels with chunks of `chunk` keys fit the device for a call of
