@@ -46,6 +46,11 @@ async function runNodeApp(where, dir, app) {
   for (const text of app.prints) check(`${where}: prints ${JSON.stringify(text)}`, r.stdout.includes(text));
 }
 
+// The browser's own favicon request (a 404 where the page has no icon) is no part of the snippet:
+// it neither ends the wait for the snippet's output nor counts as its error.
+const FAVICON_404 = /^error: Failed to load resource.*\/favicon\.ico\)$/;
+const isSnippetError = (line) => line.startsWith('error:') && !FAVICON_404.test(line);
+
 /** Waits until the console holds every `prints` text (or, with none, the page is idle) or a page error came. */
 const settleOn = (prints) => async (page, { consoleLines, pageErrors }) => {
   if (!prints.length) {
@@ -53,7 +58,7 @@ const settleOn = (prints) => async (page, { consoleLines, pageErrors }) => {
     return;
   }
   const t0 = Date.now();
-  while (Date.now() - t0 < PAGE_TIMEOUT_MS && !pageErrors.length && !consoleLines.some((l) => l.startsWith('error:'))
+  while (Date.now() - t0 < PAGE_TIMEOUT_MS && !pageErrors.length && !consoleLines.some(isSnippetError)
     && !prints.every((p) => consoleLines.some((l) => l.includes(p)))) {
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -62,9 +67,8 @@ const settleOn = (prints) => async (page, { consoleLines, pageErrors }) => {
 async function runPage(where, url, app) {
   const { report, responses, consoleLines, pageErrors } = await openPage('chromium', where, url, settleOn(app.prints));  // the README's browser blocks: Chromium, as the issue asks; the app pages run in every engine
   require_(`${where}: page opened`, !report?.error, report?.error);
-  // The browser's own favicon request (a 404 where the page has no icon) is no part of the snippet.
   const bad = responses.filter((r) => r.status >= 400);
-  const consoleErrors = consoleLines.filter((l) => l.startsWith('error:') && !/^error: Failed to load resource.*\/favicon\.ico\)$/.test(l));
+  const consoleErrors = consoleLines.filter(isSnippetError);
   check(`${where}: no page errors, console errors or HTTP errors`,
     pageErrors.length === 0 && bad.length === 0 && consoleErrors.length === 0,
     [...pageErrors, ...consoleErrors, ...bad.map((r) => `${r.status} ${r.url}`)].join(' | '));
