@@ -35,8 +35,8 @@ export { MASK_SENTINEL } from '../web/src/webgpu/kernels/attention_common.wgsl.j
 export { quantizeQ8 } from '../web/src/storage/q8_0.js';
 export { Usage } from '../web/src/webgpu/device.js';
 export { packParams } from '../web/src/webgpu/kernel_params.js';
-export { APPEND_PARAMS } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
-export { cacheAppendGrid, cacheAppendNarrowShader, cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
+export { APPEND_PARAMS, cacheAppendGrid, cacheAppendShader } from '../web/src/webgpu/kernels/cache_append.wgsl.js';
+export { cacheHeadWords } from '../web/src/webgpu/kernels/cache_narrow.wgsl.js';
 export { WIDEN_HALF_PARAMS, narrowHalfShader, widenHalfGrid, widenHalfShader } from '../web/src/webgpu/kernels/widen_half.wgsl.js';
 
 /** The fixture cases a WebGPU module runs: every 'mha' case. */

@@ -25,15 +25,14 @@ test('every program is a descriptor { name, fits, key, shader }', () => {
   }
 });
 
-test('the kernels without variants: a key per name and dk, dv, dtype given; all fit', () => {
-  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'cacheAppendNarrow', 'weights', 'sinks', 'qkNorm', 'cacheFlags', 'nonFiniteRows', 'widenHalf', 'narrowHalf']);
+test('the kernels without variants: a key per name and dk, dv, dtype, heads given; all fit', () => {
+  assert.deepEqual(Object.keys(KERNELS), ['rotary', 'cacheAppend', 'weights', 'sinks', 'qkNorm', 'nonFiniteRows', 'widenHalf', 'narrowHalf']);
   assert.equal(KERNELS.widenHalf.key(), 'widenHalf:');
   assert.equal(KERNELS.rotary.key(), 'rotary:');
-  assert.equal(KERNELS.cacheAppend.key({}), 'cacheAppend:');
-  assert.equal(KERNELS.cacheAppendNarrow.key({ dtype: 'int8' }), 'cacheAppendNarrow:int8');
+  assert.equal(KERNELS.cacheAppend.key({ dk: 64, dv: 32, dtype: 'int8', heads: 8 }), 'cacheAppend:64:32:int8:8');
   assert.equal(KERNELS.weights.key({ dk: 64 }), 'weights:64');
   assert.equal(KERNELS.weights.key({ dk: 64, dtype: 'float16' }), 'weights:64:float16');
-  assert.equal(KERNELS.cacheFlags.key({ dk: 64, dv: 32, dtype: 'float32' }), 'cacheFlags:64:32:float32');
+  assert.equal(KERNELS.nonFiniteRows.key({ dk: 64, dv: 32, dtype: 'float32', rows: true }), 'nonFiniteRows:64:32:float32:rows');
   assert.equal(VARIANTS.q8rows.tree32.key({}), 'q8Rows:');
   assert.equal(VARIANTS.q8rows.sg32.key({}), 'q8Rows:sg32');
   assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int4', dot: 'dot4' }), 'q8Linear:int4:dot4');

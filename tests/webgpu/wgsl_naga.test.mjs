@@ -24,9 +24,8 @@ const problems = {
   q8rows: [{}],
 };
 const kernelProblems = {
-  cacheAppendNarrow: narrowCaches.map((dtype) => ({ dtype })),
+  cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }]),
   weights: [{ dk: 64 }, ...narrowCaches.map((dtype) => ({ dk: 12, dtype }))],
-  cacheFlags: CACHE_DTYPES.map((dtype) => ({ dk: 12, dv: 20, dtype })),
   nonFiniteRows: CACHE_DTYPES.flatMap((dtype) => [false, true].map((rows) => ({ dk: 12, dv: 20, dtype, rows }))),
 };
 

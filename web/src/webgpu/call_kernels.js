@@ -82,9 +82,10 @@ const variantNames = (variants) => Object.freeze(Object.fromEntries(Object.entri
  * Resolves to { variants, names (variantNames()), measured, pipelines } for one call: variants and measured as
  * chooseKernels() gives them (or `variants` as given, measuring nothing: a candidate's reference);
  * pipelines: { linear(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
- * cacheFlags, nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
+ * nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
  * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines of the q8linear
- * variant, in place of linear and the linear variant; cacheFlags and nonFiniteRows a cached call's NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
+ * variant, in place of linear and the linear variant; append a cached call's K/V rows and their
+ * flags, nonFiniteRows its NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
  * float16 GPU input's widening). A candidate on its first run (one with a reference) that does
  * not compile is dropped on the device (recordCompileFailure()) and the call chooses again.
  * owner: the module's executor, which kept kernels are kept under (repeatKey()), or null.
@@ -125,7 +126,7 @@ function variantPipelines(device, { config, path, cache, problems }, variants) {
   };
 }
 
-// A narrow cache's dtype (float16, int8), else null: its own append, and every attention kernel
+// A narrow cache's dtype (float16, int8), else null: every attention kernel
 // (flash, decode, weights) reads K and V where they are stored, in their dtype (kv_reads.wgsl.js).
 const narrowCacheDtype = (cache) => (cache && cache.dtype !== 'float32' ? cache.dtype : null);
 
@@ -151,15 +152,15 @@ async function callPipelines(device, { plan, config, cache }, own) {
   const { headDim: dk, valueHeadDim: dv } = config;
   const narrow = narrowCacheDtype(cache);
   const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
+  const stored = cache ? { ...nanRule, heads: config.numKvHeads } : null;
   const { halfInputs, halfResults } = halfData(plan);
-  const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, cacheFlags, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
+  const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
-    cache ? programPipeline(device, narrow ? KERNELS.cacheAppendNarrow : KERNELS.cacheAppend, narrow ? { dtype: narrow } : {}) : null,
+    stored && programPipeline(device, KERNELS.cacheAppend, stored),
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
-    nanRule && programPipeline(device, KERNELS.cacheFlags, nanRule),
     nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, rows: Boolean(callTable(plan)) }),
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
@@ -167,6 +168,6 @@ async function callPipelines(device, { plan, config, cache }, own) {
   const byProblem = new Map(own.linearProblems.map((problem, i) => [problem, linearPipelines[i]]));
   return {
     linear: (problem) => byProblem.get(problem), q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm,
-    cacheFlags, nonFiniteRows, widenHalf, narrowHalf,
+    nonFiniteRows, widenHalf, narrowHalf,
   };
 }

@@ -8,20 +8,20 @@
 //                                   at the call's positionIds [B, L]
 //   cache (optional)    cacheAppend the new K and V rows written into the cache's ring (float32,
 //                                   or narrow: float16 / int8), which the attention kernels then
-//                                   read where stored (bottom-right causal, window)
+//                                   read where stored (bottom-right causal, window), and a flag
+//                                   per new slot for the NaN rule: K or V non-finite
 //   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
 //                                   softmax, no L×S buffer; writes each row's max and sum
 //     or, for L <= DECODE_MAX_L     split-K: decode_partial (one workgroup per chunk of keys of
 //                       decode      each row: chunk max, sum, Σ p·v) then decode_reduce
 //                                   (rescales and combines the chunks; same outputs and stats)
 //   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
-//   NaN rule (cache)    cacheFlags  (after the append) a flag per new slot: K or V non-finite;
-//                       nonFiniteRows  each row that sees a non-finite value computed again,
+//   NaN rule (cache)    nonFiniteRows  each row that sees a non-finite value computed again,
 //                                   IEEE on the bits (kernels/nonfinite_rows.wgsl.js)
 //   output projection   linear      heads·W_oᵀ + b_o
 //
 // An encoded cache (gpu_encode.js): its filling (L = 0) stops after the K/V projections, the append
-// and the flags (encodeCacheFill()); its steps (S = 0) project the query alone and append nothing.
+// with its flags (encodeCacheFill()); its steps (S = 0) project the query alone and append nothing.
 // An attention-only config (scaledDotProductAttention(): api/attention_engines.js) projects
 // nothing: its query, key and value are the attention's operands, its heads the output.
 //
@@ -38,11 +38,11 @@ import { blockBuffers } from './weight_storage.js';
 import { encodeQ8Linear } from './q8_projection.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
-import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
+import { APPEND_PARAMS, cacheAppendGrid } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
-import { cacheAppendGrid, cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
+import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 import { isAttentionOnly } from '../base/attention_only.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
@@ -200,24 +200,19 @@ const storedOperands = (cache, { numKvHeads: G, headDim: dk, valueHeadDim: dv })
 ];
 
 // The new K and V rows appended to the cache's ring in place (a float16 or int8 cache's rounded or
-// quantised: cache_narrow.wgsl.js); every attention kernel then reads each cached position from
-// the ring where it is stored, in the cache's dtype (kv_reads.wgsl.js): no float32 copy of a
-// narrow cache is made. Returns the { k, v } operands (strides in floats, or in words narrow).
+// quantised: cache_narrow.wgsl.js) and each new slot's flag of the NaN rule, one dispatch; every
+// attention kernel then reads each cached position from the ring where it is stored, in the
+// cache's dtype (kv_reads.wgsl.js): no float32 copy of a narrow cache is made. Returns the { k, v }
+// operands (strides in floats, or in words narrow).
 function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   const { B, S } = plan;  // S: the rows appended (a plain step's L; an encoded cache's filling, its S)
-  const { numKvHeads: G, headDim: dk, valueHeadDim: dv } = config;
-  const first = plan.cache.lengthBefore;
   const perRow = callRows(plan);
-  const rowTable = rowTableOf(ctx, callTable(plan));
-  const append = ({ buf, off, stride }, d, to) => {
-    ctx.dispatch(kernels.pipelines.append,
-      ctx.uniform(packParams(APPEND_PARAMS, {
-        count: S, heads: G, d, srcOff: off, srcStride: stride, capacity: cache.capacity, first, perRow: perRow ? 1 : 0,
-      })),
-      [buf, to, rowTable], cacheAppendGrid(cache.dtype, { heads: G, d, count: S, B }));
-  };
-  append(k, dk, cache.keys);
-  append(v, dv, cache.values);
+  ctx.dispatch(kernels.pipelines.append,
+    ctx.uniform(packParams(APPEND_PARAMS, {
+      count: S, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride, capacity: cache.capacity,
+      first: plan.cache.lengthBefore, perRow: perRow ? 1 : 0, flagsOff: cache.flagsOffset,
+    })),
+    [k.buf, v.buf, cache.keys, cache.values, rowTableOf(ctx, callTable(plan))], cacheAppendGrid({ count: S, B }));
   return storedOperands(cache, config);
 }
 
@@ -246,12 +241,11 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   };
   const attention = (average) => uniform(packParams(ATTENTION_PARAMS, { ...values, average: average ? 1 : 0 }));
   const maskBindings = [kpm ?? placeholder, am ?? placeholder];
-  // A cached call's NaN rule, first the flags of the slots just appended (nonfinite_rows.wgsl.js).
+  // A cached call's NaN rule (nonfinite_rows.wgsl.js) over the flags the append wrote.
   const nanRule = cache && uniform(packParams(NONFINITE_PARAMS, {
     ...values, average: plan.averageAttnWeights ? 1 : 0, flagsOff: cache.flagsOffset,
     hasSinks: config.sinks ? 1 : 0, hasWeights: plan.needWeights ? 1 : 0,
   }));
-  if (cache && plan.S > 0) dispatch(kernels.pipelines.cacheFlags, nanRule, [k.buf, v.buf, rowTable], [L, B, 1]);
 
   // Attention only (no output projection): the heads are the call's output.
   const heads = isAttentionOnly(config) ? buffer(B * L * H * dv, STORAGE_OUT, 'output') : buffer(B * L * H * dv, Usage.STORAGE, 'heads');
@@ -307,16 +301,9 @@ export function encodeForward(ctx, call) {
 }
 
 // An encoded cache's filling (gpu_encode.js: no query, L = 0): key and value projected and
-// appended, then each new slot's flag of the NaN rule (kernels/nonfinite_rows.wgsl.js), which
-// the steps on the cache read; no attention, no output.
+// appended with each new slot's flag of the NaN rule (kernels/nonfinite_rows.wgsl.js), which the
+// steps on the cache read; no attention, no output.
 function encodeCacheFill(ctx, call) {
-  const { plan: { B, S }, config: { numHeads: H, numKvHeads: G }, cache, kernels } = call;
-  const { k, v } = encodeInputs(ctx, call);
-  // The flags kernel reads the slots' rows from these; the other uniforms stay 0 (no shift: the
-  // filling starts at slot 0; no row table, window or causal rule).
-  const flags = ctx.uniform(packParams(NONFINITE_PARAMS, {
-    B, S, H, group: H / G, kvRows: cache.capacity, flagsOff: cache.flagsOffset, kStride: k.stride, vStride: v.stride,
-  }));
-  ctx.dispatch(kernels.pipelines.cacheFlags, flags, [k.buf, v.buf, rowTableOf(ctx, null)], [S, B, 1]);
+  encodeInputs(ctx, call);
   return { out: null, outFloats: 0, weights: null, weightFloats: 0 };
 }

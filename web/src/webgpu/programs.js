@@ -12,8 +12,7 @@ import { ATTENTION_VARIANTS, DECODE_VARIANTS, DEFAULT_TOLERANCE, LINEAR_VARIANTS
 import { attentionSinksShader } from './kernels/attention_sinks.wgsl.js';
 import { attentionWeightsShader } from './kernels/attention_weights.wgsl.js';
 import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
-import { cacheAppendNarrowShader } from './kernels/cache_narrow.wgsl.js';
-import { cacheFlagsShader, nonFiniteRowsShader } from './kernels/nonfinite_rows.wgsl.js';
+import { nonFiniteRowsShader } from './kernels/nonfinite_rows.wgsl.js';
 import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
@@ -186,28 +185,26 @@ export const fittingVariants = (family, device, problem) => Object.values(VARIAN
   .filter((v) => v.features.every((f) => device.features?.has(f)) && v.fits(device.limits, problem)
     && (v.precision === 'float32' || v.precision === problem.precision));
 
-// A kernel without variants: its key is its name and, where given, the problem's dk, dv and
-// dtype ('weights:64', 'cacheFlags:64:64:int8', 'rotary:'); it fits every device the module does.
+// A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
+// and heads ('weights:64', 'cacheAppend:64:64:int8:8', 'rotary:'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype, rows } = {}) => `${name}:${[dk, dv, dtype, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
+  const key = ({ dk, dv, dtype, heads, rows } = {}) => `${name}:${[dk, dv, dtype, heads, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
 
 /**
- * name → descriptor of the kernels without variants: 'rotary', 'cacheAppend', 'sinks', 'qkNorm'
- * (problem {}), 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in),
- * 'cacheAppendNarrow' ({ dtype }), 'cacheFlags' and 'nonFiniteRows' ({ dk, dv, dtype }: a cached
- * call's NaN rule; nonFiniteRows with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
+ * name → descriptor of the kernels without variants: 'rotary', 'sinks', 'qkNorm' (problem {}),
+ * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppend' ({ dk, dv,
+ * dtype, heads }: a cached call's new K/V rows and their flags), 'nonFiniteRows' ({ dk, dv, dtype }:
+ * a cached call's NaN rule, with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
  * are the q8rows and q8linear families', VARIANTS.)
  */
 export const KERNELS = Object.fromEntries(Object.entries({
   rotary: () => rotaryShader(),
-  cacheAppend: () => cacheAppendShader(),
-  cacheAppendNarrow: ({ dtype }) => cacheAppendNarrowShader(dtype),
+  cacheAppend: (problem) => cacheAppendShader(problem),
   weights: ({ dk, dtype }) => attentionWeightsShader({ dk, kv: dtype }),
   sinks: () => attentionSinksShader(),
   qkNorm: () => qkNormShader(),
-  cacheFlags: (problem) => cacheFlagsShader(problem),
   nonFiniteRows: (problem) => nonFiniteRowsShader(problem),
   widenHalf: () => widenHalfShader(),
   narrowHalf: () => narrowHalfShader(),

@@ -222,10 +222,14 @@ export class WebGpuExecutor {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
     const cache = new GpuKvCache(this.#device, this.#config, options);
     cache.beforeOwnWork = () => this.#flushBatch();
-    // The NaN rule's two pipelines (kernels/nonfinite_rows.wgsl.js), compiled from now on rather
-    // than at the first cached call, which awaits them (a failed compile is tried again there).
-    const { headDim: dk, valueHeadDim: dv } = this.#config;
-    for (const kind of ['cacheFlags', 'nonFiniteRows']) programPipeline(this.#device, KERNELS[kind], { dk, dv, dtype: cache.dtype }).catch(() => {});
+    // The append's and the NaN rule's pipelines (kernels/cache_append.wgsl.js, nonfinite_rows.wgsl.js),
+    // compiled from now on rather than at the first cached call, which awaits them (a failed
+    // compile is tried again there).
+    const { headDim: dk, valueHeadDim: dv, numKvHeads: heads } = this.#config;
+    const problem = { dk, dv, dtype: cache.dtype };
+    for (const [kind, extra] of [['cacheAppend', { heads }], ['nonFiniteRows', {}]]) {
+      programPipeline(this.#device, KERNELS[kind], { ...problem, ...extra }).catch(() => {});
+    }
     return cache;
   }
 

@@ -1,46 +1,86 @@
-// WGSL kernel: appends a call's new key or value rows to a KV cache on the GPU, in place.
+// WGSL kernel: appends a call's new key and value rows to a KV cache on the GPU, in place, and
+// writes each new slot's flag of the NaN rule (nonfinite_rows.wgsl.js): one dispatch for what a
+// step on a cache stores.
 //
 // Why a kernel and not copyBufferToBuffer: the new rows are columns of the projection's output
 // (Q, K and V side by side when fused) and land in a ring (position p in slot p mod capacity), so
 // one dispatch does the strided gather and the wrap; no buffer is created per step. The cache
-// rows are [B, capacity, numKvHeads·d]: the layout the attention kernels read through keyRow().
-
+// rows are [B, capacity, numKvHeads·d] in the cache's dtype (float32, or narrow: float16 rounded,
+// int8 quantised: cache_narrow.wgsl.js): the layout the attention kernels read through keyRow().
+//
+// One workgroup per new row (and batch) stores its K and V rows and ORs together whether any
+// stored value is an infinity or a NaN, which its first invocation writes as the slot's flag (a
+// u32 after K's rows, gpu_kv_cache.js): the flag needs the whole row, so the row is one
+// workgroup's. Values move as u32 bits, so a float32 cache keeps a NaN's bits as given.
 import { paramsWgsl } from '../kernel_params.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
+import { cacheHeadWords, quantiseMaxima, storeHelpersWgsl, storeRowWgsl } from './cache_narrow.wgsl.js';
 
-/** Invocations per workgroup, along a row's columns (words, for a narrow cache). */
-export const APPEND_WORKGROUP = 64;
+/** Invocations per workgroup: each takes every APPEND_WORKGROUP-th value (word) of the row. */
+export const APPEND_WORKGROUP = 256;
 
-/**
- * The uniforms of both append kernels, this float32 one and a float16 / int8 cache's
- * (cache_narrow.wgsl.js), in order (kernel_params.js makes the struct and the packing).
- */
+/** The append kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const APPEND_PARAMS = [
-  ['count', 'u32', 'new rows per batch (L)'],
-  ['heads', 'u32', 'numKvHeads'],
-  ['d', 'u32', 'values per head (headDim or valueHeadDim)'],
-  ['srcOff', 'u32', 'new row (b, i) at src[srcOff + (b·count + i)·srcStride]'],
-  ['srcStride', 'u32'],
+  ['count', 'u32', 'new rows per batch (S)'],
+  ['kOff', 'u32', 'new K row (b, i) at srcK[kOff + (b·count + i)·kStride]'],
+  ['kStride', 'u32'],
+  ['vOff', 'u32', 'new V row (b, i) at srcV[vOff + (b·count + i)·vStride]'],
+  ['vStride', 'u32'],
   ['capacity', 'u32', 'cache rows per batch'],
   ['first', 'u32', 'position of new row 0 (the cache\'s length before the call)'],
   ['perRow', 'u32', '1: batch b goes to cache row rowTable[2b] from position rowTable[2b + 1] (rowTableWgsl())'],
+  ['flagsOff', 'u32', 'the flag of cache slot r at cacheK[flagsOff + r]: 1 when its K or V row holds a non-finite value'],
 ];
 
-export function cacheAppendShader() {
-  return /* wgsl */ `
-${paramsWgsl(APPEND_PARAMS)}@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<f32>;
-${rowTableWgsl(3, { shift: 'first', positions: false })}
-// Grid: (ceil(heads·d / 64), count, B) (cacheAppendGrid(), cache_narrow.wgsl.js).
+/** The kernel's grid: a workgroup per new row (`count` of them) and batch. */
+export const cacheAppendGrid = ({ count, B }) => [count, B, 1];
+
+/**
+ * The append kernel of a cache of `dtype` ('float32' | 'float16' | 'int8') with `heads` K/V heads
+ * of dk key and dv value values. Bindings: uniforms, srcK, srcV, cacheK (with the flags), cacheV,
+ * the row table.
+ */
+export function cacheAppendShader({ dtype, dk, dv, heads }) {
+  const K = { src: 'srcK', cache: 'cacheK', from: 'kFrom', to: 'kTo', D: 'DK', W: 'KW', top: 'topK' };
+  const V = { src: 'srcV', cache: 'cacheV', from: 'vFrom', to: 'vTo', D: 'DV', W: 'VW', top: 'topV' };
+  const int8 = dtype === 'int8';
+  return /* wgsl */ `${paramsWgsl(APPEND_PARAMS)}
+@group(0) @binding(1) var<storage, read> srcK: array<u32>;
+@group(0) @binding(2) var<storage, read> srcV: array<u32>;
+@group(0) @binding(3) var<storage, read_write> cacheK: array<u32>;
+@group(0) @binding(4) var<storage, read_write> cacheV: array<u32>;
+${rowTableWgsl(5, { shift: 'first', positions: false })}
+const G = ${heads}u;
+const DK = ${dk}u;
+const DV = ${dv}u;
+const KW = ${cacheHeadWords(dtype, dk)}u;  // cache words per head
+const VW = ${cacheHeadWords(dtype, dv)}u;
+const WG = ${APPEND_WORKGROUP}u;
+fn nonFinite(bits: u32) -> bool { return (bits & 0x7f800000u) == 0x7f800000u; }
+${storeHelpersWgsl(dtype)}
+var<workgroup> found: atomic<u32>;
+${int8 ? 'var<workgroup> topK: array<atomic<u32>, G>;\nvar<workgroup> topV: array<atomic<u32>, G>;\n' : ''}
+// Grid: (count, B) (cacheAppendGrid()).
 @compute @workgroup_size(${APPEND_WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let width = p.heads * p.d;
-  let c = gid.x;
-  if (c >= width) { return; }
-  let i = gid.y;
-  let b = gid.z;
-  let slot = (shiftOf(b) + i) % p.capacity;
-  cache[(cacheRow(b) * p.capacity + slot) * width + c] = src[p.srcOff + (b * p.count + i) * p.srcStride + c];
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let i = wg.x;
+  let b = wg.y;
+  let row = cacheRow(b) * p.capacity + (shiftOf(b) + i) % p.capacity;
+  let kFrom = p.kOff + (b * p.count + i) * p.kStride;
+  let vFrom = p.vOff + (b * p.count + i) * p.vStride;
+  let kTo = row * G * KW;
+  let vTo = row * G * VW;
+  // Zeroed by the kernel's own stores, not WGSL's zeroing (workgroup_zero.wgsl.js says why).
+  if (t == 0u) { atomicStore(&found, 0u); }
+  ${int8 ? 'for (var h = t; h < G; h += WG) { atomicStore(&topK[h], 0u); atomicStore(&topV[h], 0u); }' : ''}
+  workgroupBarrier();
+  ${int8 ? `${quantiseMaxima(K)}\n  ${quantiseMaxima(V)}\n  workgroupBarrier();` : ''}
+  var bad = false;
+  ${storeRowWgsl(dtype, K)}
+  ${storeRowWgsl(dtype, V)}
+  if (bad) { atomicOr(&found, 1u); }
+  workgroupBarrier();
+  if (t == 0u) { cacheK[p.flagsOff + row] = atomicLoad(&found); }
 }
 `;
 }

@@ -1,7 +1,7 @@
 // The storage of a float16 or int8 KV cache on the GPU (gpu_kv_cache.js), as the WASM core's
-// cache stores it (docs/attention-math/storage.md §11), and its append kernel, which stores a call's new
-// key or value rows narrow. The attention kernels read the rows where they are stored
-// (kv_reads.wgsl.js).
+// cache stores it (docs/attention-math/storage.md §11), and the WGSL that stores a call's new key
+// or value rows narrow, for the append kernel (cache_append.wgsl.js). The attention kernels read
+// the rows where they are stored (kv_reads.wgsl.js).
 //
 // Layout: rows [B, capacity] of numKvHeads heads; each head's d values in whole u32 words (two
 // float16 or four int8 per word, packed_values.wgsl.js, the last word of a head zero-padded), and
@@ -20,20 +20,16 @@
 // every q 0, so that it dequantises to NaN. The kernel finds such a head from the values' bits,
 // in integer arithmetic, and never computes with a non-finite float (WGSL lets a GPU assume there
 // is none).
-import { paramsWgsl } from '../kernel_params.js';
-import { rowTableWgsl } from './row_table.wgsl.js';
-import { APPEND_PARAMS, APPEND_WORKGROUP } from './cache_append.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from './packed_values.wgsl.js';
 import { q8DivisionWgsl } from './q8_division.wgsl.js';
-import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
 /** u32 words one head of `d` values takes in a cache row of `dtype` (int8: its scale's word too). */
 export const cacheHeadWords = (dtype, d) => (dtype === 'float32' ? d : wordsOf(dtype, d) + (dtype === 'int8' ? 1 : 0));
 
-// float32 → float16 bits, to nearest-even (web/src/half_floats.js's f32BitsToF16, in WGSL).
+// float32 bits → float16 bits, to nearest-even (web/src/half_floats.js's f32BitsToF16, in WGSL),
+// and whether a float16 is an infinity or a NaN (as stored: a float32 above its range is one).
 const F16_BITS = `
-fn f16Bits(x: f32) -> u32 {
-  let b = bitcast<u32>(x);
+fn f16Bits(b: u32) -> u32 {
   let sign = (b >> 16u) & 0x8000u;
   let m = b & 0x7fffffffu;
   if (m > 0x7f800000u) { return sign | 0x7e00u | ((m >> 13u) & 0x3ffu); }
@@ -45,92 +41,74 @@ fn f16Bits(x: f32) -> u32 {
   // Below 2^-14: an F16 subnormal, the value in units of 2^-24 (exact), rounded half to even.
   return sign | u32(round(bitcast<f32>(m) * 16777216.0));
 }
+fn halfNonFinite(h: u32) -> bool { return (h & 0x7c00u) == 0x7c00u; }
 `;
 
 /**
- * The append kernel's grid for `count` new rows of `heads` heads of `d` values, B batches (a
- * float32 cache's kernel, cache_append.wgsl.js, too): one invocation per float32 value or per
- * word of float16 values, in workgroups of APPEND_WORKGROUP along a row; int8 one workgroup per
- * (head, row, batch), which finds the head's scale once and writes all of its words.
+ * WGSL statements storing one new row of K or V in `dtype`. `side` names the append kernel's
+ * (cache_append.wgsl.js) src and cache (arrays of u32), from (the row's first source value), to
+ * (its first cache word), D (values per head), W (cache words per head: cacheHeadWords()) and top
+ * (int8's per-head maxima, quantiseMaxima()). Each of the WG invocations (index t) takes every
+ * WG-th value or word of the row's G heads, and sets `bad` where a stored value is an infinity or
+ * a NaN (int8: a head's scale stored NaN).
  */
-export function cacheAppendGrid(dtype, { heads, d, count, B }) {
-  if (dtype === 'int8') return [heads, count, B];
-  return [Math.ceil(heads * (dtype === 'float32' ? d : wordsOf(dtype, d)) / APPEND_WORKGROUP), count, B];
-}
-
-// The source row and the head's first cache word of new row i, batch b, head h.
-const ROW_TABLE = rowTableWgsl(3, { shift: 'first', positions: false });
-const HEAD_PLACE = `let row = p.srcOff + (b * p.count + i) * p.srcStride + h * p.d;
-  let slot = (shiftOf(b) + i) % p.capacity;
-  let head = ((cacheRow(b) * p.capacity + slot) * p.heads + h) * headWords;`;
-
-// One invocation per word of a head's values: each word holds two values, rounded on their own.
-const FLOAT16_APPEND = `
-const PER = ${VALUES_PER_WORD.float16}u;  // values per word
-@group(0) @binding(1) var<storage, read> src: array<f32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<u32>;
-${ROW_TABLE}${F16_BITS}
-@compute @workgroup_size(${APPEND_WORKGROUP})
-fn main(@builtin(global_invocation_id) gid: vec3u) {
-  let headWords = (p.d + PER - 1u) / PER;
-  let w = gid.x;
-  if (w >= p.heads * headWords) { return; }
-  let i = gid.y;
-  let b = gid.z;
-  let h = w / headWords;
-  let j0 = (w % headWords) * PER;  // the first of this word's values in its head
-  ${HEAD_PLACE}
-  var word = f16Bits(src[row + j0]);
-  if (j0 + 1u < p.d) { word |= f16Bits(src[row + j0 + 1u]) << 16u; }
-  cache[head + w % headWords] = word;
-}
-`;
-
-// One workgroup per (head, row, batch): its invocations find max |x| together, each over every
-// APPEND_WORKGROUP-th value, as integers (|x|'s bits: for non-negative floats integer order is
-// value order, and every infinity or NaN lies above the largest finite value), then each writes
-// every APPEND_WORKGROUP-th word of the head's values, and the first the scale. The source is
-// read as u32 so that a NaN or infinity is never a float in the shader.
-const INT8_APPEND = `
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> cache: array<u32>;
-${ROW_TABLE}const PER = ${VALUES_PER_WORD.int8}u;  // values per word
-const WG = ${APPEND_WORKGROUP}u;
-const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
-const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it
-var<workgroup> topBits: atomic<u32>;
-${q8DivisionWgsl}
-@compute @workgroup_size(${APPEND_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let perHead = (p.d + PER - 1u) / PER;  // words of the head's values; the scale's is the next
-  let headWords = perHead + 1u;
-  let h = wg.x;
-  let i = wg.y;
-  let b = wg.z;
-  ${HEAD_PLACE}
-  ${zeroWorkgroupAtomic('topBits')}
-  var top = 0u;
-  for (var j = t; j < p.d; j += WG) { top = max(top, src[row + j] & 0x7fffffffu); }
-  atomicMax(&topBits, top);
-  workgroupBarrier();
-  let amax = atomicLoad(&topBits);
-  let finite = amax < FINITE_END;
-  let scale = over127(bitcast<f32>(select(0u, amax, finite)));
-  if (t == 0u) { cache[head + perHead] = select(NAN_BITS, bitcast<u32>(scale), finite); }
-  for (var w = t; w < perHead; w += WG) {
+export function storeRowWgsl(dtype, side) {
+  const { src, cache, from, to, D, W } = side;
+  if (dtype === 'float32') {
+    return `for (var c = t; c < G * ${D}; c += WG) {
+    let x = ${src}[${from} + c];
+    ${cache}[${to} + c] = x;
+    bad = bad || nonFinite(x);
+  }`;
+  }
+  if (dtype === 'float16') {
+    // Each word two values of one head, rounded on their own; a head's odd last word pads with 0.
+    return `for (var w = t; w < G * ${W}; w += WG) {
+    let j = (w % ${W}) * 2u;
+    let at = ${from} + (w / ${W}) * ${D} + j;
+    let lo = f16Bits(${src}[at]);
+    var hi = 0u;
+    if (j + 1u < ${D}) { hi = f16Bits(${src}[at + 1u]); }
+    ${cache}[${to} + w] = lo | (hi << 16u);
+    bad = bad || halfNonFinite(lo) || halfNonFinite(hi);
+  }`;
+  }
+  return `for (var w = t; w < G * ${W}; w += WG) {
+    let h = w / ${W};
+    let j = w % ${W};
+    let amax = atomicLoad(&${side.top}[h]);
+    let finite = amax < FINITE_END;
+    let scale = over127(bitcast<f32>(select(0u, amax, finite)));
     var word = 0u;
-    if (scale > 0.0) {
-      for (var k = 0u; k < PER && w * PER + k < p.d; k++) {
-        let q = quotientCode(bitcast<f32>(src[row + w * PER + k]), scale, false);
+    if (j == ${W} - 1u) {
+      word = select(NAN_BITS, bitcast<u32>(scale), finite);
+      bad = bad || !finite;
+    } else if (scale > 0.0) {
+      for (var k = 0u; k < PER8 && j * PER8 + k < ${D}; k++) {
+        let q = quotientCode(bitcast<f32>(${src}[${from} + h * ${D} + j * PER8 + k]), scale, false);
         word |= (bitcast<u32>(q) & 0xffu) << (8u * k);
       }
     }
-    cache[head + w] = word;
-  }
+    ${cache}[${to} + w] = word;
+  }`;
 }
-`;
 
-/** The append kernel of `dtype` ('float16' | 'int8'), APPEND_PARAMS' uniforms; grid: cacheAppendGrid(). */
-export function cacheAppendNarrowShader(dtype) {
-  return `${paramsWgsl(APPEND_PARAMS)}${dtype === 'int8' ? INT8_APPEND : FLOAT16_APPEND}`;
+/**
+ * int8: WGSL statements that find each head's max |x| of one new row (`side` as storeRowWgsl's)
+ * into the workgroup atomics `top` (zeroed before, read after a barrier), as integers: |x|'s bits,
+ * whose integer order is value order for non-negative floats, and every infinity or NaN lies
+ * above the largest finite value.
+ */
+export function quantiseMaxima({ src, from, D, top }) {
+  return `for (var c = t; c < G * ${D}; c += WG) { atomicMax(&${top}[c / ${D}], ${src}[${from} + c] & 0x7fffffffu); }`;
+}
+
+/** The WGSL functions and constants storeRowWgsl()'s statements of `dtype` use. */
+export function storeHelpersWgsl(dtype) {
+  if (dtype === 'float16') return F16_BITS;
+  if (dtype !== 'int8') return '';
+  return `const PER8 = ${VALUES_PER_WORD.int8}u;  // values per word
+const FINITE_END = 0x7f800000u;  // |x|'s bits from here on: an infinity or a NaN
+const NAN_BITS = 0x7fc00000u;    // the scale of a head holding one, as the WASM core stores it
+${q8DivisionWgsl}`;
 }

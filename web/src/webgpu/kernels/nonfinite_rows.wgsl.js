@@ -1,13 +1,13 @@
 // WGSL kernels of the NaN rule for a call on a KV cache stored on the GPU (README, "Limits"). The
 // attention kernels assume finite values (WGSL lets a GPU assume there is no NaN or infinity, and
 // their max() and pv()'s select swallow one), and such a call cannot move to the CPU (the cache's
-// storage is on the device), so two kernels make each row that sees a non-finite value what the
+// storage is on the device), so two steps make each row that sees a non-finite value what the
 // WASM core gives it:
-//   cacheFlags     after the append, one flag per new cache slot: whether its stored K or V row
-//                  (any head, as stored: a float16 overflow is an infinity) holds a NaN or an
-//                  infinity. The flags live in u32 words after K's rows (gpu_kv_cache.js), so that
-//                  truncate (a slot's flag is written with the slot), fork, reset and snapshots
-//                  carry them as they carry K;
+//   flags          the append kernel (cache_append.wgsl.js) writes one flag per new cache slot:
+//                  whether its stored K or V row (any head, as stored: a float16 overflow is an
+//                  infinity) holds a NaN or an infinity. The flags live in u32 words after K's
+//                  rows (gpu_kv_cache.js), so that truncate (a slot's flag is written with the
+//                  slot), fork, reset and snapshots carry them as they carry K;
 //   nonFiniteRows  last before the output projection, per query row (b, i): whether its query, a
 //                  flagged slot it may see (the position rule), a mask entry or a sink is
 //                  non-finite. Only such a row is computed again, serially, its outputs (and
@@ -26,10 +26,10 @@ import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
 import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
-/** Invocations per workgroup of both kernels (one workgroup per row). */
+/** Invocations per workgroup of nonFiniteRows (one workgroup per row). */
 export const NONFINITE_WORKGROUP = 64;
 
-/** The attention kernels' uniforms and three more (both kernels take one block). */
+/** The attention kernels' uniforms and three more. */
 export const NONFINITE_PARAMS = [
   ...ATTENTION_PARAMS,
   ['flagsOff', 'u32', 'the flag of cache slot r (keyRow()) at k[flagsOff + r]: 1 non-finite'],
@@ -67,27 +67,6 @@ const DK = ${dk}u;
 const DV = ${dv}u;
 const WG = ${NONFINITE_WORKGROUP}u;
 `;
-
-/** The flags of a call's new cache rows, over K/V storage `dtype`; grid (L, B). */
-export function cacheFlagsShader({ dk, dv, dtype }) {
-  return /* wgsl */ `${header({ dk, dv })}
-${kvBitsReads({ kv: dtype, dk, dv, k: 1, v: 2, kAccess: 'read_write' })}${rowTableWgsl(3)}
-var<workgroup> found: atomic<u32>;
-
-@compute @workgroup_size(${NONFINITE_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  ${zeroWorkgroupAtomic('found')}
-  let row = keyRow(wg.y, shiftOf(wg.y) + wg.x);
-  let G = p.H / p.group;
-  var bad = false;
-  for (var e = t; e < G * DK; e += WG) { bad = bad || nonFinite(kBits(row, e / DK, e % DK)); }
-  for (var e = t; e < G * DV; e += WG) { bad = bad || nonFinite(vBits(row, e / DV, e % DV)); }
-  if (bad) { atomicOr(&found, 1u); }
-  workgroupBarrier();
-  if (t == 0u) { k[p.flagsOff + row] = atomicLoad(&found); }
-}
-`;
-}
 
 // One row's scores, IEEE: maskedScore() of attention_common.wgsl.js on the bits.
 const SCORES = /* wgsl */ `
