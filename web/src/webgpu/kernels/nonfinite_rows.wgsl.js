@@ -26,8 +26,12 @@ import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
 import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 
-/** Invocations per workgroup of nonFiniteRows (one workgroup per row). */
-export const NONFINITE_WORKGROUP = 64;
+/**
+ * Invocations per workgroup of nonFiniteRows (one workgroup per row). 256, the most WebGPU
+ * guarantees: a decode step is one row, one workgroup, whose scan of the query (H·dk values) and
+ * the keys' flags is the kernel's time; with more invocations it takes fewer rounds of reads.
+ */
+export const NONFINITE_WORKGROUP = 256;
 
 /** The attention kernels' uniforms and three more. */
 export const NONFINITE_PARAMS = [
