@@ -17,6 +17,7 @@ import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
+import { flashOctFloats, flashOctShader } from './kernels/flash_oct.wgsl.js';
 import { flashTiledBytes, flashTiledShader } from './kernels/flash_tiled.wgsl.js';
 import { vec4Aligned } from './kernels/linear_common.wgsl.js';
 import { splitFits } from './selection/attention_path.js';
@@ -91,6 +92,11 @@ const attentionKernels = {
   quad: () => ({
     fits: (limits, { dk, dv }) => dv <= 256 && flashQuadFloats(dk, dv) * 4 <= workgroupBytes(limits),
     shader: ({ dk, dv, kv }) => flashQuadShader({ dk, dv, kv }),
+  }),
+  // 8 rows × ⌈DV/32⌉ vec4 accumulators an invocation: past DV 128 (32 vec4s) registers spill.
+  oct: () => ({
+    fits: (limits, { dk, dv }) => dv <= 128 && flashOctFloats(dk, dv) * 4 <= workgroupBytes(limits),
+    shader: ({ dk, dv, kv }) => flashOctShader({ dk, dv, kv }),
   }),
 };
 

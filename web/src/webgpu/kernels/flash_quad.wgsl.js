@@ -12,8 +12,7 @@
 // (ss[row][key/4]): 64·d_k + 64·max(d_k, d_v) + 4096 floats. The steps and barriers are
 // flash_tiled's: scores, each invocation's running max over its rows' scores (no reduction), p
 // in place, P·V; the online softmax, masking, outputs and row stats are the other variants'.
-import { attentionCommon, flashBindings } from './attention_common.wgsl.js';
-import { cooperativeEnd, cooperativeStart, stageKeyRows } from './flash_cooperative.wgsl.js';
+import { cooperativeEnd, cooperativeStart, stageKeyRows, vec4TileHead } from './flash_cooperative.wgsl.js';
 
 const BR = 64;
 const BC = 64;
@@ -30,13 +29,7 @@ const QUAD_SCORES = /* wgsl */ `    var dots: array<vec4f, 4>;  // dots[i][c]: r
       for (var i = 0u; i < 4u; i++) { dots[i] += a[i] * kk; }
     }
     for (var i = 0u; i < 4u; i++) {
-      let row = row0 + 4u * tr + i;
-      var s = vec4f(NEG);
-      for (var c = 0u; c < 4u; c++) {
-        let key = 4u * tc + c;
-        if (key < n && row < p.L) { s[c] = maskedScore(dots[i][c], b, h, row, j0 + key); }
-      }
-      ss[(4u * tr + i) * 16u + tc] = s;
+      ss[(4u * tr + i) * 16u + tc] = maskedFour(dots[i], b, h, row0 + 4u * tr + i, 4u * tc, n, j0);
     }
     workgroupBarrier();`;
 
@@ -65,15 +58,7 @@ const QUAD_SOFTMAX = /* wgsl */ `    var tileMax = vec4f(NEG);
 export function flashQuadShader({ dk, dv, kv = 'float32' }) {
   const dv4 = Math.ceil(dv / 4);
   const cg = Math.ceil(dv4 / 16);
-  return /* wgsl */ `${attentionCommon}
-const DK = ${dk}u;
-const DV = ${dv}u;
-const DV4 = ${dv4}u;  // vec4s per V row
-const CG = ${cg}u;    // output column groups (of 4) per invocation
-const BR = ${BR}u;
-const BC = ${BC}u;
-${flashBindings({ kv, dk, dv })}
-var<workgroup> qs: array<vec4f, ${(BR / 4) * dk}>;                    // qs[d·16 + row/4][row % 4]
+  return /* wgsl */ `${vec4TileHead({ dk, dv, kv, cg, br: BR, bc: BC })}
 var<workgroup> kv: array<vec4f, ${(BC / 4) * Math.max(dk, 4 * dv4)}>; // kt[d·16 + key/4][key % 4], then vs[key·DV4 + col/4][col % 4]
 var<workgroup> ss: array<vec4f, ${(BR * BC) / 4}>;                    // ss[row·16 + key/4][key % 4]: s, then p
 

@@ -76,7 +76,8 @@ export const LINEAR_VARIANTS = {
  * the invocations' own scores instead of BC reads of the score tile, the same value, only where
  * the device has 'subgroups': sg64x16, sglean64x16 and sgdot64x16, twins of tile64x16, lean64x16
  * and dot64x16); 'quad' is flash_quad.wgsl.js (64 × 64, vec4 reads; needs 48 KiB
- * of workgroup memory at d = 64). 'h64x16' and 'hdot64x16' are tile64x16 and dot64x16 with
+ * of workgroup memory at d = 64); 'oct' is flash_oct.wgsl.js (64 rows × 32 keys, 8 × 4 scores
+ * and 8 rows × 8 columns of P·V per invocation of 64; 34 KiB at d = 64). 'h64x16' and 'hdot64x16' are tile64x16 and dot64x16 with
  * float16 arithmetic (`halfType`): Q, K and V staged in workgroup memory as f16, each slice of 16
  * features of a score summed in f16 and added to a float32 score, p·V of each key tile summed in
  * f16 and added to float32 accumulators; the softmax (max, exp, row sums) stays float32. Offered
@@ -92,6 +93,7 @@ export const ATTENTION_VARIANTS = {
   dotlean64x16: { kernel: 'tiled', bc: 16, dot: true, lean: true },
   wide64x16: { kernel: 'tiled', bc: 16, qShared: false },
   quad64: { kernel: 'quad' },
+  oct64x32: { kernel: 'oct' },
   sg64x16: { kernel: 'tiled', bc: 16, subgroups: true, features: ['subgroups'] },
   sglean64x16: { kernel: 'tiled', bc: 16, lean: true, subgroups: true, features: ['subgroups'] },
   sgdot64x16: { kernel: 'tiled', bc: 16, dot: true, subgroups: true, features: ['subgroups'] },
