@@ -3,7 +3,8 @@
 # minutes, under the device tool's 10 (run scripts/gpu_check.sh first, in a run of its own):
 #   gpu.txt          bench/gpu/gpu.mjs: every kernel variant alone, then forward() host to host
 #                    with the defaults, the fastest variants and the selection (create() and
-#                    first-call ms), linear at 4096³;
+#                    first-call ms), linear at 4096³ in float32 and with int8 activations
+#                    (the int8-dot speed-up);
 #   stack.txt        bench/gpu/gpu_decode_stack.mjs --markdown: a decode step through 24 layers
 #                    (E 2048, GQA 32/8, cache 512) per layer and batched, float32 and int4;
 #   torch_mha.txt    bench/gpu/torch_mha.py: nn.MultiheadAttention at gpu.mjs's shapes (host to

@@ -22,7 +22,9 @@
 //     selection by measurement), each: create() ms, first call ms, median ms, GFLOP/s
 //     (8·L·E² + 4·L²·E); and for the fastest, where a call's time goes (phases: the pass's
 //     phases as forward_pass.js's passHooks reports them, the GPU's own time, the rest outside);
-// and the linear variants alone at 4096³.
+// and the linear variants alone at 4096³, then with activations 'int8' each q8linear variant on
+// int8 and int4 weights (the rows' quantiser included) and its speed-up over the fastest float32
+// one (issue 39's target: 1.5×).
 //
 //   node bench/gpu/gpu.mjs --decode [--quick] [--json] [--markdown]
 // instead times decode over a KV cache per storage dtype (f32, f16, int8: weights and cache alike; i8a8, i4a8 with int8 activations,
@@ -35,7 +37,7 @@
 // object per line instead of the table. --markdown (with --decode): also the decode steps as a
 // Markdown table at the end (docs/performance/platform.md#gpu).
 import { benchAdapter } from './gpu_adapter.mjs';
-import { profileAttention, profileDecode, profileLinear } from './gpu_profiles.mjs';
+import { profileAttention, profileDecode, profileLinear, profileQ8Linear } from './gpu_profiles.mjs';
 import { timeTransfers } from './gpu_kernel_timing.mjs';
 import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
 import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
@@ -135,5 +137,13 @@ for (const [L, E, h] of SHAPES) {
   print({ kind: 'transfer', variant: 'no kernel', shape: `in ${L}x${E} out ${L}x${E}`, ...await timeTransfers(device, L * E, L * E) });
   await profileForward(gpu, shape, best, budget, print);
 }
-await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);
+const cube = await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${CUBE}^3`, budget, print);
+// The integer product at the same size (activations 'int8': the rows quantised, then dot4I8Packed
+// where WGSL has it), against the fastest float32 variant above.
+const dot = gpu.wgslLanguageFeatures?.has?.('packed_4x8_integer_dot_product') ? 'dot4' : 'loop';
+for (const weights of smoke ? ['int8'] : ['int8', 'int4']) {  // --smoke: that it runs, one dtype
+  const q8 = await profileQ8Linear(device, { M: CUBE, N: CUBE, K: CUBE, weights, dot }, `cube ${CUBE}^3 ${weights} ${dot}`, budget, print);
+  const ratio = { kind: 'ratio', variant: q8.fastest, shape: `cube ${CUBE}^3 ${weights}`, f32: cube.fastest, speedup: cube.ms / q8.ms };
+  console.log(json ? JSON.stringify(ratio) : `ratio     ${String(q8.fastest).padEnd(12)} ${ratio.shape.padEnd(26)} ${fmt(ratio.speedup, 2)}× the fastest float32 variant (${cube.fastest})`);
+}
 finish();

@@ -5,8 +5,11 @@ import { fittingVariants } from '../../web/src/webgpu/programs.js';
 import { ATTENTION_PARAMS } from '../../web/src/webgpu/kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.js';
 import { VALUES_PER_WORD, wordsOf } from '../../web/src/webgpu/kernels/packed_values.wgsl.js';
-import { STORAGE_TYPES } from '../../web/src/storage/storage_types.js';
+import { Q8_BLOCK, STORAGE_TYPES } from '../../web/src/storage/storage_types.js';
 import { blocksPerRow } from '../../web/src/storage/q8_0.js';
+import { Q8_ROWS_PARAMS, Q8_ROWS_PER_DIM } from '../../web/src/webgpu/kernels/q8_rows.wgsl.js';
+import { DEFAULT_VARIANTS } from '../../web/src/webgpu/selection/kernel_config.js';
+import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import {
   compiledPipeline, maxAbsDiff, preparedKernel, randomBuffer, randomWordsBuffer, readBack, timeKernel, zeroBuffer,
 } from './gpu_kernel_timing.mjs';
@@ -14,6 +17,7 @@ import {
 const cdiv = (a, b) => Math.ceil(a / b);
 
 // Times every variant: make(variant) resolves to { kernel, compileMs, output: () => Promise<Float32Array> }.
+// Returns { fastest: its name, ms: its time }.
 async function profileVariants(device, variants, make, row, budget, print) {
   let reference = null;
   let fastest = null;
@@ -35,7 +39,7 @@ async function profileVariants(device, variants, make, row, budget, print) {
       print({ ...row(NaN), variant: variant.name, error: String(e?.message ?? e) });
     }
   }
-  return { fastest: fastest?.variant };
+  return { fastest: fastest?.variant, ms: fastest?.ms };
 }
 
 // Bytes per weight of each weightsDtype as the GPU stores it: its bits, and in blocks a float32
@@ -80,6 +84,40 @@ export async function profileLinear(device, { M, N, K, weights = 'float32', only
   const variants = fittingVariants('linear', device, { ...problem, rows: M, precision: 'float16' }).filter((v) => !only || only.includes(v.name));
   const result = await profileVariants(device, variants, make, row, budget, print);
   [x, w, b, y, ...blocks].forEach((buf) => buf.destroy());
+  return result;
+}
+
+/**
+ * With activations 'int8' (q8_projection.js): each q8linear variant on Y[M, N] = X[M, K] · W[N, K]ᵀ
+ * + b, W stored as `weights` ('int8' | 'int4'), timed with the rows' quantiser before it (the
+ * default q8rows variant), as a projection runs; GOP/s over 2·M·N·K. dot: 'dot4' where the GPU
+ * object's WGSL has packed_4x8_integer_dot_product, else 'loop'.
+ */
+export async function profileQ8Linear(device, { M, N, K, weights, dot }, shape, budget, print) {
+  const perRow = blocksPerRow(K);
+  const x = randomBuffer(device, M * K, 1);
+  const { w, blocks } = weightBuffers(device, weights, N, K);
+  const b = randomBuffer(device, N, 3, 0.1);
+  const y = zeroBuffer(device, M * N);
+  const codes = zeroBuffer(device, (M * perRow * Q8_BLOCK) / 4);
+  const rowScales = zeroBuffer(device, M * perRow);
+  const values = { M, N, K, xStride: K, yStride: N };
+  const problem = { dtype: weights, dot };
+  const rowsPerDim = Math.min(M, Q8_ROWS_PER_DIM);
+  const quantiser = VARIANTS.q8rows[DEFAULT_VARIANTS.q8rows[0]];
+  const row = (ms) => ({
+    kind: 'q8linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: (M * K * 4 + M * N * 4 + N * K * weightBytes(weights)) / ms / 1e6,
+  });
+  const make = async (variant) => {
+    const [rows, linear] = await Promise.all([compiledPipeline(device, quantiser, {}), compiledPipeline(device, variant, problem)]);
+    const kernel = preparedKernel(device, [
+      { pipeline: rows.pipeline, params: Q8_ROWS_PARAMS, values: { M, K, xOff: 0, xStride: K }, bindings: [x, codes, rowScales], groups: [perRow, rowsPerDim, cdiv(M, rowsPerDim)] },
+      { pipeline: linear.pipeline, params: LINEAR_PARAMS, values, bindings: [codes, w, b, y, rowScales, ...blocks], groups: variant.grid(values) },
+    ]);
+    return { kernel, compileMs: rows.compileMs + linear.compileMs, output: () => readBack(device, y, M * N) };
+  };
+  const result = await profileVariants(device, fittingVariants('q8linear', device, { rows: M }), make, row, budget, print);
+  [x, w, b, y, codes, rowScales, ...blocks].forEach((buf) => buf.destroy());
   return result;
 }
 

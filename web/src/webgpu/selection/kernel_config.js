@@ -133,6 +133,7 @@ All give the same bits (q8_common.wgsl.js): the default tolerance holds with roo
 export const Q8_LINEAR_VARIANTS = {
   q8tile16: { kernel: 'tile16' },
   q8r64x64: { kernel: 'tiled', rm: 4, rn: 4, minRows: DECODE_MAX_L + 1 },
+  q8r128x128: { kernel: 'tiled', rm: 8, rn: 8, minRows: DECODE_MAX_L + 1 },
   q8split8: { kernel: 'split', maxRows: DECODE_MAX_L },
 };
 
