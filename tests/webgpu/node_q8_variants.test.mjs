@@ -1,4 +1,4 @@
-// The q8linear family (int8-activation projections): the tiled variant q8r64x64
+// The q8linear family (int8-activation projections): the tiled variants q8r64x64 and q8r128x128
 // (kernels/q8_tiled.wgsl.js), the few-rows variant q8split8 (kernels/q8_split.wgsl.js) and the
 // default q8tile16 (kernels/q8_linear.wgsl.js), each dispatched
 // alone on random codes against the contract computed here (docs/attention-math/storage.md §11: per block
@@ -153,10 +153,11 @@ after(() => {
   configure({ gpuKernels: {} });
 });
 
-test(`${TILED} is a q8linear candidate for calls of more than DECODE_MAX_L rows, ${SPLIT} for calls of at most DECODE_MAX_L, on any device`, () => {
+const TILED_ALL = [TILED, 'q8r128x128'];
+test(`${TILED_ALL.join(' and ')} are q8linear candidates for calls of more than DECODE_MAX_L rows, ${SPLIT} for calls of at most DECODE_MAX_L, on any device`, () => {
   const names = (rows) => fittingVariants('q8linear', { limits: {}, features: new Set() }, { rows }).map((v) => v.name);
-  assert.deepEqual(names(DECODE_MAX_L + 1), ['q8tile16', TILED]);
-  assert.deepEqual(names(16384), ['q8tile16', TILED]);
+  assert.deepEqual(names(DECODE_MAX_L + 1), ['q8tile16', ...TILED_ALL]);
+  assert.deepEqual(names(16384), ['q8tile16', ...TILED_ALL]);
   assert.deepEqual(names(DECODE_MAX_L), ['q8tile16', SPLIT]);
   assert.deepEqual(names(1), ['q8tile16', SPLIT]);
 });
