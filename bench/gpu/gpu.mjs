@@ -43,6 +43,7 @@ import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
 import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
 import { DTYPES } from '../decode/decode_dtypes.mjs';
 import { WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
+import { DEFAULT_VARIANTS } from '../../web/src/webgpu/selection/kernel_config.js';
 
 const args = process.argv.slice(2);
 // --smoke: --quick on one tiny shape with the smallest budgets (tests/webgpu/node_gpu_benches.test.mjs:
@@ -141,8 +142,10 @@ const cube = await profileLinear(device, { M: CUBE, N: CUBE, K: CUBE }, `cube ${
 // The integer product at the same size (activations 'int8': the rows quantised, then dot4I8Packed
 // where WGSL has it), against the fastest float32 variant above.
 const dot = gpu.wgslLanguageFeatures?.has?.('packed_4x8_integer_dot_product') ? 'dot4' : 'loop';
-for (const weights of smoke ? ['int8'] : ['int8', 'int4']) {  // --smoke: that it runs, one dtype
-  const q8 = await profileQ8Linear(device, { M: CUBE, N: CUBE, K: CUBE, weights, dot }, `cube ${CUBE}^3 ${weights} ${dot}`, budget, print);
+// --smoke: that it runs, one dtype and the default variant (SwiftShader compiles each for seconds).
+const only = smoke ? DEFAULT_VARIANTS.q8linear : undefined;
+for (const weights of smoke ? ['int8'] : ['int8', 'int4']) {
+  const q8 = await profileQ8Linear(device, { M: CUBE, N: CUBE, K: CUBE, weights, dot, only }, `cube ${CUBE}^3 ${weights} ${dot}`, budget, print);
   const ratio = { kind: 'ratio', variant: q8.fastest, shape: `cube ${CUBE}^3 ${weights}`, f32: cube.fastest, speedup: cube.ms / q8.ms };
   console.log(json ? JSON.stringify(ratio) : `ratio     ${String(q8.fastest).padEnd(12)} ${ratio.shape.padEnd(26)} ${fmt(ratio.speedup, 2)}× the fastest float32 variant (${cube.fastest})`);
 }

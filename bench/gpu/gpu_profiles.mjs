@@ -91,9 +91,9 @@ export async function profileLinear(device, { M, N, K, weights = 'float32', only
  * With activations 'int8' (q8_projection.js): each q8linear variant on Y[M, N] = X[M, K] · W[N, K]ᵀ
  * + b, W stored as `weights` ('int8' | 'int4'), timed with the rows' quantiser before it (the
  * default q8rows variant), as a projection runs; GOP/s over 2·M·N·K. dot: 'dot4' where the GPU
- * object's WGSL has packed_4x8_integer_dot_product, else 'loop'.
+ * object's WGSL has packed_4x8_integer_dot_product, else 'loop'; only: the variants' names, when given.
  */
-export async function profileQ8Linear(device, { M, N, K, weights, dot }, shape, budget, print) {
+export async function profileQ8Linear(device, { M, N, K, weights, dot, only }, shape, budget, print) {
   const perRow = blocksPerRow(K);
   const x = randomBuffer(device, M * K, 1);
   const { w, blocks } = weightBuffers(device, weights, N, K);
@@ -116,7 +116,8 @@ export async function profileQ8Linear(device, { M, N, K, weights, dot }, shape, 
     ]);
     return { kernel, compileMs: rows.compileMs + linear.compileMs, output: () => readBack(device, y, M * N) };
   };
-  const result = await profileVariants(device, fittingVariants('q8linear', device, { rows: M }), make, row, budget, print);
+  const variants = fittingVariants('q8linear', device, { rows: M }).filter((v) => !only || only.includes(v.name));
+  const result = await profileVariants(device, variants, make, row, budget, print);
   [x, w, b, y, codes, rowScales, ...blocks].forEach((buf) => buf.destroy());
   return result;
 }

@@ -33,7 +33,7 @@ const refusal = (p, buffers) => {
 };
 
 test('the NaN rule\'s kernel binds the row table only in its variant for such calls: 8 storage buffers, 9 with it', () => {
-  const storage = (rows) => nonFiniteRowsShader({ dk: 4, dv: 4, dtype: 'float32', rows }).match(/var<storage/g).length;
+  const storage = (rows) => nonFiniteRowsShader({ dk: 4, dv: 4, dtype: 'float32', heads: 2, rows }).match(/var<storage/g).length;
   assert.equal(storage(false), 8);
   assert.equal(storage(true), ROW_TABLE_STORAGE_BUFFERS);
 });

@@ -26,7 +26,7 @@ const problems = {
 const kernelProblems = {
   cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }]),
   weights: [{ dk: 64 }, ...narrowCaches.map((dtype) => ({ dk: 12, dtype }))],
-  nonFiniteRows: CACHE_DTYPES.flatMap((dtype) => [false, true].map((rows) => ({ dk: 12, dv: 20, dtype, rows }))),
+  nonFiniteRows: CACHE_DTYPES.flatMap((dtype) => [false, true].map((rows) => ({ dk: 12, dv: 20, dtype, heads: rows ? 2 : 40, rows }))),
 };
 
 // Dawn's SPIR-V path on SwiftShader does not zero a var declared without an initialiser inside a

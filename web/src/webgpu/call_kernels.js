@@ -161,7 +161,7 @@ async function callPipelines(device, { plan, config, cache }, own) {
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
-    nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, rows: Boolean(callTable(plan)) }),
+    nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, heads: config.numHeads, rows: Boolean(callTable(plan)) }),
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
   ]);

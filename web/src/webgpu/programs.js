@@ -201,8 +201,8 @@ function kernel(name, shader) {
 /**
  * name → descriptor of the kernels without variants: 'rotary', 'sinks', 'qkNorm' (problem {}),
  * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppend' ({ dk, dv,
- * dtype, heads }: a cached call's new K/V rows and their flags), 'nonFiniteRows' ({ dk, dv, dtype }:
- * a cached call's NaN rule, with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
+ * dtype, heads }: a cached call's new K/V rows and their flags), 'nonFiniteRows' ({ dk, dv, dtype,
+ * heads: numHeads }: a cached call's NaN rule, with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
  * are the q8rows and q8linear families', VARIANTS.)
  */
 export const KERNELS = Object.fromEntries(Object.entries({

@@ -225,10 +225,10 @@ export class WebGpuExecutor {
     // The append's and the NaN rule's pipelines (kernels/cache_append.wgsl.js, nonfinite_rows.wgsl.js),
     // compiled from now on rather than at the first cached call, which awaits them (a failed
     // compile is tried again there).
-    const { headDim: dk, valueHeadDim: dv, numKvHeads: heads } = this.#config;
+    const { headDim: dk, valueHeadDim: dv, numKvHeads, numHeads } = this.#config;
     const problem = { dk, dv, dtype: cache.dtype };
-    for (const [kind, extra] of [['cacheAppend', { heads }], ['nonFiniteRows', {}]]) {
-      programPipeline(this.#device, KERNELS[kind], { ...problem, ...extra }).catch(() => {});
+    for (const [kind, heads] of [['cacheAppend', numKvHeads], ['nonFiniteRows', numHeads]]) {
+      programPipeline(this.#device, KERNELS[kind], { ...problem, heads }).catch(() => {});
     }
     return cache;
   }

@@ -8,16 +8,14 @@
 // rows are [B, capacity, numKvHeads·d] in the cache's dtype (float32, or narrow: float16 rounded,
 // int8 quantised: cache_narrow.wgsl.js): the layout the attention kernels read through keyRow().
 //
-// One workgroup per new row (and batch) stores its K and V rows and ORs together whether any
+// One workgroup per new row (and batch; its size: workgroup_size.js) stores its K and V rows and ORs together whether any
 // stored value is an infinity or a NaN, which its first invocation writes as the slot's flag (a
 // u32 after K's rows, gpu_kv_cache.js): the flag needs the whole row, so the row is one
 // workgroup's. Values move as u32 bits, so a float32 cache keeps a NaN's bits as given.
 import { paramsWgsl } from '../kernel_params.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { cacheHeadWords, quantiseMaxima, storeHelpersWgsl, storeRowWgsl } from './cache_narrow.wgsl.js';
-
-/** Invocations per workgroup: each takes every APPEND_WORKGROUP-th value (word) of the row. */
-export const APPEND_WORKGROUP = 256;
+import { rowWorkgroup } from './workgroup_size.js';
 
 /** The append kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const APPEND_PARAMS = [
@@ -44,6 +42,8 @@ export function cacheAppendShader({ dtype, dk, dv, heads }) {
   const K = { src: 'srcK', cache: 'cacheK', from: 'kFrom', to: 'kTo', D: 'DK', W: 'KW', top: 'topK' };
   const V = { src: 'srcV', cache: 'cacheV', from: 'vFrom', to: 'vTo', D: 'DV', W: 'VW', top: 'topV' };
   const int8 = dtype === 'int8';
+  // Each invocation takes every WG-th value (word) of the K and V rows.
+  const wg = rowWorkgroup(heads * Math.max(dk, dv));
   return /* wgsl */ `${paramsWgsl(APPEND_PARAMS)}
 @group(0) @binding(1) var<storage, read> srcK: array<u32>;
 @group(0) @binding(2) var<storage, read> srcV: array<u32>;
@@ -55,13 +55,13 @@ const DK = ${dk}u;
 const DV = ${dv}u;
 const KW = ${cacheHeadWords(dtype, dk)}u;  // cache words per head
 const VW = ${cacheHeadWords(dtype, dv)}u;
-const WG = ${APPEND_WORKGROUP}u;
+const WG = ${wg}u;
 fn nonFinite(bits: u32) -> bool { return (bits & 0x7f800000u) == 0x7f800000u; }
 ${storeHelpersWgsl(dtype)}
 var<workgroup> found: atomic<u32>;
 ${int8 ? 'var<workgroup> topK: array<atomic<u32>, G>;\nvar<workgroup> topV: array<atomic<u32>, G>;\n' : ''}
 // Grid: (count, B) (cacheAppendGrid()).
-@compute @workgroup_size(${APPEND_WORKGROUP})
+@compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   let i = wg.x;
   let b = wg.y;

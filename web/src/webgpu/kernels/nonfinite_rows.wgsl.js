@@ -25,13 +25,8 @@ import { ATTENTION_PARAMS, attentionHelpers } from './attention_common.wgsl.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
 import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
+import { rowWorkgroup } from './workgroup_size.js';
 
-/**
- * Invocations per workgroup of nonFiniteRows (one workgroup per row). 256, the most WebGPU
- * guarantees: a decode step is one row, one workgroup, whose scan of the query (H·dk values) and
- * the keys' flags is the kernel's time; with more invocations it takes fewer rounds of reads.
- */
-export const NONFINITE_WORKGROUP = 256;
 
 /** The attention kernels' uniforms and three more. */
 export const NONFINITE_PARAMS = [
@@ -66,10 +61,10 @@ fn addBits(a: u32, b: u32) -> u32 {
 }
 `;
 
-const header = ({ dk, dv }) => `${paramsWgsl(NONFINITE_PARAMS)}${attentionHelpers}${IEEE}
+const header = ({ dk, dv, wg }) => `${paramsWgsl(NONFINITE_PARAMS)}${attentionHelpers}${IEEE}
 const DK = ${dk}u;
 const DV = ${dv}u;
-const WG = ${NONFINITE_WORKGROUP}u;
+const WG = ${wg}u;
 `;
 
 // One row's scores, IEEE: maskedScore() of attention_common.wgsl.js on the bits.
@@ -182,8 +177,10 @@ fn positionId(b: u32, i: u32) -> u32 { return p.shift + i; }
  * and with `rows` the call's row table (rowTableWgsl(): rows at lengths of their own, or a window
  * in positionIds).
  */
-export function nonFiniteRowsShader({ dk, dv, dtype, rows = false }) {
-  return /* wgsl */ `${header({ dk, dv })}
+export function nonFiniteRowsShader({ dk, dv, dtype, heads, rows = false }) {
+  // One workgroup per row, sized to its query's heads·dk values (workgroup_size.js).
+  const wg = rowWorkgroup(heads * dk);
+  return /* wgsl */ `${header({ dk, dv, wg })}
 @group(0) @binding(1) var<storage, read> kpm: array<u32>;
 @group(0) @binding(2) var<storage, read> am: array<u32>;
 @group(0) @binding(3) var<storage, read> q: array<u32>;
@@ -193,7 +190,7 @@ ${kvBitsReads({ kv: dtype, dk, dv })}@group(0) @binding(6) var<storage, read> si
 ${rows ? rowTableWgsl(9) : SAME_ROWS}${SCORES}${HEAD_ROW}
 var<workgroup> dirty: atomic<u32>;
 
-@compute @workgroup_size(${NONFINITE_WORKGROUP})
+@compute @workgroup_size(${wg})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
   ${zeroWorkgroupAtomic('dirty')}
   let i = wg.x;
