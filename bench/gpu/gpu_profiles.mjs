@@ -7,7 +7,8 @@ import { LINEAR_PARAMS } from '../../web/src/webgpu/kernels/linear_common.wgsl.j
 import { VALUES_PER_WORD, wordsOf } from '../../web/src/webgpu/kernels/packed_values.wgsl.js';
 import { Q8_BLOCK, STORAGE_TYPES } from '../../web/src/storage/storage_types.js';
 import { blocksPerRow } from '../../web/src/storage/q8_0.js';
-import { Q8_ROWS_PARAMS, Q8_ROWS_PER_DIM } from '../../web/src/webgpu/kernels/q8_rows.wgsl.js';
+import { Q8_ROWS_PARAMS } from '../../web/src/webgpu/kernels/q8_rows.wgsl.js';
+import { q8RowsGrid } from '../../web/src/webgpu/q8_projection.js';
 import { DEFAULT_VARIANTS } from '../../web/src/webgpu/selection/kernel_config.js';
 import { VARIANTS } from '../../web/src/webgpu/programs.js';
 import {
@@ -103,7 +104,6 @@ export async function profileQ8Linear(device, { M, N, K, weights, dot, only }, s
   const rowScales = zeroBuffer(device, M * perRow);
   const values = { M, N, K, xStride: K, yStride: N };
   const problem = { dtype: weights, dot };
-  const rowsPerDim = Math.min(M, Q8_ROWS_PER_DIM);
   const quantiser = VARIANTS.q8rows[DEFAULT_VARIANTS.q8rows[0]];
   const row = (ms) => ({
     kind: 'q8linear', shape, ms, gflops: (2 * M * N * K) / ms / 1e6, gbps: (M * K * 4 + M * N * 4 + N * K * weightBytes(weights)) / ms / 1e6,
@@ -111,7 +111,7 @@ export async function profileQ8Linear(device, { M, N, K, weights, dot, only }, s
   const make = async (variant) => {
     const [rows, linear] = await Promise.all([compiledPipeline(device, quantiser, {}), compiledPipeline(device, variant, problem)]);
     const kernel = preparedKernel(device, [
-      { pipeline: rows.pipeline, params: Q8_ROWS_PARAMS, values: { M, K, xOff: 0, xStride: K }, bindings: [x, codes, rowScales], groups: [perRow, rowsPerDim, cdiv(M, rowsPerDim)] },
+      { pipeline: rows.pipeline, params: Q8_ROWS_PARAMS, values: { M, K, xOff: 0, xStride: K }, bindings: [x, codes, rowScales], groups: q8RowsGrid(M, K) },
       { pipeline: linear.pipeline, params: LINEAR_PARAMS, values, bindings: [codes, w, b, y, rowScales, ...blocks], groups: variant.grid(values) },
     ]);
     return { kernel, compileMs: rows.compileMs + linear.compileMs, output: () => readBack(device, y, M * N) };

@@ -147,21 +147,29 @@ async function compileFailure(own, family) {
   }
 }
 
+/**
+ * The problems of a cache's own pipelines for a module of `config` and a cache of `dtype`: the
+ * append (its K/V heads) and the NaN rule's rows (the query's heads; `rows`: the call reads the row
+ * table). One place for the call (callPipelines()) and createCache()'s early compile.
+ */
+export function cachePipelineProblems({ headDim: dk, valueHeadDim: dv, numKvHeads, numHeads }, dtype, rows = false) {
+  return { append: { dk, dv, dtype, heads: numKvHeads }, nonFiniteRows: { dk, dv, dtype, heads: numHeads, rows } };
+}
+
 // Every pipeline of the call: the variants' (`own`) and the kernels the call needs.
 async function callPipelines(device, { plan, config, cache }, own) {
-  const { headDim: dk, valueHeadDim: dv } = config;
+  const { headDim: dk } = config;
   const narrow = narrowCacheDtype(cache);
-  const nanRule = cache ? { dk, dv, dtype: cache.dtype } : null;
-  const stored = cache ? { ...nanRule, heads: config.numKvHeads } : null;
+  const cacheOwn = cache ? cachePipelineProblems(config, cache.dtype, Boolean(callTable(plan))) : null;
   const { halfInputs, halfResults } = halfData(plan);
   const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
     config.rotary ? programPipeline(device, KERNELS.rotary) : null,
-    stored && programPipeline(device, KERNELS.cacheAppend, stored),
+    cacheOwn && programPipeline(device, KERNELS.cacheAppend, cacheOwn.append),
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
-    nanRule && programPipeline(device, KERNELS.nonFiniteRows, { ...nanRule, heads: config.numHeads, rows: Boolean(callTable(plan)) }),
+    cacheOwn && programPipeline(device, KERNELS.nonFiniteRows, cacheOwn.nonFiniteRows),
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
   ]);

@@ -45,6 +45,12 @@ export async function q8Pipelines(device, config, variant, rowsVariant) {
   return { rows, linear, variant };
 }
 
+/** The row quantiser's grid for X [M, K]: a block of each row per workgroup, rows over y and z. */
+export function q8RowsGrid(M, K) {
+  const rowsPerDim = Math.min(M, Q8_ROWS_PER_DIM);
+  return [cdiv(K, Q8_BLOCK), rowsPerDim, cdiv(M, rowsPerDim)];
+}
+
 /**
  * Records Y = X·Wᵀ + b for `problem` (LINEAR_PARAMS values, linear_problems.js) through ctx
  * (forward_encode.js's), with `pipelines` from q8Pipelines(); bindings: [x, w, bias, y, scales,
@@ -56,9 +62,8 @@ export function encodeQ8Linear(ctx, pipelines, problem, [x, w, bias, y, ...block
   const perRow = cdiv(K, Q8_BLOCK);
   const codes = ctx.buffer(M * perRow * Q8_BLOCK / 4, Usage.STORAGE, `q8 codes ${role}`);
   const scales = ctx.buffer(M * perRow, Usage.STORAGE, `q8 scales ${role}`);
-  const rowsPerDim = Math.min(M, Q8_ROWS_PER_DIM);
   ctx.dispatch(pipelines.rows, ctx.uniform(packParams(Q8_ROWS_PARAMS, { M, K, xOff: problem.xOff ?? 0, xStride: problem.xStride })),
-    [x, codes, scales], [perRow, rowsPerDim, cdiv(M, rowsPerDim)]);
+    [x, codes, scales], q8RowsGrid(M, K));
   ctx.dispatch(pipelines.linear, ctx.uniform(linearUniforms(problem)), [codes, w, bias, y, scales, ...blocks],
     pipelines.variant.grid(problem));
 }

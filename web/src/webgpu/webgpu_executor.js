@@ -29,6 +29,7 @@ import { attentionPath } from './selection/attention_path.js';
 import { kernelProfile, precisionProfile } from './selection/kernel_profile.js';
 import { selectsKernels } from './selection/kernel_selection.js';
 import { KERNELS } from './programs.js';
+import { cachePipelineProblems } from './call_kernels.js';
 import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { BufferPool } from './buffer_pool.js';
@@ -225,10 +226,9 @@ export class WebGpuExecutor {
     // The append's and the NaN rule's pipelines (kernels/cache_append.wgsl.js, nonfinite_rows.wgsl.js),
     // compiled from now on rather than at the first cached call, which awaits them (a failed
     // compile is tried again there).
-    const { headDim: dk, valueHeadDim: dv, numKvHeads, numHeads } = this.#config;
-    const problem = { dk, dv, dtype: cache.dtype };
-    for (const [kind, heads] of [['cacheAppend', numKvHeads], ['nonFiniteRows', numHeads]]) {
-      programPipeline(this.#device, KERNELS[kind], { ...problem, heads }).catch(() => {});
+    const { append, nonFiniteRows } = cachePipelineProblems(this.#config, cache.dtype);
+    for (const [kernel, problem] of [[KERNELS.cacheAppend, append], [KERNELS.nonFiniteRows, nonFiniteRows]]) {
+      programPipeline(this.#device, kernel, problem).catch(() => {});
     }
     return cache;
   }
