@@ -41,7 +41,7 @@ import { profileAttention, profileDecode, profileLinear, profileQ8Linear } from 
 import { timeTransfers } from './gpu_kernel_timing.mjs';
 import { profileDecodeSteps, profileForward } from './gpu_forward.mjs';
 import { CONFIGS, HEAD_DIM } from '../decode/decode_suite.mjs';
-import { DTYPES } from '../decode/decode_dtypes.mjs';
+import { DTYPES, REFERENCE_DTYPE } from '../decode/decode_dtypes.mjs';
 import { WEIGHTS_DTYPES } from '../../web/src/storage/storage_types.js';
 import { DEFAULT_VARIANTS } from '../../web/src/webgpu/selection/kernel_config.js';
 
@@ -102,7 +102,9 @@ device.lost.then((info) => {
 });
 
 const started = performance.now();
-const budget = smoke ? { kernelMs: 1, forwardMs: 1, selectionMs: 1 }
+// --smoke: a family's first two variants (the default, which the others are checked against, and
+// one checked): every variant runs the same code here, and SwiftShader compiles each for seconds.
+const budget = smoke ? { kernelMs: 1, forwardMs: 1, selectionMs: 1, variants: 2 }
   : { kernelMs: quick ? 150 : 300, forwardMs: quick ? 500 : 1500, selectionMs: quick ? 2000 : 12000 };
 const finish = () => {
   console.log(json ? JSON.stringify({ kind: 'done', seconds: (performance.now() - started) / 1000 }) : `done in ${((performance.now() - started) / 1000).toFixed(1)} s`);
@@ -110,7 +112,10 @@ const finish = () => {
 };
 if (args.includes('--decode')) {
   const decode = quick ? { configs: [{ E: 128, h: 2, hkv: 1 }], lengths: [32, 128] } : { configs: CONFIGS, lengths: [2048, 8192] };
-  await profileDecodeSteps(gpu, { ...decode, dtypes: Object.keys(DTYPES), headDim: HEAD_DIM, budget }, print);
+  // --smoke: the reference dtype and the one whose module differs most from it (narrow weights and
+  // cache, int8 activations); the bench's code is the same for every dtype.
+  const dtypes = smoke ? [REFERENCE_DTYPE, 'i4a8'] : Object.keys(DTYPES);
+  await profileDecodeSteps(gpu, { ...decode, dtypes, headDim: HEAD_DIM, budget }, print);
   if (markdown) {
     console.log('\n| weights:cache | shape | median ms | best ms | GB/s | max\\|Δ\\| vs f32 | steps |\n|---|---|---:|---:|---:|---:|---:|');
     for (const r of steps) {

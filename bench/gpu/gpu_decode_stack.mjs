@@ -19,13 +19,15 @@
 // before its submit (its layers' forward() calls: what bounds a step however fast the GPU; median
 // and best), tokens timed, queue.submit() calls per token, max |Δ| of the batched first step's last output
 // against the per-layer one (0: bit for bit), and the WASM memory the stack holds
-// (wasmMemoryInUse() after it was made, less before). --idle-ms: a pause before each step, in
+// (wasmMemoryInUse() after it was made, less before); and a last row, the host's floor under the
+// record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs). --idle-ms: a pause before each step, in
 // which the garbage is collected where node runs with --expose-gc (host times free of its pauses).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';
 import { HEAD_DIM, makeDecodeWeights, stateDict } from '../decode/decode_suite.mjs';
 import { markdownTable, plainTable } from '../lib/table.mjs';
+import { dawnFloor } from './dawn_floor.mjs';
 
 const args = process.argv.slice(2);
 const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
@@ -55,6 +57,12 @@ let submits = 0;
 const queueProto = Object.getPrototypeOf(device.queue);
 const submit = queueProto.submit;
 queueProto.submit = function counting(...a) { submits++; return submit.apply(this, a); };
+
+// Dispatches, counted alike (a batched step's: the Dawn floor's per layer, dawn_floor.mjs).
+let dispatches = 0;
+const passProto = globalThis.GPUComputePassEncoder.prototype;
+const dispatch = passProto.dispatchWorkgroups;
+passProto.dispatchWorkgroups = function counting(...a) { dispatches++; return dispatch.apply(this, a); };
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
@@ -122,6 +130,7 @@ async function timeSteps(stack, mode, x) {
   const records = [];  // a batched step's host time before its submit: its layers' forward() calls
   let values = null;
   let counted = 0;
+  let stepDispatches = 0;
   const end = performance.now() + stepsMs;
   for (let step = 0; step < 3 || (performance.now() < end && step < MAX_STEPS); step++) {
     if (idleMs > 0) {
@@ -129,6 +138,7 @@ async function timeSteps(stack, mode, x) {
       globalThis.gc?.();
     }
     const before = submits;
+    const dispatchesBefore = dispatches;
     const t0 = performance.now();
     const out = await throughStack(stack.layers, stack.caches, x, batch);
     const read = await out.read();
@@ -136,12 +146,13 @@ async function timeSteps(stack, mode, x) {
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
     if (step >= 2 && batch) records.push(out.recorded - t0);
     counted = submits - before - 1;  // read()'s copy is one
+    stepDispatches = dispatches - dispatchesBefore;
     out.dispose();
     if (!grow) for (const c of stack.caches) c.truncate(shape.cached);
   }
   for (const c of stack.caches) c.truncate(shape.cached);
   const [recordMs, bestRecordMs] = batch ? [median(records), Math.min(...records)] : [null, null];
-  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: counted }, values };
+  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: counted, dispatches: stepDispatches }, values };
 }
 
 const rows = [];
@@ -157,6 +168,12 @@ for (const weights of WEIGHTS) {
   for (const m of stack.layers) m.dispose();
 }
 x.gpuBuffer.destroy();
+// The floor under the batched rows' record column: Dawn's calls alone for as many layers and
+// dispatches (dawn_floor.mjs), what the recording would cost if the package's JavaScript cost nothing.
+const layerDispatches = Math.ceil(Math.max(...rows.filter((r) => r.mode === 'batched').map((r) => r.dispatches)) / shape.layers);
+const floor = await dawnFloor(device, { layers: shape.layers, dispatches: layerDispatches, steps: quick ? 12 : 40, idleMs });
+rows.push({ weights: '-', mode: `Dawn calls only (${layerDispatches} dispatches a layer)`, medianMs: null, bestMs: null,
+  recordMs: floor.medianMs, bestRecordMs: floor.bestMs, tokens: floor.steps, submits: 1, maxAbsDiff: null, wasmMB: null });
 
 const { layers, E, h, hkv, cached } = shape;
 console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys${grow ? ' and growing' : ''}, hostWeights ${hostWeights}; ms per token (a step + read())`);

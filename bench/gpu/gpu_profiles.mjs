@@ -17,12 +17,12 @@ import {
 
 const cdiv = (a, b) => Math.ceil(a / b);
 
-// Times every variant: make(variant) resolves to { kernel, compileMs, output: () => Promise<Float32Array> }.
-// Returns { fastest: its name, ms: its time }.
+// Times every variant (budget.variants: the first so many, when given): make(variant) resolves to
+// { kernel, compileMs, output: () => Promise<Float32Array> }. Returns { fastest: its name, ms: its time }.
 async function profileVariants(device, variants, make, row, budget, print) {
   let reference = null;
   let fastest = null;
-  for (const variant of variants) {
+  for (const variant of variants.slice(0, budget.variants)) {
     try {
       const { kernel, compileMs, output } = await make(variant);
       const probe = await timeKernel(device, kernel, { batch: 1, minRuns: 1, maxRuns: 1, budgetMs: 0 });
