@@ -4,7 +4,7 @@
 // compared with the same calls on WASM (the reference backend here). Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DisposedError, MemoryError, MultiHeadAttention } from '#webattention';
+import { DisposedError, MemoryError, MultiHeadAttention, StateDictError } from '#webattention';
 import { cacheHooks, passHooks, ringGeometry } from '../internals.mjs';
 import { filled } from '../contract/random.mjs';
 import { assertClose, device, gpu, randomStateDict, runs } from './node_setup.mjs';
@@ -40,6 +40,18 @@ const tokens = (n, seed) => ({ data: filled(n * E, seed), shape: [1, n, E] });
 const step = (mha, cache, x) => mha.forward(x, x, x, { cache });
 
 describe('the KV cache on WebGPU, used as a hostile caller would', () => {
+  test('a step before loadStateDict(): a StateDictError (not another module\'s cache), the length unchanged, then right once loaded', async () => {
+    const gpuMha = await MultiHeadAttention.create({ ...CREATE, backend: 'webgpu', gpu });
+    modules.push(gpuMha);
+    const cache = gpuMha.createCache({ maxLength: 8 });
+    const x = tokens(2, 40);
+    await assert.rejects(step(gpuMha, cache, x), (e) => e instanceof StateDictError && e.argument === 'stateDict' && /loadStateDict/.test(e.message));
+    assert.equal(cache.length, 0);
+    gpuMha.loadStateDict(sd);
+    const { wasm } = await pair();
+    assertClose((await step(gpuMha, cache, x)).output, (await step(wasm, wasm.createCache({ maxLength: 8 }), x)).output, 'the step after the load');
+  });
+
   test('finding 6: 24 unawaited steps on one cache queue in order, as on WASM (none refused)', async () => {
     const { gpuMha, wasm } = await pair();
     const gpuCache = gpuMha.createCache({ maxLength: 64 });

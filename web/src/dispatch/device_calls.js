@@ -15,10 +15,10 @@
 //     input's call would be;
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
 //     use) and the call must be one pass (a windowed cache's rows per pass).
-import { BackendError, CacheError, OptionError, StateDictError, WebAttentionError } from '../base/errors.js';
+import { BackendError, CacheError, OptionError, WebAttentionError } from '../base/errors.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
 import { ownedPlan } from '../base/call_plan.js';
-import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, refuseOffGpu, requireGpu } from './off_gpu.js';
+import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, incompleteWeights, refuseOffGpu, requireGpu } from './off_gpu.js';
 
 /** The argument a GPU call's refusal names: its first GPU input, else `output`. */
 const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
@@ -71,11 +71,7 @@ export async function forwardOnDevice(side, plan) {
  * `argument`: a WASM module has no device to read or write buffers on).
  */
 export function deviceExecutor(side, what, argument) {
-  if (!side.complete()) {
-    throw new StateDictError(`${what}: the module has no complete state dict yet (loadStateDict()); a GPU call needs its weights`, {
-      argument: 'stateDict', expected: 'loaded weights', actual: 'incomplete',
-    });
-  }
+  if (!side.complete()) throw incompleteWeights(what);
   const executor = side.executor();
   if (!executor) {
     throw new OptionError(`${argument}: GPU-resident tensors need the module's WebGPU device (backend 'webgpu', or 'auto' `

@@ -36,7 +36,7 @@ import { copyEntries } from '../storage/state_dict.js';
 import { KvCache } from './kv_cache.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { deviceThreshold, moduleThreshold, sampleBoth, thresholdReport, wantsSample } from './auto_threshold.js';
-import { WEIGHTS_ON_GPU_ONLY, requireGpu } from './off_gpu.js';
+import { WEIGHTS_ON_GPU_ONLY, incompleteWeights, requireGpu } from './off_gpu.js';
 
 // Executor and ForwardPlan: base/call_plan.js's typedefs. 'auto''s measured threshold: auto_threshold.js.
 
@@ -334,6 +334,8 @@ export class Dispatcher {
   // the plan (cache.storage: the executor never asks the KvCache), then the call is queued on it.
   #enqueueCached(plan, where, call) {
     const { kvCache } = plan.cache;
+    // Before a complete load route() sends the call to the core, where a GPU cache cannot go.
+    if (where !== 'webgpu' && !this.#wasm.complete && this.#gpu?.executor && kvCache.isOf(this.#gpu.executor)) throw incompleteWeights('forward');
     plan.cache.storage = kvCache.handleFor(where === 'webgpu' ? this.#gpu.executor : this.#wasm);
     // Up front, before it is queued: a cache on the GPU cannot move a call that does not fit.
     if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);

@@ -2,7 +2,7 @@
 // the CPU: a call with a GPU input (device_calls.js), and any call of a module whose weights live
 // on the GPU only (create()'s hostWeights: false). Not lazily loaded, as device_calls.js is:
 // dispatch.js asks requireGpu() on every call of such a module.
-import { BackendError, MemoryError } from '../base/errors.js';
+import { BackendError, MemoryError, StateDictError } from '../base/errors.js';
 
 /** refuseOffGpu()'s `why` for a call with a GPU input. */
 export const GPU_INPUTS_STAY = 'and its GPU inputs cannot move to the CPU';
@@ -10,6 +10,15 @@ export const GPU_INPUTS_STAY = 'and its GPU inputs cannot move to the CPU';
 const GPU_ONLY = "this module keeps its weights on the GPU only (create()'s hostWeights: false)";
 /** refuseOffGpu()'s `why` for such a module. */
 export const WEIGHTS_ON_GPU_ONLY = `and ${GPU_ONLY}`;
+
+/**
+ * The error of a GPU call (`what`: 'forward' | 'encode') before the module's state dict is
+ * complete: route() sends other calls to the core then, which names what is missing, but a call
+ * with GPU tensors or on a cache made on the GPU has nowhere else to go.
+ */
+export const incompleteWeights = (what) => new StateDictError(`${what}: the module has no complete state dict yet (loadStateDict()); a GPU call needs its weights`, {
+  argument: 'stateDict', expected: 'loaded weights', actual: 'incomplete',
+});
 
 /**
  * A module whose weights live on the GPU only (side.hostWeights() false) cannot run a call on
