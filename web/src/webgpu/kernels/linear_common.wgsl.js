@@ -9,8 +9,8 @@
 // 4-bit zero point per block of the same length (q4_0.js); the kernels read it through
 // weight(n, k) and compute in float32 (the packed read: packed_values.wgsl.js).
 import { packParams, paramsWgsl } from '../kernel_params.js';
-import { isPacked, packedRead, q8BlockWgsl } from './packed_values.wgsl.js';
-import { INTEGER_WEIGHTS_DTYPES } from '../../storage/storage_types.js';
+import { VALUES_PER_WORD, isPacked, packedRead, q8BlockWgsl, wordValue } from './packed_values.wgsl.js';
+import { INTEGER_WEIGHTS_DTYPES, Q8_BLOCK } from '../../storage/storage_types.js';
 
 /** The linear kernels' uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const LINEAR_PARAMS = [
@@ -59,10 +59,25 @@ fn weight(n: u32, k: u32) -> f32 {
 `;
 }
 
+// Four consecutive weights W[n, k … k + 3] as a vec4f where vec4Aligned() (W's offset, K and k
+// multiples of 4): their words read once (one for int8, two for 16-bit values, half of one for
+// int4, whose first lane is then 0 or 4) with one block's scale and zero point (a q8_0 block is a
+// multiple of 4 values), where four weight() calls load each again; each value the same float32.
+function weight4Read(weights) {
+  if (Q8_BLOCK % 4 !== 0) throw new Error('weight4: a block must hold whole vec4s');
+  const per = VALUES_PER_WORD[weights];
+  const lines = ['let i = p.wOff + n * p.K + k;', ...blockTerms(weights, 'k')];
+  for (let t = 0; t < Math.max(1, 4 / per); t++) lines.push(`let w${t} = w[i / ${per}u${t ? ` + ${t}u` : ''}];`);
+  const lane = (q) => (per > 4 ? `i % ${per}u + ${q}u` : `${q % per}u`);
+  const value = (q) => dequantised(weights, wordValue(weights, `w${Math.floor(q / per)}`, lane(q)));
+  return `fn weight4(n: u32, k: u32) -> vec4f {\n  ${[...lines, `return vec4f(${[0, 1, 2, 3].map(value).join(', ')});`].join('\n  ')}\n}\n`;
+}
+
 /**
  * The uniform block and bindings; X as `element` (f32, or vec4f for 4-wide loads), W likewise for
- * float32 `weights`, else packed words read by weight(n, k) (int8 and int4: with their scales at
- * binding 5; int4: with its zero points at binding 6, four bits each, eight per u32).
+ * float32 `weights`, else packed words read by weight(n, k), and with vec4f by weight4(n, k) too
+ * (int8 and int4: with their scales at binding 5; int4: with its zero points at binding 6, four
+ * bits each, eight per u32).
  */
 export function linearBindings(element = 'f32', weights = 'float32') {
   const narrow = isPacked(weights);
@@ -73,7 +88,7 @@ export function linearBindings(element = 'f32', weights = 'float32') {
 @group(0) @binding(2) var<storage, read> w: array<${narrow ? 'u32' : element}>;
 @group(0) @binding(3) var<storage, read> bias: array<f32>;
 @group(0) @binding(4) var<storage, read_write> y: array<f32>;
-${scales}${zeros}${narrow ? weightRead(weights) : ''}`;
+${scales}${zeros}${narrow ? weightRead(weights) : ''}${narrow && element === 'vec4f' ? weight4Read(weights) : ''}`;
 }
 
 /**

@@ -40,8 +40,9 @@ export const linearTiledTile = ({ im, in: jn }) => ({ rows: 64 * im, cols: 64 * 
 // (zeros past the edges), put() writes it to workgroup memory `dst` as [k][row/4][row % 4].
 // Element e = t + 256·u of the slice is row e / per-row, K offset e % per-row (per-row: BK, or
 // BK/4 vec4s), so consecutive invocations read consecutive addresses of a row. `read(row, k)`,
-// if given, is the WGSL of one element (narrow weights: weight(n, k)) in place of src[...].
-function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, ops }) {
+// if given, is the WGSL of one element (narrow weights: weight(n, k)) in place of src[...], and
+// `read4(row, k)` of four (weight4(n, k), which reads their words once) where vec4.
+function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, read4, ops }) {
   const width = vec4 ? 4 : 1;
   const perRow = bk / width;
   const count = (tile * perRow) / 256;
@@ -51,7 +52,7 @@ function staging({ src, dst, reg, row0, limit, at, tile, bk, vec4, read, ops }) 
   const row = `${row0} + r`;
   const load = (k) => {
     if (!read) return `${src}[${index(k)}]`;
-    return vec4 ? `vec4f(${[0, 1, 2, 3].map((q) => read(row, `${k} + ${q}u`)).join(', ')})` : read(row, k);
+    return vec4 ? read4(row, k) : read(row, k);
   };
   return {
     declare: `var ${reg}: array<${type}, ${count}>;`,
@@ -110,7 +111,7 @@ export function linearTiledShader({ im, in: jn, bk, vec4, prefetch = false, weig
   const ops = halfOps(halfType);
   const xs = staging({ src: 'x', dst: 'xs', reg: 'xr', row0: 'm0', limit: 'p.M', at: (row) => `p.xOff + (${row}) * p.xStride`, tile: tm, bk, vec4, ops });
   const ws = staging({ src: 'w', dst: 'ws', reg: 'wr', row0: 'n0', limit: 'p.N', at: (row) => `p.wOff + (${row}) * p.K`, tile: tn, bk, vec4,
-    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, ops });
+    read: isPacked(weights) ? (row, k) => `weight(${row}, ${k})` : undefined, read4: (row, k) => `weight4(${row}, ${k})`, ops });
   const stage = prefetch
     ? { before: `${xs.fetch('0u')}\n  ${ws.fetch('0u')}`, top: `${xs.put}\n    ${ws.put}`, afterBarrier: `${xs.fetch('k0 + BK')}\n    ${ws.fetch('k0 + BK')}` }
     : { before: '', top: `${xs.fetch('k0')}\n    ${ws.fetch('k0')}\n    ${xs.put}\n    ${ws.put}`, afterBarrier: '' };
