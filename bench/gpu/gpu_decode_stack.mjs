@@ -20,8 +20,9 @@
 // and best), tokens timed, queue.submit() calls per token, max |Δ| of the batched first step's last output
 // against the per-layer one (0: bit for bit), and the WASM memory the stack holds
 // (wasmMemoryInUse() after it was made, less before); and a last row, the host's floor under the
-// record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs). --idle-ms: a pause before each step, in
-// which the garbage is collected where node runs with --expose-gc (host times free of its pauses).
+// record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs).
+// --idle-ms: a pause before each step, in which the garbage is collected where node runs with
+// --expose-gc (host times free of its pauses).
 import { benchAdapter } from './gpu_adapter.mjs';
 import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';

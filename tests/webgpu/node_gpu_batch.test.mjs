@@ -2,7 +2,8 @@
 // a stack of layers, each on its own KV cache, recorded into one batch is exactly one queue.submit()
 // and no mapAsync until read(), bit for bit the per-layer path; read() before submit() submits; a
 // module called twice in one batch; work outside the batch (an unbatched call of its module,
-// cache.read(), another module on its result) submitting it first; a GPU input destroyed before
+// cache.read(), another module on its result, dispose() of a batched call's cache or module)
+// submitting it first; a GPU input destroyed before
 // the submit is a typed error naming the call and its argument, the caches back to their lengths,
 // the modules usable afterwards; bad `batch` options. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
@@ -132,6 +133,25 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
       out.dispose();
     }
     for (const t of [wantB, wantC, wantOther]) t.dispose();
+    x.gpuBuffer.destroy();
+  });
+
+  test("dispose() of a batched call's cache or module submits the batch first: its results read as the per-layer path's", async () => {
+    const x = gpuTensor(host(1, 600).data, [1, 1, E]);
+    for (const what of ['cache', 'module']) {
+      const layers = [await layer(601), await layer(602)];
+      const want = await step(layers, layers.map((m) => m.createCache({ maxLength: 8 })), x, null);
+      const caches = layers.map((m) => m.createCache({ maxLength: 8 }));
+      const batch = new GpuBatch();
+      const got = await step(layers, caches, x, batch);
+      assert.equal(batch.pending, 2);
+      if (what === 'cache') caches[0].dispose();
+      else layers[0].dispose();
+      assert.equal(batch.pending, 0, `${what}.dispose(): the batch was submitted first`);
+      await batch.submit();
+      assert.deepEqual(await got.read(), await want.read(), what);
+      for (const t of [got, want]) t.dispose();
+    }
     x.gpuBuffer.destroy();
   });
 

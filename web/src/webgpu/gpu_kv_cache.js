@@ -232,6 +232,7 @@ export class GpuKvCache {
 
   delete() {
     if (this.keys === null) return;
+    this.beforeOwnWork();  // a GpuBatch holding a call on it submitted first, as WebGPU needs its buffers alive at the submit
     for (const buffer of this.#buffers()) buffer.destroy();
     this.keys = this.values = null;
   }

@@ -341,9 +341,15 @@ export class WebGpuExecutor {
     return { ...merged, path };
   }
 
-  /** Frees the module's GPU buffers (the device is shared and stays). */
+  /**
+   * Frees the module's GPU buffers (the device is shared and stays), after submitting the GpuBatch
+   * that holds calls of this module: WebGPU refuses a command buffer that uses a destroyed buffer,
+   * and would refuse every call of that batch; a buffer destroyed after the submit lives on until
+   * the GPU is done with it, so those calls' results still read.
+   */
   dispose() {
     if (this.#disposed) return;
+    this.#flushBatch();
     this.#disposed = true;
     this.#releaseParams();
     this.#releasePool();
