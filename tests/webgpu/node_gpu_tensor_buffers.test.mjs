@@ -1,7 +1,7 @@
 // What a GPU tensor's buffer may be (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu): STORAGE alone (bound as
 // it is) or COPY_SRC alone (copied), tensors at a byteOffset of a shared buffer (float32 and
 // float16); and hostile ones, each a typed error naming the argument with the module usable
-// afterwards: too small, wrong shape or dtype, not a buffer, without usable usage, bad offsets,
+// afterwards: too small, wrong shape or dtype, not a buffer or an impostor of one, without usable usage, bad offsets,
 // mapped, of another device, destroyed (before or after the call), on a cache, the device lost
 // mid-call, before loadStateDict(); GpuTensor's dispose() and read() after it. Set-up: node_setup.mjs.
 import { before, describe, test } from 'node:test';
@@ -81,6 +81,29 @@ describe(`GPU-resident tensors, hostile inputs (Dawn, ${adapterName})`, () => {
     assert.deepEqual(fromHalf.output.data, (await mha.forward(hostHalf, hostHalf, hostHalf)).output.data);
     for (const t of [got.output, self.output]) t.dispose();
     for (const b of [one, halfBuffer]) b.destroy();
+  });
+
+  // Each passes a duck-typed look (or throws reading it), and npm webgpu crashed the process on the
+  // first WebGPU call that took the read-through Proxy or the object on the prototype.
+  test('impostors of a GPUBuffer (Proxies, an object on its prototype, a look-alike): DTypeError naming the argument, in forward() and encode()', async () => {
+    const real = onGpu(q).gpuBuffer;
+    const readThrough = new Proxy(real, {
+      get: (target, key) => {
+        const value = Reflect.get(target, key, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const onPrototype = Object.create(Object.getPrototypeOf(real), { size: { value: real.size }, usage: { value: real.usage }, mapState: { value: 'unmapped' } });
+    const lookAlike = { destroy() {}, mapAsync() {}, size: real.size, usage: real.usage, mapState: 'unmapped' };
+    const impostors = [['a Proxy', new Proxy(real, {})], ['a read-through Proxy', readThrough], ['an object on its prototype', onPrototype], ['a look-alike', lookAlike]];
+    for (const [what, gpuBuffer] of impostors) {
+      const named = (argument) => (e) => e.name === 'DTypeError' && e.argument === argument && e.expected === 'GPUBuffer';
+      await assert.rejects(mha.forward({ gpuBuffer, shape: q.shape }, q, q, { output: 'gpu-buffer' }), named('query'), what);
+      await assert.rejects(mha.forward(onGpu(q), { gpuBuffer, shape: q.shape }, onGpu(q)), named('key'), what);
+      await assert.rejects(mha.encode({ gpuBuffer, shape: q.shape }, onGpu(q)), named('key'), `${what}: encode()`);
+      await stillWorks();
+    }
+    real.destroy();
   });
 
   test('a buffer with STORAGE alone (bound as it is) or COPY_SRC alone (copied): the same values', async () => {

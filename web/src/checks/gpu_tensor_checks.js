@@ -1,6 +1,7 @@
-// A caller's GPU tensor checked into a DeviceData (base/gpu_tensors.js): only what can be seen
-// without the device, the buffer's kind, size, usage and map state. Which device it is on, and
-// whether it was destroyed, WebGPU tells only when the call's work is submitted
+// A caller's GPU tensor checked into a DeviceData (base/gpu_tensors.js): first what can be seen
+// without the device, the buffer's kind, size, usage and map state; then, with the module's device
+// (dispatch/device_calls.js's requireGenuineBuffers()), that it is a GPUBuffer of that WebGPU at all. Which device it is on,
+// and whether it was destroyed, WebGPU tells only when the call's work is submitted
 // (webgpu/gpu_tensor.js names the argument then). Reached through base/lazy_modules.js: a call
 // without GPU inputs never loads it.
 import { DTypeError, ShapeError, describe, formatShape } from '../base/errors.js';
@@ -18,8 +19,17 @@ export const usageNames = (usage) => Object.entries(USAGE_NAMES).filter(([bit]) 
 /** A GPU tensor's dtypes: float32, or float16 bits (widened on the device, exactly). */
 export const GPU_INPUT_DTYPES = ['float32', 'float16'];
 
-const looksLikeBuffer = (b) => b !== null && typeof b === 'object' && typeof b.destroy === 'function'
-  && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
+// Why `b` is no GPUBuffer by its look, or null. Reading a Proxy's or a look-alike's properties may
+// throw (a GPUBuffer's getters refuse another `this`): that is no GPUBuffer either.
+function notABuffer(b) {
+  try {
+    const looks = b !== null && typeof b === 'object' && typeof b.destroy === 'function'
+      && typeof b.mapAsync === 'function' && Number.isSafeInteger(b.size) && Number.isSafeInteger(b.usage);
+    return looks ? null : describe(b);
+  } catch (e) {
+    return `${describe(b)} whose size or usage cannot be read (${e?.message ?? e}: a Proxy?)`;
+  }
+}
 
 /**
  * Checks a caller's `{ gpuBuffer, shape, dtype?, byteOffset? }` (or onnxruntime-web's `{ gpuBuffer, dims, type }`):
@@ -34,11 +44,8 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
   const shapeKey = 'shape' in tensor ? 'shape' : 'dims';
   const { gpuBuffer, [shapeKey]: givenShape } = tensor;
   const dtype = 'dtype' in tensor ? tensor.dtype : tensor.type;
-  if (!looksLikeBuffer(gpuBuffer)) {
-    throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${describe(gpuBuffer)}`, {
-      argument, expected: 'GPUBuffer', actual: describe(gpuBuffer),
-    });
-  }
+  const why = notABuffer(gpuBuffer);
+  if (why) throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${why}`, { argument, expected: 'GPUBuffer', actual: why });
   if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
     throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
       + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });

@@ -15,8 +15,9 @@
 //     input's call would be;
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
 //     use) and the call must be one pass (a windowed cache's rows per pass).
-import { BackendError, CacheError, OptionError, WebAttentionError } from '../base/errors.js';
+import { BackendError, CacheError, DTypeError, OptionError, WebAttentionError } from '../base/errors.js';
 import { deviceInputs } from '../base/gpu_tensors.js';
+import { Usage } from '../webgpu/device.js';
 import { ownedPlan } from '../base/call_plan.js';
 import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, incompleteWeights, refuseOffGpu, requireGpu } from './off_gpu.js';
 
@@ -33,7 +34,7 @@ const deviceArgument = (plan) => deviceInputs(plan)[0]?.argument ?? 'output';
  */
 export async function forwardOnDevice(side, plan) {
   const argument = deviceArgument(plan);
-  const executor = deviceExecutor(side, 'forward', argument);
+  const executor = deviceExecutor(side, 'forward', argument, plan);
   if (plan.cache) {
     if (!plan.cache.kvCache.isOf(executor)) {
       throw new CacheError(`cache: stored on WASM (made before the module had its GPU); ${argument} needs a cache on the GPU`, {
@@ -68,15 +69,17 @@ export async function forwardOnDevice(side, plan) {
 /**
  * The GPU executor a call with GPU-resident tensors (`what`: 'forward' | 'encode') runs on, or the
  * typed error of why it cannot: no weights yet (StateDictError), no device (OptionError naming
- * `argument`: a WASM module has no device to read or write buffers on).
+ * `argument`: a WASM module has no device to read or write buffers on), an input of plan's that is
+ * no GPUBuffer of that device's WebGPU (DTypeError: requireGenuineBuffers()).
  */
-export function deviceExecutor(side, what, argument) {
+export function deviceExecutor(side, what, argument, plan) {
   if (!side.complete()) throw incompleteWeights(what);
   const executor = side.executor();
   if (!executor) {
     throw new OptionError(`${argument}: GPU-resident tensors need the module's WebGPU device (backend 'webgpu', or 'auto' `
       + 'with a usable GPU); this module computes on WASM', { argument, expected: 'a module on WebGPU', actual: 'wasm' });
   }
+  requireGenuineBuffers(executor.device, plan);  // before any WebGPU call sees its inputs
   return executor;
 }
 
@@ -85,4 +88,40 @@ async function onCpu(side, executor, where, plan) {
   const result = await side.cpu(where).forward(plan);
   side.onRun('wasm', plan);
   return executor.deviceResult(result, plan);
+}
+
+// Each WebGPU's own `size` getter of GPUBuffers, by device: found once on a buffer the device makes.
+const sizeGetters = new WeakMap();
+function sizeGetterOf(device) {
+  if (!sizeGetters.has(device)) {
+    const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention buffer probe' });
+    let getter = null;
+    for (let proto = Object.getPrototypeOf(probe); proto && !getter; proto = Object.getPrototypeOf(proto)) {
+      getter = Object.getOwnPropertyDescriptor(proto, 'size')?.get ?? null;
+    }
+    probe.destroy();
+    sizeGetters.set(device, getter);
+  }
+  return sizeGetters.get(device);
+}
+
+/**
+ * Throws a DTypeError for the first GPU input of `plan` that is not a GPUBuffer of `device`'s WebGPU: a
+ * Proxy of one, or an object made on GPUBuffer's prototype, passes checkGpuTensor()'s look, and
+ * npm `webgpu` (Dawn in Node) crashes the process on the first call that takes one (a browser
+ * throws a TypeError). The WebGPU's own `size` getter answers only its own buffers: it runs here
+ * on each input, before any WebGPU call sees it.
+ */
+export function requireGenuineBuffers(device, plan) {
+  const getter = sizeGetterOf(device);
+  if (!getter) return;
+  for (const { argument, gpuBuffer } of deviceInputs(plan)) {
+    try {
+      getter.call(gpuBuffer);
+    } catch (e) {
+      throw new DTypeError(`${argument}.gpuBuffer: not a GPUBuffer of the module's WebGPU (a Proxy or a look-alike: ${e?.message ?? e}); pass the GPUBuffer itself`, {
+        argument, expected: 'GPUBuffer', actual: 'an object that is not one',
+      });
+    }
+  }
 }

@@ -19,7 +19,7 @@ import { deviceExecutor } from './device_calls.js';
 export async function encodeStorage(side, plan) {
   const argument = [plan.key, plan.value].find(isDeviceData)?.argument ?? null;
   if (argument) await side.acquire();
-  const executor = argument ? deviceExecutor(side, 'encode', argument) : side.complete() && side.executor();
+  const executor = argument ? deviceExecutor(side, 'encode', argument, plan) : side.complete() && side.executor();
   let owned = plan;
   if (executor) {
     owned = ownedPlan(plan);
