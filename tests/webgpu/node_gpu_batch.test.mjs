@@ -181,10 +181,14 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
     for (const t of [first, x]) t.gpuBuffer.destroy();
   });
 
-  test("bad `batch`: not a GpuBatch, without output 'gpu-buffer', or one of another device: OptionError; nothing recorded", async () => {
+  test("bad `batch`: not a GpuBatch (a Proxy of one, one on its prototype), without output 'gpu-buffer', or one of another device: OptionError; nothing recorded", async () => {
     const mha = await layer(500);
     const x = host(1, 501);
     await assert.rejects(mha.forward(x, x, x, { batch: {}, output: 'gpu-buffer' }), { name: 'OptionError', argument: 'batch' });
+    // Impostors that instanceof takes for one: their first private read threw mid-call.
+    for (const impostor of [new Proxy(new GpuBatch(), {}), Object.create(GpuBatch.prototype)]) {
+      await assert.rejects(mha.forward(x, x, x, { batch: impostor, output: 'gpu-buffer' }), { name: 'OptionError', argument: 'batch' });
+    }
     const batch = new GpuBatch();
     await assert.rejects(mha.forward(x, x, x, { batch }), { name: 'OptionError', argument: 'output' });
     const other = await freshDevice();

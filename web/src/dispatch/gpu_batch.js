@@ -20,7 +20,14 @@
 //     back from that copy (a ring's slots its passes overwrote).
 import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
 
+// GpuBatch's brand check (isGpuBatch() below), set by the class's static block.
+let hasBatchBrand;
+
 export class GpuBatch {
+  static {
+    hasBatchBrand = (value) => #calls in value;
+  }
+
   #device = null;
   #encoder = null;
   #members = new Set();   // the executors with work in #encoder
@@ -163,5 +170,9 @@ export class GpuBatch {
   }
 }
 
-/** Whether `value` is a GpuBatch this package made (forward()'s `batch` option). */
-export const isGpuBatch = (value) => value instanceof GpuBatch;
+/**
+ * Whether `value` is a GpuBatch this package made (forward()'s `batch` option): a brand check on a
+ * private field, so a Proxy of one or an Object.create(GpuBatch.prototype) is not one (instanceof
+ * says it is, and its first private read would then throw an untyped TypeError mid-call).
+ */
+export const isGpuBatch = (value) => value !== null && typeof value === 'object' && hasBatchBrand(value);
