@@ -40,6 +40,18 @@ const tokens = (n, seed) => ({ data: filled(n * E, seed), shape: [1, n, E] });
 const step = (mha, cache, x) => mha.forward(x, x, x, { cache });
 
 describe('the KV cache on WebGPU, used as a hostile caller would', () => {
+  test('a cache over the device\'s largest buffer: MemoryError naming maxLength, or window, made of nothing; the module usable', async () => {
+    const { gpuMha, wasm } = await pair();
+    const { limits } = gpuMha.gpuDevice;
+    const limit = Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize);
+    const positions = 2 ** Math.ceil(Math.log2(limit / 16));  // over the limit at any head layout of 16 or more bytes a position
+    for (const [options, argument] of [[{ maxLength: positions }, 'maxLength'], [{ window: positions }, 'window'], [{ maxLength: 1024, batchSize: positions / 1024 }, 'maxLength']]) {
+      assert.throws(() => gpuMha.createCache(options), (e) => e instanceof MemoryError && e.argument === argument && e.actual > limit, JSON.stringify(options));
+    }
+    const x = tokens(1, 41);
+    assertClose((await step(gpuMha, gpuMha.createCache({ maxLength: 4 }), x)).output, (await step(wasm, wasm.createCache({ maxLength: 4 }), x)).output, 'a cache that fits');
+  });
+
   test('a step before loadStateDict(): a StateDictError (not another module\'s cache), the length unchanged, then right once loaded', async () => {
     const gpuMha = await MultiHeadAttention.create({ ...CREATE, backend: 'webgpu', gpu });
     modules.push(gpuMha);

@@ -48,10 +48,10 @@ export class GpuKvCache {
       const bytes = batchSize * this.capacity * perRow;
       const limits = device.limits;
       if (bytes > Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)) {
-        throw new MemoryError(`createCache: ${what} of ${bytes} bytes do not fit one buffer of this WebGPU device `
-          + `(${Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)} bytes)`, {
-          argument: 'maxLength', expected: 'a cache that fits the device', actual: bytes,
-        });
+        const argument = window ? 'window' : 'maxLength';
+        throw new MemoryError(`createCache: ${what} of ${bytes} bytes (batchSize ${batchSize} × ${this.capacity} positions × ${perRow} `
+          + `bytes) do not fit one buffer of this WebGPU device (${Math.min(limits.maxBufferSize, limits.maxStorageBufferBindingSize)} `
+          + `bytes); a smaller ${argument} or batchSize`, { argument, expected: 'a cache that fits the device', actual: bytes });
       }
       // Zero-initialised, as WebGPU buffers are.
       return device.createBuffer({ size: Math.max(bytes, F32), usage: Usage.STORAGE | Usage.COPY_DST | Usage.COPY_SRC, label: `webattention cache ${what}` });
