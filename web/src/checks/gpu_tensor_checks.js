@@ -1,9 +1,9 @@
-// A caller's GPU tensor checked into a DeviceData (base/gpu_tensors.js): first what can be seen
-// without the device, the buffer's kind, size, usage and map state; then, with the module's device
-// (dispatch/device_calls.js's requireGenuineBuffers()), that it is a GPUBuffer of that WebGPU at all. Which device it is on,
-// and whether it was destroyed, WebGPU tells only when the call's work is submitted
-// (webgpu/gpu_tensor.js names the argument then). Reached through base/lazy_modules.js: a call
-// without GPU inputs never loads it.
+// A caller's GPU tensor checked into a DeviceData (base/gpu_tensors.js): here what can be seen
+// without the device, the buffer's kind, size, usage and map state; with the module's device,
+// dispatch/device_calls.js's requireGenuineBuffers() checks that it is a GPUBuffer of that WebGPU
+// at all. Which device it is on, and whether it was destroyed, WebGPU tells only when the call's
+// work is submitted (webgpu/gpu_tensor.js names the argument then). Reached through
+// base/lazy_modules.js: a call without GPU inputs never loads it.
 import { DTypeError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { DeviceData, deviceBytes } from '../base/gpu_tensors.js';
 
