@@ -5,11 +5,13 @@
 // copied out, all into one command encoder. No checks, no choice of kernels, no dispatch list: what
 // a step's recording would cost if the package's JavaScript cost nothing. Its kernel is trivial:
 // only the recording before the submit is timed.
+// A dispatch's uniform slot, as the package's.
+import { UNIFORM_SLOT as SLOT } from '../../web/src/webgpu/encoding_context.js';
+
 const WGSL = `
 @group(0) @binding(0) var<uniform> n: u32;
 @group(0) @binding(1) var<storage, read_write> a: array<f32>;
 @compute @workgroup_size(64) fn main(@builtin(global_invocation_id) g: vec3u) { if (g.x < n) { a[g.x] += 1.0; } }`;
-const SLOT = 256;  // a dispatch's uniform slot, as the package's (encoding_context.js UNIFORM_SLOT)
 const ROW_BYTES = 4096;
 
 /**

@@ -53,17 +53,16 @@ device.lost.then((lost) => {
   process.exit(3);
 });
 
-// queue.submit() calls, counted by a wrapper on the queue's prototype.
-let submits = 0;
-const queueProto = Object.getPrototypeOf(device.queue);
-const submit = queueProto.submit;
-queueProto.submit = function counting(...a) { submits++; return submit.apply(this, a); };
-
-// Dispatches, counted alike (a batched step's: the Dawn floor's per layer, dawn_floor.mjs).
-let dispatches = 0;
-const passProto = globalThis.GPUComputePassEncoder.prototype;
-const dispatch = passProto.dispatchWorkgroups;
-passProto.dispatchWorkgroups = function counting(...a) { dispatches++; return dispatch.apply(this, a); };
+// Calls of proto[name], counted by a wrapper on the prototype: { calls }.
+function counted(proto, name) {
+  const counter = { calls: 0 };
+  const original = proto[name];
+  proto[name] = function counting(...a) { counter.calls++; return original.apply(this, a); };
+  return counter;
+}
+// queue.submit() calls, and dispatches (a batched step's: the Dawn floor's per layer, dawn_floor.mjs).
+const submits = counted(Object.getPrototypeOf(device.queue), 'submit');
+const dispatches = counted(globalThis.GPUComputePassEncoder.prototype, 'dispatchWorkgroups');
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 
@@ -130,7 +129,7 @@ async function timeSteps(stack, mode, x) {
   const times = [];
   const records = [];  // a batched step's host time before its submit: its layers' forward() calls
   let values = null;
-  let counted = 0;
+  let stepSubmits = 0;
   let stepDispatches = 0;
   const end = performance.now() + stepsMs;
   for (let step = 0; step < 3 || (performance.now() < end && step < MAX_STEPS); step++) {
@@ -138,22 +137,22 @@ async function timeSteps(stack, mode, x) {
       await new Promise((resolve) => setTimeout(resolve, idleMs));
       globalThis.gc?.();
     }
-    const before = submits;
-    const dispatchesBefore = dispatches;
+    const before = submits.calls;
+    const dispatchesBefore = dispatches.calls;
     const t0 = performance.now();
     const out = await throughStack(stack.layers, stack.caches, x, batch);
     const read = await out.read();
     values ??= read;  // the first step's: at 512 keys in both modes, --grow too
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
     if (step >= 2 && batch) records.push(out.recorded - t0);
-    counted = submits - before - 1;  // read()'s copy is one
-    stepDispatches = dispatches - dispatchesBefore;
+    stepSubmits = submits.calls - before - 1;  // read()'s copy is one
+    stepDispatches = dispatches.calls - dispatchesBefore;
     out.dispose();
     if (!grow) for (const c of stack.caches) c.truncate(shape.cached);
   }
   for (const c of stack.caches) c.truncate(shape.cached);
   const [recordMs, bestRecordMs] = batch ? [median(records), Math.min(...records)] : [null, null];
-  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: counted, dispatches: stepDispatches }, values };
+  return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: stepSubmits, dispatches: stepDispatches }, values };
 }
 
 const rows = [];

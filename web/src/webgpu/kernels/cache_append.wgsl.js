@@ -8,10 +8,11 @@
 // rows are [B, capacity, numKvHeads·d] in the cache's dtype (float32, or narrow: float16 rounded,
 // int8 quantised: cache_narrow.wgsl.js): the layout the attention kernels read through keyRow().
 //
-// One workgroup per new row (and batch; its size: workgroup_size.js) stores its K and V rows and ORs together whether any
-// stored value is an infinity or a NaN, which its first invocation writes as the slot's flag (a
-// u32 after K's rows, gpu_kv_cache.js): the flag needs the whole row, so the row is one
-// workgroup's. Values move as u32 bits, so a float32 cache keeps a NaN's bits as given.
+// One workgroup per new row (and batch; its size: workgroup_size.js) stores its K and V rows and
+// ORs together whether any stored value is an infinity or a NaN, which its first invocation
+// writes as the slot's flag (a u32 after K's rows, gpu_kv_cache.js): the flag needs the whole
+// row, so the row is one workgroup's. Values move as u32 bits, so a float32 cache keeps a NaN's
+// bits as given.
 import { paramsWgsl } from '../kernel_params.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { cacheHeadWords, quantiseMaxima, storeHelpersWgsl, storeRowWgsl } from './cache_narrow.wgsl.js';

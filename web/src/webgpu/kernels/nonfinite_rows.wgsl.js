@@ -27,7 +27,6 @@ import { kvBitsReads } from './kv_reads.wgsl.js';
 import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
 import { rowWorkgroup } from './workgroup_size.js';
 
-
 /** The attention kernels' uniforms and three more. */
 export const NONFINITE_PARAMS = [
   ...ATTENTION_PARAMS,
