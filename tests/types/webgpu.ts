@@ -4,6 +4,7 @@ import { BackendError, GpuBatch, MultiHeadAttention, scaledDotProductAttention, 
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
+declare const commandDevice: { createCommandEncoder(): { beginComputePass(): { end(): void } } };
 
 async function webgpuExample() {
   const auto = await MultiHeadAttention.create({ embedDim: 16, numHeads: 4 });
@@ -75,8 +76,12 @@ async function gpuBatchExample(layers: MultiHeadAttention[]) {
   let x: GpuTensor | { gpuBuffer: typeof buffer; shape: number[] } = { gpuBuffer: buffer, shape: [1, 1, 16] };
   for (const layer of layers) x = (await layer.forward(x, x, x, { output: 'gpu-buffer', batch })).output;
   const pending: number = batch.pending;
+  // The caller's own pass between the layers, in the same submit.
+  const passes: number = batch.encode(commandDevice, (encoder) => (encoder.beginComputePass().end(), 1));
+  // @ts-expect-error: fn takes the device's encoder
+  batch.encode(commandDevice, (encoder: { copyBufferToTexture(): void }) => encoder);
   await batch.submit();
-  return pending;
+  return pending + passes;
 }
 gpuBatchExample;
 

@@ -11,44 +11,14 @@ import assert from 'node:assert/strict';
 import { GpuBatch, MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
-import { COPY_DST, gpuTensor } from './gpu_tensor_inputs.mjs';
+import { gpuTensor } from './gpu_tensor_inputs.mjs';
+import { counted, step } from './gpu_batch_steps.mjs';
 
 const E = 32;
 const host = (rows, seed) => ({ data: filled(rows * E, seed), shape: [1, rows, E] });
 
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });
 const layer = (seed, options = {}) => module(options, seed);
-
-// Counts queue.submit() and mapAsync() calls on `device` during fn().
-async function counted(fn, on = device) {
-  const queueProto = Object.getPrototypeOf(on.queue);
-  const probe = on.createBuffer({ size: 4, usage: COPY_DST });
-  const bufferProto = Object.getPrototypeOf(probe);
-  probe.destroy();
-  const { submit } = queueProto;
-  const { mapAsync } = bufferProto;
-  const counts = { submits: 0, maps: 0 };
-  queueProto.submit = function counting(...args) { counts.submits++; return submit.apply(this, args); };
-  bufferProto.mapAsync = function counting(...args) { counts.maps++; return mapAsync.apply(this, args); };
-  try {
-    counts.result = await fn();
-  } finally {
-    queueProto.submit = submit;
-    bufferProto.mapAsync = mapAsync;
-  }
-  return counts;
-}
-
-// One step through `layers` (each on caches[i]) from GPU tensor `x`: per layer, or into `batch`.
-async function step(layers, caches, x, batch) {
-  let t = x;
-  for (const [i, m] of layers.entries()) {
-    const r = await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', ...(batch ? { batch } : {}) });
-    if (t !== x) t.dispose();
-    t = r.output;
-  }
-  return t;
-}
 
 describe(`GpuBatch (Dawn, ${adapterName})`, () => {
   for (const options of [{}, { weightsDtype: 'int4' }, { rotary: { dim: 8 }, cacheDtype: 'float16' }]) {

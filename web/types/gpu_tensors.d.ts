@@ -74,14 +74,24 @@ export interface GpuAttentionResult<D extends 'float32' | 'float16' = 'float32'>
  * queue.submit(). A batched forward() resolves once its work is encoded; its results hold their
  * values from the submit on (read() submits first when need be; dispose() destroys after it). The
  * package's own work outside the batch on its modules, caches or results submits it first; the
- * caller's own passes do not: submit() before reading results there. A cached step longer than a
+ * caller's own passes do not: record them with encode(), or submit() before reading results there. A cached step longer than a
  * windowed cache's pass submits what the batch holds and then its own passes, and stays the
  * batch's call (a refused submit destroys its results and puts its cache back).
  */
 export class GpuBatch {
   constructor();
-  /** forward() calls recorded and not yet submitted. */
+  /** Calls (forward() and encode()) recorded and not yet submitted. */
   readonly pending: number;
+  /**
+   * Records the caller's own GPU work between the batch's calls, in the same queue.submit(): fn
+   * encodes passes and copies on a new command encoder of `device` (a webattention module's
+   * GPUDevice, the batch's), synchronously, without ending it; the batch finishes it. Returns what
+   * fn returned. OptionError naming `device` or `fn` (not a module's device, another device than
+   * the batch's, not a function, a promise returned, a nested encode()); a throw from fn is
+   * rethrown; either records nothing. Work WebGPU refuses rejects submit() naming the call and `fn`.
+   * queue.writeBuffer() from fn takes effect before the whole batch runs.
+   */
+  encode<Encoder, T>(device: { createCommandEncoder(descriptor?: any): Encoder }, fn: (encoder: Encoder) => T): T;
   /**
    * Submits the recorded calls (one queue.submit(); one more per module called twice) and resolves
    * once WebGPU validated them. A BackendError naming the call ("call N of the batch") and its

@@ -17,8 +17,12 @@
 //     batch holds, then its own passes (each pass rewrites the module's per-call buffers), after a
 //     copy of the cache's storage: its forward() settles as an unbatched call's does, and it stays
 //     the batch's call, so that a submit that fails destroys its results too and puts its storage
-//     back from that copy (a ring's slots its passes overwrote).
+//     back from that copy (a ring's slots its passes overwrote);
+//   - the caller's own work (encode()) goes on a command encoder of its own, finished after fn()
+//     and put in the batch's list of command buffers after those of the calls before it; the next
+//     call starts a new encoder after it. One queue.submit() of the list runs them in that order.
 import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
+import { isModuleDevice } from '../base/module_devices.js';
 
 // GpuBatch's brand check (isGpuBatch() below), set by the class's static block.
 let hasBatchBrand;
@@ -30,6 +34,8 @@ export class GpuBatch {
 
   #device = null;
   #encoder = null;
+  #finished = [];         // command buffers ahead of #encoder's, in order: encode()'s, and the calls' before it
+  #inEncode = false;      // encode()'s fn() is running
   #members = new Set();   // the executors with work in #encoder
   #calls = [];            // what is recorded since the last submit(): see record()
   #submits = [];          // [scope promises] of each queue.submit() since the last submit()
@@ -37,7 +43,7 @@ export class GpuBatch {
   #outcomes = new Map();  // generation → its submit()'s promise, while it runs, and for good when it failed
   #generation = 0;        // submit() count: which submit a recorded call's results wait for
 
-  /** How many forward() calls are recorded and not yet submitted. */
+  /** How many calls (forward() and encode()) are recorded and not yet submitted. */
   get pending() {
     return this.#calls.length;
   }
@@ -61,6 +67,57 @@ export class GpuBatch {
   }
 
   /**
+   * Records the caller's own GPU work into the batch, between the calls recorded before and after
+   * it: fn(encoder) encodes passes and copies on a new GPUCommandEncoder of `device` (the device of
+   * the batch's modules), synchronously, and must not end it; the batch finishes it and submits it
+   * with the calls, in recording order, in the same queue.submit(). So a model's own kernels (a
+   * norm, an MLP, a residual add) between its attention layers keep a decode step one submit, and
+   * read the batched results before them. Returns what fn returned. A throw from fn is rethrown and
+   * records nothing; so is a promise returned (OptionError naming `fn`: work encoded after an await
+   * would find the encoder finished). Work WebGPU refuses (a pass left open, a destroyed buffer)
+   * rejects submit() as a call's does, naming this call. `queue.writeBuffer()` from fn is not
+   * ordered by the batch: it takes effect before the batch runs.
+   */
+  encode(device, fn) {
+    if (!isModuleDevice(device)) {
+      throw new OptionError('device: expected the GPUDevice of a webattention module (create() with backend \'webgpu\' or its gpu option), '
+        + `got ${device === null || typeof device !== 'object' ? String(device) : 'another object'}`, {
+        argument: 'device', expected: "a webattention module's GPUDevice", actual: typeof device,
+      });
+    }
+    if (this.#device && this.#device !== device) {
+      throw new OptionError("device: another GPUDevice than the batch's calls'; a batch is one device's queue", {
+        argument: 'device', expected: "the batch's GPUDevice", actual: 'another GPUDevice',
+      });
+    }
+    if (typeof fn !== 'function') {
+      throw new OptionError(`fn: expected a function (encoder) => void, got ${typeof fn}`, { argument: 'fn', expected: 'function', actual: typeof fn });
+    }
+    if (this.#inEncode) {
+      throw new OptionError("fn: encode() from inside the batch's encode() fn: its work would run ahead of the outer fn's", {
+        argument: 'fn', expected: 'no encode() during encode()', actual: 'a nested encode()',
+      });
+    }
+    const encoder = device.createCommandEncoder({ label: 'webattention batch: encode()' });
+    let value;
+    this.#inEncode = true;
+    try {
+      value = fn(encoder);
+    } finally {
+      this.#inEncode = false;
+    }
+    if (typeof value?.then === 'function') {
+      throw new OptionError('fn: encode() runs fn synchronously; it returned a promise, and work after an await would find its encoder '
+        + 'finished; nothing of it was recorded', { argument: 'fn', expected: 'a synchronous function', actual: 'a promise' });
+    }
+    this.#device = device;
+    if (this.#encoder) this.#finished.push(this.#encoder.finish());
+    this.#encoder = null;
+    this.#calls.push(callerWork(device, encoder, this.#finished));
+    return value;
+  }
+
+  /**
    * Internal: a call recorded into encoderFor()'s encoder (or submitted after submitHeld()). call:
    * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
    * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()
@@ -77,7 +134,7 @@ export class GpuBatch {
    * submitted now, ahead of that work in the queue. The calls stay this submit()'s to validate.
    */
   submitHeld() {
-    if (this.#encoder) this.#submitEncoder();
+    if (this.#encoder || this.#finished.length > 0) this.#submitEncoder();
   }
 
   /**
@@ -117,7 +174,7 @@ export class GpuBatch {
    */
   submit() {
     const generation = this.#generation++;
-    if (this.#encoder) this.#submitEncoder();
+    if (this.#encoder || this.#finished.length > 0) this.#submitEncoder();
     const calls = this.#calls;
     const submits = this.#submits;
     this.#calls = [];
@@ -157,17 +214,35 @@ export class GpuBatch {
     });
   }
 
-  // The encoder's work submitted now (error scopes around the finish and the submit, awaited by
-  // submit()); the next call starts a new encoder.
+  // The finished command buffers and the encoder's work submitted now, in order (error scopes
+  // around the finish and the submit, awaited by submit()); the next call starts a new encoder.
   #submitEncoder() {
     const device = this.#device;
     device.pushErrorScope('out-of-memory');
     device.pushErrorScope('validation');
-    device.queue.submit([this.#encoder.finish()]);
+    const buffers = this.#finished.splice(0);
+    if (this.#encoder) buffers.push(this.#encoder.finish());
+    device.queue.submit(buffers);
     this.#submits.push([device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost'))));
     this.#encoder = null;
     this.#members.clear();
   }
+}
+
+// encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error
+// scopes, which tell submit() whether WebGPU refused that work; it has no cache or result.
+function callerWork(device, encoder, finished) {
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  finished.push(encoder.finish());
+  const scopes = [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
+  const refused = async () => {
+    const error = (await Promise.all(scopes)).find(Boolean);
+    return error ? new BackendError(`fn: WebGPU refused the work encode()'s fn encoded (${error.message})`, {
+      argument: 'fn', expected: 'work WebGPU accepts', actual: error.message,
+    }) : null;
+  };
+  return { scopes, refused, undo() {}, destroy() {} };
 }
 
 /**

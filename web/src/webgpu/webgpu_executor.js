@@ -14,6 +14,7 @@
 // call (whose buffers may be left mapped or half-written).
 import { BackendError } from '../base/errors.js';
 import { weightsPerBatch } from '../base/call_plan.js';
+import { addModuleDevice } from '../base/module_devices.js';
 import { cachedPasses } from './cached_passes.js';
 import { recordSubmitted } from './batch_records.js';
 import { checkCachedCall, checkKeepRows } from './cache_checks.js';
@@ -70,6 +71,7 @@ export class WebGpuExecutor {
   constructor(config, gpu) {
     this.#config = config;
     this.#device = gpu.device;
+    addModuleDevice(gpu.device);  // GpuBatch.encode() takes it
     this.#lostSignal = gpu.device.lost.then((info) => {
       if (!this.#disposed) this.#lost = { reason: info?.reason ?? 'unknown', message: info?.message ?? '' };
       this.#releasePool();
