@@ -21,7 +21,7 @@ import type { KvCache } from './types/kv_cache.js';
 import type {
   CheckpointInfo, FromConfigModuleOptions, FromGgufOptions, GgufFile, HfConfig, LoadStateDictOptions, StateDict, StateDictEntryShape,
 } from './types/checkpoints.js';
-import type { FloatGpuTensorInput, GpuAttentionResult, GpuBatch, GpuTensorInput as GpuTensorOnly, HalfGpuTensorInput, OrtGpuTensorInput } from './types/gpu_tensors.js';
+import type { FloatGpuTensorInput, GpuAttentionResult, GpuBatch, GpuOutTensor, GpuTensorInput as GpuTensorOnly, HalfGpuTensorInput, OrtGpuTensorInput } from './types/gpu_tensors.js';
 
 /** A GPU input of forward(): this package's form or onnxruntime-web's. */
 type GpuTensorInput = GpuTensorOnly | OrtGpuTensorInput;
@@ -92,11 +92,12 @@ export interface ForwardOptions {
    * The array the output is written into, returned as output.data: a Float32Array (a Uint16Array
    * for 16-bit inputs) of exactly the output's elements, so that a loop of calls makes no new
    * output array per call. It may be an input's own array (the inputs are read first). Written
-   * before the promise resolves; with output 'gpu-buffer' an OptionError. Detached or shrunk
-   * while the call waited: a ShapeError naming `out` (a call with a cache on WASM then appends
-   * nothing; one on the GPU has appended).
+   * before the promise resolves. Detached or shrunk while the call waited: a ShapeError naming
+   * `out` (a call with a cache on WASM then appends nothing; one on the GPU has appended). With
+   * output 'gpu-buffer': a GpuOutTensor, the place in your own GPUBuffer the output is copied
+   * into (no buffer made per call; docs/webgpu/tensors_and_steps.md).
    */
-  out?: Float32Array | Uint16Array;
+  out?: Float32Array | Uint16Array | GpuOutTensor;
 }
 
 export interface AttentionResult {
@@ -222,8 +223,8 @@ export interface ScaledDotProductAttentionOptions {
   /** Default 1 / sqrt(dk). */
   scale?: number;
   needWeights?: boolean;
-  /** As forward()'s `out`: the array the output [..., L, dv] is written into. */
-  out?: Float32Array | Uint16Array;
+  /** As forward()'s `out`: the array (or, with output 'gpu-buffer', the GPU place) the output [..., L, dv] is written into. */
+  out?: Float32Array | Uint16Array | GpuOutTensor;
   /**
    * Where it computes: 'wasm' (default for host tensors), 'webgpu' (default with a GPU tensor or
    * output 'gpu-buffer'), or 'auto' (the GPU from webgpuMinFlops): create()'s meanings.

@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // A decode step through a stack of layers on the GPU, tensors on the device between layers
 // (docs/webgpu/tensors_and_steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
-// and batched (a GpuBatch: one queue.submit() per token), float32 and int4 weights.
+// and batched (a GpuBatch: one queue.submit() per token), and batched into out (each layer's output
+// copied into one of two buffers the bench keeps: forward()'s `out`, no buffer made per call),
+// float32 and int4 weights.
 //
 //   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--idle-ms MS] [--grow] [--host-weights]
 //   VK_ICD_FILENAMES=<a GPU's Vulkan ICD .json> node bench/gpu/gpu_decode_stack.mjs   (a GPU)
@@ -74,13 +76,15 @@ function onDevice(data, rows) {
   return { gpuBuffer, shape: [1, rows, shape.E], dtype: 'float32' };
 }
 
-// One pass through the stack from GPU tensor x (kept), into `batch` when given; the last output.
-// recorded: when the last layer's forward() resolved (a batch's: before its submit).
-async function throughStack(layers, caches, x, batch) {
+// One pass through the stack from GPU tensor x (kept), into `batch` when given, each layer's output
+// into places[i % 2] when given (forward()'s `out`); the last output. recorded: when the last
+// layer's forward() resolved (a batch's: before its submit).
+async function throughStack(layers, caches, x, batch, places = null) {
   let t = x;
   for (const [i, layer] of layers.entries()) {
-    const { output } = await layer.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', ...(batch ? { batch } : {}) });
-    if (t !== x) t.dispose();
+    const into = places ? { out: places[i % 2] } : {};
+    const { output } = await layer.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', ...(batch ? { batch } : {}), ...into });
+    if (t !== x) t.dispose();  // a place of `places`: left alone
     t = output;
   }
   const recorded = performance.now();
@@ -123,9 +127,11 @@ async function letSelectionDecide(stack, x) {
   return steps;
 }
 
-// Timed one-token steps in `mode` ('per layer' | 'batched'); the row, and the first step's output values.
+// Timed one-token steps in `mode` ('per layer' | 'batched' | 'batched into out'); the row, and the
+// first step's output values.
 async function timeSteps(stack, mode, x) {
-  const batch = mode === 'batched' ? new GpuBatch() : null;
+  const batch = mode === 'per layer' ? null : new GpuBatch();
+  const places = mode === 'batched into out' ? [0, 1].map(() => onDevice(new Float32Array(shape.E), 1)) : null;
   const times = [];
   const records = [];  // a batched step's host time before its submit: its layers' forward() calls
   let values = null;
@@ -140,7 +146,7 @@ async function timeSteps(stack, mode, x) {
     const before = submits.calls;
     const dispatchesBefore = dispatches.calls;
     const t0 = performance.now();
-    const out = await throughStack(stack.layers, stack.caches, x, batch);
+    const out = await throughStack(stack.layers, stack.caches, x, batch, places);
     const read = await out.read();
     values ??= read;  // the first step's: at 512 keys in both modes, --grow too
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
@@ -151,6 +157,7 @@ async function timeSteps(stack, mode, x) {
     if (!grow) for (const c of stack.caches) c.truncate(shape.cached);
   }
   for (const c of stack.caches) c.truncate(shape.cached);
+  for (const p of places ?? []) p.gpuBuffer.destroy();
   const [recordMs, bestRecordMs] = batch ? [median(records), Math.min(...records)] : [null, null];
   return { row: { mode, medianMs: median(times), bestMs: Math.min(...times), recordMs, bestRecordMs, tokens: times.length, submits: stepSubmits, dispatches: stepDispatches }, values };
 }
@@ -163,8 +170,10 @@ for (const weights of WEIGHTS) {
   console.log(`${weights}: ${selectionSteps} step(s) before the selection decided`);
   const perLayer = await timeSteps(stack, 'per layer', x);
   const batched = await timeSteps(stack, 'batched', x);
-  const diff = batched.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);
-  for (const r of [perLayer.row, batched.row]) rows.push({ weights, ...r, maxAbsDiff: r === batched.row ? diff : null, wasmMB: stack.wasmMB });
+  const placed = await timeSteps(stack, 'batched into out', x);
+  const diff = (run) => run.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);
+  rows.push({ weights, ...perLayer.row, maxAbsDiff: null, wasmMB: stack.wasmMB });
+  for (const run of [batched, placed]) rows.push({ weights, ...run.row, maxAbsDiff: diff(run), wasmMB: stack.wasmMB });
   for (const m of stack.layers) m.dispose();
 }
 x.gpuBuffer.destroy();

@@ -66,7 +66,12 @@ async function gpuTensorsExample(a: MultiHeadAttention, b: MultiHeadAttention) {
   await a.forward({ gpuBuffer: buffer, shape: [1, 8, 16], dtype: 'bfloat16' }, x, x);
   // @ts-expect-error: output is 'cpu' or 'gpu-buffer'
   await a.forward(x, x, x, { output: 'gpu' });
-  return [values, weights, hostValues, onDevice, halfOut, halfBits, dtype, notFloats];
+  // The output copied into a place of the caller's own buffer: no buffer made per call.
+  const placed = await a.forward(x, x, x, { output: 'gpu-buffer', out: { gpuBuffer: buffer, byteOffset: 256, shape: [1, 8, 16] } });
+  const at: number = placed.output.byteOffset;
+  // @ts-expect-error: out's byteOffset is a number of bytes
+  await a.forward(x, x, x, { output: 'gpu-buffer', out: { gpuBuffer: buffer, byteOffset: '256' } });
+  return [values, weights, hostValues, onDevice, halfOut, halfBits, dtype, notFloats, at];
 }
 gpuTensorsExample;
 

@@ -13,7 +13,7 @@ export { FROM_CONFIG_OPTIONS, attentionOptionsFromConfig } from './checks/hf_con
 export { FROM_GGUF_OPTIONS, attentionOptionsFromGguf } from './checks/gguf_config.js';
 // Internals, reached through base/lazy_modules.js's lazyModules().
 export { quantisedEntry, quantisedRows, stackQuantised } from './storage/quantised_tensors.js';
-export { checkGpuTensor } from './checks/gpu_tensor_checks.js';
+export { checkGpuOut, checkGpuTensor } from './checks/gpu_tensor_checks.js';
 export { forwardOnDevice } from './dispatch/device_calls.js';
 export { encodeStorage } from './dispatch/encode_call.js';
 export { checkKeep } from './dispatch/keep_checks.js';

@@ -57,8 +57,24 @@ export interface GpuTensor<D extends 'float32' | 'float16' = 'float32'> extends 
   readonly dtype: D;
   /** The values, copied back: float32 values, or float16 bits (DisposedError after dispose()). */
   read(): Promise<D extends 'float16' ? Uint16Array : Float32Array>;
-  /** Destroys the buffer; again: nothing. */
+  /** Where the elements start in gpuBuffer, in bytes (0 unless the call had an `out`). */
+  readonly byteOffset: number;
+  /** Destroys the buffer (a call's `out`: leaves it alone); again: nothing. */
   dispose(): void;
+}
+
+/**
+ * forward()'s `out` with output 'gpu-buffer': the place in a buffer of the caller's (COPY_DST
+ * usage, unmapped, on the module's device) that the output is copied into on the device, from
+ * byteOffset (a multiple of 4), instead of a buffer made for it. shape, when given, has the output's
+ * elements; dtype, when given, is the result's. The result's GpuTensor is that place: its
+ * dispose() leaves the buffer alone.
+ */
+export interface GpuOutTensor {
+  gpuBuffer: GpuBufferLike;
+  shape?: readonly number[];
+  dtype?: 'float32' | 'float16';
+  byteOffset?: number;
 }
 
 /** forward()'s result with output: 'gpu-buffer' (D: 'float16' for a float16 call, else 'float32'). */

@@ -9,7 +9,7 @@ import { isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
 import { checkGpuTensor } from './gpu_tensor_checks.js';
 import { CACHE_DTYPES } from '../storage/storage_types.js';
 import { widenInputs } from './half_tensors.js';
-import { checkOut } from './out_option.js';
+import { checkOutTargets } from './out_option.js';
 
 /**
  * encode(key [B, S, kdim] (or [S, kdim]), value [B, S, vdim], { dtype }) checked: { B, S, batched,
@@ -100,6 +100,6 @@ export function resolveEncodedForward(config, query, key, value, o, { output = '
     positionIds: null,
     outputShape,
     weightsShape: needWeights ? [...lead, ...(averageAttnWeights ? [] : [config.numHeads]), L, T] : null,
-    out: checkOut(o.out, { shape: outputShape, dtype, output }),
+    ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),
   };
 }

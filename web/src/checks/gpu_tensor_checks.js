@@ -9,6 +9,7 @@ import { DeviceData, deviceBytes } from '../base/gpu_tensors.js';
 
 // GPUBufferUsage's numbers (Node has no GPUBufferUsage global unless the app sets one).
 const COPY_SRC = 0x4;
+const COPY_DST = 0x8;
 const STORAGE = 0x80;
 const USAGE_NAMES = { 0x1: 'MAP_READ', 0x2: 'MAP_WRITE', 0x4: 'COPY_SRC', 0x8: 'COPY_DST', 0x10: 'INDEX', 0x20: 'VERTEX',
   0x40: 'UNIFORM', 0x80: 'STORAGE', 0x100: 'INDIRECT', 0x200: 'QUERY_RESOLVE' };
@@ -43,14 +44,7 @@ function notABuffer(b) {
 export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
   const shapeKey = 'shape' in tensor ? 'shape' : 'dims';
   const { gpuBuffer, [shapeKey]: givenShape } = tensor;
-  const dtype = 'dtype' in tensor ? tensor.dtype : tensor.type;
-  const why = notABuffer(gpuBuffer);
-  if (why) throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${why}`, { argument, expected: 'GPUBuffer', actual: why });
-  if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
-    throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
-      + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });
-  }
-  const type = dtype ?? 'float32';
+  const type = checkBufferAndDtype(argument, gpuBuffer, 'dtype' in tensor ? tensor.dtype : tensor.type);
   const shape = shapeOf(`${argument}.${shapeKey}`, givenShape);
   if (ranks && !ranks.includes(shape.length)) {
     throw new ShapeError(`${argument}: expected ${ranks.map((r) => `${r}-D`).join(' or ')} shape, got ${formatShape(shape)}`, {
@@ -58,26 +52,15 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
     });
   }
   const elements = shape.reduce((a, b) => a * b, 1);
-  const byteOffset = checkByteOffset(argument, tensor.byteOffset, gpuBuffer);
-  const bytes = deviceBytes(type, elements);
-  if (gpuBuffer.size - byteOffset < bytes) {
-    const rule = type === 'float16' ? 'float16: 2 per element, rounded up to whole 4-byte words' : 'float32';
-    const from = byteOffset ? ` from its byteOffset ${byteOffset}` : '';
-    throw new ShapeError(`${argument}: shape ${formatShape(shape)} needs ${bytes} bytes (${rule})${from}, its gpuBuffer has ${gpuBuffer.size}`, {
-      argument, expected: bytes + byteOffset, actual: gpuBuffer.size,
-    });
-  }
+  const byteOffset = checkByteOffset(argument, tensor.byteOffset, gpuBuffer, COPY_SRC, 'is copied from there on the device');
+  checkBufferBytes(argument, gpuBuffer, byteOffset, type, `shape ${formatShape(shape)}`, elements);
   if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
     throw new DTypeError(`${argument}.gpuBuffer: expected a buffer with STORAGE usage (the kernels bind it) or COPY_SRC `
       + `(the call copies it on the device), got ${usageNames(gpuBuffer.usage)}`, {
       argument, expected: 'STORAGE | COPY_SRC', actual: usageNames(gpuBuffer.usage),
     });
   }
-  if (gpuBuffer.mapState !== undefined && gpuBuffer.mapState !== 'unmapped') {
-    throw new DTypeError(`${argument}.gpuBuffer: expected an unmapped buffer (a mapped one cannot be used by the GPU), got mapState '${gpuBuffer.mapState}'`, {
-      argument, expected: 'unmapped', actual: gpuBuffer.mapState,
-    });
-  }
+  checkUnmapped(argument, gpuBuffer);
   // The same buffer, offset, length and dtype: one input (fused projections); else a view of its own.
   const seen = buffers.get(gpuBuffer) ?? [];
   let data = seen.find((d) => d.length === elements && d.dtype === type && d.byteOffset === byteOffset);
@@ -89,20 +72,87 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
 }
 
 /**
- * A GPU tensor's `byteOffset` (default 0): where its elements start in the buffer, a multiple of 4
- * (WebGPU copies whole words; a float16 tensor's halves start on a word). A tensor that does not
- * start at byte 0 is copied from there on the device, so its buffer needs COPY_SRC usage.
+ * A 'gpu-buffer' call's `out`: `{ gpuBuffer, shape?, dtype?, byteOffset? }` that the output (of
+ * `shape`, `dtype`: the call's result dtype) is copied into on the device, from byteOffset, instead
+ * of a buffer made for it. A GPUBuffer (not mapped, with COPY_DST usage) of at least the output's
+ * bytes from byteOffset (a multiple of 4); its dtype, when given, the result's; its shape, when
+ * given, of the output's elements. shapeOf(argument, shape) reads the shape as checkTensor() does.
+ * Returns the DeviceData of the output's place.
  */
-function checkByteOffset(argument, byteOffset, gpuBuffer) {
+export function checkGpuOut(out, { shape, dtype, shapeOf }) {
+  const argument = 'out';
+  const { gpuBuffer } = out;
+  const type = checkBufferAndDtype(argument, gpuBuffer, out.dtype ?? dtype);
+  if (type !== dtype) {
+    throw new DTypeError(`out.dtype: the call's result is ${dtype}, got ${describe(out.dtype)}`, { argument, expected: dtype, actual: describe(out.dtype) });
+  }
+  const elements = shape.reduce((a, b) => a * b, 1);
+  if (out.shape !== undefined) {
+    const given = shapeOf('out.shape', out.shape);
+    const count = given.reduce((a, b) => a * b, 1);
+    if (count !== elements) {
+      throw new ShapeError(`out: the output is ${formatShape(shape)} (${elements} elements), got shape ${formatShape(given)} (${count})`, {
+        argument, expected: shape, actual: given,
+      });
+    }
+  }
+  const byteOffset = checkByteOffset(argument, out.byteOffset, gpuBuffer, 0, '');
+  checkBufferBytes(argument, gpuBuffer, byteOffset, type, `the output ${formatShape(shape)}`, elements);
+  if (!(gpuBuffer.usage & COPY_DST)) {
+    throw new DTypeError(`out.gpuBuffer: expected a buffer with COPY_DST usage (the output is copied into it on the device), got ${usageNames(gpuBuffer.usage)}`, {
+      argument, expected: 'COPY_DST', actual: usageNames(gpuBuffer.usage),
+    });
+  }
+  checkUnmapped(argument, gpuBuffer);
+  return new DeviceData(argument, gpuBuffer, byteOffset, elements, type);
+}
+
+// A GPU tensor's buffer by its look (notABuffer()) and its dtype (undefined: float32); returns the dtype.
+function checkBufferAndDtype(argument, gpuBuffer, dtype) {
+  const why = notABuffer(gpuBuffer);
+  if (why) throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${why}`, { argument, expected: 'GPUBuffer', actual: why });
+  if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
+    throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
+      + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });
+  }
+  return dtype ?? 'float32';
+}
+
+// ShapeError unless `gpuBuffer` holds `elements` of `dtype` (deviceBytes()) from byteOffset.
+function checkBufferBytes(argument, gpuBuffer, byteOffset, dtype, what, elements) {
+  const bytes = deviceBytes(dtype, elements);
+  if (gpuBuffer.size - byteOffset >= bytes) return;
+  const rule = dtype === 'float16' ? 'float16: 2 per element, rounded up to whole 4-byte words' : 'float32';
+  const from = byteOffset ? ` from its byteOffset ${byteOffset}` : '';
+  throw new ShapeError(`${argument}: ${what} needs ${bytes} bytes (${rule})${from}, its gpuBuffer has ${gpuBuffer.size}`, {
+    argument, expected: bytes + byteOffset, actual: gpuBuffer.size,
+  });
+}
+
+// DTypeError for a mapped buffer (the GPU cannot use one).
+function checkUnmapped(argument, gpuBuffer) {
+  if (gpuBuffer.mapState === undefined || gpuBuffer.mapState === 'unmapped') return;
+  throw new DTypeError(`${argument}.gpuBuffer: expected an unmapped buffer (a mapped one cannot be used by the GPU), got mapState '${gpuBuffer.mapState}'`, {
+    argument, expected: 'unmapped', actual: gpuBuffer.mapState,
+  });
+}
+
+/**
+ * A GPU tensor's `byteOffset` (default 0): where its elements start in the buffer, a multiple of 4
+ * (WebGPU copies whole words; a float16 tensor's halves start on a word). An input that does not
+ * start at byte 0 is copied from there on the device, so its buffer needs COPY_SRC usage
+ * (`usage`, `why`; 0 for `out`, whose rule is COPY_DST at any offset).
+ */
+function checkByteOffset(argument, byteOffset, gpuBuffer, usage, why) {
   if (byteOffset === undefined || byteOffset === 0) return 0;
   if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || byteOffset % 4 !== 0) {
     throw new ShapeError(`${argument}.byteOffset: expected a non-negative multiple of 4 (bytes), got ${describe(byteOffset)}`, {
       argument, expected: 'a non-negative multiple of 4', actual: describe(byteOffset),
     });
   }
-  if (!(gpuBuffer.usage & COPY_SRC)) {
-    throw new DTypeError(`${argument}.gpuBuffer: a tensor at byteOffset ${byteOffset} is copied from there on the device, so its buffer `
-      + `needs COPY_SRC usage, got ${usageNames(gpuBuffer.usage)}`, { argument, expected: 'COPY_SRC', actual: usageNames(gpuBuffer.usage) });
+  if (usage && !(gpuBuffer.usage & usage)) {
+    throw new DTypeError(`${argument}.gpuBuffer: a tensor at byteOffset ${byteOffset} ${why}, so its buffer `
+      + `needs ${usageNames(usage)} usage, got ${usageNames(gpuBuffer.usage)}`, { argument, expected: usageNames(usage), actual: usageNames(gpuBuffer.usage) });
   }
   return byteOffset;
 }

@@ -9,7 +9,7 @@ import { isDeviceData, isGpuTensor } from '../base/gpu_tensors.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
-import { checkOut } from './out_option.js';
+import { checkOutTargets } from './out_option.js';
 import { checkCallRows } from '../dispatch/cache_checks.js';
 import { resolveBackendOptions } from './module_config.js';
 import { MaskKind } from '../base/call_plan.js';
@@ -103,7 +103,7 @@ function resolvePlainForward(config, query, key, value, o, { output, batch }) {
     positionIds,
     outputShape,
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
-    out: checkOut(o.out, { shape: outputShape, dtype, output }),  // after the inputs: its length is the output's
+    ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),  // after the inputs: its length is the output's
   };
 }
 
@@ -187,7 +187,7 @@ function sdpaPlan(named, o, views) {
     output, onDevice, batch, cache: null, positionIds: null,
     outputShape,
     weightsShape: needWeights ? [...leading, L, S] : null,
-    out: checkOut(o.out, { shape: outputShape, dtype, output }),
+    ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),
     backendOptions: sdpaBackendOptions(o, onDevice || output === 'gpu-buffer'),
   };
 }

@@ -83,9 +83,10 @@ export function deviceExecutor(side, what, argument, plan) {
   return executor;
 }
 
-// A call with host inputs computed on the CPU (`where`), its result put into GPU buffers.
+// A call with host inputs computed on the CPU (`where`), its result put into GPU buffers (its
+// `out`'s buffer: deviceOut stays here, the CPU executors never see a GPUBuffer).
 async function onCpu(side, executor, where, plan) {
-  const result = await side.cpu(where).forward(plan);
+  const result = await side.cpu(where).forward({ ...plan, deviceOut: null });
   side.onRun('wasm', plan);
   return executor.deviceResult(result, plan);
 }
@@ -106,7 +107,7 @@ function sizeGetterOf(device) {
 }
 
 /**
- * Throws a DTypeError for the first GPU input of `plan` that is not a GPUBuffer of `device`'s WebGPU: a
+ * Throws a DTypeError for the first GPU input (or `out`) of `plan` that is not a GPUBuffer of `device`'s WebGPU: a
  * Proxy of one, or an object made on GPUBuffer's prototype, passes checkGpuTensor()'s look, and
  * npm `webgpu` (Dawn in Node) crashes the process on the first call that takes one (a browser
  * throws a TypeError). The WebGPU's own `size` getter answers only its own buffers: it runs here
@@ -115,7 +116,7 @@ function sizeGetterOf(device) {
 export function requireGenuineBuffers(device, plan) {
   const getter = sizeGetterOf(device);
   if (!getter) return;
-  for (const { argument, gpuBuffer } of deviceInputs(plan)) {
+  for (const { argument, gpuBuffer } of [...deviceInputs(plan), plan.deviceOut].filter(Boolean)) {
     try {
       getter.call(gpuBuffer);
     } catch (e) {

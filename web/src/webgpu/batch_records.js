@@ -25,7 +25,9 @@ export function recordBatched(gpu, batch, call, buffers) {
  */
 export function recordSubmitted(gpu, plan, cache, results, snapshot) {
   const lengthsBefore = lengthsBeforeOf(plan);
-  const buffers = [results.output, results.weights].filter(Boolean).map((t) => t.gpuBuffer);
+  const tensors = [results.output, results.weights].filter(Boolean);
+  const buffers = tensors.map((t) => t.gpuBuffer);
+  const owned = tensors.filter((t) => t.owned).map((t) => t.gpuBuffer);  // not the caller's out
   const pending = recordBatched(gpu, plan.batch, {
     scopes: [],
     refused: async () => null,  // its passes' submits were accepted before its forward() resolved
@@ -33,9 +35,9 @@ export function recordSubmitted(gpu, plan, cache, results, snapshot) {
       snapshot.restore();
       cache.truncate(lengthsBefore);
     },
-    destroy: () => buffers.forEach((b) => b.destroy()),
+    destroy: () => owned.forEach((b) => b.destroy()),
     kept: () => snapshot.discard(),
   }, buffers);
-  const batched = (t) => t && new GpuTensor(gpu.device, t.gpuBuffer, t.shape, pending, t.dtype);
+  const batched = (t) => t && new GpuTensor(gpu.device, t.gpuBuffer, t.shape, pending, t.dtype, t.owned ? null : plan.deviceOut);
   return { output: batched(results.output), weights: batched(results.weights) };
 }

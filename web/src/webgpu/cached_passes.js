@@ -44,7 +44,7 @@ export function cachedPasses(plan, maxRows, { embedDim: E, kdim, vdim, numHeads:
     const kpm = plan.keyPaddingMask;
     const am = plan.attnMask;
     passes.push({
-      ...plan, L: i1 - i0, S: i1 - i0, T: keys, firstRow: i0,
+      ...plan, L: i1 - i0, S: i1 - i0, T: keys, firstRow: i0, deviceOut: null,  // merge() writes the call's out
       query: slice(plan.query, E), key: slice(plan.key, kdim), value: slice(plan.value, vdim),
       positionIds: plan.positionIds && slice(plan.positionIds, 1),
       keyPaddingMask: kpm.data ? { ...kpm, data: rows(kpm.data, T, 1, 0, keys), shape: [B, keys] } : kpm,

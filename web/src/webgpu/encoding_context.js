@@ -28,24 +28,15 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
 // Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
 // `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
-export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null } = {}) {
+// `out` (the call's deviceOut: checkGpuOut()'s DeviceData): the output is written in the role's
+// pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed).
+export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null, out = null } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
-  const made = new Map();  // role → a result buffer of the caller's
   const asIs = new Set();  // the caller's GPU input buffers bound as they are
-  const copiesOut = [];  // [pooled, made, bytes]: small results, copied into the caller's after the pass
-  // The buffer the kernels write result `role` into: the caller's new buffer, or for a small result
-  // the pooled buffer of `pooledRole`, copied into the caller's after the pass (copiesOut).
-  const result = (role, bytes, usage, pooledRole = role) => {
-    const b = device.createBuffer({ size: bytes, usage: RESULT_USAGE, label: `webattention ${pooledRole}` });
-    made.set(role, b);
-    if (bytes > SMALL_TENSOR_BYTES) return b;
-    const pooled = gpu.pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
-    copiesOut.push([pooled, b, bytes]);
-    return pooled;
-  };
+  const { made, placed, copiesOut, result } = resultBuffers(gpu, out);
   const buffer = (floats, usage, role) => {
     const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : gpu.pooled(role, floats, usage);
     sizes.set(b, Math.max(floats, 1) * F32);
@@ -105,7 +96,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     callers ??= new Set([...asIs, ...made.values()]);
     return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
   };
-  return { params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, copiesOut, uploadMs: () => uploadMs };
+  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, uploadMs: () => uploadMs };
 }
 
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into
@@ -121,6 +112,27 @@ export const SMALL_TENSOR_BYTES = 1 << 18;
 const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE)
   && (deviceBytes(data.dtype, data.length) > SMALL_TENSOR_BYTES || !(data.gpuBuffer.usage & Usage.COPY_SRC));
 
+
+// Where a call's 'gpu-buffer' results go: result(role, bytes, usage, pooledRole) gives the buffer
+// the kernels write result `role` into: a new buffer for the caller (made), or for a small result
+// (or the output with `out`: placed) the pooled buffer of `pooledRole`, copied into the caller's
+// after the pass (copiesOut: [pooled, to, bytes, at]).
+function resultBuffers(gpu, out) {
+  const made = new Map();  // role → a result buffer made for the caller
+  const placed = new Map();  // role → the caller's `out` it is copied into
+  const copiesOut = [];
+  const result = (role, bytes, usage, pooledRole = role) => {
+    const into = role === 'output' ? out : null;
+    const b = into ? null : gpu.device.createBuffer({ size: bytes, usage: RESULT_USAGE, label: `webattention ${pooledRole}` });
+    if (into) placed.set(role, into);
+    else made.set(role, b);
+    if (!into && bytes > SMALL_TENSOR_BYTES) return b;
+    const pooled = gpu.pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
+    copiesOut.push([pooled, into?.gpuBuffer ?? b, bytes, into?.byteOffset ?? 0]);
+    return pooled;
+  };
+  return { made, placed, copiesOut, result };
+}
 // A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
 function copyPieces(encoder, data, to) {
   let at = 0;

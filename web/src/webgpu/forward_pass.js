@@ -62,6 +62,10 @@ function encodeCall(ctx, call, half) {
   return encoded;
 }
 
+// A 'gpu-buffer' result of ctx: in the buffer made for it, or in its place in the caller's `out`.
+const resultTensor = (ctx, role, shape, pending, dtype) =>
+  new GpuTensor(ctx.device, ctx.made.get(role) ?? null, [...shape], pending, dtype, ctx.placed.get(role) ?? null);
+
 // The buffer of ctx's uniform slots.
 const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32, Usage.UNIFORM | Usage.COPY_DST, 'uniforms');
 // The buffer the results are read back through.
@@ -86,7 +90,7 @@ function encodePass(device, ctx, encoder, timer) {
     pass.dispatchWorkgroups(...groups);
   }
   pass.end();
-  for (const [from, to, bytes] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, 0, bytes);
+  for (const [from, to, bytes, at] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
   timer?.afterPass(encoder);
 }
 
@@ -133,7 +137,7 @@ function recordForward(gpu, call) {
   device.pushErrorScope('validation');
   try {
     const half = gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache });
+    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
     encodeCall(ctx, call, half);
     encodePass(device, ctx, encoder, null);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
@@ -149,12 +153,11 @@ function recordForward(gpu, call) {
     refused: () => refusedInput(device, plan),
     undo: () => cache?.truncate(lengthsBefore),
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
-  }, [...ctx.made.values()]);
-  const weights = ctx.made.get('weights');
+  }, [...ctx.made.values(), ...[...ctx.placed.values()].map((d) => d.gpuBuffer)]);
   return {
     kernels: call.kernels.names,
-    output: new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], pending, gpuResultDtype(plan)),
-    weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], pending, gpuResultDtype(plan)) : null,
+    output: resultTensor(ctx, 'output', plan.outputShape, pending, gpuResultDtype(plan)),
+    weights: ctx.made.has('weights') ? resultTensor(ctx, 'weights', plan.weightsShape, pending, gpuResultDtype(plan)) : null,
   };
 }
 
@@ -222,7 +225,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   try {
     const encoder = device.createCommandEncoder({ label: 'webattention forward' });
     const half = onDevice && gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache });
+    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
     const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, half);
     encodePass(device, ctx, encoder, timer);
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
@@ -244,12 +247,12 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
     const gpuError = (await untilLost(Promise.all(scopes))).find(Boolean);
     marks?.push(performance.now());
     // A GPU input WebGPU refused (destroyed, another device's) is the caller's error: named.
-    if (gpuError) throw (plan.onDevice && await refusedInput(device, plan)) || new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
+    if (gpuError) throw ((plan.onDevice || plan.deviceOut) && await refusedInput(device, plan)) || new Error(`${gpuError.constructor?.name ?? 'GPUError'}: ${gpuError.message}`);
     if (filling) {
       result.output = null;
     } else if (onDevice) {
-      result.output = new GpuTensor(device, ctx.made.get('output'), [...plan.outputShape], null, gpuResultDtype(plan));
-      result.weights = weights ? new GpuTensor(device, ctx.made.get('weights'), [...plan.weightsShape], null, gpuResultDtype(plan)) : null;
+      result.output = resultTensor(ctx, 'output', plan.outputShape, null, gpuResultDtype(plan));
+      result.weights = weights ? resultTensor(ctx, 'weights', plan.weightsShape, null, gpuResultDtype(plan)) : null;
     } else {
       const range = readback.getMappedRange(0, readBytes);
       if (range.byteLength !== readBytes) throw new DeviceLost('the readback buffer was unmapped');

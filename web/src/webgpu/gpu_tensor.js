@@ -3,7 +3,7 @@
 // whose GPU input WebGPU refused at the submit (destroyed, or of another device: only the device
 // can tell), found by trying each input alone.
 import { BackendError, DisposedError } from '../base/errors.js';
-import { deviceBytes, deviceInputs } from '../base/gpu_tensors.js';
+import { deviceBytes, deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { roundToHalf } from '../storage/half_floats.js';
 import { MAP_READ, Usage } from './device.js';
 
@@ -12,20 +12,29 @@ export const RESULT_USAGE = Usage.STORAGE | Usage.COPY_SRC | Usage.COPY_DST;
 
 /**
  * A tensor in a GPUBuffer the caller owns: { gpuBuffer, shape, dtype: 'float32' | 'float16' (its
- * bits, two to a word: gpu_tensors.js deviceBytes()), read(), dispose() }. Valid as an input of
- * any module on the same device.
+ * bits, two to a word: gpu_tensors.js deviceBytes()), byteOffset, read(), dispose() }. Valid as an
+ * input of any module on the same device. `place` (a call's `out`: checkGpuOut()'s DeviceData): the
+ * tensor is that place in the caller's own buffer, which dispose() leaves alone.
  */
 export class GpuTensor {
   #device;
   #disposed = false;
   #pending;  // a batched call's: { submitted() (submits its batch if need be), after(fn) (fn once it was) }
+  #owned;    // whether dispose() destroys the buffer (made for the result), or leaves it (the caller's out)
 
-  constructor(device, gpuBuffer, shape, pending = null, dtype = 'float32') {
+  constructor(device, gpuBuffer, shape, pending = null, dtype = 'float32', place = null) {
     this.#device = device;
     this.#pending = pending;
-    this.gpuBuffer = gpuBuffer;
+    this.#owned = place === null;
+    this.gpuBuffer = place?.gpuBuffer ?? gpuBuffer;
+    this.byteOffset = place?.byteOffset ?? 0;
     this.shape = shape;
     this.dtype = dtype;
+  }
+
+  /** Whether the buffer was made for this result (dispose() destroys it), not the caller's `out`. */
+  get owned() {
+    return this.#owned;
   }
 
   /**
@@ -42,7 +51,7 @@ export class GpuTensor {
     const staging = this.#device.createBuffer({ size: Math.max(bytes, 4), usage: Usage.MAP_READ | Usage.COPY_DST, label: 'webattention read()' });
     try {
       const encoder = this.#device.createCommandEncoder({ label: 'webattention read()' });
-      encoder.copyBufferToBuffer(this.gpuBuffer, 0, staging, 0, bytes);
+      encoder.copyBufferToBuffer(this.gpuBuffer, this.byteOffset, staging, 0, bytes);
       this.#device.queue.submit([encoder.finish()]);
       await staging.mapAsync(MAP_READ, 0, Math.max(bytes, 4));
       const copied = staging.getMappedRange(0, bytes).slice(0);
@@ -58,11 +67,12 @@ export class GpuTensor {
 
   /**
    * Destroys the buffer (again: nothing); a batched call's once its batch was submitted (a later
-   * call of the batch may read it).
+   * call of the batch may read it). A tensor in the caller's `out` buffer is only marked disposed.
    */
   dispose() {
     if (this.#disposed) return;
     this.#disposed = true;
+    if (!this.#owned) return;
     const { gpuBuffer } = this;
     if (this.#pending) this.#pending.after(() => gpuBuffer.destroy());
     else gpuBuffer.destroy();
@@ -79,9 +89,10 @@ export function markPending(buffers, batch, flush) {
   for (const b of buffers) pendingResults.set(b, { batch, flush });
 }
 
-/** Before a call (of `plan.batch`, or none) encodes: the other batches its GPU inputs wait for, submitted. */
+/** Before a call (of `plan.batch`, or none) encodes: the other batches its GPU inputs (and `out`) wait for, submitted. */
 export function flushPendingInputs(plan) {
-  for (const { gpuBuffer } of deviceInputs(plan)) {
+  // `out` too: a batch's result written there later would overwrite this call's output.
+  for (const { gpuBuffer } of [...deviceInputs(plan), plan.deviceOut].filter(Boolean)) {
     const pending = pendingResults.get(gpuBuffer);
     if (pending && pending.batch !== plan.batch) {
       pendingResults.delete(gpuBuffer);
@@ -92,37 +103,73 @@ export function flushPendingInputs(plan) {
 
 /**
  * A host Float32Array put into a new result buffer (a 'gpu-buffer' call that computed on the
- * CPU), as float16 bits rounded as the host rounds them where dtype says so.
+ * CPU), or into `place` (the call's `out`: written by the queue, ahead of later submits), as float16
+ * bits rounded as the host rounds them where dtype says so.
  */
-export function uploadedTensor(device, data, shape, dtype = 'float32') {
+function uploadedTensor(device, data, shape, dtype = 'float32', place = null) {
   const bytes = deviceBytes(dtype, data.length);
+  const fill = (range) => {
+    if (dtype === 'float16') roundToHalf('float16', data, new Uint16Array(range, 0, data.length));
+    else new Float32Array(range, 0, data.length).set(data);
+  };
+  if (place) {
+    const words = new ArrayBuffer(bytes);
+    fill(words);
+    device.queue.writeBuffer(place.gpuBuffer, place.byteOffset, words);
+    return new GpuTensor(device, null, shape, null, dtype, place);
+  }
   const gpuBuffer = device.createBuffer({ size: Math.max(bytes, 4), usage: RESULT_USAGE, mappedAtCreation: true, label: 'webattention result' });
-  const range = gpuBuffer.getMappedRange(0, bytes);
-  if (dtype === 'float16') roundToHalf('float16', data, new Uint16Array(range, 0, data.length));
-  else new Float32Array(range).set(data);
+  fill(gpuBuffer.getMappedRange(0, bytes));
   gpuBuffer.unmap();
   return new GpuTensor(device, gpuBuffer, shape, null, dtype);
 }
 
 /**
+ * A 'gpu-buffer' call's CPU result ({ output, weights } arrays) put into new buffers as GpuTensors,
+ * the output into the call's `out` where it has one: resolves to { output, weights }, or rejects
+ * with refusedInput()'s BackendError naming `out` when WebGPU refused the write (destroyed, or of
+ * another device).
+ */
+export async function uploadedResults(device, { output, weights }, plan) {
+  const dtype = gpuResultDtype(plan);
+  device.pushErrorScope('validation');
+  const result = {
+    output: uploadedTensor(device, output, [...plan.outputShape], dtype, plan.deviceOut ?? null),
+    weights: weights ? uploadedTensor(device, weights, [...plan.weightsShape], dtype) : null,
+  };
+  const error = await device.popErrorScope();
+  if (!error) return result;
+  result.weights?.dispose();
+  throw (await refusedInput(device, plan)) ?? new BackendError(`output: WebGPU refused the result's write (${error.message})`, {
+    argument: 'output', expected: 'work WebGPU accepts', actual: error.message,
+  });
+}
+
+/**
  * After a call whose submit WebGPU refused: a BackendError naming the first GPU input of `plan`
- * that a copy alone on `device` is refused for (destroyed, or of another device), else null.
+ * (or its `out`) that a copy alone on `device` is refused for (destroyed, or of another device),
+ * else null.
  */
 export async function refusedInput(device, plan) {
-  // A copy is the probe, so only a buffer with COPY_SRC can be tried (a STORAGE-only one, bound
-  // as it is, is left to the caller's generic error).
+  // A copy is the probe, so only an input with COPY_SRC can be tried (a STORAGE-only one, bound
+  // as it is, is left to the caller's generic error); `out` (COPY_DST) by a copy of no bytes into
+  // it, which WebGPU validates as any other and which writes nothing.
   const inputs = [...new Set(deviceInputs(plan).filter((d) => d.gpuBuffer.usage & Usage.COPY_SRC))];
-  if (inputs.length === 0) return null;
-  const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention input probe' });
+  const probes = [
+    ...inputs.map((data) => [data, 'read', (encoder, probe) => encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, probe, 0, 4)]),
+    ...(plan.deviceOut ? [[plan.deviceOut, 'write', (encoder, probe) => encoder.copyBufferToBuffer(probe, 0, plan.deviceOut.gpuBuffer, plan.deviceOut.byteOffset, 0)]] : []),
+  ];
+  if (probes.length === 0) return null;
+  const probe = device.createBuffer({ size: 4, usage: Usage.COPY_DST | Usage.COPY_SRC, label: 'webattention buffer probe' });
   try {
-    for (const data of inputs) {
+    for (const [data, verb, copy] of probes) {
       device.pushErrorScope('validation');
       const encoder = device.createCommandEncoder();
-      encoder.copyBufferToBuffer(data.gpuBuffer, data.byteOffset, probe, 0, 4);
+      copy(encoder, probe);
       device.queue.submit([encoder.finish()]);
       const error = await device.popErrorScope();
       if (error) {
-        return new BackendError(`${data.argument}.gpuBuffer: WebGPU refused to read it (destroyed, or of another device than `
+        return new BackendError(`${data.argument}.gpuBuffer: WebGPU refused to ${verb} it (destroyed, or of another device than `
           + `the module's: pass your GPUDevice as create()'s \`gpu\`): ${error.message}`, {
           argument: data.argument, expected: "a live GPUBuffer on the module's device", actual: error.message,
         });

@@ -1,7 +1,8 @@
 // The 'gpu-buffer' results of a cached call cut into passes (cached_passes.js) put together on the
 // device: each pass's output rows, and its weight rows (over the keys up to its own last row, the
-// rest of the call's row left 0), copied into buffers made for the caller, in one submit; the
-// passes' own result buffers are then destroyed. Nothing is read back.
+// rest of the call's row left 0), copied into buffers made for the caller (the output into the
+// call's `out` where it has one), in one submit; the passes' own result buffers are then
+// destroyed. Nothing is read back.
 import { GpuTensor, RESULT_USAGE } from './gpu_tensor.js';
 import { ELEMENT_BYTES, gpuResultDtype } from '../base/gpu_tensors.js';
 
@@ -32,13 +33,15 @@ export async function mergeOnDevice(device, { plan, passes, results, E, perBatch
   const made = (elements, what) => device.createBuffer({ size: Math.max(4, Math.ceil(elements * unit / 4) * 4), usage: RESULT_USAGE, label: `webattention ${what}` });
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
-  const output = made(B * L * E, 'output');
+  const place = plan.deviceOut ?? null;  // the caller's out: the output's rows go there
+  const output = place ? place.gpuBuffer : made(B * L * E, 'output');
+  const at = place ? place.byteOffset : 0;
   const weights = perBatch ? made(B * perBatch * L * T, 'weights') : null;
   const encoder = device.createCommandEncoder({ label: 'webattention pass merge' });
   results.forEach(({ output: part, weights: partWeights }, p) => {
     const { firstRow, L: Lp, T: Tp } = passes[p];
     for (let b = 0; b < B; b++) {
-      encoder.copyBufferToBuffer(part.gpuBuffer, b * Lp * E * unit, output, (b * L + firstRow) * E * unit, Lp * E * unit);
+      encoder.copyBufferToBuffer(part.gpuBuffer, b * Lp * E * unit, output, at + (b * L + firstRow) * E * unit, Lp * E * unit);
     }
     for (let bh = 0; bh < B * perBatch; bh++) {
       for (let i = 0; i < Lp; i++) {
@@ -51,12 +54,12 @@ export async function mergeOnDevice(device, { plan, passes, results, E, perBatch
   const error = (await Promise.all(scopes)).find(Boolean);
   for (const r of results) disposeResult(r);
   if (error) {
-    output.destroy();
+    if (!place) output.destroy();
     weights?.destroy();
     throw new Error(`${error.constructor?.name ?? 'GPUError'} putting the passes' results together: ${error.message}`);
   }
   return {
-    output: new GpuTensor(device, output, [...plan.outputShape], null, dtype),
+    output: new GpuTensor(device, output, [...plan.outputShape], null, dtype, place),
     weights: weights ? new GpuTensor(device, weights, [...plan.weightsShape], null, dtype) : null,
   };
 }

@@ -36,8 +36,7 @@ import { StagingUploads } from './staging_uploads.js';
 import { BufferPool } from './buffer_pool.js';
 import { disposeResult } from './pass_merge.js';
 import { encodedCacheOptions, fillingPlan } from './gpu_encode.js';
-import { uploadedTensor } from './gpu_tensor.js';
-import { gpuResultDtype } from '../base/gpu_tensors.js';
+import { uploadedResults } from './gpu_tensor.js';
 import { parameterBufferBytes, parameterWrites } from './weight_storage.js';
 
 /** Test seam: beforePass(index) before each pass of a cached call (a throw fails that pass). */
@@ -195,17 +194,14 @@ export class WebGpuExecutor {
     return this.#serialised(() => reserveBuffers(this.#pass, plan, this.#config, path)).catch(() => {});
   }
 
-  /** A 'gpu-buffer' call's CPU result ({ output, weights } arrays) put into new buffers as GpuTensors. */
+  /** A 'gpu-buffer' call's CPU result ({ output, weights } arrays) put on the GPU (uploadedResults()). */
   deviceResult({ output, weights }, plan) {
     if (this.#lost || this.#disposed) {
       throw new BackendError('output: the WebGPU device was lost; a \'gpu-buffer\' result has nowhere to go', {
         argument: 'output', expected: 'a working WebGPU device', actual: 'lost',
       });
     }
-    return {
-      output: uploadedTensor(this.#device, output, [...plan.outputShape], gpuResultDtype(plan)),
-      weights: weights ? uploadedTensor(this.#device, weights, [...plan.weightsShape], gpuResultDtype(plan)) : null,
-    };
+    return uploadedResults(this.#device, { output, weights }, plan);
   }
 
   /**
