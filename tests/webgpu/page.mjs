@@ -8,7 +8,7 @@ import { checkResult, compare, decodeFixtures, runCase } from '../contract/contr
 import { caseFlops, isSoftwareAdapter, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { MAX_FIXTURE_FLOPS, adapterInfo, adapterKind, autoBackendForLargeCalls, requestTestAdapter } from './adapter.mjs';
 
-const { BackendError, MultiHeadAttention } = api;
+const { BackendError, GpuBatch, MultiHeadAttention } = api;
 const params = new URLSearchParams(location.search);
 const state = { adapter: null, cases: {}, done: false, error: null };
 window.__webgpu = state;
@@ -172,8 +172,8 @@ async function autoAtDefaultThreshold(kind) {
 }
 
 // Two modules (create() `options` added) on a device the page owns: a GPU input, output
-// 'gpu-buffer' between them, read() once; then a decode step through both, each on its own cache.
-// Bit for bit the host chain's.
+// 'gpu-buffer' between them, read() once; then a decode step through both, each on its own cache,
+// and one more batched into out (batchedIntoOut()). Bit for bit the host chain's.
 async function gpuTensorChain(options) {
   const sameBits = (a, b) => a.length === b.length && a.every((x, i) => Object.is(x, b[i]));
   const device = await (await navigator.gpu.requestAdapter()).requestDevice();
@@ -208,12 +208,35 @@ async function gpuTensorChain(options) {
     const stepExpected = await run(row, (i) => ({ cache: hostCaches[i] }));
     const stepGot = await run(upload(row), (i) => ({ cache: gpuCaches[i], output: 'gpu-buffer' }));
     if (!sameBits(await stepGot.read(), stepExpected.data)) problems.push('cached step: not the host stack\'s values');
+    problems.push(...await batchedIntoOut(device, layers, hostCaches, gpuCaches, upload, run, E));
     if (runs.some((r) => r !== 'webgpu')) problems.push(`ran on ${runs.join()}`);
     return { problems, backend: layers[0].backend };
   } finally {
     for (const m of layers) m.dispose();
     device.destroy();
   }
+}
+
+// A step into a GpuBatch, each layer's output into a place of the page's buffers (`out`), the
+// page's own copy between the layers (batch.encode()): one submit, the host stack's step bit for bit.
+async function batchedIntoOut(device, layers, hostCaches, gpuCaches, upload, run, E) {
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const row = { data: Float32Array.from({ length: E }, (_, i) => Math.cos(i + 2)), shape: [1, 1, E] };
+  const expected = await run(row, (i) => ({ cache: hostCaches[i] }));
+  const places = [0, 1].map(() => ({ gpuBuffer: device.createBuffer({ size: 256 + E * 4, usage }), byteOffset: 256 }));
+  const moved = device.createBuffer({ size: E * 4, usage });
+  const batch = new GpuBatch();
+  const x = upload(row);
+  await layers[0].forward(x, x, x, { cache: gpuCaches[0], output: 'gpu-buffer', out: places[0], batch });
+  const y = batch.encode(device, (encoder) => {
+    encoder.copyBufferToBuffer(places[0].gpuBuffer, 256, moved, 0, E * 4);
+    return { gpuBuffer: moved, shape: [1, 1, E] };
+  });
+  const { output } = await layers[1].forward(y, y, y, { cache: gpuCaches[1], output: 'gpu-buffer', out: places[1], batch });
+  await batch.submit();
+  const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
+  return same(await output.read(), expected.data) && output.gpuBuffer === places[1].gpuBuffer
+    ? [] : ['batched step into out with a copy of the page\'s between the layers: not the host stack\'s values'];
 }
 
 main().catch((e) => { state.error = `${e.name}: ${e.message}\n${e.stack}`; }).finally(() => {
