@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // A decode step through a stack of layers on the GPU, tensors on the device between layers
 // (docs/webgpu/tensors_and_steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
-// and batched (a GpuBatch: one queue.submit() per token), and batched into out (each layer's output
-// copied into one of two buffers the bench keeps: forward()'s `out`, no buffer made per call),
-// float32 and int4 weights.
+// and batched (a GpuBatch: one queue.submit() per token), batched into out (each layer's output
+// copied into one of two buffers the bench keeps: forward()'s `out`, no buffer made per call), and
+// replayed (those calls recorded once in a GpuStep, then replay() per token), float32 and int4
+// weights.
 //
 //   node bench/gpu/gpu_decode_stack.mjs [--quick] [--json] [--markdown] [--layers N] [--steps-ms MS] [--idle-ms MS] [--grow] [--host-weights]
 //   VK_ICD_FILENAMES=<a GPU's Vulkan ICD .json> node bench/gpu/gpu_decode_stack.mjs   (a GPU)
@@ -19,14 +20,14 @@
 // in WASM memory too, as by default). The kernel selection decides first (letSelectionDecide()).
 // Prints per weights dtype and mode: median and best ms per token, the batched step's host time
 // before its submit (its layers' forward() calls: what bounds a step however fast the GPU; median
-// and best), tokens timed, queue.submit() calls per token, max |Δ| of the batched first step's last output
-// against the per-layer one (0: bit for bit), and the WASM memory the stack holds
+// and best), tokens timed, queue.submit() calls per token, max |Δ| of a mode's second step's last
+// output against the per-layer one (0: bit for bit), and the WASM memory the stack holds
 // (wasmMemoryInUse() after it was made, less before); and a last row, the host's floor under the
 // record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs).
 // --idle-ms: a pause before each step, in which the garbage is collected where node runs with
 // --expose-gc (host times free of its pauses).
 import { benchAdapter } from './gpu_adapter.mjs';
-import { GpuBatch, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
+import { GpuBatch, GpuStep, MultiHeadAttention, wasmMemoryInUse } from '../../web/src/node.js';
 import { filled } from '../../tests/contract/random.mjs';
 import { HEAD_DIM, makeDecodeWeights, stateDict } from '../decode/decode_suite.mjs';
 import { markdownTable, plainTable } from '../lib/table.mjs';
@@ -55,11 +56,11 @@ device.lost.then((lost) => {
   process.exit(3);
 });
 
-// Calls of proto[name], counted by a wrapper on the prototype: { calls }.
+// Calls of proto[name], counted by a wrapper on the prototype: { calls, at (the last one's time) }.
 function counted(proto, name) {
-  const counter = { calls: 0 };
+  const counter = { calls: 0, at: 0 };
   const original = proto[name];
-  proto[name] = function counting(...a) { counter.calls++; return original.apply(this, a); };
+  proto[name] = function counting(...a) { counter.calls++; counter.at = performance.now(); return original.apply(this, a); };
   return counter;
 }
 // queue.submit() calls, and dispatches (a batched step's: the Dawn floor's per layer, dawn_floor.mjs).
@@ -127,11 +128,13 @@ async function letSelectionDecide(stack, x) {
   return steps;
 }
 
-// Timed one-token steps in `mode` ('per layer' | 'batched' | 'batched into out'); the row, and the
-// first step's output values.
+// Timed one-token steps in `mode` ('per layer' | 'batched' | 'batched into out' | 'replayed'); the
+// row, and the second step's output values. A replayed step's host time: until its queue.submit().
 async function timeSteps(stack, mode, x) {
-  const batch = mode === 'per layer' ? null : new GpuBatch();
-  const places = mode === 'batched into out' ? [0, 1].map(() => onDevice(new Float32Array(shape.E), 1)) : null;
+  const replayed = mode === 'replayed';
+  const batch = mode === 'per layer' ? null : replayed ? new GpuStep() : new GpuBatch();
+  const places = mode === 'batched into out' || replayed ? [0, 1].map(() => onDevice(new Float32Array(shape.E), 1)) : null;
+  let last = null;  // a replayed step's output: the recording's last place
   const times = [];
   const records = [];  // a batched step's host time before its submit: its layers' forward() calls
   let values = null;
@@ -146,14 +149,16 @@ async function timeSteps(stack, mode, x) {
     const before = submits.calls;
     const dispatchesBefore = dispatches.calls;
     const t0 = performance.now();
-    const out = await throughStack(stack.layers, stack.caches, x, batch, places);
+    if (replayed && last) await batch.replay();
+    else last = await throughStack(stack.layers, stack.caches, x, batch, places);
+    const out = replayed ? Object.assign(last, { recorded: submits.at }) : last;
     const read = await out.read();
-    values ??= read;  // the first step's: at 512 keys in both modes, --grow too
+    if (step === 1) values = read;  // the second step's (a replayed mode's first replay): at one length in every mode, --grow too
     if (step >= 2) times.push(performance.now() - t0);  // the first two: warm-up (pipelines)
     if (step >= 2 && batch) records.push(out.recorded - t0);
     stepSubmits = submits.calls - before - 1;  // read()'s copy is one
     stepDispatches = dispatches.calls - dispatchesBefore;
-    out.dispose();
+    if (!replayed) out.dispose();  // a replayed step's is the recording's, read again
     if (!grow) for (const c of stack.caches) c.truncate(shape.cached);
   }
   for (const c of stack.caches) c.truncate(shape.cached);
@@ -171,9 +176,10 @@ for (const weights of WEIGHTS) {
   const perLayer = await timeSteps(stack, 'per layer', x);
   const batched = await timeSteps(stack, 'batched', x);
   const placed = await timeSteps(stack, 'batched into out', x);
+  const replayed = await timeSteps(stack, 'replayed', x);
   const diff = (run) => run.values.reduce((m, v, i) => Math.max(m, Math.abs(v - perLayer.values[i])), 0);
   rows.push({ weights, ...perLayer.row, maxAbsDiff: null, wasmMB: stack.wasmMB });
-  for (const run of [batched, placed]) rows.push({ weights, ...run.row, maxAbsDiff: diff(run), wasmMB: stack.wasmMB });
+  for (const run of [batched, placed, replayed]) rows.push({ weights, ...run.row, maxAbsDiff: diff(run), wasmMB: stack.wasmMB });
   for (const m of stack.layers) m.dispose();
 }
 x.gpuBuffer.destroy();

@@ -1,6 +1,6 @@
 // The WebGPU options as a user writes them (compiled with usage.ts by tsc --noEmit). No WebGPU
 // type package is needed: `gpu` is typed structurally.
-import { BackendError, GpuBatch, MultiHeadAttention, scaledDotProductAttention, selfAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
+import { BackendError, GpuBatch, GpuStep, MultiHeadAttention, scaledDotProductAttention, selfAttention, type GpuAttentionResult, type GpuLike, type GpuTensor } from 'webattention';
 
 declare const navigatorGpu: { requestAdapter(options?: { powerPreference?: string }): Promise<object | null> };
 declare const device: { createBuffer(d: { size: number; usage: number }): object; readonly queue: object; destroy(): void };
@@ -89,6 +89,18 @@ async function gpuBatchExample(layers: MultiHeadAttention[]) {
   return pending + passes;
 }
 gpuBatchExample;
+
+// A step recorded once, then replayed token after token.
+async function gpuStepExample(layers: MultiHeadAttention[]) {
+  const step = new GpuStep();
+  const x = { gpuBuffer: buffer, shape: [1, 1, 16] };
+  for (const layer of layers) await layer.forward(x, x, x, { output: 'gpu-buffer', out: { gpuBuffer: buffer }, batch: step });
+  await step.submit();
+  const replayed: Promise<void> = step.replay();
+  const asBatch: GpuBatch = step;
+  return [replayed, asBatch];
+}
+gpuStepExample;
 
 // scaledDotProductAttention() and selfAttention() on the GPU: host or GPU tensors, GpuTensors out.
 async function sdpaOnGpuExample() {

@@ -89,3 +89,4 @@ export { gpuKernelVariants } from './webgpu/selection/gpu_kernel_pins.js';
 export * from './api/public_errors.js';
 export { KvCache } from './dispatch/kv_cache.js';
 export { GpuBatch } from './dispatch/gpu_batch.js';
+export { GpuStep } from './dispatch/gpu_step.js';

@@ -116,3 +116,24 @@ export class GpuBatch {
    */
   submit(): Promise<void>;
 }
+
+/**
+ * A GpuBatch that keeps the calls of its first step (those made into it before its first
+ * submit()), so that each later token runs them again with replay() instead of making them: the
+ * same calls at each cache's length now (its caches one step on), bit for bit, in one
+ * queue.submit(), for about half a batched step's host time. Its forward() calls take GPU inputs
+ * and an `out` place (fixed buffers: the input written before each replay, the output read
+ * after), no masks, positionIds or needWeights; its encode() fns are called again. After the first
+ * submit() it takes no other calls (OptionError naming `batch`).
+ */
+export class GpuStep extends GpuBatch {
+  constructor();
+  /**
+   * The kept calls again, one queue.submit(); resolves once WebGPU validated them. OptionError
+   * naming `batch` (still recording, or a kept call that cannot be replayed), CacheError naming
+   * `cache` (no room, rows at several lengths), DisposedError (a disposed cache or module): nothing
+   * recorded. A throw from an encode() fn is rethrown, and a refused submit rejects as submit()
+   * does; the caches are then back at their lengths before.
+   */
+  replay(): Promise<void>;
+}

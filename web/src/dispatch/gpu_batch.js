@@ -188,6 +188,22 @@ export class GpuBatch {
     return outcome;
   }
 
+  /**
+   * Internal (GpuStep.replay() after a failure part way): what the batch holds is dropped unsubmitted,
+   * its calls undone (their caches back) and their results destroyed.
+   */
+  discard() {
+    const calls = this.#calls.splice(0);
+    for (const call of [...calls].reverse()) call.undo();
+    for (const call of calls) call.destroy();
+    this.#encoder = null;
+    this.#finished = [];
+    this.#members.clear();
+    this.#submits = [];
+    this.#generation++;
+    for (const fn of this.#after.splice(0)) fn();
+  }
+
   // Resolves once every error scope of `calls` and of their `submits` settled; else the error.
   async #validated(calls, submits) {
     const failures = await Promise.all([...calls.flatMap((c) => c.scopes), ...submits.flat()]);

@@ -15,6 +15,8 @@ import { GpuTensor, flushPendingInputs, refusedInput } from './gpu_tensor.js';
 import { lengthsBeforeOf, recordBatched } from './batch_records.js';
 import { deviceBytes, gpuResultDtype } from '../base/gpu_tensors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
+import { attentionPath } from './selection/attention_path.js';
+import { MemoryError } from '../base/errors.js';
 import { linearProblems } from './linear_problems.js';
 import { paramsBytes } from './kernel_params.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
@@ -153,12 +155,34 @@ function recordForward(gpu, call) {
     refused: () => refusedInput(device, plan),
     undo: () => cache?.truncate(lengthsBefore),
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
+    // A GpuStep's (dispatch/gpu_step.js): the call recorded again at `again`'s plan.
+    plan,
+    live: () => !gpu.gone(),
+    again: (replanned) => gpu.inTurn(replanned.batch, () => recordAgain(gpu, call, replanned)),
   }, [...ctx.made.values(), ...[...ctx.placed.values()].map((d) => d.gpuBuffer)]);
   return {
     kernels: call.kernels.names,
     output: resultTensor(ctx, 'output', plan.outputShape, pending, gpuResultDtype(plan)),
     weights: ctx.made.has('weights') ? resultTensor(ctx, 'weights', plan.weightsShape, pending, gpuResultDtype(plan)) : null,
   };
+}
+
+// A recorded call (recordForward()'s `call`) recorded again into replanned.batch at `replanned`, its
+// plan at the cache's length now (GpuStep.replay()): the kernels its recording chose, as long as
+// the attention path is still theirs; the cache advanced as a call's.
+function recordAgain(gpu, call, replanned) {
+  if (gpu.gone()) throw new DeviceLost('the WebGPU device was lost');
+  const { config, cache } = call;
+  if (attentionPath(replanned, config, gpu.device.limits) !== call.path) {
+    throw new MemoryError(`batch: a recorded call no longer fits its attention kernels at ${replanned.T} keys; make the calls anew`, {
+      argument: 'batch', expected: `the ${call.path} path`, actual: `${replanned.T} keys`,
+    });
+  }
+  flushPendingInputs(replanned);
+  recordForward(gpu, { ...call, plan: replanned });
+  if (!cache) return;
+  cache.advance(replanned.S, null);
+  cache.recordCall(replanned);
 }
 
 // callKernels() on a device that is still there once they are ready.

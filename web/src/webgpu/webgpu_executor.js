@@ -95,6 +95,8 @@ export class WebGpuExecutor {
       selecting: selectsKernels(this.#device),
       staging: this.#staging,
       recorded: (batch, flush) => { this.#batched = { batch, flush }; },
+      // A GpuStep's replay of a recorded call (forward_pass.js recordAgain()): in turn, as a call.
+      inTurn: (batch, fn) => this.#serialised(() => { this.#flushBatch(batch); return fn(); }),
     };
   }
 

@@ -1,0 +1,143 @@
+// GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"): the calls
+// of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
+// token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
+// int4 weights, a windowed cache whose ring wraps), one submit a replay; what cannot be replayed
+// and replays that cannot run are typed errors that record nothing; a refused submit and a throw
+// from fn put the caches back. Set-up: node_setup.mjs.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { GpuBatch, GpuStep } from '#webattention';
+import { filled } from '../contract/contract.mjs';
+import { adapterName, device, seededModules } from './node_setup.mjs';
+import { COPY_DST, COPY_SRC, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
+import { counted } from './gpu_batch_steps.mjs';
+
+const E = 16;
+const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, rotary: {}, backend: 'webgpu' });
+const USAGE = STORAGE | COPY_SRC | COPY_DST;
+const row = (seed) => gpuTensor(filled(E, seed), [1, 1, E]);
+const kept = () => ({ gpuBuffer: device.createBuffer({ size: E * 4, usage: USAGE }), shape: [1, 1, E] });
+
+// The page's own pass: y = h + x by copies and a tiny kernel would do; a copy of h into y is enough
+// to prove the order (the next layer reads y).
+const copyInto = (from, to) => (encoder) => { encoder.copyBufferToBuffer(from.gpuBuffer, 0, to.gpuBuffer, 0, E * 4); };
+
+// Three layers (the second with int4 weights, the third on a windowed cache), places[i] each
+// layer's out, the caller's copy of layer 0's output into `moved` between layers 0 and 1.
+async function stack(seed) {
+  const layers = [await module({}, seed), await module({ weightsDtype: 'int4' }, seed + 1), await module({}, seed + 2)];
+  const caches = () => [layers[0].createCache({ maxLength: 32 }), layers[1].createCache({ maxLength: 32 }),
+    layers[2].createCache({ maxLength: 32, window: 3 })];
+  return { layers, caches };
+}
+async function step({ layers }, caches, x, places, moved, batch) {
+  const into = (i) => ({ cache: caches[i], output: 'gpu-buffer', out: places[i], batch });
+  await layers[0].forward(x, x, x, into(0));
+  batch.encode(device, copyInto(places[0], moved));
+  await layers[1].forward(moved, moved, moved, into(1));
+  return (await layers[2].forward(places[1], places[1], places[1], into(2))).output;
+}
+
+describe(`GpuStep (Dawn, ${adapterName})`, () => {
+  test('replay() token after token: one submit each, the calls made anew bit for bit, the caches alike', async () => {
+    const model = await stack(900);
+    const [ours, twins] = [model.caches(), model.caches()];
+    const x = row(901);  // the step's input, rewritten before each token
+    const [places, twinPlaces] = [[kept(), kept(), kept()], [kept(), kept(), kept()]];
+    const [moved, twinMoved] = [kept(), kept()];
+    const gpuStep = new GpuStep();
+    const last = await step(model, ours, x, places, moved, gpuStep);
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    for (let token = 0; token < 8; token++) {
+      const want = await step(model, twins, x, twinPlaces, twinMoved, batch);
+      await batch.submit();
+      if (token > 0) {
+        const { submits } = await counted(() => gpuStep.replay());
+        assert.equal(submits, 1, `token ${token}: one queue.submit()`);
+      }
+      assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+      assert.deepEqual(ours.map((c) => c.length), twins.map((c) => c.length));
+      device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 910 + token));  // the next token's input
+    }
+    assert.deepEqual(await ours[2].read(), await twins[2].read(), 'the windowed cache, wrapped');
+  });
+
+  test('what cannot be replayed, and replays that cannot run: typed errors, nothing recorded; the step usable after', async () => {
+    const model = await stack(920);
+    const caches = model.caches();
+    const x = row(921);
+    const places = [kept(), kept(), kept()];
+    const moved = kept();
+    const gpuStep = new GpuStep();
+    await assert.rejects(gpuStep.replay(), { name: 'OptionError', argument: 'batch' });  // still recording
+    await step(model, caches, x, places, moved, gpuStep);
+    await gpuStep.submit();
+    await assert.rejects(model.layers[0].forward(x, x, x, { output: 'gpu-buffer', out: places[0], batch: gpuStep }), { name: 'OptionError', argument: 'batch' });
+    assert.throws(() => gpuStep.encode(device, () => {}), { name: 'OptionError', argument: 'batch' });
+    // One replay() at a time.
+    const first = gpuStep.replay();
+    await assert.rejects(gpuStep.replay(), { name: 'OptionError', argument: 'batch' });
+    await first;
+    // A cache with no room: CacheError naming cache, no length moved.
+    const full = model.layers[0].createCache({ maxLength: 2 });
+    const short = new GpuStep();
+    await model.layers[0].forward(x, x, x, { cache: full, output: 'gpu-buffer', out: places[0], batch: short });
+    await short.submit();
+    await short.replay();
+    await assert.rejects(short.replay(), { name: 'CacheError', argument: 'cache' });
+    assert.equal(full.length, 2);
+    // Calls that cannot be replayed: no out, a host input; a disposed cache.
+    for (const [what, options, input] of [['no out', {}, x], ['a host input', { out: places[0] }, { data: filled(E, 3), shape: [1, 1, E] }]]) {
+      const s = new GpuStep();
+      await model.layers[0].forward(input, input, input, { output: 'gpu-buffer', batch: s, ...options });
+      await s.submit();
+      await assert.rejects(s.replay(), { name: 'OptionError', argument: 'batch' }, what);
+    }
+    const lengths = caches.map((c) => c.length);
+    caches[1].dispose();
+    await assert.rejects(gpuStep.replay(), { name: 'DisposedError', argument: 'cache' });
+    assert.deepEqual([caches[0].length, caches[2].length], [lengths[0], lengths[2]], 'nothing ran');
+  });
+
+  test('a throw from fn, and a destroyed input at the submit: rejected, every cache back; the next replay runs', async () => {
+    const model = await stack(940);
+    const [ours, twins] = [model.caches(), model.caches()];
+    const x = row(941);
+    const places = [kept(), kept(), kept()];
+    let moved = kept();
+    let fail = false;
+    const gpuStep = new GpuStep();
+    const into = (i) => ({ cache: ours[i], output: 'gpu-buffer', out: places[i], batch: gpuStep });
+    await model.layers[0].forward(x, x, x, into(0));
+    gpuStep.encode(device, (encoder) => {
+      if (fail) throw new RangeError('mine');
+      copyInto(places[0], moved)(encoder);
+    });
+    await model.layers[1].forward(moved, moved, moved, into(1));
+    const last = (await model.layers[2].forward(places[1], places[1], places[1], into(2))).output;
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    const twin = [kept(), kept(), kept()];
+    const twinMoved = kept();
+    await step(model, twins, x, twin, twinMoved, batch);
+    await batch.submit();
+    fail = true;
+    await assert.rejects(gpuStep.replay(), { name: 'RangeError', message: 'mine' });
+    assert.deepEqual(ours.map((c) => c.length), [1, 1, 1], 'the throw put every cache back');
+    fail = false;
+    const doomed = moved;
+    doomed.gpuBuffer.destroy();  // layer 1's recorded input
+    await assert.rejects(gpuStep.replay(), (e) => e.name === 'BackendError' && e.argument === 'query' && /call 2 of the batch/.test(e.message));
+    assert.deepEqual(ours.map((c) => c.length), [1, 1, 1], 'the refused submit put every cache back');
+    moved = null;
+    // Usable: a fresh step on the same caches replays as the calls made anew.
+    const again = new GpuStep();
+    const fresh = await step(model, ours, x, places, kept(), again);
+    await again.submit();
+    const want = await step(model, twins, x, twin, twinMoved, batch);
+    await batch.submit();
+    assert.deepEqual(await fresh.read(), await want.read());
+    assert.ok(last);
+  });
+});

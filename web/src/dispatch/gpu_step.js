@@ -1,0 +1,131 @@
+// The public GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"):
+// a GpuBatch that keeps the calls of its first step, so that every later token runs them again
+// with replay() instead of making them: the checks, the routing and the queueing of each forward()
+// are not paid again, only the encoding (about half a batched step's host time: the bench's
+// "replayed" rows). The step's buffers are fixed: its forward() calls take GPU inputs and write
+// into `out` places, and its encode() work is fn called again, so a replay is the same calls made
+// again at each cache's length now (its caches one step on), bit for bit.
+//
+// What a replay may do is checked before anything is recorded: each kept call replayable (GPU
+// inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length), its module
+// and cache alive, room in each cache. A call cut into passes (a step longer than a windowed
+// cache's pass) is never kept as replayable.
+import { CacheError, DisposedError, OptionError } from '../base/errors.js';
+import { isDeviceData } from '../base/gpu_tensors.js';
+import { GpuBatch } from './gpu_batch.js';
+
+export class GpuStep extends GpuBatch {
+  #recording = true;    // until the first submit(): calls are kept
+  #replaying = false;   // replay() records the kept calls again
+  #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
+
+  /** Internal: as GpuBatch's; while recording, the call is kept for replay(). */
+  record(call) {
+    if (this.#recording) this.#kept.push({ call });
+    return super.record(call);
+  }
+
+  /** Internal: as GpuBatch's; after the first submit() only replay() records. */
+  encoderFor(owner, device) {
+    if (!this.#recording && !this.#replaying) throw recorded('a forward() into it');
+    return super.encoderFor(owner, device);
+  }
+
+  /** As GpuBatch's; while recording, fn is kept and called again by each replay(). */
+  encode(device, fn) {
+    if (!this.#recording && !this.#replaying) throw recorded('an encode() into it');
+    const value = super.encode(device, fn);
+    if (this.#recording) this.#kept.push({ device, fn });
+    return value;
+  }
+
+  /** As GpuBatch's; the first ends the recording. */
+  submit() {
+    if (!this.#replaying) this.#recording = false;
+    return super.submit();
+  }
+
+  /**
+   * Runs the kept calls again, in order, into one queue.submit(), each cache one step on, and
+   * resolves once WebGPU accepted them (as submit()). OptionError naming `batch` before the first
+   * submit() or for a kept call that cannot be replayed, DisposedError / CacheError naming the
+   * module's or cache's problem, OptionError for a replay() while one is recording (await each):
+   * nothing is recorded then. A throw from an encode() fn is rethrown with the caches back.
+   */
+  async replay() {
+    if (this.#recording) {
+      throw new OptionError('batch: replay() runs the calls of the step\'s first submit(); record them and submit() first', {
+        argument: 'batch', expected: 'a submitted GpuStep', actual: 'still recording',
+      });
+    }
+    if (this.#replaying) {
+      throw new OptionError('batch: replay() while a replay() of the step is recording; await each replay()', {
+        argument: 'batch', expected: 'one replay() at a time', actual: 'a replay() under way',
+      });
+    }
+    const plans = this.#replanned();
+    this.#replaying = true;
+    try {
+      for (const [index, kept] of this.#kept.entries()) {
+        if (kept.fn) super.encode(kept.device, kept.fn);
+        else if (plans[index].cache) await plans[index].cache.kvCache.enqueue(plans[index].cache, () => kept.call.again(plans[index]), false);
+        else await kept.call.again(plans[index]);
+      }
+    } catch (e) {
+      this.discard();
+      throw e;
+    } finally {
+      this.#replaying = false;
+    }
+    return super.submit();
+  }
+
+  // Each kept forward()'s plan at its cache's length now (the lengths advanced call by call, for a
+  // cache two calls share), checked as a call's; null for encode() work.
+  #replanned() {
+    const lengths = new Map();  // KvCache → its rows' lengths before the next kept call
+    return this.#kept.map(({ call }, index) => {
+      if (!call) return null;
+      const plan = call.plan;
+      const why = notReplayable(call);
+      if (why) {
+        throw new OptionError(`batch: call ${index} of the step cannot be replayed: ${why}`, {
+          argument: 'batch', expected: 'GPU inputs, an out, no masks, positionIds or weights', actual: why,
+        });
+      }
+      if (!call.live()) throw new DisposedError(`batch: call ${index} of the step: its module was disposed or its device lost`, 'batch');
+      if (!plan.cache) return { ...plan, batch: this };
+      const { kvCache, L } = plan.cache;
+      const before = lengths.get(kvCache) ?? kvCache.lengthsForCall();
+      const n = before[0];
+      if (before.some((m) => m !== n)) {
+        throw new CacheError(`cache: call ${index} of the step replays on every row at one length; its rows are at ${before.join(', ')}`, {
+          argument: 'cache', expected: 'rows at one length', actual: before.join(', '),
+        });
+      }
+      if (kvCache.maxLength && n + L > kvCache.maxLength) {
+        throw new CacheError(`cache: call ${index} of the step: appending ${L} positions to length ${n} would pass maxLength ${kvCache.maxLength}`, {
+          argument: 'cache', expected: `<= ${kvCache.maxLength - n} positions`, actual: L,
+        });
+      }
+      lengths.set(kvCache, before.map((m) => m + L));
+      return { ...plan, batch: this, T: n + L, cache: { ...plan.cache, lengthsBefore: before, lengthBefore: n, lengthAfter: n + L } };
+    });
+  }
+}
+
+// Why a kept forward() record cannot be replayed, or null.
+function notReplayable(call) {
+  const plan = call.plan;
+  if (!call.again) return 'it was cut into passes (longer than its windowed cache\'s pass)';
+  if (![plan.query, plan.key, plan.value].every((d) => d === null || isDeviceData(d))) return 'a host input (its values were copied at the call)';
+  if (!plan.deviceOut) return 'no out (its result would be a new buffer each time, which the calls after it do not read)';
+  if (plan.keyPaddingMask.data || plan.attnMask.data) return 'a mask (its shape follows the keys)';
+  if (plan.positionIds) return 'positionIds';
+  if (plan.needWeights) return 'needWeights';
+  if (plan.cache?.rows) return 'rows';
+  return null;
+}
+
+const recorded = (what) => new OptionError(`batch: ${what} after the step's first submit(); a GpuStep holds one step (replay() it), `
+  + 'a GpuBatch takes other calls', { argument: 'batch', expected: 'a GpuBatch, or a GpuStep still recording', actual: 'a submitted GpuStep' });
