@@ -6,7 +6,7 @@
 #                    first-call ms), linear at 4096³ in float32 and with int8 activations
 #                    (the int8-dot speed-up);
 #   stack.txt        bench/gpu/gpu_decode_stack.mjs --markdown: a decode step through 24 layers
-#                    (E 2048, GQA 32/8, cache 512) per layer and batched, float32 and int4;
+#                    (E 2048, GQA 32/8, cache 512) per layer, batched (into out) and replayed, float32 and int4;
 #   torch_mha.txt    bench/gpu/torch_mha.py: nn.MultiheadAttention at gpu.mjs's shapes (host to
 #                    host and on the device) and the same 24-layer decode step in eager PyTorch;
 #   torch_sdpa.txt   bench/gpu/torch_sdpa.py, for bench/gpu/gpu_sdpa.mjs's rows (gpu_check.sh).
@@ -41,7 +41,7 @@ done
   # shellcheck disable=SC2086  # the options are words
   part gpu 300 node bench/gpu/gpu.mjs $gpu_size
   # shellcheck disable=SC2086
-  part stack 120 node bench/gpu/gpu_decode_stack.mjs $quick --markdown
+  part stack 120 node bench/gpu/gpu_decode_stack.mjs $quick --steps-ms 3000 --markdown
   if [ -n "$python" ]; then
     # shellcheck disable=SC2086
     part torch_mha 100 "$python" bench/gpu/torch_mha.py $torch_args
