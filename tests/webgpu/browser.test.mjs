@@ -120,7 +120,7 @@ describe('WebGPU backend in headless Chromium (SwiftShader, or the hardware adap
     assert.equal(r.backend, autoBackendForLargeCalls(report.adapter.kind), JSON.stringify(report.adapter));
   });
 
-  test('GPU-resident tensors in Chromium: a 2-layer chain, a cached decode step buffer to buffer, and one batched into out with a copy of the page\'s between the layers (encode()), bit for bit the host\'s', () => {
+  test('GPU-resident tensors in Chromium: a 2-layer chain, a cached decode step buffer to buffer, one batched into out with a copy of the page\'s between the layers (encode()), and a GpuStep replayed, bit for bit the host\'s', () => {
     assert.equal(result('gpu tensors: a 2-layer chain and a cached step, buffer to buffer').backend, 'webgpu');
   });
 

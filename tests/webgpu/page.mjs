@@ -8,7 +8,7 @@ import { checkResult, compare, decodeFixtures, runCase } from '../contract/contr
 import { caseFlops, isSoftwareAdapter, webgpuCases, webgpuTestHooks as testHooks } from '../internals.mjs';
 import { MAX_FIXTURE_FLOPS, adapterInfo, adapterKind, autoBackendForLargeCalls, requestTestAdapter } from './adapter.mjs';
 
-const { BackendError, GpuBatch, MultiHeadAttention } = api;
+const { BackendError, GpuBatch, GpuStep, MultiHeadAttention } = api;
 const params = new URLSearchParams(location.search);
 const state = { adapter: null, cases: {}, done: false, error: null };
 window.__webgpu = state;
@@ -218,7 +218,8 @@ async function gpuTensorChain(options) {
 }
 
 // A step into a GpuBatch, each layer's output into a place of the page's buffers (`out`), the
-// page's own copy between the layers (batch.encode()): one submit, the host stack's step bit for bit.
+// page's own copy between the layers (batch.encode()): one submit, the host stack's step bit for
+// bit; then a GpuStep recorded and replayed for a next token, the host stack's next step.
 async function batchedIntoOut(device, layers, hostCaches, gpuCaches, upload, run, E) {
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   const row = { data: Float32Array.from({ length: E }, (_, i) => Math.cos(i + 2)), shape: [1, 1, E] };
@@ -235,8 +236,24 @@ async function batchedIntoOut(device, layers, hostCaches, gpuCaches, upload, run
   const { output } = await layers[1].forward(y, y, y, { cache: gpuCaches[1], output: 'gpu-buffer', out: places[1], batch });
   await batch.submit();
   const same = (a, b) => a.length === b.length && a.every((v, i) => Object.is(v, b[i]));
-  return same(await output.read(), expected.data) && output.gpuBuffer === places[1].gpuBuffer
+  const problems = same(await output.read(), expected.data) && output.gpuBuffer === places[1].gpuBuffer
     ? [] : ['batched step into out with a copy of the page\'s between the layers: not the host stack\'s values'];
+  // The same two calls recorded in a GpuStep, then replayed for the next token: the host's next step.
+  const step = new GpuStep();
+  const input = device.createBuffer({ size: E * 4, usage });
+  const next = { data: Float32Array.from({ length: E }, (_, i) => Math.sin(i + 3)), shape: [1, 1, E] };
+  device.queue.writeBuffer(input, 0, row.data);
+  const caches = layers.map((m) => m.createCache({ maxLength: 8 }));
+  const fresh = layers.map((m) => m.createCache({ maxLength: 8 }));
+  let t = { gpuBuffer: input, shape: [1, 1, E] };
+  for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', out: places[i], batch: step })).output;
+  await step.submit();
+  await run(row, (i) => ({ cache: fresh[i] }));
+  const want = await run(next, (i) => ({ cache: fresh[i] }));
+  device.queue.writeBuffer(input, 0, next.data);
+  await step.replay();
+  if (!same(await t.read(), want.data)) problems.push('a GpuStep replayed: not the host stack\'s next step');
+  return problems;
 }
 
 main().catch((e) => { state.error = `${e.name}: ${e.message}\n${e.stack}`; }).finally(() => {
