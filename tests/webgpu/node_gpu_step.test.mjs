@@ -1,7 +1,8 @@
 // GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"): the calls
 // of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
 // token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
-// int4 weights, a windowed cache whose ring wraps), one submit a replay; what cannot be replayed
+// int4 weights, a windowed cache whose ring wraps), one submit a replay, and one module twice in a
+// step (a submit between its calls, as recorded); what cannot be replayed
 // and replays that cannot run are typed errors that record nothing; a refused submit and a throw
 // from fn put the caches back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
@@ -61,6 +62,31 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
       device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 910 + token));  // the next token's input
     }
     assert.deepEqual(await ours[2].read(), await twins[2].read(), 'the windowed cache, wrapped');
+  });
+
+  test('one module twice in the step (two caches): replayed as the calls made anew, two submits as recorded', async () => {
+    const mha = await module({}, 960);
+    const [ours, twins] = [[mha.createCache({ maxLength: 8 }), mha.createCache({ maxLength: 8 })], [mha.createCache({ maxLength: 8 }), mha.createCache({ maxLength: 8 })]];
+    const x = row(961);
+    const run = async (caches, places, batch) => {
+      const h = (await mha.forward(x, x, x, { cache: caches[0], output: 'gpu-buffer', out: places[0], batch })).output;
+      return (await mha.forward(h, h, h, { cache: caches[1], output: 'gpu-buffer', out: places[1], batch })).output;
+    };
+    const gpuStep = new GpuStep();
+    const last = await run(ours, [kept(), kept()], gpuStep);
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    const twinPlaces = [kept(), kept()];
+    await run(twins, twinPlaces, batch);
+    await batch.submit();
+    for (let token = 1; token < 4; token++) {
+      device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 970 + token));
+      const want = await run(twins, twinPlaces, batch);
+      await batch.submit();
+      const { submits } = await counted(() => gpuStep.replay());
+      assert.equal(submits, 2, 'the module\'s second call submits the first, as recorded');
+      assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+    }
   });
 
   test('what cannot be replayed, and replays that cannot run: typed errors, nothing recorded; the step usable after', async () => {
