@@ -2,9 +2,9 @@
 // of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
 // token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
 // int4 weights, a windowed cache whose ring wraps), one submit a replay, and one module twice in a
-// step (a submit between its calls, as recorded); what cannot be replayed
-// and replays that cannot run are typed errors that record nothing; a refused submit and a throw
-// from fn put the caches back. Set-up: node_setup.mjs.
+// step (a submit between its calls, as recorded); what cannot be replayed and replays that cannot
+// run are typed errors that record nothing; a refused submit and a throw from fn put the caches
+// back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch, GpuStep } from '#webattention';
