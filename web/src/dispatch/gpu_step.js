@@ -1,10 +1,12 @@
 // The public GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"):
 // a GpuBatch that keeps the calls of its first step, so that every later token runs them again
 // with replay() instead of making them: the checks, the routing and the queueing of each forward()
-// are not paid again, only the encoding (0.6–0.8× a batched step's host time on SwiftShader's Dawn:
-// bench/gpu/gpu_decode_stack.mjs's "replayed" rows). The step's buffers are fixed: its forward() calls take GPU inputs and write
-// into `out` places, and its encode() work is fn called again, so a replay is the same calls made
-// again at each cache's length now (its caches one step on), bit for bit.
+// are not paid again, only the encoding (0.6–0.8× a batched step's host time on SwiftShader's
+// Dawn: bench/gpu/gpu_decode_stack.mjs's "replayed" rows). The step's buffers are fixed: its
+// forward() calls take GPU inputs and write into `out` places, and its encode() work is fn called
+// again, so a replay is the same calls made again at each cache's length now (its caches one step
+// on), bit for bit. The recording ends at the first submit(), the caller's or one the package
+// makes (a read() of one of its results, work outside it on its modules).
 //
 // What a replay may do is checked before anything is recorded: each kept call replayable (GPU
 // inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length), its module
