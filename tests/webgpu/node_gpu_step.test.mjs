@@ -7,9 +7,9 @@
 // back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GpuBatch, GpuStep } from '#webattention';
+import { GpuBatch, GpuStep, MultiHeadAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
-import { adapterName, device, seededModules } from './node_setup.mjs';
+import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
 import { counted } from './gpu_batch_steps.mjs';
 
@@ -124,6 +124,22 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     caches[1].dispose();
     await assert.rejects(gpuStep.replay(), { name: 'DisposedError', argument: 'cache' });
     assert.deepEqual([caches[0].length, caches[2].length], [lengths[0], lengths[2]], 'nothing ran');
+  });
+
+  test('a lost device: replay() rejects with a typed error', async () => {
+    const other = await freshDevice();
+    const mha = await MultiHeadAttention.create({ embedDim: E, numHeads: 4, numKvHeads: 2, rotary: {}, backend: 'webgpu', gpu: other });
+    mha.loadStateDict(randomStateDict(mha.stateDictShapes, 990));
+    const on = (data) => gpuTensor(data, [1, 1, E], { on: other });
+    const x = on(filled(E, 991));
+    const out = { gpuBuffer: other.createBuffer({ size: E * 4, usage: USAGE }) };
+    const gpuStep = new GpuStep();
+    await mha.forward(x, x, x, { cache: mha.createCache({ maxLength: 8 }), output: 'gpu-buffer', out, batch: gpuStep });
+    await gpuStep.submit();
+    other.destroy();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    await assert.rejects(gpuStep.replay(), (e) => ['DisposedError', 'BackendError'].includes(e.name) && e.argument === 'batch');
+    mha.dispose();
   });
 
   test('a throw from fn, and a destroyed input at the submit: rejected, every cache back; the next replay runs', async () => {

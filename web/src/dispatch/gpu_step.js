@@ -12,7 +12,7 @@
 // inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length), its module
 // and cache alive, room in each cache. A call cut into passes (a step longer than a windowed
 // cache's pass) is never kept as replayable.
-import { CacheError, DisposedError, OptionError } from '../base/errors.js';
+import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { GpuBatch } from './gpu_batch.js';
 
@@ -69,9 +69,8 @@ export class GpuStep extends GpuBatch {
     this.#replaying = true;
     try {
       for (const [index, kept] of this.#kept.entries()) {
-        if (kept.fn) super.encode(kept.device, kept.fn);
-        else if (plans[index].cache) await plans[index].cache.kvCache.enqueue(plans[index].cache, () => kept.call.again(plans[index]), false);
-        else await kept.call.again(plans[index]);
+        if (kept.fn) super.encode(kept.device, kept.fn);  // a throw: fn's own, as it is
+        else await recordedAgain(kept.call, plans[index], index);
       }
     } catch (e) {
       this.discard();
@@ -112,6 +111,20 @@ export class GpuStep extends GpuBatch {
       }
       lengths.set(kvCache, before.map((m) => m + L));
       return { ...plan, batch: this, T: n + L, cache: { ...plan.cache, lengthsBefore: before, lengthBefore: n, lengthAfter: n + L } };
+    });
+  }
+}
+
+// A kept forward() recorded again at `plan` (in its cache's queue), its failure a typed error: the
+// device lost, say, is a BackendError naming the call.
+async function recordedAgain(call, plan, index) {
+  try {
+    if (plan.cache) await plan.cache.kvCache.enqueue(plan.cache, () => call.again(plan), false);
+    else await call.again(plan);
+  } catch (e) {
+    if (e instanceof WebAttentionError) throw e;
+    throw new BackendError(`batch: call ${index} of the step failed (${e?.message ?? e})`, {
+      argument: 'batch', expected: 'a working WebGPU device', actual: e?.message ?? String(e),
     });
   }
 }
