@@ -7,7 +7,7 @@
 // back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { GpuBatch, GpuStep, MultiHeadAttention } from '#webattention';
+import { GpuBatch, GpuStep, MultiHeadAttention, scaledDotProductAttention } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
@@ -120,6 +120,10 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
       await s.submit();
       await assert.rejects(s.replay(), { name: 'OptionError', argument: 'batch' }, what);
     }
+    const sdpa = new GpuStep();
+    await scaledDotProductAttention(x, x, x, { gpu: device, output: 'gpu-buffer', out: places[0], batch: sdpa });
+    await sdpa.submit();
+    await assert.rejects(sdpa.replay(), { name: 'OptionError', argument: 'batch' }, 'scaledDotProductAttention()');
     const lengths = caches.map((c) => c.length);
     caches[1].dispose();
     await assert.rejects(gpuStep.replay(), { name: 'DisposedError', argument: 'cache' });

@@ -9,11 +9,12 @@
 // makes (a read() of one of its results, work outside it on its modules).
 //
 // What a replay may do is checked before anything is recorded: each kept call replayable (GPU
-// inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length), its module
-// and cache alive, room in each cache. A call cut into passes (a step longer than a windowed
+// inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length, a module's
+// call), its module and cache alive, room in each cache. A call cut into passes (a step longer than a windowed
 // cache's pass) is never kept as replayable.
 import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
+import { isAttentionOnly } from '../base/attention_only.js';
 import { GpuBatch } from './gpu_batch.js';
 
 export class GpuStep extends GpuBatch {
@@ -133,6 +134,9 @@ async function recordedAgain(call, plan, index) {
 function notReplayable(call) {
   const plan = call.plan;
   if (!call.again) return 'it was cut into passes (longer than its windowed cache\'s pass)';
+  // scaledDotProductAttention()'s engines are released when idle (api/attention_engines.js): a
+  // replay is no call to them, so one could be gone by the next token.
+  if (isAttentionOnly(call.config)) return 'a scaledDotProductAttention() or selfAttention() call (make it each token)';
   if (![plan.query, plan.key, plan.value].every((d) => d === null || isDeviceData(d))) return 'a host input (its values were copied at the call)';
   if (!plan.deviceOut) return 'no out (its result would be a new buffer each time, which the calls after it do not read)';
   if (plan.keyPaddingMask.data || plan.attnMask.data) return 'a mask (its shape follows the keys)';
