@@ -1,10 +1,10 @@
 // GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"): the calls
 // of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
 // token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
-// int4 weights, a windowed cache whose ring wraps), one submit a replay, and one module twice in a
-// step (a submit between its calls, as recorded); what cannot be replayed and replays that cannot
-// run are typed errors that record nothing; a refused submit and a throw from fn put the caches
-// back. Set-up: node_setup.mjs.
+// int4 weights, a windowed cache whose ring wraps), one submit a replay; one module twice in a step
+// (a submit between its calls, as recorded); a decoder's step with cross-attention on an encoded
+// cache. What cannot be replayed and replays that cannot run are typed errors that record nothing;
+// a refused submit and a throw from fn put the caches back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch, GpuStep, MultiHeadAttention, scaledDotProductAttention } from '#webattention';
@@ -86,6 +86,32 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
       const { submits } = await counted(() => gpuStep.replay());
       assert.equal(submits, 2, 'the module\'s second call submits the first, as recorded');
       assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+    }
+  });
+
+  test("a decoder's step: self-attention, then cross-attention on an encoded cache (which appends nothing), replayed as made anew", async () => {
+    const [self, cross] = [await module({}, 980), await module({ rotary: undefined }, 981)];
+    const memory = { data: filled(5 * E, 982), shape: [1, 5, E] };
+    const [ours, twins] = [0, 1].map(() => [self.createCache({ maxLength: 8 })]);
+    const [encoded, twinEncoded] = [await cross.encode(memory, memory), await cross.encode(memory, memory)];
+    const x = row(983);
+    const run = async (cache, memoryCache, places, batch) => {
+      const h = (await self.forward(x, x, x, { cache, output: 'gpu-buffer', out: places[0], batch })).output;
+      return (await cross.forward(h, null, null, { cache: memoryCache, output: 'gpu-buffer', out: places[1], batch })).output;
+    };
+    const gpuStep = new GpuStep();
+    const last = await run(ours[0], encoded, [kept(), kept()], gpuStep);
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    const twinPlaces = [kept(), kept()];
+    await run(twins[0], twinEncoded, twinPlaces, batch);
+    await batch.submit();
+    for (let token = 1; token < 3; token++) {
+      const want = await run(twins[0], twinEncoded, twinPlaces, batch);
+      await batch.submit();
+      await gpuStep.replay();
+      assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+      assert.equal(encoded.length, 5, 'the encoded cache appends nothing');
     }
   });
 
