@@ -112,7 +112,6 @@ export const SMALL_TENSOR_BYTES = 1 << 18;
 const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE)
   && (deviceBytes(data.dtype, data.length) > SMALL_TENSOR_BYTES || !(data.gpuBuffer.usage & Usage.COPY_SRC));
 
-
 // Where a call's 'gpu-buffer' results go: result(role, bytes, usage, pooledRole) gives the buffer
 // the kernels write result `role` into: a new buffer for the caller (made), or for a small result
 // (or the output with `out`: placed) the pooled buffer of `pooledRole`, copied into the caller's
@@ -133,6 +132,7 @@ function resultBuffers(gpu, out) {
   };
   return { made, placed, copiesOut, result };
 }
+
 // A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
 function copyPieces(encoder, data, to) {
   let at = 0;
