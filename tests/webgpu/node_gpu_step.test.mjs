@@ -126,6 +126,7 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     await step(model, caches, x, places, moved, gpuStep);
     await gpuStep.submit();
     await assert.rejects(model.layers[0].forward(x, x, x, { output: 'gpu-buffer', out: places[0], batch: gpuStep }), { name: 'OptionError', argument: 'batch' });
+    await assert.rejects(scaledDotProductAttention(x, x, x, { gpu: device, output: 'gpu-buffer', out: places[0], batch: gpuStep }), { name: 'OptionError', argument: 'batch' });
     assert.throws(() => gpuStep.encode(device, () => {}), { name: 'OptionError', argument: 'batch' });
     // One replay() at a time.
     const first = gpuStep.replay();
@@ -139,17 +140,23 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     await short.replay();
     await assert.rejects(short.replay(), { name: 'CacheError', argument: 'cache' });
     assert.equal(full.length, 2);
-    // Calls that cannot be replayed: no out, a host input; a disposed cache.
-    for (const [what, options, input] of [['no out', {}, x], ['a host input', { out: places[0] }, { data: filled(E, 3), shape: [1, 1, E] }]]) {
-      const s = new GpuStep();
-      await model.layers[0].forward(input, input, input, { output: 'gpu-buffer', batch: s, ...options });
-      await s.submit();
-      await assert.rejects(s.replay(), { name: 'OptionError', argument: 'batch' }, what);
+    // Calls that could not be replayed, refused at the call: no out, a host input, a mask,
+    // needWeights, scaledDotProductAttention(); nothing recorded.
+    const host = { data: filled(E, 3), shape: [1, 1, E] };
+    const refusals = [
+      ['no out', x, {}],
+      ['a host input', host, { out: places[0] }],
+      ['a mask', x, { out: places[0], attnMask: { data: new Float32Array(1), shape: [1, 1] } }],
+      ['needWeights', x, { out: places[0], needWeights: true }],
+    ];
+    const refusing = new GpuStep();
+    for (const [what, input, options] of refusals) {
+      await assert.rejects(model.layers[0].forward(input, input, input, { output: 'gpu-buffer', batch: refusing, ...options }),
+        { name: 'OptionError', argument: 'batch' }, what);
     }
-    const sdpa = new GpuStep();
-    await scaledDotProductAttention(x, x, x, { gpu: device, output: 'gpu-buffer', out: places[0], batch: sdpa });
-    await sdpa.submit();
-    await assert.rejects(sdpa.replay(), { name: 'OptionError', argument: 'batch' }, 'scaledDotProductAttention()');
+    await assert.rejects(scaledDotProductAttention(x, x, x, { gpu: device, output: 'gpu-buffer', out: places[0], batch: refusing }),
+      { name: 'OptionError', argument: 'batch' }, 'scaledDotProductAttention()');
+    assert.equal(refusing.pending, 0, 'nothing recorded');
     const lengths = caches.map((c) => c.length);
     caches[1].dispose();
     await assert.rejects(gpuStep.replay(), { name: 'DisposedError', argument: 'cache' });

@@ -123,8 +123,9 @@ export class GpuBatch {
  * same calls at each cache's length now (its caches one step on), bit for bit, in one
  * queue.submit(), for less of the host's time than a batched step (0.6–0.8× on SwiftShader's Dawn). Its forward() calls take GPU inputs
  * and an `out` place (fixed buffers: the input written before each replay, the output read
- * after), no masks, positionIds or needWeights; its encode() fns are called again. After the first
- * submit() it takes no other calls (OptionError naming `batch`).
+ * after), no masks, positionIds or needWeights (else an OptionError naming `batch` at the call);
+ * its encode() fns are called again. After the first submit() it takes no other calls (OptionError
+ * naming `batch`).
  */
 export class GpuStep extends GpuBatch {
   constructor();

@@ -30,8 +30,11 @@ export function resolveMhaForward(config, query, key, value, options) {
   const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
   const batch = checkBatch(o.batch, output);
   // Cross-attention: the encoder's keys and values are in the cache (encode_plans.js).
-  if (KvCache.isKvCache(o.cache) && o.cache.encoded) return lazyModules().resolveEncodedForward(config, query, key, value, o, { output, batch });
-  return resolvePlainForward(config, query, key, value, o, { output, batch });
+  const plan = KvCache.isKvCache(o.cache) && o.cache.encoded
+    ? lazyModules().resolveEncodedForward(config, query, key, value, o, { output, batch })
+    : resolvePlainForward(config, query, key, value, o, { output, batch });
+  batch?.admit(plan, 'forward()');  // a GpuStep's rules (dispatch/gpu_step.js)
+  return plan;
 }
 
 /**
@@ -175,7 +178,7 @@ function sdpaPlan(named, o, views) {
   const onDevice = [qt, kt, vt].some((t) => isDeviceData(t.data));
   const output = checkChoice('output', o.output, OUTPUT_LOCATIONS, 'cpu');
   const batch = checkBatch(o.batch, output);
-  return {
+  const plan = {
     B, L, S, T: S, dk, dv,
     dtype,
     query: qt.data, key: kt.data, value: vt.data,
@@ -190,6 +193,8 @@ function sdpaPlan(named, o, views) {
     ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),
     backendOptions: sdpaBackendOptions(o, onDevice || output === 'gpu-buffer'),
   };
+  batch?.admit(plan, 'scaledDotProductAttention()');  // a GpuStep refuses it (dispatch/gpu_step.js)
+  return plan;
 }
 
 // The backend options of a scaledDotProductAttention() call (onGpu: it has GPU tensors or 'gpu-buffer' results).

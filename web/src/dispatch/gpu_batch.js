@@ -118,6 +118,13 @@ export class GpuBatch {
   }
 
   /**
+   * Internal (checks/plans.js, at the call): refuses a call the batch cannot hold, a typed error
+   * naming `batch`; a GpuBatch holds any (a GpuStep has rules: dispatch/gpu_step.js). `what` names
+   * the call ('forward()', 'scaledDotProductAttention()').
+   */
+  admit(plan, what) {}
+
+  /**
    * Internal: a call recorded into encoderFor()'s encoder (or submitted after submitHeld()). call:
    * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
    * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()

@@ -8,10 +8,11 @@
 // on), bit for bit. The recording ends at the first submit(), the caller's or one the package
 // makes (a read() of one of its results, work outside it on its modules).
 //
-// What a replay may do is checked before anything is recorded: each kept call replayable (GPU
-// inputs, an `out`, no mask, positionIds or weights, a cache's rows at one length, a module's
-// call), its module and cache alive, room in each cache. A call cut into passes (a step longer than a windowed
-// cache's pass) is never kept as replayable.
+// A call that could not be replayed is refused when it is made (admit(): a host input, no `out`,
+// a mask, positionIds, weights, rows, a scaledDotProductAttention() call); what a replay may do is
+// checked again before it records anything: each kept call replayable (a call cut into passes, a
+// step longer than a windowed cache's pass, is only known then), its module and cache alive, room
+// in each cache.
 import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { isAttentionOnly } from '../base/attention_only.js';
@@ -21,6 +22,20 @@ export class GpuStep extends GpuBatch {
   #recording = true;    // until the first submit(): calls are kept
   #replaying = false;   // replay() records the kept calls again
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
+
+  /**
+   * Internal (checks/plans.js): at the call, a call this step could not replay (replayRefusal()),
+   * or any call after its first submit(): OptionError naming `batch`.
+   */
+  admit(plan, what) {
+    if (!this.#recording) throw recorded(`a ${what} into it`);
+    const why = what === 'forward()' ? replayRefusal(plan) : ENGINE_CALL;
+    if (why) {
+      throw new OptionError(`batch: a GpuStep replays its calls, and this ${what} could not be replayed: ${why}`, {
+        argument: 'batch', expected: REPLAYABLE, actual: why,
+      });
+    }
+  }
 
   /** Internal: as GpuBatch's; while recording, the call is kept for replay(). */
   record(call) {
@@ -92,7 +107,7 @@ export class GpuStep extends GpuBatch {
       const why = notReplayable(call);
       if (why) {
         throw new OptionError(`batch: call ${index} of the step cannot be replayed: ${why}`, {
-          argument: 'batch', expected: 'GPU inputs, an out, no masks, positionIds or weights', actual: why,
+          argument: 'batch', expected: REPLAYABLE, actual: why,
         });
       }
       if (!call.live()) throw new DisposedError(`batch: call ${index} of the step: its module was disposed or its device lost`, 'batch');
@@ -130,13 +145,22 @@ async function recordedAgain(call, plan, index) {
   }
 }
 
-// Why a kept forward() record cannot be replayed, or null.
+const REPLAYABLE = 'GPU inputs, an out, no masks, positionIds or weights';
+// scaledDotProductAttention()'s engines are released when idle (api/attention_engines.js): a
+// replay is no call to them, so one could be gone by the next token.
+const ENGINE_CALL = 'a scaledDotProductAttention() or selfAttention() call (make it each token)';
+
+// Why a kept forward() record cannot be replayed, or null: replayRefusal()'s, a call cut into
+// passes, or an engine's.
 function notReplayable(call) {
-  const plan = call.plan;
   if (!call.again) return 'it was cut into passes (longer than its windowed cache\'s pass)';
-  // scaledDotProductAttention()'s engines are released when idle (api/attention_engines.js): a
-  // replay is no call to them, so one could be gone by the next token.
-  if (isAttentionOnly(call.config)) return 'a scaledDotProductAttention() or selfAttention() call (make it each token)';
+  if (isAttentionOnly(call.config)) return ENGINE_CALL;
+  return replayRefusal(call.plan);
+}
+
+// Why a forward() plan could not be replayed (its buffers and shapes must stay those of the
+// recording), or null.
+function replayRefusal(plan) {
   if (![plan.query, plan.key, plan.value].every((d) => d === null || isDeviceData(d))) return 'a host input (its values were copied at the call)';
   if (!plan.deviceOut) return 'no out (its result would be a new buffer each time, which the calls after it do not read)';
   if (plan.keyPaddingMask.data || plan.attnMask.data) return 'a mask (its shape follows the keys)';
