@@ -1,7 +1,7 @@
 // Each public call checked into a plain "plan" (sizes, resolved options, checked typed arrays)
 // before any executor sees it: forward() (resolveMhaForward, with its cache option),
 // scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
-import { CacheError, OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
+import { OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { KvCache } from '../dispatch/kv_cache.js';
 import { isGpuBatch } from '../dispatch/gpu_batch.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive } from '../base/option_checks.js';
@@ -10,7 +10,7 @@ import { lazyModules } from '../base/lazy_modules.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { checkOutTargets } from './out_option.js';
-import { checkCallRows } from '../dispatch/cache_checks.js';
+import { checkCallRows, checkRoom } from '../dispatch/cache_checks.js';
 import { resolveBackendOptions } from './module_config.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, noMask, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
@@ -282,11 +282,7 @@ function checkCacheOption(cache, { B, L, S, isCausal, rows: givenRows }) {
       argument: 'isCausal', expected: 'true or undefined', actual: false,
     });
   }
-  if (cache.maxLength && lengthBefore + L > cache.maxLength) {
-    const row = listed.length > 1 ? ` (row ${rows ? rows[listed.indexOf(lengthBefore)] : listed.indexOf(lengthBefore)})` : '';
-    throw new CacheError(`cache: appending ${L} positions to length ${lengthBefore}${row} would pass maxLength ${cache.maxLength}`, {
-      argument: 'cache', expected: `<= ${cache.maxLength - lengthBefore} positions`, actual: L,
-    });
-  }
+  const at = listed.indexOf(lengthBefore);
+  checkRoom(cache, lengthBefore, L, { row: listed.length > 1 ? ` (row ${rows ? rows[at] : at})` : '' });
   return { kvCache: cache, rows, lengthsBefore, L, lengthBefore, lengthAfter: lengthBefore + L };
 }

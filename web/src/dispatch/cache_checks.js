@@ -52,6 +52,18 @@ export function uniformLength(lengths, where) {
 }
 
 /**
+ * CacheError naming `cache` unless `L` more positions fit after `lengthBefore` (its maxLength; a
+ * windowed cache without one has no end): forward()'s plan and a GpuStep's replay(). `where` and
+ * `row` go into the message: the call ('call N of the step: ') and the row (' (row r)').
+ */
+export function checkRoom(cache, lengthBefore, L, { where = '', row = '' } = {}) {
+  if (!cache.maxLength || lengthBefore + L <= cache.maxLength) return;
+  throw new CacheError(`cache: ${where}appending ${L} positions to length ${lengthBefore}${row} would pass maxLength ${cache.maxLength}`, {
+    argument: 'cache', expected: `<= ${cache.maxLength - lengthBefore} positions`, actual: L,
+  });
+}
+
+/**
  * cache.truncate(length | lengths)'s argument, for rows of `current` positions each (options: the
  * cache's createCache() options). One integer cuts every row to it; a list holds one length per
  * row. Returns the new lengths, one per row, or a CacheError naming `length` / `lengths` unless

@@ -17,6 +17,7 @@ import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { isAttentionOnly } from '../base/attention_only.js';
 import { GpuBatch } from './gpu_batch.js';
+import { checkRoom } from './cache_checks.js';
 
 export class GpuStep extends GpuBatch {
   #recording = true;    // until the first submit(): calls are kept
@@ -120,11 +121,7 @@ export class GpuStep extends GpuBatch {
           argument: 'cache', expected: 'rows at one length', actual: before.join(', '),
         });
       }
-      if (kvCache.maxLength && n + L > kvCache.maxLength) {
-        throw new CacheError(`cache: call ${index} of the step: appending ${L} positions to length ${n} would pass maxLength ${kvCache.maxLength}`, {
-          argument: 'cache', expected: `<= ${kvCache.maxLength - n} positions`, actual: L,
-        });
-      }
+      checkRoom(kvCache, n, L, { where: `call ${index} of the step: ` });
       lengths.set(kvCache, before.map((m) => m + L));
       return { ...plan, batch: this, T: n + L, cache: { ...plan.cache, lengthsBefore: before, lengthBefore: n, lengthAfter: n + L } };
     });
