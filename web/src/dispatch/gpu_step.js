@@ -10,12 +10,10 @@
 //
 // A call that could not be replayed is refused when it is made (admit(): a host input, no `out`,
 // a mask, positionIds, weights, rows, a scaledDotProductAttention() call); what a replay may do is
-// checked again before it records anything: each kept call replayable (a call cut into passes, a
-// step longer than a windowed cache's pass, is only known then), its module and cache alive, room
-// in each cache.
+// checked before it records anything: no kept call cut into passes (a step longer than a windowed
+// cache's pass, known only once it ran), its module and cache alive, room in each cache.
 import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
-import { isAttentionOnly } from '../base/attention_only.js';
 import { GpuBatch } from './gpu_batch.js';
 import { checkRoom } from './cache_checks.js';
 
@@ -105,10 +103,10 @@ export class GpuStep extends GpuBatch {
     return this.#kept.map(({ call }, index) => {
       if (!call) return null;
       const plan = call.plan;
-      const why = notReplayable(call);
-      if (why) {
-        throw new OptionError(`batch: call ${index} of the step cannot be replayed: ${why}`, {
-          argument: 'batch', expected: REPLAYABLE, actual: why,
+      // admit() refused at the call what its plan shows; a call cut into passes shows only here.
+      if (!call.again) {
+        throw new OptionError(`batch: call ${index} of the step cannot be replayed: it was cut into passes (longer than its windowed cache's pass)`, {
+          argument: 'batch', expected: 'a call of one pass', actual: 'a call cut into passes',
         });
       }
       if (!call.live()) throw new DisposedError(`batch: call ${index} of the step: its module was disposed or its device lost`, 'batch');
@@ -146,14 +144,6 @@ const REPLAYABLE = 'GPU inputs, an out, no masks, positionIds or weights';
 // scaledDotProductAttention()'s engines are released when idle (api/attention_engines.js): a
 // replay is no call to them, so one could be gone by the next token.
 const ENGINE_CALL = 'a scaledDotProductAttention() or selfAttention() call (make it each token)';
-
-// Why a kept forward() record cannot be replayed, or null: replayRefusal()'s, a call cut into
-// passes, or an engine's.
-function notReplayable(call) {
-  if (!call.again) return 'it was cut into passes (longer than its windowed cache\'s pass)';
-  if (isAttentionOnly(call.config)) return ENGINE_CALL;
-  return replayRefusal(call.plan);
-}
 
 // Why a forward() plan could not be replayed (its buffers and shapes must stay those of the
 // recording), or null.

@@ -157,7 +157,6 @@ function recordForward(gpu, call) {
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
     // A GpuStep's (dispatch/gpu_step.js): the call recorded again at `again`'s plan.
     plan,
-    config: call.config,
     live: () => !gpu.gone(),
     again: (replanned) => gpu.inTurn(replanned.batch, () => recordAgain(gpu, call, replanned)),
   }, [...ctx.made.values(), ...[...ctx.placed.values()].map((d) => d.gpuBuffer)]);
