@@ -56,6 +56,9 @@ export const isDeviceData = (data) => data instanceof DeviceData;
 /** A plan's inputs (query, key, value) on the GPU, in that order. */
 export const deviceInputs = (plan) => [plan.query, plan.key, plan.value].filter(isDeviceData);
 
+/** A plan's caller buffers on the GPU: its inputs', then its `out`'s (deviceOut) where it has one. */
+export const deviceTensors = (plan) => [plan.query, plan.key, plan.value, plan.deviceOut].filter(isDeviceData);
+
 /**
  * The dtype of a call's 'gpu-buffer' results: float16 for a float16 call (host or GPU float16
  * inputs, as its 'cpu' results would be), else float32 (bfloat16 calls too: a GPU tensor holds

@@ -6,6 +6,7 @@
 // base/lazy_modules.js: a call without GPU inputs never loads it.
 import { DTypeError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { DeviceData, deviceBytes } from '../base/gpu_tensors.js';
+import { product } from '../base/tensor_checks.js';
 
 // GPUBufferUsage's numbers (Node has no GPUBufferUsage global unless the app sets one).
 const COPY_SRC = 0x4;
@@ -51,7 +52,7 @@ export function checkGpuTensor(argument, tensor, { ranks, shapeOf, buffers }) {
       argument, expected: ranks.map((r) => `${r}-D`), actual: shape,
     });
   }
-  const elements = shape.reduce((a, b) => a * b, 1);
+  const elements = product(shape);
   const byteOffset = checkByteOffset(argument, tensor.byteOffset, gpuBuffer, COPY_SRC, 'is copied from there on the device');
   checkBufferBytes(argument, gpuBuffer, byteOffset, type, `shape ${formatShape(shape)}`, elements);
   if (!(gpuBuffer.usage & (STORAGE | COPY_SRC))) {
@@ -86,10 +87,10 @@ export function checkGpuOut(out, { shape, dtype, shapeOf }) {
   if (type !== dtype) {
     throw new DTypeError(`out.dtype: the call's result is ${dtype}, got ${describe(out.dtype)}`, { argument, expected: dtype, actual: describe(out.dtype) });
   }
-  const elements = shape.reduce((a, b) => a * b, 1);
+  const elements = product(shape);
   if (out.shape !== undefined) {
     const given = shapeOf('out.shape', out.shape);
-    const count = given.reduce((a, b) => a * b, 1);
+    const count = product(given);
     if (count !== elements) {
       throw new ShapeError(`out: the output is ${formatShape(shape)} (${elements} elements), got shape ${formatShape(given)} (${count})`, {
         argument, expected: shape, actual: given,

@@ -16,7 +16,7 @@
 //   - with a cache, the cache must be stored on the GPU (made while the module's device was in
 //     use) and the call must be one pass (a windowed cache's rows per pass).
 import { BackendError, CacheError, DTypeError, OptionError, WebAttentionError } from '../base/errors.js';
-import { deviceInputs } from '../base/gpu_tensors.js';
+import { deviceInputs, deviceTensors } from '../base/gpu_tensors.js';
 import { Usage } from '../webgpu/device.js';
 import { ownedPlan } from '../base/call_plan.js';
 import { GPU_INPUTS_STAY, WEIGHTS_ON_GPU_ONLY, incompleteWeights, refuseOffGpu, requireGpu } from './off_gpu.js';
@@ -116,7 +116,7 @@ function sizeGetterOf(device) {
 export function requireGenuineBuffers(device, plan) {
   const getter = sizeGetterOf(device);
   if (!getter) return;
-  for (const { argument, gpuBuffer } of [...deviceInputs(plan), plan.deviceOut].filter(Boolean)) {
+  for (const { argument, gpuBuffer } of deviceTensors(plan)) {
     try {
       getter.call(gpuBuffer);
     } catch (e) {

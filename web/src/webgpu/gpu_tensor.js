@@ -3,7 +3,7 @@
 // whose GPU input WebGPU refused at the submit (destroyed, or of another device: only the device
 // can tell), found by trying each input alone.
 import { BackendError, DisposedError } from '../base/errors.js';
-import { deviceBytes, deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
+import { deviceBytes, deviceInputs, deviceTensors, gpuResultDtype } from '../base/gpu_tensors.js';
 import { roundToHalf } from '../storage/half_floats.js';
 import { MAP_READ, Usage } from './device.js';
 
@@ -92,7 +92,7 @@ export function markPending(buffers, batch, flush) {
 /** Before a call (of `plan.batch`, or none) encodes: the other batches its GPU inputs (and `out`) wait for, submitted. */
 export function flushPendingInputs(plan) {
   // `out` too: a batch's result written there later would overwrite this call's output.
-  for (const { gpuBuffer } of [...deviceInputs(plan), plan.deviceOut].filter(Boolean)) {
+  for (const { gpuBuffer } of deviceTensors(plan)) {
     const pending = pendingResults.get(gpuBuffer);
     if (pending && pending.batch !== plan.batch) {
       pendingResults.delete(gpuBuffer);
