@@ -1,24 +1,24 @@
-// What the GpuBatch tests share (node_gpu_batch, node_gpu_batch_encode): counting a device's
-// submits and maps, and one decode step through a stack of layers, per layer or into a batch.
+// What the GpuBatch tests share (node_gpu_batch, node_gpu_batch_encode, node_gpu_step,
+// node_gpu_out): counting a device's submits, maps and buffers made, and one decode step through a
+// stack of layers, per layer or into a batch.
 import { device } from './node_setup.mjs';
 import { COPY_DST } from './gpu_tensor_inputs.mjs';
 
-// Counts queue.submit() and mapAsync() calls on `device` during fn().
+// Counts queue.submit(), mapAsync() and createBuffer() calls on `device` during fn(): { submits,
+// maps, buffers, result (fn's) }.
 export async function counted(fn, on = device) {
-  const queueProto = Object.getPrototypeOf(on.queue);
   const probe = on.createBuffer({ size: 4, usage: COPY_DST });
-  const bufferProto = Object.getPrototypeOf(probe);
+  const wrapped = [[Object.getPrototypeOf(on.queue), 'submit', 'submits'], [Object.getPrototypeOf(probe), 'mapAsync', 'maps'],
+    [Object.getPrototypeOf(on), 'createBuffer', 'buffers']].map(([proto, name, count]) => [proto, name, count, proto[name]]);
   probe.destroy();
-  const { submit } = queueProto;
-  const { mapAsync } = bufferProto;
-  const counts = { submits: 0, maps: 0 };
-  queueProto.submit = function counting(...args) { counts.submits++; return submit.apply(this, args); };
-  bufferProto.mapAsync = function counting(...args) { counts.maps++; return mapAsync.apply(this, args); };
+  const counts = { submits: 0, maps: 0, buffers: 0 };
+  for (const [proto, name, count, original] of wrapped) {
+    proto[name] = function counting(...args) { counts[count]++; return original.apply(this, args); };
+  }
   try {
     counts.result = await fn();
   } finally {
-    queueProto.submit = submit;
-    bufferProto.mapAsync = mapAsync;
+    for (const [proto, name, , original] of wrapped) proto[name] = original;
   }
   return counts;
 }

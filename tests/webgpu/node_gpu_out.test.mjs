@@ -12,6 +12,7 @@ import { filled } from '../contract/contract.mjs';
 import { roundToHalf } from '../internals.mjs';
 import { adapterName, device, freshDevice, runs, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, MAP_READ, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
+import { counted } from './gpu_batch_steps.mjs';
 
 const E = 16;
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, rotary: {}, backend: 'webgpu' });
@@ -58,20 +59,6 @@ async function refusedCopy(buffer) {
   return error;
 }
 
-// Counts device.createBuffer() calls during fn().
-async function buffersMade(fn) {
-  const proto = Object.getPrototypeOf(device);
-  const { createBuffer } = proto;
-  let count = 0;
-  proto.createBuffer = function counting(...args) { count++; return createBuffer.apply(this, args); };
-  try {
-    await fn();
-  } finally {
-    proto.createBuffer = createBuffer;
-  }
-  return count;
-}
-
 describe(`out with output 'gpu-buffer' (Dawn, ${adapterName})`, () => {
   test('plain, cached, float16 and a windowed step of several passes: the output without out, bit for bit, in place', async () => {
     const mha = await module();
@@ -115,10 +102,10 @@ describe(`out with output 'gpu-buffer' (Dawn, ${adapterName})`, () => {
     for (let s = 0; s < 4; s++) {
       const x = gpuTensor(filled(E, 40 + s), [1, 1, E]);
       const want = await layerStep(x, reference, null);
-      let got;
-      const made = await buffersMade(async () => {
-        got = await layerStep(x, caches, ping);
+      const { buffers: made, result: got } = await counted(async () => {
+        const t = await layerStep(x, caches, ping);
         await batch.submit();
+        return t;
       });
       if (s > 1) assert.equal(made, 0, `step ${s}: no buffer made`);
       assert.equal(got.gpuBuffer, ping[1].gpuBuffer);
