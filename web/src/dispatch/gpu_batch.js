@@ -241,24 +241,30 @@ export class GpuBatch {
   // around the finish and the submit, awaited by submit()); the next call starts a new encoder.
   #submitEncoder() {
     const device = this.#device;
-    device.pushErrorScope('out-of-memory');
-    device.pushErrorScope('validation');
     const buffers = this.#finished.splice(0);
-    if (this.#encoder) buffers.push(this.#encoder.finish());
-    device.queue.submit(buffers);
-    this.#submits.push([device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost'))));
+    this.#submits.push(inScopes(device, () => {
+      if (this.#encoder) buffers.push(this.#encoder.finish());
+      device.queue.submit(buffers);
+    }));
     this.#encoder = null;
     this.#members.clear();
   }
 }
 
+// fn() run in the device's out-of-memory and validation error scopes, popped right after it (no
+// await between: scopes are a device-wide stack): their promises, each of its error or null (a
+// lost device's rejection an Error).
+function inScopes(device, fn) {
+  device.pushErrorScope('out-of-memory');
+  device.pushErrorScope('validation');
+  fn();
+  return [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
+}
+
 // encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error
 // scopes, which tell submit() whether WebGPU refused that work; it has no cache or result.
 function callerWork(device, encoder, finished) {
-  device.pushErrorScope('out-of-memory');
-  device.pushErrorScope('validation');
-  finished.push(encoder.finish());
-  const scopes = [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
+  const scopes = inScopes(device, () => finished.push(encoder.finish()));
   const refused = async () => {
     const error = (await Promise.all(scopes)).find(Boolean);
     return error ? new BackendError(`fn: WebGPU refused the work encode()'s fn encoded (${error.message})`, {
