@@ -132,12 +132,14 @@ function uploadedTensor(device, data, shape, dtype = 'float32', place = null) {
  */
 export async function uploadedResults(device, { output, weights }, plan) {
   const dtype = gpuResultDtype(plan);
-  device.pushErrorScope('validation');
+  const place = plan.deviceOut ?? null;
+  // Only a write into the caller's buffer can be refused: buffers made here take theirs.
+  if (place) device.pushErrorScope('validation');
   const result = {
-    output: uploadedTensor(device, output, [...plan.outputShape], dtype, plan.deviceOut ?? null),
+    output: uploadedTensor(device, output, [...plan.outputShape], dtype, place),
     weights: weights ? uploadedTensor(device, weights, [...plan.weightsShape], dtype) : null,
   };
-  const error = await device.popErrorScope();
+  const error = place ? await device.popErrorScope() : null;
   if (!error) return result;
   result.weights?.dispose();
   throw (await refusedInput(device, plan)) ?? new BackendError(`output: WebGPU refused the result's write (${error.message})`, {
