@@ -12,6 +12,7 @@ import { filled } from '../contract/contract.mjs';
 import { adapterName, device, freshDevice, randomStateDict, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, STORAGE, gpuTensor } from './gpu_tensor_inputs.mjs';
 import { counted } from './gpu_batch_steps.mjs';
+import { STEP_KEYS, passHooks } from '../internals.mjs';
 
 const E = 16;
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, rotary: {}, backend: 'webgpu' });
@@ -62,6 +63,42 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
       device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 910 + token));  // the next token's input
     }
     assert.deepEqual(await ours[2].read(), await twins[2].read(), 'the windowed cache, wrapped');
+  });
+
+  test('a replay plays its calls as encoded (no encoding) within STEP_KEYS keys; encoded anew across the bound, after the pool changed, after a truncate: bit for bit', async () => {
+    // The twin calls on a module of their own: none of their writes lands in the step's buffers.
+    const [mha, twinMha] = [await module({}, 990), await module({}, 990)];
+    const [ours, twin] = [mha, twinMha].map((m) => m.createCache({ maxLength: STEP_KEYS + 16 }));
+    const prompt = { data: filled((STEP_KEYS - 6) * E, 991), shape: [1, STEP_KEYS - 6, E] };
+    await mha.forward(prompt, prompt, prompt, { cache: ours });
+    await twinMha.forward(prompt, prompt, prompt, { cache: twin });
+    const long = { data: filled(2 * STEP_KEYS * E, 994), shape: [1, 2 * STEP_KEYS, E] };  // longer than the prompt
+    const x = row(992);
+    const [place, twinPlace] = [kept(), kept()];
+    const gpuStep = new GpuStep();
+    const last = (await mha.forward(x, x, x, { cache: ours, output: 'gpu-buffer', out: place, batch: gpuStep })).output;
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    let encodings = 0;
+    passHooks.onDispatches = () => { encodings++; };
+    try {
+      for (let token = 0; token < 12; token++) {
+        if (token === 10) [ours, twin].forEach((c) => c.truncate(c.length - 3));  // rolled back, within the bound
+        const want = (await twinMha.forward(x, x, x, { cache: twin, output: 'gpu-buffer', out: twinPlace, batch })).output;
+        await batch.submit();
+        if (token === 8) await mha.forward(long, long, long);  // the pool's buffers made larger
+        encodings = 0;
+        if (token > 0) await gpuStep.replay();
+        assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+        assert.equal(ours.length, twin.length);
+        const crossed = ours.length === STEP_KEYS + 1;  // this replay's keys passed the bound
+        assert.equal(encodings, token > 0 && (crossed || token === 8) ? 1 : 0, `token ${token} at length ${ours.length}`);
+        device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 993 + token));
+      }
+    } finally {
+      passHooks.onDispatches = null;
+    }
+    assert.deepEqual(await ours.read(), await twin.read(), 'the caches alike');
   });
 
   test('one module twice in the step (two caches): replayed as the calls made anew, two submits as recorded', async () => {

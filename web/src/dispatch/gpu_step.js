@@ -1,8 +1,9 @@
 // The public GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"):
 // a GpuBatch that keeps the calls of its first step, so that every later token runs them again
 // with replay() instead of making them: the checks, the routing and the queueing of each forward()
-// are not paid again, only the encoding (0.6–0.8× a batched step's host time on SwiftShader's
-// Dawn: bench/gpu/gpu_decode_stack.mjs's "replayed" rows). The step's buffers are fixed: its
+// are not paid again, nor its encoding, where its tape plays (webgpu/step_tape.js: its dispatches
+// as last encoded, the cache's length written into them; about 0.4× a batched step's host time on
+// SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed" rows). The step's buffers are fixed: its
 // forward() calls take GPU inputs and write into `out` places, and its encode() work is fn called
 // again, so a replay is the same calls made again at each cache's length now (its caches one step
 // on), bit for bit. The recording ends at the first submit(), the caller's or one the package
@@ -21,6 +22,14 @@ export class GpuStep extends GpuBatch {
   #recording = true;    // until the first submit(): calls are kept
   #replaying = false;   // replay() records the kept calls again
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
+
+  /**
+   * Internal (webgpu/forward_encode.js keysBound()): this batch's calls are encoded in the form
+   * its replays repeat (webgpu/step_tape.js).
+   */
+  get replayable() {
+    return true;
+  }
 
   /**
    * Internal (checks/plans.js): at the call, a call this step could not replay (replayRefusal()),

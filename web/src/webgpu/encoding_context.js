@@ -30,15 +30,26 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
 // `out` (the call's deviceOut: checkGpuOut()'s DeviceData): the output is written in the role's
 // pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed).
+// What a GpuStep's replay plays again (step_tape.js) is kept too: the pooled buffers taken
+// ([role, floats, usage, buffer]), the copies on the encoder before the pass (copiesIn: [from,
+// fromOffset, to, toOffset, bytes]) and the buffers written by writeBuffer() (written: role → buffer).
 export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null, out = null } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const asIs = new Set();  // the caller's GPU input buffers bound as they are
-  const { made, placed, copiesOut, result } = resultBuffers(gpu, out);
+  const taken = [];
+  const copiesIn = [];
+  const written = new Map();
+  const pooled = (role, floats, usage) => {
+    const b = gpu.pooled(role, floats, usage);
+    taken.push([role, floats, usage, b]);
+    return b;
+  };
+  const { made, placed, copiesOut, result } = resultBuffers(gpu, out, pooled);
   const buffer = (floats, usage, role) => {
-    const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : gpu.pooled(role, floats, usage);
+    const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : pooled(role, floats, usage);
     sizes.set(b, Math.max(floats, 1) * F32);
     buffers.set(role, b);
     return b;
@@ -62,8 +73,11 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (isDeviceData(data)) copyPieces(encoder, data, b);
-      else if (!staging(data)?.write(encoder, role, data, b)) device.queue.writeBuffer(b, 0, data);
+      if (isDeviceData(data)) copyPieces(encoder, data, b, copiesIn);
+      else if (!staging(data)?.write(encoder, role, data, b)) {
+        device.queue.writeBuffer(b, 0, data);
+        written.set(role, b);
+      }
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -82,7 +96,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
       halves = boundAsIs(data.gpuBuffer, bytes);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      copyPieces(encoder, data, halves);
+      copyPieces(encoder, data, halves, copiesIn);
     }
     const b = buffer(data.length, STORAGE_IN, role);
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
@@ -96,7 +110,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     callers ??= new Set([...asIs, ...made.values()]);
     return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
   };
-  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, uploadMs: () => uploadMs };
+  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, taken, copiesIn, written, uploadMs: () => uploadMs };
 }
 
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into
@@ -115,8 +129,8 @@ const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(dat
 // Where a call's 'gpu-buffer' results go: result(role, bytes, usage, pooledRole) gives the buffer
 // the kernels write result `role` into: a new buffer for the caller (made), or for a small result
 // (or the output with `out`: placed) the pooled buffer of `pooledRole`, copied into the caller's
-// after the pass (copiesOut: [pooled, to, bytes, at]).
-function resultBuffers(gpu, out) {
+// after the pass (copiesOut: [pooled, to, bytes, at]); pooled(role, floats, usage): the pool's.
+function resultBuffers(gpu, out, pooled) {
   const made = new Map();  // role → a result buffer made for the caller
   const placed = new Map();  // role → the caller's `out` it is copied into
   const copiesOut = [];
@@ -126,18 +140,20 @@ function resultBuffers(gpu, out) {
     if (into) placed.set(role, into);
     else made.set(role, b);
     if (!into && bytes > SMALL_TENSOR_BYTES) return b;
-    const pooled = gpu.pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
-    copiesOut.push([pooled, into?.gpuBuffer ?? b, bytes, into?.byteOffset ?? 0]);
-    return pooled;
+    const kernelsWrite = pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
+    copiesOut.push([kernelsWrite, into?.gpuBuffer ?? b, bytes, into?.byteOffset ?? 0]);
+    return kernelsWrite;
   };
   return { made, placed, copiesOut, result };
 }
 
-// A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into `to`.
-function copyPieces(encoder, data, to) {
+// A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into
+// `to`, each copy listed in `copies`.
+function copyPieces(encoder, data, to, copies) {
   let at = 0;
   for (const [from, bytes] of devicePieces(data)) {
     encoder.copyBufferToBuffer(data.gpuBuffer, from, to, at, bytes);
+    copies.push([data.gpuBuffer, from, to, at, bytes]);
     at += bytes;
   }
 }

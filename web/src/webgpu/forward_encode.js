@@ -64,6 +64,21 @@ export function callRows(plan) {
 }
 const rowsOfPlan = new WeakMap();  // plan → callRows(plan): one table per call
 
+/** Keys a replay's bound covers: a multiple of this many (keysBound()). */
+export const STEP_KEYS = 256;
+
+/**
+ * A GpuStep's cached call (dispatch/gpu_step.js, its batch `replayable`), or null: the keys its
+ * attention kernels are told to bound the keys by, the call's T rounded up to a multiple of
+ * STEP_KEYS, so that its grid and uniforms stay those of its replays for STEP_KEYS tokens but for
+ * the words of its cache's length, which the replay writes (step_tape.js). The keys past a row's
+ * own are causally masked (a cached call is causal: a key after i + shift never counts), so the
+ * results are those over T bit for bit (a chunk's masked keys add exactly 0).
+ */
+export function keysBound(plan) {
+  return plan.batch?.replayable && plan.cache && plan.S > 0 ? cdiv(plan.T, STEP_KEYS) * STEP_KEYS : null;
+}
+
 /** Each batch row's cache row: the call's `rows`, else its own. */
 const cacheRowOf = ({ cache: { rows } }, b) => (rows ? rows[b] : b);
 
@@ -164,7 +179,6 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   }
   const operand = (at) => at && { buf: ctx.buffers.get(at.role), off: at.off, stride: at.stride };
   let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
-  const first = cache ? plan.cache.lengthBefore : 0;  // position of query (and new key) row 0
   if (config.qkNorm) {  // before RoPE, as the core does
     const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
       uniform(packParams(QK_NORM_PARAMS, { count, heads, headDim: dk, off, stride, eps: config.qkNorm.eps })),
@@ -173,15 +187,9 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     if (k) normalize(k, S, G, params.kNorm);
   }
   if (rotary) {
-    // One table for queries (positions first…first+L−1) and keys (first…first+S−1), shared by
-    // the batches; with positionIds a row per (batch, row), queries and keys alike (S = L).
     const half = rotary.dim / 2;
-    // Rows at lengths of their own: each batch's from its own length (as positionIds would give).
-    const perRow = cache && !plan.positionIds ? callRows(plan) : null;
-    const ids = plan.positionIds
-      ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
-    const table = upload(rotaryTable(rotary, ids || consecutivePositions(first, Math.max(L, S))), 'rotary table');
-    const batchRows = ids ? L : 0;
+    const { table: data, batchRows } = callRotaryTable(plan, config);
+    const table = upload(data, 'rotary table');
     const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
       uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
       [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
@@ -191,6 +199,22 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
   // A step on an encoded cache appends nothing (S = 0): its attention reads the cache as stored.
   if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v) : storedOperands(cache, config);
   return { q, k, v };
+}
+
+/**
+ * The rotary table a call uploads: { table (rotary_table.js), batchRows (the rotary kernel's: 0
+ * for one table the batches share, else L: a row per batch and query) }. One table for queries
+ * (positions first…first+L−1) and keys (first…first+S−1), first the cache's length before the call
+ * (else 0), shared by the batches; with positionIds a row per (batch, query), queries and keys
+ * alike (S = L), and rows at lengths of their own each from its own length (as positionIds would).
+ */
+export function callRotaryTable(plan, { rotary }) {
+  const { B, L, S, cache } = plan;
+  const perRow = cache && !plan.positionIds ? callRows(plan) : null;
+  const ids = plan.positionIds
+    ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
+  const first = cache ? cache.lengthBefore : 0;
+  return { table: rotaryTable(rotary, ids || consecutivePositions(first, Math.max(L, S))), batchRows: ids ? L : 0 };
 }
 
 // A cache's K and V as the attention kernels' operands (strides in floats, or in words narrow).
@@ -216,6 +240,16 @@ function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
   return storedOperands(cache, config);
 }
 
+/**
+ * The decode path's chunks of keys (its grid's first dimension) for a call whose grid starts at
+ * `shift` (the least of its rows' lengths before it): over the keys from the window's start
+ * (firstKeyOf(), as the kernels count them: O(W)) to T, or a GpuStep's keysBound().
+ */
+export function decodeChunks({ plan, cache, kernels }, shift = cache ? plan.cache.lengthBefore : 0) {
+  const shape = { causal: Boolean(plan.isCausal || cache), shift, window: cache ? cache.window : 0 };
+  return cdiv((keysBound(plan) ?? plan.T) - firstKeyOf(0, shape), kernels.variants.decode.chunk);
+}
+
 // Attention (flash or decode) and the weights; returns { heads, weights, weightFloats }.
 function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v }) {
   const { B, L, S, T } = plan;  // T: keys attended (S, or the cache's length after the append)
@@ -231,8 +265,9 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const rowTable = rowTableOf(ctx, table);
   // Per row: the least shift is the uniform one (the decode grid's first window, decodeChunks()).
   const shift = perRow ? perRow.least : cache ? plan.cache.lengthBefore : 0;
+  const bound = keysBound(plan) ?? T;  // a GpuStep's call: over its bound, not T
   const values = {
-    B, L, S: T, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
+    B, L, S: bound, H, causal: plan.isCausal || cache ? 1 : 0, hasKpm: kpm ? 1 : 0,
     ...maskUniforms(plan, B, H, cache, perRow),
     qOff: q.off, qStride: q.stride, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride,
     oStride: H * dv, group: H / G, kvRows: cache ? cache.capacity : S,
@@ -252,9 +287,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
   const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
-    // Over the keys from the window's start (firstKeyOf(), as the kernels count them): O(W).
-    const shape = { causal: Boolean(plan.isCausal || cache), shift, window: cache ? cache.window : 0 };
-    const chunks = cdiv(T - firstKeyOf(0, shape), kernels.variants.decode.chunk);
+    const chunks = decodeChunks({ plan, cache, kernels }, shift);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
     dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, rowTable], [chunks, L, B * H]);

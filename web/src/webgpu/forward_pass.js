@@ -18,6 +18,7 @@ import { MemoryError } from '../base/errors.js';
 import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { attentionPath } from './selection/attention_path.js';
 import { linearProblems } from './linear_problems.js';
+import { captureTape, playTape } from './step_tape.js';
 import { paramsBytes } from './kernel_params.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
@@ -74,6 +75,8 @@ const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32
 const readbackBuffer = (ctx, floats) => ctx.buffer(floats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
 
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
+// Returns what a step's tape plays again (step_tape.js): { uniforms (the slots' buffer), packed
+// (their bytes), commands ([{ pipeline, group, groups }]) }.
 function encodePass(device, ctx, encoder, timer) {
   const { slots, dispatches, sizes } = ctx;
   const uniforms = uniformsBuffer(ctx);
@@ -81,19 +84,23 @@ function encodePass(device, ctx, encoder, timer) {
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
   device.queue.writeBuffer(uniforms, 0, packed);
   const pass = encoder.beginComputePass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
+  const commands = [];
   for (const { pipeline, slot, bindings, groups } of dispatches) {
-    pass.setPipeline(pipeline);
-    pass.setBindGroup(0, ctx.bindGroup(pipeline, [
+    const group = ctx.bindGroup(pipeline, [
       { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
       ...bindings.map((b, i) => ({
         binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
       })),
-    ]));
+    ]);
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(...groups);
+    commands.push({ pipeline, group, groups });
   }
   pass.end();
   for (const [from, to, bytes, at] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
   timer?.afterPass(encoder);
+  return { uniforms, packed, commands };
 }
 
 // The call's result: { output, weights, kernels, fill(mapped range) }. With transferModes.prefault
@@ -129,7 +136,8 @@ function reportPhases(marks, uploadMs, gpuMs) {
 // A call with plan.batch (dispatch/gpu_batch.js): its dispatches recorded into the batch's encoder,
 // under error scopes of its own (popped at once, awaited by batch.submit()), and nothing submitted.
 // Resolves to { output, weights, kernels } with GpuTensors that read() submits the batch for.
-function recordForward(gpu, call) {
+// `kept`: the call as recorded in a GpuStep (recordAgain()), whose tape a replay plays.
+function recordForward(gpu, call, kept = call) {
   const { device } = gpu;
   const { plan, cache } = call;
   const encoder = plan.batch.encoderFor(gpu, device);  // before the scopes: it may submit
@@ -138,11 +146,7 @@ function recordForward(gpu, call) {
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
-    const half = gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
-    encodeCall(ctx, call, half);
-    encodePass(device, ctx, encoder, null);
-    passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
+    ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? { device, made: new Map(), placed: kept.tape.placed } : encodeRecorded(gpu, call, encoder, kept);
   } catch (e) {
     popScopes();
     gpu.releasePool();
@@ -167,6 +171,22 @@ function recordForward(gpu, call) {
   };
 }
 
+// recordForward()'s encoding of `call` on `encoder`: its ctx (encodingContext()), and in a GpuStep
+// its tape taken (kept.tape: step_tape.js) for the replays.
+function encodeRecorded(gpu, call, encoder, kept) {
+  const { plan } = call;
+  const half = gpuResultDtype(plan) === 'float16';
+  const ctx = encodingContext(gpu, encoder, {
+    results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache: call.cache, out: plan.deviceOut,
+  });
+  kept.tape = null;
+  encodeCall(ctx, call, half);
+  const pass = encodePass(gpu.device, ctx, encoder, null);
+  if (plan.batch.replayable) kept.tape = captureTape(gpu, call, ctx, pass);
+  passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
+  return ctx;
+}
+
 // A recorded call (recordForward()'s `call`) recorded again into replanned.batch at `replanned`, its
 // plan at the cache's length now (GpuStep.replay()): the kernels its recording chose, as long as
 // the attention path is still theirs; the cache advanced as a call's.
@@ -179,7 +199,7 @@ function recordAgain(gpu, call, replanned) {
     });
   }
   flushPendingInputs(replanned);
-  recordForward(gpu, { ...call, plan: replanned });
+  recordForward(gpu, { ...call, plan: replanned }, call);
   if (!cache) return;
   cache.advance(replanned.S, null);
   cache.recordCall(replanned);

@@ -24,6 +24,7 @@ export const paramsBytes = (fields) => fields.length * 4;
  */
 export function packParams(fields, values) {
   const block = new ArrayBuffer(paramsBytes(fields));
+  fieldsOfBlock.set(block, fields);
   const u32 = new Uint32Array(block);
   const f32 = new Float32Array(block);
   const index = indexOf(fields);
@@ -35,6 +36,9 @@ export function packParams(fields, values) {
   }
   return block;
 }
+
+/** The fields a block of packParams() was packed from (step_tape.js finds its words by name). */
+export const fieldsOfBlock = new WeakMap();
 
 // name → { i, type } of a list of fields, made once per list (a decode layer packs a dozen blocks).
 const indexes = new WeakMap();

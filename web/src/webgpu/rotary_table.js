@@ -19,7 +19,7 @@ export function rotaryTable(rotary, positions) {
   const half = rotary.dim / 2;
   const width = half * 2;
   const table = new Float32Array(positions.length * width);
-  const theta = rotary.table ? null : rotaryFrequencies({ scaling: null, ...rotary });
+  const theta = rotary.table ? null : frequenciesOf(rotary);
   const rowOf = new Map();  // position → the first row that holds it
   for (let i = 0; i < positions.length; i++) {
     const position = positions[i];
@@ -41,4 +41,11 @@ export function rotaryTable(rotary, positions) {
     }
   }
   return table;
+}
+
+// θ_j of a module's rotary option, formed once (a decode step forms a table per layer per token).
+const frequencies = new WeakMap();
+function frequenciesOf(rotary) {
+  if (!frequencies.has(rotary)) frequencies.set(rotary, rotaryFrequencies({ scaling: null, ...rotary }));
+  return frequencies.get(rotary);
 }

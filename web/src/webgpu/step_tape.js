@@ -1,0 +1,91 @@
+// A GpuStep's call (dispatch/gpu_step.js) as its encoding left it, played again by its replays
+// without encoding it anew: the uniform slots' bytes, the copies before the pass, the pass's
+// pipelines, bind groups and grids, the copies after it. Why: a replay of a decode layer spent
+// most of its host time forming the same dispatches again (forward_encode.js), where a tape is
+// Dawn's calls alone (bench/gpu/gpu_decode_stack.mjs's "replayed" rows).
+//
+// What a step's token changes in a call is its cache's length n before it. A step's cached call
+// is encoded over keysBound() keys, so that its grids and buffers are those of every token up to
+// that bound; what is left of n are the uniform words named in POSITION_FIELDS, written into the
+// slots' bytes at each play, and the rotary table (its rows at n), formed again. A tape is played
+// only where it is what an encoding would give: the same bound and decode grid (tapeKey()), the
+// module's pooled buffers, parameters and the cache's storage the ones it binds; else the call is
+// encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
+// buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
+import { fieldsOfBlock } from './kernel_params.js';
+import { UNIFORM_SLOT } from './encoding_context.js';
+import { callRotaryTable, decodeChunks, keysBound } from './forward_encode.js';
+
+// The uniform fields that hold a cached call's length before it (its first new position):
+// cache_append.wgsl.js's `first`, the attention kernels' and the NaN rule's `shift`.
+const POSITION_FIELDS = ['first', 'shift'];
+// What a step's encoding writes with writeBuffer(), each formed again at a play.
+const TABLE_ROLES = new Set(['rotary table']);
+
+// What a tape holds to: the bound of the keys and the decode grid, which change with n.
+const tapeKey = (call) => `${keysBound(call.plan)}|${call.path === 'decode' ? decodeChunks(call) : 0}`;
+
+/**
+ * The tape of `call` (recordForward()'s, just encoded through `ctx` and `pass`, encodePass()'s
+ * { uniforms, packed, commands }), or null where it could not be played again.
+ */
+export function captureTape(gpu, call, ctx, pass) {
+  if (ctx.made.size > 0 || [...ctx.written.keys()].some((role) => !TABLE_ROLES.has(role))) return null;
+  const n = call.plan.cache?.lengthBefore ?? null;
+  const patches = positionWords(ctx.slots, n);
+  if (!patches) return null;
+  return {
+    key: tapeKey(call),
+    params: gpu.params,
+    storage: call.cache?.keys ?? null,
+    taken: ctx.taken,
+    words: new Uint32Array(pass.packed.buffer),
+    patches,
+    pass,
+    rotary: ctx.written.get('rotary table') ?? null,
+    copiesIn: ctx.copiesIn,
+    copiesOut: ctx.copiesOut,
+    placed: ctx.placed,
+  };
+}
+
+// The words of the packed slots that hold n (a cached call's length before it), or null where a
+// field named so holds something else; none without a cache.
+function positionWords(slots, n) {
+  const words = [];
+  for (const [slot, block] of slots.entries()) {
+    const fields = fieldsOfBlock.get(block) ?? [];
+    for (const [index, [name]] of fields.entries()) {
+      if (!POSITION_FIELDS.includes(name) || n === null) continue;
+      const word = (slot * UNIFORM_SLOT) / 4 + index;
+      if (new Uint32Array(block)[index] !== n) return null;
+      words.push(word);
+    }
+  }
+  return words;
+}
+
+/**
+ * Plays `tape` for `call` (a replay's, its plan at the cache's length now) on `encoder`, or
+ * returns false, having recorded nothing, where it is not what encoding the call would give.
+ */
+export function playTape(gpu, tape, call, encoder) {
+  const { device } = gpu;
+  if (tapeKey(call) !== tape.key || gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
+  if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return false;
+  const n = call.plan.cache?.lengthBefore;
+  for (const word of tape.patches) tape.words[word] = n;
+  const { uniforms, packed, commands } = tape.pass;
+  device.queue.writeBuffer(uniforms, 0, packed);
+  if (tape.rotary) device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
+  for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) encoder.copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
+  const pass = encoder.beginComputePass();
+  for (const { pipeline, group, groups } of commands) {
+    pass.setPipeline(pipeline);
+    pass.setBindGroup(0, group);
+    pass.dispatchWorkgroups(...groups);
+  }
+  pass.end();
+  for (const [from, to, bytes, at] of tape.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
+  return true;
+}
