@@ -1,0 +1,79 @@
+// GpuStep replays (dispatch/gpu_step.js) of the options a step's tape (webgpu/step_tape.js) has to
+// follow token after token, each bit for bit the same call made anew into a GpuBatch on a twin
+// module (the same weights, buffers of its own, so none of its writes lands in the step's): sinks
+// and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
+// with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
+// step; each replay plays the call's tape (no encoding). Set-up: node_setup.mjs.
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { GpuBatch, GpuStep } from '#webattention';
+import { filled } from '../contract/contract.mjs';
+import { adapterName, device, seededModules } from './node_setup.mjs';
+import { COPY_DST, COPY_SRC, STORAGE, gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
+import { passHooks, roundToHalf } from '../internals.mjs';
+
+const E = 16;
+const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });
+const USAGE = STORAGE | COPY_SRC | COPY_DST;
+const TOKENS = 6;
+
+const CASES = [
+  { name: 'sinks and softcap, an int8 cache of two rows', create: { sinks: true, softcap: 1.5, rotary: {} }, cache: { dtype: 'int8', batchSize: 2 }, B: 2 },
+  { name: 'qkNorm, int8 activations over int8 weights', create: { qkNorm: {}, rotary: {}, weightsDtype: 'int8', activations: 'int8' }, cache: {} },
+  { name: 'float16 input and out, three rows a step, a float16 cache', create: { rotary: { dim: 2 } }, cache: { dtype: 'float16' }, rows: 3, half: true },
+  { name: 'a windowed cache whose ring wraps, two rows a step', create: { rotary: {} }, cache: { window: 5 }, rows: 2 },
+];
+
+// The step's input ([B, rows, E]: float32, or float16 words) with the values of `seed`, and
+// writing it again with another seed's.
+function input({ B = 1, rows = 1, half = false }, seed) {
+  const values = (s) => filled(B * rows * E, s);
+  const shape = [B, rows, E];
+  if (!half) {
+    const tensor = gpuTensor(values(seed), shape);
+    return { tensor, rewrite: (s) => device.queue.writeBuffer(tensor.gpuBuffer, 0, values(s)) };
+  }
+  const bits = (s) => roundToHalf('float16', values(s));
+  const tensor = halfGpuTensor(bits(seed), shape);
+  return { tensor, rewrite: (s) => device.queue.writeBuffer(tensor.gpuBuffer, 0, bits(s)) };
+}
+
+// An `out` place for the case's output.
+function place({ B = 1, rows = 1, half = false }) {
+  const words = B * rows * E;
+  const bytes = half ? Math.ceil(words / 2) * 4 : words * 4;
+  return { gpuBuffer: device.createBuffer({ size: bytes, usage: USAGE }), shape: [B, rows, E], ...(half ? { dtype: 'float16' } : {}) };
+}
+
+describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
+  for (const [index, c] of CASES.entries()) {
+    test(`${c.name}: each replay bit for bit the call made anew`, async () => {
+      const seed = 1200 + 10 * index;
+      const [mha, twin] = [await module(c.create, seed), await module(c.create, seed)];
+      const [ours, theirs] = [mha, twin].map((m) => m.createCache({ maxLength: 64, ...c.cache }));
+      const x = input(c, seed + 1);
+      const [at, twinAt] = [place(c), place(c)];
+      const call = (m, cache, out, batch) => m.forward(x.tensor, x.tensor, x.tensor, { cache, output: 'gpu-buffer', out, batch });
+      const gpuStep = new GpuStep();
+      const last = (await call(mha, ours, at, gpuStep)).output;
+      await gpuStep.submit();
+      const batch = new GpuBatch();
+      for (let token = 0; token < TOKENS; token++) {
+        const want = (await call(twin, theirs, twinAt, batch)).output;
+        await batch.submit();
+        let encodings = 0;
+        passHooks.onDispatches = () => { encodings++; };
+        try {
+          if (token > 0) await gpuStep.replay();
+        } finally {
+          passHooks.onDispatches = null;
+        }
+        assert.equal(encodings, 0, `token ${token}: the tape played, nothing encoded anew`);
+        assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+        assert.equal(ours.length, theirs.length);
+        x.rewrite(seed + 2 + token);
+      }
+      assert.deepEqual(await ours.read(), await theirs.read(), 'the caches alike');
+    });
+  }
+});
