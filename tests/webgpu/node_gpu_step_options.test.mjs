@@ -3,7 +3,8 @@
 // module (the same weights, buffers of its own, so none of its writes lands in the step's): sinks
 // and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
 // with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
-// step; each replay plays the call's tape (no encoding). Set-up: node_setup.mjs.
+// step; each replay plays the call's tape (no encoding). An out place destroyed between replays
+// is refused at the submit, naming `out`. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch, GpuStep } from '#webattention';
@@ -76,4 +77,19 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
       assert.deepEqual(await ours.read(), await theirs.read(), 'the caches alike');
     });
   }
+
+  test('an out place destroyed after a replay: the next replay (its tape) rejects naming out, the cache back', async () => {
+    const mha = await module({ rotary: {} }, 1290);
+    const cache = mha.createCache({ maxLength: 16 });
+    const x = input({}, 1291);
+    const at = place({});
+    const gpuStep = new GpuStep();
+    await mha.forward(x.tensor, x.tensor, x.tensor, { cache, output: 'gpu-buffer', out: at, batch: gpuStep });
+    await gpuStep.submit();
+    await gpuStep.replay();
+    assert.equal(cache.length, 2);
+    at.gpuBuffer.destroy();
+    await assert.rejects(gpuStep.replay(), (e) => e.name === 'BackendError' && e.argument === 'out');
+    assert.equal(cache.length, 2, 'the refused submit put the cache back');
+  });
 });
