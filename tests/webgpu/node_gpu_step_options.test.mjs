@@ -4,7 +4,8 @@
 // and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
 // with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
 // step; each replay plays the call's tape (no encoding). An out place destroyed between replays
-// is refused at the submit, naming `out`. Set-up: node_setup.mjs.
+// is refused at the submit, naming `out`; a replay past a given rotary table's rows, before it
+// records anything, naming `rotary.table`. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { GpuBatch, GpuStep } from '#webattention';
@@ -77,6 +78,24 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
       assert.deepEqual(await ours.read(), await theirs.read(), 'the caches alike');
     });
   }
+
+  test('a given rotary table: a replay past its rows is a ShapeError naming rotary.table, nothing recorded', async () => {
+    const positions = 3;
+    const rows = (seed) => ({ data: filled(positions * 2, seed), shape: [positions, 2] });  // head width 4: 2 angles
+    const mha = await module({ rotary: { table: { cos: rows(1301), sin: rows(1302) } } }, 1300);
+    const cache = mha.createCache({ maxLength: 16 });
+    const x = input({}, 1303);
+    const gpuStep = new GpuStep();
+    const last = (await mha.forward(x.tensor, x.tensor, x.tensor, { cache, output: 'gpu-buffer', out: place({}), batch: gpuStep })).output;
+    await gpuStep.submit();
+    await gpuStep.replay();
+    await gpuStep.replay();
+    const before = await last.read();
+    await assert.rejects(gpuStep.replay(), (e) => e.name === 'ShapeError' && e.argument === 'rotary.table' && /call 0 of the step/.test(e.message));
+    assert.equal(cache.length, positions, 'nothing appended');
+    assert.deepEqual(await last.read(), before, 'nothing written');
+    assert.ok(before.every(Number.isFinite));
+  });
 
   test('an out place destroyed after a replay: the next replay (its tape) rejects naming out, the cache back', async () => {
     const mha = await module({ rotary: {} }, 1290);

@@ -10,7 +10,7 @@ import { lazyModules } from '../base/lazy_modules.js';
 import { widenInputs } from './half_tensors.js';
 import { checkPositionIds } from './position_ids.js';
 import { checkOutTargets } from './out_option.js';
-import { checkCallRows, checkRoom } from '../dispatch/cache_checks.js';
+import { checkCallRows, checkRoom, checkRotaryRows } from '../dispatch/cache_checks.js';
 import { resolveBackendOptions } from './module_config.js';
 import { MaskKind } from '../base/call_plan.js';
 import { FLOAT_DATA, checkKeyPaddingMask, checkMask, checkTensor, noMask, product, requireWhole, shapeError, snapshotShape } from '../base/tensor_checks.js';
@@ -76,7 +76,9 @@ function resolvePlainForward(config, query, key, value, o, { output, batch }) {
   const cache = o.cache === undefined ? null : checkCacheOption(o.cache, { B, L, S, isCausal: o.isCausal, rows: o.rows });
   const T = cache ? cache.lengthAfter : S;
   const positionIds = checkPositionIds(o.positionIds, { rotary: config.rotary, B, L, S, batched });
-  if (!positionIds) checkRotaryTable(config.rotary?.table, cache ? cache.lengthBefore : 0, Math.max(L, S));
+  // A given table's rows: its positions (a GpuStep's replay() checks them again at its lengths).
+  const rotaryRows = config.rotary?.table?.positions ?? null;
+  if (!positionIds) checkRotaryRows(rotaryRows, cache ? cache.lengthBefore : 0, Math.max(L, S));
 
   const keyPaddingMask = checkKeyPaddingMask(o.keyPaddingMask, views, { B, T, batched });
   const attnMask = checkMask('attnMask', o.attnMask, views, true);
@@ -104,6 +106,7 @@ function resolvePlainForward(config, query, key, value, o, { output, batch }) {
     averageAttnWeights,
     cache,
     positionIds,
+    rotaryRows,
     outputShape,
     weightsShape: needWeights ? [...lead(B), ...(averageAttnWeights ? [] : [H]), L, T] : null,
     ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),  // after the inputs: its length is the output's
@@ -230,12 +233,6 @@ export function resolveSelfAttention(x, options) {
 }
 
 // A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.
-function checkRotaryTable(table, first, rows) {
-  if (!table || first + rows <= table.positions) return;
-  throw new ShapeError(`rotary.table: this call rotates positions ${first} … ${first + rows - 1}, the table has rows `
-    + `for 0 … ${table.positions - 1}`, { argument: 'rotary.table', expected: `>= ${first + rows} rows`, actual: table.positions });
-}
-
 /**
  * forward()'s attnMask shape: [L, S] or per head [B·H, L, S]; with a cache a verification mask
  * among the L new positions (docs/attention-math/decoding.md §9): [L, L], [B, L, L] or [B·H, L, L].

@@ -64,6 +64,17 @@ export function checkRoom(cache, lengthBefore, L, { where = '', row = '' } = {})
 }
 
 /**
+ * ShapeError naming `rotary.table` unless a given rotary table's `positions` rows (null: no table)
+ * cover positions first … first + rows − 1: forward()'s plan and a GpuStep's replay() (`where`:
+ * the call, 'call N of the step: ').
+ */
+export function checkRotaryRows(positions, first, rows, { where = '' } = {}) {
+  if (positions === null || first + rows <= positions) return;
+  throw new ShapeError(`rotary.table: ${where}this call rotates positions ${first} … ${first + rows - 1}, the table has rows `
+    + `for 0 … ${positions - 1}`, { argument: 'rotary.table', expected: `>= ${first + rows} rows`, actual: positions });
+}
+
+/**
  * cache.truncate(length | lengths)'s argument, for rows of `current` positions each (options: the
  * cache's createCache() options). One integer cuts every row to it; a list holds one length per
  * row. Returns the new lengths, one per row, or a CacheError naming `length` / `lengths` unless

@@ -12,11 +12,12 @@
 // A call that could not be replayed is refused when it is made (admit(): a host input, no `out`,
 // a mask, positionIds, weights, rows, a scaledDotProductAttention() call); what a replay may do is
 // checked before it records anything: no kept call cut into passes (a step longer than a windowed
-// cache's pass, known only once it ran), its module and cache alive, room in each cache.
+// cache's pass, known only once it ran), its module and cache alive, room in each cache and in a
+// given rotary table.
 import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { GpuBatch } from './gpu_batch.js';
-import { checkRoom } from './cache_checks.js';
+import { checkRoom, checkRotaryRows } from './cache_checks.js';
 
 export class GpuStep extends GpuBatch {
   #recording = true;    // until the first submit(): calls are kept
@@ -129,6 +130,7 @@ export class GpuStep extends GpuBatch {
         });
       }
       checkRoom(kvCache, n, L, { where: `call ${index} of the step: ` });
+      checkRotaryRows(plan.rotaryRows ?? null, n, Math.max(L, plan.S), { where: `call ${index} of the step: ` });
       lengths.set(kvCache, before.map((m) => m + L));
       return { ...plan, batch: this, T: n + L, cache: { ...plan.cache, lengthsBefore: before, lengthBefore: n, lengthAfter: n + L } };
     });
