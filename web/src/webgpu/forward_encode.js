@@ -5,7 +5,8 @@
 //                                   or key and value: linear_problems.js)
 //   rotary (optional)   rotary      Q and K rotated in place at positions 0…L−1 / 0…S−1
 //                                   (with a KV cache: n…n+L−1, n = its length before), or
-//                                   at the call's positionIds [B, L]
+//                                   at the call's positionIds [B, L]; one dispatch for both
+//                                   where they share a row of one projection
 //   cache (optional)    cacheAppend the new K and V rows written into the cache's ring (float32,
 //                                   or narrow: float16 / int8), which the attention kernels then
 //                                   read where stored (bottom-right causal, window), and a flag
@@ -193,8 +194,14 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
       uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
       [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
-    rotate(q, L, H);
-    rotate(k, S, G);
+    // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
+    // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
+    if (q && k && q.buf === k.buf && q.stride === k.stride && k.off === q.off + H * dk && L === S) {
+      rotate(q, L, H + G);
+    } else {
+      rotate(q, L, H);
+      rotate(k, S, G);
+    }
   }
   // A step on an encoded cache appends nothing (S = 0): its attention reads the cache as stored.
   if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v) : storedOperands(cache, config);
