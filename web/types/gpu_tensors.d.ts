@@ -121,7 +121,7 @@ export class GpuBatch {
  * A GpuBatch that keeps the calls of its first step (those made into it before its first
  * submit()), so that each later token runs them again with replay() instead of making them: the
  * same calls at each cache's length now (its caches one step on), bit for bit, in one
- * queue.submit(), for less of the host's time than a batched step (0.6–0.8× on SwiftShader's Dawn). Its forward() calls take GPU inputs
+ * queue.submit(), for less of the host's time than a batched step (about 0.4× on SwiftShader's Dawn: each call's encoding is played again, not made). Its forward() calls take GPU inputs
  * and an `out` place (fixed buffers: the input written before each replay, the output read
  * after), no masks, positionIds or needWeights (else an OptionError naming `batch` at the call);
  * its encode() fns are called again. After the first submit() it takes no other calls (OptionError
@@ -132,7 +132,8 @@ export class GpuStep extends GpuBatch {
   /**
    * The kept calls again, one queue.submit(); resolves once WebGPU validated them. OptionError
    * naming `batch` (still recording, or a kept call that cannot be replayed), CacheError naming
-   * `cache` (no room, rows at several lengths), DisposedError (a disposed cache or module): nothing
+   * `cache` (no room, rows at several lengths), ShapeError naming `rotary.table` (past a given
+   * table's rows), DisposedError (a disposed cache or module): nothing
    * recorded. A throw from an encode() fn is rethrown, and a refused submit rejects as submit()
    * does; the caches are then back at their lengths before.
    */
