@@ -56,14 +56,14 @@ const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
  * lengths, the decode grid's first window) }.
  */
 export function callRows(plan) {
-  if (!rowsOfPlan.has(plan)) {
-    const { rows, lengthsBefore } = plan.cache ?? {};
-    const same = !lengthsBefore || (!rows && lengthsBefore.every((n) => n === lengthsBefore[0]));
-    rowsOfPlan.set(plan, same ? null : { table: rowPairs(plan), least: Math.min(...firstPositions(plan)) });
-  }
+  const { rows, lengthsBefore } = plan.cache ?? {};
+  if (!lengthsBefore || (!rows && lengthsBefore.every((n) => n === lengthsBefore[0]))) return null;
+  if (!rowsOfPlan.has(plan)) rowsOfPlan.set(plan, { table: rowPairs(plan), least: Math.min(...firstPositions(plan)) });
   return rowsOfPlan.get(plan);
 }
-const rowsOfPlan = new WeakMap();  // plan → callRows(plan): one table per call
+// plan → callRows(plan): one table per call. Only such calls are kept: a WeakMap entry per call
+// of every decode step (a replay's plans are new at each token) cost a profile's twentieth.
+const rowsOfPlan = new WeakMap();
 
 /** Keys a replay's bound covers: a multiple of this many (keysBound()). */
 export const STEP_KEYS = 256;
@@ -109,6 +109,7 @@ export function windowIds(plan) {
  * ids, [B, L] from word 2B on.
  */
 export function callTable(plan) {
+  if (!windowIds(plan) && !callRows(plan)) return null;
   if (!tableOfPlan.has(plan)) {
     const ids = windowIds(plan);
     let table = callRows(plan)?.table ?? null;
