@@ -41,7 +41,8 @@ done
   # shellcheck disable=SC2086  # the options are words
   part gpu 300 node bench/gpu/gpu.mjs $gpu_size
   # shellcheck disable=SC2086
-  part stack 120 node bench/gpu/gpu_decode_stack.mjs $quick --steps-ms 3000 --markdown
+  # The garbage collected in a pause before each step: its host record times free of the pauses.
+  part stack 120 node --expose-gc bench/gpu/gpu_decode_stack.mjs $quick --steps-ms 3000 --idle-ms 20 --markdown
   if [ -n "$python" ]; then
     # shellcheck disable=SC2086
     part torch_mha 100 "$python" bench/gpu/torch_mha.py $torch_args
