@@ -3,7 +3,8 @@
 // module (the same weights, buffers of its own, so none of its writes lands in the step's): sinks
 // and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
 // with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
-// step; each replay plays the call's tape (no encoding). An out place destroyed between replays
+// step, more rows a step than the decode kernels take (the flash kernels over the keys' bound);
+// each replay plays the call's tape (no encoding). An out place destroyed between replays
 // is refused at the submit, naming `out`; a replay past a given rotary table's rows, before it
 // records anything, naming `rotary.table`. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
@@ -12,7 +13,7 @@ import { GpuBatch, GpuStep } from '#webattention';
 import { filled } from '../contract/contract.mjs';
 import { adapterName, device, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, STORAGE, gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
-import { passHooks, roundToHalf } from '../internals.mjs';
+import { DECODE_MAX_L, passHooks, roundToHalf } from '../internals.mjs';
 
 const E = 16;
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });
@@ -24,6 +25,7 @@ const CASES = [
   { name: 'qkNorm, int8 activations over int8 weights', create: { qkNorm: {}, rotary: {}, weightsDtype: 'int8', activations: 'int8' }, cache: {} },
   { name: 'float16 input and out, three rows a step, a float16 cache', create: { rotary: { dim: 2 } }, cache: { dtype: 'float16' }, rows: 3, half: true },
   { name: 'a windowed cache whose ring wraps, two rows a step', create: { rotary: {} }, cache: { window: 5 }, rows: 2 },
+  { name: `the flash kernels: ${DECODE_MAX_L + 1} rows a step`, create: { rotary: {} }, cache: {}, rows: DECODE_MAX_L + 1 },
 ];
 
 // The step's input ([B, rows, E]: float32, or float16 words) with the values of `seed`, and
