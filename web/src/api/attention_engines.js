@@ -18,6 +18,7 @@
 // slot), so the batch stays one submit; engines past the first of their widths are not counted in
 // MAX_ENGINES (a stack of n layers needs n) and leave when idle.
 import { Dispatcher } from '../dispatch/dispatch.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { attentionConfig } from '../base/attention_only.js';
 import { gpuSide } from '../webgpu/gpu_acquisition.js';
 import { WasmSdpaExecutor } from '../wasm/wasm_sdpa.js';
@@ -66,7 +67,7 @@ export class AttentionEngines {
       engine.calls--;
       this.#afterCall(engine);
       // Slots count from 0 again once the batch's calls are submitted (at once if it holds none).
-      plan.batch?.afterPending(() => this.#batchSlots.delete(plan.batch));
+      plan.batch?.[BATCH.afterPending](() => this.#batchSlots.delete(plan.batch));
     }
   }
 
@@ -120,7 +121,7 @@ export class AttentionEngines {
 
   #holdUntilSubmitted(engine, batch) {
     engine.calls++;
-    batch.afterPending(() => {
+    batch[BATCH.afterPending](() => {
       engine.calls--;
       this.#afterCall(engine);
     });

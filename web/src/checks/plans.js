@@ -2,6 +2,7 @@
 // before any executor sees it: forward() (resolveMhaForward, with its cache option),
 // scaledDotProductAttention() (resolveSdpa) and selfAttention() (resolveSelfAttention).
 import { OptionError, ShapeError, describe, formatShape } from '../base/errors.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { KvCache } from '../dispatch/kv_cache.js';
 import { isGpuBatch } from '../dispatch/gpu_batch.js';
 import { checkBoolean, checkChoice, checkOptions, checkPositive } from '../base/option_checks.js';
@@ -33,7 +34,7 @@ export function resolveMhaForward(config, query, key, value, options) {
   const plan = KvCache.isKvCache(o.cache) && o.cache.encoded
     ? lazyModules().resolveEncodedForward(config, query, key, value, o, { output, batch })
     : resolvePlainForward(config, query, key, value, o, { output, batch });
-  batch?.admit(plan, 'forward()');  // a GpuStep's rules (dispatch/gpu_step.js)
+  batch?.[BATCH.admit](plan, 'forward()');  // a GpuStep's rules (dispatch/gpu_step.js)
   return plan;
 }
 
@@ -196,7 +197,7 @@ function sdpaPlan(named, o, views) {
     ...checkOutTargets(o.out, { shape: outputShape, dtype, output }),
     backendOptions: sdpaBackendOptions(o, onDevice || output === 'gpu-buffer'),
   };
-  batch?.admit(plan, 'scaledDotProductAttention()');  // a GpuStep refuses it (dispatch/gpu_step.js)
+  batch?.[BATCH.admit](plan, 'scaledDotProductAttention()');  // a GpuStep refuses it (dispatch/gpu_step.js)
   return plan;
 }
 

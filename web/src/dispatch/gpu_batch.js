@@ -22,6 +22,7 @@
 //     and put in the batch's list of command buffers after those of the calls before it; the next
 //     call starts a new encoder after it. One queue.submit() of the list runs them in that order.
 import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { isModuleDevice } from '../base/module_devices.js';
 
 // GpuBatch's brand check (isGpuBatch() below), set by the class's static block.
@@ -53,7 +54,7 @@ export class GpuBatch {
    * call of a module already in the batch first submits what the batch holds (its per-call
    * buffers are written again by this call). An OptionError naming `batch` for another device.
    */
-  encoderFor(owner, device) {
+  [BATCH.encoderFor](owner, device) {
     if (this.#device && this.#device !== device) {
       throw new OptionError("batch: its calls are on another GPUDevice than this module's; a batch is one device's queue", {
         argument: 'batch', expected: "the module's GPUDevice", actual: 'another GPUDevice',
@@ -122,7 +123,7 @@ export class GpuBatch {
    * naming `batch`; a GpuBatch holds any (a GpuStep has rules: dispatch/gpu_step.js). `what` names
    * the call ('forward()', 'scaledDotProductAttention()').
    */
-  admit(plan, what) {}
+  [BATCH.admit](plan, what) {}
 
   /**
    * Internal: a call recorded into encoderFor()'s encoder (or submitted after submitHeld()). call:
@@ -131,7 +132,7 @@ export class GpuBatch {
    * (its result buffers), kept() (optional: the batch's work was accepted) }. Returns its ticket
    * for whenSubmitted().
    */
-  record(call) {
+  [BATCH.record](call) {
     this.#calls.push(call);
     return this.#generation;
   }
@@ -140,7 +141,7 @@ export class GpuBatch {
    * Internal (a cached call of several passes, which submits its own work): what the encoder holds
    * submitted now, ahead of that work in the queue. The calls stay this submit()'s to validate.
    */
-  submitHeld() {
+  [BATCH.submitHeld]() {
     if (this.#encoder || this.#finished.length > 0) this.#submitEncoder();
   }
 
@@ -149,7 +150,7 @@ export class GpuBatch {
    * `ticket` was submitted, submitting the batch now (synchronously: the queue.submit() happens
    * before this returns) when that has not happened yet; rejects as that submit() did.
    */
-  whenSubmitted(ticket) {
+  [BATCH.whenSubmitted](ticket) {
     if (ticket === this.#generation) return this.submit();
     return this.#outcomes.get(ticket) ?? Promise.resolve();
   }
@@ -158,7 +159,7 @@ export class GpuBatch {
    * Internal (GpuTensor.dispose()): runs fn() once the call of `ticket` was submitted (at once when
    * it was): a result a later call of the batch reads must outlive the submit.
    */
-  afterSubmit(ticket, fn) {
+  [BATCH.afterSubmit](ticket, fn) {
     if (ticket === this.#generation) this.#after.push(fn);
     else fn();
   }
@@ -167,7 +168,7 @@ export class GpuBatch {
    * Internal (api/attention_engines.js, which holds an engine whose buffers recorded work reads):
    * runs fn() once what the batch holds now is submitted (at once when it holds nothing).
    */
-  afterPending(fn) {
+  [BATCH.afterPending](fn) {
     if (this.#calls.length > 0) this.#after.push(fn);
     else fn();
   }
@@ -199,7 +200,7 @@ export class GpuBatch {
    * Internal (GpuStep.replay() after a failure part way): what the batch holds is dropped unsubmitted,
    * its calls undone (their caches back) and their results destroyed.
    */
-  discard() {
+  [BATCH.discard]() {
     const calls = this.#calls.splice(0);
     for (const call of [...calls].reverse()) call.undo();
     for (const call of calls) call.destroy();

@@ -15,6 +15,7 @@
 // cache's pass, known only once it ran), its module and cache alive, room in each cache and in a
 // given rotary table.
 import { BackendError, CacheError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { GpuBatch } from './gpu_batch.js';
 import { checkRoom, checkRotaryRows } from './cache_checks.js';
@@ -28,7 +29,7 @@ export class GpuStep extends GpuBatch {
    * Internal (webgpu/forward_encode.js keysBound()): this batch's calls are encoded in the form
    * its replays repeat (webgpu/step_tape.js).
    */
-  get replayable() {
+  get [BATCH.replayable]() {
     return true;
   }
 
@@ -36,7 +37,7 @@ export class GpuStep extends GpuBatch {
    * Internal (checks/plans.js): at the call, a call this step could not replay (replayRefusal()),
    * or any call after its first submit(): OptionError naming `batch`.
    */
-  admit(plan, what) {
+  [BATCH.admit](plan, what) {
     if (!this.#recording) throw recorded(`a ${what} into it`);
     const why = what === 'forward()' ? replayRefusal(plan) : ENGINE_CALL;
     if (why) {
@@ -47,15 +48,15 @@ export class GpuStep extends GpuBatch {
   }
 
   /** Internal: as GpuBatch's; while recording, the call is kept for replay(). */
-  record(call) {
+  [BATCH.record](call) {
     if (this.#recording) this.#kept.push({ call });
-    return super.record(call);
+    return super[BATCH.record](call);
   }
 
   /** Internal: as GpuBatch's; after the first submit() only replay() records. */
-  encoderFor(owner, device) {
+  [BATCH.encoderFor](owner, device) {
     if (!this.#recording && !this.#replaying) throw recorded('a forward() into it');
-    return super.encoderFor(owner, device);
+    return super[BATCH.encoderFor](owner, device);
   }
 
   /** As GpuBatch's; while recording, fn is kept and called again by each replay(). */
@@ -98,7 +99,7 @@ export class GpuStep extends GpuBatch {
         else await recordedAgain(kept.call, plans[index], index);
       }
     } catch (e) {
-      this.discard();
+      this[BATCH.discard]();
       throw e;
     } finally {
       this.#replaying = false;

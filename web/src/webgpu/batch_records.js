@@ -1,6 +1,7 @@
 // A GpuBatch's records of a module's calls (dispatch/gpu_batch.js): what a failed submit undoes
 // and destroys of each, and the `pending` of its GpuTensors (read() waits for the batch's submit).
 import { GpuTensor, markPending } from './gpu_tensor.js';
+import { BATCH } from '../base/batch_protocol.js';
 
 // Each cache row's length before a cached call (a call on some rows, or rows of unequal lengths, too).
 export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore ?? plan.cache.lengthBefore : 0);
@@ -8,8 +9,8 @@ export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore 
 // `call` (GpuBatch.record()'s) recorded into `batch`, its result `buffers` marked as the batch's
 // (a call outside it that reads them submits it first). Returns the `pending` of its GpuTensors.
 export function recordBatched(gpu, batch, call, buffers) {
-  const ticket = batch.record(call);
-  const pending = { submitted: () => batch.whenSubmitted(ticket), after: (fn) => batch.afterSubmit(ticket, fn) };
+  const ticket = batch[BATCH.record](call);
+  const pending = { submitted: () => batch[BATCH.whenSubmitted](ticket), after: (fn) => batch[BATCH.afterSubmit](ticket, fn) };
   const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
   gpu.recorded(batch, flush);
   markPending(buffers, batch, flush);

@@ -30,6 +30,7 @@
 // family takes the same uniforms (packed from the family's list) and bindings. With int8
 // activations each linear is q8_projection.js's two dispatches: q8Rows, then q8Linear.
 import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { consecutivePositions, rotaryTable } from './rotary_table.js';
@@ -77,7 +78,7 @@ export const STEP_KEYS = 256;
  * results are those over T bit for bit (a chunk's masked keys add exactly 0).
  */
 export function keysBound(plan) {
-  return plan.batch?.replayable && plan.cache && plan.S > 0 ? cdiv(plan.T, STEP_KEYS) * STEP_KEYS : null;
+  return plan.batch?.[BATCH.replayable] && plan.cache && plan.S > 0 ? cdiv(plan.T, STEP_KEYS) * STEP_KEYS : null;
 }
 
 /** Each batch row's cache row: the call's `rows`, else its own. */

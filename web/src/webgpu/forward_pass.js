@@ -7,6 +7,7 @@
 // The executor (webgpu_executor.js) owns the device, the parameter buffers and the
 // per-call buffer cache; this file only runs one call on them.
 import { MAP_READ, Usage } from './device.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
@@ -140,7 +141,7 @@ function reportPhases(marks, uploadMs, gpuMs) {
 function recordForward(gpu, call, kept = call) {
   const { device } = gpu;
   const { plan, cache } = call;
-  const encoder = plan.batch.encoderFor(gpu, device);  // before the scopes: it may submit
+  const encoder = plan.batch[BATCH.encoderFor](gpu, device);  // before the scopes: it may submit
   const popScopes = () => [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
   let ctx = null;
   device.pushErrorScope('out-of-memory');
@@ -182,7 +183,7 @@ function encodeRecorded(gpu, call, encoder, kept) {
   kept.tape = null;
   encodeCall(ctx, call, half);
   const pass = encodePass(gpu.device, ctx, encoder, null);
-  if (plan.batch.replayable) kept.tape = captureTape(gpu, call, ctx, pass);
+  if (plan.batch[BATCH.replayable]) kept.tape = captureTape(gpu, call, ctx, pass);
   passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
   return ctx;
 }

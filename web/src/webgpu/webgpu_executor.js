@@ -13,6 +13,7 @@
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
 import { BackendError } from '../base/errors.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { addModuleDevice } from '../base/module_devices.js';
 import { cachedPasses } from './cached_passes.js';
@@ -318,7 +319,7 @@ export class WebGpuExecutor {
     const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
     const batched = passes.length > 1 && plan.batch;
-    if (batched) plan.batch.submitHeld();  // before the snapshot: the batch's earlier work on this cache
+    if (batched) plan.batch[BATCH.submitHeld]();  // before the snapshot: the batch's earlier work on this cache
     const snapshot = passes.length > 1 ? cache.snapshot(this.#pool) : null;
     const results = [];
     let path;

@@ -1,0 +1,15 @@
+// What the package's layers call on a GpuBatch or GpuStep (dispatch/gpu_batch.js, gpu_step.js)
+// beside its public encode(), submit() and replay(): keyed by these symbols, so that they are no
+// methods a user of those public classes sees or calls by name. Each is documented where the
+// class defines it.
+export const BATCH = Object.freeze({
+  admit: Symbol('GpuBatch admit'),
+  encoderFor: Symbol('GpuBatch encoderFor'),
+  record: Symbol('GpuBatch record'),
+  submitHeld: Symbol('GpuBatch submitHeld'),
+  whenSubmitted: Symbol('GpuBatch whenSubmitted'),
+  afterSubmit: Symbol('GpuBatch afterSubmit'),
+  afterPending: Symbol('GpuBatch afterPending'),
+  discard: Symbol('GpuBatch discard'),
+  replayable: Symbol('GpuBatch replayable'),
+});
