@@ -23,6 +23,7 @@
 //     call starts a new encoder after it. One queue.submit() of the list runs them in that order.
 import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
 import { BATCH } from '../base/batch_protocol.js';
+import { inScopes } from '../base/error_scopes.js';
 import { isModuleDevice } from '../base/module_devices.js';
 
 // GpuBatch's brand check (isGpuBatch() below), set by the class's static block.
@@ -250,16 +251,6 @@ export class GpuBatch {
     this.#encoder = null;
     this.#members.clear();
   }
-}
-
-// fn() run in the device's out-of-memory and validation error scopes, popped right after it (no
-// await between: scopes are a device-wide stack): their promises, each of its error or null (a
-// lost device's rejection an Error).
-function inScopes(device, fn) {
-  device.pushErrorScope('out-of-memory');
-  device.pushErrorScope('validation');
-  fn();
-  return [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
 }
 
 // encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error

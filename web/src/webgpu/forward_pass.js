@@ -8,6 +8,7 @@
 // per-call buffer cache; this file only runs one call on them.
 import { MAP_READ, Usage } from './device.js';
 import { BATCH } from '../base/batch_protocol.js';
+import { inScopes } from '../base/error_scopes.js';
 import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
 import { callTimer } from './gpu_timer.js';
@@ -142,21 +143,20 @@ function recordForward(gpu, call, kept = call) {
   const { device } = gpu;
   const { plan, cache } = call;
   const encoder = plan.batch[BATCH.encoderFor](gpu, device);  // before the scopes: it may submit
-  const popScopes = () => [device.popErrorScope(), device.popErrorScope()].map((s) => s.then((e) => e, (e) => e ?? new Error('device lost')));
   let ctx = null;
-  device.pushErrorScope('out-of-memory');
-  device.pushErrorScope('validation');
+  let scopes;
   try {
-    ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? { device, made: new Map(), placed: kept.tape.placed } : encodeRecorded(gpu, call, encoder, kept);
+    scopes = inScopes(device, () => {
+      ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? { device, made: new Map(), placed: kept.tape.placed } : encodeRecorded(gpu, call, encoder, kept);
+    });
   } catch (e) {
-    popScopes();
     gpu.releasePool();
     for (const b of ctx?.made.values() ?? []) b.destroy();
     throw e;
   }
   const lengthsBefore = lengthsBeforeOf(plan);
   const pending = recordBatched(gpu, plan.batch, {
-    scopes: popScopes(),
+    scopes,
     refused: () => refusedInput(device, plan),
     undo: () => cache?.truncate(lengthsBefore),
     destroy: () => { for (const b of ctx.made.values()) b.destroy(); },
