@@ -30,21 +30,20 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
 // `out` (the call's deviceOut: checkGpuOut()'s DeviceData): the output is written in the role's
 // pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed).
-// What a GpuStep's replay plays again (step_tape.js) is kept too: the pooled buffers taken
-// ([role, floats, usage, buffer]), the copies on the encoder before the pass (copiesIn: [from,
-// fromOffset, to, toOffset, bytes]) and the buffers written by writeBuffer() (written: role → buffer).
-export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null, out = null } = {}) {
+// With `tape` (a GpuStep's call), what its replays play again (step_tape.js) is kept in ctx.tape:
+// the pooled buffers taken ([role, floats, usage, buffer]), the copies on the encoder before the
+// pass (copiesIn: [from, fromOffset, to, toOffset, bytes]) and the buffers written by
+// writeBuffer() (written: role → buffer); null for other calls.
+export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null, out = null, tape = false } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
   const asIs = new Set();  // the caller's GPU input buffers bound as they are
-  const taken = [];
-  const copiesIn = [];
-  const written = new Map();
+  const kept = tape ? { taken: [], copiesIn: [], written: new Map() } : null;
   const pooled = (role, floats, usage) => {
     const b = gpu.pooled(role, floats, usage);
-    taken.push([role, floats, usage, b]);
+    kept?.taken.push([role, floats, usage, b]);
     return b;
   };
   const { made, placed, copiesOut, result } = resultBuffers(gpu, out, pooled);
@@ -73,10 +72,10 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (isDeviceData(data)) copyPieces(encoder, data, b, copiesIn);
+      if (isDeviceData(data)) copyPieces(encoder, data, b, kept);
       else if (!staging(data)?.write(encoder, role, data, b)) {
         device.queue.writeBuffer(b, 0, data);
-        written.set(role, b);
+        kept?.written.set(role, b);
       }
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
@@ -96,7 +95,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
       halves = boundAsIs(data.gpuBuffer, bytes);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      copyPieces(encoder, data, halves, copiesIn);
+      copyPieces(encoder, data, halves, kept);
     }
     const b = buffer(data.length, STORAGE_IN, role);
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));
@@ -110,7 +109,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     callers ??= new Set([...asIs, ...made.values()]);
     return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
   };
-  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, taken, copiesIn, written, uploadMs: () => uploadMs };
+  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, tape: kept, uploadMs: () => uploadMs };
 }
 
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into
@@ -148,12 +147,12 @@ function resultBuffers(gpu, out, pooled) {
 }
 
 // A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into
-// `to`, each copy listed in `copies`.
-function copyPieces(encoder, data, to, copies) {
+// `to`, each copy listed in the tape's copiesIn where the call keeps one.
+function copyPieces(encoder, data, to, tape) {
   let at = 0;
   for (const [from, bytes] of devicePieces(data)) {
     encoder.copyBufferToBuffer(data.gpuBuffer, from, to, at, bytes);
-    copies.push([data.gpuBuffer, from, to, at, bytes]);
+    tape?.copiesIn.push([data.gpuBuffer, from, to, at, bytes]);
     at += bytes;
   }
 }

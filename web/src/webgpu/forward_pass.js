@@ -21,7 +21,7 @@ import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor }
 import { attentionPath } from './selection/attention_path.js';
 import { linearProblems } from './linear_problems.js';
 import { captureTape, playTape } from './step_tape.js';
-import { paramsBytes } from './kernel_params.js';
+import { paramsBytes, withBlockFields } from './kernel_params.js';
 import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
@@ -78,7 +78,7 @@ const readbackBuffer = (ctx, floats) => ctx.buffer(floats, Usage.MAP_READ | Usag
 
 // Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
 // Returns what a step's tape plays again (step_tape.js): { uniforms (the slots' buffer), packed
-// (their bytes), commands ([{ pipeline, group, groups }]) }.
+// (their bytes), commands ([{ pipeline, group, groups }], where ctx keeps a tape, else null) }.
 function encodePass(device, ctx, encoder, timer) {
   const { slots, dispatches, sizes } = ctx;
   const uniforms = uniformsBuffer(ctx);
@@ -86,7 +86,7 @@ function encodePass(device, ctx, encoder, timer) {
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
   device.queue.writeBuffer(uniforms, 0, packed);
   const pass = encoder.beginComputePass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
-  const commands = [];
+  const commands = ctx.tape ? [] : null;
   for (const { pipeline, slot, bindings, groups } of dispatches) {
     const group = ctx.bindGroup(pipeline, [
       { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
@@ -97,7 +97,7 @@ function encodePass(device, ctx, encoder, timer) {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(...groups);
-    commands.push({ pipeline, group, groups });
+    commands?.push({ pipeline, group, groups });
   }
   pass.end();
   for (const [from, to, bytes, at] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
@@ -147,7 +147,7 @@ function recordForward(gpu, call, kept = call) {
   let scopes;
   try {
     scopes = inScopes(device, () => {
-      ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? { device, made: new Map(), placed: kept.tape.placed } : encodeRecorded(gpu, call, encoder, kept);
+      ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? kept.tape.results : encodeRecorded(gpu, call, encoder, kept);
     });
   } catch (e) {
     gpu.releasePool();
@@ -177,13 +177,16 @@ function recordForward(gpu, call, kept = call) {
 function encodeRecorded(gpu, call, encoder, kept) {
   const { plan } = call;
   const half = gpuResultDtype(plan) === 'float16';
+  const tape = Boolean(plan.batch[BATCH.replayable]);
   const ctx = encodingContext(gpu, encoder, {
-    results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache: call.cache, out: plan.deviceOut,
+    results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache: call.cache, out: plan.deviceOut, tape,
   });
   kept.tape = null;
-  encodeCall(ctx, call, half);
+  // A step's blocks carry their fields, which its tape finds the cache's length in by name.
+  if (tape) withBlockFields(() => encodeCall(ctx, call, half));
+  else encodeCall(ctx, call, half);
   const pass = encodePass(gpu.device, ctx, encoder, null);
-  if (plan.batch[BATCH.replayable]) kept.tape = captureTape(gpu, call, ctx, pass);
+  if (tape) kept.tape = captureTape(gpu, call, ctx, pass);
   passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
   return ctx;
 }

@@ -24,7 +24,7 @@ export const paramsBytes = (fields) => fields.length * 4;
  */
 export function packParams(fields, values) {
   const block = new ArrayBuffer(paramsBytes(fields));
-  fieldsOfBlock.set(block, fields);
+  if (taggingBlocks) fieldsOfBlock.set(block, fields);
   const u32 = new Uint32Array(block);
   const f32 = new Float32Array(block);
   const index = indexOf(fields);
@@ -37,8 +37,22 @@ export function packParams(fields, values) {
   return block;
 }
 
-/** The fields a block of packParams() was packed from (step_tape.js finds its words by name). */
+/** The fields a block of packParams() was packed from, inside withBlockFields() (step_tape.js finds its words by name). */
 export const fieldsOfBlock = new WeakMap();
+let taggingBlocks = false;
+
+/**
+ * fn() run with every block packParams() makes kept in fieldsOfBlock: a GpuStep's encoding. Other
+ * calls pack without it (a WeakMap entry a block cost a pack about half its time again).
+ */
+export function withBlockFields(fn) {
+  taggingBlocks = true;
+  try {
+    return fn();
+  } finally {
+    taggingBlocks = false;
+  }
+}
 
 // name → { i, type } of a list of fields, made once per list (a decode layer packs a dozen blocks).
 const indexes = new WeakMap();

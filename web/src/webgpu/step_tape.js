@@ -8,9 +8,9 @@
 // is encoded over keysBound() keys, so that its grids and buffers are those of every token up to
 // that bound; what is left of n are the uniform words named in POSITION_FIELDS, written into the
 // slots' bytes at each play, and the rotary table (its rows at n), formed again. A tape is played
-// only where it is what an encoding would give: the same bound and decode grid (tapeKey()), the
-// module's pooled buffers, parameters and the cache's storage the ones it binds; else the call is
-// encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
+// only where it is what an encoding would give: the same bound and decode grid (boundOf(),
+// chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds;
+// else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
 import { UNIFORM_SLOT } from './encoding_context.js';
@@ -22,30 +22,34 @@ const POSITION_FIELDS = ['first', 'shift'];
 // What a step's encoding writes with writeBuffer(), each formed again at a play.
 const TABLE_ROLES = new Set(['rotary table']);
 
-// What a tape holds to: the bound of the keys and the decode grid, which change with n.
-const tapeKey = (call) => `${keysBound(call.plan)}|${call.path === 'decode' ? decodeChunks(call) : 0}`;
+// What a tape holds to: the bound of the keys and the decode grid's chunks, which change with n.
+const boundOf = (call) => keysBound(call.plan);
+const chunksOf = (call) => (call.path === 'decode' ? decodeChunks(call) : 0);
 
 /**
  * The tape of `call` (recordForward()'s, just encoded through `ctx` and `pass`, encodePass()'s
  * { uniforms, packed, commands }), or null where it could not be played again.
  */
 export function captureTape(gpu, call, ctx, pass) {
-  if (ctx.made.size > 0 || [...ctx.written.keys()].some((role) => !TABLE_ROLES.has(role))) return null;
+  const { taken, copiesIn, written } = ctx.tape;
+  if (ctx.made.size > 0 || [...written.keys()].some((role) => !TABLE_ROLES.has(role))) return null;
   const n = call.plan.cache?.lengthBefore ?? null;
   const patches = positionWords(ctx.slots, n);
   if (!patches) return null;
   return {
-    key: tapeKey(call),
+    bound: boundOf(call),
+    chunks: chunksOf(call),
     params: gpu.params,
     storage: call.cache?.keys ?? null,
-    taken: ctx.taken,
+    taken,
     words: new Uint32Array(pass.packed.buffer),
     patches,
     pass,
-    rotary: ctx.written.get('rotary table') ?? null,
-    copiesIn: ctx.copiesIn,
+    rotary: written.get('rotary table') ?? null,
+    copiesIn,
     copiesOut: ctx.copiesOut,
-    placed: ctx.placed,
+    // What recordForward() reads of a ctx, for a played call: no buffer made, the output placed.
+    results: { device: gpu.device, made: new Map(), placed: ctx.placed },
   };
 }
 
@@ -71,7 +75,8 @@ function positionWords(slots, n) {
  */
 export function playTape(gpu, tape, call, encoder) {
   const { device } = gpu;
-  if (tapeKey(call) !== tape.key || gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
+  if (boundOf(call) !== tape.bound || chunksOf(call) !== tape.chunks) return false;
+  if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
   if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return false;
   const n = call.plan.cache?.lengthBefore;
   for (const word of tape.patches) tape.words[word] = n;
