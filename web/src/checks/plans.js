@@ -233,7 +233,6 @@ export function resolveSelfAttention(x, options) {
   return { plan: sdpaPlan([['x', t], ['x', t], ['x', t]], { ...o, needWeights }, views), deprecatedReturnWeights: o.returnWeights !== undefined };
 }
 
-// A given rotary table must have rows for the positions the call rotates: first … first + rows − 1.
 /**
  * forward()'s attnMask shape: [L, S] or per head [B·H, L, S]; with a cache a verification mask
  * among the L new positions (docs/attention-math/decoding.md §9): [L, L], [B, L, L] or [B·H, L, L].

@@ -110,10 +110,11 @@ export function windowIds(plan) {
  * ids, [B, L] from word 2B on.
  */
 export function callTable(plan) {
-  if (!windowIds(plan) && !callRows(plan)) return null;
+  const ids = windowIds(plan);
+  const rows = callRows(plan);
+  if (!ids && !rows) return null;
   if (!tableOfPlan.has(plan)) {
-    const ids = windowIds(plan);
-    let table = callRows(plan)?.table ?? null;
+    let table = rows?.table ?? null;
     if (ids) {
       const head = table ?? rowPairs(plan);
       table = new Uint32Array(head.length + ids.length);
