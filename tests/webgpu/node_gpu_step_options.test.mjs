@@ -3,8 +3,11 @@
 // module (the same weights, buffers of its own, so none of its writes lands in the step's): sinks
 // and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
 // with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
-// step, more rows a step than the decode kernels take (the flash kernels over the keys' bound);
-// each replay plays the call's tape (no encoding). An out place destroyed between replays
+// step, more rows a step than the decode kernels take (the flash kernels over the keys' bound),
+// tensors the kernels cannot bind as they are (an input without STORAGE usage, an out at a
+// byteOffset or without STORAGE), and an out that is the input's own buffer. Each replay plays the
+// call's tape (no encoding), and copies nothing where the kernels bind the step's tensors as they
+// are (encoding_context.js bindsAsIs()). An out place destroyed between replays
 // is refused at the submit, naming `out`; a replay past a given rotary table's rows, before it
 // records anything, naming `rotary.table`. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
@@ -26,15 +29,20 @@ const CASES = [
   { name: 'float16 input and out, three rows a step, a float16 cache', create: { rotary: { dim: 2 } }, cache: { dtype: 'float16' }, rows: 3, half: true },
   { name: 'a windowed cache whose ring wraps, two rows a step', create: { rotary: {} }, cache: { window: 5 }, rows: 2 },
   { name: `the flash kernels: ${DECODE_MAX_L + 1} rows a step`, create: { rotary: {} }, cache: {}, rows: DECODE_MAX_L + 1 },
+  // Tensors the kernels cannot bind as they are, copied on the device at each replay.
+  { name: 'an input without STORAGE usage, an out at a byteOffset', create: { rotary: {} }, cache: {}, inputUsage: COPY_SRC | COPY_DST, outOffset: 256 },
+  { name: 'an out without STORAGE usage', create: { rotary: {} }, cache: {}, outUsage: COPY_SRC | COPY_DST },
 ];
+// Whether a case's tensors are all bound as they are (STORAGE, from byte 0): its replays copy nothing.
+const boundAsIs = (c) => !c.inputUsage && !c.outUsage && !c.outOffset;
 
 // The step's input ([B, rows, E]: float32, or float16 words) with the values of `seed`, and
 // writing it again with another seed's.
-function input({ B = 1, rows = 1, half = false }, seed) {
+function input({ B = 1, rows = 1, half = false, inputUsage = USAGE }, seed) {
   const values = (s) => filled(B * rows * E, s);
   const shape = [B, rows, E];
   if (!half) {
-    const tensor = gpuTensor(values(seed), shape);
+    const tensor = gpuTensor(values(seed), shape, { usage: inputUsage });
     return { tensor, rewrite: (s) => device.queue.writeBuffer(tensor.gpuBuffer, 0, values(s)) };
   }
   const bits = (s) => roundToHalf('float16', values(s));
@@ -43,10 +51,28 @@ function input({ B = 1, rows = 1, half = false }, seed) {
 }
 
 // An `out` place for the case's output.
-function place({ B = 1, rows = 1, half = false }) {
+function place({ B = 1, rows = 1, half = false, outUsage = USAGE, outOffset = 0 }) {
   const words = B * rows * E;
   const bytes = half ? Math.ceil(words / 2) * 4 : words * 4;
-  return { gpuBuffer: device.createBuffer({ size: bytes, usage: USAGE }), shape: [B, rows, E], ...(half ? { dtype: 'float16' } : {}) };
+  const gpuBuffer = device.createBuffer({ size: outOffset + bytes, usage: outUsage });
+  return { gpuBuffer, byteOffset: outOffset, shape: [B, rows, E], ...(half ? { dtype: 'float16' } : {}) };
+}
+
+// How many copyBufferToBuffer() calls fn() makes (awaited).
+async function copiesIn(fn) {
+  const proto = Object.getPrototypeOf(device.createCommandEncoder());
+  const copy = proto.copyBufferToBuffer;
+  let copies = 0;
+  proto.copyBufferToBuffer = function counted(...args) {
+    copies++;
+    return copy.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    proto.copyBufferToBuffer = copy;
+  }
+  return copies;
 }
 
 describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
@@ -67,12 +93,14 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
         await batch.submit();
         let encodings = 0;
         passHooks.onDispatches = () => { encodings++; };
+        let copies;
         try {
-          if (token > 0) await gpuStep.replay();
+          copies = await copiesIn(() => token > 0 && gpuStep.replay());
         } finally {
           passHooks.onDispatches = null;
         }
         assert.equal(encodings, 0, `token ${token}: the tape played, nothing encoded anew`);
+        if (token > 0) assert.equal(copies === 0, boundAsIs(c), `token ${token}: ${copies} copies`);
         assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
         assert.equal(ours.length, theirs.length);
         x.rewrite(seed + 2 + token);
@@ -80,6 +108,25 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
       assert.deepEqual(await ours.read(), await theirs.read(), 'the caches alike');
     });
   }
+
+  test('in place: out is the input\'s own buffer (bound as it is for both), each replay bit for bit a batched twin\'s', async () => {
+    const [mha, twin] = [await module({ rotary: {} }, 1280), await module({ rotary: {} }, 1280)];
+    const [ours, theirs] = [mha, twin].map((m) => m.createCache({ maxLength: 16 }));
+    const [x, twinX] = [input({}, 1281), input({}, 1281)];
+    const call = (m, cache, t, batch) => m.forward(t, t, t, { cache, output: 'gpu-buffer', out: t, batch });
+    const gpuStep = new GpuStep();
+    const last = (await call(mha, ours, x.tensor, gpuStep)).output;
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    for (let token = 0; token < 4; token++) {
+      const want = (await call(twin, theirs, twinX.tensor, batch)).output;
+      await batch.submit();
+      if (token > 0) await gpuStep.replay();
+      const got = await last.read();
+      assert.deepEqual(got, await want.read(), `token ${token}`);
+      assert.ok(got.every(Number.isFinite));
+    }
+  });
 
   test('a given rotary table: a replay past its rows is a ShapeError naming rotary.table, nothing recorded', async () => {
     const positions = 3;

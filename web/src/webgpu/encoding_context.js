@@ -29,7 +29,8 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
 // `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
 // `out` (the call's deviceOut: checkGpuOut()'s DeviceData): the output is written in the role's
-// pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed).
+// pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed), or
+// in a step's call written there by the kernels where bindsAsIs().
 // With `tape` (a GpuStep's call), what its replays play again (step_tape.js) is kept in ctx.tape:
 // the pooled buffers taken ([role, floats, usage, buffer]), the copies on the encoder before the
 // pass (copiesIn: [from, fromOffset, to, toOffset, bytes]) and the buffers written by
@@ -39,24 +40,26 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
   const buffers = new Map();  // role → buffer
-  const asIs = new Set();  // the caller's GPU input buffers bound as they are
+  const asIs = new Set();  // the caller's buffers bound as they are (GPU inputs, a step's out)
   const kept = tape ? { taken: [], copiesIn: [], written: new Map() } : null;
   const pooled = (role, floats, usage) => {
     const b = gpu.pooled(role, floats, usage);
     kept?.taken.push([role, floats, usage, b]);
     return b;
   };
-  const { made, placed, copiesOut, result } = resultBuffers(gpu, out, pooled);
-  const buffer = (floats, usage, role) => {
-    const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : pooled(role, floats, usage);
-    sizes.set(b, Math.max(floats, 1) * F32);
-    buffers.set(role, b);
-    return b;
-  };
-  // A caller's buffer bound as it is, `bytes` of it (the most any of the call's bindings read).
+  // A caller's buffer bound as it is, `bytes` of it (the most any of the call's bindings read or write).
   const boundAsIs = (b, bytes) => {
     sizes.set(b, Math.max(sizes.get(b) ?? 0, bytes));
     asIs.add(b);
+    return b;
+  };
+  // A step's call binds its GPU inputs and its `out` as they are at any size: its bind groups are
+  // made once, for its tape, not at each token (see SMALL_TENSOR_BYTES).
+  const { made, placed, copiesOut, result } = resultBuffers(gpu, out, pooled, tape && out && bindsAsIs(out, true) ? boundAsIs : null);
+  const buffer = (floats, usage, role) => {
+    const b = results?.includes(role) ? result(role, Math.max(floats, 1) * F32, usage) : pooled(role, floats, usage);
+    if (!asIs.has(b)) sizes.set(b, Math.max(floats, 1) * F32);
+    buffers.set(role, b);
     return b;
   };
   const uploads = new Map();  // the same typed array goes up once
@@ -64,7 +67,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
   const upload = (data, role) => {
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
     // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
-    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data)) uploads.set(data, boundAsIs(data.gpuBuffer, data.length * F32));
+    if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data, tape)) uploads.set(data, boundAsIs(data.gpuBuffer, data.length * F32));
     if (!uploads.has(data) && !encoder) {
       uploads.set(data, buffer(data.length, STORAGE_IN, role));
       if (staging(data)) gpu.staging.reserve(role, data.byteLength);
@@ -91,7 +94,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
   const widened = (data, role) => {
     const bytes = deviceBytes('float16', data.length);
     let halves;
-    if (bindsAsIs(data)) {
+    if (bindsAsIs(data, tape)) {
       halves = boundAsIs(data.gpuBuffer, bytes);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
@@ -120,24 +123,27 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
 // and memory).
 export const SMALL_TENSOR_BYTES = 1 << 18;
 
-// Whether a GPU input is bound as it is (one run from byte 0 of a buffer with STORAGE, larger than
-// SMALL_TENSOR_BYTES or without COPY_SRC), not copied.
-const bindsAsIs = (data) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE)
-  && (deviceBytes(data.dtype, data.length) > SMALL_TENSOR_BYTES || !(data.gpuBuffer.usage & Usage.COPY_SRC));
+// Whether a GPU tensor (an input, or a step's `out`) is bound as it is, not copied: one run from
+// byte 0 of a buffer with STORAGE, in a step's call (`always`), larger than SMALL_TENSOR_BYTES or
+// without COPY_SRC.
+const bindsAsIs = (data, always = false) => data.byteOffset === 0 && !data.pieces && Boolean(data.gpuBuffer.usage & Usage.STORAGE)
+  && (always || deviceBytes(data.dtype, data.length) > SMALL_TENSOR_BYTES || !(data.gpuBuffer.usage & Usage.COPY_SRC));
 
 // Where a call's 'gpu-buffer' results go: result(role, bytes, usage, pooledRole) gives the buffer
-// the kernels write result `role` into: a new buffer for the caller (made), or for a small result
-// (or the output with `out`: placed) the pooled buffer of `pooledRole`, copied into the caller's
-// after the pass (copiesOut: [pooled, to, bytes, at]); pooled(role, floats, usage): the pool's.
-function resultBuffers(gpu, out, pooled) {
+// the kernels write result `role` into: a new buffer for the caller (made); for a small result (or
+// the output with `out`: placed) the pooled buffer of `pooledRole`, copied into the caller's after
+// the pass (copiesOut: [pooled, to, bytes, at]); or, given `bindOut(buffer, bytes)` (a step's
+// out bound as it is), the output's `out` itself. pooled(role, floats, usage): the pool's.
+function resultBuffers(gpu, out, pooled, bindOut) {
   const made = new Map();  // role → a result buffer made for the caller
-  const placed = new Map();  // role → the caller's `out` it is copied into
+  const placed = new Map();  // role → the caller's `out` it is written or copied into
   const copiesOut = [];
   const result = (role, bytes, usage, pooledRole = role) => {
     const into = role === 'output' ? out : null;
-    const b = into ? null : gpu.device.createBuffer({ size: bytes, usage: RESULT_USAGE, label: `webattention ${pooledRole}` });
     if (into) placed.set(role, into);
-    else made.set(role, b);
+    if (into && bindOut) return bindOut(into.gpuBuffer, bytes);
+    const b = into ? null : gpu.device.createBuffer({ size: bytes, usage: RESULT_USAGE, label: `webattention ${pooledRole}` });
+    if (!into) made.set(role, b);
     if (!into && bytes > SMALL_TENSOR_BYTES) return b;
     const kernelsWrite = pooled(pooledRole, bytes / F32, usage | Usage.COPY_SRC);
     copiesOut.push([kernelsWrite, into?.gpuBuffer ?? b, bytes, into?.byteOffset ?? 0]);
