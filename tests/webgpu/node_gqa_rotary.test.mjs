@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
-import { consecutivePositions, rotaryTable } from '../../web/src/webgpu/rotary_table.js';
+import { consecutivePositions, consecutiveTable, rotaryTable } from '../../web/src/webgpu/rotary_table.js';
 import { boolMask, gpu, gpuMatchesWasm } from './node_setup.mjs';
 
 describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => {
@@ -49,6 +49,24 @@ describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => 
     // Why on the CPU in float64: an f32 angle is off by ~5e-4 in cos there already.
     const f32Angle = Math.fround(Math.fround(first) * Math.fround(500 ** (-2 / 8)));
     assert.ok(Math.abs(Math.cos(f32Angle) - table[2]) > 1e-4);
+  });
+
+  test('a step\'s table is formed once for options of the same values and the same rows, anew for other values or rows', () => {
+    const formed = (rotary, first, count) => rotaryTable(rotary, consecutivePositions(first, count));
+    const layer = (base) => ({ base, dim: 8, interleaved: false, scaling: null, table: null });
+    const [a, b, other] = [layer(500), layer(500), layer(600)];
+    const first = consecutiveTable(a, 7, 1);
+    assert.deepEqual(first, formed(a, 7, 1));
+    assert.equal(consecutiveTable(b, 7, 1), first, 'another layer of the same values: the same table');
+    assert.deepEqual(consecutiveTable(other, 7, 1), formed(other, 7, 1), 'another base: its own');
+    assert.notDeepEqual(formed(other, 7, 1), first);
+    assert.deepEqual(consecutiveTable(a, 8, 1), formed(a, 8, 1), 'the next position: formed anew');
+    assert.deepEqual(consecutiveTable(b, 8, 2), formed(a, 8, 2), 'more rows: formed anew');
+    const given = (v) => ({ base: null, dim: 2, interleaved: false, scaling: null,
+      table: { cos: Float32Array.of(v, v + 1), sin: Float32Array.of(-v, -v - 1), positions: 2 } });
+    const [t1, t2] = [given(0.25), given(0.5)];
+    assert.deepEqual([...consecutiveTable(t1, 1, 1)], [1.25, -1.25]);
+    assert.deepEqual([...consecutiveTable(t2, 1, 1)], [1.5, -1.5], 'a given table: its own rows, whatever the values');
   });
 
   // The PyTorch-side decoding fixtures with RoPE (Llama 3 and linear scaling past the trained

@@ -33,7 +33,7 @@ import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
 import { BATCH } from '../base/batch_protocol.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
-import { consecutivePositions, rotaryTable } from './rotary_table.js';
+import { consecutiveTable, rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { blockBuffers } from './weight_storage.js';
@@ -224,7 +224,7 @@ export function callRotaryTable(plan, { rotary }) {
   const ids = plan.positionIds
     ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
   const first = cache ? cache.lengthBefore : 0;
-  return { table: rotaryTable(rotary, ids || consecutivePositions(first, Math.max(L, S))), batchRows: ids ? L : 0 };
+  return { table: ids ? rotaryTable(rotary, ids) : consecutiveTable(rotary, first, Math.max(L, S)), batchRows: ids ? L : 0 };
 }
 
 // A cache's K and V as the attention kernels' operands (strides in floats, or in words narrow).

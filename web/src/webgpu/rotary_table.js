@@ -43,9 +43,32 @@ export function rotaryTable(rotary, positions) {
   return table;
 }
 
-// θ_j of a module's rotary option, formed once (a decode step forms a table per layer per token).
+/**
+ * rotaryTable() of positions first … first + count − 1 (a call's rows without positionIds). The
+ * last such table is kept per option's values (a given table's per option) and returned again
+ * for the same rows: a decode step's layers share their option's values and the token's
+ * position, so a step forms one table, not one a layer. Callers only read it.
+ */
+export function consecutiveTable(rotary, first, count) {
+  const key = rotary.table ? rotary : frequenciesOf(rotary);
+  const last = lastTables.get(key);
+  if (last?.first === first && last.count === count) return last.table;
+  const table = rotaryTable(rotary, consecutivePositions(first, count));
+  lastTables.set(key, { first, count, table });
+  return table;
+}
+const lastTables = new WeakMap();  // θ (or a given table's option) → { first, count, table }
+
+// θ_j of a module's rotary option, formed once (a decode step forms a table per layer per token),
+// one array for options of the same values (consecutiveTable()'s key).
 const frequencies = new WeakMap();
+const frequenciesByValues = new Map();  // the option's values (JSON) → θ
 function frequenciesOf(rotary) {
-  if (!frequencies.has(rotary)) frequencies.set(rotary, rotaryFrequencies({ scaling: null, ...rotary }));
-  return frequencies.get(rotary);
+  let theta = frequencies.get(rotary);
+  if (theta) return theta;
+  const values = JSON.stringify({ ...rotary, table: null });
+  theta = frequenciesByValues.get(values) ?? rotaryFrequencies({ scaling: null, ...rotary });
+  frequenciesByValues.set(values, theta);
+  frequencies.set(rotary, theta);
+  return theta;
 }
