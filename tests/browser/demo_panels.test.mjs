@@ -8,15 +8,17 @@
 //   Run: node --test tests/browser/demo_panels.test.mjs
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT, openDemoPage, startServer } from './harness.mjs';
 import { launchBrowser } from './browsers.mjs';
 import { compareBackends as compare, withoutOrtProbe } from './demo_compare.mjs';
+import { generate } from './demo_generation.mjs';
 
 const SHOTS = join(ROOT, 'build/screenshots');
 const ORT_SERVED = existsSync(join(ROOT, 'bench/node_modules/onnxruntime-web/dist/ort.wasm.min.mjs'));
 const PHONE = { width: 390, height: 844 };
+const golden = JSON.parse(readFileSync(join(ROOT, 'web/model/golden.json'), 'utf8'));
 
 let server;
 let browser;
@@ -80,6 +82,29 @@ describe('demo panels and layout', { timeout: 180_000 }, () => {
     await page.screenshot({ path: join(SHOTS, 'demo-1280.png'), fullPage: true });
     t.diagnostic(`screenshot: ${join(SHOTS, 'demo-1280.png')}`);
     assert.deepEqual(unexpected(problems), [], problems.join('\n'));
+    await page.close();
+  });
+
+  test('generation with the whole model on WebGPU (a GpuStep a character): greedy is PyTorch\'s text, the heatmaps left blank', async (t) => {
+    const { page, problems } = await openDemo();
+    await page.waitForFunction(() => document.body.dataset.machineGpu !== undefined, null, { timeout: 20_000 });
+    const gpu = (await data(page)).machineGpu;
+    const choice = '#gen-controls option[value=webgpu-model]';
+    await page.waitForFunction((sel) => !/^WebGPU, whole model$/.test(document.querySelector(sel).textContent)
+      || document.body.dataset.machineGpu !== 'none', choice, { timeout: 20_000 });
+    assert.equal(await page.isDisabled(choice), gpu === 'none', `adapter: ${gpu}`);
+    if (gpu === 'none') return;  // offered only where the page has an adapter: checked above
+    const n = 16;
+    await page.selectOption('#gen-controls select[name=backend]', 'webgpu-model');
+    await page.check('#gen-controls input[name=greedy]');
+    const info = await generate(page, n);
+    assert.equal(info.genStatus, 'done', info.statusText);
+    assert.equal(info.genBackend, 'webgpu, whole model');
+    assert.equal(info.shown, golden.greedyContinuation.slice(0, n));
+    assert.ok(Number(info.genTokensPerS) > 0);
+    assert.equal(info.heads.length, 8, 'a (blank) map per layer and head');
+    t.diagnostic(`${gpu} adapter, whole model: ${Number(info.genTokensPerS).toFixed(1)} characters/s`);
+    assert.deepEqual(unexpected(problems), [], `console errors / failed requests:\n${unexpected(problems).join('\n')}`);
     await page.close();
   });
 

@@ -5,20 +5,10 @@
 // calling thread), on whichever WASM module the run picked (scripts/test.sh runs tests/js on each).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { OptionError } from '#webattention';
 import { generate } from '../../web/model/generate.js';
 import { loadNodeModel } from '../../web/model/load_node.js';
-
-const golden = JSON.parse(readFileSync(new URL('../../web/model/golden.json', import.meta.url), 'utf8'));
-const TOLERANCE = 1e-4;
-
-/** max |a − b| over a golden row and row `r` of a [rows, vocab] Float64Array. */
-function maxDiff(expected, logits, r) {
-  let d = 0;
-  expected.forEach((v, j) => { d = Math.max(d, Math.abs(v - logits[r * expected.length + j])); });
-  return d;
-}
+import { checkPromptLogits, golden, walkGoldenSteps } from './char_gpt_golden.mjs';
 
 for (const threads of [1, 2]) {
   describe(`char-gpt with threads: ${threads}`, () => {
@@ -37,27 +27,13 @@ for (const threads of [1, 2]) {
     test('prompt logits (one prefill forward) within 1e-4 at every position', async () => {
       model.reset();
       const { logits } = await model.forward(golden.promptIds);
-      assert.equal(logits.length, golden.promptIds.length * golden.vocab.length);
-      golden.promptLogits.forEach((row, r) => {
-        const d = maxDiff(row, logits, r);
-        assert.ok(d < TOLERANCE, `position ${r}: max |logit - golden| = ${d}`);
-      });
+      checkPromptLogits(logits);
     });
 
     test('step logits one token at a time, past the window (positions 127 … 212) within 1e-4', async () => {
       model.reset();
       await model.forward(golden.promptIds);
-      const checked = [];
-      for (const [step, id] of golden.greedyIds.entries()) {
-        const { logits } = await model.forward([id]);
-        const expected = golden.stepLogits.find((s) => s.step === step + 1);
-        if (!expected) continue;
-        assert.equal(model.length - 1, expected.position);
-        const d = maxDiff(expected.logits, logits, 0);
-        assert.ok(d < TOLERANCE, `step ${expected.step} (position ${expected.position}): max |logit - golden| = ${d}`);
-        checked.push(expected.position);
-      }
-      assert.deepEqual(checked, golden.stepLogits.map((s) => s.position));
+      await walkGoldenSteps(model, async (id) => (await model.forward([id])).logits);
     });
 
     test('greedy generate(): the 200-character continuation equals PyTorch exactly', async () => {

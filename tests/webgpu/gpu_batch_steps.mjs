@@ -9,9 +9,10 @@ import { COPY_DST } from './gpu_tensor_inputs.mjs';
 export async function counted(fn, on = device) {
   const probe = on.createBuffer({ size: 4, usage: COPY_DST });
   const wrapped = [[Object.getPrototypeOf(on.queue), 'submit', 'submits'], [Object.getPrototypeOf(probe), 'mapAsync', 'maps'],
-    [Object.getPrototypeOf(on), 'createBuffer', 'buffers']].map(([proto, name, count]) => [proto, name, count, proto[name]]);
+    [Object.getPrototypeOf(on), 'createBuffer', 'buffers'], [Object.getPrototypeOf(on.createCommandEncoder()), 'copyBufferToBuffer', 'copies'],
+  ].map(([proto, name, count]) => [proto, name, count, proto[name]]);
   probe.destroy();
-  const counts = { submits: 0, maps: 0, buffers: 0 };
+  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0 };
   for (const [proto, name, count, original] of wrapped) {
     proto[name] = function counting(...args) { counts[count]++; return original.apply(this, args); };
   }

@@ -17,6 +17,7 @@ import { filled } from '../contract/contract.mjs';
 import { adapterName, device, seededModules } from './node_setup.mjs';
 import { COPY_DST, COPY_SRC, STORAGE, gpuTensor, halfGpuTensor } from './gpu_tensor_inputs.mjs';
 import { DECODE_MAX_L, passHooks, roundToHalf } from '../internals.mjs';
+import { counted } from './gpu_batch_steps.mjs';
 
 const E = 16;
 const { module } = seededModules({ embedDim: E, numHeads: 4, numKvHeads: 2, backend: 'webgpu' });
@@ -58,23 +59,6 @@ function place({ B = 1, rows = 1, half = false, outUsage = USAGE, outOffset = 0 
   return { gpuBuffer, byteOffset: outOffset, shape: [B, rows, E], ...(half ? { dtype: 'float16' } : {}) };
 }
 
-// How many copyBufferToBuffer() calls fn() makes (awaited).
-async function copiesIn(fn) {
-  const proto = Object.getPrototypeOf(device.createCommandEncoder());
-  const copy = proto.copyBufferToBuffer;
-  let copies = 0;
-  proto.copyBufferToBuffer = function counted(...args) {
-    copies++;
-    return copy.apply(this, args);
-  };
-  try {
-    await fn();
-  } finally {
-    proto.copyBufferToBuffer = copy;
-  }
-  return copies;
-}
-
 describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
   for (const [index, c] of CASES.entries()) {
     test(`${c.name}: each replay bit for bit the call made anew`, async () => {
@@ -95,7 +79,7 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
         passHooks.onDispatches = () => { encodings++; };
         let copies;
         try {
-          copies = await copiesIn(() => token > 0 && gpuStep.replay());
+          ({ copies } = await counted(() => token > 0 && gpuStep.replay()));
         } finally {
           passHooks.onDispatches = null;
         }

@@ -24,6 +24,11 @@ export class AttentionRows {
     this.rows++;
   }
 
+  /** A row the model did not report (its weights stayed on the GPU): left blank. */
+  skip() {
+    this.rows++;
+  }
+
   /** The window weights of generated character `row` in map `map` (layer · numHeads + head). */
   row(map, row) {
     return this.maps[map].subarray(row * this.window, (row + 1) * this.window);

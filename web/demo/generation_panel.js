@@ -7,7 +7,7 @@
 // continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread"), data-gen-vocab (the
 // model's characters, once fetched) and data-gen-runs (runs finished, done or not: a test waits
 // for it to change); pointing at a character sets data-gen-marked and data-gen-window-keys.
-import { MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
+import { GpuStep, MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
 import { $, errorText } from './page.js';
 import { probeGpu } from './machine_panel.js';
 import { AttentionRows, prepareHeatmaps, startView, addCharacter, drawHeatmaps, clearView, initAttentionView } from './generation_attention.js';
@@ -17,10 +17,14 @@ const MODEL_URL = new URL('../model/model.safetensors', import.meta.url);
 // The switch's choices as create() options. Decoding is one character per call, too little work
 // to share between threads, so the WASM choice is one thread; WebGPU runs the same GQA and
 // rotary attention where the browser has an adapter.
+// 'webgpu-model': the whole model on the GPU (web/model/char_gpt_gpu.js), a GpuStep a character;
+// the attention's weights stay on the GPU, so its heatmaps are left blank.
 const BACKENDS = {
   wasm: { threads: 1, backend: 'wasm' },
   webgpu: { backend: 'webgpu' },
+  'webgpu-model': { backend: 'webgpu', wholeModel: true },
 };
+const GPU_CHOICES = ['webgpu', 'webgpu-model'];
 // Let the page paint the streamed text and heatmaps every 40 ms, or less often when redrawing the
 // heatmaps takes long (many rows), so that drawing stays under a fifth of the time.
 const PAINT_EVERY_MS = 40;
@@ -47,9 +51,11 @@ async function modelFor(key) {
   loaded?.model.dispose();
   loaded = null;
   await loadPackage();
-  runner ??= await Promise.all([import('../model/char_gpt.js'), import('../model/generate.js')])
-    .then(([{ CharGpt }, { generate }]) => ({ CharGpt, generate }));
-  const model = await runner.CharGpt.load({ MultiHeadAttention, loadSafetensors }, await fetchWeights(), BACKENDS[key]);
+  runner ??= await Promise.all([import('../model/char_gpt.js'), import('../model/char_gpt_gpu.js'), import('../model/generate.js')])
+    .then(([{ CharGpt }, { CharGptGpu }, { generate }]) => ({ CharGpt, CharGptGpu, generate }));
+  const { wholeModel, ...options } = BACKENDS[key];
+  const Model = wholeModel ? runner.CharGptGpu : runner.CharGpt;
+  const model = await Model.load({ MultiHeadAttention, loadSafetensors, GpuStep }, await fetchWeights(), options);
   loaded = { key, model };
   return model;
 }
@@ -112,7 +118,9 @@ async function runGeneration() {
     const { prompt, backend, options } = readForm();
     const model = await modelFor(backend);
     model.tokenizer.encode(prompt);  // a character the model does not know fails here, before any output
-    const ran = model.backend === 'webgpu' ? 'webgpu' : `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
+    const { wholeModel } = BACKENDS[backend];
+    const ran = wholeModel ? 'webgpu, whole model'
+      : model.backend === 'webgpu' ? 'webgpu' : `${model.backend}, ${model.threads} thread${model.threads === 1 ? '' : 's'}`;
     $('gen-backend').textContent = ran;
     const canvases = prepareHeatmaps(model.config);
     const rows = new AttentionRows(model.config, options.maxTokens);
@@ -130,10 +138,11 @@ async function runGeneration() {
       $('gen-wall').textContent = `${((performance.now() - started) / 1000).toFixed(2)} s`;
       drawHeatmaps(canvases);
     };
-    for await (const step of runner.generate(model, prompt, { ...options, attention: true })) {
+    for await (const step of runner.generate(model, prompt, { ...options, attention: !wholeModel })) {
       text += step.char;
       ms += step.ms;
-      rows.add(step.attention);
+      if (step.attention) rows.add(step.attention);
+      else rows.skip();
       addCharacter(step.char);
       if (performance.now() - painted > Math.max(PAINT_EVERY_MS, paintMs / PAINT_SHARE)) {
         const t0 = performance.now();
@@ -169,10 +178,13 @@ function syncGreedy() {
 /** Offers WebGPU where the page has an adapter (a software one says so). */
 async function offerWebGpu() {
   const gpu = await probeGpu();
-  const option = $('gen-controls').elements.backend.querySelector('option[value=webgpu]');
-  option.disabled = gpu.kind === 'none';
-  option.textContent = gpu.kind === 'none' ? 'WebGPU (no adapter in this browser)'
-    : `WebGPU${gpu.kind === 'software' ? ' (software adapter: slow)' : ''}`;
+  for (const value of GPU_CHOICES) {
+    const option = $('gen-controls').elements.backend.querySelector(`option[value=${value}]`);
+    const name = value === 'webgpu' ? 'WebGPU' : 'WebGPU, whole model';
+    option.disabled = gpu.kind === 'none';
+    option.textContent = gpu.kind === 'none' ? `${name} (no adapter in this browser)`
+      : `${name}${gpu.kind === 'software' ? ' (software adapter: slow)' : ''}`;
+  }
 }
 
 export function initGenerationControls() {

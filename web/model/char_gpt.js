@@ -10,7 +10,7 @@ import { addInPlace, gelu, layerNorm, linear } from './tensor_ops.js';
 import { Tokenizer } from './tokenizer.js';
 
 /** The sizes the safetensors metadata declares (scripts/model writes them as strings). */
-function configFrom(metadata) {
+export function configFrom(metadata) {
   if (metadata.get('format') !== 'char-gpt') {
     throw new StateDictError(`metadata format: expected 'char-gpt', got ${JSON.stringify(metadata.get('format'))}`, {
       argument: 'metadata.format', expected: 'char-gpt', actual: metadata.get('format'),

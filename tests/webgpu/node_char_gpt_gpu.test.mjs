@@ -1,0 +1,64 @@
+// The char-level GPT with everything on the GPU (web/model/char_gpt_gpu.js: the model's own
+// kernels, gpu_ops.js, around the package's attention, a GpuStep a token) against PyTorch's golden
+// data (web/model/golden.json, float64 from the same F16 weights), with char_gpt.test.js's
+// tolerance: the logits at every prompt position and at the steps past the 128-character window
+// within 1e-4, and each step's greedy choice golden's (the 200-character continuation). A token is
+// one queue.submit() and its logits the one readback; generate() runs it as it runs CharGpt, the
+// same text again after reset(); needWeights is refused. Set-up: node_setup.mjs.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import * as api from '#webattention';
+import { CharGptGpu } from '../../web/model/char_gpt_gpu.js';
+import { MODEL_FILE } from '../../web/model/load_node.js';
+import { generate } from '../../web/model/generate.js';
+import { adapterName, device } from './node_setup.mjs';
+import { counted } from './gpu_batch_steps.mjs';
+import { TOLERANCE, checkPromptLogits, golden, maxDiff, walkGoldenSteps } from '../js/char_gpt_golden.mjs';
+
+const vocab = golden.vocab.length;
+const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0);
+
+describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
+  let model;
+  before(async () => { model = await CharGptGpu.load(api, readFileSync(MODEL_FILE), { gpu: device }); });
+  after(() => model.dispose());
+
+  test('prompt logits within 1e-4 at every position, then each step past the window: logits within 1e-4, the greedy choice golden\'s', async () => {
+    assert.equal(model.backend, 'webgpu');
+    const { logits } = await model.forward(golden.promptIds);
+    checkPromptLogits(logits);
+    let next = argmax(logits.subarray(logits.length - vocab));
+    await walkGoldenSteps(model, async (id, step) => {
+      assert.equal(next, id, `step ${step}: the greedy choice`);
+      const { submits, maps, result: { logits: row } } = await counted(() => model.forward([id]));
+      assert.deepEqual([submits, maps], [1, 1], `step ${step}: one submit and one readback a token`);
+      next = argmax(row);
+      return row;
+    });
+  });
+
+  test('generate() runs it as CharGpt: golden\'s greedy start, the same again after reset()', async () => {
+    const text = async () => {
+      let out = '';
+      for await (const step of generate(model, golden.prompt, { maxTokens: 24 })) {
+        assert.equal(step.position, golden.promptIds.length - 1 + step.index);
+        out += step.char;
+      }
+      return out;
+    };
+    const first = await text();
+    assert.equal(first, golden.greedyContinuation.slice(0, 24));
+    model.reset();
+    assert.equal(model.length, 0);
+    assert.equal(await text(), first);
+  });
+
+  test('needWeights: an OptionError naming it, and the model goes on', async () => {
+    model.reset();
+    await assert.rejects(model.forward(golden.promptIds, { needWeights: true }), (e) => e.name === 'OptionError' && e.argument === 'needWeights');
+    assert.equal(model.length, 0);
+    const { logits } = await model.forward(golden.promptIds.slice(0, 3));
+    assert.ok(maxDiff(golden.promptLogits[2], logits, 2) < TOLERANCE);
+  });
+});

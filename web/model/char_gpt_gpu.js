@@ -1,0 +1,178 @@
+// The char-level GPT of README.md ("Architecture") with everything on the GPU: its embedding,
+// LayerNorms, MLPs, residual adds and head are the kernels of gpu_ops.js, its attention the
+// package's MultiHeadAttention on WebGPU, each layer on its own KV cache, and a token is one
+// GpuStep: recorded once (the package's calls into `out` places, the model's own kernels through
+// step.encode()), then replayed, one queue.submit() a token. Only the token's id goes up and its
+// logits come back (a copy into a mapped buffer): no activation leaves the GPU between layers.
+//
+// The same interface as CharGpt (char_gpt.js), so generate() runs either; one row a call, so a
+// prompt goes through a step per character. Float32 throughout: the logits are within the golden
+// tolerance of PyTorch's float64, not equal to char_gpt.js's (tests/webgpu/node_char_gpt_gpu.test.mjs).
+import { OptionError } from '../src/base/errors.js';
+import { configFrom } from './char_gpt.js';
+import { Tokenizer } from './tokenizer.js';
+import { modelOps, storageBuffer } from './gpu_ops.js';
+
+const COPY_SRC = 0x4;
+const COPY_DST = 0x8;
+const MAP_READ = 0x1;
+
+export class CharGptGpu {
+  #api;
+  #device;
+  #blocks;       // [{ attn, cache }]
+  #buffers;      // the activations and the token: { token, x, h, attended, hidden, logits, readback }
+  #ops;          // gpu_ops.js's modelOps() on the device
+  #encodes;      // the model's own dispatches between the attention calls: [dispatches] (layers + 1)
+  #step = null;  // the GpuStep of one token, once recorded
+
+  /** Use CharGptGpu.load(). */
+  constructor(api, config, blocks, device, { buffers, ops, encodes }) {
+    this.config = config;
+    this.tokenizer = new Tokenizer(config.vocab);
+    this.#api = api;
+    this.#blocks = blocks;
+    this.#device = device;
+    this.#buffers = buffers;
+    this.#ops = ops;
+    this.#encodes = encodes;
+  }
+
+  /**
+   * The model of a char-gpt .safetensors file (bytes) on WebGPU. api: the package
+   * ({ MultiHeadAttention, loadSafetensors, GpuStep }); options: { gpu (create()'s: a GPU or a
+   * GPUDevice; else the package finds one), weightsDtype, activations, cacheDtype } as CharGpt.load()'s.
+   */
+  static async load(api, bytes, { gpu, weightsDtype, activations, cacheDtype } = {}) {
+    const tensors = api.loadSafetensors(bytes);
+    const config = configFrom(tensors.metadata);
+    const { embedDim, numHeads, numKvHeads, rotary, window } = config;
+    const blocks = [];
+    let device = null;  // the first module's: the others compute on it, and the model's buffers live there
+    try {
+      for (let i = 0; i < config.layers; i++) {
+        const attn = await api.MultiHeadAttention.create({ embedDim, numHeads, numKvHeads, rotary, backend: 'webgpu', gpu: device ?? gpu, weightsDtype, activations });
+        blocks.push({ attn, cache: null });
+        device ??= attn.gpuDevice;
+        attn.loadStateDict(tensors, { prefix: `layers.${i}.attn.`, strict: false });
+        blocks[i].cache = attn.createCache({ window, dtype: cacheDtype });
+      }
+    } catch (e) {
+      for (const { attn } of blocks) attn.dispose();
+      throw e;
+    }
+    return new CharGptGpu(api, config, blocks, device, modelKernels(device, config, (name) => tensors.get(name).data));
+  }
+
+  /** Positions in the caches: the next token's position. */
+  get length() {
+    return this.#blocks[0].cache.length;
+  }
+
+  get backend() {
+    return 'webgpu';
+  }
+
+  get threads() {
+    return 1;
+  }
+
+  /** Forgets the text so far (keeps the caches' storage and the recorded step). */
+  reset() {
+    for (const { cache } of this.#blocks) cache.reset();
+  }
+
+  dispose() {
+    for (const { attn } of this.#blocks) attn.dispose();
+    for (const buffer of Object.values(this.#buffers)) buffer.destroy();
+  }
+
+  /**
+   * Appends the tokens `ids` at positions length … length + n − 1, a step each. Resolves to
+   * { logits (Float64Array [n, vocab]), attention: null }; needWeights is an OptionError (the
+   * attention's weights stay on the GPU's side of a step).
+   */
+  async forward(ids, { needWeights = false } = {}) {
+    if (needWeights) {
+      throw new OptionError('needWeights: the GPU model runs its attention in a GpuStep, which returns no weights; use CharGpt for them', {
+        argument: 'needWeights', expected: false, actual: true,
+      });
+    }
+    const vocab = this.config.vocab.length;
+    const logits = new Float64Array(ids.length * vocab);
+    for (const [row, id] of ids.entries()) {
+      this.#device.queue.writeBuffer(this.#buffers.token, 0, Uint32Array.of(id));
+      if (this.#step) await this.#step.replay();
+      else this.#step = await this.#record();
+      const { readback } = this.#buffers;
+      await readback.mapAsync(MAP_READ);
+      logits.set(new Float32Array(readback.getMappedRange(), 0, vocab), row * vocab);
+      readback.unmap();
+    }
+    return { logits, attention: null };
+  }
+
+  // The first token: the step's calls recorded and submitted.
+  async #record() {
+    const step = new this.#api.GpuStep();
+    const { h, attended } = this.#buffers;
+    const shape = [1, 1, this.config.embedDim];
+    const input = { gpuBuffer: h, shape, dtype: 'float32' };
+    const out = { gpuBuffer: attended, shape, dtype: 'float32' };
+    const encode = (dispatches) => step.encode(this.#device, (encoder) => this.#ops.run(encoder, dispatches));
+    encode(this.#encodes[0]);
+    for (const [i, { attn, cache }] of this.#blocks.entries()) {
+      await attn.forward(input, input, input, { cache, output: 'gpu-buffer', out, batch: step });
+      encode(this.#encodes[i + 1]);
+    }
+    step.encode(this.#device, (encoder) => {
+      const { logits, readback } = this.#buffers;
+      encoder.copyBufferToBuffer(logits, 0, readback, 0, readback.size);
+    });
+    await step.submit();
+    return step;
+  }
+}
+
+// The model's buffers and its own dispatches around the attention calls: before layer 0 the
+// embedding and LN1; after layer i the residual add, LN2, the MLP (fc2 adds into the residual),
+// then layer i + 1's LN1, or after the last the final LayerNorm and the head.
+function modelKernels(device, config, tensor) {
+  const { embedDim: width, eps, layers } = config;
+  const vocab = config.vocab.length;
+  const ops = modelOps(device);
+  const weights = new Map();
+  const weight = (name) => {
+    if (!weights.has(name)) weights.set(name, storageBuffer(device, tensor(name)));
+    return weights.get(name);
+  };
+  const hiddenWidth = tensor('layers.0.mlp.fc1.bias').length;
+  const buffers = {
+    token: storageBuffer(device, 1, COPY_DST),
+    x: storageBuffer(device, width),
+    h: storageBuffer(device, width, COPY_SRC | COPY_DST),
+    attended: storageBuffer(device, width, COPY_SRC | COPY_DST),
+    hidden: storageBuffer(device, hiddenWidth),
+    logits: storageBuffer(device, vocab, COPY_SRC),
+    readback: device.createBuffer({ size: vocab * 4, usage: MAP_READ | COPY_DST }),
+  };
+  const { token, x, h, attended, hidden, logits } = buffers;
+  const norm = (name, to) => ops.prepare('layerNorm', { width, eps }, [x, weight(`${name}.weight`), weight(`${name}.bias`), to]);
+  const linear = (name, from, to, inWidth, outWidth, flags) =>
+    ops.prepare('linear', { inWidth, outWidth, ...flags }, [from, weight(`${name}.weight`), weight(`${name}.bias`), to]);
+  const encodes = [[ops.prepare('embed', { width }, [token, weight('tok_emb.weight'), x]), norm('layers.0.ln1', h)]];
+  for (let i = 0; i < layers; i++) {
+    const mlp = `layers.${i}.mlp`;
+    encodes.push([
+      ops.prepare('add', { width }, [attended, x]),
+      norm(`layers.${i}.ln2`, h),
+      linear(`${mlp}.fc1`, h, hidden, width, hiddenWidth, { gelu: true }),
+      linear(`${mlp}.fc2`, hidden, x, hiddenWidth, width, { add: true }),
+      i + 1 < layers ? norm(`layers.${i + 1}.ln1`, h) : norm('ln_f', h),
+      ...(i + 1 < layers ? [] : [linear('head', h, logits, width, vocab, {})]),
+    ]);
+  }
+  // The weights' buffers live as long as the model: kept with the activations.
+  weights.forEach((buffer, name) => { buffers[`weight ${name}`] = buffer; });
+  return { buffers, ops, encodes };
+}
