@@ -9,7 +9,9 @@
 #       returns, and the whole call) and cross-attention steps on a GPU-stored encoded cache beside
 #       a WASM one (bench/gpu/gpu_cross_attention.mjs);
 #   (d) scaledDotProductAttention() on the GPU, host to host and on the device, beside WASM
-#       (bench/gpu/gpu_sdpa.mjs; PyTorch's: bench/gpu/torch_sdpa.py, run beside it by hand).
+#       (bench/gpu/gpu_sdpa.mjs; PyTorch's: bench/gpu/torch_sdpa.py, run beside it by hand);
+#   (e) the trained char-level GPT generating with its attention on WASM, on WebGPU a layer at a
+#       time, and with the whole model on WebGPU (bench/gpu/gpu_char_gpt.mjs).
 #
 #   bash scripts/gpu_check.sh
 #
@@ -19,7 +21,7 @@
 # SwiftShader (tests/webgpu/adapter.mjs's SWIFTSHADER_ICD), the bench with --quick shapes: a
 # check that the script works, not a measurement. Needs web/dist (bash scripts/build.sh): the
 # tests compare with the WASM backend. Output: $OUT (or build/gpu_check/): tests.txt, bench.txt,
-# host_side.txt, cross_attention.txt, sdpa.txt, summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
+# host_side.txt, cross_attention.txt, sdpa.txt, char_gpt.txt, summary.txt. GPU_CHECK_TESTS='node_cache node_storage' runs those test files only. (The
 # browser test needs Chromium, which a GPU machine may lack.)
 set -u
 cd "$(dirname "$0")/.."
@@ -56,5 +58,9 @@ for t in $tests; do files+=("tests/webgpu/$t.test.mjs"); done
   # (d) SDPA on the GPU.
   # shellcheck disable=SC2086
   part sdpa 120 node bench/gpu/gpu_sdpa.mjs $quick
+  # (e) The trained char-level GPT on each path, the whole model on the GPU among them.
+  char_args=$([ "$mode" = gpu ] && echo "--runs 3" || echo "--tokens 8 --runs 1")
+  # shellcheck disable=SC2086
+  part char_gpt 60 node bench/gpu/gpu_char_gpt.mjs $char_args
 } 2>&1 | tee "$out/summary.txt"
 grep -q 'tests (.*exit 0)' "$out/summary.txt" && grep -q '== bench (.*exit 0)' "$out/summary.txt"

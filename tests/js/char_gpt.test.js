@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { OptionError } from '#webattention';
 import { generate } from '../../web/model/generate.js';
 import { loadNodeModel } from '../../web/model/load_node.js';
-import { checkPromptLogits, golden, walkGoldenSteps } from './char_gpt_golden.mjs';
+import { BAD_IDS, checkPromptLogits, golden, walkGoldenSteps } from './char_gpt_golden.mjs';
 
 for (const threads of [1, 2]) {
   describe(`char-gpt with threads: ${threads}`, () => {
@@ -70,7 +70,7 @@ for (const threads of [1, 2]) {
   });
 }
 
-test('sampled generation repeats with its seed; bad prompts and options are OptionErrors', async () => {
+test('sampled generation repeats with its seed; bad prompts, options and ids are OptionErrors', async () => {
   const model = await loadNodeModel({ threads: 1 });
   try {
     const run = async (seed) => {
@@ -85,6 +85,7 @@ test('sampled generation repeats with its seed; bad prompts and options are Opti
     await assert.rejects(drain('', {}), (e) => e instanceof OptionError && e.argument === 'prompt');
     await assert.rejects(drain('And God said, #', {}), (e) => e instanceof OptionError && e.argument === 'prompt');
     await assert.rejects(drain('And', { maxTokens: 0 }), (e) => e instanceof OptionError && e.argument === 'maxTokens');
+    for (const ids of BAD_IDS) await assert.rejects(model.forward(ids), (e) => e instanceof OptionError && e.argument === 'ids', JSON.stringify(ids));
   } finally {
     model.dispose();
   }

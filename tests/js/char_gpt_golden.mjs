@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 export const golden = JSON.parse(readFileSync(new URL('../../web/model/golden.json', import.meta.url), 'utf8'));
 export const TOLERANCE = 1e-4;
 
+/** forward() ids the model refuses (an OptionError naming `ids`): past the vocabulary, negative, fractional, none, not an array. */
+export const BAD_IDS = [[golden.vocab.length], [-1], [1.5], [], '0', [0, NaN]];
+
 /** max |a − b| over a golden row and row `r` of a [rows, vocab] Float64Array. */
 export function maxDiff(expected, logits, r) {
   let d = 0;

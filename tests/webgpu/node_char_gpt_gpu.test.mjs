@@ -4,7 +4,7 @@
 // tolerance: the logits at every prompt position and at the steps past the 128-character window
 // within 1e-4, and each step's greedy choice golden's (the 200-character continuation). A token is
 // one queue.submit() and its logits the one readback; generate() runs it as it runs CharGpt, the
-// same text again after reset(); needWeights is refused. Set-up: node_setup.mjs.
+// same text again after reset(); needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -14,7 +14,7 @@ import { MODEL_FILE } from '../../web/model/load_node.js';
 import { generate } from '../../web/model/generate.js';
 import { adapterName, device } from './node_setup.mjs';
 import { counted } from './gpu_batch_steps.mjs';
-import { TOLERANCE, checkPromptLogits, golden, maxDiff, walkGoldenSteps } from '../js/char_gpt_golden.mjs';
+import { BAD_IDS, TOLERANCE, checkPromptLogits, golden, maxDiff, walkGoldenSteps } from '../js/char_gpt_golden.mjs';
 
 const vocab = golden.vocab.length;
 const argmax = (row) => row.reduce((best, v, j) => (v > row[best] ? j : best), 0);
@@ -54,9 +54,10 @@ describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
     assert.equal(await text(), first);
   });
 
-  test('needWeights: an OptionError naming it, and the model goes on', async () => {
+  test('needWeights and bad ids: OptionErrors naming them, nothing appended, and the model goes on', async () => {
     model.reset();
     await assert.rejects(model.forward(golden.promptIds, { needWeights: true }), (e) => e.name === 'OptionError' && e.argument === 'needWeights');
+    for (const ids of BAD_IDS) await assert.rejects(model.forward(ids), (e) => e.name === 'OptionError' && e.argument === 'ids', JSON.stringify(ids));
     assert.equal(model.length, 0);
     const { logits } = await model.forward(golden.promptIds.slice(0, 3));
     assert.ok(maxDiff(golden.promptLogits[2], logits, 2) < TOLERANCE);

@@ -52,10 +52,10 @@ export class CharGpt {
 
   /**
    * The model of a char-gpt .safetensors file (bytes). options: the attention modules' create()
-   * options { threads, backend, weightsDtype, activations } (every backend runs its GQA and rotary attention,
+   * options { threads, backend, gpu, weightsDtype, activations } (every backend runs its GQA and rotary attention,
    * WebGPU too) and cacheDtype, their caches' createCache({ dtype }) (default float32 each).
    */
-  static async load({ MultiHeadAttention, loadSafetensors }, bytes, { threads, backend, weightsDtype, activations, cacheDtype } = {}) {
+  static async load({ MultiHeadAttention, loadSafetensors }, bytes, { threads, backend, gpu, weightsDtype, activations, cacheDtype } = {}) {
     const tensors = loadSafetensors(bytes);
     // The file is F16: float16 modules take its 16-bit bits as they are (no f32 copy on the
     // way); every other dtype rounds or quantises from the exactly widened f32 values.
@@ -65,7 +65,7 @@ export class CharGpt {
     const blocks = [];
     try {
       for (let i = 0; i < config.layers; i++) {
-        const attn = await MultiHeadAttention.create({ embedDim, numHeads, numKvHeads, rotary, threads, backend, weightsDtype, activations });
+        const attn = await MultiHeadAttention.create({ embedDim, numHeads, numKvHeads, rotary, threads, backend, gpu, weightsDtype, activations });
         blocks.push({ attn, cache: null });
         attn.loadStateDict(attnTensors, { prefix: `layers.${i}.attn.`, strict: false });
         blocks[i].cache = attn.createCache({ window, dtype: cacheDtype });
@@ -127,7 +127,7 @@ export class CharGpt {
    */
   async forward(ids, { needWeights = false } = {}) {
     const { embedDim: d, eps } = this.config;
-    const n = ids.length;
+    const n = this.tokenizer.checkIds(ids).length;
     const embedding = this.#tensor('tok_emb.weight').data;
     const x = new Float64Array(n * d);
     ids.forEach((id, r) => x.set(embedding.subarray(id * d, (id + 1) * d), r * d));

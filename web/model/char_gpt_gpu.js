@@ -98,6 +98,7 @@ export class CharGptGpu {
         argument: 'needWeights', expected: false, actual: true,
       });
     }
+    this.tokenizer.checkIds(ids);
     const vocab = this.config.vocab.length;
     const logits = new Float64Array(ids.length * vocab);
     for (const [row, id] of ids.entries()) {

@@ -27,6 +27,18 @@ export class Tokenizer {
     });
   }
 
+  /** `ids` as a forward() takes them: a non-empty array of token ids; else an OptionError naming `ids`. */
+  checkIds(ids) {
+    const bad = Array.isArray(ids) ? ids.findIndex((id) => !Number.isInteger(id) || id < 0 || id >= this.size) : -1;
+    if (!Array.isArray(ids) || ids.length === 0 || bad >= 0) {
+      const actual = !Array.isArray(ids) ? typeof ids : ids.length === 0 ? 'an empty array' : `${String(ids[bad])} at ${bad}`;
+      throw new OptionError(`ids: expected a non-empty array of token ids in [0, ${this.size}), got ${actual}`, {
+        argument: 'ids', expected: `integers in [0, ${this.size})`, actual,
+      });
+    }
+    return ids;
+  }
+
   decode(ids) {
     return Array.from(ids, (id) => this.vocab[id]).join('');
   }
