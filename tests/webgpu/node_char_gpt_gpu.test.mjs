@@ -4,7 +4,7 @@
 // tolerance: the logits at every prompt position and at the steps past the 128-character window
 // within 1e-4, and each step's greedy choice golden's (the 200-character continuation). A token is
 // one queue.submit() and its logits the one readback; generate() runs it as it runs CharGpt, the
-// same text again after reset(); needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
+// same text again after reset(); calls made together run in turn; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -52,6 +52,16 @@ describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
     model.reset();
     assert.equal(model.length, 0);
     assert.equal(await text(), first);
+  });
+
+  test('forward() calls made together run in turn: the logits of the same calls made one after the other', async () => {
+    const [a, b] = [golden.promptIds.slice(0, 4), golden.promptIds.slice(4, 6)];
+    model.reset();
+    const together = await Promise.all([model.forward(a), model.forward(b)]);
+    model.reset();
+    const inTurn = [await model.forward(a), await model.forward(b)];
+    assert.deepEqual(together.map((r) => r.logits), inTurn.map((r) => r.logits));
+    assert.equal(model.length, 6);
   });
 
   test('needWeights and bad ids: OptionErrors naming them, nothing appended, and the model goes on', async () => {

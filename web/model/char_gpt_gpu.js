@@ -25,6 +25,7 @@ export class CharGptGpu {
   #ops;          // gpu_ops.js's modelOps() on the device
   #encodes;      // the model's own dispatches between the attention calls: [dispatches] (layers + 1)
   #step = null;  // the GpuStep of one token, once recorded
+  #queue = Promise.resolve();  // forward() calls run one after another (one step, one readback buffer)
 
   /** Use CharGptGpu.load(). */
   constructor(api, config, blocks, device, { buffers, ops, encodes }) {
@@ -90,15 +91,26 @@ export class CharGptGpu {
   /**
    * Appends the tokens `ids` at positions length … length + n − 1, a step each. Resolves to
    * { logits (Float64Array [n, vocab]), attention: null }; needWeights is an OptionError (the
-   * attention's weights stay on the GPU's side of a step).
+   * attention's weights stay on the GPU's side of a step). Calls made together run in turn.
    */
-  async forward(ids, { needWeights = false } = {}) {
+  forward(ids, { needWeights = false } = {}) {
     if (needWeights) {
-      throw new OptionError('needWeights: the GPU model runs its attention in a GpuStep, which returns no weights; use CharGpt for them', {
+      return Promise.reject(new OptionError('needWeights: the GPU model runs its attention in a GpuStep, which returns no weights; use CharGpt for them', {
         argument: 'needWeights', expected: false, actual: true,
-      });
+      }));
     }
-    this.tokenizer.checkIds(ids);
+    try {
+      this.tokenizer.checkIds(ids);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const run = this.#queue.then(() => this.#steps(ids.slice()));
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  // forward()'s steps, one a token.
+  async #steps(ids) {
     const vocab = this.config.vocab.length;
     const logits = new Float64Array(ids.length * vocab);
     for (const [row, id] of ids.entries()) {
