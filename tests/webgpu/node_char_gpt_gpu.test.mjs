@@ -4,7 +4,7 @@
 // tolerance: the logits at every prompt position and at the steps past the 128-character window
 // within 1e-4, and each step's greedy choice golden's (the 200-character continuation). A token is
 // one queue.submit() and its logits the one readback; generate() runs it as it runs CharGpt, the
-// same text again after reset(); calls made together run in turn; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
+// same text again after reset(); calls made together run in turn, dispose() stops them; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -62,6 +62,16 @@ describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
     const inTurn = [await model.forward(a), await model.forward(b)];
     assert.deepEqual(together.map((r) => r.logits), inTurn.map((r) => r.logits));
     assert.equal(model.length, 6);
+  });
+
+  test('dispose() during a forward(): it rejects with a DisposedError, as later calls do', async () => {
+    const own = await CharGptGpu.load(api, readFileSync(MODEL_FILE), { gpu: device });
+    await own.forward([1]);
+    const running = own.forward(golden.promptIds);
+    own.dispose();
+    const disposed = (e) => e.name === 'DisposedError' && e.argument === 'model';
+    await assert.rejects(running, disposed);
+    await assert.rejects(own.forward([1]), disposed);
   });
 
   test('needWeights and bad ids: OptionErrors naming them, nothing appended, and the model goes on', async () => {

@@ -8,7 +8,7 @@
 // The same interface as CharGpt (char_gpt.js), so generate() runs either; one row a call, so a
 // prompt goes through a step per character. Float32 throughout: the logits are within the golden
 // tolerance of PyTorch's float64, not equal to char_gpt.js's (tests/webgpu/node_char_gpt_gpu.test.mjs).
-import { OptionError } from '../src/base/errors.js';
+import { DisposedError, OptionError } from '../src/base/errors.js';
 import { configFrom } from './char_gpt.js';
 import { Tokenizer } from './tokenizer.js';
 import { modelOps, storageBuffer } from './gpu_ops.js';
@@ -26,6 +26,7 @@ export class CharGptGpu {
   #encodes;      // the model's own dispatches between the attention calls: [dispatches] (layers + 1)
   #step = null;  // the GpuStep of one token, once recorded
   #queue = Promise.resolve();  // forward() calls run one after another (one step, one readback buffer)
+  #disposed = false;
 
   /** Use CharGptGpu.load(). */
   constructor(api, config, blocks, device, { buffers, ops, encodes }) {
@@ -83,7 +84,9 @@ export class CharGptGpu {
     for (const { cache } of this.#blocks) cache.reset();
   }
 
+  /** Frees the modules and buffers; a forward() under way stops before its next token (DisposedError). */
   dispose() {
+    this.#disposed = true;
     for (const { attn } of this.#blocks) attn.dispose();
     for (const buffer of Object.values(this.#buffers)) buffer.destroy();
   }
@@ -104,7 +107,9 @@ export class CharGptGpu {
     } catch (e) {
       return Promise.reject(e);
     }
-    const run = this.#queue.then(() => this.#steps(ids.slice()));
+    const run = this.#queue.then(() => this.#steps(ids.slice())).catch((e) => {
+      throw this.#disposed ? new DisposedError('forward: the model was disposed', 'model') : e;
+    });
     this.#queue = run.catch(() => {});
     return run;
   }
@@ -114,6 +119,7 @@ export class CharGptGpu {
     const vocab = this.config.vocab.length;
     const logits = new Float64Array(ids.length * vocab);
     for (const [row, id] of ids.entries()) {
+      if (this.#disposed) throw new DisposedError('forward: the model was disposed', 'model');
       this.#device.queue.writeBuffer(this.#buffers.token, 0, Uint32Array.of(id));
       if (this.#step) await this.#step.replay();
       else this.#step = await this.#record();
