@@ -4,7 +4,10 @@
 // `dispatches` dispatches on bind groups made before (kept, as a decode step's are), the result
 // copied out, all into one command encoder. No checks, no choice of kernels, no dispatch list: what
 // a step's recording would cost if the package's JavaScript cost nothing. Its kernel is trivial:
-// only the recording before the submit is timed.
+// only the recording before the submit is timed. With `replay` the calls of a GpuStep's replay of
+// a layer instead (step_tape.js): two error scopes, the uniforms' writeBuffer() (a rotary layer
+// writes its rows too), one pass, and neither a result buffer nor a copy (its kernels bind the
+// step's buffers as they are).
 // A dispatch's uniform slot, as the package's.
 import { UNIFORM_SLOT as SLOT } from '../../web/src/webgpu/encoding_context.js';
 
@@ -18,7 +21,7 @@ const ROW_BYTES = 4096;
  * Resolves to { medianMs, bestMs, steps }: the recording of `steps` steps (after two untimed), each
  * after `idleMs` of idle and a garbage collection where node runs with --expose-gc.
  */
-export async function dawnFloor(device, { layers, dispatches, steps = 40, idleMs = 0 }) {
+export async function dawnFloor(device, { layers, dispatches, steps = 40, idleMs = 0, replay = false }) {
   const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code: WGSL }), entryPoint: 'main' } });
   const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
   const uniforms = device.createBuffer({ size: dispatches * SLOT, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
@@ -40,9 +43,9 @@ export async function dawnFloor(device, { layers, dispatches, steps = 40, idleMs
     for (let layer = 0; layer < layers; layer++) {
       device.pushErrorScope('out-of-memory');
       device.pushErrorScope('validation');
-      const result = device.createBuffer({ size: ROW_BYTES, usage });
-      results.push(result);
-      encoder.copyBufferToBuffer(input, 0, rows, 0, ROW_BYTES);
+      const result = replay ? null : device.createBuffer({ size: ROW_BYTES, usage });
+      if (result) results.push(result);
+      if (!replay) encoder.copyBufferToBuffer(input, 0, rows, 0, ROW_BYTES);
       device.queue.writeBuffer(uniforms, 0, blocks);
       const pass = encoder.beginComputePass();
       for (const group of groups) {
@@ -51,7 +54,7 @@ export async function dawnFloor(device, { layers, dispatches, steps = 40, idleMs
         pass.dispatchWorkgroups(1);
       }
       pass.end();
-      encoder.copyBufferToBuffer(rows, 0, result, 0, ROW_BYTES);
+      if (result) encoder.copyBufferToBuffer(rows, 0, result, 0, ROW_BYTES);
       scopes.push(device.popErrorScope(), device.popErrorScope());
     }
     if (step >= 2) times.push(performance.now() - t0);

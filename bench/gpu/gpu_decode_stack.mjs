@@ -22,8 +22,9 @@
 // before its submit (its layers' forward() calls: what bounds a step however fast the GPU; median
 // and best), tokens timed, queue.submit() calls per token, max |Δ| of a mode's second step's last
 // output against the per-layer one (0: bit for bit), and the WASM memory the stack holds
-// (wasmMemoryInUse() after it was made, less before); and a last row, the host's floor under the
-// record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs).
+// (wasmMemoryInUse() after it was made, less before); and two last rows, the host's floor under the
+// record columns: Dawn's calls alone for as many layers and dispatches (dawn_floor.mjs), as a
+// batched step makes them and as a replay does.
 // --idle-ms: a pause before each step, in which the garbage is collected where node runs with
 // --expose-gc (host times free of its pauses).
 import { benchAdapter } from './gpu_adapter.mjs';
@@ -186,9 +187,12 @@ x.gpuBuffer.destroy();
 // The floor under the batched rows' record column: Dawn's calls alone for as many layers and
 // dispatches (dawn_floor.mjs), what the recording would cost if the package's JavaScript cost nothing.
 const layerDispatches = Math.ceil(Math.max(...rows.filter((r) => r.mode === 'batched').map((r) => r.dispatches)) / shape.layers);
-const floor = await dawnFloor(device, { layers: shape.layers, dispatches: layerDispatches, steps: quick ? 12 : 40, idleMs });
-rows.push({ weights: '-', mode: `Dawn calls only (${layerDispatches} dispatches a layer)`, medianMs: null, bestMs: null,
-  recordMs: floor.medianMs, bestRecordMs: floor.bestMs, tokens: floor.steps, submits: 1, maxAbsDiff: null, wasmMB: null });
+// And under the replayed rows': a replay's Dawn calls (no result buffer, no copies).
+for (const replay of [false, true]) {
+  const floor = await dawnFloor(device, { layers: shape.layers, dispatches: layerDispatches, steps: quick ? 12 : 40, idleMs, replay });
+  rows.push({ weights: '-', mode: `Dawn calls only${replay ? ', as replayed' : ''} (${layerDispatches} dispatches a layer)`, medianMs: null, bestMs: null,
+    recordMs: floor.medianMs, bestRecordMs: floor.bestMs, tokens: floor.steps, submits: 1, maxAbsDiff: null, wasmMB: null });
+}
 
 const { layers, E, h, hkv, cached } = shape;
 console.log(`${layers} layers, E ${E}, heads ${h}/${hkv} (d ${HEAD_DIM}), float32 caches at ${cached + 1} keys${grow ? ' and growing' : ''}, hostWeights ${hostWeights}; ms per token (a step + read())`);
