@@ -14,6 +14,7 @@ import { CharGpt } from '../../web/model/char_gpt.js';
 import { CharGptGpu } from '../../web/model/char_gpt_gpu.js';
 import { generate } from '../../web/model/generate.js';
 import { MODEL_FILE } from '../../web/model/load_node.js';
+import { maxAbsDiff } from '../lib/suite.mjs';
 
 const golden = JSON.parse(await readFile(new URL('../../web/model/golden.json', import.meta.url), 'utf8'));
 const args = process.argv.slice(2);
@@ -50,7 +51,7 @@ async function greedy(model) {
 async function promptDiff(model) {
   model.reset();
   const { logits } = await model.forward(golden.promptIds);
-  return golden.promptLogits.flat().reduce((d, v, i) => Math.max(d, Math.abs(v - logits[i])), 0);
+  return maxAbsDiff(golden.promptLogits.flat(), logits);
 }
 
 console.log(`adapter: ${JSON.stringify({ vendor: info.vendor, architecture: info.architecture, description: info.description })}`);

@@ -25,7 +25,7 @@ export class AttentionRows {
   }
 
   /** A row the model did not report (its weights stayed on the GPU): left blank. */
-  skip() {
+  addBlank() {
     this.rows++;
   }
 

@@ -24,7 +24,6 @@ const BACKENDS = {
   webgpu: { backend: 'webgpu' },
   'webgpu-model': { backend: 'webgpu', wholeModel: true },
 };
-const GPU_CHOICES = ['webgpu', 'webgpu-model'];
 // Let the page paint the streamed text and heatmaps every 40 ms, or less often when redrawing the
 // heatmaps takes long (many rows), so that drawing stays under a fifth of the time.
 const PAINT_EVERY_MS = 40;
@@ -142,7 +141,7 @@ async function runGeneration() {
       text += step.char;
       ms += step.ms;
       if (step.attention) rows.add(step.attention);
-      else rows.skip();
+      else rows.addBlank();
       addCharacter(step.char);
       if (performance.now() - painted > Math.max(PAINT_EVERY_MS, paintMs / PAINT_SHARE)) {
         const t0 = performance.now();
@@ -178,9 +177,9 @@ function syncGreedy() {
 /** Offers WebGPU where the page has an adapter (a software one says so). */
 async function offerWebGpu() {
   const gpu = await probeGpu();
-  for (const value of GPU_CHOICES) {
+  for (const value of Object.keys(BACKENDS).filter((key) => BACKENDS[key].backend === 'webgpu')) {
     const option = $('gen-controls').elements.backend.querySelector(`option[value=${value}]`);
-    const name = value === 'webgpu' ? 'WebGPU' : 'WebGPU, whole model';
+    const name = (option.dataset.name ??= option.textContent);  // the page's own name for it
     option.disabled = gpu.kind === 'none';
     option.textContent = gpu.kind === 'none' ? `${name} (no adapter in this browser)`
       : `${name}${gpu.kind === 'software' ? ' (software adapter: slow)' : ''}`;

@@ -16,12 +16,15 @@ import { modelOps, storageBuffer } from './gpu_ops.js';
 const COPY_SRC = 0x4;
 const COPY_DST = 0x8;
 const MAP_READ = 0x1;
+const disposed = () => new DisposedError('forward: the model was disposed', 'model');
 
 export class CharGptGpu {
   #api;
   #device;
   #blocks;       // [{ attn, cache }]
   #buffers;      // the activations and the token: { token, x, h, attended, hidden, logits, readback }
+  #weights;      // the model's own weights' buffers (its attention's are its modules')
+  #token = new Uint32Array(1);  // the token id written in at each step
   #ops;          // gpu_ops.js's modelOps() on the device
   #encodes;      // the model's own dispatches between the attention calls: [dispatches] (layers + 1)
   #step = null;  // the GpuStep of one token, once recorded
@@ -29,13 +32,14 @@ export class CharGptGpu {
   #disposed = false;
 
   /** Use CharGptGpu.load(). */
-  constructor(api, config, blocks, device, { buffers, ops, encodes }) {
+  constructor(api, config, blocks, device, { buffers, weights, ops, encodes }) {
     this.config = config;
     this.tokenizer = new Tokenizer(config.vocab);
     this.#api = api;
     this.#blocks = blocks;
     this.#device = device;
     this.#buffers = buffers;
+    this.#weights = weights;
     this.#ops = ops;
     this.#encodes = encodes;
   }
@@ -88,7 +92,7 @@ export class CharGptGpu {
   dispose() {
     this.#disposed = true;
     for (const { attn } of this.#blocks) attn.dispose();
-    for (const buffer of Object.values(this.#buffers)) buffer.destroy();
+    for (const buffer of [...Object.values(this.#buffers), ...this.#weights]) buffer.destroy();
   }
 
   /**
@@ -108,7 +112,7 @@ export class CharGptGpu {
       return Promise.reject(e);
     }
     const run = this.#queue.then(() => this.#steps(ids.slice())).catch((e) => {
-      throw this.#disposed ? new DisposedError('forward: the model was disposed', 'model') : e;
+      throw this.#disposed ? disposed() : e;
     });
     this.#queue = run.catch(() => {});
     return run;
@@ -119,8 +123,9 @@ export class CharGptGpu {
     const vocab = this.config.vocab.length;
     const logits = new Float64Array(ids.length * vocab);
     for (const [row, id] of ids.entries()) {
-      if (this.#disposed) throw new DisposedError('forward: the model was disposed', 'model');
-      this.#device.queue.writeBuffer(this.#buffers.token, 0, Uint32Array.of(id));
+      if (this.#disposed) throw disposed();
+      this.#token[0] = id;
+      this.#device.queue.writeBuffer(this.#buffers.token, 0, this.#token);
       if (this.#step) await this.#step.replay();
       else this.#step = await this.#record();
       const { readback } = this.#buffers;
@@ -191,7 +196,5 @@ function modelKernels(device, config, tensor) {
       ...(i + 1 < layers ? [] : [linear('head', h, logits, width, vocab, {})]),
     ]);
   }
-  // The weights' buffers live as long as the model: kept with the activations.
-  weights.forEach((buffer, name) => { buffers[`weight ${name}`] = buffer; });
-  return { buffers, ops, encodes };
+  return { buffers, weights: [...weights.values()], ops, encodes };
 }
