@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { CacheError } from '../../web/src/base/errors.js';
 import { ROW_TABLE_STORAGE_BUFFERS, checkCachedCall } from '../../web/src/webgpu/cache_checks.js';
 import { nonFiniteRowsShader } from '../../web/src/webgpu/kernels/nonfinite_rows.wgsl.js';
+import { decodeReduceNanShader } from '../../web/src/webgpu/kernels/decode_reduce_nan.wgsl.js';
 
 const limits = (buffers) => ({ maxStorageBuffersPerShaderStage: buffers });
 const fits = () => true;
@@ -32,10 +33,13 @@ const refusal = (p, buffers) => {
   }
 };
 
-test('the NaN rule\'s kernel binds the row table only in its variant for such calls: 8 storage buffers, 9 with it', () => {
+test('the NaN rule\'s kernel binds the row table only in its variant for such calls: 8 storage buffers, 9 with it; in the decode reduce 7 and 8', () => {
   const storage = (rows) => nonFiniteRowsShader({ dk: 4, dv: 4, dtype: 'float32', heads: 2, rows }).match(/var<storage/g).length;
   assert.equal(storage(false), 8);
   assert.equal(storage(true), ROW_TABLE_STORAGE_BUFFERS);
+  // The decode reduce with the rule in it (no sinks, no weights): 7, and the table the 8th.
+  const reduce = (rows) => decodeReduceNanShader({ dk: 4, dv: 4, dtype: 'float32', rows }).match(/var<storage/g).length;
+  assert.deepEqual([reduce(false), reduce(true)], [7, 8]);
 });
 
 test('a device under 9 storage buffers per stage refuses rows at lengths of their own: a CacheError naming rows', () => {

@@ -39,6 +39,8 @@ test('the kernels without variants: a key per name and dk, dv, dtype, heads give
   assert.equal(VARIANTS.q8linear.q8tile16.key({ dtype: 'int8', dot: 'loop' }), 'q8Linear:int8:loop');
   assert.equal(VARIANTS.q8linear.q8r64x64.key({ dtype: 'int8', dot: 'dot4' }), 'q8Linear:q8r64x64:int8:dot4');
   assert.equal(VARIANTS.decode.split256.reduce.key({ dv: 48 }), 'decodeReduce:split256:48');
+  assert.equal(VARIANTS.decode.split64.reduceNan.key({ dk: 16, dv: 48, dtype: 'int8', rows: true }), 'decodeReduceNan:split64:16:48:int8:rows');
+  assert.equal(VARIANTS.decode.split256sg.reduceNan.key({ dk: 16, dv: 48, dtype: 'float32' }), 'decodeReduceNan:split256:16:48:float32');
   for (const d of Object.values(KERNELS)) assert.equal(d.fits({}), true);
 });
 

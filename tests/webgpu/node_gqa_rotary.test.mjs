@@ -10,7 +10,9 @@ import * as api from '#webattention';
 import { runCase } from '../contract/contract.mjs';
 import { loadFixtures } from '../js/fixtures.js';
 import { consecutivePositions, consecutiveTable, rotaryTable } from '../../web/src/webgpu/rotary_table.js';
-import { boolMask, gpu, gpuMatchesWasm } from './node_setup.mjs';
+import { assertClose, boolMask, gpu, gpuMatchesWasm, randomStateDict } from './node_setup.mjs';
+import { filled } from '../contract/random.mjs';
+import { passHooks } from '../internals.mjs';
 
 describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => {
   test('GQA (8 heads, 2 K/V heads), causal self-attention across flash tiles, fused Q/K/V, rotary half-split', () => gpuMatchesWasm({
@@ -78,5 +80,48 @@ describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => 
       assert.ok(result.ok, result.detail);
       assert.equal(result.backend, 'webgpu');
     });
+  }
+});
+
+// A cached step whose query, key and value are one array (one Q/K/V projection) is rotated by its
+// cache append, in the workgroup of each new row (cache_append.wgsl.js with qHeads), not by a
+// dispatch of its own; a step whose key is another array keeps the rotary kernel. Each step of
+// each case against WASM on a WASM cache: prefill (flash) and single rows (decode), both layouts,
+// partial dims, positionIds, every cache dtype.
+test('a cached Q/K/V step rotates in its append, as WASM does; a key of its own keeps the rotary dispatch', async () => {
+  const kernels = [];
+  passHooks.onDispatches = (dispatches) => kernels.push(...dispatches.map((d) => d.kernel.replace('webattention ', '')));
+  const x = (seed, L, E, B = 2) => ({ data: filled(B * L * E, seed), shape: [B, L, E] });
+  const ids = (first, L) => ({ data: Int32Array.from({ length: 2 * L }, (_, at) => first + (at % L) * 2 + Math.floor(at / L)), shape: [2, L] });
+  const cases = [
+    [{ embedDim: 32, numHeads: 4, numKvHeads: 2, rotary: {} }, 'float32', false],
+    [{ embedDim: 24, numHeads: 3, numKvHeads: 1, headDim: 8, rotary: { dim: 6, interleaved: true, base: 500 } }, 'int8', false],
+    [{ embedDim: 16, numHeads: 2, rotary: { dim: 4 } }, 'float16', true],
+  ];
+  try {
+    for (const [create, dtype, withIds] of cases) {
+      const E = create.embedDim;
+      const modules = [await api.MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu }), await api.MultiHeadAttention.create(create)];
+      const sd = randomStateDict(modules[0].stateDictShapes, 3);
+      const caches = modules.map((m) => { m.loadStateDict(sd); return m.createCache({ maxLength: 32, dtype, batchSize: 2 }); });
+      const steps = [[x(1, 5, E), 0], [x(2, 1, E), 5], [x(3, 1, E), 6], [x(4, 2, E), 7]];
+      for (const [input, first] of steps) {
+        const L = input.shape[1];
+        const options = (i) => ({ cache: caches[i], ...(withIds ? { positionIds: ids(first, L) } : {}) });
+        kernels.length = 0;
+        const [onGpu, onWasm] = await Promise.all(modules.map((m, i) => m.forward(input, input, input, options(i))));
+        assertClose(onGpu.output, onWasm.output, `${JSON.stringify(create.rotary)} ${dtype}, rows ${first}…`);
+        assert.ok(!kernels.some((k) => k.startsWith('rotary')) && kernels.some((k) => /^cacheAppend:.*:q\d+$/.test(k)), `kernels: ${kernels}`);
+      }
+      // Key and value another array than the query: Q and K of two projections, the rotary kernel's.
+      kernels.length = 0;
+      const [key, query] = [x(5, 1, E), x(6, 1, E)];
+      const [onGpu, onWasm] = await Promise.all(modules.map((m, i) => m.forward(query, key, key, { cache: caches[i] })));
+      assertClose(onGpu.output, onWasm.output, `${dtype}: a key of its own`);
+      assert.ok(kernels.some((k) => k.startsWith('rotary')) && !kernels.some((k) => /:q\d+$/.test(k)), `kernels: ${kernels}`);
+      modules.forEach((m) => m.dispose());
+    }
+  } finally {
+    passHooks.onDispatches = null;
   }
 });

@@ -12,6 +12,7 @@ import * as api from '#webattention';
 import { checkResult, compare, filled, mhaReference, randomDecodeCase, randomMhaCase, rng, runCase, sameBits, seededStateDict } from '../contract/contract.mjs';
 import { runDecode } from '../contract/run_decode.mjs';
 import { adapterName, gpu, runs } from './node_setup.mjs';
+import { passHooks } from '../internals.mjs';
 
 const COUNT = 12;  // SwiftShader runs WGSL on the CPU: a few dozen small calls a second
 
@@ -256,4 +257,60 @@ test('a GPU cache: a score of -Inf by arithmetic is no mask (embedDim 1 and x = 
   ]);
   assert.equal(two.nan, 2, 'the chunk with the token, and the row after it');
   assert.deepEqual(two.failures, []);
+});
+
+// Without weights or sinks, a decode step's NaN rule runs in its reduce kernel
+// (decode_reduce_nan.wgsl.js), per (batch, head, row), not in a dispatch of its own: the same
+// poisoned steps as above (flags, fork, truncate, a window's slide, a NaN key-padding entry, GQA
+// with RoPE on float16 and int8 caches, a -Inf score by arithmetic), each of the WASM cache's
+// outputs, and no nonFiniteRows dispatch among them.
+test('a GPU cache without weights or sinks: the NaN rule in the decode reduce gives the WASM cache\'s outputs', async () => {
+  const kernels = new Set();
+  passHooks.onDispatches = (dispatches) => dispatches.forEach((d) => kernels.add(d.kernel.replace('webattention ', '').split(':')[0]));
+  try {
+    const call = (x, options = {}) => (mha, caches, which = 'a') => mha.forward(x, x, x, { cache: caches[which], needWeights: false, ...options });
+    const create = { embedDim: 8, numHeads: 2 };
+    const sd = seededStateDict((await api.MultiHeadAttention.create(create)).stateDictShapes, 3);
+    const kpm = (values) => ({ data: Float32Array.from(values), shape: [1, values.length] });
+    const flags = await sameOnBoth(create, sd, { maxLength: 16 }, [
+      ['4 finite rows', call(rowsOf(4, 1))],
+      ['a NaN row, an Inf row, a finite one', call(rowsOf(3, 2, [[0, NaN], [1, Infinity]]))],
+      ['fork, one row', (mha, caches) => { caches.b = caches.a.fork(); return call(rowsOf(1, 3))(mha, caches, 'b'); }],
+      ['truncate(4)', (mha, caches) => { caches.a.truncate(4); return null; }],
+      ['2 finite rows after truncate', call(rowsOf(2, 4))],
+      ['a NaN key-padding entry', call(rowsOf(1, 5), { keyPaddingMask: kpm([0, 0, NaN, 1, 0, 0, 0]) })],
+      ['the fork again: still poisoned', (mha, caches) => call(rowsOf(1, 6))(mha, caches, 'b')],
+    ]);
+    assert.equal(flags.nan, 4);
+    assert.deepEqual(flags.failures, []);
+    const slide = await sameOnBoth(create, sd, { window: 3 }, [
+      ['a -Inf row among finite ones', call(rowsOf(3, 7, [[1, -Infinity]]))],
+      ...[8, 9, 10, 11].map((seed) => [`one row (seed ${seed})`, call(rowsOf(1, seed))]),
+    ]);
+    assert.ok(slide.nan >= 1 && slide.nan < 5, `${slide.nan} NaN steps: the window slides past the poisoned row`);
+    assert.deepEqual(slide.failures, []);
+    const gqa = { embedDim: 16, numHeads: 4, numKvHeads: 2, rotary: {} };
+    const shapes = (await api.MultiHeadAttention.create(gqa)).stateDictShapes;
+    for (const dtype of ['float16', 'int8']) {
+      const rope = await sameOnBoth(gqa, seededStateDict(shapes, 7), { maxLength: 12, dtype }, [
+        ['3 finite rows', call(rowsOf(3, 1, [], 16))],
+        ['an element of +Inf, then finite rows', call(rowsOf(3, 2, [[0, Infinity, 1]], 16))],
+        ['one finite row', call(rowsOf(1, 3, [], 16))],
+      ]);
+      assert.equal(rope.nan, 2, dtype);
+      assert.deepEqual(rope.failures, [], dtype);
+    }
+    const tensor = (values, shape) => ({ data: Float32Array.from(values), shape });
+    const sd1 = {
+      in_proj_weight: tensor([0.5, -0.7, 0.3], [3, 1]), in_proj_bias: tensor([0.1, -0.2, 0.3], [3]),
+      'out_proj.weight': tensor([2], [1, 1]), 'out_proj.bias': tensor([0.25], [1]),
+    };
+    const one = await sameOnBoth({ embedDim: 1, numHeads: 1 }, sd1, { maxLength: 4 }, [['x = [-Inf]', call(tensor([-Infinity], [1, 1, 1]))]]);
+    assert.equal(one.nan, 1);
+    assert.deepEqual(one.failures, []);
+  } finally {
+    passHooks.onDispatches = null;
+  }
+  assert.ok(kernels.has('decodeReduceNan'), `kernels run: ${[...kernels]}`);
+  assert.ok(!kernels.has('nonFiniteRows'), `kernels run: ${[...kernels]}`);
 });

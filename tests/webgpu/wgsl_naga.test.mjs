@@ -24,7 +24,7 @@ const problems = {
   q8rows: [{}],
 };
 const kernelProblems = {
-  cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }]),
+  cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }, { dk: 12, dv: 20, dtype, heads: 2, qHeads: 6 }]),
   weights: [{ dk: 64 }, ...narrowCaches.map((dtype) => ({ dk: 12, dtype }))],
   nonFiniteRows: CACHE_DTYPES.flatMap((dtype) => [false, true].map((rows) => ({ dk: 12, dv: 20, dtype, heads: rows ? 2 : 40, rows }))),
 };
@@ -66,6 +66,9 @@ describe('every WGSL program passes naga\'s validator', () => {
         for (const problem of problems[family]) {
           assertValid(variant.shader(problem), `${family} ${variant.name} ${JSON.stringify(problem)}`);
           if (variant.reduce) assertValid(variant.reduce.shader(problem), `${family} ${variant.name}'s reduce`);
+        }
+        for (const problem of variant.reduceNan ? kernelProblems.nonFiniteRows : []) {
+          assertValid(variant.reduceNan.shader(problem), `${family} ${variant.name}'s reduce with the NaN rule ${JSON.stringify(problem)}`);
         }
       }
     });

@@ -2,7 +2,7 @@
 // (selection/kernel_selection.js) is per shape class: for the linear family the rows of the call
 // (bucketed to a power of two) and the module's widths; for attention the head widths, batch ×
 // heads, query rows and keys (bucketed) and causal. Everything is resolved before the call encodes anything.
-import { attentionFamily, splitShape } from './selection/attention_path.js';
+import { attentionFamily, nanRuleInReduce, splitShape } from './selection/attention_path.js';
 import { preferredVariant } from './selection/kernel_config.js';
 import { chooseKernels, recordCompileFailure, selectionGeneration } from './selection/kernel_selection.js';
 import { KERNELS, fittingVariants } from './programs.js';
@@ -10,7 +10,7 @@ import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
-import { callTable } from './forward_encode.js';
+import { callTable, rotatesInAppend } from './forward_encode.js';
 import { idOf, keptPer } from './kept_values.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
@@ -85,7 +85,7 @@ const variantNames = (variants) => Object.freeze(Object.fromEntries(Object.entri
  * nonFiniteRows, widenHalf, narrowHalf } (linear: the pipeline of a problem of `problems`,
  * linear_problems.js; q8: with int8 activations, q8_projection.js's pipelines of the q8linear
  * variant, in place of linear and the linear variant; append a cached call's K/V rows and their
- * flags, nonFiniteRows its NaN rule; narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
+ * flags, nonFiniteRows its NaN rule (null where the decode reduce applies it: nanRuleInReduce()); narrowHalf a float16 call's 'gpu-buffer' results rounded; widenHalf a
  * float16 GPU input's widening). A candidate on its first run (one with a reference) that does
  * not compile is dropped on the device (recordCompileFailure()) and the call chooses again.
  * owner: the module's executor, which kept kernels are kept under (repeatKey()), or null.
@@ -113,16 +113,21 @@ export async function callKernels(device, args, owner = null) {
 
 // The pipelines of the call's variants, compiling: { linear: [per problem], linearProblems, q8,
 // attention, decodeReduce } (promises).
-function variantPipelines(device, { config, path, cache, problems }, variants) {
+function variantPipelines(device, args, variants) {
+  const { plan, config, path, cache, problems } = args;
   const linear = variants.linear;
   const linearProblems = linear ? [...problems.input.map((p) => p.problem), problems.output.problem] : [];
   const attention = variants[attentionFamily(path)];
+  // The reduce, or with the call's NaN rule in it the rule's problem (nanRuleInReduce()).
+  const reduce = nanRuleInReduce(args)
+    ? [attention.reduceNan, cachePipelineProblems(config, cache.dtype, Boolean(callTable(plan))).nonFiniteRows]
+    : [attention.reduce, { dv: config.valueHeadDim }];
   return {
     linearProblems,
     linear: linearProblems.map((problem) => programPipeline(device, linear, problem)),
     q8: variants.q8linear ? q8Pipelines(device, config, variants.q8linear, variants.q8rows) : null,
     attention: programPipeline(device, attention, callHeads(config, cache)),
-    decodeReduce: path === 'decode' ? programPipeline(device, attention.reduce, { dv: config.valueHeadDim }) : null,
+    decodeReduce: path === 'decode' ? programPipeline(device, ...reduce) : null,
   };
 }
 
@@ -157,19 +162,21 @@ export function cachePipelineProblems({ headDim: dk, valueHeadDim: dv, numKvHead
 }
 
 // Every pipeline of the call: the variants' (`own`) and the kernels the call needs.
-async function callPipelines(device, { plan, config, cache }, own) {
+async function callPipelines(device, args, own) {
+  const { plan, config, cache } = args;
+  const inAppend = rotatesInAppend(args);  // the append rotates: no rotary pipeline
   const { headDim: dk } = config;
   const narrow = narrowCacheDtype(cache);
   const cacheOwn = cache ? cachePipelineProblems(config, cache.dtype, Boolean(callTable(plan))) : null;
   const { halfInputs, halfResults } = halfData(plan);
   const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
-    config.rotary ? programPipeline(device, KERNELS.rotary) : null,
-    cacheOwn && programPipeline(device, KERNELS.cacheAppend, cacheOwn.append),
+    config.rotary && !inAppend ? programPipeline(device, KERNELS.rotary) : null,
+    cacheOwn && programPipeline(device, KERNELS.cacheAppend, inAppend ? { ...cacheOwn.append, qHeads: config.numHeads } : cacheOwn.append),
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
     config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
-    cacheOwn && programPipeline(device, KERNELS.nonFiniteRows, cacheOwn.nonFiniteRows),
+    cacheOwn && !nanRuleInReduce(args) ? programPipeline(device, KERNELS.nonFiniteRows, cacheOwn.nonFiniteRows) : null,
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,
   ]);

@@ -18,7 +18,9 @@
 //                                   (rescales and combines the chunks; same outputs and stats)
 //   weights (optional)  weights     exp(s − max) / sum from those, averaged or per head
 //   NaN rule (cache)    nonFiniteRows  each row that sees a non-finite value computed again,
-//                                   IEEE on the bits (kernels/nonfinite_rows.wgsl.js)
+//                                   IEEE on the bits (kernels/nonfinite_rows.wgsl.js); on the
+//                                   decode path without weights or sinks, in decode_reduce
+//                                   instead (decode_reduce_nan.wgsl.js: nanRuleInReduce())
 //   output projection   linear      heads·W_oᵀ + b_o
 //
 // An encoded cache (gpu_encode.js): its filling (L = 0) stops after the K/V projections, the append
@@ -40,12 +42,13 @@ import { blockBuffers } from './weight_storage.js';
 import { encodeQ8Linear } from './q8_projection.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
-import { APPEND_PARAMS, cacheAppendGrid } from './kernels/cache_append.wgsl.js';
+import { APPEND_PARAMS, ROTARY_APPEND_PARAMS, cacheAppendGrid } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
 import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 import { isAttentionOnly } from '../base/attention_only.js';
+import { nanRuleInReduce } from './selection/attention_path.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
@@ -190,25 +193,41 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
     if (q) normalize(q, L, H, params.qNorm);
     if (k) normalize(k, S, G, params.kNorm);
   }
-  if (rotary) {
-    const half = rotary.dim / 2;
-    const { table: data, batchRows } = callRotaryTable(plan, config);
-    const table = upload(data, 'rotary table');
-    const rotate = ({ buf, off, stride }, count, heads) => dispatch(kernels.pipelines.rotary,
-      uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
-      [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
-    // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
-    // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
-    if (q && k && q.buf === k.buf && q.stride === k.stride && k.off === q.off + H * dk && L === S) {
-      rotate(q, L, H + G);
-    } else {
-      rotate(q, L, H);
-      rotate(k, S, G);
-    }
-  }
+  // With a cache and Q, K and V of one projection, the append rotates them (rotatesInAppend()).
+  const inAppend = rotatesInAppend({ plan, config, cache, problems });
+  if (rotary && !inAppend) encodeRotary(ctx, { plan, config, kernels }, q, k);
   // A step on an encoded cache appends nothing (S = 0): its attention reads the cache as stored.
-  if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v) : storedOperands(cache, config);
+  if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v, inAppend ? q : null) : storedOperands(cache, config);
   return { q, k, v };
+}
+
+/**
+ * Whether a call's RoPE is applied by its cache append (cache_append.wgsl.js with qHeads) rather
+ * than by a dispatch of its own (rotary.wgsl.js): a cached call that appends rows and projects Q,
+ * K and V as one product ('qkv' rows, linear_problems.js), so that a row's query and key heads are
+ * one buffer's, which the append's workgroup of that row rotates before it stores K.
+ * call: { plan, config, cache, problems }.
+ */
+export const rotatesInAppend = ({ plan, config, cache, problems }) => Boolean(config.rotary && cache && plan.S > 0 && problems.q?.role === 'qkv');
+
+// The rotary dispatches: Q's and K's heads rotated in place at the call's positions.
+function encodeRotary(ctx, { plan, config, kernels }, q, k) {
+  const { B, L, S } = plan;
+  const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
+  const half = rotary.dim / 2;
+  const { table: data, batchRows } = callRotaryTable(plan, config);
+  const table = ctx.upload(data, 'rotary table');
+  const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
+    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
+    [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
+  // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
+  // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
+  if (q && k && q.buf === k.buf && q.stride === k.stride && k.off === q.off + H * dk && L === S) {
+    rotate(q, L, H + G);
+  } else {
+    rotate(q, L, H);
+    rotate(k, S, G);
+  }
 }
 
 /**
@@ -236,17 +255,27 @@ const storedOperands = (cache, { numKvHeads: G, headDim: dk, valueHeadDim: dv })
 // The new K and V rows appended to the cache's ring in place (a float16 or int8 cache's rounded or
 // quantised: cache_narrow.wgsl.js) and each new slot's flag of the NaN rule, one dispatch; every
 // attention kernel then reads each cached position from the ring where it is stored, in the
-// cache's dtype (kv_reads.wgsl.js): no float32 copy of a narrow cache is made. Returns the { k, v }
+// cache's dtype (kv_reads.wgsl.js): no float32 copy of a narrow cache is made. With `q` (the
+// query operand, rotatesInAppend()) the append rotates Q and K first. Returns the { k, v }
 // operands (strides in floats, or in words narrow).
-function appendToCache(ctx, { plan, config, cache, kernels }, k, v) {
+function appendToCache(ctx, { plan, config, cache, kernels }, k, v, q) {
   const { B, S } = plan;  // S: the rows appended (a plain step's L; an encoded cache's filling, its S)
   const perRow = callRows(plan);
-  ctx.dispatch(kernels.pipelines.append,
-    ctx.uniform(packParams(APPEND_PARAMS, {
-      count: S, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride, capacity: cache.capacity,
-      first: plan.cache.lengthBefore, perRow: perRow ? 1 : 0, flagsOff: cache.flagsOffset,
-    })),
-    [k.buf, v.buf, cache.keys, cache.values, rowTableOf(ctx, callTable(plan))], cacheAppendGrid({ count: S, B }));
+  const values = {
+    count: S, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride, capacity: cache.capacity,
+    first: plan.cache.lengthBefore, perRow: perRow ? 1 : 0, flagsOff: cache.flagsOffset,
+  };
+  const rowTable = rowTableOf(ctx, callTable(plan));
+  const grid = cacheAppendGrid({ count: S, B });
+  if (!q) {
+    ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(APPEND_PARAMS, values)), [k.buf, v.buf, cache.keys, cache.values, rowTable], grid);
+    return storedOperands(cache, config);
+  }
+  const { rotary } = config;
+  const { table, batchRows } = callRotaryTable(plan, config);
+  const rotation = { qOff: q.off, half: rotary.dim / 2, interleaved: rotary.interleaved ? 1 : 0, batchRows };
+  ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(ROTARY_APPEND_PARAMS, { ...values, ...rotation })),
+    [k.buf, cache.keys, cache.values, rowTable, ctx.upload(table, 'rotary table')], grid);
   return storedOperands(cache, config);
 }
 
@@ -294,14 +323,18 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
 
   // Attention only (no output projection): the heads are the call's output.
   const heads = isAttentionOnly(config) ? buffer(B * L * H * dv, STORAGE_OUT, 'output') : buffer(B * L * H * dv, Usage.STORAGE, 'heads');
-  const stats = buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
+  // The decode reduce that applies the NaN rule writes no row stats: no kernel after it reads them.
+  const ruleInReduce = nanRuleInReduce({ plan, config, path, cache });
+  const stats = ruleInReduce ? null : buffer(B * H * L * 2, Usage.STORAGE, 'row stats');
   if (path === 'decode') {
     // Split-K: per (batch, head, row) one workgroup per chunk of keys, then one combining.
     const chunks = decodeChunks({ plan, cache, kernels }, shift);
     const partials = buffer(B * H * L * chunks * (dv + 2), Usage.STORAGE, 'decode partials');
     const slot = attention(false);
     dispatch(kernels.pipelines.attention, slot, [...maskBindings, q.buf, k.buf, v.buf, partials, rowTable], [chunks, L, B * H]);
-    dispatch(kernels.pipelines.decodeReduce, slot, [partials, heads, stats], [L, B * H, 1]);
+    const reduced = ruleInReduce ? [nanRule, [partials, heads, ...maskBindings, q.buf, k.buf, v.buf, ...(table ? [rowTable] : [])]]
+      : [slot, [partials, heads, stats]];
+    dispatch(kernels.pipelines.decodeReduce, ...reduced, [L, B * H, 1]);
   } else {
     dispatch(kernels.pipelines.attention, attention(false), [...maskBindings, q.buf, k.buf, v.buf, heads, stats, rowTable],
       kernels.variants.attention.grid({ L, BH: B * H }));
@@ -319,7 +352,7 @@ function encodeAttention(ctx, { plan, config, path, cache, kernels }, { q, k, v 
       [cdiv(T, WEIGHTS_WORKGROUP), L, B]);
   }
   // Then the rows that see a non-finite value, computed again over what the kernels above wrote.
-  if (cache) {
+  if (cache && !ruleInReduce) {
     dispatch(kernels.pipelines.nonFiniteRows, nanRule, [...maskBindings, q.buf, k.buf, v.buf, ctx.params.sinks ?? placeholder,
       heads, weights ?? buffer(1, Usage.STORAGE, 'no weights'), ...(table ? [rowTable] : [])], [L, B, 1]);
   }

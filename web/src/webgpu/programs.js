@@ -15,6 +15,7 @@ import { cacheAppendShader } from './kernels/cache_append.wgsl.js';
 import { nonFiniteRowsShader } from './kernels/nonfinite_rows.wgsl.js';
 import { decodePartialShader } from './kernels/decode_partial.wgsl.js';
 import { decodeReduceShader } from './kernels/decode_reduce.wgsl.js';
+import { decodeReduceNanShader } from './kernels/decode_reduce_nan.wgsl.js';
 import { FLASH_BR, flashAttentionShader, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { flashQuadFloats, flashQuadShader } from './kernels/flash_quad.wgsl.js';
 import { flashOctFloats, flashOctShader } from './kernels/flash_oct.wgsl.js';
@@ -109,7 +110,9 @@ function attentionVariant(name, spec) {
 }
 
 // Two programs: partial (problem { dk, dv, kv? }, as the flash variants') then `reduce`, a
-// descriptor of its own ({ dv }), one program per chunk (the subgroup variant's is split256's).
+// descriptor of its own ({ dv }), one program per chunk (the subgroup variant's is split256's), or
+// for a cached call without weights or sinks `reduceNan`, the reduce with the call's NaN rule
+// ({ dk, dv, dtype, rows }: nonFiniteRows' problem; attention_path.js's nanRuleInReduce()).
 // fits() takes a call's splitShape() (absent: any call): its scratch and grid for this chunk.
 function decodeVariant(name, { chunk, subgroups = false }) {
   const reduceName = `split${chunk}`;
@@ -119,6 +122,11 @@ function decodeVariant(name, { chunk, subgroups = false }) {
     shader: ({ dk, dv, kv }) => decodePartialShader({ dk, dv, chunk, kv, subgroups }),
     reduce: {
       name: reduceName, fits: () => true, key: ({ dv }) => `decodeReduce:${reduceName}:${dv}`, shader: ({ dv }) => decodeReduceShader({ dv, chunk }),
+    },
+    reduceNan: {
+      name: `${reduceName}nan`, fits: () => true,
+      key: ({ dk, dv, dtype, rows }) => `decodeReduceNan:${reduceName}:${dk}:${dv}:${dtype}${rows ? ':rows' : ''}`,
+      shader: (problem) => decodeReduceNanShader({ ...problem, chunk }),
     },
   };
 }
@@ -194,14 +202,16 @@ export const fittingVariants = (family, device, problem) => Object.values(VARIAN
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
 // and heads ('weights:64', 'cacheAppend:64:64:int8:8', 'rotary:'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype, heads, rows } = {}) => `${name}:${[dk, dv, dtype, heads, rows ? 'rows' : undefined].filter((x) => x !== undefined).join(':')}`;
+  const key = ({ dk, dv, dtype, heads, rows, qHeads } = {}) => `${name}:${[dk, dv, dtype, heads, rows ? 'rows' : undefined, qHeads ? `q${qHeads}` : undefined]
+    .filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
 
 /**
  * name → descriptor of the kernels without variants: 'rotary', 'sinks', 'qkNorm' (problem {}),
  * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppend' ({ dk, dv,
- * dtype, heads }: a cached call's new K/V rows and their flags), 'nonFiniteRows' ({ dk, dv, dtype,
+ * dtype, heads, qHeads? }: a cached call's new K/V rows and their flags; with qHeads, its query's
+ * heads, Q and K rotated first: forward_encode.js's rotatesInAppend()), 'nonFiniteRows' ({ dk, dv, dtype,
  * heads: numHeads }: a cached call's NaN rule, with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
  * are the q8rows and q8linear families', VARIANTS.)
  */

@@ -11,6 +11,7 @@ import { KERNELS, VARIANTS, fittingVariants } from './programs.js';
 import { linearProblems } from './linear_problems.js';
 import { programPipeline } from './pipelines.js';
 import { q8LinearProblem, runsFamily } from './q8_projection.js';
+import { cachePipelineProblems } from './call_kernels.js';
 
 // The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
 // arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
@@ -57,4 +58,21 @@ export async function warmPipelines(device, config) {
   }
   for (const kind of ['rotary', 'sinks', 'qkNorm']) if (config[kind]) defaults.push(programPipeline(device, KERNELS[kind]));
   await Promise.all(defaults);
+}
+
+/**
+ * A new cache's own pipelines on `device` for a module of `config` and a cache of `dtype`, started
+ * compiling rather than at the first cached call, which awaits them (a failed compile is tried
+ * again there): the append (kernels/cache_append.wgsl.js), the NaN rule's
+ * (nonfinite_rows.wgsl.js), and the default decode variant's reduce with the rule in it
+ * (decode_reduce_nan.wgsl.js), which a step without weights or sinks takes, and with RoPE the
+ * append that rotates (forward_encode.js's rotatesInAppend()).
+ */
+export function warmCachePipelines(device, config, dtype) {
+  const { append, nonFiniteRows } = cachePipelineProblems(config, dtype);
+  const decode = fittingVariants('decode', device, { precision: config.gpuPrecision });
+  const reduce = decode.find((v) => v.name === (pinnedVariant('decode') ?? preferredVariant('decode', 0, decode.map((d) => d.name))));
+  const kernels = [[KERNELS.cacheAppend, append], [KERNELS.nonFiniteRows, nonFiniteRows], ...(reduce ? [[reduce.reduceNan, nonFiniteRows]] : []),
+    ...(config.rotary ? [[KERNELS.cacheAppend, { ...append, qHeads: config.numHeads }]] : [])];
+  for (const [kernel, problem] of kernels) programPipeline(device, kernel, problem).catch(() => {});
 }

@@ -26,13 +26,10 @@ import { LINEAR_TILE } from './kernels/linear.wgsl.js';
 import { DeviceLost, cdiv, reserveBuffers, runForwardPass } from './forward_pass.js';
 import { F32, STORAGE_IN } from './encoding_context.js';
 import { expectedPlan } from './expected_call.js';
-import { warmPipelines } from './warm_pipelines.js';
+import { warmCachePipelines, warmPipelines } from './warm_pipelines.js';
 import { attentionPath } from './selection/attention_path.js';
 import { kernelProfile, precisionProfile } from './selection/kernel_profile.js';
 import { selectsKernels } from './selection/kernel_selection.js';
-import { KERNELS } from './programs.js';
-import { cachePipelineProblems } from './call_kernels.js';
-import { programPipeline } from './pipelines.js';
 import { StagingUploads } from './staging_uploads.js';
 import { BufferPool } from './buffer_pool.js';
 import { disposeResult } from './pass_merge.js';
@@ -224,13 +221,7 @@ export class WebGpuExecutor {
     if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
     const cache = new GpuKvCache(this.#device, this.#config, options);
     cache.beforeOwnWork = () => this.#flushBatch();
-    // The append's and the NaN rule's pipelines (kernels/cache_append.wgsl.js, nonfinite_rows.wgsl.js),
-    // compiled from now on rather than at the first cached call, which awaits them (a failed
-    // compile is tried again there).
-    const { append, nonFiniteRows } = cachePipelineProblems(this.#config, cache.dtype);
-    for (const [kernel, problem] of [[KERNELS.cacheAppend, append], [KERNELS.nonFiniteRows, nonFiniteRows]]) {
-      programPipeline(this.#device, kernel, problem).catch(() => {});
-    }
+    warmCachePipelines(this.#device, this.#config, cache.dtype);
     return cache;
   }
 

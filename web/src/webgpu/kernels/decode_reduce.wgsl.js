@@ -14,27 +14,16 @@ import { attentionParams } from './attention_common.wgsl.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { DECODE_CHUNK, DECODE_WORKGROUP } from './decode_partial.wgsl.js';
 
-export function decodeReduceShader({ dv, chunk = DECODE_CHUNK }) {
-  return /* wgsl */ `${attentionParams}
-const DV = ${dv}u;
-const CHUNK = ${chunk}u;
-const WG = ${DECODE_WORKGROUP}u;
-
-@group(0) @binding(1) var<storage, read> part: array<f32>;         // [B·H, L, chunks, DV + 2]
-@group(0) @binding(2) var<storage, read_write> out: array<f32>;    // heads, row (b, i) at (b·L + i)·oStride
-@group(0) @binding(3) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
-${rowTableWgsl(4)}
-
-// Grid: (L, B·H, 1).
-@compute @workgroup_size(${DECODE_WORKGROUP})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
-  let i = wg.x;
-  let bh = wg.y;
-  let b = bh / p.H;
-  let h = bh % p.H;
+/**
+ * WGSL of combineChunks(bh, i, t): query row i of (batch, head) bh from its chunks' partials
+ * (`part`), each output value stored by `store(at, value)` (a WGSL statement of the index and the
+ * f32 expression), by invocation t of WG; returns the row's (m, l). With the uniform block, DV,
+ * CHUNK and WG (decode_reduce_nan.wgsl.js combines through it too).
+ */
+export const combineChunksWgsl = (store) => /* wgsl */ `
+fn combineChunks(bh: u32, i: u32, t: u32) -> vec2f {
   let chunks = decodeChunks(CHUNK);
   let row = (bh * p.L + i) * chunks * (DV + 2u);
-
   var m = NEG;
   for (var c = 0u; c < chunks; c++) {
     let at = row + c * (DV + 2u);
@@ -48,20 +37,37 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   }
   var inv = 0.0;
   if (l > 0.0) { inv = 1.0 / l; }
-
-  let o = (b * p.L + i) * p.oStride + h * DV;
+  let o = ((bh / p.H) * p.L + i) * p.oStride + (bh % p.H) * DV;
   for (var d = t; d < DV; d += WG) {
     var a = 0.0;
     for (var c = 0u; c < chunks; c++) {
       let at = row + c * (DV + 2u);
       if (part[at + 1u] > 0.0) { a += part[at + 2u + d] * exp(part[at] - m); }
     }
-    out[o + d] = a * inv;
+    ${store('o + d', 'a * inv')}
   }
+  return vec2f(m, l);
+}
+`;
+
+export function decodeReduceShader({ dv, chunk = DECODE_CHUNK }) {
+  return /* wgsl */ `${attentionParams}
+const DV = ${dv}u;
+const CHUNK = ${chunk}u;
+const WG = ${DECODE_WORKGROUP}u;
+
+@group(0) @binding(1) var<storage, read> part: array<f32>;         // [B·H, L, chunks, DV + 2]
+@group(0) @binding(2) var<storage, read_write> out: array<f32>;    // heads, row (b, i) at (b·L + i)·oStride
+@group(0) @binding(3) var<storage, read_write> stats: array<f32>;  // [B, H, L, 2]: (m, l)
+${rowTableWgsl(4)}${combineChunksWgsl((at, value) => `out[${at}] = ${value};`)}
+// Grid: (L, B·H, 1).
+@compute @workgroup_size(${DECODE_WORKGROUP})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u32) {
+  let ml = combineChunks(wg.y, wg.x, t);
   if (t == 0u) {
-    let st = (bh * p.L + i) * 2u;
-    stats[st] = m;
-    stats[st + 1u] = l;
+    let st = (wg.y * p.L + wg.x) * 2u;
+    stats[st] = ml.x;
+    stats[st + 1u] = ml.y;
   }
 }
 `;

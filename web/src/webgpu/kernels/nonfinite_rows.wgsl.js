@@ -60,14 +60,15 @@ fn addBits(a: u32, b: u32) -> u32 {
 }
 `;
 
-const header = ({ dk, dv, wg }) => `${paramsWgsl(NONFINITE_PARAMS)}${attentionHelpers}${IEEE}
+/** The NaN rule kernels' uniform block, IEEE helpers and widths (decode_reduce_nan.wgsl.js too). */
+export const nanRuleHeader = ({ dk, dv, wg }) => `${paramsWgsl(NONFINITE_PARAMS)}${attentionHelpers}${IEEE}
 const DK = ${dk}u;
 const DV = ${dv}u;
 const WG = ${wg}u;
 `;
 
 // One row's scores, IEEE: maskedScore() of attention_common.wgsl.js on the bits.
-const SCORES = /* wgsl */ `
+export const NAN_RULE_SCORES = /* wgsl */ `
 const MASKED = 0xffffffffu;  // a masked key (a NaN the IEEE functions never return: theirs is NAN_BITS)
 
 // A mask entry's effect on score s: MASKED, or s plus the entry (a NaN or +Inf entry too).
@@ -96,28 +97,35 @@ fn score(b: u32, h: u32, i: u32, j: u32) -> u32 {
 // step on an encoded cache sits after all of them: gpu_encode.js).
 fn lastKey(b: u32, i: u32) -> u32 { return min(i + shiftOf(b) + 1u, p.S); }
 
-// Whether a mask entry of row (b, i) at key j is a NaN or +Inf (-Inf arrives as the sentinel).
+// Whether a mask entry of query (b, h, i) at key j is a NaN or +Inf (-Inf arrives as the sentinel).
+fn headMaskNonFinite(b: u32, h: u32, i: u32, j: u32) -> bool {
+  let at = amAt(b, h, i, j);
+  return (p.hasKpm != 0u && nonFinite(kpm[b * p.S + j])) || (at >= 0 && nonFinite(am[u32(at)]));
+}
+
+// The same for any head of row (b, i): a per-head mask has an entry per head, the others one for
+// every head (head 0's).
 fn maskNonFinite(b: u32, i: u32, j: u32) -> bool {
-  var found = p.hasKpm != 0u && nonFinite(kpm[b * p.S + j]);
-  // A per-head mask has an entry per head, the others one for every head (head 0's).
-  for (var h = 0u; h < select(1u, p.H, p.amKind == 2u); h++) {
-    let at = amAt(b, h, i, j);
-    found = found || (at >= 0 && nonFinite(am[u32(at)]));
-  }
+  var found = false;
+  for (var h = 0u; h < select(1u, p.H, p.amKind == 2u); h++) { found = found || headMaskNonFinite(b, h, i, j); }
   return found;
 }
 `;
 
 // Head h of row (b, i) computed again; returns whether it is NaN (averaged weights: the caller).
-const HEAD_ROW = /* wgsl */ `
+// Without `sinks` and `weights` (the decode reduce's rule, decode_reduce_nan.wgsl.js: a call with
+// neither) the kernel has no such bindings, and their lines are left out.
+export const headRowWgsl = ({ sinks = true, weights = true } = {}) => {
+  const ifSinks = (line) => (sinks ? line : '');
+  const ifWeights = (line) => (weights ? line : '');
+  return /* wgsl */ `
 fn headRow(b: u32, h: u32, i: u32) -> bool {
   let o = (b * p.L + i) * p.oStride + h * DV;
-  let wAt = ((b * p.H + h) * p.L + i) * p.S;
-  let perHead = p.hasWeights != 0u && p.average == 0u;
+  ${ifWeights('let wAt = ((b * p.H + h) * p.L + i) * p.S;\n  let perHead = p.hasWeights != 0u && p.average == 0u;')}
   let j1 = lastKey(b, i);  // keys [firstKey(b, i), j1) by the position rule
-  var nan = p.hasSinks != 0u && isNan(sinks[h]);
+  var nan = false;
   var sink = NEG;  // a -Inf sink arrives as the sentinel: none
-  if (p.hasSinks != 0u && !nan) { sink = max(sink, bitcast<f32>(sinks[h])); }
+  ${ifSinks('nan = p.hasSinks != 0u && isNan(sinks[h]);\n  if (p.hasSinks != 0u && !nan) { sink = max(sink, bitcast<f32>(sinks[h])); }')}
   // Most such rows are NaN, for a flagged key's score: found first, a dot product per flagged
   // key, before the scan of every key's (a NaN query finds its NaN at the first key there).
   for (var j = firstKey(b, i); j < j1 && !nan; j++) {
@@ -137,7 +145,7 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
   nan = nan || (seesKey && !live);
   let fill = select(0u, NAN_BITS, nan);
   for (var c = 0u; c < DV; c++) { heads[o + c] = fill; }
-  for (var j = 0u; perHead && j < p.S; j++) { weights[wAt + j] = fill; }
+  ${ifWeights('for (var j = 0u; perHead && j < p.S; j++) { weights[wAt + j] = fill; }')}
   if (nan || !live) { return nan; }
   var l = select(0.0, exp(sink - m), sink > MASKED_AT);
   for (var j = firstKey(b, i); j < j1; j++) {
@@ -145,26 +153,27 @@ fn headRow(b: u32, h: u32, i: u32) -> bool {
     if (s != MASKED && s != NEG_INF) { l += exp(bitcast<f32>(s) - m); }
   }
   let inv = 1.0 / l;
-  let avg = (b * p.L + i) * p.S;
+  ${ifWeights('let avg = (b * p.L + i) * p.S;')}
   for (var j = firstKey(b, i); j < j1; j++) {
     let s = score(b, h, i, j);
     if (s == MASKED) { continue; }
     var e = 0.0;  // a score of -Inf: weight 0, and its 0·v is added
     if (s != NEG_INF) { e = exp(bitcast<f32>(s) - m); }
     for (var c = 0u; c < DV; c++) { heads[o + c] = addBits(heads[o + c], mulBits(bitcast<u32>(e), vBits(keyRow(b, j), kvHead(h), c))); }
-    if (perHead) { weights[wAt + j] = bitcast<u32>(e * inv); }
-    if (p.hasWeights != 0u && p.average != 0u) { weights[avg + j] = bitcast<u32>(bitcast<f32>(weights[avg + j]) + e * inv * (1.0 / f32(p.H))); }
+    ${ifWeights(`if (perHead) { weights[wAt + j] = bitcast<u32>(e * inv); }
+    if (p.hasWeights != 0u && p.average != 0u) { weights[avg + j] = bitcast<u32>(bitcast<f32>(weights[avg + j]) + e * inv * (1.0 / f32(p.H))); }`)}
   }
   for (var c = 0u; c < DV; c++) { heads[o + c] = mulBits(heads[o + c], bitcast<u32>(inv)); }
   return false;
 }
 `;
+};
 
 // Without the row table (a call on every row at one length, its window, if any, in the rows'
 // own positions: windowIds 0): batch b is row b at p.shift. The table would be this kernel's
 // ninth storage binding, which a device may lack (WebGPU's default limit is 8): the variant that
 // reads it is compiled only for a call whose table holds something (call_kernels.js).
-const SAME_ROWS = /* wgsl */ `
+export const SAME_ROWS = /* wgsl */ `
 fn cacheRow(b: u32) -> u32 { return b; }
 fn shiftOf(b: u32) -> u32 { return p.shift; }
 fn positionId(b: u32, i: u32) -> u32 { return p.shift + i; }
@@ -179,14 +188,14 @@ fn positionId(b: u32, i: u32) -> u32 { return p.shift + i; }
 export function nonFiniteRowsShader({ dk, dv, dtype, heads, rows = false }) {
   // One workgroup per row, sized to its query's heads·dk values (workgroup_size.js).
   const wg = rowWorkgroup(heads * dk);
-  return /* wgsl */ `${header({ dk, dv, wg })}
+  return /* wgsl */ `${nanRuleHeader({ dk, dv, wg })}
 @group(0) @binding(1) var<storage, read> kpm: array<u32>;
 @group(0) @binding(2) var<storage, read> am: array<u32>;
 @group(0) @binding(3) var<storage, read> q: array<u32>;
 ${kvBitsReads({ kv: dtype, dk, dv })}@group(0) @binding(6) var<storage, read> sinks: array<u32>;
 @group(0) @binding(7) var<storage, read_write> heads: array<u32>;    // row (b, i), head h at (b·L + i)·oStride + h·DV
 @group(0) @binding(8) var<storage, read_write> weights: array<u32>;  // [B, L, S] or [B, H, L, S]
-${rows ? rowTableWgsl(9) : SAME_ROWS}${SCORES}${HEAD_ROW}
+${rows ? rowTableWgsl(9) : SAME_ROWS}${NAN_RULE_SCORES}${headRowWgsl()}
 var<workgroup> dirty: atomic<u32>;
 
 @compute @workgroup_size(${wg})

@@ -42,3 +42,11 @@ export function splitFits(limits, chunk, { batchHeads, rows, keys, dv }) {
 
 /** The variant family of a path: 'decode', or 'attention' (the flash variants). */
 export const attentionFamily = (path) => (path === 'decode' ? 'decode' : 'attention');
+
+/**
+ * Whether a call's NaN rule runs in its decode reduce (decode_reduce_nan.wgsl.js, the variant's
+ * `reduceNan`) rather than in a dispatch of its own (nonfinite_rows.wgsl.js): a cached call on
+ * the decode path that asks for no weights and has no sinks, whose kernels run between the two.
+ * call: { plan, config, path, cache }.
+ */
+export const nanRuleInReduce = ({ plan, config, path, cache }) => path === 'decode' && Boolean(cache) && !plan.needWeights && !config.sinks;
