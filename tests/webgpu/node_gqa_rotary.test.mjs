@@ -83,24 +83,28 @@ describe('WebGPU vs WASM: grouped-query attention and rotary embeddings', () => 
   }
 });
 
-// A cached step whose query, key and value are one array (one Q/K/V projection) is rotated by its
-// cache append, in the workgroup of each new row (cache_append.wgsl.js with qHeads), not by a
-// dispatch of its own; a step whose key is another array keeps the rotary kernel. Each step of
-// each case against WASM on a WASM cache: prefill (flash) and single rows (decode), both layouts,
-// partial dims, positionIds, every cache dtype.
-test('a cached Q/K/V step rotates in its append, as WASM does; a key of its own keeps the rotary dispatch', async () => {
+// A cached step whose query, key and value are one array (one Q/K/V projection) is normed (qk-norm)
+// and rotated by its cache append, in the workgroup of each new row (cache_append.wgsl.js with
+// `prepare`), not by dispatches of their own; a step whose key is another array keeps the qk-norm
+// and rotary kernels. Each step of each case against WASM on a WASM cache: prefill (flash) and
+// single rows (decode), both layouts, partial dims, positionIds, every cache dtype.
+test('a cached Q/K/V step norms and rotates in its append, as WASM does; a key of its own keeps their dispatches', async () => {
   const kernels = [];
   passHooks.onDispatches = (dispatches) => kernels.push(...dispatches.map((d) => d.kernel.replace('webattention ', '')));
   const x = (seed, L, E, B = 2) => ({ data: filled(B * L * E, seed), shape: [B, L, E] });
   const ids = (first, L) => ({ data: Int32Array.from({ length: 2 * L }, (_, at) => first + (at % L) * 2 + Math.floor(at / L)), shape: [2, L] });
+  const own = (k) => k.startsWith('rotary') || k.startsWith('qkNorm');  // the steps' own kernels
   const cases = [
-    [{ embedDim: 32, numHeads: 4, numKvHeads: 2, rotary: {} }, 'float32', false],
-    [{ embedDim: 24, numHeads: 3, numKvHeads: 1, headDim: 8, rotary: { dim: 6, interleaved: true, base: 500 } }, 'int8', false],
-    [{ embedDim: 16, numHeads: 2, rotary: { dim: 4 } }, 'float16', true],
+    [{ embedDim: 32, numHeads: 4, numKvHeads: 2, rotary: {} }, 'float32', false, 'rope'],
+    [{ embedDim: 24, numHeads: 3, numKvHeads: 1, headDim: 8, rotary: { dim: 6, interleaved: true, base: 500 } }, 'int8', false, 'rope'],
+    [{ embedDim: 16, numHeads: 2, rotary: { dim: 4 } }, 'float16', true, 'rope'],
+    [{ embedDim: 32, numHeads: 4, numKvHeads: 2, qkNorm: { eps: 1e-3 }, rotary: { dim: 4 } }, 'float32', false, 'norm+rope'],
+    [{ embedDim: 16, numHeads: 2, qkNorm: {} }, 'int8', false, 'norm'],
   ];
   try {
-    for (const [create, dtype, withIds] of cases) {
+    for (const [create, dtype, withIds, prepare] of cases) {
       const E = create.embedDim;
+      const what = `${JSON.stringify(create)} ${dtype}`;
       const modules = [await api.MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu }), await api.MultiHeadAttention.create(create)];
       const sd = randomStateDict(modules[0].stateDictShapes, 3);
       const caches = modules.map((m) => { m.loadStateDict(sd); return m.createCache({ maxLength: 32, dtype, batchSize: 2 }); });
@@ -110,15 +114,15 @@ test('a cached Q/K/V step rotates in its append, as WASM does; a key of its own 
         const options = (i) => ({ cache: caches[i], ...(withIds ? { positionIds: ids(first, L) } : {}) });
         kernels.length = 0;
         const [onGpu, onWasm] = await Promise.all(modules.map((m, i) => m.forward(input, input, input, options(i))));
-        assertClose(onGpu.output, onWasm.output, `${JSON.stringify(create.rotary)} ${dtype}, rows ${first}…`);
-        assert.ok(!kernels.some((k) => k.startsWith('rotary')) && kernels.some((k) => /^cacheAppend:.*:q\d+$/.test(k)), `kernels: ${kernels}`);
+        assertClose(onGpu.output, onWasm.output, `${what}, rows ${first}…`);
+        assert.ok(!kernels.some(own) && kernels.some((k) => k.startsWith('cacheAppend') && k.endsWith(`:${prepare}`)), `${what}: kernels ${kernels}`);
       }
-      // Key and value another array than the query: Q and K of two projections, the rotary kernel's.
+      // Key and value another array than the query: Q and K of two projections, the steps' own kernels.
       kernels.length = 0;
       const [key, query] = [x(5, 1, E), x(6, 1, E)];
       const [onGpu, onWasm] = await Promise.all(modules.map((m, i) => m.forward(query, key, key, { cache: caches[i] })));
-      assertClose(onGpu.output, onWasm.output, `${dtype}: a key of its own`);
-      assert.ok(kernels.some((k) => k.startsWith('rotary')) && !kernels.some((k) => /:q\d+$/.test(k)), `kernels: ${kernels}`);
+      assertClose(onGpu.output, onWasm.output, `${what}: a key of its own`);
+      assert.ok(kernels.some(own) && !kernels.some((k) => k.endsWith(`:${prepare}`)), `${what}: kernels ${kernels}`);
       modules.forEach((m) => m.dispose());
     }
   } finally {

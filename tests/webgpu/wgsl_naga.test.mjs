@@ -24,7 +24,7 @@ const problems = {
   q8rows: [{}],
 };
 const kernelProblems = {
-  cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }, { dk: 12, dv: 20, dtype, heads: 2, qHeads: 6 }]),
+  cacheAppend: CACHE_DTYPES.flatMap((dtype) => [{ dk: 12, dv: 20, dtype, heads: 3 }, { dk: 1, dv: 300, dtype, heads: 1 }, ...['rope', 'norm', 'norm+rope'].map((prepare) => ({ dk: 12, dv: 20, dtype, heads: 2, qHeads: 6, prepare }))]),
   weights: [{ dk: 64 }, ...narrowCaches.map((dtype) => ({ dk: 12, dtype }))],
   nonFiniteRows: CACHE_DTYPES.flatMap((dtype) => [false, true].map((rows) => ({ dk: 12, dv: 20, dtype, heads: rows ? 2 : 40, rows }))),
 };

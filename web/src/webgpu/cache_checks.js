@@ -4,7 +4,7 @@ import { CacheError, MemoryError } from '../base/errors.js';
 import { deviceInputs, inWords, isDeviceCall } from '../base/gpu_tensors.js';
 import { Usage } from './device.js';
 import { cachedPasses } from './cached_passes.js';
-import { callRows, firstPositions, windowIds } from './forward_encode.js';
+import { callRows, firstPositions, windowIds } from './call_rows.js';
 import { KEEP_INPUT_ROWS } from './gpu_kv_cache.js';
 
 /** Storage buffers the NaN rule's kernel binds in a call whose kernels read a row table (its ninth). */

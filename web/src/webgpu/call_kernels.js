@@ -10,7 +10,8 @@ import { programPipeline } from './pipelines.js';
 import { packedKey } from './kernels/packed_values.wgsl.js';
 import { deviceInputs, gpuResultDtype } from '../base/gpu_tensors.js';
 import { projectionFamilies, q8Pipelines } from './q8_projection.js';
-import { callTable, rotatesInAppend } from './forward_encode.js';
+import { callTable } from './call_rows.js';
+import { prepareInAppend } from './input_steps.js';
 import { idOf, keptPer } from './kept_values.js';
 
 const bucket = (n) => 2 ** Math.ceil(Math.log2(Math.max(1, n)));
@@ -164,18 +165,18 @@ export function cachePipelineProblems({ headDim: dk, valueHeadDim: dv, numKvHead
 // Every pipeline of the call: the variants' (`own`) and the kernels the call needs.
 async function callPipelines(device, args, own) {
   const { plan, config, cache } = args;
-  const inAppend = rotatesInAppend(args);  // the append rotates: no rotary pipeline
+  const prepare = prepareInAppend(args);  // steps the append takes: no pipelines of their own
   const { headDim: dk } = config;
   const narrow = narrowCacheDtype(cache);
   const cacheOwn = cache ? cachePipelineProblems(config, cache.dtype, Boolean(callTable(plan))) : null;
   const { halfInputs, halfResults } = halfData(plan);
   const [linearPipelines, q8, attention, decodeReduce, rotary, append, weights, sinks, qkNorm, nonFiniteRows, widenHalf, narrowHalf] = await Promise.all([
     Promise.all(own.linear), own.q8, own.attention, own.decodeReduce,
-    config.rotary && !inAppend ? programPipeline(device, KERNELS.rotary) : null,
-    cacheOwn && programPipeline(device, KERNELS.cacheAppend, inAppend ? { ...cacheOwn.append, qHeads: config.numHeads } : cacheOwn.append),
+    config.rotary && !prepare ? programPipeline(device, KERNELS.rotary) : null,
+    cacheOwn && programPipeline(device, KERNELS.cacheAppend, prepare ? { ...cacheOwn.append, qHeads: config.numHeads, prepare } : cacheOwn.append),
     plan.needWeights ? programPipeline(device, KERNELS.weights, narrow ? { dk, dtype: narrow } : { dk }) : null,
     config.sinks ? programPipeline(device, KERNELS.sinks) : null,
-    config.qkNorm ? programPipeline(device, KERNELS.qkNorm) : null,
+    config.qkNorm && !prepare ? programPipeline(device, KERNELS.qkNorm) : null,
     cacheOwn && !nanRuleInReduce(args) ? programPipeline(device, KERNELS.nonFiniteRows, cacheOwn.nonFiniteRows) : null,
     halfInputs ? programPipeline(device, KERNELS.widenHalf) : null,
     halfResults ? programPipeline(device, KERNELS.narrowHalf) : null,

@@ -3,6 +3,7 @@
 //   input projections   linear      Q = query·W_qᵀ + b_q (K, V alike, numKvHeads heads; fused
 //                                   into one dispatch when query, key and value are one array,
 //                                   or key and value: linear_problems.js)
+//   qk-norm (optional)  qkNorm      each head of Q and K RMS-normed in place (input_steps.js)
 //   rotary (optional)   rotary      Q and K rotated in place at positions 0…L−1 / 0…S−1
 //                                   (with a KV cache: n…n+L−1, n = its length before), or
 //                                   at the call's positionIds [B, L]; one dispatch for both
@@ -10,7 +11,9 @@
 //   cache (optional)    cacheAppend the new K and V rows written into the cache's ring (float32,
 //                                   or narrow: float16 / int8), which the attention kernels then
 //                                   read where stored (bottom-right causal, window), and a flag
-//                                   per new slot for the NaN rule: K or V non-finite
+//                                   per new slot for the NaN rule: K or V non-finite; for Q, K
+//                                   and V of one projection it takes the qk-norm and RoPE first,
+//                                   in place of their dispatches (input_steps.js's prepareInAppend())
 //   attention           flash       softmax(Q Kᵀ/√d_k + masks) V per (batch, head), online
 //                                   softmax, no L×S buffer; writes each row's max and sum
 //     or, for L <= DECODE_MAX_L     split-K: decode_partial (one workgroup per chunk of keys of
@@ -35,39 +38,20 @@ import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
 import { BATCH } from '../base/batch_protocol.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
-import { consecutiveTable, rotaryTable } from './rotary_table.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
 import { linearUniforms } from './kernels/linear_common.wgsl.js';
 import { blockBuffers } from './weight_storage.js';
 import { encodeQ8Linear } from './q8_projection.js';
 import { WEIGHTS_WORKGROUP } from './kernels/attention_weights.wgsl.js';
-import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
-import { APPEND_PARAMS, ROTARY_APPEND_PARAMS, cacheAppendGrid } from './kernels/cache_append.wgsl.js';
 import { SINKS_PARAMS, SINKS_WORKGROUP } from './kernels/attention_sinks.wgsl.js';
-import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 import { NONFINITE_PARAMS } from './kernels/nonfinite_rows.wgsl.js';
-import { cacheHeadWords } from './kernels/cache_narrow.wgsl.js';
 import { isAttentionOnly } from '../base/attention_only.js';
 import { nanRuleInReduce } from './selection/attention_path.js';
+import { callRows, callTable, rowTableOf, windowIds } from './call_rows.js';
+import { encodeInputSteps } from './input_steps.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
-
-/**
- * A cached call's rows at lengths of their own (a call on some `rows`, or rows of unequal
- * lengths), or null when every row is at one length: { table: Uint32Array [B, 2] (batch b's cache
- * row and its length before the call: kernels/row_table.wgsl.js), least (the least of those
- * lengths, the decode grid's first window) }.
- */
-export function callRows(plan) {
-  const { rows, lengthsBefore } = plan.cache ?? {};
-  if (!lengthsBefore || (!rows && lengthsBefore.every((n) => n === lengthsBefore[0]))) return null;
-  if (!rowsOfPlan.has(plan)) rowsOfPlan.set(plan, { table: rowPairs(plan), least: Math.min(...firstPositions(plan)) });
-  return rowsOfPlan.get(plan);
-}
-// plan → callRows(plan): one table per call. Only such calls are kept: a WeakMap entry per call
-// of every decode step (a replay's plans are new at each token) cost a profile's twentieth.
-const rowsOfPlan = new WeakMap();
 
 /** Keys a replay's bound covers: a multiple of this many (keysBound()). */
 export const STEP_KEYS = 256;
@@ -83,55 +67,6 @@ export const STEP_KEYS = 256;
 export function keysBound(plan) {
   return plan.batch?.[BATCH.replayable] && plan.cache && plan.S > 0 ? cdiv(plan.T, STEP_KEYS) * STEP_KEYS : null;
 }
-
-/** Each batch row's cache row: the call's `rows`, else its own. */
-const cacheRowOf = ({ cache: { rows } }, b) => (rows ? rows[b] : b);
-
-/** Each batch row's first new position: its cache row's length before the call. */
-export const firstPositions = (plan) =>
-  Array.from({ length: plan.B }, (_, b) => plan.cache.lengthsBefore?.[cacheRowOf(plan, b)] ?? plan.cache.lengthBefore);
-
-/** The row table's head, [B, 2]: each batch row's cache row and first position. */
-const rowPairs = (plan) => Uint32Array.from(firstPositions(plan).flatMap((n, b) => [cacheRowOf(plan, b), n]));
-
-/**
- * A cached call's positionIds where they move its cache's window (docs/attention-math/decoding.md §9), or
- * null: the cache has a window and some id is not its row's own position (its first new position
- * plus the row index), as the core's window_in_ids(). Otherwise the kernels' plain rule is the same
- * rule, and the call keeps the plain kernels' table, uniforms and pipelines.
- */
-export function windowIds(plan) {
-  const { positionIds: ids, L, cache } = plan;
-  if (!ids || !cache?.storage?.window) return null;
-  const firsts = firstPositions(plan);
-  return ids.some((id, at) => id !== firsts[Math.floor(at / L)] + (at % L)) ? ids : null;
-}
-
-/**
- * The row table a cached call's kernels read (kernels/row_table.wgsl.js), or null when they read
- * none: callRows()'s, and with windowIds() every batch's row and first position followed by the
- * ids, [B, L] from word 2B on.
- */
-export function callTable(plan) {
-  const ids = windowIds(plan);
-  const rows = callRows(plan);
-  if (!ids && !rows) return null;
-  if (!tableOfPlan.has(plan)) {
-    let table = rows?.table ?? null;
-    if (ids) {
-      const head = table ?? rowPairs(plan);
-      table = new Uint32Array(head.length + ids.length);
-      table.set(head);
-      table.set(ids, head.length);
-    }
-    tableOfPlan.set(plan, table);
-  }
-  return tableOfPlan.get(plan);
-}
-const tableOfPlan = new WeakMap();  // plan → callTable(plan): one upload per call
-
-// The row table's binding (a placeholder word when the call's kernels read none).
-const rowTableOf = (ctx, table) => (table ? ctx.upload(table, 'row table') : ctx.buffer(1, Usage.STORAGE, 'no row table'));
 
 /** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
 function maskToF32(mask) {
@@ -170,11 +105,10 @@ function encodeProjection(ctx, kernels, problem, bindings, role) {
   return ctx.dispatch(kernels.pipelines.linear(problem), ctx.uniform(linearUniforms(problem)), bindings, kernels.variants.linear.grid(problem));
 }
 
-// The input projections, rotary and cache append; returns the attention operands { q, k, v }.
+// The input projections, then qk-norm, RoPE and the cache append; returns the attention operands { q, k, v }.
 function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
-  const { B, L, S } = plan;
-  const { buffer, upload, uniform, dispatch, params } = ctx;
-  const { numHeads: H, numKvHeads: G, headDim: dk, valueHeadDim: dv, rotary } = config;
+  const { buffer, upload, params } = ctx;
+  const { headDim: dk, valueHeadDim: dv } = config;
   // Attention only (api/attention_engines.js): query, key and value are Q, K and V as given.
   if (isAttentionOnly(config)) {
     const operand = (data, role, d) => ({ buf: upload(data, role), off: 0, stride: d });
@@ -185,98 +119,9 @@ function encodeInputs(ctx, { plan, config, cache, problems, kernels }) {
       [upload(plan[input], input), params.win, params.bin, buffer(floats, Usage.STORAGE, out), ...blockBuffers(params, 'win')], out);
   }
   const operand = (at) => at && { buf: ctx.buffers.get(at.role), off: at.off, stride: at.stride };
-  let [q, k, v] = [operand(problems.q), operand(problems.k), operand(problems.v)];
-  if (config.qkNorm) {  // before RoPE, as the core does
-    const normalize = ({ buf, off, stride }, count, heads, weights) => dispatch(kernels.pipelines.qkNorm,
-      uniform(packParams(QK_NORM_PARAMS, { count, heads, headDim: dk, off, stride, eps: config.qkNorm.eps })),
-      [weights, buf], [cdiv(heads, QK_NORM_WORKGROUP), count, B]);
-    if (q) normalize(q, L, H, params.qNorm);
-    if (k) normalize(k, S, G, params.kNorm);
-  }
-  // With a cache and Q, K and V of one projection, the append rotates them (rotatesInAppend()).
-  const inAppend = rotatesInAppend({ plan, config, cache, problems });
-  if (rotary && !inAppend) encodeRotary(ctx, { plan, config, kernels }, q, k);
-  // A step on an encoded cache appends nothing (S = 0): its attention reads the cache as stored.
-  if (cache) [k, v] = k ? appendToCache(ctx, { plan, config, cache, kernels }, k, v, inAppend ? q : null) : storedOperands(cache, config);
+  const q = operand(problems.q);
+  const { k, v } = encodeInputSteps(ctx, { plan, config, cache, problems, kernels }, { q, k: operand(problems.k), v: operand(problems.v) });
   return { q, k, v };
-}
-
-/**
- * Whether a call's RoPE is applied by its cache append (cache_append.wgsl.js with qHeads) rather
- * than by a dispatch of its own (rotary.wgsl.js): a cached call that appends rows and projects Q,
- * K and V as one product ('qkv' rows, linear_problems.js), so that a row's query and key heads are
- * one buffer's, which the append's workgroup of that row rotates before it stores K.
- * call: { plan, config, cache, problems }.
- */
-export const rotatesInAppend = ({ plan, config, cache, problems }) => Boolean(config.rotary && cache && plan.S > 0 && problems.q?.role === 'qkv');
-
-// The rotary dispatches: Q's and K's heads rotated in place at the call's positions.
-function encodeRotary(ctx, { plan, config, kernels }, q, k) {
-  const { B, L, S } = plan;
-  const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
-  const half = rotary.dim / 2;
-  const { table: data, batchRows } = callRotaryTable(plan, config);
-  const table = ctx.upload(data, 'rotary table');
-  const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
-    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
-    [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
-  // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
-  // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
-  if (q && k && q.buf === k.buf && q.stride === k.stride && k.off === q.off + H * dk && L === S) {
-    rotate(q, L, H + G);
-  } else {
-    rotate(q, L, H);
-    rotate(k, S, G);
-  }
-}
-
-/**
- * The rotary table a call uploads: { table (rotary_table.js), batchRows (the rotary kernel's: 0
- * for one table the batches share, else L: a row per batch and query) }. One table for queries
- * (positions first…first+L−1) and keys (first…first+S−1), first the cache's length before the call
- * (else 0), shared by the batches; with positionIds a row per (batch, query), queries and keys
- * alike (S = L), and rows at lengths of their own each from its own length (as positionIds would).
- */
-export function callRotaryTable(plan, { rotary }) {
-  const { B, L, S, cache } = plan;
-  const perRow = cache && !plan.positionIds ? callRows(plan) : null;
-  const ids = plan.positionIds
-    ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
-  const first = cache ? cache.lengthBefore : 0;
-  return { table: ids ? rotaryTable(rotary, ids) : consecutiveTable(rotary, first, Math.max(L, S)), batchRows: ids ? L : 0 };
-}
-
-// A cache's K and V as the attention kernels' operands (strides in floats, or in words narrow).
-const storedOperands = (cache, { numKvHeads: G, headDim: dk, valueHeadDim: dv }) => [
-  { buf: cache.keys, off: 0, stride: G * cacheHeadWords(cache.dtype, dk) },
-  { buf: cache.values, off: 0, stride: G * cacheHeadWords(cache.dtype, dv) },
-];
-
-// The new K and V rows appended to the cache's ring in place (a float16 or int8 cache's rounded or
-// quantised: cache_narrow.wgsl.js) and each new slot's flag of the NaN rule, one dispatch; every
-// attention kernel then reads each cached position from the ring where it is stored, in the
-// cache's dtype (kv_reads.wgsl.js): no float32 copy of a narrow cache is made. With `q` (the
-// query operand, rotatesInAppend()) the append rotates Q and K first. Returns the { k, v }
-// operands (strides in floats, or in words narrow).
-function appendToCache(ctx, { plan, config, cache, kernels }, k, v, q) {
-  const { B, S } = plan;  // S: the rows appended (a plain step's L; an encoded cache's filling, its S)
-  const perRow = callRows(plan);
-  const values = {
-    count: S, kOff: k.off, kStride: k.stride, vOff: v.off, vStride: v.stride, capacity: cache.capacity,
-    first: plan.cache.lengthBefore, perRow: perRow ? 1 : 0, flagsOff: cache.flagsOffset,
-  };
-  const rowTable = rowTableOf(ctx, callTable(plan));
-  const grid = cacheAppendGrid({ count: S, B });
-  if (!q) {
-    ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(APPEND_PARAMS, values)), [k.buf, v.buf, cache.keys, cache.values, rowTable], grid);
-    return storedOperands(cache, config);
-  }
-  const { rotary } = config;
-  const { table, batchRows } = callRotaryTable(plan, config);
-  const rotation = { qOff: q.off, half: rotary.dim / 2, interleaved: rotary.interleaved ? 1 : 0, batchRows };
-  ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(ROTARY_APPEND_PARAMS, { ...values, ...rotation })),
-    [k.buf, cache.keys, cache.values, rowTable, ctx.upload(table, 'rotary table')], grid);
-  return storedOperands(cache, config);
 }
 
 /**

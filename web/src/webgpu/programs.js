@@ -202,7 +202,7 @@ export const fittingVariants = (family, device, problem) => Object.values(VARIAN
 // A kernel without variants: its key is its name and, where given, the problem's dk, dv, dtype
 // and heads ('weights:64', 'cacheAppend:64:64:int8:8', 'rotary:'); it fits every device the module does.
 function kernel(name, shader) {
-  const key = ({ dk, dv, dtype, heads, rows, qHeads } = {}) => `${name}:${[dk, dv, dtype, heads, rows ? 'rows' : undefined, qHeads ? `q${qHeads}` : undefined]
+  const key = ({ dk, dv, dtype, heads, rows, qHeads, prepare } = {}) => `${name}:${[dk, dv, dtype, heads, rows ? 'rows' : undefined, qHeads ? `q${qHeads}` : undefined, prepare || undefined]
     .filter((x) => x !== undefined).join(':')}`;
   return { name, fits: () => true, key, shader: (problem = {}) => shader(problem) };
 }
@@ -210,8 +210,8 @@ function kernel(name, shader) {
 /**
  * name → descriptor of the kernels without variants: 'rotary', 'sinks', 'qkNorm' (problem {}),
  * 'weights' ({ dk, dtype? }: a narrow cache's dtype K is read in), 'cacheAppend' ({ dk, dv,
- * dtype, heads, qHeads? }: a cached call's new K/V rows and their flags; with qHeads, its query's
- * heads, Q and K rotated first: forward_encode.js's rotatesInAppend()), 'nonFiniteRows' ({ dk, dv, dtype,
+ * dtype, heads, qHeads?, prepare? }: a cached call's new K/V rows and their flags; with prepare,
+ * Q's qHeads and K's heads normed and rotated first: input_steps.js's prepareInAppend()), 'nonFiniteRows' ({ dk, dv, dtype,
  * heads: numHeads }: a cached call's NaN rule, with rows: true for a call whose kernels read the row table: rows at lengths of their own, or positionIds that move a window), 'widenHalf' ({}: a float16 GPU input widened), 'narrowHalf' ({}: a float16 call's 'gpu-buffer' results rounded). (Activations 'int8''s row quantiser and product
  * are the q8rows and q8linear families', VARIANTS.)
  */

@@ -14,7 +14,8 @@
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
 import { UNIFORM_SLOT } from './encoding_context.js';
-import { callRotaryTable, decodeChunks, keysBound } from './forward_encode.js';
+import { decodeChunks, keysBound } from './forward_encode.js';
+import { callRotaryTable } from './input_steps.js';
 
 // The uniform fields that hold a cached call's length before it (its first new position):
 // cache_append.wgsl.js's `first`, the attention kernels' and the NaN rule's `shift`.

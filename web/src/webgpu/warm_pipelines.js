@@ -12,6 +12,7 @@ import { linearProblems } from './linear_problems.js';
 import { programPipeline } from './pipelines.js';
 import { q8LinearProblem, runsFamily } from './q8_projection.js';
 import { cachePipelineProblems } from './call_kernels.js';
+import { prepareOf } from './kernels/append_prepare.wgsl.js';
 
 // The linear problems a module can meet, whatever its inputs: self-attention, key = value, three
 // arrays (their pipeline keys differ only by the vec4-load flavour; rows do not matter).
@@ -65,14 +66,14 @@ export async function warmPipelines(device, config) {
  * compiling rather than at the first cached call, which awaits them (a failed compile is tried
  * again there): the append (kernels/cache_append.wgsl.js), the NaN rule's
  * (nonfinite_rows.wgsl.js), and the default decode variant's reduce with the rule in it
- * (decode_reduce_nan.wgsl.js), which a step without weights or sinks takes, and with RoPE the
- * append that rotates (forward_encode.js's rotatesInAppend()).
+ * (decode_reduce_nan.wgsl.js), which a step without weights or sinks takes, and with RoPE or a
+ * qk-norm the append that takes them (input_steps.js's prepareInAppend()).
  */
 export function warmCachePipelines(device, config, dtype) {
   const { append, nonFiniteRows } = cachePipelineProblems(config, dtype);
   const decode = fittingVariants('decode', device, { precision: config.gpuPrecision });
   const reduce = decode.find((v) => v.name === (pinnedVariant('decode') ?? preferredVariant('decode', 0, decode.map((d) => d.name))));
   const kernels = [[KERNELS.cacheAppend, append], [KERNELS.nonFiniteRows, nonFiniteRows], ...(reduce ? [[reduce.reduceNan, nonFiniteRows]] : []),
-    ...(config.rotary ? [[KERNELS.cacheAppend, { ...append, qHeads: config.numHeads }]] : [])];
+    ...(prepareOf(config) ? [[KERNELS.cacheAppend, { ...append, qHeads: config.numHeads, prepare: prepareOf(config) }]] : [])];
   for (const [kernel, problem] of kernels) programPipeline(device, kernel, problem).catch(() => {});
 }

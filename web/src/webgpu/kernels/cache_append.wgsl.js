@@ -17,6 +17,7 @@ import { paramsWgsl } from '../kernel_params.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { cacheHeadWords, quantiseMaxima, storeHelpersWgsl, storeRowWgsl } from './cache_narrow.wgsl.js';
 import { rowWorkgroup } from './workgroup_size.js';
+import { PREPARE_PARAMS, prepareBindingsWgsl, prepareRowWgsl, prepareSteps } from './append_prepare.wgsl.js';
 
 /** The append kernel's uniforms, in order (kernel_params.js makes the struct and the packing). */
 export const APPEND_PARAMS = [
@@ -31,17 +32,8 @@ export const APPEND_PARAMS = [
   ['flagsOff', 'u32', 'the flag of cache slot r at cacheK[flagsOff + r]: 1 when its K or V row holds a non-finite value'],
 ];
 
-/**
- * The uniforms of the append that rotates first (cacheAppendShader() with qHeads): the append's,
- * then the rotary kernel's (rotary.wgsl.js) for the query and key heads of each new row.
- */
-export const ROTARY_APPEND_PARAMS = [
-  ...APPEND_PARAMS,
-  ['qOff', 'u32', 'query row (b, i) at src[qOff + (b·count + i)·kStride]: Q, K and V rows of one projection'],
-  ['half', 'u32', 'rotary.dim / 2 pairs per head'],
-  ['interleaved', 'u32', '1: pairs (2j, 2j + 1); 0: (j, j + half)'],
-  ['batchRows', 'u32', 'row (b, i) reads table row b·batchRows + i (0: the batches share the positions)'],
-];
+/** The uniforms of an append that prepares its row (append_prepare.wgsl.js): the append's, then the steps'. */
+export const PREPARED_APPEND_PARAMS = [...APPEND_PARAMS, ...PREPARE_PARAMS];
 
 /** The kernel's grid: a workgroup per new row (`count` of them) and batch. */
 export const cacheAppendGrid = ({ count, B }) => [count, B, 1];
@@ -49,29 +41,28 @@ export const cacheAppendGrid = ({ count, B }) => [count, B, 1];
 /**
  * The append kernel of a cache of `dtype` ('float32' | 'float16' | 'int8') with `heads` K/V heads
  * of dk key and dv value values. Bindings: uniforms, srcK, srcV, cacheK (with the flags), cacheV,
- * the row table. With `qHeads` (a call whose Q, K and V rows are one projection's, and RoPE) the
- * workgroup first rotates its row's qHeads query and `heads` key heads in place, as the rotary
- * kernel would (rotary.wgsl.js), then stores the rotated K: one dispatch for both. Bindings then:
- * uniforms (ROTARY_APPEND_PARAMS), src (the projection, read and written: one binding, as WebGPU
- * binds a buffer written by a dispatch once), cacheK, cacheV, the row table, the rotary table.
+ * the row table. With `prepare` ('norm', 'rope' or 'norm+rope', append_prepare.wgsl.js: a call
+ * whose Q, K and V rows are one projection's) the workgroup first takes those steps over its
+ * row's qHeads query and `heads` key heads in place, then stores the K they made: one dispatch
+ * for all. Bindings then: uniforms (PREPARED_APPEND_PARAMS), src (the projection), cacheK,
+ * cacheV, the row table, and the steps' (prepareBindingsWgsl()).
  */
-export function cacheAppendShader({ dtype, dk, dv, heads, qHeads = 0 }) {
-  const [srcK, srcV] = qHeads ? ['src', 'src'] : ['srcK', 'srcV'];
+export function cacheAppendShader({ dtype, dk, dv, heads, qHeads = 0, prepare = '' }) {
+  const steps = prepareSteps(prepare);
+  const [srcK, srcV] = steps.length ? ['src', 'src'] : ['srcK', 'srcV'];
   const K = { src: srcK, cache: 'cacheK', from: 'kFrom', to: 'kTo', D: 'DK', W: 'KW', top: 'topK' };
   const V = { src: srcV, cache: 'cacheV', from: 'vFrom', to: 'vTo', D: 'DV', W: 'VW', top: 'topV' };
   const int8 = dtype === 'int8';
   // Each invocation takes every WG-th value (word) of the K and V rows.
   const wg = rowWorkgroup(heads * Math.max(dk, dv));
-  const sources = qHeads ? `@group(0) @binding(1) var<storage, read_write> src: array<u32>;
-@group(0) @binding(5) var<storage, read> table: array<f32>;  // [positions, half, 2]: (cos, sin)
-` : `@group(0) @binding(1) var<storage, read> srcK: array<u32>;
+  const sources = steps.length ? '@group(0) @binding(1) var<storage, read_write> src: array<u32>;\n' : `@group(0) @binding(1) var<storage, read> srcK: array<u32>;
 @group(0) @binding(2) var<storage, read> srcV: array<u32>;
 `;
-  const [cacheK, cacheV, rows] = qHeads ? [2, 3, 4] : [3, 4, 5];
-  return /* wgsl */ `${paramsWgsl(qHeads ? ROTARY_APPEND_PARAMS : APPEND_PARAMS)}
+  const [cacheK, cacheV, rows] = steps.length ? [2, 3, 4] : [3, 4, 5];
+  return /* wgsl */ `${paramsWgsl(steps.length ? PREPARED_APPEND_PARAMS : APPEND_PARAMS)}
 ${sources}@group(0) @binding(${cacheK}) var<storage, read_write> cacheK: array<u32>;
 @group(0) @binding(${cacheV}) var<storage, read_write> cacheV: array<u32>;
-${rowTableWgsl(rows, { shift: 'first', positions: false })}${qHeads ? rotateRowWgsl(qHeads) : ''}
+${rowTableWgsl(rows, { shift: 'first', positions: false })}${steps.length ? prepareBindingsWgsl(steps, rows + 1) + prepareRowWgsl(steps, qHeads) : ''}
 const G = ${heads}u;
 const DK = ${dk}u;
 const DV = ${dv}u;
@@ -95,7 +86,7 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
   // Zeroed by the kernel's own stores, not WGSL's zeroing (workgroup_zero.wgsl.js says why).
   if (t == 0u) { atomicStore(&found, 0u); }
   ${int8 ? 'for (var h = t; h < G; h += WG) { atomicStore(&topK[h], 0u); atomicStore(&topV[h], 0u); }' : ''}
-  ${qHeads ? 'rotateRow(b, i, t);\n  storageBarrier();  // the rotated K, read below by other invocations' : ''}
+  ${steps.length ? 'prepareRow(b, i, t);  // its writes visible to the stores below (its last barrier)' : ''}
   workgroupBarrier();
   ${int8 ? `${quantiseMaxima(K)}\n  ${quantiseMaxima(V)}\n  workgroupBarrier();` : ''}
   var bad = false;
@@ -108,30 +99,3 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) t: u3
 `;
 }
 
-// WGSL of rotateRow(b, i, t): the qHeads query heads and G key heads of new row (b, i) rotated in
-// place in src, each pair by one invocation (t of WG), as rotary.wgsl.js rotates them.
-const rotateRowWgsl = (qHeads) => /* wgsl */ `
-const QH = ${qHeads}u;
-fn rotateRow(b: u32, i: u32, t: u32) {
-  let row = (b * p.count + i) * p.kStride;
-  for (var e = t; e < (QH + G) * p.half; e += WG) {
-    let h = e / p.half;
-    let j = e % p.half;
-    var at = p.qOff + row + h * DK;
-    if (h >= QH) { at = p.kOff + row + (h - QH) * DK; }
-    var first = j;
-    var second = j + p.half;
-    if (p.interleaved != 0u) {
-      first = 2u * j;
-      second = 2u * j + 1u;
-    }
-    let r = ((b * p.batchRows + i) * p.half + j) * 2u;
-    let c = table[r];
-    let s = table[r + 1u];
-    let x = bitcast<f32>(src[at + first]);
-    let y = bitcast<f32>(src[at + second]);
-    src[at + first] = bitcast<u32>(x * c - y * s);
-    src[at + second] = bitcast<u32>(y * c + x * s);
-  }
-}
-`;
