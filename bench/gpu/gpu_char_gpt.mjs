@@ -4,8 +4,8 @@
 // Rows: CharGpt with its attention on WASM (one thread) and on WebGPU (a forward() per layer,
 // the rest float64 JS), and CharGptGpu (char_gpt_gpu.js: everything on the GPU, a GpuStep a
 // token). Per row, of a greedy generate() of golden.json's prompt (the run of R, after one
-// untimed, with the fastest median token): the prompt's step in ms (one forward on CharGpt, a step
-// per character on CharGptGpu), a generated token's ms (median) and tokens/s from it, whether
+// untimed, with the fastest median token): the prompt's step in ms (one forward on CharGpt, a
+// GpuBatch of its rows on CharGptGpu), a generated token's ms (median) and tokens/s from it, whether
 // every run's text is golden's greedy continuation, and the max |logit − golden| over the prompt.
 import { readFile } from 'node:fs/promises';
 import { benchAdapter } from './gpu_adapter.mjs';

@@ -2,14 +2,15 @@
 // kernels, gpu_ops.js, around the package's attention, a GpuStep a token) against PyTorch's golden
 // data (web/model/golden.json, float64 from the same F16 weights), with char_gpt.test.js's
 // tolerance: the logits at every prompt position and at the steps past the 128-character window
-// within 1e-4, and each step's greedy choice golden's (the 200-character continuation). A token is
-// one queue.submit() and its logits the one readback; generate() runs it as it runs CharGpt, the
+// within 1e-4, and each step's greedy choice golden's (the 200-character continuation), the same
+// positions through a long prompt's chunks (a GpuBatch each). A token is one queue.submit() and
+// its logits the one readback; generate() runs it as it runs CharGpt, the
 // same text again after reset(); calls made together run in turn, dispose() stops them; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import * as api from '#webattention';
-import { CharGptGpu } from '../../web/model/char_gpt_gpu.js';
+import { CharGptGpu, PREFILL_ROWS } from '../../web/model/char_gpt_gpu.js';
 import { MODEL_FILE } from '../../web/model/load_node.js';
 import { generate } from '../../web/model/generate.js';
 import { adapterName, device } from './node_setup.mjs';
@@ -36,6 +37,24 @@ describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
       next = argmax(row);
       return row;
     });
+  });
+
+  test('a prompt in chunks of PREFILL_ROWS: one submit and one readback a chunk; golden\'s logits at the positions past the window', async () => {
+    model.reset();
+    const ids = [...golden.promptIds, ...golden.greedyIds];  // 214 rows: four chunks
+    const { submits, maps, result: { logits } } = await counted(() => model.forward(ids));
+    const chunks = Math.ceil(ids.length / PREFILL_ROWS);
+    assert.ok(chunks >= 3, `${chunks} chunks`);
+    assert.deepEqual([submits, maps], [chunks, chunks]);
+    checkPromptLogits(logits.subarray(0, golden.promptIds.length * vocab));
+    for (const { position, logits: expected } of golden.stepLogits) {
+      const d = maxDiff(expected, logits, position);
+      assert.ok(d < TOLERANCE, `position ${position}: max |logit - golden| = ${d}`);
+    }
+    // Then a token a step again, the step recorded before the chunks replayed at the new length.
+    const { logits: next } = await model.forward([golden.greedyIds.at(-1)]);
+    assert.equal(model.length, ids.length + 1);
+    assert.ok(next.every(Number.isFinite));
   });
 
   test('generate() runs it as CharGpt: golden\'s greedy start, the same again after reset()', async () => {

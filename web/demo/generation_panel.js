@@ -7,7 +7,7 @@
 // continuation), data-gen-tokens-per-s, data-gen-backend ("wasm, 1 thread"), data-gen-vocab (the
 // model's characters, once fetched) and data-gen-runs (runs finished, done or not: a test waits
 // for it to change); pointing at a character sets data-gen-marked and data-gen-window-keys.
-import { GpuStep, MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
+import { GpuBatch, GpuStep, MultiHeadAttention, loadSafetensors, loadPackage } from './loaded_package.js';
 import { $, errorText } from './page.js';
 import { probeGpu } from './machine_panel.js';
 import { AttentionRows, prepareHeatmaps, startView, addCharacter, drawHeatmaps, clearView, initAttentionView } from './generation_attention.js';
@@ -54,7 +54,7 @@ async function modelFor(key) {
     .then(([{ CharGpt }, { CharGptGpu }, { generate }]) => ({ CharGpt, CharGptGpu, generate }));
   const { wholeModel, ...options } = BACKENDS[key];
   const Model = wholeModel ? runner.CharGptGpu : runner.CharGpt;
-  const model = await Model.load({ MultiHeadAttention, loadSafetensors, GpuStep }, await fetchWeights(), options);
+  const model = await Model.load({ MultiHeadAttention, loadSafetensors, GpuStep, GpuBatch }, await fetchWeights(), options);
   loaded = { key, model };
   return model;
 }

@@ -5,9 +5,14 @@
 // step.encode()), then replayed, one queue.submit() a token. Only the token's id goes up and its
 // logits come back (a copy into a mapped buffer): no activation leaves the GPU between layers.
 //
-// The same interface as CharGpt (char_gpt.js), so generate() runs either; one row a call, so a
-// prompt goes through a step per character. Float32 throughout: the logits are within the golden
-// tolerance of PyTorch's float64, not equal to char_gpt.js's (tests/webgpu/node_char_gpt_gpu.test.mjs).
+// A prompt (a call of several ids) goes through in chunks of up to PREFILL_ROWS rows, each one
+// GpuBatch: the same kernels over the chunk's rows, the attention's calls [1, rows, E] on the
+// caches, one submit and one readback a chunk, so that its time grows with the rows' work, not
+// with a step's cost per character.
+//
+// The same interface as CharGpt (char_gpt.js), so generate() runs either. Float32 throughout: the
+// logits are within the golden tolerance of PyTorch's float64, not equal to char_gpt.js's
+// (tests/webgpu/node_char_gpt_gpu.test.mjs).
 import { DisposedError, OptionError } from '../src/base/errors.js';
 import { configFrom } from './char_gpt.js';
 import { Tokenizer } from './tokenizer.js';
@@ -18,13 +23,16 @@ const COPY_DST = 0x8;
 const MAP_READ = 0x1;
 const disposed = () => new DisposedError('forward: the model was disposed', 'model');
 
+/** Rows of a prompt's chunk: the activations' buffers hold this many. */
+export const PREFILL_ROWS = 64;
+
 export class CharGptGpu {
   #api;
   #device;
   #blocks;       // [{ attn, cache }]
   #buffers;      // the activations and the token: { token, x, h, attended, hidden, logits, readback }
   #weights;      // the model's own weights' buffers (its attention's are its modules')
-  #token = new Uint32Array(1);  // the token id written in at each step
+  #tokens = new Uint32Array(PREFILL_ROWS);  // the ids written in: a step's one, a chunk's rows
   #ops;          // gpu_ops.js's modelOps() on the device
   #encodes;      // the model's own dispatches between the attention calls: [dispatches] (layers + 1)
   #step = null;  // the GpuStep of one token, once recorded
@@ -48,6 +56,7 @@ export class CharGptGpu {
    * The model of a char-gpt .safetensors file (bytes) on WebGPU. api: the package
    * ({ MultiHeadAttention, loadSafetensors, GpuStep }); options: { gpu (create()'s: a GPU or a
    * GPUDevice; else the package finds one), weightsDtype, activations, cacheDtype } as CharGpt.load()'s.
+   * A prompt's chunks are GpuBatches: `api.GpuBatch` too, where a prompt is given.
    */
   static async load(api, bytes, { gpu, weightsDtype, activations, cacheDtype } = {}) {
     const tensors = api.loadSafetensors(bytes);
@@ -96,7 +105,8 @@ export class CharGptGpu {
   }
 
   /**
-   * Appends the tokens `ids` at positions length … length + n − 1, a step each. Resolves to
+   * Appends the tokens `ids` at positions length … length + n − 1: one id a step, several in
+   * chunks of PREFILL_ROWS. Resolves to
    * { logits (Float64Array [n, vocab]), attention: null }; needWeights is an OptionError (the
    * attention's weights stay on the GPU's side of a step). Calls made together run in turn.
    */
@@ -118,43 +128,56 @@ export class CharGptGpu {
     return run;
   }
 
-  // forward()'s steps, one a token.
+  // forward()'s work: a step for one id, else the chunks of a prompt.
   async #steps(ids) {
     const vocab = this.config.vocab.length;
     const logits = new Float64Array(ids.length * vocab);
-    for (const [row, id] of ids.entries()) {
+    for (let at = 0; at < ids.length; at += PREFILL_ROWS) {
       if (this.#disposed) throw disposed();
-      this.#token[0] = id;
-      this.#device.queue.writeBuffer(this.#buffers.token, 0, this.#token);
-      if (this.#step) await this.#step.replay();
+      const rows = Math.min(PREFILL_ROWS, ids.length - at);
+      this.#tokens.set(ids.slice(at, at + rows));
+      this.#device.queue.writeBuffer(this.#buffers.token, 0, this.#tokens, 0, rows);
+      if (ids.length > 1) await this.#prefill(rows);
+      else if (this.#step) await this.#step.replay();
       else this.#step = await this.#record();
       const { readback } = this.#buffers;
-      await readback.mapAsync(MAP_READ);
-      logits.set(new Float32Array(readback.getMappedRange(), 0, vocab), row * vocab);
+      await readback.mapAsync(MAP_READ, 0, rows * vocab * 4);
+      logits.set(new Float32Array(readback.getMappedRange(0, rows * vocab * 4)), at * vocab);
       readback.unmap();
     }
     return { logits, attention: null };
   }
 
-  // The first token: the step's calls recorded and submitted.
+  // A prompt's chunk of `rows` ids (written in): the step's work over its rows, in a GpuBatch.
+  async #prefill(rows) {
+    const batch = new this.#api.GpuBatch();
+    const shape = [1, rows, this.config.embedDim];
+    await this.#layers(batch, shape, rows);
+    await batch.submit();
+  }
+
+  // The first single token: the step's calls recorded and submitted.
   async #record() {
     const step = new this.#api.GpuStep();
-    const { h, attended } = this.#buffers;
-    const shape = [1, 1, this.config.embedDim];
-    const input = { gpuBuffer: h, shape, dtype: 'float32' };
-    const out = { gpuBuffer: attended, shape, dtype: 'float32' };
-    const encode = (dispatches) => step.encode(this.#device, (encoder) => this.#ops.run(encoder, dispatches));
-    encode(this.#encodes[0]);
-    for (const [i, { attn, cache }] of this.#blocks.entries()) {
-      await attn.forward(input, input, input, { cache, output: 'gpu-buffer', out, batch: step });
-      encode(this.#encodes[i + 1]);
-    }
-    step.encode(this.#device, (encoder) => {
-      const { logits, readback } = this.#buffers;
-      encoder.copyBufferToBuffer(logits, 0, readback, 0, readback.size);
-    });
+    await this.#layers(step, [1, 1, this.config.embedDim], 1);
     await step.submit();
     return step;
+  }
+
+  // The model's work over `rows` rows recorded into `batch` (a GpuStep or a GpuBatch): its own
+  // kernels and the attention's calls [1, rows, E], then the rows' logits copied out.
+  async #layers(batch, shape, rows) {
+    const { h, attended, logits, readback } = this.#buffers;
+    const input = { gpuBuffer: h, shape, dtype: 'float32' };
+    const out = { gpuBuffer: attended, shape, dtype: 'float32' };
+    const encode = (dispatches) => batch.encode(this.#device, (encoder) => this.#ops.run(encoder, dispatches, rows));
+    encode(this.#encodes[0]);
+    for (const [i, { attn, cache }] of this.#blocks.entries()) {
+      await attn.forward(input, input, input, { cache, output: 'gpu-buffer', out, batch });
+      encode(this.#encodes[i + 1]);
+    }
+    const bytes = rows * this.config.vocab.length * 4;
+    batch.encode(this.#device, (encoder) => encoder.copyBufferToBuffer(logits, 0, readback, 0, bytes));
   }
 }
 
@@ -171,14 +194,15 @@ function modelKernels(device, config, tensor) {
     return weights.get(name);
   };
   const hiddenWidth = tensor('layers.0.mlp.fc1.bias').length;
+  const rows = PREFILL_ROWS;
   const buffers = {
-    token: storageBuffer(device, 1, COPY_DST),
-    x: storageBuffer(device, width),
-    h: storageBuffer(device, width, COPY_SRC | COPY_DST),
-    attended: storageBuffer(device, width, COPY_SRC | COPY_DST),
-    hidden: storageBuffer(device, hiddenWidth),
-    logits: storageBuffer(device, vocab, COPY_SRC),
-    readback: device.createBuffer({ size: vocab * 4, usage: MAP_READ | COPY_DST }),
+    token: storageBuffer(device, rows, COPY_DST),
+    x: storageBuffer(device, rows * width),
+    h: storageBuffer(device, rows * width, COPY_SRC | COPY_DST),
+    attended: storageBuffer(device, rows * width, COPY_SRC | COPY_DST),
+    hidden: storageBuffer(device, rows * hiddenWidth),
+    logits: storageBuffer(device, rows * vocab, COPY_SRC),
+    readback: device.createBuffer({ size: rows * vocab * 4, usage: MAP_READ | COPY_DST }),
   };
   const { token, x, h, attended, hidden, logits } = buffers;
   const norm = (name, to) => ops.prepare('layerNorm', { width, eps }, [x, weight(`${name}.weight`), weight(`${name}.bias`), to]);

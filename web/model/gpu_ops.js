@@ -1,9 +1,11 @@
 // The model's non-attention arithmetic as WGSL kernels (README.md, "Architecture"), for
 // CharGptGpu (char_gpt_gpu.js), whose activations stay on the GPU: the token's embedding row,
 // LayerNorm, linear layers (with the exact GELU or a residual add folded in) and a residual add.
-// One row at a time (a decode step), float32. The sizes are the model's and are written into each
-// kernel as constants; every operand is a storage buffer bound once (prepare()), so that a step
-// only sets pipelines and bind groups and dispatches, as the package's own replays do.
+// Over the rows a dispatch is given (the grid's second dimension: one a decode step, a prompt's
+// chunk at its prefill), row r of each operand at r times its width, float32. The sizes are the
+// model's and are written into each kernel as constants; every operand is a storage buffer bound
+// once (prepare()), so that a step only sets pipelines and bind groups and dispatches, as the
+// package's own replays do.
 //
 // Float32 arithmetic in a fixed order: the results are within the golden tolerance of the float64
 // runner (char_gpt.js), not equal to it (tests/webgpu/node_char_gpt_gpu.test.mjs).
@@ -28,14 +30,14 @@ fn gelu(z: f32) -> f32 {
 
 // Each kernel's WGSL of the sizes `s` ({ width, eps, inWidth, outWidth, gelu, add }) and its grid.
 const KERNELS = {
-  // x = embedding row token[0].
+  // Row r of x = embedding row token[r].
   embed: (s) => ({
     grid: Math.ceil(s.width / WORKGROUP),
     code: `@group(0) @binding(0) var<storage, read> token: array<u32>;
 @group(0) @binding(1) var<storage, read> table: array<f32>;
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
 @compute @workgroup_size(${WORKGROUP}) fn main(@builtin(global_invocation_id) g: vec3u) {
-  if (g.x < ${s.width}u) { x[g.x] = table[token[0] * ${s.width}u + g.x]; }
+  if (g.x < ${s.width}u) { x[g.y * ${s.width}u + g.x] = table[token[g.y] * ${s.width}u + g.x]; }
 }`,
   }),
   // x += y.
@@ -44,10 +46,11 @@ const KERNELS = {
     code: `@group(0) @binding(0) var<storage, read> y: array<f32>;
 @group(0) @binding(1) var<storage, read_write> x: array<f32>;
 @compute @workgroup_size(${WORKGROUP}) fn main(@builtin(global_invocation_id) g: vec3u) {
-  if (g.x < ${s.width}u) { x[g.x] += y[g.x]; }
+  let at = g.y * ${s.width}u + g.x;
+  if (g.x < ${s.width}u) { x[at] += y[at]; }
 }`,
   }),
-  // out = (x − mean) / √(biased variance + eps) · weight + bias: one workgroup, sums by a tree.
+  // out = (x − mean) / √(biased variance + eps) · weight + bias: one workgroup a row, sums by a tree.
   layerNorm: (s) => ({
     grid: 1,
     code: `@group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -66,14 +69,15 @@ fn total(t: u32, value: f32) -> f32 {
   workgroupBarrier();
   return all;
 }
-@compute @workgroup_size(${WORKGROUP}) fn main(@builtin(local_invocation_index) t: u32) {
+@compute @workgroup_size(${WORKGROUP}) fn main(@builtin(local_invocation_index) t: u32, @builtin(workgroup_id) wg: vec3u) {
+  let row = wg.y * ${s.width}u;
   var s = 0.0;
-  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { s += x[i]; }
+  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { s += x[row + i]; }
   let mean = total(t, s) / ${s.width}.0;
   var v = 0.0;
-  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { let d = x[i] - mean; v += d * d; }
+  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { let d = x[row + i] - mean; v += d * d; }
   let scale = inverseSqrt(total(t, v) / ${s.width}.0 + ${s.eps});
-  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { out[i] = (x[i] - mean) * scale * weight[i] + bias[i]; }
+  for (var i = t; i < ${s.width}u; i += ${WORKGROUP}u) { out[row + i] = (x[row + i] - mean) * scale * weight[i] + bias[i]; }
 }`,
   }),
   // out[o] (= or +=) f(bias[o] + Σ_i x[i] · weight[o, i]), f the GELU or none: an invocation an output.
@@ -87,10 +91,11 @@ ${s.gelu ? GELU_WGSL : ''}
 @compute @workgroup_size(${WORKGROUP}) fn main(@builtin(global_invocation_id) g: vec3u) {
   let o = g.x;
   if (o >= ${s.outWidth}u) { return; }
+  let row = g.y * ${s.inWidth}u;
   var sum = 0.0;
-  for (var i = 0u; i < ${s.inWidth}u; i++) { sum += x[i] * weight[o * ${s.inWidth}u + i]; }
+  for (var i = 0u; i < ${s.inWidth}u; i++) { sum += x[row + i] * weight[o * ${s.inWidth}u + i]; }
   let y = ${s.gelu ? 'gelu(bias[o] + sum)' : 'bias[o] + sum'};
-  out[o] ${s.add ? '+=' : '='} y;
+  out[g.y * ${s.outWidth}u + o] ${s.add ? '+=' : '='} y;
 }`,
   }),
 };
@@ -98,7 +103,8 @@ ${s.gelu ? GELU_WGSL : ''}
 /**
  * The kernels on `device`: prepare(kernel, sizes, buffers) makes the pipeline (once per kernel and
  * sizes) and its bind group over `buffers` (in binding order) and returns the dispatch
- * { pipeline, group, grid }; run(encoder, dispatches) encodes them into one compute pass.
+ * { pipeline, group, grid }; run(encoder, dispatches, rows) encodes them over `rows` rows (1: a
+ * decode step's) into one compute pass.
  */
 export function modelOps(device) {
   const pipelines = new Map();
@@ -117,12 +123,12 @@ export function modelOps(device) {
       const entries = buffers.map((buffer, binding) => ({ binding, resource: { buffer } }));
       return { pipeline, group: device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries }), grid };
     },
-    run(encoder, dispatches) {
+    run(encoder, dispatches, rows = 1) {
       const pass = encoder.beginComputePass();
       for (const { pipeline, group, grid } of dispatches) {
         pass.setPipeline(pipeline);
         pass.setBindGroup(0, group);
-        pass.dispatchWorkgroups(grid);
+        pass.dispatchWorkgroups(grid, rows);
       }
       pass.end();
     },
