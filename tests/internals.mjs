@@ -23,7 +23,7 @@ export { MADD_PROBE } from '../web/dist/madd_probe.js';
 export { acquireGpu, isSoftwareAdapter } from '../web/src/webgpu/device.js';
 export { pipelineCount } from '../web/src/webgpu/pipelines.js';
 export { passHooks } from '../web/src/webgpu/forward_pass.js';
-export { STEP_KEYS } from '../web/src/webgpu/forward_encode.js';
+export { STEP_KEYS } from '../web/src/webgpu/step_bound.js';
 export { SMALL_TENSOR_BYTES } from '../web/src/webgpu/encoding_context.js';
 export { cacheHooks } from '../web/src/webgpu/webgpu_executor.js';
 export { heapHooks } from '../web/src/wasm/heap_calls.js';

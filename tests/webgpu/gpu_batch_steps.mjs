@@ -10,9 +10,10 @@ export async function counted(fn, on = device) {
   const probe = on.createBuffer({ size: 4, usage: COPY_DST });
   const wrapped = [[Object.getPrototypeOf(on.queue), 'submit', 'submits'], [Object.getPrototypeOf(probe), 'mapAsync', 'maps'],
     [Object.getPrototypeOf(on), 'createBuffer', 'buffers'], [Object.getPrototypeOf(on.createCommandEncoder()), 'copyBufferToBuffer', 'copies'],
+    [Object.getPrototypeOf(on.queue), 'writeBuffer', 'writes'],
   ].map(([proto, name, count]) => [proto, name, count, proto[name]]);
   probe.destroy();
-  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0 };
+  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0, writes: 0 };
   for (const [proto, name, count, original] of wrapped) {
     proto[name] = function counting(...args) { counts[count]++; return original.apply(this, args); };
   }

@@ -26,7 +26,7 @@ export class GpuStep extends GpuBatch {
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
 
   /**
-   * Internal (webgpu/forward_encode.js keysBound()): this batch's calls are encoded in the form
+   * Internal (webgpu/step_bound.js keysBound()): this batch's calls are encoded in the form
    * its replays repeat (webgpu/step_tape.js).
    */
   get [BATCH.replayable]() {

@@ -35,7 +35,6 @@
 // family takes the same uniforms (packed from the family's list) and bindings. With int8
 // activations each linear is q8_projection.js's two dispatches: q8Rows, then q8Linear.
 import { MaskKind, weightsPerBatch } from '../base/call_plan.js';
-import { BATCH } from '../base/batch_protocol.js';
 import { Usage } from './device.js';
 import { packParams } from './kernel_params.js';
 import { ATTENTION_PARAMS, MASK_SENTINEL, firstKeyOf } from './kernels/attention_common.wgsl.js';
@@ -49,24 +48,10 @@ import { isAttentionOnly } from '../base/attention_only.js';
 import { nanRuleInReduce } from './selection/attention_path.js';
 import { callRows, callTable, rowTableOf, windowIds } from './call_rows.js';
 import { encodeInputSteps } from './input_steps.js';
+import { keysBound } from './step_bound.js';
 
 export const cdiv = (a, b) => Math.ceil(a / b);
 const STORAGE_OUT = Usage.STORAGE | Usage.COPY_SRC;
-
-/** Keys a replay's bound covers: a multiple of this many (keysBound()). */
-export const STEP_KEYS = 256;
-
-/**
- * A GpuStep's cached call (dispatch/gpu_step.js, its batch `replayable`), or null: the keys its
- * attention kernels are told to bound the keys by, the call's T rounded up to a multiple of
- * STEP_KEYS, so that its grid and uniforms stay those of its replays for STEP_KEYS tokens but for
- * the words of its cache's length, which the replay writes (step_tape.js). The keys past a row's
- * own are causally masked (a cached call is causal: a key after i + shift never counts), so the
- * results are those over T bit for bit (a chunk's masked keys add exactly 0).
- */
-export function keysBound(plan) {
-  return plan.batch?.[BATCH.replayable] && plan.cache && plan.S > 0 ? cdiv(plan.T, STEP_KEYS) * STEP_KEYS : null;
-}
 
 /** A mask as f32 for the shaders: additive values as they are, masked entries as the sentinel. */
 function maskToF32(mask) {

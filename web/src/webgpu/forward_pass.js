@@ -22,7 +22,7 @@ import { attentionPath } from './selection/attention_path.js';
 import { linearProblems } from './linear_problems.js';
 import { captureTape, playTape } from './step_tape.js';
 import { paramsBytes, withBlockFields } from './kernel_params.js';
-import { APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
+import { APPEND_PARAMS, PREPARED_APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
 import { LINEAR_PARAMS } from './kernels/linear_common.wgsl.js';
 import { ROTARY_PARAMS } from './kernels/rotary.wgsl.js';
@@ -36,7 +36,7 @@ import { F32, UNIFORM_SLOT, encodingContext } from './encoding_context.js';
 
 export { cdiv } from './forward_encode.js';
 // The largest uniform block of the kernels a call binds (a slot holds any of them).
-const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS, WIDEN_HALF_PARAMS].map(paramsBytes));
+const UNIFORM_BYTES = Math.max(...[APPEND_PARAMS, PREPARED_APPEND_PARAMS, ATTENTION_PARAMS, LINEAR_PARAMS, ROTARY_PARAMS, SINKS_PARAMS, QK_NORM_PARAMS, NONFINITE_PARAMS, WIDEN_HALF_PARAMS].map(paramsBytes));
 
 /**
  * Profiling (bench/gpu/gpu.mjs): onPhases(phases) gets each call's phase times in ms — pipelines

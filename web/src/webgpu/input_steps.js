@@ -5,6 +5,7 @@
 import { packParams } from './kernel_params.js';
 import { callRows, callTable, rowTableOf } from './call_rows.js';
 import { consecutiveTable, rotaryTable } from './rotary_table.js';
+import { stepTableSpan } from './step_bound.js';
 import { ROTARY_PARAMS, ROTARY_WORKGROUP } from './kernels/rotary.wgsl.js';
 import { QK_NORM_PARAMS, QK_NORM_WORKGROUP } from './kernels/qk_norm.wgsl.js';
 import { APPEND_PARAMS, PREPARED_APPEND_PARAMS, cacheAppendGrid } from './kernels/cache_append.wgsl.js';
@@ -55,10 +56,10 @@ function encodeRotary(ctx, { plan, config, kernels }, q, k) {
   const { B, L, S } = plan;
   const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
   const half = rotary.dim / 2;
-  const { table: data, batchRows } = callRotaryTable(plan, config);
+  const { table: data, batchRows, row0 } = callRotaryTable(plan, config);
   const table = ctx.upload(data, 'rotary table');
   const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
-    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows })),
+    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows, row0 })),
     [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
   // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
   // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
@@ -71,20 +72,34 @@ function encodeRotary(ctx, { plan, config, kernels }, q, k) {
 }
 
 /**
- * The rotary table a call uploads: { table (rotary_table.js), batchRows (the rotary kernel's: 0
- * for one table the batches share, else L: a row per batch and query) }. One table for queries
- * (positions first…first+L−1) and keys (first…first+S−1), first the cache's length before the call
- * (else 0), shared by the batches; with positionIds a row per (batch, query), queries and keys
- * alike (S = L), and rows at lengths of their own each from its own length (as positionIds would).
+ * The rotary table a call uploads: { table (rotary_table.js), batchRows (the rotary kernels': 0
+ * for one table the batches share, else L: a row per batch and query), row0 (the table's row of
+ * the call's first position, batchRows 0), spanFirst (the first position of a GpuStep's table, else
+ * null) }. One table for queries (positions first…first+L−1) and keys (first…first+S−1), first the
+ * cache's length before the call (else 0), shared by the batches; a GpuStep's call's over every
+ * position its replays can have (step_bound.js's stepTableSpan()), so that a replay writes no
+ * table, only row0. With positionIds a row per (batch, query), queries and keys alike (S = L), and
+ * rows at lengths of their own each from its own length (as positionIds would).
  */
 export function callRotaryTable(plan, { rotary }) {
   const { B, L, S, cache } = plan;
   const perRow = cache && !plan.positionIds ? callRows(plan) : null;
   const ids = plan.positionIds
     ?? (perRow && Int32Array.from({ length: B * L }, (_, at) => perRow.table[2 * Math.floor(at / L) + 1] + at % L));
+  if (ids) return { table: rotaryTable(rotary, ids), batchRows: L, row0: 0, spanFirst: null };
   const first = cache ? cache.lengthBefore : 0;
-  return { table: ids ? rotaryTable(rotary, ids) : consecutiveTable(rotary, first, Math.max(L, S)), batchRows: ids ? L : 0 };
+  const span = stepTableSpan(plan);
+  if (!span) return { table: consecutiveTable(rotary, first, Math.max(L, S)), batchRows: 0, row0: 0, spanFirst: null };
+  // A given table has rows up to its last position (a call past it was refused: plans.js).
+  const count = rotary.table ? Math.min(span.count, rotary.table.positions - span.first) : span.count;
+  return { table: consecutiveTable(rotary, span.first, count), batchRows: 0, row0: first - span.first, spanFirst: span.first };
 }
+
+/**
+ * The first position of a call's rotary table where it spans a GpuStep's replays (callRotaryTable()'s
+ * spanFirst, without forming the table), or null.
+ */
+export const rotarySpanFirst = (plan) => (plan.positionIds || (plan.cache && callRows(plan)) ? null : stepTableSpan(plan)?.first ?? null);
 
 // A cache's K and V as the attention kernels' operands (strides in floats, or in words narrow).
 const storedOperands = (cache, { numKvHeads: G, headDim: dk, valueHeadDim: dv }) => [
@@ -117,6 +132,7 @@ function appendToCache(ctx, { plan, config, cache, kernels }, { k, v, q, prepare
   if (steps.includes('norm')) bindings.push(ctx.params.qNorm, ctx.params.kNorm);
   const stepValues = {
     qOff: q.off, eps: qkNorm?.eps ?? 0, half: rope ? rotary.dim / 2 : 0, interleaved: rotary?.interleaved ? 1 : 0, batchRows: rope?.batchRows ?? 0,
+    row0: rope?.row0 ?? 0,
   };
   ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(PREPARED_APPEND_PARAMS, { ...values, ...stepValues })), [k.buf, ...bindings],
     cacheAppendGrid({ count: S, B }));

@@ -6,21 +6,27 @@
 //
 // What a step's token changes in a call is its cache's length n before it. A step's cached call
 // is encoded over keysBound() keys, so that its grids and buffers are those of every token up to
-// that bound; what is left of n are the uniform words named in POSITION_FIELDS, written into the
-// slots' bytes at each play, and the rotary table (its rows at n), formed again. A tape is played
+// that bound; what is left of n are the uniform words named in positionFields(), written into the
+// slots' bytes at each play. Its rotary table spans every position of those replays (one written
+// at the encoding: the kernels' row0 moves), except a table of a row per (batch, query), formed
+// again at each play. A tape is played
 // only where it is what an encoding would give: the same bound and decode grid (boundOf(),
 // chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds;
 // else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
 import { UNIFORM_SLOT } from './encoding_context.js';
-import { decodeChunks, keysBound } from './forward_encode.js';
-import { callRotaryTable } from './input_steps.js';
+import { decodeChunks } from './forward_encode.js';
+import { keysBound } from './step_bound.js';
+import { callRotaryTable, rotarySpanFirst } from './input_steps.js';
 
-// The uniform fields that hold a cached call's length before it (its first new position):
-// cache_append.wgsl.js's `first`, the attention kernels' and the NaN rule's `shift`.
-const POSITION_FIELDS = ['first', 'shift'];
-// What a step's encoding writes with writeBuffer(), each formed again at a play.
+// The uniform fields that hold a cached call's length before it (its first new position) n, as
+// field → n's offset there: cache_append.wgsl.js's `first`, the attention kernels' and the NaN
+// rule's `shift`, and where the call's rotary table spans its replays' positions (input_steps.js's
+// rotarySpanFirst()) the rotary kernels' `row0`, n less the table's first position.
+const positionFields = (spanFirst) => new Map([['first', 0], ['shift', 0], ...(spanFirst === null ? [] : [['row0', -spanFirst]])]);
+// What a step's encoding writes with writeBuffer(): the rotary table, formed again at a play
+// unless it spans the replays' positions.
 const TABLE_ROLES = new Set(['rotary table']);
 
 // What a tape holds to: the bound of the keys and the decode grid's chunks, which change with n.
@@ -35,7 +41,8 @@ export function captureTape(gpu, call, ctx, pass) {
   const { taken, copiesIn, written } = ctx.tape;
   if (ctx.made.size > 0 || [...written.keys()].some((role) => !TABLE_ROLES.has(role))) return null;
   const n = call.plan.cache?.lengthBefore ?? null;
-  const patches = positionWords(ctx.slots, n);
+  const spanFirst = call.config.rotary ? rotarySpanFirst(call.plan) : null;
+  const patches = positionWords(ctx.slots, n, positionFields(spanFirst));
   if (!patches) return null;
   return {
     bound: boundOf(call),
@@ -46,7 +53,8 @@ export function captureTape(gpu, call, ctx, pass) {
     words: new Uint32Array(pass.packed.buffer),
     patches,
     pass,
-    rotary: written.get('rotary table') ?? null,
+    spanFirst,
+    rotary: spanFirst === null ? written.get('rotary table') ?? null : null,
     copiesIn,
     copiesOut: ctx.copiesOut,
     // What recordForward() reads of a ctx, for a played call: no buffer made, the output placed.
@@ -54,17 +62,16 @@ export function captureTape(gpu, call, ctx, pass) {
   };
 }
 
-// The words of the packed slots that hold n (a cached call's length before it), or null where a
-// field named so holds something else; none without a cache.
-function positionWords(slots, n) {
+// The words of the packed slots that hold n (a cached call's length before it) plus their field's
+// offset ([word, offset]), or null where a field named so holds something else; none without a cache.
+function positionWords(slots, n, fields) {
   const words = [];
   for (const [slot, block] of slots.entries()) {
-    const fields = fieldsOfBlock.get(block) ?? [];
-    for (const [index, [name]] of fields.entries()) {
-      if (!POSITION_FIELDS.includes(name) || n === null) continue;
-      const word = (slot * UNIFORM_SLOT) / 4 + index;
-      if (new Uint32Array(block)[index] !== n) return null;
-      words.push(word);
+    for (const [index, [name]] of (fieldsOfBlock.get(block) ?? []).entries()) {
+      if (!fields.has(name) || n === null) continue;
+      const offset = fields.get(name);
+      if (new Uint32Array(block)[index] !== n + offset) return null;
+      words.push([(slot * UNIFORM_SLOT) / 4 + index, offset]);
     }
   }
   return words;
@@ -79,8 +86,9 @@ export function playTape(gpu, tape, call, encoder) {
   if (boundOf(call) !== tape.bound || chunksOf(call) !== tape.chunks) return false;
   if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
   if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return false;
+  if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return false;
   const n = call.plan.cache?.lengthBefore;
-  for (const word of tape.patches) tape.words[word] = n;
+  for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
   const { uniforms, packed, commands } = tape.pass;
   device.queue.writeBuffer(uniforms, 0, packed);
   if (tape.rotary) device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);

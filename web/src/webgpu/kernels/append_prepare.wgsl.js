@@ -13,7 +13,8 @@ export const PREPARE_PARAMS = [
   ['qOff', 'u32', 'query row (b, i) at src[qOff + (b·count + i)·kStride]: Q, K and V rows of one projection'],
   ['half', 'u32', 'rope: rotary.dim / 2 pairs per head'],
   ['interleaved', 'u32', 'rope: 1, pairs (2j, 2j + 1); 0, (j, j + half)'],
-  ['batchRows', 'u32', 'rope: row (b, i) reads table row b·batchRows + i (0: the batches share the positions)'],
+  ['batchRows', 'u32', 'rope: row (b, i) reads table row b·batchRows + row0 + i (0: the batches share the positions)'],
+  ['row0', 'u32', 'rope: the table row of row 0 (batchRows 0), as rotary.wgsl.js\'s'],
   ['eps', 'f32', 'norm: x ← x / sqrt(mean(x²) + eps) · w'],
 ];
 
@@ -76,7 +77,7 @@ fn ropeRow(b: u32, i: u32, t: u32) {
       first = 2u * j;
       second = 2u * j + 1u;
     }
-    let r = ((b * p.batchRows + i) * p.half + j) * 2u;
+    let r = ((b * p.batchRows + p.row0 + i) * p.half + j) * 2u;
     let c = table[r];
     let s = table[r + 1u];
     let x = bitcast<f32>(src[at + first]);

@@ -22,7 +22,8 @@ export const ROTARY_PARAMS = [
   ['stride', 'u32'],
   ['half', 'u32', 'rotary.dim / 2 pairs per head'],
   ['interleaved', 'u32', '1: pairs (2j, 2j + 1); 0: (j, j + half)'],
-  ['batchRows', 'u32', 'row (b, i) reads table row b·batchRows + i: 0 when every batch shares the positions, count with positionIds'],
+  ['batchRows', 'u32', 'row (b, i) reads table row b·batchRows + row0 + i: 0 when every batch shares the positions, count with positionIds'],
+  ['row0', 'u32', 'the table row of row 0 (batchRows 0): its position less the table\'s first (a GpuStep\'s table spans its replays\' positions)'],
 ];
 
 export function rotaryShader() {
@@ -44,7 +45,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     first = 2u * j;
     second = 2u * j + 1u;
   }
-  let t = ((gid.z * p.batchRows + i) * p.half + j) * 2u;
+  let t = ((gid.z * p.batchRows + p.row0 + i) * p.half + j) * 2u;
   let c = table[t];
   let s = table[t + 1u];
   let a = x[at + first];
