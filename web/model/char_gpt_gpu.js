@@ -135,7 +135,7 @@ export class CharGptGpu {
     for (let at = 0; at < ids.length; at += PREFILL_ROWS) {
       if (this.#disposed) throw disposed();
       const rows = Math.min(PREFILL_ROWS, ids.length - at);
-      this.#tokens.set(ids.slice(at, at + rows));
+      for (let r = 0; r < rows; r++) this.#tokens[r] = ids[at + r];  // no array made a token
       this.#device.queue.writeBuffer(this.#buffers.token, 0, this.#tokens, 0, rows);
       if (ids.length > 1) await this.#prefill(rows);
       else if (this.#step) await this.#step.replay();

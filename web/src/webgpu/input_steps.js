@@ -51,16 +51,19 @@ function encodeQkNorm(ctx, { plan, config, kernels }, q, k) {
  */
 export const prepareInAppend = ({ plan, config, cache, problems }) => (cache && plan.S > 0 && problems.q?.role === 'qkv' ? prepareOf(config) : '');
 
+// The uniforms of a rotation (rotary.wgsl.js's ROTATION_FIELDS) by callRotaryTable()'s `rope`.
+const rotationUniforms = (rotary, { batchRows, row0 }) => ({ half: rotary.dim / 2, interleaved: rotary.interleaved ? 1 : 0, batchRows, row0 });
+
 // The rotary dispatches: Q's and K's heads rotated in place at the call's positions.
 function encodeRotary(ctx, { plan, config, kernels }, q, k) {
   const { B, L, S } = plan;
   const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
-  const half = rotary.dim / 2;
-  const { table: data, batchRows, row0 } = callRotaryTable(plan, config);
-  const table = ctx.upload(data, 'rotary table');
+  const rope = callRotaryTable(plan, config);
+  const table = ctx.upload(rope.table, 'rotary table');
+  const rotation = rotationUniforms(rotary, rope);
   const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
-    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, half, interleaved: rotary.interleaved ? 1 : 0, batchRows, row0 })),
-    [table, buf], [cdiv(heads * half, ROTARY_WORKGROUP), count, B]);
+    ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, ...rotation })),
+    [table, buf], [cdiv(heads * rotation.half, ROTARY_WORKGROUP), count, B]);
   // Q and K side by side in each row of one projection (a fused Q/K/V: K's heads right after
   // Q's, linear_problems.js) are H + G heads of one operand: one dispatch rotates both.
   if (q && k && q.buf === k.buf && q.stride === k.stride && k.off === q.off + H * dk && L === S) {
@@ -130,10 +133,7 @@ function appendToCache(ctx, { plan, config, cache, kernels }, { k, v, q, prepare
   const rope = steps.includes('rope') ? callRotaryTable(plan, config) : null;
   if (rope) bindings.push(ctx.upload(rope.table, 'rotary table'));
   if (steps.includes('norm')) bindings.push(ctx.params.qNorm, ctx.params.kNorm);
-  const stepValues = {
-    qOff: q.off, eps: qkNorm?.eps ?? 0, half: rope ? rotary.dim / 2 : 0, interleaved: rotary?.interleaved ? 1 : 0, batchRows: rope?.batchRows ?? 0,
-    row0: rope?.row0 ?? 0,
-  };
+  const stepValues = { qOff: q.off, eps: qkNorm?.eps ?? 0, ...(rope ? rotationUniforms(rotary, rope) : {}) };
   ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(PREPARED_APPEND_PARAMS, { ...values, ...stepValues })), [k.buf, ...bindings],
     cacheAppendGrid({ count: S, B }));
   return storedOperands(cache, config);

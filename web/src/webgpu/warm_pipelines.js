@@ -71,9 +71,10 @@ export async function warmPipelines(device, config) {
  */
 export function warmCachePipelines(device, config, dtype) {
   const { append, nonFiniteRows } = cachePipelineProblems(config, dtype);
+  const prepare = prepareOf(config);
   const decode = fittingVariants('decode', device, { precision: config.gpuPrecision });
   const reduce = decode.find((v) => v.name === (pinnedVariant('decode') ?? preferredVariant('decode', 0, decode.map((d) => d.name))));
   const kernels = [[KERNELS.cacheAppend, append], [KERNELS.nonFiniteRows, nonFiniteRows], ...(reduce ? [[reduce.reduceNan, nonFiniteRows]] : []),
-    ...(prepareOf(config) ? [[KERNELS.cacheAppend, { ...append, qHeads: config.numHeads, prepare: prepareOf(config) }]] : [])];
+    ...(prepare ? [[KERNELS.cacheAppend, { ...append, qHeads: config.numHeads, prepare }]] : [])];
   for (const [kernel, problem] of kernels) programPipeline(device, kernel, problem).catch(() => {});
 }

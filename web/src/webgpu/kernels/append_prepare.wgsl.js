@@ -5,16 +5,15 @@
 // these steps was a dispatch of its own, a pipeline, a bind group and a dispatch for the host and
 // a barrier for the GPU, per layer and token. The projection is then one read-write binding
 // (`src`): WebGPU lets a dispatch write a buffer through one binding only.
+import { ROTARY_PARAMS, ROTATION_FIELDS, ROTATION_WGSL } from './rotary.wgsl.js';
+
 /** The steps an append may take first, in their order. */
 export const PREPARE_STEPS = ['norm', 'rope'];
 
 /** The uniforms the steps add to the append's (cache_append.wgsl.js's PREPARED_APPEND_PARAMS). */
 export const PREPARE_PARAMS = [
   ['qOff', 'u32', 'query row (b, i) at src[qOff + (b·count + i)·kStride]: Q, K and V rows of one projection'],
-  ['half', 'u32', 'rope: rotary.dim / 2 pairs per head'],
-  ['interleaved', 'u32', 'rope: 1, pairs (2j, 2j + 1); 0, (j, j + half)'],
-  ['batchRows', 'u32', 'rope: row (b, i) reads table row b·batchRows + row0 + i (0: the batches share the positions)'],
-  ['row0', 'u32', 'rope: the table row of row 0 (batchRows 0), as rotary.wgsl.js\'s'],
+  ...ROTARY_PARAMS.filter(([name]) => ROTATION_FIELDS.includes(name)),  // rope's, as the rotary kernel's
   ['eps', 'f32', 'norm: x ← x / sqrt(mean(x²) + eps) · w'],
 ];
 
@@ -65,25 +64,16 @@ fn normRow(b: u32, i: u32, t: u32) {
 }
 `;
 
-// One invocation per (head, pair): the rotation, as the rotary kernel's.
-const ROPE = /* wgsl */ `
+// One invocation per (head, pair): the rotary kernel's rotation (ROTATION_WGSL).
+const ROPE = /* wgsl */ `${ROTATION_WGSL}
 fn ropeRow(b: u32, i: u32, t: u32) {
   for (var e = t; e < (QH + G) * p.half; e += WG) {
     let at = headAt(b, i, e / p.half);
     let j = e % p.half;
-    var first = j;
-    var second = j + p.half;
-    if (p.interleaved != 0u) {
-      first = 2u * j;
-      second = 2u * j + 1u;
-    }
-    let r = ((b * p.batchRows + p.row0 + i) * p.half + j) * 2u;
-    let c = table[r];
-    let s = table[r + 1u];
-    let x = bitcast<f32>(src[at + first]);
-    let y = bitcast<f32>(src[at + second]);
-    src[at + first] = bitcast<u32>(x * c - y * s);
-    src[at + second] = bitcast<u32>(y * c + x * s);
+    let pair = pairAt(j);
+    let r = rotated(vec2f(bitcast<f32>(src[at + pair.x]), bitcast<f32>(src[at + pair.y])), b, i, j);
+    src[at + pair.x] = bitcast<u32>(r.x);
+    src[at + pair.y] = bitcast<u32>(r.y);
   }
 }
 `;

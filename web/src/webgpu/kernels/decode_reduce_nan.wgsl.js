@@ -1,5 +1,5 @@
 // WGSL kernel: the decode path's reduce (decode_reduce.wgsl.js) with a cached call's NaN rule
-// (nonfinite_rows.wgsl.js) in the same dispatch, for a call that asks for no weights and has no
+// (nonfinite_rows.wgsl.js) in the same dispatch, over the rule's uniforms (NONFINITE_PARAMS: hasSinks and hasWeights 0), for a call that asks for no weights and has no
 // sinks: the rule's own dispatch ran after those two kernels (they read and change the row
 // stats), so only without them can it move into the reduce. Why: a decode step of a model is a
 // chain of small dispatches per layer; each costs the host its Dawn calls and the GPU a barrier,
@@ -12,15 +12,12 @@
 // combined chunks; any other head is the chunks combined, as the plain reduce gives it, bit for
 // bit. (The rule's own kernel computes again every head of a row one of whose heads sees such a
 // value; a finite head is the same softmax either way, within rounding.)
-import { NONFINITE_PARAMS, NAN_RULE_SCORES, SAME_ROWS, headRowWgsl, nanRuleHeader } from './nonfinite_rows.wgsl.js';
+import { NAN_RULE_SCORES, SAME_ROWS, headRowWgsl, nanRuleHeader } from './nonfinite_rows.wgsl.js';
 import { combineChunksWgsl } from './decode_reduce.wgsl.js';
 import { DECODE_CHUNK, DECODE_WORKGROUP } from './decode_partial.wgsl.js';
 import { kvBitsReads } from './kv_reads.wgsl.js';
 import { rowTableWgsl } from './row_table.wgsl.js';
 import { zeroWorkgroupAtomic } from './workgroup_zero.wgsl.js';
-
-/** Its uniforms: the NaN rule's (hasSinks and hasWeights 0). */
-export const DECODE_REDUCE_NAN_PARAMS = NONFINITE_PARAMS;
 
 /**
  * The reduce with the NaN rule for K/V storage `dtype`, chunks of `chunk` keys; grid (L, B·H).

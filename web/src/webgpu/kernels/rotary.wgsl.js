@@ -26,11 +26,32 @@ export const ROTARY_PARAMS = [
   ['row0', 'u32', 'the table row of row 0 (batchRows 0): its position less the table\'s first (a GpuStep\'s table spans its replays\' positions)'],
 ];
 
+/** The uniforms a rotation reads (the append that rotates takes them too: append_prepare.wgsl.js). */
+export const ROTATION_FIELDS = ['half', 'interleaved', 'batchRows', 'row0'];
+
+/**
+ * WGSL of one rotation, over a uniform block with ROTATION_FIELDS and a `table` binding: pairAt(j)
+ * the offsets in a head of pair j, rotated(v, b, i, j) pair j of row (b, i) rotated by its angle.
+ * One place for the rule, which the rotary kernel and the append that rotates both apply.
+ */
+export const ROTATION_WGSL = /* wgsl */ `
+fn pairAt(j: u32) -> vec2u {
+  if (p.interleaved != 0u) { return vec2u(2u * j, 2u * j + 1u); }
+  return vec2u(j, j + p.half);
+}
+fn rotated(v: vec2f, b: u32, i: u32, j: u32) -> vec2f {
+  let t = ((b * p.batchRows + p.row0 + i) * p.half + j) * 2u;
+  let c = table[t];
+  let s = table[t + 1u];
+  return vec2f(v.x * c - v.y * s, v.y * c + v.x * s);
+}
+`;
+
 export function rotaryShader() {
   return /* wgsl */ `
 ${paramsWgsl(ROTARY_PARAMS)}@group(0) @binding(1) var<storage, read> table: array<f32>;   // [positions, half, 2]: (cos, sin)
 @group(0) @binding(2) var<storage, read_write> x: array<f32>;
-
+${ROTATION_WGSL}
 // Grid: (ceil(heads·half / 64), count, B).
 @compute @workgroup_size(${ROTARY_WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -39,19 +60,10 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   let j = gid.x % p.half;
   let i = gid.y;
   let at = p.off + (gid.z * p.count + i) * p.stride + h * p.headDim;
-  var first = j;
-  var second = j + p.half;
-  if (p.interleaved != 0u) {
-    first = 2u * j;
-    second = 2u * j + 1u;
-  }
-  let t = ((gid.z * p.batchRows + p.row0 + i) * p.half + j) * 2u;
-  let c = table[t];
-  let s = table[t + 1u];
-  let a = x[at + first];
-  let b = x[at + second];
-  x[at + first] = a * c - b * s;
-  x[at + second] = b * c + a * s;
+  let pair = pairAt(j);
+  let r = rotated(vec2f(x[at + pair.x], x[at + pair.y]), gid.z, i, j);
+  x[at + pair.x] = r.x;
+  x[at + pair.y] = r.y;
 }
 `;
 }
