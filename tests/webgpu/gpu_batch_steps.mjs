@@ -4,16 +4,19 @@
 import { device } from './node_setup.mjs';
 import { COPY_DST } from './gpu_tensor_inputs.mjs';
 
-// Counts queue.submit(), mapAsync() and createBuffer() calls on `device` during fn(): { submits,
-// maps, buffers, result (fn's) }.
+// Counts queue.submit(), mapAsync(), createBuffer(), copyBufferToBuffer(), queue.writeBuffer(),
+// beginComputePass() and pushErrorScope() calls on `device` during fn(): { submits, maps, buffers,
+// copies, writes, passes, scopes, result (fn's) }.
 export async function counted(fn, on = device) {
   const probe = on.createBuffer({ size: 4, usage: COPY_DST });
+  const encoder = Object.getPrototypeOf(on.createCommandEncoder());
   const wrapped = [[Object.getPrototypeOf(on.queue), 'submit', 'submits'], [Object.getPrototypeOf(probe), 'mapAsync', 'maps'],
-    [Object.getPrototypeOf(on), 'createBuffer', 'buffers'], [Object.getPrototypeOf(on.createCommandEncoder()), 'copyBufferToBuffer', 'copies'],
-    [Object.getPrototypeOf(on.queue), 'writeBuffer', 'writes'],
+    [Object.getPrototypeOf(on), 'createBuffer', 'buffers'], [encoder, 'copyBufferToBuffer', 'copies'],
+    [Object.getPrototypeOf(on.queue), 'writeBuffer', 'writes'], [encoder, 'beginComputePass', 'passes'],
+    [Object.getPrototypeOf(on), 'pushErrorScope', 'scopes'],
   ].map(([proto, name, count]) => [proto, name, count, proto[name]]);
   probe.destroy();
-  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0, writes: 0 };
+  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0, writes: 0, passes: 0, scopes: 0 };
   for (const [proto, name, count, original] of wrapped) {
     proto[name] = function counting(...args) { counts[count]++; return original.apply(this, args); };
   }

@@ -103,6 +103,34 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     assert.deepEqual(await ours.read(), await twin.read(), 'the caches alike');
   });
 
+  test('a replay whose tapes all play: one uniform write, one compute pass and the submit\'s error scopes alone, bit for bit', async () => {
+    const layers = [];
+    for (let i = 0; i < 4; i++) layers.push(await module({}, 1000 + i));
+    const [ours, twins] = [0, 1].map(() => layers.map((m) => m.createCache({ maxLength: 16 })));
+    const x = row(1010);
+    const [places, twinPlaces] = [[kept(), kept()], [kept(), kept()]];
+    const run = async (caches, into, batch) => {
+      let t = x;
+      for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', out: into[i % 2], batch })).output;
+      return t;
+    };
+    const gpuStep = new GpuStep();
+    const last = await run(ours, places, gpuStep);
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    for (let token = 0; token < 4; token++) {
+      const want = await run(twins, twinPlaces, batch);
+      await batch.submit();
+      if (token > 0) {
+        const counts = await counted(() => gpuStep.replay());
+        assert.deepEqual([counts.submits, counts.writes, counts.passes, counts.scopes], [1, 1, 1, 2], `token ${token}: submits, writes, passes, scopes`);
+      }
+      assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+      device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 1020 + token));
+    }
+    assert.deepEqual(await ours[3].read(), await twins[3].read(), 'the last caches alike');
+  });
+
   test('one module twice in the step (two caches): replayed as the calls made anew, two submits as recorded', async () => {
     const mha = await module({}, 960);
     const [ours, twins] = [[mha.createCache({ maxLength: 8 }), mha.createCache({ maxLength: 8 })], [mha.createCache({ maxLength: 8 }), mha.createCache({ maxLength: 8 })]];

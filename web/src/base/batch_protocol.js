@@ -4,7 +4,9 @@
 // class defines it.
 export const BATCH = Object.freeze({
   admit: Symbol('GpuBatch admit'),
-  encoderFor: Symbol('GpuBatch encoderFor'),
+  recorderFor: Symbol('GpuBatch recorderFor'),
+  uniformRegion: Symbol('GpuBatch uniformRegion'),
+  beforeSubmit: Symbol('GpuBatch beforeSubmit'),
   record: Symbol('GpuBatch record'),
   submitHeld: Symbol('GpuBatch submitHeld'),
   whenSubmitted: Symbol('GpuBatch whenSubmitted'),

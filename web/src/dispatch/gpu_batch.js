@@ -25,6 +25,7 @@ import { BackendError, OptionError, WebAttentionError } from '../base/errors.js'
 import { BATCH } from '../base/batch_protocol.js';
 import { inScopes } from '../base/error_scopes.js';
 import { isModuleDevice } from '../base/module_devices.js';
+import { OpenPass } from '../webgpu/open_pass.js';
 
 // GpuBatch's brand check (isGpuBatch() below), set by the class's static block.
 let hasBatchBrand;
@@ -35,7 +36,7 @@ export class GpuBatch {
   }
 
   #device = null;
-  #encoder = null;
+  #encoder = null;        // an OpenPass over the encoder the calls are recorded into
   #finished = [];         // command buffers ahead of #encoder's, in order: encode()'s, and the calls' before it
   #inEncode = false;      // encode()'s fn() is running
   #members = new Set();   // the executors with work in #encoder
@@ -51,11 +52,13 @@ export class GpuBatch {
   }
 
   /**
-   * Internal (the WebGPU executor's): the encoder `owner`'s call on `device` is recorded into. A
-   * call of a module already in the batch first submits what the batch holds (its per-call
-   * buffers are written again by this call). An OptionError naming `batch` for another device.
+   * Internal (the WebGPU executor's): what `owner`'s call on `device` is recorded into, an OpenPass
+   * (webgpu/open_pass.js) over the batch's encoder: its dispatches go in the pass the calls before
+   * it left open, other work on the encoder. A call of a module already in the batch first submits
+   * what the batch holds (its per-call buffers are written again by this call). An OptionError
+   * naming `batch` for another device.
    */
-  [BATCH.encoderFor](owner, device) {
+  [BATCH.recorderFor](owner, device) {
     if (this.#device && this.#device !== device) {
       throw new OptionError("batch: its calls are on another GPUDevice than this module's; a batch is one device's queue", {
         argument: 'batch', expected: "the module's GPUDevice", actual: 'another GPUDevice',
@@ -64,9 +67,20 @@ export class GpuBatch {
     this.#device = device;
     if (this.#members.has(owner)) this.#submitEncoder();
     this.#members.add(owner);
-    this.#encoder ??= device.createCommandEncoder({ label: 'webattention batch' });
+    this.#encoder ??= new OpenPass(device.createCommandEncoder({ label: 'webattention batch' }));
     return this.#encoder;
   }
+
+  /**
+   * Internal (webgpu/forward_pass.js): where a call's uniform slots of `bytes` go, or null: each
+   * call writes its own (a GpuStep keeps its calls' in buffers of its own).
+   */
+  [BATCH.uniformRegion](bytes) {
+    return null;
+  }
+
+  /** Internal: what must be written before each queue.submit() of the batch (a GpuStep's uniforms). */
+  [BATCH.beforeSubmit]() {}
 
   /**
    * Records the caller's own GPU work into the batch, between the calls recorded before and after
@@ -113,7 +127,7 @@ export class GpuBatch {
         + 'finished; nothing of it was recorded', { argument: 'fn', expected: 'a synchronous function', actual: 'a promise' });
     }
     this.#device = device;
-    if (this.#encoder) this.#finished.push(this.#encoder.finish());
+    if (this.#encoder) this.#finished.push(this.#encoder.encoder().finish());
     this.#encoder = null;
     this.#calls.push(callerWork(device, encoder, this.#finished));
     return value;
@@ -127,7 +141,7 @@ export class GpuBatch {
   [BATCH.admit](plan, what) {}
 
   /**
-   * Internal: a call recorded into encoderFor()'s encoder (or submitted after submitHeld()). call:
+   * Internal: a call recorded into recorderFor()'s encoder (or submitted after submitHeld()). call:
    * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
    * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()
    * (its result buffers), kept() (optional: the batch's work was accepted) }. Returns its ticket
@@ -244,8 +258,10 @@ export class GpuBatch {
   #submitEncoder() {
     const device = this.#device;
     const buffers = this.#finished.splice(0);
+    const encoder = this.#encoder;
     this.#submits.push(inScopes(device, () => {
-      if (this.#encoder) buffers.push(this.#encoder.finish());
+      if (encoder) buffers.push(encoder.encoder().finish());
+      this[BATCH.beforeSubmit]();
       device.queue.submit(buffers);
     }));
     this.#encoder = null;

@@ -2,8 +2,10 @@
 // a GpuBatch that keeps the calls of its first step, so that every later token runs them again
 // with replay() instead of making them: the checks, the routing and the queueing of each forward()
 // are not paid again, nor its encoding, where its tape plays (webgpu/step_tape.js: its dispatches
-// as last encoded, the cache's length written into them; about 0.4× a batched step's host time on
-// SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed" rows). The step's buffers are fixed: its
+// as last encoded, the cache's length written into them, in one compute pass the calls share; the
+// calls' uniforms are the step's, written once a submit: webgpu/step_uniforms.js; about 0.3× a
+// batched step's host time on SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed"
+// rows). The step's buffers are fixed: its
 // forward() calls take GPU inputs and write into `out` places, and its encode() work is fn called
 // again, so a replay is the same calls made again at each cache's length now (its caches one step
 // on), bit for bit. The recording ends at the first submit(), the caller's or one the package
@@ -19,11 +21,13 @@ import { BATCH } from '../base/batch_protocol.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 import { GpuBatch } from './gpu_batch.js';
 import { checkRoom, checkRotaryRows } from './cache_checks.js';
+import { StepUniforms } from '../webgpu/step_uniforms.js';
 
 export class GpuStep extends GpuBatch {
   #recording = true;    // until the first submit(): calls are kept
   #replaying = false;   // replay() records the kept calls again
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
+  #uniforms = null;     // StepUniforms of the step's device: its calls' uniform slots
 
   /**
    * Internal (webgpu/step_bound.js keysBound()): this batch's calls are encoded in the form
@@ -54,9 +58,23 @@ export class GpuStep extends GpuBatch {
   }
 
   /** Internal: as GpuBatch's; after the first submit() only replay() records. */
-  [BATCH.encoderFor](owner, device) {
+  [BATCH.recorderFor](owner, device) {
     if (!this.#recording && !this.#replaying) throw recorded('a forward() into it');
-    return super[BATCH.encoderFor](owner, device);
+    this.#uniforms ??= new StepUniforms(device);
+    return super[BATCH.recorderFor](owner, device);
+  }
+
+  /**
+   * Internal: a region of the step's uniform buffers (webgpu/step_uniforms.js), written at its
+   * submits: a replay patches a kept call's and writes them all at once.
+   */
+  [BATCH.uniformRegion](bytes) {
+    return this.#uniforms.region(bytes);
+  }
+
+  /** Internal: the step's uniforms written, before each queue.submit(). */
+  [BATCH.beforeSubmit]() {
+    this.#uniforms?.flush();
   }
 
   /** As GpuBatch's; while recording, fn is kept and called again by each replay(). */

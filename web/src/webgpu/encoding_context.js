@@ -105,14 +105,15 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     return b;
   };
   // The call's bind group (bind_groups.js): kept under its cache, else its module, unless it binds
-  // a buffer of the caller's. Those buffers are known once the dispatches are (encodePass()), and
-  // gathered once a call, not once a dispatch.
+  // a buffer of the caller's (callersOwn(): one more, a GpuStep's uniforms). Those buffers are
+  // known once the dispatches are (encodePass()), and gathered once a call, not once a dispatch.
+  const owned = new Set();
   let callers = null;
   const bindGroup = (pipeline, entries) => {
-    callers ??= new Set([...asIs, ...made.values()]);
+    callers ??= new Set([...asIs, ...made.values(), ...owned]);
     return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
   };
-  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, sizes, slots, dispatches, made, placed, copiesOut, tape: kept, uploadMs: () => uploadMs };
+  return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, callersOwn: (b) => owned.add(b), sizes, slots, dispatches, made, placed, copiesOut, tape: kept, uploadMs: () => uploadMs };
 }
 
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into

@@ -21,6 +21,7 @@ import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor }
 import { attentionPath } from './selection/attention_path.js';
 import { linearProblems } from './linear_problems.js';
 import { captureTape, playTape } from './step_tape.js';
+import { OpenPass } from './open_pass.js';
 import { paramsBytes, withBlockFields } from './kernel_params.js';
 import { APPEND_PARAMS, PREPARED_APPEND_PARAMS } from './kernels/cache_append.wgsl.js';
 import { ATTENTION_PARAMS } from './kernels/attention_common.wgsl.js';
@@ -76,20 +77,25 @@ const uniformsBuffer = (ctx) => ctx.buffer(ctx.slots.length * UNIFORM_SLOT / F32
 // The buffer the results are read back through.
 const readbackBuffer = (ctx, floats) => ctx.buffer(floats, Usage.MAP_READ | Usage.COPY_DST, 'readback');
 
-// Encodes ctx's dispatches into one compute pass (timed when `timer` is given) on `encoder`.
-// Returns what a step's tape plays again (step_tape.js): { uniforms (the slots' buffer), packed
-// (their bytes), commands ([{ pipeline, group, groups }], where ctx keeps a tape, else null) }.
-function encodePass(device, ctx, encoder, timer) {
+// Encodes ctx's dispatches into the compute pass of `recorder` (an OpenPass: a batch's is left
+// open for the calls after it; timed when `timer` is given), then ctx's copies out. The uniform
+// slots go in `region` (a GpuStep's: step_uniforms.js, written at its submit) where given, else in
+// the call's uniforms buffer, written now. Returns what a step's tape plays again (step_tape.js):
+// { region, packed (the slots' bytes), commands ([{ pipeline, group, groups }], where ctx keeps a
+// tape, else null) }.
+function encodePass(device, ctx, recorder, timer, region = null) {
   const { slots, dispatches, sizes } = ctx;
-  const uniforms = uniformsBuffer(ctx);
-  const packed = new Uint8Array(slots.length * UNIFORM_SLOT);
+  const uniforms = region?.buffer ?? uniformsBuffer(ctx);
+  const packed = region?.packed ?? new Uint8Array(slots.length * UNIFORM_SLOT);
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
-  device.queue.writeBuffer(uniforms, 0, packed);
-  const pass = encoder.beginComputePass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
+  if (region) region.touch();
+  else device.queue.writeBuffer(uniforms, 0, packed);
+  if (region) ctx.callersOwn(uniforms);
+  const pass = recorder.pass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
   const commands = ctx.tape ? [] : null;
   for (const { pipeline, slot, bindings, groups } of dispatches) {
     const group = ctx.bindGroup(pipeline, [
-      { binding: 0, resource: { buffer: uniforms, offset: slot, size: UNIFORM_BYTES } },
+      { binding: 0, resource: { buffer: uniforms, offset: (region?.offset ?? 0) + slot, size: UNIFORM_BYTES } },
       ...bindings.map((b, i) => ({
         binding: i + 1, resource: sizes.has(b) ? { buffer: b, size: sizes.get(b) } : { buffer: b },
       })),
@@ -99,10 +105,12 @@ function encodePass(device, ctx, encoder, timer) {
     pass.dispatchWorkgroups(...groups);
     commands?.push({ pipeline, group, groups });
   }
-  pass.end();
-  for (const [from, to, bytes, at] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
-  timer?.afterPass(encoder);
-  return { uniforms, packed, commands };
+  if (ctx.copiesOut.length > 0 || timer) {
+    const encoder = recorder.encoder();
+    for (const [from, to, bytes, at] of ctx.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
+    timer?.afterPass(encoder);
+  }
+  return { region, packed, commands };
 }
 
 // The call's result: { output, weights, kernels, fill(mapped range) }. With transferModes.prefault
@@ -142,13 +150,19 @@ function reportPhases(marks, uploadMs, gpuMs) {
 function recordForward(gpu, call, kept = call) {
   const { device } = gpu;
   const { plan, cache } = call;
-  const encoder = plan.batch[BATCH.encoderFor](gpu, device);  // before the scopes: it may submit
+  const recorder = plan.batch[BATCH.recorderFor](gpu, device);  // before the scopes: it may submit
   let ctx = null;
-  let scopes;
+  let scopes = [];
   try {
-    scopes = inScopes(device, () => {
-      ctx = kept.tape && playTape(gpu, kept.tape, call, encoder) ? kept.tape.results : encodeRecorded(gpu, call, encoder, kept);
-    });
+    // A tape that writes no table makes no WebGPU call validated at once (its uniforms are the
+    // step's, written at its submit; its commands are the encoder's, validated at the submit's
+    // finish(), in that submit's scopes): it needs no scopes of its own.
+    if (kept.tape && !kept.tape.rotary && playTape(gpu, kept.tape, call, recorder)) ctx = kept.tape.results;
+    else {
+      scopes = inScopes(device, () => {
+        ctx = kept.tape?.rotary && playTape(gpu, kept.tape, call, recorder) ? kept.tape.results : encodeRecorded(gpu, call, recorder, kept);
+      });
+    }
   } catch (e) {
     gpu.releasePool();
     for (const b of ctx?.made.values() ?? []) b.destroy();
@@ -174,21 +188,28 @@ function recordForward(gpu, call, kept = call) {
 
 // recordForward()'s encoding of `call` on `encoder`: its ctx (encodingContext()), and in a GpuStep
 // its tape taken (kept.tape: step_tape.js) for the replays.
-function encodeRecorded(gpu, call, encoder, kept) {
+function encodeRecorded(gpu, call, recorder, kept) {
   const { plan } = call;
   const half = gpuResultDtype(plan) === 'float16';
   const tape = Boolean(plan.batch[BATCH.replayable]);
-  const ctx = encodingContext(gpu, encoder, {
+  const ctx = encodingContext(gpu, recorder.encoder(), {
     results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache: call.cache, out: plan.deviceOut, tape,
   });
   kept.tape = null;
   // A step's blocks carry their fields, which its tape finds the cache's length in by name.
   if (tape) withBlockFields(() => encodeCall(ctx, call, half));
   else encodeCall(ctx, call, half);
-  const pass = encodePass(gpu.device, ctx, encoder, null);
+  const pass = encodePass(gpu.device, ctx, recorder, null, uniformRegionOf(plan.batch, kept, ctx.slots.length * UNIFORM_SLOT));
   if (tape) kept.tape = captureTape(gpu, call, ctx, pass);
   passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
   return ctx;
+}
+
+// Where the uniform slots (`bytes`) of a call recorded into `batch` go (its uniformRegion()): for a
+// call a GpuStep keeps (`kept`), its region, taken once and reused while it fits.
+function uniformRegionOf(batch, kept, bytes) {
+  if (!(kept.uniforms?.packed.byteLength >= bytes)) kept.uniforms = batch[BATCH.uniformRegion](bytes);
+  return kept.uniforms;
 }
 
 // A recorded call (recordForward()'s `call`) recorded again into replanned.batch at `replanned`, its
@@ -271,11 +292,12 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   device.pushErrorScope('out-of-memory');
   device.pushErrorScope('validation');
   try {
-    const encoder = device.createCommandEncoder({ label: 'webattention forward' });
+    const recorder = new OpenPass(device.createCommandEncoder({ label: 'webattention forward' }));
     const half = onDevice && gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, encoder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
+    ctx = encodingContext(gpu, recorder.encoder(), { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
     const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, half);
-    encodePass(device, ctx, encoder, timer);
+    encodePass(device, ctx, recorder, timer);
+    const encoder = recorder.encoder();
     passHooks.onDispatches?.(ctx.dispatches.map(({ pipeline, groups }) => ({ kernel: pipeline.label, groups })));
     const readback = onDevice || filling ? null : readbackBuffer(ctx, outFloats + weightFloats);
     if (readback) encoder.copyBufferToBuffer(out, 0, readback, 0, outFloats * F32);

@@ -43,14 +43,14 @@ export function captureTape(gpu, call, ctx, pass) {
   const n = call.plan.cache?.lengthBefore ?? null;
   const spanFirst = call.config.rotary ? rotarySpanFirst(call.plan) : null;
   const patches = positionWords(ctx.slots, n, positionFields(spanFirst));
-  if (!patches) return null;
+  if (!patches || !pass.region) return null;
   return {
     bound: boundOf(call),
     chunks: chunksOf(call),
     params: gpu.params,
     storage: call.cache?.keys ?? null,
     taken,
-    words: new Uint32Array(pass.packed.buffer),
+    words: new Uint32Array(pass.packed.buffer, pass.packed.byteOffset, pass.packed.byteLength / 4),
     patches,
     pass,
     spanFirst,
@@ -78,10 +78,11 @@ function positionWords(slots, n, fields) {
 }
 
 /**
- * Plays `tape` for `call` (a replay's, its plan at the cache's length now) on `encoder`, or
- * returns false, having recorded nothing, where it is not what encoding the call would give.
+ * Plays `tape` for `call` (a replay's, its plan at the cache's length now) into `recorder` (the
+ * step's OpenPass: its dispatches in the open pass), or returns false, having recorded nothing,
+ * where it is not what encoding the call would give.
  */
-export function playTape(gpu, tape, call, encoder) {
+export function playTape(gpu, tape, call, recorder) {
   const { device } = gpu;
   if (boundOf(call) !== tape.bound || chunksOf(call) !== tape.chunks) return false;
   if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
@@ -89,17 +90,15 @@ export function playTape(gpu, tape, call, encoder) {
   if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return false;
   const n = call.plan.cache?.lengthBefore;
   for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
-  const { uniforms, packed, commands } = tape.pass;
-  device.queue.writeBuffer(uniforms, 0, packed);
+  tape.pass.region.touch();  // the step's submit writes it
   if (tape.rotary) device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
-  for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) encoder.copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
-  const pass = encoder.beginComputePass();
-  for (const { pipeline, group, groups } of commands) {
+  for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) recorder.encoder().copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
+  const pass = recorder.pass();
+  for (const { pipeline, group, groups } of tape.pass.commands) {
     pass.setPipeline(pipeline);
     pass.setBindGroup(0, group);
     pass.dispatchWorkgroups(...groups);
   }
-  pass.end();
-  for (const [from, to, bytes, at] of tape.copiesOut) encoder.copyBufferToBuffer(from, 0, to, at, bytes);
+  for (const [from, to, bytes, at] of tape.copiesOut) recorder.encoder().copyBufferToBuffer(from, 0, to, at, bytes);
   return true;
 }
