@@ -88,9 +88,12 @@ function encodePass(device, ctx, recorder, timer, region = null) {
   const uniforms = region?.buffer ?? uniformsBuffer(ctx);
   const packed = region?.packed ?? new Uint8Array(slots.length * UNIFORM_SLOT);
   slots.forEach((block, i) => packed.set(new Uint8Array(block), i * UNIFORM_SLOT));
-  if (region) region.touch();
-  else device.queue.writeBuffer(uniforms, 0, packed);
-  if (region) ctx.callersOwn(uniforms);
+  if (region) {
+    region.touch();
+    ctx.callersOwn(uniforms);  // the step's: its groups are the tape's, not kept under the cache
+  } else {
+    device.queue.writeBuffer(uniforms, 0, packed);
+  }
   const pass = recorder.pass(timer?.timestampWrites ? { timestampWrites: timer.timestampWrites } : undefined);
   const commands = ctx.tape ? [] : null;
   for (const { pipeline, slot, bindings, groups } of dispatches) {
@@ -186,8 +189,8 @@ function recordForward(gpu, call, kept = call) {
   };
 }
 
-// recordForward()'s encoding of `call` on `encoder`: its ctx (encodingContext()), and in a GpuStep
-// its tape taken (kept.tape: step_tape.js) for the replays.
+// recordForward()'s encoding of `call` into `recorder` (the batch's OpenPass): its ctx
+// (encodingContext()), and in a GpuStep its tape taken (kept.tape: step_tape.js) for the replays.
 function encodeRecorded(gpu, call, recorder, kept) {
   const { plan } = call;
   const half = gpuResultDtype(plan) === 'float16';
