@@ -1,9 +1,10 @@
 // GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"): the calls
 // of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
 // token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
-// int4 weights, a windowed cache whose ring wraps), one submit a replay; one module twice in a step
-// (a submit between its calls, as recorded); a decoder's step with cross-attention on an encoded
-// cache. What cannot be replayed and replays that cannot run are typed errors that record nothing;
+// int4 weights, a windowed cache whose ring wraps), one submit a replay; a replay's Dawn calls (one
+// uniform write, one compute pass, the submit's error scopes; a call without a cache writes its
+// rotary table in scopes of its own); one module twice in a step (a submit between its calls, as
+// recorded); a decoder's step with cross-attention on an encoded cache. What cannot be replayed and replays that cannot run are typed errors that record nothing;
 // a refused submit and a throw from fn put the caches back. Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -38,6 +39,23 @@ async function step({ layers }, caches, x, places, moved, batch) {
   batch.encode(device, copyInto(places[0], moved));
   await layers[1].forward(moved, moved, moved, into(1));
   return (await layers[2].forward(places[1], places[1], places[1], into(2))).output;
+}
+
+// A GpuStep recorded by run(ours, step) and replayed for 4 tokens beside run(twins, batch) made anew
+// into a GpuBatch: bit for bit at each token, each replay's Dawn calls (counted()) given to
+// check(counts, token); x, the step's input, rewritten from `seed` before each token.
+async function replayBeside(run, [ours, twins], x, seed, check) {
+  const gpuStep = new GpuStep();
+  const last = await run(ours, gpuStep);
+  await gpuStep.submit();
+  const batch = new GpuBatch();
+  for (let token = 0; token < 4; token++) {
+    const want = await run(twins, batch);
+    await batch.submit();
+    if (token > 0) check(await counted(() => gpuStep.replay()), token);
+    assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
+    device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, seed + token));
+  }
 }
 
 describe(`GpuStep (Dawn, ${adapterName})`, () => {
@@ -106,29 +124,30 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
   test('a replay whose tapes all play: one uniform write, one compute pass and the submit\'s error scopes alone, bit for bit', async () => {
     const layers = [];
     for (let i = 0; i < 4; i++) layers.push(await module({}, 1000 + i));
-    const [ours, twins] = [0, 1].map(() => layers.map((m) => m.createCache({ maxLength: 16 })));
+    const [ours, twins] = [0, 1].map(() => ({ caches: layers.map((m) => m.createCache({ maxLength: 16 })), places: [kept(), kept()] }));
     const x = row(1010);
-    const [places, twinPlaces] = [[kept(), kept()], [kept(), kept()]];
-    const run = async (caches, into, batch) => {
+    const run = async ({ caches, places }, batch) => {
       let t = x;
-      for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', out: into[i % 2], batch })).output;
+      for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', out: places[i % 2], batch })).output;
       return t;
     };
-    const gpuStep = new GpuStep();
-    const last = await run(ours, places, gpuStep);
-    await gpuStep.submit();
-    const batch = new GpuBatch();
-    for (let token = 0; token < 4; token++) {
-      const want = await run(twins, twinPlaces, batch);
-      await batch.submit();
-      if (token > 0) {
-        const counts = await counted(() => gpuStep.replay());
-        assert.deepEqual([counts.submits, counts.writes, counts.passes, counts.scopes], [1, 1, 1, 2], `token ${token}: submits, writes, passes, scopes`);
-      }
-      assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
-      device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, 1020 + token));
-    }
-    assert.deepEqual(await ours[3].read(), await twins[3].read(), 'the last caches alike');
+    await replayBeside(run, [ours, twins], x, 1020, (counts, token) => {
+      assert.deepEqual([counts.submits, counts.writes, counts.passes, counts.scopes], [1, 1, 1, 2], `token ${token}: submits, writes, passes, scopes`);
+    });
+    assert.deepEqual(await ours.caches[3].read(), await twins.caches[3].read(), 'the last caches alike');
+  });
+
+  test('a call without a cache (its rotary table written at each play, in scopes of its own) before a cached one: bit for bit, one pass', async () => {
+    const [plain, cached] = [await module({}, 1030), await module({}, 1031)];
+    const [ours, twins] = [0, 1].map(() => ({ cache: cached.createCache({ maxLength: 16 }), places: [kept(), kept()] }));
+    const x = row(1032);
+    const run = async ({ cache, places }, batch) => {
+      const h = (await plain.forward(x, x, x, { output: 'gpu-buffer', out: places[0], batch })).output;
+      return (await cached.forward(h, h, h, { cache, output: 'gpu-buffer', out: places[1], batch })).output;
+    };
+    await replayBeside(run, [ours, twins], x, 1040, (counts, token) => {
+      assert.deepEqual([counts.writes, counts.passes, counts.scopes], [2, 1, 4], `token ${token}: the table and the uniforms; one pass; the table's scopes and the submit's`);
+    });
   });
 
   test('one module twice in the step (two caches): replayed as the calls made anew, two submits as recorded', async () => {
