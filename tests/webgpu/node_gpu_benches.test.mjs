@@ -20,6 +20,7 @@ const BENCHES = [
   ['bench/gpu/gpu_sdpa.mjs', '--quick', '--ms', '100'],
   ['bench/gpu/gpu_host_side.mjs', '--cross', '--shapes', '4096/64/1', '--rounds', '3'],
   ['bench/gpu/gpu_cross_attention.mjs', '--quick', '--steps-ms', '100'],
+  ['bench/gpu/step_in_browser.mjs', '--layers', '2', '--tokens', '5'],  // in headless Chromium
 ];
 
 for (const [script, ...args] of BENCHES) {
