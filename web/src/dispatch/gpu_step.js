@@ -3,11 +3,10 @@
 // with replay() instead of making them: the checks, the routing and the queueing of each forward()
 // are not paid again, nor its encoding, where its tape plays (webgpu/step_tape.js: its dispatches
 // as last encoded, the cache's length written into them, in one compute pass the calls share; the
-// calls' uniforms are the step's, written once a submit: webgpu/step_uniforms.js; about 0.3× a
-// batched step's host time on SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed"
-// rows). The step's buffers are fixed: its
-// forward() calls take GPU inputs and write into `out` places, and its encode() work is fn called
-// again, so a replay is the same calls made again at each cache's length now (its caches one step
+// calls' uniforms are the step's, written once a submit: webgpu/step_uniforms.js; about 0.3–0.4×
+// a batched step's host time on SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed"
+// rows). The step's buffers are fixed: its forward() calls take GPU inputs and write into `out`
+// places, and its encode() work is fn called again, so a replay is the same calls made again at each cache's length now (its caches one step
 // on), bit for bit. The recording ends at the first submit(), the caller's or one the package
 // makes (a read() of one of its results, work outside it on its modules).
 //

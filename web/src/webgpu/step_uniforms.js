@@ -22,11 +22,6 @@ export class StepUniforms {
     this.#device = device;
   }
 
-  /** Whether the regions are `device`'s (a step's calls are on one device). */
-  on(device) {
-    return device === this.#device;
-  }
-
   /**
    * A region of `bytes` (a multiple of UNIFORM_SLOT): { buffer, offset, packed (a Uint8Array of
    * its bytes, which the next flush() writes), touch() (marks them changed) }.
