@@ -6,9 +6,10 @@
 // calls' uniforms are the step's, written once a submit: webgpu/step_uniforms.js; about 0.3–0.4×
 // a batched step's host time on SwiftShader's Dawn, bench/gpu/gpu_decode_stack.mjs's "replayed"
 // rows). The step's buffers are fixed: its forward() calls take GPU inputs and write into `out`
-// places, and its encode() work is fn called again, so a replay is the same calls made again at each cache's length now (its caches one step
-// on), bit for bit. The recording ends at the first submit(), the caller's or one the package
-// makes (a read() of one of its results, work outside it on its modules).
+// places, and its encode() work is fn called again, so a replay is the same calls made again at
+// each cache's length now (its caches one step on), bit for bit. The recording ends at the first
+// submit(), the caller's or one the package makes (a read() of one of its results, work outside
+// it on its modules).
 //
 // A call that could not be replayed is refused when it is made (admit(): a host input, no `out`,
 // a mask, positionIds, weights, rows, a scaledDotProductAttention() call); what a replay may do is
