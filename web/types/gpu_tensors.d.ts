@@ -121,7 +121,7 @@ export class GpuBatch {
  * A GpuBatch that keeps the calls of its first step (those made into it before its first
  * submit()), so that each later token runs them again with replay() instead of making them: the
  * same calls at each cache's length now (its caches one step on), bit for bit, in one
- * queue.submit(), for less of the host's time than a batched step (about 0.4× on SwiftShader's Dawn: each call's encoding is played again, not made). Its forward() calls take GPU inputs
+ * queue.submit(), for less of the host's time than a batched step (about 0.3–0.4× on SwiftShader's Dawn: each call's encoding is played again, not made, in one compute pass with one uniform write). Its forward() calls take GPU inputs
  * and an `out` place (fixed buffers: the input written before each replay, the output read
  * after), no masks, positionIds or needWeights (else an OptionError naming `batch` at the call);
  * its encode() fns are called again. After the first submit() it takes no other calls (OptionError
