@@ -155,17 +155,12 @@ function recordForward(gpu, call, kept = call) {
   const { plan, cache } = call;
   const recorder = plan.batch[BATCH.recorderFor](gpu, device);  // before the scopes: it may submit
   let ctx = null;
-  let scopes = [];
+  let scopes;
   try {
-    // A tape that writes no table makes no WebGPU call validated at once (its uniforms are the
-    // step's, written at its submit; its commands are the encoder's, validated at the submit's
-    // finish(), in that submit's scopes): it needs no scopes of its own.
-    if (kept.tape && !kept.tape.rotary && playTape(gpu, kept.tape, call, recorder)) ctx = kept.tape.results;
-    else {
-      scopes = inScopes(device, () => {
-        ctx = kept.tape?.rotary && playTape(gpu, kept.tape, call, recorder) ? kept.tape.results : encodeRecorded(gpu, call, recorder, kept);
-      });
-    }
+    // A played tape brings the scopes it needs (step_tape.js); an encoding is in scopes of its own.
+    scopes = kept.tape ? playTape(gpu, kept.tape, call, recorder) : null;
+    if (scopes) ctx = kept.tape.results;
+    else scopes = inScopes(device, () => { ctx = encodeRecorded(gpu, call, recorder, kept); });
   } catch (e) {
     gpu.releasePool();
     for (const b of ctx?.made.values() ?? []) b.destroy();

@@ -15,7 +15,7 @@ export class OpenPass {
 
   /** The encoder, its open pass ended (a copy, finish() or a pass of one's own may follow). */
   encoder() {
-    this.end();
+    this.#end();
     return this.#encoder;
   }
 
@@ -25,8 +25,8 @@ export class OpenPass {
     return this.#pass;
   }
 
-  /** Ends the open pass, if any. */
-  end() {
+  // Ends the open pass, if any.
+  #end() {
     this.#pass?.end();
     this.#pass = null;
   }

@@ -15,6 +15,7 @@
 // else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
+import { inScopes } from '../base/error_scopes.js';
 import { UNIFORM_SLOT } from './encoding_context.js';
 import { decodeChunks } from './forward_encode.js';
 import { keysBound } from './step_bound.js';
@@ -79,19 +80,22 @@ function positionWords(slots, n, fields) {
 
 /**
  * Plays `tape` for `call` (a replay's, its plan at the cache's length now) into `recorder` (the
- * step's OpenPass: its dispatches in the open pass), or returns false, having recorded nothing,
- * where it is not what encoding the call would give.
+ * step's OpenPass: its dispatches in the open pass). Returns the error scopes of what WebGPU
+ * validates at once (inScopes()'s promises: its rotary table's write where it writes one, else
+ * none: its uniforms go with the step's submit, and its commands are the encoder's, validated at
+ * the submit's finish() in that submit's scopes), or null, having recorded nothing, where the
+ * tape is not what encoding the call would give.
  */
 export function playTape(gpu, tape, call, recorder) {
   const { device } = gpu;
-  if (boundOf(call) !== tape.bound || chunksOf(call) !== tape.chunks) return false;
-  if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return false;
-  if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return false;
-  if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return false;
+  if (boundOf(call) !== tape.bound || chunksOf(call) !== tape.chunks) return null;
+  if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return null;
+  if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return null;
+  if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return null;
   const n = call.plan.cache?.lengthBefore;
   for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
   tape.pass.region.touch();  // the step's submit writes it
-  if (tape.rotary) device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
+  const scopes = tape.rotary ? inScopes(device, () => device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table)) : [];
   for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) recorder.encoder().copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
   const pass = recorder.pass();
   for (const { pipeline, group, groups } of tape.pass.commands) {
@@ -100,5 +104,5 @@ export function playTape(gpu, tape, call, recorder) {
     pass.dispatchWorkgroups(...groups);
   }
   for (const [from, to, bytes, at] of tape.copiesOut) recorder.encoder().copyBufferToBuffer(from, 0, to, at, bytes);
-  return true;
+  return scopes;
 }

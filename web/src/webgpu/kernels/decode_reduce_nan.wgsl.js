@@ -1,9 +1,10 @@
 // WGSL kernel: the decode path's reduce (decode_reduce.wgsl.js) with a cached call's NaN rule
-// (nonfinite_rows.wgsl.js) in the same dispatch, over the rule's uniforms (NONFINITE_PARAMS: hasSinks and hasWeights 0), for a call that asks for no weights and has no
-// sinks: the rule's own dispatch ran after those two kernels (they read and change the row
-// stats), so only without them can it move into the reduce. Why: a decode step of a model is a
-// chain of small dispatches per layer; each costs the host its Dawn calls and the GPU a barrier,
-// and this one was, for a finite row, a whole dispatch to find nothing.
+// (nonfinite_rows.wgsl.js) in the same dispatch, over the rule's uniforms (NONFINITE_PARAMS:
+// hasSinks and hasWeights 0), for a call that asks for no weights and has no sinks: the rule's
+// own dispatch ran after those two kernels (they read and change the row stats), so only without
+// them can it move into the reduce. Why: a decode step of a model is a chain of small dispatches
+// per layer; each costs the host its Dawn calls and the GPU a barrier, and this one was, for a
+// finite row, a whole dispatch to find nothing.
 //
 // One workgroup per (batch, head, row), as the reduce's. Its invocations first look at what the
 // row's head sees: its query's DK values, the flag of each cache slot it may see (the position
