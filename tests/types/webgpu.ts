@@ -98,7 +98,8 @@ async function gpuStepExample(layers: MultiHeadAttention[]) {
   await step.submit();
   const replayed: Promise<void> = step.replay();
   const asBatch: GpuBatch = step;
-  return [replayed, asBatch];
+  const freed: void = step.dispose();
+  return [replayed, asBatch, freed];
 }
 gpuStepExample;
 

@@ -13,10 +13,10 @@ export async function counted(fn, on = device) {
   const wrapped = [[Object.getPrototypeOf(on.queue), 'submit', 'submits'], [Object.getPrototypeOf(probe), 'mapAsync', 'maps'],
     [Object.getPrototypeOf(on), 'createBuffer', 'buffers'], [encoder, 'copyBufferToBuffer', 'copies'],
     [Object.getPrototypeOf(on.queue), 'writeBuffer', 'writes'], [encoder, 'beginComputePass', 'passes'],
-    [Object.getPrototypeOf(on), 'pushErrorScope', 'scopes'],
+    [Object.getPrototypeOf(on), 'pushErrorScope', 'scopes'], [Object.getPrototypeOf(probe), 'destroy', 'destroys'],
   ].map(([proto, name, count]) => [proto, name, count, proto[name]]);
   probe.destroy();
-  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0, writes: 0, passes: 0, scopes: 0 };
+  const counts = { submits: 0, maps: 0, buffers: 0, copies: 0, writes: 0, passes: 0, scopes: 0, destroys: 0 };
   for (const [proto, name, count, original] of wrapped) {
     proto[name] = function counting(...args) { counts[count]++; return original.apply(this, args); };
   }

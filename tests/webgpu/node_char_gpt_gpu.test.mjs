@@ -5,7 +5,7 @@
 // within 1e-4, and each step's greedy choice golden's (the 200-character continuation), the same
 // positions through a long prompt's chunks (a GpuBatch each). A token is one queue.submit() and
 // its logits the one readback; generate() runs it as it runs CharGpt, the
-// same text again after reset(); calls made together run in turn, dispose() stops them; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
+// same text again after reset(); calls made together run in turn, dispose() stops them and destroys the step's buffer; needWeights and ids outside the vocabulary are refused. Set-up: node_setup.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -91,6 +91,25 @@ describe(`char-gpt on the GPU (Dawn, ${adapterName})`, () => {
     const disposed = (e) => e.name === 'DisposedError' && e.argument === 'model';
     await assert.rejects(running, disposed);
     await assert.rejects(own.forward([1]), disposed);
+  });
+
+  test("dispose() destroys its GpuStep's uniform buffer too", async () => {
+    const own = await CharGptGpu.load(api, readFileSync(MODEL_FILE), { gpu: device });
+    const made = [];
+    const proto = Object.getPrototypeOf(device);
+    const createBuffer = proto.createBuffer;
+    proto.createBuffer = function keeping(descriptor) { const b = createBuffer.call(this, descriptor); made.push(b); return b; };
+    try {
+      await own.forward([1]);  // the step recorded
+    } finally {
+      proto.createBuffer = createBuffer;
+    }
+    const uniforms = made.filter((b) => b.label === 'webattention step uniforms');
+    assert.equal(uniforms.length, 1);
+    let destroyed = 0;
+    for (const b of uniforms) b.destroy = function counting() { destroyed++; return Object.getPrototypeOf(b).destroy.call(b); };
+    own.dispose();
+    assert.equal(destroyed, 1);
   });
 
   test('needWeights and bad ids: OptionErrors naming them, nothing appended, and the model goes on', async () => {

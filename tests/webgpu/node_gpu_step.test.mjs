@@ -305,4 +305,52 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     assert.deepEqual(await fresh.read(), await want.read());
     assert.ok(last);
   });
+
+  test('dispose(): a recording dropped (caches back), its buffer destroyed, a replay under way stopped; the modules usable', async () => {
+    const model = await stack(960);
+    const [ours, twins] = [model.caches(), model.caches()];
+    const x = row(961);
+    const [places, twinPlaces] = [[kept(), kept(), kept()], [kept(), kept(), kept()]];
+    const [moved, twinMoved] = [kept(), kept()];
+    const dropped = new GpuStep();
+    await step(model, ours, x, places, moved, dropped);
+    assert.equal((await counted(() => dropped.dispose())).submits, 0, 'nothing submitted');
+    assert.deepEqual([dropped.pending, ...ours.map((c) => c.length)], [0, 0, 0, 0], 'the recording dropped, its caches back');
+    const gpuStep = new GpuStep();
+    await step(model, ours, x, places, moved, gpuStep);
+    await gpuStep.submit();
+    await gpuStep.replay();
+    assert.equal((await counted(() => gpuStep.dispose())).destroys, 1, "the step's one uniform buffer (three layers' slots)");
+    await assert.rejects(gpuStep.replay(), { name: 'DisposedError', argument: 'batch' });
+    await assert.rejects(model.layers[0].forward(x, x, x, { cache: ours[0], output: 'gpu-buffer', out: places[0], batch: gpuStep }),
+      { name: 'DisposedError', argument: 'batch' });
+    assert.throws(() => gpuStep.encode(device, () => {}), { name: 'DisposedError', argument: 'batch' });
+    gpuStep.dispose();  // a second: nothing
+    const stopped = new GpuStep();
+    await step(model, ours, x, places, moved, stopped);
+    await stopped.submit();
+    const replaying = stopped.replay();
+    stopped.dispose();
+    await assert.rejects(replaying, { name: 'DisposedError', argument: 'batch' });
+    assert.deepEqual(ours.map((c) => c.length), [3, 3, 3], 'the stopped replay put every cache back');
+    // Disposed by its last work, an encode() fn, with every call recorded: stopped all the same.
+    const ending = new GpuStep();
+    const alone = model.layers[0].createCache({ maxLength: 32 });
+    await model.layers[0].forward(x, x, x, { cache: alone, output: 'gpu-buffer', out: kept(), batch: ending });
+    ending.encode(device, () => { if (alone.length > 1) ending.dispose(); });
+    await ending.submit();
+    await assert.rejects(ending.replay(), { name: 'DisposedError', argument: 'batch' });
+    assert.equal(alone.length, 1, 'its cache back');
+    // Usable: a step made anew on the same caches, bit for bit the twins' fourth.
+    const batch = new GpuBatch();
+    for (let token = 0; token < 3; token++) {
+      await step(model, twins, x, twinPlaces, twinMoved, batch);
+      await batch.submit();
+    }
+    const want = await step(model, twins, x, twinPlaces, twinMoved, batch);
+    await batch.submit();
+    const got = await step(model, ours, x, places, moved, batch);
+    await batch.submit();
+    assert.deepEqual(await got.read(), await want.read());
+  });
 });

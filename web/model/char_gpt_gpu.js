@@ -100,6 +100,7 @@ export class CharGptGpu {
   /** Frees the modules and buffers; a forward() under way stops before its next token (DisposedError). */
   dispose() {
     this.#disposed = true;
+    this.#step?.dispose();
     for (const { attn } of this.#blocks) attn.dispose();
     for (const buffer of [...Object.values(this.#buffers), ...this.#weights]) buffer.destroy();
   }

@@ -138,4 +138,11 @@ export class GpuStep extends GpuBatch {
    * does; the caches are then back at their lengths before.
    */
   replay(): Promise<void>;
+  /**
+   * Destroys the step's uniform buffers and forgets its calls. A recording not yet submitted is
+   * dropped (its caches back); a replay() under way rejects with a DisposedError before its submit;
+   * work already submitted runs. Then replay() and calls into the step are DisposedErrors naming
+   * `batch`. The modules, caches and `out` places are the caller's and stay usable.
+   */
+  dispose(): void;
 }

@@ -28,6 +28,7 @@ export class GpuStep extends GpuBatch {
   #replaying = false;   // replay() records the kept calls again
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
   #uniforms = null;     // StepUniforms of the step's device: its calls' uniform slots
+  #disposed = false;
 
   /**
    * Internal (webgpu/step_bound.js keysBound()): this batch's calls are encoded in the form
@@ -42,6 +43,7 @@ export class GpuStep extends GpuBatch {
    * or any call after its first submit(): OptionError naming `batch`.
    */
   [BATCH.admit](plan, what) {
+    this.#checkLive(`a ${what} into it`);
     if (!this.#recording) throw recorded(`a ${what} into it`);
     const why = what === 'forward()' ? replayRefusal(plan) : ENGINE_CALL;
     if (why) {
@@ -59,6 +61,7 @@ export class GpuStep extends GpuBatch {
 
   /** Internal: as GpuBatch's; after the first submit() only replay() records. */
   [BATCH.recorderFor](owner, device) {
+    this.#checkLive('a forward() into it');
     if (!this.#recording && !this.#replaying) throw recorded('a forward() into it');
     this.#uniforms ??= new StepUniforms(device);
     return super[BATCH.recorderFor](owner, device);
@@ -79,6 +82,7 @@ export class GpuStep extends GpuBatch {
 
   /** As GpuBatch's; while recording, fn is kept and called again by each replay(). */
   encode(device, fn) {
+    this.#checkLive('an encode() into it');
     if (!this.#recording && !this.#replaying) throw recorded('an encode() into it');
     const value = super.encode(device, fn);
     if (this.#recording) this.#kept.push({ device, fn });
@@ -99,6 +103,7 @@ export class GpuStep extends GpuBatch {
    * nothing is recorded then. A throw from an encode() fn is rethrown with the caches back.
    */
   async replay() {
+    this.#checkLive('replay()');
     if (this.#recording) {
       throw new OptionError('batch: replay() runs the calls of the step\'s first submit(); record them and submit() first', {
         argument: 'batch', expected: 'a submitted GpuStep', actual: 'still recording',
@@ -115,14 +120,43 @@ export class GpuStep extends GpuBatch {
       for (const [index, kept] of this.#kept.entries()) {
         if (kept.fn) super.encode(kept.device, kept.fn);  // a throw: fn's own, as it is
         else await recordedAgain(kept.call, plans[index], index);
+        this.#checkLive('replay()');  // dispose() while the replay waited: dropped unsubmitted
       }
     } catch (e) {
       this[BATCH.discard]();
       throw e;
     } finally {
       this.#replaying = false;
+      if (this.#disposed) this.#release();
     }
     return super.submit();
+  }
+
+  /**
+   * Destroys the step's uniform buffers and forgets its calls (their tapes, bind groups and
+   * plans), so that a step no longer used holds no GPU memory. What it holds unsubmitted (a
+   * recording not yet submitted) is dropped, its caches back, as a refused submit leaves them; a
+   * replay() under way stops before its submit and rejects with the DisposedError. Work already
+   * submitted runs (WebGPU frees a destroyed buffer after the work that reads it). Then replay()
+   * and calls into the step are DisposedErrors naming `batch`; a second dispose() does nothing.
+   */
+  dispose() {
+    if (this.#disposed) return;
+    this.#disposed = true;
+    if (!this.#replaying) this.#release();  // else the replay releases when it stops
+  }
+
+  // dispose()'s work, once no replay is recording.
+  #release() {
+    this[BATCH.discard]();
+    this.#uniforms?.destroy();
+    this.#uniforms = null;
+    this.#kept = [];
+  }
+
+  // A DisposedError naming `batch` for `what` on a disposed step.
+  #checkLive(what) {
+    if (this.#disposed) throw new DisposedError(`batch: ${what} on a disposed GpuStep`, 'batch');
   }
 
   // Each kept forward()'s plan at its cache's length now (the lengths advanced call by call, for a

@@ -47,4 +47,9 @@ export class StepUniforms {
       chunk.dirty = false;
     }
   }
+
+  /** Destroys the buffers (work submitted before still reads them: WebGPU frees them after it). */
+  destroy() {
+    for (const chunk of this.#chunks.splice(0)) chunk.buffer.destroy();
+  }
 }
