@@ -43,11 +43,16 @@ async function step({ layers }, caches, x, places, moved, batch) {
 
 // A GpuStep recorded by run(ours, step) and replayed for 4 tokens beside run(twins, batch) made anew
 // into a GpuBatch: bit for bit at each token, each replay's Dawn calls (counted()) given to
-// check(counts, token); x, the step's input, rewritten from `seed` before each token.
+// check(counts, token); x, the step's input, rewritten from `seed` before each token. Returns the
+// recording's Dawn calls (counted(), to its submit()).
 async function replayBeside(run, [ours, twins], x, seed, check) {
   const gpuStep = new GpuStep();
-  const last = await run(ours, gpuStep);
-  await gpuStep.submit();
+  const recording = await counted(async () => {
+    const output = await run(ours, gpuStep);
+    await gpuStep.submit();
+    return output;
+  });
+  const last = recording.result;
   const batch = new GpuBatch();
   for (let token = 0; token < 4; token++) {
     const want = await run(twins, batch);
@@ -56,6 +61,7 @@ async function replayBeside(run, [ours, twins], x, seed, check) {
     assert.deepEqual(await last.read(), await want.read(), `token ${token}`);
     device.queue.writeBuffer(x.gpuBuffer, 0, filled(E, seed + token));
   }
+  return recording;
 }
 
 describe(`GpuStep (Dawn, ${adapterName})`, () => {
@@ -121,7 +127,7 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     assert.deepEqual(await ours.read(), await twin.read(), 'the caches alike');
   });
 
-  test('a replay whose tapes all play: one uniform write, one compute pass and the submit\'s error scopes alone, bit for bit', async () => {
+  test('a replay whose tapes all play: one uniform write, one compute pass and the submit\'s error scopes alone, bit for bit; its recording one pass', async () => {
     const layers = [];
     for (let i = 0; i < 4; i++) layers.push(await module({}, 1000 + i));
     const [ours, twins] = [0, 1].map(() => ({ caches: layers.map((m) => m.createCache({ maxLength: 16 })), places: [kept(), kept()] }));
@@ -131,9 +137,11 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
       for (const [i, m] of layers.entries()) t = (await m.forward(t, t, t, { cache: caches[i], output: 'gpu-buffer', out: places[i % 2], batch })).output;
       return t;
     };
-    await replayBeside(run, [ours, twins], x, 1020, (counts, token) => {
+    const recording = await replayBeside(run, [ours, twins], x, 1020, (counts, token) => {
       assert.deepEqual([counts.submits, counts.writes, counts.passes, counts.scopes], [1, 1, 1, 2], `token ${token}: submits, writes, passes, scopes`);
     });
+    // Its calls copy nothing in (inputs and out places bound as they are): recorded in one pass too.
+    assert.deepEqual([recording.submits, recording.passes], [1, 1], 'the recording: submits, passes');
     assert.deepEqual(await ours.caches[3].read(), await twins.caches[3].read(), 'the last caches alike');
   });
 

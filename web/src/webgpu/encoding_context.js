@@ -18,7 +18,10 @@ export const UNIFORM_SLOT = 256;
 export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 
 // What encodeForward() writes through: pooled buffers by role, uploads (through the module's
-// staging buffers on `encoder` where transferModes.staging says so), uniform slots, dispatches.
+// staging buffers, copied on the encoder, where transferModes.staging says so), uniform slots,
+// dispatches. `recorder`: the OpenPass (open_pass.js) the call is encoded into; its encoder is
+// taken (ending the pass the calls before left open) only for a copy before the call's pass, so
+// that a batch's call that copies nothing in joins that pass.
 // `results` (output: 'gpu-buffer'): the roles ('output', 'weights') whose buffers are made for the
 // caller (ctx.made keeps them), written by the kernels, or for a small result written in the
 // role's pooled buffer and copied into the caller's after the pass (ctx.copiesOut); a GPU input
@@ -26,7 +29,7 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // A batched call (plan.batch) writes its host inputs with writeBuffer() alone: the staging buffers
 // are mapped again after their submit, which is the batch's. A float16 GPU input is widened on the
 // device (kernels/widen_half.wgsl.js, `widenHalf`: the call's pipeline) into the role's buffer.
-// Without an encoder (reserveBuffers()) an upload only makes the buffers it would write through.
+// Without a recorder (reserveBuffers()) an upload only makes the buffers it would write through.
 // `cache`: the call's GpuKvCache, which its bind groups are kept under (else the module's `gpu`).
 // `out` (the call's deviceOut: checkGpuOut()'s DeviceData): the output is written in the role's
 // pooled buffer and copied into that place of the caller's buffer after the pass (ctx.placed), or
@@ -35,7 +38,7 @@ export const STORAGE_IN = Usage.STORAGE | Usage.COPY_DST;
 // the pooled buffers taken ([role, floats, usage, buffer]), the copies on the encoder before the
 // pass (copiesIn: [from, fromOffset, to, toOffset, bytes]) and the buffers written by
 // writeBuffer() (written: role → buffer); null for other calls.
-export function encodingContext(gpu, encoder, { results = null, batched = false, widenHalf = null, cache = null, out = null, tape = false } = {}) {
+export function encodingContext(gpu, recorder, { results = null, batched = false, widenHalf = null, cache = null, out = null, tape = false } = {}) {
   const { device } = gpu;
   const staging = (data) => (!batched && transferOn('staging', data.byteLength) ? gpu.staging : null);
   const sizes = new Map();  // buffer → the bytes this call uses of it (the binding size)
@@ -68,15 +71,15 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
     if (!uploads.has(data) && isDeviceData(data) && data.dtype === 'float16') uploads.set(data, widened(data, role));
     // A GPU input with STORAGE usage is bound as it is (its kernels only read it): no copy.
     if (!uploads.has(data) && isDeviceData(data) && bindsAsIs(data, tape)) uploads.set(data, boundAsIs(data.gpuBuffer, data.length * F32));
-    if (!uploads.has(data) && !encoder) {
+    if (!uploads.has(data) && !recorder) {
       uploads.set(data, buffer(data.length, STORAGE_IN, role));
       if (staging(data)) gpu.staging.reserve(role, data.byteLength);
     }
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      if (isDeviceData(data)) copyPieces(encoder, data, b, kept);
-      else if (!staging(data)?.write(encoder, role, data, b)) {
+      if (isDeviceData(data)) copyPieces(recorder.encoder(), data, b, kept);
+      else if (!staging(data)?.write(recorder.encoder(), role, data, b)) {
         device.queue.writeBuffer(b, 0, data);
         kept?.written.set(role, b);
       }
@@ -98,7 +101,7 @@ export function encodingContext(gpu, encoder, { results = null, batched = false,
       halves = boundAsIs(data.gpuBuffer, bytes);
     } else {
       halves = buffer(bytes / F32, STORAGE_IN, `${role} float16`);
-      copyPieces(encoder, data, halves, kept);
+      copyPieces(recorder.encoder(), data, halves, kept);
     }
     const b = buffer(data.length, STORAGE_IN, role);
     dispatch(widenHalf, uniform(packParams(WIDEN_HALF_PARAMS, { count: data.length })), [halves, b], widenHalfGrid(data.length));

@@ -190,7 +190,7 @@ function encodeRecorded(gpu, call, recorder, kept) {
   const { plan } = call;
   const half = gpuResultDtype(plan) === 'float16';
   const tape = Boolean(plan.batch[BATCH.replayable]);
-  const ctx = encodingContext(gpu, recorder.encoder(), {
+  const ctx = encodingContext(gpu, recorder, {
     results: half ? null : ['output', 'weights'], batched: true, widenHalf: call.kernels.pipelines.widenHalf, cache: call.cache, out: plan.deviceOut, tape,
   });
   kept.tape = null;
@@ -292,7 +292,7 @@ async function submitCall(gpu, { plan, config, path, cache, problems }, kernels,
   try {
     const recorder = new OpenPass(device.createCommandEncoder({ label: 'webattention forward' }));
     const half = onDevice && gpuResultDtype(plan) === 'float16';
-    ctx = encodingContext(gpu, recorder.encoder(), { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
+    ctx = encodingContext(gpu, recorder, { results: onDevice && !half ? ['output', 'weights'] : null, widenHalf: kernels.pipelines.widenHalf, cache, out: plan.deviceOut });
     const { out, outFloats, weights, weightFloats } = encodeCall(ctx, { plan, config, path, cache, problems, kernels }, half);
     encodePass(device, ctx, recorder, timer);
     const encoder = recorder.encoder();
