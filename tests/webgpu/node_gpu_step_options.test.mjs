@@ -4,7 +4,8 @@
 // and softcap on an int8 cache of two rows, qkNorm with int8 activations, float16 input and `out`
 // with three rows a step on a float16 cache, a windowed cache whose ring wraps under two rows a
 // step, more rows a step than the decode kernels take (the flash kernels over the keys' bound),
-// tensors the kernels cannot bind as they are (an input without STORAGE usage, an out at a
+// the module's other calls writing their rotary tables into its pooled buffer between plays (its
+// tape then encoded anew), tensors the kernels cannot bind as they are (an input without STORAGE usage, an out at a
 // byteOffset or without STORAGE), and an out that is the input's own buffer. Each replay plays the
 // call's tape (no encoding), and copies nothing where the kernels bind the step's tensors as they
 // are (encoding_context.js bindsAsIs()). An out place destroyed between replays
@@ -109,6 +110,37 @@ describe(`GpuStep replays of every option (Dawn, ${adapterName})`, () => {
       const got = await last.read();
       assert.deepEqual(got, await want.read(), `token ${token}`);
       assert.ok(got.every(Number.isFinite));
+    }
+  });
+
+  test("the module's other calls writing their rotary tables between plays (unbatched at other positions; twice in the step on caches past other bounds): bit for bit", async () => {
+    const [mha, twin] = [await module({ rotary: {} }, 1310), await module({ rotary: {} }, 1310)];
+    const prompt = (rows) => ({ data: filled(rows * E, 1311), shape: [1, rows, E] });
+    const caches = async (m) => {
+      const made = [m.createCache({ maxLength: 400 }), m.createCache({ maxLength: 400 }), m.createCache({ maxLength: 400 })];
+      for (const [cache, rows] of [[made[1], 300], [made[2], 100]]) await m.forward(prompt(rows), prompt(rows), prompt(rows), { cache });
+      return made;
+    };
+    const [ours, theirs] = [await caches(mha), await caches(twin)];
+    const x = input({}, 1312);
+    const [places, twinPlaces] = [[place({}), place({})], [place({}), place({})]];
+    const run = async (m, cached, at, batch) => {
+      const outputs = [];
+      for (const i of [0, 1]) outputs.push((await m.forward(x.tensor, x.tensor, x.tensor, { cache: cached[i], output: 'gpu-buffer', out: at[i], batch })).output);
+      return outputs;
+    };
+    const gpuStep = new GpuStep();
+    const last = await run(mha, ours, places, gpuStep);
+    await gpuStep.submit();
+    const batch = new GpuBatch();
+    for (let token = 0; token < 4; token++) {
+      const want = await run(twin, theirs, twinPlaces, batch);
+      await batch.submit();
+      if (token > 0) await gpuStep.replay();
+      for (const i of [0, 1]) assert.deepEqual(await last[i].read(), await want[i].read(), `token ${token}: call ${i}`);
+      const rows = prompt(3);  // the module's third sequence, unbatched, at positions 100 on
+      for (const [m, cache] of [[mha, ours[2]], [twin, theirs[2]]]) await m.forward(rows, rows, rows, { cache });
+      x.rewrite(1320 + token);
     }
   });
 

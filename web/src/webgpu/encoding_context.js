@@ -83,6 +83,7 @@ export function encodingContext(gpu, recorder, { results = null, batched = false
         device.queue.writeBuffer(b, 0, data);
         kept?.written.set(role, b);
       }
+      writtenNow(b);
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -117,6 +118,20 @@ export function encodingContext(gpu, recorder, { results = null, batched = false
     return bindGroupFor(device, cache ?? gpu, callers, pipeline, bindGroupLayout(pipeline), entries);
   };
   return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, callersOwn: (b) => owned.add(b), sizes, slots, dispatches, made, placed, copiesOut, tape: kept, uploadMs: () => uploadMs };
+}
+
+// The last upload into each buffer, as a token made at the write: a step's tape that counts on
+// what its encoding wrote (a rotary table spanning its replays, step_tape.js) tells by it whether
+// another call of the module wrote over that since (the pool's buffers are the module's, shared by
+// all its calls).
+const lastWrites = new WeakMap();
+/** The token of the last upload into `buffer` (undefined: none). */
+export const lastWriteOf = (buffer) => lastWrites.get(buffer);
+/** Marks `buffer` as written now (by an upload, or a tape's own table write); returns the token. */
+export function writtenNow(buffer) {
+  const token = {};
+  lastWrites.set(buffer, token);
+  return token;
 }
 
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into

@@ -11,12 +11,14 @@
 // at the encoding: the kernels' row0 moves), except a table of a row per (batch, query), formed
 // again at each play. A tape is played
 // only where it is what an encoding would give: the same bound and decode grid (boundOf(),
-// chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds;
+// chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds,
+// its spanning table unwritten since (encoding_context.js lastWriteOf(): another call of the module
+// writes its own positions' table into the same pooled buffer);
 // else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
 import { inScopes } from '../base/error_scopes.js';
-import { UNIFORM_SLOT } from './encoding_context.js';
+import { UNIFORM_SLOT, lastWriteOf, writtenNow } from './encoding_context.js';
 import { decodeChunks } from './forward_encode.js';
 import { keysBound } from './step_bound.js';
 import { callRotaryTable, rotarySpanFirst } from './input_steps.js';
@@ -56,12 +58,17 @@ export function captureTape(gpu, call, ctx, pass) {
     pass,
     spanFirst,
     rotary: spanFirst === null ? written.get('rotary table') ?? null : null,
+    // The table spanning the replays, and its write: played only while no other call wrote over it.
+    span: spanFirst === null ? null : spannedTable(written.get('rotary table') ?? null),
     copiesIn,
     copiesOut: ctx.copiesOut,
     // What recordForward() reads of a ctx, for a played call: no buffer made, the output placed.
     results: { device: gpu.device, made: new Map(), placed: ctx.placed },
   };
 }
+
+// A spanning table's { buffer, write (its upload's token) }, or null where the call wrote none.
+const spannedTable = (buffer) => (buffer ? { buffer, write: lastWriteOf(buffer) } : null);
 
 // The words of the packed slots that hold n (a cached call's length before it) plus their field's
 // offset ([word, offset]), or null where a field named so holds something else; none without a cache.
@@ -92,10 +99,16 @@ export function playTape(gpu, tape, call, recorder) {
   if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return null;
   if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return null;
   if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return null;
+  // Another call of the module (unbatched, another step's, a second call in this one) wrote its own
+  // positions' table into the pool's buffer since: encoded anew, which writes this call's again.
+  if (tape.span && lastWriteOf(tape.span.buffer) !== tape.span.write) return null;
   const n = call.plan.cache?.lengthBefore;
   for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
   tape.pass.region.touch();  // the step's submit writes it
-  const scopes = tape.rotary ? inScopes(device, () => device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table)) : [];
+  const scopes = tape.rotary ? inScopes(device, () => {
+    device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
+    writtenNow(tape.rotary);
+  }) : [];
   for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) recorder.encoder().copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
   const pass = recorder.pass();
   for (const { pipeline, group, groups } of tape.pass.commands) {
