@@ -51,6 +51,13 @@ function encodeQkNorm(ctx, { plan, config, kernels }, q, k) {
  */
 export const prepareInAppend = ({ plan, config, cache, problems }) => (cache && plan.S > 0 && problems.q?.role === 'qkv' ? prepareOf(config) : '');
 
+/**
+ * The pooled buffer (role) a rotary table goes in: a GpuStep's table spanning its replays one of
+ * its own, which the module's other calls (a prompt's chunks, unbatched steps) do not write over
+ * (step_tape.js plays it as written), else 'rotary table'.
+ */
+export const tableRole = (rope) => (rope.spanFirst === null ? 'rotary table' : 'rotary span table');
+
 // The uniforms of a rotation (rotary.wgsl.js's ROTATION_FIELDS) by callRotaryTable()'s `rope`.
 const rotationUniforms = (rotary, { batchRows, row0 }) => ({ half: rotary.dim / 2, interleaved: rotary.interleaved ? 1 : 0, batchRows, row0 });
 
@@ -59,7 +66,7 @@ function encodeRotary(ctx, { plan, config, kernels }, q, k) {
   const { B, L, S } = plan;
   const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
   const rope = callRotaryTable(plan, config);
-  const table = ctx.upload(rope.table, 'rotary table');
+  const table = ctx.upload(rope.table, tableRole(rope));
   const rotation = rotationUniforms(rotary, rope);
   const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
     ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, ...rotation })),
@@ -131,7 +138,7 @@ function appendToCache(ctx, { plan, config, cache, kernels }, { k, v, q, prepare
   const { rotary, qkNorm } = config;
   const steps = prepareSteps(prepare);
   const rope = steps.includes('rope') ? callRotaryTable(plan, config) : null;
-  if (rope) bindings.push(ctx.upload(rope.table, 'rotary table'));
+  if (rope) bindings.push(ctx.upload(rope.table, tableRole(rope)));
   if (steps.includes('norm')) bindings.push(ctx.params.qNorm, ctx.params.kNorm);
   const stepValues = { qOff: q.off, eps: qkNorm?.eps ?? 0, ...(rope ? rotationUniforms(rotary, rope) : {}) };
   ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(PREPARED_APPEND_PARAMS, { ...values, ...stepValues })), [k.buf, ...bindings],

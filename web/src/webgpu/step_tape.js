@@ -12,8 +12,8 @@
 // again at each play. A tape is played
 // only where it is what an encoding would give: the same bound and decode grid (boundOf(),
 // chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds,
-// its spanning table unwritten since (encoding_context.js lastWriteOf(): another call of the module
-// writes its own positions' table into the same pooled buffer);
+// its spanning table not written over since (a pooled buffer of its own, which another step's call
+// of the module, or its second call in this step, writes its own span into: tableHolds());
 // else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
@@ -30,7 +30,7 @@ import { callRotaryTable, rotarySpanFirst } from './input_steps.js';
 const positionFields = (spanFirst) => new Map([['first', 0], ['shift', 0], ...(spanFirst === null ? [] : [['row0', -spanFirst]])]);
 // What a step's encoding writes with writeBuffer(): the rotary table, formed again at a play
 // unless it spans the replays' positions.
-const TABLE_ROLES = new Set(['rotary table']);
+const TABLE_ROLES = new Set(['rotary table', 'rotary span table']);
 
 // What a tape holds to: the bound of the keys and the decode grid's chunks, which change with n.
 const boundOf = (call) => keysBound(call.plan);
@@ -59,7 +59,7 @@ export function captureTape(gpu, call, ctx, pass) {
     spanFirst,
     rotary: spanFirst === null ? written.get('rotary table') ?? null : null,
     // The table spanning the replays, and its write: played only while no other call wrote over it.
-    span: spanFirst === null ? null : spannedTable(written.get('rotary table') ?? null),
+    span: spanFirst === null ? null : spannedTable(written.get('rotary span table') ?? null),
     copiesIn,
     copiesOut: ctx.copiesOut,
     // What recordForward() reads of a ctx, for a played call: no buffer made, the output placed.
@@ -67,8 +67,18 @@ export function captureTape(gpu, call, ctx, pass) {
   };
 }
 
-// A spanning table's { buffer, write (its upload's token) }, or null where the call wrote none.
-const spannedTable = (buffer) => (buffer ? { buffer, write: lastWriteOf(buffer) } : null);
+// A spanning table's { buffer, table (the values written) }, or null where the call wrote none.
+const spannedTable = (buffer) => (buffer ? { buffer, table: lastWriteOf(buffer) } : null);
+
+// Whether a spanning table's buffer holds its values still: none written since, or the same bits
+// (the module's calls on a twin cache at the same length write the same table).
+function tableHolds({ buffer, table }) {
+  const now = lastWriteOf(buffer);
+  if (now === table) return true;
+  if (!ArrayBuffer.isView(now) || now.byteLength !== table.byteLength) return false;
+  const [a, b] = [now, table].map((t) => new Uint32Array(t.buffer, t.byteOffset, t.byteLength / 4));
+  return a.every((word, i) => word === b[i]);
+}
 
 // The words of the packed slots that hold n (a cached call's length before it) plus their field's
 // offset ([word, offset]), or null where a field named so holds something else; none without a cache.
@@ -101,13 +111,14 @@ export function playTape(gpu, tape, call, recorder) {
   if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return null;
   // Another call of the module (unbatched, another step's, a second call in this one) wrote its own
   // positions' table into the pool's buffer since: encoded anew, which writes this call's again.
-  if (tape.span && lastWriteOf(tape.span.buffer) !== tape.span.write) return null;
+  if (tape.span && !tableHolds(tape.span)) return null;
   const n = call.plan.cache?.lengthBefore;
   for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
   tape.pass.region.touch();  // the step's submit writes it
   const scopes = tape.rotary ? inScopes(device, () => {
-    device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
-    writtenNow(tape.rotary);
+    const { table } = callRotaryTable(call.plan, call.config);
+    device.queue.writeBuffer(tape.rotary, 0, table);
+    writtenNow(tape.rotary, table);
   }) : [];
   for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) recorder.encoder().copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
   const pass = recorder.pass();
