@@ -135,7 +135,8 @@ export class GpuStep extends GpuBatch {
    * `cache` (no room, rows at several lengths), ShapeError naming `rotary.table` (past a given
    * table's rows), DisposedError (a disposed cache or module): nothing
    * recorded. A throw from an encode() fn is rethrown, and a refused submit rejects as submit()
-   * does; the caches are then back at their lengths before.
+   * does; the caches are then back at their lengths before. Waits for the step's last submit to
+   * settle first. The step holds its calls' modules (not collected while it lives).
    */
   replay(): Promise<void>;
   /**

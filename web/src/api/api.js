@@ -8,6 +8,7 @@
 import { Dispatcher } from '../dispatch/dispatch.js';
 import { outputTensor } from '../checks/half_tensors.js';
 import { DisposedError } from '../base/errors.js';
+import { BATCH } from '../base/batch_protocol.js';
 import { createExecutors } from './create_executors.js';
 import { wasmSdpa } from '../wasm/wasm_sdpa.js';
 import { resolveCacheOptions } from '../dispatch/cache_checks.js';
@@ -176,6 +177,7 @@ export class MultiHeadAttention {
   async forward(query, key, value, options) {
     const dispatcher = this.#live('forward');
     const plan = resolveMhaForward(this.#config, query, key, value, options);
+    plan.batch?.[BATCH.hold](this);  // not collected (and disposed) while the batch holds its work
     const ran = dispatcher.forward(plan);  // a promise unless it ran now
     return results(ran instanceof Promise ? await ran : ran, plan);
   }

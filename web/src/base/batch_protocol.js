@@ -14,4 +14,5 @@ export const BATCH = Object.freeze({
   afterPending: Symbol('GpuBatch afterPending'),
   discard: Symbol('GpuBatch discard'),
   replayable: Symbol('GpuBatch replayable'),
+  hold: Symbol('GpuBatch hold'),
 });

@@ -21,7 +21,7 @@
 //   - the caller's own work (encode()) goes on a command encoder of its own, finished after fn()
 //     and put in the batch's list of command buffers after those of the calls before it; the next
 //     call starts a new encoder after it. One queue.submit() of the list runs them in that order.
-import { BackendError, OptionError, WebAttentionError } from '../base/errors.js';
+import { BackendError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
 import { BATCH } from '../base/batch_protocol.js';
 import { inScopes } from '../base/error_scopes.js';
 import { isModuleDevice } from '../base/module_devices.js';
@@ -45,6 +45,7 @@ export class GpuBatch {
   #after = [];            // afterSubmit()'s, run once the recorded calls are submitted
   #outcomes = new Map();  // generation → its submit()'s promise, while it runs, and for good when it failed
   #generation = 0;        // submit() count: which submit a recorded call's results wait for
+  #held = new Set();      // the modules with calls recorded since the last submit() (hold())
 
   /** How many calls (forward() and encode()) are recorded and not yet submitted. */
   get pending() {
@@ -77,6 +78,15 @@ export class GpuBatch {
    */
   [BATCH.uniformRegion](bytes) {
     return null;
+  }
+
+  /**
+   * Internal (MultiHeadAttention.forward()): `module` has a call in the batch, so it is held until
+   * the submit: a module the app dropped is disposed once collected (api.js), which would destroy
+   * buffers the recorded work reads.
+   */
+  [BATCH.hold](module) {
+    this.#held.add(module);
   }
 
   /** Internal: what must be written before each queue.submit() of the batch (a GpuStep's uniforms). */
@@ -202,6 +212,7 @@ export class GpuBatch {
     const submits = this.#submits;
     this.#calls = [];
     this.#submits = [];
+    this.#held.clear();
     for (const fn of this.#after.splice(0)) fn();
     if (calls.length === 0) return Promise.resolve();
     // Kept while it runs, and for good when it failed (its results' read() rejects with it).
@@ -212,10 +223,11 @@ export class GpuBatch {
   }
 
   /**
-   * Internal (GpuStep.replay() after a failure part way): what the batch holds is dropped unsubmitted,
-   * its calls undone (their caches back) and their results destroyed.
+   * Internal (GpuStep.replay() after a failure part way, GpuStep.dispose()): what the batch holds is
+   * dropped unsubmitted, its calls undone (their caches back) and their results destroyed; their
+   * read() rejects with `reason` (else a DisposedError naming `batch`).
    */
-  [BATCH.discard]() {
+  [BATCH.discard](reason = null) {
     const calls = this.#calls.splice(0);
     for (const call of [...calls].reverse()) call.undo();
     for (const call of calls) call.destroy();
@@ -223,7 +235,13 @@ export class GpuBatch {
     this.#finished = [];
     this.#members.clear();
     this.#submits = [];
-    this.#generation++;
+    this.#held.clear();
+    const generation = this.#generation++;
+    if (calls.length > 0) {
+      const dropped = Promise.reject(reason ?? new DisposedError('batch: its calls were dropped before their submit', 'batch'));
+      dropped.catch(() => {});
+      this.#outcomes.set(generation, dropped);  // for good, as a refused submit's
+    }
     for (const fn of this.#after.splice(0)) fn();
   }
 

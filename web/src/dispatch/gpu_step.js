@@ -29,6 +29,8 @@ export class GpuStep extends GpuBatch {
   #kept = [];           // { call } (a forward()'s record, with plan and again()) or { device, fn } (encode())
   #uniforms = null;     // StepUniforms of the step's device: its calls' uniform slots
   #disposed = false;
+  #modules = new Set(); // the modules of the kept calls, held for the replays (hold())
+  #outcome = null;      // the last submit's promise while it is unsettled (replay() waits for it)
 
   /**
    * Internal (webgpu/step_bound.js keysBound()): this batch's calls are encoded in the form
@@ -51,6 +53,12 @@ export class GpuStep extends GpuBatch {
         argument: 'batch', expected: REPLAYABLE, actual: why,
       });
     }
+  }
+
+  /** Internal: as GpuBatch's; the modules of the recording are held for good (until dispose()). */
+  [BATCH.hold](module) {
+    if (this.#recording) this.#modules.add(module);
+    super[BATCH.hold](module);
   }
 
   /** Internal: as GpuBatch's; while recording, the call is kept for replay(). */
@@ -83,7 +91,7 @@ export class GpuStep extends GpuBatch {
   /** As GpuBatch's; while recording, fn is kept and called again by each replay(). */
   encode(device, fn) {
     this.#checkLive('an encode() into it');
-    if (!this.#recording && !this.#replaying) throw recorded('an encode() into it');
+    if (!this.#recording) throw recorded('an encode() into it');  // a replay calls GpuBatch's
     const value = super.encode(device, fn);
     if (this.#recording) this.#kept.push({ device, fn });
     return value;
@@ -92,7 +100,17 @@ export class GpuStep extends GpuBatch {
   /** As GpuBatch's; the first ends the recording. */
   submit() {
     if (!this.#replaying) this.#recording = false;
-    return super.submit();
+    return this.#submitted();
+  }
+
+  // super.submit(), its promise kept until it settles: a replay planned before a refused submit
+  // put its caches back would plan on lengths that are not theirs.
+  #submitted() {
+    const outcome = super.submit();
+    const settled = () => { if (this.#outcome === outcome) this.#outcome = null; };
+    this.#outcome = outcome;
+    outcome.then(settled, settled);
+    return outcome;
   }
 
   /**
@@ -100,7 +118,8 @@ export class GpuStep extends GpuBatch {
    * resolves once WebGPU accepted them (as submit()). OptionError naming `batch` before the first
    * submit() or for a kept call that cannot be replayed, DisposedError / CacheError naming the
    * module's or cache's problem, OptionError for a replay() while one is recording (await each):
-   * nothing is recorded then. A throw from an encode() fn is rethrown with the caches back.
+   * nothing is recorded then. A throw from an encode() fn is rethrown with the caches back. Waits
+   * for the step's last submit to settle first (a refused one puts the caches back).
    */
   async replay() {
     this.#checkLive('replay()');
@@ -114,22 +133,24 @@ export class GpuStep extends GpuBatch {
         argument: 'batch', expected: 'one replay() at a time', actual: 'a replay() under way',
       });
     }
-    const plans = this.#replanned();
     this.#replaying = true;
     try {
+      if (this.#outcome) await this.#outcome.catch(() => {});  // settled: the caches where it left them
+      this.#checkLive('replay()');
+      const plans = this.#replanned();
       for (const [index, kept] of this.#kept.entries()) {
         if (kept.fn) super.encode(kept.device, kept.fn);  // a throw: fn's own, as it is
         else await recordedAgain(kept.call, plans[index], index);
         this.#checkLive('replay()');  // dispose() while the replay waited: dropped unsubmitted
       }
     } catch (e) {
-      this[BATCH.discard]();
+      this[BATCH.discard](e);
       throw e;
     } finally {
       this.#replaying = false;
       if (this.#disposed) this.#release();
     }
-    return super.submit();
+    return this.#submitted();
   }
 
   /**
@@ -152,6 +173,7 @@ export class GpuStep extends GpuBatch {
     this.#uniforms?.destroy();
     this.#uniforms = null;
     this.#kept = [];
+    this.#modules.clear();
   }
 
   // A DisposedError naming `batch` for `what` on a disposed step.
