@@ -30,7 +30,7 @@ export class GpuStep extends GpuBatch {
   #uniforms = null;     // StepUniforms of the step's device: its calls' uniform slots
   #disposed = false;
   #modules = new Set(); // the modules of the kept calls, held for the replays (hold())
-  #outcome = null;      // the last submit's promise while it is unsettled (replay() waits for it)
+  #ticket = null;       // record()'s ticket of the last call recorded: its submit is the one replay() waits for
 
   /**
    * Internal (webgpu/step_bound.js keysBound()): this batch's calls are encoded in the form
@@ -64,7 +64,8 @@ export class GpuStep extends GpuBatch {
   /** Internal: as GpuBatch's; while recording, the call is kept for replay(). */
   [BATCH.record](call) {
     if (this.#recording) this.#kept.push({ call });
-    return super[BATCH.record](call);
+    this.#ticket = super[BATCH.record](call);
+    return this.#ticket;
   }
 
   /** Internal: as GpuBatch's; after the first submit() only replay() records. */
@@ -100,17 +101,7 @@ export class GpuStep extends GpuBatch {
   /** As GpuBatch's; the first ends the recording. */
   submit() {
     if (!this.#replaying) this.#recording = false;
-    return this.#submitted();
-  }
-
-  // super.submit(), its promise kept until it settles: a replay planned before a refused submit
-  // put its caches back would plan on lengths that are not theirs.
-  #submitted() {
-    const outcome = super.submit();
-    const settled = () => { if (this.#outcome === outcome) this.#outcome = null; };
-    this.#outcome = outcome;
-    outcome.then(settled, settled);
-    return outcome;
+    return super.submit();
   }
 
   /**
@@ -135,7 +126,10 @@ export class GpuStep extends GpuBatch {
     }
     this.#replaying = true;
     try {
-      if (this.#outcome) await this.#outcome.catch(() => {});  // settled: the caches where it left them
+      // The last submit settled (the caches where it left them: a refused one puts them back), as
+      // whenSubmitted() tells of its calls' ticket; a replay planned before would plan on lengths
+      // that are not theirs.
+      if (this.#ticket !== null) await this[BATCH.whenSubmitted](this.#ticket).catch(() => {});
       this.#checkLive('replay()');
       const plans = this.#replanned();
       for (const [index, kept] of this.#kept.entries()) {
@@ -150,7 +144,7 @@ export class GpuStep extends GpuBatch {
       this.#replaying = false;
       if (this.#disposed) this.#release();
     }
-    return this.#submitted();
+    return super.submit();
   }
 
   /**

@@ -78,7 +78,11 @@ export function encodingContext(gpu, recorder, { results = null, batched = false
     if (!uploads.has(data)) {
       const b = buffer(data.length, STORAGE_IN, role);
       const t0 = performance.now();
-      writeInto(b, data, role, { device, recorder, stager: staging(data), tape: kept });
+      if (isDeviceData(data)) copyPieces(recorder.encoder(), data, b, kept);
+      else if (!staging(data)?.write(recorder.encoder(), role, data, b)) {
+        device.queue.writeBuffer(b, 0, data);
+        kept?.written.set(role, b);
+      }
       uploadMs += performance.now() - t0;
       uploads.set(data, b);
     }
@@ -115,16 +119,6 @@ export function encodingContext(gpu, recorder, { results = null, batched = false
   return { device, params: gpu.params, buffers, buffer, result, upload, uniform, dispatch, bindGroup, callersOwn: (b) => owned.add(b), sizes, slots, dispatches, made, placed, copiesOut, tape: kept, uploadMs: () => uploadMs };
 }
 
-// The values last uploaded into each buffer (the typed array, or the GPU input copied): a step's
-// tape that counts on what its encoding wrote (a rotary table spanning its replays, step_tape.js)
-// tells by it whether another call of the module wrote other values over it since (the pool's
-// buffers are the module's, shared by all its calls).
-const lastWrites = new WeakMap();
-/** What was last uploaded into `buffer` (undefined: nothing). */
-export const lastWriteOf = (buffer) => lastWrites.get(buffer);
-/** Marks `buffer` as holding `data` now (an upload, or a tape's own table write). */
-export const writtenNow = (buffer, data) => { lastWrites.set(buffer, data); };
-
 // A caller's tensor of at most this many bytes (a decode step's rows) is copied on the device into
 // the module's pooled buffer (and a result out of one) rather than bound as it is: a bind group
 // that binds a caller's buffer is made again at every call (bind_groups.js), 20–33 µs of the
@@ -160,18 +154,6 @@ function resultBuffers(gpu, out, pooled, bindOut) {
     return kernelsWrite;
   };
   return { made, placed, copiesOut, result };
-}
-
-// upload()'s write of `data` into `b` (role's): a GPU input copied on the device, host values
-// through the `stager` (the module's staging buffers) where given and ready, else by writeBuffer()
-// (listed in the tape's `written`); `b` marked written (writtenNow()).
-function writeInto(b, data, role, { device, recorder, stager, tape }) {
-  if (isDeviceData(data)) copyPieces(recorder.encoder(), data, b, tape);
-  else if (!stager?.write(recorder.encoder(), role, data, b)) {
-    device.queue.writeBuffer(b, 0, data);
-    tape?.written.set(role, b);
-  }
-  writtenNow(b, data);
 }
 
 // A GPU input's bytes (its pieces: rows of a caller's tensor, one after the other) copied into

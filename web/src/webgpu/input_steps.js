@@ -52,11 +52,26 @@ function encodeQkNorm(ctx, { plan, config, kernels }, q, k) {
 export const prepareInAppend = ({ plan, config, cache, problems }) => (cache && plan.S > 0 && problems.q?.role === 'qkv' ? prepareOf(config) : '');
 
 /**
- * The pooled buffer (role) a rotary table goes in: a GpuStep's table spanning its replays one of
- * its own, which the module's other calls (a prompt's chunks, unbatched steps) do not write over
- * (step_tape.js plays it as written), else 'rotary table'.
+ * The pooled buffers (roles) a rotary table goes in: a GpuStep's table spanning its replays in one
+ * of its own, which the module's other calls (a prompt's chunks, unbatched steps) do not write
+ * over, so that step_tape.js can play it as written; every other table in TABLE.
  */
-export const tableRole = (rope) => (rope.spanFirst === null ? 'rotary table' : 'rotary span table');
+export const TABLE = 'rotary table';
+export const SPAN_TABLE = 'rotary span table';
+
+// The table last uploaded into each SPAN_TABLE buffer: another step's call of the module, or its
+// second call in the same step at another bound, writes its own span there (spanTableIn()).
+const spanTables = new WeakMap();
+/** The values last uploaded into a SPAN_TABLE buffer (undefined: none). */
+export const spanTableIn = (buffer) => spanTables.get(buffer);
+
+// callRotaryTable()'s `rope` uploaded through ctx into its role's buffer, returned.
+function uploadTable(ctx, rope) {
+  if (rope.spanFirst === null) return ctx.upload(rope.table, TABLE);
+  const buffer = ctx.upload(rope.table, SPAN_TABLE);
+  spanTables.set(buffer, rope.table);
+  return buffer;
+}
 
 // The uniforms of a rotation (rotary.wgsl.js's ROTATION_FIELDS) by callRotaryTable()'s `rope`.
 const rotationUniforms = (rotary, { batchRows, row0 }) => ({ half: rotary.dim / 2, interleaved: rotary.interleaved ? 1 : 0, batchRows, row0 });
@@ -66,7 +81,7 @@ function encodeRotary(ctx, { plan, config, kernels }, q, k) {
   const { B, L, S } = plan;
   const { numHeads: H, numKvHeads: G, headDim: dk, rotary } = config;
   const rope = callRotaryTable(plan, config);
-  const table = ctx.upload(rope.table, tableRole(rope));
+  const table = uploadTable(ctx, rope);
   const rotation = rotationUniforms(rotary, rope);
   const rotate = ({ buf, off, stride }, count, heads) => ctx.dispatch(kernels.pipelines.rotary,
     ctx.uniform(packParams(ROTARY_PARAMS, { count, heads, headDim: dk, off, stride, ...rotation })),
@@ -138,7 +153,7 @@ function appendToCache(ctx, { plan, config, cache, kernels }, { k, v, q, prepare
   const { rotary, qkNorm } = config;
   const steps = prepareSteps(prepare);
   const rope = steps.includes('rope') ? callRotaryTable(plan, config) : null;
-  if (rope) bindings.push(ctx.upload(rope.table, tableRole(rope)));
+  if (rope) bindings.push(uploadTable(ctx, rope));
   if (steps.includes('norm')) bindings.push(ctx.params.qNorm, ctx.params.kNorm);
   const stepValues = { qOff: q.off, eps: qkNorm?.eps ?? 0, ...(rope ? rotationUniforms(rotary, rope) : {}) };
   ctx.dispatch(kernels.pipelines.append, ctx.uniform(packParams(PREPARED_APPEND_PARAMS, { ...values, ...stepValues })), [k.buf, ...bindings],

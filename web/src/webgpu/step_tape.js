@@ -12,16 +12,16 @@
 // again at each play. A tape is played
 // only where it is what an encoding would give: the same bound and decode grid (boundOf(),
 // chunksOf()), the module's pooled buffers, parameters and the cache's storage the ones it binds,
-// its spanning table not written over since (a pooled buffer of its own, which another step's call
-// of the module, or its second call in this step, writes its own span into: tableHolds());
+// its spanning table not written over since (SPAN_TABLE, a pooled buffer of its own, which another
+// step's call of the module, or its second call in this step, writes its own span into: tableHolds());
 // else the call is encoded anew and its tape taken again. A call whose encoding wrote anything else, made result
 // buffers or named n in another word has no tape (captureTape()): it is encoded at every replay.
 import { fieldsOfBlock } from './kernel_params.js';
 import { inScopes } from '../base/error_scopes.js';
-import { UNIFORM_SLOT, lastWriteOf, writtenNow } from './encoding_context.js';
+import { UNIFORM_SLOT } from './encoding_context.js';
 import { decodeChunks } from './forward_encode.js';
 import { keysBound } from './step_bound.js';
-import { callRotaryTable, rotarySpanFirst } from './input_steps.js';
+import { SPAN_TABLE, TABLE, callRotaryTable, rotarySpanFirst, spanTableIn } from './input_steps.js';
 
 // The uniform fields that hold a cached call's length before it (its first new position) n, as
 // field → n's offset there: cache_append.wgsl.js's `first`, the attention kernels' and the NaN
@@ -30,7 +30,7 @@ import { callRotaryTable, rotarySpanFirst } from './input_steps.js';
 const positionFields = (spanFirst) => new Map([['first', 0], ['shift', 0], ...(spanFirst === null ? [] : [['row0', -spanFirst]])]);
 // What a step's encoding writes with writeBuffer(): the rotary table, formed again at a play
 // unless it spans the replays' positions.
-const TABLE_ROLES = new Set(['rotary table', 'rotary span table']);
+const TABLE_ROLES = new Set([TABLE, SPAN_TABLE]);
 
 // What a tape holds to: the bound of the keys and the decode grid's chunks, which change with n.
 const boundOf = (call) => keysBound(call.plan);
@@ -57,9 +57,9 @@ export function captureTape(gpu, call, ctx, pass) {
     patches,
     pass,
     spanFirst,
-    rotary: spanFirst === null ? written.get('rotary table') ?? null : null,
+    rotary: spanFirst === null ? written.get(TABLE) ?? null : null,
     // The table spanning the replays, and its write: played only while no other call wrote over it.
-    span: spanFirst === null ? null : spannedTable(written.get('rotary span table') ?? null),
+    span: spanFirst === null ? null : spannedTable(written.get(SPAN_TABLE) ?? null),
     copiesIn,
     copiesOut: ctx.copiesOut,
     // What recordForward() reads of a ctx, for a played call: no buffer made, the output placed.
@@ -68,14 +68,14 @@ export function captureTape(gpu, call, ctx, pass) {
 }
 
 // A spanning table's { buffer, table (the values written) }, or null where the call wrote none.
-const spannedTable = (buffer) => (buffer ? { buffer, table: lastWriteOf(buffer) } : null);
+const spannedTable = (buffer) => (buffer ? { buffer, table: spanTableIn(buffer) } : null);
 
 // Whether a spanning table's buffer holds its values still: none written since, or the same bits
 // (the module's calls on a twin cache at the same length write the same table).
 function tableHolds({ buffer, table }) {
-  const now = lastWriteOf(buffer);
+  const now = spanTableIn(buffer);
   if (now === table) return true;
-  if (!ArrayBuffer.isView(now) || now.byteLength !== table.byteLength) return false;
+  if (!now || now.byteLength !== table.byteLength) return false;
   const [a, b] = [now, table].map((t) => new Uint32Array(t.buffer, t.byteOffset, t.byteLength / 4));
   return a.every((word, i) => word === b[i]);
 }
@@ -109,16 +109,14 @@ export function playTape(gpu, tape, call, recorder) {
   if (gpu.params !== tape.params || (call.cache?.keys ?? null) !== tape.storage) return null;
   if (tape.taken.some(([role, floats, usage, buffer]) => gpu.pooled(role, floats, usage) !== buffer)) return null;
   if (call.config.rotary && rotarySpanFirst(call.plan) !== tape.spanFirst) return null;
-  // Another call of the module (unbatched, another step's, a second call in this one) wrote its own
-  // positions' table into the pool's buffer since: encoded anew, which writes this call's again.
+  // Another step's call of the module, or its second call in this step, wrote its own span over
+  // the table since: encoded anew, which writes this call's again.
   if (tape.span && !tableHolds(tape.span)) return null;
   const n = call.plan.cache?.lengthBefore;
   for (const [word, offset] of tape.patches) tape.words[word] = n + offset;
   tape.pass.region.touch();  // the step's submit writes it
   const scopes = tape.rotary ? inScopes(device, () => {
-    const { table } = callRotaryTable(call.plan, call.config);
-    device.queue.writeBuffer(tape.rotary, 0, table);
-    writtenNow(tape.rotary, table);
+    device.queue.writeBuffer(tape.rotary, 0, callRotaryTable(call.plan, call.config).table);
   }) : [];
   for (const [from, fromOffset, to, toOffset, bytes] of tape.copiesIn) recorder.encoder().copyBufferToBuffer(from, fromOffset, to, toOffset, bytes);
   const pass = recorder.pass();
