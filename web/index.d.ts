@@ -85,7 +85,7 @@ export interface ForwardOptions {
   /**
    * Records the call into this GpuBatch instead of submitting it (needs output 'gpu-buffer'; an
    * OptionError otherwise, or for a batch of another device): batch.submit() submits every call
-   * recorded, in one queue.submit() (docs/webgpu/tensors_and_steps.md, "One submit per step").
+   * recorded, in one queue.submit() (docs/webgpu/steps.md).
    */
   batch?: GpuBatch;
   /**
@@ -95,7 +95,7 @@ export interface ForwardOptions {
    * before the promise resolves. Detached or shrunk while the call waited: a ShapeError naming
    * `out` (a call with a cache on WASM then appends nothing; one on the GPU has appended). With
    * output 'gpu-buffer': a GpuOutTensor, the place in your own GPUBuffer the output is copied
-   * into (no buffer made per call; docs/webgpu/tensors_and_steps.md).
+   * into (no buffer made per call; docs/webgpu/tensors.md).
    */
   out?: Float32Array | Uint16Array | GpuOutTensor;
 }

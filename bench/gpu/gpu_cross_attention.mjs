@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Cross-attention decoder steps (mha.encode(), docs/webgpu/tensors_and_steps.md#cross-attention-on-the-gpu): the
+// Cross-attention decoder steps (mha.encode(), docs/webgpu/tensors.md#cross-attention-on-the-gpu): the
 // encoded cache on the GPU against one on WASM (where a WebGPU module used to keep it), at a
 // Whisper-like shape.
 //

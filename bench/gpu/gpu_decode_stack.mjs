@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A decode step through a stack of layers on the GPU, tensors on the device between layers
-// (docs/webgpu/tensors_and_steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
+// (docs/webgpu/steps.md#one-submit-per-step): per layer (each forward() submits its own command buffer)
 // and batched (a GpuBatch: one queue.submit() per token), batched into out (each layer's output
 // copied into one of two buffers the bench keeps: forward()'s `out`, no buffer made per call), and
 // replayed (those calls recorded once in a GpuStep, then replay() per token), float32 and int4
@@ -41,7 +41,7 @@ const shape = quick ? { layers: 4, E: 128, h: 2, hkv: 1, cached: 63 } : { layers
 shape.layers = flag('--layers', shape.layers);
 const stepsMs = flag('--steps-ms', quick ? 3000 : 5000);
 // A pause before each step: on SwiftShader, npm webgpu's polling during a step's map leaves
-// garbage whose collection would land in the next step's recording (docs/webgpu/tensors_and_steps.md).
+// garbage whose collection would land in the next step's recording (docs/webgpu/steps.md).
 const idleMs = flag('--idle-ms', 0);
 const WEIGHTS = ['float32', 'int4'];
 const hostWeights = args.includes('--host-weights');

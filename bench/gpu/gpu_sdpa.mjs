@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// scaledDotProductAttention() on the GPU (docs/webgpu/tensors_and_steps.md#attention-without-a-module-on-the-gpu):
+// scaledDotProductAttention() on the GPU (docs/webgpu/tensors.md#attention-without-a-module-on-the-gpu):
 // per shape, the call host to host (host tensors in, arrays back) and on the device (GPU tensors
 // in, 'gpu-buffer' out, timed to the queue's onSubmittedWorkDone()), beside the same call on WASM
 // (one thread), with max |Δ| against WASM. PyTorch's F.scaled_dot_product_attention on the same

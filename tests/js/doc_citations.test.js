@@ -4,7 +4,7 @@
 // bench/log/ are history, and a date says nothing about where to look), and not
 // docs/benchmarks.md, the lab log those two replaced. docs/webgpu.md and docs/attention-math.md are
 // indexes of pages too (SPLIT_DOCS): a section is cited by its page, with its anchor
-// (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu) or, in the maths, its number
+// (docs/webgpu/tensors.md#tensors-on-the-gpu) or, in the maths, its number
 // (docs/attention-math/decoding.md §9). Every page cited must exist and have the anchor (or the
 // number) as a heading (GitHub's anchors, as the demo's Markdown converter makes them); so must the
 // Markdown links into the split docs (an anchor of an index, whose sections moved to the pages, is

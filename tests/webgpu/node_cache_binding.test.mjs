@@ -87,14 +87,18 @@ describe('KV cache on WebGPU: storage, binding, misuse', () => {
     }
   });
 
-  test('a lost device: the cache call rejects with BackendError; a new cache is on WASM and works', async () => {
+  test('a lost device: the cache call and read() reject with BackendError; a new cache is on WASM and works', async () => {
     const device = await freshDevice();
     const mha = await loaded({ backend: 'webgpu', gpu: device });
     try {
       const cache = mha.createCache({ maxLength: 8 });
       await step(mha, cache, 2, 1);
+      const during = cache.read();  // read racing the loss
       device.destroy();
       await assert.rejects(step(mha, cache, 1, 2), BackendError);
+      for (const read of [during, cache.read()]) {
+        await assert.rejects(read, (e) => e instanceof BackendError && e.argument === 'cache' && /cache\.read: .*lost/.test(e.message));
+      }
       await mha.forward(tokens(2, 9), tokens(2, 9), tokens(2, 9));  // the failure policy: WASM now
       assert.equal(mha.backend, 'wasm');
       const fresh = mha.createCache({ maxLength: 8 });

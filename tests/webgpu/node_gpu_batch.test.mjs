@@ -1,4 +1,4 @@
-// GpuBatch (README "Tensors on the GPU", docs/webgpu/tensors_and_steps.md#one-submit-per-step): a decode step through
+// GpuBatch (README "Tensors on the GPU", docs/webgpu/steps.md#one-submit-per-step): a decode step through
 // a stack of layers, each on its own KV cache, recorded into one batch is exactly one queue.submit()
 // and no mapAsync until read(), bit for bit the per-layer path; read() before submit() submits; a
 // module called twice in one batch; work outside the batch (an unbatched call of its module,
@@ -149,6 +149,89 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
     assert.deepEqual(await got.read(), await want.read());
     for (const t of [got, want]) t.dispose();
     for (const t of [first, x]) t.gpuBuffer.destroy();
+  });
+
+  test('a call made after a submit() not awaited waits for its verdict: refused, the calls planned on its appends are CacheErrors, no rows read unwritten', async () => {
+    const layers = [await layer(410), await layer(411)];
+    const caches = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const reference = layers.map((m) => m.createCache({ maxLength: 8 }));
+    const first = gpuTensor(host(2, 412).data, [1, 2, E]);
+    for (const c of [caches, reference]) await step(layers, c, first, null).then((t) => t.dispose());
+    const batch = new GpuBatch();
+    const doomed = gpuTensor(host(1, 413).data, [1, 1, E]);
+    const h = (await layers[0].forward(doomed, doomed, doomed, { cache: caches[0], output: 'gpu-buffer', batch })).output;
+    doomed.gpuBuffer.destroy();
+    const refused = batch.submit();
+    // Made at once, planned on the refused append (length 3): a batched step, an unbatched call.
+    const x = gpuTensor(host(1, 414).data, [1, 1, E]);
+    const next = step(layers, caches, x, new GpuBatch());
+    const unbatched = layers[0].forward(x, x, x, { cache: caches[0], output: 'gpu-buffer' });
+    await assert.rejects(refused, { name: 'BackendError', argument: 'query' });
+    for (const [call, planned] of [[next, 3], [unbatched, 4]]) {
+      await assert.rejects(call, (e) => e.name === 'CacheError' && e.argument === 'cache' && e.expected === planned && e.actual === 2);
+    }
+    assert.deepEqual(caches.map((c) => c.length), [2, 2], 'the caches where the refused batch found them');
+    h.dispose();
+    // Usable, at the lengths the refusal left: the next step equals the reference's.
+    const got = await step(layers, caches, x, new GpuBatch());
+    const want = await step(layers, reference, x, null);
+    assert.deepEqual(await got.read(), await want.read());
+    assert.deepEqual(caches.map((c) => c.length), [3, 3]);
+    for (const t of [got, want]) t.dispose();
+    for (const t of [first, x]) t.gpuBuffer.destroy();
+  });
+
+  test('work on a cache from outside the batch that holds a call on it submits the batch first and waits for its verdict: refused, it sees the cache where the batch found it', async () => {
+    const m = await layer(420);
+    const x = gpuTensor(host(2, 421).data, [1, 2, E]);
+    const y = gpuTensor(host(1, 422).data, [1, 1, E]);
+    const output = { output: 'gpu-buffer' };
+    const nextOn = async (cache) => {
+      const t = (await m.forward(y, y, y, { cache, ...output })).output;
+      const values = await t.read();
+      t.dispose();
+      return values;
+    };
+    // A cache at length 2 (x), its changes made as they should be (`change`), and its next call's output.
+    const atTwo = async (change = () => {}) => {
+      const cache = m.createCache({ maxLength: 8 });
+      (await m.forward(x, x, x, { cache, ...output })).output.dispose();
+      change(cache);
+      return cache;
+    };
+    const planned = (e) => e.name === 'CacheError' && e.argument === 'cache' && e.expected === 3 && e.actual === 2;
+    // Each case: the work, and the cache's length after it (the refused append not among them).
+    const cases = {
+      'an unbatched call': [(cache) => assert.rejects(m.forward(y, y, y, { cache, ...output }), planned), 2],
+      'a call of another batch': [(cache) => assert.rejects(m.forward(y, y, y, { cache, ...output, batch: new GpuBatch() }), planned), 2],
+      'read()': [async (cache) => assert.deepEqual(await cache.read(), await (await atTwo()).read()), 2],
+      'fork()': [async (cache) => {
+        const fork = cache.fork();  // planned on the append, as the cache's own calls
+        await assert.rejects(nextOn(fork), planned);
+        assert.deepEqual(await nextOn(fork), await nextOn(await atTwo()));
+      }, 2],
+      'truncate(1)': [async (cache) => {
+        cache.truncate(1);
+        assert.deepEqual(await nextOn(cache), await nextOn(await atTwo((c) => c.truncate(1))));
+      }, 2],
+      'reset()': [async (cache) => {
+        cache.reset();
+        assert.equal(cache.length, 0);
+        assert.deepEqual(await nextOn(cache), await nextOn(await atTwo((c) => c.reset())));
+      }, 1],
+    };
+    for (const [what, [work, length]] of Object.entries(cases)) {
+      const cache = await atTwo();
+      const doomed = gpuTensor(host(1, 423).data, [1, 1, E]);
+      const batch = new GpuBatch();
+      const h = (await m.forward(doomed, doomed, doomed, { cache, ...output, batch })).output;
+      doomed.gpuBuffer.destroy();
+      await work(cache);
+      assert.equal(batch.pending, 0, `${what}: the batch was submitted first`);
+      await assert.rejects(h.read(), { name: 'BackendError', argument: 'query' }, what);
+      assert.equal(cache.length, length, what);
+    }
+    for (const t of [x, y]) t.gpuBuffer.destroy();
   });
 
   test("bad `batch`: not a GpuBatch (a Proxy of one, one on its prototype), without output 'gpu-buffer', or one of another device: OptionError; nothing recorded", async () => {

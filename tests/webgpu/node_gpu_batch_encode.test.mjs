@@ -1,4 +1,4 @@
-// GpuBatch.encode() (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "Your own work in the
+// GpuBatch.encode() (docs/webgpu/steps.md#one-submit-per-step, "Your own work in the
 // step"): the caller's own kernels between batched layers (here a residual add) run in the batch's
 // one queue.submit(), in recording order, bit for bit the same work submitted piece by piece; its
 // refusals (a device not a module's; fn not a function, async or nested; a throw from fn) record

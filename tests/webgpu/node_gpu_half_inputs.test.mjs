@@ -1,4 +1,4 @@
-// float16 GPU inputs (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu): { gpuBuffer, shape, dtype: 'float16' },
+// float16 GPU inputs (docs/webgpu/tensors.md#tensors-on-the-gpu): { gpuBuffer, shape, dtype: 'float16' },
 // the bits widened on the device (kernels/widen_half.wgsl.js). The kernel alone on all 65536
 // patterns against an independent decode (subnormals, ±0, ±Inf, NaN payloads: bit for bit); then
 // forward() on float16 GPU inputs bit for bit the same values as float32 GPU inputs (STORAGE and
@@ -110,7 +110,7 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
     assert.equal(got[words.length], 0, 'and a zero half after it');
   });
 
-  test('forward() on float16 GPU inputs: the same values as float32 GPU inputs, bit for bit (STORAGE, COPY_SRC only, one buffer)', async () => {
+  test('forward() on float16 GPU inputs: the same values as float32 GPU inputs, bit for bit (STORAGE, COPY_SRC only, one buffer; dtype \'F16\' too)', async () => {
     const mha = await module({}, 61);
     const [q, k, v] = [[2, 5, 62], [2, 7, 63], [2, 7, 64]].map(([B, L, seed]) => ({ bits: halfBits(B * L * 16, seed), shape: [B, L, 16] }));
     const wide = (t) => floatTensor(asFloat32(t.bits, 'float16'), t.shape);
@@ -131,6 +131,15 @@ describe(`float16 GPU inputs (Dawn, ${adapterName})`, () => {
       for (const t of [got.output, got.attnWeights]) t.dispose();
       for (const t of halves) t.gpuBuffer.destroy();
     }
+    // A host tensor's other names of the dtypes ('F16', 'F32', as loadSafetensors() tags them) say the same.
+    const named = [{ ...halfGpuTensor(q.bits, q.shape), dtype: 'F16' }, { ...reference[1], dtype: 'F32' }];
+    const aliased = await mha.forward(named[0], named[0], named[0], { output: 'gpu-buffer' });
+    const halfSelf = await mha.forward(...Array(3).fill(halfGpuTensor(q.bits, q.shape)), { output: 'gpu-buffer' });
+    assert.deepEqual([aliased.output.dtype, await aliased.output.read()], ['float16', await halfSelf.output.read()]);
+    const wideNamed = await mha.forward(reference[0], named[1], reference[2], { output: 'gpu-buffer' });
+    assert.deepEqual(await wideNamed.output.read(), await want.output.read());
+    for (const t of [aliased.output, halfSelf.output, wideNamed.output]) t.dispose();
+    named[0].gpuBuffer.destroy();
     const one = halfGpuTensor(q.bits, q.shape);
     const self = await mha.forward(one, one, one, { isCausal: true, output: 'gpu-buffer' });
     const selfWant = await mha.forward(reference[0], reference[0], reference[0], { isCausal: true, output: 'gpu-buffer' });

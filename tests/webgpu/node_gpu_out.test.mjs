@@ -1,4 +1,4 @@
-// forward()'s `out` with output 'gpu-buffer' (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu):
+// forward()'s `out` with output 'gpu-buffer' (docs/webgpu/tensors.md#tensors-on-the-gpu):
 // the output copied into a place of the caller's own GPUBuffer, bit for bit the output of the same
 // call without it (plain, cached steps, float16, a windowed step cut into passes, a GpuBatch of
 // layers on ping-pong buffers, scaledDotProductAttention(), a call the NaN rule sends to the CPU);

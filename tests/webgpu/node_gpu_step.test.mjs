@@ -1,4 +1,4 @@
-// GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"): the calls
+// GpuStep (docs/webgpu/steps.md#one-submit-per-step, "A step recorded once"): the calls
 // of a step recorded once (forward() into out places, a caller's pass by encode()) and replay()ed
 // token after token, bit for bit the same calls made anew into a GpuBatch on twin caches (rotary,
 // int4 weights, a windowed cache whose ring wraps), one submit a replay; a replay's Dawn calls (one
@@ -301,7 +301,7 @@ describe(`GpuStep (Dawn, ${adapterName})`, () => {
     fail = false;
     const doomed = moved;
     doomed.gpuBuffer.destroy();  // layer 1's recorded input
-    await assert.rejects(gpuStep.replay(), (e) => e.name === 'BackendError' && e.argument === 'query' && /call 2 of the batch/.test(e.message));
+    await assert.rejects(gpuStep.replay(), (e) => e.name === 'BackendError' && e.argument === 'query' && /call 2 of the step/.test(e.message));
     assert.deepEqual(ours.map((c) => c.length), [1, 1, 1], 'the refused submit put every cache back');
     moved = null;
     // Usable: a fresh step on the same caches replays as the calls made anew.

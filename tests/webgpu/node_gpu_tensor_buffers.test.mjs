@@ -1,4 +1,4 @@
-// What a GPU tensor's buffer may be (docs/webgpu/tensors_and_steps.md#tensors-on-the-gpu): STORAGE alone (bound as
+// What a GPU tensor's buffer may be (docs/webgpu/tensors.md#tensors-on-the-gpu): STORAGE alone (bound as
 // it is) or COPY_SRC alone (copied), tensors at a byteOffset of a shared buffer (float32 and
 // float16); and hostile ones, each a typed error naming the argument with the module usable
 // afterwards: too small, wrong shape or dtype, not a buffer or an impostor of one, without usable usage, bad offsets,

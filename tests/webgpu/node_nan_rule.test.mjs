@@ -67,6 +67,35 @@ test("a NaN or infinite weight, or a NaN sink: backend 'webgpu' computes as WASM
   }
 });
 
+test("a 16-bit module's float32 weight past its dtype's range (stored as ±Inf): WASM's bits, not the GPU's; as large a bias stays on the GPU; hostWeights: false refuses it", async () => {
+  const x = { data: filled(2 * 3 * 8, 9), shape: [2, 3, 8] };
+  const options = { keyPaddingMask: { data: new Uint8Array([0, 0, 1, 0, 0, 0]), shape: [2, 3] }, needWeights: true };
+  for (const [weightsDtype, big] of [['float16', 7e4], ['bfloat16', 3.4e38]]) {
+    const create = { embedDim: 8, numHeads: 2, weightsDtype };
+    const [onGpu, onWasm] = [await api.MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu }), await api.MultiHeadAttention.create(create)];
+    const gpuOnly = await api.MultiHeadAttention.create({ ...create, backend: 'webgpu', gpu, hostWeights: false });
+    try {
+      const sd = seededStateDict(onGpu.stateDictShapes, 5);
+      sd.in_proj_weight.data[17] = big;  // a query row's weight: stored as +Inf
+      onGpu.loadStateDict(sd);
+      onWasm.loadStateDict(sd);
+      runs.length = 0;
+      const [gpuOut, wasmOut] = [await onGpu.forward(x, x, x, options), await onWasm.forward(x, x, x, options)];
+      assert.ok(sameBits(gpuOut.output.data, wasmOut.output.data) && sameBits(gpuOut.attnWeights.data, wasmOut.attnWeights.data), weightsDtype);
+      assert.deepEqual(runs, ['wasm'], weightsDtype);
+      assert.throws(() => gpuOnly.loadStateDict(sd), { name: 'StateDictError', argument: 'stateDict' }, weightsDtype);
+      const biased = seededStateDict(onGpu.stateDictShapes, 5);
+      biased.in_proj_bias.data[2] = big;  // float32 in every module
+      onGpu.loadStateDict(biased);
+      runs.length = 0;
+      await onGpu.forward(x, x, x, options);
+      assert.deepEqual(runs, ['webgpu'], weightsDtype);
+    } finally {
+      for (const m of [onGpu, onWasm, gpuOnly]) m.dispose();
+    }
+  }
+});
+
 // A cached call on a cache stored on the GPU cannot move to the CPU (its keys and values are on
 // the device): there the GPU computes the rule itself (kernels/nonfinite_rows.wgsl.js). The random
 // decode cases of the 16- and 8-bit contract (tests/contract/run_decode.mjs), with NaN and ±Inf put

@@ -16,3 +16,10 @@ export const BATCH = Object.freeze({
   replayable: Symbol('GpuBatch replayable'),
   hold: Symbol('GpuBatch hold'),
 });
+
+// What a GpuBatch calls on a KvCache its calls append to (dispatch/kv_cache.js): a call on it
+// recorded, and the batch's submit (its verdict to come) or its calls dropped.
+export const CACHE = Object.freeze({
+  recorded: Symbol('KvCache recorded'),
+  submitted: Symbol('KvCache submitted'),
+});

@@ -36,6 +36,9 @@ const HALF_KINDS = { float16: 'float16', bfloat16: 'bfloat16', F16: 'float16', B
  */
 export const HALF_DTYPE_NAMES = Object.freeze(Object.keys(HALF_KINDS));
 
+/** The kind of values a 16-bit dtype name says ('F16' → 'float16'), or undefined for another name. */
+export const halfKindOf = (name) => (typeof name === 'string' && Object.hasOwn(HALF_KINDS, name) ? HALF_KINDS[name] : undefined);
+
 /**
  * Checks `{ data, shape }` (or `{ data, dims, type? }`, as onnxruntime-web and transformers.js
  * tensors are): data of one of `dtypes` (element types, read from the array itself:

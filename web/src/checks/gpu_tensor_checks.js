@@ -6,7 +6,7 @@
 // base/lazy_modules.js: a call without GPU inputs never loads it.
 import { DTypeError, ShapeError, describe, formatShape } from '../base/errors.js';
 import { DeviceData, deviceBytes } from '../base/gpu_tensors.js';
-import { product } from '../base/tensor_checks.js';
+import { halfKindOf, product } from '../base/tensor_checks.js';
 
 // GPUBufferUsage's numbers (Node has no GPUBufferUsage global unless the app sets one).
 const COPY_SRC = 0x4;
@@ -112,11 +112,13 @@ export function checkGpuOut(out, { shape, dtype, shapeOf }) {
 function checkBufferAndDtype(argument, gpuBuffer, dtype) {
   const why = notABuffer(gpuBuffer);
   if (why) throw new DTypeError(`${argument}.gpuBuffer: expected a GPUBuffer, got ${why}`, { argument, expected: 'GPUBuffer', actual: why });
-  if (dtype !== undefined && !GPU_INPUT_DTYPES.includes(dtype)) {
+  // The names a host tensor's dtype may have too (tensor_checks.js): 'F32', and 'F16' for float16.
+  const named = dtype === 'F32' ? 'float32' : halfKindOf(dtype) ?? dtype;
+  if (named !== undefined && !GPU_INPUT_DTYPES.includes(named)) {
     throw new DTypeError(`${argument}.dtype: a GPU tensor holds ${GPU_INPUT_DTYPES.join(' or ')} (bfloat16 inputs go through `
       + `the host as Uint16Array tensors), got ${describe(dtype)}`, { argument, expected: GPU_INPUT_DTYPES, actual: describe(dtype) });
   }
-  return dtype ?? 'float32';
+  return named ?? 'float32';
 }
 
 // ShapeError unless `gpuBuffer` holds `elements` of `dtype` (deviceBytes()) from byteOffset.

@@ -142,3 +142,27 @@ export function increasingIndices(list, below, what, refuse) {
   }
   return out;
 }
+
+/**
+ * A call's turn on a cache (KvCache.enqueue()): each of its `listed` rows still at the length it
+ * was planned at (`lengthsBefore`), as rowLength(b) reads it; else a CacheError, and it does not run.
+ */
+export function checkPlannedLengths(listed, lengthsBefore, rowLength) {
+  for (const b of listed) {
+    const length = rowLength(b);
+    if (length === lengthsBefore[b]) continue;
+    throw new CacheError(`cache: this call was planned at length ${lengthsBefore[b]}, but the cache is at length ${length} `
+      + 'at its turn (a call or batch submit before it on the cache failed and appended nothing, or the cache was cut back '
+      + 'since a GpuStep planned it); it did not run', {
+      argument: 'cache', expected: lengthsBefore[b], actual: length,
+    });
+  }
+}
+
+/** An encoded cache (`encoded`: mha.encode()'s) holds what its encoder gave for as long as it lives: `method` refused. */
+export function refuseEncoded(encoded, method) {
+  if (!encoded) return;
+  throw new CacheError(`cache.${method}: an encoded cache (mha.encode()) is read-only; encode again for another input`, {
+    argument: 'cache', expected: 'a cache from createCache()', actual: 'an encoded cache',
+  });
+}

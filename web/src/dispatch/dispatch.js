@@ -156,7 +156,7 @@ export class Dispatcher {
   loadStateDict(entries) {
     // Scanned for a module that has a GPU side only: the scan is the GPU's rule (a CPU module's load
     // would pay ~1 ms per 4 MB of weights for nothing). Refused now, not when a deferred load runs.
-    const finite = this.#gpu ? finiteWeights(entries) : true;
+    const finite = this.#gpu ? finiteWeights(entries, this.#config.weightsDtype) : true;
     if (!finite && !this.#hostWeights) {
       throw new StateDictError(`loadStateDict: the weights hold a NaN or an infinity, which the GPU kernels promise nothing for, ${WEIGHTS_ON_GPU_ONLY}`, {
         argument: 'stateDict', expected: 'finite weights', actual: 'non-finite weights',
@@ -341,7 +341,7 @@ export class Dispatcher {
     if (where === 'webgpu') this.#gpu.executor.checkCachedFits(plan);
     const queued = where === 'webgpu' || kvCache.busy ? ownedPlan(plan) : plan;
     // A call on GPU tensors leaves nothing a later keep() could write moved rows again from.
-    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call), deviceInputs(plan).length === 0);
+    return kvCache.enqueue(plan.cache, () => this.#forwardCached(queued, where, call), deviceInputs(plan).length === 0, plan.batch);
   }
 
   // A call with a cache, in its cache's queue (KvCache.enqueue()), where the cache is: on WASM at once; on

@@ -9,8 +9,9 @@
 // A call on a KV cache stored on the GPU cannot move (its keys and values are on the device): the
 // GPU applies the rule itself there (webgpu/kernels/nonfinite_rows.wgsl.js), and this check is
 // not asked.
-import { asFloat32, firstNonFinite } from '../storage/half_floats.js';
-import { ENTRY } from '../storage/state_dict_entries.js';
+import { asFloat32, firstNonFinite, roundToHalf } from '../storage/half_floats.js';
+import { ENTRY, WEIGHT_MATRICES } from '../storage/state_dict_entries.js';
+import { HALF_DTYPES } from '../storage/storage_types.js';
 import { MaskKind } from '../base/call_plan.js';
 import { isDeviceData } from '../base/gpu_tensors.js';
 
@@ -74,10 +75,23 @@ export function finiteInputs(plan) {
   return true;
 }
 
-/** Whether checked state-dict entries ([{ name, data, dtype }]) are all finite (sinks: all but -Inf). */
-export function finiteWeights(entries) {
+/**
+ * Whether checked state-dict entries ([{ name, data, dtype }]) are all finite (sinks: all but
+ * -Inf) as a module of `weightsDtype` stores them: a float32 weight matrix of a 16-bit module is
+ * stored rounded, and past the dtype's largest value (65504 for float16) rounds to ±Inf.
+ */
+export function finiteWeights(entries, weightsDtype = 'float32') {
   // A quantised entry's values are finite: its scales were checked finite and its codes are integers.
   return entries.every(({ name, data, dtype, scales }) => scales !== undefined || (name === ENTRY.sinks
     ? !asFloat32(data, dtype).some(Number.isNaN)
-    : firstNonFinite(data, dtype) < 0));
+    : firstNonFinite(data, dtype) < 0 && (dtype !== 'float32' || !HALF_DTYPES.includes(weightsDtype)
+      || !WEIGHT_MATRICES.includes(name) || roundsFinite(data, weightsDtype))));
+}
+
+// Whether every value of `data` (finite float32) rounds to a finite `dtype` (16-bit) value: its
+// largest magnitude does (the rounding is monotonic), by the package's own rounding.
+function roundsFinite(data, dtype) {
+  let largest = 0;
+  for (let i = 0; i < data.length; i++) largest = Math.max(largest, Math.abs(data[i]));
+  return firstNonFinite(roundToHalf(dtype, Float32Array.of(largest)), dtype) < 0;
 }

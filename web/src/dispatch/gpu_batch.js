@@ -1,4 +1,4 @@
-// The public GpuBatch (README "Tensors on the GPU", docs/webgpu/tensors_and_steps.md#one-submit-per-step): forward()
+// The public GpuBatch (README "Tensors on the GPU", docs/webgpu/steps.md#one-submit-per-step): forward()
 // calls with `{ output: 'gpu-buffer', batch }` are recorded into one GPUCommandEncoder of the
 // batch instead of each submitting its own, and batch.submit() submits them together, so that a
 // decode step through a stack of layers is one queue.submit(). WebGPU runs a queue's work in the
@@ -22,7 +22,7 @@
 //     and put in the batch's list of command buffers after those of the calls before it; the next
 //     call starts a new encoder after it. One queue.submit() of the list runs them in that order.
 import { BackendError, DisposedError, OptionError, WebAttentionError } from '../base/errors.js';
-import { BATCH } from '../base/batch_protocol.js';
+import { BATCH, CACHE } from '../base/batch_protocol.js';
 import { inScopes } from '../base/error_scopes.js';
 import { isModuleDevice } from '../base/module_devices.js';
 import { OpenPass } from '../webgpu/open_pass.js';
@@ -154,11 +154,13 @@ export class GpuBatch {
    * Internal: a call recorded into recorderFor()'s encoder (or submitted after submitHeld()). call:
    * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
    * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()
-   * (its result buffers), kept() (optional: the batch's work was accepted) }. Returns its ticket
-   * for whenSubmitted().
+   * (its result buffers), kept() (optional: the batch's work was accepted), kvCache and
+   * lengthsBefore (optional: the KvCache it appends to, each row's length before it) }. Returns its
+   * ticket for whenSubmitted().
    */
   [BATCH.record](call) {
     this.#calls.push(call);
+    call.kvCache?.[CACHE.recorded](this, this.#generation);
     return this.#generation;
   }
 
@@ -219,6 +221,7 @@ export class GpuBatch {
     const outcome = this.#validated(calls, submits);
     this.#outcomes.set(generation, outcome);
     outcome.then(() => this.#outcomes.delete(generation), () => {});
+    tellCaches(this, calls, outcome);
     return outcome;
   }
 
@@ -237,6 +240,7 @@ export class GpuBatch {
     this.#submits = [];
     this.#held.clear();
     const generation = this.#generation++;
+    tellCaches(this, calls, null);
     if (calls.length > 0) {
       const dropped = Promise.reject(reason ?? new DisposedError('batch: its calls were dropped before their submit', 'batch'));
       dropped.catch(() => {});
@@ -257,7 +261,7 @@ export class GpuBatch {
     for (const [index, call] of calls.entries()) {
       error = await call.refused().catch(() => null);
       if (error) {
-        error = new BackendError(`batch: call ${index} of the batch: ${error.message}`, {
+        error = new BackendError(`batch: call ${index} of the ${this[BATCH.replayable] ? 'step' : 'batch'}: ${error.message}`, {
           argument: error.argument, expected: error.expected, actual: error.actual,
         });
         break;
@@ -285,6 +289,18 @@ export class GpuBatch {
     this.#encoder = null;
     this.#members.clear();
   }
+}
+
+// Each KvCache that `calls` (of `batch`) append to told that their submit's verdict is `outcome`
+// (null: they were dropped, and undone), from its rows' lengths before the first of them: what is
+// made on it after the submit waits for the verdict, and a call planned on the batch's appends
+// rejects when the submit was refused (which puts them back).
+function tellCaches(batch, calls, outcome) {
+  const before = new Map();
+  for (const { kvCache, lengthsBefore } of calls) {
+    if (kvCache && !before.has(kvCache)) before.set(kvCache, lengthsBefore);
+  }
+  for (const [kvCache, lengths] of before) kvCache[CACHE.submitted](batch, outcome, lengths);
 }
 
 // encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error

@@ -1,4 +1,4 @@
-// The public GpuStep (docs/webgpu/tensors_and_steps.md#one-submit-per-step, "A step recorded once"):
+// The public GpuStep (docs/webgpu/steps.md#one-submit-per-step, "A step recorded once"):
 // a GpuBatch that keeps the calls of its first step, so that every later token runs them again
 // with replay() instead of making them: the checks, the routing and the queueing of each forward()
 // are not paid again, nor its encoding, where its tape plays (webgpu/step_tape.js: its dispatches
@@ -210,7 +210,7 @@ export class GpuStep extends GpuBatch {
 // device lost, say, is a BackendError naming the call.
 async function recordedAgain(call, plan, index) {
   try {
-    if (plan.cache) await plan.cache.kvCache.enqueue(plan.cache, () => call.again(plan), false);
+    if (plan.cache) await plan.cache.kvCache.enqueue(plan.cache, () => call.again(plan), false, plan.batch);
     else await call.again(plan);
   } catch (e) {
     if (e instanceof WebAttentionError) throw e;

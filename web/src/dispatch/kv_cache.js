@@ -2,7 +2,8 @@
 // incremental decoding that forward() takes as its `cache` option.
 import { CacheError, DisposedError } from '../base/errors.js';
 import { lazyModules } from '../base/lazy_modules.js';
-import { checkTruncation, uniformLength } from './cache_checks.js';
+import { BATCH, CACHE } from '../base/batch_protocol.js';
+import { checkPlannedLengths, checkTruncation, refuseEncoded, uniformLength } from './cache_checks.js';
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
 const registry = new FinalizationRegistry((handle) => {
@@ -36,6 +37,7 @@ export class KvCache {
   #lastPerRow = false;  // the last call appended to rows at lengths of their own (keep() refuses)
   #lastInputsHeld = true;  // whether the last call's inputs are the package's (not GPU tensors): a backend may need them for keep()
   #adopt;         // make()'s
+  #batched = null;  // { batch, ticket } of a call on it recorded into a GpuBatch not yet submitted
 
   /**
    * Use mha.createCache(options) (which calls KvCache.make()). Exported for instanceof only: one
@@ -114,20 +116,14 @@ export class KvCache {
    * runs synchronously, reading its inputs at the call), else queued. Returns run()'s result
    * itself where it ran at once and gave one (a WASM call: no promise to settle), else a promise.
    */
-  enqueue(planned, run, inputsHeld = true) {
+  enqueue(planned, run, inputsHeld = true, batch = null) {
+    this.#submitHeld(batch);
     const epoch = this.#epoch;
     const { L, lengthsBefore } = planned;
     const listed = planned.rows ?? lengthsBefore.map((_, b) => b);
     const start = () => {
       if (this.#dead) throw new DisposedError(`forward: cache: ${this.#dead}`, 'cache');
-      for (const b of listed) {
-        const length = this.#handle.rowLength(b);
-        if (length === lengthsBefore[b]) continue;
-        throw new CacheError(`cache: this call was planned at length ${lengthsBefore[b]}, but a call queued before it on `
-          + `the cache failed and appended nothing (length ${length}); it did not run`, {
-          argument: 'cache', expected: lengthsBefore[b], actual: length,
-        });
-      }
+      checkPlannedLengths(listed, lengthsBefore, (b) => this.#handle.rowLength(b));
       return run();
     };
     // A call on rows at lengths of their own is no call keep() can choose among.
@@ -153,6 +149,36 @@ export class KvCache {
     const settled = call.then(() => this.#settle(), () => this.#settle(epoch === this.#epoch ? listed : [], L));
     this.#queue = settled;
     return call;
+  }
+
+  /**
+   * Internal (GpuBatch.submit(), discard()): `batch`'s calls on it, appended from each row's
+   * `lengthsBefore`, are submitted, and `outcome` settles once WebGPU accepted or refused them (which
+   * puts the storage back); null: dropped, and undone. Its verdict is a turn in the queue: what is
+   * made from now waits for it, and a call planned on refused appends rejects (enqueue()).
+   */
+  [CACHE.submitted](batch, outcome, lengthsBefore) {
+    if (this.#batched?.batch === batch) this.#batched = null;
+    if (this.#dead || !outcome) return;
+    if (this.#queued === 0) this.#planned = this.#lengthsOf(this.#handle);
+    const epoch = this.#epoch;
+    const appended = this.#planned.map((n, b) => n - lengthsBefore[b]);
+    this.#turn(() => outcome.catch(() => {
+      if (epoch === this.#epoch) this.#planned = this.#planned.map((n, b) => n - appended[b]);
+    }));
+  }
+
+  /** Internal (GpuBatch.record()): a call on it is recorded into `batch`, as its call `ticket`. */
+  [CACHE.recorded](batch, ticket) {
+    this.#batched = { batch, ticket };
+  }
+
+  // Before work on it from outside the GpuBatch that holds a call on it unsubmitted (`batch`: the
+  // new call's; null: read(), truncate() and the like): that batch submitted now, so that its
+  // verdict is a turn in the queue ahead of this work ([CACHE.submitted]).
+  #submitHeld(batch = null) {
+    const held = this.#batched;
+    if (held && held.batch !== batch) held.batch[BATCH.whenSubmitted](held.ticket).catch(() => {});
   }
 
   // A queued call settled; the `unappended` rows' L positions it planned and did not append come
@@ -183,6 +209,7 @@ export class KvCache {
    */
   async read() {
     this.#live('KvCache.read');
+    this.#submitHeld();
     if (this.#queued) await this.#queue;
     const handle = this.#live('KvCache.read');
     const length = uniformLength(this.#lengthsOf(handle), 'cache.read');
@@ -194,7 +221,8 @@ export class KvCache {
   /** Back to length 0, keeping the storage; after the calls made before it, if any still run. */
   reset() {
     const handle = this.#live('KvCache.reset');
-    this.#refuseEncoded('reset');
+    refuseEncoded(this.encoded, 'reset');
+    this.#submitHeld();
     if (this.#queued === 0) {
       handle.reset();
       this.#lastRows = 0;
@@ -221,9 +249,10 @@ export class KvCache {
    */
   truncate(length) {
     const handle = this.#live('KvCache.truncate');
-    this.#refuseEncoded('truncate');
+    refuseEncoded(this.encoded, 'truncate');
     const lengths = checkTruncation(length, this.#lengthsOf(handle), this.#options);
     const same = lengths.every((n) => n === lengths[0]);
+    this.#submitHeld();
     // A call before it that failed appended less than planned: cut only what is there (the calls
     // planned after it then reject, as behind any failed call).
     this.#cutBack(lengths, () => this.#owner.truncateCache(handle, same ? lengths[0] : lengths),
@@ -240,7 +269,7 @@ export class KvCache {
    */
   keep(indices) {
     const handle = this.#live('KvCache.keep');
-    this.#refuseEncoded('keep');
+    refuseEncoded(this.encoded, 'keep');
     if (this.#lastPerRow) {
       throw new CacheError('cache.keep: the last forward() appended to rows at lengths of their own (its `rows`, or rows '
         + 'of unequal lengths); keep() chooses among a call on every row of a cache whose rows are equal', {
@@ -251,6 +280,7 @@ export class KvCache {
     const current = lengths[0];
     const kept = lazyModules().checkKeep(indices, this.#lastRows, current, this.#options);
     this.#owner.checkKeep?.(this.#lastRows, kept, this.#lastInputsHeld);  // a backend's own limit (WebGPU's)
+    this.#submitHeld();
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).
     this.#cutBack(lengths.map(() => current - this.#lastRows + kept.length), () => this.#owner.keepCache(handle, kept),
@@ -286,13 +316,10 @@ export class KvCache {
    */
   fork() {
     const handle = this.#live('KvCache.fork');
+    this.#submitHeld();
     const owner = this.#owner;
     if (this.#queued === 0) {
-      const fork = KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt);
-      fork.#lastRows = this.#lastRows;
-      fork.#lastPerRow = this.#lastPerRow;
-      fork.#lastInputsHeld = this.#lastInputsHeld;
-      return fork;
+      return this.#lastCallTo(KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt));
     }
     // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
     // copy at its turn; the fork's own calls, planned on this planned length, wait for the copy.
@@ -301,10 +328,15 @@ export class KvCache {
     const copied = this.#turn(() => owner.copyCache(handle, target));
     fork.#queued = 1;
     fork.#planned = this.#planned.slice();
+    fork.#queue = copied.then(() => fork.#settle(), () => fork.#settle());
+    return this.#lastCallTo(fork);
+  }
+
+  // `fork` given what this cache knows of its last call (keep() chooses among it); returns it.
+  #lastCallTo(fork) {
     fork.#lastRows = this.#lastRows;
     fork.#lastPerRow = this.#lastPerRow;
     fork.#lastInputsHeld = this.#lastInputsHeld;
-    fork.#queue = copied.then(() => fork.#settle(), () => fork.#settle());
     return fork;
   }
 
@@ -330,6 +362,7 @@ export class KvCache {
    */
   release(reason) {
     if (this.#dead) return;
+    this.#submitHeld();
     this.#dead = reason;
     registry.unregister(this);
     const handle = this.#handle;
@@ -355,14 +388,6 @@ export class KvCache {
       });
     }
     return handle;
-  }
-
-  // An encoded cache holds what its encoder gave, for as long as it lives.
-  #refuseEncoded(method) {
-    if (!this.encoded) return;
-    throw new CacheError(`cache.${method}: an encoded cache (mha.encode()) is read-only; encode again for another input`, {
-      argument: 'cache', expected: 'a cache from createCache()', actual: 'an encoded cache',
-    });
   }
 
   /** The handle, or a DisposedError saying `where` it was used. */

@@ -23,3 +23,10 @@ export const ENTRY = Object.freeze({
 
 /** Every entry name, in state_dict() order. */
 export const ENTRY_NAMES = Object.freeze(Object.values(ENTRY));
+
+/**
+ * The weight matrices: what a module of a narrow weightsDtype stores narrow (rounded to 16 bits,
+ * or quantised); the other entries (biases, norm weights, sinks) are float32 in every module.
+ */
+export const WEIGHT_MATRICES = Object.freeze([ENTRY.inProjWeight, ENTRY.qProjWeight, ENTRY.kProjWeight, ENTRY.vProjWeight,
+  ENTRY.outProjWeight]);

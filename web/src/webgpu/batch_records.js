@@ -6,10 +6,14 @@ import { BATCH } from '../base/batch_protocol.js';
 // Each cache row's length before a cached call (a call on some rows, or rows of unequal lengths, too).
 export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore ?? plan.cache.lengthBefore : 0);
 
-// `call` (GpuBatch.record()'s) recorded into `batch`, its result `buffers` marked as the batch's
-// (a call outside it that reads them submits it first). Returns the `pending` of its GpuTensors.
-export function recordBatched(gpu, batch, call, buffers) {
-  const ticket = batch[BATCH.record](call);
+// `call` (GpuBatch.record()'s) of `plan` recorded into plan.batch, its result `buffers` marked as
+// the batch's (a call outside it that reads them submits it first), with the KvCache it appends to
+// and each row's length before it (the batch's submit tells that cache its outcome). Returns the
+// `pending` of its GpuTensors.
+export function recordBatched(gpu, plan, call, buffers) {
+  const { batch } = plan;
+  const kvCache = plan.cache?.kvCache ?? null;
+  const ticket = batch[BATCH.record]({ ...call, kvCache, lengthsBefore: kvCache && plan.cache.lengthsBefore });
   const pending = { submitted: () => batch[BATCH.whenSubmitted](ticket), after: (fn) => batch[BATCH.afterSubmit](ticket, fn) };
   const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
   gpu.recorded(batch, flush);
@@ -29,7 +33,7 @@ export function recordSubmitted(gpu, plan, cache, results, snapshot) {
   const tensors = [results.output, results.weights].filter(Boolean);
   const buffers = tensors.map((t) => t.gpuBuffer);
   const owned = tensors.filter((t) => t.owned).map((t) => t.gpuBuffer);  // not the caller's out
-  const pending = recordBatched(gpu, plan.batch, {
+  const pending = recordBatched(gpu, plan, {
     scopes: [],
     refused: async () => null,  // its passes' submits were accepted before its forward() resolved
     undo: () => {

@@ -167,7 +167,7 @@ function recordForward(gpu, call, kept = call) {
     throw e;
   }
   const lengthsBefore = lengthsBeforeOf(plan);
-  const pending = recordBatched(gpu, plan.batch, {
+  const pending = recordBatched(gpu, plan, {
     scopes,
     refused: () => refusedInput(device, plan),
     undo: () => cache?.truncate(lengthsBefore),

@@ -12,7 +12,7 @@
 // overlapping forward() calls never share those buffers; calls of different modules still
 // overlap. The cache is destroyed by dispose(), when the device is lost, and after a failed GPU
 // call (whose buffers may be left mapped or half-written).
-import { BackendError } from '../base/errors.js';
+import { BackendError, WebAttentionError } from '../base/errors.js';
 import { BATCH } from '../base/batch_protocol.js';
 import { weightsPerBatch } from '../base/call_plan.js';
 import { addModuleDevice } from '../base/module_devices.js';
@@ -278,11 +278,7 @@ export class WebGpuExecutor {
    * cache's storage was there: it cannot move to WASM).
    */
   forkStorage(options) {
-    if (this.#lost || this.#disposed) {
-      throw new BackendError('cache.fork: the WebGPU device of this cache was lost; its storage was there', {
-        argument: 'cache', expected: 'a working WebGPU device', actual: this.#lost?.message || 'lost',
-      });
-    }
+    if (this.#lost || this.#disposed) throw storageLost('cache.fork', this.#lost?.message);
     return this.createCache(options);
   }
 
@@ -291,12 +287,17 @@ export class WebGpuExecutor {
     to.copyFrom(from);
   }
 
-  /** cache.read(): positions [first, first + count) of a cache this executor made, after its calls. */
+  /**
+   * cache.read(): positions [first, first + count) of a cache this executor made, after its calls;
+   * a BackendError naming `cache` once the device is gone.
+   */
   readCache(handle, first, count) {
-    if (this.#lost || this.#disposed) throw new DeviceLost('the WebGPU device was lost');
+    if (this.#lost || this.#disposed) return Promise.reject(storageLost('cache.read', this.#lost?.message));
     return this.#serialised(() => {
       this.#flushBatch();
       return handle.read(first, count, this.#pass.untilLost);
+    }).catch((e) => {
+      throw e instanceof WebAttentionError ? e : storageLost('cache.read', e?.message ?? String(e));
     });
   }
 
@@ -385,3 +386,9 @@ export class WebGpuExecutor {
     this.#params = null;
   }
 }
+
+// `what` (a cache's method) on a device that is gone (`why`): the cache's storage was there, and
+// cannot move to WASM.
+const storageLost = (what, why) => new BackendError(`${what}: the WebGPU device of this cache was lost; its storage was there`, {
+  argument: 'cache', expected: 'a working WebGPU device', actual: why || 'lost',
+});
