@@ -229,6 +229,9 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
       await work(cache);
       assert.equal(batch.pending, 0, `${what}: the batch was submitted first`);
       await assert.rejects(h.read(), { name: 'BackendError', argument: 'query' }, what);
+      // The caller's submit() (nothing recorded since) reports the refusal of the one made for it, once.
+      await assert.rejects(batch.submit(), { name: 'BackendError', argument: 'query' }, what);
+      await batch.submit();
       assert.equal(cache.length, length, what);
     }
     for (const t of [x, y]) t.gpuBuffer.destroy();

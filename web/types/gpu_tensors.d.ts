@@ -112,7 +112,9 @@ export class GpuBatch {
    * Submits the recorded calls (one queue.submit(); one more per module called twice) and resolves
    * once WebGPU validated them. A BackendError naming the call ("call N of the batch") and its
    * argument when WebGPU refused the work (a GPU input destroyed meanwhile): its results are then
-   * destroyed and its caches back to their lengths before it.
+   * destroyed and its caches back to their lengths before it. Nothing recorded since a submit the
+   * package made for work outside the batch (a read() of a result, a call on its cache): settles as
+   * that submit did.
    */
   submit(): Promise<void>;
 }

@@ -46,6 +46,7 @@ export class GpuBatch {
   #outcomes = new Map();  // generation → its submit()'s promise, while it runs, and for good when it failed
   #generation = 0;        // submit() count: which submit a recorded call's results wait for
   #held = new Set();      // the modules with calls recorded since the last submit() (hold())
+  #unreported = null;     // the promise of a submit the package made (whenSubmitted()), for the caller's next submit()
 
   /** How many calls (forward() and encode()) are recorded and not yet submitted. */
   get pending() {
@@ -178,7 +179,11 @@ export class GpuBatch {
    * before this returns) when that has not happened yet; rejects as that submit() did.
    */
   [BATCH.whenSubmitted](ticket) {
-    if (ticket === this.#generation) return this.submit();
+    if (ticket === this.#generation) {
+      const outcome = this.submit();
+      this.#unreported = outcome;
+      return outcome;
+    }
     return this.#outcomes.get(ticket) ?? Promise.resolve();
   }
 
@@ -203,11 +208,16 @@ export class GpuBatch {
   /**
    * Submits the calls recorded since the last submit() (one queue.submit(), or one more per module
    * called twice) before it returns, and resolves once WebGPU has validated them; nothing
-   * recorded: resolves at once. Rejects with a BackendError naming the call (its index among them)
-   * and its argument when WebGPU refused the work; those calls' results are destroyed and their
-   * caches put back.
+   * recorded: resolves at once, or, after a submit the package made for work outside the batch (a
+   * read() of its result, a call on its cache), as that submit does, so that the caller learns of
+   * its calls' refusal. Rejects with a BackendError naming the call (its index among them) and its
+   * argument when WebGPU refused the work; those calls' results are destroyed and their caches put
+   * back.
    */
   submit() {
+    const unreported = this.#unreported;
+    this.#unreported = null;
+    if (unreported && this.#calls.length === 0) return unreported;
     const generation = this.#generation++;
     if (this.#encoder || this.#finished.length > 0) this.#submitEncoder();
     const calls = this.#calls;
