@@ -12,8 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/flash/flash_layout.h"
+#include "kernels/large_rows.h"
 #include "kernels/storage_convert.h"
 #ifdef __wasm_simd128__
 #include "kernels/simd128/widen_simd128.h"
@@ -133,12 +135,39 @@ void with_narrow_type(StorageType type, Body&& body) {
   }
 }
 
+// An int8 cache's scores for query rows of which at least one is large (large_rows.h): every
+// ISA sums q times the keys' codes (q, or q · 2^16 read in pairs) and applies each key's scale
+// after the sum, so a query past kLargeInput overflowed where the float32 cache's q · k stays
+// finite. The large rows are scaled by kLargeDown and their scores (row r at s + r · kKeyTile)
+// times kLargeUp; scores(q) computes them. Out of line: rare, and the tile loop stays small.
+template <class Scores>
+__attribute__((noinline)) void large_query_scores(int rows, const float* q, int dk, int n, float* s, Scores&& scores) {
+  static thread_local std::vector<float> scaled;
+  scaled.assign(q, q + static_cast<std::size_t>(rows) * dk);
+  bool large[kRows];
+  for (int r = 0; r < rows; ++r) {
+    large[r] = row_is_large(q + r * dk, dk);
+    if (large[r]) scale_down_row(q + r * dk, dk, scaled.data() + r * dk);
+  }
+  scores(scaled.data());
+  for (int r = 0; r < rows; ++r) {
+    if (!large[r]) continue;
+    for (int j = 0; j < n; ++j) s[r * kKeyTile + j] *= kLargeUp;
+  }
+}
+
 // Scores of keys [slot, slot + n) from a narrow cache, for a block of one row or 4.
 template <class Isa>
 void narrow_key_scores(bool one_row, const float* q, int dk, const NarrowKv& c, int slot, int n, float* s) {
   with_narrow_type(c.type, [&](auto type) {
-    if (one_row) Isa::template narrow_row_scores<type.value>(q, dk, c, slot, n, s);
-    else Isa::template narrow_tile_scores<type.value>(q, dk, c, slot, n, s);
+    const auto scores = [&](const float* qx) {
+      if (one_row) Isa::template narrow_row_scores<type.value>(qx, dk, c, slot, n, s);
+      else Isa::template narrow_tile_scores<type.value>(qx, dk, c, slot, n, s);
+    };
+    // One pass over the block's dk or 4·dk query values, against its n·dk or 4·n·dk products.
+    const int rows = one_row ? 1 : kRows;
+    if (type.value == StorageType::i8 && row_is_large(q, rows * dk)) return large_query_scores(rows, q, dk, n, s, scores);
+    scores(q);
   });
 }
 

@@ -5,12 +5,14 @@
 // than one row, once per panel into an f32 copy). Each <type>_linear_scalar.cpp instantiates it.
 #pragma once
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 #include <type_traits>
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/large_rows.h"
 
 namespace webattention::kernels::scalar_linear {
 namespace {
@@ -94,9 +96,10 @@ struct Widened : Panel {
   float at(int k, int c) const { return values[k * kPanelWidth + c]; }
 };
 
-// yr[8p, 8p + 8) (those below w.out) = the row xr times panel p (+ bias), by blocks of rows.
+// yr[8p, 8p + 8) (those below w.out) = the row xr times panel p, times `up` (1, or kLargeUp for
+// a large row scaled down: large_rows.h), plus the bias; by blocks of rows.
 template <class Panel>
-void row_times_panel(const float* xr, const PackedLinear& w, int p, Panel panel, float* yr) {
+void row_times_panel(const float* xr, const PackedLinear& w, int p, Panel panel, float* yr, float up = 1.0f) {
   float acc[kPanelWidth] = {};
   for (int k0 = 0; k0 < w.in; k0 += Panel::kBlock) {
     panel.start(k0);
@@ -110,15 +113,30 @@ void row_times_panel(const float* xr, const PackedLinear& w, int p, Panel panel,
   }
   const int n0 = p * kPanelWidth;
   for (int c = 0; c < kPanelWidth && n0 + c < w.out; ++c)
-    yr[n0 + c] = acc[c] + (w.bias.empty() ? 0.0f : w.bias[n0 + c]);
+    yr[n0 + c] = acc[c] * up + (w.bias.empty() ? 0.0f : w.bias[n0 + c]);
+}
+
+// A large row (large_rows.h) times int8 or int4 weights: x · kLargeDown through row_times_panel,
+// its sums times kLargeUp. A prefill and a decode step both send such a row here.
+template <class Panel>
+void large_row(const float* x, const LinearTarget* targets, int target_count) {
+  int in = 0;
+  for (int t = 0; t < target_count; ++t) in = std::max(in, targets[t].weights->in);
+  std::vector<float> scaled(static_cast<std::size_t>(in));
+  scale_down_row(x, in, scaled.data());
+  for (int t = 0; t < target_count; ++t) {
+    const PackedLinear& w = *targets[t].weights;
+    for (int p = targets[t].panel_begin; p < targets[t].panels_end(); ++p)
+      row_times_panel(scaled.data(), w, p, Panel(w, p), targets[t].y, kLargeUp);
+  }
 }
 
 // One row (a decode step) reads each panel as it is stored (int8: each block's sum times its
 // scale); more rows widen each narrow panel once for all of them, as the SIMD128 kernel does
 // (linear_simd128.h's panel_rows), with the same arithmetic.
 template <class Panel>
-void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
-                   int target_count) {
+void plain_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+                  int target_count) {
   constexpr bool kWiden = !std::is_same_v<Panel, F32Panel>;
   std::vector<float> widened;
   for (int t = 0; t < target_count; ++t) {
@@ -137,6 +155,20 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
         }
       }
     }
+  }
+}
+
+// A type's whole kernel: plain_panels, but for int8 and int4, which multiply x by their codes
+// (q, q - z) and scale each block's sum after it, a row holding a value past kLargeInput takes
+// large_row (large_rows.h: the plain loop's sums would overflow where the float32 module's stay
+// finite).
+template <class Panel>
+void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
+                   int target_count) {
+  if constexpr (std::is_base_of_v<BlockScaled, Panel>) {
+    linear_by_large_rows(x, rows, x_stride, targets, target_count, plain_panels<Panel>, large_row<Panel>);
+  } else {
+    plain_panels<Panel>(x, rows, x_stride, targets, target_count);
   }
 }
 

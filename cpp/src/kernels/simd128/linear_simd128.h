@@ -16,6 +16,8 @@
 #include "kernels/simd128/f32_block_simd128.h"
 #include "kernels/simd128/f32_row_panels_simd128.h"
 #include "kernels/kernels.h"
+#include "kernels/large_rows.h"
+#include "kernels/simd128/large_rows_simd128.h"
 #include "kernels/simd128/pair_panels_simd128.h"
 #include "kernels/simd128/panels_simd128.h"
 
@@ -371,12 +373,22 @@ void linear_panels(const float* x, int rows, std::ptrdiff_t x_stride, const Line
 }
 
 // A narrow type's whole kernel: a single row (a decode step) read in pairs (PairPanel,
-// one_row_pairs) where that applies, else Panel's blocks. bf16, int8 and int4 are this.
+// one_row_pairs) where that applies, else Panel's blocks. bf16, int8 and int4 are this. int8 and
+// int4 multiply x by their codes (q · 2^16, q - z), so a row holding a value past kLargeInput
+// takes large_row_pairs (large_rows.h: the plain loops' sums would overflow where the float32
+// module's stay finite).
 template <class Panel, class PairPanel>
 void pairs_or_panels(const float* x, int rows, std::ptrdiff_t x_stride, const LinearTarget* targets,
                      int target_count) {
-  if (rows == 1 && one_row_pairs<PairPanel>(x, targets, target_count)) return;
-  linear_panels<Panel>(x, rows, x_stride, targets, target_count);
+  const auto plain = [](const float* xs, int n, std::ptrdiff_t stride, const LinearTarget* ts, int count) {
+    if (n == 1 && one_row_pairs<PairPanel>(xs, ts, count)) return;
+    linear_panels<Panel>(xs, n, stride, ts, count);
+  };
+  if constexpr (PairPanel::kBlockScales) {
+    linear_by_large_rows(x, rows, x_stride, targets, target_count, plain, large_row_pairs<PairPanel>);
+  } else {
+    plain(x, rows, x_stride, targets, target_count);
+  }
 }
 
 }  // namespace
