@@ -27,6 +27,7 @@ namespace webattention {
 namespace {
 
 using testing::all_close;
+using testing::load_identity;
 using testing::random_floats;
 
 bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || storage::bits_of(a) == storage::bits_of(b); }
@@ -175,18 +176,6 @@ TEST(StorageCache, RejectsBf16AndKeepsWorking) {
   }
   c.dtype = StorageType::i8;
   EXPECT_NE(m.create_cache(c), nullptr);
-}
-
-// Identity projections, so that the cache holds the inputs as given; a zero output projection
-// but for its bias-free identity on the first 40 features.
-void load_identity(MultiHeadAttention& m) {
-  for (const auto& spec : m.parameter_specs()) {
-    std::vector<float> w(spec.size(), 0.0f);
-    if (spec.shape.size() == 2) {
-      for (int r = 0; r < spec.shape[0]; ++r) w[static_cast<std::size_t>(r) * spec.shape[1] + r % spec.shape[1]] = 1.0f;
-    }
-    m.load_parameter(spec.name, w.data(), w.size());
-  }
 }
 
 // An int8 cache row (one position of one K/V head) with a non-finite value dequantises to NaN

@@ -74,4 +74,17 @@ inline void expect_refused_entry(MultiHeadAttention& m, const std::string& name,
   }
 }
 
+// Projections that copy their input (each head's query, key and value are the input's features,
+// row r of a weight reads feature r mod its width), zero biases: a cache then holds the inputs as
+// given.
+inline void load_identity(MultiHeadAttention& m) {
+  for (const auto& spec : m.parameter_specs()) {
+    std::vector<float> w(spec.size(), 0.0f);
+    if (spec.shape.size() == 2) {
+      for (int r = 0; r < spec.shape[0]; ++r) w[static_cast<std::size_t>(r) * spec.shape[1] + r % spec.shape[1]] = 1.0f;
+    }
+    m.load_parameter(spec.name, w.data(), w.size());
+  }
+}
+
 }  // namespace webattention::testing

@@ -1,7 +1,9 @@
 // 16- and 8-bit storage through the public API against the float64 reference that rounds and
 // dequantises as the module stores (tests/contract/storage.mjs), at the contract's tolerance:
 // random MHA configurations per weightsDtype (state dicts given as float32 and as 16-bit tensors),
-// random decode sequences per weightsDtype × cache dtype, and 16-bit inputs and outputs.
+// random decode sequences per weightsDtype × cache dtype, and 16-bit inputs and outputs; huge
+// finite inputs (1e32 to 3e38) with int8 and int4 weights and an int8 cache, against the float32
+// twin of the stored values (kernels/large_rows.h).
 // scripts/test.sh runs tests/js on every single-threaded module and on the worker pool
 // (WEBATTENTION_THREADS=2), so these run there too.
 import { test } from 'node:test';
@@ -10,6 +12,7 @@ import * as api from '#webattention';
 import { compare, randomDecodeCase, randomMhaCase, randomTensor, rng, runCase } from '../contract/contract.mjs';
 import { roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 import { halfStateDict as halfSd } from '../internals.mjs';
+import { storedStateDict } from '../contract/storage.mjs';
 
 const WEIGHTS = ['float32', 'float16', 'bfloat16', 'int8', 'int4'];
 const CACHES = ['float32', 'float16', 'int8'];
@@ -151,4 +154,108 @@ test('prefill over 16-bit weights is bit for bit the float32 module given the sa
       f32.dispose();
     }
   }
+});
+
+// Huge finite inputs: the int8 and int4 kernels multiply x by integer codes and scale each
+// block's sum afterwards, so their sums overflowed (NaN rows from |x| ≈ 5e31 in the SIMD modules,
+// ≈ 5e37 for int4) where the float32 module over the stored weights stays finite. A prefill of 3
+// rows (4-row blocks) and a decode step after it (one row: the pair readers), against that twin.
+// In the query and the keys: softmax brings the outputs back to the values' size. (A huge value
+// row's output is out_proj's sum of huge terms that cancel, whose roundings the outputs' relative
+// tolerance cannot bound: tests/cpp/large_inputs_test.cpp checks the projections themselves.)
+const HUGE = [1e32, -1e36, 3e38];
+for (const weightsDtype of ['int8', 'int4']) {
+  test(`${weightsDtype} weights: a huge finite input value gives the float32 module's output over the stored weights`, async () => {
+    const next = rng(43);
+    const create = { embedDim: 40, numHeads: 2 };
+    const narrow = await api.MultiHeadAttention.create({ ...create, weightsDtype });
+    const twin = await api.MultiHeadAttention.create(create);
+    try {
+      const stateDict = Object.fromEntries(narrow.stateDictShapes.map(({ name, shape }) => [name, randomTensor(shape, next)]));
+      narrow.loadStateDict(stateDict);
+      twin.loadStateDict(Object.fromEntries(Object.entries(storedStateDict(stateDict, weightsDtype))
+        .map(([name, t]) => [name, { data: Float32Array.from(t.data), shape: t.shape }])));
+      const failures = [];
+      for (const which of ['query', 'key']) {
+        for (const huge of HUGE) {
+          const rows = { query: randomTensor([1, 4, 40], next), key: randomTensor([1, 4, 40], next), value: randomTensor([1, 4, 40], next) };
+          rows[which].data[1 * 40 + 7] = huge;   // the prefill's row 1
+          rows[which].data[3 * 40 + 33] = huge;  // the decode step's row
+          const outputs = [];
+          for (const mha of [narrow, twin]) {
+            const cache = mha.createCache({ maxLength: 4 });
+            const part = (t, from, to) => ({ data: t.data.slice(from * 40, to * 40), shape: [1, to - from, 40] });
+            const prefill = await mha.forward(part(rows.query, 0, 3), part(rows.key, 0, 3), part(rows.value, 0, 3), { cache });
+            const step = await mha.forward(part(rows.query, 3, 4), part(rows.key, 3, 4), part(rows.value, 3, 4), { cache });
+            outputs.push({ data: Float32Array.of(...prefill.output.data, ...step.output.data), shape: [4, 40] });
+            cache.dispose();
+          }
+          assert.ok(outputs[1].data.every(Number.isFinite), `${huge} in ${which}: the float32 twin is finite`);
+          const r = compare(outputs[0], outputs[1]);
+          if (!r.ok) failures.push(`${huge} in ${which}: ${r.detail}`);
+        }
+      }
+      assert.deepEqual(failures, []);
+    } finally {
+      narrow.dispose();
+      twin.dispose();
+    }
+  });
+}
+
+// Rows of 40 whose every aligned group of 10 (a head's key or value row) is int8 codes times
+// 2^-10 with a ±127 in it: an int8 cache stores them exactly, so a float32 cache holding the same
+// values is its twin. Features 3 and 23 differ from row to row (a huge query element there picks
+// one key clearly).
+function int8ExactRows(rows, next) {
+  const data = new Float32Array(rows * 40);
+  for (let r = 0; r < rows; r++) {
+    for (let f = 0; f < 40; f++) data[r * 40 + f] = Math.round(next() * 252) / 1024;
+    for (let g = 0; g < 4; g++) data[r * 40 + g * 10 + 7] = (r % 2 ? 127 : -127) / 1024;
+    data[r * 40 + 3] = (10 * r - 60) / 1024;
+    data[r * 40 + 23] = (30 - 9 * r) / 1024;
+  }
+  return { data, shape: [1, rows, 40] };
+}
+
+// Projections that copy their input: each head's query, key and value are the input's features.
+function identityStateDict(mha) {
+  return Object.fromEntries(mha.stateDictShapes.map(({ name, shape }) => {
+    const data = new Float32Array(shape.reduce((a, b) => a * b, 1));
+    if (shape.length === 2) for (let r = 0; r < shape[0]; r++) data[r * shape[1] + (r % shape[1])] = 1;
+    return [name, { data, shape }];
+  }));
+}
+
+test('an int8 cache with a huge finite query value gives what a float32 cache of the same values gives', async () => {
+  const next = rng(44);
+  const failures = [];
+  for (const numKvHeads of [4, 2]) {  // one query row per K/V head, and GQA groups of 2
+    const mha = await api.MultiHeadAttention.create({ embedDim: 40, numHeads: 4, numKvHeads });
+    try {
+      mha.loadStateDict(identityStateDict(mha));
+      const keys = int8ExactRows(5, next);
+      for (const huge of HUGE) {
+        for (const length of [1, 3]) {  // a decode step, a chunk
+          const query = randomTensor([1, length, 40], next, 0.1);
+          query.data[3] = huge;
+          query.data[(length - 1) * 40 + 23] = -huge;
+          const kv = int8ExactRows(length, next);
+          const outputs = [];
+          for (const dtype of ['int8', 'float32']) {
+            const cache = mha.createCache({ maxLength: 8, dtype });
+            await mha.forward(keys, keys, keys, { cache });
+            outputs.push((await mha.forward(query, kv, kv, { cache })).output);
+            cache.dispose();
+          }
+          assert.ok(outputs[1].data.every(Number.isFinite), `${huge}: the float32 cache's output is finite`);
+          const r = compare(outputs[0], outputs[1]);
+          if (!r.ok) failures.push(`${numKvHeads} K/V heads, ${huge}, ${length} rows: ${r.detail}`);
+        }
+      }
+    } finally {
+      mha.dispose();
+    }
+  }
+  assert.deepEqual(failures, []);
 });
