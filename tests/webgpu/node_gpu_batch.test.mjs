@@ -220,19 +220,38 @@ describe(`GpuBatch (Dawn, ${adapterName})`, () => {
         assert.deepEqual(await nextOn(cache), await nextOn(await atTwo((c) => c.reset())));
       }, 1],
     };
+    // Made once the batched call was recorded, and while it is still being made (not awaited).
     for (const [what, [work, length]] of Object.entries(cases)) {
+      for (const inFlight of [false, true]) {
+        const cache = await atTwo();
+        const doomed = gpuTensor(host(1, 423).data, [1, 1, E]);
+        const batch = new GpuBatch();
+        const made = m.forward(doomed, doomed, doomed, { cache, ...output, batch });
+        const h = inFlight ? made : (await made).output;
+        doomed.gpuBuffer.destroy();
+        await work(cache);
+        const label = `${what}${inFlight ? ', the batched call in flight' : ''}`;
+        assert.equal(batch.pending, 0, `${label}: the batch was submitted first`);
+        const result = inFlight ? (await h).output : h;
+        await assert.rejects(result.read(), { name: 'BackendError', argument: 'query' }, label);
+        // The caller's submit() (nothing recorded since) reports the refusal of the one made for it, once.
+        await assert.rejects(batch.submit(), { name: 'BackendError', argument: 'query' }, label);
+        await batch.submit();
+        assert.equal(cache.length, length, label);
+      }
+    }
+    // A second call of the batch not awaited, made into its next submit: planned on the refused
+    // append, a CacheError once the verdict is in, whoever submitted first.
+    for (const submitter of ['submit()', "the first result's read()"]) {
       const cache = await atTwo();
-      const doomed = gpuTensor(host(1, 423).data, [1, 1, E]);
+      const doomed = gpuTensor(host(1, 424).data, [1, 1, E]);
       const batch = new GpuBatch();
       const h = (await m.forward(doomed, doomed, doomed, { cache, ...output, batch })).output;
       doomed.gpuBuffer.destroy();
-      await work(cache);
-      assert.equal(batch.pending, 0, `${what}: the batch was submitted first`);
-      await assert.rejects(h.read(), { name: 'BackendError', argument: 'query' }, what);
-      // The caller's submit() (nothing recorded since) reports the refusal of the one made for it, once.
-      await assert.rejects(batch.submit(), { name: 'BackendError', argument: 'query' }, what);
-      await batch.submit();
-      assert.equal(cache.length, length, what);
+      const second = m.forward(y, y, y, { cache, ...output, batch });
+      await assert.rejects(submitter === 'submit()' ? batch.submit() : h.read(), { name: 'BackendError' }, submitter);
+      await assert.rejects(second, planned, submitter);
+      assert.equal(cache.length, 2, submitter);
     }
     for (const t of [x, y]) t.gpuBuffer.destroy();
   });

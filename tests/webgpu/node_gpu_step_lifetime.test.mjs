@@ -2,7 +2,8 @@
 // calls held while it lives (a module the app dropped is disposed once collected, api.js, which
 // would break every replay); a replay() made before the recording's submit settled, both refused,
 // leaves the cache where it was; the read() of a result dropped unsubmitted rejects rather than
-// give the place's old values; an encode() into a step while its replay runs is refused.
+// give the place's old values, and a dispose() the moment a call is recorded puts its cache back;
+// an encode() into a step while its replay runs is refused.
 // Set-up: node_setup.mjs.
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -77,6 +78,20 @@ describe(`GpuStep lifetime (Dawn, ${adapterName})`, () => {
     gpuStep.dispose();
     await assert.rejects(output.read(), { name: 'DisposedError', argument: 'batch' });
     assert.equal(cache.length, 0);
+  });
+
+  test('dispose() of a recording the moment its call is recorded, before forward() resolves: the cache back at its length', async () => {
+    const mha = await module({}, 1440);
+    const cache = mha.createCache({ maxLength: 16 });
+    const x = row(1441);
+    const gpuStep = new GpuStep();
+    const made = mha.forward(x, x, x, into(cache, place(), gpuStep));
+    // Each microtask until the step holds the call: the gap where the cache had not yet advanced.
+    for (let i = 0; i < 1e5 && gpuStep.pending === 0; i++) await Promise.resolve();
+    assert.equal(gpuStep.pending, 1);
+    gpuStep.dispose();
+    await made;
+    assert.equal(cache.length, 0, 'the dropped call appended nothing');
   });
 
   test('an encode() into the step while its replay() runs: an OptionError naming batch, nothing of it in the replay', async () => {

@@ -17,9 +17,11 @@ export const BATCH = Object.freeze({
   hold: Symbol('GpuBatch hold'),
 });
 
-// What a GpuBatch calls on a KvCache its calls append to (dispatch/kv_cache.js): a call on it
-// recorded, and the batch's submit (its verdict to come) or its calls dropped.
+// What a GpuBatch and a batched call ask of a KvCache they append to (dispatch/kv_cache.js): a
+// call on it recorded; the batch's submit (its verdict to come) or its calls dropped; whether a
+// call may be recorded now.
 export const CACHE = Object.freeze({
   recorded: Symbol('KvCache recorded'),
   submitted: Symbol('KvCache submitted'),
+  recordable: Symbol('KvCache recordable'),
 });

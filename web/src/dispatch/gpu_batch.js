@@ -155,9 +155,9 @@ export class GpuBatch {
    * Internal: a call recorded into recorderFor()'s encoder (or submitted after submitHeld()). call:
    * { scopes (its encoding's error scopes, popped), refused() (resolves to the typed error of its
    * GPU input WebGPU refused, or null), undo() (its cache back to the length before it), destroy()
-   * (its result buffers), kept() (optional: the batch's work was accepted), kvCache and
-   * lengthsBefore (optional: the KvCache it appends to, each row's length before it) }. Returns its
-   * ticket for whenSubmitted().
+   * (its result buffers), kept() (optional: the batch's work was accepted), kvCache (optional:
+   * the KvCache it appends to, told of it: dispatch/batch_hold.js) }. Returns its ticket for
+   * whenSubmitted().
    */
   [BATCH.record](call) {
     this.#calls.push(call);
@@ -302,15 +302,10 @@ export class GpuBatch {
 }
 
 // Each KvCache that `calls` (of `batch`) append to told that their submit's verdict is `outcome`
-// (null: they were dropped, and undone), from its rows' lengths before the first of them: what is
-// made on it after the submit waits for the verdict, and a call planned on the batch's appends
-// rejects when the submit was refused (which puts them back).
+// (null: they were dropped, and undone): its work from outside the batch waits for it
+// (dispatch/batch_hold.js).
 function tellCaches(batch, calls, outcome) {
-  const before = new Map();
-  for (const { kvCache, lengthsBefore } of calls) {
-    if (kvCache && !before.has(kvCache)) before.set(kvCache, lengthsBefore);
-  }
-  for (const [kvCache, lengths] of before) kvCache[CACHE.submitted](batch, outcome, lengths);
+  for (const kvCache of new Set(calls.map((c) => c.kvCache).filter(Boolean))) kvCache[CACHE.submitted](batch, outcome);
 }
 
 // encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error

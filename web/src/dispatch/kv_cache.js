@@ -2,7 +2,8 @@
 // incremental decoding that forward() takes as its `cache` option.
 import { CacheError, DisposedError } from '../base/errors.js';
 import { lazyModules } from '../base/lazy_modules.js';
-import { BATCH, CACHE } from '../base/batch_protocol.js';
+import { CACHE } from '../base/batch_protocol.js';
+import { BatchHold } from './batch_hold.js';
 import { checkPlannedLengths, checkTruncation, refuseEncoded, uniformLength } from './cache_checks.js';
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
@@ -37,7 +38,7 @@ export class KvCache {
   #lastPerRow = false;  // the last call appended to rows at lengths of their own (keep() refuses)
   #lastInputsHeld = true;  // whether the last call's inputs are the package's (not GPU tensors): a backend may need them for keep()
   #adopt;         // make()'s
-  #batched = null;  // { batch, ticket } of a call on it recorded into a GpuBatch not yet submitted
+  #held = new BatchHold();  // a GpuBatch's call on it, until the batch's verdict
 
   /**
    * Use mha.createCache(options) (which calls KvCache.make()). Exported for instanceof only: one
@@ -117,11 +118,13 @@ export class KvCache {
    * itself where it ran at once and gave one (a WASM call: no promise to settle), else a promise.
    */
   enqueue(planned, run, inputsHeld = true, batch = null) {
-    this.#submitHeld(batch);
+    this.#held.submitFor(batch);
     const epoch = this.#epoch;
     const { L, lengthsBefore } = planned;
     const listed = planned.rows ?? lengthsBefore.map((_, b) => b);
     const start = () => {
+      const verdict = this.#held.verdictBefore(batch);
+      if (verdict) return verdict.then(start);
       if (this.#dead) throw new DisposedError(`forward: cache: ${this.#dead}`, 'cache');
       checkPlannedLengths(listed, lengthsBefore, (b) => this.#handle.rowLength(b));
       return run();
@@ -130,7 +133,7 @@ export class KvCache {
     const perRow = planned.rows !== null || lengthsBefore.some((n) => n !== lengthsBefore[0]);
     const rows = perRow ? 0 : L;
     let call;
-    if (this.#queued === 0) {
+    if (this.#queued === 0 && !this.#held.waits(batch)) {
       try {
         call = start();
       } catch (e) {
@@ -151,34 +154,33 @@ export class KvCache {
     return call;
   }
 
-  /**
-   * Internal (GpuBatch.submit(), discard()): `batch`'s calls on it, appended from each row's
-   * `lengthsBefore`, are submitted, and `outcome` settles once WebGPU accepted or refused them (which
-   * puts the storage back); null: dropped, and undone. Its verdict is a turn in the queue: what is
-   * made from now waits for it, and a call planned on refused appends rejects (enqueue()).
-   */
-  [CACHE.submitted](batch, outcome, lengthsBefore) {
-    if (this.#batched?.batch === batch) this.#batched = null;
-    if (this.#dead || !outcome) return;
-    if (this.#queued === 0) this.#planned = this.#lengthsOf(this.#handle);
-    const epoch = this.#epoch;
-    const appended = this.#planned.map((n, b) => n - lengthsBefore[b]);
-    this.#turn(() => outcome.catch(() => {
-      if (epoch === this.#epoch) this.#planned = this.#planned.map((n, b) => n - appended[b]);
-    }));
-  }
-
   /** Internal (GpuBatch.record()): a call on it is recorded into `batch`, as its call `ticket`. */
   [CACHE.recorded](batch, ticket) {
-    this.#batched = { batch, ticket };
+    this.#held.recorded(batch, ticket);
   }
 
-  // Before work on it from outside the GpuBatch that holds a call on it unsubmitted (`batch`: the
-  // new call's; null: read(), truncate() and the like): that batch submitted now, so that its
-  // verdict is a turn in the queue ahead of this work ([CACHE.submitted]).
-  #submitHeld(batch = null) {
-    const held = this.#batched;
-    if (held && held.batch !== batch) held.batch[BATCH.whenSubmitted](held.ticket).catch(() => {});
+  /** Internal (GpuBatch.submit(), discard()): batch_hold.js submitted(). */
+  [CACHE.submitted](batch, outcome) {
+    this.#held.submitted(batch, outcome);
+  }
+
+  /**
+   * Internal (webgpu/forward_pass.js, right before a batched call on it is recorded into `batch`):
+   * null where it may be; else a promise settling once the verdict of the batch's submit made since
+   * the call's turn is in, a CacheError where that verdict took back rows the call was planned on
+   * (`planned`: its plan's cache part). The call asks again after it.
+   */
+  [CACHE.recordable](planned, batch) {
+    const verdict = this.#held.verdictBefore(batch);
+    if (!verdict) return null;
+    const listed = planned.rows ?? planned.lengthsBefore.map((_, b) => b);
+    return verdict.then(() => checkPlannedLengths(listed, planned.lengthsBefore, (b) => this.#live('forward: cache').rowLength(b)));
+  }
+
+  // Whether work on it runs now: no batch's verdict to wait for (that batch submitted now where it
+  // was not: batch_hold.js submitFor()), nothing queued.
+  #idle() {
+    return !this.#held.submitFor() && this.#queued === 0;
   }
 
   // A queued call settled; the `unappended` rows' L positions it planned and did not append come
@@ -208,9 +210,10 @@ export class KvCache {
    * firstPosition } (onnxruntime's present_key / present_value).
    */
   async read() {
-    this.#live('KvCache.read');
-    this.#submitHeld();
-    if (this.#queued) await this.#queue;
+    const now = this.#live('KvCache.read');
+    this.#held.submitFor();
+    if (this.#queued === 0 && this.#held.waits()) this.#planned = this.#lengthsOf(now);
+    if (this.#queued || this.#held.waits()) await this.#turn(() => {});
     const handle = this.#live('KvCache.read');
     const length = uniformLength(this.#lengthsOf(handle), 'cache.read');
     const count = this.window ? Math.min(length, this.window) : length;
@@ -222,15 +225,14 @@ export class KvCache {
   reset() {
     const handle = this.#live('KvCache.reset');
     refuseEncoded(this.encoded, 'reset');
-    this.#submitHeld();
-    if (this.#queued === 0) {
+    if (this.#idle()) {
       handle.reset();
       this.#lastRows = 0;
       this.#lastPerRow = false;
       return;
     }
     this.#epoch += 1;
-    this.#planned = this.#planned.map(() => 0);
+    this.#planned = this.#lengthsOf(handle).map(() => 0);
     this.#lastRows = 0;
     this.#lastPerRow = false;
     // A turn like truncate()'s and fork()'s, counted while it waits: until it has run, `length` is
@@ -252,7 +254,6 @@ export class KvCache {
     refuseEncoded(this.encoded, 'truncate');
     const lengths = checkTruncation(length, this.#lengthsOf(handle), this.#options);
     const same = lengths.every((n) => n === lengths[0]);
-    this.#submitHeld();
     // A call before it that failed appended less than planned: cut only what is there (the calls
     // planned after it then reject, as behind any failed call).
     this.#cutBack(lengths, () => this.#owner.truncateCache(handle, same ? lengths[0] : lengths),
@@ -280,7 +281,6 @@ export class KvCache {
     const current = lengths[0];
     const kept = lazyModules().checkKeep(indices, this.#lastRows, current, this.#options);
     this.#owner.checkKeep?.(this.#lastRows, kept, this.#lastInputsHeld);  // a backend's own limit (WebGPU's)
-    this.#submitHeld();
     // Kept only where the calls before it appended what they planned (a failed one: the calls
     // planned after it reject, as behind any failed call).
     this.#cutBack(lengths.map(() => current - this.#lastRows + kept.length), () => this.#owner.keepCache(handle, kept),
@@ -293,7 +293,7 @@ export class KvCache {
   // writes rows again) is a turn of its own: later calls wait for it; its failure (a lost device)
   // the next call reports.
   #cutBack(lengths, op, ready) {
-    if (this.#queued === 0) {
+    if (this.#idle()) {
       const done = op();
       if (done instanceof Promise) {
         this.#epoch += 1;
@@ -316,9 +316,8 @@ export class KvCache {
    */
   fork() {
     const handle = this.#live('KvCache.fork');
-    this.#submitHeld();
     const owner = this.#owner;
-    if (this.#queued === 0) {
+    if (this.#idle()) {
       return this.#lastCallTo(KvCache.make(owner, owner.forkCache(handle, this.#options), this.#options, this.#adopt));
     }
     // Calls still run on it (a GPU cache): the fork's storage now (a MemoryError at the call), its
@@ -327,7 +326,7 @@ export class KvCache {
     const target = fork.#handle;
     const copied = this.#turn(() => owner.copyCache(handle, target));
     fork.#queued = 1;
-    fork.#planned = this.#planned.slice();
+    fork.#planned = this.#lengthsOf(handle);
     fork.#queue = copied.then(() => fork.#settle(), () => fork.#settle());
     return this.#lastCallTo(fork);
   }
@@ -345,8 +344,12 @@ export class KvCache {
   // before it still gets its copy). A failure (a GPU's lost device) is reported by the next call.
   // Returns op()'s promise.
   #turn(op) {
+    const gated = () => {
+      const verdict = this.#held.verdictBefore();
+      return verdict ? verdict.then(gated) : op();
+    };
     this.#queued += 1;
-    const done = this.#queue.then(op);
+    const done = this.#queue.then(gated);
     this.#queue = done.then(() => this.#settle(), () => this.#settle());
     return done;
   }
@@ -362,13 +365,12 @@ export class KvCache {
    */
   release(reason) {
     if (this.#dead) return;
-    this.#submitHeld();
     this.#dead = reason;
     registry.unregister(this);
     const handle = this.#handle;
     this.#handle = null;
-    if (this.#queued === 0) handle.delete();
-    else this.#queue = this.#queue.then(() => handle.delete());
+    if (this.#idle()) handle.delete();
+    else this.#turn(() => handle.delete()).catch(() => {});
   }
 
   /** Whether `owner` (an executor) made it: where its calls run. */

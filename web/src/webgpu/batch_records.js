@@ -8,12 +8,10 @@ export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore 
 
 // `call` (GpuBatch.record()'s) of `plan` recorded into plan.batch, its result `buffers` marked as
 // the batch's (a call outside it that reads them submits it first), with the KvCache it appends to
-// and each row's length before it (the batch's submit tells that cache its outcome). Returns the
-// `pending` of its GpuTensors.
+// (which the batch tells of it: dispatch/batch_hold.js). Returns the `pending` of its GpuTensors.
 export function recordBatched(gpu, plan, call, buffers) {
   const { batch } = plan;
-  const kvCache = plan.cache?.kvCache ?? null;
-  const ticket = batch[BATCH.record]({ ...call, kvCache, lengthsBefore: kvCache && plan.cache.lengthsBefore });
+  const ticket = batch[BATCH.record]({ ...call, kvCache: plan.cache?.kvCache ?? null });
   const pending = { submitted: () => batch[BATCH.whenSubmitted](ticket), after: (fn) => batch[BATCH.afterSubmit](ticket, fn) };
   const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
   gpu.recorded(batch, flush);

@@ -7,7 +7,7 @@
 // The executor (webgpu_executor.js) owns the device, the parameter buffers and the
 // per-call buffer cache; this file only runs one call on them.
 import { MAP_READ, Usage } from './device.js';
-import { BATCH } from '../base/batch_protocol.js';
+import { BATCH, CACHE } from '../base/batch_protocol.js';
 import { inScopes } from '../base/error_scopes.js';
 import { callKernels } from './call_kernels.js';
 import { encodeForward } from './forward_encode.js';
@@ -175,8 +175,14 @@ function recordForward(gpu, call, kept = call) {
     // A GpuStep's (dispatch/gpu_step.js): the call recorded again at `again`'s plan.
     plan,
     live: () => !gpu.gone(),
-    again: (replanned) => gpu.inTurn(replanned.batch, () => recordAgain(gpu, call, replanned)),
+    again: (replanned) => gpu.inTurn(replanned.batch, async () => {
+      await untilRecordable(replanned);
+      recordAgain(gpu, call, replanned);
+    }),
   }, [...ctx.made.values(), ...[...ctx.placed.values()].map((d) => d.gpuBuffer)]);
+  // Its cache advanced as it is recorded, with nothing in between: a batch that drops it
+  // (GpuStep.dispose()) undoes what it appended, never before the append.
+  cache?.advance(plan.S, plan.cache.rows ?? null);
   return {
     kernels: call.kernels.names,
     output: resultTensor(ctx, 'output', plan.outputShape, pending, gpuResultDtype(plan)),
@@ -223,9 +229,17 @@ function recordAgain(gpu, call, replanned) {
   }
   flushPendingInputs(replanned);
   recordForward(gpu, { ...call, plan: replanned }, call);
-  if (!cache) return;
-  cache.advance(replanned.S, null);
-  cache.recordCall(replanned);
+  cache?.recordCall(replanned);
+}
+
+/**
+ * A batched call's wait right before it is recorded (nothing awaited between its end and the
+ * record): while a submit of its batch made since the call's turn on its cache awaits WebGPU's
+ * verdict, that verdict; a CacheError where it took back rows the call was planned on
+ * (dispatch/batch_hold.js). The webgpu executor's calls of several passes wait so too.
+ */
+export async function untilRecordable(plan) {
+  for (let wait; (wait = plan.cache?.kvCache?.[CACHE.recordable](plan.cache, plan.batch));) await wait;
 }
 
 // callKernels() on a device that is still there once they are ready.
@@ -255,6 +269,7 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' && plan.L > 0 });
   const { names } = kernels;
   selectionHooks.onCall?.(names);
+  if (plan.batch && !plan.ownSubmit) await untilRecordable(plan);
   flushPendingInputs(plan);
   // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
   if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels });

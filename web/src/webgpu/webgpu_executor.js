@@ -23,7 +23,7 @@ import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
 import { LINEAR_TILE } from './kernels/linear.wgsl.js';
-import { DeviceLost, cdiv, reserveBuffers, runForwardPass } from './forward_pass.js';
+import { DeviceLost, cdiv, reserveBuffers, runForwardPass, untilRecordable } from './forward_pass.js';
 import { F32, STORAGE_IN } from './encoding_context.js';
 import { expectedPlan } from './expected_call.js';
 import { warmCachePipelines, warmPipelines } from './warm_pipelines.js';
@@ -311,6 +311,7 @@ export class WebGpuExecutor {
     const config = this.#config;
     const { passes, merge } = cachedPasses(plan, cache.maxRowsPerPass, config);
     const batched = passes.length > 1 && plan.batch;
+    if (batched) await untilRecordable(plan);  // a submit of the batch since its turn: the verdict first
     if (batched) plan.batch[BATCH.submitHeld]();  // before the snapshot: the batch's earlier work on this cache
     const snapshot = passes.length > 1 ? cache.snapshot(this.#pool) : null;
     const results = [];
@@ -323,12 +324,15 @@ export class WebGpuExecutor {
         results.push(await runForwardPass(this.#pass, batched ? { ...pass, ownSubmit: true } : pass, config, path, cache));
       }
       merged = await merge(results, this.#device);
+      if (batched) await untilRecordable(plan);  // and one made while its passes ran
     } catch (e) {
       snapshot?.restore();
       if (passes.length > 1 && plan.output === 'gpu-buffer') results.forEach(disposeResult);  // the passes' result buffers
       throw e;
     }
-    cache.advance(plan.S, plan.cache.rows);  // the rows appended: a plain step's L, none on an encoded cache
+    // The rows appended (a plain step's L, none on an encoded cache); a batched call of one pass
+    // advanced it as it was recorded (forward_pass.js recordForward()).
+    if (!plan.batch || batched) cache.advance(plan.S, plan.cache.rows);
     if (batched) return { ...recordSubmitted(this.#pass, plan, cache, merged, snapshot), path };
     snapshot?.discard();
     return { ...merged, path };
