@@ -175,9 +175,9 @@ function recordForward(gpu, call, kept = call) {
     // A GpuStep's (dispatch/gpu_step.js): the call recorded again at `again`'s plan.
     plan,
     live: () => !gpu.gone(),
-    again: (replanned) => gpu.inTurn(replanned.batch, async () => {
-      await untilRecordable(replanned);
-      recordAgain(gpu, call, replanned);
+    again: (replanned) => gpu.inTurn(replanned.batch, () => {
+      const wait = untilRecordable(replanned);
+      return wait ? wait.then(() => recordAgain(gpu, call, replanned)) : recordAgain(gpu, call, replanned);
     }),
   }, [...ctx.made.values(), ...[...ctx.placed.values()].map((d) => d.gpuBuffer)]);
   // Its cache advanced as it is recorded, with nothing in between: a batch that drops it
@@ -238,8 +238,9 @@ function recordAgain(gpu, call, replanned) {
  * verdict, that verdict; a CacheError where it took back rows the call was planned on
  * (dispatch/batch_hold.js). The webgpu executor's calls of several passes wait so too.
  */
-export async function untilRecordable(plan) {
-  for (let wait; (wait = plan.cache?.kvCache?.[CACHE.recordable](plan.cache, plan.batch));) await wait;
+export function untilRecordable(plan) {
+  const wait = plan.cache?.kvCache?.[CACHE.recordable](plan.cache, plan.batch);
+  return wait ? wait.then(() => untilRecordable(plan)) : null;  // null: no promise hop for the usual call
 }
 
 // callKernels() on a device that is still there once they are ready.
@@ -269,7 +270,8 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' && plan.L > 0 });
   const { names } = kernels;
   selectionHooks.onCall?.(names);
-  if (plan.batch && !plan.ownSubmit) await untilRecordable(plan);
+  const recordable = plan.batch && !plan.ownSubmit ? untilRecordable(plan) : null;
+  if (recordable) await recordable;  // mostly none: no promise hop
   flushPendingInputs(plan);
   // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
   if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels });
