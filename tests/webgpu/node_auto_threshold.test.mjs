@@ -3,7 +3,8 @@
 // (acquisitionHooks.software lets 'auto' take it without a webgpuMinFlops): a call near the
 // threshold runs on WASM and on the GPU, timed, with a correct result; the threshold moves the way
 // the samples say (SwiftShader is far slower than WASM: up), gpuProfile() reports it, a call far
-// from it runs once, and a measured device samples nothing more. Set-up: node_setup.mjs.
+// from it runs once, calls made together are timed only where none waited behind another, and a
+// measured device samples nothing more. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { MultiHeadAttention } from '#webattention';
@@ -88,6 +89,25 @@ describe(`'auto''s threshold measured on WebGPU (Dawn, ${adapterName})`, () => {
     assert.equal(mha.gpuProfile().autoThreshold.measured, true);
     assert.equal((await call(mha, sd, first, 4)).length, 1, 'measured: no more sampling');
     mha.dispose();
+  });
+
+  test('calls made together: each right, but only one whose GPU run waited for no other becomes a sample', async () => {
+    const own = await freshDevice();
+    const mha = await MultiHeadAttention.create({ ...create, gpu: own });
+    const sd = randomStateDict(mha.stateDictShapes, 6);
+    mha.loadStateDict(sd);
+    const L = 512;
+    await call(mha, sd, L, 7);  // acquires the GPU: one sample
+    assert.equal(mha.gpuProfile().autoThreshold.samples.length, 1);
+    // Each sampled on both; the GPU runs queue behind one another, so only the first is timed alone.
+    const together = [8, 9, 10].map((seed) => {
+      const x = { data: filled(L * E, seed), shape: [1, L, E] };
+      return mha.forward(x, x, x).then((r) => assertClose(r.output, { data: mhaReference(mha.config, sd, x, x, x).output, shape: x.shape }));
+    });
+    await Promise.all(together);
+    assert.equal(mha.gpuProfile().autoThreshold.samples.length, 2, JSON.stringify(mha.gpuProfile().autoThreshold));
+    mha.dispose();
+    own.destroy();
   });
 
   test('a module with its own webgpuMinFlops keeps it and never samples', async () => {

@@ -1,5 +1,6 @@
 // Backend selection in Node: 'webgpu' without an adapter throws BackendError; 'auto' and its
-// threshold (webgpuMinFlops) on this adapter; option checks. Set-up: node_setup.mjs.
+// threshold (webgpuMinFlops) on this adapter; option checks, a `gpu` device that is not one or is
+// lost already. Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { BackendError, MultiHeadAttention, OptionError } from '#webattention';
@@ -165,5 +166,25 @@ describe('backend selection', () => {
         return true;
       });
     }
+  });
+
+  test('a `gpu` that only looks like a GPUDevice (a Proxy of one, a look-alike): OptionError naming gpu; one lost already: BackendError for \'webgpu\', WASM for \'auto\'', async () => {
+    const device = await (await gpu.requestAdapter()).requestDevice();
+    const lookAlike = { createBuffer() {}, createCommandEncoder() {}, queue: { writeBuffer() {}, submit() {} }, lost: new Promise(() => {}), features: new Set(), limits: {} };
+    for (const fake of [new Proxy(device, {}), lookAlike]) {
+      for (const backend of ['webgpu', 'auto']) {
+        await assert.rejects(MultiHeadAttention.create({ ...base, backend, gpu: fake }), { name: 'OptionError', argument: 'gpu' });
+      }
+    }
+    device.destroy();
+    await device.lost;
+    await assert.rejects(MultiHeadAttention.create({ ...base, backend: 'webgpu', gpu: device }), (e) => e instanceof BackendError && e.argument === 'gpu' && /lost already/.test(e.message));
+    const onWasm = await MultiHeadAttention.create({ ...base, backend: 'auto', gpu: device, webgpuMinFlops: 0 });
+    onWasm.loadStateDict(randomStateDict(onWasm.stateDictShapes, 2));
+    runs.length = 0;
+    const x = { data: filled(3 * 8, 4), shape: [1, 3, 8] };
+    await onWasm.forward(x, x, x);
+    assert.deepEqual([runs, onWasm.backend], [['wasm'], 'wasm']);
+    onWasm.dispose();
   });
 });

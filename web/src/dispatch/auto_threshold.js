@@ -40,16 +40,19 @@ export function recordSample(state, flops, cpuMs, gpuMs) {
 }
 
 /**
- * Runs a sampled call: runCpu() then runGpu(), each timed; records the sample when both ran.
- * Resolves to { cpu, gpu, gpuError } (gpu null and gpuError set when the GPU's run threw).
+ * Runs a sampled call: runCpu() then runGpu(), each timed; records the sample when both ran and
+ * gpuBusy() (whether GPU calls of the module are queued ahead of it, whose time would count as
+ * its own: calls made together) said no as its run began. Resolves to { cpu, gpu, gpuError } (gpu
+ * null and gpuError set when the GPU's run threw).
  */
-export async function sampleBoth(device, flops, runCpu, runGpu) {
+export async function sampleBoth(device, flops, runCpu, runGpu, gpuBusy = () => false) {
   const t0 = performance.now();
   const cpu = await runCpu();
   const t1 = performance.now();
+  const queued = gpuBusy();
   try {
     const gpu = await runGpu();
-    recordSample(deviceThreshold(device), flops, t1 - t0, performance.now() - t1);
+    if (!queued) recordSample(deviceThreshold(device), flops, t1 - t0, performance.now() - t1);
     return { cpu, gpu, gpuError: null };
   } catch (e) {
     return { cpu, gpu: null, gpuError: e };

@@ -300,7 +300,7 @@ export class Dispatcher {
   // both reported to onRun; the result is that of where route() sent it.
   async #sampled(plan, where, cpu) {
     const { executor } = this.#gpu;
-    const ran = await sampleBoth(executor.device, forwardFlops(plan, this.#config), () => this.#deviceSide.cpu(cpu).forward(plan), () => executor.forward(plan));
+    const ran = await sampleBoth(executor.device, forwardFlops(plan, this.#config), () => this.#deviceSide.cpu(cpu).forward(plan), () => executor.forward(plan), () => executor.busy);
     testHooks.onRun?.('wasm', plan);
     if (ran.gpuError) {
       this.#live();

@@ -1,6 +1,6 @@
 // What a WebGPU cache refuses, checked before a call or a cache operation is queued (the
 // executor's checkKeep() and checkCachedFits()): each a typed error that leaves the cache as it was.
-import { CacheError, MemoryError } from '../base/errors.js';
+import { BackendError, CacheError, MemoryError } from '../base/errors.js';
 import { deviceInputs, inWords, isDeviceCall } from '../base/gpu_tensors.js';
 import { Usage } from './device.js';
 import { cachedPasses } from './cached_passes.js';
@@ -104,3 +104,8 @@ function checkWindowIds(plan) {
   throw new CacheError(`positionIds: ${window}expected positions >= the row's length before the call (${firsts[b]}), got ${ids[at]} `
     + `at [${b}, ${i}]`, { argument: 'positionIds', expected: `>= ${firsts[b]}`, actual: `${ids[at]} at [${b}, ${i}]` });
 }
+
+/** `what` (a cache's method) on a device that is gone (`why`): its storage was there, and cannot move to WASM. */
+export const storageLost = (what, why) => new BackendError(`${what}: the WebGPU device of this cache was lost; its storage was there`, {
+  argument: 'cache', expected: 'a working WebGPU device', actual: why || 'lost',
+});

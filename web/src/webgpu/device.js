@@ -22,13 +22,41 @@ export const MAP_WRITE = 0x2;
  */
 export const reusableSize = (bytes, cap = Infinity) => Math.max(bytes, Math.min(Math.max(256, 2 ** Math.ceil(Math.log2(bytes))), cap));
 
-const isDevice = (x) => x && typeof x.createBuffer === 'function' && x.queue !== undefined;
-const isGpu = (x) => x && typeof x.requestAdapter === 'function';
+// The looks of a GPUDevice and of a GPU object: what the package calls on them (a throw while
+// looking, from a revoked Proxy say: neither).
+const looks = (test) => (x) => {
+  try {
+    return Boolean(x) && test(x);
+  } catch {
+    return false;
+  }
+};
+const isDevice = looks((x) => typeof x.createBuffer === 'function' && typeof x.createCommandEncoder === 'function'
+  && typeof x.queue?.writeBuffer === 'function' && typeof x.queue?.submit === 'function' && typeof x.lost?.then === 'function'
+  && typeof x.features?.has === 'function' && typeof x.limits === 'object');
+const isGpu = looks((x) => typeof x.requestAdapter === 'function');
+
+// A GPUDevice passed as `gpu`, tried: a small buffer made and destroyed, which an object that only
+// looks like one (a wrapper, a Proxy of one: WebGPU refuses it as `this`) fails, as an OptionError
+// naming gpu rather than an untyped error in a later call.
+function requireWorkingDevice(device) {
+  try {
+    device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention gpu check' }).destroy();
+  } catch (e) {
+    throw new OptionError(`gpu: not a GPUDevice that WebGPU made (${e?.message ?? e}): pass the device itself, not a wrapper of one`, {
+      argument: 'gpu', expected: 'GPUDevice', actual: describe(device),
+    });
+  }
+}
 
 /** The GPU object to use: the option, navigator.gpu, globalThis.gpu, or null. */
 export function findGpu(option) {
   if (option !== undefined && option !== null) {
-    if (isGpu(option) || isDevice(option)) return option;
+    if (isGpu(option)) return option;
+    if (isDevice(option)) {
+      requireWorkingDevice(option);
+      return option;
+    }
     throw new OptionError(`gpu: expected a GPU (navigator.gpu, or the npm 'webgpu' package's create()) or a GPUDevice, got ${describe(option)}`, {
       argument: 'gpu', expected: 'GPU | GPUDevice', actual: describe(option),
     });
@@ -154,6 +182,7 @@ export async function acquireGpu({ gpu: option, backend, useSoftware }) {
     });
   }
   if (isDevice(gpu)) {
+    if (await lostAlready(gpu, backend)) return null;
     const software = isSoftwareAdapter({ info: gpu.adapterInfo ?? {} });
     if (backend === 'auto' && software && !useSoftware) return null;
     if (!packedDots.has(gpu)) packedDots.set(gpu, hasPackedDot(findGpu(undefined)));
@@ -165,4 +194,17 @@ export async function acquireGpu({ gpu: option, backend, useSoftware }) {
     if (backend === 'auto') return null;
     throw e;
   }
+}
+
+// Whether a GPUDevice passed as `gpu` was lost before the module took it: backend 'auto' then runs
+// on WASM; 'webgpu' is a BackendError naming gpu, rather than a module whose every call fails. Its
+// `lost` looked at against a settled promise: an already settled one wins the race.
+async function lostAlready(device, backend) {
+  const info = await Promise.race([device.lost, Promise.resolve(null)]);
+  if (!info) return false;
+  if (backend === 'auto') return true;
+  const why = `${info.reason ?? 'unknown'}${info.message ? `: ${info.message}` : ''}`;
+  throw backendError(`gpu: the GPUDevice passed was lost already (${why}); pass a live one`, {
+    argument: 'gpu', expected: 'a live GPUDevice', actual: `lost (${why})`,
+  });
 }

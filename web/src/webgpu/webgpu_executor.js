@@ -18,7 +18,7 @@ import { weightsPerBatch } from '../base/call_plan.js';
 import { addModuleDevice } from '../base/module_devices.js';
 import { cachedPasses } from './cached_passes.js';
 import { recordSubmitted } from './batch_records.js';
-import { checkCachedCall, checkKeepRows } from './cache_checks.js';
+import { checkCachedCall, checkKeepRows, storageLost } from './cache_checks.js';
 import { GpuKvCache } from './gpu_kv_cache.js';
 import { keptRows } from './cache_keep.js';
 import { FLASH_BR, flashKeyTile } from './kernels/flash_attention.wgsl.js';
@@ -60,6 +60,7 @@ export class WebGpuExecutor {
   #disposed = false;
   #pool;                   // BufferPool: per-call buffers, reused across calls (buffer_pool.js)
   #queue = Promise.resolve();  // the tail of this module's GPU calls (they run one at a time)
+  #inFlight = 0;               // those queued or running
   #pass;                   // the executor as runForwardPass() sees it
   #staging;                // StagingUploads: the inputs' staging buffers (transferModes.staging)
   #batched = null;         // { batch, flush() } of the GpuBatch last given this module's work (recordForward())
@@ -374,9 +375,15 @@ export class WebGpuExecutor {
 
   // Runs fn after this module's earlier GPU calls have settled (resolved or not).
   #serialised(fn) {
+    this.#inFlight += 1;
     const run = this.#queue.then(fn);
-    this.#queue = run.catch(() => {});
+    this.#queue = run.catch(() => {}).then(() => { this.#inFlight -= 1; });
     return run;
+  }
+
+  /** Whether calls (or other work) of this module are queued or running on the GPU. */
+  get busy() {
+    return this.#inFlight > 0;
   }
 
   #releasePool() {
@@ -390,9 +397,3 @@ export class WebGpuExecutor {
     this.#params = null;
   }
 }
-
-// `what` (a cache's method) on a device that is gone (`why`): the cache's storage was there, and
-// cannot move to WASM.
-const storageLost = (what, why) => new BackendError(`${what}: the WebGPU device of this cache was lost; its storage was there`, {
-  argument: 'cache', expected: 'a working WebGPU device', actual: why || 'lost',
-});
