@@ -3,7 +3,8 @@
 // its tolerance is dropped for the device, listed by gpuProfile().rejected and warned of once, and
 // every call's result stays correct. A deliberately wrong linear variant (tile64 with its outputs
 // scaled by 1.01) is offered through selectionHooks.candidates, and the injected clock makes it
-// the fastest, on SwiftShader as on a GPU; so is one that does not compile. The checks'
+// the fastest, on SwiftShader as on a GPU; so is one that does not compile, and one whose dispatches
+// WebGPU refuses when it runs. The checks'
 // bookkeeping runs first on a stand-in device.
 // Set-up: node_setup.mjs.
 import { after, describe, test } from 'node:test';
@@ -203,6 +204,37 @@ describe(`a candidate that does not compile (Dawn, ${adapterName})`, () => {
       assert.ok(typeof rejected[0].error === 'string' && rejected[0].error.length > 0, JSON.stringify(rejected[0]));
       assert.equal(classes.find((c) => c.family === 'linear').runs.uncompilable, undefined, 'no time kept');
       assert.equal(warnings.filter((w) => w.includes("'uncompilable' did not compile")).length, 1, warnings.join('\n'));
+    } finally {
+      module.mha.dispose();
+      device.destroy();
+    }
+  });
+});
+
+// A candidate that compiles but whose dispatches WebGPU refuses (a binding its layout lacks, found
+// only when the call runs) is dropped the same way on its first run (recordRunFailure()), and that
+// call is made with its reference: every call right, none failed.
+describe(`a candidate refused when it runs (Dawn, ${adapterName})`, () => {
+  const unbindable = changedTile64('unbindable', (code) => code
+    .replace('@group(0) @binding(4) var<storage, read_write> y: array<f32>;',
+      '@group(0) @binding(4) var<storage, read_write> y: array<f32>;\n@group(0) @binding(5) var<storage, read> extra: array<f32>;')
+    .replace('acc[i * 4u + j] + bias[p.bOff + n]', 'acc[i * 4u + j] + bias[p.bOff + n] + extra[0] * 0.0'));
+
+  test('is dropped for the device, reported with WebGPU\'s message, warned of once; every call is right', async () => {
+    const device = await freshDevice();
+    device.addEventListener?.('uncapturederror', () => {});
+    const ran = [];
+    offerFastest(unbindable, ran);
+    const module = await moduleOn(device);
+    try {
+      const { warnings } = await captureWarnings(async () => {
+        for (let i = 0; i < 10; i++) await checkedCall(module, 70, 60 + i);
+      });
+      assert.equal(ran.filter((v) => v === 'unbindable').length, 1, ran.join());
+      const { rejected } = module.mha.gpuProfile();
+      assert.deepEqual(rejected.map((r) => [r.variant, r.maxAbsDiff]), [['unbindable', null]], JSON.stringify(rejected));
+      assert.match(rejected[0].error, /binding|entries/i);
+      assert.equal(warnings.filter((w) => w.includes("'unbindable' failed when it ran")).length, 1, warnings.join('\n'));
     } finally {
       module.mha.dispose();
       device.destroy();

@@ -16,8 +16,8 @@ import { transferOn } from './staging_uploads.js';
 import { GpuTensor, flushPendingInputs, refusedInput } from './gpu_tensor.js';
 import { lengthsBeforeOf, recordBatched } from './batch_records.js';
 import { deviceBytes, gpuResultDtype } from '../base/gpu_tensors.js';
-import { MemoryError } from '../base/errors.js';
-import { recordCheck, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
+import { MemoryError, WebAttentionError } from '../base/errors.js';
+import { recordCheck, recordRunFailure, recordTime, resultDistance, selectionHooks, toleranceFor } from './selection/kernel_selection.js';
 import { attentionPath } from './selection/attention_path.js';
 import { linearProblems } from './linear_problems.js';
 import { captureTape, playTape } from './step_tape.js';
@@ -278,7 +278,14 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const { measured } = kernels;
   const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
-  const { result, ms } = await submitCall(gpu, call, kernels, timer, marks);
+  const { result, ms } = await submitCall(gpu, call, kernels, timer, marks).catch((e) => {
+    // A candidate's first run that WebGPU refused (not the caller's input, nor a lost device):
+    // dropped, and the call made with its reference instead.
+    if (!measured?.reference || gpu.gone() || e instanceof WebAttentionError) throw e;
+    recordRunFailure(device, measured, e);
+    return { result: null };
+  });
+  if (!result) return runReference(gpu, call, kernels);
   if (!measured) return result;
   const took = selectionHooks.clock ? selectionHooks.clock(names) : ms;
   if (!measured.reference) {
@@ -287,11 +294,16 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   }
   // The candidate's first run: the reference runs the same work, untimed, and its result is the
   // call's (kernel_selection.js's recordCheck() keeps the candidate or drops it).
-  const variants = { ...kernels.variants, [measured.family]: measured.reference };
-  const { result: reference } = await submitCall(gpu, call, await kernelsOf(gpu, { ...call, variants }), null, null);
+  const reference = await runReference(gpu, call, kernels);
   const tolerance = toleranceFor(kernels.variants[measured.family], reference);
   if (recordCheck(device, measured, resultDistance(result, reference), tolerance)) recordTime(device, measured, took);
   return reference;
+}
+
+// The call made with the reference of the candidate `kernels` measure (its first run), untimed: its result.
+async function runReference(gpu, call, kernels) {
+  const variants = { ...kernels.variants, [kernels.measured.family]: kernels.measured.reference };
+  return (await submitCall(gpu, call, await kernelsOf(gpu, { ...call, variants }), null, null)).result;
 }
 
 // One submission of the call with `kernels` (callKernels()'s), timed by `timer` (or null): resolves

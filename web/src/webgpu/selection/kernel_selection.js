@@ -17,7 +17,8 @@
 // candidate further from it than its tolerance (kernel_config.js's DEFAULT_TOLERANCE) is dropped
 // for every shape class on that device, listed by gpuProfile() (`rejected`) and warned of once.
 // Kernels that CI cannot run in full (features or subgroup sizes that SwiftShader lacks) can so
-// enter the selection without a wrong result ever reaching a caller.
+// enter the selection: one the device computes wrongly is caught on its first run. One sample a
+// shape class: a kernel wrong only for some inputs of a class would pass it (none is meant to be).
 import { SELECTION_PRUNE_RATIO, SELECTION_RUNS } from './kernel_config.js';
 import { pinnedVariant, pinsGeneration } from './gpu_kernel_pins.js';
 import { isSoftwareAdapter } from '../device.js';
@@ -179,6 +180,16 @@ export function recordCheck(device, measured, maxAbsDiff, tolerance) {
 export function recordCompileFailure(device, measured, error) {
   const message = String(error?.message ?? error);
   reject(device, measured, { maxAbsDiff: null, tolerance: null, error: message }, `did not compile (${message})`);
+}
+
+/**
+ * A candidate whose first run WebGPU refused though its pipelines compiled (error: WebGPU's, a
+ * validation error of its dispatches, say): dropped as one that does not compile; the call runs
+ * its reference instead (forward_pass.js), so no call fails for it either.
+ */
+export function recordRunFailure(device, measured, error) {
+  const message = String(error?.message ?? error);
+  reject(device, measured, { maxAbsDiff: null, tolerance: null, error: message }, `failed when it ran (${message})`);
 }
 
 // Drops the candidate on `device` for every shape class of its family and warns once.
