@@ -91,6 +91,22 @@ function offerFastest(candidate, ran) {
   selectionHooks.onCall = (names) => ran.push(names.linear);
 }
 
+// fn({ module, ran }) on a module of a fresh device where `candidate` is offered as the fastest
+// (offerFastest()); both disposed after.
+async function withCandidate(candidate, fn) {
+  const device = await freshDevice();
+  device.addEventListener?.('uncapturederror', () => {});  // the candidate's own errors, expected
+  const ran = [];
+  offerFastest(candidate, ran);
+  const module = await moduleOn(device);
+  try {
+    await fn({ module, ran });
+  } finally {
+    module.mha.dispose();
+    device.destroy();
+  }
+}
+
 describe(`a wrong candidate on WebGPU (Dawn, ${adapterName})`, () => {
   const broken = changedTile64('broken', (code) => {
     const wrong = code.replace('acc[i * 4u + j] + bias', '1.01 * acc[i * 4u + j] + bias');
@@ -187,12 +203,7 @@ describe(`a candidate that does not compile (Dawn, ${adapterName})`, () => {
   const uncompilable = changedTile64('uncompilable', (code) => `${code}\nfn broken() -> f32 { return undefinedName; }\n`);
 
   test('is dropped for the device, reported with the compiler\'s message, warned of once; every call is right', async () => {
-    const device = await freshDevice();
-    device.addEventListener?.('uncapturederror', () => {});  // the shader module's own error, expected
-    const ran = [];
-    offerFastest(uncompilable, ran);
-    const module = await moduleOn(device);
-    try {
+    await withCandidate(uncompilable, async ({ module, ran }) => {
       const { warnings } = await captureWarnings(async () => {
         for (let i = 0; i < 10; i++) await checkedCall(module, 70, 40 + i);
       });
@@ -204,10 +215,7 @@ describe(`a candidate that does not compile (Dawn, ${adapterName})`, () => {
       assert.ok(typeof rejected[0].error === 'string' && rejected[0].error.length > 0, JSON.stringify(rejected[0]));
       assert.equal(classes.find((c) => c.family === 'linear').runs.uncompilable, undefined, 'no time kept');
       assert.equal(warnings.filter((w) => w.includes("'uncompilable' did not compile")).length, 1, warnings.join('\n'));
-    } finally {
-      module.mha.dispose();
-      device.destroy();
-    }
+    });
   });
 });
 
@@ -221,12 +229,7 @@ describe(`a candidate refused when it runs (Dawn, ${adapterName})`, () => {
     .replace('acc[i * 4u + j] + bias[p.bOff + n]', 'acc[i * 4u + j] + bias[p.bOff + n] + extra[0] * 0.0'));
 
   test('is dropped for the device, reported with WebGPU\'s message, warned of once; every call is right', async () => {
-    const device = await freshDevice();
-    device.addEventListener?.('uncapturederror', () => {});
-    const ran = [];
-    offerFastest(unbindable, ran);
-    const module = await moduleOn(device);
-    try {
+    await withCandidate(unbindable, async ({ module, ran }) => {
       const { warnings } = await captureWarnings(async () => {
         for (let i = 0; i < 10; i++) await checkedCall(module, 70, 60 + i);
       });
@@ -235,9 +238,6 @@ describe(`a candidate refused when it runs (Dawn, ${adapterName})`, () => {
       assert.deepEqual(rejected.map((r) => [r.variant, r.maxAbsDiff]), [['unbindable', null]], JSON.stringify(rejected));
       assert.match(rejected[0].error, /binding|entries/i);
       assert.equal(warnings.filter((w) => w.includes("'unbindable' failed when it ran")).length, 1, warnings.join('\n'));
-    } finally {
-      module.mha.dispose();
-      device.destroy();
-    }
+    });
   });
 });
