@@ -102,5 +102,8 @@ describe(`create({ expect }) on WebGPU (Dawn, ${adapterName})`, () => {
     await refused({ backend: 'auto', expect: { L: 8, S: 1.5 } }, 'expect.S');
     await refused({ backend: 'auto', expect: { L: 8, batchSize: -1 } }, 'expect.batchSize');
     await refused({ backend: 'auto', expect: { L: 8, rows: 3 } }, 'rows');
+    const revoked = Proxy.revocable({ L: 8 }, {});
+    revoked.revoke();
+    for (const expect of [null, new Map([['L', 8]]), revoked.proxy]) await refused({ backend: 'auto', expect }, 'expect');
   });
 });

@@ -6,12 +6,18 @@ const isSize = (n) => Number.isInteger(n) && n >= 1;
 
 export function checkOptions(argument, options, allowed) {
   if (options === undefined || options === null) return {};
-  if (typeof options !== 'object' || Array.isArray(options)) {
+  let keys;
+  try {
+    keys = typeof options !== 'object' || Array.isArray(options) ? null : Object.keys(options);
+  } catch (e) {  // a revoked Proxy, an ownKeys trap that throws
+    throw new OptionError(`${argument}: its keys could not be read (${e?.message ?? e})`, { argument, expected: 'object', actual: 'unreadable' });
+  }
+  if (!keys) {
     throw new OptionError(`${argument}: expected an options object, got ${describe(options)}`, {
       argument, expected: 'object', actual: describe(options),
     });
   }
-  for (const key of Object.keys(options)) {
+  for (const key of keys) {
     if (!allowed.includes(key)) {
       throw new OptionError(
         `${argument}: unknown option '${key}'; expected one of ${allowed.join(', ')}`,

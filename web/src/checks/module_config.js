@@ -236,7 +236,11 @@ function resolveExpect(value, backend) {
       argument: 'expect', expected: "backend 'webgpu' | 'auto'", actual: "backend 'wasm'",
     });
   }
-  const o = checkOptions('expect', value, ['L', 'S', 'batchSize']);
+  // An object of the sizes: null or a Map is no such object (checkOptions() takes null for none).
+  const o = value === null ? null : checkOptions('expect', value, ['L', 'S', 'batchSize']);
+  if (o === null || value instanceof Map) {
+    throw new OptionError(`expect: expected { L, S?, batchSize? }, got ${describe(value)}`, { argument: 'expect', expected: 'object', actual: describe(value) });
+  }
   const L = checkSize('expect.L', o.L);
   return { L, S: checkSize('expect.S', o.S, L), batchSize: checkSize('expect.batchSize', o.batchSize, 1) };
 }
