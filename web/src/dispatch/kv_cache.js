@@ -20,7 +20,8 @@ const registry = new FinalizationRegistry((handle) => {
  * planned on the length the calls before it leave (`length` reads that), reset() and dispose()
  * take their turn in the same queue (they wait for the calls made before them), and a call that
  * fails appends nothing, so the calls queued behind it, planned on its rows, reject with a
- * CacheError rather than run at the wrong positions.
+ * CacheError rather than run at the wrong positions; so do those behind a GpuBatch's refused call
+ * (batch_hold.js: work from outside that batch waits for its verdict).
  */
 // True only inside KvCache.make(): the constructor refuses every other caller.
 let making = false;
@@ -93,9 +94,7 @@ export class KvCache {
   }
 
   /** Each row's positions (batchSize of them), as `length` counts them. */
-  get lengths() {
-    return this.#lengthsOf(this.#live('KvCache.lengths'));
-  }
+  get lengths() { return this.#lengthsOf(this.#live('KvCache.lengths')); }
 
   /** Each row's length, for a forward() call: a disposed cache's error names that call's option. */
   lengthsForCall() {
