@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { f32BitsToBf16, f32BitsToF16, firstNonFinite, roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
+import { f32BitsToBf16, f32BitsToF16, firstNonFinite, halfOverflow, roundToHalf, widenHalf } from '../../web/src/storage/half_floats.js';
 import { dequantizeQ8, quantizeQ8 } from '../../web/src/storage/q8_0.js';
 import { stored } from '../contract/storage.mjs';
 
@@ -89,6 +89,14 @@ for (const dtype of Object.keys(FORMATS)) {
     // ±inf and the NaNs: the sign times every mantissa of the all-ones exponent.
     assert.equal(nonFinite, 2 * (0x8000 - FORMATS[dtype].infinity));
     assert.equal(firstNonFinite(all.filter((h) => Number.isFinite(widened[h])), dtype), -1, 'every finite pattern at once');
+  });
+
+  test(`${dtype}: halfOverflow() is the least float32 magnitude the rounding takes to inf`, () => {
+    const bound = halfOverflow(dtype);
+    const { round, infinity } = FORMATS[dtype];
+    assert.equal(round(bitsOf(bound)), infinity);
+    assert.equal(round(bitsOf(-bound)), 0x8000 | infinity);
+    assert.ok(round(bitsOf(bound) - 1) < infinity, 'the float32 below it stays finite');
   });
 }
 

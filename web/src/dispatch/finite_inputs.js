@@ -9,7 +9,7 @@
 // A call on a KV cache stored on the GPU cannot move (its keys and values are on the device): the
 // GPU applies the rule itself there (webgpu/kernels/nonfinite_rows.wgsl.js), and this check is
 // not asked.
-import { asFloat32, firstNonFinite, roundToHalf } from '../storage/half_floats.js';
+import { asFloat32, firstNonFinite, halfOverflow } from '../storage/half_floats.js';
 import { ENTRY, WEIGHT_MATRICES } from '../storage/state_dict_entries.js';
 import { HALF_DTYPES } from '../storage/storage_types.js';
 import { MaskKind } from '../base/call_plan.js';
@@ -82,16 +82,17 @@ export function finiteInputs(plan) {
  */
 export function finiteWeights(entries, weightsDtype = 'float32') {
   // A quantised entry's values are finite: its scales were checked finite and its codes are integers.
-  return entries.every(({ name, data, dtype, scales }) => scales !== undefined || (name === ENTRY.sinks
-    ? !asFloat32(data, dtype).some(Number.isNaN)
-    : firstNonFinite(data, dtype) < 0 && (dtype !== 'float32' || !HALF_DTYPES.includes(weightsDtype)
-      || !WEIGHT_MATRICES.includes(name) || roundsFinite(data, weightsDtype))));
+  const rounded = (name, dtype) => dtype === 'float32' && HALF_DTYPES.includes(weightsDtype) && WEIGHT_MATRICES.includes(name);
+  return entries.every(({ name, data, dtype, scales }) => {
+    if (scales !== undefined) return true;
+    if (name === ENTRY.sinks) return !asFloat32(data, dtype).some(Number.isNaN);
+    return rounded(name, dtype) ? below(data, halfOverflow(weightsDtype)) : firstNonFinite(data, dtype) < 0;
+  });
 }
 
-// Whether every value of `data` (finite float32) rounds to a finite `dtype` (16-bit) value: its
-// largest magnitude does (the rounding is monotonic), by the package's own rounding.
-function roundsFinite(data, dtype) {
-  let largest = 0;
-  for (let i = 0; i < data.length; i++) largest = Math.max(largest, Math.abs(data[i]));
-  return firstNonFinite(roundToHalf(dtype, Float32Array.of(largest)), dtype) < 0;
+// Whether every value of `data` (float32) is of a magnitude below `bound`: one pass that finds a
+// NaN or an infinity too (a float32 matrix of a 16-bit module, stored rounded: finite as stored).
+function below(data, bound) {
+  for (let i = 0; i < data.length; i++) if (!(Math.abs(data[i]) < bound)) return false;
+  return true;
 }

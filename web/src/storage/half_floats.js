@@ -116,6 +116,25 @@ export function roundToHalf(dtype, values, out = new Uint16Array(values.length))
   return out;
 }
 
+// dtype → the least float32 magnitude that rounds to ±Inf in it, found once from ROUNDING itself
+// (rounding is monotonic in the bits: a bisection over the finite float32 patterns).
+const overflowFrom = new Map();
+
+/** The least magnitude that `dtype` ('float16' | 'bfloat16') rounds to ±Inf (65520 for float16). */
+export function halfOverflow(dtype) {
+  if (!overflowFrom.has(dtype)) {
+    const exponent = EXPONENT_BITS[dtype];
+    let [lo, hi] = [0, 0x7f800000];  // ROUNDING[dtype](lo) finite, ROUNDING[dtype](hi) not
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2);
+      if ((ROUNDING[dtype](mid) & exponent) === exponent) hi = mid;
+      else lo = mid;
+    }
+    overflowFrom.set(dtype, new Float32Array(new Uint32Array([hi]).buffer)[0]);
+  }
+  return overflowFrom.get(dtype);
+}
+
 /** 16-bit values of `dtype` ('float16' | 'bfloat16'), exactly as float32: a new Float32Array. */
 export function widenHalf(dtype, halves) {
   const bits = new Uint32Array(halves.length);
