@@ -13,7 +13,9 @@ export class BatchHold {
 
   /** A call on the cache is recorded into `batch`, as its call `ticket` (GpuBatch.record()). */
   recorded(batch, ticket) {
-    this.#held = { batch, ticket, verdict: null };
+    const held = this.#held;
+    if (held?.batch === batch && held.verdict === null) held.ticket = ticket;  // the same recording: no new record
+    else this.#held = { batch, ticket, verdict: null };
   }
 
   /**
@@ -21,7 +23,9 @@ export class BatchHold {
    * refused them; null: they were dropped, and undone (GpuBatch.submit(), discard()).
    */
   submitted(batch, outcome) {
-    if (this.#held?.batch === batch) this.#holdUntil(this.#held, outcome ?? Promise.resolve());
+    if (this.#held?.batch !== batch) return;
+    if (outcome) this.#holdUntil(this.#held, outcome);
+    else this.#held = null;
   }
 
   /** Whether work of `batch` (a call's; null: the rest) must wait for a verdict (verdictBefore()). */

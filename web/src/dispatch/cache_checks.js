@@ -143,6 +143,9 @@ export function increasingIndices(list, below, what, refuse) {
   return out;
 }
 
+/** The cache rows a call appends to (`planned`: its plan's cache part): its `rows`, else every row. */
+export const listedRows = (planned) => planned.rows ?? planned.lengthsBefore.map((_, b) => b);
+
 /**
  * A call's turn on a cache (KvCache.enqueue()): each of its `listed` rows still at the length it
  * was planned at (`lengthsBefore`), as rowLength(b) reads it; else a CacheError, and it does not run.

@@ -305,7 +305,12 @@ export class GpuBatch {
 // (null: they were dropped, and undone): its work from outside the batch waits for it
 // (dispatch/batch_hold.js).
 function tellCaches(batch, calls, outcome) {
-  for (const kvCache of new Set(calls.map((c) => c.kvCache).filter(Boolean))) kvCache[CACHE.submitted](batch, outcome);
+  const told = new Set();
+  for (const { kvCache } of calls) {
+    if (!kvCache || told.has(kvCache)) continue;
+    told.add(kvCache);
+    kvCache[CACHE.submitted](batch, outcome);
+  }
 }
 
 // encode()'s record (as record()'s calls): the caller's encoder finished into `finished` in error

@@ -4,7 +4,7 @@ import { CacheError, DisposedError } from '../base/errors.js';
 import { lazyModules } from '../base/lazy_modules.js';
 import { CACHE } from '../base/batch_protocol.js';
 import { BatchHold } from './batch_hold.js';
-import { checkPlannedLengths, checkTruncation, refuseEncoded, uniformLength } from './cache_checks.js';
+import { checkPlannedLengths, checkTruncation, listedRows, refuseEncoded, uniformLength } from './cache_checks.js';
 
 // Safety net for caches the app forgot to dispose(): frees their WASM memory on collection.
 const registry = new FinalizationRegistry((handle) => {
@@ -117,10 +117,10 @@ export class KvCache {
    * itself where it ran at once and gave one (a WASM call: no promise to settle), else a promise.
    */
   enqueue(planned, run, inputsHeld = true, batch = null) {
-    this.#held.submitFor(batch);
+    const waits = this.#held.submitFor(batch);
     const epoch = this.#epoch;
     const { L, lengthsBefore } = planned;
-    const listed = planned.rows ?? lengthsBefore.map((_, b) => b);
+    const listed = listedRows(planned);
     const start = () => {
       const verdict = this.#held.verdictBefore(batch);
       if (verdict) return verdict.then(start);
@@ -132,7 +132,7 @@ export class KvCache {
     const perRow = planned.rows !== null || lengthsBefore.some((n) => n !== lengthsBefore[0]);
     const rows = perRow ? 0 : L;
     let call;
-    if (this.#queued === 0 && !this.#held.waits(batch)) {
+    if (this.#queued === 0 && !waits) {
       try {
         call = start();
       } catch (e) {
@@ -172,8 +172,7 @@ export class KvCache {
   [CACHE.recordable](planned, batch) {
     const verdict = this.#held.verdictBefore(batch);
     if (!verdict) return null;
-    const listed = planned.rows ?? planned.lengthsBefore.map((_, b) => b);
-    return verdict.then(() => checkPlannedLengths(listed, planned.lengthsBefore, (b) => this.#live('forward: cache').rowLength(b)));
+    return verdict.then(() => checkPlannedLengths(listedRows(planned), planned.lengthsBefore, (b) => this.#live('forward: cache').rowLength(b)));
   }
 
   // Whether work on it runs now: no batch's verdict to wait for (that batch submitted now where it
@@ -210,9 +209,9 @@ export class KvCache {
    */
   async read() {
     const now = this.#live('KvCache.read');
-    this.#held.submitFor();
-    if (this.#queued === 0 && this.#held.waits()) this.#planned = this.#lengthsOf(now);
-    if (this.#queued || this.#held.waits()) await this.#turn(() => {});
+    const waits = this.#held.submitFor();
+    if (this.#queued === 0 && waits) this.#planned = this.#lengthsOf(now);
+    if (this.#queued || waits) await this.#turn(() => {});
     const handle = this.#live('KvCache.read');
     const length = uniformLength(this.#lengthsOf(handle), 'cache.read');
     const count = this.window ? Math.min(length, this.window) : length;

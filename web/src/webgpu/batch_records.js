@@ -11,7 +11,8 @@ export const lengthsBeforeOf = (plan) => (plan.cache ? plan.cache.lengthsBefore 
 // (which the batch tells of it: dispatch/batch_hold.js). Returns the `pending` of its GpuTensors.
 export function recordBatched(gpu, plan, call, buffers) {
   const { batch } = plan;
-  const ticket = batch[BATCH.record]({ ...call, kvCache: plan.cache?.kvCache ?? null });
+  call.kvCache = plan.cache?.kvCache ?? null;  // each caller's own literal: no copy per call
+  const ticket = batch[BATCH.record](call);
   const pending = { submitted: () => batch[BATCH.whenSubmitted](ticket), after: (fn) => batch[BATCH.afterSubmit](ticket, fn) };
   const flush = () => pending.submitted().catch(() => {});  // its errors are the batch's to report
   gpu.recorded(batch, flush);

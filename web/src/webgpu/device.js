@@ -39,9 +39,13 @@ const isGpu = looks((x) => typeof x.requestAdapter === 'function');
 // A GPUDevice passed as `gpu`, tried: a small buffer made and destroyed, which an object that only
 // looks like one (a wrapper, a Proxy of one: WebGPU refuses it as `this`) fails, as an OptionError
 // naming gpu rather than an untyped error in a later call.
+// Each device is tried once (findGpu() runs at create() and at acquisition, for every module).
+const workingDevices = new WeakSet();
 function requireWorkingDevice(device) {
+  if (workingDevices.has(device)) return;
   try {
     device.createBuffer({ size: 4, usage: Usage.COPY_DST, label: 'webattention gpu check' }).destroy();
+    workingDevices.add(device);
   } catch (e) {
     throw new OptionError(`gpu: not a GPUDevice that WebGPU made (${e?.message ?? e}): pass the device itself, not a wrapper of one`, {
       argument: 'gpu', expected: 'GPUDevice', actual: describe(device),

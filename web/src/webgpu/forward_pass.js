@@ -270,11 +270,12 @@ export async function runForwardPass(gpu, plan, config, path, cache = null) {
   const kernels = await kernelsOf(gpu, { ...call, measuring, timed: plan.output !== 'gpu-buffer' && plan.L > 0 });
   const { names } = kernels;
   selectionHooks.onCall?.(names);
-  const recordable = plan.batch && !plan.ownSubmit ? untilRecordable(plan) : null;
+  // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
+  const recorded = plan.batch && !plan.ownSubmit;
+  const recordable = recorded ? untilRecordable(plan) : null;
   if (recordable) await recordable;  // mostly none: no promise hop
   flushPendingInputs(plan);
-  // A pass of a batched call of several passes (webgpu_executor.js) submits itself, in its turn.
-  if (plan.batch && !plan.ownSubmit) return recordForward(gpu, { ...call, kernels });
+  if (recorded) return recordForward(gpu, { ...call, kernels });
   const { measured } = kernels;
   const timer = (measured && !selectionHooks.clock) || marks ? callTimer(device) : null;
   marks?.push(performance.now());
